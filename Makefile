@@ -1,0 +1,41 @@
+# make book : venv + install + execute every notebook (quick profile) + HTML in _build/html/
+# make test : unit tests, nbval over every notebook, book build with warnings as errors
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.symlib-installed
+
+.PHONY: book test install unit nbval book-check sync clean
+.DEFAULT_GOAL := book
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[book,test]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (symlib)" >/dev/null
+	touch $@
+
+install: $(STAMP)
+
+book: install
+	$(VENV)/bin/jupyter-book build . --keep-going
+	@echo "Open _build/html/index.html"
+
+unit: install
+	$(PY) -m pytest tests
+
+nbval: install
+	$(PY) -m pytest --nbval-lax --nbval-current-env notebooks
+
+book-check: install
+	$(VENV)/bin/jupyter-book build . -W --keep-going
+
+# Run in this order (unit tests first: fastest to fail).
+test: unit nbval book-check
+
+# Pair every notebooks/*.py with its .ipynb after editing either side.
+sync: install
+	$(VENV)/bin/jupytext --sync notebooks/*.py
+
+clean:
+	rm -rf _build

@@ -1,0 +1,95 @@
+"""Run profiles: ``quick`` (laptop CPU, minutes) and ``paper`` (the papers' settings, GPU).
+
+The active profile is chosen with the environment variable ``SYMLIB_PROFILE``
+(default ``quick``). Every notebook prints it with :func:`describe`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+ENV_VAR = "SYMLIB_PROFILE"
+DEFAULT = "quick"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Sizes and hyperparameters shared by the experiments of the book.
+
+    Attributes:
+        name: profile name.
+        data_source: ``"subset"`` (the real MNIST subset shipped in the package) or
+            ``"full"`` (the complete idx files; see :mod:`symlib.data`).
+        n_train, n_val, n_test: examples drawn (deterministically) from the source.
+        hidden: width of the hidden layer of the MNIST MLP (Xiao et al.: 512).
+        epochs, batch_size, learning_rate: Adam/MAP training of MLPs.
+        prior_std: std of the isotropic Gaussian prior (MAP = weight decay).
+    """
+
+    name: str
+    description: str
+    data_source: str
+    n_train: int
+    n_val: int
+    n_test: int
+    hidden: int
+    epochs: int
+    batch_size: int
+    learning_rate: float
+    prior_std: float
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def describe(self) -> str:
+        """One line with the profile and its key sizes, printed by every notebook."""
+        return (
+            f"profile={self.name!r} ({self.description}); data={self.data_source} "
+            f"n_train={self.n_train} n_val={self.n_val} n_test={self.n_test}; "
+            f"MLP 784-{self.hidden}-10, {self.epochs} epochs, batch {self.batch_size}, "
+            f"Adam lr {self.learning_rate}, prior std {self.prior_std}"
+        )
+
+
+PROFILES: dict[str, Profile] = {
+    "quick": Profile(
+        name="quick",
+        description="2 CPU cores, minutes per notebook",
+        data_source="subset",
+        n_train=9_000,
+        n_val=1_000,
+        n_test=2_000,
+        hidden=128,
+        epochs=10,
+        batch_size=128,
+        learning_rate=1e-3,
+        prior_std=1.0,
+    ),
+    "paper": Profile(
+        name="paper",
+        description="the papers' settings, meant for a GPU",
+        data_source="full",
+        n_train=50_000,
+        n_val=10_000,
+        n_test=10_000,
+        hidden=512,
+        epochs=50,
+        batch_size=128,
+        learning_rate=1e-3,
+        prior_std=1.0,
+    ),
+}
+
+
+def get_profile(name: str | None = None) -> Profile:
+    """The profile called ``name``, or the one named by ``$SYMLIB_PROFILE`` (default quick)."""
+    if name is None:
+        name = os.environ.get(ENV_VAR, "").strip() or DEFAULT
+    key = name.strip().lower()
+    if key not in PROFILES:
+        raise ValueError(
+            f"unknown profile {name!r} (from {ENV_VAR} or the argument); "
+            f"valid profiles: {', '.join(sorted(PROFILES))}"
+        )
+    return PROFILES[key]

@@ -1,0 +1,54 @@
+"""Plotting helpers: each returns a matplotlib ``Figure``; one style for the whole book."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+#: Okabe-Ito colour-blind-safe palette.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+
+
+def set_style() -> None:
+    """The book's matplotlib style (call once in a notebook's setup cell)."""
+    plt.rcParams.update({
+        "figure.dpi": 100,
+        "savefig.dpi": 150,
+        "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "font.size": 10,
+        "legend.frameon": False,
+        "image.cmap": "RdBu_r",
+    })
+
+
+def weight_matrices(matrices: Sequence[np.ndarray], titles: Sequence[str], *, suptitle: str | None = None,
+                    xlabel: str = "input unit", ylabel: str = "hidden unit", max_cols: int = 64,
+                    max_rows: int = 64) -> plt.Figure:
+    """Heatmaps of weight matrices side by side on one symmetric colour scale.
+
+    Only the top-left ``max_rows x max_cols`` block is shown so individual units stay
+    visible; rows are the units the permutation acts on.
+    """
+    if len(matrices) != len(titles):
+        raise ValueError(f"{len(matrices)} matrices but {len(titles)} titles")
+    blocks = [np.asarray(m)[:max_rows, :max_cols] for m in matrices]
+    vmax = max(float(np.abs(b).max()) for b in blocks) or 1.0
+    fig, axes = plt.subplots(1, len(blocks), figsize=(3.4 * len(blocks) + 0.8, 3.4), constrained_layout=True)
+    axes = np.atleast_1d(axes)
+    for ax, block, title in zip(axes, blocks, titles):
+        im = ax.imshow(block, vmin=-vmax, vmax=vmax, cmap="RdBu_r", interpolation="nearest", aspect="auto")
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        ax.grid(False)
+    axes[0].set_ylabel(ylabel)
+    fig.colorbar(im, ax=list(axes), shrink=0.85, label="weight value")
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig

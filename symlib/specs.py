@@ -1,0 +1,259 @@
+"""Permutation specs: which named permutation acts on which axis of which parameter.
+
+A :class:`PermutationSpec` maps every parameter, by its flat path (``"dense_0/kernel"``,
+see :func:`flatten_params`), to a tuple with one entry per axis: the name of the
+permutation acting on that axis, or ``None``. For an MLP (:func:`mlp_permutation_spec`)
+the units of hidden layer ``l`` are permuted by ``"P_l"``, which acts on the output axis
+of ``dense_l/kernel``, on ``dense_l/bias`` and on the input axis of ``dense_{l+1}/kernel``.
+
+Convention (the one of :mod:`symlib.permutations`, gather form): applying permutation
+``p`` named ``P`` makes the new unit ``i`` the old unit ``p[i]``; along every axis acted
+on by ``P``, ``new = take(old, p, axis)``. The network function is unchanged, and
+``apply_permutation(spec, {"P": inverse(p)}, apply_permutation(spec, {"P": p}, A)) == A``.
+Applying ``q`` after ``p`` equals applying ``compose(p, q)`` once.
+
+Tools that accept ``batch_dims`` allow that many leading axes on every parameter (a
+stack of networks, HMC samples); they are shared by all leaves and never permuted.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from symlib import permutations as _perm
+
+__all__ = [
+    "PermutationSpec",
+    "apply_permutation",
+    "check_spec",
+    "flatten_params",
+    "mlp_permutation_spec",
+    "random_permutations",
+    "unflatten_params",
+]
+
+SEP = "/"
+
+
+@dataclass(frozen=True)
+class PermutationSpec:
+    """For each parameter path, the permutation name (or ``None``) acting on each axis.
+
+    ``axes`` maps ``"dense_0/kernel"`` to e.g. ``(None, "P_0")``. Lists are accepted and
+    stored as tuples. Derived: :attr:`perm_names` (in order of first appearance in
+    ``axes``) and :attr:`perm_to_axes`.
+    """
+
+    axes: dict[str, tuple[str | None, ...]]
+
+    def __post_init__(self):
+        if not isinstance(self.axes, Mapping):
+            raise TypeError(f"axes must be a dict of path -> tuple of names, got {type(self.axes).__name__}")
+        clean = {}
+        for path, names in self.axes.items():
+            if not isinstance(path, str):
+                raise TypeError(f"parameter paths must be strings, got {path!r}")
+            if isinstance(names, str) or not isinstance(names, (tuple, list)):
+                raise TypeError(f"axes[{path!r}] must be a tuple of permutation names or None, got {names!r}")
+            for name in names:
+                if name is not None and not isinstance(name, str):
+                    raise TypeError(f"axes[{path!r}] holds {name!r}; entries must be str or None")
+            clean[path] = tuple(names)
+        object.__setattr__(self, "axes", clean)
+
+    @property
+    def perm_names(self) -> list[str]:
+        """Names of the permutations, in order of first appearance in ``axes``."""
+        return list(self.perm_to_axes)
+
+    @property
+    def perm_to_axes(self) -> dict[str, list[tuple[str, int]]]:
+        """For each permutation name, the ``(parameter path, axis)`` pairs it acts on."""
+        out: dict[str, list[tuple[str, int]]] = {}
+        for path, names in self.axes.items():
+            for axis, name in enumerate(names):
+                if name is not None:
+                    out.setdefault(name, []).append((path, axis))
+        return out
+
+
+def mlp_permutation_spec(num_hidden_layers: int) -> PermutationSpec:
+    """Spec of an MLP (:mod:`symlib.models`) with ``num_hidden_layers`` hidden layers.
+
+    Hidden layer ``l`` (output of ``dense_l``) has its units permuted by ``"P_l"``:
+    ``dense_l/kernel -> (P_{l-1} or None, P_l)``, ``dense_l/bias -> (P_l,)``; the last layer
+    ``dense_L`` (``L = num_hidden_layers``) has ``(P_{L-1} or None, None)`` and ``(None,)``.
+    """
+    if isinstance(num_hidden_layers, bool) or int(num_hidden_layers) != num_hidden_layers:
+        raise TypeError(f"num_hidden_layers must be an int, got {num_hidden_layers!r}")
+    L = int(num_hidden_layers)
+    if L < 0:
+        raise ValueError(f"num_hidden_layers must be non-negative, got {L}")
+    axes = {}
+    for l in range(L + 1):
+        p_in = f"P_{l - 1}" if l > 0 else None
+        p_out = f"P_{l}" if l < L else None
+        axes[f"dense_{l}/kernel"] = (p_in, p_out)
+        axes[f"dense_{l}/bias"] = (p_out,)
+    return PermutationSpec(axes)
+
+
+def flatten_params(params: Mapping) -> dict[str, Any]:
+    """Nested dicts -> ``{"a/b/c": leaf}``; anything that is not a Mapping is a leaf.
+
+    An already-flat dict comes back unchanged (keys may hold ``"/"``). Empty sub-dicts
+    vanish; two routes to the same path raise ``ValueError``.
+    """
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params must be a (nested) dict, got {type(params).__name__}")
+    flat: dict[str, Any] = {}
+
+    def walk(node: Mapping, prefix: str):
+        for key, value in node.items():
+            if not isinstance(key, str):
+                raise TypeError(f"parameter keys must be strings, got {key!r} under {prefix or 'the root'!r}")
+            path = f"{prefix}{SEP}{key}" if prefix else key
+            if isinstance(value, Mapping):
+                walk(value, path)
+            else:
+                if path in flat:
+                    raise ValueError(f"parameter path {path!r} occurs twice")
+                flat[path] = value
+
+    walk(params, "")
+    return flat
+
+
+def unflatten_params(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """Inverse of :func:`flatten_params`: ``{"a/b": x}`` -> ``{"a": {"b": x}}``."""
+    out: dict[str, Any] = {}
+    for path, value in flat.items():
+        parts = path.split(SEP)
+        if any(part == "" for part in parts):
+            raise ValueError(f"parameter path {path!r} has an empty component")
+        node = out
+        for i, part in enumerate(parts[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ValueError(f"{SEP.join(parts[: i + 1])!r} is both a leaf and a prefix of {path!r}")
+            node = child
+        if parts[-1] in node:
+            raise ValueError(f"{path!r} is both a leaf and a prefix of another path")
+        node[parts[-1]] = value
+    return out
+
+
+def _shape(leaf) -> tuple[int, ...]:
+    shape = getattr(leaf, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(leaf)
+
+
+def check_spec(spec: PermutationSpec, params: Mapping, batch_dims: int = 0) -> dict[str, int]:
+    """Check ``params`` against ``spec``; return the size of every permutation.
+
+    Raises ``ValueError`` naming the parameter (and sizes) when a parameter of the spec is
+    missing from ``params`` or the other way round, when a parameter's number of axes
+    (after ``batch_dims`` leading axes, which are ignored) differs from the spec's, or
+    when two axes acted on by the same permutation differ in size.
+    """
+    batch_dims = int(batch_dims)
+    if batch_dims < 0:
+        raise ValueError(f"batch_dims must be non-negative, got {batch_dims}")
+    flat = flatten_params(params)
+    missing = [p for p in spec.axes if p not in flat]
+    if missing:
+        raise ValueError(f"parameter(s) {missing} are in the spec but missing from params")
+    extra = [p for p in flat if p not in spec.axes]
+    if extra:
+        raise ValueError(f"parameter(s) {extra} are in params but not in the spec")
+    for path, names in spec.axes.items():
+        shape = _shape(flat[path])
+        if len(shape) != batch_dims + len(names):
+            raise ValueError(
+                f"parameter {path!r} has shape {shape}: {len(shape)} axes, but the spec lists "
+                f"{len(names)} axes {names}" + (f" after {batch_dims} batch axes" if batch_dims else "")
+            )
+    sizes: dict[str, int] = {}
+    first: dict[str, tuple[str, int]] = {}
+    for name, where in spec.perm_to_axes.items():
+        for path, axis in where:
+            size = int(_shape(flat[path])[batch_dims + axis])
+            if name not in sizes:
+                sizes[name], first[name] = size, (path, axis)
+            elif size != sizes[name]:
+                p0, a0 = first[name]
+                raise ValueError(
+                    f"permutation {name!r} acts on axis {a0} of {p0!r} (size {sizes[name]}) and on "
+                    f"axis {axis} of {path!r} (size {size}); the sizes must agree"
+                )
+    return sizes
+
+
+def _is_tracer(x) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+def apply_permutation(spec: PermutationSpec, perms: Mapping[str, Any], params: Mapping, batch_dims: int = 0):
+    """Permute ``params`` by ``perms`` (name -> index array) without changing the network function.
+
+    Along every axis acted on by permutation ``name``,
+    ``new = take(old, perms[name], axis + batch_dims)``: the new unit ``i`` is the old unit
+    ``perms[name][i]``. Hence applying ``inverse(p)`` undoes applying ``p``. Every name of
+    the spec must be in ``perms`` and no other (else ``ValueError``); each permutation is
+    validated with :func:`symlib.permutations.validate` against the size from
+    :func:`check_spec`. numpy leaves stay numpy (``np.take``); other leaves (jax arrays,
+    tracers) use ``jnp.take``, so this works under ``jax.jit`` (traced permutations are
+    only shape-checked). Returns the same structure as ``params`` (nested or flat);
+    leaves no permutation touches are returned as they are.
+    """
+    sizes = check_spec(spec, params, batch_dims)
+    unknown = [n for n in perms if n not in sizes]
+    if unknown:
+        raise ValueError(f"unknown permutation name(s) {unknown}; the spec has {list(sizes)}")
+    missing = [n for n in sizes if n not in perms]
+    if missing:
+        raise ValueError(f"no permutation given for {missing}")
+    checked = {}
+    for name, perm in perms.items():
+        if _is_tracer(perm):
+            if perm.shape != (sizes[name],) or not jnp.issubdtype(perm.dtype, jnp.integer):
+                raise ValueError(
+                    f"permutation {name!r} must be an integer array of shape ({sizes[name]},), "
+                    f"got {perm.dtype}{list(perm.shape)}"
+                )
+            checked[name] = perm
+        else:
+            try:
+                checked[name] = _perm.validate(perm, sizes[name])
+            except ValueError as e:
+                raise ValueError(f"permutation {name!r}: {e}") from None
+    nested = any(isinstance(v, Mapping) for v in params.values())
+    flat = flatten_params(params)
+    out = {}
+    for path, leaf in flat.items():
+        for axis, name in enumerate(spec.axes[path]):
+            if name is None:
+                continue
+            perm = checked[name]
+            if isinstance(leaf, np.ndarray) and isinstance(perm, np.ndarray):
+                leaf = np.take(leaf, perm, axis=batch_dims + axis)
+            else:
+                leaf = jnp.take(leaf, perm, axis=batch_dims + axis)
+        out[path] = leaf
+    return unflatten_params(out) if nested else out
+
+
+def random_permutations(key, spec: PermutationSpec, params: Mapping, batch_dims: int = 0) -> dict[str, np.ndarray]:
+    """A uniformly random permutation for every name of ``spec``, sized from ``params``.
+
+    ``key`` as in :func:`symlib.permutations.as_generator` (jax key, int seed, numpy
+    Generator or None); names are drawn in :attr:`PermutationSpec.perm_names` order.
+    """
+    sizes = check_spec(spec, params, batch_dims)
+    rng = _perm.as_generator(key)
+    return {name: _perm.random_permutation(rng, sizes[name]) for name in spec.perm_names}

@@ -1,0 +1,112 @@
+import json
+
+import numpy as np
+import pytest
+
+from symlib import cache
+
+
+@pytest.fixture()
+def cdir(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
+    return tmp_path
+
+
+def _counting(result):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return result
+
+    return compute, calls
+
+
+TREE = {"params": {"w": np.arange(6.0).reshape(2, 3), "b": np.zeros(3, np.float32)}, "acc": 0.5}
+
+
+def test_miss_then_hit(cdir):
+    compute, calls = _counting(TREE)
+    first = cache.cached("exp", {"a": 1}, compute, verbose=False)
+    second = cache.cached("exp", {"a": 1}, compute, verbose=False)
+    assert len(calls) == 1
+    for got in (first, second):
+        np.testing.assert_array_equal(got["params"]["w"], TREE["params"]["w"])
+        assert got["params"]["b"].dtype == np.float32
+        assert float(got["acc"]) == 0.5
+    assert len(list(cdir.glob("exp-*.npz"))) == 1 and len(list(cdir.glob("exp-*.json"))) == 1
+
+
+def test_key_depends_on_name_config_and_version():
+    k = cache.cache_key("exp", {"a": 1, "b": [1, 2]})
+    assert k == cache.cache_key("exp", {"b": (1, 2), "a": 1})  # order and tuple/list do not matter
+    assert k != cache.cache_key("exp", {"a": 2, "b": [1, 2]})
+    assert k != cache.cache_key("other", {"a": 1, "b": [1, 2]})
+    assert k != cache.cache_key("exp", {"a": 1, "b": [1, 2]}, version="0.0.0+old")
+    assert cache.code_version().startswith("0.") and "+" in cache.code_version()
+
+
+def test_different_config_is_a_miss(cdir):
+    compute, calls = _counting(TREE)
+    cache.cached("exp", {"a": 1}, compute, verbose=False)
+    cache.cached("exp", {"a": 2}, compute, verbose=False)
+    assert len(calls) == 2
+
+
+def test_truncated_file_is_recomputed(cdir, capsys):
+    compute, calls = _counting(TREE)
+    cache.cached("exp", {"a": 1}, compute, verbose=False)
+    data_path, _ = cache.artifact_paths("exp", {"a": 1})
+    data_path.write_bytes(data_path.read_bytes()[:50])  # truncate
+    again = cache.cached("exp", {"a": 1}, compute, verbose=False)
+    assert len(calls) == 2
+    assert "damaged artifact" in capsys.readouterr().err
+    np.testing.assert_array_equal(again["params"]["w"], TREE["params"]["w"])
+    assert cache.load("exp", {"a": 1}) is not None  # the recomputed one is intact
+
+
+def test_missing_marker_means_incomplete(cdir):
+    compute, calls = _counting(TREE)
+    cache.cached("exp", {"a": 1}, compute, verbose=False)
+    _, marker = cache.artifact_paths("exp", {"a": 1})
+    marker.unlink()
+    with pytest.raises(cache.CorruptArtifactError, match="completed-marker"):
+        cache.load("exp", {"a": 1})
+    cache.cached("exp", {"a": 1}, compute, verbose=False)
+    assert len(calls) == 2
+
+
+def test_same_length_corruption_detected_by_checksum(cdir):
+    compute, calls = _counting(TREE)
+    cache.cached("exp", {"a": 1}, compute, verbose=False)
+    data_path, marker = cache.artifact_paths("exp", {"a": 1})
+    raw = bytearray(data_path.read_bytes())
+    raw[-10] ^= 0xFF
+    data_path.write_bytes(bytes(raw))
+    with pytest.raises(cache.CorruptArtifactError, match="sha256"):
+        cache.load("exp", {"a": 1})
+    assert json.loads(marker.read_text())["name"] == "exp"
+
+
+def test_failed_compute_leaves_nothing(cdir):
+    def boom():
+        raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError):
+        cache.cached("exp", {"a": 1}, boom, verbose=False)
+    assert list(cdir.iterdir()) == []
+
+
+def test_bad_artifacts_rejected(cdir):
+    with pytest.raises(TypeError, match="nested dict"):
+        cache.save("exp", {}, [1, 2])
+    with pytest.raises(TypeError, match="'x'"):
+        cache.save("exp", {}, {"x": object()})
+    with pytest.raises(TypeError, match="JSON-like"):
+        cache.cache_key("exp", {"f": object()})
+
+
+def test_default_location(monkeypatch, tmp_path):
+    monkeypatch.delenv("SYMLIB_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache.cache_dir() == tmp_path / "symlib" / "artifacts"

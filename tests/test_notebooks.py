@@ -1,0 +1,46 @@
+"""Static checks of the notebooks (execution itself is nbval's job: `make nbval`)."""
+from pathlib import Path
+
+import pytest
+
+jupytext = pytest.importorskip("jupytext", reason="jupytext is in the 'test' extra")
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = sorted((ROOT / "notebooks").glob("*.py"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_notebooks():
+    assert SOURCES, "no notebooks/*.py found"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.name)
+def test_pair_in_sync(src):
+    nb_path = src.with_suffix(".ipynb")
+    assert nb_path.exists(), f"{src.name} has no paired .ipynb: run `make sync`"
+    py_cells = [(c.cell_type, c.source.strip()) for c in jupytext.read(src).cells]
+    nb_cells = [(c.cell_type, c.source.strip()) for c in jupytext.read(nb_path).cells]
+    assert py_cells == nb_cells, f"{src.name} and {nb_path.name} differ: run `make sync` and re-execute"
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.name)
+def test_stored_outputs_are_clean(nb_path):
+    assert nb_path.with_suffix(".py").exists(), f"{nb_path.name} has no paired .py"
+    nb = jupytext.read(nb_path)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert any(c.get("outputs") for c in code), f"{nb_path.name} has no stored outputs: execute it"
+    for i, cell in enumerate(code):
+        for out in cell.get("outputs", []):
+            assert out.get("output_type") != "error", f"{nb_path.name}: code cell {i} stored an error"
+            text = "".join(out.get("text", "")) if isinstance(out.get("text", ""), list) else out.get("text", "")
+            assert "<Figure size" not in text, f"{nb_path.name}: cell {i} prints a Figure repr (end the line with ;)"
+        assert set(cell.get("metadata", {})) <= {"tags"}, f"{nb_path.name}: cell {i} has metadata beyond tags"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.name)
+def test_structure(src):
+    text = src.read_text()
+    assert "{cite" in text, f"{src.name} does not cite its paper"
+    assert "## Synthesis" in text, f"{src.name} has no Synthesis section"
+    assert "\nassert " in text, f"{src.name} asserts no claim"
+    assert "describe()" in text, f"{src.name} does not print the active profile"
