@@ -33,9 +33,11 @@ book-check: install
 # Run in this order (unit tests first: fastest to fail).
 test: unit nbval book-check
 
-# Pair every notebooks/*.py with its .ipynb after editing either side.
+# After editing notebooks/*.py: re-execute and store outputs in the paired .ipynb
+# (all notebooks, or NB=notebooks/02_rebasin_barriers.py for one).
+NB ?= notebooks/*.py
 sync: install
-	$(VENV)/bin/jupytext --sync notebooks/*.py
+	$(PY) scripts/execute_notebooks.py $(NB)
 
 clean:
 	rm -rf _build

@@ -25,6 +25,9 @@ class Profile:
         hidden: width of the hidden layer of the MNIST MLP (Xiao et al.: 512).
         epochs, batch_size, learning_rate: Adam/MAP training of MLPs.
         prior_std: std of the isotropic Gaussian prior (MAP = weight decay).
+        n_lambdas: points on the interpolation path between two networks (barriers).
+        not_points: NoT values in the sweep of Xiao et al. Fig. 2 (0 = every value
+            0 .. hidden-1); not_runs: random initialisations in that sweep.
     """
 
     name: str
@@ -38,6 +41,9 @@ class Profile:
     batch_size: int
     learning_rate: float
     prior_std: float
+    n_lambdas: int
+    not_points: int
+    not_runs: int
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -65,6 +71,9 @@ PROFILES: dict[str, Profile] = {
         batch_size=128,
         learning_rate=1e-3,
         prior_std=1.0,
+        n_lambdas=11,
+        not_points=12,
+        not_runs=3,
     ),
     "paper": Profile(
         name="paper",
@@ -78,6 +87,9 @@ PROFILES: dict[str, Profile] = {
         batch_size=128,
         learning_rate=1e-3,
         prior_std=1.0,
+        n_lambdas=25,
+        not_points=0,
+        not_runs=5,
     ),
 }
 

@@ -78,3 +78,95 @@ def mlp_map_pair(profile: Profile) -> dict[str, Any]:
 def describe() -> str:
     """One line per registered experiment."""
     return "\n".join(f"{name:24s} {doc}" for name, (_, _, doc) in sorted(EXPERIMENTS.items()))
+
+
+def not_grid(profile: Profile) -> np.ndarray:
+    """The NoT values of the Fig. 2 sweep: ``not_points`` evenly spaced in [0, hidden-1]
+    (every value when ``not_points`` is 0)."""
+    n = profile.hidden
+    if profile.not_points <= 0 or profile.not_points >= n:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, profile.not_points).round().astype(int))
+
+
+def _not_config(profile: Profile) -> dict[str, Any]:
+    return {**_mlp_config(profile), "n_lambdas": profile.n_lambdas, "not_points": profile.not_points,
+            "not_runs": profile.not_runs}
+
+
+def _flat_vector(params) -> np.ndarray:
+    return np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(params)])
+
+
+@register("not_sweep", _not_config,
+          "Xiao et al. Fig. 2: train P W_init for permutations P of every NoT, rebasin to the unpermuted net")
+def not_sweep(profile: Profile) -> dict[str, Any]:
+    from .interpolation import barrier
+    from .matching import weight_matching
+    from .permutations import num_transpositions, random_permutation_with_transpositions
+    from .specs import apply_permutation, mlp_permutation_spec
+    from .training import fit_map_many
+
+    d = load_data(profile)
+    cfg = TrainConfig.from_profile(profile)
+    spec = mlp_permutation_spec(1)
+    ks = not_grid(profile)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    x, y = d["x_train"], d["y_train"]
+    rows: dict[str, list] = {k: [] for k in ("run", "not_p", "not_p_prime", "distance_raw", "distance_matched",
+                                             "barrier_raw", "barrier_matched")}
+    for run in range(profile.not_runs):
+        init = mlp_init(jax.random.key(1000 + run), sizes)
+        perms = [random_permutation_with_transpositions(jax.random.key(10_000 * (run + 1) + int(k)), profile.hidden, int(k))
+                 for k in ks]
+        inits = [init] + [apply_permutation(spec, {"P_0": p}, init) for p in perms]
+        stacked = jax.tree_util.tree_map(lambda *a: jax.numpy.stack(a), *inits)
+        data_keys = jax.random.split(jax.random.key(2000 + run), len(inits))  # own minibatch order per net
+        trained, _ = fit_map_many(stacked, data_keys, x, y, cfg)
+        trained = jax.device_get(trained)
+        ref = jax.tree_util.tree_map(lambda a: a[0], trained)
+        for i, (k, p) in enumerate(zip(ks, perms), start=1):
+            net = jax.tree_util.tree_map(lambda a: a[i], trained)
+            match = weight_matching(jax.random.key(run), spec, ref, net)
+            matched = apply_permutation(spec, match.perms, net)
+            rows["run"].append(run)
+            rows["not_p"].append(num_transpositions(p))
+            rows["not_p_prime"].append(num_transpositions(match.perms["P_0"]))
+            rows["distance_raw"].append(float(np.linalg.norm(_flat_vector(ref) - _flat_vector(net))))
+            rows["distance_matched"].append(float(np.linalg.norm(_flat_vector(ref) - _flat_vector(matched))))
+            rows["barrier_raw"].append(barrier(ref, net, x, y, profile.n_lambdas))
+            rows["barrier_matched"].append(barrier(ref, matched, x, y, profile.n_lambdas))
+    return {k: np.asarray(v) for k, v in rows.items()}
+
+
+@register("not_paths", _not_config,
+          "Xiao et al. Fig. 2 right: NoT of rebasin along the interpolation path and over training epochs")
+def not_paths(profile: Profile) -> dict[str, Any]:
+    from .interpolation import interpolate
+    from .matching import weight_matching
+    from .permutations import num_transpositions, random_permutation_with_transpositions
+    from .specs import apply_permutation, mlp_permutation_spec
+
+    d = load_data(profile)
+    cfg = TrainConfig.from_profile(profile)
+    spec = mlp_permutation_spec(1)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    k = (profile.hidden - 1) // 2  # a permutation of intermediate size, so both directions can move
+    p = random_permutation_with_transpositions(jax.random.key(7), profile.hidden, k)
+    init = mlp_init(jax.random.key(1000), sizes)
+    trajectories = []
+    for net_init, seed in ((init, 0), (apply_permutation(spec, {"P_0": p}, init), 1)):
+        _, _, traj = fit_map(net_init, jax.random.key(3000 + seed), d["x_train"], d["y_train"], cfg,
+                             keep_trajectory=True)
+        trajectories.append(jax.device_get(traj))
+    at = lambda traj, e: jax.tree_util.tree_map(lambda a: a[e], traj)  # noqa: E731
+    not_epochs = [num_transpositions(p)]  # epoch 0: the planted permutation of the initialisations
+    for e in range(cfg.epochs):
+        m = weight_matching(jax.random.key(e), spec, at(trajectories[0], e), at(trajectories[1], e))
+        not_epochs.append(num_transpositions(m.perms["P_0"]))
+    w0, w1 = at(trajectories[0], cfg.epochs - 1), at(trajectories[1], cfg.epochs - 1)
+    lambdas = np.linspace(0.0, 1.0, 2 * profile.n_lambdas - 1)
+    not_lambda = [num_transpositions(weight_matching(jax.random.key(0), spec, w0, interpolate(w0, w1, float(t)))
+                                     .perms["P_0"]) for t in lambdas]
+    return {"not_p": np.asarray(num_transpositions(p)), "epochs": np.arange(cfg.epochs + 1),
+            "not_epochs": np.asarray(not_epochs), "lambda": lambdas, "not_lambda": np.asarray(not_lambda)}

@@ -52,3 +52,36 @@ def weight_matrices(matrices: Sequence[np.ndarray], titles: Sequence[str], *, su
     if suptitle:
         fig.suptitle(suptitle)
     return fig
+
+
+def interpolation_curves(curves: dict[str, dict[str, np.ndarray]], *, title: str | None = None) -> plt.Figure:
+    """Loss and accuracy along ``W_lambda`` for several paths (Xiao et al. Fig. 1).
+
+    ``curves`` maps a label such as ``"test, after weight matching"`` to the output of
+    :func:`symlib.interpolation.interpolation_curve`. Labels starting with ``"train"`` are
+    drawn solid, others dashed; the same method keeps the same colour.
+    """
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9.5, 3.4), constrained_layout=True)
+    methods = list(dict.fromkeys(label.split(", ", 1)[-1] for label in curves))
+    for label, curve in curves.items():
+        split, _, method = label.partition(", ")
+        style = dict(color=PALETTE[methods.index(method or split) % len(PALETTE)],
+                     ls="-" if split == "train" else "--", marker="o", ms=3)
+        ax_loss.plot(curve["lambda"], curve["loss"], label=label, **style)
+        ax_acc.plot(curve["lambda"], 100 * np.asarray(curve["accuracy"]), label=label, **style)
+    ax_loss.set_ylabel("loss (mean NLL, nats)")
+    ax_acc.set_ylabel("accuracy (%)")
+    for ax in (ax_loss, ax_acc):
+        ax.set_xlabel(r"$\lambda$ in $W_\lambda = (1-\lambda) W_0 + \lambda W_1$")
+    ax_acc.legend(fontsize=8, loc="lower center")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def mean_band(ax: plt.Axes, x: np.ndarray, ys: np.ndarray, label: str, color: str | None = None) -> None:
+    """Mean over the rows of ``ys`` (runs) against ``x``, with a +-1 std band."""
+    ys = np.asarray(ys, float)
+    mean, std = ys.mean(axis=0), ys.std(axis=0)
+    (line,) = ax.plot(x, mean, marker="o", ms=3, label=label, color=color)
+    ax.fill_between(x, mean - std, mean + std, color=line.get_color(), alpha=0.25, lw=0)

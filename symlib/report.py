@@ -1,0 +1,31 @@
+"""Tables for the notebooks' "Synthesis" sections: ours beside the paper's numbers."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class Table:
+    """A small table that renders as Markdown in Jupyter (and the book) and as text elsewhere."""
+
+    def __init__(self, headers: Sequence[str], rows: Sequence[Sequence[object]]):
+        bad = [r for r in rows if len(r) != len(headers)]
+        if bad:
+            raise ValueError(f"every row needs {len(headers)} cells ({list(headers)}), got {bad[0]!r}")
+        self.headers = [str(h) for h in headers]
+        self.rows = [[str(c) for c in r] for r in rows]
+
+    def _repr_markdown_(self) -> str:
+        esc = lambda s: s.replace("|", r"\|")  # noqa: E731
+        lines = ["| " + " | ".join(map(esc, self.headers)) + " |", "|" + "---|" * len(self.headers)]
+        lines += ["| " + " | ".join(map(esc, r)) + " |" for r in self.rows]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        widths = [max(len(x) for x in col) for col in zip(self.headers, *self.rows)]
+        fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+        return "\n".join([fmt(self.headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in self.rows])
+
+
+def paper_vs_ours(rows: Sequence[tuple[str, object, object]], profile_name: str) -> Table:
+    """Rows of (quantity, the paper's value, ours) with the profile named in the header."""
+    return Table(["quantity", "paper", f"ours ({profile_name} profile)"], rows)
