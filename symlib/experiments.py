@@ -139,11 +139,31 @@ def not_sweep(profile: Profile) -> dict[str, Any]:
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
+def _not_over_training(spec, init_0, init_1, traj_0, traj_1, epochs: int) -> np.ndarray:
+    """NoT of the permutation matching net 1 to net 0 at initialisation and after each epoch."""
+    from .matching import weight_matching
+    from .permutations import num_transpositions
+
+    at = lambda traj, e: jax.tree_util.tree_map(lambda a: a[e], traj)  # noqa: E731
+    pairs = [(init_0, init_1)] + [(at(traj_0, e), at(traj_1, e)) for e in range(epochs)]
+    return np.asarray([num_transpositions(weight_matching(jax.random.key(e), spec, a, b).perms["P_0"])
+                       for e, (a, b) in enumerate(pairs)])
+
+
+def _not_along_path(spec, w0, w1, lambdas: np.ndarray) -> np.ndarray:
+    """NoT of the permutation matching W_lambda = (1 - lambda) W_0 + lambda W_1 to W_0."""
+    from .interpolation import interpolate
+    from .matching import weight_matching
+    from .permutations import num_transpositions
+
+    return np.asarray([num_transpositions(weight_matching(jax.random.key(0), spec, w0,
+                                                          interpolate(w0, w1, float(t))).perms["P_0"])
+                       for t in lambdas])
+
+
 @register("not_paths", _not_config,
           "Xiao et al. Fig. 2 right: NoT of rebasin along the interpolation path and over training epochs")
 def not_paths(profile: Profile) -> dict[str, Any]:
-    from .interpolation import interpolate
-    from .matching import weight_matching
     from .permutations import num_transpositions, random_permutation_with_transpositions
     from .specs import apply_permutation, mlp_permutation_spec
 
@@ -151,22 +171,25 @@ def not_paths(profile: Profile) -> dict[str, Any]:
     cfg = TrainConfig.from_profile(profile)
     spec = mlp_permutation_spec(1)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
-    k = (profile.hidden - 1) // 2  # a permutation of intermediate size, so both directions can move
+    k = (profile.hidden - 1) // 2  # a permutation of intermediate size
     p = random_permutation_with_transpositions(jax.random.key(7), profile.hidden, k)
     init = mlp_init(jax.random.key(1000), sizes)
-    trajectories = []
-    for net_init, seed in ((init, 0), (apply_permutation(spec, {"P_0": p}, init), 1)):
-        _, _, traj = fit_map(net_init, jax.random.key(3000 + seed), d["x_train"], d["y_train"], cfg,
-                             keep_trajectory=True)
-        trajectories.append(jax.device_get(traj))
-    at = lambda traj, e: jax.tree_util.tree_map(lambda a: a[e], traj)  # noqa: E731
-    not_epochs = [num_transpositions(p)]  # epoch 0: the planted permutation of the initialisations
-    for e in range(cfg.epochs):
-        m = weight_matching(jax.random.key(e), spec, at(trajectories[0], e), at(trajectories[1], e))
-        not_epochs.append(num_transpositions(m.perms["P_0"]))
-    w0, w1 = at(trajectories[0], cfg.epochs - 1), at(trajectories[1], cfg.epochs - 1)
+    inits = {"reference": init,
+             "permuted": apply_permutation(spec, {"P_0": p}, init),  # P W_init
+             "independent": mlp_init(jax.random.key(1001), sizes)}   # a fresh random init
+    traj = {}
+    for seed, (name, net_init) in enumerate(inits.items()):
+        _, _, t = fit_map(net_init, jax.random.key(3000 + seed), d["x_train"], d["y_train"], cfg,
+                          keep_trajectory=True)
+        traj[name] = jax.device_get(t)
     lambdas = np.linspace(0.0, 1.0, 2 * profile.n_lambdas - 1)
-    not_lambda = [num_transpositions(weight_matching(jax.random.key(0), spec, w0, interpolate(w0, w1, float(t)))
-                                     .perms["P_0"]) for t in lambdas]
-    return {"not_p": np.asarray(num_transpositions(p)), "epochs": np.arange(cfg.epochs + 1),
-            "not_epochs": np.asarray(not_epochs), "lambda": lambdas, "not_lambda": np.asarray(not_lambda)}
+    last = lambda t: jax.tree_util.tree_map(lambda a: a[-1], t)  # noqa: E731
+    out: dict[str, Any] = {"not_p": np.asarray(num_transpositions(p)), "epochs": np.arange(cfg.epochs + 1),
+                           "lambda": lambdas}
+    for name in ("permuted", "independent"):
+        out[name] = {
+            "not_epochs": _not_over_training(spec, inits["reference"], inits[name], traj["reference"], traj[name],
+                                             cfg.epochs),
+            "not_lambda": _not_along_path(spec, last(traj["reference"]), last(traj[name]), lambdas),
+        }
+    return out

@@ -73,7 +73,7 @@ def interpolation_curves(curves: dict[str, dict[str, np.ndarray]], *, title: str
     ax_acc.set_ylabel("accuracy (%)")
     for ax in (ax_loss, ax_acc):
         ax.set_xlabel(r"$\lambda$ in $W_\lambda = (1-\lambda) W_0 + \lambda W_1$")
-    ax_acc.legend(fontsize=8, loc="lower center")
+    ax_acc.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
     if title:
         fig.suptitle(title)
     return fig
