@@ -29,6 +29,7 @@ nbval: install
 
 book-check: install
 	$(VENV)/bin/jupyter-book build . -W --keep-going
+	$(PY) scripts/check_book.py _build/html
 
 # Run in this order (unit tests first: fastest to fail).
 test: unit nbval book-check

@@ -13,7 +13,12 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F
 
 
 def set_style() -> None:
-    """The book's matplotlib style (call once in a notebook's setup cell)."""
+    """The book's matplotlib style (call once in a notebook's setup cell).
+
+    Inside a Jupyter kernel it also selects the inline backend, so figures reach the
+    notebook's outputs even when ``MPLBACKEND`` names a non-interactive backend.
+    """
+    _inline_in_kernel()
     plt.rcParams.update({
         "figure.dpi": 100,
         "savefig.dpi": 150,
@@ -26,6 +31,16 @@ def set_style() -> None:
         "legend.frameon": False,
         "image.cmap": "RdBu_r",
     })
+
+
+def _inline_in_kernel() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and "IPKernelApp" in shell.config:
+        shell.run_line_magic("matplotlib", "inline")
 
 
 def weight_matrices(matrices: Sequence[np.ndarray], titles: Sequence[str], *, suptitle: str | None = None,
