@@ -13,9 +13,13 @@ def main(argv: list[str] | None = None) -> int:
     run_p = sub.add_parser("run", help="compute (or load) experiments into the artifact cache")
     run_p.add_argument("names", nargs="+", help="experiment names (see `list`)")
     run_p.add_argument("--profile", default=None, help="quick or paper (default: $SYMLIB_PROFILE or quick)")
+    run_p.add_argument("--out", default=None, metavar="DIR",
+                       help="also write each experiment's summary as DIR/<name>-<profile>.json with the command, "
+                            "device and date (e.g. --out book/results)")
     args = parser.parse_args(argv)
 
-    from . import experiments
+    from . import experiments, results
+    from .cache import cache_dir
     from .config import get_profile
 
     if args.command == "list":
@@ -31,8 +35,16 @@ def main(argv: list[str] | None = None) -> int:
     print(profile.describe())
     for name in args.names:
         start = time.time()
-        experiments.run(name, profile)
-        print(f"{name}: done in {time.time() - start:.1f} s")
+        artifact = experiments.run(name, profile)
+        elapsed = time.time() - start
+        print(f"{name}: done in {elapsed:.1f} s (artifact cache: {cache_dir()})")
+        if args.out and name in experiments.SUMMARIES:
+            path = results.save(name, profile.name, experiments.SUMMARIES[name](artifact), directory=args.out,
+                                command="python -m symlib " + " ".join(argv if argv is not None else sys.argv[1:]),
+                                elapsed_s=elapsed)
+            print(f"{name}: summary written to {path}")
+        elif args.out:
+            print(f"{name}: has no summary to write; its artifact is in the cache")
     return 0
 
 

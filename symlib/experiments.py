@@ -18,14 +18,20 @@ from .training import TrainConfig, evaluate, fit_map
 
 Experiment = Callable[[Profile], dict[str, Any]]
 EXPERIMENTS: dict[str, tuple[Experiment, Callable[[Profile], dict[str, Any]], str]] = {}
+#: experiment name -> function turning its artifact into a small JSON-able summary
+SUMMARIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
-def register(name: str, config_of: Callable[[Profile], dict[str, Any]], doc: str):
+def register(name: str, config_of: Callable[[Profile], dict[str, Any]], doc: str,
+             summary: Callable[[dict[str, Any]], dict[str, Any]] | None = None):
     """Register ``fn(profile) -> artifact`` under ``name``; ``config_of(profile)`` is the part
-    of the profile the result depends on (it goes into the cache key)."""
+    of the profile the result depends on (it goes into the cache key); ``summary`` turns the
+    artifact into the numbers saved under ``book/results/`` by ``python -m symlib run --out``."""
 
     def wrap(fn: Experiment) -> Experiment:
         EXPERIMENTS[name] = (fn, config_of, doc)
+        if summary is not None:
+            SUMMARIES[name] = summary
         return fn
 
     return wrap
@@ -73,6 +79,51 @@ def mlp_map_pair(profile: Profile) -> dict[str, Any]:
         out[f"seed{seed}"] = {"params": jax.device_get(params), "epoch_loss": np.asarray(losses),
                               "test_nll": test["nll"], "test_accuracy": test["accuracy"]}
     return out
+
+
+def _barriers_summary(res: dict[str, Any]) -> dict[str, Any]:
+    out = {f"barrier_{split}": {m: float(v) for m, v in b.items()} for split, b in res["barrier"].items()}
+    out.update({f"not_{k}": int(v) for k, v in res["not"].items()})
+    out.update({f"endpoint_test_accuracy_{k}": float(v) for k, v in res["endpoint_test_accuracy"].items()})
+    out["test_accuracy_mid"] = {m: float(c["accuracy"][len(c["accuracy"]) // 2])
+                                for m, c in res["curves"]["test"].items()}
+    return out
+
+
+MATCHING_METHODS = ("no matching", "weight matching", "activation matching")
+
+
+def _barrier_config(profile: Profile) -> dict[str, Any]:
+    return {**_mlp_config(profile), "n_lambdas": profile.n_lambdas}
+
+
+@register("rebasin_barriers", _barrier_config,
+          "Xiao et al. Fig. 1: interpolation W_0 -> W_1 before and after weight / activation matching",
+          summary=_barriers_summary)
+def rebasin_barriers(profile: Profile) -> dict[str, Any]:
+    from .interpolation import interpolation_curve, loss_barrier
+    from .matching import activation_matching, weight_matching
+    from .permutations import num_transpositions
+    from .specs import apply_permutation, mlp_permutation_spec
+
+    d = load_data(profile)
+    pair = run("mlp_map_pair", profile)
+    w0, w1 = pair["seed0"]["params"], pair["seed1"]["params"]
+    spec = mlp_permutation_spec(1)
+    matches = {"weight matching": weight_matching(jax.random.key(0), spec, w0, w1),
+               "activation matching": activation_matching(spec, w0, w1, d["x_train"])}
+    targets = {"no matching": w1, **{m: apply_permutation(spec, r.perms, w1) for m, r in matches.items()}}
+    curves: dict[str, Any] = {"train": {}, "test": {}}
+    barrier: dict[str, dict[str, float]] = {"train": {}, "test": {}}
+    for split in curves:
+        for method, target in targets.items():
+            c = interpolation_curve(w0, target, d[f"x_{split}"], d[f"y_{split}"], profile.n_lambdas)
+            curves[split][method] = c
+            barrier[split][method] = loss_barrier(c["lambda"], c["loss"])
+    return {"curves": curves, "barrier": barrier,
+            "not": {m: num_transpositions(r.perms["P_0"]) for m, r in matches.items()},
+            "perms": {m: np.asarray(r.perms["P_0"]) for m, r in matches.items()},
+            "endpoint_test_accuracy": {s: pair[s]["test_accuracy"] for s in ("seed0", "seed1")}}
 
 
 def describe() -> str:

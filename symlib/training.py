@@ -11,6 +11,7 @@ last incomplete batch is dropped).
 """
 from __future__ import annotations
 
+import sys
 from functools import partial
 from typing import NamedTuple
 
@@ -52,8 +53,12 @@ def _check_inputs(x: jax.Array, y: jax.Array, cfg: TrainConfig) -> None:
         raise ValueError(f"epochs must be >= 1, got {cfg.epochs}")
 
 
-@partial(jax.jit, static_argnames=("cfg", "keep_trajectory"))
-def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool):
+def _report_epoch(epoch, loss, total):
+    print(f"epoch {int(epoch) + 1}/{total}: objective {float(loss):.4f}", file=sys.stderr, flush=True)
+
+
+@partial(jax.jit, static_argnames=("cfg", "keep_trajectory", "progress"))
+def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progress: bool = False):
     n = x.shape[0]
     steps = n // cfg.batch_size
     opt = optax.adam(cfg.learning_rate)
@@ -65,22 +70,29 @@ def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool):
         updates, state = opt.update(grads, state, params)
         return (optax.apply_updates(params, updates), state), loss
 
-    def epoch(carry, key):
+    def epoch(carry, inputs):
+        index, key = inputs
         order = jax.random.permutation(key, n)[: steps * cfg.batch_size].reshape(steps, cfg.batch_size)
         carry, losses = jax.lax.scan(step, carry, order)
+        if progress:
+            jax.debug.callback(_report_epoch, index, jnp.mean(losses), cfg.epochs)
         return carry, (jnp.mean(losses), carry[0] if keep_trajectory else None)
 
     keys = jax.random.split(data_key, cfg.epochs)
-    (params, _), (losses, traj) = jax.lax.scan(epoch, (params0, opt.init(params0)), keys)
+    (params, _), (losses, traj) = jax.lax.scan(epoch, (params0, opt.init(params0)), (jnp.arange(cfg.epochs), keys))
     return params, losses, traj
 
 
 def fit_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cfg: TrainConfig,
-            keep_trajectory: bool = False):
+            keep_trajectory: bool = False, progress: bool | None = None):
     """Train from ``params0``; returns ``(params, epoch_losses)``, plus the per-epoch
-    parameters stacked on a leading axis when ``keep_trajectory``."""
+    parameters stacked on a leading axis when ``keep_trajectory``.
+
+    ``progress`` prints one line per epoch to stderr; by default only on a terminal.
+    """
     _check_inputs(x, y, cfg)
-    params, losses, traj = _fit(params0, data_key, x, y, cfg, keep_trajectory)
+    progress = sys.stderr.isatty() if progress is None else bool(progress)
+    params, losses, traj = _fit(params0, data_key, x, y, cfg, keep_trajectory, progress)
     return (params, losses, traj) if keep_trajectory else (params, losses)
 
 

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from symlib.__main__ import main
@@ -15,3 +16,26 @@ def test_unknown_experiment_and_profile(capsys):
     with pytest.raises(SystemExit):
         main(["run", "mlp_map_pair", "--profile", "huge"])
     assert "valid profiles" in capsys.readouterr().err
+
+
+def test_run_writes_cached_artifact_and_summary(tmp_path, monkeypatch, capsys):
+    import json
+
+    from symlib import experiments
+
+    calls = []
+
+    def tiny(profile):
+        calls.append(profile.name)
+        return {"value": np.arange(3.0)}
+
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(experiments.EXPERIMENTS, "tiny", (tiny, lambda p: {"hidden": p.hidden}, "a test experiment"))
+    monkeypatch.setitem(experiments.SUMMARIES, "tiny", lambda art: {"total": float(art["value"].sum())})
+    assert main(["run", "tiny", "--profile", "quick", "--out", str(tmp_path / "res")]) == 0
+    assert main(["run", "tiny", "--profile", "quick"]) == 0
+    assert calls == ["quick"]  # the second run loaded the artifact from the cache
+    record = json.loads((tmp_path / "res" / "tiny-quick.json").read_text())
+    assert record["summary"] == {"total": 3.0} and record["profile"] == "quick"
+    assert record["command"].startswith("python -m symlib run tiny") and "cpu" in record["device"].lower()
+    assert "summary written to" in capsys.readouterr().out

@@ -63,3 +63,14 @@ def test_bad_inputs_named():
         train_mlp(jax.random.key(0), [12, 4, 3], x, y, CFG._replace(batch_size=10_000))
     with pytest.raises(ValueError, match=r"\(n,\)"):
         train_mlp(jax.random.key(0), [12, 4, 3], x, y[:10], CFG)
+
+
+def test_progress_lines_only_when_asked(capfd):
+    x, y = _toy()
+    p0 = mlp_init(jax.random.key(3), [12, 4, 3])
+    fit_map(p0, jax.random.key(1), x, y, CFG._replace(epochs=2), progress=True)
+    jax.effects_barrier()
+    assert "epoch 2/2: objective" in capfd.readouterr().err
+    fit_map(p0, jax.random.key(1), x, y, CFG._replace(epochs=2))
+    jax.effects_barrier()
+    assert "epoch" not in capfd.readouterr().err

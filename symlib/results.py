@@ -1,0 +1,83 @@
+"""Small JSON summaries of runs that were really done (paper profile, GPU), kept in the
+repository under ``book/results/`` so the book shows them without re-running.
+
+Each file ``<experiment>-<profile>.json`` records the numbers with the command, device,
+date and code version that produced them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ENV_VAR = "SYMLIB_RESULTS"
+
+
+def results_dir() -> Path:
+    """``$SYMLIB_RESULTS``, else ``book/results`` of the repository containing the working
+    directory (found by walking up to the folder holding ``_toc.yml``), else ``./book/results``."""
+    if os.environ.get(ENV_VAR):
+        return Path(os.environ[ENV_VAR]).expanduser()
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / "_toc.yml").exists():
+            return folder / "book" / "results"
+    return here / "book" / "results"
+
+
+def device_description() -> str:
+    """Accelerator (or CPU) that JAX computes on, with the host's core count."""
+    import jax
+
+    dev = jax.devices()[0]
+    kind = getattr(dev, "device_kind", dev.platform)
+    return f"{len(jax.devices())} x {kind} ({dev.platform}); host {platform.machine()} with {os.cpu_count()} cores"
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return obj
+
+
+def save(name: str, profile: str, summary: dict[str, Any], *, command: str | None = None,
+         directory: Path | None = None, elapsed_s: float | None = None) -> Path:
+    """Write ``summary`` (numbers, lists, dicts) with its provenance; returns the path."""
+    from .cache import code_version
+
+    directory = Path(directory) if directory is not None else results_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    record = {
+        "experiment": name,
+        "profile": profile,
+        "command": command if command is not None else " ".join([Path(sys.executable).name, *sys.argv]),
+        "device": device_description(),
+        "date": time.strftime("%Y-%m-%d"),
+        "elapsed_s": None if elapsed_s is None else round(float(elapsed_s), 1),
+        "symlib_version": code_version(),
+        "summary": _jsonable(summary),
+    }
+    path = directory / f"{name}-{profile}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def load(name: str, profile: str, directory: Path | None = None) -> dict[str, Any] | None:
+    """The saved record for ``name`` under ``profile``, or None if that run was never saved."""
+    path = (Path(directory) if directory is not None else results_dir()) / f"{name}-{profile}.json"
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); delete it or re-run the experiment") from err

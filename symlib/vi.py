@@ -1,0 +1,350 @@
+"""Mean-field Gaussian variational inference (Bayes by backprop), written with Flax NNX.
+
+The variational family is a fully factorised Gaussian over every parameter of a network,
+
+    q(W) = prod_j N(w_j | mu_j, sigma_j^2),     sigma_j = softplus(rho_j) > 0,
+
+with an isotropic Gaussian prior p(W) = N(0, prior_var I). ``mu`` and ``rho`` live in an
+NNX module (:class:`MeanField`, or :class:`MeanFieldMLP` for the symlib MLP) as
+``nnx.Param`` variables laid out *exactly* like the deterministic network's parameter
+pytree, so the fitted ``mu`` and ``sigma`` can be fed unchanged to the matching,
+alignment and prediction tools.
+
+Objective and its scaling
+-------------------------
+For a minibatch ``B`` of size ``|B|`` drawn from ``N = n_data`` training examples, and
+``M = num_mc`` reparameterised weight draws ``W_m = mu + sigma * eps_m``, the minibatch
+estimate of the (likelihood-tempered) negative ELBO is
+
+    NELBO_B = -(N / |B|) * (1/M) sum_m sum_{i in B} log p(y_i | x_i, W_m) / temperature
+              + KL(q || p),
+
+an unbiased estimate of ``-E_q[log p(D | W)] / temperature + KL(q || p)``. What the
+optimiser actually minimises is ``NELBO_B / N`` (the negative ELBO *per training
+example*): the same optimum and, since Adam is invariant to a constant rescaling of the
+loss (up to its ``eps``), essentially the same trajectory, with gradients of order one.
+``temperature`` tempers the likelihood only; equivalently it weights the KL term by
+``temperature`` (``temperature < 1`` is a "cold" posterior). ``VIResult.elbo_history``
+holds, per epoch, the mean over that epoch's minibatches of ``-NELBO_B / N`` (the
+per-example ELBO, in nats per example).
+
+One ``eps`` is drawn per forward pass: every example of a minibatch sees the same
+sampled network (plain reparameterisation; no local reparameterisation trick), and
+each of the ``num_mc`` samples is a fresh network. Minibatches are a fresh permutation
+of the training set every epoch (the last incomplete batch is dropped), decided by
+``key`` alone, so a fit is deterministic for a given key.
+
+The training loop is functional NNX: the module is ``nnx.split`` into its graph
+definition and ``nnx.Param`` state, and the whole run (epochs x minibatches) is one
+``jax.lax.scan`` inside ``jax.jit`` that ``nnx.merge``-s the module, takes the gradient
+of the objective with respect to the ``Param`` state and applies an ``optax.adam``
+update; this is much faster on CPU than a Python loop over an ``nnx.jit``-ed step, and
+independent of the ``nnx.Optimizer`` API, which changes between Flax versions.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from .models import Params, mlp_apply, mlp_init
+
+PyTree = Any
+LogLikFn = Callable[[PyTree, jax.Array, jax.Array], jax.Array]
+
+DEFAULT_STD_INIT = 0.01
+DEFAULT_PRIOR_VAR = 1.0
+
+# ``nnx.data`` marks a container attribute as holding data (Flax >= 0.11); older Flax
+# treats every attribute that way already.
+_as_data = getattr(nnx, "data", lambda value: value)
+
+
+def _is_var(v) -> bool:
+    return isinstance(v, nnx.Variable)
+
+
+def _value(v):
+    """The array held by an ``nnx.Variable`` (``.value`` is deprecated in recent Flax)."""
+    return v.get_value() if hasattr(v, "get_value") else v.value
+
+
+def _values(tree):
+    """Replace every ``nnx.Variable`` of ``tree`` by its array."""
+    return jax.tree_util.tree_map(_value, tree, is_leaf=_is_var)
+
+
+def inverse_softplus(y: float) -> float:
+    """``rho`` with ``softplus(rho) == y`` (``y > 0``)."""
+    if not y > 0 or not math.isfinite(y):
+        raise ValueError(f"softplus is positive: cannot invert {y}")
+    return float(np.log(np.expm1(np.float64(y))))
+
+
+def gaussian_kl(mu, sigma, prior_var: float) -> jax.Array:
+    """KL( N(mu, diag(sigma^2)) || N(0, prior_var I) ) summed over every leaf of the pytrees:
+
+        sum_j 0.5 * (sigma_j^2 / v + mu_j^2 / v - 1 - log(sigma_j^2 / v)).
+    """
+    def leaf(m, s):
+        ratio = s**2 / prior_var
+        return 0.5 * jnp.sum(ratio + m**2 / prior_var - 1.0 - jnp.log(ratio))
+
+    return sum(jax.tree_util.tree_leaves(jax.tree_util.tree_map(leaf, mu, sigma)))
+
+
+def _num_params(tree) -> int:
+    return int(sum(np.prod(jnp.shape(a), dtype=np.int64) for a in jax.tree_util.tree_leaves(tree)))
+
+
+def _unflatten_like(flat: jax.Array, like) -> PyTree:
+    """Cut the vector ``flat`` into the leaves (shapes and dtypes) of ``like``."""
+    leaves, treedef = jax.tree_util.tree_flatten(like)
+    cuts = np.cumsum([int(np.prod(jnp.shape(a), dtype=np.int64)) for a in leaves])[:-1].tolist()
+    parts = [part.reshape(jnp.shape(a)).astype(jnp.result_type(a))
+             for part, a in zip(jnp.split(flat, cuts), leaves)]
+    return jax.tree_util.tree_unflatten(treedef, parts)
+
+
+class MeanField(nnx.Module):
+    """Diagonal Gaussian over a parameter pytree ``init_mu`` (any structure).
+
+    ``self.mu`` and ``self.rho`` are pytrees of ``nnx.Param`` with the structure of
+    ``init_mu``; ``rho`` starts at ``inverse_softplus(std_init)`` so that every
+    ``sigma = softplus(rho)`` starts at ``std_init``.
+    """
+
+    def __init__(self, init_mu: PyTree, *, std_init: float = DEFAULT_STD_INIT,
+                 prior_var: float = DEFAULT_PRIOR_VAR):
+        _check_positive(std_init=std_init, prior_var=prior_var)
+        leaves = jax.tree_util.tree_leaves(init_mu)
+        if not leaves:
+            raise ValueError("init_mu has no parameters")
+        for a in leaves:
+            if not jnp.issubdtype(jnp.result_type(a), jnp.floating):
+                raise ValueError(f"init_mu must hold floating-point arrays, got dtype {jnp.result_type(a)}")
+            if not np.all(np.isfinite(np.asarray(a))):
+                raise ValueError("init_mu contains NaN or inf")
+        rho0 = inverse_softplus(std_init)
+        self.mu = _as_data(jax.tree_util.tree_map(lambda a: nnx.Param(jnp.asarray(a)), init_mu))
+        self.rho = _as_data(jax.tree_util.tree_map(
+            lambda a: nnx.Param(jnp.asarray(np.full(jnp.shape(a), rho0, jnp.result_type(a)))), init_mu))
+        self.prior_var = float(prior_var)  # static (part of the graph definition)
+
+    def mean(self) -> PyTree:
+        """The means, as a plain pytree of arrays."""
+        return _values(self.mu)
+
+    def std(self) -> PyTree:
+        """``sigma = softplus(rho)``, as a plain pytree of arrays."""
+        return jax.tree_util.tree_map(jax.nn.softplus, _values(self.rho))
+
+    def noise(self, key: jax.Array, num: int | None = None) -> jax.Array:
+        """Flat standard-normal noise, shape (n_params,) or (num, n_params): one float32
+        draw for all the weights (a single threefry call keeps compilation fast on CPU)."""
+        total = _num_params(self.mu)
+        return jax.random.normal(key, (total,) if num is None else (num, total), jnp.float32)
+
+    def params_from_noise(self, eps: jax.Array) -> PyTree:
+        """``mu + sigma * eps`` for a flat noise vector ``eps`` (differentiable in mu, rho)."""
+        mu, sigma = self.mean(), self.std()
+        return jax.tree_util.tree_map(lambda m, s, e: m + s * e, mu, sigma, _unflatten_like(eps, mu))
+
+    def sample_params(self, key: jax.Array) -> PyTree:
+        """One reparameterised draw ``mu + sigma * eps`` of the network's parameters."""
+        return self.params_from_noise(self.noise(key))
+
+    def kl(self) -> jax.Array:
+        """Analytic KL(q || N(0, prior_var I)) summed over all weights."""
+        return gaussian_kl(self.mean(), self.std(), self.prior_var)
+
+    def neg_elbo(self, key, loglik_fn: LogLikFn, xb, yb, n_data: int, temperature: float = 1.0,
+                 num_mc: int = 1):
+        """Minibatch negative ELBO per training example, ``NELBO_B / n_data`` (module
+        docstring), with ``num_mc`` networks drawn from ``key``; returns ``(objective, kl)``."""
+        batch = xb.shape[0]
+        if num_mc == 1:
+            loglik = loglik_fn(self.sample_params(key), xb, yb)
+        else:
+            per_draw = jax.vmap(lambda e: loglik_fn(self.params_from_noise(e), xb, yb))
+            loglik = jnp.mean(per_draw(self.noise(key, num_mc)))
+        kl = self.kl()
+        nelbo = -(n_data / batch) * loglik / temperature + kl
+        return nelbo / n_data, kl
+
+
+class MeanFieldMLP(MeanField):
+    """Mean-field Gaussian over the symlib MLP with layer sizes ``sizes``.
+
+    ``mu`` is initialised like :func:`symlib.models.mlp_init` (He-normal kernels, zero
+    biases) from ``rngs.params()``; every ``sigma`` starts at ``std_init``. Calling the
+    module samples ONE network (one ``eps`` for the whole input batch) and returns its
+    logits; the noise comes from ``key`` if given, else from ``rngs.sample()``.
+    """
+
+    def __init__(self, sizes: Sequence[int], *, rngs: nnx.Rngs, std_init: float = DEFAULT_STD_INIT,
+                 prior_var: float = DEFAULT_PRIOR_VAR):
+        super().__init__(mlp_init(rngs.params(), sizes), std_init=std_init, prior_var=prior_var)
+        self.rngs = rngs
+
+    def __call__(self, x: jax.Array, *, key: jax.Array | None = None) -> jax.Array:
+        if key is None:
+            key = self.rngs.sample()
+        return mlp_apply(self.sample_params(key), x)
+
+
+class VIResult(NamedTuple):
+    """``mu`` and ``sigma`` in the layout of the network's parameters; ``elbo_history``
+    is the per-example ELBO averaged over each epoch (numpy, length ``epochs``)."""
+    mu: PyTree
+    sigma: PyTree
+    elbo_history: np.ndarray
+
+
+def _check_positive(**values) -> None:
+    for name, v in values.items():
+        try:
+            ok = np.ndim(v) == 0 and not isinstance(v, bool) and math.isfinite(float(v)) and float(v) > 0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError(f"{name} must be a positive finite number, got {v!r}")
+
+
+def _check_data(x, y, batch_size: int, epochs: int, num_mc: int, n_data) -> int:
+    if jnp.ndim(x) < 1 or jnp.ndim(y) < 1 or jnp.shape(x)[0] != jnp.shape(y)[0]:
+        raise ValueError("x and y must share their leading (example) axis, got shapes "
+                         f"{jnp.shape(x)} and {jnp.shape(y)}")
+    n = int(jnp.shape(x)[0])
+    if n < 1:
+        raise ValueError("no training examples")
+    for name, a in (("x", x), ("y", y)):
+        if jnp.issubdtype(jnp.result_type(a), jnp.inexact) and not np.all(np.isfinite(np.asarray(a))):
+            raise ValueError(f"{name} contains NaN or inf")
+    if not isinstance(epochs, (int, np.integer)) or epochs < 1:
+        raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
+    if not isinstance(batch_size, (int, np.integer)) or not 1 <= batch_size <= n:
+        raise ValueError(f"batch_size={batch_size!r} must be between 1 and the {n} training examples")
+    if not isinstance(num_mc, (int, np.integer)) or num_mc < 1:
+        raise ValueError(f"num_mc must be an integer >= 1, got {num_mc!r}")
+    if n_data is None:
+        return n
+    if not isinstance(n_data, (int, np.integer)) or n_data < 1:
+        raise ValueError(f"n_data must be a positive integer, got {n_data!r}")
+    return int(n_data)
+
+
+@partial(jax.jit, static_argnames=("graphdef", "loglik_fn", "epochs", "batch_size", "n_data",
+                                   "temperature", "num_mc", "learning_rate"))
+def _train(graphdef, params, rest, key, x, y, *, loglik_fn, epochs, batch_size, n_data,
+           temperature, num_mc, learning_rate):
+    n = x.shape[0]
+    steps = n // batch_size
+    opt = optax.adam(learning_rate)
+
+    def objective(p, k, xb, yb):
+        model = nnx.merge(graphdef, p, rest)
+        return model.neg_elbo(k, loglik_fn, xb, yb, n_data, temperature, num_mc)[0]
+
+    grad_fn = jax.value_and_grad(objective)
+
+    def step(carry, inp):
+        p, state = carry
+        idx, k = inp
+        loss, grads = grad_fn(p, k, x[idx], y[idx])
+        updates, state = opt.update(grads, state, p)
+        return (optax.apply_updates(p, updates), state), -loss
+
+    def epoch(carry, keys):
+        order_key, noise_key = keys
+        order = jax.random.permutation(order_key, n)[: steps * batch_size].reshape(steps, batch_size)
+        carry, elbos = jax.lax.scan(step, carry, (order, jax.random.split(noise_key, steps)))
+        return carry, jnp.mean(elbos)
+
+    order_key, noise_key = jax.random.split(key)
+    keys = (jax.random.split(order_key, epochs), jax.random.split(noise_key, epochs))
+    (params, _), history = jax.lax.scan(epoch, (params, opt.init(params)), keys)
+    model = nnx.merge(graphdef, params, rest)
+    return params, history, model.mean(), model.std()
+
+
+def fit_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, y, *,
+           n_data: int | None = None, prior_var: float | None = None, std_init: float | None = None,
+           epochs: int, batch_size: int, learning_rate: float | optax.Schedule,
+           temperature: float = 1.0, num_mc: int = 1) -> VIResult:
+    """Fit a mean-field Gaussian posterior by maximising the ELBO with Adam.
+
+    ``init_mu``: the initial means (any pytree of float arrays: the network's parameter
+    layout), or a :class:`MeanField` module (e.g. :class:`MeanFieldMLP`), which is then
+    trained from its current ``mu``/``rho`` with its own ``prior_var`` and is updated in
+    place. ``loglik_fn(params, xb, yb)`` must return the SUM of the log-likelihoods of
+    the minibatch (a scalar) for one network ``params``. ``n_data`` (default
+    ``len(x)``) is the ``N`` of the likelihood scaling; ``prior_var`` defaults to 1.0 and
+    ``std_init`` to 0.01 (both must be left ``None`` when a module is given).
+    ``learning_rate`` is a float or an optax schedule (a function of the step count).
+    ``num_mc`` weight draws per minibatch. The objective and the ELBO reported are
+    defined in the module docstring. Deterministic for a given ``key``.
+    """
+    n_data = _check_data(x, y, batch_size, epochs, num_mc, n_data)
+    _check_positive(temperature=temperature)
+    if not callable(learning_rate):
+        _check_positive(learning_rate=learning_rate)
+    if isinstance(init_mu, MeanField):
+        if prior_var is not None or std_init is not None:
+            raise ValueError("prior_var and std_init come from the MeanField module given; leave them None")
+        model = init_mu
+    else:
+        model = MeanField(init_mu,
+                          std_init=DEFAULT_STD_INIT if std_init is None else std_init,
+                          prior_var=DEFAULT_PRIOR_VAR if prior_var is None else prior_var)
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    out = jax.eval_shape(loglik_fn, model.mean(), x[:batch_size], y[:batch_size])
+    if not (hasattr(out, "shape") and out.shape == ()):
+        raise ValueError(f"loglik_fn must return a scalar (the SUM over the minibatch), got {out}")
+
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    params, history, mu, sigma = _train(
+        graphdef, params, rest, key, x, y, loglik_fn=loglik_fn, epochs=int(epochs), batch_size=int(batch_size),
+        n_data=n_data, temperature=float(temperature), num_mc=int(num_mc),
+        learning_rate=learning_rate if callable(learning_rate) else float(learning_rate))
+    nnx.update(model, params)
+    history = np.asarray(history)
+    if not np.all(np.isfinite(history)):
+        warnings.warn("the ELBO became non-finite during VI; lower the learning rate", RuntimeWarning,
+                      stacklevel=2)
+    return VIResult(mu, sigma, history)
+
+
+def categorical_loglik(params: Params, xb: jax.Array, yb: jax.Array) -> jax.Array:
+    """Sum over the batch of ``log softmax(mlp_apply(params, xb))[y]``."""
+    logp = jax.nn.log_softmax(mlp_apply(params, xb), axis=-1)
+    return jnp.sum(jnp.take_along_axis(logp, yb[:, None].astype(jnp.int32), axis=-1))
+
+
+def fit_mlp_vi(key: jax.Array, sizes: Sequence[int], x, y, **kwargs) -> VIResult:
+    """Mean-field VI for the categorical MLP with layer sizes ``sizes``: ``key`` is split
+    into the ``mlp_init`` key of the initial means and the :func:`fit_vi` key; ``kwargs``
+    as for :func:`fit_vi` (``epochs``, ``batch_size``, ``learning_rate`` required)."""
+    sizes = [int(s) for s in sizes]
+    if jnp.ndim(x) != 2 or jnp.ndim(y) != 1 or jnp.shape(x)[0] != jnp.shape(y)[0]:
+        raise ValueError(f"expected x of shape (n, d) and y of shape (n,), got {jnp.shape(x)} and {jnp.shape(y)}")
+    if len(sizes) >= 1 and jnp.shape(x)[1] != sizes[0]:
+        raise ValueError(f"x has {jnp.shape(x)[1]} features but sizes[0] = {sizes[0]}")
+    if not jnp.issubdtype(jnp.result_type(y), jnp.integer):
+        raise ValueError(f"y must hold integer class labels, got dtype {jnp.result_type(y)}")
+    y_np = np.asarray(y)
+    if y_np.size and (y_np.min() < 0 or y_np.max() >= sizes[-1]):
+        raise ValueError(f"labels must lie in [0, {sizes[-1]}), got range [{y_np.min()}, {y_np.max()}]")
+    init_key, fit_key = jax.random.split(key)
+    return fit_vi(fit_key, _mlp_init(init_key, tuple(sizes)), categorical_loglik, x, y, **kwargs)
+
+
+_mlp_init = jax.jit(mlp_init, static_argnums=1)

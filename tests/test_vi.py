@@ -1,0 +1,192 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+from scipy import integrate, stats
+
+from symlib.models import mlp_apply, mlp_init
+from symlib.vi import (MeanField, MeanFieldMLP, VIResult, categorical_loglik, fit_mlp_vi, fit_vi,
+                       gaussian_kl, inverse_softplus)
+
+# ----------------------------------------------------------------------------- helpers
+
+N, D, NOISE_VAR, PRIOR_VAR = 64, 4, 0.5, 2.0
+
+
+def _orthogonal_regression(seed=0):
+    """Design with X^T X = diag(64, 16, 4, 1): the exact posterior factorises."""
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.normal(size=(N, D)))
+    x = (q * np.sqrt([64.0, 16.0, 4.0, 1.0])).astype(np.float32)
+    y = (x @ np.array([1.0, -2.0, 0.5, 3.0]) + np.sqrt(NOISE_VAR) * rng.normal(size=N)).astype(np.float32)
+    return x, y
+
+
+def _exact_posterior(x, y, temperature=1.0):
+    """Posterior of N(0, PRIOR_VAR) prior and likelihood tempered by 1/temperature."""
+    prec = np.diag(x.T.astype(np.float64) @ x) / (NOISE_VAR * temperature) + 1.0 / PRIOR_VAR
+    mean = (x.T.astype(np.float64) @ y / (NOISE_VAR * temperature)) / prec
+    return mean, 1.0 / np.sqrt(prec)
+
+
+def _gauss_loglik(params, xb, yb):
+    r = yb - xb @ params["w"]
+    return jnp.sum(-0.5 * r**2 / NOISE_VAR - 0.5 * jnp.log(2 * jnp.pi * NOISE_VAR))
+
+
+def _toy_classification(n=200, d=6, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d)).astype(np.float32)
+    y = np.argmax(x @ rng.normal(size=(d, 3)), axis=1).astype(np.int32)
+    return x, y
+
+
+FAST = dict(epochs=3, batch_size=50, learning_rate=1e-2)
+
+# ----------------------------------------------------------------------------- exactness
+
+
+@pytest.mark.parametrize("batch_size,temperature", [(N, 1.0), (N // 2, 0.5)])
+def test_recovers_exact_posterior_of_orthogonal_linear_regression(batch_size, temperature):
+    x, y = _orthogonal_regression()
+    mean, std = _exact_posterior(x, y, temperature)
+    total_steps = 2000
+    res = fit_vi(jax.random.key(1), {"w": jnp.zeros(D)}, _gauss_loglik, x, y, prior_var=PRIOR_VAR, std_init=0.1,
+                 epochs=total_steps * batch_size // N, batch_size=batch_size,
+                 learning_rate=optax.cosine_decay_schedule(0.05, total_steps), num_mc=16,
+                 temperature=temperature)
+    assert isinstance(res, VIResult)
+    np.testing.assert_allclose(res.sigma["w"], std, rtol=0.05)
+    assert np.all(np.abs(np.asarray(res.mu["w"]) - mean) < 0.1 * std), (res.mu["w"], mean, std)
+    assert res.elbo_history[-1] > res.elbo_history[0]
+
+
+def test_elbo_scaling_at_exact_posterior_is_log_evidence_per_example():
+    """With q the exact posterior, ELBO = log p(D); the minibatch estimate is unbiased
+    for it (per example), whichever minibatch size is used."""
+    x, y = _orthogonal_regression()
+    mean, std = _exact_posterior(x, y)
+    model = MeanField({"w": jnp.asarray(mean, jnp.float32)}, std_init=1.0, prior_var=PRIOR_VAR)
+    nnx.update(model, nnx.State({"rho": {"w": jnp.asarray([inverse_softplus(s) for s in std], jnp.float32)}}))
+    np.testing.assert_allclose(model.std()["w"], std, rtol=1e-5)
+    cov = NOISE_VAR * np.eye(N) + PRIOR_VAR * x.astype(np.float64) @ x.T
+    log_evidence = stats.multivariate_normal(np.zeros(N), cov).logpdf(y)
+    for batch in (N, 16):
+        est = np.mean([float(model.neg_elbo(jax.random.key(b), _gauss_loglik, x[b * batch:(b + 1) * batch],
+                                            y[b * batch:(b + 1) * batch], N, 1.0, 4096)[0])
+                       for b in range(N // batch)])
+        np.testing.assert_allclose(-est, log_evidence / N, rtol=2e-3)
+
+
+def test_kl_formula_matches_numerical_integration():
+    for m, s, v in [(0.3, 0.2, 1.0), (-1.5, 2.0, 0.5), (0.0, 0.01, 0.0025)]:
+        q, p = stats.norm(m, s), stats.norm(0.0, np.sqrt(v))
+        numeric, _ = integrate.quad(lambda w: q.pdf(w) * (q.logpdf(w) - p.logpdf(w)), m - 12 * s, m + 12 * s)
+        analytic = float(gaussian_kl({"a": jnp.float32(m)}, {"a": jnp.float32(s)}, v))
+        np.testing.assert_allclose(analytic, numeric, rtol=1e-4, atol=1e-6)
+    mu = {"a": jnp.array([0.3, -1.5]), "b": {"c": jnp.zeros((2, 2))}}
+    sig = {"a": jnp.array([0.2, 2.0]), "b": {"c": jnp.ones((2, 2))}}
+    parts = float(gaussian_kl({"a": mu["a"]}, {"a": sig["a"]}, 1.0))
+    assert float(gaussian_kl(mu, sig, 1.0)) == pytest.approx(parts)     # N(0,1) vs prior N(0,1): 0
+    assert float(gaussian_kl(mu, sig, 2.0)) > 0
+
+
+# ----------------------------------------------------------------------------- module
+
+
+def test_meanfield_mlp_layout_init_and_forward():
+    sizes = [5, 7, 3]
+    model = MeanFieldMLP(sizes, rngs=nnx.Rngs(0), std_init=0.05, prior_var=0.01)
+    ref = mlp_init(jax.random.key(0), sizes)
+    assert jax.tree_util.tree_structure(model.mean()) == jax.tree_util.tree_structure(ref)
+    assert jax.tree_util.tree_map(jnp.shape, model.mean()) == jax.tree_util.tree_map(jnp.shape, ref)
+    for s in jax.tree_util.tree_leaves(model.std()):
+        np.testing.assert_allclose(s, 0.05, rtol=1e-5)
+    np.testing.assert_array_equal(model.mean()["dense_1"]["bias"], 0.0)
+    kernel = np.asarray(model.mean()["dense_0"]["kernel"])
+    assert 0.3 < kernel.std() / np.sqrt(2 / 5) < 1.7                    # He-normal scale
+    x = jnp.ones((4, 5))
+    out = model(x, key=jax.random.key(3))
+    assert out.shape == (4, 3)
+    np.testing.assert_array_equal(out, model(x, key=jax.random.key(3)))
+    assert not np.allclose(model(x), model(x))                          # rngs stream advances
+    tiny = MeanFieldMLP(sizes, rngs=nnx.Rngs(0), std_init=1e-7)
+    np.testing.assert_allclose(tiny(x), mlp_apply(tiny.mean(), x), atol=1e-4)
+    assert float(model.kl()) == pytest.approx(float(gaussian_kl(model.mean(), model.std(), 0.01)))
+
+
+def test_fit_trains_a_module_in_place():
+    x, y = _toy_classification()
+    model = MeanFieldMLP([6, 8, 3], rngs=nnx.Rngs(1))
+    before = model.mean()
+    res = fit_vi(jax.random.key(0), model, categorical_loglik, x, y, **FAST)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, res.mu, model.mean())
+    jax.tree_util.tree_map(np.testing.assert_array_equal, res.sigma, model.std())
+    assert not np.allclose(before["dense_0"]["kernel"], res.mu["dense_0"]["kernel"])
+    with pytest.raises(ValueError, match="prior_var"):
+        fit_vi(jax.random.key(0), model, categorical_loglik, x, y, prior_var=1.0, **FAST)
+
+
+# ----------------------------------------------------------------------------- MLP fit
+
+
+def test_fit_mlp_vi_layout_positivity_determinism_and_learning():
+    x, y = _toy_classification()
+    sizes = [6, 16, 3]
+    kw = dict(epochs=40, batch_size=50, learning_rate=1e-2, prior_var=1.0, std_init=0.01, num_mc=2)
+    a = fit_mlp_vi(jax.random.key(0), sizes, x, y, **kw)
+    b = fit_mlp_vi(jax.random.key(0), sizes, x, y, **kw)
+    c = fit_mlp_vi(jax.random.key(1), sizes, x, y, **kw)
+    ref = mlp_init(jax.random.key(0), sizes)
+    for tree in (a.mu, a.sigma):
+        assert jax.tree_util.tree_structure(tree) == jax.tree_util.tree_structure(ref)
+        assert jax.tree_util.tree_map(jnp.shape, tree) == jax.tree_util.tree_map(jnp.shape, ref)
+    assert all(bool(jnp.all(s > 0)) for s in jax.tree_util.tree_leaves(a.sigma))
+    jax.tree_util.tree_map(np.testing.assert_array_equal, a.mu, b.mu)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, a.sigma, b.sigma)
+    np.testing.assert_array_equal(a.elbo_history, b.elbo_history)
+    assert not np.allclose(a.mu["dense_0"]["kernel"], c.mu["dense_0"]["kernel"])
+    assert isinstance(a.elbo_history, np.ndarray) and a.elbo_history.shape == (40,)
+    assert a.elbo_history[-1] > a.elbo_history[0]
+    acc = float(jnp.mean(jnp.argmax(mlp_apply(a.mu, x), 1) == y))
+    assert acc > 0.85
+
+
+def test_errors_are_named():
+    x, y = _toy_classification()
+    mu0 = mlp_init(jax.random.key(0), [6, 4, 3])
+    k = jax.random.key(0)
+    bad_x = x.copy()
+    bad_x[3, 2] = np.nan
+    cases = [
+        (dict(x=x[:10]), "leading"),
+        (dict(x=bad_x), "x contains NaN"),
+        (dict(batch_size=1000), "batch_size"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(epochs=0), "epochs"),
+        (dict(num_mc=0), "num_mc"),
+        (dict(std_init=0.0), "std_init"),
+        (dict(prior_var=-1.0), "prior_var"),
+        (dict(temperature=0.0), "temperature"),
+        (dict(learning_rate=float("nan")), "learning_rate"),
+        (dict(n_data=0), "n_data"),
+    ]
+    for change, msg in cases:
+        kw = dict(x=x, y=y, **FAST) | change
+        with pytest.raises(ValueError, match=msg):
+            fit_vi(k, mu0, categorical_loglik, kw.pop("x"), kw.pop("y"), **kw)
+    with pytest.raises(ValueError, match="scalar"):
+        fit_vi(k, mu0, lambda p, xb, yb: mlp_apply(p, xb)[:, 0], x, y, **FAST)
+    nan_mu = jax.tree_util.tree_map(lambda a: a.at[0].set(jnp.nan), mu0)
+    with pytest.raises(ValueError, match="init_mu"):
+        fit_vi(k, nan_mu, categorical_loglik, x, y, **FAST)
+    with pytest.raises(ValueError, match="labels"):
+        fit_mlp_vi(k, [6, 4, 3], x, y + 1, **FAST)
+    with pytest.raises(ValueError, match="integer"):
+        fit_mlp_vi(k, [6, 4, 3], x, y.astype(np.float32), **FAST)
+    with pytest.raises(ValueError, match="features"):
+        fit_mlp_vi(k, [5, 4, 3], x, y, **FAST)
+    with pytest.raises(ValueError, match="softplus"):
+        inverse_softplus(0.0)
