@@ -110,7 +110,9 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _atomic_write(path: Path, write: Callable[[Any], None]) -> None:
+def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
+    """Write ``path`` through ``write(binary file)`` into a temporary file, fsync, then rename:
+    readers see the old file or the complete new one, never a partial one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -135,7 +137,7 @@ def save(name: str, config: Mapping[str, Any], tree: Mapping[str, Any], director
     """Store ``tree`` atomically; returns the data file's path."""
     data_path, marker_path = artifact_paths(name, config, directory)
     flat = _flatten(tree)
-    _atomic_write(data_path, lambda f: np.savez(f, **flat))
+    atomic_write(data_path, lambda f: np.savez(f, **flat))
     meta = {
         "name": name,
         "key": data_path.stem.rsplit("-", 1)[-1],
@@ -144,7 +146,7 @@ def save(name: str, config: Mapping[str, Any], tree: Mapping[str, Any], director
         "sha256": _sha256(data_path),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    _atomic_write(marker_path, lambda f: f.write(json.dumps(meta, indent=1).encode()))
+    atomic_write(marker_path, lambda f: f.write(json.dumps(meta, indent=1).encode()))
     return data_path
 
 

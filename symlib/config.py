@@ -28,6 +28,12 @@ class Profile:
         n_lambdas: points on the interpolation path between two networks (barriers).
         not_points: NoT values in the sweep of Xiao et al. Fig. 2 (0 = every value
             0 .. hidden-1); not_runs: random initialisations in that sweep.
+        hmc_*: full-batch HMC (Xiao et al. App. A: 500 leapfrog steps per iteration,
+            600 burn-in iterations, one sample kept every 10 iterations, 1,000 samples);
+            ``hmc_n_train`` training examples (the first of the profile's training split),
+            ``hmc_samples`` kept per chain, step size adapted during burn-in if ``hmc_adapt``.
+        vi_*: mean-field VI (Adam; the prior is the MAP prior N(0, prior_std^2)).
+        ensemble_members: deep-ensemble size; mc_samples: Monte-Carlo samples per predictive.
     """
 
     name: str
@@ -44,6 +50,20 @@ class Profile:
     n_lambdas: int
     not_points: int
     not_runs: int
+    hmc_n_train: int
+    hmc_chains: int
+    hmc_step_size: float
+    hmc_adapt: bool
+    hmc_leapfrog: int
+    hmc_burnin: int
+    hmc_samples: int
+    hmc_thin: int
+    vi_epochs: int
+    vi_batch_size: int
+    vi_learning_rate: float
+    vi_std_init: float
+    ensemble_members: int
+    mc_samples: int
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -74,6 +94,20 @@ PROFILES: dict[str, Profile] = {
         n_lambdas=11,
         not_points=12,
         not_runs=3,
+        hmc_n_train=2_000,
+        hmc_chains=2,
+        hmc_step_size=1e-3,
+        hmc_adapt=True,
+        hmc_leapfrog=20,
+        hmc_burnin=100,
+        hmc_samples=50,
+        hmc_thin=2,
+        vi_epochs=10,
+        vi_batch_size=128,
+        vi_learning_rate=1e-3,
+        vi_std_init=0.01,
+        ensemble_members=5,
+        mc_samples=100,
     ),
     "paper": Profile(
         name="paper",
@@ -90,6 +124,20 @@ PROFILES: dict[str, Profile] = {
         n_lambdas=25,
         not_points=0,
         not_runs=5,
+        hmc_n_train=50_000,
+        hmc_chains=2,
+        hmc_step_size=1e-4,
+        hmc_adapt=True,
+        hmc_leapfrog=500,
+        hmc_burnin=600,
+        hmc_samples=500,
+        hmc_thin=10,
+        vi_epochs=50,
+        vi_batch_size=128,
+        vi_learning_rate=1e-3,
+        vi_std_init=0.01,
+        ensemble_members=5,
+        mc_samples=100,
     ),
 }
 

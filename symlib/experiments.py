@@ -6,6 +6,7 @@ go through the artifact cache, so the notebook loads what the batch job computed
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -124,6 +125,118 @@ def rebasin_barriers(profile: Profile) -> dict[str, Any]:
             "not": {m: num_transpositions(r.perms["P_0"]) for m, r in matches.items()},
             "perms": {m: np.asarray(r.perms["P_0"]) for m, r in matches.items()},
             "endpoint_test_accuracy": {s: pair[s]["test_accuracy"] for s in ("seed0", "seed1")}}
+
+
+def _ensemble_config(profile: Profile) -> dict[str, Any]:
+    return {**_mlp_config(profile), "ensemble_members": profile.ensemble_members}
+
+
+def _predictive_summary(res: dict[str, Any]) -> dict[str, Any]:
+    return {k: float(v) for k, v in res["test"].items()}
+
+
+def _test_metrics(probs: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    probs = np.asarray(probs, np.float64)
+    return {"accuracy": float(np.mean(probs.argmax(1) == y)),
+            "nll": float(-np.mean(np.log(np.clip(probs[np.arange(len(y)), y], 1e-12, None))))}
+
+
+@register("ensemble", _ensemble_config, "deep ensemble: K MAP/Adam members trained at once (Xiao et al. App. A)",
+          summary=_predictive_summary)
+def ensemble(profile: Profile) -> dict[str, Any]:
+    from .ensembles import train_ensemble
+    from .predictive import predict_from_samples
+
+    d = load_data(profile)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    res = train_ensemble(jax.random.key(0), sizes, d["x_train"], d["y_train"], TrainConfig.from_profile(profile),
+                         profile.ensemble_members)
+    probs = predict_from_samples(res.params, d["x_test"])
+    return {"params": jax.device_get(res.params), "epoch_loss": np.asarray(res.epoch_losses),
+            "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"])}
+
+
+def _vi_config(profile: Profile) -> dict[str, Any]:
+    keys = ("vi_epochs", "vi_batch_size", "vi_learning_rate", "vi_std_init", "mc_samples")
+    return {**_data_config(profile), "hidden": profile.hidden, "prior_std": profile.prior_std,
+            **{k: getattr(profile, k) for k in keys}}
+
+
+@register("vi", _vi_config, "mean-field Gaussian VI (Bayes by backprop, Flax NNX) of the MLP",
+          summary=_predictive_summary)
+def vi(profile: Profile) -> dict[str, Any]:
+    from .predictive import predict_from_gaussian
+    from .vi import fit_mlp_vi
+
+    d = load_data(profile)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    res = fit_mlp_vi(jax.random.key(0), sizes, d["x_train"], d["y_train"], prior_var=profile.prior_std**2,
+                     std_init=profile.vi_std_init, epochs=profile.vi_epochs, batch_size=profile.vi_batch_size,
+                     learning_rate=profile.vi_learning_rate)
+    probs = predict_from_gaussian(jax.random.key(1), res.mu, res.sigma, d["x_test"], profile.mc_samples)
+    return {"mu": jax.device_get(res.mu), "sigma": jax.device_get(res.sigma),
+            "elbo_history": np.asarray(res.elbo_history), "test_probs": np.asarray(probs),
+            "test": _test_metrics(probs, d["y_test"])}
+
+
+def _hmc_config(profile: Profile) -> dict[str, Any]:
+    keys = ("hmc_n_train", "hmc_chains", "hmc_step_size", "hmc_adapt", "hmc_leapfrog", "hmc_burnin",
+            "hmc_samples", "hmc_thin")
+    return {**_data_config(profile), "hidden": profile.hidden, "prior_std": profile.prior_std,
+            **{k: getattr(profile, k) for k in keys}}
+
+
+def hmc_run_dir(profile: Profile) -> Path:
+    """Where the HMC chains of ``profile`` are written chunk by chunk (and resumed from)."""
+    return cache.cache_dir() / f"hmc_chains-{cache.cache_key('hmc', _hmc_config(profile))}"
+
+
+def _hmc_summary(res: dict[str, Any]) -> dict[str, Any]:
+    out = _predictive_summary(res)
+    out.update({k: np.asarray(v).tolist() for k, v in res["diagnostics"].items()})
+    return out
+
+
+@register("hmc", _hmc_config, "full-batch HMC (BlackJAX) on the BNN posterior, chains written to disk and resumable",
+          summary=_hmc_summary)
+def hmc(profile: Profile) -> dict[str, Any]:
+    """Chains start from independent random initialisations; samples stay in
+    :func:`hmc_run_dir` (load them with :func:`hmc_samples`); the artifact holds the
+    per-iteration statistics, diagnostics and the test predictive."""
+    from .diagnostics import function_space_diagnostics
+    from .hmc import HMCConfig, load_samples, make_logdensity, run_hmc
+    from .predictive import predict_from_samples
+
+    d = load_data(profile)
+    n = profile.hmc_n_train
+    if n > len(d["x_train"]):
+        raise ValueError(f"hmc_n_train={n} exceeds the {len(d['x_train'])} training examples of profile {profile.name!r}")
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    cfg = HMCConfig(step_size=profile.hmc_step_size, num_leapfrog=profile.hmc_leapfrog, num_burnin=profile.hmc_burnin,
+                    num_samples=profile.hmc_samples, thin=profile.hmc_thin, num_chains=profile.hmc_chains,
+                    adapt_step_size=profile.hmc_adapt)
+    inits = [mlp_init(k, sizes) for k in jax.random.split(jax.random.key(0), cfg.num_chains)]
+    init = jax.tree_util.tree_map(lambda *a: jax.numpy.stack(a), *inits)
+    logdensity = make_logdensity(d["x_train"][:n], d["y_train"][:n], prior_var=profile.prior_std**2)
+    result = run_hmc(jax.random.key(1), init, logdensity, cfg, out_dir=hmc_run_dir(profile), init_per_chain=True)
+    samples = load_samples(hmc_run_dir(profile))
+    flat = jax.tree_util.tree_map(lambda a: a.reshape((-1,) + a.shape[2:]), samples)  # (chains * samples, ...)
+    probs = predict_from_samples(flat, d["x_test"])
+    diag = function_space_diagnostics(samples, d["x_test"], d["y_test"])
+    return {"stats": {k: np.asarray(v) for k, v in result.stats.items()}, "step_size": np.asarray(result.step_size),
+            "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"]),
+            "diagnostics": {"mean_acceptance": result.mean_acceptance, "num_divergences": result.num_divergences,
+                            **{f"{stat}_{q}": np.asarray(diag[q][stat]) for q in ("test_loglik", "true_class_prob")
+                               for stat in ("rhat", "ess")}}}
+
+
+def hmc_samples(profile: Profile) -> dict[str, Any]:
+    """The kept HMC samples of ``profile`` (runs the experiment first if needed), as a
+    pytree with leading (chains, samples) axes, read from disk."""
+    from .hmc import load_samples
+
+    run("hmc", profile)
+    return load_samples(hmc_run_dir(profile))
 
 
 def describe() -> str:

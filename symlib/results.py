@@ -51,7 +51,7 @@ def _jsonable(obj: Any) -> Any:
 def save(name: str, profile: str, summary: dict[str, Any], *, command: str | None = None,
          directory: Path | None = None, elapsed_s: float | None = None) -> Path:
     """Write ``summary`` (numbers, lists, dicts) with its provenance; returns the path."""
-    from .cache import code_version
+    from .cache import atomic_write, code_version
 
     directory = Path(directory) if directory is not None else results_dir()
     directory.mkdir(parents=True, exist_ok=True)
@@ -66,9 +66,7 @@ def save(name: str, profile: str, summary: dict[str, Any], *, command: str | Non
         "summary": _jsonable(summary),
     }
     path = directory / f"{name}-{profile}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, path)
+    atomic_write(path, lambda f: f.write((json.dumps(record, indent=1) + "\n").encode()))
     return path
 
 

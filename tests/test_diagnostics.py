@@ -1,0 +1,86 @@
+"""Tests of symlib.diagnostics: R-hat and ESS on synthetic chains, function-space diagnostics."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from symlib.diagnostics import ess, function_space_diagnostics, rhat, summarize_hmc
+from symlib.hmc import HMCConfig, run_hmc
+from symlib.models import mlp_apply, mlp_init
+
+
+def _ar1(rng, rho, chains, n):
+    x = np.empty((chains, n))
+    x[:, 0] = rng.normal(size=chains)
+    noise = rng.normal(size=(chains, n)) * np.sqrt(1 - rho**2)
+    for t in range(1, n):
+        x[:, t] = rho * x[:, t - 1] + noise[:, t]
+    return x
+
+
+def test_rhat_iid_chains_close_to_one():
+    x = np.random.default_rng(0).normal(size=(4, 1000, 3))
+    r = rhat(x)
+    assert r.shape == (3,)
+    assert np.all(np.abs(r - 1) < 0.01), r
+
+
+def test_rhat_detects_chains_with_different_means():
+    x = np.random.default_rng(1).normal(size=(4, 500))
+    x[2:] += 2.0
+    assert float(rhat(x)) > 1.1
+
+
+def test_ess_iid_close_to_number_of_draws():
+    x = np.random.default_rng(2).normal(size=(4, 1000))
+    assert 0.8 * 4000 < float(ess(x)) < 1.2 * 4000
+
+
+def test_ess_ar1_much_smaller():
+    n, rho = 2000, 0.95
+    x = _ar1(np.random.default_rng(3), rho, 4, n)
+    e = float(ess(x))
+    theory = 4 * n * (1 - rho) / (1 + rho)  # about 205
+    assert e < 0.1 * 4 * n
+    assert 0.5 * theory < e < 2 * theory, (e, theory)
+
+
+def test_diagnostics_validate_shapes():
+    with pytest.raises(ValueError, match="2 chains"):
+        rhat(np.zeros((1, 10)))
+    with pytest.raises(ValueError, match="chains, samples"):
+        ess(np.zeros(10))
+
+
+def test_function_space_diagnostics_matches_direct_computation():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(15, 3)).astype(np.float32)
+    y = rng.integers(0, 2, size=15).astype(np.int32)
+    keys = jax.random.split(jax.random.key(0), 3 * 5)
+    nets = jax.vmap(lambda k: mlp_init(k, [3, 4, 2]))(keys)
+    samples = jax.tree.map(lambda a: np.asarray(a).reshape(3, 5, *a.shape[1:]), nets)
+    out = function_space_diagnostics(samples, x, y, num_points=4, batch_size=2)
+    assert out["test_loglik"]["values"].shape == (3, 5)
+    assert out["true_class_prob"]["values"].shape == (3, 5, 4)
+    assert out["true_class_prob"]["rhat"].shape == (4,) and out["true_class_prob"]["ess"].shape == (4,)
+    idx = out["point_indices"]
+    net = jax.tree.map(lambda a: a[1, 3], samples)
+    logp = jax.nn.log_softmax(mlp_apply(net, x))
+    np.testing.assert_allclose(out["test_loglik"]["values"][1, 3], np.mean(np.asarray(logp)[np.arange(15), y]), rtol=1e-5)
+    np.testing.assert_allclose(out["true_class_prob"]["values"][1, 3], np.exp(np.asarray(logp)[idx, y[idx]]), rtol=1e-5)
+    assert np.isfinite(out["test_loglik"]["rhat"]) and np.isfinite(out["test_loglik"]["ess"])
+
+
+def test_summarize_hmc():
+    def logdensity(p):
+        return -0.5 * jnp.sum(p**2)
+
+    cfg = HMCConfig(step_size=40.0, num_leapfrog=5, num_burnin=2, num_samples=10, thin=1, num_chains=2)
+    with pytest.warns(UserWarning):
+        res = run_hmc(jax.random.key(0), jnp.ones(2), logdensity, cfg)
+    summary = summarize_hmc(res)
+    assert summary["num_divergences"] == res.num_divergences > 0
+    assert summary["mean_acceptance"] < 0.2
+    assert len(summary["warnings"]) == 2

@@ -1,0 +1,351 @@
+"""Tests of symlib.hmc: correctness on known posteriors, diagnostics of bad step sizes,
+chunked storage and resumption, data-parallel sharding and input validation."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from symlib.diagnostics import ess
+from symlib.hmc import (
+    HMCConfig,
+    HMCWarning,
+    iter_sample_chunks,
+    load_result,
+    load_samples,
+    make_logdensity,
+    run_hmc,
+)
+from symlib.models import mlp_apply, mlp_init
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _gaussian_logdensity(mean, cov):
+    prec = np.linalg.inv(cov)
+
+    def logdensity(p):
+        z = jnp.stack([p["a"], p["b"]]) - mean
+        return -0.5 * z @ prec @ z
+
+    return logdensity
+
+
+def _toy_data(n=21, d=3, classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d)).astype(np.float32)
+    y = rng.integers(0, classes, size=n).astype(np.int32)
+    return x, y
+
+
+def _file_digests(out_dir: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(out_dir.glob("*_0*.npz")) if not p.name.startswith("state_")}
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def _interrupt_after(k):
+    calls = []
+
+    def on_chunk(info):
+        calls.append(info)
+        if len(calls) == k:
+            raise _Interrupt(info)
+
+    return on_chunk
+
+
+def _assert_same_run(a, b):
+    jax.tree.map(np.testing.assert_array_equal, a.samples, b.samples)
+    for k in a.stats:
+        np.testing.assert_array_equal(a.stats[k], b.stats[k])
+    np.testing.assert_array_equal(a.step_size, b.step_size)
+
+
+# ---------------------------------------------------------------------------- correctness
+
+
+def test_bayesian_linear_regression_posterior_moments():
+    """Conjugate Gaussian posterior of (w, b): sample means and variances match the exact ones
+    within a Monte-Carlo tolerance computed from the effective sample size."""
+    rng = np.random.default_rng(1)
+    n, sigma = 20, 0.5
+    x = rng.normal(size=(n, 2))
+    y = x @ np.array([1.0, -0.5]) + 0.3 + sigma * rng.normal(size=n)
+    z = np.concatenate([x, np.ones((n, 1))], axis=1)
+    cov = np.linalg.inv(z.T @ z / sigma**2 + np.eye(3))
+    mean = cov @ z.T @ y / sigma**2
+
+    xj, yj = jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
+
+    def logdensity(p):
+        resid = yj - xj @ p["w"] - p["b"]
+        return -0.5 * (jnp.sum(p["w"] ** 2) + p["b"] ** 2) - 0.5 * jnp.sum(resid**2) / sigma**2
+
+    cfg = HMCConfig(step_size=0.05, num_leapfrog=12, num_burnin=100, num_samples=600, thin=1, num_chains=4)
+    init = {"w": jnp.zeros(2), "b": jnp.float32(0.0)}
+    res = run_hmc(jax.random.key(0), init, logdensity, cfg)
+    draws = np.concatenate([res.samples["w"], res.samples["b"][..., None]], axis=-1)  # (chains, samples, 3)
+    assert draws.shape == (4, 600, 3)
+    assert res.mean_acceptance > 0.6 and res.num_divergences == 0
+
+    sd = np.sqrt(np.diag(cov))
+    n_eff = ess(draws)
+    assert np.all(n_eff > 100), n_eff
+    est_mean = draws.mean(axis=(0, 1))
+    assert np.all(np.abs(est_mean - mean) < 5 * sd / np.sqrt(n_eff)), (est_mean, mean, n_eff)
+    est_var = draws.reshape(-1, 3).var(axis=0)
+    n_eff_sq = ess((draws - mean) ** 2)
+    assert np.all(np.abs(est_var / sd**2 - 1) < 5 * np.sqrt(2 / n_eff_sq)), (est_var, sd**2, n_eff_sq)
+
+
+def test_correlated_gaussian_with_step_size_adaptation():
+    """Dual averaging during burn-in moves the step size from 0.05 to a value with roughly the
+    target acceptance; it is then frozen (one value per chain) and the moments match.
+    (Short trajectories: with a fixed number of leapfrog steps, a trajectory near half a
+    period of the Gaussian makes HMC non-ergodic, the known resonance of fixed-length HMC.)"""
+    mean, cov = np.array([1.0, -2.0]), np.array([[1.0, 0.8], [0.8, 1.0]])
+    cfg = HMCConfig(step_size=0.05, num_leapfrog=3, num_burnin=200, num_samples=300, thin=2, num_chains=3,
+                    adapt_step_size=True, target_accept=0.75)
+    res = run_hmc(jax.random.key(3), {"a": jnp.float32(0.0), "b": jnp.float32(0.0)}, _gaussian_logdensity(mean, cov), cfg)
+    assert res.step_size.shape == (3,) and np.all(res.step_size > 0.2)
+    assert 0.6 < res.mean_acceptance < 0.97
+    draws = np.stack([res.samples["a"], res.samples["b"]], axis=-1)
+    n_eff = ess(draws)
+    assert np.all(n_eff > 100), n_eff
+    assert np.all(np.abs(draws.mean((0, 1)) - mean) < 5 / np.sqrt(n_eff))
+    assert np.all(np.abs(draws.reshape(-1, 2).var(0) - 1) < 5 * np.sqrt(2 / n_eff))
+    np.testing.assert_allclose(np.corrcoef(draws.reshape(-1, 2).T)[0, 1], 0.8, atol=0.1)
+
+
+def test_absurd_step_size_is_reported():
+    cfg = HMCConfig(step_size=50.0, num_leapfrog=10, num_burnin=5, num_samples=20, thin=1, num_chains=2)
+    ld = _gaussian_logdensity(np.zeros(2), np.array([[1.0, 0.9], [0.9, 1.0]]))
+    with pytest.warns(HMCWarning) as record:
+        res = run_hmc(jax.random.key(0), {"a": jnp.float32(0.1), "b": jnp.float32(0.0)}, ld, cfg)
+    assert res.num_divergences > 0
+    assert res.mean_acceptance < 0.2
+    assert res.stats["is_divergent"].shape == (2, cfg.num_iterations)
+    text = " ".join(str(w.message) for w in record)
+    assert "diverged" in text and "smaller step size" in text and "acceptance" in text
+
+
+def test_good_run_issues_no_warning(recwarn):
+    cfg = HMCConfig(step_size=0.7, num_leapfrog=3, num_burnin=10, num_samples=30, thin=1, num_chains=2)
+    res = run_hmc(jax.random.key(0), {"a": jnp.float32(0.0), "b": jnp.float32(0.0)},
+                  _gaussian_logdensity(np.zeros(2), np.eye(2)), cfg)
+    assert not [w for w in recwarn if issubclass(w.category, HMCWarning)]
+    assert res.warning_messages() == []
+
+
+@pytest.mark.filterwarnings("ignore::symlib.hmc.HMCWarning")
+def test_per_chain_initial_positions_and_stats_shapes():
+    ld = _gaussian_logdensity(np.zeros(2), np.eye(2))
+    cfg = HMCConfig(step_size=0.2, num_leapfrog=3, num_burnin=3, num_samples=4, thin=3, num_chains=2)
+    init = {"a": jnp.array([-5.0, 5.0]), "b": jnp.array([0.0, 0.0])}
+    res = run_hmc(jax.random.key(0), init, ld, cfg, init_per_chain=True)
+    assert res.samples["a"].shape == (2, 4)
+    assert all(v.shape == (2, cfg.num_iterations) for v in res.stats.values())
+    assert res.samples["a"][0, 0] < res.samples["a"][1, 0]  # chains started apart
+    with pytest.raises(ValueError, match="leading axis"):
+        run_hmc(jax.random.key(0), {"a": jnp.zeros(3), "b": jnp.zeros(3)}, ld, cfg, init_per_chain=True)
+
+
+def test_config_validation():
+    good = dict(step_size=0.1, num_leapfrog=5, num_burnin=10, num_samples=10, thin=2)
+    HMCConfig(**good)
+    for field, bad in [("step_size", 0.0), ("step_size", float("nan")), ("num_leapfrog", 0), ("num_burnin", -1),
+                       ("num_samples", 0), ("thin", 0), ("num_chains", 0), ("thin", 1.5), ("target_accept", 1.0)]:
+        with pytest.raises(ValueError, match=field):
+            HMCConfig(**{**good, field: bad})
+    with pytest.raises(ValueError, match="burn-in"):
+        HMCConfig(**{**good, "num_burnin": 0}, adapt_step_size=True)
+    assert HMCConfig(**good).num_iterations == 30
+
+
+# ---------------------------------------------------------------------------- storage and resumption
+
+
+def _mlp_problem():
+    x, y = _toy_data()
+    ld = make_logdensity(x, y)
+    init = mlp_init(jax.random.key(7), [3, 5, 3])
+    return ld, init
+
+
+@pytest.mark.parametrize("adapt, stop_after", [(False, 3), (True, 1)])
+def test_resume_gives_identical_chain(tmp_path, adapt, stop_after):
+    """Interrupt after ``stop_after`` stored chunks (in the sampling phase / in burn-in), rerun:
+    identical to an uninterrupted run (and to an in-memory run); stored chunks are untouched."""
+    ld, init = _mlp_problem()
+    cfg = HMCConfig(step_size=0.05, num_leapfrog=4, num_burnin=7, num_samples=10, thin=2, num_chains=2,
+                    adapt_step_size=adapt)
+    key = jax.random.key(11)
+    full = run_hmc(key, init, ld, cfg, out_dir=tmp_path / "full", chunk_size=3)
+
+    part_dir = tmp_path / "part"
+    with pytest.raises(_Interrupt):
+        run_hmc(key, init, ld, cfg, out_dir=part_dir, chunk_size=3, on_chunk=_interrupt_after(stop_after))
+    meta = json.loads((part_dir / "state.json").read_text())
+    assert meta["next_segment"] == stop_after and not meta["complete"]
+    before = _file_digests(part_dir)
+    assert len(before) == stop_after
+
+    resumed = run_hmc(key, init, ld, cfg, out_dir=part_dir, chunk_size=3)
+    after = _file_digests(part_dir)
+    assert {k: after[k] for k in before} == before
+    assert after == _file_digests(tmp_path / "full")
+    _assert_same_run(full, resumed)
+    _assert_same_run(full, run_hmc(key, init, ld, cfg, chunk_size=3))
+    # a finished run is just loaded again
+    _assert_same_run(full, run_hmc(key, init, ld, cfg, out_dir=part_dir, chunk_size=3))
+
+
+def test_resume_with_different_config_or_init_raises(tmp_path):
+    ld, init = _mlp_problem()
+    cfg = HMCConfig(step_size=0.05, num_leapfrog=2, num_burnin=2, num_samples=4, thin=1, num_chains=1)
+    key = jax.random.key(0)
+    run_hmc(key, init, ld, cfg, out_dir=tmp_path, chunk_size=2)
+    with pytest.raises(ValueError, match="different config"):
+        run_hmc(key, init, ld, HMCConfig(**{**cfg.to_dict(), "num_samples": 6}), out_dir=tmp_path, chunk_size=2)
+    with pytest.raises(ValueError, match="different config"):
+        run_hmc(key, jax.tree.map(lambda a: a + 1.0, init), ld, cfg, out_dir=tmp_path, chunk_size=2)
+    with pytest.raises(ValueError, match="different config"):
+        run_hmc(jax.random.key(1), init, ld, cfg, out_dir=tmp_path, chunk_size=2)
+    x, y = _toy_data(seed=5)
+    with pytest.raises(ValueError, match="different config"):
+        run_hmc(key, init, make_logdensity(x, y), cfg, out_dir=tmp_path, chunk_size=2)
+
+
+@pytest.mark.filterwarnings("ignore::symlib.hmc.HMCWarning")
+def test_samples_are_stored_in_chunks_and_loaded_from_disk(tmp_path):
+    ld, init = _mlp_problem()
+    cfg = HMCConfig(step_size=0.05, num_leapfrog=2, num_burnin=3, num_samples=7, thin=2, num_chains=2)
+    res = run_hmc(jax.random.key(2), init, ld, cfg, out_dir=tmp_path, chunk_size=3)
+    assert res._samples is None  # not held in memory: read from the chunk files when first used
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert [n for n in names if n.startswith("samples_")] == ["samples_00000.npz", "samples_00001.npz", "samples_00002.npz"]
+    assert "state.json" in names and len([n for n in names if n.startswith("state_")]) == 1
+    assert not [n for n in names if n.endswith(".tmp")]
+    chunks = list(iter_sample_chunks(tmp_path))
+    assert [start for start, _ in chunks] == [0, 3, 6]
+    assert chunks[-1][1]["dense_0"]["kernel"].shape == (2, 1, 3, 5)
+    loaded = load_samples(tmp_path)  # structure read back from state.json
+    assert loaded["dense_0"]["kernel"].shape == (2, 7, 3, 5)
+    jax.tree.map(np.testing.assert_array_equal, loaded, res.samples)
+    again = load_result(tmp_path)
+    assert again.stats["acceptance_rate"].shape == (2, cfg.num_iterations)
+    assert isinstance(res.samples["dense_1"]["bias"], np.ndarray)
+
+
+def test_progress_bar_only_when_asked(capsys):
+    ld = _gaussian_logdensity(np.zeros(2), np.eye(2))
+    cfg = HMCConfig(step_size=0.3, num_leapfrog=2, num_burnin=2, num_samples=3, thin=1)
+    init = {"a": jnp.float32(0.0), "b": jnp.float32(0.0)}
+    run_hmc(jax.random.key(0), init, ld, cfg)  # stderr is not a TTY under pytest
+    assert capsys.readouterr().err == ""
+    run_hmc(jax.random.key(0), init, ld, cfg, progress=True)
+    err = capsys.readouterr().err
+    assert "5/5 it" in err and "acc" in err
+
+
+# ---------------------------------------------------------------------------- make_logdensity
+
+
+def test_make_logdensity_matches_direct_computation():
+    x, y = _toy_data(n=13)
+    params = mlp_init(jax.random.key(1), [3, 4, 3])
+    prior_var, temperature = 2.0, 0.5
+    ld = make_logdensity(x, y, prior_var=prior_var, temperature=temperature)
+    logits = np.asarray(mlp_apply(params, x), np.float64)
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    flat = np.concatenate([np.ravel(a) for a in jax.tree_util.tree_leaves(params)]).astype(np.float64)
+    prior = -0.5 * flat @ flat / prior_var - 0.5 * flat.size * np.log(2 * np.pi * prior_var)
+    expected = prior + logp[np.arange(13), y].sum() / temperature
+    np.testing.assert_allclose(float(ld(params)), expected, rtol=1e-5)
+    grad = jax.grad(ld)(params)
+    assert jax.tree.map(jnp.shape, grad) == jax.tree.map(jnp.shape, params)
+
+
+def test_make_logdensity_validates_inputs():
+    x, y = _toy_data(n=10)
+    bad_x = x.copy()
+    bad_x[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        make_logdensity(bad_x, y)
+    with pytest.raises(ValueError, match="labels must be >= 0"):
+        make_logdensity(x, np.where(np.arange(10) == 2, -1, y))
+    with pytest.raises(ValueError, match="9 labels"):
+        make_logdensity(x, y[:9])
+    with pytest.raises(ValueError, match="2-D"):
+        make_logdensity(x[:, 0], y)
+    with pytest.raises(ValueError, match="floating"):
+        make_logdensity(x.astype(np.int32), y)
+    with pytest.raises(ValueError, match="integer"):
+        make_logdensity(x, y.astype(np.float32))
+    with pytest.raises(ValueError, match="prior_var"):
+        make_logdensity(x, y, prior_var=0.0)
+    ld = make_logdensity(x, y)
+    with pytest.raises(ValueError, match="input width 4 but x has 3 features"):
+        ld(mlp_init(jax.random.key(0), [4, 5, 3]))
+    with pytest.raises(ValueError, match="labels go up to 2 but the network has 2 outputs"):
+        ld(mlp_init(jax.random.key(0), [3, 5, 2]))
+
+
+# ---------------------------------------------------------------------------- sharding
+
+_SHARDED_SCRIPT = textwrap.dedent("""
+    import json, jax, jax.numpy as jnp, numpy as np
+    from symlib.hmc import HMCConfig, make_logdensity, run_hmc
+    from symlib.models import mlp_init
+    assert len(jax.devices()) == 4, jax.devices()
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(30, 3)).astype(np.float32)   # 30 examples: not a multiple of 4
+    y = rng.integers(0, 3, size=30).astype(np.int32)
+    params = mlp_init(jax.random.key(0), [3, 8, 3])
+    cfg = HMCConfig(step_size=0.03, num_leapfrog=5, num_burnin=2, num_samples=4, thin=2, num_chains=2)
+    out = {}
+    for name, devices in (("sharded", jax.devices()), ("single", jax.devices()[:1])):
+        ld = make_logdensity(x, y, devices=devices)
+        value, grad = jax.value_and_grad(ld)(params)
+        res = run_hmc(jax.random.key(1), params, ld, cfg)
+        out[name] = {
+            "num_shards": len(ld.data[0].sharding.device_set),
+            "padded_n": int(ld.data[0].shape[0]),
+            "value": float(value),
+            "grad": np.concatenate([np.ravel(g) for g in jax.tree_util.tree_leaves(grad)]).tolist(),
+            "samples": np.concatenate([a.reshape(2, 4, -1) for a in jax.tree_util.tree_leaves(res.samples)], -1).tolist(),
+            "acceptance": res.stats["acceptance_rate"].tolist(),
+        }
+    print("RESULT" + json.dumps(out))
+""")
+
+
+def test_sharded_equals_unsharded():
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", _SHARDED_SCRIPT], env=env, cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.split("RESULT", 1)[1])
+    sharded, single = out["sharded"], out["single"]
+    assert sharded["num_shards"] == 4 and sharded["padded_n"] == 32
+    assert single["num_shards"] == 1 and single["padded_n"] == 30
+    np.testing.assert_allclose(sharded["value"], single["value"], rtol=1e-5)
+    np.testing.assert_allclose(sharded["grad"], single["grad"], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(sharded["samples"], single["samples"], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(sharded["acceptance"], single["acceptance"], rtol=1e-4, atol=1e-5)
