@@ -30,8 +30,10 @@ class Profile:
             0 .. hidden-1); not_runs: random initialisations in that sweep.
         hmc_*: full-batch HMC (Xiao et al. App. A: 500 leapfrog steps per iteration,
             600 burn-in iterations, one sample kept every 10 iterations, 1,000 samples);
-            ``hmc_n_train`` training examples (the first of the profile's training split),
             ``hmc_samples`` kept per chain, step size adapted during burn-in if ``hmc_adapt``.
+        bnn_n_train: training examples (the first of the profile's training split) seen by
+            every posterior approximation (HMC, VI, deep ensemble), so they can be compared.
+        bnn_epochs: Adam epochs of the deep-ensemble members and of VI (paper: 50).
         vi_*: mean-field VI (Adam; the prior is the MAP prior N(0, prior_std^2)).
         ensemble_members: deep-ensemble size; mc_samples: Monte-Carlo samples per predictive.
     """
@@ -50,7 +52,7 @@ class Profile:
     n_lambdas: int
     not_points: int
     not_runs: int
-    hmc_n_train: int
+    bnn_n_train: int
     hmc_chains: int
     hmc_step_size: float
     hmc_adapt: bool
@@ -58,7 +60,7 @@ class Profile:
     hmc_burnin: int
     hmc_samples: int
     hmc_thin: int
-    vi_epochs: int
+    bnn_epochs: int
     vi_batch_size: int
     vi_learning_rate: float
     vi_std_init: float
@@ -94,7 +96,7 @@ PROFILES: dict[str, Profile] = {
         n_lambdas=11,
         not_points=12,
         not_runs=3,
-        hmc_n_train=2_000,
+        bnn_n_train=2_000,
         hmc_chains=2,
         hmc_step_size=1e-3,
         hmc_adapt=True,
@@ -102,7 +104,7 @@ PROFILES: dict[str, Profile] = {
         hmc_burnin=100,
         hmc_samples=50,
         hmc_thin=2,
-        vi_epochs=10,
+        bnn_epochs=40,
         vi_batch_size=128,
         vi_learning_rate=1e-3,
         vi_std_init=0.01,
@@ -124,7 +126,7 @@ PROFILES: dict[str, Profile] = {
         n_lambdas=25,
         not_points=0,
         not_runs=5,
-        hmc_n_train=50_000,
+        bnn_n_train=50_000,
         hmc_chains=2,
         hmc_step_size=1e-4,
         hmc_adapt=True,
@@ -132,7 +134,7 @@ PROFILES: dict[str, Profile] = {
         hmc_burnin=600,
         hmc_samples=500,
         hmc_thin=10,
-        vi_epochs=50,
+        bnn_epochs=50,
         vi_batch_size=128,
         vi_learning_rate=1e-3,
         vi_std_init=0.01,

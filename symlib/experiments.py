@@ -128,7 +128,19 @@ def rebasin_barriers(profile: Profile) -> dict[str, Any]:
 
 
 def _ensemble_config(profile: Profile) -> dict[str, Any]:
-    return {**_mlp_config(profile), "ensemble_members": profile.ensemble_members}
+    return {**_mlp_config(profile), "ensemble_members": profile.ensemble_members, "bnn_n_train": profile.bnn_n_train,
+            "bnn_epochs": profile.bnn_epochs}
+
+
+def load_bnn_data(profile: Profile) -> dict[str, np.ndarray]:
+    """The profile's split with the training set cut to the ``bnn_n_train`` examples that
+    every posterior approximation (HMC, VI, ensemble) is fitted to."""
+    d = dict(load_data(profile))
+    n = profile.bnn_n_train
+    if n > len(d["x_train"]):
+        raise ValueError(f"bnn_n_train={n} exceeds the {len(d['x_train'])} training examples of profile {profile.name!r}")
+    d["x_train"], d["y_train"] = d["x_train"][:n], d["y_train"][:n]
+    return d
 
 
 def _predictive_summary(res: dict[str, Any]) -> dict[str, Any]:
@@ -147,19 +159,19 @@ def ensemble(profile: Profile) -> dict[str, Any]:
     from .ensembles import train_ensemble
     from .predictive import predict_from_samples
 
-    d = load_data(profile)
+    d = load_bnn_data(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
-    res = train_ensemble(jax.random.key(0), sizes, d["x_train"], d["y_train"], TrainConfig.from_profile(profile),
-                         profile.ensemble_members)
+    cfg = TrainConfig.from_profile(profile)._replace(epochs=profile.bnn_epochs)
+    res = train_ensemble(jax.random.key(0), sizes, d["x_train"], d["y_train"], cfg, profile.ensemble_members)
     probs = predict_from_samples(res.params, d["x_test"])
     return {"params": jax.device_get(res.params), "epoch_loss": np.asarray(res.epoch_losses),
             "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"])}
 
 
 def _vi_config(profile: Profile) -> dict[str, Any]:
-    keys = ("vi_epochs", "vi_batch_size", "vi_learning_rate", "vi_std_init", "mc_samples")
+    keys = ("bnn_epochs", "vi_batch_size", "vi_learning_rate", "vi_std_init", "mc_samples")
     return {**_data_config(profile), "hidden": profile.hidden, "prior_std": profile.prior_std,
-            **{k: getattr(profile, k) for k in keys}}
+            "bnn_n_train": profile.bnn_n_train, **{k: getattr(profile, k) for k in keys}}
 
 
 @register("vi", _vi_config, "mean-field Gaussian VI (Bayes by backprop, Flax NNX) of the MLP",
@@ -168,10 +180,10 @@ def vi(profile: Profile) -> dict[str, Any]:
     from .predictive import predict_from_gaussian
     from .vi import fit_mlp_vi
 
-    d = load_data(profile)
+    d = load_bnn_data(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
     res = fit_mlp_vi(jax.random.key(0), sizes, d["x_train"], d["y_train"], prior_var=profile.prior_std**2,
-                     std_init=profile.vi_std_init, epochs=profile.vi_epochs, batch_size=profile.vi_batch_size,
+                     std_init=profile.vi_std_init, epochs=profile.bnn_epochs, batch_size=profile.vi_batch_size,
                      learning_rate=profile.vi_learning_rate)
     probs = predict_from_gaussian(jax.random.key(1), res.mu, res.sigma, d["x_test"], profile.mc_samples)
     return {"mu": jax.device_get(res.mu), "sigma": jax.device_get(res.sigma),
@@ -180,7 +192,7 @@ def vi(profile: Profile) -> dict[str, Any]:
 
 
 def _hmc_config(profile: Profile) -> dict[str, Any]:
-    keys = ("hmc_n_train", "hmc_chains", "hmc_step_size", "hmc_adapt", "hmc_leapfrog", "hmc_burnin",
+    keys = ("bnn_n_train", "hmc_chains", "hmc_step_size", "hmc_adapt", "hmc_leapfrog", "hmc_burnin",
             "hmc_samples", "hmc_thin")
     return {**_data_config(profile), "hidden": profile.hidden, "prior_std": profile.prior_std,
             **{k: getattr(profile, k) for k in keys}}
@@ -207,17 +219,14 @@ def hmc(profile: Profile) -> dict[str, Any]:
     from .hmc import HMCConfig, load_samples, make_logdensity, run_hmc
     from .predictive import predict_from_samples
 
-    d = load_data(profile)
-    n = profile.hmc_n_train
-    if n > len(d["x_train"]):
-        raise ValueError(f"hmc_n_train={n} exceeds the {len(d['x_train'])} training examples of profile {profile.name!r}")
+    d = load_bnn_data(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
     cfg = HMCConfig(step_size=profile.hmc_step_size, num_leapfrog=profile.hmc_leapfrog, num_burnin=profile.hmc_burnin,
                     num_samples=profile.hmc_samples, thin=profile.hmc_thin, num_chains=profile.hmc_chains,
                     adapt_step_size=profile.hmc_adapt)
     inits = [mlp_init(k, sizes) for k in jax.random.split(jax.random.key(0), cfg.num_chains)]
     init = jax.tree_util.tree_map(lambda *a: jax.numpy.stack(a), *inits)
-    logdensity = make_logdensity(d["x_train"][:n], d["y_train"][:n], prior_var=profile.prior_std**2)
+    logdensity = make_logdensity(d["x_train"], d["y_train"], prior_var=profile.prior_std**2)
     result = run_hmc(jax.random.key(1), init, logdensity, cfg, out_dir=hmc_run_dir(profile), init_per_chain=True)
     samples = load_samples(hmc_run_dir(profile))
     flat = jax.tree_util.tree_map(lambda a: a.reshape((-1,) + a.shape[2:]), samples)  # (chains * samples, ...)
@@ -237,6 +246,91 @@ def hmc_samples(profile: Profile) -> dict[str, Any]:
 
     run("hmc", profile)
     return load_samples(hmc_run_dir(profile))
+
+
+def _compact_config(profile: Profile) -> dict[str, Any]:
+    return {**_hmc_config(profile), **_ensemble_config(profile), **_vi_config(profile)}
+
+
+#: Xiao et al. (2023), Table 1, quoted: agreement and TV to HMC samples, test accuracy (%) of the
+#: samples' predictive and of the mean network. Columns as in the paper.
+XIAO_TABLE1 = {
+    "columns": ["HMC sample", "HMC q_d", "HMC q_r", "Ensemble sample", "Ensemble q_d", "Ensemble q_r", "VI q"],
+    "agreement": [1.0, 0.1212, 0.8249, 0.9931, 0.5239, 0.9868, 0.9885],
+    "tv": [0.0, 0.8641, 0.6570, 0.0229, 0.7210, 0.0495, 0.0235],
+    "accuracy_samples": [98.43, 11.11, 82.34, 98.66, 52.25, 97.72, 98.11],
+    "accuracy_mean": [None, 28.06, 92.25, None, 86.40, 97.97, 98.04],
+}
+
+PRUNE_FRACTIONS = (1.0, 0.8, 0.6, 0.4, 0.3, 0.2, 0.15, 0.1, 0.05)
+
+
+def _compact_summary(res: dict[str, Any]) -> dict[str, Any]:
+    return {"table": {col: {k: float(v) for k, v in m.items()} for col, m in res["table"].items()},
+            "pruning": {k: np.asarray(v).tolist() for k, v in res["pruning"].items()},
+            "median_sigma": {k: float(v) for k, v in res["median_sigma"].items()}}
+
+
+@register("compact_representation", _compact_config,
+          "Xiao et al. Table 1 and Fig. 3: q_d vs q_r for HMC and ensembles, VI, sigma histograms, pruning, stitching",
+          summary=_compact_summary)
+def compact_representation(profile: Profile) -> dict[str, Any]:
+    from . import metrics, pruning, summaries
+    from .predictive import predict_from_gaussian, predict_from_samples, predict_single
+    from .specs import mlp_permutation_spec
+
+    d = load_bnn_data(profile)
+    # activation statistics for matching: at most 5,000 training examples (enough for a
+    # stable correlation estimate; matching 1,000 samples over 50,000 would take an hour on a CPU)
+    x, y, x_match = d["x_test"], d["y_test"], d["x_train"][:5000]
+    spec = mlp_permutation_spec(1)
+    hmc_res, ens_res, vi_res = run("hmc", profile), run("ensemble", profile), run("vi", profile)
+    stack = jax.tree_util.tree_map(lambda a: np.asarray(a).reshape((-1,) + a.shape[2:]), hmc_samples(profile))
+    sample_sets = {"HMC": stack, "Ensemble": ens_res["params"]}
+    p_hmc = np.asarray(hmc_res["test_probs"])
+
+    def row(probs, mean_params=None):
+        out = {"agreement": metrics.agreement(probs, p_hmc), "tv": metrics.total_variation(probs, p_hmc),
+               "accuracy_samples": 100 * metrics.accuracy_from_probs(probs, y)}
+        if mean_params is not None:
+            out["accuracy_mean"] = 100 * metrics.accuracy_from_probs(np.asarray(predict_single(mean_params, x)), y)
+        return out
+
+    table, fitted, key = {}, {}, jax.random.key(5)
+    for name, samples in sample_sets.items():
+        table[f"{name} sample"] = row(np.asarray(predict_from_samples(samples, x)))
+        fitted[f"{name} q_d"] = summaries.direct_summary(samples)
+        fitted[f"{name} q_r"] = summaries.rebasin_summary(samples, spec, method="activation", data=x_match)
+        fitted[f"{name} q_r (weight)"] = summaries.rebasin_summary(samples, spec, method="weight")
+        cols = [f"{name} q_d", f"{name} q_r", f"{name} q_r (weight)"]
+        if name == "HMC":  # one permutation per chain (a chain does not hop between permutation modes)
+            chains = np.repeat(np.arange(profile.hmc_chains), profile.hmc_samples)
+            fitted["HMC q_r (per chain)"] = summaries.grouped_rebasin_summary(samples, chains, spec, method="weight")
+            cols.append("HMC q_r (per chain)")
+        for col in cols:
+            key, sub = jax.random.split(key)
+            probs = predict_from_gaussian(sub, fitted[col].mu, fitted[col].sigma, x, profile.mc_samples)
+            table[col] = row(np.asarray(probs), fitted[col].mu)
+    table["VI q"] = row(np.asarray(vi_res["test_probs"]), vi_res["mu"])
+
+    stitched_mu, stitched_sigma = pruning.stitch(fitted["Ensemble q_r"], fitted["HMC q_r"], spec)
+    curves = {"ensemble": (fitted["Ensemble q_r"].mu, fitted["Ensemble q_r"].sigma),
+              "hmc": (fitted["HMC q_r"].mu, fitted["HMC q_r"].sigma),
+              "ensemble mu + hmc sigma": (stitched_mu, stitched_sigma),
+              "vi": (vi_res["mu"], vi_res["sigma"])}
+    prune = {"keep_fraction": np.asarray(PRUNE_FRACTIONS)}
+    for name, (mu, sigma) in curves.items():
+        prune[name] = np.asarray(pruning.pruning_curve(mu, sigma, x, y, PRUNE_FRACTIONS)["accuracy"])
+
+    def leaves(tree):
+        return np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(tree)])
+
+    sigmas = {col: leaves(fitted[col].sigma)
+              for col in ("HMC q_d", "HMC q_r", "HMC q_r (per chain)", "Ensemble q_d", "Ensemble q_r")}
+    sigmas["VI q"] = leaves(vi_res["sigma"])
+    return {"table": table, "pruning": prune, "sigma": sigmas,
+            "median_sigma": {k: float(np.median(v)) for k, v in sigmas.items()},
+            "hmc_test": hmc_res["test"], "hmc_diagnostics": hmc_res["diagnostics"]}
 
 
 def describe() -> str:

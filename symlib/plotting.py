@@ -100,3 +100,18 @@ def mean_band(ax: plt.Axes, x: np.ndarray, ys: np.ndarray, label: str, color: st
     mean, std = ys.mean(axis=0), ys.std(axis=0)
     (line,) = ax.plot(x, mean, marker="o", ms=3, label=label, color=color)
     ax.fill_between(x, mean - std, mean + std, color=line.get_color(), alpha=0.25, lw=0)
+
+
+def grouped_bars(ax: plt.Axes, categories: Sequence[str], series: dict[str, Sequence[float | None]], *,
+                 ylabel: str, title: str | None = None) -> None:
+    """Bars of several series side by side for each category; ``None`` leaves a gap."""
+    width = 0.8 / max(1, len(series))
+    x = np.arange(len(categories))
+    for i, (label, values) in enumerate(series.items()):
+        vals = np.array([np.nan if v is None else float(v) for v in values])
+        ax.bar(x + (i - (len(series) - 1) / 2) * width, vals, width, label=label, color=PALETTE[i % len(PALETTE)])
+    ax.set_xticks(x, categories, rotation=30, ha="right")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=8)

@@ -9,8 +9,8 @@ from symlib.config import get_profile
 
 TINY = dataclasses.replace(
     get_profile("quick"), name="tiny", n_train=300, n_val=0, n_test=200, hidden=8, epochs=2, batch_size=50,
-    n_lambdas=3, not_points=3, not_runs=2, hmc_n_train=100, hmc_chains=2, hmc_leapfrog=3, hmc_burnin=4,
-    hmc_samples=4, hmc_thin=1, vi_epochs=2, vi_batch_size=50, ensemble_members=2, mc_samples=4)
+    n_lambdas=3, not_points=3, not_runs=2, bnn_n_train=100, hmc_chains=2, hmc_leapfrog=3, hmc_burnin=4,
+    hmc_samples=4, hmc_thin=1, bnn_epochs=2, vi_batch_size=50, ensemble_members=2, mc_samples=4)
 
 
 @pytest.fixture(autouse=True)
@@ -51,6 +51,6 @@ def test_not_experiments():
     assert paths["permuted"]["not_lambda"][0] == 0
 
 
-def test_hmc_n_train_too_large_is_an_error():
-    with pytest.raises(ValueError, match="hmc_n_train"):
-        experiments.run("hmc", dataclasses.replace(TINY, hmc_n_train=10_000), verbose=False)
+def test_bnn_n_train_too_large_is_an_error():
+    with pytest.raises(ValueError, match="bnn_n_train"):
+        experiments.run("hmc", dataclasses.replace(TINY, bnn_n_train=10_000), verbose=False)

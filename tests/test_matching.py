@@ -9,6 +9,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
+from _helpers import assert_tree_close, random_mlp, stack_trees
+
 from symlib import permutations as P
 from symlib.matching import (
     reference_weight_matching,
@@ -37,23 +39,10 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], der
 # --------------------------------------------------------------------------- helpers
 
 
-def _mlp(rng: np.random.Generator, sizes, bias_scale=1.0) -> dict:
-    """Generic float64 MLP params (non-zero biases)."""
-    return {
-        f"dense_{l}": {"kernel": rng.normal(size=(a, b)) / np.sqrt(a), "bias": bias_scale * rng.normal(size=(b,))}
-        for l, (a, b) in enumerate(zip(sizes[:-1], sizes[1:]))
-    }
 
 
-def _stack(trees):
-    return jax.tree_util.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *trees)
 
 
-def _assert_tree_close(a, b, **kw):
-    fa, fb = flatten_params(a), flatten_params(b)
-    assert sorted(fa) == sorted(fb)
-    for k in fa:
-        np.testing.assert_allclose(np.asarray(fa[k]), np.asarray(fb[k]), err_msg=k, **kw)
 
 
 def _residual_not(planted, found):
@@ -109,13 +98,13 @@ def test_weight_matching_recovers_planted_permutation(shape, seed):
     rng = np.random.default_rng(seed)
     sizes = [d0, *widths, dout]
     spec = mlp_permutation_spec(len(widths))
-    A = _mlp(rng, sizes)
+    A = random_mlp(rng, sizes)
     planted = random_permutations(rng, spec, A)
     B = apply_permutation(spec, planted, A)
     res = weight_matching(seed, spec, A, B)
     assert isinstance(res, MatchResult)
     assert _residual_not(planted, res.perms) == {k: 0 for k in planted}
-    _assert_tree_close(apply_permutation(spec, res.perms, B), A, rtol=0, atol=0)
+    assert_tree_close(apply_permutation(spec, res.perms, B), A, rtol=0, atol=0)
     np.testing.assert_allclose(res.objective[-1], _objective(spec, A, A), rtol=1e-12)
     assert res.converged
 
@@ -130,7 +119,7 @@ def test_activation_matching_recovers_planted_permutation(widths, seed, batch_si
     rng = np.random.default_rng(seed)
     sizes = [8, *widths, 3]
     spec = mlp_permutation_spec(len(widths))
-    A = _mlp(rng, sizes, bias_scale=0.5)
+    A = random_mlp(rng, sizes, bias_scale=0.5)
     X = rng.normal(size=(300, 8)).astype(np.float32)
     # units that are dead (or constant) on the data are interchangeable: no unique answer
     hidden = [np.asarray(h) for h in mlp_hidden(jax.tree_util.tree_map(jnp.asarray, A), jnp.asarray(X))]
@@ -139,7 +128,7 @@ def test_activation_matching_recovers_planted_permutation(widths, seed, batch_si
     B = apply_permutation(spec, planted, A)
     res = activation_matching(spec, A, B, X, batch_size=batch_size)
     assert _residual_not(planted, res.perms) == {k: 0 for k in planted}
-    _assert_tree_close(apply_permutation(spec, res.perms, B), A, rtol=0, atol=0)
+    assert_tree_close(apply_permutation(spec, res.perms, B), A, rtol=0, atol=0)
     np.testing.assert_allclose(res.objective, widths, rtol=1e-5)  # every unit matched with corr 1
     assert res.info["num_examples"] == 300
 
@@ -150,16 +139,16 @@ def test_weight_matching_many_recovers_planted_permutations(shape, m, seed):
     d0, widths, dout = shape
     rng = np.random.default_rng(seed)
     spec = mlp_permutation_spec(len(widths))
-    A = _mlp(rng, [d0, *widths, dout])
+    A = random_mlp(rng, [d0, *widths, dout])
     planted = [random_permutations(rng, spec, A) for _ in range(m)]
-    stack = _stack([apply_permutation(spec, q, A) for q in planted])
+    stack = stack_trees([apply_permutation(spec, q, A) for q in planted])
     res = weight_matching_many(seed, spec, A, stack)
     for name in spec.perm_names:
         assert res.perms[name].shape == (m, widths[int(name[2:])])
     for s in range(m):
         assert _residual_not(planted[s], {k: v[s] for k, v in res.perms.items()}) == {k: 0 for k in spec.perm_names}
     aligned = apply_permutation_many(spec, res.perms, stack)
-    _assert_tree_close(aligned, _stack([A] * m), rtol=0, atol=0)
+    assert_tree_close(aligned, stack_trees([A] * m), rtol=0, atol=0)
     np.testing.assert_allclose(res.objective, _objective(spec, A, A), rtol=1e-12)
     assert res.converged.all()
 
@@ -198,7 +187,7 @@ def test_objective_monotone_and_reduces_distance(d0, widths, dout, seed):
     rng = np.random.default_rng(seed)
     sizes = [d0, *widths, dout]
     spec = mlp_permutation_spec(len(widths))
-    A, B = _mlp(rng, sizes), _mlp(rng, sizes)
+    A, B = random_mlp(rng, sizes), random_mlp(rng, sizes)
     res = weight_matching(seed, spec, A, B)
     identity = _objective(spec, A, B)
     np.testing.assert_allclose(res.initial_objective, identity, rtol=1e-12, atol=1e-12)
@@ -220,7 +209,7 @@ def test_matching_reduces_distance_on_independent_nets():
     rng = np.random.default_rng(0)
     sizes = [20, 32, 32, 10]
     spec = mlp_permutation_spec(2)
-    A, B = _mlp(rng, sizes), _mlp(rng, sizes)
+    A, B = random_mlp(rng, sizes), random_mlp(rng, sizes)
     res = weight_matching(jax.random.PRNGKey(0), spec, A, B)
     fa, fb = flatten_params(A), flatten_params(B)
     fbp = flatten_params(apply_permutation(spec, res.perms, B))
@@ -242,7 +231,7 @@ def test_agrees_with_plain_reference(d0, widths, dout, seed):
     rng = np.random.default_rng(seed)
     sizes = [d0, *widths, dout]
     spec = mlp_permutation_spec(len(widths))
-    A, B = _mlp(rng, sizes), _mlp(rng, sizes)
+    A, B = random_mlp(rng, sizes), random_mlp(rng, sizes)
     res = weight_matching(seed, spec, A, B)
     perms_ref, hist_ref, _, solves_ref = reference_weight_matching(seed, spec, A, B)
     np.testing.assert_allclose(res.objective[-1], hist_ref[-1], rtol=1e-10)
@@ -260,7 +249,7 @@ def test_agrees_with_plain_reference(d0, widths, dout, seed):
 def test_one_hidden_layer_skips_the_confirming_solve():
     rng = np.random.default_rng(1)
     spec = mlp_permutation_spec(1)
-    A, B = _mlp(rng, [6, 12, 4]), _mlp(rng, [6, 12, 4])
+    A, B = random_mlp(rng, [6, 12, 4]), random_mlp(rng, [6, 12, 4])
     res = weight_matching(0, spec, A, B)
     assert res.sweeps == 2 and res.num_solves == 1 and res.num_skipped == 1
     assert res.objective[0] == res.objective[1]
@@ -269,7 +258,7 @@ def test_one_hidden_layer_skips_the_confirming_solve():
 def test_incremental_costs_match_fresh_costs():
     rng = np.random.default_rng(2)
     for spec, A, B in [
-        (mlp_permutation_spec(3), _mlp(rng, [5, 40, 30, 20, 3]), _mlp(rng, [5, 40, 30, 20, 3])),
+        (mlp_permutation_spec(3), random_mlp(rng, [5, 40, 30, 20, 3]), random_mlp(rng, [5, 40, 30, 20, 3])),
         (_conv_like_spec(), _conv_like_params(rng, 30, 40), _conv_like_params(rng, 30, 40)),
     ]:
         fa = {k: np.asarray(v, np.float64) for k, v in flatten_params(A).items()}
@@ -312,7 +301,7 @@ def test_independent_runs():
 def test_init_perms_and_max_iter():
     rng = np.random.default_rng(3)
     spec = mlp_permutation_spec(2)
-    A = _mlp(rng, [16, 10, 8, 16])
+    A = random_mlp(rng, [16, 10, 8, 16])
     planted = random_permutations(rng, spec, A)
     B = apply_permutation(spec, planted, A)
     answer = {k: P.inverse(v) for k, v in planted.items()}
@@ -325,7 +314,7 @@ def test_init_perms_and_max_iter():
     for k, n in check_spec(spec, A).items():
         np.testing.assert_array_equal(res0.perms[k], np.arange(n))
     # a jax key works and is deterministic
-    r1 = weight_matching(jax.random.PRNGKey(7), spec, A, _mlp(rng, [16, 10, 8, 16]))
+    r1 = weight_matching(jax.random.PRNGKey(7), spec, A, random_mlp(rng, [16, 10, 8, 16]))
     assert r1.sweeps >= 1
 
 
@@ -335,7 +324,7 @@ def test_init_perms_and_max_iter():
 def test_activation_matching_dead_and_constant_units_give_no_nan():
     rng = np.random.default_rng(4)
     spec = mlp_permutation_spec(2)
-    A, B = _mlp(rng, [6, 8, 7, 2]), _mlp(rng, [6, 8, 7, 2])
+    A, B = random_mlp(rng, [6, 8, 7, 2]), random_mlp(rng, [6, 8, 7, 2])
     for params in (A, B):
         params["dense_0"]["kernel"][:, 0] = 0.0
         params["dense_0"]["bias"][0] = -1.0  # dead: always 0
@@ -352,7 +341,7 @@ def test_activation_matching_dead_and_constant_units_give_no_nan():
 def test_activation_matching_iterable_data_and_custom_apply_fn():
     rng = np.random.default_rng(5)
     spec = mlp_permutation_spec(1)
-    A = _mlp(rng, [4, 9, 2], bias_scale=0.3)
+    A = random_mlp(rng, [4, 9, 2], bias_scale=0.3)
     planted = random_permutations(rng, spec, A)
     B = apply_permutation(spec, planted, A)
     X = rng.normal(size=(400, 4)).astype(np.float32)
@@ -369,7 +358,7 @@ def test_activation_matching_iterable_data_and_custom_apply_fn():
 
 def test_activation_matching_spec_must_name_hidden_layers():
     rng = np.random.default_rng(6)
-    A = _mlp(rng, [4, 5, 2])
+    A = random_mlp(rng, [4, 5, 2])
     X = rng.normal(size=(10, 4))
     spec = PermutationSpec({
         "dense_0/kernel": (None, "H"), "dense_0/bias": ("H",),
@@ -389,9 +378,9 @@ def test_many_agrees_with_per_sample_weight_matching(depth):
     rng = np.random.default_rng(10 + depth)
     sizes = [5, *([9] * depth), 3]
     spec = mlp_permutation_spec(depth)
-    A = _mlp(rng, sizes)
-    samples = [_mlp(rng, sizes) for _ in range(5)]
-    stack = _stack(samples)
+    A = random_mlp(rng, sizes)
+    samples = [random_mlp(rng, sizes) for _ in range(5)]
+    stack = stack_trees(samples)
     singles = [weight_matching(11, spec, A, s) for s in samples]
     for kw in ({}, {"num_threads": 1, "chunk_size": 2}, {"num_threads": 3, "chunk_size": 1}):
         many = weight_matching_many(11, spec, A, stack, **kw)
@@ -409,8 +398,8 @@ def test_many_agrees_with_per_sample_weight_matching(depth):
 def test_many_with_jax_stack_and_single_sample():
     rng = np.random.default_rng(12)
     spec = mlp_permutation_spec(2)
-    A = _mlp(rng, [4, 6, 5, 2])
-    B = _mlp(rng, [4, 6, 5, 2])
+    A = random_mlp(rng, [4, 6, 5, 2])
+    B = random_mlp(rng, [4, 6, 5, 2])
     stack = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], B)
     many = weight_matching_many(0, spec, A, stack)
     single = weight_matching(0, spec, A, jax.tree_util.tree_map(jnp.asarray, B))
@@ -423,14 +412,14 @@ def test_apply_permutation_many_matches_apply_permutation():
     rng = np.random.default_rng(13)
     spec = _conv_like_spec()
     samples = [_conv_like_params(rng, 4, 6) for _ in range(3)]
-    stack = _stack(samples)
+    stack = stack_trees(samples)
     perms = [random_permutations(rng, spec, samples[0]) for _ in range(3)]
     perms_stack = {k: np.stack([p[k] for p in perms]) for k in spec.perm_names}
     out = apply_permutation_many(spec, perms_stack, stack)
     out_jax = apply_permutation_many(spec, perms_stack, jax.tree_util.tree_map(jnp.asarray, stack))
-    expected = _stack([apply_permutation(spec, p, s) for p, s in zip(perms, samples)])
-    _assert_tree_close(out, expected, rtol=0, atol=0)
-    _assert_tree_close(out_jax, expected, rtol=1e-6)
+    expected = stack_trees([apply_permutation(spec, p, s) for p, s in zip(perms, samples)])
+    assert_tree_close(out, expected, rtol=0, atol=0)
+    assert_tree_close(out_jax, expected, rtol=1e-6)
     assert isinstance(flatten_params(out)["c1/kernel"], np.ndarray)
     bad = dict(perms_stack)
     bad["P_a"] = perms_stack["P_a"].copy()
@@ -447,14 +436,14 @@ def test_apply_permutation_many_matches_apply_permutation():
 def test_errors_name_the_parameter():
     rng = np.random.default_rng(14)
     spec = mlp_permutation_spec(1)
-    A = _mlp(rng, [4, 6, 3])
-    B_wide_in = _mlp(rng, [5, 6, 3])
+    A = random_mlp(rng, [4, 6, 3])
+    B_wide_in = random_mlp(rng, [5, 6, 3])
     with pytest.raises(ValueError, match="dense_0/kernel"):
         weight_matching(0, spec, A, B_wide_in)
     with pytest.raises(ValueError, match="dense_0/kernel"):
         activation_matching(spec, A, B_wide_in, np.zeros((3, 4)))
     with pytest.raises(ValueError, match="dense_0/kernel"):
-        weight_matching_many(0, spec, A, _stack([B_wide_in, B_wide_in]))
+        weight_matching_many(0, spec, A, stack_trees([B_wide_in, B_wide_in]))
     # spec not fitting the params
     with pytest.raises(ValueError, match="dense_2/kernel"):
         weight_matching(0, mlp_permutation_spec(2), A, A)
@@ -465,7 +454,7 @@ def test_errors_name_the_parameter():
     with pytest.raises(ValueError, match="dense_"):
         weight_matching_many(0, spec, A, A)
     # non-finite values
-    B_nan = _mlp(rng, [4, 6, 3])
+    B_nan = random_mlp(rng, [4, 6, 3])
     B_nan["dense_1"]["bias"][0] = np.nan
     with pytest.raises(ValueError, match="dense_1/bias"):
         weight_matching(0, spec, A, B_nan)
@@ -476,7 +465,7 @@ def test_errors_name_the_parameter():
     with pytest.raises(ValueError, match="max_iter"):
         weight_matching(0, spec, A, A, max_iter=-1)
     with pytest.raises(ValueError, match="precision"):
-        weight_matching_many(0, spec, A, _stack([A]), precision="float16")
+        weight_matching_many(0, spec, A, stack_trees([A]), precision="float16")
 
 
 def test_spec_acting_twice_on_one_parameter():
@@ -494,7 +483,7 @@ def test_spec_acting_twice_on_one_parameter():
         B2 = {"rnn": {k: rng.normal(size=v.shape) for k, v in A["rnn"].items()}}
         res2 = weight_matching(n, spec, A, B2)
         np.testing.assert_allclose(res2.objective[-1], _objective(spec, A, B2, res2.perms), rtol=1e-12)
-        many = weight_matching_many(n, spec, A, _stack([B2, B]))
+        many = weight_matching_many(n, spec, A, stack_trees([B2, B]))
         np.testing.assert_array_equal(many.perms["P"][0], res2.perms["P"])
         np.testing.assert_array_equal(many.perms["P"][1], res.perms["P"])
         np.testing.assert_allclose(many.objective, [res2.objective[-1], res.objective[-1]], rtol=1e-12)
