@@ -8,6 +8,9 @@ Usage::
 ``--data-dir`` must contain ``mnist/`` and ``fashion_mnist/`` folders with the
 four standard idx ``.gz`` files each (verified against the published MD5s).
 
+Shipped splits (see ``SUBSET_SIZES``): MNIST train 10,000 and test 2,000;
+Fashion-MNIST train 5,000 and test 2,000 (``n // 10`` of each class).
+
 Selection (deterministic, exactly class-balanced): for each shipped
 (dataset, split) a fresh ``np.random.default_rng(SEED)`` draws, for the classes
 0..9 in turn, a permutation of the indices of that class in the full split and
@@ -44,6 +47,7 @@ SEED = 0
 SUBSET_SIZES = {
     ("mnist", "train"): 10_000,
     ("mnist", "test"): 2_000,
+    ("fashion_mnist", "train"): 5_000,
     ("fashion_mnist", "test"): 2_000,
 }
 COMMAND = "python scripts/make_subset.py --data-dir $SYMLIB_DATA_DIR"

@@ -19,7 +19,7 @@ class Profile:
 
     Attributes:
         name: profile name.
-        data_source: ``"subset"`` (the real MNIST subset shipped in the package) or
+        data_source: ``"subset"`` (the real MNIST / Fashion-MNIST subset shipped in the package) or
             ``"full"`` (the complete idx files; see :mod:`symlib.data`).
         n_train, n_val, n_test: examples drawn (deterministically) from the source.
         hidden: width of the hidden layer of the MNIST MLP (Xiao et al.: 512).

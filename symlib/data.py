@@ -22,10 +22,10 @@ public mirrors into the cache; if that is impossible (e.g. offline) a
 :class:`DataNotFoundError` explains what was looked for and where.
 
 ``source="subset"`` needs neither files nor network: a small, deterministic,
-real subset (10,000 MNIST train, 2,000 MNIST test and 2,000 Fashion-MNIST test
-images) ships inside the package (``symlib/_data/``), verified against
-``symlib/_data/subset_manifest.json``; it is produced by
-``scripts/make_subset.py``.
+real, exactly class-balanced subset (MNIST: 10,000 train and 2,000 test images;
+Fashion-MNIST: 5,000 train and 2,000 test images) ships inside the package
+(``symlib/_data/``), verified against ``symlib/_data/subset_manifest.json``; it
+is produced by ``scripts/make_subset.py``.
 
 Preprocessing (pixel scaling to [0, 1] and flattening) happens in exactly one
 place, :func:`preprocess`; :func:`load_split` returns ready-to-use arrays.

@@ -42,7 +42,16 @@ needs_fashion = pytest.mark.skipif(
     not _have("fashion_mnist"),
     reason=f"full Fashion-MNIST idx files not found in {SHARED / 'fashion_mnist'} (set SYMLIB_DATA_DIR)",
 )
-SUBSET_SPLITS = [("mnist", "train"), ("mnist", "test"), ("fashion_mnist", "test")]
+#: (dataset, split) -> number of examples in the shipped subset (n // 10 per class)
+SUBSET_SIZES = {
+    ("mnist", "train"): 10_000,
+    ("mnist", "test"): 2_000,
+    ("fashion_mnist", "train"): 5_000,
+    ("fashion_mnist", "test"): 2_000,
+}
+SUBSET_SPLITS = list(SUBSET_SIZES)
+_NEEDS = {"mnist": needs_mnist, "fashion_mnist": needs_fashion}
+SUBSET_SPLITS_FULL = [pytest.param(d, s, marks=_NEEDS[d]) for d, s in SUBSET_SPLITS]
 _PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
 
@@ -441,9 +450,14 @@ def test_subset_manifest_files_and_size():
     shipped = {(d, s) for d, splits in manifest["subsets"].items() for s in splits}
     assert shipped == set(SUBSET_SPLITS)
     data_dir = REPO / "symlib" / "_data"
+    expected_files = {data.SUBSET_MANIFEST}
     total = 0
     for dataset, split in SUBSET_SPLITS:
         entry = manifest["subsets"][dataset][split]
+        n = SUBSET_SIZES[dataset, split]
+        assert entry["n"] == n and entry["n_full"] == data.N_EXAMPLES[split]
+        assert entry["class_counts"] == [n // 10] * 10  # exactly class-balanced
+        assert entry["source"]["images"]["file"] == f"{dataset}/{data.FILES[split][0]}"
         assert entry["source"]["images"]["md5"] == data.MD5[dataset][data.FILES[split][0]]
         assert entry["source"]["labels"]["md5"] == data.MD5[dataset][data.FILES[split][1]]
         for kind in ("images", "labels", "indices"):
@@ -452,8 +466,12 @@ def test_subset_manifest_files_and_size():
             raw = gzip.decompress(path.read_bytes())
             assert hashlib.sha256(raw).hexdigest() == info["sha256"]
             assert list(data.read_idx(path).shape) == info["shape"]
+            assert info["shape"][0] == n
+            expected_files.add(info["file"])
             total += path.stat().st_size
-    assert total < 5e6
+    # nothing else ships in symlib/_data, and it stays small (about 5.1 MB now)
+    assert {p.name for p in data_dir.iterdir() if not p.name.startswith(".")} == expected_files
+    assert total < 6e6
 
 
 @pytest.mark.parametrize("dataset, split", SUBSET_SPLITS)
@@ -466,7 +484,7 @@ def test_subset_loads_offline(tmp_path, monkeypatch, dataset, split):
     assert images.shape == (n, 28, 28) and images.dtype == np.uint8
     assert labels.shape == (n,) and labels.dtype == np.uint8
     assert int(images.max()) == 255 and int(images.min()) == 0 and int(labels.max()) == 9
-    assert np.bincount(labels, minlength=10).tolist() == entry["class_counts"]
+    assert np.bincount(labels, minlength=10).tolist() == entry["class_counts"] == [n // 10] * 10
     assert hashlib.sha256(data._idx_bytes(images)).hexdigest() == entry["images"]["sha256"]
     assert hashlib.sha256(data._idx_bytes(labels)).hexdigest() == entry["labels"]["sha256"]
     idx = data.subset_indices(dataset, split)
@@ -474,14 +492,7 @@ def test_subset_loads_offline(tmp_path, monkeypatch, dataset, split):
     assert idx[0] >= 0 and idx[-1] < entry["n_full"]
 
 
-@pytest.mark.parametrize(
-    "dataset, split",
-    [
-        pytest.param("mnist", "train", marks=needs_mnist),
-        pytest.param("mnist", "test", marks=needs_mnist),
-        pytest.param("fashion_mnist", "test", marks=needs_fashion),
-    ],
-)
+@pytest.mark.parametrize("dataset, split", SUBSET_SPLITS_FULL)
 def test_subset_equals_full_data_at_indices(monkeypatch, dataset, split):
     monkeypatch.setenv("SYMLIB_DATA_DIR", str(SHARED))
     full_x, full_y = data.load_mnist(dataset, split, download_if_missing=False)
@@ -489,6 +500,14 @@ def test_subset_equals_full_data_at_indices(monkeypatch, dataset, split):
     idx = data.subset_indices(dataset, split)
     np.testing.assert_array_equal(sub_x, full_x[idx])
     np.testing.assert_array_equal(sub_y, full_y[idx])
+    # the indices follow the documented rule (re-implemented here independently):
+    # a fresh default_rng(seed) per split; per class c, the first n // 10 of a
+    # permutation of that class's positions; sorted union
+    entry = data.subset_manifest()["subsets"][dataset][split]
+    rng = np.random.default_rng(data.subset_manifest()["selection"]["seed"])
+    k = entry["n"] // 10
+    expected = np.sort(np.concatenate([rng.permutation(np.flatnonzero(full_y == c))[:k] for c in range(10)]))
+    np.testing.assert_array_equal(idx, expected)
 
 
 @pytest.mark.skipif(not (_have("mnist") and _have("fashion_mnist")), reason=f"full data not found in {SHARED}")
@@ -502,10 +521,18 @@ def test_make_subset_reproduces_shipped_manifest(tmp_path):
         assert gzip.decompress(path.read_bytes()) == gzip.decompress((shipped.parent / path.name).read_bytes())
 
 
-def test_subset_split_not_shipped():
+def test_subset_split_not_shipped(monkeypatch):
+    # every split is shipped now; check the error path with a manifest lacking one
+    manifest = data.subset_manifest()
+    del manifest["subsets"]["fashion_mnist"]["train"]
+    monkeypatch.setattr(data, "subset_manifest", lambda: manifest)
     with pytest.raises(ValueError, match="shipped") as err:
         data.load_mnist("fashion_mnist", "train", source="subset")
-    assert "mnist/train" in str(err.value) and "fashion_mnist/test" in str(err.value)
+    listed = str(err.value).split("shipped:")[1]
+    assert "mnist/train" in listed and "fashion_mnist/test" in listed
+    assert "fashion_mnist/train" not in listed
+    with pytest.raises(ValueError, match="shipped"):
+        data.subset_indices("fashion_mnist", "train")
 
 
 def test_subset_tampering_detected(tmp_path, monkeypatch):
@@ -588,12 +615,36 @@ def test_load_split_subset():
     assert full["x_test"].shape == (2000, 784)
 
 
-def test_load_split_fashion_subset_test_only():
+def test_load_split_fashion_subset(tmp_path, monkeypatch):
+    # offline: no data dir, no reachable mirror
+    monkeypatch.setenv("SYMLIB_DATA_DIR", str(tmp_path / "nothing-here"))
+    monkeypatch.setitem(data.MIRRORS, "fashion_mnist", [_unreachable_mirror()])
+    out = data.load_split("fashion_mnist", "subset", n_train=4500, n_val=500, n_test=2000)
+    for part, n in (("train", 4500), ("val", 500), ("test", 2000)):
+        x, y = out[f"x_{part}"], out[f"y_{part}"]
+        assert x.shape == (n, 784) and x.dtype == np.float32
+        assert y.shape == (n,) and y.dtype == np.int32
+        assert 0.0 <= x.min() and x.max() <= 1.0 and set(np.unique(y).tolist()) == set(range(10))
+    # train + val are exactly the 5,000 shipped train examples, 500 per class
+    tx, ty = data.load_mnist("fashion_mnist", "train", source="subset")
+    rows = lambda x: {r.tobytes() for r in x}  # noqa: E731
+    assert not rows(out["x_train"]) & rows(out["x_val"])
+    np.testing.assert_array_equal(
+        np.bincount(np.concatenate([out["y_train"], out["y_val"]]), minlength=10), [500] * 10
+    )
+    assert rows(out["x_train"]) | rows(out["x_val"]) == rows(data.preprocess(tx))
+    # it is Fashion-MNIST, not MNIST
+    mx, _ = data.load_mnist("mnist", "train", source="subset")
+    assert not rows(data.preprocess(tx)) & rows(data.preprocess(mx))
+    # the default uses all of it; asking for more says how much there is
+    full = data.load_split("fashion_mnist", "subset", n_val=500)
+    assert full["x_train"].shape == (4500, 784) and full["x_test"].shape == (2000, 784)
+    with pytest.raises(ValueError, match=r"only 5000 are available .*'subset'"):
+        data.load_split("fashion_mnist", "subset", n_train=4501, n_val=500)
+    # the test split alone needs no train split
     out = data.load_split("fashion_mnist", "subset", n_train=0, n_val=0)
     assert out["x_train"].shape == (0, 784) and out["y_val"].shape == (0,)
     assert out["x_test"].shape == (2000, 784) and out["y_test"].dtype == np.int32
-    with pytest.raises(ValueError, match="shipped"):
-        data.load_split("fashion_mnist", "subset")
 
 
 @pytest.mark.parametrize(
