@@ -36,6 +36,11 @@ class Profile:
         bnn_epochs: Adam epochs of the deep-ensemble members and of VI (paper: 50).
         vi_*: mean-field VI (Adam; the prior is the MAP prior N(0, prior_std^2)).
         ensemble_members: deep-ensemble size; mc_samples: Monte-Carlo samples per predictive.
+        align_*: Rossi et al.'s VI alignment experiments: MLPs with ``align_depth`` hidden
+            layers of each width in ``align_widths`` (paper, Table 2: 3 x 512), mean-field VI
+            with prior variance ``align_prior_var``, temperature 1, batch 500, std init 0.01
+            (Table 1), ``align_epochs`` epochs; ``align_samples`` Monte-Carlo samples for the
+            marginalised loss; ``align_n_eval`` examples of each split to evaluate it on.
     """
 
     name: str
@@ -66,6 +71,12 @@ class Profile:
     vi_std_init: float
     ensemble_members: int
     mc_samples: int
+    align_widths: tuple[int, ...]
+    align_depth: int
+    align_epochs: int
+    align_prior_var: float
+    align_samples: int
+    align_n_eval: int
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -110,6 +121,12 @@ PROFILES: dict[str, Profile] = {
         vi_std_init=0.01,
         ensemble_members=5,
         mc_samples=100,
+        align_widths=(32, 64, 128, 256),
+        align_depth=3,
+        align_epochs=20,
+        align_prior_var=0.01,
+        align_samples=8,
+        align_n_eval=2_000,
     ),
     "paper": Profile(
         name="paper",
@@ -140,6 +157,12 @@ PROFILES: dict[str, Profile] = {
         vi_std_init=0.01,
         ensemble_members=5,
         mc_samples=100,
+        align_widths=(128, 256, 512, 1024),
+        align_depth=3,
+        align_epochs=100,
+        align_prior_var=0.01,
+        align_samples=128,
+        align_n_eval=10_000,
     ),
 }
 

@@ -333,6 +333,72 @@ def compact_representation(profile: Profile) -> dict[str, Any]:
             "hmc_test": hmc_res["test"], "hmc_diagnostics": hmc_res["diagnostics"]}
 
 
+ALIGN_DATASETS = ("mnist", "fashion_mnist")
+
+
+def _align_config(profile: Profile) -> dict[str, Any]:
+    keys = ("align_widths", "align_depth", "align_epochs", "align_prior_var", "align_samples", "align_n_eval",
+            "n_lambdas", "learning_rate")
+    return {**_data_config(profile), **{k: getattr(profile, k) for k in keys}}
+
+
+def load_align_data(profile: Profile, dataset: str) -> dict[str, np.ndarray]:
+    """The split used by the alignment experiments (Fashion-MNIST's shipped subset has 5,000
+    training images, so its train + validation sizes are capped there)."""
+    n_train, n_val = profile.n_train, profile.n_val
+    if profile.data_source == "subset" and dataset == "fashion_mnist":
+        n_train, n_val = min(n_train, 4_500), min(n_val, 500)
+    return data.load_split(dataset, source=profile.data_source, n_train=n_train, n_val=n_val,
+                           n_test=profile.n_test, seed=0)
+
+
+def _align_summary(res: dict[str, Any]) -> dict[str, Any]:
+    return {ds: {w: {k: {m: float(v) for m, v in b.items()} for k, b in r["barrier"].items()}
+                 for w, r in per_w.items()} for ds, per_w in res.items()}
+
+
+@register("vi_alignment", _align_config,
+          "Rossi et al.: two mean-field VI MLPs per width and dataset, Wasserstein alignment, marginalised barriers",
+          summary=_align_summary)
+def vi_alignment(profile: Profile) -> dict[str, Any]:
+    import time
+
+    from .alignment import apply_alignment, marginal_barrier, marginal_loss_curve, midpoint_barrier, \
+        wasserstein_alignment
+    from .specs import mlp_permutation_spec
+    from .vi import fit_mlp_vi
+
+    out: dict[str, Any] = {}
+    spec = mlp_permutation_spec(profile.align_depth)
+    for dataset in ALIGN_DATASETS:
+        d = load_align_data(profile, dataset)
+        evals = {s: (d[f"x_{s}"][: profile.align_n_eval], d[f"y_{s}"][: profile.align_n_eval]) for s in ("train", "test")}
+        out[dataset] = {}
+        for width in profile.align_widths:
+            sizes = [d["x_train"].shape[1], *[width] * profile.align_depth, 10]
+            fits = [fit_mlp_vi(jax.random.key(100 * seed + width), sizes, d["x_train"], d["y_train"],
+                               prior_var=profile.align_prior_var, std_init=0.01, epochs=profile.align_epochs,
+                               batch_size=500, learning_rate=profile.learning_rate, temperature=1.0)
+                    for seed in (0, 1)]
+            q0, q1 = (fits[0].mu, fits[0].sigma), (fits[1].mu, fits[1].sigma)
+            start = time.perf_counter()
+            match = wasserstein_alignment(jax.random.key(0), spec, q0, q1)
+            seconds = time.perf_counter() - start
+            q1_aligned = apply_alignment(spec, match.perms, q1)
+            curves: dict[str, Any] = {}
+            barrier: dict[str, dict[str, float]] = {"marginal": {}, "midpoint": {}}
+            for split, (x, y) in evals.items():
+                for name, target in (("naive", q1), ("aligned", q1_aligned)):
+                    c = marginal_loss_curve(jax.random.key(7), q0, target, x, y, taus=profile.n_lambdas,
+                                            num_samples=profile.align_samples)
+                    curves[f"{split} {name}"] = c
+                    barrier["marginal"][f"{split} {name}"] = marginal_barrier(c)
+                    barrier["midpoint"][f"{split} {name}"] = midpoint_barrier(c)
+            out[dataset][f"w{width}"] = {"curves": curves, "barrier": barrier, "alignment_seconds": seconds,
+                                         "elbo_final": np.asarray([f.elbo_history[-1] for f in fits])}
+    return out
+
+
 def describe() -> str:
     """One line per registered experiment."""
     return "\n".join(f"{name:24s} {doc}" for name, (_, _, doc) in sorted(EXPERIMENTS.items()))

@@ -115,3 +115,13 @@ def grouped_bars(ax: plt.Axes, categories: Sequence[str], series: dict[str, Sequ
     if title:
         ax.set_title(title)
     ax.legend(fontsize=8)
+
+
+def gaussian_ellipses(ax: plt.Axes, mean: Sequence[float], std: Sequence[float], *, label: str | None = None,
+                      color: str | None = None, ls: str = "-", levels: Sequence[float] = (1.0, 2.0)) -> None:
+    """Contours (1 and 2 standard deviations) of an axis-aligned 2-D Gaussian."""
+    t = np.linspace(0, 2 * np.pi, 200)
+    for i, k in enumerate(levels):
+        ax.plot(mean[0] + k * std[0] * np.cos(t), mean[1] + k * std[1] * np.sin(t), ls=ls, color=color,
+                lw=1.5 if i == 0 else 0.8, label=label if i == 0 else None)
+    ax.plot(*mean, marker="x", color=color, ms=6)
