@@ -399,6 +399,31 @@ def vi_alignment(profile: Profile) -> dict[str, Any]:
     return out
 
 
+TOY_MAX_LOSS = 0.1  # networks whose final training loss exceeds this are dropped (App. A: "not trained successfully")
+
+
+@register("toy_perceptrons", lambda profile: {"nets": 10_000, "max_loss": TOY_MAX_LOSS},
+          "Laurent et al. Fig. 1 / App. A: 10,000 2-2-1 ReLU perceptrons; output weights raw, unscaled, canonical")
+def toy_perceptrons(profile: Profile) -> dict[str, Any]:
+    from .scaling import check_function_unchanged, unit_norm
+    from .toy import sort_by_output_weight, train_perceptrons, two_gaussians
+
+    x, y = two_gaussians()
+    params, loss = train_perceptrons(jax.random.key(0), x, y, 10_000)
+    keep = np.flatnonzero(loss < TOY_MAX_LOSS)
+    out = {k: [] for k in ("raw", "unit_norm", "canonical")}
+    max_diff = 0.0
+    for i in keep:
+        net = jax.tree_util.tree_map(lambda a: np.asarray(a[i], np.float64), params)
+        scaled = unit_norm(net)
+        canonical, _ = sort_by_output_weight(scaled)
+        max_diff = max(max_diff, check_function_unchanged(net, canonical, key=int(i), n=64))
+        for k, v in (("raw", net), ("unit_norm", scaled), ("canonical", canonical)):
+            out[k].append(v["dense_1"]["kernel"][:, 0])
+    return {"x": x, "y": y, "loss": loss, "kept": keep, "max_logit_diff": max_diff,
+            **{k: np.asarray(v) for k, v in out.items()}}
+
+
 def describe() -> str:
     """One line per registered experiment."""
     return "\n".join(f"{name:24s} {doc}" for name, (_, _, doc) in sorted(EXPERIMENTS.items()))

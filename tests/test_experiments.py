@@ -54,3 +54,17 @@ def test_not_experiments():
 def test_bnn_n_train_too_large_is_an_error():
     with pytest.raises(ValueError, match="bnn_n_train"):
         experiments.run("hmc", dataclasses.replace(TINY, bnn_n_train=10_000), verbose=False)
+
+
+def test_toy_helpers():
+    from symlib.toy import count_modes, sort_by_output_weight, two_gaussians
+
+    x, y = two_gaussians(n_per_class=50)
+    assert x.shape == (100, 2) and np.all((x.sum(1) > 0) == (y == 1))
+    rng = np.random.default_rng(0)
+    assert len(count_modes(rng.normal(size=2000))) == 1
+    assert len(count_modes(np.concatenate([rng.normal(-5, 1, 2000), rng.normal(5, 1, 2000)]))) == 2
+    net = {"dense_0": {"kernel": rng.normal(size=(2, 2)), "bias": rng.normal(size=2)},
+           "dense_1": {"kernel": np.array([[-1.0], [2.0]]), "bias": np.zeros(1)}}
+    sorted_net, perm = sort_by_output_weight(net)
+    assert list(perm) == [1, 0] and sorted_net["dense_1"]["kernel"][0, 0] == 2.0

@@ -1,0 +1,129 @@
+"""Min-mass (Definition C.6 of Laurent et al., ICLR 2024): symlib.scaling.min_mass vs baselines.
+
+On one He-initialised 784-W-W-W-10 ReLU MLP (default W = 512; random positive rescaling of
+the hidden units applied first, spread ``--spread`` in log-space, so that there is
+something to remove), times
+
+* ``symlib.scaling.min_mass`` (method auto, and method newton),
+* scipy L-BFGS-B on the same convex log-scale objective with the analytic gradient,
+* cvxpy (the paper's tool) with exponential cones, unless ``--no-cvxpy`` or cvxpy is not
+  installed; ``--cvxpy-width`` lets cvxpy run on a narrower network when the full one is
+  out of reach (then every method is also timed on that network),
+
+and prints times, mass, speed ratios and relative objective differences.
+
+    python benchmarks/bench_min_mass.py [--width 512] [--no-cvxpy] [--cvxpy-width 128]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from scipy.optimize import minimize
+
+from symlib import scaling as S
+
+
+def he_mlp(rng, sizes):
+    return {
+        f"dense_{l}": {"kernel": rng.normal(size=(a, b)) * np.sqrt(2.0 / a), "bias": np.zeros(b)}
+        for l, (a, b) in enumerate(zip(sizes[:-1], sizes[1:]))
+    }
+
+
+def lbfgs(params):
+    names = sorted(params, key=lambda n: int(n.split("_")[1]))
+    W = [np.asarray(params[n]["kernel"], dtype=np.float64) ** 2 for n in names]
+    widths = [w.shape[1] for w in W[:-1]]
+    splits = np.cumsum(widths)[:-1]
+
+    def fg(x):
+        u = np.split(x, splits)
+        E = S._mass_terms(W, u)
+        g = [2 * (E[l].sum(0) - E[l + 1].sum(1)) for l in range(len(u))]
+        return sum(e.sum() for e in E), np.concatenate(g)
+
+    res = minimize(fg, np.zeros(sum(widths)), jac=True, method="L-BFGS-B",
+                   options=dict(maxiter=100000, maxfun=200000, ftol=1e-15, gtol=1e-12))
+    return float(res.fun), int(res.nit)
+
+
+def cvxpy_min_mass(params):
+    import cvxpy as cp
+
+    names = sorted(params, key=lambda n: int(n.split("_")[1]))
+    W = [np.asarray(params[n]["kernel"], dtype=np.float64) ** 2 for n in names]
+    u = [cp.Variable(w.shape[1]) for w in W[:-1]]
+    terms = []
+    for l, w in enumerate(W):
+        d_in, d_out = w.shape
+        expo = 0
+        if l < len(u):
+            expo = expo + np.ones((d_in, 1)) @ cp.reshape(u[l], (1, d_out), order="C")
+        if l > 0:
+            expo = expo - cp.reshape(u[l - 1], (d_in, 1), order="C") @ np.ones((1, d_out))
+        # log-weights inside the exponential: better conditioned than multiply(w, exp(.))
+        terms.append(cp.sum(cp.exp(2 * expo + np.log(np.maximum(w, 1e-300)))))
+    prob = cp.Problem(cp.Minimize(sum(terms)))
+    prob.solve()
+    return float(prob.value), prob.status, prob.solver_stats.solver_name
+
+
+def timed(fn, repeat=1):
+    best, out = np.inf, None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def run(width, spread, seed, with_cvxpy, repeat):
+    rng = np.random.default_rng(seed)
+    sizes = [784, width, width, width, 10]
+    params = he_mlp(rng, sizes)
+    params = S.apply_scaling(params, [np.exp(spread * rng.normal(size=w)) for w in sizes[1:-1]])
+    n_par = sum(p["kernel"].size + p["bias"].size for p in params.values())
+    print(f"[{'-'.join(map(str, sizes))}]  {n_par:,} parameters, {sum(sizes[1:-1])} log-scales, "
+          f"mass before {S.mass(params):.6g}")
+    t_auto, r_auto = timed(lambda: S.min_mass(params), repeat)
+    t_newt, r_newt = timed(lambda: S.min_mass(params, method="newton"), repeat)
+    t_lb, (f_lb, nit) = timed(lambda: lbfgs(params), 1)
+    ref = r_newt.mass
+    print(f"  min_mass auto   : {t_auto:9.4f} s  mass {r_auto.mass:.12g}  iters {r_auto.iterations:4d}  "
+          f"converged {r_auto.converged}  rel. diff vs newton {(r_auto.mass - ref) / ref:+.2e}")
+    print(f"  min_mass newton : {t_newt:9.4f} s  mass {r_newt.mass:.12g}  iters {r_newt.iterations:4d}  "
+          f"converged {r_newt.converged}")
+    print(f"  scipy L-BFGS-B  : {t_lb:9.4f} s  mass {f_lb:.12g}  iters {nit:4d}  "
+          f"rel. diff {(r_auto.mass - f_lb) / f_lb:+.2e}  speed-up {t_lb / t_auto:7.1f}x")
+    if with_cvxpy:
+        t_cv, (f_cv, status, solver) = timed(lambda: cvxpy_min_mass(params), 1)
+        print(f"  cvxpy ({solver}, {status}): {t_cv:9.4f} s  mass {f_cv:.12g}  "
+              f"rel. diff {(r_auto.mass - f_cv) / f_cv:+.2e}  speed-up {t_cv / t_auto:7.1f}x")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--width", type=int, default=512)
+    ap.add_argument("--spread", type=float, default=1.0, help="std of the random log-rescaling applied first")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-cvxpy", action="store_true")
+    ap.add_argument("--cvxpy-width", type=int, default=None,
+                    help="run cvxpy only on a network of this width (all methods re-timed on it)")
+    args = ap.parse_args()
+    try:
+        import cvxpy  # noqa: F401
+
+        have_cvxpy = not args.no_cvxpy
+    except ImportError:
+        print("cvxpy not installed: scipy L-BFGS-B is the only baseline")
+        have_cvxpy = False
+    run(args.width, args.spread, args.seed, have_cvxpy and args.cvxpy_width is None, args.repeat)
+    if have_cvxpy and args.cvxpy_width is not None:
+        run(args.cvxpy_width, args.spread, args.seed, True, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""The toy problem of Laurent et al. (2024), App. A: 2-2-1 ReLU perceptrons on two
+linearly separable 2-D Gaussian classes, thousands trained at once.
+
+The paper's class means were lost in the text we have; we use +-(1.5, 1.5) with identity
+covariance and reject points on the wrong side of the line x + y = 0 (the paper: "we
+ensured that the samples were fully separable"), 200 points per class.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from .models import mlp_apply, mlp_init
+
+CLASS_MEAN = 1.5
+
+
+def two_gaussians(seed: int = 0, n_per_class: int = 200, mean: float = CLASS_MEAN) -> tuple[np.ndarray, np.ndarray]:
+    """``(x (2n, 2) float32, y (2n,) int32)``: class 0 around ``-(mean, mean)``, class 1 around
+    ``+(mean, mean)``, identity covariance, only points on their class's side of x + y = 0."""
+    rng = np.random.default_rng(seed)
+    xs, ys = [], []
+    for label, sign in ((0, -1.0), (1, 1.0)):
+        kept = np.empty((0, 2))
+        while len(kept) < n_per_class:
+            draw = rng.normal(size=(2 * n_per_class, 2)) + sign * mean
+            kept = np.concatenate([kept, draw[sign * draw.sum(1) > 0]])
+        xs.append(kept[:n_per_class])
+        ys.append(np.full(n_per_class, label))
+    return np.concatenate(xs).astype(np.float32), np.concatenate(ys).astype(np.int32)
+
+
+def bce_loss(params, x, y):
+    """Mean binary cross-entropy of the single logit ``mlp_apply(params, x)[:, 0]``."""
+    return jnp.mean(optax.sigmoid_binary_cross_entropy(mlp_apply(params, x)[:, 0], y.astype(jnp.float32)))
+
+
+@partial(jax.jit, static_argnames=("epochs", "batch_size"))
+def _train_one(params, key, x, y, epochs: int, batch_size: int, learning_rate: float):
+    opt = optax.sgd(learning_rate)
+    n = x.shape[0]
+    steps = n // batch_size
+
+    def step(carry, idx):
+        p, s = carry
+        grads = jax.grad(bce_loss)(p, x[idx], y[idx])
+        updates, s = opt.update(grads, s, p)
+        return (optax.apply_updates(p, updates), s), None
+
+    def epoch(carry, k):
+        order = jax.random.permutation(k, n)[: steps * batch_size].reshape(steps, batch_size)
+        return jax.lax.scan(step, carry, order)[0], None
+
+    (params, _), _ = jax.lax.scan(epoch, (params, opt.init(params)), jax.random.split(key, epochs))
+    return params, bce_loss(params, x, y)
+
+
+def train_perceptrons(key, x, y, num_nets: int = 10_000, *, sizes=(2, 2, 1), epochs: int = 10, batch_size: int = 10,
+                      learning_rate: float = 2.0):
+    """Train ``num_nets`` networks at once (``vmap``) with SGD on binary cross-entropy
+    (Laurent et al. App. A: batch 10, learning rate 2, 10 epochs). Returns the stacked
+    parameters and each network's final training loss."""
+    if num_nets < 1:
+        raise ValueError(f"num_nets must be >= 1, got {num_nets}")
+    init_key, data_key = jax.random.split(key)
+    inits = jax.vmap(lambda k: mlp_init(k, list(sizes)))(jax.random.split(init_key, num_nets))
+    train = jax.vmap(lambda p, k: _train_one(p, k, jnp.asarray(x), jnp.asarray(y), epochs, batch_size,
+                                             learning_rate))
+    params, loss = train(inits, jax.random.split(data_key, num_nets))
+    return jax.device_get(params), np.asarray(loss)
+
+
+def sort_by_output_weight(params):
+    """Order the hidden units of a one-hidden-layer net by their (single) outgoing weight,
+    largest first: the ordering Laurent et al. use for their Figure 1 (App. A.2, "starting
+    from the last layer"). Returns ``(params, perm)``."""
+    from .specs import apply_permutation, mlp_permutation_spec
+
+    out = np.asarray(params["dense_1"]["kernel"])[:, 0]
+    perm = np.lexsort((np.arange(len(out)), -out))
+    return apply_permutation(mlp_permutation_spec(1), {"P_0": perm}, params), perm
+
+
+def count_modes(values: np.ndarray, grid: int = 400, min_height: float = 0.1) -> np.ndarray:
+    """Locations of the modes of a Gaussian-KDE density of ``values`` (Scott's bandwidth):
+    local maxima higher than ``min_height`` times the highest."""
+    from scipy.stats import gaussian_kde
+
+    values = np.asarray(values, float)
+    g = np.linspace(values.min(), values.max(), grid)
+    f = gaussian_kde(values)(g)
+    peaks = [j for j in range(1, grid - 1) if f[j] > f[j - 1] and f[j] >= f[j + 1] and f[j] > min_height * f.max()]
+    return g[peaks]

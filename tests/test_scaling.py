@@ -1,0 +1,326 @@
+"""Tests of symlib.scaling: scaling symmetries, min-mass, unit-norm, sorting, identifiable nets."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import minimize
+
+from _helpers import assert_tree_close, random_mlp
+from symlib import scaling as S
+from symlib.models import mlp_apply, mlp_init
+from symlib.permutations import random_permutation
+from symlib.specs import apply_permutation, mlp_permutation_spec
+
+
+def random_scales(rng, params, spread=1.0):
+    names = sorted(params)
+    return [np.exp(spread * rng.normal(size=np.shape(params[n]["kernel"])[1])) for n in names[:-1]]
+
+
+def random_perms(rng, params):
+    names = sorted(params)
+    return {f"P_{l}": random_permutation(rng, np.shape(params[n]["kernel"])[1]) for l, n in enumerate(names[:-1])}
+
+
+def permute(params, perms):
+    return apply_permutation(mlp_permutation_spec(len(params) - 1), perms, params)
+
+
+def scipy_oracle(params):
+    """Min mass by a generic solver (L-BFGS on the log-scales, analytic gradient)."""
+    names = sorted(params)
+    W = [np.asarray(params[n]["kernel"], dtype=np.float64) ** 2 for n in names]
+    widths = [w.shape[1] for w in W[:-1]]
+    splits = np.cumsum(widths)[:-1]
+
+    def fg(x):
+        u = np.split(x, splits)
+        E = S._mass_terms(W, u)
+        g = [2 * (E[l].sum(0) - E[l + 1].sum(1)) for l in range(len(u))]
+        return sum(e.sum() for e in E), np.concatenate(g)
+
+    res = minimize(fg, np.zeros(sum(widths)), jac=True, method="L-BFGS-B",
+                   options=dict(maxiter=20000, ftol=1e-15, gtol=1e-12))
+    return res.fun
+
+
+# --------------------------------------------------------------------------- apply_scaling
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    widths=st.lists(st.integers(1, 12), min_size=1, max_size=3),
+    d_in=st.integers(1, 6),
+    d_out=st.integers(1, 4),
+    seed=st.integers(0, 2**31 - 1),
+    activation=st.sampled_from(["relu", "leaky_relu", "identity"]),
+)
+def test_apply_scaling_invariance(widths, d_in, d_out, seed, activation):
+    rng = np.random.default_rng(seed)
+    sizes = [d_in, *widths, d_out]
+    params = random_mlp(rng, sizes)
+    scaled = S.apply_scaling(params, random_scales(rng, params, spread=1.5), activation=activation)
+    assert S.check_function_unchanged(params, scaled, key=seed, n=64, activation=activation) < 1e-9
+    if activation == "relu":  # and through the library's own forward pass (float32)
+        x = jnp.asarray(rng.normal(size=(16, d_in)), jnp.float32)
+        ref = mlp_apply(params, x)
+        np.testing.assert_allclose(mlp_apply(scaled, x), ref, rtol=2e-3, atol=2e-3 * (1 + float(jnp.abs(ref).max())))
+
+
+def test_apply_scaling_axes_and_types():
+    rng = np.random.default_rng(0)
+    params = random_mlp(rng, [3, 4, 5, 2])
+    s = random_scales(rng, params)
+    out = S.apply_scaling(params, s)
+    np.testing.assert_allclose(out["dense_0"]["kernel"], params["dense_0"]["kernel"] * s[0][None, :])
+    np.testing.assert_allclose(out["dense_0"]["bias"], params["dense_0"]["bias"] * s[0])
+    np.testing.assert_allclose(out["dense_1"]["kernel"], params["dense_1"]["kernel"] * s[1][None, :] / s[0][:, None])
+    np.testing.assert_allclose(out["dense_2"]["kernel"], params["dense_2"]["kernel"] / s[1][:, None])
+    np.testing.assert_allclose(out["dense_2"]["bias"], params["dense_2"]["bias"])
+    assert isinstance(out["dense_0"]["kernel"], np.ndarray)
+    jparams = mlp_init(jax.random.PRNGKey(0), [3, 4, 2])
+    jout = S.apply_scaling(jparams, [np.full(4, 2.0)])
+    assert isinstance(jout["dense_0"]["kernel"], jax.Array) and jout["dense_0"]["kernel"].dtype == jnp.float32
+
+
+def test_mass_excludes_biases():
+    params = {"dense_0": {"kernel": np.array([[1.0, 2.0]]), "bias": np.array([5.0, 5.0])},
+              "dense_1": {"kernel": np.array([[3.0], [0.5]]), "bias": np.array([7.0])}}
+    assert S.mass(params) == pytest.approx(1 + 4 + 9 + 0.25)
+
+
+# --------------------------------------------------------------------------- min_mass
+
+
+@pytest.mark.parametrize("method", ["auto", "bcd", "newton"])
+@pytest.mark.parametrize("sizes", [[4, 6, 3], [5, 7, 6, 2], [6, 8, 5, 7, 3]])
+def test_min_mass_properties(sizes, method):
+    rng = np.random.default_rng(len(sizes))
+    params = random_mlp(rng, sizes)
+    res = S.min_mass(params, method=method)
+    assert res.converged
+    assert res.mass_before == pytest.approx(S.mass(params))
+    assert res.mass == pytest.approx(S.mass(res.params))
+    assert res.mass < res.mass_before * (1 - 1e-6)  # generic network: strictly lighter
+    assert S.check_function_unchanged(params, res.params, key=1) < 1e-10
+    assert_tree_close(S.apply_scaling(params, res.scales), res.params, rtol=1e-12)
+    for s, u in zip(res.scales, res.log_scales):
+        np.testing.assert_allclose(s, np.exp(u))
+    # Fixed point: solving again changes nothing.
+    again = S.min_mass(res.params, method="newton")
+    assert again.mass <= res.mass * (1 + 1e-12)
+    assert res.mass <= again.mass * (1 + 1e-9)
+    for s in again.scales:
+        np.testing.assert_allclose(s, 1.0, atol=1e-7 if method == "newton" else 1e-4)  # BCD: ~sqrt(tol)
+    # Optimality: the gradient vanishes at the solution.
+    W = [np.asarray(res.params[f"dense_{l}"]["kernel"]) ** 2 for l in range(len(sizes) - 1)]
+    for l in range(len(sizes) - 2):
+        g = W[l].sum(0) - W[l + 1].sum(1)  # incoming mass == outgoing mass per neuron
+        np.testing.assert_allclose(g, 0.0, atol=1e-4 * res.mass)
+
+
+@pytest.mark.parametrize("method", ["auto", "newton"])
+def test_min_mass_invariant_to_prior_scaling(method):
+    rng = np.random.default_rng(3)
+    params = random_mlp(rng, [5, 8, 7, 6, 3])
+    ref = S.min_mass(params, method=method)
+    for spread in (0.5, 3.0):
+        scaled = S.apply_scaling(params, random_scales(rng, params, spread=spread))
+        res = S.min_mass(scaled, method=method)
+        assert res.mass <= res.mass_before
+        assert res.mass == pytest.approx(ref.mass, rel=1e-9)
+        assert_tree_close(res.params, ref.params, rtol=1e-5, atol=1e-6)
+
+
+def test_min_mass_never_increases_and_one_hidden_layer_closed_form():
+    rng = np.random.default_rng(4)
+    params = random_mlp(rng, [6, 9, 4])
+    res = S.min_mass(params)
+    k0, k1 = params["dense_0"]["kernel"], params["dense_1"]["kernel"]
+    u = 0.25 * np.log((k1**2).sum(1) / (k0**2).sum(0))
+    np.testing.assert_allclose(res.log_scales[0], u, rtol=1e-9, atol=1e-12)
+    # Already optimal network: mass unchanged.
+    assert S.min_mass(res.params).mass <= res.mass * (1 + 1e-14)
+    # No hidden layer: nothing to do.
+    lin = {"dense_0": {"kernel": rng.normal(size=(3, 2)), "bias": np.zeros(2)}}
+    r0 = S.min_mass(lin)
+    assert r0.scales == [] and r0.mass == r0.mass_before and r0.converged
+
+
+def test_min_mass_jax_float32_and_trained_like():
+    params = mlp_init(jax.random.PRNGKey(1), [10, 16, 16, 3])
+    res = S.min_mass(params)
+    assert res.converged and res.params["dense_1"]["kernel"].dtype == jnp.float32
+    assert S.check_function_unchanged(params, res.params, key=2) < 1e-4
+    # Ill-conditioned network (some units with tiny outgoing weights): auto switches to Newton.
+    rng = np.random.default_rng(5)
+    p = random_mlp(rng, [8, 12, 12, 12, 3])
+    p["dense_2"]["kernel"][:4] *= 1e-4
+    p["dense_1"]["kernel"][:, :3] *= 1e3
+    r = S.min_mass(p)
+    rn = S.min_mass(p, method="newton")
+    assert r.converged and r.mass == pytest.approx(rn.mass, rel=1e-9)
+    assert r.mass == pytest.approx(scipy_oracle(p), rel=1e-7)
+
+
+@pytest.mark.parametrize("sizes", [[3, 4, 2], [4, 5, 3, 2], [3, 4, 5, 4, 2]])
+def test_min_mass_matches_scipy_oracle(sizes):
+    rng = np.random.default_rng(sum(sizes))
+    params = S.apply_scaling(random_mlp(rng, sizes), random_scales(rng, random_mlp(rng, sizes)))
+    res = S.min_mass(params)
+    assert res.mass == pytest.approx(scipy_oracle(params), rel=1e-8)
+
+
+@pytest.mark.parametrize("sizes", [[3, 4, 2], [4, 5, 3, 2], [3, 4, 5, 4, 2]])
+def test_min_mass_matches_cvxpy(sizes):
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(10 + sum(sizes))
+    params = random_mlp(rng, sizes)
+    names = sorted(params)
+    W = [np.asarray(params[n]["kernel"]) ** 2 for n in names]
+    u = [cp.Variable(w.shape[1]) for w in W[:-1]]
+    terms = []
+    for l, w in enumerate(W):
+        d_in, d_out = w.shape
+        expo = 0
+        if l < len(u):
+            expo = expo + np.ones((d_in, 1)) @ cp.reshape(u[l], (1, d_out), order="C")
+        if l > 0:
+            expo = expo - cp.reshape(u[l - 1], (d_in, 1), order="C") @ np.ones((1, d_out))
+        terms.append(cp.sum(cp.multiply(w, cp.exp(2 * expo))))
+    prob = cp.Problem(cp.Minimize(sum(terms)))
+    prob.solve()
+    res = S.min_mass(params)
+    assert res.mass == pytest.approx(prob.value, rel=1e-6)
+    assert res.mass <= prob.value * (1 + 1e-9)
+    for ours, theirs in zip(res.log_scales, u):
+        np.testing.assert_allclose(ours, theirs.value, atol=1e-3)
+
+
+# --------------------------------------------------------------------------- unit_norm
+
+
+@pytest.mark.parametrize("include_bias", [False, True])
+def test_unit_norm(include_bias):
+    rng = np.random.default_rng(6)
+    params = random_mlp(rng, [5, 7, 6, 3])
+    out = S.unit_norm(params, include_bias=include_bias)
+    for l in range(2):
+        k, b = out[f"dense_{l}"]["kernel"], out[f"dense_{l}"]["bias"]
+        norms = (k**2).sum(0) + (b**2 if include_bias else 0)
+        np.testing.assert_allclose(norms, 1.0)
+    assert S.check_function_unchanged(params, out, key=3) < 1e-10
+    scaled = S.apply_scaling(params, random_scales(rng, params, spread=2.0))
+    assert_tree_close(S.unit_norm(scaled, include_bias=include_bias), out, rtol=1e-9, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- sorting & identifiable
+
+
+@pytest.mark.parametrize("statistic", ["max", "min", "mean", "norm", "abs_max"])
+def test_sort_neurons_canonical(statistic):
+    rng = np.random.default_rng(7)
+    params = random_mlp(rng, [5, 8, 7, 6, 3])
+    out, perms = S.sort_neurons(params, statistic)
+    assert_tree_close(permute(params, perms), out)
+    assert S.check_function_unchanged(params, out, key=4) < 1e-10
+    stat = S._STATISTICS[statistic]
+    for l in range(3):
+        s = stat(out[f"dense_{l}"]["kernel"])
+        assert np.all(np.diff(s) <= 0), "descending order"
+    for _ in range(3):
+        shuffled = permute(params, random_perms(rng, params))
+        assert_tree_close(S.sort_neurons(shuffled, statistic)[0], out)
+
+
+def test_sort_neurons_ties_deterministic():
+    rng = np.random.default_rng(8)
+    params = random_mlp(rng, [3, 6, 2])
+    k = params["dense_0"]["kernel"]
+    k[0] = 10.0  # every column's max is 10: ties broken by the column, then bias
+    params["dense_0"]["bias"][:] = 0.0
+    out, _ = S.sort_neurons(params)
+    for _ in range(3):
+        assert_tree_close(S.sort_neurons(permute(params, random_perms(rng, params)))[0], out)
+    # callable statistic
+    out2, perms2 = S.sort_neurons(params, statistic=lambda kk: -kk.sum(0))
+    assert np.all(np.diff(-out2["dense_0"]["kernel"].sum(0)) <= 0)
+
+
+@pytest.mark.parametrize("scaling", ["min_mass", "unit_norm"])
+def test_identifiable_invariant(scaling):
+    rng = np.random.default_rng(9)
+    params = random_mlp(rng, [6, 10, 9, 8, 3])
+    ref = S.identifiable(params, scaling=scaling)
+    assert S.check_function_unchanged(params, ref, key=5) < 1e-9
+    for _ in range(3):
+        moved = permute(S.apply_scaling(params, random_scales(rng, params, spread=2.0)), random_perms(rng, params))
+        assert_tree_close(S.identifiable(moved, scaling=scaling), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_identifiable_jax_params():
+    params = mlp_init(jax.random.PRNGKey(3), [7, 9, 9, 2])
+    out = S.identifiable(params)
+    x = jax.random.normal(jax.random.PRNGKey(4), (32, 7))
+    np.testing.assert_allclose(mlp_apply(out, x), mlp_apply(params, x), rtol=1e-4, atol=1e-4)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_errors_activation():
+    params = random_mlp(np.random.default_rng(0), [3, 4, 2])
+    for fn in (lambda a: S.apply_scaling(params, [np.ones(4)], activation=a),
+               lambda a: S.min_mass(params, activation=a),
+               lambda a: S.unit_norm(params, activation=a),
+               lambda a: S.identifiable(params, activation=a)):
+        for act in ("tanh", "sigmoid", "gelu"):
+            with pytest.raises(ValueError, match="positively homogeneous"):
+                fn(act)
+
+
+def test_errors_bad_scales():
+    params = random_mlp(np.random.default_rng(0), [3, 4, 5, 2])
+    good = [np.ones(4), np.ones(5)]
+    with pytest.raises(ValueError, match="one array per hidden layer"):
+        S.apply_scaling(params, good[:1])
+    with pytest.raises(ValueError, match=r"scales\[1\].*shape"):
+        S.apply_scaling(params, [np.ones(4), np.ones(4)])
+    with pytest.raises(ValueError, match=r"scales\[0\].*positive"):
+        S.apply_scaling(params, [np.array([1.0, 0.0, 1.0, 1.0]), np.ones(5)])
+    with pytest.raises(ValueError, match=r"scales\[1\].*positive"):
+        S.apply_scaling(params, [np.ones(4), -np.ones(5)])
+    with pytest.raises(ValueError, match=r"scales\[0\].*non-finite"):
+        S.apply_scaling(params, [np.array([1.0, np.inf, 1.0, 1.0]), np.ones(5)])
+    with pytest.raises(ValueError, match=r"scales\[1\].*non-finite"):
+        S.apply_scaling(params, [np.ones(4), np.full(5, np.nan)])
+
+
+def test_errors_degenerate_neurons():
+    rng = np.random.default_rng(1)
+    params = random_mlp(rng, [3, 4, 5, 2])
+    params["dense_1"]["kernel"][:, 2] = 0.0  # neuron 2 of hidden layer 1: no incoming weights
+    params["dense_1"]["kernel"][3, :] = 0.0  # neuron 3 of hidden layer 0: no outgoing weights
+    assert {l: v.tolist() for l, v in S.degenerate_neurons(params).items()} == {0: [3], 1: [2]}
+    with pytest.raises(ValueError, match=r"hidden layer 0.*\[3\].*hidden layer 1.*\[2\]"):
+        S.min_mass(params)
+    with pytest.raises(ValueError, match=r"hidden layer 1.*\[2\]"):
+        S.unit_norm(params)
+    with pytest.raises(ValueError, match="degenerate"):
+        S.identifiable(params)
+
+
+def test_errors_misc():
+    params = random_mlp(np.random.default_rng(0), [3, 4, 2])
+    with pytest.raises(ValueError, match="method"):
+        S.min_mass(params, method="cg")
+    with pytest.raises(ValueError, match="statistic"):
+        S.sort_neurons(params, "median")
+    with pytest.raises(ValueError, match="scaling"):
+        S.identifiable(params, scaling="l1")
+    bad = {k: dict(v) for k, v in params.items()}
+    bad["dense_0"]["kernel"] = np.full((3, 4), np.nan)
+    with pytest.raises(ValueError, match="non-finite"):
+        S.min_mass(bad)
