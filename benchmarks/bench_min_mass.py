@@ -20,7 +20,6 @@ import argparse
 import time
 
 import numpy as np
-from scipy.optimize import minimize
 
 from symlib import scaling as S
 
@@ -30,23 +29,6 @@ def he_mlp(rng, sizes):
         f"dense_{l}": {"kernel": rng.normal(size=(a, b)) * np.sqrt(2.0 / a), "bias": np.zeros(b)}
         for l, (a, b) in enumerate(zip(sizes[:-1], sizes[1:]))
     }
-
-
-def lbfgs(params):
-    names = sorted(params, key=lambda n: int(n.split("_")[1]))
-    W = [np.asarray(params[n]["kernel"], dtype=np.float64) ** 2 for n in names]
-    widths = [w.shape[1] for w in W[:-1]]
-    splits = np.cumsum(widths)[:-1]
-
-    def fg(x):
-        u = np.split(x, splits)
-        E = S._mass_terms(W, u)
-        g = [2 * (E[l].sum(0) - E[l + 1].sum(1)) for l in range(len(u))]
-        return sum(e.sum() for e in E), np.concatenate(g)
-
-    res = minimize(fg, np.zeros(sum(widths)), jac=True, method="L-BFGS-B",
-                   options=dict(maxiter=100000, maxfun=200000, ftol=1e-15, gtol=1e-12))
-    return float(res.fun), int(res.nit)
 
 
 def cvxpy_min_mass(params):
@@ -89,7 +71,7 @@ def run(width, spread, seed, with_cvxpy, repeat):
           f"mass before {S.mass(params):.6g}")
     t_auto, r_auto = timed(lambda: S.min_mass(params), repeat)
     t_newt, r_newt = timed(lambda: S.min_mass(params, method="newton"), repeat)
-    t_lb, (f_lb, nit) = timed(lambda: lbfgs(params), 1)
+    t_lb, (f_lb, nit) = timed(lambda: S.min_mass_lbfgs(params), 1)
     ref = r_newt.mass
     print(f"  min_mass auto   : {t_auto:9.4f} s  mass {r_auto.mass:.12g}  iters {r_auto.iterations:4d}  "
           f"converged {r_auto.converged}  rel. diff vs newton {(r_auto.mass - ref) / ref:+.2e}")

@@ -563,3 +563,25 @@ def check_function_unchanged(a: Mapping, b: Mapping, key=0, n: int = 256, activa
     d_in = np.shape(a[_layer_names(a)[0]]["kernel"])[0]
     x = as_generator(key).normal(size=(int(n), d_in))
     return float(np.max(np.abs(_forward(a, x, activation) - _forward(b, x, activation))))
+
+
+def min_mass_lbfgs(params, max_iter: int = 100_000) -> tuple[float, int]:
+    """Reference solution of the min-mass problem by a generic solver: scipy's L-BFGS-B on
+    the log-scales with the analytic gradient. Returns ``(minimal mass, iterations)``; used
+    by the tests and the benchmark to check :func:`min_mass`."""
+    from scipy.optimize import minimize
+
+    names = sorted(params, key=lambda n: int(n.split("_")[1]))
+    W = [np.asarray(params[n]["kernel"], dtype=np.float64) ** 2 for n in names]
+    widths = [w.shape[1] for w in W[:-1]]
+    splits = np.cumsum(widths)[:-1]
+
+    def fg(x):
+        u = np.split(x, splits)
+        E = _mass_terms(W, u)
+        g = [2 * (E[l].sum(0) - E[l + 1].sum(1)) for l in range(len(u))]
+        return sum(e.sum() for e in E), np.concatenate(g)
+
+    res = minimize(fg, np.zeros(sum(widths)), jac=True, method="L-BFGS-B",
+                   options=dict(maxiter=max_iter, maxfun=2 * max_iter, ftol=1e-15, gtol=1e-12))
+    return float(res.fun), int(res.nit)
