@@ -585,3 +585,27 @@ def min_mass_lbfgs(params, max_iter: int = 100_000) -> tuple[float, int]:
     res = minimize(fg, np.zeros(sum(widths)), jac=True, method="L-BFGS-B",
                    options=dict(maxiter=max_iter, maxfun=2 * max_iter, ftol=1e-15, gtol=1e-12))
     return float(res.fun), int(res.nit)
+
+
+def min_mass_cvxpy(params) -> tuple[float, list[np.ndarray], str]:
+    """Reference solution of the min-mass problem with cvxpy (an optional dependency, in the
+    ``test`` extra): the convex program in the log-scales, with the log-weights inside the
+    exponential (better conditioned than weight * exp(...)). Returns ``(minimal mass,
+    log-scales per hidden layer, solver status)``; for tests and benchmarks."""
+    import cvxpy as cp
+
+    names = sorted(params, key=lambda n: int(n.split("_")[1]))
+    W = [np.asarray(params[n]["kernel"], dtype=np.float64) ** 2 for n in names]
+    u = [cp.Variable(w.shape[1]) for w in W[:-1]]
+    terms = []
+    for l, w in enumerate(W):
+        d_in, d_out = w.shape
+        expo = 0
+        if l < len(u):
+            expo = expo + np.ones((d_in, 1)) @ cp.reshape(u[l], (1, d_out), order="C")
+        if l > 0:
+            expo = expo - cp.reshape(u[l - 1], (d_in, 1), order="C") @ np.ones((1, d_out))
+        terms.append(cp.sum(cp.exp(2 * expo + np.log(np.maximum(w, 1e-300)))))
+    prob = cp.Problem(cp.Minimize(sum(terms)))
+    prob.solve()
+    return float(prob.value), [np.asarray(v.value) for v in u], f"{prob.solver_stats.solver_name}, {prob.status}"
