@@ -98,7 +98,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from symlib import permutations as _perm
-from symlib.specs import PermutationSpec, check_spec, flatten_params, unflatten_params
+from symlib.specs import PermutationSpec, check_perm_names, check_spec, flatten_params, unflatten_params
 
 __all__ = [
     "ManyMatchResult",
@@ -738,12 +738,7 @@ def apply_permutation_many(spec: PermutationSpec, perms_stack: Mapping[str, Any]
     """
     sizes = check_spec(spec, params_stack, batch_dims=1)
     flat = flatten_params(params_stack)
-    unknown = [k for k in perms_stack if k not in sizes]
-    if unknown:
-        raise ValueError(f"unknown permutation name(s) {unknown}; the spec has {list(sizes)}")
-    missing = [k for k in sizes if k not in perms_stack]
-    if missing:
-        raise ValueError(f"no permutation given for {missing}")
+    check_perm_names(sizes, perms_stack)
     ms = {int(np.shape(v)[0]) for v in flat.values()}
     if len(ms) > 1:
         raise ValueError(f"leaves of params_stack disagree on the stack size: {sorted(ms)}")

@@ -198,6 +198,16 @@ def _is_tracer(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
+def check_perm_names(sizes: Mapping[str, int], perms: Mapping[str, Any]) -> None:
+    """Raise ValueError unless ``perms`` names exactly the spec's permutations (``sizes``)."""
+    unknown = [n for n in perms if n not in sizes]
+    if unknown:
+        raise ValueError(f"unknown permutation name(s) {unknown}; the spec has {list(sizes)}")
+    missing = [n for n in sizes if n not in perms]
+    if missing:
+        raise ValueError(f"no permutation given for {missing}")
+
+
 def apply_permutation(spec: PermutationSpec, perms: Mapping[str, Any], params: Mapping, batch_dims: int = 0):
     """Permute ``params`` by ``perms`` (name -> index array) without changing the network function.
 
@@ -212,12 +222,7 @@ def apply_permutation(spec: PermutationSpec, perms: Mapping[str, Any], params: M
     leaves no permutation touches are returned as they are.
     """
     sizes = check_spec(spec, params, batch_dims)
-    unknown = [n for n in perms if n not in sizes]
-    if unknown:
-        raise ValueError(f"unknown permutation name(s) {unknown}; the spec has {list(sizes)}")
-    missing = [n for n in sizes if n not in perms]
-    if missing:
-        raise ValueError(f"no permutation given for {missing}")
+    check_perm_names(sizes, perms)
     checked = {}
     for name, perm in perms.items():
         if _is_tracer(perm):
