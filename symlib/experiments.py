@@ -542,3 +542,50 @@ def not_paths(profile: Profile) -> dict[str, Any]:
             "not_lambda": _not_along_path(spec, last(traj["reference"]), last(traj[name]), lambdas),
         }
     return out
+
+
+def laurent_train_config(profile: Profile, n_train: int) -> TrainConfig:
+    """Laurent et al.'s OptuNet recipe (App. B.1) for ``profile.laurent_epochs`` epochs: SGD,
+    learning rate halved after a quarter and after half of training, weight decay as a
+    Gaussian prior on ``n_train`` examples."""
+    e = profile.laurent_epochs
+    return TrainConfig(e, profile.laurent_batch_size, profile.laurent_learning_rate,
+                       TrainConfig.prior_std_for_weight_decay(profile.laurent_weight_decay, n_train),
+                       optimizer="sgd", lr_milestones=tuple(sorted({max(1, e // 4), max(2, e // 2)})))
+
+
+def _laurent_config(profile: Profile) -> dict[str, Any]:
+    return {**_data_config(profile), **{k: v for k, v in profile.to_dict().items() if k.startswith("laurent_")}}
+
+
+def _laurent_summary(res: dict[str, Any]) -> dict[str, Any]:
+    return {"nets": int(len(res["test_accuracy"])), "test_accuracy_mean": float(np.mean(res["test_accuracy"])),
+            "swapped_pairs_per_step": float(np.mean(res["swaps"]))}
+
+
+@register("laurent_mlps", _laurent_config,
+          "Laurent et al.: many ReLU MLPs trained at once with the OptuNet recipe (SGD, weight decay, "
+          "learning rate halved twice), counting swaps of sorted units at every step", summary=_laurent_summary)
+def laurent_mlps(profile: Profile) -> dict[str, Any]:
+    from .metrics import accuracy
+    from .models import mlp_apply
+    from .neuron_order import statistics_observer, swap_counter
+    from .training import fit_map_many, learning_rate_at
+
+    d = load_data(profile)
+    x, y = d["x_train"], d["y_train"]
+    cfg = laurent_train_config(profile, x.shape[0])
+    sizes = [x.shape[1], *profile.laurent_hidden, 10]
+    n = profile.laurent_nets
+    inits = jax.vmap(lambda k: mlp_init(k, sizes))(jax.random.split(jax.random.key(5000), n))
+    data_keys = jax.random.split(jax.random.key(6000), n)
+    params, losses, seen = fit_map_many(inits, data_keys, x, y, cfg, observe=swap_counter("max", "unit_norm"),
+                                        observe_epoch=statistics_observer("max", "unit_norm"))
+    acc = jax.vmap(lambda p: accuracy(mlp_apply(p, d["x_test"]), d["y_test"]))(params)
+    return {"params": jax.device_get(params), "init": jax.device_get(inits), "epoch_loss": np.asarray(losses),
+            "swaps": np.asarray(seen["step"]), "test_accuracy": np.asarray(acc),
+            # per hidden layer: (nets, epochs, units) sorting statistic at the end of every epoch
+            "epoch_stats": [np.asarray(s) for s in seen["epoch"]],
+            "lr": np.asarray([learning_rate_at(cfg, e) for e in range(cfg.epochs)]),
+            "milestones": np.asarray(cfg.lr_milestones), "prior_std": np.asarray(cfg.prior_std),
+            "sizes": np.asarray(sizes)}

@@ -42,6 +42,21 @@ def mlp_init(key: jax.Array, sizes: Sequence[int]) -> Params:
     return params
 
 
+def unstack(params, dtype=None) -> list[dict]:
+    """Split a stack of networks (leading axis on every leaf) into a list of networks
+    with numpy leaves (cast to ``dtype`` if given, e.g. ``np.float64`` for
+    :mod:`symlib.scaling`)."""
+    import numpy as np
+
+    leaves = jax.tree_util.tree_leaves(params)
+    if not leaves or any(np.ndim(a) == 0 for a in leaves):
+        raise ValueError("unstack needs a stack of networks: every leaf with a leading axis")
+    n = {np.shape(a)[0] for a in leaves}
+    if len(n) != 1:
+        raise ValueError(f"leaves disagree on the number of networks: leading axes {sorted(n)}")
+    return [jax.tree_util.tree_map(lambda a: np.asarray(a[i], dtype=dtype), params) for i in range(n.pop())]
+
+
 def mlp_sizes(params: Params) -> list[int]:
     """Layer sizes ``[d_0, ..., d_L]`` read off the parameters (one network)."""
     names = _sorted_layers(params)

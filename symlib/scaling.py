@@ -468,7 +468,7 @@ def sort_neurons(params: Mapping, statistic: str | Callable = "max") -> tuple[di
     Units are put in *descending* order of ``statistic`` of their incoming kernel column
     (``dense_l/kernel[:, j]``, biases not used). Default ``"max"``, the maximum incoming
     weight, which the paper found the most stable statistic during training (Section
-    4.3). Others: ``"min"``, ``"mean"``, ``"sum"``, ``"norm"``, ``"abs_max"``, or a
+    5.2). Others: ``"min"``, ``"mean"``, ``"sum"``, ``"norm"``, ``"abs_max"``, or a
     callable mapping a kernel ``(d_in, d_out)`` to ``(d_out,)`` values that must not
     depend on the order of the kernel's rows.
 

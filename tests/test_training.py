@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from symlib.models import mlp_apply, mlp_init, mlp_sizes
-from symlib.training import TrainConfig, fit_map, fit_map_many, train_mlp
+from symlib.training import TrainConfig, fit_map, fit_map_many, learning_rate_at, make_optimizer, train_mlp
 
 
 def _toy(n=256, d=12, seed=0):
@@ -74,3 +74,62 @@ def test_progress_lines_only_when_asked(capfd):
     fit_map(p0, jax.random.key(1), x, y, CFG._replace(epochs=2))
     jax.effects_barrier()
     assert "epoch" not in capfd.readouterr().err
+
+
+def test_sgd_learning_rate_schedule_and_errors():
+    cfg = TrainConfig(epochs=6, batch_size=32, learning_rate=0.4, optimizer="sgd", lr_milestones=(2, 4))
+    assert [learning_rate_at(cfg, e) for e in range(6)] == [0.4, 0.4, 0.2, 0.2, 0.1, 0.1]
+    # the optax schedule switches at the first step of a milestone epoch
+    opt = make_optimizer(cfg, steps_per_epoch=3)
+    p = {"w": jnp.zeros(())}
+    state = opt.init(p)
+    steps = []
+    for _ in range(15):
+        upd, state = opt.update({"w": jnp.ones(())}, state, p)
+        steps.append(-float(upd["w"]))
+    np.testing.assert_allclose(steps, [0.4] * 6 + [0.2] * 6 + [0.1] * 3, rtol=1e-6)
+    x, y = _toy()
+    for bad, match in ((cfg._replace(optimizer="rmsprop"), "unknown optimizer"),
+                       (cfg._replace(lr_milestones=(4, 2)), "lr_milestones"),
+                       (cfg._replace(lr_milestones=(6,)), "lr_milestones"),
+                       (cfg._replace(momentum=1.0), "momentum")):
+        with pytest.raises(ValueError, match=match):
+            fit_map(mlp_init(jax.random.key(0), [12, 4, 3]), jax.random.key(1), x, y, bad)
+
+
+def test_prior_std_for_weight_decay_is_sgd_weight_decay():
+    """Plain SGD on the MAP objective with prior_std_for_weight_decay(wd, N) takes the step
+    of SGD on the mean cross-entropy plus wd * W (PyTorch-style weight decay)."""
+    from symlib.metrics import nll
+    from symlib.training import map_objective
+
+    x, y = _toy(n=64)
+    params = mlp_init(jax.random.key(3), [12, 5, 3])
+    wd, n = 5e-4, x.shape[0]
+    std = TrainConfig.prior_std_for_weight_decay(wd, n)
+    g_map = jax.grad(map_objective)(params, x, y, n, std)
+    g_ce = jax.grad(lambda p: nll(mlp_apply(p, x), y))(params)
+    jax.tree_util.tree_map(lambda a, b, w: np.testing.assert_allclose(a, b + wd * w, rtol=1e-5, atol=1e-8),
+                           g_map, g_ce, params)
+    with pytest.raises(ValueError, match="weight_decay"):
+        TrainConfig.prior_std_for_weight_decay(0.0, n)
+
+
+def test_fit_map_many_observers():
+    from symlib.neuron_order import neuron_statistics
+
+    x, y = _toy(n=128)
+    cfg = TrainConfig(epochs=3, batch_size=32, learning_rate=0.1, optimizer="sgd", lr_milestones=(1,))
+    inits = jax.vmap(lambda k: mlp_init(k, [12, 6, 3]))(jax.random.split(jax.random.key(0), 2))
+    keys = jax.random.split(jax.random.key(1), 2)
+    step_norm = lambda a, b: jnp.sum((a["dense_0"]["kernel"] - b["dense_0"]["kernel"]) ** 2)  # noqa: E731
+    stat = lambda p: neuron_statistics(p)[0]  # noqa: E731
+    params, losses, seen = fit_map_many(inits, keys, x, y, cfg, observe=step_norm, observe_epoch=stat)
+    assert seen["step"].shape == (2, 3, 4) and seen["epoch"].shape == (2, 3, 6)
+    assert np.all(np.asarray(seen["step"]) > 0)
+    for i in range(2):  # the last epoch's observation is of the returned parameters
+        final = jax.tree_util.tree_map(lambda a: a[i], params)
+        np.testing.assert_allclose(seen["epoch"][i, -1], stat(final), rtol=1e-6)
+    # observers do not change training
+    p2, l2 = fit_map_many(inits, keys, x, y, cfg)
+    np.testing.assert_allclose(losses, l2, rtol=1e-6)

@@ -1,0 +1,136 @@
+"""How often hidden units change places during training (Laurent et al., 2024, Section 5.2).
+
+The identifiable network of Proposition 1 sorts each hidden layer's units by a statistic
+of their incoming weights after the scaling symmetry is removed
+(:func:`symlib.scaling.identifiable`). Following that sorting permutation along training
+shows when the network "permutes": whenever two units exchange places in the order, the
+permutation changes. This module computes, in jax so that it can run inside the compiled
+training loop (``observe`` of :func:`symlib.training.fit_map_many`):
+
+* :func:`neuron_statistics`: per hidden layer, the sorting statistic of every unit after
+  unit-norm scaling (the same numbers :func:`symlib.scaling.sort_neurons` sorts when given
+  ``symlib.scaling.unit_norm(params)``);
+* :func:`discordant_pairs`: how many pairs of units are in opposite order in two
+  statistic vectors (the pairs that swapped);
+* :func:`swap_counter`: the observer counting, for one optimisation step, the swapped
+  pairs of every hidden layer;
+* :func:`kendall_tau_from_discordant`: Kendall's tau between the two orderings,
+  ``1 - 4 D / (n (n - 1))`` (1 when nothing moved).
+
+Units are compared by their statistic only; the statistic "max" of the incoming weights
+(the paper's choice, found the most stable) does not depend on the order of the previous
+layer's units, so the permutation of layer ``l`` can be read off layer ``l``'s kernel alone.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["STATISTICS", "discordant_pairs", "discordant_pairs_batch", "kendall_tau_from_discordant", "neuron_statistics",
+           "sorting_permutations", "statistics_observer", "swap_counter"]
+
+#: statistics of a unit's incoming (scaled) kernel column that do not depend on the row order
+STATISTICS = {
+    "max": lambda k: jnp.max(k, axis=0),
+    "min": lambda k: jnp.min(k, axis=0),
+    "mean": lambda k: jnp.mean(k, axis=0),
+    "abs_max": lambda k: jnp.max(jnp.abs(k), axis=0),
+}
+SCALINGS = ("unit_norm", None)
+
+
+def _hidden_layers(params: Mapping) -> list[str]:
+    names = sorted(params, key=lambda n: int(str(n).rsplit("_", 1)[-1]))
+    if len(names) < 2:
+        raise ValueError(f"need an MLP with at least one hidden layer, got layers {names}")
+    return names[:-1]
+
+
+def neuron_statistics(params: Mapping, statistic: str = "max", scaling: str | None = "unit_norm") -> list[jax.Array]:
+    """One array per hidden layer: ``statistic`` of each unit's incoming kernel column.
+
+    With ``scaling="unit_norm"`` the columns are first normalised as in
+    :func:`symlib.scaling.unit_norm` (layer by layer from the input: the rows of layer
+    ``l``'s kernel are multiplied by layer ``l-1``'s norms, then each column is divided by
+    its norm); ``None`` uses the raw kernels. A unit with an all-zero incoming column
+    keeps statistic 0 instead of NaN.
+    """
+    if statistic not in STATISTICS:
+        raise ValueError(f"unknown statistic {statistic!r}; choose one of {sorted(STATISTICS)}")
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
+    stat = STATISTICS[statistic]
+    out, prev_norm = [], None
+    for name in _hidden_layers(params):
+        k = jnp.asarray(params[name]["kernel"])
+        if scaling == "unit_norm":
+            if prev_norm is not None:
+                k = k * prev_norm[:, None]
+            norm = jnp.sqrt(jnp.sum(k**2, axis=0))
+            k = k / jnp.where(norm > 0, norm, 1.0)
+            prev_norm = norm
+        out.append(stat(k))
+    return out
+
+
+def discordant_pairs(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Number of unit pairs ``i < j`` ordered one way by ``a`` and the other way by ``b``
+    (ties count as not discordant). ``O(n^2)`` memory, fine for layer widths in the
+    thousands."""
+    sa = jnp.sign(a[:, None] - a[None, :])
+    sb = jnp.sign(b[:, None] - b[None, :])
+    return jnp.sum(sa * sb < 0) // 2
+
+
+def discordant_pairs_batch(a, b) -> np.ndarray:
+    """:func:`discordant_pairs` over matching leading axes of ``a`` and ``b`` (shape
+    ``(..., n)``, broadcast), e.g. the orderings at successive epochs of many runs."""
+    f = jnp.vectorize(discordant_pairs, signature="(n),(n)->()")
+    return np.asarray(f(jnp.asarray(a), jnp.asarray(b)))
+
+
+def kendall_tau_from_discordant(d, n):
+    """Kendall's tau (tau-a) of two strict orderings of ``n`` items with ``d`` discordant
+    pairs, ``1 - 4 d / (n (n - 1))`` (1 when ``n < 2``); ``d`` and ``n`` broadcast."""
+    d = np.asarray(d, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    pairs = n * (n - 1) / 2
+    return np.where(pairs > 0, 1.0 - 2.0 * d / np.where(pairs > 0, pairs, 1.0), 1.0)
+
+
+@functools.cache
+def swap_counter(statistic: str = "max", scaling: str | None = "unit_norm"):
+    """Observer ``f(params_before, params_after) -> int array (hidden layers,)``: the pairs
+    of units of each hidden layer whose order by :func:`neuron_statistics` changed in the
+    step. Cached, so the same arguments give the same function object (a static argument
+    of the compiled training loop)."""
+    if statistic not in STATISTICS or scaling not in SCALINGS:
+        neuron_statistics({"dense_0": {"kernel": np.ones((1, 1))}, "dense_1": {"kernel": np.ones((1, 1))}},
+                          statistic, scaling)  # raises the error naming the bad argument
+
+    def count(before, after):
+        sb = neuron_statistics(before, statistic, scaling)
+        sa = neuron_statistics(after, statistic, scaling)
+        return jnp.stack([discordant_pairs(b, a) for b, a in zip(sb, sa)]).astype(jnp.int32)
+
+    return count
+
+
+@functools.cache
+def statistics_observer(statistic: str = "max", scaling: str | None = "unit_norm"):
+    """Observer ``f(params) -> list of per-layer statistics`` (:func:`neuron_statistics`),
+    for ``observe_epoch`` of :func:`symlib.training.fit_map_many`; cached like
+    :func:`swap_counter`."""
+    swap_counter(statistic, scaling)  # validates the arguments
+    return lambda params: neuron_statistics(params, statistic, scaling)
+
+
+def sorting_permutations(params: Mapping, statistic: str = "max", scaling: str | None = "unit_norm") -> list[np.ndarray]:
+    """Per hidden layer, the unit indices in descending order of their statistic (ties by
+    index): the permutation that :func:`symlib.scaling.sort_neurons` applies (gather
+    convention) when the statistic has no ties."""
+    return [np.argsort(-np.asarray(s), kind="stable") for s in neuron_statistics(params, statistic, scaling)]

@@ -1,0 +1,43 @@
+import numpy as np
+import pytest
+from _helpers import random_mlp
+
+from symlib.marginals import first_last_pvalues, unit_weights
+from symlib.models import unstack
+
+
+def _nets(n, seed=0, skew=0.0):
+    rng = np.random.default_rng(seed)
+    nets = [random_mlp(rng, [6, 5, 4, 3]) for _ in range(n)]
+    for net in nets:  # make the first unit of hidden layer 1 different (incoming and outgoing)
+        net["dense_1"]["kernel"][:, 0] += skew
+        net["dense_2"]["kernel"][0, :] += skew
+    return nets
+
+
+def test_unit_weights_picks_incoming_then_outgoing():
+    nets = _nets(3)
+    np.testing.assert_array_equal(unit_weights(nets, 0, 2)[1], nets[1]["dense_0"]["kernel"][:, 2])
+    np.testing.assert_array_equal(unit_weights(nets, 2, -1)[2], nets[2]["dense_2"]["kernel"][-1, :])
+    with pytest.raises(ValueError, match="layer"):
+        unit_weights(nets, 3, 0)
+
+
+def test_identical_marginals_give_uniform_pvalues_and_shifts_are_detected():
+    same = np.concatenate([first_last_pvalues(_nets(200, seed=s), l) for s in range(5) for l in range(3)])
+    assert 0.0 <= np.mean(same < 0.05) < 0.15
+    moved = first_last_pvalues(_nets(200, seed=9, skew=1.0), 1)
+    assert np.all(moved < 1e-6)
+    with pytest.raises(ValueError, match="8 checkpoints"):
+        first_last_pvalues(_nets(7), 0)
+
+
+def test_unstack():
+    rng = np.random.default_rng(0)
+    nets = [random_mlp(rng, [3, 2, 1]) for _ in range(4)]
+    stacked = {k: {kk: np.stack([n[k][kk] for n in nets]) for kk in nets[0][k]} for k in nets[0]}
+    back = unstack(stacked, np.float32)
+    assert len(back) == 4 and back[2]["dense_1"]["kernel"].dtype == np.float32
+    np.testing.assert_allclose(back[3]["dense_0"]["bias"], nets[3]["dense_0"]["bias"], rtol=1e-6)
+    with pytest.raises(ValueError, match="disagree"):
+        unstack({"a": np.zeros((2, 3)), "b": np.zeros((3, 3))})

@@ -1,0 +1,104 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _helpers import random_mlp
+
+from symlib.neuron_order import (discordant_pairs, discordant_pairs_batch, kendall_tau_from_discordant, neuron_statistics,
+                                 sorting_permutations, statistics_observer, swap_counter)
+from symlib.permutations import kendall_tau
+from symlib.scaling import apply_scaling, sort_neurons, unit_norm
+from symlib.specs import apply_permutation, mlp_permutation_spec
+
+SIZES = [7, 9, 6, 4]
+
+
+def _net(seed=0):
+    return random_mlp(np.random.default_rng(seed), SIZES)
+
+
+def test_statistics_match_scaling_module():
+    p = _net()
+    un = unit_norm(p)
+    for l, s in enumerate(neuron_statistics(p, "max", "unit_norm")):
+        np.testing.assert_allclose(s, un[f"dense_{l}"]["kernel"].max(axis=0), rtol=1e-6)
+    for l, s in enumerate(neuron_statistics(p, "max", None)):
+        np.testing.assert_allclose(s, p[f"dense_{l}"]["kernel"].max(axis=0), rtol=1e-6)
+    _, perms = sort_neurons(un, "max")
+    for l, order in enumerate(sorting_permutations(p)):
+        np.testing.assert_array_equal(order, perms[f"P_{l}"])
+
+
+def test_statistics_invariant_to_scaling_and_equivariant_to_permutation():
+    rng = np.random.default_rng(1)
+    p = _net(1)
+    scaled = apply_scaling(p, [np.exp(rng.normal(size=n)) for n in SIZES[1:-1]])
+    for a, b in zip(neuron_statistics(p), neuron_statistics(scaled)):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+    np.testing.assert_array_equal(swap_counter()(p, scaled), 0)
+    perms = {f"P_{l}": rng.permutation(n) for l, n in enumerate(SIZES[1:-1])}
+    permuted = apply_permutation(mlp_permutation_spec(2), perms, p)
+    for l, (a, b) in enumerate(zip(neuron_statistics(p), neuron_statistics(permuted))):
+        np.testing.assert_allclose(np.asarray(a)[perms[f"P_{l}"]], b, rtol=1e-6)
+    # a permutation changes which index holds which unit: every index pair that crossed is counted
+    counts = np.asarray(swap_counter()(p, permuted))
+    for l in range(2):
+        s = np.asarray(neuron_statistics(p)[l])
+        s2 = np.asarray(neuron_statistics(permuted)[l])
+        ranks, ranks2 = np.argsort(np.argsort(-s)), np.argsort(np.argsort(-s2))
+        n = len(s)
+        assert np.isclose(kendall_tau_from_discordant(counts[l], n), kendall_tau(ranks, ranks2))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_discordant_pairs_matches_kendall_tau(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40))
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    d = int(discordant_pairs(jnp.asarray(a), jnp.asarray(b)))
+    brute = sum((a[i] - a[j]) * (b[i] - b[j]) < 0 for i in range(n) for j in range(i + 1, n))
+    assert d == brute
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    assert np.isclose(kendall_tau_from_discordant(d, n), kendall_tau(ra, rb))
+    assert int(discordant_pairs(jnp.asarray(a), jnp.asarray(a))) == 0
+    assert int(discordant_pairs(jnp.asarray(a), -jnp.asarray(a))) == n * (n - 1) // 2
+
+
+def test_zero_column_gives_zero_not_nan_and_errors():
+    p = _net()
+    p["dense_0"]["kernel"][:, 2] = 0.0
+    s = neuron_statistics(p)
+    assert all(np.all(np.isfinite(np.asarray(x))) for x in s)
+    assert float(s[0][2]) == 0.0
+    with pytest.raises(ValueError, match="statistic"):
+        neuron_statistics(p, "median")
+    with pytest.raises(ValueError, match="scaling"):
+        neuron_statistics(p, "max", "min_mass")
+    with pytest.raises(ValueError, match="statistic"):
+        swap_counter("median")
+    with pytest.raises(ValueError, match="hidden layer"):
+        neuron_statistics({"dense_0": p["dense_0"]})
+
+
+def test_observers_are_cached_and_jittable():
+    assert swap_counter("max", "unit_norm") is swap_counter("max", "unit_norm")
+    assert statistics_observer() is statistics_observer()
+    p = jax.tree_util.tree_map(jnp.asarray, _net(2))
+    q = jax.tree_util.tree_map(lambda a: a + 0.3 * jnp.sin(jnp.arange(a.size).reshape(a.shape)), p)
+    np.testing.assert_array_equal(jax.jit(swap_counter())(p, q), swap_counter()(p, q))
+
+
+def test_discordant_pairs_batch_broadcasts():
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(4, 5, 9))
+    b = rng.normal(size=(4, 5, 9))
+    got = discordant_pairs_batch(a, b)
+    assert got.shape == (4, 5)
+    assert got[2, 3] == int(discordant_pairs(jnp.asarray(a[2, 3]), jnp.asarray(b[2, 3])))
+    np.testing.assert_array_equal(discordant_pairs_batch(a, a[:, -1:, :])[:, -1], 0)
+
+
+def test_kendall_tau_from_discordant_broadcasts():
+    np.testing.assert_allclose(kendall_tau_from_discordant([0, 3, 6], [4, 4, 4]), [1.0, 0.0, -1.0])
+    np.testing.assert_allclose(kendall_tau_from_discordant([1.0, 1.0], np.array([3, 5])), [1 - 2 / 3, 0.8])
+    assert kendall_tau_from_discordant(0, 1) == 1.0
