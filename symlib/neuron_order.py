@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["STATISTICS", "discordant_pairs", "discordant_pairs_batch", "kendall_tau_from_discordant", "neuron_statistics",
-           "sorting_permutations", "statistics_observer", "swap_counter"]
+           "phase_summary", "sorting_permutations", "statistics_observer", "swap_counter"]
 
 #: statistics of a unit's incoming (scaled) kernel column that do not depend on the row order
 STATISTICS = {
@@ -134,3 +134,38 @@ def sorting_permutations(params: Mapping, statistic: str = "max", scaling: str |
     index): the permutation that :func:`symlib.scaling.sort_neurons` applies (gather
     convention) when the statistic has no ties."""
     return [np.argsort(-np.asarray(s), kind="stable") for s in neuron_statistics(params, statistic, scaling)]
+
+
+def phase_summary(swaps: np.ndarray, epoch_stats, milestones) -> list[dict]:
+    """Swap statistics of runs recorded by ``laurent_mlps``-style training, per
+    learning-rate phase (epochs between ``milestones``) and hidden layer.
+
+    ``swaps``: ``(runs, epochs, steps, layers)`` swapped pairs per step (:func:`swap_counter`);
+    ``epoch_stats``: per layer ``(runs, epochs, units)`` statistics at each epoch's end
+    (:func:`statistics_observer`). Each row: ``phase`` (0-based), ``first_epoch`` /
+    ``last_epoch`` (0-based, inclusive), ``layer``, ``units``, ``per_step`` (mean swapped
+    pairs per step), ``steps_with_swap`` (share of steps with at least one), ``per_epoch_sum``
+    (per-step swaps summed over an epoch), ``net_per_epoch`` (pairs in opposite order at the
+    ends of consecutive epochs; NaN for a phase made only of epoch 0) and ``net_tau``.
+    """
+    swaps = np.asarray(swaps)
+    runs, epochs, _, layers = swaps.shape
+    if len(epoch_stats) != layers:
+        raise ValueError(f"{len(epoch_stats)} layers of statistics but {layers} layers of swap counts")
+    phase_of_epoch = np.searchsorted(np.asarray(milestones), np.arange(epochs), side="right")
+    net = [discordant_pairs_batch(s[:, 1:], s[:, :-1]) for s in epoch_stats]  # (runs, epochs - 1)
+    rows = []
+    for ph in range(len(milestones) + 1):
+        ep = np.flatnonzero(phase_of_epoch == ph)
+        if ep.size == 0:
+            continue
+        ep_net = ep[ep > 0] - 1  # net change from the end of epoch e - 1 to the end of e
+        for l in range(layers):
+            per_step = swaps[:, ep, :, l]
+            n = int(np.shape(epoch_stats[l])[-1])
+            net_mean = float(net[l][:, ep_net].mean()) if ep_net.size else float("nan")
+            rows.append({"phase": ph, "first_epoch": int(ep[0]), "last_epoch": int(ep[-1]), "layer": l, "units": n,
+                         "per_step": float(per_step.mean()), "steps_with_swap": float(np.mean(per_step > 0)),
+                         "per_epoch_sum": float(per_step.sum(axis=2).mean()), "net_per_epoch": net_mean,
+                         "net_tau": float(kendall_tau_from_discordant(net_mean, n))})
+    return rows

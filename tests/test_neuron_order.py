@@ -5,7 +5,7 @@ import pytest
 from _helpers import random_mlp
 
 from symlib.neuron_order import (discordant_pairs, discordant_pairs_batch, kendall_tau_from_discordant, neuron_statistics,
-                                 sorting_permutations, statistics_observer, swap_counter)
+                                 phase_summary, sorting_permutations, statistics_observer, swap_counter)
 from symlib.permutations import kendall_tau
 from symlib.scaling import apply_scaling, sort_neurons, unit_norm
 from symlib.specs import apply_permutation, mlp_permutation_spec
@@ -102,3 +102,21 @@ def test_kendall_tau_from_discordant_broadcasts():
     np.testing.assert_allclose(kendall_tau_from_discordant([0, 3, 6], [4, 4, 4]), [1.0, 0.0, -1.0])
     np.testing.assert_allclose(kendall_tau_from_discordant([1.0, 1.0], np.array([3, 5])), [1 - 2 / 3, 0.8])
     assert kendall_tau_from_discordant(0, 1) == 1.0
+
+
+def test_phase_summary_counts():
+    rng = np.random.default_rng(0)
+    runs, epochs, steps, units = 2, 4, 3, 5
+    swaps = np.zeros((runs, epochs, steps, 1), np.int32)
+    swaps[:, 0, 0, 0] = 4  # phase 0 only
+    swaps[0, 3, 1, 0] = 2
+    stats = np.tile(np.arange(units, dtype=float), (runs, epochs, 1))
+    stats[:, 3] = stats[:, 3][:, ::-1]  # full reversal between the ends of epochs 2 and 3
+    rows = phase_summary(swaps, [stats], milestones=[2])
+    assert [(r["phase"], r["first_epoch"], r["last_epoch"]) for r in rows] == [(0, 0, 1), (1, 2, 3)]
+    assert rows[0]["per_step"] == 4 * runs / (runs * 2 * steps)
+    assert rows[0]["per_epoch_sum"] == 2.0 and rows[0]["net_per_epoch"] == 0.0 and rows[0]["net_tau"] == 1.0
+    assert rows[1]["steps_with_swap"] == 1 / (runs * 2 * steps)
+    assert rows[1]["net_per_epoch"] == 10 / 2 and np.isclose(rows[1]["net_tau"], 0.0)
+    with pytest.raises(ValueError, match="layers"):
+        phase_summary(swaps, [stats, stats], milestones=[2])
