@@ -138,12 +138,18 @@ def late_vs_first(result):
     return np.array([x[:, late - 1:].mean() for x in net]), np.array([x[:, 0].mean() for x in net])
 
 
-rows, table = phase_table(res)
-display(table)
-late_net, first_net = late_vs_first(res)
-print(f"last {epochs // 10 or 1} epoch(s): net swapped pairs per epoch {late_net.round(2).tolist()} vs "
-      f"{first_net.round(1).tolist()} between epochs 1 and 2 (pairs per layer: "
-      f"{[int(w * (w - 1) // 2) for w in widths]})")
+def show_phases(result):
+    rows, table = phase_table(result)
+    display(table)
+    late, first = late_vs_first(result)
+    n_runs, e = result["swaps"].shape[:2]
+    print(f"{n_runs} runs of {e} epochs, test accuracy {result['test_accuracy'].mean():.3f}; last {max(1, e // 10)} "
+          f"epoch(s): net swapped pairs per epoch {late.round(2).tolist()} vs {first.round(1).tolist()} between epochs "
+          f"1 and 2 (pairs per layer: {[int(w * (w - 1) // 2) for w in widths]})")
+    return rows, late, first
+
+
+rows, late_net, first_net = show_phases(res)
 
 # %% [markdown]
 # ## The paper's schedule length
@@ -156,12 +162,7 @@ print(f"last {epochs // 10 or 1} epoch(s): net swapped pairs per epoch {late_net
 long_profile = profile if profile.laurent_epochs >= 60 else dataclasses.replace(
     profile, laurent_epochs=60, laurent_nets=min(16, profile.laurent_nets))
 long = experiments.run("laurent_mlps", long_profile)
-long_rows, long_table = phase_table(long)
-display(long_table)
-long_late, long_first = late_vs_first(long)
-print(f"{long['swaps'].shape[0]} runs of {long['swaps'].shape[1]} epochs, test accuracy "
-      f"{long['test_accuracy'].mean():.3f}; last 6 epochs: net swapped pairs per epoch "
-      f"{long_late.round(2).tolist()} vs {long_first.round(1).tolist()} between epochs 1 and 2")
+long_rows, long_late, long_first = show_phases(long)
 
 # %% [markdown]
 # ## Synthesis
@@ -182,8 +183,7 @@ print(f"{long['swaps'].shape[0]} runs of {long['swaps'].shape[1]} epochs, test a
 # numbers to compare with.
 
 # %% tags=["nbval-check-output"]
-for result, table_rows, (late_net, first_net) in ((res, rows, late_vs_first(res)),
-                                                   (long, long_rows, (long_late, long_first))):
+for table_rows, late_net, first_net in ((rows, late_net, first_net), (long_rows, long_late, long_first)):
     rates = np.array([[r["per_step"] for r in table_rows if r["layer"] == l] for l in range(n_layers)])
     assert np.all(np.diff(rates, axis=1) < 0), rates  # fewer swaps at each lower learning rate
     assert np.all(rates[:, -1] < 0.5 * rates[:, 0]), rates
