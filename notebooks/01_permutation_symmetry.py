@@ -46,7 +46,8 @@ from symlib.config import get_profile
 from symlib.models import mlp_apply
 from symlib.report import paper_vs_ours
 from symlib.permutations import num_transpositions, random_permutation, random_permutation_with_transpositions
-from symlib.specs import apply_permutation, flatten_params, mlp_permutation_spec
+from symlib.specs import apply_permutation, mlp_permutation_spec, param_distance
+from symlib.training import sq_norm
 
 plotting.set_style()
 profile = get_profile()
@@ -97,14 +98,13 @@ print(f"a random permutation of {profile.hidden} units; NoT = {num_transposition
 def compare(a, b, x):
     """Largest logit difference, prediction agreement, and relative weight distance of a vs b."""
     la, lb = mlp_apply(a, x), mlp_apply(b, x)
-    wa = jnp.concatenate([v.ravel() for v in flatten_params(a).values()])
-    wb = jnp.concatenate([v.ravel() for v in flatten_params(b).values()])
+    distance = param_distance(a, b)
     return {
         "max_abs_logit_diff": float(jnp.max(jnp.abs(la - lb))),
         "max_abs_logit": float(jnp.max(jnp.abs(la))),
         "prediction_agreement": float(jnp.mean(jnp.argmax(la, 1) == jnp.argmax(lb, 1))),
-        "weight_distance": float(jnp.linalg.norm(wa - wb)),
-        "relative_weight_distance": float(jnp.linalg.norm(wa - wb) / jnp.linalg.norm(wa)),
+        "weight_distance": distance,
+        "relative_weight_distance": distance / float(jnp.sqrt(sq_norm(a))),
     }
 
 

@@ -45,7 +45,7 @@ from IPython.display import display
 
 from symlib import experiments, plotting
 from symlib.config import get_profile
-from symlib.neuron_order import discordant_pairs_batch, kendall_tau_from_discordant, phase_summary
+from symlib.neuron_order import discordant_pairs_batch, epoch_swaps, kendall_tau_from_discordant, phase_summary
 from symlib.report import Table
 
 plotting.set_style()
@@ -97,9 +97,9 @@ lr_ax.set_ylim(0, 1.1 * lr.max())
 
 # net change over an epoch, and distance to the final ordering
 stats_ = res["epoch_stats"]  # per layer: (runs, epochs, units) at the end of each epoch
-for l, s in enumerate(stats_):
+for l, (s, swapped) in enumerate(zip(stats_, epoch_swaps(stats_))):
     n = int(widths[l])
-    net = kendall_tau_from_discordant(discordant_pairs_batch(s[:, 1:], s[:, :-1]), n)
+    net = kendall_tau_from_discordant(swapped, n)
     to_final = kendall_tau_from_discordant(discordant_pairs_batch(s, s[:, -1:]), n)
     axes[1].plot(np.arange(2, epochs + 1), net.mean(0), "o-", ms=3, color=f"C{l}",
                  label=f"layer {l + 1}: end of epoch e-1 vs e")
@@ -134,7 +134,7 @@ def late_vs_first(result):
     """Net swapped pairs per epoch over the last tenth of training and between epochs 1 and 2, per layer."""
     e = result["swaps"].shape[1]
     late = e - max(1, e // 10)
-    net = [discordant_pairs_batch(s[:, 1:], s[:, :-1]) for s in result["epoch_stats"]]
+    net = epoch_swaps(result["epoch_stats"])
     return np.array([x[:, late - 1:].mean() for x in net]), np.array([x[:, 0].mean() for x in net])
 
 

@@ -443,17 +443,13 @@ def _not_config(profile: Profile) -> dict[str, Any]:
             "not_runs": profile.not_runs}
 
 
-def _flat_vector(params) -> np.ndarray:
-    return np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(params)])
-
-
 @register("not_sweep", _not_config,
           "Xiao et al. Fig. 2: train P W_init for permutations P of every NoT, rebasin to the unpermuted net")
 def not_sweep(profile: Profile) -> dict[str, Any]:
     from .interpolation import barrier
     from .matching import weight_matching
     from .permutations import num_transpositions, random_permutation_with_transpositions
-    from .specs import apply_permutation, mlp_permutation_spec
+    from .specs import apply_permutation, mlp_permutation_spec, param_distance
     from .training import fit_map_many
 
     d = load_data(profile)
@@ -481,8 +477,8 @@ def not_sweep(profile: Profile) -> dict[str, Any]:
             rows["run"].append(run)
             rows["not_p"].append(num_transpositions(p))
             rows["not_p_prime"].append(num_transpositions(match.perms["P_0"]))
-            rows["distance_raw"].append(float(np.linalg.norm(_flat_vector(ref) - _flat_vector(net))))
-            rows["distance_matched"].append(float(np.linalg.norm(_flat_vector(ref) - _flat_vector(matched))))
+            rows["distance_raw"].append(param_distance(ref, net))
+            rows["distance_matched"].append(param_distance(ref, matched))
             rows["barrier_raw"].append(barrier(ref, net, x, y, profile.n_lambdas))
             rows["barrier_matched"].append(barrier(ref, matched, x, y, profile.n_lambdas))
     return {k: np.asarray(v) for k, v in rows.items()}

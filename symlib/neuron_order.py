@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["STATISTICS", "discordant_pairs", "discordant_pairs_batch", "kendall_tau_from_discordant", "neuron_statistics",
-           "phase_summary", "sorting_permutations", "statistics_observer", "swap_counter"]
+           "epoch_swaps", "phase_summary", "statistics_observer", "swap_counter"]
 
 #: statistics of a unit's incoming (scaled) kernel column that do not depend on the row order
 STATISTICS = {
@@ -41,6 +41,13 @@ STATISTICS = {
     "abs_max": lambda k: jnp.max(jnp.abs(k), axis=0),
 }
 SCALINGS = ("unit_norm", None)
+
+
+def _check_args(statistic, scaling) -> None:
+    if statistic not in STATISTICS:
+        raise ValueError(f"unknown statistic {statistic!r}; choose one of {sorted(STATISTICS)}")
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
 
 
 def _hidden_layers(params: Mapping) -> list[str]:
@@ -59,10 +66,7 @@ def neuron_statistics(params: Mapping, statistic: str = "max", scaling: str | No
     its norm); ``None`` uses the raw kernels. A unit with an all-zero incoming column
     keeps statistic 0 instead of NaN.
     """
-    if statistic not in STATISTICS:
-        raise ValueError(f"unknown statistic {statistic!r}; choose one of {sorted(STATISTICS)}")
-    if scaling not in SCALINGS:
-        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
+    _check_args(statistic, scaling)
     stat = STATISTICS[statistic]
     out, prev_norm = [], None
     for name in _hidden_layers(params):
@@ -108,9 +112,7 @@ def swap_counter(statistic: str = "max", scaling: str | None = "unit_norm"):
     of units of each hidden layer whose order by :func:`neuron_statistics` changed in the
     step. Cached, so the same arguments give the same function object (a static argument
     of the compiled training loop)."""
-    if statistic not in STATISTICS or scaling not in SCALINGS:
-        neuron_statistics({"dense_0": {"kernel": np.ones((1, 1))}, "dense_1": {"kernel": np.ones((1, 1))}},
-                          statistic, scaling)  # raises the error naming the bad argument
+    _check_args(statistic, scaling)
 
     def count(before, after):
         sb = neuron_statistics(before, statistic, scaling)
@@ -125,15 +127,15 @@ def statistics_observer(statistic: str = "max", scaling: str | None = "unit_norm
     """Observer ``f(params) -> list of per-layer statistics`` (:func:`neuron_statistics`),
     for ``observe_epoch`` of :func:`symlib.training.fit_map_many`; cached like
     :func:`swap_counter`."""
-    swap_counter(statistic, scaling)  # validates the arguments
+    _check_args(statistic, scaling)
     return lambda params: neuron_statistics(params, statistic, scaling)
 
 
-def sorting_permutations(params: Mapping, statistic: str = "max", scaling: str | None = "unit_norm") -> list[np.ndarray]:
-    """Per hidden layer, the unit indices in descending order of their statistic (ties by
-    index): the permutation that :func:`symlib.scaling.sort_neurons` applies (gather
-    convention) when the statistic has no ties."""
-    return [np.argsort(-np.asarray(s), kind="stable") for s in neuron_statistics(params, statistic, scaling)]
+def epoch_swaps(epoch_stats) -> list[np.ndarray]:
+    """Per hidden layer, ``(runs, epochs - 1)``: the pairs of units in opposite order at the
+    ends of consecutive epochs (the net change of the ordering over each epoch), from the
+    per-layer ``(runs, epochs, units)`` statistics of :func:`statistics_observer`."""
+    return [discordant_pairs_batch(s[:, 1:], s[:, :-1]) for s in epoch_stats]
 
 
 def phase_summary(swaps: np.ndarray, epoch_stats, milestones) -> list[dict]:
@@ -153,7 +155,7 @@ def phase_summary(swaps: np.ndarray, epoch_stats, milestones) -> list[dict]:
     if len(epoch_stats) != layers:
         raise ValueError(f"{len(epoch_stats)} layers of statistics but {layers} layers of swap counts")
     phase_of_epoch = np.searchsorted(np.asarray(milestones), np.arange(epochs), side="right")
-    net = [discordant_pairs_batch(s[:, 1:], s[:, :-1]) for s in epoch_stats]  # (runs, epochs - 1)
+    net = epoch_swaps(epoch_stats)  # per layer (runs, epochs - 1)
     rows = []
     for ph in range(len(milestones) + 1):
         ep = np.flatnonzero(phase_of_epoch == ph)

@@ -33,6 +33,7 @@ __all__ = [
     "check_spec",
     "flatten_params",
     "mlp_permutation_spec",
+    "param_distance",
     "random_permutations",
     "unflatten_params",
 ]
@@ -127,6 +128,16 @@ def flatten_params(params: Mapping) -> dict[str, Any]:
 
     walk(params, "")
     return flat
+
+
+def param_distance(a: Mapping, b: Mapping) -> float:
+    """Euclidean distance between two parameter trees of the same structure (all leaves,
+    biases included), computed in float64."""
+    fa, fb = flatten_params(a), flatten_params(b)
+    if sorted(fa) != sorted(fb):
+        raise ValueError(f"parameter trees differ: {sorted(set(fa) ^ set(fb))}")
+    return float(np.sqrt(sum(np.sum((np.asarray(fa[k], np.float64) - np.asarray(fb[k], np.float64)) ** 2)
+                             for k in fa)))
 
 
 def unflatten_params(flat: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from symlib.specs import (
     check_spec,
     flatten_params,
     mlp_permutation_spec,
+    param_distance,
     random_permutations,
     unflatten_params,
 )
@@ -305,3 +306,12 @@ def test_random_permutations_deterministic_and_valid():
     P.validate(a["P_0"], 4)
     P.validate(a["P_1"], 5)
     assert random_permutations(0, mlp_permutation_spec(0), mlp_init(jax.random.key(0), [3, 2])) == {}
+
+
+def test_param_distance():
+    a = {"dense_0": {"kernel": np.zeros((2, 2)), "bias": np.zeros(2)}}
+    b = {"dense_0": {"kernel": np.full((2, 2), 1.0), "bias": np.array([0.0, 3.0])}}
+    assert param_distance(a, b) == np.sqrt(4 + 9)
+    assert param_distance(b, b) == 0.0
+    with pytest.raises(ValueError, match="differ"):
+        param_distance(a, {"dense_0": {"kernel": np.zeros((2, 2))}})
