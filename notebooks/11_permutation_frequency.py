@@ -46,7 +46,7 @@ from IPython.display import display
 from symlib import experiments, plotting
 from symlib.config import get_profile
 from symlib.neuron_order import discordant_pairs_batch, epoch_swaps, kendall_tau_from_discordant, phase_summary
-from symlib.report import Table
+from symlib.report import Table, paper_vs_ours
 
 plotting.set_style()
 profile = get_profile()
@@ -163,6 +163,27 @@ long_profile = profile if profile.laurent_epochs >= 60 else dataclasses.replace(
     profile, laurent_epochs=60, laurent_nets=min(16, profile.laurent_nets))
 long = experiments.run("laurent_mlps", long_profile)
 long_rows, long_late, long_first = show_phases(long)
+
+# %% [markdown]
+# ## The paper's findings beside ours
+#
+# Figure 4 of the paper has no printed numbers, so the paper's column states what it shows.
+
+# %%
+def per_step(table_rows, phase):
+    return "/".join(f"{r['per_step']:.2f}" for r in table_rows if r["phase"] == phase)
+
+
+last = len(milestones)
+display(paper_vs_ours([
+    ("where the sorting permutation changes (Fig. 4)", "around instabilities, high learning-rate phases",
+     f"swapped pairs per step (layers 1/2) {per_step(rows, 0)} at lr {lr[0]:g}, {per_step(rows, last)} at lr "
+     f"{lr[-1]:g}"),
+    ("last phase of training (Sec. 5.2)", "weights nearly never permute",
+     f"net τ per epoch {'/'.join(f'{t:.3f}' for t in kendall_tau_from_discordant(late_net, widths))} "
+     f"({epochs} epochs), {'/'.join(f'{t:.3f}' for t in kendall_tau_from_discordant(long_late, widths))} "
+     f"(60 epochs); swaps per step do not reach 0"),
+], profile.name))
 
 # %% [markdown]
 # ## Synthesis
