@@ -578,7 +578,7 @@ def laurent_mlps(profile: Profile) -> dict[str, Any]:
     params, losses, seen = fit_map_many(inits, data_keys, x, y, cfg, observe=swap_counter("max", "unit_norm"),
                                         observe_epoch=statistics_observer("max", "unit_norm"))
     acc = jax.vmap(lambda p: accuracy(mlp_apply(p, d["x_test"]), d["y_test"]))(params)
-    return {"params": jax.device_get(params), "init": jax.device_get(inits), "epoch_loss": np.asarray(losses),
+    return {"params": jax.device_get(params), "epoch_loss": np.asarray(losses),
             "swaps": np.asarray(seen["step"]), "test_accuracy": np.asarray(acc),
             # per hidden layer: (nets, epochs, units) sorting statistic at the end of every epoch
             "epoch_stats": [np.asarray(s) for s in seen["epoch"]],

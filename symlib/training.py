@@ -6,7 +6,7 @@ Gaussian prior N(0, prior_std^2 I):
     L(W) = mean_i CE(f_W(x_i), y_i) + ||W||^2 / (2 prior_std^2 N)
 
 (plain SGD on this objective is SGD with weight decay ``wd = 1 / (prior_std^2 N)``; see
-:meth:`TrainConfig.with_weight_decay`). The optimiser is Adam (default) or SGD with
+:meth:`TrainConfig.prior_std_for_weight_decay`). The optimiser is Adam (default) or SGD with
 optional momentum, with a piecewise-constant learning rate multiplied by ``lr_factor`` at
 each epoch of ``lr_milestones`` (Laurent et al.'s recipe: SGD, 0.04, halved at epochs 15
 and 30 of 60).
@@ -58,7 +58,7 @@ class TrainConfig(NamedTuple):
 def learning_rate_at(cfg: TrainConfig, epoch):
     """Learning rate during (0-based) ``epoch``: ``learning_rate * lr_factor**k``, ``k`` the
     number of milestones ``<= epoch``."""
-    k = sum((epoch >= m) * 1 for m in cfg.lr_milestones)
+    k = sum(epoch >= m for m in cfg.lr_milestones)
     return cfg.learning_rate * cfg.lr_factor**k
 
 
