@@ -1,14 +1,14 @@
-"""Benchmark symlib.alignment.wasserstein_alignment against weight matching of the means alone.
+"""Benchmark symlib.symmetry.alignment.wasserstein_alignment against weight matching of the means alone.
 
 Run from the repository root:
 
     .venv/bin/python benchmarks/bench_alignment.py                           # 784-1024x3-10, ~15 s
     .venv/bin/python benchmarks/bench_alignment.py --widths 128 256 512 1024  # sweep, printed as a table
 
-Two random "VI-like" mean-field posteriors (symlib.alignment.random_gaussian_posterior:
+Two random "VI-like" mean-field posteriors (symlib.testing.reference.random_gaussian_posterior:
 He-normal means, N(0, 0.1^2) biases, sigma = softplus(rho) with sigma in [0.01, 0.1]) are
 aligned with the W2 cost (weight matching of {mu, sigma} on the composite spec), and the
-same pair's means alone with symlib.matching.weight_matching, in the same process and
+same pair's means alone with symlib.symmetry.matching.weight_matching, in the same process and
 interleaved (the machine may be shared: read the ratio rather than absolute times).
 See benchmarks/README.md.
 """
@@ -24,15 +24,14 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from symlib.alignment import (  # noqa: E402
-    alignment_timings,
+from symlib.symmetry.alignment import (  # noqa: E402
     apply_alignment,
-    random_gaussian_posterior,
     wasserstein2_sq,
     wasserstein_alignment,
 )
-from symlib.matching import weight_matching  # noqa: E402
-from symlib.specs import mlp_permutation_spec  # noqa: E402
+from symlib.symmetry.matching import weight_matching  # noqa: E402
+from symlib.testing.reference import alignment_timings, random_gaussian_posterior  # noqa: E402
+from symlib.symmetry.specs import mlp_permutation_spec  # noqa: E402
 
 
 def fmt_sizes(sizes):
@@ -72,7 +71,7 @@ def one_pair(width: int, depth: int, seed: int, repeats: int, max_iter: int) -> 
 
 def sweep(widths, depth: int, seed: int) -> None:
     out = alignment_timings(widths, depth=depth, seed=seed)
-    print(f"[width sweep] 784-width^{depth}-10, symlib.alignment.alignment_timings(widths={list(widths)}, depth={depth}, seed={seed})")
+    print(f"[width sweep] 784-width^{depth}-10, symlib.testing.reference.alignment_timings(widths={list(widths)}, depth={depth}, seed={seed})")
     print(f"  {'width':>6} {'W2 align (s)':>13} {'sweeps':>7} {'WM mu (s)':>10} {'sweeps':>7} {'ratio':>6}")
     for w, a, sa, b, sb, r in zip(out["width"], out["w2_seconds"], out["w2_sweeps"], out["wm_seconds"],
                                   out["wm_sweeps"], out["ratio"]):
@@ -89,7 +88,7 @@ def main(argv=None) -> None:
     ap.add_argument("--max-iter", type=int, default=100)
     args = ap.parse_args(argv)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"symlib.alignment benchmark; python {platform.python_version()}, numpy {np.__version__}, "
+    print(f"symlib.symmetry.alignment benchmark; python {platform.python_version()}, numpy {np.__version__}, "
           f"{os.cpu_count()} CPUs, load average {load:.2f} at start")
     t = time.perf_counter()
     if args.widths:

@@ -1,4 +1,4 @@
-"""Benchmark symlib.matching against a plain re-implementation of the Git Re-Basin loop.
+"""Benchmark symlib.symmetry.matching against a plain re-implementation of the Git Re-Basin loop.
 
 Run from the repository root:
 
@@ -24,16 +24,17 @@ from scipy.optimize import linear_sum_assignment
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from symlib import permutations as P  # noqa: E402
-from symlib.matching import apply_permutation_many, reference_weight_matching, weight_matching, weight_matching_many  # noqa: E402
-from symlib.models import mlp_init  # noqa: E402
-from symlib.specs import apply_permutation, flatten_params, mlp_permutation_spec, random_permutations  # noqa: E402
+from symlib.symmetry.matching import apply_permutation_many, weight_matching, weight_matching_many  # noqa: E402
+from symlib.testing.reference import reference_weight_matching  # noqa: E402
+from symlib.core.models import mlp_init  # noqa: E402
+from symlib.symmetry.specs import apply_permutation, flatten_params, mlp_permutation_spec, random_permutations  # noqa: E402
 
 
 # --------------------------------------------------------------------------- data
 
 
 def random_net(seed: int, sizes, bias_scale: float = 0.1):
-    """He-normal MLP (symlib.models.mlp_init) with small random biases, float32 numpy."""
+    """He-normal MLP (symlib.core.models.mlp_init) with small random biases, float32 numpy."""
     params = mlp_init(jax.random.PRNGKey(seed), sizes)
     rng = np.random.default_rng(seed + 10_000)
     out = {}
@@ -171,11 +172,11 @@ def main(argv=None):
     repeats = args.repeats or 3
     m = args.samples or (200 if args.quick else 1000)
     loop_m = args.loop_samples or (20 if args.quick else 50)
-    print(f"symlib.matching benchmark ({'quick' if args.quick else 'full'}); python {platform.python_version()}, "
+    print(f"symlib.symmetry.matching benchmark ({'quick' if args.quick else 'full'}); python {platform.python_version()}, "
           f"numpy {np.__version__}, jax {jax.__version__}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.2f} at start")
     t0 = time.perf_counter()
-    print("\n== 1. one pair: plain Git Re-Basin loop (baseline) vs symlib.matching.weight_matching ==")
+    print("\n== 1. one pair: plain Git Re-Basin loop (baseline) vs symlib.symmetry.matching.weight_matching ==")
     bench_pair([784, 512, 10], repeats)
     bench_pair([784, 512, 512, 512, 10], repeats)
     if not args.quick:

@@ -1,10 +1,10 @@
-"""Min-mass (Definition C.6 of Laurent et al., ICLR 2024): symlib.scaling.min_mass vs baselines.
+"""Min-mass (Definition C.6 of Laurent et al., ICLR 2024): symlib.symmetry.scaling.min_mass vs baselines.
 
 On one He-initialised 784-W-W-W-10 ReLU MLP (default W = 512; random positive rescaling of
 the hidden units applied first, spread ``--spread`` in log-space, so that there is
 something to remove), times
 
-* ``symlib.scaling.min_mass`` (method auto, and method newton),
+* ``symlib.symmetry.scaling.min_mass`` (method auto, and method newton),
 * scipy L-BFGS-B on the same convex log-scale objective with the analytic gradient,
 * cvxpy (the paper's tool) with exponential cones, unless ``--no-cvxpy`` or cvxpy is not
   installed; ``--cvxpy-width`` lets cvxpy run on a narrower network when the full one is
@@ -21,7 +21,8 @@ import time
 
 import numpy as np
 
-from symlib import scaling as S
+from symlib.symmetry import scaling as S
+from symlib.testing import reference as R
 
 
 def he_mlp(rng, sizes):
@@ -50,7 +51,7 @@ def run(width, spread, seed, with_cvxpy, repeat):
           f"mass before {S.mass(params):.6g}")
     t_auto, r_auto = timed(lambda: S.min_mass(params), repeat)
     t_newt, r_newt = timed(lambda: S.min_mass(params, method="newton"), repeat)
-    t_lb, (f_lb, nit) = timed(lambda: S.min_mass_lbfgs(params), 1)
+    t_lb, (f_lb, nit) = timed(lambda: R.min_mass_lbfgs(params), 1)
     ref = r_newt.mass
     print(f"  min_mass auto   : {t_auto:9.4f} s  mass {r_auto.mass:.12g}  iters {r_auto.iterations:4d}  "
           f"converged {r_auto.converged}  rel. diff vs newton {(r_auto.mass - ref) / ref:+.2e}")
@@ -59,7 +60,7 @@ def run(width, spread, seed, with_cvxpy, repeat):
     print(f"  scipy L-BFGS-B  : {t_lb:9.4f} s  mass {f_lb:.12g}  iters {nit:4d}  "
           f"rel. diff {(r_auto.mass - f_lb) / f_lb:+.2e}  speed-up {t_lb / t_auto:7.1f}x")
     if with_cvxpy:
-        t_cv, (f_cv, _, status) = timed(lambda: S.min_mass_cvxpy(params), 1)
+        t_cv, (f_cv, _, status) = timed(lambda: R.min_mass_cvxpy(params), 1)
         print(f"  cvxpy ({status}): {t_cv:9.4f} s  mass {f_cv:.12g}  "
               f"rel. diff {(r_auto.mass - f_cv) / f_cv:+.2e}  speed-up {t_cv / t_auto:7.1f}x")
 

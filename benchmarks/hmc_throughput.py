@@ -1,4 +1,4 @@
-"""Throughput of ``symlib.hmc.run_hmc`` against a bare gradient loop (one process).
+"""Throughput of ``symlib.inference.hmc.run_hmc`` against a bare gradient loop (one process).
 
 For a 784-512-10 MLP (407,050 parameters) on N random MNIST-shaped examples, it times
 
@@ -39,8 +39,8 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from symlib.hmc import HMCConfig, HMCWarning, make_logdensity, run_hmc  # noqa: E402
-from symlib.models import mlp_init  # noqa: E402
+from symlib.inference.hmc import HMCConfig, HMCWarning, make_logdensity, run_hmc  # noqa: E402
+from symlib.core.models import mlp_init  # noqa: E402
 
 SIZES = [784, 512, 10]
 
@@ -166,7 +166,7 @@ def main(argv=None) -> None:
     dev = jax.devices()[0]
     device_name = f"{dev.platform}: {dev.device_kind}"
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"symlib.hmc throughput; jax {jax.__version__}, {len(jax.devices())} x {device_name}, "
+    print(f"symlib.inference.hmc throughput; jax {jax.__version__}, {len(jax.devices())} x {device_name}, "
           f"{os.cpu_count()} CPUs, load average {load:.2f} at start")
     if dev.platform == "gpu":
         print(f"GPU: {dev.device_kind}" + (f", fp32 peak {args.peak_tflops} TFLOP/s (given)" if args.peak_tflops else ""))

@@ -41,13 +41,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib import experiments, plotting
-from symlib.config import get_profile
-from symlib.models import mlp_apply
-from symlib.report import paper_vs_ours
-from symlib.permutations import num_transpositions, random_permutation, random_permutation_with_transpositions
-from symlib.specs import apply_permutation, mlp_permutation_spec, param_distance
-from symlib.training import sq_norm
+from symlib import experiments
+from symlib.experiments import plotting
+from symlib.experiments.profiles import get_profile
+from symlib.core.models import mlp_apply
+from symlib.experiments.report import paper_vs_ours
+from symlib.symmetry.permutations import num_transpositions, random_permutation, random_permutation_with_transpositions
+from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, param_distance
+from symlib.inference.training import sq_norm
 
 plotting.set_style()
 profile = get_profile()

@@ -32,7 +32,7 @@
 #
 # This notebook shows:
 #
-# - the paper's worked example of NoT, checked by `symlib.permutations`;
+# - the paper's worked example of NoT, checked by `symlib.symmetry.permutations`;
 # - Figure 2 (a): $\mathrm{NoT}(P')$ after training against $\mathrm{NoT}(P)$ at
 #   initialisation, over several random initialisations (mean and $\pm 1\sigma$);
 # - Figure 2 (b, c): weight-space distance and loss barrier between the trained networks
@@ -45,10 +45,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy import stats
 
-from symlib import experiments, plotting
-from symlib.config import get_profile
-from symlib.permutations import cycles, num_transpositions
-from symlib.report import paper_vs_ours
+from symlib import experiments
+from symlib.experiments import plotting
+from symlib.experiments.profiles import get_profile
+from symlib.symmetry.permutations import cycles, num_transpositions
+from symlib.experiments.report import paper_vs_ours
 
 plotting.set_style()
 profile = get_profile()

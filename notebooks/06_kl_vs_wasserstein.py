@@ -35,7 +35,7 @@
 # - the derivation of the KL cost, and that its trace term **does** depend on $P$ unless
 #   $s_0$ is constant, checked numerically over all permutations of a small case;
 # - both costs (and the appendix's reduced, mean-only KL) written as the same bilinear
-#   assignment problem that weight matching solves, so `symlib.alignment` needs no new loop;
+#   assignment problem that weight matching solves, so `symlib.symmetry.alignment` needs no new loop;
 # - the 2-D toy of Figure A1: two Gaussians mirror-symmetric about $y = x$, and which
 #   permutation each cost picks.
 
@@ -46,11 +46,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
-from symlib import plotting
-from symlib.alignment import kl_alignment, kl_diag, wasserstein2_sq, wasserstein_alignment
-from symlib.config import get_profile
-from symlib.report import Table
-from symlib.specs import PermutationSpec
+from symlib.experiments import plotting
+from symlib.symmetry.alignment import kl_alignment, kl_diag, wasserstein2_sq, wasserstein_alignment
+from symlib.experiments.profiles import get_profile
+from symlib.experiments.report import Table
+from symlib.symmetry.specs import PermutationSpec
 
 plotting.set_style()
 profile = get_profile()

@@ -48,9 +48,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
-from symlib import experiments, plotting
-from symlib.config import get_profile
-from symlib.report import Table
+from symlib import experiments
+from symlib.experiments import plotting
+from symlib.experiments.profiles import get_profile
+from symlib.experiments.report import Table
 
 plotting.set_style()
 profile = get_profile()

@@ -39,10 +39,10 @@ import platform
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from symlib import plotting
-from symlib.alignment import alignment_timings
-from symlib.config import get_profile
-from symlib.report import Table
+from symlib.experiments import plotting
+from symlib.testing.reference import alignment_timings
+from symlib.experiments.profiles import get_profile
+from symlib.experiments.report import Table
 
 plotting.set_style()
 profile = get_profile()

@@ -43,10 +43,11 @@ import numpy as np
 from scipy import stats
 from IPython.display import display
 
-from symlib import experiments, plotting
-from symlib.config import get_profile
-from symlib.report import Table, paper_vs_ours
-from symlib.toy import count_modes
+from symlib import experiments
+from symlib.experiments import plotting
+from symlib.experiments.profiles import get_profile
+from symlib.experiments.report import Table, paper_vs_ours
+from symlib.experiments.toy import count_modes
 
 plotting.set_style()
 profile = get_profile()

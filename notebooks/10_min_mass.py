@@ -27,7 +27,7 @@
 # expect training to settle at the rescaling with the smallest penalty. The *min-mass
 # problem* asks for exactly that rescaling: minimise the sum of squared weights (the
 # "mass", biases excluded) over all positive per-unit scales. It is strictly convex in the
-# log-scales (Proposition 2), so it has a unique solution, which `symlib.scaling.min_mass`
+# log-scales (Proposition 2), so it has a unique solution, which `symlib.symmetry.scaling.min_mass`
 # computes exactly. If trained networks are not already at that point, then (Corollary 1)
 # infinitely many equivalent networks have a lower regularised training loss: the
 # scaling symmetry survives weight decay.
@@ -46,12 +46,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
-from symlib import experiments, plotting
-from symlib.config import get_profile
-from symlib.marginals import first_last_pvalues, unit_weights
-from symlib.models import unstack
-from symlib.report import Table, paper_vs_ours
-from symlib.scaling import check_function_unchanged, identifiable, min_mass, sort_neurons
+from symlib import experiments
+from symlib.experiments import plotting
+from symlib.experiments.profiles import get_profile
+from symlib.evaluation.marginals import first_last_pvalues, unit_weights
+from symlib.core.models import unstack
+from symlib.experiments.report import Table, paper_vs_ours
+from symlib.symmetry.scaling import check_function_unchanged, identifiable, min_mass, sort_neurons
 
 plotting.set_style()
 profile = get_profile()
@@ -139,7 +140,7 @@ print(f"Corollary 1: the penalty (wd/2) * mass drops by {wd / 2 * (before - afte
 # (i.i.d. initial weights, a training procedure that treats units alike), so across
 # checkpoints the first and the last unit of a layer have weights with the same marginal
 # distribution. The identifiable network (min-mass scaling, then units sorted by their
-# largest incoming weight; `symlib.scaling.identifiable`) gives each rank its own
+# largest incoming weight; `symlib.symmetry.scaling.identifiable`) gives each rank its own
 # distribution. For every layer and weight position we compare the first unit's weight
 # with the last unit's by a two-sample Kolmogorov-Smirnov test, the two samples taken
 # from disjoint halves of the checkpoints so that they are independent.

@@ -43,10 +43,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
-from symlib import experiments, plotting
-from symlib.config import get_profile
-from symlib.neuron_order import discordant_pairs_batch, epoch_swaps, kendall_tau_from_discordant, phase_summary
-from symlib.report import Table, paper_vs_ours
+from symlib import experiments
+from symlib.experiments import plotting
+from symlib.experiments.profiles import get_profile
+from symlib.symmetry.neuron_order import discordant_pairs_batch, epoch_swaps, kendall_tau_from_discordant, phase_summary
+from symlib.experiments.report import Table, paper_vs_ours
 
 plotting.set_style()
 profile = get_profile()
@@ -58,7 +59,7 @@ print(profile.describe())
 # The same `laurent_nets` MLPs as the min-mass chapter (shared through the artifact
 # cache): SGD with the paper's OptuNet recipe, learning rate 0.04 halved after a quarter
 # and after half of training. The compiled training loop counts, after every step and for
-# every hidden layer, the pairs of units whose order changed (`symlib.neuron_order`).
+# every hidden layer, the pairs of units whose order changed (`symlib.symmetry.neuron_order`).
 
 # %%
 res = experiments.run("laurent_mlps", profile)

@@ -18,9 +18,10 @@ def main(argv: list[str] | None = None) -> int:
                             "device and date (e.g. --out book/results)")
     args = parser.parse_args(argv)
 
-    from . import experiments, results
-    from .cache import cache_dir
-    from .config import get_profile
+    from symlib import experiments
+    from symlib.experiments import results
+    from symlib.experiments.cache import cache_dir
+    from symlib.experiments.profiles import get_profile
 
     if args.command == "list":
         print(experiments.describe())

@@ -2,7 +2,7 @@
 import jax
 import numpy as np
 
-from symlib.specs import flatten_params
+from symlib.symmetry.specs import flatten_params
 
 
 def random_mlp(rng: np.random.Generator, sizes, bias_scale=1.0) -> dict:

@@ -1,4 +1,4 @@
-"""Tests for symlib.alignment (W2 / KL alignment of mean-field posteriors, geodesic, marginal barrier)."""
+"""Tests for symlib.symmetry.alignment (W2 / KL alignment of mean-field posteriors, geodesic, marginal barrier)."""
 from __future__ import annotations
 
 import itertools
@@ -10,9 +10,8 @@ import pytest
 
 from _helpers import assert_tree_close
 
-from symlib import permutations as P
-from symlib.alignment import (
-    alignment_timings,
+from symlib.symmetry import permutations as P
+from symlib.symmetry.alignment import (
     apply_alignment,
     composite_spec,
     kl_alignment,
@@ -21,17 +20,17 @@ from symlib.alignment import (
     marginal_barrier,
     marginal_loss_curve,
     midpoint_barrier,
-    random_gaussian_posterior,
     w2_geodesic,
     wasserstein2_sq,
     wasserstein_alignment,
 )
-from symlib.interpolation import interpolation_curve
-from symlib.metrics import nll_from_probs
-from symlib.models import mlp_init
-from symlib.predictive import predict_from_gaussian
-from symlib.specs import PermutationSpec, flatten_params, mlp_permutation_spec, random_permutations
-from symlib.vi import VIResult
+from symlib.evaluation.interpolation import interpolation_curve
+from symlib.testing.reference import alignment_timings, random_gaussian_posterior
+from symlib.evaluation.metrics import nll_from_probs
+from symlib.core.models import mlp_init
+from symlib.evaluation.predictive import predict_from_gaussian
+from symlib.symmetry.specs import PermutationSpec, flatten_params, mlp_permutation_spec, random_permutations
+from symlib.inference.vi import VIResult
 
 
 # --------------------------------------------------------------------------- helpers
@@ -370,7 +369,7 @@ def test_marginal_curve_endpoints_are_the_predictive_nll_and_chunking_does_not_m
     c2 = marginal_loss_curve(key, q0, q1, x, y, 5, num_samples=7, sample_chunk=3, batch_size=16)
     np.testing.assert_allclose(c1["loss"], c2["loss"], rtol=1e-5)
     np.testing.assert_array_equal(c1["accuracy"], c2["accuracy"])
-    # same noise as symlib.predictive (draw s uses split(key, S)[s])
+    # same noise as symlib.evaluation.predictive (draw s uses split(key, S)[s])
     for q, i in ((q0, 0), (q1, -1)):
         probs = predict_from_gaussian(key, q[0], q[1], x, 7)
         assert c1["loss"][i] == pytest.approx(nll_from_probs(np.asarray(probs), np.asarray(y)), rel=1e-5)
@@ -398,7 +397,7 @@ def test_barrier_definitions_on_hand_made_curves():
     assert marginal_barrier({"tau": [0, 0.5, 1], "loss": [1.0, 0.5, 1.0]}) == 0.0
     assert marginal_barrier({"tau": [0, 0.5, 1], "loss": [1.0, 1.5, 2.0]}) == pytest.approx(0.0, abs=1e-15)
     assert midpoint_barrier({"tau": [0, 0.5, 1], "loss": [1.0, 0.5, 1.0]}) == pytest.approx(-0.5)
-    # unsorted taus and the "lambda" key of symlib.interpolation
+    # unsorted taus and the "lambda" key of symlib.evaluation.interpolation
     assert marginal_barrier({"lambda": [1.0, 0.0, 0.5], "loss": [2.0, 1.0, 3.0]}) == pytest.approx(1.5)
     with pytest.raises(ValueError, match="non-finite"):
         marginal_barrier({"tau": [0, 0.5, 1], "loss": [1.0, np.nan, 1.0]})

@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from symlib import cache
+from symlib.experiments import cache
 
 
 @pytest.fixture()

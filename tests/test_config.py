@@ -1,6 +1,6 @@
 import pytest
 
-from symlib.config import PROFILES, get_profile
+from symlib.experiments.profiles import PROFILES, get_profile
 
 
 def test_default_is_quick(monkeypatch):

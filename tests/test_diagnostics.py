@@ -1,4 +1,4 @@
-"""Tests of symlib.diagnostics: R-hat and ESS on synthetic chains, function-space diagnostics."""
+"""Tests of symlib.inference.diagnostics: R-hat and ESS on synthetic chains, function-space diagnostics."""
 from __future__ import annotations
 
 import jax
@@ -6,9 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from symlib.diagnostics import ess, function_space_diagnostics, rhat, summarize_hmc
-from symlib.hmc import HMCConfig, run_hmc
-from symlib.models import mlp_apply, mlp_init
+from symlib.inference.diagnostics import ess, function_space_diagnostics, rhat, summarize_hmc
+from symlib.inference.hmc import HMCConfig, run_hmc
+from symlib.core.models import mlp_apply, mlp_init
 
 
 def _ar1(rng, rho, chains, n):

@@ -3,9 +3,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from symlib.ensembles import EnsembleResult, train_ensemble
-from symlib.models import mlp_apply, mlp_init
-from symlib.training import TrainConfig, train_mlp
+from symlib.inference.ensembles import EnsembleResult, train_ensemble
+from symlib.core.models import mlp_apply, mlp_init
+from symlib.inference.training import TrainConfig, train_mlp
 
 
 def _toy(n=256, d=12, seed=0):

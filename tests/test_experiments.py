@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from symlib import experiments
-from symlib.config import get_profile
+from symlib.experiments.profiles import get_profile
 
 TINY = dataclasses.replace(
     get_profile("quick"), name="tiny", n_train=300, n_val=0, n_test=200, hidden=8, epochs=2, batch_size=50,
@@ -57,7 +57,7 @@ def test_bnn_n_train_too_large_is_an_error():
 
 
 def test_toy_helpers():
-    from symlib.toy import count_modes, sort_by_output_weight, two_gaussians
+    from symlib.experiments.toy import count_modes, sort_by_output_weight, two_gaussians
 
     x, y = two_gaussians(n_per_class=50)
     assert x.shape == (100, 2) and np.all((x.sum(1) > 0) == (y == 1))

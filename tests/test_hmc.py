@@ -1,4 +1,4 @@
-"""Tests of symlib.hmc: correctness on known posteriors, diagnostics of bad step sizes,
+"""Tests of symlib.inference.hmc: correctness on known posteriors, diagnostics of bad step sizes,
 chunked storage and resumption, data-parallel sharding and input validation."""
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from symlib.diagnostics import ess
-from symlib.hmc import (
+from symlib.inference.diagnostics import ess
+from symlib.inference.hmc import (
     HMCConfig,
     HMCWarning,
     iter_sample_chunks,
@@ -25,7 +25,7 @@ from symlib.hmc import (
     make_logdensity,
     run_hmc,
 )
-from symlib.models import mlp_apply, mlp_init
+from symlib.core.models import mlp_apply, mlp_init
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -153,7 +153,7 @@ def test_good_run_issues_no_warning(recwarn):
     assert res.warning_messages() == []
 
 
-@pytest.mark.filterwarnings("ignore::symlib.hmc.HMCWarning")
+@pytest.mark.filterwarnings("ignore::symlib.inference.hmc.HMCWarning")
 def test_per_chain_initial_positions_and_stats_shapes():
     ld = _gaussian_logdensity(np.zeros(2), np.eye(2))
     cfg = HMCConfig(step_size=0.2, num_leapfrog=3, num_burnin=3, num_samples=4, thin=3, num_chains=2)
@@ -232,7 +232,7 @@ def test_resume_with_different_config_or_init_raises(tmp_path):
         run_hmc(key, init, make_logdensity(x, y), cfg, out_dir=tmp_path, chunk_size=2)
 
 
-@pytest.mark.filterwarnings("ignore::symlib.hmc.HMCWarning")
+@pytest.mark.filterwarnings("ignore::symlib.inference.hmc.HMCWarning")
 def test_samples_are_stored_in_chunks_and_loaded_from_disk(tmp_path):
     ld, init = _mlp_problem()
     cfg = HMCConfig(step_size=0.05, num_leapfrog=2, num_burnin=3, num_samples=7, thin=2, num_chains=2)
@@ -311,8 +311,8 @@ def test_make_logdensity_validates_inputs():
 
 _SHARDED_SCRIPT = textwrap.dedent("""
     import json, jax, jax.numpy as jnp, numpy as np
-    from symlib.hmc import HMCConfig, make_logdensity, run_hmc
-    from symlib.models import mlp_init
+    from symlib.inference.hmc import HMCConfig, make_logdensity, run_hmc
+    from symlib.core.models import mlp_init
     assert len(jax.devices()) == 4, jax.devices()
     rng = np.random.default_rng(0)
     x = rng.normal(size=(30, 3)).astype(np.float32)   # 30 examples: not a multiple of 4

@@ -3,9 +3,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from symlib.interpolation import barrier, interpolate, interpolation_curve, loss_barrier
-from symlib.models import mlp_apply, mlp_init
-from symlib.metrics import nll
+from symlib.evaluation.interpolation import barrier, interpolate, interpolation_curve, loss_barrier
+from symlib.core.models import mlp_apply, mlp_init
+from symlib.evaluation.metrics import nll
 
 
 def test_interpolate_endpoints_and_midpoint():

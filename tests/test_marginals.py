@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from _helpers import random_mlp
 
-from symlib.marginals import first_last_pvalues, unit_weights
-from symlib.models import unstack
+from symlib.evaluation.marginals import first_last_pvalues, unit_weights
+from symlib.core.models import unstack
 
 
 def _nets(n, seed=0, skew=0.0):

@@ -1,4 +1,4 @@
-"""Tests for symlib.matching (weight / activation / many-to-one matching)."""
+"""Tests for symlib.symmetry.matching (weight / activation / many-to-one matching)."""
 from __future__ import annotations
 
 import jax
@@ -11,9 +11,8 @@ from scipy.optimize import linear_sum_assignment
 
 from _helpers import assert_tree_close, random_mlp, stack_trees
 
-from symlib import permutations as P
-from symlib.matching import (
-    reference_weight_matching,
+from symlib.symmetry import permutations as P
+from symlib.symmetry.matching import (
     MatchResult,
     _CostCache,
     _build_terms,
@@ -23,8 +22,9 @@ from symlib.matching import (
     weight_matching,
     weight_matching_many,
 )
-from symlib.models import mlp_hidden
-from symlib.specs import (
+from symlib.core.models import mlp_hidden
+from symlib.testing.reference import reference_weight_matching
+from symlib.symmetry.specs import (
     PermutationSpec,
     apply_permutation,
     check_spec,

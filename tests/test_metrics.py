@@ -1,4 +1,4 @@
-"""Tests for the probability-based metrics of symlib.metrics (agreement, TV, ...)."""
+"""Tests for the probability-based metrics of symlib.evaluation.metrics (agreement, TV, ...)."""
 from __future__ import annotations
 
 import jax
@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from symlib.metrics import (
+from symlib.evaluation.metrics import (
     accuracy,
     accuracy_from_probs,
     agreement,

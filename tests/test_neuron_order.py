@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 from _helpers import random_mlp
 
-from symlib.neuron_order import (discordant_pairs, discordant_pairs_batch, kendall_tau_from_discordant, neuron_statistics,
+from symlib.symmetry.neuron_order import (discordant_pairs, discordant_pairs_batch, kendall_tau_from_discordant, neuron_statistics,
                                  epoch_swaps, phase_summary, statistics_observer, swap_counter)
-from symlib.permutations import kendall_tau
-from symlib.scaling import apply_scaling, sort_neurons, unit_norm
-from symlib.specs import apply_permutation, mlp_permutation_spec
+from symlib.symmetry.permutations import kendall_tau
+from symlib.symmetry.scaling import apply_scaling, sort_neurons, unit_norm
+from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
 
 SIZES = [7, 9, 6, 4]
 

@@ -1,4 +1,4 @@
-"""Tests for symlib.permutations."""
+"""Tests for symlib.symmetry.permutations."""
 from __future__ import annotations
 
 import itertools
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-from symlib import permutations as P
+from symlib.symmetry import permutations as P
 
 
 @st.composite

@@ -3,8 +3,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from symlib.models import mlp_apply, mlp_init
-from symlib.predictive import (member_probs, predict_from_gaussian, predict_from_samples, predict_single,
+from symlib.core.models import mlp_apply, mlp_init
+from symlib.evaluation.predictive import (member_probs, predict_from_gaussian, predict_from_samples, predict_single,
                                sample_gaussian)
 
 SIZES = [6, 10, 4]

@@ -1,4 +1,4 @@
-"""Tests for symlib.pruning (prune by sigma, pruning curves, stitching summaries)."""
+"""Tests for symlib.evaluation.pruning (prune by sigma, pruning curves, stitching summaries)."""
 from __future__ import annotations
 
 import jax
@@ -6,13 +6,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from symlib import permutations as P
-from symlib.metrics import accuracy_from_probs
-from symlib.models import mlp_apply
-from symlib.predictive import predict_single
-from symlib.pruning import keep_mask, num_kept, prune_by_sigma, pruning_curve, stitch
-from symlib.specs import apply_permutation, flatten_params, mlp_permutation_spec, random_permutations
-from symlib.summaries import GaussianSummary, tree_to_vector
+from symlib.symmetry import permutations as P
+from symlib.evaluation.metrics import accuracy_from_probs
+from symlib.core.models import mlp_apply
+from symlib.evaluation.predictive import predict_single
+from symlib.evaluation.pruning import keep_mask, num_kept, prune_by_sigma, pruning_curve, stitch
+from symlib.symmetry.specs import apply_permutation, flatten_params, mlp_permutation_spec, random_permutations
+from symlib.evaluation.summaries import GaussianSummary, tree_to_vector
 
 
 def _mlp(rng, sizes):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from symlib import results
+from symlib.experiments import results
 
 
 def test_save_and_load_roundtrip(tmp_path):

@@ -1,4 +1,4 @@
-"""Tests of symlib.scaling: scaling symmetries, min-mass, unit-norm, sorting, identifiable nets."""
+"""Tests of symlib.symmetry.scaling: scaling symmetries, min-mass, unit-norm, sorting, identifiable nets."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,15 +7,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _helpers import assert_tree_close, random_mlp
-from symlib import scaling as S
-from symlib.models import mlp_apply, mlp_init
-from symlib.permutations import random_permutation
-from symlib.specs import apply_permutation, mlp_permutation_spec
+from symlib.symmetry import scaling as S
+from symlib.testing import reference as R
+from symlib.core.models import mlp_apply, mlp_init
+from symlib.symmetry.permutations import random_permutation
+from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
 
 
 def _scipy_oracle(params):
     """Min mass by a generic solver (L-BFGS on the log-scales, analytic gradient)."""
-    return S.min_mass_lbfgs(params, max_iter=20_000)[0]
+    return R.min_mass_lbfgs(params, max_iter=20_000)[0]
 
 
 def random_scales(rng, params, spread=1.0):
@@ -164,7 +165,7 @@ def test_min_mass_matches_cvxpy(sizes):
     pytest.importorskip("cvxpy")
     rng = np.random.default_rng(10 + sum(sizes))
     params = random_mlp(rng, sizes)
-    value, log_scales, _ = S.min_mass_cvxpy(params)
+    value, log_scales, _ = R.min_mass_cvxpy(params)
     res = S.min_mass(params)
     assert res.mass == pytest.approx(value, rel=1e-6)
     assert res.mass <= value * (1 + 1e-9)

@@ -1,4 +1,4 @@
-"""Tests for symlib.specs."""
+"""Tests for symlib.symmetry.specs."""
 from __future__ import annotations
 
 import jax
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symlib import permutations as P
-from symlib.models import mlp_apply, mlp_hidden, mlp_init
-from symlib.specs import (
+from symlib.symmetry import permutations as P
+from symlib.core.models import mlp_apply, mlp_hidden, mlp_init
+from symlib.symmetry.specs import (
     PermutationSpec,
     apply_permutation,
     check_spec,

@@ -1,4 +1,4 @@
-"""Tests for symlib.summaries (q_d and q_r of a stack of networks)."""
+"""Tests for symlib.evaluation.summaries (q_d and q_r of a stack of networks)."""
 from __future__ import annotations
 
 import jax
@@ -8,10 +8,10 @@ import pytest
 
 from _helpers import assert_tree_close, random_mlp, stack_trees
 
-from symlib import permutations as P
-from symlib.matching import apply_permutation_many
-from symlib.specs import apply_permutation, flatten_params, mlp_permutation_spec, random_permutations
-from symlib.summaries import (
+from symlib.symmetry import permutations as P
+from symlib.symmetry.matching import apply_permutation_many
+from symlib.symmetry.specs import apply_permutation, flatten_params, mlp_permutation_spec, random_permutations
+from symlib.evaluation.summaries import (
     METHODS,
     GaussianSummary,
     direct_summary,
@@ -208,10 +208,10 @@ def test_vectors_and_sampling():
 def test_grouped_rebasin_uses_one_permutation_per_group():
     import jax
 
-    from symlib import permutations as P
-    from symlib.models import mlp_init
-    from symlib.specs import apply_permutation, mlp_permutation_spec
-    from symlib.summaries import direct_summary, grouped_rebasin_summary
+    from symlib.symmetry import permutations as P
+    from symlib.core.models import mlp_init
+    from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
+    from symlib.evaluation.summaries import direct_summary, grouped_rebasin_summary
 
     spec = mlp_permutation_spec(1)
     base = jax.tree_util.tree_map(np.asarray, mlp_init(jax.random.key(0), [6, 9, 3]))

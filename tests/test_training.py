@@ -3,8 +3,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from symlib.models import mlp_apply, mlp_init, mlp_sizes
-from symlib.training import TrainConfig, fit_map, fit_map_many, learning_rate_at, make_optimizer, train_mlp
+from symlib.core.models import mlp_apply, mlp_init, mlp_sizes
+from symlib.inference.training import TrainConfig, fit_map, fit_map_many, learning_rate_at, make_optimizer, train_mlp
 
 
 def _toy(n=256, d=12, seed=0):
@@ -100,8 +100,8 @@ def test_sgd_learning_rate_schedule_and_errors():
 def test_prior_std_for_weight_decay_is_sgd_weight_decay():
     """Plain SGD on the MAP objective with prior_std_for_weight_decay(wd, N) takes the step
     of SGD on the mean cross-entropy plus wd * W (PyTorch-style weight decay)."""
-    from symlib.metrics import nll
-    from symlib.training import map_objective
+    from symlib.evaluation.metrics import nll
+    from symlib.inference.training import map_objective
 
     x, y = _toy(n=64)
     params = mlp_init(jax.random.key(3), [12, 5, 3])
@@ -116,7 +116,7 @@ def test_prior_std_for_weight_decay_is_sgd_weight_decay():
 
 
 def test_fit_map_many_observers():
-    from symlib.neuron_order import neuron_statistics
+    from symlib.symmetry.neuron_order import neuron_statistics
 
     x, y = _toy(n=128)
     cfg = TrainConfig(epochs=3, batch_size=32, learning_rate=0.1, optimizer="sgd", lr_milestones=(1,))

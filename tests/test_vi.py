@@ -6,8 +6,8 @@ import pytest
 from flax import nnx
 from scipy import integrate, stats
 
-from symlib.models import mlp_apply, mlp_init
-from symlib.vi import (MeanField, MeanFieldMLP, VIResult, categorical_loglik, fit_mlp_vi, fit_vi,
+from symlib.core.models import mlp_apply, mlp_init
+from symlib.inference.vi import (MeanField, MeanFieldMLP, VIResult, categorical_loglik, fit_mlp_vi, fit_vi,
                        gaussian_kl, inverse_softplus)
 
 # ----------------------------------------------------------------------------- helpers

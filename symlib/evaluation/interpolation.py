@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .metrics import accuracy, nll
-from .models import Params, mlp_apply
+from symlib.evaluation.metrics import accuracy, nll
+from symlib.core.models import Params, mlp_apply
 
 
 def interpolate(params_0: Params, params_1: Params, lam: float | jax.Array) -> Params:

@@ -50,8 +50,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from .cache import atomic_write
-from .models import mlp_apply
+from symlib.core.io import atomic_write
+from symlib.core.models import mlp_apply
 
 __all__ = [
     "HMCConfig",

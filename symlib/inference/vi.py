@@ -55,7 +55,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from .models import Params, mlp_apply, mlp_init
+from symlib.core.models import Params, mlp_apply, mlp_init
 
 PyTree = Any
 LogLikFn = Callable[[PyTree, jax.Array, jax.Array], jax.Array]
@@ -184,7 +184,7 @@ class MeanField(nnx.Module):
 class MeanFieldMLP(MeanField):
     """Mean-field Gaussian over the symlib MLP with layer sizes ``sizes``.
 
-    ``mu`` is initialised like :func:`symlib.models.mlp_init` (He-normal kernels, zero
+    ``mu`` is initialised like :func:`symlib.core.models.mlp_init` (He-normal kernels, zero
     biases) from ``rngs.params()``; every ``sigma`` starts at ``std_init``. Calling the
     module samples ONE network (one ``eps`` for the whole input batch) and returns its
     logits; the noise comes from ``key`` if given, else from ``rngs.sample()``.

@@ -45,7 +45,7 @@ def mlp_init(key: jax.Array, sizes: Sequence[int]) -> Params:
 def unstack(params, dtype=None) -> list[dict]:
     """Split a stack of networks (leading axis on every leaf) into a list of networks
     with numpy leaves (cast to ``dtype`` if given, e.g. ``np.float64`` for
-    :mod:`symlib.scaling`)."""
+    :mod:`symlib.symmetry.scaling`)."""
     import numpy as np
 
     leaves = jax.tree_util.tree_leaves(params)

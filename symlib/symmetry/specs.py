@@ -6,7 +6,7 @@ permutation acting on that axis, or ``None``. For an MLP (:func:`mlp_permutation
 the units of hidden layer ``l`` are permuted by ``"P_l"``, which acts on the output axis
 of ``dense_l/kernel``, on ``dense_l/bias`` and on the input axis of ``dense_{l+1}/kernel``.
 
-Convention (the one of :mod:`symlib.permutations`, gather form): applying permutation
+Convention (the one of :mod:`symlib.symmetry.permutations`, gather form): applying permutation
 ``p`` named ``P`` makes the new unit ``i`` the old unit ``p[i]``; along every axis acted
 on by ``P``, ``new = take(old, p, axis)``. The network function is unchanged, and
 ``apply_permutation(spec, {"P": inverse(p)}, apply_permutation(spec, {"P": p}, A)) == A``.
@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib import permutations as _perm
+from symlib.symmetry import permutations as _perm
 
 __all__ = [
     "PermutationSpec",
@@ -84,7 +84,7 @@ class PermutationSpec:
 
 
 def mlp_permutation_spec(num_hidden_layers: int) -> PermutationSpec:
-    """Spec of an MLP (:mod:`symlib.models`) with ``num_hidden_layers`` hidden layers.
+    """Spec of an MLP (:mod:`symlib.core.models`) with ``num_hidden_layers`` hidden layers.
 
     Hidden layer ``l`` (output of ``dense_l``) has its units permuted by ``"P_l"``:
     ``dense_l/kernel -> (P_{l-1} or None, P_l)``, ``dense_l/bias -> (P_l,)``; the last layer
@@ -226,7 +226,7 @@ def apply_permutation(spec: PermutationSpec, perms: Mapping[str, Any], params: M
     ``new = take(old, perms[name], axis + batch_dims)``: the new unit ``i`` is the old unit
     ``perms[name][i]``. Hence applying ``inverse(p)`` undoes applying ``p``. Every name of
     the spec must be in ``perms`` and no other (else ``ValueError``); each permutation is
-    validated with :func:`symlib.permutations.validate` against the size from
+    validated with :func:`symlib.symmetry.permutations.validate` against the size from
     :func:`check_spec`. numpy leaves stay numpy (``np.take``); other leaves (jax arrays,
     tracers) use ``jnp.take``, so this works under ``jax.jit`` (traced permutations are
     only shape-checked). Returns the same structure as ``params`` (nested or flat);
@@ -267,7 +267,7 @@ def apply_permutation(spec: PermutationSpec, perms: Mapping[str, Any], params: M
 def random_permutations(key, spec: PermutationSpec, params: Mapping, batch_dims: int = 0) -> dict[str, np.ndarray]:
     """A uniformly random permutation for every name of ``spec``, sized from ``params``.
 
-    ``key`` as in :func:`symlib.permutations.as_generator` (jax key, int seed, numpy
+    ``key`` as in :func:`symlib.symmetry.permutations.as_generator` (jax key, int seed, numpy
     Generator or None); names are drawn in :attr:`PermutationSpec.perm_names` order.
     """
     sizes = check_spec(spec, params, batch_dims)

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .models import mlp_apply, mlp_init
+from symlib.core.models import mlp_apply, mlp_init
 
 CLASS_MEAN = 1.5
 
@@ -78,7 +78,7 @@ def sort_by_output_weight(params):
     """Order the hidden units of a one-hidden-layer net by their (single) outgoing weight,
     largest first: the ordering Laurent et al. use for their Figure 1 (App. A.2, "starting
     from the last layer"). Returns ``(params, perm)``."""
-    from .specs import apply_permutation, mlp_permutation_spec
+    from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
 
     out = np.asarray(params["dense_1"]["kernel"])[:, 0]
     perm = np.lexsort((np.arange(len(out)), -out))

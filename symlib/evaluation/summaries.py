@@ -7,7 +7,7 @@ of every leaf:
   mean and standard deviation of the raw samples. Because of permutation symmetry the
   samples sit in different "basins", so ``mu_d`` is a poor network and ``sigma_d`` large.
 * :func:`rebasin_summary` gives ``q_r = N(mu_r, diag(sigma_r^2))``: every sample is first
-  permuted (:mod:`symlib.matching`, weight or activation matching) into the frame of one
+  permuted (:mod:`symlib.symmetry.matching`, weight or activation matching) into the frame of one
   shared reference (by default one of the samples, "an arbitrary shared reference
   sample" in the paper), then the same statistics are taken.
 
@@ -24,7 +24,7 @@ moved to the host one chunk at a time. The results are numpy arrays in the dtype
 samples (float64 for integer samples).
 
 Results are :class:`GaussianSummary` objects; :func:`summary_to_samples` draws from
-them (:func:`symlib.predictive.sample_gaussian`), :func:`flatten_summary` gives the
+them (:func:`symlib.evaluation.predictive.sample_gaussian`), :func:`flatten_summary` gives the
 flat ``(P,)`` vectors of means and standard deviations.
 """
 from __future__ import annotations
@@ -36,8 +36,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from symlib import permutations as _perm
-from symlib.specs import PermutationSpec, check_spec
+from symlib.symmetry import permutations as _perm
+from symlib.symmetry.specs import PermutationSpec, check_spec
 
 __all__ = [
     "GaussianSummary",
@@ -65,7 +65,7 @@ class GaussianSummary:
 
     mu, sigma: pytrees with the layout of ONE network (numpy arrays).
     perms: for ``q_r``, permutation name -> int64 ``(K, n)`` array, row ``s`` being the
-        permutation (gather convention of :mod:`symlib.specs`) that aligned sample ``s``
+        permutation (gather convention of :mod:`symlib.symmetry.specs`) that aligned sample ``s``
         to the reference (``apply_permutation_many(spec, perms, samples)`` is the aligned
         stack); ``None`` for ``q_d``.
     reference_index: index of the sample used as the reference (its row of ``perms`` is
@@ -241,8 +241,8 @@ def rebasin_summary(
     end; ignored when ``reference`` is given). Every sample ``s`` is matched to it:
 
     * ``method="weight"``: weight matching, all samples at once with
-      :func:`symlib.matching.weight_matching_many` (``key``, ``max_iter``);
-    * ``method="activation"``: :func:`symlib.matching.activation_matching` of each
+      :func:`symlib.symmetry.matching.weight_matching_many` (``key``, ``max_iter``);
+    * ``method="activation"``: :func:`symlib.symmetry.matching.activation_matching` of each
       sample, over the inputs ``data`` (an ``(N, d_0)`` array or an iterable of batches;
       required, else ``ValueError``); ``key`` and ``max_iter`` are unused.
 
@@ -258,7 +258,7 @@ def rebasin_summary(
     final matching objective of every sample (weight: J; activation: the total matched
     correlation over all layers).
     """
-    from symlib.matching import activation_matching, apply_permutation_many, weight_matching_many
+    from symlib.symmetry.matching import activation_matching, apply_permutation_many, weight_matching_many
 
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid methods are {list(METHODS)}")
@@ -312,9 +312,9 @@ def rebasin_summary(
 
 def summary_to_samples(key, summary: GaussianSummary, num_samples: int) -> PyTree:
     """``num_samples`` draws from ``N(summary.mu, diag(summary.sigma^2))`` stacked on a
-    leading axis (:func:`symlib.predictive.sample_gaussian`; an int ``key`` is turned
+    leading axis (:func:`symlib.evaluation.predictive.sample_gaussian`; an int ``key`` is turned
     into ``jax.random.PRNGKey(key)``)."""
-    from symlib.predictive import sample_gaussian
+    from symlib.evaluation.predictive import sample_gaussian
 
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
         key = jax.random.PRNGKey(int(key))
@@ -334,7 +334,7 @@ def grouped_rebasin_summary(samples_stack: Mapping, groups, spec: PermutationSpe
     whose ``perms[name]`` are ``(K, n)`` (equal rows within a group) and whose
     ``info["groups"]`` are the group ids.
     """
-    from symlib.matching import activation_matching, apply_permutation_many, weight_matching
+    from symlib.symmetry.matching import activation_matching, apply_permutation_many, weight_matching
 
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid methods are {list(METHODS)}")

@@ -51,7 +51,8 @@ def _jsonable(obj: Any) -> Any:
 def save(name: str, profile: str, summary: dict[str, Any], *, command: str | None = None,
          directory: Path | None = None, elapsed_s: float | None = None) -> Path:
     """Write ``summary`` (numbers, lists, dicts) with its provenance; returns the path."""
-    from .cache import atomic_write, code_version
+    from symlib.core.io import atomic_write
+    from symlib.experiments.cache import code_version
 
     directory = Path(directory) if directory is not None else results_dir()
     directory.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ Python scalars) and accepts anything ``np.asarray`` understands, jax arrays incl
   (the entry at ``i`` is moved to position ``p[i]``) and
   ``to_matrix(compose(p, q)) == to_matrix(p) @ to_matrix(q)``.
   Gathering, ``np.take(x, p) == x[p]``, is the *inverse* move:
-  ``x[p] == to_matrix(p).T @ x == to_matrix(inverse(p)) @ x``. ``symlib.specs`` permutes
+  ``x[p] == to_matrix(p).T @ x == to_matrix(inverse(p)) @ x``. ``symlib.symmetry.specs`` permutes
   weights by gathering (the new unit ``i`` is the old unit ``p[i]``).
 * ``num_transpositions(p)`` (NoT) is ``n - (number of cycles of p)``: the least number of
   transpositions whose product is ``p``; it is a metric on permutations

@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Mapping
@@ -24,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
+from symlib import __version__
+from symlib.core.io import atomic_write
 
 ENV_VAR = "SYMLIB_CACHE"
 _SEP = "/"
@@ -110,22 +110,6 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
-    """Write ``path`` through ``write(binary file)`` into a temporary file, fsync, then rename:
-    readers see the old file or the complete new one, never a partial one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def artifact_paths(name: str, config: Mapping[str, Any], directory: Path | None = None) -> tuple[Path, Path]:
     """(data file, completed-marker) for an artifact."""
     directory = Path(directory) if directory is not None else cache_dir()
@@ -196,16 +180,16 @@ def cached(
     try:
         tree = load(name, config, directory)
     except CorruptArtifactError as err:
-        print(f"[symlib.cache] {name} ({key}): damaged artifact, recomputing. {err}", file=sys.stderr)
+        print(f"[symlib.experiments.cache] {name} ({key}): damaged artifact, recomputing. {err}", file=sys.stderr)
         for p in artifact_paths(name, config, directory):
             p.unlink(missing_ok=True)
         tree = None
     if tree is not None:
         if verbose:
-            print(f"[symlib.cache] loaded {name} ({key}) from the artifact cache")
+            print(f"[symlib.experiments.cache] loaded {name} ({key}) from the artifact cache")
         return tree
     if verbose:
-        print(f"[symlib.cache] computing {name} ({key}) ...")
+        print(f"[symlib.experiments.cache] computing {name} ({key}) ...")
     result = compute()
     save(name, config, result, directory)
     return _unflatten(_flatten(result))

@@ -73,7 +73,7 @@ def interpolation_curves(curves: dict[str, dict[str, np.ndarray]], *, title: str
     """Loss and accuracy along ``W_lambda`` for several paths (Xiao et al. Fig. 1).
 
     ``curves`` maps a label such as ``"test, after weight matching"`` to the output of
-    :func:`symlib.interpolation.interpolation_curve`. Labels starting with ``"train"`` are
+    :func:`symlib.evaluation.interpolation.interpolation_curve`. Labels starting with ``"train"`` are
     drawn solid, others dashed; the same method keeps the same colour.
     """
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9.5, 3.4), constrained_layout=True)

@@ -1,12 +1,12 @@
 """Permutation matching of two networks, Git Re-Basin style (Ainsworth et al., ICLR 2023).
 
-Everything is read from a :class:`~symlib.specs.PermutationSpec`; no layer name is
+Everything is read from a :class:`~symlib.symmetry.specs.PermutationSpec`; no layer name is
 hard-coded (except in :func:`activation_matching`, which maps hidden layer ``l`` of an MLP
 to the spec's ``"P_l"``).
 
 Convention
 ----------
-As in :func:`symlib.specs.apply_permutation` (gather form): a result ``perms`` maps every
+As in :func:`symlib.symmetry.specs.apply_permutation` (gather form): a result ``perms`` maps every
 permutation name to an index array ``p`` with "new unit ``i`` of B is old unit ``p[i]``",
 so ``apply_permutation(spec, result.perms, params_b)`` is B aligned to A. If ``B`` is a
 permuted copy of ``A``, ``B = apply_permutation(spec, q, A)``, the exact answer is
@@ -97,8 +97,8 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from symlib import permutations as _perm
-from symlib.specs import PermutationSpec, check_perm_names, check_spec, flatten_params, unflatten_params
+from symlib.symmetry import permutations as _perm
+from symlib.symmetry.specs import PermutationSpec, check_perm_names, check_spec, flatten_params, unflatten_params
 
 __all__ = [
     "ManyMatchResult",
@@ -536,61 +536,6 @@ def weight_matching(
 # --------------------------------------------------------------------------- activation matching
 
 
-def reference_weight_matching(key, spec, params_a, params_b, max_iter=100, tol=1e-12):
-    """The plain Git Re-Basin loop, for reference (tests, benchmarks): every step re-permutes B, rebuilds
-    the full cost matrix and solves the LAP. Same sweep orders (one ``rng.permutation``
-    per sweep from ``key``), same acceptance rule (strict LAP improvement) and same
-    stopping rule (sweep improvement <= tol * |J|) as ``symlib.matching.weight_matching``.
-    Float64 numpy throughout.
-
-    Returns (perms, objective history, seconds in the LAP solver, number of solves).
-    """
-    fa = {k: np.asarray(v, np.float64) for k, v in flatten_params(params_a).items()}
-    fb = {k: np.asarray(v, np.float64) for k, v in flatten_params(params_b).items()}
-    rng = _rng(key)
-    names = spec.perm_names
-    perms = {}
-    for name, where in spec.perm_to_axes.items():
-        path, axis = where[0]
-        perms[name] = np.arange(fa[path].shape[axis])
-
-    def permuted(path, except_axis=None):
-        w = fb[path]
-        for ax, q in enumerate(spec.axes[path]):
-            if q is not None and ax != except_axis:
-                w = np.take(w, perms[q], axis=ax)
-        return w
-
-    def objective():
-        return sum(float(np.vdot(fa[p], permuted(p))) for p in spec.axes)
-
-    obj = objective()
-    history, lap_time, solves = [], 0.0, 0
-    for _ in range(max_iter):
-        order = rng.permutation(len(names))
-        before = obj
-        for k in order:
-            name = names[k]
-            n = len(perms[name])
-            C = np.zeros((n, n))
-            for path, axis in spec.perm_to_axes[name]:
-                wa = np.moveaxis(fa[path], axis, 0).reshape(n, -1)
-                wb = np.moveaxis(permuted(path, axis), axis, 0).reshape(n, -1)
-                C += wa @ wb.T
-            t = time.perf_counter()
-            _, col = linear_sum_assignment(C, maximize=True)
-            lap_time += time.perf_counter() - t
-            solves += 1
-            rows = np.arange(n)
-            if not np.array_equal(col, perms[name]) and C[rows, col].sum() - C[rows, perms[name]].sum() > 0:
-                perms[name] = col
-        obj = objective()
-        history.append(obj)
-        if obj - before <= tol * abs(before):
-            break
-    return perms, history, lap_time, solves
-
-
 def _hidden_perm_names(spec: PermutationSpec, num_hidden: int, widths: list[int], sizes: Mapping[str, int]) -> list[str]:
     expected = [f"P_{l}" for l in range(num_hidden)]
     if sorted(spec.perm_names) != sorted(expected):
@@ -631,7 +576,7 @@ def activation_matching(
     """Match hidden units of two MLPs by the correlation of their activations over ``data``.
 
     ``apply_fn(params, x)`` returns the list of hidden activations ``[(batch, n_0), ...,
-    (batch, n_{L-1})]`` (default :func:`symlib.models.mlp_hidden`); hidden layer ``l`` is
+    (batch, n_{L-1})]`` (default :func:`symlib.core.models.mlp_hidden`); hidden layer ``l`` is
     permuted by the spec's ``"P_l"`` (``ValueError`` unless the spec names exactly
     ``P_0 .. P_{L-1}`` with matching sizes). ``data`` is an array ``(N, d_0)`` (cut into
     batches of ``batch_size``) or an iterable of batches; only running sums are kept
@@ -653,7 +598,7 @@ def activation_matching(
     batch_size = int(batch_size)
     sizes = _check_pair(spec, params_a, params_b)
     if apply_fn is None:
-        from symlib.models import mlp_hidden as apply_fn
+        from symlib.core.models import mlp_hidden as apply_fn
     hidden = functools.partial(_hidden_pair, apply_fn)
     pa = jax.tree_util.tree_map(jnp.asarray, params_a)
     pb = jax.tree_util.tree_map(jnp.asarray, params_b)
@@ -732,7 +677,7 @@ def apply_permutation_many(spec: PermutationSpec, perms_stack: Mapping[str, Any]
 
     ``params_stack`` has a leading axis ``m`` on every leaf; ``perms_stack[name]`` is an
     integer array ``(m, n)`` whose row ``s`` is applied to network ``s`` exactly as
-    :func:`symlib.specs.apply_permutation` would (``new = take(old, perms[s], axis)``).
+    :func:`symlib.symmetry.specs.apply_permutation` would (``new = take(old, perms[s], axis)``).
     numpy leaves stay numpy (``np.take_along_axis``); other leaves use ``jnp``. Returns
     the same structure (nested or flat).
     """

@@ -12,10 +12,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import cache, data
-from .config import Profile, get_profile
-from .models import mlp_init
-from .training import TrainConfig, evaluate, fit_map
+from symlib.experiments import cache
+from symlib import data
+from symlib.experiments.profiles import Profile, get_profile
+from symlib.core.models import mlp_init
+from symlib.inference.training import TrainConfig, evaluate, fit_map
 
 Experiment = Callable[[Profile], dict[str, Any]]
 EXPERIMENTS: dict[str, tuple[Experiment, Callable[[Profile], dict[str, Any]], str]] = {}
@@ -102,10 +103,10 @@ def _barrier_config(profile: Profile) -> dict[str, Any]:
           "Xiao et al. Fig. 1: interpolation W_0 -> W_1 before and after weight / activation matching",
           summary=_barriers_summary)
 def rebasin_barriers(profile: Profile) -> dict[str, Any]:
-    from .interpolation import interpolation_curve, loss_barrier
-    from .matching import activation_matching, weight_matching
-    from .permutations import num_transpositions
-    from .specs import apply_permutation, mlp_permutation_spec
+    from symlib.evaluation.interpolation import interpolation_curve, loss_barrier
+    from symlib.symmetry.matching import activation_matching, weight_matching
+    from symlib.symmetry.permutations import num_transpositions
+    from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
 
     d = load_data(profile)
     pair = run("mlp_map_pair", profile)
@@ -156,8 +157,8 @@ def _test_metrics(probs: np.ndarray, y: np.ndarray) -> dict[str, float]:
 @register("ensemble", _ensemble_config, "deep ensemble: K MAP/Adam members trained at once (Xiao et al. App. A)",
           summary=_predictive_summary)
 def ensemble(profile: Profile) -> dict[str, Any]:
-    from .ensembles import train_ensemble
-    from .predictive import predict_from_samples
+    from symlib.inference.ensembles import train_ensemble
+    from symlib.evaluation.predictive import predict_from_samples
 
     d = load_bnn_data(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
@@ -177,8 +178,8 @@ def _vi_config(profile: Profile) -> dict[str, Any]:
 @register("vi", _vi_config, "mean-field Gaussian VI (Bayes by backprop, Flax NNX) of the MLP",
           summary=_predictive_summary)
 def vi(profile: Profile) -> dict[str, Any]:
-    from .predictive import predict_from_gaussian
-    from .vi import fit_mlp_vi
+    from symlib.evaluation.predictive import predict_from_gaussian
+    from symlib.inference.vi import fit_mlp_vi
 
     d = load_bnn_data(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
@@ -215,9 +216,9 @@ def hmc(profile: Profile) -> dict[str, Any]:
     """Chains start from independent random initialisations; samples stay in
     :func:`hmc_run_dir` (load them with :func:`hmc_samples`); the artifact holds the
     per-iteration statistics, diagnostics and the test predictive."""
-    from .diagnostics import function_space_diagnostics
-    from .hmc import HMCConfig, load_samples, make_logdensity, run_hmc
-    from .predictive import predict_from_samples
+    from symlib.inference.diagnostics import function_space_diagnostics
+    from symlib.inference.hmc import HMCConfig, load_samples, make_logdensity, run_hmc
+    from symlib.evaluation.predictive import predict_from_samples
 
     d = load_bnn_data(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
@@ -242,7 +243,7 @@ def hmc(profile: Profile) -> dict[str, Any]:
 def hmc_samples(profile: Profile) -> dict[str, Any]:
     """The kept HMC samples of ``profile`` (runs the experiment first if needed), as a
     pytree with leading (chains, samples) axes, read from disk."""
-    from .hmc import load_samples
+    from symlib.inference.hmc import load_samples
 
     run("hmc", profile)
     return load_samples(hmc_run_dir(profile))
@@ -275,9 +276,11 @@ def _compact_summary(res: dict[str, Any]) -> dict[str, Any]:
           "Xiao et al. Table 1 and Fig. 3: q_d vs q_r for HMC and ensembles, VI, sigma histograms, pruning, stitching",
           summary=_compact_summary)
 def compact_representation(profile: Profile) -> dict[str, Any]:
-    from . import metrics, pruning, summaries
-    from .predictive import predict_from_gaussian, predict_from_samples, predict_single
-    from .specs import mlp_permutation_spec
+    from symlib.evaluation import metrics
+    from symlib.evaluation import pruning
+    from symlib.evaluation import summaries
+    from symlib.evaluation.predictive import predict_from_gaussian, predict_from_samples, predict_single
+    from symlib.symmetry.specs import mlp_permutation_spec
 
     d = load_bnn_data(profile)
     # activation statistics for matching: at most 5,000 training examples (enough for a
@@ -363,10 +366,10 @@ def _align_summary(res: dict[str, Any]) -> dict[str, Any]:
 def vi_alignment(profile: Profile) -> dict[str, Any]:
     import time
 
-    from .alignment import apply_alignment, marginal_barrier, marginal_loss_curve, midpoint_barrier, \
+    from symlib.symmetry.alignment import apply_alignment, marginal_barrier, marginal_loss_curve, midpoint_barrier, \
         wasserstein_alignment
-    from .specs import mlp_permutation_spec
-    from .vi import fit_mlp_vi
+    from symlib.symmetry.specs import mlp_permutation_spec
+    from symlib.inference.vi import fit_mlp_vi
 
     out: dict[str, Any] = {}
     spec = mlp_permutation_spec(profile.align_depth)
@@ -405,8 +408,8 @@ TOY_MAX_LOSS = 0.1  # networks whose final training loss exceeds this are droppe
 @register("toy_perceptrons", lambda profile: {"nets": 10_000, "max_loss": TOY_MAX_LOSS},
           "Laurent et al. Fig. 1 / App. A: 10,000 2-2-1 ReLU perceptrons; output weights raw, unscaled, canonical")
 def toy_perceptrons(profile: Profile) -> dict[str, Any]:
-    from .scaling import check_function_unchanged, unit_norm
-    from .toy import sort_by_output_weight, train_perceptrons, two_gaussians
+    from symlib.symmetry.scaling import check_function_unchanged, unit_norm
+    from symlib.experiments.toy import sort_by_output_weight, train_perceptrons, two_gaussians
 
     x, y = two_gaussians()
     params, loss = train_perceptrons(jax.random.key(0), x, y, 10_000)
@@ -446,11 +449,11 @@ def _not_config(profile: Profile) -> dict[str, Any]:
 @register("not_sweep", _not_config,
           "Xiao et al. Fig. 2: train P W_init for permutations P of every NoT, rebasin to the unpermuted net")
 def not_sweep(profile: Profile) -> dict[str, Any]:
-    from .interpolation import barrier
-    from .matching import weight_matching
-    from .permutations import num_transpositions, random_permutation_with_transpositions
-    from .specs import apply_permutation, mlp_permutation_spec, param_distance
-    from .training import fit_map_many
+    from symlib.evaluation.interpolation import barrier
+    from symlib.symmetry.matching import weight_matching
+    from symlib.symmetry.permutations import num_transpositions, random_permutation_with_transpositions
+    from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, param_distance
+    from symlib.inference.training import fit_map_many
 
     d = load_data(profile)
     cfg = TrainConfig.from_profile(profile)
@@ -486,8 +489,8 @@ def not_sweep(profile: Profile) -> dict[str, Any]:
 
 def _not_over_training(spec, init_0, init_1, traj_0, traj_1, epochs: int) -> np.ndarray:
     """NoT of the permutation matching net 1 to net 0 at initialisation and after each epoch."""
-    from .matching import weight_matching
-    from .permutations import num_transpositions
+    from symlib.symmetry.matching import weight_matching
+    from symlib.symmetry.permutations import num_transpositions
 
     at = lambda traj, e: jax.tree_util.tree_map(lambda a: a[e], traj)  # noqa: E731
     pairs = [(init_0, init_1)] + [(at(traj_0, e), at(traj_1, e)) for e in range(epochs)]
@@ -497,9 +500,9 @@ def _not_over_training(spec, init_0, init_1, traj_0, traj_1, epochs: int) -> np.
 
 def _not_along_path(spec, w0, w1, lambdas: np.ndarray) -> np.ndarray:
     """NoT of the permutation matching W_lambda = (1 - lambda) W_0 + lambda W_1 to W_0."""
-    from .interpolation import interpolate
-    from .matching import weight_matching
-    from .permutations import num_transpositions
+    from symlib.evaluation.interpolation import interpolate
+    from symlib.symmetry.matching import weight_matching
+    from symlib.symmetry.permutations import num_transpositions
 
     return np.asarray([num_transpositions(weight_matching(jax.random.key(0), spec, w0,
                                                           interpolate(w0, w1, float(t))).perms["P_0"])
@@ -509,8 +512,8 @@ def _not_along_path(spec, w0, w1, lambdas: np.ndarray) -> np.ndarray:
 @register("not_paths", _not_config,
           "Xiao et al. Fig. 2 right: NoT of rebasin along the interpolation path and over training epochs")
 def not_paths(profile: Profile) -> dict[str, Any]:
-    from .permutations import num_transpositions, random_permutation_with_transpositions
-    from .specs import apply_permutation, mlp_permutation_spec
+    from symlib.symmetry.permutations import num_transpositions, random_permutation_with_transpositions
+    from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
 
     d = load_data(profile)
     cfg = TrainConfig.from_profile(profile)
@@ -563,10 +566,10 @@ def _laurent_summary(res: dict[str, Any]) -> dict[str, Any]:
           "Laurent et al.: many ReLU MLPs trained at once with the OptuNet recipe (SGD, weight decay, "
           "learning rate halved twice), counting swaps of sorted units at every step", summary=_laurent_summary)
 def laurent_mlps(profile: Profile) -> dict[str, Any]:
-    from .metrics import accuracy
-    from .models import mlp_apply
-    from .neuron_order import statistics_observer, swap_counter
-    from .training import fit_map_many, learning_rate_at
+    from symlib.evaluation.metrics import accuracy
+    from symlib.core.models import mlp_apply
+    from symlib.symmetry.neuron_order import statistics_observer, swap_counter
+    from symlib.inference.training import fit_map_many, learning_rate_at
 
     d = load_data(profile)
     x, y = d["x_train"], d["y_train"]

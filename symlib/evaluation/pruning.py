@@ -18,8 +18,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from symlib.models import mlp_apply
-from symlib.summaries import tree_to_vector, vector_to_tree
+from symlib.core.models import mlp_apply
+from symlib.evaluation.summaries import tree_to_vector, vector_to_tree
 
 __all__ = ["keep_mask", "num_kept", "prune_by_sigma", "pruning_curve", "stitch"]
 
@@ -76,7 +76,7 @@ def _mask_from_order(order: np.ndarray, k: int) -> np.ndarray:
 def keep_mask(sigma: PyTree, keep_fraction: float) -> PyTree:
     """Boolean pytree like ``sigma``: True for the ``round(keep_fraction * P)`` weights
     with the lowest sigma, ranked over all ``P`` parameters together. Ties are broken by
-    position in the flat order of :func:`symlib.summaries.tree_to_vector` (sorted leaf
+    position in the flat order of :func:`symlib.evaluation.summaries.tree_to_vector` (sorted leaf
     names, C order within a leaf): the earlier weight is kept."""
     f = _check_fraction(keep_fraction)
     vec = tree_to_vector(sigma)
@@ -113,12 +113,12 @@ def pruning_curve(mu: PyTree, sigma: PyTree, x, y, keep_fractions: Sequence[floa
     """Test accuracy of :func:`prune_by_sigma` ``(mu, sigma, f)`` for each ``f`` of
     ``keep_fractions`` (Fig. 3 right of Xiao et al. 2023).
 
-    ``apply_fn(params, x) -> logits`` (default :func:`symlib.models.mlp_apply`); ``y`` holds
+    ``apply_fn(params, x) -> logits`` (default :func:`symlib.core.models.mlp_apply`); ``y`` holds
     integer labels. The ranking of sigma is computed once. Returns ``{"keep_fraction":
     (F,), "num_kept": (F,) int, "accuracy": (F,)}`` as numpy arrays, in the given order.
     """
-    from symlib.metrics import accuracy_from_probs
-    from symlib.predictive import predict_single
+    from symlib.evaluation.metrics import accuracy_from_probs
+    from symlib.evaluation.predictive import predict_single
 
     _check_pair(mu, sigma)
     fracs = np.asarray([_check_fraction(f) for f in np.atleast_1d(np.asarray(keep_fractions, dtype=object))],
@@ -140,18 +140,18 @@ def pruning_curve(mu: PyTree, sigma: PyTree, x, y, keep_fractions: Sequence[floa
 def stitch(mu_summary, sigma_summary, spec, *, key=0, max_iter: int = 100, return_perms: bool = False):
     """Means of one summary with the standard deviations of another, in a common frame.
 
-    ``mu_summary`` and ``sigma_summary`` are :class:`~symlib.summaries.GaussianSummary`
+    ``mu_summary`` and ``sigma_summary`` are :class:`~symlib.evaluation.summaries.GaussianSummary`
     objects (anything with ``.mu`` and ``.sigma``), e.g. ``q_r`` of an ensemble and
     ``q_r`` of HMC. Their reference frames are arbitrary and differ by a permutation, so
     the sigmas cannot be used as they are: first ``sigma_summary.mu`` is weight-matched
-    (:func:`symlib.matching.weight_matching`, ``key``, ``max_iter``) to
+    (:func:`symlib.symmetry.matching.weight_matching`, ``key``, ``max_iter``) to
     ``mu_summary.mu``, giving ``perms``; the same ``perms`` are applied to
     ``sigma_summary.sigma`` (the summary's mean and std live in the same frame, so they
     are permuted together). Returns ``(mu_summary.mu, permuted sigma)``, ready for
     :func:`prune_by_sigma`; with ``return_perms=True``, ``(mu, sigma, perms)``.
     """
-    from symlib.matching import weight_matching
-    from symlib.specs import apply_permutation
+    from symlib.symmetry.matching import weight_matching
+    from symlib.symmetry.specs import apply_permutation
 
     for name, s in (("mu_summary", mu_summary), ("sigma_summary", sigma_summary)):
         if not (hasattr(s, "mu") and hasattr(s, "sigma")):

@@ -25,8 +25,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from .metrics import accuracy, nll
-from .models import Params, mlp_apply, mlp_init
+from symlib.core.losses import accuracy, nll
+from symlib.core.models import Params, mlp_apply, mlp_init
 
 
 OPTIMIZERS = ("adam", "sgd")

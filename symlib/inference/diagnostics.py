@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from blackjax.diagnostics import effective_sample_size, potential_scale_reduction
 
-from .models import mlp_apply
+from symlib.core.models import mlp_apply
 
 __all__ = ["ess", "function_space_diagnostics", "rhat", "summarize_hmc"]
 
@@ -104,7 +104,7 @@ def _with_diagnostics(values: np.ndarray) -> dict[str, np.ndarray]:
 
 def summarize_hmc(result) -> dict[str, Any]:
     """Mean post-burn-in acceptance, divergence counts and the run's warnings (list of str)
-    for a :class:`symlib.hmc.HMCResult`."""
+    for a :class:`symlib.inference.hmc.HMCResult`."""
     return {
         "mean_acceptance": result.mean_acceptance,
         "num_divergences": result.num_divergences,

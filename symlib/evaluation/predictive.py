@@ -19,7 +19,7 @@ Everything is batched so that no more than needed is materialised on the device:
   :func:`predict_from_samples`.
 
 ``apply_fn(params, x) -> logits`` maps one network and a batch of inputs to logits
-(default :func:`symlib.models.mlp_apply`); probabilities are ``softmax`` over the last
+(default :func:`symlib.core.models.mlp_apply`); probabilities are ``softmax`` over the last
 axis. Bad inputs (shapes, NaN, negative sigma) raise ``ValueError`` naming the problem.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .models import mlp_apply
+from symlib.core.models import mlp_apply
 
 PyTree = Any
 ApplyFn = Callable[[PyTree, jax.Array], jax.Array]

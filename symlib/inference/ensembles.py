@@ -1,7 +1,7 @@
 """Deep ensembles: ``K`` MAP-trained MLPs, trained at once with ``fit_map_many`` (vmap).
 
 Member ``i`` gets its own key ``jax.random.split(key, K)[i]``, which (exactly as in
-:func:`symlib.training.train_mlp`) is split into an ``mlp_init`` key and a data key
+:func:`symlib.inference.training.train_mlp`) is split into an ``mlp_init`` key and a data key
 deciding its minibatch order, so members differ both in initialisation and in the
 order they see the data, and member ``i`` is (up to floating-point differences of
 ``vmap``) the network ``train_mlp(jax.random.split(key, K)[i], sizes, x, y, cfg)``.
@@ -14,8 +14,8 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from .models import Params, mlp_init
-from .training import TrainConfig, _check_inputs, fit_map_many
+from symlib.core.models import Params, mlp_init
+from symlib.inference.training import TrainConfig, _check_inputs, fit_map_many
 
 
 class EnsembleResult(NamedTuple):
@@ -35,7 +35,7 @@ def member_keys(key: jax.Array, num_members: int) -> tuple[jax.Array, jax.Array]
 def train_ensemble(key: jax.Array, sizes: Sequence[int], x, y, cfg: TrainConfig,
                    num_members: int) -> EnsembleResult:
     """Train ``num_members`` independently initialised MLPs with layer sizes ``sizes``
-    (MAP / Adam, see :mod:`symlib.training`), all at once."""
+    (MAP / Adam, see :mod:`symlib.inference.training`), all at once."""
     if isinstance(num_members, bool) or not isinstance(num_members, (int, np.integer)) or num_members < 1:
         raise ValueError(f"num_members must be an integer >= 1, got {num_members!r}")
     sizes = [int(s) for s in sizes]

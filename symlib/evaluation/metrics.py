@@ -6,20 +6,9 @@ variation (Eq. 2) of Xiao et al. (2023).
 """
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as _np
 
-
-def accuracy(logits: jax.Array, labels: jax.Array) -> jax.Array:
-    """Fraction of ``argmax(logits) == labels``."""
-    return jnp.mean(jnp.argmax(logits, axis=-1) == labels)
-
-
-def nll(logits: jax.Array, labels: jax.Array) -> jax.Array:
-    """Mean negative log-likelihood (cross-entropy) of integer ``labels``."""
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    return -jnp.mean(jnp.take_along_axis(logp, labels[..., None].astype(jnp.int32), axis=-1))
+from symlib.core.losses import accuracy, nll  # noqa: F401  (re-exported: metrics on logits)
 
 
 # --------------------------------------------------------------------------- from probabilities

@@ -9,7 +9,7 @@ incoming side (column ``j`` of ``dense_l/kernel`` and ``dense_l/bias[j]``) and d
 outgoing side (row ``j`` of ``dense_{l+1}/kernel``) by ``lambda`` leaves the network function
 unchanged (:func:`apply_scaling`). Hidden layer ``l`` is the output of ``dense_l``; its units
 live on the axes that the permutation ``"P_l"`` of
-:func:`symlib.specs.mlp_permutation_spec` acts on, and that spec is what this module reads.
+:func:`symlib.symmetry.specs.mlp_permutation_spec` acts on, and that spec is what this module reads.
 
 **Min-mass problem** (Definition C.6). The *mass* of a network is the sum of its squared
 kernel weights, biases excluded (:func:`mass`). With log-scales ``u_l = log(lambda_l)``
@@ -32,7 +32,7 @@ infinity, and there is no minimiser. Exactly these neurons break the problem (wh
 degenerate, every unit is linked to the input and to the output by non-zero weights, which
 makes ``M`` coercive and its Hessian positive definite). :func:`min_mass` and
 :func:`unit_norm` raise ``ValueError`` naming the layers and neuron indices; prune such
-neurons first (:mod:`symlib.pruning`) or perturb them.
+neurons first (:mod:`symlib.evaluation.pruning`) or perturb them.
 
 **Identifiable network** (Proposition 1): remove the scaling symmetry (min-mass or
 unit-norm canonical scales), then the permutation symmetry by sorting each hidden layer's
@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from symlib.specs import apply_permutation, mlp_permutation_spec
+from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
 
 __all__ = [
     "HOMOGENEOUS_ACTIVATIONS",
@@ -168,7 +168,7 @@ def apply_scaling(params: Mapping, scales: Sequence, activation: str = "relu") -
     ``l``-th of shape ``(width_l,)``). Unit ``j`` of hidden layer ``l``: column ``j`` of
     ``dense_l/kernel`` and ``dense_l/bias[j]`` are multiplied by ``scales[l][j]``, row ``j``
     of ``dense_{l+1}/kernel`` is divided by it. The axes come from the ``"P_l"`` entry of
-    :func:`symlib.specs.mlp_permutation_spec`'s ``perm_to_axes``.
+    :func:`symlib.symmetry.specs.mlp_permutation_spec`'s ``perm_to_axes``.
 
     Raises ``ValueError`` for a non-homogeneous ``activation`` (anything but ``"relu"``,
     ``"leaky_relu"``, ``"identity"``), a wrong number of scale arrays, a wrong shape, or
@@ -558,54 +558,9 @@ def check_function_unchanged(a: Mapping, b: Mapping, key=0, n: int = 256, activa
     Evaluated in float64 numpy (so float32 round-off of ``mlp_apply`` does not hide or
     fake differences). ``key``: a jax key, an int seed or a numpy Generator.
     """
-    from symlib.permutations import as_generator
+    from symlib.symmetry.permutations import as_generator
 
     d_in = np.shape(a[_layer_names(a)[0]]["kernel"])[0]
     x = as_generator(key).normal(size=(int(n), d_in))
     return float(np.max(np.abs(_forward(a, x, activation) - _forward(b, x, activation))))
 
-
-def min_mass_lbfgs(params, max_iter: int = 100_000) -> tuple[float, int]:
-    """Reference solution of the min-mass problem by a generic solver: scipy's L-BFGS-B on
-    the log-scales with the analytic gradient. Returns ``(minimal mass, iterations)``; used
-    by the tests and the benchmark to check :func:`min_mass`."""
-    from scipy.optimize import minimize
-
-    names = sorted(params, key=lambda n: int(n.split("_")[1]))
-    W = [np.asarray(params[n]["kernel"], dtype=np.float64) ** 2 for n in names]
-    widths = [w.shape[1] for w in W[:-1]]
-    splits = np.cumsum(widths)[:-1]
-
-    def fg(x):
-        u = np.split(x, splits)
-        E = _mass_terms(W, u)
-        g = [2 * (E[l].sum(0) - E[l + 1].sum(1)) for l in range(len(u))]
-        return sum(e.sum() for e in E), np.concatenate(g)
-
-    res = minimize(fg, np.zeros(sum(widths)), jac=True, method="L-BFGS-B",
-                   options=dict(maxiter=max_iter, maxfun=2 * max_iter, ftol=1e-15, gtol=1e-12))
-    return float(res.fun), int(res.nit)
-
-
-def min_mass_cvxpy(params) -> tuple[float, list[np.ndarray], str]:
-    """Reference solution of the min-mass problem with cvxpy (an optional dependency, in the
-    ``test`` extra): the convex program in the log-scales, with the log-weights inside the
-    exponential (better conditioned than weight * exp(...)). Returns ``(minimal mass,
-    log-scales per hidden layer, solver status)``; for tests and benchmarks."""
-    import cvxpy as cp
-
-    names = sorted(params, key=lambda n: int(n.split("_")[1]))
-    W = [np.asarray(params[n]["kernel"], dtype=np.float64) ** 2 for n in names]
-    u = [cp.Variable(w.shape[1]) for w in W[:-1]]
-    terms = []
-    for l, w in enumerate(W):
-        d_in, d_out = w.shape
-        expo = 0
-        if l < len(u):
-            expo = expo + np.ones((d_in, 1)) @ cp.reshape(u[l], (1, d_out), order="C")
-        if l > 0:
-            expo = expo - cp.reshape(u[l - 1], (d_in, 1), order="C") @ np.ones((1, d_out))
-        terms.append(cp.sum(cp.exp(2 * expo + np.log(np.maximum(w, 1e-300)))))
-    prob = cp.Problem(cp.Minimize(sum(terms)))
-    prob.solve()
-    return float(prob.value), [np.asarray(v.value) for v in u], f"{prob.solver_stats.solver_name}, {prob.status}"

@@ -2,14 +2,14 @@
 
 The identifiable network of Proposition 1 sorts each hidden layer's units by a statistic
 of their incoming weights after the scaling symmetry is removed
-(:func:`symlib.scaling.identifiable`). Following that sorting permutation along training
+(:func:`symlib.symmetry.scaling.identifiable`). Following that sorting permutation along training
 shows when the network "permutes": whenever two units exchange places in the order, the
 permutation changes. This module computes, in jax so that it can run inside the compiled
-training loop (``observe`` of :func:`symlib.training.fit_map_many`):
+training loop (``observe`` of :func:`symlib.inference.training.fit_map_many`):
 
 * :func:`neuron_statistics`: per hidden layer, the sorting statistic of every unit after
-  unit-norm scaling (the same numbers :func:`symlib.scaling.sort_neurons` sorts when given
-  ``symlib.scaling.unit_norm(params)``);
+  unit-norm scaling (the same numbers :func:`symlib.symmetry.scaling.sort_neurons` sorts when given
+  ``symlib.symmetry.scaling.unit_norm(params)``);
 * :func:`discordant_pairs`: how many pairs of units are in opposite order in two
   statistic vectors (the pairs that swapped);
 * :func:`swap_counter`: the observer counting, for one optimisation step, the swapped
@@ -61,7 +61,7 @@ def neuron_statistics(params: Mapping, statistic: str = "max", scaling: str | No
     """One array per hidden layer: ``statistic`` of each unit's incoming kernel column.
 
     With ``scaling="unit_norm"`` the columns are first normalised as in
-    :func:`symlib.scaling.unit_norm` (layer by layer from the input: the rows of layer
+    :func:`symlib.symmetry.scaling.unit_norm` (layer by layer from the input: the rows of layer
     ``l``'s kernel are multiplied by layer ``l-1``'s norms, then each column is divided by
     its norm); ``None`` uses the raw kernels. A unit with an all-zero incoming column
     keeps statistic 0 instead of NaN.
@@ -125,7 +125,7 @@ def swap_counter(statistic: str = "max", scaling: str | None = "unit_norm"):
 @functools.cache
 def statistics_observer(statistic: str = "max", scaling: str | None = "unit_norm"):
     """Observer ``f(params) -> list of per-layer statistics`` (:func:`neuron_statistics`),
-    for ``observe_epoch`` of :func:`symlib.training.fit_map_many`; cached like
+    for ``observe_epoch`` of :func:`symlib.inference.training.fit_map_many`; cached like
     :func:`swap_counter`."""
     _check_args(statistic, scaling)
     return lambda params: neuron_statistics(params, statistic, scaling)

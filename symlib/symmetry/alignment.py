@@ -2,12 +2,12 @@
 
 A mean-field posterior is a pair ``q = (mu, sigma)`` of pytrees in the network's
 parameter layout (``sigma`` a standard deviation, ``>= 0``): ``q(W) = prod_j
-N(w_j | mu_j, sigma_j^2)``. (A :class:`symlib.vi.VIResult`, or anything with ``.mu``
+N(w_j | mu_j, sigma_j^2)``. (A :class:`symlib.inference.vi.VIResult`, or anything with ``.mu``
 and ``.sigma``, is accepted wherever ``q`` is.) A permutation ``P`` of hidden units
 acts on both pytrees alike, and the push-forward ``P#q`` is the Gaussian with mean
 ``P mu`` and standard deviations ``P sigma``: :func:`apply_alignment`.
 
-No new optimiser: both costs below are reduced to :func:`symlib.matching.weight_matching`
+No new optimiser: both costs below are reduced to :func:`symlib.symmetry.matching.weight_matching`
 (coordinate ascent with exact LAPs on ``J = sum <A, P(B)>``) run on *composite* pytrees,
 several copies of the parameters acted on by the same permutations
 (:func:`composite_spec`). The returned permutations are then applied to ``q1`` with the
@@ -62,13 +62,12 @@ in ``tau`` and its endpoints are the usual S-sample predictive NLLs of ``q0`` an
 By Jensen this overestimates the exact predictive NLL, by ``O(1/S)``, and by about the
 same amount all along the path. :func:`marginal_barrier` is
 ``max_tau [L(tau) - ((1-tau) L(0) + tau L(1))]``, the height above the chord of the
-endpoints (note: :func:`symlib.interpolation.loss_barrier` subtracts the plain mean
+endpoints (note: :func:`symlib.evaluation.interpolation.loss_barrier` subtracts the plain mean
 ``(L(0) + L(1)) / 2`` instead); :func:`midpoint_barrier` is ``L(0.5) - (L(0) + L(1)) / 2``.
 """
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -77,12 +76,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .matching import MatchResult, weight_matching
-from .models import mlp_apply
-from .specs import PermutationSpec, apply_permutation, check_spec, flatten_params, unflatten_params
+from symlib.symmetry.matching import MatchResult, weight_matching
+from symlib.core.models import mlp_apply
+from symlib.symmetry.specs import PermutationSpec, apply_permutation, check_spec, flatten_params, unflatten_params
 
 __all__ = [
-    "alignment_timings",
     "apply_alignment",
     "composite_spec",
     "kl_alignment",
@@ -91,7 +89,6 @@ __all__ = [
     "marginal_barrier",
     "marginal_loss_curve",
     "midpoint_barrier",
-    "random_gaussian_posterior",
     "w2_geodesic",
     "wasserstein2_sq",
     "wasserstein_alignment",
@@ -210,7 +207,7 @@ def apply_alignment(spec: PermutationSpec, perms: Mapping[str, Any], q) -> tuple
     """``P#q``: the same permutations applied to the means and to the standard deviations.
 
     Returns ``(mu, sigma)`` in the structure of ``q``'s (see
-    :func:`symlib.specs.apply_permutation`; the network function of every sample is
+    :func:`symlib.symmetry.specs.apply_permutation`; the network function of every sample is
     unchanged).
     """
     mu, sigma = _unpack(q, "q")
@@ -254,7 +251,7 @@ def wasserstein_alignment(key, spec: PermutationSpec, q0, q1, max_iter: int = 10
     """Permutations ``P`` minimising ``W2^2(q0, P#q1)`` for diagonal Gaussians (Rossi et al., Sec. 4.2).
 
     ``W2^2 = sum ||mu0 - P mu1||^2 + ||sigma0 - P sigma1||^2``; minimising it maximises
-    ``<mu0, P mu1> + <sigma0, P sigma1>``, which is :func:`symlib.matching.weight_matching`
+    ``<mu0, P mu1> + <sigma0, P sigma1>``, which is :func:`symlib.symmetry.matching.weight_matching`
     of ``{"mu": mu0, "sigma": sigma0}`` and ``{"mu": mu1, "sigma": sigma1}`` on
     ``composite_spec(spec, ["mu", "sigma"])`` (coordinate ascent from the identity, one
     exact LAP per permutation; ``key`` draws the sweep orders; ``matching_kwargs`` such as
@@ -262,7 +259,7 @@ def wasserstein_alignment(key, spec: PermutationSpec, q0, q1, max_iter: int = 10
 
     ``q0``, ``q1``: ``(mu, sigma)`` pairs (or objects with ``.mu``/``.sigma``) in the
     network layout; shapes must agree, sigma must be finite and ``>= 0`` (``ValueError``
-    naming the parameter). Returns the :class:`~symlib.matching.MatchResult`:
+    naming the parameter). Returns the :class:`~symlib.symmetry.matching.MatchResult`:
     ``apply_alignment(spec, result.perms, q1)`` is ``q1`` aligned to ``q0``;
     ``result.objective`` is J per sweep, and ``result.info`` adds ``"w2_sq"`` (aligned),
     ``"w2_sq_identity"`` (unaligned) and ``"cost": "wasserstein"``.
@@ -310,14 +307,14 @@ def kl_alignment(key, spec: PermutationSpec, q0, q1, max_iter: int = 100, *, mea
     """Permutations ``P`` minimising ``KL[P#q1 || q0]`` between diagonal Gaussians.
 
     ``KL = c - J`` with ``J = <m0/s0^2, P m1> - <1/(2 s0^2), P(m1^2 + s1^2)>`` (module
-    docstring), so this is :func:`symlib.matching.weight_matching` of the pytrees of
+    docstring), so this is :func:`symlib.symmetry.matching.weight_matching` of the pytrees of
     :func:`kl_cost_terms` on ``composite_spec(spec, ["a", "b"])``. Contrary to Appendix
     A of the paper, the cost depends on the variances through the trace term
     ``sum (P s1)^2 / s0^2`` whenever ``s0`` is not constant; ``mean_only=True`` gives the
     appendix's reduced cost (Mahalanobis distance of the means only).
 
     Every sigma must be positive (``ValueError`` naming the parameter). Returns the
-    :class:`~symlib.matching.MatchResult` (apply with :func:`apply_alignment` and the
+    :class:`~symlib.symmetry.matching.MatchResult` (apply with :func:`apply_alignment` and the
     original ``spec``); ``result.info`` adds ``"kl"`` (``KL[P#q1 || q0]`` at the result,
     the full KL even when ``mean_only``), ``"kl_identity"``, ``"kl_const"`` (``c``) and
     ``"cost"``.
@@ -443,7 +440,7 @@ def marginal_loss_curve(key, q0, q1, x, y, taus: Sequence[float] | int = 11, num
     log-sum-exp, so it never underflows. This S-sample estimator overestimates the exact
     predictive NLL by ``O(1/S)`` (Jensen), by about the same amount at every tau. With
     ``sigma = 0`` it is the NLL of the deterministic interpolation
-    (:func:`symlib.interpolation.interpolation_curve`). Float32 on the device; ``x`` is
+    (:func:`symlib.evaluation.interpolation.interpolation_curve`). Float32 on the device; ``x`` is
     processed in batches of ``batch_size`` rows and the samples ``sample_chunk`` at a time
     (default: about 2**24 parameters per chunk).
 
@@ -551,69 +548,3 @@ def midpoint_barrier(curve: Mapping) -> float:
 
 # --------------------------------------------------------------------------- timings
 
-
-def random_gaussian_posterior(seed: int, sizes: Sequence[int], sigma_range: tuple[float, float] = (0.01, 0.1),
-                              bias_scale: float = 0.1) -> tuple[dict, dict]:
-    """A random "VI-like" mean-field posterior of an MLP with layer sizes ``sizes``.
-
-    Means: He-normal kernels and ``N(0, bias_scale^2)`` biases; standard deviations
-    ``softplus(rho)`` with ``rho`` uniform between ``softplus^-1`` of the two ends of
-    ``sigma_range``. Float32 numpy, in the layout of :func:`symlib.models.mlp_init`.
-    """
-    sizes = [int(s) for s in sizes]
-    if len(sizes) < 2 or min(sizes) < 1:
-        raise ValueError(f"sizes must list at least two positive widths, got {sizes}")
-    lo, hi = (float(v) for v in sigma_range)
-    if not 0 < lo <= hi:
-        raise ValueError(f"sigma_range must satisfy 0 < low <= high, got {sigma_range}")
-    rng = np.random.default_rng(seed)
-    r_lo, r_hi = np.log(np.expm1(lo)), np.log(np.expm1(hi))
-    mu, sigma = {}, {}
-    for l, (d_in, d_out) in enumerate(zip(sizes[:-1], sizes[1:])):
-        mu[f"dense_{l}"] = {
-            "kernel": (np.sqrt(2.0 / d_in) * rng.standard_normal((d_in, d_out))).astype(np.float32),
-            "bias": (bias_scale * rng.standard_normal(d_out)).astype(np.float32),
-        }
-        sigma[f"dense_{l}"] = {
-            name: np.logaddexp(0.0, rng.uniform(r_lo, r_hi, size=shape)).astype(np.float32)
-            for name, shape in (("kernel", (d_in, d_out)), ("bias", (d_out,)))
-        }
-    return mu, sigma
-
-
-def alignment_timings(widths: Sequence[int], depth: int = 3, seed: int = 0, *, input_dim: int = 784,
-                      output_dim: int = 10, max_iter: int = 100) -> dict[str, list]:
-    """Seconds for :func:`wasserstein_alignment` of two random VI-like posteriors
-    (:func:`random_gaussian_posterior`) of a ``input_dim-width^depth-output_dim`` MLP, and
-    for :func:`symlib.matching.weight_matching` of their means alone, per width.
-
-    Returns lists (one entry per width) under ``"width"``, ``"w2_seconds"``,
-    ``"wm_seconds"``, ``"ratio"`` (w2 / wm), ``"w2_sweeps"``, ``"wm_sweeps"``, and the
-    squared W2 distance before and after alignment (``"w2_sq_identity"``, ``"w2_sq"``). Wall-clock
-    times of the whole calls (validation and float64 conversion included), on whatever
-    cores BLAS and the LAP threads get.
-    """
-    from .specs import mlp_permutation_spec
-
-    depth = int(depth)
-    spec = mlp_permutation_spec(depth)
-    out: dict[str, list] = {k: [] for k in ("width", "w2_seconds", "wm_seconds", "ratio", "w2_sweeps", "wm_sweeps",
-                                            "w2_sq_identity", "w2_sq")}
-    for width in widths:
-        sizes = [input_dim] + [int(width)] * depth + [output_dim]
-        q0 = random_gaussian_posterior(seed, sizes)
-        q1 = random_gaussian_posterior(seed + 1, sizes)
-        t0 = time.perf_counter()
-        w2 = wasserstein_alignment(seed + 2, spec, q0, q1, max_iter)
-        t1 = time.perf_counter()
-        wm = weight_matching(seed + 2, spec, q0[0], q1[0], max_iter)
-        t2 = time.perf_counter()
-        out["width"].append(int(width))
-        out["w2_seconds"].append(t1 - t0)
-        out["wm_seconds"].append(t2 - t1)
-        out["ratio"].append((t1 - t0) / max(t2 - t1, 1e-12))
-        out["w2_sweeps"].append(w2.sweeps)
-        out["wm_sweeps"].append(wm.sweeps)
-        out["w2_sq_identity"].append(float(w2.info["w2_sq_identity"]))
-        out["w2_sq"].append(float(w2.info["w2_sq"]))
-    return out

@@ -1,0 +1,107 @@
+"""Input checks shared by every subpackage. Each raises ``ValueError`` (``TypeError`` for a
+wrong container type) with a message that names the offending input, so a researcher
+sees *which* argument is wrong and why, not an error from deep inside numpy or scipy."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+__all__ = [
+    "positive_int",
+    "positive_float",
+    "check_finite",
+    "check_finite_tree",
+    "check_labels",
+    "mlp_layer_names",
+]
+
+
+def positive_int(value: Any, name: str, *, allow_none: bool = False) -> int | None:
+    """``value`` as an ``int`` >= 1 (bools rejected); ``None`` passes if ``allow_none``.
+
+    Raises:
+        ValueError: naming ``name`` and the value, if it is not a positive integer.
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        extra = " or None" if allow_none else ""
+        raise ValueError(f"{name} must be a positive integer{extra}, got {value!r}")
+    return int(value)
+
+
+def positive_float(value: Any, name: str) -> float:
+    """``value`` as a finite ``float`` > 0.
+
+    Raises:
+        ValueError: naming ``name`` and the value otherwise.
+    """
+    try:
+        ok = np.ndim(value) == 0 and not isinstance(value, bool) and math.isfinite(float(value)) and float(value) > 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def check_finite(array: Any, name: str) -> None:
+    """Raise ``ValueError`` naming ``name`` if a floating array holds NaN or inf
+    (integer and boolean arrays always pass). Works on numpy and concrete JAX arrays."""
+    arr = np.asarray(array)
+    if np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)):
+        bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
+        raise ValueError(f"{name} contains NaN or inf ({bad} of {arr.size} entries)")
+
+
+def check_finite_tree(tree: Any, name: str) -> None:
+    """:func:`check_finite` on every leaf of a pytree; the message names the leaf's path
+    (e.g. ``params['dense_0']['kernel']``)."""
+    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+        check_finite(leaf, f"{name}{jax.tree_util.keystr(path)}")
+
+
+def check_labels(labels: Any, num_classes: int, name: str = "labels") -> np.ndarray:
+    """Integer class labels in ``[0, num_classes)`` as a numpy array.
+
+    Raises:
+        ValueError: naming ``name`` if the labels are not integers or fall outside the range.
+    """
+    y = np.asarray(labels)
+    if not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"{name} must be integer class indices, got dtype {y.dtype}")
+    if y.size and (y.min() < 0 or y.max() >= num_classes):
+        raise ValueError(f"{name} must lie in [0, {num_classes}) for {num_classes} classes, "
+                         f"got values in [{int(y.min())}, {int(y.max())}]")
+    return y
+
+
+def mlp_layer_names(params: Any, name: str = "params") -> list[str]:
+    """Layer names ``dense_0 .. dense_{L-1}`` of an MLP parameter dict (the layout of
+    :mod:`symlib.core.models`), input to output, after checking the layout: a mapping of
+    layers, each a mapping with exactly ``kernel`` and ``bias``.
+
+    Raises:
+        TypeError: if ``params`` (or a layer) is not a mapping.
+        ValueError: naming the layers found if the layout is not ``dense_0..dense_{L-1}``.
+    """
+    if not isinstance(params, Mapping):
+        raise TypeError(f"{name} must be a dict of layers, got {type(params).__name__}")
+    try:
+        names = sorted(params, key=lambda n: int(str(n).rsplit("_", 1)[-1]))
+    except ValueError:
+        names = None
+    expected = [f"dense_{i}" for i in range(len(params))]
+    if not names or names != expected:
+        raise ValueError(f"MLP {name} must have layers dense_0..dense_{max(len(params) - 1, 0)}, "
+                         f"got {sorted(map(str, params))}")
+    for n in names:
+        layer = params[n]
+        if not isinstance(layer, Mapping) or set(layer) != {"kernel", "bias"}:
+            got = sorted(layer) if isinstance(layer, Mapping) else type(layer).__name__
+            raise ValueError(f"{name}[{n!r}] must hold exactly 'kernel' and 'bias', got {got}")
+    return names

@@ -1,0 +1,188 @@
+"""Reference solvers for tests and benchmarks: plain, slow, obviously-correct versions of
+symlib's fast algorithms (the original Git Re-Basin loop, generic solvers of the min-mass
+problem) and the timing sweep of Wasserstein alignment.
+
+Not part of the algorithms a researcher calls; kept in the package so that the tests,
+the benchmarks and notebook 08 share one copy.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from symlib.symmetry.alignment import wasserstein_alignment
+from symlib.symmetry.matching import weight_matching
+from symlib.symmetry.permutations import as_generator
+from symlib.symmetry.scaling import _mass_terms
+from symlib.symmetry.specs import flatten_params
+
+
+def reference_weight_matching(key, spec, params_a, params_b, max_iter=100, tol=1e-12):
+    """The plain Git Re-Basin loop, for reference (tests, benchmarks): every step re-permutes B, rebuilds
+    the full cost matrix and solves the LAP. Same sweep orders (one ``rng.permutation``
+    per sweep from ``key``), same acceptance rule (strict LAP improvement) and same
+    stopping rule (sweep improvement <= tol * |J|) as ``symlib.symmetry.matching.weight_matching``.
+    Float64 numpy throughout.
+
+    Returns (perms, objective history, seconds in the LAP solver, number of solves).
+    """
+    fa = {k: np.asarray(v, np.float64) for k, v in flatten_params(params_a).items()}
+    fb = {k: np.asarray(v, np.float64) for k, v in flatten_params(params_b).items()}
+    rng = as_generator(key)
+    names = spec.perm_names
+    perms = {}
+    for name, where in spec.perm_to_axes.items():
+        path, axis = where[0]
+        perms[name] = np.arange(fa[path].shape[axis])
+
+    def permuted(path, except_axis=None):
+        w = fb[path]
+        for ax, q in enumerate(spec.axes[path]):
+            if q is not None and ax != except_axis:
+                w = np.take(w, perms[q], axis=ax)
+        return w
+
+    def objective():
+        return sum(float(np.vdot(fa[p], permuted(p))) for p in spec.axes)
+
+    obj = objective()
+    history, lap_time, solves = [], 0.0, 0
+    for _ in range(max_iter):
+        order = rng.permutation(len(names))
+        before = obj
+        for k in order:
+            name = names[k]
+            n = len(perms[name])
+            C = np.zeros((n, n))
+            for path, axis in spec.perm_to_axes[name]:
+                wa = np.moveaxis(fa[path], axis, 0).reshape(n, -1)
+                wb = np.moveaxis(permuted(path, axis), axis, 0).reshape(n, -1)
+                C += wa @ wb.T
+            t = time.perf_counter()
+            _, col = linear_sum_assignment(C, maximize=True)
+            lap_time += time.perf_counter() - t
+            solves += 1
+            rows = np.arange(n)
+            if not np.array_equal(col, perms[name]) and C[rows, col].sum() - C[rows, perms[name]].sum() > 0:
+                perms[name] = col
+        obj = objective()
+        history.append(obj)
+        if obj - before <= tol * abs(before):
+            break
+    return perms, history, lap_time, solves
+
+
+def min_mass_lbfgs(params, max_iter: int = 100_000) -> tuple[float, int]:
+    """Reference solution of the min-mass problem by a generic solver: scipy's L-BFGS-B on
+    the log-scales with the analytic gradient. Returns ``(minimal mass, iterations)``; used
+    by the tests and the benchmark to check :func:`min_mass`."""
+    from scipy.optimize import minimize
+
+    names = sorted(params, key=lambda n: int(n.split("_")[1]))
+    W = [np.asarray(params[n]["kernel"], dtype=np.float64) ** 2 for n in names]
+    widths = [w.shape[1] for w in W[:-1]]
+    splits = np.cumsum(widths)[:-1]
+
+    def fg(x):
+        u = np.split(x, splits)
+        E = _mass_terms(W, u)
+        g = [2 * (E[l].sum(0) - E[l + 1].sum(1)) for l in range(len(u))]
+        return sum(e.sum() for e in E), np.concatenate(g)
+
+    res = minimize(fg, np.zeros(sum(widths)), jac=True, method="L-BFGS-B",
+                   options=dict(maxiter=max_iter, maxfun=2 * max_iter, ftol=1e-15, gtol=1e-12))
+    return float(res.fun), int(res.nit)
+
+
+def min_mass_cvxpy(params) -> tuple[float, list[np.ndarray], str]:
+    """Reference solution of the min-mass problem with cvxpy (an optional dependency, in the
+    ``test`` extra): the convex program in the log-scales, with the log-weights inside the
+    exponential (better conditioned than weight * exp(...)). Returns ``(minimal mass,
+    log-scales per hidden layer, solver status)``; for tests and benchmarks."""
+    import cvxpy as cp
+
+    names = sorted(params, key=lambda n: int(n.split("_")[1]))
+    W = [np.asarray(params[n]["kernel"], dtype=np.float64) ** 2 for n in names]
+    u = [cp.Variable(w.shape[1]) for w in W[:-1]]
+    terms = []
+    for l, w in enumerate(W):
+        d_in, d_out = w.shape
+        expo = 0
+        if l < len(u):
+            expo = expo + np.ones((d_in, 1)) @ cp.reshape(u[l], (1, d_out), order="C")
+        if l > 0:
+            expo = expo - cp.reshape(u[l - 1], (d_in, 1), order="C") @ np.ones((1, d_out))
+        terms.append(cp.sum(cp.exp(2 * expo + np.log(np.maximum(w, 1e-300)))))
+    prob = cp.Problem(cp.Minimize(sum(terms)))
+    prob.solve()
+    return float(prob.value), [np.asarray(v.value) for v in u], f"{prob.solver_stats.solver_name}, {prob.status}"
+
+
+def random_gaussian_posterior(seed: int, sizes: Sequence[int], sigma_range: tuple[float, float] = (0.01, 0.1),
+                              bias_scale: float = 0.1) -> tuple[dict, dict]:
+    """A random "VI-like" mean-field posterior of an MLP with layer sizes ``sizes``.
+
+    Means: He-normal kernels and ``N(0, bias_scale^2)`` biases; standard deviations
+    ``softplus(rho)`` with ``rho`` uniform between ``softplus^-1`` of the two ends of
+    ``sigma_range``. Float32 numpy, in the layout of :func:`symlib.core.models.mlp_init`.
+    """
+    sizes = [int(s) for s in sizes]
+    if len(sizes) < 2 or min(sizes) < 1:
+        raise ValueError(f"sizes must list at least two positive widths, got {sizes}")
+    lo, hi = (float(v) for v in sigma_range)
+    if not 0 < lo <= hi:
+        raise ValueError(f"sigma_range must satisfy 0 < low <= high, got {sigma_range}")
+    rng = np.random.default_rng(seed)
+    r_lo, r_hi = np.log(np.expm1(lo)), np.log(np.expm1(hi))
+    mu, sigma = {}, {}
+    for l, (d_in, d_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        mu[f"dense_{l}"] = {
+            "kernel": (np.sqrt(2.0 / d_in) * rng.standard_normal((d_in, d_out))).astype(np.float32),
+            "bias": (bias_scale * rng.standard_normal(d_out)).astype(np.float32),
+        }
+        sigma[f"dense_{l}"] = {
+            name: np.logaddexp(0.0, rng.uniform(r_lo, r_hi, size=shape)).astype(np.float32)
+            for name, shape in (("kernel", (d_in, d_out)), ("bias", (d_out,)))
+        }
+    return mu, sigma
+
+
+def alignment_timings(widths: Sequence[int], depth: int = 3, seed: int = 0, *, input_dim: int = 784,
+                      output_dim: int = 10, max_iter: int = 100) -> dict[str, list]:
+    """Seconds for :func:`wasserstein_alignment` of two random VI-like posteriors
+    (:func:`random_gaussian_posterior`) of a ``input_dim-width^depth-output_dim`` MLP, and
+    for :func:`symlib.symmetry.matching.weight_matching` of their means alone, per width.
+
+    Returns lists (one entry per width) under ``"width"``, ``"w2_seconds"``,
+    ``"wm_seconds"``, ``"ratio"`` (w2 / wm), ``"w2_sweeps"``, ``"wm_sweeps"``, and the
+    squared W2 distance before and after alignment (``"w2_sq_identity"``, ``"w2_sq"``). Wall-clock
+    times of the whole calls (validation and float64 conversion included), on whatever
+    cores BLAS and the LAP threads get.
+    """
+    from symlib.symmetry.specs import mlp_permutation_spec
+
+    depth = int(depth)
+    spec = mlp_permutation_spec(depth)
+    out: dict[str, list] = {k: [] for k in ("width", "w2_seconds", "wm_seconds", "ratio", "w2_sweeps", "wm_sweeps",
+                                            "w2_sq_identity", "w2_sq")}
+    for width in widths:
+        sizes = [input_dim] + [int(width)] * depth + [output_dim]
+        q0 = random_gaussian_posterior(seed, sizes)
+        q1 = random_gaussian_posterior(seed + 1, sizes)
+        t0 = time.perf_counter()
+        w2 = wasserstein_alignment(seed + 2, spec, q0, q1, max_iter)
+        t1 = time.perf_counter()
+        wm = weight_matching(seed + 2, spec, q0[0], q1[0], max_iter)
+        t2 = time.perf_counter()
+        out["width"].append(int(width))
+        out["w2_seconds"].append(t1 - t0)
+        out["wm_seconds"].append(t2 - t1)
+        out["ratio"].append((t1 - t0) / max(t2 - t1, 1e-12))
+        out["w2_sweeps"].append(w2.sweeps)
+        out["wm_sweeps"].append(wm.sweeps)
+        out["w2_sq_identity"].append(float(w2.info["w2_sq_identity"]))
+        out["w2_sq"].append(float(w2.info["w2_sq"]))
+    return out
