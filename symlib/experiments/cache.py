@@ -59,7 +59,7 @@ def code_version() -> str:
     of silently serving results computed by older code.
     """
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # the symlib package (this file is symlib/experiments/cache.py)
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
