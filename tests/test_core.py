@@ -1,0 +1,116 @@
+"""symlib.core: input checks, pytree helpers, atomic writes and the progress bar."""
+import io
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from symlib.core import checks, progress, pytree
+from symlib.core.io import atomic_write
+from symlib.core.models import mlp_init
+
+
+@pytest.mark.parametrize("value", [0, -3, 1.5, True, "2", None])
+def test_positive_int_rejects_and_names_the_input(value):
+    with pytest.raises(ValueError, match=r"num_chains must be a positive integer, got"):
+        checks.positive_int(value, "num_chains")
+
+
+def test_positive_int_accepts_numpy_ints_and_optional_none():
+    assert checks.positive_int(np.int64(4), "n") == 4 and type(checks.positive_int(np.int64(4), "n")) is int
+    assert checks.positive_int(None, "n", allow_none=True) is None
+    with pytest.raises(ValueError, match="positive integer or None"):
+        checks.positive_int(0, "n", allow_none=True)
+
+
+@pytest.mark.parametrize("value", [0, -1.0, float("nan"), float("inf"), "x", [1.0], True])
+def test_positive_float_rejects(value):
+    with pytest.raises(ValueError, match="prior_std must be a positive finite number"):
+        checks.positive_float(value, "prior_std")
+    assert checks.positive_float(np.float32(0.5), "prior_std") == 0.5
+
+
+def test_check_finite_names_leaf_and_counts():
+    tree = {"dense_0": {"kernel": np.ones((2, 2)), "bias": np.array([0.0, np.nan])}}
+    with pytest.raises(ValueError, match=r"params\['dense_0'\]\['bias'\] contains NaN or inf \(1 of 2 entries\)"):
+        checks.check_finite_tree(tree, "params")
+    checks.check_finite(np.array([1, 2]), "labels")  # integers always pass
+    checks.check_finite_tree({"a": jnp.ones(3)}, "params")
+
+
+def test_check_labels():
+    assert checks.check_labels(np.array([0, 9]), 10).tolist() == [0, 9]
+    with pytest.raises(ValueError, match=r"y_train must lie in \[0, 10\) for 10 classes, got values in \[0, 10\]"):
+        checks.check_labels(np.array([0, 10]), 10, "y_train")
+    with pytest.raises(ValueError, match="must be integer class indices"):
+        checks.check_labels(np.array([0.0, 1.0]), 10)
+
+
+def test_mlp_layer_names():
+    params = mlp_init(jax.random.key(0), [3, 4, 2])
+    assert checks.mlp_layer_names(params) == ["dense_0", "dense_1"]
+    with pytest.raises(ValueError, match=r"layers dense_0..dense_1, got \['dense_0', 'dense_2'\]"):
+        checks.mlp_layer_names({"dense_0": params["dense_0"], "dense_2": params["dense_1"]})
+    with pytest.raises(ValueError, match=r"params\['dense_1'\] must hold exactly 'kernel' and 'bias'"):
+        checks.mlp_layer_names({"dense_0": params["dense_0"], "dense_1": {"kernel": 1}})
+    with pytest.raises(TypeError, match="must be a dict of layers"):
+        checks.mlp_layer_names([1, 2])
+
+
+def test_flatten_roundtrip_and_errors():
+    tree = {"a": {"b": 1, "c": {"d": 2}}, "e": 3}
+    flat = pytree.flatten_dict(tree)
+    assert flat == {"a/b": 1, "a/c/d": 2, "e": 3}
+    assert pytree.unflatten_dict(flat) == tree
+    assert pytree.flatten_dict({"a/b": 1}) == {"a/b": 1}  # already flat
+    with pytest.raises(ValueError, match="'a/b' occurs twice"):
+        pytree.flatten_dict({"a/b": 1, "a": {"b": 2}})
+    with pytest.raises(ValueError, match="'a' is both a leaf and a prefix of 'a/b'"):
+        pytree.unflatten_dict({"a": 1, "a/b": 2})
+    with pytest.raises(ValueError, match="empty component"):
+        pytree.unflatten_dict({"a//b": 1})
+    with pytest.raises(TypeError, match="non-empty strings"):
+        pytree.flatten_dict({1: 2})
+
+
+def test_vector_roundtrip_keeps_float64():
+    tree = {"w": np.arange(6, dtype=np.float64).reshape(2, 3) + 1e-12, "b": np.ones(2)}
+    vec = pytree.tree_to_vector(tree)
+    assert vec.dtype == np.float64 and vec.shape == (8,)
+    back = pytree.vector_to_tree(vec, tree)
+    np.testing.assert_array_equal(back["w"], tree["w"])
+    with pytest.raises(ValueError, match=r"vec must have shape \(8,\)"):
+        pytree.vector_to_tree(vec[:-1], tree)
+    flat, unravel = pytree.ravel({"a": jnp.ones(2), "b": jnp.zeros(3)})
+    assert flat.shape == (5,) and unravel(flat)["b"].shape == (3,)
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path):
+    target = tmp_path / "sub" / "x.bin"
+    atomic_write(target, lambda f: f.write(b"abc"))
+    assert target.read_bytes() == b"abc"
+
+    def broken(f):
+        f.write(b"partial")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(target, broken)
+    assert target.read_bytes() == b"abc"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["x.bin"]
+
+
+def test_progress_bar_only_when_enabled(monkeypatch):
+    buf = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", buf)
+    assert progress.progress_enabled(None) is False  # not a terminal
+    bar = progress.progress_bar(3, "hmc")
+    bar.update(3)
+    bar.close()
+    assert buf.getvalue() == ""
+    bar = progress.progress_bar(3, "hmc", enabled=True)
+    bar.update(3)
+    bar.close()
+    assert "hmc" in buf.getvalue() and "3/3" in buf.getvalue()
