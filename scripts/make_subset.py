@@ -59,7 +59,19 @@ RULE = (
 
 
 def select_indices(labels: np.ndarray, n: int, seed: int = SEED) -> np.ndarray:
-    """Exactly class-balanced deterministic selection of ``n`` indices (sorted)."""
+    """Exactly class-balanced deterministic selection of ``n`` indices.
+
+    Args:
+        labels: class labels 0..9 of the full split.
+        n: number of indices, a multiple of 10 (``n // 10`` per class).
+        seed: seed of ``np.random.default_rng``.
+
+    Returns:
+        The sorted int32 indices.
+
+    Raises:
+        ValueError: if ``n`` is not a multiple of 10 or a class has too few examples.
+    """
     if n % 10:
         raise ValueError(f"n={n} must be a multiple of 10 for a balanced subset")
     rng = np.random.default_rng(seed)
@@ -73,8 +85,16 @@ def select_indices(labels: np.ndarray, n: int, seed: int = SEED) -> np.ndarray:
 
 
 def write_gz_idx(path: Path, arr: np.ndarray) -> dict:
-    """Write ``arr`` as a deterministic gzipped idx file; return its manifest entry."""
-    raw = data._idx_bytes(arr)
+    """Write ``arr`` as a deterministic gzipped idx file (mtime 0, no file name).
+
+    Args:
+        path: the file to write.
+        arr: the array (a dtype with an idx type code).
+
+    Returns:
+        Its manifest entry: ``file``, ``sha256`` (of the decompressed bytes), ``shape``, ``dtype``.
+    """
+    raw = data.idx_bytes(arr)
     buf = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as f:
         f.write(raw)
@@ -88,7 +108,74 @@ def write_gz_idx(path: Path, arr: np.ndarray) -> dict:
     }
 
 
+def _source_files(src_dir: Path, dataset: str, split: str) -> dict:
+    """The manifest's record of the full files of a split, after checking their MD5."""
+    sources = {}
+    for kind, name in zip(("images", "labels"), data.FILES[split]):
+        path = src_dir / name
+        if not path.is_file():
+            raise SystemExit(f"missing {path}")
+        data.verify_file(path, data.MD5[dataset][name])
+        sources[kind] = {"file": f"{dataset}/{name}", "md5": data.MD5[dataset][name]}
+    return sources
+
+
+def make_split(data_dir: Path, out_dir: Path, dataset: str, split: str, n: int) -> dict:
+    """Select and write the subset of one split.
+
+    Args:
+        data_dir: folder with ``<dataset>/`` holding the full idx files.
+        out_dir: where to write the three gzipped idx files.
+        dataset: ``"mnist"`` or ``"fashion_mnist"``.
+        split: ``"train"`` or ``"test"``.
+        n: number of examples to keep (a multiple of 10).
+
+    Returns:
+        The split's manifest entry.
+    """
+    src_dir = data_dir / dataset
+    sources = _source_files(src_dir, dataset, split)
+    images, labels = (data.read_idx(src_dir / name) for name in data.FILES[split])
+    idx = select_indices(labels, n)
+    prefix = f"{dataset}-subset-{split}"
+    return {
+        "n": int(n),
+        "n_full": int(labels.shape[0]),
+        "source": sources,
+        "class_counts": np.bincount(labels[idx], minlength=10).tolist(),
+        "images": write_gz_idx(out_dir / f"{prefix}-images-idx3-ubyte.gz", images[idx]),
+        "labels": write_gz_idx(out_dir / f"{prefix}-labels-idx1-ubyte.gz", labels[idx]),
+        "indices": write_gz_idx(out_dir / f"{prefix}-indices-idx1-int.gz", idx),
+    }
+
+
+def manifest_text(manifest: dict) -> str:
+    """The manifest as indented JSON, with short lists of numbers (shapes, class counts) on one line.
+
+    Args:
+        manifest: the manifest.
+
+    Returns:
+        The text of ``subset_manifest.json``.
+    """
+    text = json.dumps(manifest, indent=2) + "\n"
+    return re.sub(
+        r"\[([\d\s,]+)\]",
+        lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",
+        text,
+    )
+
+
 def make_subset(data_dir: Path, out_dir: Path) -> dict:
+    """Write every shipped split and the manifest into ``out_dir``.
+
+    Args:
+        data_dir: folder with ``mnist/`` and ``fashion_mnist/`` holding the full idx files.
+        out_dir: the output folder (created if needed).
+
+    Returns:
+        The manifest.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = {
         "format_version": 1,
@@ -103,40 +190,20 @@ def make_subset(data_dir: Path, out_dir: Path) -> dict:
         "subsets": {},
     }
     for (dataset, split), n in SUBSET_SIZES.items():
-        src_dir = data_dir / dataset
-        img_name, lab_name = data.FILES[split]
-        sources = {}
-        for kind, name in (("images", img_name), ("labels", lab_name)):
-            path = src_dir / name
-            if not path.is_file():
-                raise SystemExit(f"missing {path}")
-            data.verify_file(path, data.MD5[dataset][name])
-            sources[kind] = {"file": f"{dataset}/{name}", "md5": data.MD5[dataset][name]}
-        images, labels = data.read_idx(src_dir / img_name), data.read_idx(src_dir / lab_name)
-        idx = select_indices(labels, n)
-        prefix = f"{dataset}-subset-{split}"
-        entry = {
-            "n": int(n),
-            "n_full": int(labels.shape[0]),
-            "source": sources,
-            "class_counts": np.bincount(labels[idx], minlength=10).tolist(),
-            "images": write_gz_idx(out_dir / f"{prefix}-images-idx3-ubyte.gz", images[idx]),
-            "labels": write_gz_idx(out_dir / f"{prefix}-labels-idx1-ubyte.gz", labels[idx]),
-            "indices": write_gz_idx(out_dir / f"{prefix}-indices-idx1-int.gz", idx),
-        }
-        manifest["subsets"].setdefault(dataset, {})[split] = entry
-    text = json.dumps(manifest, indent=2) + "\n"
-    # put short lists of numbers (shapes, class counts) on one line
-    text = re.sub(
-        r"\[([\d\s,]+)\]",
-        lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",
-        text,
-    )
-    (out_dir / data.SUBSET_MANIFEST).write_text(text, encoding="utf-8")
+        manifest["subsets"].setdefault(dataset, {})[split] = make_split(data_dir, out_dir, dataset, split, n)
+    (out_dir / data.SUBSET_MANIFEST).write_text(manifest_text(manifest), encoding="utf-8")
     return manifest
 
 
 def main(argv=None) -> int:
+    """Command-line entry point: parse the arguments, write the subset, print its sizes.
+
+    Args:
+        argv: the arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status, 0.
+    """
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--data-dir",

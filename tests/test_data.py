@@ -12,7 +12,7 @@ import functools
 import gzip
 import hashlib
 import http.server
-import io
+import logging
 import os
 import shutil
 import socket
@@ -22,10 +22,12 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import pooch
 import pytest
 
 from symlib import data
 from symlib.data import ChecksumError, DataNotFoundError
+from symlib.data import subset as data_subset
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SYMLIB_DATA_DIR") or REPO.parent / "shared" / "data")
@@ -174,7 +176,7 @@ def test_unknown_choices_list_valid_values(call):
 @pytest.mark.parametrize("compress", [False, True])
 def test_read_idx_roundtrip(tmp_path, dtype, compress):
     arr = (np.arange(2 * 3 * 4) - 5).reshape(2, 3, 4).astype(dtype)
-    raw = data._idx_bytes(arr)
+    raw = data.idx_bytes(arr)
     path = tmp_path / ("a.idx.gz" if compress else "a.idx")
     path.write_bytes(gzip.compress(raw) if compress else raw)
     out = data.read_idx(path)
@@ -391,14 +393,38 @@ def test_download_from_local_server(tmp_path, serve, capsys):
     # already present and correct: nothing fetched again
     data.download("mnist", dest_dir=dest, mirrors=[server.url])
     assert len(server.requests) == 4
-    # a corrupted local file is replaced, with a progress bar when asked for
+    # a corrupted local file is replaced, with a progress bar when asked for; the
+    # unreachable mirror tried first leaves no bar without a total (no "%") behind
     _corrupt(dest / "t10k-labels-idx1-ubyte.gz")
-    data.download("mnist", dest_dir=dest, mirrors=[server.url], progress=True)
+    data.download("mnist", dest_dir=dest, mirrors=[_unreachable_mirror(), server.url], progress=True)
     assert server.requests[4:] == ["/t10k-labels-idx1-ubyte.gz"]
     assert data.md5_file(dest / "t10k-labels-idx1-ubyte.gz") == data.MD5["mnist"]["t10k-labels-idx1-ubyte.gz"]
     err = capsys.readouterr().err
-    assert "t10k-labels-idx1-ubyte.gz" in err and "100.0%" in err
+    assert "mnist/t10k-labels-idx1-ubyte.gz" in err and "100%" in err
+    bars = [line for line in err.replace("\r", "\n").splitlines() if "t10k-labels" in line]
+    assert bars and all("%" in line for line in bars)
     assert _leftovers(dest) == expected
+
+
+@needs_mnist
+def test_download_is_quiet_and_expands_home(tmp_path, serve, monkeypatch):
+    # pooch logs "Downloading data from ..." at INFO through its own handler on stderr;
+    # download() silences it (a notebook would show it) and restores the level
+    server = serve(_copy_dataset("mnist", tmp_path / "served"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = pooch.get_logger()
+    level = logger.level
+    logger.addHandler(handler)
+    try:
+        out = data.download("mnist", dest_dir="~/dl", mirrors=[server.url], timeout=5)
+    finally:
+        logger.removeHandler(handler)
+    assert records == [] and logger.level == level
+    assert out == tmp_path / "home" / "dl"
+    assert _leftovers(out) == sorted(data.MD5["mnist"])
 
 
 @needs_mnist
@@ -485,8 +511,8 @@ def test_subset_loads_offline(tmp_path, monkeypatch, dataset, split):
     assert labels.shape == (n,) and labels.dtype == np.uint8
     assert int(images.max()) == 255 and int(images.min()) == 0 and int(labels.max()) == 9
     assert np.bincount(labels, minlength=10).tolist() == entry["class_counts"] == [n // 10] * 10
-    assert hashlib.sha256(data._idx_bytes(images)).hexdigest() == entry["images"]["sha256"]
-    assert hashlib.sha256(data._idx_bytes(labels)).hexdigest() == entry["labels"]["sha256"]
+    assert hashlib.sha256(data.idx_bytes(images)).hexdigest() == entry["images"]["sha256"]
+    assert hashlib.sha256(data.idx_bytes(labels)).hexdigest() == entry["labels"]["sha256"]
     idx = data.subset_indices(dataset, split)
     assert idx.shape == (n,) and np.all(np.diff(idx) > 0)
     assert idx[0] >= 0 and idx[-1] < entry["n_full"]
@@ -525,7 +551,7 @@ def test_subset_split_not_shipped(monkeypatch):
     # every split is shipped now; check the error path with a manifest lacking one
     manifest = data.subset_manifest()
     del manifest["subsets"]["fashion_mnist"]["train"]
-    monkeypatch.setattr(data, "subset_manifest", lambda: manifest)
+    monkeypatch.setattr(data_subset, "subset_manifest", lambda: manifest)  # where it is looked up
     with pytest.raises(ValueError, match="shipped") as err:
         data.load_mnist("fashion_mnist", "train", source="subset")
     listed = str(err.value).split("shipped:")[1]
@@ -543,7 +569,7 @@ def test_subset_tampering_detected(tmp_path, monkeypatch):
     raw = bytearray(gzip.decompress((src / entry["labels"]["file"]).read_bytes()))
     raw[-1] = (raw[-1] + 1) % 10
     (tampered / entry["labels"]["file"]).write_bytes(gzip.compress(bytes(raw)))
-    monkeypatch.setattr(data, "_subset_resource", lambda name: tampered / name)
+    monkeypatch.setattr(data_subset, "_subset_resource", lambda name: tampered / name)
     with pytest.raises(ChecksumError, match=entry["labels"]["file"]):
         data.load_mnist("mnist", "test", source="subset")
 

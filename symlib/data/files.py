@@ -1,0 +1,226 @@
+"""The dataset files: their names and published checksums, where they are looked for, and
+their verification."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DATASETS",
+    "SPLITS",
+    "SOURCES",
+    "FILES",
+    "MD5",
+    "N_EXAMPLES",
+    "ENV_DATA_DIR",
+    "DataNotFoundError",
+    "ChecksumError",
+    "check_choice",
+    "cache_dir",
+    "data_search_dirs",
+    "find_files",
+    "md5_file",
+    "verify_file",
+    "mark_verified",
+]
+
+DATASETS = ("mnist", "fashion_mnist")
+SPLITS = ("train", "test")
+SOURCES = ("full", "subset")
+
+#: split -> (images file, labels file); the standard names, same for both datasets.
+FILES = {
+    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
+}
+
+#: dataset -> file name -> published MD5 of the .gz file.
+MD5 = {
+    "mnist": {
+        "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+        "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
+        "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
+        "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
+    },
+    "fashion_mnist": {
+        "train-images-idx3-ubyte.gz": "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
+        "train-labels-idx1-ubyte.gz": "25c81989df183df01b3e8a0aad5dffbe",
+        "t10k-images-idx3-ubyte.gz": "bef4ecab320f06d8554ea6380940ec79",
+        "t10k-labels-idx1-ubyte.gz": "bb300cfdad3c16e7a12a480ee83cd310",
+    },
+}
+
+#: Number of examples in each full split.
+N_EXAMPLES = {"train": 60_000, "test": 10_000}
+
+#: The environment variable naming the directory searched first.
+ENV_DATA_DIR = "SYMLIB_DATA_DIR"
+
+# Files whose checksum has been verified in this process:
+# (resolved path, size, mtime_ns, expected digest).
+_VERIFIED: set[tuple[str, int, int, str]] = set()
+_CHUNK = 1 << 16
+
+
+class DataNotFoundError(FileNotFoundError):
+    """The requested dataset files could not be found (or downloaded)."""
+
+
+class ChecksumError(ValueError):
+    """A file's checksum does not match the expected (published) value."""
+
+
+def check_choice(kind: str, value: Any, valid: Iterable[Any]) -> None:
+    """Check that ``value`` is one of ``valid``.
+
+    Args:
+        kind: what ``value`` is (``"dataset"``, ``"split"``, ...), for the message.
+        value: the value given.
+        valid: the allowed values.
+
+    Returns:
+        None.
+
+    Raises:
+        ValueError: naming ``kind``, ``value`` and the valid values.
+    """
+    if value not in valid:
+        raise ValueError(f"unknown {kind} {value!r}; valid values: {', '.join(map(repr, valid))}")
+
+
+def cache_dir(dataset: str | None = None) -> Path:
+    """The user cache directory for downloads.
+
+    Args:
+        dataset: one of :data:`DATASETS`, or ``None`` for the directory holding all of them.
+
+    Returns:
+        ``<$XDG_CACHE_HOME or ~/.cache>/symlib/data[/<dataset>]`` (it may not exist).
+
+    Raises:
+        ValueError: if ``dataset`` is not a known dataset.
+    """
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    root = Path(base) / "symlib" / "data"
+    if dataset is None:
+        return root
+    check_choice("dataset", dataset, DATASETS)
+    return root / dataset
+
+
+def data_search_dirs(dataset: str) -> list[Path]:
+    """Directories searched for ``dataset``'s files, in order of preference.
+
+    Args:
+        dataset: one of :data:`DATASETS`.
+
+    Returns:
+        ``$SYMLIB_DATA_DIR/<dataset>`` and ``$SYMLIB_DATA_DIR`` (both only when the
+        variable is set and non-empty), then :func:`cache_dir` for the dataset; listed
+        whether or not they exist.
+
+    Raises:
+        ValueError: if ``dataset`` is not a known dataset.
+    """
+    check_choice("dataset", dataset, DATASETS)
+    dirs = []
+    env = os.environ.get(ENV_DATA_DIR)
+    if env:
+        root = Path(os.path.expanduser(env))
+        dirs += [root / dataset, root]
+    dirs.append(cache_dir(dataset))
+    return dirs
+
+
+def find_files(dataset: str, split: str) -> tuple[Path, Path] | None:
+    """The images and labels files of a split, from the first search directory holding both.
+
+    Files are not verified here; :func:`symlib.data.load_mnist` does that.
+
+    Args:
+        dataset: one of :data:`DATASETS`.
+        split: one of :data:`SPLITS`.
+
+    Returns:
+        ``(images_path, labels_path)`` from the first directory of
+        :func:`data_search_dirs` that holds both files, else ``None``.
+
+    Raises:
+        ValueError: if ``dataset`` or ``split`` is unknown.
+    """
+    check_choice("dataset", dataset, DATASETS)
+    check_choice("split", split, SPLITS)
+    for d in data_search_dirs(dataset):
+        images, labels = (d / f for f in FILES[split])
+        if images.is_file() and labels.is_file():
+            return images, labels
+    return None
+
+
+def md5_file(path: str | os.PathLike) -> str:
+    """The MD5 digest of a file's bytes as stored (i.e. of the ``.gz``).
+
+    Args:
+        path: the file.
+
+    Returns:
+        The lower-case hex digest.
+    """
+    h = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(_CHUNK), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _verified_key(path: Path, expected_md5: str) -> tuple[str, int, int, str]:
+    st = path.stat()
+    return str(path.resolve()), st.st_size, st.st_mtime_ns, expected_md5.lower()
+
+
+def mark_verified(path: str | os.PathLike, expected_md5: str) -> None:
+    """Remember that ``path`` (as it is now) has the MD5 ``expected_md5``, so that
+    :func:`verify_file` does not hash it again in this process.
+
+    Args:
+        path: a file whose digest was just checked (e.g. by the downloader).
+        expected_md5: its digest.
+
+    Returns:
+        None.
+    """
+    _VERIFIED.add(_verified_key(Path(path), expected_md5))
+
+
+def verify_file(path: str | os.PathLike, expected_md5: str) -> None:
+    """Check a file against its expected MD5.
+
+    Successful verifications are remembered for the process (keyed by path, size and
+    modification time), so repeated calls are cheap.
+
+    Args:
+        path: the file.
+        expected_md5: the expected hex digest (any case).
+
+    Returns:
+        None.
+
+    Raises:
+        ChecksumError: naming the file and both digests if they differ.
+    """
+    path = Path(path)
+    key = _verified_key(path, expected_md5)
+    if key in _VERIFIED:
+        return
+    actual = md5_file(path)
+    if actual != expected_md5.lower():
+        raise ChecksumError(
+            f"checksum mismatch for {path}: expected MD5 {expected_md5}, got {actual} "
+            "(the file is corrupt, incomplete, or belongs to another dataset; "
+            "delete it and download it again)"
+        )
+    _VERIFIED.add(key)
