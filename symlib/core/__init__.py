@@ -1,25 +1,35 @@
 """symlib.core: the bottom layer. MLP parameters as pytrees and their apply function,
 losses on logits, pytree helpers, input checks, atomic file writes and the one progress
-bar. Imports no other symlib subpackage."""
-from symlib.core.checks import (
-    check_finite,
-    check_finite_tree,
-    check_labels,
-    mlp_layer_names,
-    positive_float,
-    positive_int,
-)
-from symlib.core.io import atomic_write
-from symlib.core.losses import accuracy, nll
-from symlib.core.models import Params, layer_names, mlp_apply, mlp_hidden, mlp_init, mlp_sizes, unstack
-from symlib.core.progress import progress_bar, progress_enabled
-from symlib.core.pytree import flatten_dict, ravel, tree_to_vector, unflatten_dict, vector_to_tree
+bar. Imports no other symlib subpackage.
 
-__all__ = [
-    "Params", "layer_names", "mlp_apply", "mlp_hidden", "mlp_init", "mlp_sizes", "unstack",
-    "accuracy", "nll",
-    "flatten_dict", "unflatten_dict", "tree_to_vector", "vector_to_tree", "ravel",
-    "check_finite", "check_finite_tree", "check_labels", "mlp_layer_names", "positive_float", "positive_int",
-    "atomic_write",
-    "progress_bar", "progress_enabled",
-]
+Names are loaded on first use, so that ``import symlib.data`` (which needs only the
+progress bar) does not import JAX.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "models": ["Params", "layer_names", "mlp_apply", "mlp_hidden", "mlp_init", "mlp_sizes", "unstack"],
+    "losses": ["accuracy", "nll"],
+    "pytree": ["flatten_dict", "unflatten_dict", "tree_to_vector", "vector_to_tree", "ravel"],
+    "checks": ["check_finite", "check_finite_tree", "check_labels", "mlp_layer_names", "positive_float",
+               "positive_int"],
+    "io": ["atomic_write"],
+    "progress": ["progress_bar", "progress_enabled"],
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = [name for names in _EXPORTS.values() for name in names]
+
+
+def __getattr__(name: str):
+    if name in _MODULE_OF:
+        value = getattr(importlib.import_module(f"symlib.core.{_MODULE_OF[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'symlib.core' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

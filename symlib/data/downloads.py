@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pooch
 
+from symlib.core.progress import progress_bar, progress_enabled
 from symlib.data.files import (
     DATASETS,
     FILES,
@@ -62,9 +63,6 @@ class _ByteBar:
 
     @total.setter
     def total(self, total: int) -> None:
-        # symlib.core imports JAX; import it only here so that `import symlib.data` stays light
-        from symlib.core.progress import progress_bar
-
         self.close()
         self._bar = progress_bar(total or None, self.desc, enabled=True, unit="B", unit_scale=True)
 
@@ -205,9 +203,6 @@ def download(dataset: str, dest_dir: str | os.PathLike | None = None,
             otherwise (e.g. no network).
         OSError: if ``dest_dir`` cannot be created.
     """
-    # symlib.core imports JAX; import it only here so that `import symlib.data` stays light
-    from symlib.core.progress import progress_enabled
-
     check_choice("dataset", dataset, DATASETS)
     mirrors = _checked_mirrors(MIRRORS[dataset] if mirrors is None else mirrors)
     dest = Path(cache_dir(dataset) if dest_dir is None else dest_dir).expanduser()  # as pooch does
