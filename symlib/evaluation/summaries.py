@@ -69,15 +69,20 @@ _CHUNK_PARAMS = 2**23
 class GaussianSummary:
     """A diagonal Gaussian ``N(mu, diag(sigma^2))`` over the weights of one network.
 
-    mu, sigma: pytrees with the layout of ONE network (numpy arrays).
-    perms: for ``q_r``, permutation name -> int64 ``(K, n)`` array, row ``s`` being the
-        permutation (gather convention of :mod:`symlib.symmetry.specs`) that aligned sample ``s``
-        to the reference (``apply_permutation_many(spec, perms, samples)`` is the aligned
-        stack); ``None`` for ``q_d``.
-    reference_index: index of the sample used as the reference (its row of ``perms`` is
-        the identity), or ``None`` (``q_d``, or an explicit reference network).
-    num_samples: ``K``. method: ``"direct"``, ``"weight"`` or ``"activation"``.
-    info: extra numbers (e.g. the matching objectives).
+    Attributes:
+        mu: pytree with the layout of ONE network (numpy arrays): the means.
+        sigma: the standard deviations, same layout.
+        perms: for ``q_r``, permutation name -> int64 ``(K, n)`` array, row ``s`` being
+            the permutation (gather convention of :mod:`symlib.symmetry.specs`) that
+            aligned sample ``s`` to the reference
+            (``apply_permutation_many(spec, perms, samples)`` is the aligned stack);
+            ``None`` for ``q_d``.
+        reference_index: index of the sample used as the reference (its row of
+            ``perms`` is the identity), or ``None`` (``q_d``, or an explicit reference
+            network).
+        num_samples: ``K``.
+        method: ``"direct"``, ``"weight"`` or ``"activation"``.
+        info: extra numbers (e.g. the matching objectives).
     """
 
     mu: PyTree
