@@ -18,8 +18,8 @@ Everything is batched so that no more than needed is materialised on the device:
   depend on ``sample_chunk`` and equal :func:`sample_gaussian` followed by
   :func:`predict_from_samples`.
 
-The chunking (:func:`_chunk_size`, :func:`_fold_chunks`) and the noise of one Gaussian
-draw (:func:`_standard_normal_like`, :func:`_perturb`) are written once, here, and are
+The chunking (``_chunk_size``, ``_fold_chunks``) and the noise of one Gaussian
+draw (``_standard_normal_like``, ``_perturb``) are written once, here, and are
 also used by :func:`symlib.evaluation.interpolation.marginal_loss_curve` (same keys, so
 its endpoints are this module's Gaussian predictives) and by
 :mod:`symlib.evaluation.summaries`.
