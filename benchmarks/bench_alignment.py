@@ -35,10 +35,30 @@ from symlib.symmetry.specs import mlp_permutation_spec  # noqa: E402
 
 
 def fmt_sizes(sizes):
+    """Layer sizes as a dash-joined label.
+
+    Args:
+        sizes: layer widths, e.g. ``[784, 1024, 10]``.
+
+    Returns:
+        The label, e.g. ``"784-1024-10"``.
+    """
     return "-".join(str(s) for s in sizes)
 
 
 def one_pair(width: int, depth: int, seed: int, repeats: int, max_iter: int) -> None:
+    """Time W2 alignment against weight matching of the means on one random pair, and print it.
+
+    Args:
+        width: hidden width of the ``784-width^depth-10`` MLP.
+        depth: number of hidden layers.
+        seed: seed of the two posteriors (``seed`` and ``seed + 1``) and of the matching.
+        repeats: interleaved repeats; the best time of each method is kept.
+        max_iter: maximum number of sweeps of both methods.
+
+    Returns:
+        None; the timings, W2 distances and their ratio are printed.
+    """
     sizes = [784] + [width] * depth + [10]
     spec = mlp_permutation_spec(depth)
     t = time.perf_counter()
@@ -70,6 +90,16 @@ def one_pair(width: int, depth: int, seed: int, repeats: int, max_iter: int) -> 
 
 
 def sweep(widths, depth: int, seed: int) -> None:
+    """Print a table of :func:`symlib.testing.reference.alignment_timings` over hidden widths.
+
+    Args:
+        widths: hidden widths to time.
+        depth: number of hidden layers.
+        seed: seed of the posteriors.
+
+    Returns:
+        None; the table is printed.
+    """
     out = alignment_timings(widths, depth=depth, seed=seed)
     print(f"[width sweep] 784-width^{depth}-10, symlib.testing.reference.alignment_timings(widths={list(widths)}, depth={depth}, seed={seed})")
     print(f"  {'width':>6} {'W2 align (s)':>13} {'sweeps':>7} {'WM mu (s)':>10} {'sweeps':>7} {'ratio':>6}")
@@ -79,6 +109,14 @@ def sweep(widths, depth: int, seed: int) -> None:
 
 
 def main(argv=None) -> None:
+    """Command-line entry point (see the module docstring).
+
+    Args:
+        argv: command-line arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        None; the benchmark is printed.
+    """
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--width", type=int, default=1024, help="hidden width of the single-pair run (default 1024)")
     ap.add_argument("--depth", type=int, default=3, help="number of hidden layers (default 3)")

@@ -1,10 +1,8 @@
-"""Tests for symlib.symmetry.alignment (W2 / KL alignment of mean-field posteriors, geodesic, marginal barrier)."""
+"""Tests for symlib.symmetry.alignment (W2 / KL alignment of mean-field posteriors, geodesic)."""
 from __future__ import annotations
 
 import itertools
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -17,18 +15,11 @@ from symlib.symmetry.alignment import (
     kl_alignment,
     kl_cost_terms,
     kl_diag,
-    marginal_barrier,
-    marginal_loss_curve,
-    midpoint_barrier,
     w2_geodesic,
     wasserstein2_sq,
     wasserstein_alignment,
 )
-from symlib.evaluation.interpolation import interpolation_curve
 from symlib.testing.reference import alignment_timings, random_gaussian_posterior
-from symlib.evaluation.metrics import nll_from_probs
-from symlib.core.models import mlp_init
-from symlib.evaluation.predictive import predict_from_gaussian
 from symlib.symmetry.specs import PermutationSpec, flatten_params, mlp_permutation_spec, random_permutations
 from symlib.inference.vi import VIResult
 
@@ -338,84 +329,6 @@ def test_w2_geodesic_endpoints_exact_and_midpoint():
     for bad in (-0.1, 1.5, float("nan"), "x"):
         with pytest.raises(ValueError, match="tau"):
             w2_geodesic(q0, q1, bad)
-
-
-# --------------------------------------------------------------------------- marginal loss curve
-
-
-def _toy_data(n=60, d=5, c=3, seed=0):
-    kx, ky = jax.random.split(jax.random.key(seed))
-    return jax.random.normal(kx, (n, d)), jax.random.randint(ky, (n,), 0, c)
-
-
-def test_marginal_curve_with_zero_sigma_is_the_deterministic_interpolation():
-    x, y = _toy_data()
-    a, b = mlp_init(jax.random.key(1), [5, 7, 3]), mlp_init(jax.random.key(2), [5, 7, 3])
-    zeros = jax.tree_util.tree_map(jnp.zeros_like, a)
-    taus = [0.0, 0.3, 0.5, 1.0]
-    curve = marginal_loss_curve(jax.random.key(3), (a, zeros), (b, zeros), x, y, taus, num_samples=4, batch_size=16)
-    ref = interpolation_curve(a, b, x, y, taus)
-    np.testing.assert_allclose(curve["loss"], ref["loss"], rtol=1e-5)
-    np.testing.assert_allclose(curve["accuracy"], ref["accuracy"])
-    np.testing.assert_array_equal(curve["tau"], taus)
-
-
-def test_marginal_curve_endpoints_are_the_predictive_nll_and_chunking_does_not_matter():
-    x, y = _toy_data(n=50, seed=4)
-    q0 = random_gaussian_posterior(0, [5, 6, 3], sigma_range=(0.1, 0.5))
-    q1 = random_gaussian_posterior(1, [5, 6, 3], sigma_range=(0.1, 0.5))
-    key = jax.random.key(7)
-    c1 = marginal_loss_curve(key, q0, q1, x, y, 5, num_samples=7)
-    c2 = marginal_loss_curve(key, q0, q1, x, y, 5, num_samples=7, sample_chunk=3, batch_size=16)
-    np.testing.assert_allclose(c1["loss"], c2["loss"], rtol=1e-5)
-    np.testing.assert_array_equal(c1["accuracy"], c2["accuracy"])
-    # same noise as symlib.evaluation.predictive (draw s uses split(key, S)[s])
-    for q, i in ((q0, 0), (q1, -1)):
-        probs = predict_from_gaussian(key, q[0], q[1], x, 7)
-        assert c1["loss"][i] == pytest.approx(nll_from_probs(np.asarray(probs), np.asarray(y)), rel=1e-5)
-    # common random numbers: a finer grid passes through the coarse grid's values
-    c3 = marginal_loss_curve(key, q0, q1, x, y, [0.0, 0.125, 0.25, 0.5, 0.75, 1.0], num_samples=7)
-    np.testing.assert_allclose(c3["loss"][[0, 2, 3, 4, 5]], c1["loss"], rtol=1e-5)
-    with pytest.raises(ValueError, match="num_samples"):
-        marginal_loss_curve(key, q0, q1, x, y, 5, num_samples=0)
-    with pytest.raises(ValueError, match="taus"):
-        marginal_loss_curve(key, q0, q1, x, y, [0.0, 1.2])
-
-
-# --------------------------------------------------------------------------- barriers
-
-
-def test_barrier_definitions_on_hand_made_curves():
-    curve = {"tau": np.array([0.0, 0.5, 1.0]), "loss": np.array([1.0, 3.0, 2.0])}
-    assert marginal_barrier(curve) == pytest.approx(1.5)
-    assert midpoint_barrier(curve) == pytest.approx(1.5)
-    # the chord, not the mean of the endpoints: peak at tau = 0.25 over a chord at 1.5
-    curve = {"tau": np.array([0.0, 0.25, 0.5, 1.0]), "loss": np.array([1.0, 2.5, 2.0, 3.0])}
-    assert marginal_barrier(curve) == pytest.approx(1.0)
-    assert midpoint_barrier(curve) == pytest.approx(0.0)
-    # a convex curve has zero barrier; a straight line too
-    assert marginal_barrier({"tau": [0, 0.5, 1], "loss": [1.0, 0.5, 1.0]}) == 0.0
-    assert marginal_barrier({"tau": [0, 0.5, 1], "loss": [1.0, 1.5, 2.0]}) == pytest.approx(0.0, abs=1e-15)
-    assert midpoint_barrier({"tau": [0, 0.5, 1], "loss": [1.0, 0.5, 1.0]}) == pytest.approx(-0.5)
-    # unsorted taus and the "lambda" key of symlib.evaluation.interpolation
-    assert marginal_barrier({"lambda": [1.0, 0.0, 0.5], "loss": [2.0, 1.0, 3.0]}) == pytest.approx(1.5)
-    with pytest.raises(ValueError, match="non-finite"):
-        marginal_barrier({"tau": [0, 0.5, 1], "loss": [1.0, np.nan, 1.0]})
-    with pytest.raises(ValueError, match="non-finite"):
-        midpoint_barrier({"tau": [0, 0.5, 1], "loss": [1.0, 2.0, np.nan]})
-    with pytest.raises(ValueError, match="tau = 0.5"):
-        midpoint_barrier({"tau": [0, 0.4, 1], "loss": [1.0, 2.0, 1.0]})
-    with pytest.raises(ValueError, match="tau = 1.0"):
-        marginal_barrier({"tau": [0, 0.5, 0.9], "loss": [1.0, 2.0, 1.0]})
-    with pytest.raises(ValueError, match="'loss'"):
-        marginal_barrier({"tau": [0, 1]})
-
-
-def test_marginal_barrier_of_identical_posteriors_is_zero():
-    x, y = _toy_data(n=30, seed=5)
-    q = random_gaussian_posterior(0, [5, 6, 3], sigma_range=(0.1, 0.5))
-    curve = marginal_loss_curve(jax.random.key(0), q, q, x, y, 3, num_samples=5)
-    assert abs(marginal_barrier(curve)) < 1e-5 and abs(midpoint_barrier(curve)) < 1e-5
 
 
 # --------------------------------------------------------------------------- timings helper

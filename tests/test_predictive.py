@@ -116,9 +116,9 @@ def test_errors_are_named():
     with pytest.raises(ValueError, match="x contains NaN"):
         predict_from_samples(_stack(2), nan_x)
     nan_mu = {**mu, "dense_1": {**mu["dense_1"], "bias": jnp.full(4, jnp.nan)}}
-    with pytest.raises(ValueError, match="mu contains NaN"):
+    with pytest.raises(ValueError, match=r"mu\['dense_1'\]\['bias'\] contains NaN"):
         predict_from_gaussian(jax.random.key(0), nan_mu, sigma, X, 4)
-    with pytest.raises(ValueError, match="params contains NaN"):
+    with pytest.raises(ValueError, match=r"params\['dense_1'\]\['bias'\] contains NaN"):
         predict_single(nan_mu, X)
     nan_stack = _stack(3)
     nan_stack["dense_0"]["kernel"][1, 0, 0] = np.nan
@@ -134,3 +134,23 @@ def test_errors_are_named():
         predict_single(mu, X, batch_size=0)
     with pytest.raises(ValueError, match="leading axis"):
         predict_single(mu, X[:0])
+
+
+def test_x_of_the_wrong_width_is_named():
+    mu = mlp_init(jax.random.key(2), SIZES)
+    sigma = jax.tree_util.tree_map(jnp.ones_like, mu)
+    narrow = X[:, :5]
+    with pytest.raises(ValueError, match=r"x has width 5 \(shape \(37, 5\)\) but the network's input width is 6"):
+        predict_single(mu, narrow)
+    with pytest.raises(ValueError, match=r"x has width 5 .* input width is 6"):
+        predict_from_samples(_stack(2), narrow)
+    with pytest.raises(ValueError, match=r"x has width 5 .* input width is 6"):
+        member_probs(_stack(2), narrow)
+    with pytest.raises(ValueError, match=r"x has width 5 .* input width is 6"):
+        predict_from_gaussian(jax.random.key(0), mu, sigma, narrow, 2)
+    with pytest.raises(ValueError, match=r"x has width None \(shape \(37,\)\).*shape \(n, 6\)"):
+        predict_single(mu, X[:, 0])
+    # a custom apply_fn defines its own input layout: no MLP width check
+    stack = {"w": RNG.normal(size=(2, 6, 2)).astype(np.float32)}
+    probs = predict_from_samples(stack, X[:, None, :], apply_fn=lambda p, x: x[:, 0] @ p["w"])
+    assert probs.shape == (37, 2)

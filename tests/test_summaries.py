@@ -101,8 +101,18 @@ def test_direct_summary_errors():
     bad[2, 1] = np.nan
     with pytest.raises(ValueError, match="NaN or inf.*bad"):
         direct_summary({"good": rng.normal(size=(4,)), "bad": bad})
-    with pytest.raises(ValueError, match="chunk"):
+    with pytest.raises(ValueError, match="chunk must be a positive integer or None, got 0"):
         direct_summary({"w": rng.normal(size=(4, 3))}, chunk=0)
+    with pytest.raises(ValueError, match="samples_stack holds no samples"):
+        direct_summary({"w": np.zeros((0, 3))})
+
+
+def test_flat_vector_helpers_are_core_pytree_ones():
+    from symlib.core import pytree
+    from symlib.evaluation import summaries
+
+    assert summaries.tree_to_vector is pytree.tree_to_vector
+    assert summaries.vector_to_tree is pytree.vector_to_tree
 
 
 # --------------------------------------------------------------------------- rebasin

@@ -18,13 +18,21 @@ Everything is batched so that no more than needed is materialised on the device:
   depend on ``sample_chunk`` and equal :func:`sample_gaussian` followed by
   :func:`predict_from_samples`.
 
+The chunking (``_chunk_size``, ``_fold_chunks``) and the noise of one Gaussian
+draw (``_standard_normal_like``, ``_perturb``) are written once, here, and are
+also used by :func:`symlib.evaluation.interpolation.marginal_loss_curve` (same keys, so
+its endpoints are this module's Gaussian predictives) and by
+:mod:`symlib.evaluation.summaries`.
+
 ``apply_fn(params, x) -> logits`` maps one network and a batch of inputs to logits
 (default :func:`symlib.core.models.mlp_apply`); probabilities are ``softmax`` over the last
-axis. Bad inputs (shapes, NaN, negative sigma) raise ``ValueError`` naming the problem.
+axis. Bad inputs (shapes, NaN, negative sigma, an ``x`` whose width is not the MLP's
+input width) raise ``ValueError`` naming the problem.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -32,7 +40,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from symlib.core.checks import check_finite, check_finite_tree, positive_int
 from symlib.core.models import mlp_apply
+
+__all__ = ["member_probs", "predict_from_gaussian", "predict_from_samples", "predict_single", "sample_gaussian"]
 
 PyTree = Any
 ApplyFn = Callable[[PyTree, jax.Array], jax.Array]
@@ -44,66 +55,151 @@ _MAX_CHUNK = 128
 
 # ----------------------------------------------------------------------------- checks
 
-def _check_x(x) -> jax.Array:
+def _mlp_input_width(params: PyTree) -> int | None:
+    """Input width ``d_0`` of MLP parameters in the layout of :mod:`symlib.core.models`
+    (one network or a stack: the kernel's axis -2), or ``None`` for another layout."""
+    try:
+        return int(np.shape(params["dense_0"]["kernel"])[-2])
+    except (KeyError, TypeError, IndexError):
+        return None
+
+
+def _check_x(x, params: PyTree = None, apply_fn: ApplyFn | None = None) -> jax.Array:
+    """``x`` as a JAX array after checking it has examples and is finite; with
+    ``apply_fn=mlp_apply`` also that it is ``(n, d_0)`` for the MLP ``params``."""
     if np.ndim(x) < 1 or np.shape(x)[0] < 1:
         raise ValueError(f"x must have a leading axis of at least one example, got shape {np.shape(x)}")
-    if jnp.issubdtype(jnp.result_type(x), jnp.inexact) and not np.all(np.isfinite(np.asarray(x))):
-        raise ValueError("x contains NaN or inf")
+    check_finite(x, "x")
+    width = _mlp_input_width(params) if apply_fn is mlp_apply else None
+    if width is not None and (np.ndim(x) != 2 or np.shape(x)[1] != width):
+        got = np.shape(x)[-1] if np.ndim(x) >= 2 else None
+        raise ValueError(f"x has width {got} (shape {np.shape(x)}) but the network's input width is {width}: "
+                         f"x must have shape (n, {width})")
     return jnp.asarray(x)
 
 
-def _check_batch_size(batch_size) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    return int(batch_size)
-
-
-def _check_finite_tree(tree, name: str) -> None:
-    for leaf in jax.tree_util.tree_leaves(tree):
-        if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact) and not np.all(np.isfinite(np.asarray(leaf))):
-            raise ValueError(f"{name} contains NaN or inf")
-
-
-def _stack_size(stack) -> int:
+def _stack_size(stack: PyTree, name: str = "samples_stack") -> int:
+    """Number of networks in ``stack``: the leading axis shared by every leaf (>= 1)."""
     leaves = jax.tree_util.tree_leaves(stack)
     if not leaves:
-        raise ValueError("samples_stack has no parameters")
-    sizes = {np.shape(a)[0] if np.ndim(a) >= 1 else None for a in leaves}
+        raise ValueError(f"{name} has no parameters")
+    sizes = {int(np.shape(a)[0]) if np.ndim(a) >= 1 else None for a in leaves}
     if None in sizes or len(sizes) != 1:
-        raise ValueError("every leaf of samples_stack needs the same leading sample axis, got leading "
+        raise ValueError(f"every leaf of {name} needs the same leading sample axis, got leading "
                          f"sizes {sorted(str(s) for s in sizes)}")
     size = sizes.pop()
     if size < 1:
-        raise ValueError("samples_stack holds no samples")
-    return int(size)
+        raise ValueError(f"{name} holds no samples")
+    return size
 
 
-def _chunk_size(sample_chunk, num_samples: int, params_per_sample: int) -> int:
-    if sample_chunk is None:
-        return max(1, min(num_samples, _MAX_CHUNK, _CHUNK_PARAMS // max(params_per_sample, 1)))
-    if isinstance(sample_chunk, bool) or not isinstance(sample_chunk, (int, np.integer)) or sample_chunk < 1:
-        raise ValueError(f"sample_chunk must be a positive integer or None, got {sample_chunk!r}")
+def _params_per_sample(stack: PyTree) -> int:
+    """Number of parameters of ONE network of ``stack`` (leading sample axis excluded)."""
+    return int(sum(np.prod(np.shape(a)[1:], dtype=np.int64) for a in jax.tree_util.tree_leaves(stack)))
+
+
+def _chunk_size(sample_chunk, num_samples: int, params_per_sample: int, *, name: str = "sample_chunk",
+                budget: int = _CHUNK_PARAMS, cap: int | None = _MAX_CHUNK) -> int:
+    """Samples per chunk: ``sample_chunk`` (at most ``num_samples``), or by default as many
+    as fit ``budget`` parameters (at least 1, at most ``cap`` unless ``None``)."""
+    if positive_int(sample_chunk, name, allow_none=True) is None:
+        fit = budget // max(params_per_sample, 1)
+        return max(1, min(num_samples, fit) if cap is None else min(num_samples, cap, fit))
     return int(min(sample_chunk, num_samples))
 
 
-def _batched_x(x: jax.Array, batch_size: int) -> jax.Array:
+def _check_gaussian(mu, sigma) -> None:
+    mu_def, sig_def = jax.tree_util.tree_structure(mu), jax.tree_util.tree_structure(sigma)
+    if mu_def != sig_def:
+        raise ValueError(f"mu and sigma must have the same pytree structure, got {mu_def} and {sig_def}")
+    if not jax.tree_util.tree_leaves(mu):
+        raise ValueError("mu has no parameters")
+    for m, s in zip(jax.tree_util.tree_leaves(mu), jax.tree_util.tree_leaves(sigma)):
+        if np.shape(m) != np.shape(s):
+            raise ValueError(f"mu and sigma leaves must have equal shapes, got {np.shape(m)} and {np.shape(s)}")
+    check_finite_tree(mu, "mu")
+    check_finite_tree(sigma, "sigma")
+    if any(np.any(np.asarray(s) < 0) for s in jax.tree_util.tree_leaves(sigma)):
+        raise ValueError("sigma must be non-negative (it is a standard deviation, not a log or rho)")
+
+
+def _raise_if_nonfinite(probs, what: str) -> None:
+    if not bool(jnp.all(jnp.isfinite(probs))):
+        raise ValueError(f"non-finite probabilities: {what} contain NaN or inf (or the logits overflowed)")
+
+
+# ----------------------------------------------------------------------------- chunking
+
+def _batched(a: jax.Array, batch_size: int) -> jax.Array:
     """(n, ...) -> (num_batches, bs, ...) with zero padding; ``bs = min(batch_size, n)``."""
-    n = x.shape[0]
+    n = a.shape[0]
     bs = min(batch_size, n)
     nb = -(-n // bs)
     pad = nb * bs - n
     if pad:
-        x = jnp.concatenate([x, jnp.zeros((pad,) + x.shape[1:], x.dtype)])
-    return x.reshape((nb, bs) + x.shape[1:])
+        a = jnp.concatenate([a, jnp.zeros((pad,) + a.shape[1:], a.dtype)])
+    return a.reshape((nb, bs) + a.shape[1:])
 
 
 def _unbatch(out: jax.Array, n: int) -> jax.Array:
     return out.reshape((-1,) + out.shape[2:])[:n]
 
 
-def _raise_if_nonfinite(probs, what: str) -> None:
-    if not bool(jnp.all(jnp.isfinite(probs))):
-        raise ValueError(f"non-finite probabilities: {what} contain NaN or inf (or the logits overflowed)")
+def _chunk_bounds(num: int, chunk: int) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` of consecutive chunks of ``chunk`` rows out of ``num`` (the last may be short)."""
+    for start in range(0, num, chunk):
+        yield start, min(start + chunk, num)
+
+
+def _pad_chunk(tree, start: int, stop: int, chunk: int):
+    """Rows ``start:stop`` of every leaf, padded to ``chunk`` rows by repeating row ``start``,
+    and the float32 weights (1 for real rows, 0 for padding)."""
+    idx = np.arange(start, stop)
+    if stop - start < chunk:
+        idx = np.concatenate([idx, np.full(chunk - (stop - start), start)])
+    weights = (np.arange(chunk) < stop - start).astype(np.float32)
+
+    def take(a):
+        if isinstance(a, np.ndarray):
+            return a[start:stop] if stop - start == chunk else a[idx]
+        return a[start:stop] if stop - start == chunk else jnp.take(a, jnp.asarray(idx), axis=0)
+
+    return jax.tree_util.tree_map(take, tree), jnp.asarray(weights)
+
+
+def _fold_chunks(stack, num: int, chunk: int, step: Callable, combine: Callable = operator.add):
+    """``step(part, weights)`` on every padded chunk of ``stack``'s leading axis (networks,
+    or the PRNG keys of Gaussian draws), the results folded with ``combine`` in order."""
+    total = None
+    for start, stop in _chunk_bounds(num, chunk):
+        out = step(*_pad_chunk(stack, start, stop, chunk))
+        total = out if total is None else combine(total, out)
+    return total
+
+
+# ----------------------------------------------------------------------------- noise
+
+def _standard_normal_like(key, like: PyTree) -> PyTree:
+    """Standard normal noise shaped like ``like``'s leaves: ONE float32 draw of all the
+    weights, cut into the leaves in ``jax.tree_util`` order (a single threefry call per
+    sample keeps compilation fast on CPU)."""
+    leaves, treedef = jax.tree_util.tree_flatten(like)
+    sizes = [int(np.prod(jnp.shape(m), dtype=np.int64)) for m in leaves]
+    eps = jnp.split(jax.random.normal(key, (sum(sizes),), jnp.float32), np.cumsum(sizes)[:-1].tolist())
+    return jax.tree_util.tree_unflatten(treedef, [e.reshape(jnp.shape(m)) for e, m in zip(eps, leaves)])
+
+
+def _perturb(mu: PyTree, sigma: PyTree, eps: PyTree) -> PyTree:
+    """``mu + sigma * eps`` leaf by leaf (``eps`` cast to the dtype of ``mu``)."""
+    return jax.tree_util.tree_map(lambda m, s, e: m + s * e.astype(jnp.result_type(m)), mu, sigma, eps)
+
+
+def _gaussian_one(key, mu, sigma):
+    """One draw of N(mu, sigma^2): :func:`_perturb` with :func:`_standard_normal_like` noise."""
+    return _perturb(mu, sigma, _standard_normal_like(key, mu))
+
+
+_gaussian_many = jax.jit(jax.vmap(_gaussian_one, in_axes=(0, None, None)))
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -135,65 +231,58 @@ _sum_chunk = jax.jit(_weighted_sum, static_argnums=0)
 _each_chunk = jax.jit(_each, static_argnums=0)
 
 
-def _gaussian_one(key, mu, sigma):
-    """``mu + sigma * eps`` with ONE float32 normal draw for all the weights, cut into the
-    leaves (a single threefry call per sample keeps compilation fast on CPU)."""
-    leaves, treedef = jax.tree_util.tree_flatten(mu)
-    sizes = [int(np.prod(jnp.shape(m), dtype=np.int64)) for m in leaves]
-    eps = jnp.split(jax.random.normal(key, (sum(sizes),), jnp.float32), np.cumsum(sizes)[:-1].tolist())
-    draws = [m + s * e.reshape(jnp.shape(m)).astype(jnp.result_type(m))
-             for m, s, e in zip(leaves, treedef.flatten_up_to(sigma), eps)]
-    return jax.tree_util.tree_unflatten(treedef, draws)
-
-
-_gaussian_many = jax.jit(jax.vmap(_gaussian_one, in_axes=(0, None, None)))
-
-
-def _pad_chunk(tree, start: int, stop: int, chunk: int):
-    """Rows ``start:stop`` of every leaf, padded to ``chunk`` rows by repeating row ``start``."""
-    idx = np.arange(start, stop)
-    if stop - start < chunk:
-        idx = np.concatenate([idx, np.full(chunk - (stop - start), start)])
-    weights = (np.arange(chunk) < stop - start).astype(np.float32)
-
-    def take(a):
-        if isinstance(a, np.ndarray):
-            return a[start:stop] if stop - start == chunk else a[idx]
-        return a[start:stop] if stop - start == chunk else jnp.take(a, jnp.asarray(idx), axis=0)
-
-    return jax.tree_util.tree_map(take, tree), jnp.asarray(weights)
-
-
 # ----------------------------------------------------------------------------- public API
 
 def predict_single(params: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, batch_size: int = 2048) -> jax.Array:
-    """Softmax probabilities (n, C) of one network ``params``."""
-    x = _check_x(x)
-    batch_size = _check_batch_size(batch_size)
-    _check_finite_tree(params, "params")
-    return _unbatch(_single(apply_fn, params, _batched_x(x, batch_size)), x.shape[0])
+    """Softmax probabilities of one network.
 
+    Args:
+        params: parameters of one network (the MLP layout of :mod:`symlib.core.models`
+            for the default ``apply_fn``).
+        x: inputs ``(n, d_0)``, ``n >= 1``, finite.
+        apply_fn: ``apply_fn(params, x_batch) -> logits``.
+        batch_size: rows of ``x`` evaluated at once.
 
-def _params_per_sample(stack) -> int:
-    return int(sum(np.prod(np.shape(a)[1:], dtype=np.int64) for a in jax.tree_util.tree_leaves(stack)))
+    Returns:
+        The probabilities ``(n, C)`` (JAX array).
+
+    Raises:
+        ValueError: if ``x`` is empty, holds NaN or inf, or (for ``mlp_apply``) its width is
+            not the network's input width; if ``params`` hold NaN or inf; if ``batch_size``
+            is not a positive integer.
+    """
+    x = _check_x(x, params, apply_fn)
+    batch_size = positive_int(batch_size, "batch_size")
+    check_finite_tree(params, "params")
+    return _unbatch(_single(apply_fn, params, _batched(x, batch_size)), x.shape[0])
 
 
 def predict_from_samples(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, batch_size: int = 2048,
                          sample_chunk: int | None = None) -> jax.Array:
-    """Posterior predictive (n, C): the mean over the ``S`` networks of ``samples_stack``
-    (leading sample axis on every leaf, numpy or JAX) of their softmax probabilities.
-    ``sample_chunk`` networks are on the device at a time (default: about 2**24
-    parameters' worth, at most 128)."""
-    x = _check_x(x)
-    batch_size = _check_batch_size(batch_size)
+    """Posterior predictive: the mean of the softmax probabilities of a stack of networks.
+
+    Args:
+        samples_stack: ``S`` networks, a leading sample axis on every leaf (numpy or JAX).
+        x: inputs ``(n, d_0)``, ``n >= 1``, finite.
+        apply_fn: ``apply_fn(params, x_batch) -> logits`` for ONE network.
+        batch_size: rows of ``x`` evaluated at once.
+        sample_chunk: networks on the device at a time (default: about 2**24 parameters'
+            worth, at most 128).
+
+    Returns:
+        The mean probabilities ``(n, C)`` (JAX array).
+
+    Raises:
+        ValueError: for a bad ``x`` (as :func:`predict_single`), a stack without a common
+            leading axis, a non-positive ``batch_size`` or ``sample_chunk``, or non-finite
+            probabilities (NaN or inf in the samples).
+    """
+    x = _check_x(x, samples_stack, apply_fn)
+    batch_size = positive_int(batch_size, "batch_size")
     num = _stack_size(samples_stack)
     chunk = _chunk_size(sample_chunk, num, _params_per_sample(samples_stack))
-    xbs = _batched_x(x, batch_size)
-    total = None
-    for start in range(0, num, chunk):
-        part, weights = _pad_chunk(samples_stack, start, min(start + chunk, num), chunk)
-        s = _sum_chunk(apply_fn, part, weights, xbs)
-        total = s if total is None else total + s
+    xbs = _batched(x, batch_size)
+    total = _fold_chunks(samples_stack, num, chunk, lambda part, weights: _sum_chunk(apply_fn, part, weights, xbs))
     probs = _unbatch(total, x.shape[0]) / num
     _raise_if_nonfinite(probs, "the samples")
     return probs
@@ -201,21 +290,35 @@ def predict_from_samples(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_ap
 
 def member_probs(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, batch_size: int = 2048,
                  sample_chunk: int | None = None) -> np.ndarray:
-    """Probabilities of every network of the stack, as a HOST numpy array (S, n, C).
+    """Probabilities of every network of a stack, as a HOST numpy array.
 
     Memory: the result takes ``4 * S * n * C`` bytes of host memory (1,000 samples x
     10,000 test points x 10 classes = 400 MB); on the device only one chunk's
     ``(sample_chunk, n, C)`` block exists at a time. Prefer :func:`predict_from_samples`
-    when only the mean is needed."""
-    x = _check_x(x)
-    batch_size = _check_batch_size(batch_size)
+    when only the mean is needed.
+
+    Args:
+        samples_stack: ``S`` networks, a leading sample axis on every leaf (numpy or JAX).
+        x: inputs ``(n, d_0)``, ``n >= 1``, finite.
+        apply_fn: ``apply_fn(params, x_batch) -> logits`` for ONE network.
+        batch_size: rows of ``x`` evaluated at once.
+        sample_chunk: networks on the device at a time (default as in
+            :func:`predict_from_samples`).
+
+    Returns:
+        numpy array ``(S, n, C)``: row ``s`` is the softmax output of network ``s``.
+
+    Raises:
+        ValueError: as :func:`predict_from_samples`.
+    """
+    x = _check_x(x, samples_stack, apply_fn)
+    batch_size = positive_int(batch_size, "batch_size")
     num = _stack_size(samples_stack)
     chunk = _chunk_size(sample_chunk, num, _params_per_sample(samples_stack))
-    xbs = _batched_x(x, batch_size)
+    xbs = _batched(x, batch_size)
     n = x.shape[0]
     out = None
-    for start in range(0, num, chunk):
-        stop = min(start + chunk, num)
+    for start, stop in _chunk_bounds(num, chunk):
         part, _ = _pad_chunk(samples_stack, start, stop, chunk)
         block = _each_chunk(apply_fn, part, xbs)                     # (chunk, nb, bs, C)
         block = np.asarray(block.reshape((chunk, -1) + block.shape[3:])[: stop - start, :n])
@@ -227,32 +330,28 @@ def member_probs(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, bat
     return out
 
 
-def _check_gaussian(mu, sigma) -> None:
-    mu_def, sig_def = jax.tree_util.tree_structure(mu), jax.tree_util.tree_structure(sigma)
-    if mu_def != sig_def:
-        raise ValueError(f"mu and sigma must have the same pytree structure, got {mu_def} and {sig_def}")
-    if not jax.tree_util.tree_leaves(mu):
-        raise ValueError("mu has no parameters")
-    for m, s in zip(jax.tree_util.tree_leaves(mu), jax.tree_util.tree_leaves(sigma)):
-        if np.shape(m) != np.shape(s):
-            raise ValueError(f"mu and sigma leaves must have equal shapes, got {np.shape(m)} and {np.shape(s)}")
-    _check_finite_tree(mu, "mu")
-    _check_finite_tree(sigma, "sigma")
-    if any(np.any(np.asarray(s) < 0) for s in jax.tree_util.tree_leaves(sigma)):
-        raise ValueError("sigma must be non-negative (it is a standard deviation, not a log or rho)")
-
-
-def _check_num_samples(num_samples) -> int:
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
-        raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
-    return int(num_samples)
-
-
 def sample_gaussian(key: jax.Array, mu: PyTree, sigma: PyTree, num_samples: int) -> PyTree:
-    """``num_samples`` draws of the diagonal Gaussian N(mu, sigma^2), stacked on a leading
-    axis of every leaf; draw ``i`` uses ``jax.random.split(key, num_samples)[i]``."""
+    """Draws of the diagonal Gaussian N(mu, sigma^2) over the parameters.
+
+    Draw ``i`` is ``mu + sigma * eps_i`` with ``eps_i`` one float32 standard normal vector
+    of all the weights drawn with ``jax.random.split(key, num_samples)[i]`` and cut into
+    the leaves in ``jax.tree_util`` order.
+
+    Args:
+        key: JAX PRNG key.
+        mu: means, a pytree of arrays.
+        sigma: standard deviations (``>= 0``), the same structure and shapes as ``mu``.
+        num_samples: number of draws.
+
+    Returns:
+        The draws stacked on a leading axis of every leaf (JAX arrays).
+
+    Raises:
+        ValueError: if ``mu`` and ``sigma`` differ in structure or shapes, hold NaN or inf,
+            ``sigma`` is negative, or ``num_samples`` is not a positive integer.
+    """
     _check_gaussian(mu, sigma)
-    num_samples = _check_num_samples(num_samples)
+    num_samples = positive_int(num_samples, "num_samples")
     mu = jax.tree_util.tree_map(jnp.asarray, mu)
     sigma = jax.tree_util.tree_map(jnp.asarray, sigma)
     return _gaussian_many(jax.random.split(key, num_samples), mu, sigma)
@@ -261,24 +360,41 @@ def sample_gaussian(key: jax.Array, mu: PyTree, sigma: PyTree, num_samples: int)
 def predict_from_gaussian(key: jax.Array, mu: PyTree, sigma: PyTree, x, num_samples: int = 100, *,
                           apply_fn: ApplyFn = mlp_apply, batch_size: int = 2048,
                           sample_chunk: int | None = None) -> jax.Array:
-    """Monte Carlo predictive (n, C) of the diagonal Gaussian N(mu, sigma^2) over the
-    parameters, with ``num_samples`` draws made chunk by chunk on the device. Equal to
-    ``predict_from_samples(sample_gaussian(key, mu, sigma, num_samples), x)``."""
+    """Monte Carlo predictive of the diagonal Gaussian N(mu, sigma^2) over the parameters.
+
+    The ``num_samples`` draws are made chunk by chunk on the device, with the keys of
+    :func:`sample_gaussian`: the result equals
+    ``predict_from_samples(sample_gaussian(key, mu, sigma, num_samples), x)`` and does not
+    depend on ``sample_chunk`` or ``batch_size`` (up to float rounding).
+
+    Args:
+        key: JAX PRNG key.
+        mu: means, a pytree of arrays (one network).
+        sigma: standard deviations (``>= 0``), the same structure and shapes as ``mu``.
+        x: inputs ``(n, d_0)``, ``n >= 1``, finite.
+        num_samples: number of draws.
+        apply_fn: ``apply_fn(params, x_batch) -> logits`` for ONE network.
+        batch_size: rows of ``x`` evaluated at once.
+        sample_chunk: draws on the device at a time (default as in
+            :func:`predict_from_samples`).
+
+    Returns:
+        The mean probabilities ``(n, C)`` over the draws (JAX array).
+
+    Raises:
+        ValueError: as :func:`sample_gaussian` and :func:`predict_from_samples`.
+    """
     _check_gaussian(mu, sigma)
-    num = _check_num_samples(num_samples)
-    x = _check_x(x)
-    batch_size = _check_batch_size(batch_size)
+    num = positive_int(num_samples, "num_samples")
+    x = _check_x(x, mu, apply_fn)
+    batch_size = positive_int(batch_size, "batch_size")
     mu = jax.tree_util.tree_map(jnp.asarray, mu)
     sigma = jax.tree_util.tree_map(jnp.asarray, sigma)
     n_params = int(sum(np.size(a) for a in jax.tree_util.tree_leaves(mu)))
     chunk = _chunk_size(sample_chunk, num, n_params)
-    keys = jax.random.split(key, num)
-    xbs = _batched_x(x, batch_size)
-    total = None
-    for start in range(0, num, chunk):
-        part, weights = _pad_chunk(keys, start, min(start + chunk, num), chunk)
-        s = _sum_chunk(apply_fn, _gaussian_many(part, mu, sigma), weights, xbs)
-        total = s if total is None else total + s
+    xbs = _batched(x, batch_size)
+    total = _fold_chunks(jax.random.split(key, num), num, chunk,
+                         lambda keys, weights: _sum_chunk(apply_fn, _gaussian_many(keys, mu, sigma), weights, xbs))
     probs = _unbatch(total, x.shape[0]) / num
     _raise_if_nonfinite(probs, "mu/sigma")
     return probs

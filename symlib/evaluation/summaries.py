@@ -25,7 +25,9 @@ samples (float64 for integer samples).
 
 Results are :class:`GaussianSummary` objects; :func:`summary_to_samples` draws from
 them (:func:`symlib.evaluation.predictive.sample_gaussian`), :func:`flatten_summary` gives the
-flat ``(P,)`` vectors of means and standard deviations.
+flat ``(P,)`` vectors of means and standard deviations (:func:`~symlib.core.pytree.tree_to_vector` and
+:func:`~symlib.core.pytree.vector_to_tree` live in :mod:`symlib.core.pytree` and are
+importable from here too).
 """
 from __future__ import annotations
 
@@ -36,6 +38,9 @@ from typing import Any
 import jax
 import numpy as np
 
+from symlib.core.pytree import tree_to_vector, vector_to_tree
+from symlib.evaluation.predictive import _chunk_bounds, _chunk_size, _params_per_sample, sample_gaussian
+from symlib.evaluation.predictive import _stack_size as _leading_size
 from symlib.symmetry import permutations as _perm
 from symlib.symmetry.specs import PermutationSpec, check_spec
 
@@ -44,6 +49,7 @@ __all__ = [
     "METHODS",
     "direct_summary",
     "flatten_summary",
+    "grouped_rebasin_summary",
     "rebasin_summary",
     "summary_to_samples",
     "tree_to_vector",
@@ -63,15 +69,20 @@ _CHUNK_PARAMS = 2**23
 class GaussianSummary:
     """A diagonal Gaussian ``N(mu, diag(sigma^2))`` over the weights of one network.
 
-    mu, sigma: pytrees with the layout of ONE network (numpy arrays).
-    perms: for ``q_r``, permutation name -> int64 ``(K, n)`` array, row ``s`` being the
-        permutation (gather convention of :mod:`symlib.symmetry.specs`) that aligned sample ``s``
-        to the reference (``apply_permutation_many(spec, perms, samples)`` is the aligned
-        stack); ``None`` for ``q_d``.
-    reference_index: index of the sample used as the reference (its row of ``perms`` is
-        the identity), or ``None`` (``q_d``, or an explicit reference network).
-    num_samples: ``K``. method: ``"direct"``, ``"weight"`` or ``"activation"``.
-    info: extra numbers (e.g. the matching objectives).
+    Attributes:
+        mu: pytree with the layout of ONE network (numpy arrays): the means.
+        sigma: the standard deviations, same layout.
+        perms: for ``q_r``, permutation name -> int64 ``(K, n)`` array, row ``s`` being
+            the permutation (gather convention of :mod:`symlib.symmetry.specs`) that
+            aligned sample ``s`` to the reference
+            (``apply_permutation_many(spec, perms, samples)`` is the aligned stack);
+            ``None`` for ``q_d``.
+        reference_index: index of the sample used as the reference (its row of
+            ``perms`` is the identity), or ``None`` (``q_d``, or an explicit reference
+            network).
+        num_samples: ``K``.
+        method: ``"direct"``, ``"weight"`` or ``"activation"``.
+        info: extra numbers (e.g. the matching objectives).
     """
 
     mu: PyTree
@@ -91,30 +102,16 @@ class GaussianSummary:
 # --------------------------------------------------------------------------- flat vectors
 
 
-def tree_to_vector(tree: PyTree, dtype=np.float64) -> np.ndarray:
-    """All leaves of ``tree`` flattened (C order) and concatenated, in ``jax.tree_util``
-    leaf order (dict keys sorted: ``dense_0/bias, dense_0/kernel, dense_1/bias, ...``)."""
-    leaves = jax.tree_util.tree_leaves(tree)
-    if not leaves:
-        return np.zeros((0,), dtype)
-    return np.concatenate([np.asarray(a, dtype=dtype).reshape(-1) for a in leaves])
-
-
-def vector_to_tree(vec, like: PyTree) -> PyTree:
-    """Inverse of :func:`tree_to_vector`: cut ``vec`` into leaves shaped like ``like``'s
-    (numpy arrays, dtype of ``vec``)."""
-    vec = np.asarray(vec)
-    leaves, treedef = jax.tree_util.tree_flatten(like)
-    sizes = [int(np.size(a)) for a in leaves]
-    if vec.ndim != 1 or vec.shape[0] != sum(sizes):
-        raise ValueError(f"vec must have shape ({sum(sizes)},) to fill the tree, got {vec.shape}")
-    parts = np.split(vec, np.cumsum(sizes)[:-1]) if sizes else []
-    return jax.tree_util.tree_unflatten(treedef, [p.reshape(np.shape(a)) for p, a in zip(parts, leaves)])
-
-
 def flatten_summary(summary: GaussianSummary) -> tuple[np.ndarray, np.ndarray]:
-    """``(mu, sigma)`` of ``summary`` as flat float64 ``(P,)`` vectors (order of
-    :func:`tree_to_vector`)."""
+    """The means and standard deviations of a summary as flat vectors.
+
+    Args:
+        summary: a :class:`GaussianSummary`.
+
+    Returns:
+        ``(mu, sigma)``, float64 numpy ``(P,)`` vectors in the leaf order of
+        :func:`symlib.core.pytree.tree_to_vector` (dict keys sorted).
+    """
     return tree_to_vector(summary.mu), tree_to_vector(summary.sigma)
 
 
@@ -122,25 +119,11 @@ def flatten_summary(summary: GaussianSummary) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _stack_size(samples_stack: PyTree) -> int:
-    leaves = jax.tree_util.tree_leaves(samples_stack)
-    if not leaves:
-        raise ValueError("samples_stack has no parameters")
-    sizes = {int(np.shape(a)[0]) if np.ndim(a) >= 1 else None for a in leaves}
-    if None in sizes or len(sizes) != 1:
-        raise ValueError("every leaf of samples_stack needs the same leading sample axis, got leading "
-                         f"sizes {sorted(str(s) for s in sizes)}")
-    k = sizes.pop()
+    """Number of samples ``K >= 2`` of the stack (the shared leading axis)."""
+    k = _leading_size(samples_stack)
     if k < 2:
         raise ValueError(f"a mean and standard deviation need at least 2 samples, samples_stack holds {k}")
     return k
-
-
-def _chunk(chunk, num: int, params_per_sample: int) -> int:
-    if chunk is None:
-        return max(1, min(num, _CHUNK_PARAMS // max(params_per_sample, 1)))
-    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
-        raise ValueError(f"chunk must be a positive integer or None, got {chunk!r}")
-    return int(min(chunk, num))
 
 
 def _out_dtype(leaf) -> np.dtype:
@@ -159,12 +142,10 @@ def _moments(samples_stack: PyTree, transform: Callable[[PyTree, int, int], PyTr
     permutation) is applied to every chunk, in both passes, before it is accumulated."""
     num = _stack_size(samples_stack)
     leaves, treedef = jax.tree_util.tree_flatten(samples_stack)
-    per_sample = int(sum(np.prod(np.shape(a)[1:], dtype=np.int64) for a in leaves))
-    c = _chunk(chunk, num, per_sample)
+    c = _chunk_size(chunk, num, _params_per_sample(samples_stack), name="chunk", budget=_CHUNK_PARAMS, cap=None)
 
     def chunks():
-        for start in range(0, num, c):
-            stop = min(start + c, num)
+        for start, stop in _chunk_bounds(num, c):
             part = [np.asarray(a[start:stop]) for a in leaves]
             if transform is not None:
                 tree = transform(jax.tree_util.tree_unflatten(treedef, part), start, stop)
@@ -197,10 +178,21 @@ def _moments(samples_stack: PyTree, transform: Callable[[PyTree, int, int], PyTr
 def direct_summary(samples_stack: PyTree, *, chunk: int | None = None) -> GaussianSummary:
     """``q_d``: per-weight mean and standard deviation (``ddof=0``) of the raw samples.
 
-    ``samples_stack`` is any pytree (numpy or JAX leaves) with the same leading sample
-    axis ``K >= 2`` on every leaf (``ValueError`` otherwise, or for NaN/inf). See the
-    module docstring for the chunked float64 two-pass computation. ``perms`` and
-    ``reference_index`` of the result are ``None``.
+    See the module docstring for the chunked float64 two-pass computation.
+
+    Args:
+        samples_stack: any pytree (numpy or JAX leaves) with the same leading sample
+            axis ``K >= 2`` on every leaf.
+        chunk: samples converted to float64 at a time (default: about 2**23 parameters'
+            worth).
+
+    Returns:
+        A :class:`GaussianSummary` with ``method="direct"``; its ``perms`` and
+        ``reference_index`` are ``None``.
+
+    Raises:
+        ValueError: if the stack has no parameters, fewer than 2 samples, leaves without
+            a common leading axis, NaN or inf, or ``chunk`` is not a positive integer.
     """
     num = _stack_size(samples_stack)
     mu, sigma = _moments(samples_stack, chunk=chunk)
@@ -236,9 +228,7 @@ def rebasin_summary(
     """``q_r``: mean and standard deviation (``ddof=0``) after aligning every sample to one
     shared reference.
 
-    The reference is ``reference`` (a params pytree of one network) when given, else
-    sample ``reference_index`` of the stack itself (negative indices count from the
-    end; ignored when ``reference`` is given). Every sample ``s`` is matched to it:
+    Every sample ``s`` is matched to the reference:
 
     * ``method="weight"``: weight matching, all samples at once with
       :func:`symlib.symmetry.matching.weight_matching_many` (``key``, ``max_iter``);
@@ -253,10 +243,33 @@ def rebasin_summary(
     returns the identity anyway, up to ties between identical units).
 
     The aligned samples are never stored: each chunk is permuted on the fly while the
-    moments are accumulated (module docstring). Returns a :class:`GaussianSummary` with
-    the permutations found (``perms[name]``: ``(K, n)``) and ``info["objective"]`` the
-    final matching objective of every sample (weight: J; activation: the total matched
-    correlation over all layers).
+    moments are accumulated (module docstring).
+
+    Args:
+        samples_stack: a (nested) dict of parameters with a leading sample axis
+            ``K >= 2``, fitting ``spec`` (``batch_dims=1``).
+        spec: the :class:`~symlib.symmetry.specs.PermutationSpec` of the network.
+        reference: a params pytree of one network to align to; if ``None``, sample
+            ``reference_index`` of the stack.
+        reference_index: index of the reference sample (negative indices count from the
+            end; ignored when ``reference`` is given).
+        method: ``"weight"`` or ``"activation"`` (:data:`METHODS`).
+        key: PRNG key (or int seed) of the weight-matching sweep orders.
+        data: inputs for activation matching.
+        max_iter: sweeps of weight matching.
+        chunk: samples aligned and accumulated at a time (as in :func:`direct_summary`).
+        match_kwargs: extra keyword arguments of the matching function.
+
+    Returns:
+        A :class:`GaussianSummary` with the permutations found (``perms[name]``:
+        ``(K, n)``) and ``info["objective"]`` the final matching objective of every
+        sample (weight: J; activation: the total matched correlation over all layers).
+
+    Raises:
+        TypeError: if ``spec`` is not a ``PermutationSpec`` or ``samples_stack`` not a dict.
+        ValueError: for an unknown ``method``, activation matching without ``data``, an
+            out-of-range ``reference_index``, a stack that does not fit ``spec``, or the
+            errors of :func:`direct_summary`.
     """
     from symlib.symmetry.matching import activation_matching, apply_permutation_many, weight_matching_many
 
@@ -311,11 +324,20 @@ def rebasin_summary(
 
 
 def summary_to_samples(key, summary: GaussianSummary, num_samples: int) -> PyTree:
-    """``num_samples`` draws from ``N(summary.mu, diag(summary.sigma^2))`` stacked on a
-    leading axis (:func:`symlib.evaluation.predictive.sample_gaussian`; an int ``key`` is turned
-    into ``jax.random.PRNGKey(key)``)."""
-    from symlib.evaluation.predictive import sample_gaussian
+    """Draws from ``N(summary.mu, diag(summary.sigma^2))``.
 
+    Args:
+        key: JAX PRNG key, or an int (turned into ``jax.random.PRNGKey(key)``).
+        summary: a :class:`GaussianSummary`.
+        num_samples: number of draws.
+
+    Returns:
+        The draws stacked on a leading axis of every leaf
+        (:func:`symlib.evaluation.predictive.sample_gaussian`).
+
+    Raises:
+        ValueError: as :func:`symlib.evaluation.predictive.sample_gaussian`.
+    """
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
         key = jax.random.PRNGKey(int(key))
     return sample_gaussian(key, summary.mu, summary.sigma, num_samples)
@@ -330,9 +352,27 @@ def grouped_rebasin_summary(samples_stack: Mapping, groups, spec: PermutationSpe
     (weights the data do not constrain are matched at random). Here the mean network of
     each group is matched to the mean network of ``reference_group`` (default: the group
     of the first sample) by ``method``, and that one permutation is applied to all of
-    the group's samples before taking the moments. Returns a :class:`GaussianSummary`
-    whose ``perms[name]`` are ``(K, n)`` (equal rows within a group) and whose
-    ``info["groups"]`` are the group ids.
+    the group's samples before taking the moments.
+
+    Args:
+        samples_stack: a (nested) dict of parameters with a leading sample axis ``K >= 2``.
+        groups: one group id per sample, shape ``(K,)``.
+        spec: the :class:`~symlib.symmetry.specs.PermutationSpec` of the network.
+        reference_group: the group whose mean network is the reference (default: the
+            group of the first sample).
+        method: ``"weight"`` or ``"activation"``.
+        key: PRNG key (or int seed) of weight matching.
+        data: inputs for activation matching.
+        chunk: samples aligned and accumulated at a time (as in :func:`direct_summary`).
+
+    Returns:
+        A :class:`GaussianSummary` whose ``perms[name]`` are ``(K, n)`` (equal rows
+        within a group) and whose ``info["groups"]`` are the group ids.
+
+    Raises:
+        ValueError: for an unknown ``method``, activation matching without ``data``,
+            ``groups`` not of shape ``(K,)``, an unknown ``reference_group``, or the errors
+            of :func:`direct_summary`.
     """
     from symlib.symmetry.matching import activation_matching, apply_permutation_many, weight_matching
 

@@ -47,37 +47,23 @@ full KL, mean-only KL) is minimised by the swap whenever the means differ (``a !
 the mean-only cost returns the identity only in the tie ``a == b`` (means on the mirror
 line), where the full KL and W2 still pick the swap (tests/test_alignment.py).
 
-Interpolation and the marginalised loss barrier
------------------------------------------------
+Interpolation
+-------------
 :func:`w2_geodesic` is the W2 geodesic (McCann interpolation) between diagonal Gaussians:
-``mu_tau = (1-tau) mu0 + tau mu1``, ``sigma_tau = (1-tau) sigma0 + tau sigma1``.
-:func:`marginal_loss_curve` evaluates, at each ``tau``, the NLL of the Bayesian model
-average of ``q_tau``
-
-    L(tau) = - (1/n) sum_i log( (1/S) sum_s p(y_i | x_i, w_s(tau)) ),
-    w_s(tau) = mu_tau + sigma_tau * eps_s,   eps_s ~ N(0, I),  s = 1..S,
-
-with the SAME ``eps_s`` at every ``tau`` (common random numbers, so the curve is smooth
-in ``tau`` and its endpoints are the usual S-sample predictive NLLs of ``q0`` and ``q1``).
-By Jensen this overestimates the exact predictive NLL, by ``O(1/S)``, and by about the
-same amount all along the path. :func:`marginal_barrier` is
-``max_tau [L(tau) - ((1-tau) L(0) + tau L(1))]``, the height above the chord of the
-endpoints (note: :func:`symlib.evaluation.interpolation.loss_barrier` subtracts the plain mean
-``(L(0) + L(1)) / 2`` instead); :func:`midpoint_barrier` is ``L(0.5) - (L(0) + L(1)) / 2``.
+``mu_tau = (1-tau) mu0 + tau mu1``, ``sigma_tau = (1-tau) sigma0 + tau sigma1``. The loss
+of the Bayesian model average along it, and the marginalised loss barrier, are evaluation
+tools: :func:`symlib.evaluation.interpolation.marginal_loss_curve`,
+:func:`symlib.evaluation.interpolation.marginal_barrier` and
+:func:`symlib.evaluation.interpolation.midpoint_barrier`.
 """
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
-from functools import partial
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from symlib.symmetry.matching import MatchResult, weight_matching
-from symlib.core.models import mlp_apply
 from symlib.symmetry.specs import PermutationSpec, apply_permutation, check_spec, flatten_params, unflatten_params
 
 __all__ = [
@@ -86,9 +72,6 @@ __all__ = [
     "kl_alignment",
     "kl_cost_terms",
     "kl_diag",
-    "marginal_barrier",
-    "marginal_loss_curve",
-    "midpoint_barrier",
     "w2_geodesic",
     "wasserstein2_sq",
     "wasserstein_alignment",
@@ -187,6 +170,18 @@ def composite_spec(spec: PermutationSpec, prefixes: Sequence[str]) -> Permutatio
     permutation names on the same axes, e.g. ``composite_spec(mlp_permutation_spec(1),
     ["mu", "sigma"])`` has ``"mu/dense_0/kernel"`` and ``"sigma/dense_0/kernel"``, both
     ``(None, "P_0")``. Matches the pytree ``{"mu": mu, "sigma": sigma}``.
+
+    Args:
+        spec: the permutation spec of one copy of the parameters.
+        prefixes: distinct non-empty names of the copies (no leading, trailing or double
+            ``/``).
+
+    Returns:
+        The composite :class:`~symlib.symmetry.specs.PermutationSpec`.
+
+    Raises:
+        TypeError: if ``spec`` is not a ``PermutationSpec`` or ``prefixes`` is one string.
+        ValueError: for no prefixes, an invalid prefix, or repeated prefixes.
     """
     if not isinstance(spec, PermutationSpec):
         raise TypeError(f"spec must be a PermutationSpec, got {type(spec).__name__}")
@@ -206,9 +201,20 @@ def composite_spec(spec: PermutationSpec, prefixes: Sequence[str]) -> Permutatio
 def apply_alignment(spec: PermutationSpec, perms: Mapping[str, Any], q) -> tuple[PyTree, PyTree]:
     """``P#q``: the same permutations applied to the means and to the standard deviations.
 
-    Returns ``(mu, sigma)`` in the structure of ``q``'s (see
-    :func:`symlib.symmetry.specs.apply_permutation`; the network function of every sample is
-    unchanged).
+    The network function of every sample is unchanged
+    (:func:`symlib.symmetry.specs.apply_permutation`).
+
+    Args:
+        spec: the permutation spec of the network.
+        perms: permutation name -> index array (e.g. ``result.perms`` of
+            :func:`wasserstein_alignment`).
+        q: a pair ``(mu, sigma)`` of parameter pytrees, or an object with ``.mu`` and ``.sigma``.
+
+    Returns:
+        ``(mu, sigma)`` permuted, in the structure of ``q``'s.
+
+    Raises:
+        TypeError: if ``q`` is not a pair of parameter dicts.
     """
     mu, sigma = _unpack(q, "q")
     return apply_permutation(spec, perms, mu), apply_permutation(spec, perms, sigma)
@@ -222,16 +228,43 @@ def _permuted(spec: PermutationSpec, perms: Mapping[str, np.ndarray], flat: Mapp
 
 
 def wasserstein2_sq(q0, q1) -> float:
-    """Squared 2-Wasserstein distance between two diagonal Gaussians (sum over all params):
-    ``sum ||mu0 - mu1||^2 + ||sigma0 - sigma1||^2`` (float64)."""
+    """Squared 2-Wasserstein distance between two diagonal Gaussians.
+
+    Args:
+        q0: a pair ``(mu, sigma)`` of parameter pytrees (or ``.mu``/``.sigma``), ``sigma >= 0``.
+        q1: the same, with the same parameters and shapes.
+
+    Returns:
+        ``sum ||mu0 - mu1||^2 + ||sigma0 - sigma1||^2`` over all parameters (float64).
+
+    Raises:
+        TypeError: if ``q0`` or ``q1`` is not a pair of parameter dicts.
+        ValueError: naming the parameter, if the two differ in parameters or shapes, or
+            hold NaN, inf or negative sigma.
+    """
     m0, s0, m1, s1, _ = _pair(q0, q1)
     return float(sum(np.sum((m0[p] - m1[p]) ** 2) + np.sum((s0[p] - s1[p]) ** 2) for p in m0))
 
 
 def kl_diag(p, q) -> float:
-    """``KL[p || q]`` between diagonal Gaussians ``p = (m1, s1)``, ``q = (m0, s0)``, summed:
-    ``sum log(s0/s1) + (s1^2 + (m1 - m0)^2) / (2 s0^2) - 1/2`` (float64). Every sigma
-    must be positive. ``kl_diag(q1, q0)`` is the KL that :func:`kl_alignment` minimises."""
+    """``KL[p || q]`` between diagonal Gaussians, summed over all parameters.
+
+    With ``p = (m1, s1)`` and ``q = (m0, s0)``:
+    ``sum log(s0/s1) + (s1^2 + (m1 - m0)^2) / (2 s0^2) - 1/2``. ``kl_diag(q1, q0)`` is the
+    KL that :func:`kl_alignment` minimises.
+
+    Args:
+        p: a pair ``(mu, sigma)`` of parameter pytrees (or ``.mu``/``.sigma``), ``sigma > 0``.
+        q: the same, with the same parameters and shapes.
+
+    Returns:
+        The divergence (float64).
+
+    Raises:
+        TypeError: if ``p`` or ``q`` is not a pair of parameter dicts.
+        ValueError: naming the parameter, if the two differ in parameters or shapes, or
+            a sigma is not positive and finite.
+    """
     m1, s1, m0, s0, _ = _pair(p, q, positive=True, names=("p", "q"))
     total = 0.0
     for path in m0:
@@ -257,12 +290,25 @@ def wasserstein_alignment(key, spec: PermutationSpec, q0, q1, max_iter: int = 10
     exact LAP per permutation; ``key`` draws the sweep orders; ``matching_kwargs`` such as
     ``init_perms``, ``tol``, ``num_threads``, ``verbose`` are passed on).
 
-    ``q0``, ``q1``: ``(mu, sigma)`` pairs (or objects with ``.mu``/``.sigma``) in the
-    network layout; shapes must agree, sigma must be finite and ``>= 0`` (``ValueError``
-    naming the parameter). Returns the :class:`~symlib.symmetry.matching.MatchResult`:
-    ``apply_alignment(spec, result.perms, q1)`` is ``q1`` aligned to ``q0``;
-    ``result.objective`` is J per sweep, and ``result.info`` adds ``"w2_sq"`` (aligned),
-    ``"w2_sq_identity"`` (unaligned) and ``"cost": "wasserstein"``.
+    Args:
+        key: PRNG key (or int seed) of the sweep orders.
+        spec: the permutation spec of the network.
+        q0: the target, a pair ``(mu, sigma)`` (or an object with ``.mu``/``.sigma``) in
+            the network layout, sigma finite and ``>= 0``.
+        q1: the posterior to align, the same parameters and shapes.
+        max_iter: maximum number of sweeps.
+        **matching_kwargs: passed on to :func:`symlib.symmetry.matching.weight_matching`.
+
+    Returns:
+        The :class:`~symlib.symmetry.matching.MatchResult`:
+        ``apply_alignment(spec, result.perms, q1)`` is ``q1`` aligned to ``q0``;
+        ``result.objective`` is J per sweep, and ``result.info`` adds ``"w2_sq"``
+        (aligned), ``"w2_sq_identity"`` (unaligned) and ``"cost": "wasserstein"``.
+
+    Raises:
+        TypeError: if ``spec`` is not a ``PermutationSpec`` or ``q0``/``q1`` not pairs of dicts.
+        ValueError: naming the parameter, for mismatched shapes, NaN, inf or negative
+            sigma, or posteriors that do not fit ``spec``.
     """
     m0, s0, m1, s1, _ = _pair(q0, q1)
     _check_fits(spec, m0)
@@ -295,7 +341,19 @@ def kl_cost_terms(q0, q1, *, mean_only: bool = False) -> tuple[dict, dict]:
     term ``sum (P s1)^2 / (2 s0^2)``, which the appendix wrongly takes for permutation
     invariant; ``mean_only=True`` drops it (``B["b"] = m1^2``): the cost is then the
     appendix's Mahalanobis mean term ``(m0 - P m1)^T diag(s0^-2) (m0 - P m1) / 2`` alone.
-    Float64 numpy; all sigmas must be positive.
+
+    Args:
+        q0: the target, a pair ``(mu, sigma)`` (or ``.mu``/``.sigma``), sigma positive.
+        q1: the posterior to align, the same parameters and shapes.
+        mean_only: drop the trace term (the appendix's reduced cost).
+
+    Returns:
+        ``(A, B)``: dicts ``{"a": ..., "b": ...}`` of float64 numpy pytrees.
+
+    Raises:
+        TypeError: if ``q0`` or ``q1`` is not a pair of parameter dicts.
+        ValueError: naming the parameter, for mismatched shapes, NaN, inf or a sigma
+            that is not positive.
     """
     m0, s0, m1, s1, nested = _pair(q0, q1, positive=True)
     A, B = _kl_terms_flat(m0, s0, m1, s1, mean_only)
@@ -313,11 +371,25 @@ def kl_alignment(key, spec: PermutationSpec, q0, q1, max_iter: int = 100, *, mea
     ``sum (P s1)^2 / s0^2`` whenever ``s0`` is not constant; ``mean_only=True`` gives the
     appendix's reduced cost (Mahalanobis distance of the means only).
 
-    Every sigma must be positive (``ValueError`` naming the parameter). Returns the
-    :class:`~symlib.symmetry.matching.MatchResult` (apply with :func:`apply_alignment` and the
-    original ``spec``); ``result.info`` adds ``"kl"`` (``KL[P#q1 || q0]`` at the result,
-    the full KL even when ``mean_only``), ``"kl_identity"``, ``"kl_const"`` (``c``) and
-    ``"cost"``.
+    Args:
+        key: PRNG key (or int seed) of the sweep orders.
+        spec: the permutation spec of the network.
+        q0: the target, a pair ``(mu, sigma)`` (or ``.mu``/``.sigma``), every sigma positive.
+        q1: the posterior to align, the same parameters and shapes.
+        max_iter: maximum number of sweeps.
+        mean_only: use the appendix's reduced cost (means only).
+        **matching_kwargs: passed on to :func:`symlib.symmetry.matching.weight_matching`.
+
+    Returns:
+        The :class:`~symlib.symmetry.matching.MatchResult` (apply with
+        :func:`apply_alignment` and the original ``spec``); ``result.info`` adds ``"kl"``
+        (``KL[P#q1 || q0]`` at the result, the full KL even when ``mean_only``),
+        ``"kl_identity"``, ``"kl_const"`` (``c``) and ``"cost"``.
+
+    Raises:
+        TypeError: if ``spec`` is not a ``PermutationSpec`` or ``q0``/``q1`` not pairs of dicts.
+        ValueError: naming the parameter, for mismatched shapes, NaN, inf or a sigma that
+            is not positive, or posteriors that do not fit ``spec``.
     """
     m0, s0, m1, s1, _ = _pair(q0, q1, positive=True)
     _check_fits(spec, m0)
@@ -333,7 +405,7 @@ def kl_alignment(key, spec: PermutationSpec, q0, q1, max_iter: int = 100, *, mea
     return res
 
 
-# --------------------------------------------------------------------------- geodesic and loss curve
+# --------------------------------------------------------------------------- geodesic
 
 
 def _check_tau(tau) -> float:
@@ -351,9 +423,21 @@ def w2_geodesic(q0, q1, tau: float) -> tuple[PyTree, PyTree]:
 
     ``mu = (1-tau) mu0 + tau mu1`` and ``sigma = (1-tau) sigma0 + tau sigma1`` (for
     Gaussians with commuting covariances the McCann interpolation is linear in the mean
-    and in the standard deviations). Returns ``(mu, sigma)`` in ``q0``'s structure,
-    numpy, in the leaves' dtypes; ``tau = 0`` gives ``q0`` and ``tau = 1`` gives ``q1``
-    exactly.
+    and in the standard deviations).
+
+    Args:
+        q0: the start, a pair ``(mu, sigma)`` (or ``.mu``/``.sigma``), sigma ``>= 0``.
+        q1: the end, the same parameters and shapes.
+        tau: a number in [0, 1].
+
+    Returns:
+        ``(mu, sigma)`` in ``q0``'s structure, numpy, in the leaves' dtypes; ``tau = 0``
+        gives (copies of) ``q0`` and ``tau = 1`` gives ``q1`` exactly.
+
+    Raises:
+        TypeError: if ``q0`` or ``q1`` is not a pair of parameter dicts.
+        ValueError: for ``tau`` outside [0, 1] or not a number, or (naming the parameter)
+            mismatched shapes, NaN, inf or negative sigma.
     """
     t = _check_tau(tau)
     m0, s0, m1, s1, nested = _pair(q0, q1, dtype=None)
@@ -364,187 +448,3 @@ def w2_geodesic(q0, q1, tau: float) -> tuple[PyTree, PyTree]:
     mu = {p: (1.0 - t) * m0[p] + t * m1[p] for p in m0}
     sigma = {p: (1.0 - t) * s0[p] + t * s1[p] for p in m0}
     return _layout(mu, nested), _layout(sigma, nested)
-
-
-def _unflatten_like(flat: jax.Array, like) -> PyTree:
-    leaves, treedef = jax.tree_util.tree_flatten(like)
-    cuts = np.cumsum([int(np.prod(a.shape, dtype=np.int64)) for a in leaves])[:-1].tolist()
-    parts = [part.reshape(a.shape) for part, a in zip(jnp.split(flat, cuts), leaves)]
-    return jax.tree_util.tree_unflatten(treedef, parts)
-
-
-@partial(jax.jit, static_argnums=0)
-def _curve_chunk(apply_fn, mu0, s0, mu1, s1, keys, weights, xbs, ybs, taus):
-    """For one chunk of noise keys: per (tau, example) the log-sum-exp over the chunk's
-    samples of ``log p(y | x, w_s)`` and the sum of their softmax probabilities."""
-    n_params = sum(int(np.prod(a.shape, dtype=np.int64)) for a in jax.tree_util.tree_leaves(mu0))
-    eps = jax.vmap(lambda k: jax.random.normal(k, (n_params,), jnp.float32))(keys)
-    eps = jax.vmap(lambda e: _unflatten_like(e, mu0))(eps)
-    log_w = jnp.where(weights > 0, 0.0, -jnp.inf)
-
-    def at_tau(tau):
-        mu = jax.tree_util.tree_map(lambda a, b: (1.0 - tau) * a + tau * b, mu0, mu1)
-        sig = jax.tree_util.tree_map(lambda a, b: (1.0 - tau) * a + tau * b, s0, s1)
-
-        def one_batch(xy):
-            xb, yb = xy
-
-            def one_sample(e):
-                w = jax.tree_util.tree_map(lambda m, s, z: m + s * z, mu, sig, e)
-                return jax.nn.log_softmax(apply_fn(w, xb), axis=-1)
-
-            logp = jax.vmap(one_sample)(eps)  # (c, bs, C)
-            lp_y = jnp.take_along_axis(logp, yb[None, :, None], axis=-1)[..., 0]  # (c, bs)
-            lse = jax.nn.logsumexp(lp_y + log_w[:, None], axis=0)
-            psum = jnp.sum(jnp.exp(logp) * weights[:, None, None], axis=0)
-            return lse, psum
-
-        return jax.lax.map(one_batch, (xbs, ybs))
-
-    return jax.lax.map(at_tau, taus)
-
-
-def _taus(taus) -> np.ndarray:
-    if isinstance(taus, (int, np.integer)) and not isinstance(taus, bool):
-        if taus < 2:
-            raise ValueError(f"need at least two points on the path, got taus={taus}")
-        return np.linspace(0.0, 1.0, int(taus))
-    t = np.asarray(taus, dtype=np.float64)
-    if t.ndim != 1 or t.size < 1:
-        raise ValueError(f"taus must be an int or a 1-D sequence of points in [0, 1], got shape {t.shape}")
-    if not np.all(np.isfinite(t)) or t.min() < 0 or t.max() > 1:
-        raise ValueError(f"taus must lie in [0, 1], got {t.tolist()}")
-    return t
-
-
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def marginal_loss_curve(key, q0, q1, x, y, taus: Sequence[float] | int = 11, num_samples: int = 16, *,
-                        apply_fn: Callable = mlp_apply, batch_size: int = 2048,
-                        sample_chunk: int | None = None) -> dict[str, np.ndarray]:
-    """NLL and accuracy of the Bayesian model average along the W2 geodesic from q0 to q1.
-
-    At each ``tau`` (an int: that many evenly spaced points of [0, 1]; or a sequence in
-    [0, 1]), ``q_tau = w2_geodesic(q0, q1, tau)`` and, with ``S = num_samples`` standard
-    normal draws ``eps_s`` (the same for every tau: draw ``s`` uses
-    ``jax.random.split(key, S)[s]``, whatever ``sample_chunk``),
-
-        loss(tau)     = -(1/n) sum_i log( (1/S) sum_s p(y_i | x_i, mu_tau + sigma_tau * eps_s) ),
-        accuracy(tau) = (1/n) sum_i 1[ argmax_c (1/S) sum_s p(c | x_i, w_s) == y_i ],
-
-    ``p = softmax(apply_fn(w, x))``. The log of the sample mean is taken with a
-    log-sum-exp, so it never underflows. This S-sample estimator overestimates the exact
-    predictive NLL by ``O(1/S)`` (Jensen), by about the same amount at every tau. With
-    ``sigma = 0`` it is the NLL of the deterministic interpolation
-    (:func:`symlib.evaluation.interpolation.interpolation_curve`). Float32 on the device; ``x`` is
-    processed in batches of ``batch_size`` rows and the samples ``sample_chunk`` at a time
-    (default: about 2**24 parameters per chunk).
-
-    Returns ``{"tau", "loss", "accuracy"}`` (numpy, one entry per tau); feed it to
-    :func:`marginal_barrier` / :func:`midpoint_barrier`.
-    """
-    t = _taus(taus)
-    S = _positive_int(num_samples, "num_samples")
-    batch_size = _positive_int(batch_size, "batch_size")
-    m0, s0, m1, s1, nested = _pair(q0, q1, dtype=np.float32)
-    x = np.asarray(x)
-    y = np.asarray(y)
-    if x.ndim < 1 or x.shape[0] < 1:
-        raise ValueError(f"x must have a leading axis of at least one example, got shape {x.shape}")
-    if np.issubdtype(x.dtype, np.inexact) and not np.all(np.isfinite(x)):
-        raise ValueError("x contains NaN or inf")
-    if y.shape != (x.shape[0],):
-        raise ValueError(f"y must have shape ({x.shape[0]},) to match x, got {y.shape}")
-    if not np.issubdtype(y.dtype, np.integer) or (y.size and y.min() < 0):
-        raise ValueError(f"y must hold non-negative integer class labels, got dtype {y.dtype}")
-    n_params = int(sum(v.size for v in m0.values()))
-    if sample_chunk is None:
-        chunk = max(1, min(S, 128, 2**24 // max(n_params, 1)))
-    else:
-        chunk = min(_positive_int(sample_chunk, "sample_chunk"), S)
-
-    tree = partial(_layout, nested=nested)
-    mu0, sg0, mu1, sg1 = (jax.tree_util.tree_map(jnp.asarray, tree(d)) for d in (m0, s0, m1, s1))
-    n = x.shape[0]
-    bs = min(batch_size, n)
-    nb = -(-n // bs)
-    pad = nb * bs - n
-    xp = np.concatenate([x, np.zeros((pad,) + x.shape[1:], x.dtype)]) if pad else x
-    yp = np.concatenate([y, np.zeros(pad, y.dtype)]) if pad else y
-    xbs = jnp.asarray(xp.reshape((nb, bs) + x.shape[1:]))
-    ybs = jnp.asarray(yp.reshape(nb, bs).astype(np.int32))
-    keys = jax.random.split(key, S)
-    tj = jnp.asarray(t, jnp.float32)
-    lse = psum = None
-    for start in range(0, S, chunk):
-        stop = min(start + chunk, S)
-        part = keys[start:stop]
-        weights = np.zeros(chunk, np.float32)
-        weights[: stop - start] = 1.0
-        if stop - start < chunk:  # pad with copies of a real key, weight zero: one compiled shape
-            part = jnp.concatenate([part, jnp.repeat(part[:1], chunk - (stop - start), axis=0)])
-        l_c, p_c = _curve_chunk(apply_fn, mu0, sg0, mu1, sg1, part, jnp.asarray(weights), xbs, ybs, tj)
-        lse = l_c if lse is None else jnp.logaddexp(lse, l_c)
-        psum = p_c if psum is None else psum + p_c
-    lse = np.asarray(lse, np.float64).reshape(len(t), -1)[:, :n]
-    psum = np.asarray(psum).reshape((len(t), nb * bs) + psum.shape[3:])[:, :n]
-    loss = -(lse - math.log(S)).mean(axis=1)
-    acc = (psum.argmax(axis=-1) == y[None, :]).mean(axis=1)
-    if not np.all(np.isfinite(loss)):
-        raise ValueError(f"non-finite loss along the path at tau = {t[~np.isfinite(loss)].tolist()} "
-                         "(NaN or overflowing logits)")
-    return {"tau": t, "loss": loss, "accuracy": acc}
-
-
-# --------------------------------------------------------------------------- barriers
-
-
-def _curve_arrays(curve: Mapping) -> tuple[np.ndarray, np.ndarray]:
-    if not isinstance(curve, Mapping):
-        raise TypeError(f"curve must be a dict with 'tau' and 'loss' (from marginal_loss_curve), got {type(curve).__name__}")
-    key = "tau" if "tau" in curve else "lambda" if "lambda" in curve else None
-    if key is None or "loss" not in curve:
-        raise ValueError(f"curve must have 'tau' (or 'lambda') and 'loss', got keys {sorted(curve)}")
-    t, loss = np.asarray(curve[key], float), np.asarray(curve["loss"], float)
-    if t.ndim != 1 or t.shape != loss.shape or t.size < 2:
-        raise ValueError(f"tau and loss must be 1-D of equal length >= 2, got {t.shape} and {loss.shape}")
-    if not np.all(np.isfinite(t)):
-        raise ValueError(f"non-finite tau values: {t.tolist()}")
-    if not np.all(np.isfinite(loss)):
-        raise ValueError(f"non-finite losses along the path at tau = {t[~np.isfinite(loss)].tolist()}")
-    return t, loss
-
-
-def _at(t: np.ndarray, loss: np.ndarray, where: float) -> float:
-    hit = np.flatnonzero(np.isclose(t, where, rtol=0.0, atol=1e-9))
-    if hit.size == 0:
-        raise ValueError(f"the curve has no point at tau = {where} (taus: {t.tolist()})")
-    return float(loss[hit[0]])
-
-
-def marginal_barrier(curve: Mapping) -> float:
-    """``max_tau [L(tau) - ((1 - tau) L(0) + tau L(1))]``: the largest excess of the loss
-    over the chord between the endpoint losses (>= 0, as the chord meets the curve at the
-    endpoints). ``curve`` is a dict with ``"tau"`` (or ``"lambda"``) and ``"loss"``, e.g.
-    from :func:`marginal_loss_curve`; it must contain tau = 0 and tau = 1. Non-finite
-    losses raise ``ValueError``."""
-    t, loss = _curve_arrays(curve)
-    if t.min() < -1e-9 or t.max() > 1 + 1e-9:
-        raise ValueError(f"tau must lie in [0, 1], got {t.tolist()}")
-    l0, l1 = _at(t, loss, 0.0), _at(t, loss, 1.0)
-    return float(np.max(loss - ((1.0 - t) * l0 + t * l1)))
-
-
-def midpoint_barrier(curve: Mapping) -> float:
-    """``L(0.5) - (L(0) + L(1)) / 2`` from a curve containing tau = 0, 0.5 and 1
-    (``ValueError`` otherwise, or on non-finite losses)."""
-    t, loss = _curve_arrays(curve)
-    return _at(t, loss, 0.5) - 0.5 * (_at(t, loss, 0.0) + _at(t, loss, 1.0))
-
-
-# --------------------------------------------------------------------------- timings
-
