@@ -84,3 +84,25 @@ def test_summarize_hmc():
     assert summary["num_divergences"] == res.num_divergences > 0
     assert summary["mean_acceptance"] < 0.2
     assert len(summary["warnings"]) == 2
+
+
+def test_function_space_diagnostics_validates_inputs():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(6, 3)).astype(np.float32)
+    y = rng.integers(0, 2, size=6).astype(np.int32)
+    nets = jax.vmap(lambda k: mlp_init(k, [3, 4, 2]))(jax.random.split(jax.random.key(0), 4))
+    samples = jax.tree.map(lambda a: np.asarray(a).reshape(2, 2, *a.shape[1:]), nets)
+    with pytest.raises(ValueError, match=r"same leading \(chains, samples\) axes on every leaf"):
+        function_space_diagnostics({**samples, "dense_1": jax.tree.map(lambda a: a[:, :1], samples["dense_1"])}, x, y)
+    with pytest.raises(ValueError, match="samples has no array leaves"):
+        function_space_diagnostics({}, x, y)
+    with pytest.raises(ValueError, match=r"y_test must hold one label per example of x_test \(6\)"):
+        function_space_diagnostics(samples, x, y[:5])
+    with pytest.raises(ValueError, match=r"point_indices must be .* in \[0, 6\)"):
+        function_space_diagnostics(samples, x, y, point_indices=[0, 6])
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        function_space_diagnostics(samples, x, y, batch_size=0)
+    with pytest.raises(ValueError, match="num_points must be a positive integer"):
+        function_space_diagnostics(samples, x, y, num_points=0)
+    out = function_space_diagnostics(samples, x, y, point_indices=[5, 0])
+    assert out["point_indices"].tolist() == [5, 0] and out["true_class_prob"]["values"].shape == (2, 2, 2)

@@ -1,5 +1,6 @@
 """Tests of symlib.inference.hmc: correctness on known posteriors, diagnostics of bad step sizes,
-chunked storage and resumption, data-parallel sharding and input validation."""
+chunked storage and resumption, the identity of stored runs, checksums, data-parallel sharding,
+input validation and the symmetries of the log density."""
 from __future__ import annotations
 
 import hashlib
@@ -14,18 +15,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings, strategies as st
 
+import symlib.inference.hmc as hmc
+from symlib.core.models import mlp_apply, mlp_init
 from symlib.inference.diagnostics import ess
 from symlib.inference.hmc import (
+    SAMPLER_VERSION,
+    CorruptRunError,
     HMCConfig,
     HMCWarning,
     iter_sample_chunks,
     load_result,
     load_samples,
+    log_prior,
     make_logdensity,
+    run_fingerprint,
     run_hmc,
 )
-from symlib.core.models import mlp_apply, mlp_init
+from symlib.symmetry.scaling import apply_scaling
+from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, random_permutations
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -216,20 +225,136 @@ def test_resume_gives_identical_chain(tmp_path, adapt, stop_after):
     _assert_same_run(full, run_hmc(key, init, ld, cfg, out_dir=part_dir, chunk_size=3))
 
 
-def test_resume_with_different_config_or_init_raises(tmp_path):
+def test_resume_refuses_another_run_and_names_the_difference(tmp_path, monkeypatch):
     ld, init = _mlp_problem()
     cfg = HMCConfig(step_size=0.05, num_leapfrog=2, num_burnin=2, num_samples=4, thin=1, num_chains=1)
     key = jax.random.key(0)
     run_hmc(key, init, ld, cfg, out_dir=tmp_path, chunk_size=2)
-    with pytest.raises(ValueError, match="different config"):
-        run_hmc(key, init, ld, HMCConfig(**{**cfg.to_dict(), "num_samples": 6}), out_dir=tmp_path, chunk_size=2)
-    with pytest.raises(ValueError, match="different config"):
-        run_hmc(key, jax.tree.map(lambda a: a + 1.0, init), ld, cfg, out_dir=tmp_path, chunk_size=2)
-    with pytest.raises(ValueError, match="different config"):
-        run_hmc(jax.random.key(1), init, ld, cfg, out_dir=tmp_path, chunk_size=2)
     x, y = _toy_data(seed=5)
-    with pytest.raises(ValueError, match="different config"):
-        run_hmc(key, init, make_logdensity(x, y), cfg, out_dir=tmp_path, chunk_size=2)
+    cases = [
+        (r"differs in the HMC config \(HMCConfig\) \(config: stored .*'num_samples': 4.*requested .*'num_samples': 6",
+         dict(cfg=HMCConfig(**{**cfg.to_dict(), "num_samples": 6}))),
+        (r"differs in the initial state \(init_params\)\.", dict(init=jax.tree.map(lambda a: a + 1.0, init))),
+        (r"differs in the key\.", dict(key=jax.random.key(1))),
+        (r"differs in the data", dict(ld=make_logdensity(x, y))),
+        (r"differs in the chunk layout \(chunk_size\) \(chunk_size: stored 2, requested 3\)", dict(chunk_size=3)),
+    ]
+    for pattern, change in cases:
+        args = {"key": key, "init": init, "ld": ld, "cfg": cfg, "chunk_size": 2, **change}
+        with pytest.raises(ValueError, match=pattern) as err:
+            run_hmc(args["key"], args["init"], args["ld"], args["cfg"], out_dir=tmp_path, chunk_size=args["chunk_size"])
+        assert "Choose another out_dir" in str(err.value) and f"delete {tmp_path}" in str(err.value)
+    monkeypatch.setattr(hmc, "SAMPLER_VERSION", SAMPLER_VERSION + 1)
+    with pytest.raises(ValueError, match=rf"sampler version \(SAMPLER_VERSION\) \(sampler_version: stored "
+                                         rf"{SAMPLER_VERSION}, requested {SAMPLER_VERSION + 1}\)"):
+        run_hmc(key, init, ld, cfg, out_dir=tmp_path, chunk_size=2)
+
+
+def test_run_fingerprint_is_what_the_run_stores(tmp_path):
+    """The identity holds config, chunk layout, data, initial state, key and sampler version,
+    and nothing else: equal arguments give equal fingerprints."""
+    ld, init = _mlp_problem()
+    cfg = HMCConfig(step_size=0.05, num_leapfrog=2, num_burnin=1, num_samples=2, thin=1, num_chains=2)
+    key = jax.random.key(3)
+    fp = run_fingerprint(key, init, ld, cfg, chunk_size=2)
+    assert set(fp) == {"config", "chunk_size", "data", "initial_state", "key", "sampler_version"}
+    assert fp["sampler_version"] == SAMPLER_VERSION and fp["chunk_size"] == 2 and fp["data"] == ld.fingerprint
+    x, y = _toy_data()
+    assert run_fingerprint(jax.random.key(3), init, make_logdensity(x, y), cfg, chunk_size=2) == fp
+    stacked = jax.tree.map(lambda a: jnp.stack([a, a]), init)  # the same start given per chain
+    assert run_fingerprint(key, stacked, ld, cfg, chunk_size=2, init_per_chain=True) == fp
+    run_hmc(key, init, ld, cfg, out_dir=tmp_path, chunk_size=2)
+    assert json.loads((tmp_path / "state.json").read_text())["identity"] == fp
+    assert run_fingerprint(jax.random.key(4), init, ld, cfg, chunk_size=2)["key"] != fp["key"]
+    with pytest.raises(ValueError, match="chunk_size must be a positive integer"):
+        run_fingerprint(key, init, ld, cfg, chunk_size=0)
+
+
+# ---------------------------------------------------------------------------- checksums
+
+
+def _corrupted_setup(tmp_path):
+    ld, init = _mlp_problem()
+    cfg = HMCConfig(step_size=0.3, num_leapfrog=2, num_burnin=2, num_samples=6, thin=1, num_chains=2)
+    key = jax.random.key(5)
+    run = dict(key=key, init_params=init, logdensity=ld, cfg=cfg, chunk_size=2)
+    full = run_hmc(out_dir=tmp_path / "full", **run)
+    return run, full
+
+
+def _edit_meta(out_dir: Path, edit) -> None:
+    path = out_dir / "state.json"
+    meta = json.loads(path.read_text())
+    edit(meta)
+    path.write_text(json.dumps(meta))
+
+
+def test_truncated_sample_chunk_is_detected_and_recomputed(tmp_path):
+    run, full = _corrupted_setup(tmp_path)
+    out = tmp_path / "full"
+    digests = _file_digests(out)
+    chunk = out / "samples_00001.npz"
+    chunk.write_bytes(chunk.read_bytes()[:-100])
+    for load in (load_samples, load_result, lambda d: run_hmc(out_dir=d, **run)):
+        with pytest.raises(CorruptRunError, match=r"samples_00001\.npz is truncated or corrupted.*Delete that file"):
+            load(out)
+    chunk.unlink()  # the advice: delete it and call run_hmc again
+    with pytest.raises(CorruptRunError, match=r"samples_00001\.npz is missing"):
+        load_samples(out)
+    again = run_hmc(out_dir=out, **run)
+    assert _file_digests(out) == digests
+    _assert_same_run(full, again)
+
+
+def test_flipped_byte_in_checkpoint_is_detected_and_previous_checkpoint_used(tmp_path):
+    run, full = _corrupted_setup(tmp_path)
+    part = tmp_path / "part"
+    with pytest.raises(_Interrupt):
+        run_hmc(out_dir=part, on_chunk=_interrupt_after(2), **run)
+    checkpoint = part / json.loads((part / "state.json").read_text())["state_file"]
+    assert checkpoint.name == "state_00002.npz"
+    data = bytearray(checkpoint.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    checkpoint.write_bytes(bytes(data))
+    with pytest.raises(CorruptRunError, match=r"state_00002\.npz is truncated or corrupted.*Delete that checkpoint"):
+        run_hmc(out_dir=part, **run)
+    with pytest.raises(CorruptRunError, match=r"state_00002\.npz"):
+        load_result(part)
+    checkpoint.unlink()  # resumes from state_00001.npz, recomputing the second chunk
+    resumed = run_hmc(out_dir=part, **run)
+    _assert_same_run(full, resumed)
+    assert _file_digests(part) == _file_digests(tmp_path / "full")
+
+
+def test_missing_checksum_is_an_error(tmp_path):
+    run, _ = _corrupted_setup(tmp_path)
+    out = tmp_path / "full"
+    _edit_meta(out, lambda meta: meta["checksums"].pop("samples_00000.npz"))
+    with pytest.raises(CorruptRunError, match=r"samples_00000\.npz has no sha256 checksum"):
+        load_samples(out)
+    with pytest.raises(CorruptRunError, match=r"samples_00000\.npz has no sha256 checksum"):
+        run_hmc(out_dir=out, **run)
+
+
+def test_broken_or_foreign_run_directories(tmp_path):
+    run, _ = _corrupted_setup(tmp_path)
+    out = tmp_path / "full"
+    meta_text = (out / "state.json").read_text()
+    (out / "state.json").write_text(meta_text[: len(meta_text) // 2])
+    with pytest.raises(CorruptRunError, match=r"state\.json is not valid JSON"):
+        load_samples(out)
+    (out / "state.json").write_text(meta_text)
+    _edit_meta(out, lambda meta: meta.pop("checksums"))
+    with pytest.raises(CorruptRunError, match=r"state\.json lacks \['checksums'\]"):
+        load_result(out)
+    _edit_meta(out, lambda meta: meta.update(format_version=1, checksums={}))
+    with pytest.raises(ValueError, match="storage format 1"):
+        run_hmc(out_dir=out, **run)
+    (out / "state.json").unlink()
+    with pytest.raises(ValueError, match=r"holds HMC files \(burnin_00000\.npz, \.\.\.\) but no state\.json"):
+        run_hmc(out_dir=out, **run)
+    with pytest.raises(FileNotFoundError, match="state.json missing"):
+        load_samples(out)
 
 
 @pytest.mark.filterwarnings("ignore::symlib.inference.hmc.HMCWarning")
@@ -240,7 +365,8 @@ def test_samples_are_stored_in_chunks_and_loaded_from_disk(tmp_path):
     assert res._samples is None  # not held in memory: read from the chunk files when first used
     names = sorted(p.name for p in tmp_path.iterdir())
     assert [n for n in names if n.startswith("samples_")] == ["samples_00000.npz", "samples_00001.npz", "samples_00002.npz"]
-    assert "state.json" in names and len([n for n in names if n.startswith("state_")]) == 1
+    assert "state.json" in names  # a checkpoint before each of the 4 segments and after the last one
+    assert [n for n in names if n.startswith("state_")] == [f"state_{i:05d}.npz" for i in range(5)]
     assert not [n for n in names if n.endswith(".tmp")]
     chunks = list(iter_sample_chunks(tmp_path))
     assert [start for start, _ in chunks] == [0, 3, 6]
@@ -261,7 +387,7 @@ def test_progress_bar_only_when_asked(capsys):
     assert capsys.readouterr().err == ""
     run_hmc(jax.random.key(0), init, ld, cfg, progress=True)
     err = capsys.readouterr().err
-    assert "5/5 it" in err and "acc" in err
+    assert "hmc" in err and "5/5" in err and "it/s" in err and "acc=" in err
 
 
 # ---------------------------------------------------------------------------- make_logdensity
@@ -305,6 +431,80 @@ def test_make_logdensity_validates_inputs():
         ld(mlp_init(jax.random.key(0), [4, 5, 3]))
     with pytest.raises(ValueError, match="labels go up to 2 but the network has 2 outputs"):
         ld(mlp_init(jax.random.key(0), [3, 5, 2]))
+
+
+def test_make_logdensity_checks_the_mlp_layout():
+    x, y = _toy_data(n=10)
+    ld = make_logdensity(x, y)
+    params = mlp_init(jax.random.key(0), [3, 5, 3])
+    with pytest.raises(ValueError, match=r"layers dense_0\.\.dense_1, got \['dense_0', 'dense_2'\]"):
+        ld({"dense_0": params["dense_0"], "dense_2": params["dense_1"]})
+    with pytest.raises(ValueError, match=r"params\['dense_1'\] must hold exactly 'kernel' and 'bias'"):
+        ld({"dense_0": params["dense_0"], "dense_1": {"kernel": params["dense_1"]["kernel"]}})
+    with pytest.raises(TypeError, match="params must be a dict of layers"):
+        ld([params["dense_0"], params["dense_1"]])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_start_names_the_leaf(bad):
+    ld, init = _mlp_problem()
+    init = jax.tree.map(np.array, init)
+    init["dense_1"]["bias"][2] = bad
+    cfg = HMCConfig(step_size=0.05, num_leapfrog=2, num_burnin=1, num_samples=2, thin=1)
+    with pytest.raises(ValueError, match=r"init_params\['dense_1'\]\['bias'\] contains NaN or inf \(1 of 3"):
+        run_hmc(jax.random.key(0), init, ld, cfg)
+
+
+def test_finite_start_with_non_finite_density_advises_smaller_step():
+    cfg = HMCConfig(step_size=0.1, num_leapfrog=2, num_burnin=2, num_samples=5, thin=1)
+    with pytest.warns(HMCWarning, match="smaller"):
+        res = run_hmc(jax.random.key(0), {"a": jnp.float32(0.0)}, lambda p: jnp.log(p["a"]), cfg)
+    assert res.mean_acceptance == 0.0
+
+
+# ---------------------------------------------------------------------------- symmetries of the density
+
+
+def _random_mlp(rng, sizes):
+    return {f"dense_{i}": {"kernel": rng.normal(0, 0.7, (a, b)).astype(np.float32),
+                           "bias": rng.normal(0, 0.3, b).astype(np.float32)}
+            for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:]))}
+
+
+_SYM_SIZES = [3, 4, 5, 3]
+_SYM_DATA = _toy_data(n=17, d=3, classes=3, seed=9)
+_SYM_LD = make_logdensity(*_SYM_DATA, prior_var=0.5)
+
+
+def _sq_norm(params) -> float:
+    return sum(float(np.sum(np.asarray(a, np.float64) ** 2)) for a in jax.tree_util.tree_leaves(params))
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_logdensity_permutation_invariant_and_only_likelihood_rescaling_invariant(seed):
+    """The Gaussian prior and the likelihood are both invariant under permutations of hidden
+    units; under a positive ReLU rescaling only the likelihood is, and the prior changes
+    by exactly -(|theta'|^2 - |theta|^2) / (2 prior_var)."""
+    rng = np.random.default_rng(seed)
+    params = _random_mlp(rng, _SYM_SIZES)
+    value = float(_SYM_LD(params))
+
+    spec = mlp_permutation_spec(len(_SYM_SIZES) - 2)
+    permuted = apply_permutation(spec, random_permutations(rng, spec, params), params)
+    np.testing.assert_allclose(float(_SYM_LD(permuted)), value, rtol=1e-6)
+
+    signs = [rng.choice([-1.0, 1.0], size=w) for w in _SYM_SIZES[1:-1]]
+    scales = [np.exp(s * rng.uniform(0.3, 1.0, size=s.size)) for s in signs]  # each at least 35% away from 1
+    scaled = apply_scaling(params, scales)
+    prior_change = -(_sq_norm(scaled) - _sq_norm(params)) / (2 * 0.5)
+    assume(abs(prior_change) > 0.05)
+    loglik = value - float(log_prior(params, 0.5))
+    loglik_scaled = float(_SYM_LD(scaled)) - float(log_prior(scaled, 0.5))
+    np.testing.assert_allclose(loglik_scaled, loglik, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(float(log_prior(scaled, 0.5)) - float(log_prior(params, 0.5)), prior_change,
+                               rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(float(_SYM_LD(scaled)) - value, prior_change, rtol=1e-3, atol=2e-3)
 
 
 # ---------------------------------------------------------------------------- sharding

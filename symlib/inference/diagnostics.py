@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from blackjax.diagnostics import effective_sample_size, potential_scale_reduction
 
+from symlib.core.checks import positive_int
 from symlib.core.models import mlp_apply
 
 __all__ = ["ess", "function_space_diagnostics", "rhat", "summarize_hmc"]
@@ -40,12 +41,32 @@ _ess = jax.jit(partial(effective_sample_size, chain_axis=0, sample_axis=1))
 
 
 def rhat(x) -> np.ndarray:
-    """Potential scale reduction (R-hat) over the leading (chains, samples) axes; shape x.shape[2:]."""
+    """Potential scale reduction (R-hat, Gelman and Rubin) of each quantity across chains.
+
+    Args:
+        x: array of shape ``(chains, samples, ...)`` with at least 2 chains and 2 samples.
+
+    Returns:
+        R-hat of shape ``x.shape[2:]``; close to 1 when the chains agree.
+
+    Raises:
+        ValueError: naming ``rhat`` if ``x`` has fewer than 2 axes, 2 chains or 2 samples.
+    """
     return np.asarray(_psrf(_chains_samples(x, "rhat", 2)))
 
 
 def ess(x) -> np.ndarray:
-    """Effective sample size (all chains together) over the leading (chains, samples) axes."""
+    """Effective sample size of each quantity, all chains together (Geyer's initial monotone sequence).
+
+    Args:
+        x: array of shape ``(chains, samples, ...)`` with at least 2 samples.
+
+    Returns:
+        ESS of shape ``x.shape[2:]``; about ``chains * samples`` for independent draws.
+
+    Raises:
+        ValueError: naming ``ess`` if ``x`` has fewer than 2 axes or 2 samples.
+    """
     return np.asarray(_ess(_chains_samples(x, "ess", 1)))
 
 
@@ -62,23 +83,62 @@ def _predictive_stats(params, x_test, y_test, points, apply_fn):
     return jax.vmap(jax.vmap(one))(params)
 
 
+def _chains_and_samples(samples) -> tuple[int, int]:
+    """The shared leading ``(chains, samples)`` axes of a stack of networks."""
+    leaves = jax.tree_util.tree_leaves(samples)
+    if not leaves:
+        raise ValueError("samples has no array leaves")
+    shapes = {tuple(np.shape(a)[:2]) for a in leaves}
+    if any(np.ndim(a) < 2 for a in leaves) or len(shapes) != 1:
+        raise ValueError("samples must have the same leading (chains, samples) axes on every leaf, "
+                         f"got leading shapes {sorted(shapes)}")
+    return shapes.pop()
+
+
+def _test_points(point_indices, num_points: int, n: int) -> np.ndarray:
+    if point_indices is None:
+        return np.linspace(0, n - 1, min(num_points, n)).round().astype(np.int32)
+    points = np.asarray(point_indices)
+    if points.ndim != 1 or not np.issubdtype(points.dtype, np.integer) or np.any((points < 0) | (points >= n)):
+        raise ValueError(f"point_indices must be a 1-D array of integer indices in [0, {n}), got {point_indices!r}")
+    return points
+
+
 def function_space_diagnostics(samples, x_test, y_test, apply_fn: Callable = mlp_apply, num_points: int = 10,
                                batch_size: int = 16, point_indices=None) -> dict[str, Any]:
     """R-hat and ESS of predictions across chains.
 
-    ``samples``: parameter pytree with leading (chains, samples) axes. Per sample it
-    computes the mean test log-likelihood and the predictive probability of the true class
-    at ``num_points`` fixed test points (evenly spaced indices, or ``point_indices``),
-    streaming over ``batch_size`` samples at a time; returns the per-sample values and
-    their R-hat (needs >= 2 chains; NaN otherwise) and ESS.
+    Per sample it computes the mean test log-likelihood and the predictive probability of
+    the true class at fixed test points, streaming over ``batch_size`` samples at a time.
+
+    Args:
+        samples: parameter pytree with leading ``(chains, samples)`` axes on every leaf.
+        x_test: test inputs, shape ``(n, features)``.
+        y_test: integer test labels, shape ``(n,)``.
+        apply_fn: ``apply_fn(params, x) -> logits`` for one network.
+        num_points: number of evenly spaced test points (when ``point_indices`` is ``None``).
+        batch_size: samples per chain evaluated at once.
+        point_indices: indices of the test points (overrides ``num_points``).
+
+    Returns:
+        ``point_indices`` and, for ``test_loglik`` (values of shape ``(chains, samples)``)
+        and ``true_class_prob`` (``(chains, samples, num_points)``), a dict with
+        ``values``, ``rhat`` (NaN with fewer than 2 chains or samples) and ``ess``
+        (NaN with fewer than 2 samples).
+
+    Raises:
+        ValueError: if the leaves of ``samples`` do not share leading (chains, samples)
+            axes, ``x_test`` and ``y_test`` differ in length, ``num_points`` or
+            ``batch_size`` is not a positive integer, or ``point_indices`` falls outside the test set.
     """
+    num_points, batch_size = positive_int(num_points, "num_points"), positive_int(batch_size, "batch_size")
+    num_chains, num_samples = _chains_and_samples(samples)
     x_test, y_test = jnp.asarray(x_test), jnp.asarray(y_test, jnp.int32)
     n = x_test.shape[0]
-    if point_indices is None:
-        point_indices = np.linspace(0, n - 1, min(num_points, n)).round().astype(np.int32)
+    if y_test.shape != (n,):
+        raise ValueError(f"y_test must hold one label per example of x_test ({n}), got shape {y_test.shape}")
+    point_indices = _test_points(point_indices, num_points, n)
     points = jnp.asarray(point_indices, jnp.int32)
-    leaves = jax.tree_util.tree_leaves(samples)
-    num_chains, num_samples = leaves[0].shape[:2]
     loglik, probs = [], []
     for start in range(0, num_samples, batch_size):
         batch = jax.tree.map(lambda a: jnp.asarray(a[:, start:start + batch_size]), samples)
@@ -103,8 +163,16 @@ def _with_diagnostics(values: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def summarize_hmc(result) -> dict[str, Any]:
-    """Mean post-burn-in acceptance, divergence counts and the run's warnings (list of str)
-    for a :class:`symlib.inference.hmc.HMCResult`."""
+    """Sampler health of an HMC run in one JSON-friendly dict.
+
+    Args:
+        result: a :class:`symlib.inference.hmc.HMCResult`.
+
+    Returns:
+        ``mean_acceptance`` (after burn-in), ``num_divergences`` (after burn-in),
+        ``num_burnin_divergences``, ``step_size`` (list, one per chain) and ``warnings``
+        (the run's warning messages, a list of str).
+    """
     return {
         "mean_acceptance": result.mean_acceptance,
         "num_divergences": result.num_divergences,

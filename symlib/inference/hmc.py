@@ -1,4 +1,4 @@
-"""Full-batch Hamiltonian Monte Carlo on BNN posteriors (BlackJAX), chunked and resumable.
+"""Full-batch Hamiltonian Monte Carlo on BNN posteriors (BlackJAX), chunked, resumable and checksummed.
 
 Implements the sampler of Xiao et al. (App. A): a standard Gaussian prior, full-batch
 log-likelihood, HMC with an identity mass matrix, a fixed step size and a fixed number of
@@ -17,26 +17,38 @@ then one sample kept every ``thin`` iterations (10) until ``num_samples`` (1000)
   interrupted run resumes where it stopped and gives the same chain as an uninterrupted
   one (the key of iteration ``t`` of chain ``c`` is ``fold_in(fold_in(key, c), t)``).
 
-Files in ``out_dir`` (all written to a temporary name, then renamed):
+**Identity of a stored run.** A run is identified by :func:`run_fingerprint`: the
+:class:`HMCConfig`, the chunk layout (``chunk_size``), the data (the fingerprint of a
+:func:`make_logdensity` target), the initial state, the key and :data:`SAMPLER_VERSION`;
+never by the version of symlib's code, so editing unrelated code does not abandon a long
+run. :func:`run_hmc` resumes only a run with the same identity and otherwise says which
+part differs.
+
+Files in ``out_dir`` (each written to a temporary name, then renamed):
 
 * ``burnin_XXXXX.npz``: per-iteration statistics of a stretch of burn-in;
 * ``samples_XXXXX.npz``: ``leaf_<i>`` arrays of shape ``(chains, k, ...)`` (``k`` kept
   samples, at most ``chunk_size``) and the statistics of the iterations that produced them;
-* ``state_XXXXX.npz``: the chain state after a chunk (positions, log densities, gradients,
-  step sizes, dual-averaging state);
-* ``state.json``: the commit marker: progress counters, the config, a hash of config + key
-  + initial position (+ the data, for :func:`make_logdensity` targets) and the name of the
-  current ``state_XXXXX.npz``. Rewritten last, so a crash never leaves it pointing at
-  something incomplete.
+* ``state_XXXXX.npz``: the checkpoint before segment ``XXXXX`` (positions, log densities,
+  gradients, step sizes, dual-averaging state). Every checkpoint is kept (each is about
+  two samples per chain), so a lost or damaged file can be recomputed from the one before;
+* ``state.json``: the commit marker: progress counters, the config, the run's identity,
+  the sha256 checksum of every file above and the name of the latest checkpoint.
+  Rewritten last, so a crash never leaves it pointing at something incomplete.
+
+Every file is checked against its checksum whenever it is read (loading samples or a
+result, resuming a run). A missing, truncated or damaged file, or one without a checksum,
+raises :class:`CorruptRunError` naming it; deleting that file and calling :func:`run_hmc`
+again with the same arguments recomputes it (and everything after it) from the
+checkpoint before it.
 """
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
 import math
-import sys
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -50,10 +62,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from symlib.core.checks import check_finite, check_finite_tree, mlp_layer_names, positive_float, positive_int
 from symlib.core.io import atomic_write
 from symlib.core.models import mlp_apply
+from symlib.core.progress import progress_bar
 
 __all__ = [
+    "SAMPLER_VERSION",
+    "CorruptRunError",
     "HMCConfig",
     "HMCResult",
     "HMCWarning",
@@ -61,16 +77,31 @@ __all__ = [
     "iter_sample_chunks",
     "load_result",
     "load_samples",
+    "log_prior",
     "make_logdensity",
+    "run_fingerprint",
     "run_hmc",
 ]
 
 STATS = ("acceptance_rate", "is_divergent", "energy_error")
-_FORMAT_VERSION = 1
+
+SAMPLER_VERSION = 1
+"""Version of the sampler's mathematics. Bump it when the integrator, the step-size
+adaptation, the momentum distribution or the thinning/burn-in logic changes, i.e. whenever
+the same config, data, initial state and key would give a different chain. It is part of
+every run's identity (:func:`run_fingerprint`), so a stored run of another sampler version
+is never resumed."""
+
+_FORMAT_VERSION = 2  # layout of out_dir; 2: sha256 checksums in state.json, every checkpoint kept
 
 
 class HMCWarning(UserWarning):
     """Emitted after a run whose acceptance rate or divergences suggest a bad step size."""
+
+
+class CorruptRunError(ValueError):
+    """A file of a run stored by :func:`run_hmc` is missing, truncated, damaged or has no
+    checksum. The message names the file and says how to recompute it."""
 
 
 # --------------------------------------------------------------------------------------
@@ -86,7 +117,7 @@ class LogDensity:
     jitted samplers as arguments instead of being baked into the program as constants.
     ``mesh`` is the device mesh the data live on (``None``: wherever JAX puts them) and
     ``fingerprint`` a hash of the data and settings, used to refuse resuming a run on a
-    different target.
+    different target (``None``: the data cannot be checked).
     """
 
     def __init__(self, fn: Callable, data: tuple = (), mesh: Mesh | None = None, fingerprint: str | None = None):
@@ -96,16 +127,37 @@ class LogDensity:
         return _call_logdensity(self, params)
 
     def replicate(self, tree):
-        """Place ``tree`` replicated on this density's mesh (identity without a mesh)."""
+        """Place ``tree`` replicated on this density's mesh.
+
+        Args:
+            tree: a pytree of arrays.
+
+        Returns:
+            ``tree`` with every leaf replicated on :attr:`mesh` (``tree`` itself without a mesh).
+        """
         if self.mesh is None:
             return tree
         return jax.device_put(tree, NamedSharding(self.mesh, P()))
 
     def tree_flatten(self):
+        """JAX pytree protocol.
+
+        Returns:
+            The data arrays (the leaves) and ``(fn, mesh, fingerprint)`` (static).
+        """
         return self.data, (self.fn, self.mesh, self.fingerprint)
 
     @classmethod
     def tree_unflatten(cls, aux, children):
+        """JAX pytree protocol: the inverse of :meth:`tree_flatten`.
+
+        Args:
+            aux: ``(fn, mesh, fingerprint)``.
+            children: the data arrays.
+
+        Returns:
+            A :class:`LogDensity`.
+        """
         return cls(aux[0], tuple(children), aux[1], aux[2])
 
 
@@ -140,7 +192,8 @@ class _BNNLogPosterior:
         return log_prior(params, self.prior_var) + loglik / self.temperature
 
     def _logits(self, params, x):
-        _check_mlp_params(params, self.apply_fn, self.num_features)
+        if self.apply_fn is mlp_apply:
+            _check_mlp_params(params, self.num_features)
         try:
             logits = self.apply_fn(params, x)
         except (TypeError, ValueError) as err:
@@ -158,13 +211,11 @@ class _BNNLogPosterior:
         return logits
 
 
-def _check_mlp_params(params, apply_fn: Callable, num_features: int) -> None:
-    """Clear shape errors for ``mlp_apply`` params (other apply_fns are checked by calling them)."""
-    if apply_fn is not mlp_apply or not isinstance(params, dict) or "dense_0" not in params:
-        return
-    kernel = params["dense_0"].get("kernel") if isinstance(params["dense_0"], dict) else None
-    if kernel is None:
-        return
+def _check_mlp_params(params, num_features: int) -> None:
+    """Clear layout and shape errors for parameters of :func:`symlib.core.models.mlp_apply`
+    (other ``apply_fn`` are checked by calling them)."""
+    mlp_layer_names(params)
+    kernel = params["dense_0"]["kernel"]
     if kernel.ndim != 2:
         raise ValueError(f"expected the parameters of one MLP (2-D kernels), got dense_0/kernel of shape {kernel.shape}")
     if kernel.shape[0] != num_features:
@@ -174,7 +225,15 @@ def _check_mlp_params(params, apply_fn: Callable, num_features: int) -> None:
 
 
 def log_prior(params, prior_var: float = 1.0) -> jax.Array:
-    """log N(params; 0, prior_var I), summed over every parameter."""
+    """Log density of the isotropic Gaussian prior, summed over every parameter.
+
+    Args:
+        params: a pytree of arrays.
+        prior_var: the prior variance of every parameter.
+
+    Returns:
+        ``log N(params; 0, prior_var I)`` as a scalar.
+    """
     leaves = jax.tree_util.tree_leaves(params)
     dim = sum(leaf.size for leaf in leaves)
     sq = sum(jnp.sum(jnp.square(leaf)) for leaf in leaves)
@@ -195,8 +254,7 @@ def _validate_data(x, y) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"x has {x.shape[0]} examples but y has {y.shape[0]} labels")
     if x.shape[0] == 0:
         raise ValueError("the data set is empty")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"x contains {np.count_nonzero(~np.isfinite(x))} NaN or infinite values")
+    check_finite(x, "x")
     if y.min() < 0:
         raise ValueError(f"labels must be >= 0, got min label {y.min()}")
     return x, y.astype(np.int32)
@@ -221,6 +279,7 @@ def _shard_data(x: np.ndarray, y: np.ndarray, mesh: Mesh):
 
 
 def _fingerprint(*parts) -> str:
+    """sha256 hex digest of ``parts``: arrays by shape, dtype and bytes, anything else by ``repr``."""
     h = hashlib.sha256()
     for part in parts:
         if isinstance(part, np.ndarray):
@@ -233,21 +292,36 @@ def _fingerprint(*parts) -> str:
 
 def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, apply_fn: Callable = mlp_apply,
                     devices=None) -> LogDensity:
-    """Full-batch log posterior ``params -> log N(params; 0, prior_var I) + sum_i log p(y_i | x_i) / T``.
+    """Full-batch tempered log posterior of a classifier.
 
-    ``p(y | x) = softmax(apply_fn(params, x))[y]``. The examples are sharded over
-    ``devices`` (default: all devices of the default backend), padded to a multiple of
-    their number with masked rows; parameters are replicated. Raises ValueError for
-    malformed data (shapes, dtypes, NaN/inf, negative labels) and, when first called, for
-    parameters that do not fit ``x`` or too few classes for the labels.
+    The density is ``params -> log N(params; 0, prior_var I) + sum_i log p(y_i | x_i) / T``
+    with ``p(y | x) = softmax(apply_fn(params, x))[y]``. The examples are sharded over
+    ``devices``, padded to a multiple of their number with masked rows; parameters are
+    replicated.
+
+    Args:
+        x: inputs, a floating array of shape ``(n, features)`` without NaN or inf.
+        y: integer labels ``>= 0`` of shape ``(n,)``.
+        prior_var: variance of the Gaussian prior on every parameter.
+        temperature: the log-likelihood is divided by it (``T``).
+        apply_fn: ``apply_fn(params, x) -> logits`` of shape ``(n, classes)``.
+        devices: devices to shard the examples over (default: all devices of the default backend).
+
+    Returns:
+        A :class:`LogDensity` whose ``fingerprint`` hashes the data, ``prior_var``,
+        ``temperature`` and the name of ``apply_fn``.
+
+    Raises:
+        ValueError: for malformed data (shapes, dtypes, NaN/inf, negative labels), a
+            non-positive ``prior_var`` or ``temperature``, an empty ``devices``; and, when
+            the density is first called, for parameters that do not fit ``x`` (for
+            :func:`symlib.core.models.mlp_apply`: not the ``dense_0..dense_{L-1}`` layout, or the
+            wrong input width) or too few classes for the labels.
     """
     x, y = _validate_data(x, y)
-    if not (math.isfinite(prior_var) and prior_var > 0):
-        raise ValueError(f"prior_var must be a positive number, got {prior_var}")
-    if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a positive number, got {temperature}")
+    prior_var, temperature = positive_float(prior_var, "prior_var"), positive_float(temperature, "temperature")
     mesh = _data_mesh(devices)
-    fn = _BNNLogPosterior(float(prior_var), float(temperature), apply_fn, x.shape[1], int(y.max()))
+    fn = _BNNLogPosterior(prior_var, temperature, apply_fn, x.shape[1], int(y.max()))
     fingerprint = _fingerprint(x, y, fn.prior_var, fn.temperature, getattr(apply_fn, "__qualname__", repr(apply_fn)))
     return LogDensity(fn, _shard_data(x, y, mesh), mesh, fingerprint)
 
@@ -262,7 +336,13 @@ class HMCConfig:
     """HMC settings. ``num_samples`` is the number kept per chain, one every ``thin``
     iterations after ``num_burnin`` burn-in iterations. With ``adapt_step_size`` the step
     size is tuned by dual averaging towards ``target_accept`` during burn-in (starting from
-    ``step_size``) and frozen afterwards."""
+    ``step_size``) and frozen afterwards.
+
+    Raises:
+        ValueError: naming the field, for a non-positive or non-finite ``step_size``, counts
+            below their minimum (``num_burnin >= 0``, the others ``>= 1``), a ``target_accept``
+            outside (0, 1), or ``adapt_step_size`` without burn-in.
+    """
 
     step_size: float
     num_leapfrog: int
@@ -295,6 +375,11 @@ class HMCConfig:
         return self.num_burnin + self.num_samples * self.thin
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as plain Python values.
+
+        Returns:
+            ``{field name: value}``, JSON-serialisable; ``HMCConfig(**cfg.to_dict()) == cfg``.
+        """
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 
@@ -314,7 +399,7 @@ class HMCResult:
     axes (numpy; loaded from ``out_dir`` on first access when the run was stored there).
     ``stats``: dict of ``(num_chains, num_iterations)`` arrays ``acceptance_rate``,
     ``is_divergent``, ``energy_error`` (burn-in included). ``step_size``: final step size
-    per chain.
+    per chain. ``config``: the :class:`HMCConfig`. ``out_dir``: where the run is stored, or ``None``.
     """
 
     def __init__(self, samples, stats, step_size, cfg: HMCConfig, out_dir: Path | None = None, like=None):
@@ -323,16 +408,19 @@ class HMCResult:
 
     @property
     def samples(self):
+        """The kept samples (read from ``out_dir`` and checked against their checksums on first access)."""
         if self._samples is None:
             self._samples = load_samples(self.out_dir, like=self._like)
         return self._samples
 
     @property
     def num_iterations(self) -> int:
+        """Burn-in plus sampling iterations of the config."""
         return self.config.num_iterations
 
     @property
     def num_burnin(self) -> int:
+        """Burn-in iterations of the config."""
         return self.config.num_burnin
 
     @property
@@ -347,10 +435,16 @@ class HMCResult:
 
     @property
     def num_burnin_divergences(self) -> int:
+        """Divergent transitions during burn-in, summed over chains."""
         return int(np.sum(self.stats["is_divergent"][:, : self.num_burnin]))
 
     def summary(self) -> dict[str, Any]:
-        """Acceptance, divergences and step size in one dict."""
+        """Acceptance, divergences and step size in one dict.
+
+        Returns:
+            ``mean_acceptance``, ``num_divergences``, ``num_burnin_divergences``,
+            ``step_size`` (list, one per chain), ``num_chains``, ``num_samples``, ``num_iterations``.
+        """
         return {
             "mean_acceptance": self.mean_acceptance,
             "num_divergences": self.num_divergences,
@@ -362,7 +456,12 @@ class HMCResult:
         }
 
     def warning_messages(self) -> list[str]:
-        """Human-readable problems with the run (empty when acceptance and divergences look fine)."""
+        """Human-readable problems with the run.
+
+        Returns:
+            One message per problem (acceptance after burn-in below 0.2 or above 0.99,
+            divergent transitions); empty when the run looks fine.
+        """
         msgs, acc, eps = [], self.mean_acceptance, _fmt_steps(self.step_size)
         n_iter = self.config.num_chains * self.config.num_samples * self.config.thin
         if acc < 0.2:
@@ -492,16 +591,98 @@ def _plan(cfg: HMCConfig, chunk_size: int) -> list[_Segment]:
 
 
 # --------------------------------------------------------------------------------------
-# Storage
+# Storage: checksummed files
 # --------------------------------------------------------------------------------------
 
 
-def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    atomic_write(path, lambda f: np.savez(f, **arrays))
+def _segment_file(seg: _Segment) -> str:
+    return f"{seg.kind}_{seg.index:05d}.npz"
+
+
+def _state_file(segment: int) -> str:
+    """The checkpoint taken before segment ``segment``."""
+    return f"state_{segment:05d}.npz"
+
+
+def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> str:
+    """Write ``arrays`` to ``path`` atomically; returns the sha256 hex digest of the file."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    data = buffer.getvalue()
+    atomic_write(path, lambda f: f.write(data))
+    return hashlib.sha256(data).hexdigest()
 
 
 def _save_json(path: Path, obj) -> None:
     atomic_write(path, lambda f: f.write(json.dumps(obj, indent=1).encode()))
+
+
+def _recompute_advice(path: Path) -> str:
+    what = "checkpoint" if path.name.startswith("state_") else "file"
+    return (f"Delete that {what} and call run_hmc again with the same arguments to recompute it from the "
+            f"previous checkpoint, or delete the run directory {path.parent} to start over.")
+
+
+def _read_verified(path: Path, checksums: dict[str, str]) -> bytes:
+    """The bytes of ``path`` after checking them against ``checksums[path.name]``.
+
+    Raises:
+        CorruptRunError: naming the file if it is missing, has no checksum or does not match it.
+    """
+    if not path.exists():
+        raise CorruptRunError(f"{path} is missing. Call run_hmc again with the same arguments to recompute it "
+                              f"from the previous checkpoint, or delete the run directory {path.parent} to start over.")
+    expected = checksums.get(path.name)
+    if expected is None:
+        raise CorruptRunError(f"{path} has no sha256 checksum in {path.parent / 'state.json'}, so it cannot be "
+                              f"verified. {_recompute_advice(path)}")
+    data = path.read_bytes()
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        raise CorruptRunError(f"{path} is truncated or corrupted: its sha256 is {actual[:16]}..., expected "
+                              f"{expected[:16]}... ({len(data)} bytes). {_recompute_advice(path)}")
+    return data
+
+
+def _load_npz(out_dir: Path, name: str, meta: dict):
+    """``np.load`` of a verified file of the run in ``out_dir`` (use as a context manager)."""
+    return np.load(io.BytesIO(_read_verified(out_dir / name, meta["checksums"])))
+
+
+_META_KEYS = ("identity", "config", "chunk_size", "next_segment", "num_burnin_chunks", "num_sample_chunks",
+              "num_leaves", "state_file", "checksums")
+
+
+def _read_meta(out_dir: Path) -> dict | None:
+    """The run's ``state.json``, or ``None`` if there is none.
+
+    Raises:
+        CorruptRunError: if it is not valid JSON or lacks an entry.
+        ValueError: if it was written in another storage format.
+    """
+    path = out_dir / "state.json"
+    if not path.exists():
+        return None
+    try:
+        meta = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise CorruptRunError(f"{path} is not valid JSON ({err}): truncated, or not an HMC output directory? "
+                              f"Delete the run directory {out_dir} to start over.") from err
+    if not isinstance(meta, dict) or meta.get("format_version") != _FORMAT_VERSION:
+        version = meta.get("format_version") if isinstance(meta, dict) else None
+        raise ValueError(f"{out_dir} holds an HMC run in storage format {version}, but this symlib reads format "
+                         f"{_FORMAT_VERSION} (checksummed files); delete that directory or choose another out_dir")
+    missing = [k for k in _META_KEYS if k not in meta]
+    if missing:
+        raise CorruptRunError(f"{path} lacks {missing}; delete the run directory {out_dir} to start over")
+    return meta
+
+
+def _require_meta(out_dir: Path) -> dict:
+    meta = _read_meta(out_dir)
+    if meta is None:
+        raise FileNotFoundError(f"no HMC run in {out_dir} (state.json missing)")
+    return meta
 
 
 def _skeleton(tree) -> Any:
@@ -538,16 +719,6 @@ def _rebuild(skeleton, leaves: list):
     return tuple(items) if kind == "tuple" else items
 
 
-def _read_meta(out_dir: Path) -> dict | None:
-    path = out_dir / "state.json"
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is not valid JSON ({err}); not an HMC output directory?") from err
-
-
 def _unflatten_like(like, meta: dict, leaves: list):
     if like is not None:
         return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(like), leaves)
@@ -557,24 +728,45 @@ def _unflatten_like(like, meta: dict, leaves: list):
 
 
 def iter_sample_chunks(out_dir, like=None) -> Iterator[tuple[int, Any]]:
-    """Yield ``(first sample index, samples)`` for each stored chunk of a run in ``out_dir``,
-    one chunk in memory at a time; ``samples`` leaves have shape ``(chains, k, ...)``.
-    The pytree structure is that of ``like`` if given, else the one recorded in state.json
-    (nested dicts, lists, tuples), else a list of leaves."""
+    """Stored chunks of samples of a run, one in memory at a time.
+
+    Args:
+        out_dir: the run's directory (see :func:`run_hmc`).
+        like: a pytree with the structure of one sample; default: the structure recorded
+            in state.json (nested dicts, lists, tuples), else a list of leaves.
+
+    Yields:
+        ``(index of the chunk's first sample, samples)`` with leaves of shape ``(chains, k, ...)``.
+
+    Raises:
+        FileNotFoundError: if ``out_dir`` holds no run.
+        CorruptRunError: naming a chunk file that is missing or does not match its checksum.
+    """
     out_dir = Path(out_dir)
-    meta = _read_meta(out_dir)
-    if meta is None:
-        raise FileNotFoundError(f"no HMC run in {out_dir} (state.json missing)")
+    meta = _require_meta(out_dir)
     first = 0
     for i in range(meta["num_sample_chunks"]):
-        with np.load(out_dir / f"samples_{i:05d}.npz") as z:
+        with _load_npz(out_dir, f"samples_{i:05d}.npz", meta) as z:
             leaves = [z[f"leaf_{j}"] for j in range(meta["num_leaves"])]
         yield first, _unflatten_like(like, meta, leaves)
         first += leaves[0].shape[1]
 
 
 def load_samples(out_dir, like=None):
-    """All kept samples stored in ``out_dir``: leaves of shape ``(chains, num_kept, ...)`` (numpy)."""
+    """All kept samples stored in ``out_dir``.
+
+    Args:
+        out_dir: the run's directory.
+        like: structure of one sample, as in :func:`iter_sample_chunks`.
+
+    Returns:
+        A pytree of numpy arrays of shape ``(chains, num_kept, ...)``.
+
+    Raises:
+        FileNotFoundError: if ``out_dir`` holds no run.
+        ValueError: if it holds no samples yet.
+        CorruptRunError: naming a chunk file that is missing or does not match its checksum.
+    """
     chunks = [s for _, s in iter_sample_chunks(out_dir, like)]
     if not chunks:
         raise ValueError(f"{out_dir} holds no samples yet")
@@ -586,7 +778,7 @@ def _load_stats(out_dir: Path, meta: dict) -> dict[str, np.ndarray]:
     names = [f"burnin_{i:05d}.npz" for i in range(meta["num_burnin_chunks"])]
     names += [f"samples_{i:05d}.npz" for i in range(meta["num_sample_chunks"])]
     for name in names:
-        with np.load(out_dir / name) as z:
+        with _load_npz(out_dir, name, meta) as z:
             for k in STATS:
                 parts[k].append(z[k])
     return _concat_stats(parts, meta["config"]["num_chains"])
@@ -598,21 +790,105 @@ def _concat_stats(parts: dict[str, list], num_chains: int) -> dict[str, np.ndarr
 
 
 def load_result(out_dir, like=None) -> HMCResult:
-    """The :class:`HMCResult` of a (possibly unfinished) run stored in ``out_dir``; samples load lazily."""
+    """The result of a (possibly unfinished) run stored in ``out_dir``.
+
+    Args:
+        out_dir: the run's directory.
+        like: structure of one sample, as in :func:`iter_sample_chunks`.
+
+    Returns:
+        An :class:`HMCResult` with the statistics of every stored iteration; its samples
+        are loaded lazily.
+
+    Raises:
+        FileNotFoundError: if ``out_dir`` holds no run.
+        CorruptRunError: naming a file that is missing or does not match its checksum.
+    """
     out_dir = Path(out_dir)
-    meta = _read_meta(out_dir)
-    if meta is None:
-        raise FileNotFoundError(f"no HMC run in {out_dir} (state.json missing)")
-    with np.load(out_dir / meta["state_file"]) as z:
+    meta = _require_meta(out_dir)
+    with _load_npz(out_dir, meta["state_file"], meta) as z:
         step_size = z["step_size"]
     return HMCResult(None, _load_stats(out_dir, meta), step_size, HMCConfig(**meta["config"]), out_dir, like)
 
 
-def _run_hash(cfg: HMCConfig, chunk_size: int, key_data: np.ndarray, positions, logdensity: LogDensity) -> str:
+# --------------------------------------------------------------------------------------
+# Identity of a run
+# --------------------------------------------------------------------------------------
+
+_IDENTITY_PARTS = {
+    "config": "HMC config (HMCConfig)",
+    "chunk_size": "chunk layout (chunk_size)",
+    "data": "data (the log density's fingerprint)",
+    "initial_state": "initial state (init_params)",
+    "key": "key",
+    "sampler_version": "sampler version (SAMPLER_VERSION)",
+}
+
+
+def _key_parts(key) -> tuple:
+    key = key if isinstance(key, jax.Array) else jnp.asarray(key)
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return str(jax.random.key_impl(key)), np.asarray(jax.random.key_data(key))
+    return "raw", np.asarray(key)
+
+
+def _identity(cfg: HMCConfig, chunk_size: int, key, positions, logdensity: LogDensity) -> dict[str, Any]:
     leaves = [np.asarray(a) for a in jax.tree_util.tree_leaves(positions)]
-    treedef = str(jax.tree_util.tree_structure(positions))
-    return _fingerprint(json.dumps(cfg.to_dict(), sort_keys=True), chunk_size, key_data, treedef, *leaves,
-                        logdensity.fingerprint)
+    structure = _skeleton(positions) or str(jax.tree_util.tree_structure(positions))
+    return {
+        "config": _fingerprint(json.dumps(cfg.to_dict(), sort_keys=True)),
+        "chunk_size": chunk_size,
+        "data": logdensity.fingerprint,
+        "initial_state": _fingerprint(json.dumps(structure, sort_keys=True), *leaves),
+        "key": _fingerprint(*_key_parts(key)),
+        "sampler_version": SAMPLER_VERSION,
+    }
+
+
+def run_fingerprint(key, init_params, logdensity: Callable, cfg: HMCConfig, *, chunk_size: int = 50,
+                    init_per_chain: bool | None = None) -> dict[str, Any]:
+    """The identity of the run that :func:`run_hmc` makes with these arguments.
+
+    It holds exactly what determines the stored files: the config, the chunk layout, the
+    data, the initial state, the key and :data:`SAMPLER_VERSION` (not symlib's code
+    version). :func:`run_hmc` records it in ``state.json`` and resumes a run in ``out_dir``
+    only if it is equal, part by part.
+
+    Args:
+        key: the JAX random key of the run.
+        init_params: the initial position, as for :func:`run_hmc`.
+        logdensity: the target, as for :func:`run_hmc`.
+        cfg: the :class:`HMCConfig`.
+        chunk_size: kept samples per stored chunk.
+        init_per_chain: as for :func:`run_hmc`.
+
+    Returns:
+        A JSON-serialisable dict: ``config``, ``initial_state`` and ``key`` (sha256 hex
+        digests), ``data`` (``logdensity.fingerprint``: a digest of the data and settings
+        for a :func:`make_logdensity` target; ``None`` for a plain function, whose data
+        cannot be checked), ``chunk_size`` and ``sampler_version`` (integers).
+
+    Raises:
+        TypeError: if ``cfg`` is not an :class:`HMCConfig` or ``logdensity`` is not callable.
+        ValueError: for a bad ``chunk_size`` or ``init_params`` (as :func:`run_hmc`).
+    """
+    run = _prepare_run(key, init_params, logdensity, cfg, chunk_size, init_per_chain)
+    return _identity(cfg, run.chunk_size, key, run.positions, run.logdensity)
+
+
+def _identity_mismatch(out_dir: Path, meta: dict, identity: dict, cfg: HMCConfig) -> str | None:
+    """Why the run stored in ``out_dir`` is not this one (``None`` if it is)."""
+    stored = meta["identity"]
+    differ = [part for part in _IDENTITY_PARTS if stored.get(part) != identity[part]]
+    if not differ:
+        return None
+    shown = {"config": (meta["config"], cfg.to_dict()), "chunk_size": (meta["chunk_size"], identity["chunk_size"]),
+             "sampler_version": (stored.get("sampler_version"), identity["sampler_version"])}
+    details = [f"{part}: stored {shown[part][0]}, requested {shown[part][1]}" for part in differ if part in shown]
+    labels = ", ".join(_IDENTITY_PARTS[part] for part in differ)
+    return (f"{out_dir} holds another HMC run: it differs in the {labels}"
+            + (f" ({'; '.join(details)})" if details else "")
+            + f". Choose another out_dir for this run, or delete {out_dir} to discard the stored one.")
 
 
 # --------------------------------------------------------------------------------------
@@ -634,6 +910,15 @@ class _Carry:
     num_sample_chunks: int
 
 
+def _carry_at(plan: list[_Segment], segment: int, state, da_state, step_size) -> _Carry:
+    """A carry before ``plan[segment]``, its counters read off the plan."""
+    done = plan[:segment]
+    num_burnin_chunks = sum(seg.kind == "burnin" for seg in done)
+    num_kept = sum(len(seg.blocks) for seg in done if seg.kind == "samples")
+    return _Carry(state, da_state, step_size, sum(seg.num_iters for seg in done), segment, num_kept,
+                  num_burnin_chunks, len(done) - num_burnin_chunks)
+
+
 def _carry_to_host(carry: _Carry) -> dict[str, np.ndarray]:
     arrays = {"step_size": np.asarray(carry.step_size), "logdensity": np.asarray(carry.state.logdensity)}
     for i, leaf in enumerate(jax.tree_util.tree_leaves(carry.state.position)):
@@ -645,57 +930,15 @@ def _carry_to_host(carry: _Carry) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _carry_from_host(z, meta: dict, like_state, like_da) -> _Carry:
+def _state_from_host(z, like_state, like_da) -> tuple:
+    """(HMC state, dual-averaging state, step size) from a checkpoint's arrays."""
     treedef = jax.tree_util.tree_structure(like_state.position)
     n = treedef.num_leaves
     position = jax.tree_util.tree_unflatten(treedef, [z[f"position_{i}"] for i in range(n)])
     grad = jax.tree_util.tree_unflatten(treedef, [z[f"grad_{i}"] for i in range(n)])
     state = type(like_state)(position, z["logdensity"], grad)
     da = type(like_da)(**{name: z[f"da_{name}"] for name in like_da._fields})
-    return _Carry(state, da, z["step_size"], meta["iteration"], meta["next_segment"], meta["num_kept"],
-                  meta["num_burnin_chunks"], meta["num_sample_chunks"])
-
-
-# --------------------------------------------------------------------------------------
-# Progress
-# --------------------------------------------------------------------------------------
-
-
-class _Progress:
-    """One-line text progress bar on stderr: iterations done / total, it/s, mean acceptance."""
-
-    def __init__(self, enabled: bool, total: int, done: int):
-        self.enabled, self.total, self.done0 = enabled, total, done
-        self.t0 = self.last = time.perf_counter()
-        self.acc_sum, self.acc_n = 0.0, 0
-
-    def update(self, done: int, acceptance: jax.Array | None) -> None:
-        if not self.enabled:
-            return
-        acc = np.asarray(acceptance)
-        self.acc_sum, self.acc_n = self.acc_sum + float(acc.sum()), self.acc_n + acc.size
-        now = time.perf_counter()
-        if now - self.last < 0.2 and done < self.total:
-            return
-        self.last = now
-        rate = (done - self.done0) / max(now - self.t0, 1e-9)
-        width = 30
-        filled = int(width * done / max(self.total, 1))
-        bar = "#" * filled + "-" * (width - filled)
-        acc_txt = f"{self.acc_sum / self.acc_n:.3f}" if self.acc_n else "n/a"
-        sys.stderr.write(f"\r[hmc] |{bar}| {done}/{self.total} it  {rate:.2f} it/s  acc {acc_txt}")
-        if done >= self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
-def _progress_enabled(progress: bool | None) -> bool:
-    if progress is not None:
-        return bool(progress)
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
+    return state, da, z["step_size"]
 
 
 # --------------------------------------------------------------------------------------
@@ -708,6 +951,7 @@ def _chain_positions(init_params, num_chains: int, init_per_chain: bool | None):
     leaves = jax.tree_util.tree_leaves(init_params)
     if not leaves:
         raise ValueError("init_params has no array leaves")
+    check_finite_tree(init_params, "init_params")
     leaves = [jnp.asarray(a) for a in leaves]
     if init_per_chain is None:
         init_per_chain = num_chains > 1 and all(a.ndim >= 1 and a.shape[0] == num_chains for a in leaves)
@@ -723,73 +967,175 @@ def _chain_keys(key, num_chains: int) -> jax.Array:
     return jax.vmap(lambda c: jax.random.fold_in(key, c))(jnp.arange(num_chains))
 
 
-def _key_data(key) -> np.ndarray:
-    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
-    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        key = jax.random.key_data(key)
-    return np.asarray(key)
-
-
-def _fresh_carry(logdensity: LogDensity, positions, cfg: HMCConfig) -> _Carry:
-    state = _init_states(logdensity, logdensity.replicate(positions))
-    step_size = jnp.full((cfg.num_chains,), cfg.step_size, jnp.float32)
-    da_state = _init_dual_averaging(step_size, cfg.target_accept)
-    return _Carry(*_strong((state, da_state, step_size)), 0, 0, 0, 0, 0)
-
-
 def _strong(tree):
     """Device arrays with strong (not weak) types, as after a round trip through numpy, so
     that fresh and resumed runs hit the same compiled programs."""
     return jax.tree.map(lambda a: jnp.asarray(np.asarray(a)), tree)
 
 
-def _open_run(out_dir: Path, run_hash: str, cfg: HMCConfig, chunk_size: int, fresh: _Carry, structure) -> _Carry:
-    """Load the checkpoint in ``out_dir`` (checking it belongs to this run) or start one there."""
-    meta = _read_meta(out_dir)
-    if meta is None:
-        leftovers = sorted(p.name for p in out_dir.glob("samples_*.npz")) + sorted(p.name for p in out_dir.glob("burnin_*.npz"))
+@dataclass
+class _Run:
+    """The validated arguments of :func:`run_hmc`."""
+
+    cfg: HMCConfig
+    chunk_size: int
+    logdensity: LogDensity
+    positions: Any  # initial positions, leading chain axis
+    plan: list[_Segment]
+
+    @property
+    def like(self):
+        """The initial position of the first chain: the structure of one sample."""
+        return jax.tree.map(lambda a: a[0], self.positions)
+
+    def fresh_carry(self) -> _Carry:
+        """The carry before the first iteration."""
+        state = _init_states(self.logdensity, self.logdensity.replicate(self.positions))
+        step_size = jnp.full((self.cfg.num_chains,), self.cfg.step_size, jnp.float32)
+        da_state = _init_dual_averaging(step_size, self.cfg.target_accept)
+        return _carry_at(self.plan, 0, *_strong((state, da_state, step_size)))
+
+
+def _prepare_run(key, init_params, logdensity, cfg, chunk_size, init_per_chain) -> _Run:
+    if not isinstance(cfg, HMCConfig):
+        raise TypeError(f"cfg must be an HMCConfig, got {type(cfg).__name__}")
+    chunk_size = positive_int(chunk_size, "chunk_size")
+    positions = _chain_positions(init_params, cfg.num_chains, init_per_chain)
+    return _Run(cfg, chunk_size, _as_logdensity(logdensity), positions, _plan(cfg, chunk_size))
+
+
+class _InMemory:
+    """Where a run without ``out_dir`` keeps its statistics and samples."""
+
+    def __init__(self, run: _Run):
+        self.run, self.stats, self.kept = run, {k: [] for k in STATS}, []
+
+    def open(self) -> _Carry:
+        return self.run.fresh_carry()
+
+    def store(self, seg: _Segment, carry: _Carry, stats: dict, kept) -> None:
+        for k in STATS:
+            self.stats[k].append(stats[k])
+        if kept is not None:
+            self.kept.append(kept)
+
+    def result(self, carry: _Carry) -> HMCResult:
+        samples = jax.tree.map(lambda *a: np.concatenate(a, axis=1), *self.kept)
+        cfg = self.run.cfg
+        return HMCResult(samples, _concat_stats(self.stats, cfg.num_chains), np.asarray(carry.step_size), cfg)
+
+
+class _RunDir:
+    """A run stored in ``out_dir``: opens (or resumes) it, writes chunks and checkpoints
+    with their checksums, and loads the result."""
+
+    def __init__(self, path: Path, run: _Run, key):
+        self.path, self.run = path, run
+        self.identity = _identity(run.cfg, run.chunk_size, key, run.positions, run.logdensity)
+        self.run_hash = _fingerprint(json.dumps(self.identity, sort_keys=True))
+        self.structure = _skeleton(run.like)
+        self.checksums: dict[str, str] = {}
+
+    def open(self) -> _Carry:
+        """The carry to continue from: a fresh one for a new run, else the latest usable checkpoint."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        meta = _read_meta(self.path)
+        fresh = self.run.fresh_carry()
+        if meta is None:
+            self._refuse_leftovers()
+            self.checkpoint(fresh)
+            return fresh
+        mismatch = _identity_mismatch(self.path, meta, self.identity, self.run.cfg)
+        if mismatch:
+            raise ValueError(mismatch)
+        segment = self._resume_point(meta)
+        plan = self.run.plan
+        keep = {_segment_file(seg) for seg in plan[:segment]} | {_state_file(i) for i in range(segment + 1)}
+        self.checksums = {name: sha for name, sha in meta["checksums"].items() if name in keep}
+        if segment == 0:
+            return fresh
+        with _load_npz(self.path, _state_file(segment), meta) as z:
+            state = _state_from_host(z, fresh.state, fresh.da_state)
+        return _carry_at(plan, segment, *_strong(state))
+
+    def _refuse_leftovers(self) -> None:
+        leftovers = sorted(p.name for pattern in ("samples_*.npz", "burnin_*.npz", "state_*.npz")
+                           for p in self.path.glob(pattern))
         if leftovers:
-            raise ValueError(f"{out_dir} holds HMC files ({leftovers[0]}, ...) but no state.json; refusing to overwrite them")
-        _write_checkpoint(out_dir, fresh, run_hash, cfg, chunk_size, structure)
-        return fresh
-    if meta.get("run_hash") != run_hash:
-        raise ValueError(
-            f"{out_dir} holds a run with a different config, key, initial position or target "
-            f"(stored config {meta.get('config')}, chunk_size {meta.get('chunk_size')}; requested {cfg.to_dict()}, "
-            f"chunk_size {chunk_size}); use another out_dir to start a new run"
-        )
-    with np.load(out_dir / meta["state_file"]) as z:
-        carry = _carry_from_host(z, meta, fresh.state, fresh.da_state)
-    carry.state, carry.da_state, carry.step_size = _strong((carry.state, carry.da_state, carry.step_size))
-    return carry
+            raise ValueError(f"{self.path} holds HMC files ({leftovers[0]}, ...) but no state.json; refusing to "
+                             "overwrite them: choose another out_dir or delete that directory")
+
+    def _resume_point(self, meta: dict) -> int:
+        """The segment to continue from: the latest checkpoint, or the one before the first
+        deleted file. Checks every stored file before it against its checksum."""
+        done = min(meta["next_segment"], len(self.run.plan))
+        for i, seg in enumerate(self.run.plan[:done]):
+            path = self.path / _segment_file(seg)
+            if not path.exists():
+                done = i
+                break
+            _read_verified(path, meta["checksums"])
+        while done > 0 and not (self.path / _state_file(done)).exists():
+            done -= 1
+        return done
+
+    def store(self, seg: _Segment, carry: _Carry, stats: dict, kept) -> None:
+        """Write the segment's file, then the checkpoint after it."""
+        arrays = dict(stats, first_iteration=np.int64(seg.start), run_hash=np.str_(self.run_hash))
+        if kept is not None:
+            arrays.update({f"leaf_{i}": leaf for i, leaf in enumerate(jax.tree_util.tree_leaves(kept))})
+        self.checksums[_segment_file(seg)] = _save_npz(self.path / _segment_file(seg), arrays)
+        self.checkpoint(carry)
+
+    def checkpoint(self, carry: _Carry) -> None:
+        """Write ``state_<segment>.npz``, then point ``state.json`` at it."""
+        name = _state_file(carry.segment)
+        self.checksums[name] = _save_npz(self.path / name, _carry_to_host(carry))
+        cfg = self.run.cfg
+        meta = {
+            "format_version": _FORMAT_VERSION,
+            "identity": self.identity,
+            "run_hash": self.run_hash,
+            "config": cfg.to_dict(),
+            "chunk_size": self.run.chunk_size,
+            "iteration": carry.iteration,
+            "next_segment": carry.segment,
+            "num_kept": carry.num_kept,
+            "num_burnin_chunks": carry.num_burnin_chunks,
+            "num_sample_chunks": carry.num_sample_chunks,
+            "num_leaves": len(jax.tree_util.tree_leaves(carry.state.position)),
+            "structure": self.structure,
+            "state_file": name,
+            "complete": carry.iteration == cfg.num_iterations,
+            "checksums": dict(sorted(self.checksums.items())),
+        }
+        _save_json(self.path / "state.json", meta)
+
+    def result(self, carry: _Carry) -> HMCResult:
+        return load_result(self.path, like=self.run.like)
 
 
-def _write_checkpoint(out_dir: Path, carry: _Carry, run_hash: str, cfg: HMCConfig, chunk_size: int, structure) -> None:
-    """Write ``state_<segment>.npz`` then point ``state.json`` at it, then drop the older state files."""
-    state_file = f"state_{carry.segment:05d}.npz"
-    _save_npz(out_dir / state_file, _carry_to_host(carry))
-    meta = {
-        "format_version": _FORMAT_VERSION,
-        "run_hash": run_hash,
-        "config": cfg.to_dict(),
-        "chunk_size": chunk_size,
-        "iteration": carry.iteration,
-        "next_segment": carry.segment,
-        "num_kept": carry.num_kept,
-        "num_burnin_chunks": carry.num_burnin_chunks,
-        "num_sample_chunks": carry.num_sample_chunks,
-        "num_leaves": len(jax.tree_util.tree_leaves(carry.state.position)),
-        "structure": structure,
-        "state_file": state_file,
-        "complete": carry.iteration == cfg.num_iterations,
-    }
-    _save_json(out_dir / "state.json", meta)
-    for old in out_dir.glob("state_*.npz"):
-        if old.name != state_file:
-            old.unlink(missing_ok=True)
+class _ProgressMeter:
+    """Advances the progress bar block by block and shows the running mean acceptance. It
+    reads the acceptance back from the device only when the bar is shown."""
+
+    def __init__(self, total: int, done: int, enabled: bool | None):
+        self.bar = progress_bar(total, "hmc", enabled=enabled, initial=done, unit="it")
+        self.acc_sum, self.acc_count = 0.0, 0
+
+    def update(self, acceptance, num_iters: int) -> None:
+        if self.bar.disable:
+            return
+        acc = np.asarray(acceptance)[:, :num_iters]
+        self.acc_sum, self.acc_count = self.acc_sum + float(acc.sum()), self.acc_count + acc.size
+        self.bar.set_postfix_str(f"acc={self.acc_sum / self.acc_count:.3f}", refresh=False)
+        self.bar.update(num_iters)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
-def _run_segment(seg: _Segment, carry: _Carry, logdensity, chain_keys, cfg: HMCConfig, progress: _Progress):
+def _run_segment(seg: _Segment, carry: _Carry, logdensity, chain_keys, cfg: HMCConfig, meter: _ProgressMeter):
     """Run one segment's blocks; returns the new carry, host stats and host samples (or None)."""
     adapt = cfg.adapt_step_size and seg.kind == "burnin"
     if cfg.adapt_step_size and seg.kind == "samples" and carry.iteration == cfg.num_burnin:
@@ -804,8 +1150,7 @@ def _run_segment(seg: _Segment, carry: _Carry, logdensity, chain_keys, cfg: HMCC
         stats.append((st, n))
         if seg.kind == "samples":
             kept.append(state.position)
-        if progress.enabled:
-            progress.update(t, np.asarray(st[0])[:, :n])
+        meter.update(st[0], n)
     host_stats = {k: np.concatenate([np.asarray(s[i])[:, :n] for s, n in stats], axis=1) for i, k in enumerate(STATS)}
     host_kept = jax.tree.map(lambda *a: np.stack([np.asarray(x) for x in a], axis=1), *kept) if kept else None
     carry.iteration, carry.segment = t, carry.segment + 1
@@ -817,11 +1162,21 @@ def _run_segment(seg: _Segment, carry: _Carry, logdensity, chain_keys, cfg: HMCC
     return carry, host_stats, host_kept
 
 
-def _segment_file(out_dir: Path, seg: _Segment, stats, kept, run_hash: str) -> None:
-    arrays = dict(stats, first_iteration=np.int64(seg.start), run_hash=np.str_(run_hash))
-    if kept is not None:
-        arrays.update({f"leaf_{i}": leaf for i, leaf in enumerate(jax.tree_util.tree_leaves(kept))})
-    _save_npz(out_dir / f"{seg.kind}_{seg.index:05d}.npz", arrays)
+def _sample(run: _Run, carry: _Carry, chain_keys, sink, progress: bool | None, on_chunk) -> _Carry:
+    """Run the remaining segments of the plan, handing each to ``sink``."""
+    # the same placement for fresh and resumed runs (and as the blocks' outputs): one compiled program
+    carry.state, carry.da_state, carry.step_size, chain_keys = run.logdensity.replicate(
+        (carry.state, carry.da_state, carry.step_size, chain_keys))
+    meter = _ProgressMeter(run.cfg.num_iterations, carry.iteration, progress)
+    try:
+        for seg in run.plan[carry.segment:]:
+            carry, stats, kept = _run_segment(seg, carry, run.logdensity, chain_keys, run.cfg, meter)
+            sink.store(seg, carry, stats, kept)
+            if on_chunk is not None:
+                on_chunk({"kind": seg.kind, "index": seg.index, "iteration": carry.iteration})
+    finally:
+        meter.close()
+    return carry
 
 
 def run_hmc(key, init_params, logdensity: Callable, cfg: HMCConfig, *, out_dir=None, chunk_size: int = 50,
@@ -829,54 +1184,41 @@ def run_hmc(key, init_params, logdensity: Callable, cfg: HMCConfig, *, out_dir=N
             on_chunk: Callable[[dict], None] | None = None) -> HMCResult:
     """Sample ``logdensity`` (any function of a pytree) with HMC; see the module docstring.
 
-    ``init_params``: the initial position. If every leaf has a leading axis of size
-    ``cfg.num_chains`` (and ``num_chains > 1``) it is taken as one start per chain,
-    otherwise all chains start from it; ``init_per_chain`` forces either reading.
-    ``out_dir``: store samples and checkpoints there every ``chunk_size`` kept samples and
-    resume from it if it already holds this run (ValueError if it holds another run).
-    ``progress``: text progress bar on stderr (default: only if stderr is a terminal).
-    ``on_chunk(info)``: called after each chunk is stored (info: kind, index, iteration).
-    Emits :class:`HMCWarning` for low/high acceptance or divergences after the run.
+    Emits :class:`HMCWarning` for low or high acceptance or for divergences after the run.
+
+    Args:
+        key: JAX random key; chain ``c`` uses ``fold_in(key, c)``.
+        init_params: the initial position, a pytree of finite arrays. If every leaf has a
+            leading axis of size ``cfg.num_chains`` (and ``num_chains > 1``) it is taken as
+            one start per chain, otherwise all chains start from it.
+        logdensity: the log density, a :class:`LogDensity` (see :func:`make_logdensity`)
+            or any function of a pytree.
+        cfg: the :class:`HMCConfig`.
+        out_dir: store samples and checkpoints there every ``chunk_size`` kept samples and
+            resume from it if it already holds this run (same :func:`run_fingerprint`).
+        chunk_size: kept samples per stored chunk.
+        progress: show a progress bar on stderr (default: only if stderr is a terminal).
+        init_per_chain: force reading ``init_params`` as one start per chain (``True``)
+            or as one start for all chains (``False``).
+        on_chunk: called as ``on_chunk(info)`` after each chunk is stored, with ``info``
+            holding ``kind``, ``index`` and ``iteration``.
+
+    Returns:
+        An :class:`HMCResult`; with ``out_dir`` its samples are read from disk when first used.
+
+    Raises:
+        TypeError: if ``cfg`` is not an :class:`HMCConfig` or ``logdensity`` is not callable.
+        ValueError: naming the leaf, if ``init_params`` holds NaN or inf; for a bad
+            ``chunk_size`` or per-chain layout; if ``out_dir`` holds another run (naming what
+            differs) or stray HMC files.
+        CorruptRunError: naming a stored file that is missing, truncated, damaged or
+            without checksum (delete it and call again to recompute it).
     """
-    if not isinstance(cfg, HMCConfig):
-        raise TypeError(f"cfg must be an HMCConfig, got {type(cfg).__name__}")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
-    logdensity = _as_logdensity(logdensity)
-    positions = _chain_positions(init_params, cfg.num_chains, init_per_chain)
+    run = _prepare_run(key, init_params, logdensity, cfg, chunk_size, init_per_chain)
     chain_keys = _chain_keys(key, cfg.num_chains)
-    carry = _fresh_carry(logdensity, positions, cfg)
-    single = jax.tree.map(lambda a: a[0], positions)
-    structure = _skeleton(single)
-    run_hash = None
-    if out_dir is not None:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        run_hash = _run_hash(cfg, int(chunk_size), _key_data(key), positions, logdensity)
-        carry = _open_run(out_dir, run_hash, cfg, int(chunk_size), carry, structure)
-    # the same placement for fresh and resumed runs (and as the blocks' outputs): one compiled program
-    carry.state, carry.da_state, carry.step_size, chain_keys = logdensity.replicate(
-        (carry.state, carry.da_state, carry.step_size, chain_keys))
-    plan = _plan(cfg, int(chunk_size))
-    bar = _Progress(_progress_enabled(progress), cfg.num_iterations, carry.iteration)
-    all_stats, all_kept = {k: [] for k in STATS}, []
-    for seg in plan[carry.segment:]:
-        carry, stats, kept = _run_segment(seg, carry, logdensity, chain_keys, cfg, bar)
-        if out_dir is not None:
-            _segment_file(out_dir, seg, stats, kept, run_hash)
-            _write_checkpoint(out_dir, carry, run_hash, cfg, int(chunk_size), structure)
-        else:
-            for k in STATS:
-                all_stats[k].append(stats[k])
-            if kept is not None:
-                all_kept.append(kept)
-        if on_chunk is not None:
-            on_chunk({"kind": seg.kind, "index": seg.index, "iteration": carry.iteration})
-    if out_dir is not None:
-        result = load_result(out_dir, like=single)
-    else:
-        samples = jax.tree.map(lambda *a: np.concatenate(a, axis=1), *all_kept)
-        result = HMCResult(samples, _concat_stats(all_stats, cfg.num_chains), np.asarray(carry.step_size), cfg)
+    sink = _InMemory(run) if out_dir is None else _RunDir(Path(out_dir), run, key)
+    carry = _sample(run, sink.open(), chain_keys, sink, progress, on_chunk)
+    result = sink.result(carry)
     for msg in result.warning_messages():
         warnings.warn(msg, HMCWarning, stacklevel=2)
     return result
