@@ -31,6 +31,8 @@ from symlib.inference.vi import (  # noqa: F401
     fit_mlp_vi,
 )
 from symlib.inference.hmc import (  # noqa: F401
+    SAMPLER_VERSION,
+    CorruptRunError,
     HMCConfig,
     HMCResult,
     HMCWarning,
@@ -38,7 +40,9 @@ from symlib.inference.hmc import (  # noqa: F401
     iter_sample_chunks,
     load_result,
     load_samples,
+    log_prior,
     make_logdensity,
+    run_fingerprint,
     run_hmc,
 )
 from symlib.inference.diagnostics import (  # noqa: F401
@@ -72,6 +76,8 @@ __all__ = [
     "fit_vi",
     "categorical_loglik",
     "fit_mlp_vi",
+    "SAMPLER_VERSION",
+    "CorruptRunError",
     "HMCConfig",
     "HMCResult",
     "HMCWarning",
@@ -79,7 +85,9 @@ __all__ = [
     "iter_sample_chunks",
     "load_result",
     "load_samples",
+    "log_prior",
     "make_logdensity",
+    "run_fingerprint",
     "run_hmc",
     "ess",
     "function_space_diagnostics",
