@@ -1037,6 +1037,7 @@ class _ManyState:
     """
 
     perms: dict[str, np.ndarray]
+    deps: Mapping[str, tuple[str, ...]]
     version: dict[str, np.ndarray]
     seen: dict[str, np.ndarray]
     solved: dict[str, np.ndarray]
@@ -1053,6 +1054,7 @@ class _ManyState:
         m = problem.m
         return cls(
             perms={name: np.tile(np.arange(n, dtype=np.int64), (m, 1)) for name, n in problem.sizes.items()},
+            deps=problem.deps,
             version={name: np.zeros(m, np.int64) for name in problem.names},
             seen={name: np.full((m, len(problem.deps[name])), -1, np.int64) for name in problem.names},
             solved={name: np.zeros(m, bool) for name in problem.names},
@@ -1063,19 +1065,20 @@ class _ManyState:
             converged=np.zeros(m, bool),
         )
 
-    def dep_versions(self, deps: tuple[str, ...]) -> np.ndarray:
-        """``(m, len(deps))`` current versions of the permutations ``deps``."""
-        if not deps:
+    def dep_versions(self, name: str) -> np.ndarray:
+        """``(m, k)`` current versions of the ``k`` permutations ``name`` depends on."""
+        if not self.deps[name]:
             return np.zeros((len(self.obj), 0), np.int64)
-        return np.stack([self.version[q] for q in deps], axis=1)
+        return np.stack([self.version[q] for q in self.deps[name]], axis=1)
 
-    def stale(self, name: str, deps: tuple[str, ...]) -> np.ndarray:
+    def stale(self, name: str) -> np.ndarray:
         """Active samples whose LAP for ``name`` must be solved (never solved, or a dependency changed)."""
-        fresh = self.solved[name] & (self.seen[name] == self.dep_versions(deps)).all(axis=1)
+        fresh = self.solved[name] & (self.seen[name] == self.dep_versions(name)).all(axis=1)
         return self.active & ~fresh
 
-    def mark_solved(self, name: str, deps: tuple[str, ...], rows: np.ndarray) -> None:
-        self.seen[name][rows] = self.dep_versions(deps)[rows]
+    def mark_solved(self, name: str, rows: np.ndarray) -> None:
+        """Record that ``name`` was solved for the samples ``rows`` with the current dependencies."""
+        self.seen[name][rows] = self.dep_versions(name)[rows]
         self.solved[name][rows] = True
 
     def accept(self, name: str, s: int, C: np.ndarray, col: np.ndarray) -> None:
@@ -1114,8 +1117,7 @@ def _many_step(name: str, problem: _ManyProblem, state: _ManyState, buffers: _Co
     One chunk is kept in flight: its LAPs are solved on the workers while the next
     chunk's costs are built.
     """
-    deps = problem.deps[name]
-    stale = state.stale(name, deps)
+    stale = state.stale(name)
     tally.skipped += int((state.active & ~stale).sum())
     rows_all = np.flatnonzero(stale)
     if len(rows_all) == 0:
@@ -1132,7 +1134,7 @@ def _many_step(name: str, problem: _ManyProblem, state: _ManyState, buffers: _Co
             _accept_chunk(name, pending.popleft(), state, tally)
     while pending:
         _accept_chunk(name, pending.popleft(), state, tally)
-    state.mark_solved(name, deps, rows_all)
+    state.mark_solved(name, rows_all)
 
 
 def _end_many_sweep(problem: _ManyProblem, state: _ManyState, before: np.ndarray, tol: float, tally: _Tally) -> None:
