@@ -1,4 +1,5 @@
-"""Benchmark symlib.symmetry.matching against a plain re-implementation of the Git Re-Basin loop.
+"""Benchmark symlib.symmetry.matching against a plain re-implementation of the Git Re-Basin loop
+(symlib.testing.reference.reference_weight_matching).
 
 Run from the repository root:
 
@@ -19,15 +20,14 @@ import time
 
 import jax
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from symlib import permutations as P  # noqa: E402
+from symlib.symmetry import permutations as P  # noqa: E402
 from symlib.symmetry.matching import apply_permutation_many, weight_matching, weight_matching_many  # noqa: E402
 from symlib.testing.reference import reference_weight_matching  # noqa: E402
 from symlib.core.models import mlp_init  # noqa: E402
-from symlib.symmetry.specs import apply_permutation, flatten_params, mlp_permutation_spec, random_permutations  # noqa: E402
+from symlib.symmetry.specs import flatten_params, mlp_permutation_spec  # noqa: E402
 
 
 # --------------------------------------------------------------------------- data

@@ -40,15 +40,22 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], der
 # --------------------------------------------------------------------------- helpers
 
 
-
-
-
-
-
-
 def _residual_not(planted, found):
     """NoT of compose(planted, found): 0 iff found undoes planted (found = inverse(planted))."""
     return {k: P.num_transpositions(P.compose(planted[k], found[k])) for k in planted}
+
+
+def _assert_inverse_perms(perms_ab, perms_ba):
+    """Every permutation of matching B to A is the inverse of matching A to B."""
+    assert sorted(perms_ab) == sorted(perms_ba)
+    for name in perms_ab:
+        np.testing.assert_array_equal(P.compose(perms_ab[name], perms_ba[name]), np.arange(len(perms_ab[name])),
+                                      err_msg=name)
+
+
+def _perturbed(rng, params, scale):
+    """params plus Gaussian noise of relative size ``scale`` (per leaf)."""
+    return jax.tree_util.tree_map(lambda w: w + scale * np.std(w) * rng.normal(size=w.shape), params)
 
 
 def _objective(spec, a, b, perms=None):
@@ -172,6 +179,72 @@ def test_generic_spec_planted_and_reference(ca, cb, seed):
     for k in perms_ref:
         np.testing.assert_array_equal(res2.perms[k], perms_ref[k])
     np.testing.assert_allclose(res2.objective, hist_ref, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- B to A inverts A to B
+
+
+@settings(max_examples=20, **SETTINGS)
+@given(
+    d0=st.integers(1, 12),
+    width=st.integers(2, 12),
+    dout=st.integers(1, 12),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_weight_matching_b_to_a_inverts_a_to_b_one_hidden_layer(d0, width, dout, seed):
+    """One hidden layer: one LAP, whose cost for (B, A) is the transpose of that for (A, B);
+    its optimum is unique for random nets, so the answers are inverses for any A and B."""
+    rng = np.random.default_rng(seed)
+    spec = mlp_permutation_spec(1)
+    A, B = random_mlp(rng, [d0, width, dout]), random_mlp(rng, [d0, width, dout])
+    ab, ba = weight_matching(seed, spec, A, B), weight_matching(seed, spec, B, A)
+    _assert_inverse_perms(ab.perms, ba.perms)
+    # <A, p(B)> = <p^-1(A), B>: the same optimum from both sides
+    np.testing.assert_allclose(ab.objective[-1], ba.objective[-1], rtol=1e-12)
+
+
+@settings(max_examples=20, **SETTINGS)
+@given(
+    shape=mlp_shapes,
+    noise=st.sampled_from([0.0, 1e-3, 1e-2]),
+    seed=st.integers(0, 2**31 - 1),
+    seed_ba=st.integers(0, 2**31 - 1),
+)
+def test_weight_matching_b_to_a_inverts_a_to_b_planted(shape, noise, seed, seed_ba):
+    """B a (slightly perturbed) permuted copy of A: the optimum is unique, and matching B to
+    A (with any key) returns the inverse of matching A to B, for every permutation."""
+    d0, widths, dout = shape
+    rng = np.random.default_rng(seed)
+    spec = mlp_permutation_spec(len(widths))
+    A = random_mlp(rng, [d0, *widths, dout])
+    planted = random_permutations(rng, spec, A)
+    B = _perturbed(rng, apply_permutation(spec, planted, A), noise)
+    ab, ba = weight_matching(seed, spec, A, B), weight_matching(seed_ba, spec, B, A)
+    _assert_inverse_perms(ab.perms, ba.perms)
+    assert _residual_not(planted, ab.perms) == {k: 0 for k in planted}
+    np.testing.assert_allclose(ab.objective[-1], ba.objective[-1], rtol=1e-12)
+
+
+@settings(max_examples=20, **SETTINGS)
+@given(
+    widths=st.lists(st.integers(2, 12), min_size=1, max_size=3),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_activation_matching_b_to_a_inverts_a_to_b(widths, seed):
+    """Each layer's correlation matrix for (B, A) is the transpose of that for (A, B), so
+    for any two nets whose units all vary over the data (a unique optimum, almost surely)
+    the answers are inverses."""
+    rng = np.random.default_rng(seed)
+    sizes = [6, *widths, 3]
+    spec = mlp_permutation_spec(len(widths))
+    A, B = random_mlp(rng, sizes, bias_scale=0.5), random_mlp(rng, sizes, bias_scale=0.5)
+    X = rng.normal(size=(200, 6))
+    for params in (A, B):  # dead or constant units are interchangeable: no unique answer
+        hidden = mlp_hidden(jax.tree_util.tree_map(jnp.asarray, params), jnp.asarray(X))
+        assume(all(np.asarray(h).std(axis=0).min() > 1e-3 for h in hidden))
+    ab, ba = activation_matching(spec, A, B, X, batch_size=64), activation_matching(spec, B, A, X, batch_size=64)
+    _assert_inverse_perms(ab.perms, ba.perms)
+    np.testing.assert_allclose(ab.objective, ba.objective, rtol=1e-10)
 
 
 # --------------------------------------------------------------------------- objective properties
@@ -367,6 +440,35 @@ def test_activation_matching_spec_must_name_hidden_layers():
         activation_matching(mlp_permutation_spec(1), A, A, np.zeros((0, 4)))
 
 
+def test_activation_matching_rejects_non_finite_weights():
+    rng = np.random.default_rng(7)
+    spec = mlp_permutation_spec(1)
+    A, B = random_mlp(rng, [4, 5, 2]), random_mlp(rng, [4, 5, 2])
+    X = rng.normal(size=(20, 4))
+    A_nan = jax.tree_util.tree_map(np.copy, A)
+    A_nan["dense_1"]["kernel"][2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"parameter 'dense_1/kernel' of params_a holds non-finite"):
+        activation_matching(spec, A_nan, B, X)
+    B_inf = jax.tree_util.tree_map(np.copy, B)
+    B_inf["dense_0"]["bias"][0] = -np.inf
+    with pytest.raises(ValueError, match=r"parameter 'dense_0/bias' of params_b holds non-finite"):
+        activation_matching(spec, A, jax.tree_util.tree_map(jnp.asarray, B_inf), X)
+
+
+def test_activation_matching_rejects_non_finite_data():
+    rng = np.random.default_rng(8)
+    spec = mlp_permutation_spec(2)
+    A, B = random_mlp(rng, [4, 5, 6, 2]), random_mlp(rng, [4, 5, 6, 2])
+    X = rng.normal(size=(30, 4))
+    X[17, 2] = np.nan  # in the second batch of 10
+    with pytest.raises(ValueError, match=r"data holds non-finite values \(nan or inf\) in examples 10\.\.19"):
+        activation_matching(spec, A, B, X, batch_size=10)
+    X_inf = np.asarray(rng.normal(size=(8, 4)), np.float32)
+    X_inf[0, 0] = np.inf
+    with pytest.raises(ValueError, match=r"data holds non-finite values .* in examples 0\.\.7"):
+        activation_matching(spec, A, B, iter([jnp.asarray(X_inf)]))
+
+
 # --------------------------------------------------------------------------- many-to-one
 
 
@@ -453,8 +555,14 @@ def test_errors_name_the_parameter():
     # non-finite values
     B_nan = random_mlp(rng, [4, 6, 3])
     B_nan["dense_1"]["bias"][0] = np.nan
-    with pytest.raises(ValueError, match="dense_1/bias"):
+    with pytest.raises(ValueError, match="'dense_1/bias' of params_b holds non-finite"):
         weight_matching(0, spec, A, B_nan)
+    with pytest.raises(ValueError, match="'dense_1/bias' of params_a holds non-finite"):
+        weight_matching(0, spec, B_nan, A)
+    with pytest.raises(ValueError, match="'dense_1/bias' of params_ref holds non-finite"):
+        weight_matching_many(0, spec, B_nan, stack_trees([A]))
+    with pytest.raises(ValueError, match="'dense_1/bias' of params_stack holds non-finite"):
+        weight_matching_many(0, spec, A, stack_trees([A, B_nan]))
     with pytest.raises(ValueError, match="init_perms"):
         weight_matching(0, spec, A, A, init_perms={"P_0": np.zeros(6, int)})
     with pytest.raises(ValueError, match="unknown"):
@@ -463,6 +571,22 @@ def test_errors_name_the_parameter():
         weight_matching(0, spec, A, A, max_iter=-1)
     with pytest.raises(ValueError, match="precision"):
         weight_matching_many(0, spec, A, stack_trees([A]), precision="float16")
+
+
+@pytest.mark.parametrize("bad", [0, -2, 2.5, True, "4"])
+def test_positive_int_arguments(bad):
+    rng = np.random.default_rng(15)
+    spec = mlp_permutation_spec(1)
+    A = random_mlp(rng, [4, 6, 3])
+    stack = stack_trees([A])
+    with pytest.raises(ValueError, match=r"batch_size must be a positive integer, got"):
+        activation_matching(spec, A, A, np.zeros((3, 4)), batch_size=bad)
+    with pytest.raises(ValueError, match=r"num_threads must be a positive integer or None, got"):
+        weight_matching(0, spec, A, A, num_threads=bad)
+    with pytest.raises(ValueError, match=r"num_threads must be a positive integer or None, got"):
+        weight_matching_many(0, spec, A, stack, num_threads=bad)
+    with pytest.raises(ValueError, match=r"chunk_size must be a positive integer or None, got"):
+        weight_matching_many(0, spec, A, stack, chunk_size=bad)
 
 
 def test_spec_acting_twice_on_one_parameter():

@@ -90,13 +90,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from symlib.core.checks import positive_int
 from symlib.symmetry import permutations as _perm
 from symlib.symmetry.specs import PermutationSpec, check_perm_names, check_spec, flatten_params, unflatten_params
 
@@ -117,19 +118,22 @@ __all__ = [
 class MatchResult:
     """Outcome of :func:`weight_matching` or :func:`activation_matching`.
 
-    perms: name -> int64 permutation (gather convention, see the module docstring).
-    objective: weight matching: J after each sweep (``len == sweeps``; non-decreasing for
-        specs where no permutation acts twice on one parameter); activation
-        matching: the total matched correlation of each hidden layer, in ``P_0, P_1, ...``
-        order.
-    sweeps: sweeps run (weight matching; includes the last, confirming sweep) or 1.
-    initial_objective: J before the first sweep (weight matching; the identity or
-        ``init_perms``), else ``nan``.
-    converged: whether the stopping rule fired before ``max_iter``.
-    solver_time / cost_time / total_time: wall-clock seconds in the LAP solver, in
-        building cost matrices (and J), and overall.
-    num_solves / num_skipped: LAPs solved / skipped because nothing they depend on changed.
-    info: extra, method-specific numbers.
+    Attributes:
+        perms: name -> int64 permutation (gather convention, see the module docstring).
+        objective: weight matching: J after each sweep (``len == sweeps``; non-decreasing
+            for specs where no permutation acts twice on one parameter); activation
+            matching: the total matched correlation of each hidden layer, in
+            ``P_0, P_1, ...`` order.
+        sweeps: sweeps run (weight matching; includes the last, confirming sweep) or 1.
+        initial_objective: J before the first sweep (weight matching; the identity or
+            ``init_perms``), else ``nan``.
+        converged: whether the stopping rule fired before ``max_iter``.
+        solver_time: wall-clock seconds in the LAP solver.
+        cost_time: wall-clock seconds building cost matrices (and J).
+        total_time: wall-clock seconds overall.
+        num_solves: LAPs solved.
+        num_skipped: LAPs skipped because nothing they depend on changed.
+        info: extra, method-specific numbers.
     """
 
     perms: dict[str, np.ndarray]
@@ -149,13 +153,22 @@ class MatchResult:
 class ManyMatchResult:
     """Outcome of :func:`weight_matching_many` for ``m`` samples.
 
-    perms: name -> int64 array ``(m, n)``, row ``s`` aligning sample ``s`` to the reference.
-    objective: ``(m,)`` final J of every sample; ``initial_objective`` likewise before the
-        first sweep; ``objective_history``: one ``(m,)`` array per sweep, holding each
-        sample's J after that sweep (frozen once the sample has converged).
-    sweeps: ``(m,)`` sweeps run per sample; ``converged``: ``(m,)`` bool.
-    solver_time: seconds inside LAP calls summed over threads (they overlap the cost
-        building); ``info["lap_wait_time"]``: wall time spent waiting for them.
+    Attributes:
+        perms: name -> int64 array ``(m, n)``, row ``s`` aligning sample ``s`` to the
+            reference.
+        objective: ``(m,)`` final J of every sample.
+        sweeps: ``(m,)`` sweeps run per sample.
+        initial_objective: ``(m,)`` J of every sample before the first sweep.
+        converged: ``(m,)`` bool, whether each sample's stopping rule fired.
+        objective_history: one ``(m,)`` array per sweep, holding each sample's J after
+            that sweep (frozen once the sample has converged).
+        solver_time: seconds inside LAP calls summed over threads (they overlap the cost
+            building; ``info["lap_wait_time"]`` is the wall time spent waiting for them).
+        cost_time: seconds building cost matrices (and J).
+        total_time: wall-clock seconds overall.
+        num_solves: LAPs solved, over all samples.
+        num_skipped: LAPs skipped because nothing they depend on changed.
+        info: ``chunk_size``, ``num_threads`` and ``lap_wait_time``.
     """
 
     perms: dict[str, np.ndarray]
@@ -172,7 +185,7 @@ class ManyMatchResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-# --------------------------------------------------------------------------- helpers
+# --------------------------------------------------------------------------- input checks
 
 
 def _all_finite(arr: np.ndarray) -> bool:
@@ -183,11 +196,26 @@ def _all_finite(arr: np.ndarray) -> bool:
     return bool(np.all(np.isfinite(arr)))
 
 
-def _as_f64(leaf, path: str) -> np.ndarray:
-    arr = np.asarray(leaf, dtype=np.float64)
-    if not _all_finite(arr):
-        raise ValueError(f"parameter {path!r} holds non-finite values (nan or inf)")
-    return arr
+def _nonfinite_error(path: str, which: str) -> ValueError:
+    return ValueError(f"parameter {path!r} of {which} holds non-finite values (nan or inf)")
+
+
+def _as_f64(flat: Mapping[str, Any], which: str) -> dict[str, np.ndarray]:
+    """Every leaf of ``flat`` as a float64 numpy array; ``ValueError`` naming a non-finite one."""
+    out = {}
+    for path, leaf in flat.items():
+        arr = np.asarray(leaf, dtype=np.float64)
+        if not _all_finite(arr):
+            raise _nonfinite_error(path, which)
+        out[path] = arr
+    return out
+
+
+def _check_finite_params(flat: Mapping[str, Any], which: str) -> None:
+    """``ValueError`` naming the first leaf of ``flat`` (a ``which``) holding nan or inf."""
+    for path, leaf in flat.items():
+        if not _all_finite(np.asarray(leaf)):
+            raise _nonfinite_error(path, which)
 
 
 def _check_pair(spec: PermutationSpec, params_a: Mapping, params_b: Mapping, batch_dims_b: int = 0) -> dict[str, int]:
@@ -218,6 +246,38 @@ def _check_pair(spec: PermutationSpec, params_a: Mapping, params_b: Mapping, bat
             elif sb[:batch_dims_b] != lead:
                 raise ValueError(f"parameter {path!r} has batch shape {sb[:batch_dims_b]}, others {lead}")
     return sizes
+
+
+def _check_iter(max_iter, tol):
+    if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 0:
+        raise ValueError(f"max_iter must be a non-negative int, got {max_iter!r}")
+    if not (tol >= 0):
+        raise ValueError(f"tol must be non-negative, got {tol!r}")
+    return int(max_iter)
+
+
+def _thread_count(num_threads) -> int:
+    """``num_threads`` checked; ``None``: ``min(4, cpu_count)``."""
+    num_threads = positive_int(num_threads, "num_threads", allow_none=True)
+    return max(1, min(4, os.cpu_count() or 1)) if num_threads is None else num_threads
+
+
+def _init_perms(init_perms, sizes: Mapping[str, int]) -> dict[str, np.ndarray]:
+    perms = {name: np.arange(n, dtype=np.int64) for name, n in sizes.items()}
+    if init_perms is None:
+        return perms
+    unknown = [k for k in init_perms if k not in sizes]
+    if unknown:
+        raise ValueError(f"init_perms has unknown permutation name(s) {unknown}; the spec has {list(sizes)}")
+    for name, p in init_perms.items():
+        try:
+            perms[name] = _perm.validate(p, sizes[name])
+        except ValueError as e:
+            raise ValueError(f"init_perms[{name!r}]: {e}") from None
+    return perms
+
+
+# --------------------------------------------------------------------------- cost terms
 
 
 def _rng(key) -> np.random.Generator:
@@ -292,6 +352,11 @@ def _deps(terms: Mapping[str, list[_Term]]) -> dict[str, tuple[str, ...]]:
     return {name: tuple(sorted(set().union(*(t.deps for t in ts)))) for name, ts in terms.items()}
 
 
+def _is_linear(deps: Mapping[str, tuple[str, ...]]) -> bool:
+    """No permutation acts twice on one parameter: J is then tracked exactly by LAP gains."""
+    return all(name not in ds for name, ds in deps.items())
+
+
 def _permuted(spec: PermutationSpec, path: str, w: np.ndarray, perms: Mapping[str, np.ndarray] | None) -> np.ndarray:
     if perms is None:  # all identities
         return w
@@ -309,29 +374,6 @@ def _objective(spec: PermutationSpec, fa: Mapping, fb: Mapping, perms: Mapping[s
     return total
 
 
-def _init_perms(init_perms, sizes: Mapping[str, int]) -> dict[str, np.ndarray]:
-    perms = {name: np.arange(n, dtype=np.int64) for name, n in sizes.items()}
-    if init_perms is None:
-        return perms
-    unknown = [k for k in init_perms if k not in sizes]
-    if unknown:
-        raise ValueError(f"init_perms has unknown permutation name(s) {unknown}; the spec has {list(sizes)}")
-    for name, p in init_perms.items():
-        try:
-            perms[name] = _perm.validate(p, sizes[name])
-        except ValueError as e:
-            raise ValueError(f"init_perms[{name!r}]: {e}") from None
-    return perms
-
-
-def _check_iter(max_iter, tol):
-    if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 0:
-        raise ValueError(f"max_iter must be a non-negative int, got {max_iter!r}")
-    if not (tol >= 0):
-        raise ValueError(f"tol must be non-negative, got {tol!r}")
-    return int(max_iter)
-
-
 def _independent_runs(order: list[str], deps: Mapping[str, tuple[str, ...]]) -> list[list[str]]:
     """Cut ``order`` into maximal runs of consecutive, mutually independent permutations.
 
@@ -347,6 +389,14 @@ def _independent_runs(order: list[str], deps: Mapping[str, tuple[str, ...]]) -> 
     return runs
 
 
+def _sweep_order(rng: np.random.Generator, names: list[str]) -> list[str]:
+    """The permutation names in the random order of one sweep (one draw from ``rng``)."""
+    return [names[k] for k in rng.permutation(len(names))]
+
+
+# --------------------------------------------------------------------------- LAP solves
+
+
 def _gain(C: np.ndarray, new: np.ndarray, old: np.ndarray) -> float:
     """LAP objective gain of ``new`` over ``old`` (0 when equal, so ties never churn)."""
     if np.array_equal(new, old):
@@ -359,6 +409,63 @@ def _lap(C: np.ndarray) -> np.ndarray:
     """Column matched to every row, maximising ``sum_i C[i, col[i]]``."""
     _, col = linear_sum_assignment(C, maximize=True)
     return col.astype(np.int64, copy=False)
+
+
+def _timed_lap(C: np.ndarray) -> tuple[np.ndarray, float]:
+    """:func:`_lap` and the seconds it took (measured on the thread that runs it)."""
+    t = time.perf_counter()
+    col = _lap(C)
+    return col, time.perf_counter() - t
+
+
+class _LapWorkers:
+    """LAP solves inline (one thread) or on a thread pool started on first use.
+
+    scipy's solver releases the GIL, so solves on the pool run concurrently with each
+    other and with the caller's matrix products. As a context manager it shuts the pool
+    down (waiting for running solves) on exit.
+    """
+
+    def __init__(self, num_threads: int):
+        self.num_threads = num_threads
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> _LapWorkers:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.num_threads)
+        return self._pool
+
+    def solve_all(self, costs: list[np.ndarray]) -> list[np.ndarray]:
+        """Solve every cost matrix now, concurrently when there are several and threads to spare."""
+        if len(costs) > 1 and self.num_threads > 1:
+            return list(self._executor().map(_lap, costs))
+        return [_lap(C) for C in costs]
+
+    def submit(self, costs: np.ndarray) -> Callable[[], list[tuple[np.ndarray, float]]]:
+        """Start timed solves of a stack of cost matrices; returns a function waiting for them."""
+        if self.num_threads == 1:
+            done = [_timed_lap(C) for C in costs]
+            return lambda: done
+        futures = [self._executor().submit(_timed_lap, C) for C in costs]
+        return lambda: [f.result() for f in futures]
+
+
+@dataclass
+class _Tally:
+    """Work and time counted over a matching run (see :class:`MatchResult`)."""
+
+    solves: int = 0
+    skipped: int = 0
+    cost_time: float = 0.0
+    solver_time: float = 0.0
+    wait_time: float = 0.0
 
 
 # --------------------------------------------------------------------------- weight matching
@@ -411,6 +518,68 @@ class _CostCache:
         return C
 
 
+@dataclass
+class _PairState:
+    """Coordinate-ascent state of :func:`weight_matching`.
+
+    ``version[name]`` counts the accepted changes of ``name``; ``seen[name]`` holds the
+    versions of its dependencies when it was last solved (``None``: never solved).
+    """
+
+    perms: dict[str, np.ndarray]
+    deps: Mapping[str, tuple[str, ...]]
+    obj: float
+    version: dict[str, int] = field(init=False)
+    seen: dict[str, tuple[int, ...] | None] = field(init=False)
+
+    def __post_init__(self):
+        self.version = {name: 0 for name in self.deps}
+        self.seen = {name: None for name in self.deps}
+
+    def dep_versions(self, name: str) -> tuple[int, ...]:
+        return tuple(self.version[q] for q in self.deps[name])
+
+    def accept(self, name: str, C: np.ndarray, col: np.ndarray) -> bool:
+        """Take the LAP answer ``col`` if it strictly improves; returns whether it did."""
+        gain = _gain(C, col, self.perms[name])
+        if gain <= 0:
+            return False
+        self.perms[name] = col
+        self.version[name] += 1
+        self.obj += gain
+        return True
+
+
+def _solve_run(run: list[str], state: _PairState, costs: _CostCache, workers: _LapWorkers, tally: _Tally) -> bool:
+    """Solve the stale LAPs of one run of independent permutations; returns whether any changed."""
+    todo = [name for name in run if state.seen[name] != state.dep_versions(name)]
+    tally.skipped += len(run) - len(todo)
+    if not todo:
+        return False
+    t0 = time.perf_counter()
+    Cs = [costs.cost(name, state.perms) for name in todo]
+    t1 = time.perf_counter()
+    cols = workers.solve_all(Cs)
+    t2 = time.perf_counter()
+    tally.cost_time += t1 - t0
+    tally.solver_time += t2 - t1
+    tally.solves += len(todo)
+    changed = [state.accept(name, C, col) for name, C, col in zip(todo, Cs, cols)]
+    for name in todo:
+        # the solve saw the dependencies as they are now (the permutation's own change
+        # included when it depends on itself)
+        state.seen[name] = state.dep_versions(name)
+    return any(changed)
+
+
+def _pair_sweep(order: list[str], state: _PairState, costs: _CostCache, workers: _LapWorkers, tally: _Tally) -> bool:
+    """One sweep of :func:`weight_matching` in ``order``; returns whether any permutation changed."""
+    changed = False
+    for run in _independent_runs(order, state.deps):
+        changed |= _solve_run(run, state, costs, workers, tally)
+    return changed
+
+
 def weight_matching(
     key,
     spec: PermutationSpec,
@@ -427,26 +596,38 @@ def weight_matching(
 
     Maximises ``J = sum_params <A, apply_permutation(spec, perms, B)>`` by coordinate ascent
     over the spec's permutations (module docstring): each sweep visits them in a random
-    order drawn from ``key`` (jax key, int seed, numpy Generator or None), solving one
-    linear assignment per permutation. Stops after the first sweep improving J by at
-    most ``tol * |J|``, or after ``max_iter`` sweeps. ``init_perms`` (name -> perm, missing
-    names = identity) sets the starting point.
+    order drawn from ``key``, solving one linear assignment per permutation. Consecutive
+    permutations of a sweep that do not depend on each other (e.g. ``P_0`` and ``P_2`` of
+    an MLP) have their LAPs solved concurrently (scipy releases the GIL); the iterates are
+    the same.
 
-    Consecutive permutations of a sweep that do not depend on each other (e.g. ``P_0``
-    and ``P_2`` of an MLP) have their LAPs solved concurrently on ``num_threads`` threads
-    (default ``min(4, cpu_count)``; scipy releases the GIL); the iterates are the same.
+    Args:
+        key: jax key, int seed, numpy Generator or None; draws the sweep orders.
+        spec: the permutation spec both networks fit.
+        params_a: the reference network A (nested or flat pytree of arrays).
+        params_b: the network B to permute, with the same shapes as A.
+        max_iter: the most sweeps (a non-negative int; 0 returns the starting point).
+        init_perms: name -> permutation to start from; missing names start at the identity.
+        verbose: print J after every sweep.
+        tol: stop after the first sweep improving J by at most ``tol * |J|``.
+        num_threads: threads for concurrent LAPs (default ``min(4, cpu_count)``).
 
-    Returns a :class:`MatchResult`: ``apply_permutation(spec, result.perms, params_b)``
-    is the aligned B; ``result.objective`` holds J after each sweep (non-decreasing).
-    Raises ``ValueError`` (naming the parameter) when A or B does not fit ``spec`` or
-    their shapes differ, or when a parameter is not finite.
+    Returns:
+        A :class:`MatchResult`: ``apply_permutation(spec, result.perms, params_b)`` is the
+        aligned B; ``result.objective`` holds J after each sweep (non-decreasing).
+
+    Raises:
+        ValueError: naming the parameter, when A or B does not fit ``spec``, their shapes
+            differ or a parameter holds nan or inf; or naming the argument, when
+            ``max_iter``, ``tol``, ``num_threads`` or ``init_perms`` is invalid.
+        TypeError: if ``spec`` is not a :class:`~symlib.symmetry.specs.PermutationSpec`.
     """
     t_start = time.perf_counter()
     max_iter = _check_iter(max_iter, tol)
-    num_threads = _default_threads() if num_threads is None else max(1, int(num_threads))
+    num_threads = _thread_count(num_threads)
     sizes = _check_pair(spec, params_a, params_b)
-    fa = {p: _as_f64(v, p) for p, v in flatten_params(params_a).items()}
-    fb = {p: _as_f64(v, p) for p, v in flatten_params(params_b).items()}
+    fa = _as_f64(flatten_params(params_a), "params_a")
+    fb = _as_f64(flatten_params(params_b), "params_b")
     perms = _init_perms(init_perms, sizes)
     names = list(spec.perm_names)
     rng = _rng(key)
@@ -455,81 +636,39 @@ def weight_matching(
     terms = _build_terms(spec, {p: fa[p].shape for p in fa})
     deps = _deps(terms)
     costs = _CostCache(terms, fa, fb)
-    cost_time = time.perf_counter() - t0
-    solver_time = 0.0
+    tally = _Tally(cost_time=time.perf_counter() - t0)
 
-    version = {name: 0 for name in names}
-    seen: dict[str, tuple[int, ...] | None] = {name: None for name in names}
     # J is computed once, then tracked by adding accepted LAP gains: exact when no
     # permutation acts twice on one parameter ("linear" spec), otherwise recomputed
-    linear = all(name not in deps[name] for name in names)
-    obj = _objective(spec, fa, fb, None if init_perms is None else perms)
-    initial = obj
+    linear = _is_linear(deps)
+    state = _PairState(perms, deps, _objective(spec, fa, fb, None if init_perms is None else perms))
+    initial = state.obj
     history: list[float] = []
-    solves = skipped = 0
     converged = False
-    pool = None
-    try:
+    with _LapWorkers(num_threads) as workers:
         for sweep in range(max_iter):
-            order = rng.permutation(len(names))
-            before = obj
-            changed_any = False
-            for group in _independent_runs([names[k] for k in order], deps):
-                todo = []
-                for name in group:
-                    if seen[name] == tuple(version[q] for q in deps[name]):
-                        skipped += 1
-                    else:
-                        todo.append(name)
-                if not todo:
-                    continue
-                t0 = time.perf_counter()
-                Cs = [costs.cost(name, perms) for name in todo]
-                t1 = time.perf_counter()
-                if len(todo) > 1 and num_threads > 1:
-                    if pool is None:
-                        pool = ThreadPoolExecutor(num_threads)
-                    cols = list(pool.map(_lap, Cs))
-                else:
-                    cols = [_lap(C) for C in Cs]
-                t2 = time.perf_counter()
-                cost_time += t1 - t0
-                solver_time += t2 - t1
-                solves += len(todo)
-                for name, C, col in zip(todo, Cs, cols):
-                    gain = _gain(C, col, perms[name])
-                    if gain > 0:
-                        perms[name] = col
-                        version[name] += 1
-                        changed_any = True
-                        obj += gain
-                for name in todo:
-                    # the solve saw the dependencies as they are now (the permutation's own
-                    # change included when it depends on itself)
-                    seen[name] = tuple(version[q] for q in deps[name])
-            if changed_any and not linear:
-                obj = _objective(spec, fa, fb, perms)
-            history.append(obj)
+            before = state.obj
+            changed = _pair_sweep(_sweep_order(rng, names), state, costs, workers, tally)
+            if changed and not linear:
+                state.obj = _objective(spec, fa, fb, state.perms)
+            history.append(state.obj)
             if verbose:
-                print(f"weight_matching sweep {sweep + 1}: J = {obj:.10g} (+{obj - before:.3g}), "
-                      f"{solves} LAPs solved, {skipped} skipped")
-            if obj - before <= tol * abs(before):
+                print(f"weight_matching sweep {sweep + 1}: J = {state.obj:.10g} (+{state.obj - before:.3g}), "
+                      f"{tally.solves} LAPs solved, {tally.skipped} skipped")
+            if state.obj - before <= tol * abs(before):
                 converged = True
                 break
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
     return MatchResult(
-        perms=perms,
+        perms=state.perms,
         objective=history,
         sweeps=len(history),
         initial_objective=initial,
         converged=converged,
-        solver_time=solver_time,
-        cost_time=cost_time,
+        solver_time=tally.solver_time,
+        cost_time=tally.cost_time,
         total_time=time.perf_counter() - t_start,
-        num_solves=solves,
-        num_skipped=skipped,
+        num_solves=tally.solves,
+        num_skipped=tally.skipped,
     )
 
 
@@ -560,7 +699,103 @@ def _batches(data, batch_size: int) -> Iterable:
 
 @functools.partial(jax.jit, static_argnums=0)
 def _hidden_pair(apply_fn, pa, pb, x):
-    return apply_fn(pa, x), apply_fn(pb, x)
+    """Hidden activations of A and B on ``x``, and whether ``x`` is all finite."""
+    return apply_fn(pa, x), apply_fn(pb, x), jnp.all(jnp.isfinite(x))
+
+
+@dataclass
+class _LayerSums:
+    """Running float64 sums of one hidden layer's activations in A and B.
+
+    The activations are shifted by the first batch's means (``shift_a``, ``shift_b``)
+    before summing, for accuracy; units constant over the data then have exactly zero
+    (co)variance.
+    """
+
+    shift_a: np.ndarray
+    shift_b: np.ndarray
+    sum_a: np.ndarray
+    sum_b: np.ndarray
+    sumsq_a: np.ndarray
+    sumsq_b: np.ndarray
+    cross: np.ndarray
+
+    @classmethod
+    def start(cls, ha: np.ndarray, hb: np.ndarray) -> _LayerSums:
+        """Empty sums, shifted by the means of the first batch ``ha``, ``hb``."""
+        width = ha.shape[-1]
+        return cls(ha.mean(axis=0), hb.mean(axis=0), np.zeros(width), np.zeros(width),
+                   np.zeros(width), np.zeros(width), np.zeros((width, width)))
+
+    def add(self, ha: np.ndarray, hb: np.ndarray) -> None:
+        """Add a batch ``(batch, width)`` of activations of A and B."""
+        da = ha - self.shift_a
+        db = hb - self.shift_b
+        self.sum_a += da.sum(axis=0)
+        self.sum_b += db.sum(axis=0)
+        self.sumsq_a += np.einsum("ni,ni->i", da, da)
+        self.sumsq_b += np.einsum("ni,ni->i", db, db)
+        self.cross += da.T @ db
+
+    def correlation(self, count: int, eps: float) -> np.ndarray:
+        """``corr[i, j] = cov(a_i, b_j) / (std(a_i) std(b_j) + eps)`` over ``count`` examples."""
+        ma, mb = self.sum_a / count, self.sum_b / count
+        var_a = np.maximum(self.sumsq_a / count - ma**2, 0.0)
+        var_b = np.maximum(self.sumsq_b / count - mb**2, 0.0)
+        cov = self.cross / count - np.outer(ma, mb)
+        return cov / (np.outer(np.sqrt(var_a), np.sqrt(var_b)) + eps)
+
+
+def _hidden_batch(hidden: Callable, pa, pb, x, first_example: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """float64 hidden activations of A and B on the batch ``x``; ``ValueError`` if ``x`` is not finite."""
+    ha, hb, finite = hidden(pa, pb, x)
+    if not bool(finite):
+        raise ValueError(f"data holds non-finite values (nan or inf) in examples "
+                         f"{first_example}..{first_example + x.shape[0] - 1}")
+    return [np.asarray(h, np.float64) for h in ha], [np.asarray(h, np.float64) for h in hb]
+
+
+def _start_layers(spec: PermutationSpec, sizes: Mapping[str, int], ha: list, hb: list) -> tuple[list[str], list[_LayerSums]]:
+    """Permutation names of the hidden layers (checked against the spec) and their empty sums."""
+    if len(ha) != len(hb):
+        raise ValueError("apply_fn returned different numbers of hidden layers for A and B")
+    names = _hidden_perm_names(spec, len(ha), [h.shape[-1] for h in ha], sizes)
+    return names, [_LayerSums.start(a, b) for a, b in zip(ha, hb)]
+
+
+def _stream_layer_sums(hidden: Callable, pa, pb, data, batch_size: int, spec: PermutationSpec,
+                       sizes: Mapping[str, int]) -> tuple[list[str], list[_LayerSums], int]:
+    """Stream ``data`` through A and B; returns the hidden layers' names, sums and the example count."""
+    count = 0
+    names: list[str] = []
+    layers: list[_LayerSums] | None = None
+    for x in _batches(data, batch_size):
+        x = jnp.asarray(x)
+        if x.shape[0] == 0:
+            continue
+        ha, hb = _hidden_batch(hidden, pa, pb, x, count)
+        if layers is None:
+            names, layers = _start_layers(spec, sizes, ha, hb)
+        for layer, a, b in zip(layers, ha, hb):
+            layer.add(a, b)
+        count += x.shape[0]
+    if count == 0:
+        raise ValueError("data holds no examples")
+    return names, layers, count
+
+
+class _LayerMatch(NamedTuple):
+    perm: np.ndarray
+    total_correlation: float
+    seconds: float
+
+
+def _match_layer(corr: np.ndarray) -> _LayerMatch:
+    """One LAP maximising the matched total correlation of a hidden layer."""
+    t0 = time.perf_counter()
+    col = _lap(corr)
+    seconds = time.perf_counter() - t0
+    return _LayerMatch(col, float(corr[np.arange(len(col)), col].sum()), seconds)
 
 
 def activation_matching(
@@ -575,97 +810,68 @@ def activation_matching(
 ) -> MatchResult:
     """Match hidden units of two MLPs by the correlation of their activations over ``data``.
 
-    ``apply_fn(params, x)`` returns the list of hidden activations ``[(batch, n_0), ...,
-    (batch, n_{L-1})]`` (default :func:`symlib.core.models.mlp_hidden`); hidden layer ``l`` is
-    permuted by the spec's ``"P_l"`` (``ValueError`` unless the spec names exactly
-    ``P_0 .. P_{L-1}`` with matching sizes). ``data`` is an array ``(N, d_0)`` (cut into
-    batches of ``batch_size``) or an iterable of batches; only running sums are kept
-    (float64, shifted by the first batch's means for accuracy).
+    Hidden layer ``l`` is permuted by the spec's ``"P_l"``. Only running sums of the
+    activations are kept (float64, shifted by the first batch's means for accuracy). For
+    every layer the Pearson correlation ``corr[i, j] = cov(a_i, b_j) / (std(a_i) std(b_j)
+    + eps)`` is formed and one LAP maximises ``sum_i corr[i, p[i]]``. Units with zero
+    variance over the data (dead ReLUs, constants) have exactly zero covariance (thanks to
+    the shift), so their correlations are 0, never NaN. For MLPs the hidden activations
+    of B do not depend on the other layers' permutations, so the layers are independent
+    and this is exact.
 
-    For every layer the Pearson correlation ``corr[i, j] = cov(a_i, b_j) / (std(a_i)
-    std(b_j) + eps)`` is formed and one LAP maximises ``sum_i corr[i, p[i]]``. Units
-    with zero variance over the data (dead ReLUs, constants) have exactly zero covariance
-    (thanks to the shift), so their correlations are 0, never NaN. For MLPs the hidden
-    activations of B do not depend on the other layers' permutations, so the layers are
-    independent and this is exact.
+    Args:
+        spec: the permutation spec; it must name exactly ``P_0 .. P_{L-1}``, with sizes
+            equal to the hidden widths.
+        params_a: the reference network A.
+        params_b: the network B to permute, with the same shapes as A.
+        data: an array ``(N, d_0)`` (cut into batches of ``batch_size``) or an iterable of
+            batches.
+        batch_size: examples per batch when ``data`` is an array (a positive int).
+        apply_fn: ``apply_fn(params, x)`` returns the list of hidden activations
+            ``[(batch, n_0), ..., (batch, n_{L-1})]`` (default
+            :func:`symlib.core.models.mlp_hidden`).
+        eps: added to the product of standard deviations.
 
-    Returns a :class:`MatchResult` with ``objective[l]`` the matched total correlation of
-    layer ``l`` and ``info["mean_correlation"]`` the per-layer means.
+    Returns:
+        A :class:`MatchResult` with ``objective[l]`` the matched total correlation of
+        layer ``l``, ``info["mean_correlation"]`` the per-layer means and
+        ``info["num_examples"]`` the number of examples seen.
+
+    Raises:
+        ValueError: if ``batch_size`` is not a positive int; if A or B does not fit
+            ``spec`` or holds nan or inf (naming the parameter); if ``data`` holds nan or
+            inf or no examples; if the spec does not name the hidden layers.
+        TypeError: if ``spec`` is not a :class:`~symlib.symmetry.specs.PermutationSpec`.
     """
     t_start = time.perf_counter()
-    if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    batch_size = int(batch_size)
+    batch_size = positive_int(batch_size, "batch_size")
     sizes = _check_pair(spec, params_a, params_b)
+    _check_finite_params(flatten_params(params_a), "params_a")
+    _check_finite_params(flatten_params(params_b), "params_b")
     if apply_fn is None:
         from symlib.core.models import mlp_hidden as apply_fn
     hidden = functools.partial(_hidden_pair, apply_fn)
     pa = jax.tree_util.tree_map(jnp.asarray, params_a)
     pb = jax.tree_util.tree_map(jnp.asarray, params_b)
 
-    count = 0
-    shift_a = shift_b = None
-    sa = sb = saa = sbb = sab = None
     t_cost = time.perf_counter()
-    for x in _batches(data, batch_size):
-        x = jnp.asarray(x)
-        if x.shape[0] == 0:
-            continue
-        ha, hb = hidden(pa, pb, x)
-        ha = [np.asarray(h, np.float64) for h in ha]
-        hb = [np.asarray(h, np.float64) for h in hb]
-        if shift_a is None:
-            if len(ha) != len(hb):
-                raise ValueError("apply_fn returned different numbers of hidden layers for A and B")
-            widths = [h.shape[-1] for h in ha]
-            names = _hidden_perm_names(spec, len(ha), widths, sizes)
-            shift_a = [h.mean(axis=0) for h in ha]
-            shift_b = [h.mean(axis=0) for h in hb]
-            sa = [np.zeros(w) for w in widths]
-            sb = [np.zeros(w) for w in widths]
-            saa = [np.zeros(w) for w in widths]
-            sbb = [np.zeros(w) for w in widths]
-            sab = [np.zeros((w, w)) for w in widths]
-        for l, (x_a, x_b) in enumerate(zip(ha, hb)):
-            da = x_a - shift_a[l]
-            db = x_b - shift_b[l]
-            sa[l] += da.sum(axis=0)
-            sb[l] += db.sum(axis=0)
-            saa[l] += np.einsum("ni,ni->i", da, da)
-            sbb[l] += np.einsum("ni,ni->i", db, db)
-            sab[l] += da.T @ db
-        count += x.shape[0]
-    if count == 0:
-        raise ValueError("data holds no examples")
+    names, layers, count = _stream_layer_sums(hidden, pa, pb, data, batch_size, spec, sizes)
     cost_time = time.perf_counter() - t_cost
 
-    perms: dict[str, np.ndarray] = {}
-    objective, mean_corr = [], []
-    solver_time = 0.0
-    for l, name in enumerate(names):
-        ma, mb = sa[l] / count, sb[l] / count
-        var_a = np.maximum(saa[l] / count - ma**2, 0.0)
-        var_b = np.maximum(sbb[l] / count - mb**2, 0.0)
-        cov = sab[l] / count - np.outer(ma, mb)
-        corr = cov / (np.outer(np.sqrt(var_a), np.sqrt(var_b)) + eps)
-        t0 = time.perf_counter()
-        col = _lap(corr)
-        solver_time += time.perf_counter() - t0
-        perms[name] = col
-        total = float(corr[np.arange(len(col)), col].sum())
-        objective.append(total)
-        mean_corr.append(total / max(len(col), 1))
-    # names may be listed by the spec in another order; return them in spec order
-    perms = {name: perms[name] for name in spec.perm_names}
+    matches = {name: _match_layer(layer.correlation(count, eps)) for name, layer in zip(names, layers)}
     return MatchResult(
-        perms=perms,
-        objective=objective,
+        # names may be listed by the spec in another order; return them in spec order
+        perms={name: matches[name].perm for name in spec.perm_names},
+        objective=[matches[name].total_correlation for name in names],
         sweeps=1,
-        solver_time=solver_time,
+        solver_time=sum(match.seconds for match in matches.values()),
         cost_time=cost_time,
         total_time=time.perf_counter() - t_start,
         num_solves=len(names),
-        info={"mean_correlation": mean_corr, "num_examples": count},
+        info={
+            "mean_correlation": [matches[name].total_correlation / max(len(matches[name].perm), 1) for name in names],
+            "num_examples": count,
+        },
     )
 
 
@@ -675,11 +881,22 @@ def activation_matching(
 def apply_permutation_many(spec: PermutationSpec, perms_stack: Mapping[str, Any], params_stack: Mapping):
     """Permute every network of a stack by its own permutations.
 
-    ``params_stack`` has a leading axis ``m`` on every leaf; ``perms_stack[name]`` is an
-    integer array ``(m, n)`` whose row ``s`` is applied to network ``s`` exactly as
-    :func:`symlib.symmetry.specs.apply_permutation` would (``new = take(old, perms[s], axis)``).
-    numpy leaves stay numpy (``np.take_along_axis``); other leaves use ``jnp``. Returns
-    the same structure (nested or flat).
+    Row ``s`` of every permutation is applied to network ``s`` exactly as
+    :func:`symlib.symmetry.specs.apply_permutation` would (``new = take(old, perms[s],
+    axis)``). numpy leaves stay numpy (``np.take_along_axis``); other leaves use ``jnp``.
+
+    Args:
+        spec: the permutation spec the networks fit (after their leading axis).
+        perms_stack: name -> integer array ``(m, n)``, one permutation per network.
+        params_stack: the networks, with a leading axis ``m`` on every leaf (nested or flat).
+
+    Returns:
+        The permuted stack, with the structure of ``params_stack`` (nested or flat).
+
+    Raises:
+        ValueError: if the stack does not fit ``spec``, its leaves disagree on ``m``, or a
+            ``perms_stack`` entry is unknown, has the wrong shape or dtype, or has a row
+            that is not a permutation (the message names the entry and the row).
     """
     sizes = check_spec(spec, params_stack, batch_dims=1)
     flat = flatten_params(params_stack)
@@ -688,37 +905,260 @@ def apply_permutation_many(spec: PermutationSpec, perms_stack: Mapping[str, Any]
     if len(ms) > 1:
         raise ValueError(f"leaves of params_stack disagree on the stack size: {sorted(ms)}")
     m = ms.pop() if ms else 0
-    checked = {}
-    for name, p in perms_stack.items():
-        arr = np.asarray(p)
-        if arr.shape != (m, sizes[name]) or not np.issubdtype(arr.dtype, np.integer):
-            raise ValueError(
-                f"perms_stack[{name!r}] must be an integer array of shape ({m}, {sizes[name]}), "
-                f"got {arr.dtype}{list(arr.shape)}"
-            )
-        if m and not np.array_equal(np.sort(arr, axis=1), np.broadcast_to(np.arange(sizes[name]), arr.shape)):
-            bad = int(np.flatnonzero((np.sort(arr, axis=1) != np.arange(sizes[name])).any(axis=1))[0])
-            raise ValueError(f"perms_stack[{name!r}] row {bad} is not a permutation of {sizes[name]} items")
-        checked[name] = arr.astype(np.int64, copy=False)
-    out = {}
-    for path, leaf in flat.items():
-        names = spec.axes[path]
-        nd = len(names) + 1
-        for axis, name in enumerate(names):
-            if name is None:
-                continue
-            idx = checked[name].reshape((m,) + (1,) * axis + (sizes[name],) + (1,) * (nd - axis - 2))
-            if isinstance(leaf, np.ndarray):
-                leaf = np.take_along_axis(leaf, idx, axis=axis + 1)
-            else:
-                leaf = jnp.take_along_axis(leaf, jnp.asarray(idx), axis=axis + 1)
-        out[path] = leaf
+    checked = {name: _check_perm_rows(name, p, m, sizes[name]) for name, p in perms_stack.items()}
+    out = {path: _permute_leaf_rows(leaf, spec.axes[path], checked, sizes, m) for path, leaf in flat.items()}
     nested = any(isinstance(v, Mapping) for v in params_stack.values())
     return unflatten_params(out) if nested else out
 
 
-def _default_threads() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+def _check_perm_rows(name: str, p, m: int, n: int) -> np.ndarray:
+    """``perms_stack[name]`` as int64 ``(m, n)``; ``ValueError`` unless every row is a permutation."""
+    arr = np.asarray(p)
+    if arr.shape != (m, n) or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"perms_stack[{name!r}] must be an integer array of shape ({m}, {n}), "
+                         f"got {arr.dtype}{list(arr.shape)}")
+    if m and not np.array_equal(np.sort(arr, axis=1), np.broadcast_to(np.arange(n), arr.shape)):
+        bad = int(np.flatnonzero((np.sort(arr, axis=1) != np.arange(n)).any(axis=1))[0])
+        raise ValueError(f"perms_stack[{name!r}] row {bad} is not a permutation of {n} items")
+    return arr.astype(np.int64, copy=False)
+
+
+def _permute_leaf_rows(leaf, names: tuple, perms: Mapping[str, np.ndarray], sizes: Mapping[str, int], m: int):
+    """Apply row ``s`` of the permutations of every axis ``names`` to network ``s`` of ``leaf``."""
+    nd = len(names) + 1
+    for axis, name in enumerate(names):
+        if name is None:
+            continue
+        idx = perms[name].reshape((m,) + (1,) * axis + (sizes[name],) + (1,) * (nd - axis - 2))
+        if isinstance(leaf, np.ndarray):
+            leaf = np.take_along_axis(leaf, idx, axis=axis + 1)
+        else:
+            leaf = jnp.take_along_axis(leaf, jnp.asarray(idx), axis=axis + 1)
+    return leaf
+
+
+@dataclass(frozen=True)
+class _ManyProblem:
+    """The fixed data of :func:`weight_matching_many`: reference, stack and cost terms."""
+
+    spec: PermutationSpec
+    names: list[str]
+    sizes: dict[str, int]
+    terms: dict[str, list[_Term]]
+    deps: dict[str, tuple[str, ...]]
+    ref: dict[str, np.ndarray]  # reference, float64
+    stack: dict[str, np.ndarray]  # stack, its own dtype, leading axis m
+    ref_mats: dict[tuple[str, int], np.ndarray]  # (n, rest) per term, product dtype
+    dtype: np.dtype  # of the matrix products
+    m: int
+    linear: bool  # J tracked by LAP gains (see _is_linear)
+
+    @classmethod
+    def build(cls, spec: PermutationSpec, params_ref: Mapping, params_stack: Mapping, precision: str) -> _ManyProblem:
+        """Check the inputs (``ValueError`` naming the parameter) and set up the terms."""
+        sizes = _check_pair(spec, params_ref, params_stack, batch_dims_b=1)
+        ref = _as_f64(flatten_params(params_ref), "params_ref")
+        stack = {p: np.asarray(v) for p, v in flatten_params(params_stack).items()}
+        _check_finite_params(stack, "params_stack")
+        terms = _build_terms(spec, {p: ref[p].shape for p in ref})
+        dtype = np.dtype(precision)
+        ref_mats = {(t.path, t.axis): np.ascontiguousarray(t.mat(ref[t.path]), dtype=dtype)
+                    for ts in terms.values() for t in ts}
+        m = int(next(iter(stack.values())).shape[0]) if stack else 0
+        deps = _deps(terms)
+        return cls(spec, list(spec.perm_names), sizes, terms, deps, ref, stack, ref_mats, dtype, m, _is_linear(deps))
+
+    def default_chunk_size(self) -> int:
+        """At most 64 samples and 64 MiB of float64 costs per chunk."""
+        n_max = max(self.sizes.values(), default=1)
+        return max(1, min(64, (64 * 2**20 // 8) // max(n_max * n_max, 1)))
+
+    def objectives(self, rows: np.ndarray, perms: Mapping[str, np.ndarray] | None) -> np.ndarray:
+        """J of the samples ``rows`` under ``perms`` (``(m, n)`` each; ``None``: identities).
+
+        The same float64 arithmetic as :func:`weight_matching`, so J values agree bit for bit.
+        """
+        out = np.zeros(len(rows))
+        for j, s in enumerate(rows):
+            sample = {p: self.stack[p][s].astype(np.float64, copy=False) for p in self.stack}
+            sample_perms = None if perms is None else {k: v[s] for k, v in perms.items()}
+            out[j] = _objective(self.spec, self.ref, sample, sample_perms)
+        return out
+
+    def chunk_costs(self, name: str, perms: Mapping[str, np.ndarray], rows: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Cost matrices of ``name`` for the samples ``rows``, written into ``out`` ``(len(rows), n, n)``.
+
+        One BLAS gemm per (sample, term): on CPU as fast as any batched form we tried
+        (numpy's stacked matmul is ~4x slower, jax.vmap in float32 ~ numpy float32).
+        """
+        for k, t in enumerate(self.terms[name]):
+            A = self.ref_mats[(t.path, t.axis)]
+            leaf = self.stack[t.path]
+            src = t.colsrc_batch(perms, rows) if t.variable else None
+            for j, s in enumerate(rows):
+                Bs = t.mat(leaf[s])  # (n, rest) view, stack dtype
+                if src is not None:
+                    Bs = np.take(Bs, src[j], axis=1)
+                prod = A @ Bs.astype(self.dtype, copy=False).T
+                if k == 0:
+                    out[j] = prod
+                else:
+                    out[j] += prod
+        return out
+
+
+class _CostBuffers:
+    """Two reusable float64 ``(chunk_size, n, n)`` buffers per size ``n``, handed out in turn.
+
+    At most two chunks are alive (one being solved, one being built); reusing their
+    memory avoids page-faulting fresh memory for every chunk.
+    """
+
+    def __init__(self, chunk_size: int):
+        self.chunk_size = chunk_size
+        self._buffers: dict[int, list[np.ndarray]] = {}
+        self._turn = 0
+
+    def next(self, n: int, count: int) -> np.ndarray:
+        """The other buffer than last time, cut to ``(count, n, n)``."""
+        if n not in self._buffers:
+            self._buffers[n] = [np.empty((self.chunk_size, n, n)) for _ in range(2)]
+        self._turn ^= 1
+        return self._buffers[n][self._turn][:count]
+
+
+@dataclass
+class _ManyState:
+    """Per-sample coordinate-ascent state of :func:`weight_matching_many` (arrays over samples).
+
+    ``version[name][s]`` counts the accepted changes of ``name`` in sample ``s``;
+    ``seen[name][s]`` holds the versions of its dependencies when it was last solved
+    there (``solved[name][s]``); ``changed`` marks the samples changed in this sweep.
+    """
+
+    perms: dict[str, np.ndarray]
+    deps: Mapping[str, tuple[str, ...]]
+    version: dict[str, np.ndarray]
+    seen: dict[str, np.ndarray]
+    solved: dict[str, np.ndarray]
+    obj: np.ndarray
+    active: np.ndarray
+    changed: np.ndarray
+    sweeps: np.ndarray
+    converged: np.ndarray
+    history: list[np.ndarray] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, problem: _ManyProblem, initial: np.ndarray) -> _ManyState:
+        """Identity permutations, nothing solved, every sample active."""
+        m = problem.m
+        return cls(
+            perms={name: np.tile(np.arange(n, dtype=np.int64), (m, 1)) for name, n in problem.sizes.items()},
+            deps=problem.deps,
+            version={name: np.zeros(m, np.int64) for name in problem.names},
+            seen={name: np.full((m, len(problem.deps[name])), -1, np.int64) for name in problem.names},
+            solved={name: np.zeros(m, bool) for name in problem.names},
+            obj=initial.copy(),
+            active=np.ones(m, bool),
+            changed=np.zeros(m, bool),
+            sweeps=np.zeros(m, np.int64),
+            converged=np.zeros(m, bool),
+        )
+
+    def dep_versions(self, name: str) -> np.ndarray:
+        """``(m, k)`` current versions of the ``k`` permutations ``name`` depends on."""
+        if not self.deps[name]:
+            return np.zeros((len(self.obj), 0), np.int64)
+        return np.stack([self.version[q] for q in self.deps[name]], axis=1)
+
+    def stale(self, name: str) -> np.ndarray:
+        """Active samples whose LAP for ``name`` must be solved (never solved, or a dependency changed)."""
+        fresh = self.solved[name] & (self.seen[name] == self.dep_versions(name)).all(axis=1)
+        return self.active & ~fresh
+
+    def mark_solved(self, name: str, rows: np.ndarray) -> None:
+        """Record that ``name`` was solved for the samples ``rows`` with the current dependencies."""
+        self.seen[name][rows] = self.dep_versions(name)[rows]
+        self.solved[name][rows] = True
+
+    def accept(self, name: str, s: int, C: np.ndarray, col: np.ndarray) -> None:
+        """Take the LAP answer ``col`` for sample ``s`` if it strictly improves."""
+        gain = _gain(C, col, self.perms[name][s])
+        if gain > 0:
+            self.perms[name][s] = col
+            self.version[name][s] += 1
+            self.changed[s] = True
+            self.obj[s] += gain
+
+
+class _Chunk(NamedTuple):
+    """Samples whose LAPs are being solved, their cost matrices and the function waiting for them."""
+
+    rows: np.ndarray
+    costs: np.ndarray
+    results: Callable[[], list[tuple[np.ndarray, float]]]
+
+
+def _accept_chunk(name: str, chunk: _Chunk, state: _ManyState, tally: _Tally) -> None:
+    """Wait for a chunk's LAPs and take the improving answers."""
+    t = time.perf_counter()
+    results = chunk.results()
+    tally.wait_time += time.perf_counter() - t
+    for j, s in enumerate(chunk.rows):
+        col, seconds = results[j]
+        tally.solver_time += seconds
+        state.accept(name, s, chunk.costs[j], col)
+
+
+def _many_step(name: str, problem: _ManyProblem, state: _ManyState, buffers: _CostBuffers,
+               workers: _LapWorkers, tally: _Tally) -> None:
+    """Solve ``name`` for every stale sample, chunk by chunk.
+
+    One chunk is kept in flight: its LAPs are solved on the workers while the next
+    chunk's costs are built.
+    """
+    stale = state.stale(name)
+    tally.skipped += int((state.active & ~stale).sum())
+    rows_all = np.flatnonzero(stale)
+    if len(rows_all) == 0:
+        return
+    pending: deque[_Chunk] = deque()
+    for lo in range(0, len(rows_all), buffers.chunk_size):
+        rows = rows_all[lo:lo + buffers.chunk_size]
+        t0 = time.perf_counter()
+        C = problem.chunk_costs(name, state.perms, rows, buffers.next(problem.sizes[name], len(rows)))
+        tally.cost_time += time.perf_counter() - t0
+        pending.append(_Chunk(rows, C, workers.submit(C)))
+        tally.solves += len(rows)
+        while len(pending) > 1:
+            _accept_chunk(name, pending.popleft(), state, tally)
+    while pending:
+        _accept_chunk(name, pending.popleft(), state, tally)
+    state.mark_solved(name, rows_all)
+
+
+def _end_many_sweep(problem: _ManyProblem, state: _ManyState, before: np.ndarray, tol: float, tally: _Tally) -> None:
+    """Convergence bookkeeping after a sweep: J, sweep counts, history, stopping rule."""
+    changed = np.flatnonzero(state.active & state.changed)
+    if len(changed) and not problem.linear:
+        t0 = time.perf_counter()
+        state.obj[changed] = problem.objectives(changed, state.perms)
+        tally.cost_time += time.perf_counter() - t0
+    state.sweeps[state.active] += 1
+    state.history.append(state.obj.copy())
+    done = state.active & (state.obj - before <= tol * np.abs(before))
+    state.converged |= done
+    state.active &= ~done
+
+
+def _many_sweep(order: list[str], problem: _ManyProblem, state: _ManyState, tol: float, buffers: _CostBuffers,
+                workers: _LapWorkers, tally: _Tally) -> None:
+    """One sweep of every active sample, visiting the permutations in ``order``."""
+    before = state.obj.copy()
+    state.changed[:] = False
+    for name in order:
+        _many_step(name, problem, state, buffers, workers, tally)
+    _end_many_sweep(problem, state, before, tol, tally)
 
 
 def weight_matching_many(
@@ -741,195 +1181,75 @@ def weight_matching_many(
     random orders, and each stops (and is frozen) when its own stopping rule fires. Per
     permutation step only the samples whose dependencies changed are solved (the skip
     rule of the module docstring); their costs are rebuilt in full (no per-sample cost
-    cache, to bound memory), ``chunk_size`` samples at a time (default: at most 64
-    samples and 64 MiB of float64 costs per chunk), with one BLAS product per sample and
-    term, and the chunk's LAPs are solved on ``num_threads`` threads (default
-    ``min(4, cpu_count)``; 1 = inline) while the next chunk is built. For a single
-    permutation (one hidden layer) one solve per sample is optimal; the second sweep only
-    confirms it and costs nothing.
+    cache, to bound memory), ``chunk_size`` samples at a time, with one BLAS product per
+    sample and term, and the chunk's LAPs are solved on ``num_threads`` threads while the
+    next chunk is built. For a single permutation (one hidden layer) one solve per sample
+    is optimal; the second sweep only confirms it and costs nothing.
 
     ``precision="float32"`` forms the matrix products in float32 (up to 2x faster on CPU;
     costs are still accumulated, and J computed, in float64): the permutations then agree
     with :func:`weight_matching` unless two assignments are within float32 rounding of each
     other. The default ``"float64"`` reproduces it up to float64 rounding.
 
-    Returns a :class:`ManyMatchResult` (``perms[name]`` is ``(m, n)``; apply with
-    :func:`apply_permutation_many`).
+    Args:
+        key: jax key, int seed, numpy Generator or None; draws the sweep orders.
+        spec: the permutation spec the reference and every network of the stack fit.
+        params_ref: the reference network.
+        params_stack: the networks to align, with a leading axis ``m`` on every leaf.
+        max_iter: the most sweeps (a non-negative int).
+        tol: a sample stops after the first sweep improving its J by at most ``tol * |J|``.
+        chunk_size: samples whose costs are built at a time (default: at most 64 samples
+            and 64 MiB of float64 costs per chunk).
+        num_threads: LAP threads (default ``min(4, cpu_count)``; 1 solves inline).
+        precision: ``"float64"`` or ``"float32"``, the dtype of the matrix products.
+        verbose: print the number of active samples and the mean J after every sweep.
+
+    Returns:
+        A :class:`ManyMatchResult` (``perms[name]`` is ``(m, n)``; apply it with
+        :func:`apply_permutation_many`).
+
+    Raises:
+        ValueError: naming the parameter, when the reference or the stack does not fit
+            ``spec``, their shapes differ or a parameter holds nan or inf; or naming the
+            argument, when ``max_iter``, ``tol``, ``chunk_size``, ``num_threads`` or
+            ``precision`` is invalid.
+        TypeError: if ``spec`` is not a :class:`~symlib.symmetry.specs.PermutationSpec`.
     """
     t_start = time.perf_counter()
     max_iter = _check_iter(max_iter, tol)
-    sizes = _check_pair(spec, params_ref, params_stack, batch_dims_b=1)
-    fa = {p: _as_f64(v, p) for p, v in flatten_params(params_ref).items()}
-    fb_raw = {p: np.asarray(v) for p, v in flatten_params(params_stack).items()}
-    for p, v in fb_raw.items():
-        if not _all_finite(v):
-            raise ValueError(f"parameter {p!r} of params_stack holds non-finite values (nan or inf)")
-    m = int(next(iter(fb_raw.values())).shape[0]) if fb_raw else 0
-    names = list(spec.perm_names)
-    rng = _rng(key)
-    terms = _build_terms(spec, {p: fa[p].shape for p in fa})
-    deps = _deps(terms)
-    n_max = max(sizes.values(), default=1)
-    if chunk_size is None:
-        chunk_size = max(1, min(64, (64 * 2**20 // 8) // max(n_max * n_max, 1)))
-    chunk_size = max(1, int(chunk_size))
-    num_threads = _default_threads() if num_threads is None else max(1, int(num_threads))
-
-    # reference matrices, (n, rest) per term
+    chunk_size = positive_int(chunk_size, "chunk_size", allow_none=True)
+    num_threads = _thread_count(num_threads)
     if precision not in ("float64", "float32"):
         raise ValueError(f"precision must be 'float64' or 'float32', got {precision!r}")
-    dtype = np.dtype(precision)
-    amat = {(t.path, t.axis): np.ascontiguousarray(t.mat(fa[t.path]), dtype=dtype) for ts in terms.values() for t in ts}
+    problem = _ManyProblem.build(spec, params_ref, params_stack, precision)
+    chunk_size = chunk_size or problem.default_chunk_size()
+    rng = _rng(key)
 
-    perms = {name: np.tile(np.arange(n, dtype=np.int64), (m, 1)) for name, n in sizes.items()}
-    version = {name: np.zeros(m, np.int64) for name in names}
-    seen = {name: np.full((m, len(deps[name])), -1, np.int64) for name in names}
-    solved = {name: np.zeros(m, bool) for name in names}
-
-    def objectives(rows: np.ndarray, identity: bool = False) -> np.ndarray:
-        # the same float64 arithmetic as weight_matching, so J values agree bit for bit
-        out = np.zeros(len(rows))
-        for j, s in enumerate(rows):
-            fb_s = {p: fb_raw[p][s].astype(np.float64, copy=False) for p in fb_raw}
-            if identity:
-                out[j] = _objective(spec, fa, fb_s, None)
-            else:
-                out[j] = _objective(spec, fa, fb_s, {k: v[s] for k, v in perms.items()})
-        return out
-
-    linear = all(name not in deps[name] for name in names)  # J tracked by gains, see weight_matching
-    cost_time = solver_time = 0.0
-    solves = skipped = 0
+    tally = _Tally()
     t0 = time.perf_counter()
-    obj = objectives(np.arange(m), identity=True)
-    cost_time += time.perf_counter() - t0
-    initial = obj.copy()
-    active = np.ones(m, bool)
-    sweeps = np.zeros(m, np.int64)
-    converged = np.zeros(m, bool)
-    history: list[np.ndarray] = []
-
-    def dep_state(name: str) -> np.ndarray:
-        if not deps[name]:
-            return np.zeros((m, 0), np.int64)
-        return np.stack([version[q] for q in deps[name]], axis=1)
-
-    buffers: dict[int, list[np.ndarray]] = {}
-    use = [0]
-
-    def build(name: str, rows: np.ndarray) -> np.ndarray:
-        # One BLAS gemm per (sample, term): on CPU as fast as any batched form we tried
-        # (numpy's stacked matmul is ~4x slower, jax.vmap in float32 ~ numpy float32).
-        # Two reused output buffers (at most two chunks are alive: one being solved, one
-        # being built) avoid page-faulting fresh memory for every chunk.
-        n = sizes[name]
-        if n not in buffers:
-            buffers[n] = [np.empty((chunk_size, n, n)) for _ in range(2)]
-        use[0] ^= 1
-        C = buffers[n][use[0]][: len(rows)]
-        for k, t in enumerate(terms[name]):
-            A = amat[(t.path, t.axis)]
-            leaf = fb_raw[t.path]
-            src = t.colsrc_batch(perms, rows) if t.variable else None
-            for j, s in enumerate(rows):
-                Bs = t.mat(leaf[s])  # (n, rest) view, stack dtype
-                if src is not None:
-                    Bs = np.take(Bs, src[j], axis=1)
-                prod = A @ Bs.astype(dtype, copy=False).T
-                if k == 0:
-                    C[j] = prod
-                else:
-                    C[j] += prod
-        return C
-
-    pool = ThreadPoolExecutor(num_threads) if num_threads > 1 else None
-    lap_seconds = [0.0]
-
-    def timed_lap(C: np.ndarray) -> tuple[np.ndarray, float]:
-        t = time.perf_counter()
-        col = _lap(C)
-        return col, time.perf_counter() - t
-
-    def submit(C: np.ndarray) -> Callable[[], list[tuple[np.ndarray, float]]]:
-        if pool is None:
-            done = [timed_lap(c) for c in C]
-            return lambda: done
-        futs = [pool.submit(timed_lap, c) for c in C]
-        return lambda: [f.result() for f in futs]
-
-    wait_time = 0.0
-    try:
+    initial = problem.objectives(np.arange(problem.m), None)
+    tally.cost_time += time.perf_counter() - t0
+    state = _ManyState.start(problem, initial)
+    buffers = _CostBuffers(chunk_size)
+    with _LapWorkers(num_threads) as workers:
         for sweep in range(max_iter):
-            if not active.any():
+            if not state.active.any():
                 break
-            order = rng.permutation(len(names))
-            before = obj.copy()
-            changed = np.zeros(m, bool)
-            for k in order:
-                name = names[k]
-                need = active & ~(solved[name] & (seen[name] == dep_state(name)).all(axis=1))
-                skipped += int((active & ~need).sum())
-                rows_all = np.flatnonzero(need)
-                if len(rows_all) == 0:
-                    continue
-                pending: deque = deque()
-
-                def finish(rows, C, get):
-                    nonlocal wait_time
-                    t = time.perf_counter()
-                    results = get()
-                    wait_time += time.perf_counter() - t
-                    for j, s in enumerate(rows):
-                        col, dt = results[j]
-                        lap_seconds[0] += dt
-                        gain = _gain(C[j], col, perms[name][s])
-                        if gain > 0:
-                            perms[name][s] = col
-                            version[name][s] += 1
-                            changed[s] = True
-                            obj[s] += gain
-
-                for lo in range(0, len(rows_all), chunk_size):
-                    rows = rows_all[lo:lo + chunk_size]
-                    t0 = time.perf_counter()
-                    C = build(name, rows)
-                    cost_time += time.perf_counter() - t0
-                    pending.append((rows, C, submit(C)))
-                    solves += len(rows)
-                    while len(pending) > 1:  # keep one chunk in flight while building the next
-                        finish(*pending.popleft())
-                while pending:
-                    finish(*pending.popleft())
-                seen[name][rows_all] = dep_state(name)[rows_all]
-                solved[name][rows_all] = True
-            upd = np.flatnonzero(active & changed)
-            if len(upd) and not linear:
-                t0 = time.perf_counter()
-                obj[upd] = objectives(upd)
-                cost_time += time.perf_counter() - t0
-            sweeps[active] += 1
-            history.append(obj.copy())
-            done = active & (obj - before <= tol * np.abs(before))
-            converged |= done
-            active &= ~done
+            _many_sweep(_sweep_order(rng, problem.names), problem, state, tol, buffers, workers, tally)
             if verbose:
-                print(f"weight_matching_many sweep {sweep + 1}: {int(active.sum())} of {m} still active, "
-                      f"mean J = {obj.mean() if m else float('nan'):.10g}")
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
-    solver_time = lap_seconds[0]
+                print(f"weight_matching_many sweep {sweep + 1}: {int(state.active.sum())} of {problem.m} still "
+                      f"active, mean J = {state.obj.mean() if problem.m else float('nan'):.10g}")
     return ManyMatchResult(
-        perms=perms,
-        objective=obj,
-        sweeps=sweeps,
+        perms=state.perms,
+        objective=state.obj,
+        sweeps=state.sweeps,
         initial_objective=initial,
-        converged=converged,
-        objective_history=history,
-        solver_time=solver_time,
-        cost_time=cost_time,
+        converged=state.converged,
+        objective_history=state.history,
+        solver_time=tally.solver_time,
+        cost_time=tally.cost_time,
         total_time=time.perf_counter() - t_start,
-        num_solves=solves,
-        num_skipped=skipped,
-        info={"chunk_size": chunk_size, "num_threads": num_threads, "lap_wait_time": wait_time},
+        num_solves=tally.solves,
+        num_skipped=tally.skipped,
+        info={"chunk_size": chunk_size, "num_threads": num_threads, "lap_wait_time": tally.wait_time},
     )
