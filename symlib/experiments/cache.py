@@ -25,6 +25,7 @@ import numpy as np
 
 from symlib import __version__
 from symlib.core.io import atomic_write
+from symlib.core.pytree import flatten_dict, unflatten_dict
 
 ENV_VAR = "SYMLIB_CACHE"
 _SEP = "/"
@@ -59,47 +60,110 @@ def code_version() -> str:
     of silently serving results computed by older code.
     """
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parent
+    root = package_root()
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
-def cache_key(name: str, config: Mapping[str, Any], version: str | None = None) -> str:
-    """Hex key from the experiment name, its config and the code version (:func:`code_version`)."""
-    version = code_version() if version is None else version
-    blob = json.dumps({"name": name, "config": _canonical(config), "version": version}, sort_keys=True)
+def package_root() -> Path:
+    """The ``symlib`` package folder whose sources :func:`code_version` hashes (all
+    subpackages, not only ``symlib/experiments``)."""
+    return Path(__file__).resolve().parents[1]
+
+
+def _hash(record: Mapping[str, Any]) -> str:
+    blob = json.dumps(record, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, np.ndarray]:
+def cache_key(name: str, config: Mapping[str, Any], version: str | None = None) -> str:
+    """Hex key from the experiment name, its config and the code version.
+
+    Args:
+        name: the experiment's name.
+        config: the part of the profile its result depends on (JSON-like values).
+        version: the code version (default: :func:`code_version`).
+
+    Returns:
+        A 16-character hex key.
+
+    Raises:
+        TypeError: if ``config`` holds a value that is not JSON-like.
+    """
+    version = code_version() if version is None else version
+    return _hash({"name": name, "config": _canonical(config), "version": version})
+
+
+def config_key(name: str, config: Mapping[str, Any]) -> str:
+    """Hex key from the experiment name and its config only, without the code version.
+
+    For results that must survive unrelated code edits (the HMC chains on disk): put
+    whatever version decides them (e.g. a sampler version) into ``config``.
+
+    Args:
+        name: the experiment's name.
+        config: its configuration (JSON-like values).
+
+    Returns:
+        A 16-character hex key.
+
+    Raises:
+        TypeError: if ``config`` holds a value that is not JSON-like.
+    """
+    return _hash({"name": name, "config": _canonical(config)})
+
+
+def _check_keys(tree: Any, prefix: str = "") -> None:
+    """Artifact keys: non-empty strings without the path separator, at every level."""
     if not isinstance(tree, Mapping):
         raise TypeError(f"an artifact must be a nested dict of arrays, got {type(tree).__name__}")
-    flat = {}
     for key, value in tree.items():
         if not isinstance(key, str) or _SEP in key or not key:
             raise TypeError(f"artifact keys must be non-empty strings without {_SEP!r}, got {key!r} under {prefix!r}")
-        path = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            flat.update(_flatten(value, path + _SEP))
-        else:
-            arr = np.asarray(value)
-            if arr.dtype == object:
-                raise TypeError(f"artifact leaf {path!r} is not an array or number: {type(value).__name__}")
-            flat[path] = arr
-    return flat
+            _check_keys(value, f"{prefix}{key}{_SEP}")
+
+
+def _element_shapes(value: Any) -> list[tuple[int, ...]] | None:
+    """Shapes of the elements of a list, tuple or object array (None for anything else)."""
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        items = list(value.ravel())
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        return None
+    try:
+        return [np.shape(v) for v in items]
+    except ValueError:  # an element is itself ragged
+        return None
+
+
+def _leaf_array(path: str, value: Any) -> np.ndarray:
+    """``value`` as one numpy array; a clear error for ragged or non-numeric leaves."""
+    shapes = _element_shapes(value)
+    if shapes is not None and len(set(shapes)) > 1:
+        raise ValueError(f"artifact leaf {path!r} holds arrays of different shapes {shapes}; one array is expected "
+                         f"(store them under separate keys of a dict instead)")
+    try:
+        arr = np.asarray(value)
+    except ValueError as err:  # ragged nested sequences
+        raise ValueError(f"artifact leaf {path!r} cannot be stored as one array: {err}") from err
+    if arr.dtype == object:
+        raise TypeError(f"artifact leaf {path!r} is not an array or number: {type(value).__name__}")
+    return arr
+
+
+def _flatten(tree: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Artifact -> ``{"a/b": array}`` (keys checked, leaves turned into arrays)."""
+    _check_keys(tree)
+    return {path: _leaf_array(path, value) for path, value in flatten_dict(tree, sep=_SEP).items()}
 
 
 def _unflatten(flat: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    tree: dict[str, Any] = {}
-    for path, value in flat.items():
-        node = tree
-        *parents, leaf = path.split(_SEP)
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-    return tree
+    """``{"a/b": array}`` -> nested dicts."""
+    return unflatten_dict(flat, sep=_SEP)
 
 
 def _sha256(path: Path) -> str:

@@ -67,6 +67,7 @@ __all__ = [
 
 STATS = ("acceptance_rate", "is_divergent", "energy_error")
 _FORMAT_VERSION = 1
+SAMPLER_VERSION = 1
 
 
 class HMCWarning(UserWarning):
