@@ -32,7 +32,11 @@ _SEP = "/"
 
 
 def cache_dir() -> Path:
-    """The directory artifacts are stored in (not created here)."""
+    """The directory artifacts are stored in (not created here).
+
+    Returns:
+        ``$SYMLIB_CACHE``, else ``<$XDG_CACHE_HOME or ~/.cache>/symlib/artifacts``.
+    """
     if os.environ.get(ENV_VAR):
         return Path(os.environ[ENV_VAR]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
@@ -58,6 +62,9 @@ def code_version() -> str:
 
     Part of every cache key, so editing symlib's code invalidates its artifacts instead
     of silently serving results computed by older code.
+
+    Returns:
+        The version string, e.g. ``"0.1.0+935acd53c7a3"``.
     """
     h = hashlib.sha256()
     root = package_root()
@@ -68,8 +75,11 @@ def code_version() -> str:
 
 
 def package_root() -> Path:
-    """The ``symlib`` package folder whose sources :func:`code_version` hashes (all
-    subpackages, not only ``symlib/experiments``)."""
+    """The ``symlib`` package folder whose sources :func:`code_version` hashes.
+
+    Returns:
+        The folder of the ``symlib`` package (all subpackages, not only ``symlib/experiments``).
+    """
     return Path(__file__).resolve().parents[1]
 
 
@@ -175,14 +185,40 @@ def _sha256(path: Path) -> str:
 
 
 def artifact_paths(name: str, config: Mapping[str, Any], directory: Path | None = None) -> tuple[Path, Path]:
-    """(data file, completed-marker) for an artifact."""
+    """Where an artifact is stored.
+
+    Args:
+        name: the experiment's name.
+        config: its configuration (part of the key).
+        directory: the cache folder (default: :func:`cache_dir`).
+
+    Returns:
+        ``(data file, completed-marker)``: ``<name>-<key>.npz`` and ``<name>-<key>.json``.
+    """
     directory = Path(directory) if directory is not None else cache_dir()
     stem = f"{name}-{cache_key(name, config)}"
     return directory / f"{stem}.npz", directory / f"{stem}.json"
 
 
 def save(name: str, config: Mapping[str, Any], tree: Mapping[str, Any], directory: Path | None = None) -> Path:
-    """Store ``tree`` atomically; returns the data file's path."""
+    """Store ``tree`` atomically.
+
+    Args:
+        name: the experiment's name.
+        config: its configuration (part of the key, recorded in the marker).
+        tree: the artifact: nested dicts whose leaves are arrays or numbers (a list of
+            equally shaped arrays is stacked into one array).
+        directory: the cache folder (default: :func:`cache_dir`).
+
+    Returns:
+        The data file's path.
+
+    Raises:
+        TypeError: if ``tree`` is not a nested dict with non-empty string keys without
+            ``"/"``, or a leaf is not numeric.
+        ValueError: if a leaf holds arrays of different shapes (a ragged list), naming
+            the leaf's path and the shapes.
+    """
     data_path, marker_path = artifact_paths(name, config, directory)
     flat = _flatten(tree)
     atomic_write(data_path, lambda f: np.savez(f, **flat))
@@ -203,7 +239,20 @@ class CorruptArtifactError(RuntimeError):
 
 
 def load(name: str, config: Mapping[str, Any], directory: Path | None = None) -> dict[str, Any] | None:
-    """The stored artifact, ``None`` when absent; raises CorruptArtifactError when damaged."""
+    """The stored artifact.
+
+    Args:
+        name: the experiment's name.
+        config: its configuration.
+        directory: the cache folder (default: :func:`cache_dir`).
+
+    Returns:
+        The nested dict of arrays, or None when it was never stored.
+
+    Raises:
+        CorruptArtifactError: when the marker or the data file is missing, unreadable,
+            or the checksum does not match.
+    """
     data_path, marker_path = artifact_paths(name, config, directory)
     if not data_path.exists() and not marker_path.exists():
         return None
@@ -239,6 +288,16 @@ def cached(
 
     A damaged artifact is reported on stderr, deleted, and recomputed; it is never used.
     Returned leaves are numpy arrays (also right after computing, so both paths agree).
+
+    Args:
+        name: the experiment's name.
+        config: its configuration.
+        compute: computes the artifact when it is not stored.
+        directory: the cache folder (default: :func:`cache_dir`).
+        verbose: print whether it was loaded or computed.
+
+    Returns:
+        The artifact as nested dicts of numpy arrays.
     """
     key = cache_key(name, config)
     try:

@@ -75,7 +75,7 @@ class ToyPerceptronsResult(ExperimentResult):
     @classmethod
     def from_artifact(cls, artifact: dict[str, Any]) -> ToyPerceptronsResult:
         return cls(artifact=artifact, x=artifact["x"], y=artifact["y"], loss=artifact["loss"], kept=artifact["kept"],
-                   max_logit_diff=float(artifact["max_logit_diff"]),
+                   max_logit_diff=np.float64(artifact["max_logit_diff"]),
                    output_weights={form: artifact[form] for form in OUTPUT_WEIGHT_FORMS})
 
     def weights(self, form: str) -> np.ndarray:
@@ -126,7 +126,7 @@ class LaurentMLPsResult(ExperimentResult):
         return cls(artifact=artifact, params=artifact["params"], epoch_loss=artifact["epoch_loss"],
                    swaps=artifact["swaps"], test_accuracy=artifact["test_accuracy"],
                    epoch_stats=tuple(np.asarray(s) for s in artifact["epoch_stats"]), lr=artifact["lr"],
-                   milestones=artifact["milestones"], prior_std=float(artifact["prior_std"]), sizes=artifact["sizes"])
+                   milestones=artifact["milestones"], prior_std=np.float64(artifact["prior_std"]), sizes=artifact["sizes"])
 
 
 @register("toy_perceptrons", lambda profile: {"nets": TOY_NETS, "max_loss": TOY_MAX_LOSS},

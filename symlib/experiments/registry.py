@@ -44,7 +44,9 @@ class ExperimentResult:
     """Result of an experiment: the raw artifact, and in subclasses its named fields.
 
     Subclasses add fields and override :meth:`from_artifact`; the artifact on disk is
-    always the nested dict kept in ``artifact``.
+    always the nested dict kept in ``artifact``. Their float fields hold ``numpy.float64``
+    values (a subclass of ``float``), so arithmetic on them behaves as on the cached arrays
+    (a division by zero gives inf or nan with a warning, not an exception).
 
     Attributes:
         artifact: the experiment's nested dict of arrays, as stored in the artifact cache.

@@ -13,7 +13,15 @@ NOT_RUN = "not run"
 
 
 class Table:
-    """A small table that renders as Markdown in Jupyter (and the book) and as text elsewhere."""
+    """A small table that renders as Markdown in Jupyter (and the book) and as text elsewhere.
+
+    Args:
+        headers: the column headers.
+        rows: the rows, one cell per header (cells are shown with ``str``).
+
+    Raises:
+        ValueError: if a row has another number of cells than ``headers``.
+    """
 
     def __init__(self, headers: Sequence[str], rows: Sequence[Sequence[object]]):
         bad = [r for r in rows if len(r) != len(headers)]

@@ -70,9 +70,9 @@ class AlignedVIPair:
         keys = {(split, aligned): f"{split} {_kind(aligned)}" for split in SPLITS for aligned in (False, True)}
         barrier = entry["barrier"]
         return cls(curves={k: entry["curves"][name] for k, name in keys.items()},
-                   marginal={k: float(barrier["marginal"][name]) for k, name in keys.items()},
-                   midpoint={k: float(barrier["midpoint"][name]) for k, name in keys.items()},
-                   alignment_seconds=float(entry["alignment_seconds"]), elbo_final=entry["elbo_final"])
+                   marginal={k: np.float64(barrier["marginal"][name]) for k, name in keys.items()},
+                   midpoint={k: np.float64(barrier["midpoint"][name]) for k, name in keys.items()},
+                   alignment_seconds=np.float64(entry["alignment_seconds"]), elbo_final=entry["elbo_final"])
 
     def curve(self, *, split: str, aligned: bool) -> dict[str, np.ndarray]:
         """The marginalised loss curve along the geodesic.

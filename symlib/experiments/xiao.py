@@ -103,7 +103,7 @@ class PredictiveScore:
         Returns:
             The score with plain floats.
         """
-        return cls(accuracy=float(scores["accuracy"]), nll=float(scores["nll"]))
+        return cls(accuracy=np.float64(scores["accuracy"]), nll=np.float64(scores["nll"]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,8 +138,8 @@ class MapPairResult(ExperimentResult):
         nets = {}
         for seed in MLP_SEEDS:
             a = artifact[f"seed{seed}"]
-            nets[seed] = TrainedNet(params=a["params"], epoch_loss=a["epoch_loss"], test_nll=float(a["test_nll"]),
-                                    test_accuracy=float(a["test_accuracy"]))
+            nets[seed] = TrainedNet(params=a["params"], epoch_loss=a["epoch_loss"], test_nll=np.float64(a["test_nll"]),
+                                    test_accuracy=np.float64(a["test_accuracy"]))
         return cls(artifact=artifact, nets=nets)
 
     def net(self, seed: int) -> TrainedNet:
@@ -180,10 +180,10 @@ class RebasinResult(ExperimentResult):
     @classmethod
     def from_artifact(cls, artifact: dict[str, Any]) -> RebasinResult:
         return cls(artifact=artifact, curves=artifact["curves"],
-                   barriers={s: {m: float(v) for m, v in b.items()} for s, b in artifact["barrier"].items()},
+                   barriers={s: {m: np.float64(v) for m, v in b.items()} for s, b in artifact["barrier"].items()},
                    num_transpositions={m: int(v) for m, v in artifact["not"].items()},
                    permutations=dict(artifact["perms"]),
-                   endpoint_test_accuracy={s: float(artifact["endpoint_test_accuracy"][f"seed{s}"])
+                   endpoint_test_accuracy={s: np.float64(artifact["endpoint_test_accuracy"][f"seed{s}"])
                                            for s in MLP_SEEDS})
 
     def curve(self, split: str, method: str) -> dict[str, np.ndarray]:
@@ -392,7 +392,7 @@ class HMCDiagnostics:
         Returns:
             The typed diagnostics.
         """
-        return cls(mean_acceptance=float(diagnostics["mean_acceptance"]),
+        return cls(mean_acceptance=np.float64(diagnostics["mean_acceptance"]),
                    num_divergences=int(diagnostics["num_divergences"]),
                    **{f"{stat}_{q}": np.asarray(diagnostics[f"{stat}_{q}"])
                       for stat in ("rhat", "ess") for q in ("test_loglik", "true_class_prob")})
@@ -479,15 +479,15 @@ class CompactResult(ExperimentResult):
 
     @classmethod
     def from_artifact(cls, artifact: dict[str, Any]) -> CompactResult:
-        table = {col: Table1Row(agreement=float(m["agreement"]), tv=float(m["tv"]),
-                                accuracy_samples=float(m["accuracy_samples"]),
-                                accuracy_mean=float(m["accuracy_mean"]) if "accuracy_mean" in m else None)
+        table = {col: Table1Row(agreement=np.float64(m["agreement"]), tv=np.float64(m["tv"]),
+                                accuracy_samples=np.float64(m["accuracy_samples"]),
+                                accuracy_mean=np.float64(m["accuracy_mean"]) if "accuracy_mean" in m else None)
                  for col, m in artifact["table"].items()}
         prune = artifact["pruning"]
         pruning = PruningCurves(keep_fraction=prune["keep_fraction"],
                                 accuracy={k: v for k, v in prune.items() if k != "keep_fraction"})
         return cls(artifact=artifact, table=table, pruning=pruning, sigma=dict(artifact["sigma"]),
-                   median_sigma={k: float(v) for k, v in artifact["median_sigma"].items()},
+                   median_sigma={k: np.float64(v) for k, v in artifact["median_sigma"].items()},
                    hmc_test=PredictiveScore.from_dict(artifact["hmc_test"]),
                    hmc_diagnostics=HMCDiagnostics.from_dict(artifact["hmc_diagnostics"]))
 
