@@ -46,7 +46,7 @@ from symlib import experiments
 from symlib.experiments import plotting
 from symlib.experiments import results
 from symlib.experiments.profiles import get_profile
-from symlib.experiments.report import Table
+from symlib.experiments.report import PaperProfile, paper_vs_ours
 
 plotting.set_style()
 profile = get_profile()
@@ -66,11 +66,11 @@ print(profile.describe())
 
 # %%
 res = experiments.run("rebasin_barriers", profile)
-for seed, acc in res["endpoint_test_accuracy"].items():
-    print(f"{seed}: test accuracy {float(acc):.4f}")
-for method, value in res["not"].items():
-    print(f"{method:20s} NoT = {int(value)} of at most {profile.hidden - 1}")
-agree = float(np.mean(res["perms"]["weight matching"] == res["perms"]["activation matching"]))
+for seed, acc in res.endpoint_test_accuracy.items():
+    print(f"seed{seed}: test accuracy {acc:.4f}")
+for method, value in res.num_transpositions.items():
+    print(f"{method:20s} NoT = {value} of at most {profile.hidden - 1}")
+agree = float(np.mean(res.permutations["weight matching"] == res.permutations["activation matching"]))
 print(f"the two methods assign the same partner to {100 * agree:.1f}% of the units")
 
 # %% [markdown]
@@ -78,16 +78,16 @@ print(f"the two methods assign the same partner to {100 * agree:.1f}% of the uni
 
 # %%
 methods = experiments.MATCHING_METHODS
-curves = {f"{split}, {m}": res["curves"][split][m] for split in ("train", "test") for m in methods}
+curves = {f"{split}, {m}": res.curve(split, m) for split in ("train", "test") for m in methods}
 plotting.interpolation_curves(curves, title="Interpolating between two MLPs trained from different seeds");
 
 # %%
-barriers = {(split, m): float(res["barrier"][split][m]) for split in ("train", "test") for m in methods}
+barriers = {(split, m): res.barrier(split, m) for split in ("train", "test") for m in methods}
 mid = profile.n_lambdas // 2
 print(f"{'loss barrier (nats)':22s} {'train':>8s} {'test':>8s}   test acc. at lambda=0.5")
 for m in methods:
     print(f"{m:22s} {barriers[('train', m)]:8.3f} {barriers[('test', m)]:8.3f}"
-          f"   {100 * res['curves']['test'][m]['accuracy'][mid]:.2f}%")
+          f"   {100 * res.curve('test', m)['accuracy'][mid]:.2f}%")
 
 # %% [markdown]
 # ## Synthesis
@@ -100,21 +100,15 @@ for m in methods:
 
 # %%
 paper_run = results.load("rebasin_barriers", "paper")
-
-
-def fmt_paper_run(key, method):
-    if paper_run is None:
-        return "not run"
-    return f"{paper_run['summary'][key][method]:.3f}"
-
-
-rows = []
+paper = experiments.XIAO_FIG1_CLAIMS
+rows, paper_profile = [], []
 for split in ("train", "test"):
     for m in methods:
-        claim = "clearly > 0" if m == "no matching" else "about 0"
-        rows.append((f"{split} loss barrier, {m} (nats)", f"{claim} (Fig. 1)", f"{barriers[(split, m)]:.3f}",
-                     fmt_paper_run(f"barrier_{split}", m)))
-display(Table(["quantity", "paper", f"ours ({profile.name} profile)", "ours (paper profile)"], rows))
+        claim = paper["barrier_no_matching"] if m == "no matching" else paper["barrier_matched"]
+        rows.append((f"{split} loss barrier, {m} (nats)", f"{claim} (Fig. 1)", f"{barriers[(split, m)]:.3f}"))
+        if paper_run is not None:
+            paper_profile.append(f"{paper_run['summary'][f'barrier_{split}'][m]:.3f}")
+display(paper_vs_ours(rows, profile.name, PaperProfile.from_saved(paper_run, paper_profile)))
 if paper_run is not None:
     print(f"paper-profile run: `{paper_run['command']}` on {paper_run['device']}, {paper_run['date']}, "
           f"{paper_run['elapsed_s']} s")

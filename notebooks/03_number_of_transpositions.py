@@ -82,14 +82,7 @@ assert example_cycles == [(1, 4, 2), (3, 5)] and num_transpositions(example) == 
 # %%
 sweep = experiments.run("not_sweep", profile)
 ks = experiments.not_grid(profile)
-runs = profile.not_runs
-
-
-def by_run(key):
-    """(runs, NoT values) array of a sweep column."""
-    return np.asarray(sweep[key], float).reshape(runs, len(ks))
-
-
+by_run = sweep.per_run  # (runs, NoT values) array of a sweep column
 not_p, not_pp = by_run("not_p"), by_run("not_p_prime")
 assert np.all(not_p == ks[None, :]), "the planted permutations must have the requested NoT"
 
@@ -101,9 +94,10 @@ axes[0].set_xlabel("NoT(P) at initialisation")
 axes[0].set_ylabel("NoT(P') after training")
 axes[0].set_title("(a) NoT survives training")
 axes[0].legend()
-for ax, key, label in ((axes[1], "distance", "weight-space distance (L2)"), (axes[2], "barrier", "loss barrier (nats)")):
-    plotting.mean_band(ax, ks, by_run(f"{key}_raw"), "before matching")
-    plotting.mean_band(ax, ks, by_run(f"{key}_matched"), "after matching")
+for ax, (raw, matched), label in ((axes[1], ("distance_raw", "distance_matched"), "weight-space distance (L2)"),
+                                  (axes[2], ("barrier_raw", "barrier_matched"), "loss barrier (nats)")):
+    plotting.mean_band(ax, ks, by_run(raw), "before matching")
+    plotting.mean_band(ax, ks, by_run(matched), "after matching")
     ax.set_xlabel("NoT(P) at initialisation")
     ax.set_ylabel(label)
     ax.legend()
@@ -133,12 +127,12 @@ for key, value in rho.items():
 
 # %%
 paths = experiments.run("not_paths", profile)
-lam = np.asarray(paths["lambda"])
+lam = np.asarray(paths.lambdas)
 fig, (ax_l, ax_e) = plt.subplots(1, 2, figsize=(10, 3.4), constrained_layout=True)
 for name, color in (("permuted", plotting.PALETTE[0]), ("independent", plotting.PALETTE[1])):
-    ax_l.plot(lam, paths[name]["not_lambda"], "o-", ms=3, color=color, label=f"{name} init")
-    ax_e.plot(paths["epochs"], paths[name]["not_epochs"], "o-", ms=3, color=color, label=f"{name} init")
-ax_e.axhline(float(paths["not_p"]), ls=":", color="0.4", label="NoT(P) planted")
+    ax_l.plot(lam, paths.partner(name).not_lambda, "o-", ms=3, color=color, label=f"{name} init")
+    ax_e.plot(paths.epochs, paths.partner(name).not_epochs, "o-", ms=3, color=color, label=f"{name} init")
+ax_e.axhline(paths.not_p, ls=":", color="0.4", label="NoT(P) planted")
 ax_l.set_xlabel(r"$\lambda$")
 ax_l.set_ylabel(r"NoT($\tilde P$) matching $W_\lambda$ to $W_0$")
 ax_l.set_title("(d) along the interpolation path")
@@ -152,13 +146,13 @@ for ax in (ax_l, ax_e):
 # %%
 steps = {}
 for name in ("permuted", "independent"):
-    nl = np.asarray(paths[name]["not_lambda"])
+    nl = np.asarray(paths.partner(name).not_lambda)
     steps[name] = np.diff(nl)
     jump = int(steps[name].max())
     print(f"{name:12s} along lambda: {nl.tolist()}")
     print(f"{'':12s} largest decrease {max(0, -int(steps[name].min()))}, largest single jump {jump} "
           f"of {int(nl[-1])} ({100 * jump / max(1, nl[-1]):.0f}%)")
-    print(f"{'':12s} over epochs : {np.asarray(paths[name]['not_epochs']).tolist()}")
+    print(f"{'':12s} over epochs : {np.asarray(paths.partner(name).not_epochs).tolist()}")
 
 # %% [markdown]
 # Both paths are monotone and flat near both ends, but they differ in shape. For the pair
@@ -181,20 +175,22 @@ for name in ("permuted", "independent"):
 # no printed numbers, so we compare the claims:
 
 # %%
+paper = experiments.XIAO_FIG2_CLAIMS
+permuted, independent = paths.partner("permuted"), paths.partner("independent")
 paper_vs_ours([
-    ("NoT(P') vs NoT(P)", "almost exactly equal", f"Pearson r = {r_not:.4f}"),
-    ("raw distance vs NoT", "increases, strongly correlated", f"Spearman rho = {rho['distance_raw']:.3f}"),
-    ("raw loss barrier vs NoT", "increases, strongly correlated", f"Spearman rho = {rho['barrier_raw']:.3f}"),
+    ("NoT(P') vs NoT(P)", paper["not_after_training"], f"Pearson r = {r_not:.4f}"),
+    ("raw distance vs NoT", paper["distance_vs_not"], f"Spearman rho = {rho['distance_raw']:.3f}"),
+    ("raw loss barrier vs NoT", paper["barrier_vs_not"], f"Spearman rho = {rho['barrier_raw']:.3f}"),
     ("loss barrier after matching", "not shown", f"mean {by_run('barrier_matched').mean():.3f} nats "
      f"(raw: up to {by_run('barrier_raw').max():.3f})"),
-    ("NoT along lambda (permuted init)", "flat at both ends, smooth and monotone between",
+    ("NoT along lambda (permuted init)", paper["not_along_path"],
      f"monotone: {bool(np.all(steps['permuted'] >= 0))}; largest single jump {int(steps['permuted'].max())} "
-     f"of {int(paths['permuted']['not_lambda'][-1])}"),
+     f"of {int(permuted.not_lambda[-1])}"),
     ("NoT along lambda (independent init)", "not studied",
      f"monotone: {bool(np.all(steps['independent'] >= 0))}; largest single jump {int(steps['independent'].max())} "
-     f"of {int(paths['independent']['not_lambda'][-1])}"),
-    ("NoT over epochs (permuted init)", "stable", f"{np.min(paths['permuted']['not_epochs'])} .. "
-     f"{np.max(paths['permuted']['not_epochs'])} (planted {int(paths['not_p'])})"),
+     f"of {int(independent.not_lambda[-1])}"),
+    ("NoT over epochs (permuted init)", paper["not_over_epochs"], f"{np.min(permuted.not_epochs)} .. "
+     f"{np.max(permuted.not_epochs)} (planted {paths.not_p})"),
 ], profile.name)
 
 # %% [markdown]
@@ -207,12 +203,12 @@ paper_vs_ours([
 # %% tags=["nbval-check-output"]
 assert r_not > 0.95, r_not
 assert rho["distance_raw"] > 0.5 and rho["barrier_raw"] > 0.5, rho
-nl = np.asarray(paths["permuted"]["not_lambda"])
+nl = np.asarray(paths.partner("permuted").not_lambda)
 ends = max(1, len(lam) // 10)
 assert np.all(nl[: ends + 1] == nl[0]) and np.all(nl[-ends - 1:] == nl[-1]), "NoT should be flat near both ends"
 assert nl[0] == 0, "W_lambda at lambda = 0 is W_0 itself"
 assert np.all(steps["permuted"] >= 0), "NoT should not decrease along lambda"
-assert np.ptp(paths["permuted"]["not_epochs"]) <= 0.05 * profile.hidden, "NoT should be stable over training"
+assert np.ptp(paths.partner("permuted").not_epochs) <= 0.05 * profile.hidden, "NoT should be stable over training"
 print("claims verified: NoT survives training; distance and barrier grow with NoT; NoT monotone along lambda")
 
 # %% [markdown]

@@ -47,7 +47,7 @@ from symlib import experiments
 from symlib.experiments import plotting
 from symlib.experiments import results
 from symlib.experiments.profiles import get_profile
-from symlib.experiments.report import Table
+from symlib.experiments.report import PaperProfile, Table, paper_vs_ours
 
 plotting.set_style()
 profile = get_profile()
@@ -68,11 +68,11 @@ print(f"posterior approximations: {profile.bnn_n_train} training examples; HMC {
 
 # %%
 res = experiments.run("compact_representation", profile)
-diag = res["hmc_diagnostics"]
-print(f"HMC: mean acceptance {float(diag['mean_acceptance']):.3f}, divergences {int(diag['num_divergences'])}, "
-      f"R-hat(test log-lik) {float(diag['rhat_test_loglik']):.3f}, ESS(test log-lik) {float(diag['ess_test_loglik']):.1f}")
-print(f"HMC predictive on the test set: accuracy {float(res['hmc_test']['accuracy']):.4f}, "
-      f"NLL {float(res['hmc_test']['nll']):.4f}")
+diag = res.hmc_diagnostics
+print(f"HMC: mean acceptance {diag.mean_acceptance:.3f}, divergences {diag.num_divergences}, "
+      f"R-hat(test log-lik) {float(diag.rhat_test_loglik):.3f}, ESS(test log-lik) {float(diag.ess_test_loglik):.1f}")
+print(f"HMC predictive on the test set: accuracy {res.hmc_test.accuracy:.4f}, "
+      f"NLL {res.hmc_test.nll:.4f}")
 
 # %% [markdown]
 # ## Table 1
@@ -85,7 +85,7 @@ order = ["HMC sample", "HMC q_d", "HMC q_r", "HMC q_r (weight)", "HMC q_r (per c
 
 
 def cell(col, metric, scale="{:.4f}"):
-    ours = res["table"][col].get(metric)
+    ours = getattr(res.table[col], metric)
     ours = "N/A" if ours is None else scale.format(float(ours))
     i = paper_col.get(col)
     theirs = "" if i is None or paper[metric][i] is None else scale.format(paper[metric][i])
@@ -96,8 +96,8 @@ rows = [[col, cell(col, "agreement"), cell(col, "tv"), cell(col, "accuracy_sampl
          cell(col, "accuracy_mean", "{:.2f}")] for col in order]
 display(Table(["approximation", "agreement with HMC (up)", "TV to HMC (down)", "test acc. % of predictive",
                "test acc. % of the mean"], rows))
-print(f"ours: {profile.name} profile; (in brackets): Xiao et al. (2023), Table 1, 784-512-10 on full MNIST, "
-      "1,000 HMC samples. 'q_r' is activation matching (the paper's choice); '(weight)' is weight matching; "
+print(f"ours: {profile.name} profile; (in brackets): Xiao et al. (2023), Table 1, {experiments.XIAO_TABLE1_SETTING}"
+      ". 'q_r' is activation matching (the paper's choice); '(weight)' is weight matching; "
       "'(per chain)' matches each HMC chain's mean once and applies that permutation to all its samples.")
 
 # %%
@@ -107,7 +107,7 @@ cols = [c for c in order if c in paper_col]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), constrained_layout=True)
 for ax, metric, label in ((axes[0], "agreement", "agreement with HMC (higher is better)"),
                           (axes[1], "tv", "total variation to HMC (lower is better)")):
-    plotting.grouped_bars(ax, cols, {f"ours ({profile.name})": [res["table"][c][metric] for c in cols],
+    plotting.grouped_bars(ax, cols, {f"ours ({profile.name})": [getattr(res.table[c], metric) for c in cols],
                                      "Xiao et al. (2023)": [paper[metric][paper_col[c]] for c in cols]},
                           ylabel=label)
 fig.suptitle("Table 1 as a figure: how close each approximation's predictive is to HMC's");
@@ -130,13 +130,24 @@ fig.suptitle("Table 1 as a figure: how close each approximation's predictive is 
 
 # %%
 paper_run = results.load("compact_representation", "paper")
+saved = {} if paper_run is None else paper_run["summary"]["table"]
+metric_labels = {"agreement": ("agreement with HMC", "{:.4f}"), "tv": ("TV to HMC", "{:.4f}"),
+                 "accuracy_samples": ("test acc. % of predictive", "{:.2f}"),
+                 "accuracy_mean": ("test acc. % of the mean", "{:.2f}")}
+rows, paper_profile = [], []
+for col in order:
+    for metric, (label, fmt) in metric_labels.items():
+        ours = getattr(res.table[col], metric)
+        if ours is None:
+            continue
+        i = paper_col.get(col)
+        rows.append((f"{col}: {label}", "not in the paper" if i is None else fmt.format(paper[metric][i]),
+                     fmt.format(ours)))
+        paper_profile.append(fmt.format(saved[col][metric]) if metric in saved.get(col, {}) else None)
+display(paper_vs_ours(rows, profile.name, PaperProfile.from_saved(paper_run, paper_profile)))
 if paper_run is None:
     print("no paper-profile run saved in book/results/ yet (see the command above)")
 else:
-    pt = paper_run["summary"]["table"]
-    display(Table(["approximation", "agreement", "TV", "acc. % predictive", "acc. % mean"],
-                  [[c, *(f"{pt[c][m]:.4f}" if m in pt[c] else "N/A" for m in ("agreement", "tv", "accuracy_samples",
-                                                                             "accuracy_mean"))] for c in order]))
     print(f"paper profile: `{paper_run['command']}` on {paper_run['device']}, {paper_run['date']}")
 
 # %% [markdown]
@@ -157,18 +168,16 @@ else:
 # ensemble's $q_r$ is a parameter-efficient representation with competitive accuracy.
 
 # %%
-t = res["table"]
+t = res.table
 checks = []
-for m in ("HMC", "Ensemble"):
-    d, r = t[f"{m} q_d"], t[f"{m} q_r"]
-    checks += [(f"{m}: agreement q_r > q_d", f"{r['agreement']:.3f} vs {d['agreement']:.3f}",
-                r["agreement"] > d["agreement"]),
-               (f"{m}: TV q_r < q_d", f"{r['tv']:.3f} vs {d['tv']:.3f}", r["tv"] < d["tv"]),
-               (f"{m}: accuracy of mu_r > mu_d", f"{r['accuracy_mean']:.2f}% vs {d['accuracy_mean']:.2f}%",
-                r["accuracy_mean"] > d["accuracy_mean"])]
-ens_better = t["Ensemble q_r"]["agreement"] > t["HMC q_r"]["agreement"]
+for d, r, m in ((t["HMC q_d"], t["HMC q_r"], "HMC"), (t["Ensemble q_d"], t["Ensemble q_r"], "Ensemble")):
+    checks += [(f"{m}: agreement q_r > q_d", f"{r.agreement:.3f} vs {d.agreement:.3f}", r.agreement > d.agreement),
+               (f"{m}: TV q_r < q_d", f"{r.tv:.3f} vs {d.tv:.3f}", r.tv < d.tv),
+               (f"{m}: accuracy of mu_r > mu_d", f"{r.accuracy_mean:.2f}% vs {d.accuracy_mean:.2f}%",
+                r.accuracy_mean > d.accuracy_mean)]
+ens_better = t["Ensemble q_r"].agreement > t["HMC q_r"].agreement
 checks.append(("(ii) ensemble q_r agrees with HMC more than HMC q_r does",
-               f"{t['Ensemble q_r']['agreement']:.3f} vs {t['HMC q_r']['agreement']:.3f}", ens_better))
+               f"{t['Ensemble q_r'].agreement:.3f} vs {t['HMC q_r'].agreement:.3f}", ens_better))
 display(Table(["claim", "ours", "holds"], [(c, v, "yes" if ok else "no") for c, v, ok in checks]))
 
 # %% [markdown]

@@ -56,8 +56,10 @@ from symlib.experiments.report import Table
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
+vi_settings = experiments.ROSSI_VI_SETTINGS
 print(f"alignment experiments: {profile.align_depth} hidden layers of widths {list(profile.align_widths)}, "
-      f"mean-field VI, prior variance {profile.align_prior_var}, temperature 1, batch 500, std init 0.01, "
+      f"mean-field VI, prior variance {profile.align_prior_var}, temperature {vi_settings['temperature']:g}, "
+      f"batch {vi_settings['batch_size']}, std init {vi_settings['std_init']:g}, "
       f"{profile.align_epochs} epochs; S = {profile.align_samples} samples on {profile.align_n_eval} examples per split")
 
 # %% [markdown]
@@ -68,7 +70,7 @@ print(f"alignment experiments: {profile.align_depth} hidden layers of widths {li
 
 # %%
 res = experiments.run("vi_alignment", profile)
-widest = f"w{max(profile.align_widths)}"
+widest = max(profile.align_widths)
 
 # %% [markdown]
 # ## Along the geodesic (widest width)
@@ -77,10 +79,10 @@ widest = f"w{max(profile.align_widths)}"
 for dataset in experiments.ALIGN_DATASETS:
     curves = {}
     for split in ("train", "test"):
-        for kind, label in (("naive", "no alignment"), ("aligned", "Wasserstein alignment")):
-            c = res[dataset][widest]["curves"][f"{split} {kind}"]
+        for aligned, label in ((False, "no alignment"), (True, "Wasserstein alignment")):
+            c = res.run(dataset, widest).curve(split=split, aligned=aligned)
             curves[f"{split}, {label}"] = {"lambda": c["tau"], "loss": c["loss"], "accuracy": c["accuracy"]}
-    fig = plotting.interpolation_curves(curves, title=f"{dataset}: {profile.align_depth} x {widest[1:]} MLP, "
+    fig = plotting.interpolation_curves(curves, title=f"{dataset}: {profile.align_depth} x {widest} MLP, "
                                                       "marginalised loss along the W2 geodesic")
     for ax in fig.axes:
         ax.set_xlabel(r"$\tau$ along the $W_2$ geodesic $q_0 \to q_1$")
@@ -93,9 +95,9 @@ plt.show()
 widths = list(profile.align_widths)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), constrained_layout=True)
 for ax, dataset in zip(axes, experiments.ALIGN_DATASETS):
-    for i, kind in enumerate(("naive", "aligned")):
+    for i, (kind, aligned) in enumerate((("naive", False), ("aligned", True))):
         for split, ls in (("train", "-"), ("test", "--")):
-            ax.plot(widths, [res[dataset][f"w{w}"]["barrier"]["marginal"][f"{split} {kind}"] for w in widths],
+            ax.plot(widths, [res.run(dataset, w).marginal_barrier(split=split, aligned=aligned) for w in widths],
                     marker="o", ls=ls, color=plotting.PALETTE[i], label=f"{split}, {kind}")
     ax.set_xscale("log", base=2)
     ax.set_xticks(widths, [str(w) for w in widths])
@@ -108,11 +110,11 @@ for ax, dataset in zip(axes, experiments.ALIGN_DATASETS):
 rows = []
 for dataset in experiments.ALIGN_DATASETS:
     for w in widths:
-        b = res[dataset][f"w{w}"]["barrier"]
-        rows.append((dataset, w, *(f"{b['marginal'][k]:.3f}" for k in ("train naive", "train aligned", "test naive",
-                                                                           "test aligned")),
-                     f"{b['midpoint']['test aligned']:.3f}",
-                     f"{float(res[dataset][f'w{w}']['alignment_seconds']):.2f}"))
+        pair = res.run(dataset, w)
+        rows.append((dataset, w, *(f"{pair.marginal_barrier(split=split, aligned=aligned):.3f}"
+                                   for split in ("train", "test") for aligned in (False, True)),
+                     f"{pair.midpoint_barrier(split='test', aligned=True):.3f}",
+                     f"{pair.alignment_seconds:.2f}"))
 display(Table(["dataset", "width", "train naive", "train aligned", "test naive", "test aligned",
                "test aligned (midpoint)", "alignment (s)"], rows))
 
@@ -126,21 +128,26 @@ display(Table(["dataset", "width", "train naive", "train aligned", "test naive",
 
 # %%
 def rel(dataset, w, split="test"):
-    b = res[dataset][f"w{w}"]["barrier"]["marginal"]
-    return b[f"{split} aligned"] / b[f"{split} naive"]
+    pair = res.run(dataset, w)
+    return pair.marginal_barrier(split=split, aligned=True) / pair.marginal_barrier(split=split, aligned=False)
+
+
+def aligned_test_barriers(dataset):
+    return [res.run(dataset, w).marginal_barrier(split="test", aligned=True) for w in widths]
 
 
 top = max(widths)
+paper = experiments.ROSSI_SEC51_CLAIMS
 display(Table(["claim", "paper", f"ours ({profile.name} profile)"], [
-    ("alignment lowers the test barrier (every width, both datasets)", "yes",
+    ("alignment lowers the test barrier (every width, both datasets)", paper["alignment_lowers_barrier"],
      "yes" if all(rel(d, w) < 1 for d in experiments.ALIGN_DATASETS for w in widths) else "no"),
-    (f"MNIST: aligned / naive test barrier at width {top}", "nearly zero barrier", f"{rel('mnist', top):.3f}"),
-    (f"Fashion-MNIST: aligned / naive test barrier at width {top}", "nearly zero (MLPs)",
+    (f"MNIST: aligned / naive test barrier at width {top}", paper["mnist_aligned_barrier"], f"{rel('mnist', top):.3f}"),
+    (f"Fashion-MNIST: aligned / naive test barrier at width {top}", paper["fashion_mnist_aligned_barrier"],
      f"{rel('fashion_mnist', top):.3f}"),
-    ("MNIST: aligned test barrier decreases with width", "yes",
-     " > ".join(f"{res['mnist'][f'w{w}']['barrier']['marginal']['test aligned']:.3f}" for w in widths)),
-    ("Fashion-MNIST: aligned test barrier decreases with width", "yes",
-     " , ".join(f"{res['fashion_mnist'][f'w{w}']['barrier']['marginal']['test aligned']:.3f}" for w in widths)),
+    ("MNIST: aligned test barrier decreases with width", paper["barrier_decreases_with_width"],
+     " > ".join(f"{b:.3f}" for b in aligned_test_barriers("mnist"))),
+    ("Fashion-MNIST: aligned test barrier decreases with width", paper["barrier_decreases_with_width"],
+     " , ".join(f"{b:.3f}" for b in aligned_test_barriers("fashion_mnist"))),
 ]))
 
 # %% [markdown]

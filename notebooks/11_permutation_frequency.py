@@ -63,11 +63,11 @@ print(profile.describe())
 
 # %%
 res = experiments.run("laurent_mlps", profile)
-swaps = res["swaps"]  # (runs, epochs, steps per epoch, hidden layers): pairs that swapped in the step
+swaps = res.swaps  # (runs, epochs, steps per epoch, hidden layers): pairs that swapped in the step
 runs, epochs, steps, n_layers = swaps.shape
-widths = res["sizes"][1:-1]
-lr = res["lr"]
-milestones = res["milestones"]
+widths = res.sizes[1:-1]
+lr = res.lr
+milestones = res.milestones
 print(f"{runs} runs, {epochs} epochs of {steps} steps, hidden layers of {widths.tolist()} units; "
       f"learning rate per epoch {np.unique(lr)[::-1].tolist()} (halved at epochs {milestones.tolist()})")
 
@@ -97,7 +97,7 @@ lr_ax.set_ylabel("learning rate (grey)")
 lr_ax.set_ylim(0, 1.1 * lr.max())
 
 # net change over an epoch, and distance to the final ordering
-stats_ = res["epoch_stats"]  # per layer: (runs, epochs, units) at the end of each epoch
+stats_ = res.epoch_stats  # per layer: (runs, epochs, units) at the end of each epoch
 for l, (s, swapped) in enumerate(zip(stats_, epoch_swaps(stats_))):
     n = int(widths[l])
     net = kendall_tau_from_discordant(swapped, n)
@@ -122,20 +122,20 @@ axes[1].legend(fontsize=8, loc="lower right");
 
 # %%
 def phase_table(result):
-    rows = phase_summary(result["swaps"], result["epoch_stats"], result["milestones"])
+    rows = phase_summary(result.swaps, result.epoch_stats, result.milestones)
     return rows, Table(
         ["phase (epochs)", "learning rate", "hidden layer", "swapped pairs / step", "steps with a swap",
          "swaps / epoch (sum of steps)", "net swapped pairs / epoch", "net τ / epoch"],
-        [(f"{r['phase'] + 1} ({r['first_epoch'] + 1}-{r['last_epoch'] + 1})", f"{result['lr'][r['first_epoch']]:g}",
+        [(f"{r['phase'] + 1} ({r['first_epoch'] + 1}-{r['last_epoch'] + 1})", f"{result.lr[r['first_epoch']]:g}",
           r["layer"] + 1, f"{r['per_step']:.2f}", f"{r['steps_with_swap']:.2f}", f"{r['per_epoch_sum']:.1f}",
           f"{r['net_per_epoch']:.1f}", f"{r['net_tau']:.3f}") for r in rows])
 
 
 def late_vs_first(result):
     """Net swapped pairs per epoch over the last tenth of training and between epochs 1 and 2, per layer."""
-    e = result["swaps"].shape[1]
+    e = result.swaps.shape[1]
     late = e - max(1, e // 10)
-    net = epoch_swaps(result["epoch_stats"])
+    net = epoch_swaps(result.epoch_stats)
     return np.array([x[:, late - 1:].mean() for x in net]), np.array([x[:, 0].mean() for x in net])
 
 
@@ -143,8 +143,8 @@ def show_phases(result):
     rows, table = phase_table(result)
     display(table)
     late, first = late_vs_first(result)
-    n_runs, e = result["swaps"].shape[:2]
-    print(f"{n_runs} runs of {e} epochs, test accuracy {result['test_accuracy'].mean():.3f}; last {max(1, e // 10)} "
+    n_runs, e = result.swaps.shape[:2]
+    print(f"{n_runs} runs of {e} epochs, test accuracy {result.test_accuracy.mean():.3f}; last {max(1, e // 10)} "
           f"epoch(s): net swapped pairs per epoch {late.round(2).tolist()} vs {first.round(1).tolist()} between epochs "
           f"1 and 2 (pairs per layer: {[int(w * (w - 1) // 2) for w in widths]})")
     return rows, late, first
@@ -176,11 +176,12 @@ def per_step(table_rows, phase):
 
 
 last = len(milestones)
+paper = experiments.LAURENT_FIG4_CLAIMS
 display(paper_vs_ours([
-    ("where the sorting permutation changes (Fig. 4)", "around instabilities, high learning-rate phases",
+    ("where the sorting permutation changes (Fig. 4)", paper["where_units_swap"],
      f"swapped pairs per step (layers 1/2) {per_step(rows, 0)} at lr {lr[0]:g}, {per_step(rows, last)} at lr "
      f"{lr[-1]:g}"),
-    ("last phase of training (Sec. 5.2)", "weights nearly never permute",
+    ("last phase of training (Sec. 5.2)", paper["last_phase"],
      f"net τ per epoch {'/'.join(f'{t:.3f}' for t in kendall_tau_from_discordant(late_net, widths))} "
      f"({epochs} epochs), {'/'.join(f'{t:.3f}' for t in kendall_tau_from_discordant(long_late, widths))} "
      f"(60 epochs); swaps per step do not reach 0"),

@@ -12,11 +12,29 @@ import yaml
 
 
 def toc_files(toc: Path) -> list[str]:
+    """The notebook entries of the book's table of contents.
+
+    Args:
+        toc: the ``_toc.yml`` file.
+
+    Returns:
+        The ``notebooks/...`` file entries, in order.
+    """
     files = re.findall(r"file:\s*(\S+)", toc.read_text())
     return [f for f in files if f.startswith("notebooks/")]
 
 
 def problems(html_root: Path, toc: Path) -> list[str]:
+    """What is wrong with the rendered notebook pages.
+
+    Args:
+        html_root: the built HTML book (``_build/html``).
+        toc: the ``_toc.yml`` file.
+
+    Returns:
+        One message per problem: a missing page, a page without a figure, or a page
+        showing a traceback.
+    """
     found = []
     for doc in toc_files(toc):
         page = html_root / f"{doc}.html"
@@ -32,6 +50,14 @@ def problems(html_root: Path, toc: Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    """Check the book and print the problems.
+
+    Args:
+        argv: ``[program, html_root]`` (``html_root`` defaults to ``_build/html``).
+
+    Returns:
+        0 when there is no problem, else 1.
+    """
     html_root = Path(argv[1] if len(argv) > 1 else "_build/html")
     toc = Path("_toc.yml")
     yaml.safe_load(toc.read_text())  # fail loudly on a malformed TOC

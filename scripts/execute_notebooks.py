@@ -19,6 +19,15 @@ from nbclient import NotebookClient
 
 
 def execute(src: Path, timeout: int) -> float:
+    """Execute one notebook source and write its paired .ipynb with the outputs.
+
+    Args:
+        src: the ``notebooks/NN_name.py`` source.
+        timeout: seconds allowed per cell.
+
+    Returns:
+        The execution's wall time in seconds.
+    """
     nb = jupytext.read(src)
     start = time.time()
     NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(src.parent)}}).execute()
@@ -31,6 +40,14 @@ def execute(src: Path, timeout: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Execute the notebooks named on the command line.
+
+    Args:
+        argv: the arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        0; a bad source exits through argparse with status 2.
+    """
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sources", nargs="+", type=Path, help="notebooks/NN_name.py files")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per cell (default 900)")

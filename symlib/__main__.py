@@ -6,23 +6,46 @@ import sys
 import time
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser(experiment_list: str) -> argparse.ArgumentParser:
+    """The command-line parser.
+
+    Args:
+        experiment_list: one line per experiment (name and description), shown by ``run --help``.
+
+    Returns:
+        The parser with the ``list`` and ``run`` subcommands.
+    """
     parser = argparse.ArgumentParser(prog="python -m symlib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the experiments")
-    run_p = sub.add_parser("run", help="compute (or load) experiments into the artifact cache")
-    run_p.add_argument("names", nargs="+", help="experiment names (see `list`)")
+    run_p = sub.add_parser("run", help="compute (or load) experiments into the artifact cache",
+                           description="Compute (or load) experiments into the artifact cache.",
+                           epilog="experiments:\n" + "\n".join(f"  {line}" for line in experiment_list.splitlines()),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    run_p.add_argument("names", nargs="+", metavar="NAME", help="experiment names (listed below)")
     run_p.add_argument("--profile", default=None, help="quick or paper (default: $SYMLIB_PROFILE or quick)")
     run_p.add_argument("--out", default=None, metavar="DIR",
                        help="also write each experiment's summary as DIR/<name>-<profile>.json with the command, "
                             "device and date (e.g. --out book/results)")
-    args = parser.parse_args(argv)
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line.
+
+    Args:
+        argv: the arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status (0); argument errors exit through argparse with status 2.
+    """
     from symlib import experiments
     from symlib.experiments import results
     from symlib.experiments.cache import cache_dir
     from symlib.experiments.profiles import get_profile
 
+    parser = build_parser(experiments.describe())
+    args = parser.parse_args(argv)
     if args.command == "list":
         print(experiments.describe())
         return 0
@@ -36,11 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     print(profile.describe())
     for name in args.names:
         start = time.time()
-        artifact = experiments.run(name, profile)
+        result = experiments.run(name, profile)
         elapsed = time.time() - start
         print(f"{name}: done in {elapsed:.1f} s (artifact cache: {cache_dir()})")
         if args.out and name in experiments.SUMMARIES:
-            path = results.save(name, profile.name, experiments.SUMMARIES[name](artifact), directory=args.out,
+            path = results.save(name, profile.name, experiments.SUMMARIES[name](result.artifact), directory=args.out,
                                 command="python -m symlib " + " ".join(argv if argv is not None else sys.argv[1:]),
                                 elapsed_s=elapsed)
             print(f"{name}: summary written to {path}")

@@ -110,3 +110,37 @@ def test_default_location(monkeypatch, tmp_path):
     monkeypatch.delenv("SYMLIB_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache.cache_dir() == tmp_path / "symlib" / "artifacts"
+
+
+def test_ragged_leaf_is_a_clear_error(cdir):
+    with pytest.raises(ValueError, match=r"'stats/epoch' holds arrays of different shapes \[\(2, 3\), \(2, 4\)\]"):
+        cache.save("exp", {}, {"stats": {"epoch": [np.zeros((2, 3)), np.zeros((2, 4))]}})
+    ragged = np.empty(2, dtype=object)
+    ragged[0], ragged[1] = np.zeros(3), np.zeros(5)
+    with pytest.raises(ValueError, match=r"'r' holds arrays of different shapes \[\(3,\), \(5,\)\]"):
+        cache.save("exp", {}, {"r": ragged})
+    assert list(cdir.iterdir()) == []
+    same = cache.cached("exp", {}, lambda: {"layers": [np.zeros((2, 3)), np.ones((2, 3))]}, verbose=False)
+    assert same["layers"].shape == (2, 2, 3)  # equal shapes are stacked into one array, as before
+
+
+def test_bad_keys_keep_their_messages(cdir):
+    with pytest.raises(TypeError, match="non-empty strings without '/', got 'a/b' under 'p/'"):
+        cache.save("exp", {}, {"p": {"a/b": 1}})
+    with pytest.raises(TypeError, match="got 3 under ''"):
+        cache.save("exp", {}, {3: 1})
+
+
+def test_config_key_ignores_the_code_version(monkeypatch):
+    key = cache.config_key("hmc", {"a": 1})
+    code_key = cache.cache_key("hmc", {"a": 1})
+    monkeypatch.setattr(cache, "code_version", lambda: "0.0.0+edited")
+    assert cache.config_key("hmc", {"a": 1}) == key
+    assert cache.cache_key("hmc", {"a": 1}) != code_key
+    assert cache.config_key("hmc", {"a": 2}) != key and cache.config_key("other", {"a": 1}) != key
+
+
+def test_code_version_hashes_every_subpackage():
+    root = cache.package_root()
+    assert root.name == "symlib" and (root / "inference" / "hmc.py").exists()
+    assert (root / "experiments" / "cache.py").exists()

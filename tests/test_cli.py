@@ -39,3 +39,16 @@ def test_run_writes_cached_artifact_and_summary(tmp_path, monkeypatch, capsys):
     assert record["summary"] == {"total": 3.0} and record["profile"] == "quick"
     assert record["command"].startswith("python -m symlib run tiny") and "cpu" in record["device"].lower()
     assert "summary written to" in capsys.readouterr().out
+
+
+def test_run_help_lists_every_experiment_with_its_description(capsys):
+    from symlib import experiments
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    for name, (_, _, doc) in experiments.EXPERIMENTS.items():
+        line = next((ln for ln in out.splitlines() if ln.split()[:1] == [name]), None)
+        assert line is not None, f"{name} missing from `run --help`"
+        assert doc in line

@@ -19,18 +19,20 @@ def _cache(tmp_path, monkeypatch):
 
 
 def _probs_ok(res):
-    p = np.asarray(res["test_probs"])
+    p = np.asarray(res.test_probs)
     assert p.shape == (TINY.n_test, 10) and np.allclose(p.sum(1), 1, atol=1e-5)
-    assert 0 <= float(res["test"]["accuracy"]) <= 1 and float(res["test"]["nll"]) > 0
+    assert 0 <= res.test.accuracy <= 1 and res.test.nll > 0
 
 
 def test_ensemble_and_vi():
     ens = experiments.run("ensemble", TINY, verbose=False)
-    assert ens["params"]["dense_0"]["kernel"].shape == (2, 784, 8)
+    assert isinstance(ens, experiments.EnsembleResult)
+    assert ens.params["dense_0"]["kernel"].shape == (2, 784, 8)
     _probs_ok(ens)
     vi = experiments.run("vi", TINY, verbose=False)
-    assert vi["mu"]["dense_0"]["kernel"].shape == vi["sigma"]["dense_0"]["kernel"].shape == (784, 8)
-    assert np.all(vi["sigma"]["dense_1"]["bias"] > 0)
+    assert vi.mu["dense_0"]["kernel"].shape == vi.sigma["dense_0"]["kernel"].shape == (784, 8)
+    assert np.all(vi.sigma["dense_1"]["bias"] > 0)
+    assert vi.artifact["test_probs"] is vi.test_probs  # the raw artifact stays available
     _probs_ok(vi)
 
 
@@ -39,16 +41,30 @@ def test_hmc_writes_resumable_chains_and_diagnostics():
     _probs_ok(res)
     samples = experiments.hmc_samples(TINY)
     assert samples["dense_1"]["kernel"].shape == (2, 4, 8, 10)
-    assert res["stats"]["acceptance_rate"].shape == (2, TINY.hmc_burnin + TINY.hmc_samples * TINY.hmc_thin)
-    assert res["diagnostics"]["rhat_true_class_prob"].shape == (10,)
+    assert res.stats["acceptance_rate"].shape == (2, TINY.hmc_burnin + TINY.hmc_samples * TINY.hmc_thin)
+    assert res.diagnostics.rhat_true_class_prob.shape == (10,)
+    assert 0 <= res.diagnostics.mean_acceptance <= 1
     assert any(experiments.hmc_run_dir(TINY).glob("samples_*.npz"))
+
+
+def test_hmc_run_dir_ignores_the_code_version(monkeypatch):
+    from symlib.experiments import cache
+
+    before = experiments.hmc_run_dir(TINY)
+    monkeypatch.setattr(cache, "code_version", lambda: "0.0.0+edited")
+    assert experiments.hmc_run_dir(TINY) == before
+    assert cache.cache_key("hmc", {"a": 1}) != cache.cache_key("hmc", {"a": 1}, version="0.0.0+other")
+    assert experiments.hmc_run_dir(dataclasses.replace(TINY, hmc_leapfrog=4)) != before  # the config still counts
+    assert before.name.startswith("hmc_chains-")
 
 
 def test_not_experiments():
     sweep = experiments.run("not_sweep", TINY, verbose=False)
-    assert sweep["not_p"].shape == (TINY.not_runs * 3,)
+    assert sweep.not_p.shape == (TINY.not_runs * 3,)
+    assert sweep.per_run("not_p").shape == (TINY.not_runs, 3)
     paths = experiments.run("not_paths", TINY, verbose=False)
-    assert paths["permuted"]["not_lambda"][0] == 0
+    assert paths.partner("permuted").not_lambda[0] == 0
+    assert paths.lambdas.shape == (2 * TINY.n_lambdas - 1,) and list(paths.epochs) == list(range(TINY.epochs + 1))
 
 
 def test_bnn_n_train_too_large_is_an_error():
@@ -68,3 +84,95 @@ def test_toy_helpers():
            "dense_1": {"kernel": np.array([[-1.0], [2.0]]), "bias": np.zeros(1)}}
     sorted_net, perm = sort_by_output_weight(net)
     assert list(perm) == [1, 0] and sorted_net["dense_1"]["kernel"][0, 0] == 2.0
+
+
+def test_unregistered_result_type_keeps_the_artifact(monkeypatch):
+    monkeypatch.setitem(experiments.EXPERIMENTS, "plain", (lambda p: {"v": np.arange(2.0)}, lambda p: {}, "doc"))
+    res = experiments.run("plain", TINY, verbose=False)
+    assert type(res) is experiments.ExperimentResult
+    np.testing.assert_array_equal(res.artifact["v"], [0.0, 1.0])
+
+
+def _curve(offset):
+    return {"tau": np.linspace(0, 1, 3), "loss": np.arange(3.0) + offset, "accuracy": np.ones(3)}
+
+
+def _align_entry(scale):
+    names = [f"{s} {k}" for s in ("train", "test") for k in ("naive", "aligned")]
+    return {"curves": {n: _curve(i) for i, n in enumerate(names)},
+            "barrier": {"marginal": {n: scale * (i + 1) for i, n in enumerate(names)},
+                        "midpoint": {n: -scale * (i + 1) for i, n in enumerate(names)}},
+            "alignment_seconds": np.asarray(0.5), "elbo_final": np.zeros(2)}
+
+
+def test_vi_alignment_result_reads_named_fields():
+    artifact = {"mnist": {"w8": _align_entry(1.0), "w16": _align_entry(10.0)}}
+    res = experiments.VIAlignmentResult.from_artifact(artifact)
+    assert res.widths("mnist") == [8, 16]
+    pair = res.run("mnist", 16)
+    assert pair.marginal_barrier(split="test", aligned=True) == artifact["mnist"]["w16"]["barrier"]["marginal"][
+        "test aligned"] == 40.0
+    assert pair.midpoint_barrier(split="train", aligned=False) == -10.0
+    assert pair.curve(split="test", aligned=False) is artifact["mnist"]["w16"]["curves"]["test naive"]
+    assert pair.alignment_seconds == 0.5
+    with pytest.raises(ValueError, match="unknown width 32"):
+        res.run("mnist", 32)
+    with pytest.raises(ValueError, match="unknown dataset 'cifar'"):
+        res.widths("cifar")
+    with pytest.raises(ValueError, match=r"unknown \(split, aligned\) \('val', True\)"):
+        pair.marginal_barrier(split="val", aligned=True)
+
+
+def test_rebasin_and_compact_results_read_named_fields():
+    methods = experiments.MATCHING_METHODS
+    curves = {s: {m: {"lambda": np.zeros(3), "loss": np.zeros(3), "accuracy": np.zeros(3)} for m in methods}
+              for s in ("train", "test")}
+    rebasin = experiments.RebasinResult.from_artifact({
+        "curves": curves, "barrier": {s: {m: np.asarray(0.1 * i) for i, m in enumerate(methods)} for s in curves},
+        "not": {m: np.asarray(3) for m in methods[1:]}, "perms": {m: np.arange(4) for m in methods[1:]},
+        "endpoint_test_accuracy": {"seed0": np.float32(0.5), "seed1": np.float32(0.75)}})
+    assert rebasin.barrier("test", "weight matching") == pytest.approx(0.1)
+    assert rebasin.curve("train", "no matching") is curves["train"]["no matching"]
+    assert rebasin.endpoint_test_accuracy == {0: 0.5, 1: 0.75} and rebasin.num_transpositions["weight matching"] == 3
+    with pytest.raises(ValueError, match="unknown matching method 'optimal'"):
+        rebasin.barrier("test", "optimal")
+
+    diag = {"mean_acceptance": np.asarray(0.8), "num_divergences": np.asarray(2),
+            **{f"{s}_{q}": np.ones(1) for s in ("rhat", "ess") for q in ("test_loglik", "true_class_prob")}}
+    compact = experiments.CompactResult.from_artifact({
+        "table": {"HMC sample": {"agreement": 1.0, "tv": 0.0, "accuracy_samples": 90.0},
+                  "VI q": {"agreement": 0.9, "tv": 0.1, "accuracy_samples": 89.0, "accuracy_mean": 88.0}},
+        "pruning": {"keep_fraction": np.asarray([1.0, 0.5]), "vi": np.asarray([0.9, 0.8])},
+        "sigma": {"VI q": np.ones(4)}, "median_sigma": {"VI q": 1.0},
+        "hmc_test": {"accuracy": 0.9, "nll": 0.3}, "hmc_diagnostics": diag})
+    assert compact.table["HMC sample"].accuracy_mean is None and compact.table["VI q"].accuracy_mean == 88.0
+    assert list(compact.pruning.accuracy) == ["vi"] and compact.pruning.keep_fraction[1] == 0.5
+    assert compact.hmc_diagnostics.num_divergences == 2 and compact.hmc_test.nll == 0.3
+
+
+def test_map_pair_and_laurent_results_read_named_fields():
+    net = {"params": {"dense_0": {"kernel": np.ones((2, 2)), "bias": np.zeros(2)}}, "epoch_loss": np.ones(2),
+           "test_nll": np.float32(0.25), "test_accuracy": np.float32(0.5)}
+    pair = experiments.MapPairResult.from_artifact({"seed0": net, "seed1": net})
+    assert pair.net(1).test_accuracy == 0.5 and pair.net(0).params is net["params"]
+    with pytest.raises(ValueError, match="unknown seed 2"):
+        pair.net(2)
+    stats = np.zeros((2, 3, 4, 5))  # two hidden layers of 5 units, stacked by the cache
+    mlps = experiments.LaurentMLPsResult.from_artifact({
+        "params": {}, "epoch_loss": np.ones(3), "swaps": np.zeros((3, 4, 2, 2)), "test_accuracy": np.ones(3),
+        "epoch_stats": stats, "lr": np.ones(4), "milestones": np.asarray([1, 2]), "prior_std": np.asarray(2.0),
+        "sizes": np.asarray([784, 5, 5, 10])})
+    assert [s.shape for s in mlps.epoch_stats] == [(3, 4, 5), (3, 4, 5)] and mlps.prior_std == 2.0
+    toy = experiments.ToyPerceptronsResult.from_artifact({
+        "x": np.zeros((4, 2)), "y": np.zeros(4), "loss": np.zeros(4), "kept": np.arange(4), "max_logit_diff": 0.0,
+        **{form: np.full((4, 2), i) for i, form in enumerate(experiments.OUTPUT_WEIGHT_FORMS)}})
+    assert toy.weights("canonical")[0, 0] == 2
+    with pytest.raises(ValueError, match="unknown form 'scaled'"):
+        toy.weights("scaled")
+
+
+def test_paper_constants_are_quoted_unchanged():
+    assert experiments.XIAO_TABLE1["agreement"][2] == 0.8249  # Table 1, HMC q_r
+    assert experiments.XIAO_FIG1_CLAIMS == {"barrier_no_matching": "clearly > 0", "barrier_matched": "about 0"}
+    assert experiments.ROSSI_VI_SETTINGS == {"std_init": 0.01, "batch_size": 500, "temperature": 1.0}
+    assert experiments.LAURENT_FIG1_CLAIMS["dropped_networks"] == "less than 1%"

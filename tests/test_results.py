@@ -28,3 +28,40 @@ def test_results_dir_finds_the_book(tmp_path, monkeypatch):
     assert results.results_dir() == tmp_path / "book" / "results"
     monkeypatch.setenv("SYMLIB_RESULTS", str(tmp_path / "elsewhere"))
     assert results.results_dir() == tmp_path / "elsewhere"
+
+
+def _rows():
+    return [("barrier (nats)", "about 0", "0.010"), ("NoT", "not reported", "507")]
+
+
+def test_paper_vs_ours_without_paper_profile():
+    from symlib.experiments.report import paper_vs_ours
+
+    table = paper_vs_ours(_rows(), "quick")
+    assert table.headers == ["quantity", "paper", "ours (quick profile)"]
+    assert table.rows == [list(r) for r in _rows()]
+
+
+def test_paper_vs_ours_with_paper_profile_column():
+    from symlib.experiments.report import PaperProfile, paper_vs_ours
+
+    record = {"device": "1 x H100 (gpu)", "date": "2026-01-02"}
+    table = paper_vs_ours(_rows(), "quick", PaperProfile.from_saved(record, ["0.001", None]))
+    assert table.headers[-1] == "ours (paper profile, 1 x H100 (gpu), 2026-01-02)"
+    assert [r[-1] for r in table.rows] == ["0.001", "not run"]
+    by_quantity = paper_vs_ours(_rows(), "quick", {"NoT": 511})
+    assert by_quantity.headers[-1] == "ours (paper profile)"
+    assert [r[-1] for r in by_quantity.rows] == ["not run", "511"]
+    never_run = paper_vs_ours(_rows(), "quick", PaperProfile.from_saved(None, ["0.001", "1"]))
+    assert [r[-1] for r in never_run.rows] == ["not run", "not run"] and "| not run |" in never_run._repr_markdown_()
+
+
+def test_paper_vs_ours_rejects_bad_paper_profile():
+    from symlib.experiments.report import paper_vs_ours
+
+    with pytest.raises(ValueError, match="paper_profile has 3 values for 2 rows"):
+        paper_vs_ours(_rows(), "quick", ["a", "b", "c"])
+    with pytest.raises(TypeError, match="paper_profile must be a PaperProfile, a sequence or a mapping, got float"):
+        paper_vs_ours(_rows(), "quick", 1.5)
+    with pytest.raises(ValueError, match="every row needs 3 cells"):
+        paper_vs_ours([("only", "two")], "quick", [None])

@@ -25,13 +25,18 @@ import numpy as np
 
 from symlib import __version__
 from symlib.core.io import atomic_write
+from symlib.core.pytree import flatten_dict, unflatten_dict
 
 ENV_VAR = "SYMLIB_CACHE"
 _SEP = "/"
 
 
 def cache_dir() -> Path:
-    """The directory artifacts are stored in (not created here)."""
+    """The directory artifacts are stored in (not created here).
+
+    Returns:
+        ``$SYMLIB_CACHE``, else ``<$XDG_CACHE_HOME or ~/.cache>/symlib/artifacts``.
+    """
     if os.environ.get(ENV_VAR):
         return Path(os.environ[ENV_VAR]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
@@ -57,49 +62,118 @@ def code_version() -> str:
 
     Part of every cache key, so editing symlib's code invalidates its artifacts instead
     of silently serving results computed by older code.
+
+    Returns:
+        The version string, e.g. ``"0.1.0+935acd53c7a3"``.
     """
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parents[1]  # the symlib package (this file is symlib/experiments/cache.py)
+    root = package_root()
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
-def cache_key(name: str, config: Mapping[str, Any], version: str | None = None) -> str:
-    """Hex key from the experiment name, its config and the code version (:func:`code_version`)."""
-    version = code_version() if version is None else version
-    blob = json.dumps({"name": name, "config": _canonical(config), "version": version}, sort_keys=True)
+def package_root() -> Path:
+    """The ``symlib`` package folder whose sources :func:`code_version` hashes.
+
+    Returns:
+        The folder of the ``symlib`` package (all subpackages, not only ``symlib/experiments``).
+    """
+    return Path(__file__).resolve().parents[1]
+
+
+def _hash(record: Mapping[str, Any]) -> str:
+    blob = json.dumps(record, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, np.ndarray]:
+def cache_key(name: str, config: Mapping[str, Any], version: str | None = None) -> str:
+    """Hex key from the experiment name, its config and the code version.
+
+    Args:
+        name: the experiment's name.
+        config: the part of the profile its result depends on (JSON-like values).
+        version: the code version (default: :func:`code_version`).
+
+    Returns:
+        A 16-character hex key.
+
+    Raises:
+        TypeError: if ``config`` holds a value that is not JSON-like.
+    """
+    version = code_version() if version is None else version
+    return _hash({"name": name, "config": _canonical(config), "version": version})
+
+
+def config_key(name: str, config: Mapping[str, Any]) -> str:
+    """Hex key from the experiment name and its config only, without the code version.
+
+    For results that must survive unrelated code edits (the HMC chains on disk): put
+    whatever version decides them (e.g. a sampler version) into ``config``.
+
+    Args:
+        name: the experiment's name.
+        config: its configuration (JSON-like values).
+
+    Returns:
+        A 16-character hex key.
+
+    Raises:
+        TypeError: if ``config`` holds a value that is not JSON-like.
+    """
+    return _hash({"name": name, "config": _canonical(config)})
+
+
+def _check_keys(tree: Any, prefix: str = "") -> None:
+    """Artifact keys: non-empty strings without the path separator, at every level."""
     if not isinstance(tree, Mapping):
         raise TypeError(f"an artifact must be a nested dict of arrays, got {type(tree).__name__}")
-    flat = {}
     for key, value in tree.items():
         if not isinstance(key, str) or _SEP in key or not key:
             raise TypeError(f"artifact keys must be non-empty strings without {_SEP!r}, got {key!r} under {prefix!r}")
-        path = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            flat.update(_flatten(value, path + _SEP))
-        else:
-            arr = np.asarray(value)
-            if arr.dtype == object:
-                raise TypeError(f"artifact leaf {path!r} is not an array or number: {type(value).__name__}")
-            flat[path] = arr
-    return flat
+            _check_keys(value, f"{prefix}{key}{_SEP}")
+
+
+def _element_shapes(value: Any) -> list[tuple[int, ...]] | None:
+    """Shapes of the elements of a list, tuple or object array (None for anything else)."""
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        items = list(value.ravel())
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        return None
+    try:
+        return [np.shape(v) for v in items]
+    except ValueError:  # an element is itself ragged
+        return None
+
+
+def _leaf_array(path: str, value: Any) -> np.ndarray:
+    """``value`` as one numpy array; a clear error for ragged or non-numeric leaves."""
+    shapes = _element_shapes(value)
+    if shapes is not None and len(set(shapes)) > 1:
+        raise ValueError(f"artifact leaf {path!r} holds arrays of different shapes {shapes}; one array is expected "
+                         f"(store them under separate keys of a dict instead)")
+    try:
+        arr = np.asarray(value)
+    except ValueError as err:  # ragged nested sequences
+        raise ValueError(f"artifact leaf {path!r} cannot be stored as one array: {err}") from err
+    if arr.dtype == object:
+        raise TypeError(f"artifact leaf {path!r} is not an array or number: {type(value).__name__}")
+    return arr
+
+
+def _flatten(tree: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Artifact -> ``{"a/b": array}`` (keys checked, leaves turned into arrays)."""
+    _check_keys(tree)
+    return {path: _leaf_array(path, value) for path, value in flatten_dict(tree, sep=_SEP).items()}
 
 
 def _unflatten(flat: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    tree: dict[str, Any] = {}
-    for path, value in flat.items():
-        node = tree
-        *parents, leaf = path.split(_SEP)
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-    return tree
+    """``{"a/b": array}`` -> nested dicts."""
+    return unflatten_dict(flat, sep=_SEP)
 
 
 def _sha256(path: Path) -> str:
@@ -111,14 +185,40 @@ def _sha256(path: Path) -> str:
 
 
 def artifact_paths(name: str, config: Mapping[str, Any], directory: Path | None = None) -> tuple[Path, Path]:
-    """(data file, completed-marker) for an artifact."""
+    """Where an artifact is stored.
+
+    Args:
+        name: the experiment's name.
+        config: its configuration (part of the key).
+        directory: the cache folder (default: :func:`cache_dir`).
+
+    Returns:
+        ``(data file, completed-marker)``: ``<name>-<key>.npz`` and ``<name>-<key>.json``.
+    """
     directory = Path(directory) if directory is not None else cache_dir()
     stem = f"{name}-{cache_key(name, config)}"
     return directory / f"{stem}.npz", directory / f"{stem}.json"
 
 
 def save(name: str, config: Mapping[str, Any], tree: Mapping[str, Any], directory: Path | None = None) -> Path:
-    """Store ``tree`` atomically; returns the data file's path."""
+    """Store ``tree`` atomically.
+
+    Args:
+        name: the experiment's name.
+        config: its configuration (part of the key, recorded in the marker).
+        tree: the artifact: nested dicts whose leaves are arrays or numbers (a list of
+            equally shaped arrays is stacked into one array).
+        directory: the cache folder (default: :func:`cache_dir`).
+
+    Returns:
+        The data file's path.
+
+    Raises:
+        TypeError: if ``tree`` is not a nested dict with non-empty string keys without
+            ``"/"``, or a leaf is not numeric.
+        ValueError: if a leaf holds arrays of different shapes (a ragged list), naming
+            the leaf's path and the shapes.
+    """
     data_path, marker_path = artifact_paths(name, config, directory)
     flat = _flatten(tree)
     atomic_write(data_path, lambda f: np.savez(f, **flat))
@@ -139,7 +239,20 @@ class CorruptArtifactError(RuntimeError):
 
 
 def load(name: str, config: Mapping[str, Any], directory: Path | None = None) -> dict[str, Any] | None:
-    """The stored artifact, ``None`` when absent; raises CorruptArtifactError when damaged."""
+    """The stored artifact.
+
+    Args:
+        name: the experiment's name.
+        config: its configuration.
+        directory: the cache folder (default: :func:`cache_dir`).
+
+    Returns:
+        The nested dict of arrays, or None when it was never stored.
+
+    Raises:
+        CorruptArtifactError: when the marker or the data file is missing, unreadable,
+            or the checksum does not match.
+    """
     data_path, marker_path = artifact_paths(name, config, directory)
     if not data_path.exists() and not marker_path.exists():
         return None
@@ -175,6 +288,16 @@ def cached(
 
     A damaged artifact is reported on stderr, deleted, and recomputed; it is never used.
     Returned leaves are numpy arrays (also right after computing, so both paths agree).
+
+    Args:
+        name: the experiment's name.
+        config: its configuration.
+        compute: computes the artifact when it is not stored.
+        directory: the cache folder (default: :func:`cache_dir`).
+        verbose: print whether it was loaded or computed.
+
+    Returns:
+        The artifact as nested dicts of numpy arrays.
     """
     key = cache_key(name, config)
     try:

@@ -17,6 +17,9 @@ def set_style() -> None:
 
     Inside a Jupyter kernel it also selects the inline backend, so figures reach the
     notebook's outputs even when ``MPLBACKEND`` names a non-interactive backend.
+
+    Returns:
+        None; ``matplotlib.pyplot.rcParams`` is updated in place.
     """
     _inline_in_kernel()
     plt.rcParams.update({
@@ -50,6 +53,21 @@ def weight_matrices(matrices: Sequence[np.ndarray], titles: Sequence[str], *, su
 
     Only the top-left ``max_rows x max_cols`` block is shown so individual units stay
     visible; rows are the units the permutation acts on.
+
+    Args:
+        matrices: the matrices, one panel each.
+        titles: one title per matrix.
+        suptitle: title of the whole figure.
+        xlabel: label of every panel's x axis.
+        ylabel: label of the first panel's y axis.
+        max_cols: columns shown.
+        max_rows: rows shown.
+
+    Returns:
+        The figure.
+
+    Raises:
+        ValueError: if ``matrices`` and ``titles`` differ in length.
     """
     if len(matrices) != len(titles):
         raise ValueError(f"{len(matrices)} matrices but {len(titles)} titles")
@@ -75,6 +93,13 @@ def interpolation_curves(curves: dict[str, dict[str, np.ndarray]], *, title: str
     ``curves`` maps a label such as ``"test, after weight matching"`` to the output of
     :func:`symlib.evaluation.interpolation.interpolation_curve`. Labels starting with ``"train"`` are
     drawn solid, others dashed; the same method keeps the same colour.
+
+    Args:
+        curves: label -> dict of arrays ``lambda``, ``loss`` and ``accuracy``.
+        title: title of the figure.
+
+    Returns:
+        The figure (loss left, accuracy right).
     """
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9.5, 3.4), constrained_layout=True)
     methods = list(dict.fromkeys(label.split(", ", 1)[-1] for label in curves))
@@ -95,7 +120,18 @@ def interpolation_curves(curves: dict[str, dict[str, np.ndarray]], *, title: str
 
 
 def mean_band(ax: plt.Axes, x: np.ndarray, ys: np.ndarray, label: str, color: str | None = None) -> None:
-    """Mean over the rows of ``ys`` (runs) against ``x``, with a +-1 std band."""
+    """Mean over the rows of ``ys`` (runs) against ``x``, with a +-1 std band.
+
+    Args:
+        ax: the axes to draw on.
+        x: the x values, one per column of ``ys``.
+        ys: ``(runs, len(x))`` values.
+        label: legend label of the mean.
+        color: line and band colour (default: the next of the cycle).
+
+    Returns:
+        None; draws on ``ax``.
+    """
     ys = np.asarray(ys, float)
     mean, std = ys.mean(axis=0), ys.std(axis=0)
     (line,) = ax.plot(x, mean, marker="o", ms=3, label=label, color=color)
@@ -104,7 +140,18 @@ def mean_band(ax: plt.Axes, x: np.ndarray, ys: np.ndarray, label: str, color: st
 
 def grouped_bars(ax: plt.Axes, categories: Sequence[str], series: dict[str, Sequence[float | None]], *,
                  ylabel: str, title: str | None = None) -> None:
-    """Bars of several series side by side for each category; ``None`` leaves a gap."""
+    """Bars of several series side by side for each category; ``None`` leaves a gap.
+
+    Args:
+        ax: the axes to draw on.
+        categories: one group of bars each.
+        series: legend label -> one value per category.
+        ylabel: label of the y axis.
+        title: title of the axes.
+
+    Returns:
+        None; draws on ``ax``.
+    """
     width = 0.8 / max(1, len(series))
     x = np.arange(len(categories))
     for i, (label, values) in enumerate(series.items()):
@@ -119,7 +166,20 @@ def grouped_bars(ax: plt.Axes, categories: Sequence[str], series: dict[str, Sequ
 
 def gaussian_ellipses(ax: plt.Axes, mean: Sequence[float], std: Sequence[float], *, label: str | None = None,
                       color: str | None = None, ls: str = "-", levels: Sequence[float] = (1.0, 2.0)) -> None:
-    """Contours (1 and 2 standard deviations) of an axis-aligned 2-D Gaussian."""
+    """Contours (1 and 2 standard deviations) of an axis-aligned 2-D Gaussian.
+
+    Args:
+        ax: the axes to draw on.
+        mean: the Gaussian's mean ``(x, y)``.
+        std: its standard deviations along x and y.
+        label: legend label (on the first contour).
+        color: line colour.
+        ls: line style.
+        levels: the contours, in standard deviations.
+
+    Returns:
+        None; draws on ``ax``.
+    """
     t = np.linspace(0, 2 * np.pi, 200)
     for i, k in enumerate(levels):
         ax.plot(mean[0] + k * std[0] * np.cos(t), mean[1] + k * std[1] * np.sin(t), ls=ls, color=color,

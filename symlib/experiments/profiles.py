@@ -90,10 +90,19 @@ class Profile:
     laurent_weight_decay: float
 
     def to_dict(self) -> dict:
+        """The profile's fields.
+
+        Returns:
+            Field name -> value.
+        """
         return dataclasses.asdict(self)
 
     def describe(self) -> str:
-        """One line with the profile and its key sizes, printed by every notebook."""
+        """One line with the profile and its key sizes, printed by every notebook.
+
+        Returns:
+            The line.
+        """
         return (
             f"profile={self.name!r} ({self.description}); data={self.data_source} "
             f"n_train={self.n_train} n_val={self.n_val} n_test={self.n_test}; "
@@ -191,7 +200,17 @@ PROFILES: dict[str, Profile] = {
 
 
 def get_profile(name: str | None = None) -> Profile:
-    """The profile called ``name``, or the one named by ``$SYMLIB_PROFILE`` (default quick)."""
+    """The profile called ``name``, or the one named by ``$SYMLIB_PROFILE`` (default quick).
+
+    Args:
+        name: a profile name (case and surrounding spaces ignored), or None.
+
+    Returns:
+        The profile.
+
+    Raises:
+        ValueError: for an unknown name; the message lists the valid ones.
+    """
     if name is None:
         name = os.environ.get(ENV_VAR, "").strip() or DEFAULT
     key = name.strip().lower()

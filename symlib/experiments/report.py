@@ -1,11 +1,27 @@
-"""Tables for the notebooks' "Synthesis" sections: ours beside the paper's numbers."""
+"""Tables for the notebooks' "Synthesis" sections: ours beside the paper's numbers.
+
+:func:`paper_vs_ours` is the one table of the paper's values beside ours, optionally with
+a column of a saved paper-profile run (:class:`PaperProfile`, from ``book/results/``).
+"""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+NOT_RUN = "not run"
 
 
 class Table:
-    """A small table that renders as Markdown in Jupyter (and the book) and as text elsewhere."""
+    """A small table that renders as Markdown in Jupyter (and the book) and as text elsewhere.
+
+    Args:
+        headers: the column headers.
+        rows: the rows, one cell per header (cells are shown with ``str``).
+
+    Raises:
+        ValueError: if a row has another number of cells than ``headers``.
+    """
 
     def __init__(self, headers: Sequence[str], rows: Sequence[Sequence[object]]):
         bad = [r for r in rows if len(r) != len(headers)]
@@ -26,6 +42,94 @@ class Table:
         return "\n".join([fmt(self.headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in self.rows])
 
 
-def paper_vs_ours(rows: Sequence[tuple[str, object, object]], profile_name: str) -> Table:
-    """Rows of (quantity, the paper's value, ours) with the profile named in the header."""
-    return Table(["quantity", "paper", f"ours ({profile_name} profile)"], rows)
+@dataclass(frozen=True)
+class PaperProfile:
+    """Values of a saved paper-profile run, for the extra column of :func:`paper_vs_ours`.
+
+    Attributes:
+        values: one value per row of the table (a sequence aligned with the rows), or
+            values by quantity (a mapping); a missing value or None shows as "not run".
+        source: where the run was done, shown in the column header (e.g. device and date);
+            empty when no run was saved.
+    """
+
+    values: Sequence[object] | Mapping[str, object] = field(default_factory=dict)
+    source: str = ""
+
+    @classmethod
+    def from_saved(cls, record: Mapping[str, Any] | None, values: Sequence[object] | Mapping[str, object]
+                   ) -> PaperProfile:
+        """The column for a record of :func:`symlib.experiments.results.load`.
+
+        Args:
+            record: the saved run (with ``device`` and ``date``), or None when it was never run.
+            values: the run's values, aligned with the table's rows or by quantity.
+
+        Returns:
+            The column; with no record every cell reads "not run".
+        """
+        if record is None:
+            return cls()
+        return cls(values, f"{record['device']}, {record['date']}")
+
+    def header(self) -> str:
+        """The column header.
+
+        Returns:
+            ``"ours (paper profile, <source>)"``, or ``"ours (paper profile)"`` without a source.
+        """
+        return f"ours (paper profile, {self.source})" if self.source else "ours (paper profile)"
+
+    def cells(self, quantities: Sequence[str]) -> list[str]:
+        """The column's cells for rows with these quantities.
+
+        Args:
+            quantities: the first cell of every row.
+
+        Returns:
+            One string per row: the value, or "not run" where it is missing or None.
+
+        Raises:
+            ValueError: if ``values`` is a sequence whose length differs from the rows'.
+        """
+        if isinstance(self.values, Mapping):
+            found = [self.values.get(q) for q in quantities]
+        else:
+            if len(self.values) not in (0, len(quantities)):
+                raise ValueError(f"paper_profile has {len(self.values)} values for {len(quantities)} rows")
+            found = list(self.values) or [None] * len(quantities)
+        return [NOT_RUN if v is None else str(v) for v in found]
+
+
+def paper_vs_ours(rows: Sequence[tuple[str, object, object]], profile_name: str,
+                  paper_profile: PaperProfile | Sequence[object] | Mapping[str, object] | None = None) -> Table:
+    """The paper's values beside ours, with the profile named in the header.
+
+    Args:
+        rows: ``(quantity, the paper's value, ours)`` per row.
+        profile_name: the profile our values come from.
+        paper_profile: values of a saved paper-profile run, as a :class:`PaperProfile` or
+            as its ``values`` (a sequence aligned with ``rows`` or a mapping by quantity);
+            adds the column "ours (paper profile, <source>)", "not run" where a value is missing.
+
+    Returns:
+        The table (renders as Markdown in Jupyter).
+
+    Raises:
+        ValueError: if a row does not have three cells, or ``paper_profile`` is a sequence
+            of another length than ``rows``.
+        TypeError: if ``paper_profile`` is neither a PaperProfile, a sequence nor a mapping.
+    """
+    headers = ["quantity", "paper", f"ours ({profile_name} profile)"]
+    if paper_profile is None:
+        return Table(headers, rows)
+    bad = [r for r in rows if len(r) != 3]
+    if bad:
+        raise ValueError(f"every row needs 3 cells (quantity, paper, ours), got {bad[0]!r}")
+    if not isinstance(paper_profile, PaperProfile):
+        if isinstance(paper_profile, str) or not isinstance(paper_profile, (Sequence, Mapping)):
+            raise TypeError(f"paper_profile must be a PaperProfile, a sequence or a mapping, "
+                            f"got {type(paper_profile).__name__}")
+        paper_profile = PaperProfile(paper_profile)
+    cells = paper_profile.cells([str(r[0]) for r in rows])
+    return Table([*headers, paper_profile.header()], [(*r, c) for r, c in zip(rows, cells)])

@@ -19,7 +19,11 @@ ENV_VAR = "SYMLIB_RESULTS"
 
 def results_dir() -> Path:
     """``$SYMLIB_RESULTS``, else ``book/results`` of the repository containing the working
-    directory (found by walking up to the folder holding ``_toc.yml``), else ``./book/results``."""
+    directory (found by walking up to the folder holding ``_toc.yml``), else ``./book/results``.
+
+    Returns:
+        The folder (not created here).
+    """
     if os.environ.get(ENV_VAR):
         return Path(os.environ[ENV_VAR]).expanduser()
     here = Path.cwd().resolve()
@@ -30,7 +34,11 @@ def results_dir() -> Path:
 
 
 def device_description() -> str:
-    """Accelerator (or CPU) that JAX computes on, with the host's core count."""
+    """Accelerator (or CPU) that JAX computes on, with the host's core count.
+
+    Returns:
+        E.g. ``"1 x cpu (cpu); host x86_64 with 2 cores"``.
+    """
     import jax
 
     dev = jax.devices()[0]
@@ -50,7 +58,19 @@ def _jsonable(obj: Any) -> Any:
 
 def save(name: str, profile: str, summary: dict[str, Any], *, command: str | None = None,
          directory: Path | None = None, elapsed_s: float | None = None) -> Path:
-    """Write ``summary`` (numbers, lists, dicts) with its provenance; returns the path."""
+    """Write ``summary`` (numbers, lists, dicts) with its provenance.
+
+    Args:
+        name: the experiment's name.
+        profile: the profile's name.
+        summary: the numbers to keep (arrays become lists).
+        command: the command that produced them (default: this process's command line).
+        directory: where to write (default: :func:`results_dir`).
+        elapsed_s: wall time of the run in seconds.
+
+    Returns:
+        The path of ``<name>-<profile>.json``.
+    """
     from symlib.core.io import atomic_write
     from symlib.experiments.cache import code_version
 
@@ -72,7 +92,20 @@ def save(name: str, profile: str, summary: dict[str, Any], *, command: str | Non
 
 
 def load(name: str, profile: str, directory: Path | None = None) -> dict[str, Any] | None:
-    """The saved record for ``name`` under ``profile``, or None if that run was never saved."""
+    """The saved record for ``name`` under ``profile``.
+
+    Args:
+        name: the experiment's name.
+        profile: the profile's name.
+        directory: where to look (default: :func:`results_dir`).
+
+    Returns:
+        The record (``summary``, ``command``, ``device``, ``date``, ...), or None if that
+        run was never saved.
+
+    Raises:
+        ValueError: if the file is not valid JSON.
+    """
     path = (Path(directory) if directory is not None else results_dir()) / f"{name}-{profile}.json"
     if not path.exists():
         return None

@@ -20,8 +20,17 @@ CLASS_MEAN = 1.5
 
 
 def two_gaussians(seed: int = 0, n_per_class: int = 200, mean: float = CLASS_MEAN) -> tuple[np.ndarray, np.ndarray]:
-    """``(x (2n, 2) float32, y (2n,) int32)``: class 0 around ``-(mean, mean)``, class 1 around
-    ``+(mean, mean)``, identity covariance, only points on their class's side of x + y = 0."""
+    """Two separable Gaussian classes: class 0 around ``-(mean, mean)``, class 1 around
+    ``+(mean, mean)``, identity covariance, only points on their class's side of x + y = 0.
+
+    Args:
+        seed: seed of the numpy generator.
+        n_per_class: points per class.
+        mean: distance of the class means from the origin along each axis.
+
+    Returns:
+        ``(x, y)``: ``(2n, 2)`` float32 points and ``(2n,)`` int32 labels.
+    """
     rng = np.random.default_rng(seed)
     xs, ys = [], []
     for label, sign in ((0, -1.0), (1, 1.0)):
@@ -35,7 +44,16 @@ def two_gaussians(seed: int = 0, n_per_class: int = 200, mean: float = CLASS_MEA
 
 
 def bce_loss(params, x, y):
-    """Mean binary cross-entropy of the single logit ``mlp_apply(params, x)[:, 0]``."""
+    """Mean binary cross-entropy of the single logit ``mlp_apply(params, x)[:, 0]``.
+
+    Args:
+        params: the network's parameters.
+        x: ``(n, 2)`` inputs.
+        y: ``(n,)`` labels in {0, 1}.
+
+    Returns:
+        The scalar loss.
+    """
     return jnp.mean(optax.sigmoid_binary_cross_entropy(mlp_apply(params, x)[:, 0], y.astype(jnp.float32)))
 
 
@@ -62,8 +80,25 @@ def _train_one(params, key, x, y, epochs: int, batch_size: int, learning_rate: f
 def train_perceptrons(key, x, y, num_nets: int = 10_000, *, sizes=(2, 2, 1), epochs: int = 10, batch_size: int = 10,
                       learning_rate: float = 2.0):
     """Train ``num_nets`` networks at once (``vmap``) with SGD on binary cross-entropy
-    (Laurent et al. App. A: batch 10, learning rate 2, 10 epochs). Returns the stacked
-    parameters and each network's final training loss."""
+    (Laurent et al. App. A: batch 10, learning rate 2, 10 epochs).
+
+    Args:
+        key: JAX random key (initialisations and minibatch orders).
+        x: ``(n, 2)`` inputs.
+        y: ``(n,)`` labels in {0, 1}.
+        num_nets: networks to train.
+        sizes: layer sizes.
+        epochs: SGD epochs.
+        batch_size: minibatch size.
+        learning_rate: SGD step size.
+
+    Returns:
+        ``(params, loss)``: the parameters stacked on a leading axis (numpy) and each
+        network's final training loss.
+
+    Raises:
+        ValueError: if ``num_nets`` is below 1.
+    """
     if num_nets < 1:
         raise ValueError(f"num_nets must be >= 1, got {num_nets}")
     init_key, data_key = jax.random.split(key)
@@ -77,7 +112,14 @@ def train_perceptrons(key, x, y, num_nets: int = 10_000, *, sizes=(2, 2, 1), epo
 def sort_by_output_weight(params):
     """Order the hidden units of a one-hidden-layer net by their (single) outgoing weight,
     largest first: the ordering Laurent et al. use for their Figure 1 (App. A.2, "starting
-    from the last layer"). Returns ``(params, perm)``."""
+    from the last layer").
+
+    Args:
+        params: a one-hidden-layer network with a single output.
+
+    Returns:
+        ``(params, perm)``: the reordered network and the permutation applied.
+    """
     from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
 
     out = np.asarray(params["dense_1"]["kernel"])[:, 0]
@@ -87,7 +129,16 @@ def sort_by_output_weight(params):
 
 def count_modes(values: np.ndarray, grid: int = 400, min_height: float = 0.1) -> np.ndarray:
     """Locations of the modes of a Gaussian-KDE density of ``values`` (Scott's bandwidth):
-    local maxima higher than ``min_height`` times the highest."""
+    local maxima higher than ``min_height`` times the highest.
+
+    Args:
+        values: the 1-D sample.
+        grid: points at which the density is evaluated, between the sample's extremes.
+        min_height: smallest mode height, relative to the highest.
+
+    Returns:
+        The modes' locations, increasing.
+    """
     from scipy.stats import gaussian_kde
 
     values = np.asarray(values, float)

@@ -1,0 +1,951 @@
+"""Experiments of Xiao et al. (2023), "A compact representation for Bayesian neural
+networks by removing permutation symmetry", and the paper's reference numbers.
+
+Registered experiments: ``mlp_map_pair`` (two MAP-trained MLPs), ``rebasin_barriers``
+(Fig. 1), ``not_sweep`` and ``not_paths`` (Fig. 2), ``ensemble``, ``vi``, ``hmc`` (App. A)
+and ``compact_representation`` (Table 1, Fig. 3). Each returns a typed result (a frozen
+dataclass below) from :func:`symlib.experiments.run`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from symlib.core.models import mlp_init
+from symlib.experiments import cache
+from symlib.experiments.profiles import Profile
+from symlib.experiments.registry import (ExperimentResult, data_config, load_bnn_data, load_data, mlp_config, pick,
+                                         register, run)
+from symlib.inference.hmc import SAMPLER_VERSION
+from symlib.inference.training import TrainConfig, evaluate, fit_map
+
+# ---------------------------------------------------------------------------------------
+# The paper's reference numbers and claims (quoted; the paper's column of the notebooks).
+# ---------------------------------------------------------------------------------------
+
+#: Sec. 1 (the symmetry is exact, no number given) and Table 1 (test accuracy of the HMC
+#: samples' predictive, 98.43%, and of the ensemble's, 98.66%): notebook 01.
+XIAO_SEC1_CLAIMS = {
+    "max_logit_difference": "0 (exact identity)",
+    "prediction_agreement": "1",
+    "test_accuracy": "98.4-98.7% (HMC samples / ensemble, Table 1; full MNIST, 512 units)",
+}
+
+#: Fig. 1 (a figure without numbers): the loss barrier between two independently trained
+#: MLPs, before and after re-basin (weight or activation matching): notebook 02.
+XIAO_FIG1_CLAIMS = {"barrier_no_matching": "clearly > 0", "barrier_matched": "about 0"}
+
+#: Sec. 2 and Fig. 2 (a figure without numbers; 512 hidden units, full MNIST, NoT from 0
+#: to 511, 5 runs): notebook 03.
+XIAO_FIG2_CLAIMS = {
+    "not_after_training": "almost exactly equal",
+    "distance_vs_not": "increases, strongly correlated",
+    "barrier_vs_not": "increases, strongly correlated",
+    "not_along_path": "flat at both ends, smooth and monotone between",
+    "not_over_epochs": "stable",
+}
+
+#: Table 1, quoted: agreement and TV to HMC samples, test accuracy (%) of the samples'
+#: predictive and of the mean network. Columns as in the paper: notebook 04.
+XIAO_TABLE1 = {
+    "columns": ["HMC sample", "HMC q_d", "HMC q_r", "Ensemble sample", "Ensemble q_d", "Ensemble q_r", "VI q"],
+    "agreement": [1.0, 0.1212, 0.8249, 0.9931, 0.5239, 0.9868, 0.9885],
+    "tv": [0.0, 0.8641, 0.6570, 0.0229, 0.7210, 0.0495, 0.0235],
+    "accuracy_samples": [98.43, 11.11, 82.34, 98.66, 52.25, 97.72, 98.11],
+    "accuracy_mean": [None, 28.06, 92.25, None, 86.40, 97.97, 98.04],
+}
+
+#: The setting of Table 1, as the notebooks quote it beside the table.
+XIAO_TABLE1_SETTING = "784-512-10 on full MNIST, 1,000 HMC samples"
+
+#: Sec. 3.2 and Fig. 3 (a figure without numbers): (i) re-basin shrinks the standard
+#: deviations, (ii) HMC and VI put many weights at the prior's scale, (iii) pruning by
+#: HMC's sigma with the ensemble's means beats either alone: notebook 05.
+XIAO_FIG3_CLAIMS = {
+    "rebasin_shrinks_sigma": "yes",
+    "sigma_near_prior": "many for HMC and VI",
+    "stitched_pruning_gain": "> 0, significant",
+}
+
+MLP_SEEDS = (0, 1)
+MATCHING_METHODS = ("no matching", "weight matching", "activation matching")
+SPLITS = ("train", "test")
+PRUNE_FRACTIONS = (1.0, 0.8, 0.6, 0.4, 0.3, 0.2, 0.15, 0.1, 0.05)
+
+
+# ---------------------------------------------------------------------------------------
+# Typed results
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class PredictiveScore:
+    """Test-set score of a predictive distribution.
+
+    Attributes:
+        accuracy: share of test examples whose most probable class is the label.
+        nll: mean negative log-probability of the label (nats).
+    """
+
+    accuracy: float
+    nll: float
+
+    @classmethod
+    def from_dict(cls, scores: dict[str, Any]) -> PredictiveScore:
+        """Build from the artifact's ``{"accuracy": ..., "nll": ...}`` dict.
+
+        Args:
+            scores: the stored scores.
+
+        Returns:
+            The score with plain floats.
+        """
+        return cls(accuracy=np.float64(scores["accuracy"]), nll=np.float64(scores["nll"]))
+
+
+@dataclass(frozen=True, eq=False)
+class TrainedNet:
+    """One MAP-trained MLP.
+
+    Attributes:
+        params: the trained parameters (``dense_0`` ... with ``kernel`` and ``bias``).
+        epoch_loss: training objective at the end of each epoch.
+        test_nll: negative log-likelihood on the test set.
+        test_accuracy: accuracy on the test set.
+    """
+
+    params: dict[str, Any]
+    epoch_loss: np.ndarray
+    test_nll: float
+    test_accuracy: float
+
+
+@dataclass(frozen=True, eq=False)
+class MapPairResult(ExperimentResult):
+    """``mlp_map_pair``: two MLPs trained from independent seeds.
+
+    Attributes:
+        nets: the trained networks by seed (``MLP_SEEDS``).
+    """
+
+    nets: dict[int, TrainedNet]
+
+    @classmethod
+    def from_artifact(cls, artifact: dict[str, Any]) -> MapPairResult:
+        nets = {}
+        for seed in MLP_SEEDS:
+            a = artifact[f"seed{seed}"]
+            nets[seed] = TrainedNet(params=a["params"], epoch_loss=a["epoch_loss"], test_nll=np.float64(a["test_nll"]),
+                                    test_accuracy=np.float64(a["test_accuracy"]))
+        return cls(artifact=artifact, nets=nets)
+
+    def net(self, seed: int) -> TrainedNet:
+        """The network trained from ``seed``.
+
+        Args:
+            seed: one of ``MLP_SEEDS``.
+
+        Returns:
+            The trained network.
+
+        Raises:
+            ValueError: for a seed that was not trained.
+        """
+        return pick(self.nets, seed, "seed")
+
+
+@dataclass(frozen=True, eq=False)
+class RebasinResult(ExperimentResult):
+    """``rebasin_barriers``: interpolation from net 0 to net 1, raw and after matching.
+
+    Attributes:
+        curves: ``curves[split][method]`` is a dict of arrays ``lambda``, ``loss`` and
+            ``accuracy`` along the path (split ``"train"`` or ``"test"``, method one of
+            ``MATCHING_METHODS``).
+        barriers: ``barriers[split][method]``, the loss barrier of that path (nats).
+        num_transpositions: NoT of the matching permutation, by matching method.
+        permutations: the matching permutation of the hidden units, by matching method.
+        endpoint_test_accuracy: test accuracy of the two networks, by seed.
+    """
+
+    curves: dict[str, dict[str, dict[str, np.ndarray]]]
+    barriers: dict[str, dict[str, float]]
+    num_transpositions: dict[str, int]
+    permutations: dict[str, np.ndarray]
+    endpoint_test_accuracy: dict[int, float]
+
+    @classmethod
+    def from_artifact(cls, artifact: dict[str, Any]) -> RebasinResult:
+        return cls(artifact=artifact, curves=artifact["curves"],
+                   barriers={s: {m: np.float64(v) for m, v in b.items()} for s, b in artifact["barrier"].items()},
+                   num_transpositions={m: int(v) for m, v in artifact["not"].items()},
+                   permutations=dict(artifact["perms"]),
+                   endpoint_test_accuracy={s: np.float64(artifact["endpoint_test_accuracy"][f"seed{s}"])
+                                           for s in MLP_SEEDS})
+
+    def curve(self, split: str, method: str) -> dict[str, np.ndarray]:
+        """The interpolation curve on ``split`` towards net 1 matched by ``method``.
+
+        Args:
+            split: ``"train"`` or ``"test"``.
+            method: one of ``MATCHING_METHODS``.
+
+        Returns:
+            Dict of arrays ``lambda``, ``loss`` and ``accuracy``.
+
+        Raises:
+            ValueError: for an unknown split or method.
+        """
+        return pick(pick(self.curves, split, "split"), method, "matching method")
+
+    def barrier(self, split: str, method: str) -> float:
+        """The loss barrier (nats) on ``split`` after matching by ``method``.
+
+        Args:
+            split: ``"train"`` or ``"test"``.
+            method: one of ``MATCHING_METHODS``.
+
+        Returns:
+            The barrier.
+
+        Raises:
+            ValueError: for an unknown split or method.
+        """
+        return pick(pick(self.barriers, split, "split"), method, "matching method")
+
+
+@dataclass(frozen=True, eq=False)
+class NoTSweepResult(ExperimentResult):
+    """``not_sweep`` (Fig. 2 a-c): one row per (run, planted NoT), in run-major order.
+
+    Attributes:
+        run: index of the random initialisation.
+        not_p: NoT of the planted permutation P.
+        not_p_prime: NoT of the permutation P' matching the trained pair.
+        distance_raw: parameter distance between the trained pair.
+        distance_matched: the same after matching.
+        barrier_raw: training loss barrier between the trained pair (nats).
+        barrier_matched: the same after matching.
+    """
+
+    run: np.ndarray
+    not_p: np.ndarray
+    not_p_prime: np.ndarray
+    distance_raw: np.ndarray
+    distance_matched: np.ndarray
+    barrier_raw: np.ndarray
+    barrier_matched: np.ndarray
+
+    COLUMNS = ("run", "not_p", "not_p_prime", "distance_raw", "distance_matched", "barrier_raw", "barrier_matched")
+
+    @classmethod
+    def from_artifact(cls, artifact: dict[str, Any]) -> NoTSweepResult:
+        return cls(artifact=artifact, **{k: np.asarray(artifact[k]) for k in cls.COLUMNS})
+
+    def per_run(self, column: str) -> np.ndarray:
+        """A column as a ``(runs, NoT values)`` float array.
+
+        Args:
+            column: one of ``NoTSweepResult.COLUMNS``.
+
+        Returns:
+            The column, one row per random initialisation.
+
+        Raises:
+            ValueError: for an unknown column.
+        """
+        values = pick({k: getattr(self, k) for k in self.COLUMNS}, column, "column")
+        return np.asarray(values, float).reshape(len(np.unique(self.run)), -1)
+
+
+@dataclass(frozen=True, eq=False)
+class NoTTrace:
+    """NoT of the permutation matching a partner network to the reference.
+
+    Attributes:
+        not_epochs: at initialisation and after each epoch of training.
+        not_lambda: along the interpolation path between the trained pair (matching
+            ``W_lambda`` to ``W_0``).
+    """
+
+    not_epochs: np.ndarray
+    not_lambda: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class NoTPathsResult(ExperimentResult):
+    """``not_paths`` (Fig. 2 d): NoT along the interpolation path and over training.
+
+    Attributes:
+        not_p: NoT of the planted permutation of the ``permuted`` partner.
+        epochs: ``0 .. epochs`` (0 is the initialisation).
+        lambdas: the interpolation coefficients.
+        partners: the traces by partner: ``"permuted"`` (trained from P W_init) and
+            ``"independent"`` (trained from a fresh initialisation).
+    """
+
+    not_p: int
+    epochs: np.ndarray
+    lambdas: np.ndarray
+    partners: dict[str, NoTTrace]
+
+    @classmethod
+    def from_artifact(cls, artifact: dict[str, Any]) -> NoTPathsResult:
+        partners = {name: NoTTrace(not_epochs=artifact[name]["not_epochs"], not_lambda=artifact[name]["not_lambda"])
+                    for name in ("permuted", "independent")}
+        return cls(artifact=artifact, not_p=int(artifact["not_p"]), epochs=artifact["epochs"],
+                   lambdas=artifact["lambda"], partners=partners)
+
+    def partner(self, name: str) -> NoTTrace:
+        """The trace of one partner.
+
+        Args:
+            name: ``"permuted"`` or ``"independent"``.
+
+        Returns:
+            Its NoT over epochs and along the path.
+
+        Raises:
+            ValueError: for an unknown partner.
+        """
+        return pick(self.partners, name, "partner")
+
+
+@dataclass(frozen=True, eq=False)
+class EnsembleResult(ExperimentResult):
+    """``ensemble``: a deep ensemble of MAP-trained MLPs.
+
+    Attributes:
+        params: the members' parameters, stacked on a leading axis.
+        epoch_loss: training objective per epoch and member.
+        test_probs: ``(n_test, 10)`` predictive probabilities (mean over members).
+        test: the predictive's test score.
+    """
+
+    params: dict[str, Any]
+    epoch_loss: np.ndarray
+    test_probs: np.ndarray
+    test: PredictiveScore
+
+    @classmethod
+    def from_artifact(cls, artifact: dict[str, Any]) -> EnsembleResult:
+        return cls(artifact=artifact, params=artifact["params"], epoch_loss=artifact["epoch_loss"],
+                   test_probs=artifact["test_probs"], test=PredictiveScore.from_dict(artifact["test"]))
+
+
+@dataclass(frozen=True, eq=False)
+class VIResult(ExperimentResult):
+    """``vi``: a mean-field Gaussian variational posterior.
+
+    Attributes:
+        mu: the posterior means (a parameter tree).
+        sigma: the posterior standard deviations (same tree).
+        elbo_history: the ELBO per epoch.
+        test_probs: ``(n_test, 10)`` Monte-Carlo predictive probabilities.
+        test: the predictive's test score.
+    """
+
+    mu: dict[str, Any]
+    sigma: dict[str, Any]
+    elbo_history: np.ndarray
+    test_probs: np.ndarray
+    test: PredictiveScore
+
+    @classmethod
+    def from_artifact(cls, artifact: dict[str, Any]) -> VIResult:
+        return cls(artifact=artifact, mu=artifact["mu"], sigma=artifact["sigma"],
+                   elbo_history=artifact["elbo_history"], test_probs=artifact["test_probs"],
+                   test=PredictiveScore.from_dict(artifact["test"]))
+
+
+@dataclass(frozen=True, eq=False)
+class HMCDiagnostics:
+    """Sampler and function-space diagnostics of the HMC chains.
+
+    Attributes:
+        mean_acceptance: mean acceptance rate of the kept iterations.
+        num_divergences: divergent transitions among the kept iterations.
+        rhat_test_loglik: R-hat of the test log-likelihood across chains.
+        ess_test_loglik: its effective sample size.
+        rhat_true_class_prob: R-hat of the predictive probability of the true class of
+            ten fixed test points.
+        ess_true_class_prob: their effective sample sizes.
+    """
+
+    mean_acceptance: float
+    num_divergences: int
+    rhat_test_loglik: np.ndarray
+    ess_test_loglik: np.ndarray
+    rhat_true_class_prob: np.ndarray
+    ess_true_class_prob: np.ndarray
+
+    @classmethod
+    def from_dict(cls, diagnostics: dict[str, Any]) -> HMCDiagnostics:
+        """Build from the artifact's diagnostics dict.
+
+        Args:
+            diagnostics: the stored diagnostics.
+
+        Returns:
+            The typed diagnostics.
+        """
+        return cls(mean_acceptance=np.float64(diagnostics["mean_acceptance"]),
+                   num_divergences=int(diagnostics["num_divergences"]),
+                   **{f"{stat}_{q}": np.asarray(diagnostics[f"{stat}_{q}"])
+                      for stat in ("rhat", "ess") for q in ("test_loglik", "true_class_prob")})
+
+
+@dataclass(frozen=True, eq=False)
+class HMCResult(ExperimentResult):
+    """``hmc``: full-batch HMC on the BNN posterior (samples stay on disk, see
+    :func:`hmc_samples`).
+
+    Attributes:
+        stats: per-iteration sampler statistics, ``(chains, iterations)`` arrays by name.
+        step_size: the (adapted) step size of each chain.
+        test_probs: ``(n_test, 10)`` predictive probabilities (mean over samples).
+        test: the predictive's test score.
+        diagnostics: sampler and function-space diagnostics.
+    """
+
+    stats: dict[str, np.ndarray]
+    step_size: np.ndarray
+    test_probs: np.ndarray
+    test: PredictiveScore
+    diagnostics: HMCDiagnostics
+
+    @classmethod
+    def from_artifact(cls, artifact: dict[str, Any]) -> HMCResult:
+        return cls(artifact=artifact, stats=artifact["stats"], step_size=artifact["step_size"],
+                   test_probs=artifact["test_probs"], test=PredictiveScore.from_dict(artifact["test"]),
+                   diagnostics=HMCDiagnostics.from_dict(artifact["diagnostics"]))
+
+
+@dataclass(frozen=True, eq=False)
+class Table1Row:
+    """One approximation in Table 1, scored against the HMC predictive.
+
+    Attributes:
+        agreement: share of test points where its most probable class is HMC's.
+        tv: mean total variation distance to the HMC predictive.
+        accuracy_samples: test accuracy (%) of its predictive.
+        accuracy_mean: test accuracy (%) of its mean network (None for sample sets).
+    """
+
+    agreement: float
+    tv: float
+    accuracy_samples: float
+    accuracy_mean: float | None
+
+
+@dataclass(frozen=True, eq=False)
+class PruningCurves:
+    """Test accuracy of the mean network when only the lowest-sigma weights are kept.
+
+    Attributes:
+        keep_fraction: fractions of weights kept (``PRUNE_FRACTIONS``).
+        accuracy: accuracy at each fraction, by curve: ``"ensemble"``, ``"hmc"``,
+            ``"ensemble mu + hmc sigma"`` and ``"vi"``.
+    """
+
+    keep_fraction: np.ndarray
+    accuracy: dict[str, np.ndarray]
+
+
+@dataclass(frozen=True, eq=False)
+class CompactResult(ExperimentResult):
+    """``compact_representation`` (Table 1, Fig. 3): q_d and q_r of HMC and an ensemble, VI.
+
+    Attributes:
+        table: Table 1 by approximation (``"HMC sample"``, ``"HMC q_d"``, ``"HMC q_r"``,
+            ``"HMC q_r (weight)"``, ``"HMC q_r (per chain)"``, the same for ``"Ensemble"``
+            without the per-chain row, and ``"VI q"``).
+        pruning: the pruning curves of Fig. 3 (right).
+        sigma: all per-weight standard deviations, flattened, by approximation.
+        median_sigma: their medians, by approximation.
+        hmc_test: test score of the HMC predictive.
+        hmc_diagnostics: the HMC chains' diagnostics.
+    """
+
+    table: dict[str, Table1Row]
+    pruning: PruningCurves
+    sigma: dict[str, np.ndarray]
+    median_sigma: dict[str, float]
+    hmc_test: PredictiveScore
+    hmc_diagnostics: HMCDiagnostics
+
+    @classmethod
+    def from_artifact(cls, artifact: dict[str, Any]) -> CompactResult:
+        table = {col: Table1Row(agreement=np.float64(m["agreement"]), tv=np.float64(m["tv"]),
+                                accuracy_samples=np.float64(m["accuracy_samples"]),
+                                accuracy_mean=np.float64(m["accuracy_mean"]) if "accuracy_mean" in m else None)
+                 for col, m in artifact["table"].items()}
+        prune = artifact["pruning"]
+        pruning = PruningCurves(keep_fraction=prune["keep_fraction"],
+                                accuracy={k: v for k, v in prune.items() if k != "keep_fraction"})
+        return cls(artifact=artifact, table=table, pruning=pruning, sigma=dict(artifact["sigma"]),
+                   median_sigma={k: np.float64(v) for k, v in artifact["median_sigma"].items()},
+                   hmc_test=PredictiveScore.from_dict(artifact["hmc_test"]),
+                   hmc_diagnostics=HMCDiagnostics.from_dict(artifact["hmc_diagnostics"]))
+
+
+# ---------------------------------------------------------------------------------------
+# Two MAP-trained MLPs and re-basin barriers (Sec. 1, Fig. 1)
+# ---------------------------------------------------------------------------------------
+
+@register("mlp_map_pair", mlp_config,
+          "two one-hidden-layer MLPs trained by MAP/Adam from independent seeds (0 and 1)", result=MapPairResult)
+def mlp_map_pair(profile: Profile) -> dict[str, Any]:
+    """Train one MLP per seed of ``MLP_SEEDS`` on the profile's MNIST split.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The artifact: per ``seed<k>``, ``params``, ``epoch_loss``, ``test_nll`` and ``test_accuracy``.
+    """
+    d = load_data(profile)
+    cfg = TrainConfig.from_profile(profile)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    out: dict[str, Any] = {}
+    for seed in MLP_SEEDS:
+        init_key, data_key = jax.random.split(jax.random.key(seed))
+        params, losses = fit_map(mlp_init(init_key, sizes), data_key, d["x_train"], d["y_train"], cfg)
+        test = evaluate(params, d["x_test"], d["y_test"])
+        out[f"seed{seed}"] = {"params": jax.device_get(params), "epoch_loss": np.asarray(losses),
+                              "test_nll": test["nll"], "test_accuracy": test["accuracy"]}
+    return out
+
+
+def _barriers_summary(res: dict[str, Any]) -> dict[str, Any]:
+    out = {f"barrier_{split}": {m: float(v) for m, v in b.items()} for split, b in res["barrier"].items()}
+    out.update({f"not_{k}": int(v) for k, v in res["not"].items()})
+    out.update({f"endpoint_test_accuracy_{k}": float(v) for k, v in res["endpoint_test_accuracy"].items()})
+    out["test_accuracy_mid"] = {m: float(c["accuracy"][len(c["accuracy"]) // 2])
+                                for m, c in res["curves"]["test"].items()}
+    return out
+
+
+def _barrier_config(profile: Profile) -> dict[str, Any]:
+    return {**mlp_config(profile), "n_lambdas": profile.n_lambdas}
+
+
+@register("rebasin_barriers", _barrier_config,
+          "Xiao et al. Fig. 1: interpolation W_0 -> W_1 before and after weight / activation matching",
+          summary=_barriers_summary, result=RebasinResult)
+def rebasin_barriers(profile: Profile) -> dict[str, Any]:
+    """Match net 1 of ``mlp_map_pair`` to net 0 and interpolate, raw and matched.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The artifact: ``curves`` and ``barrier`` by split and method, ``not`` and ``perms``
+        by matching method, ``endpoint_test_accuracy`` by ``seed<k>``.
+    """
+    from symlib.evaluation.interpolation import interpolation_curve, loss_barrier
+    from symlib.symmetry.matching import activation_matching, weight_matching
+    from symlib.symmetry.permutations import num_transpositions
+    from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
+
+    d = load_data(profile)
+    pair = run("mlp_map_pair", profile).artifact
+    w0, w1 = pair["seed0"]["params"], pair["seed1"]["params"]
+    spec = mlp_permutation_spec(1)
+    matches = {"weight matching": weight_matching(jax.random.key(0), spec, w0, w1),
+               "activation matching": activation_matching(spec, w0, w1, d["x_train"])}
+    targets = {"no matching": w1, **{m: apply_permutation(spec, r.perms, w1) for m, r in matches.items()}}
+    curves: dict[str, Any] = {"train": {}, "test": {}}
+    barrier: dict[str, dict[str, float]] = {"train": {}, "test": {}}
+    for split in curves:
+        for method, target in targets.items():
+            c = interpolation_curve(w0, target, d[f"x_{split}"], d[f"y_{split}"], profile.n_lambdas)
+            curves[split][method] = c
+            barrier[split][method] = loss_barrier(c["lambda"], c["loss"])
+    return {"curves": curves, "barrier": barrier,
+            "not": {m: num_transpositions(r.perms["P_0"]) for m, r in matches.items()},
+            "perms": {m: np.asarray(r.perms["P_0"]) for m, r in matches.items()},
+            "endpoint_test_accuracy": {s: pair[s]["test_accuracy"] for s in ("seed0", "seed1")}}
+
+
+# ---------------------------------------------------------------------------------------
+# The number of transpositions (Sec. 2, Fig. 2)
+# ---------------------------------------------------------------------------------------
+
+def not_grid(profile: Profile) -> np.ndarray:
+    """The NoT values of the Fig. 2 sweep.
+
+    Args:
+        profile: the run profile (``hidden`` and ``not_points``).
+
+    Returns:
+        ``not_points`` values evenly spaced in ``[0, hidden - 1]`` (every value when
+        ``not_points`` is 0 or at least ``hidden``).
+    """
+    n = profile.hidden
+    if profile.not_points <= 0 or profile.not_points >= n:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, profile.not_points).round().astype(int))
+
+
+def _not_config(profile: Profile) -> dict[str, Any]:
+    return {**mlp_config(profile), "n_lambdas": profile.n_lambdas, "not_points": profile.not_points,
+            "not_runs": profile.not_runs}
+
+
+@register("not_sweep", _not_config,
+          "Xiao et al. Fig. 2: train P W_init for permutations P of every NoT, rebasin to the unpermuted net",
+          result=NoTSweepResult)
+def not_sweep(profile: Profile) -> dict[str, Any]:
+    """Train ``W_init`` and ``P W_init`` for P of every NoT in :func:`not_grid`, then rebasin.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The artifact: one array per column of :class:`NoTSweepResult`.
+    """
+    from symlib.evaluation.interpolation import barrier
+    from symlib.inference.training import fit_map_many
+    from symlib.symmetry.matching import weight_matching
+    from symlib.symmetry.permutations import num_transpositions, random_permutation_with_transpositions
+    from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, param_distance
+
+    d = load_data(profile)
+    cfg = TrainConfig.from_profile(profile)
+    spec = mlp_permutation_spec(1)
+    ks = not_grid(profile)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    x, y = d["x_train"], d["y_train"]
+    rows: dict[str, list] = {k: [] for k in NoTSweepResult.COLUMNS}
+    for run_index in range(profile.not_runs):
+        init = mlp_init(jax.random.key(1000 + run_index), sizes)
+        perms = [random_permutation_with_transpositions(jax.random.key(10_000 * (run_index + 1) + int(k)),
+                                                        profile.hidden, int(k))
+                 for k in ks]
+        inits = [init] + [apply_permutation(spec, {"P_0": p}, init) for p in perms]
+        stacked = jax.tree_util.tree_map(lambda *a: jax.numpy.stack(a), *inits)
+        data_keys = jax.random.split(jax.random.key(2000 + run_index), len(inits))  # own minibatch order per net
+        trained, _ = fit_map_many(stacked, data_keys, x, y, cfg)
+        trained = jax.device_get(trained)
+        ref = jax.tree_util.tree_map(lambda a: a[0], trained)
+        for i, (k, p) in enumerate(zip(ks, perms), start=1):
+            net = jax.tree_util.tree_map(lambda a: a[i], trained)
+            match = weight_matching(jax.random.key(run_index), spec, ref, net)
+            matched = apply_permutation(spec, match.perms, net)
+            rows["run"].append(run_index)
+            rows["not_p"].append(num_transpositions(p))
+            rows["not_p_prime"].append(num_transpositions(match.perms["P_0"]))
+            rows["distance_raw"].append(param_distance(ref, net))
+            rows["distance_matched"].append(param_distance(ref, matched))
+            rows["barrier_raw"].append(barrier(ref, net, x, y, profile.n_lambdas))
+            rows["barrier_matched"].append(barrier(ref, matched, x, y, profile.n_lambdas))
+    return {k: np.asarray(v) for k, v in rows.items()}
+
+
+def _not_over_training(spec, init_0, init_1, traj_0, traj_1, epochs: int) -> np.ndarray:
+    """NoT of the permutation matching net 1 to net 0 at initialisation and after each epoch."""
+    from symlib.symmetry.matching import weight_matching
+    from symlib.symmetry.permutations import num_transpositions
+
+    at = lambda traj, e: jax.tree_util.tree_map(lambda a: a[e], traj)  # noqa: E731
+    pairs = [(init_0, init_1)] + [(at(traj_0, e), at(traj_1, e)) for e in range(epochs)]
+    return np.asarray([num_transpositions(weight_matching(jax.random.key(e), spec, a, b).perms["P_0"])
+                       for e, (a, b) in enumerate(pairs)])
+
+
+def _not_along_path(spec, w0, w1, lambdas: np.ndarray) -> np.ndarray:
+    """NoT of the permutation matching W_lambda = (1 - lambda) W_0 + lambda W_1 to W_0."""
+    from symlib.evaluation.interpolation import interpolate
+    from symlib.symmetry.matching import weight_matching
+    from symlib.symmetry.permutations import num_transpositions
+
+    return np.asarray([num_transpositions(weight_matching(jax.random.key(0), spec, w0,
+                                                          interpolate(w0, w1, float(t))).perms["P_0"])
+                       for t in lambdas])
+
+
+@register("not_paths", _not_config,
+          "Xiao et al. Fig. 2 right: NoT of rebasin along the interpolation path and over training epochs",
+          result=NoTPathsResult)
+def not_paths(profile: Profile) -> dict[str, Any]:
+    """NoT of re-basin along the path and over training, for a permuted and an independent partner.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The artifact: ``not_p``, ``epochs``, ``lambda``, and per partner ``not_epochs`` and ``not_lambda``.
+    """
+    from symlib.symmetry.permutations import num_transpositions, random_permutation_with_transpositions
+    from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
+
+    d = load_data(profile)
+    cfg = TrainConfig.from_profile(profile)
+    spec = mlp_permutation_spec(1)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    k = (profile.hidden - 1) // 2  # a permutation of intermediate size
+    p = random_permutation_with_transpositions(jax.random.key(7), profile.hidden, k)
+    init = mlp_init(jax.random.key(1000), sizes)
+    inits = {"reference": init,
+             "permuted": apply_permutation(spec, {"P_0": p}, init),  # P W_init
+             "independent": mlp_init(jax.random.key(1001), sizes)}   # a fresh random init
+    traj = {}
+    for seed, (name, net_init) in enumerate(inits.items()):
+        _, _, t = fit_map(net_init, jax.random.key(3000 + seed), d["x_train"], d["y_train"], cfg,
+                          keep_trajectory=True)
+        traj[name] = jax.device_get(t)
+    lambdas = np.linspace(0.0, 1.0, 2 * profile.n_lambdas - 1)
+    last = lambda t: jax.tree_util.tree_map(lambda a: a[-1], t)  # noqa: E731
+    out: dict[str, Any] = {"not_p": np.asarray(num_transpositions(p)), "epochs": np.arange(cfg.epochs + 1),
+                           "lambda": lambdas}
+    for name in ("permuted", "independent"):
+        out[name] = {
+            "not_epochs": _not_over_training(spec, inits["reference"], inits[name], traj["reference"], traj[name],
+                                             cfg.epochs),
+            "not_lambda": _not_along_path(spec, last(traj["reference"]), last(traj[name]), lambdas),
+        }
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Posterior approximations (App. A): ensemble, VI, HMC
+# ---------------------------------------------------------------------------------------
+
+def _ensemble_config(profile: Profile) -> dict[str, Any]:
+    return {**mlp_config(profile), "ensemble_members": profile.ensemble_members, "bnn_n_train": profile.bnn_n_train,
+            "bnn_epochs": profile.bnn_epochs}
+
+
+def _predictive_summary(res: dict[str, Any]) -> dict[str, Any]:
+    return {k: float(v) for k, v in res["test"].items()}
+
+
+def _test_metrics(probs: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    probs = np.asarray(probs, np.float64)
+    return {"accuracy": float(np.mean(probs.argmax(1) == y)),
+            "nll": float(-np.mean(np.log(np.clip(probs[np.arange(len(y)), y], 1e-12, None))))}
+
+
+@register("ensemble", _ensemble_config, "deep ensemble: K MAP/Adam members trained at once (Xiao et al. App. A)",
+          summary=_predictive_summary, result=EnsembleResult)
+def ensemble(profile: Profile) -> dict[str, Any]:
+    """Train ``ensemble_members`` MLPs at once on the ``bnn_n_train`` examples.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The artifact: ``params`` (stacked), ``epoch_loss``, ``test_probs`` and ``test``.
+    """
+    from symlib.evaluation.predictive import predict_from_samples
+    from symlib.inference.ensembles import train_ensemble
+
+    d = load_bnn_data(profile)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    cfg = TrainConfig.from_profile(profile)._replace(epochs=profile.bnn_epochs)
+    res = train_ensemble(jax.random.key(0), sizes, d["x_train"], d["y_train"], cfg, profile.ensemble_members)
+    probs = predict_from_samples(res.params, d["x_test"])
+    return {"params": jax.device_get(res.params), "epoch_loss": np.asarray(res.epoch_losses),
+            "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"])}
+
+
+def _vi_config(profile: Profile) -> dict[str, Any]:
+    keys = ("bnn_epochs", "vi_batch_size", "vi_learning_rate", "vi_std_init", "mc_samples")
+    return {**data_config(profile), "hidden": profile.hidden, "prior_std": profile.prior_std,
+            "bnn_n_train": profile.bnn_n_train, **{k: getattr(profile, k) for k in keys}}
+
+
+@register("vi", _vi_config, "mean-field Gaussian VI (Bayes by backprop, Flax NNX) of the MLP",
+          summary=_predictive_summary, result=VIResult)
+def vi(profile: Profile) -> dict[str, Any]:
+    """Fit mean-field Gaussian VI to the ``bnn_n_train`` examples.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The artifact: ``mu``, ``sigma``, ``elbo_history``, ``test_probs`` and ``test``.
+    """
+    from symlib.evaluation.predictive import predict_from_gaussian
+    from symlib.inference.vi import fit_mlp_vi
+
+    d = load_bnn_data(profile)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    res = fit_mlp_vi(jax.random.key(0), sizes, d["x_train"], d["y_train"], prior_var=profile.prior_std**2,
+                     std_init=profile.vi_std_init, epochs=profile.bnn_epochs, batch_size=profile.vi_batch_size,
+                     learning_rate=profile.vi_learning_rate)
+    probs = predict_from_gaussian(jax.random.key(1), res.mu, res.sigma, d["x_test"], profile.mc_samples)
+    return {"mu": jax.device_get(res.mu), "sigma": jax.device_get(res.sigma),
+            "elbo_history": np.asarray(res.elbo_history), "test_probs": np.asarray(probs),
+            "test": _test_metrics(probs, d["y_test"])}
+
+
+def _hmc_config(profile: Profile) -> dict[str, Any]:
+    keys = ("bnn_n_train", "hmc_chains", "hmc_step_size", "hmc_adapt", "hmc_leapfrog", "hmc_burnin",
+            "hmc_samples", "hmc_thin")
+    return {**data_config(profile), "hidden": profile.hidden, "prior_std": profile.prior_std,
+            **{k: getattr(profile, k) for k in keys}}
+
+
+def hmc_run_dir(profile: Profile) -> Path:
+    """Where the HMC chains of ``profile`` are written chunk by chunk (and resumed from).
+
+    The folder is keyed by the experiment's config and ``SAMPLER_VERSION`` only, not by
+    the code version, so editing unrelated code does not orphan finished chains.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        ``<cache dir>/hmc_chains-<key>``.
+    """
+    key = cache.config_key("hmc", {**_hmc_config(profile), "sampler_version": SAMPLER_VERSION})
+    return cache.cache_dir() / f"hmc_chains-{key}"
+
+
+def _hmc_summary(res: dict[str, Any]) -> dict[str, Any]:
+    out = _predictive_summary(res)
+    out.update({k: np.asarray(v).tolist() for k, v in res["diagnostics"].items()})
+    return out
+
+
+@register("hmc", _hmc_config, "full-batch HMC (BlackJAX) on the BNN posterior, chains written to disk and resumable",
+          summary=_hmc_summary, result=HMCResult)
+def hmc(profile: Profile) -> dict[str, Any]:
+    """Full-batch HMC on the ``bnn_n_train`` examples.
+
+    Chains start from independent random initialisations; samples stay in
+    :func:`hmc_run_dir` (load them with :func:`hmc_samples`).
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The artifact: per-iteration ``stats``, ``step_size``, ``test_probs``, ``test`` and ``diagnostics``.
+    """
+    from symlib.evaluation.predictive import predict_from_samples
+    from symlib.inference.diagnostics import function_space_diagnostics
+    from symlib.inference.hmc import HMCConfig, load_samples, make_logdensity, run_hmc
+
+    d = load_bnn_data(profile)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    cfg = HMCConfig(step_size=profile.hmc_step_size, num_leapfrog=profile.hmc_leapfrog, num_burnin=profile.hmc_burnin,
+                    num_samples=profile.hmc_samples, thin=profile.hmc_thin, num_chains=profile.hmc_chains,
+                    adapt_step_size=profile.hmc_adapt)
+    inits = [mlp_init(k, sizes) for k in jax.random.split(jax.random.key(0), cfg.num_chains)]
+    init = jax.tree_util.tree_map(lambda *a: jax.numpy.stack(a), *inits)
+    logdensity = make_logdensity(d["x_train"], d["y_train"], prior_var=profile.prior_std**2)
+    result = run_hmc(jax.random.key(1), init, logdensity, cfg, out_dir=hmc_run_dir(profile), init_per_chain=True)
+    samples = load_samples(hmc_run_dir(profile))
+    flat = jax.tree_util.tree_map(lambda a: a.reshape((-1,) + a.shape[2:]), samples)  # (chains * samples, ...)
+    probs = predict_from_samples(flat, d["x_test"])
+    diag = function_space_diagnostics(samples, d["x_test"], d["y_test"])
+    return {"stats": {k: np.asarray(v) for k, v in result.stats.items()}, "step_size": np.asarray(result.step_size),
+            "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"]),
+            "diagnostics": {"mean_acceptance": result.mean_acceptance, "num_divergences": result.num_divergences,
+                            **{f"{stat}_{q}": np.asarray(diag[q][stat]) for q in ("test_loglik", "true_class_prob")
+                               for stat in ("rhat", "ess")}}}
+
+
+def hmc_samples(profile: Profile) -> dict[str, Any]:
+    """The kept HMC samples of ``profile`` (runs the experiment first if needed).
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        A parameter tree with leading ``(chains, samples)`` axes, read from disk.
+    """
+    from symlib.inference.hmc import load_samples
+
+    run("hmc", profile)
+    return load_samples(hmc_run_dir(profile))
+
+
+# ---------------------------------------------------------------------------------------
+# The compact representation (Sec. 3, Table 1, Fig. 3)
+# ---------------------------------------------------------------------------------------
+
+def _compact_config(profile: Profile) -> dict[str, Any]:
+    return {**_hmc_config(profile), **_ensemble_config(profile), **_vi_config(profile)}
+
+
+def _compact_summary(res: dict[str, Any]) -> dict[str, Any]:
+    return {"table": {col: {k: float(v) for k, v in m.items()} for col, m in res["table"].items()},
+            "pruning": {k: np.asarray(v).tolist() for k, v in res["pruning"].items()},
+            "median_sigma": {k: float(v) for k, v in res["median_sigma"].items()}}
+
+
+@register("compact_representation", _compact_config,
+          "Xiao et al. Table 1 and Fig. 3: q_d vs q_r for HMC and ensembles, VI, sigma histograms, pruning, stitching",
+          summary=_compact_summary, result=CompactResult)
+def compact_representation(profile: Profile) -> dict[str, Any]:
+    """Table 1 and Fig. 3 from the ``hmc``, ``ensemble`` and ``vi`` experiments.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The artifact: ``table``, ``pruning``, ``sigma``, ``median_sigma``, ``hmc_test`` and
+        ``hmc_diagnostics`` (see :class:`CompactResult`).
+    """
+    from symlib.evaluation import metrics, pruning, summaries
+    from symlib.evaluation.predictive import predict_from_gaussian, predict_from_samples, predict_single
+    from symlib.symmetry.specs import mlp_permutation_spec
+
+    d = load_bnn_data(profile)
+    # activation statistics for matching: at most 5,000 training examples (enough for a
+    # stable correlation estimate; matching 1,000 samples over 50,000 would take an hour on a CPU)
+    x, y, x_match = d["x_test"], d["y_test"], d["x_train"][:5000]
+    spec = mlp_permutation_spec(1)
+    hmc_res, ens_res, vi_res = (run(name, profile).artifact for name in ("hmc", "ensemble", "vi"))
+    stack = jax.tree_util.tree_map(lambda a: np.asarray(a).reshape((-1,) + a.shape[2:]), hmc_samples(profile))
+    sample_sets = {"HMC": stack, "Ensemble": ens_res["params"]}
+    p_hmc = np.asarray(hmc_res["test_probs"])
+
+    def row(probs, mean_params=None):
+        out = {"agreement": metrics.agreement(probs, p_hmc), "tv": metrics.total_variation(probs, p_hmc),
+               "accuracy_samples": 100 * metrics.accuracy_from_probs(probs, y)}
+        if mean_params is not None:
+            out["accuracy_mean"] = 100 * metrics.accuracy_from_probs(np.asarray(predict_single(mean_params, x)), y)
+        return out
+
+    table, fitted, key = {}, {}, jax.random.key(5)
+    for name, samples in sample_sets.items():
+        table[f"{name} sample"] = row(np.asarray(predict_from_samples(samples, x)))
+        fitted[f"{name} q_d"] = summaries.direct_summary(samples)
+        fitted[f"{name} q_r"] = summaries.rebasin_summary(samples, spec, method="activation", data=x_match)
+        fitted[f"{name} q_r (weight)"] = summaries.rebasin_summary(samples, spec, method="weight")
+        cols = [f"{name} q_d", f"{name} q_r", f"{name} q_r (weight)"]
+        if name == "HMC":  # one permutation per chain (a chain does not hop between permutation modes)
+            chains = np.repeat(np.arange(profile.hmc_chains), profile.hmc_samples)
+            fitted["HMC q_r (per chain)"] = summaries.grouped_rebasin_summary(samples, chains, spec, method="weight")
+            cols.append("HMC q_r (per chain)")
+        for col in cols:
+            key, sub = jax.random.split(key)
+            probs = predict_from_gaussian(sub, fitted[col].mu, fitted[col].sigma, x, profile.mc_samples)
+            table[col] = row(np.asarray(probs), fitted[col].mu)
+    table["VI q"] = row(np.asarray(vi_res["test_probs"]), vi_res["mu"])
+
+    stitched_mu, stitched_sigma = pruning.stitch(fitted["Ensemble q_r"], fitted["HMC q_r"], spec)
+    curves = {"ensemble": (fitted["Ensemble q_r"].mu, fitted["Ensemble q_r"].sigma),
+              "hmc": (fitted["HMC q_r"].mu, fitted["HMC q_r"].sigma),
+              "ensemble mu + hmc sigma": (stitched_mu, stitched_sigma),
+              "vi": (vi_res["mu"], vi_res["sigma"])}
+    prune = {"keep_fraction": np.asarray(PRUNE_FRACTIONS)}
+    for name, (mu, sigma) in curves.items():
+        prune[name] = np.asarray(pruning.pruning_curve(mu, sigma, x, y, PRUNE_FRACTIONS)["accuracy"])
+
+    def leaves(tree):
+        return np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(tree)])
+
+    sigmas = {col: leaves(fitted[col].sigma)
+              for col in ("HMC q_d", "HMC q_r", "HMC q_r (per chain)", "Ensemble q_d", "Ensemble q_r")}
+    sigmas["VI q"] = leaves(vi_res["sigma"])
+    return {"table": table, "pruning": prune, "sigma": sigmas,
+            "median_sigma": {k: float(np.median(v)) for k, v in sigmas.items()},
+            "hmc_test": hmc_res["test"], "hmc_diagnostics": hmc_res["diagnostics"]}
