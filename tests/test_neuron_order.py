@@ -105,7 +105,6 @@ def test_kendall_tau_from_discordant_broadcasts():
 
 
 def test_phase_summary_counts():
-    rng = np.random.default_rng(0)
     runs, epochs, steps, units = 2, 4, 3, 5
     swaps = np.zeros((runs, epochs, steps, 1), np.int32)
     swaps[:, 0, 0, 0] = 4  # phase 0 only
