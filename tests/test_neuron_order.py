@@ -105,7 +105,6 @@ def test_kendall_tau_from_discordant_broadcasts():
 
 
 def test_phase_summary_counts():
-    rng = np.random.default_rng(0)
     runs, epochs, steps, units = 2, 4, 3, 5
     swaps = np.zeros((runs, epochs, steps, 1), np.int32)
     swaps[:, 0, 0, 0] = 4  # phase 0 only
@@ -121,3 +120,43 @@ def test_phase_summary_counts():
     with pytest.raises(ValueError, match="layers"):
         phase_summary(swaps, [stats, stats], milestones=[2])
     np.testing.assert_array_equal(epoch_swaps([stats])[0], [[0, 0, 10]] * runs)
+
+
+def test_nan_is_reported_outside_jit():
+    p = _net(4)
+    p["dense_1"]["kernel"][2, 3] = np.nan
+    with pytest.raises(ValueError, match=r"dense_1/kernel contains NaN or inf \(1 of 54 entries\)"):
+        neuron_statistics(p)
+    with pytest.raises(ValueError, match="dense_1/kernel contains NaN or inf"):
+        swap_counter()(_net(4), p)
+    with pytest.raises(ValueError, match="dense_1/kernel contains NaN or inf"):
+        statistics_observer("max", None)(p)
+    a = np.arange(5.0)
+    with pytest.raises(ValueError, match=r"^b contains NaN or inf"):
+        discordant_pairs(jnp.asarray(a), jnp.asarray([0.0, np.nan, 2.0, 3.0, 4.0]))
+    with pytest.raises(ValueError, match=r"^a contains NaN or inf"):
+        discordant_pairs_batch(np.full((2, 5), np.inf), a)
+    stats = np.tile(a, (2, 3, 1))
+    stats[1, 2, 0] = np.nan
+    with pytest.raises(ValueError, match=r"epoch_stats\[1\] contains NaN or inf"):
+        epoch_swaps([np.tile(a, (2, 3, 1)), stats])
+    with pytest.raises(ValueError, match=r"epoch_stats\[0\] contains NaN or inf"):
+        phase_summary(np.zeros((2, 3, 1, 1), np.int32), [stats], milestones=[1])
+
+
+def test_nan_under_jit_is_not_checked():
+    """Traced arrays cannot be checked (documented): NaN statistics, pairs uncounted."""
+    p = jax.tree_util.tree_map(jnp.asarray, _net(4))
+    q = jax.tree_util.tree_map(lambda a: a, p)
+    q["dense_0"]["kernel"] = q["dense_0"]["kernel"].at[0, 0].set(jnp.nan)
+    stats = jax.jit(statistics_observer("max", None))(q)
+    assert np.isnan(np.asarray(stats[0])[0])
+    assert np.asarray(jax.jit(swap_counter("max", None))(p, q)).shape == (2,)
+
+
+def test_layout_is_checked():
+    p = _net()
+    with pytest.raises(ValueError, match=r"layers dense_0..dense_1, got \['dense_0', 'dense_5'\]"):
+        neuron_statistics({"dense_0": p["dense_0"], "dense_5": p["dense_1"]})
+    with pytest.raises(TypeError, match="params must be a dict of layers"):
+        neuron_statistics([p["dense_0"], p["dense_1"]])

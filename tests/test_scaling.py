@@ -36,24 +36,49 @@ def permute(params, perms):
 # --------------------------------------------------------------------------- apply_scaling
 
 
-@settings(max_examples=25, deadline=None)
-@given(
-    widths=st.lists(st.integers(1, 12), min_size=1, max_size=3),
+#: hypothesis strategies for a small random MLP: hidden widths, input and output sizes, numpy seed
+SMALL_MLPS = dict(
+    widths=st.lists(st.integers(1, 8), min_size=1, max_size=3),
     d_in=st.integers(1, 6),
     d_out=st.integers(1, 4),
     seed=st.integers(0, 2**31 - 1),
-    activation=st.sampled_from(["relu", "leaky_relu", "identity"]),
 )
+
+
+@settings(max_examples=25, deadline=None)
+@given(**SMALL_MLPS, activation=st.sampled_from(["relu", "leaky_relu", "identity"]))
 def test_apply_scaling_invariance(widths, d_in, d_out, seed, activation):
     rng = np.random.default_rng(seed)
-    sizes = [d_in, *widths, d_out]
-    params = random_mlp(rng, sizes)
+    params = random_mlp(rng, [d_in, *widths, d_out])
     scaled = S.apply_scaling(params, random_scales(rng, params, spread=1.5), activation=activation)
     assert S.check_function_unchanged(params, scaled, key=seed, n=64, activation=activation) < 1e-9
-    if activation == "relu":  # and through the library's own forward pass (float32)
-        x = jnp.asarray(rng.normal(size=(16, d_in)), jnp.float32)
-        ref = mlp_apply(params, x)
-        np.testing.assert_allclose(mlp_apply(scaled, x), ref, rtol=2e-3, atol=2e-3 * (1 + float(jnp.abs(ref).max())))
+
+
+@settings(max_examples=20, deadline=None)
+@given(**SMALL_MLPS)
+def test_property_rescaling_keeps_function_and_min_mass(widths, d_in, d_out, seed):
+    """Random ReLU MLP, random positive per-unit scales: mlp_apply's outputs are unchanged
+    (float32 and float64) and the minimal mass (and the min-mass network) is the same."""
+    rng = np.random.default_rng(seed)
+    params = random_mlp(rng, [d_in, *widths, d_out])
+    scales = [np.exp(rng.uniform(-2.0, 2.0, size=w)) for w in widths]
+    x = rng.normal(size=(16, d_in))
+    scaled = S.apply_scaling(params, scales)
+    with S._x64():  # float64 end to end
+        ref64, out64 = np.asarray(mlp_apply(params, x)), np.asarray(mlp_apply(scaled, x))
+    assert ref64.dtype == np.float64
+    np.testing.assert_allclose(out64, ref64, rtol=1e-12, atol=1e-12 * (1 + np.abs(ref64).max()))
+    p32 = jax.tree_util.tree_map(lambda v: jnp.asarray(v, jnp.float32), params)
+    s32 = S.apply_scaling(p32, scales)
+    x32 = jnp.asarray(x, jnp.float32)
+    ref32, out32 = np.asarray(mlp_apply(p32, x32)), np.asarray(mlp_apply(s32, x32))
+    assert out32.dtype == np.float32
+    np.testing.assert_allclose(out32, ref32, rtol=1e-5, atol=1e-5 * (1 + np.abs(ref32).max()))
+    original, rescaled = S.min_mass(params), S.min_mass(scaled)
+    assert rescaled.mass == pytest.approx(original.mass, rel=1e-8)
+    assert original.mass <= S.mass(params) * (1 + 1e-12) and rescaled.mass <= S.mass(scaled) * (1 + 1e-12)
+    exact, exact_rescaled = S.min_mass(params, method="newton"), S.min_mass(scaled, method="newton")
+    assert_tree_close(exact_rescaled.params, exact.params, rtol=1e-6, atol=1e-9)
 
 
 def test_apply_scaling_axes_and_types():
@@ -244,15 +269,89 @@ def test_identifiable_jax_params():
 # --------------------------------------------------------------------------- errors
 
 
-def test_errors_activation():
+SCALING_OPERATIONS = {
+    "apply_scaling": lambda p, a: S.apply_scaling(p, [np.ones(4)], activation=a),
+    "min_mass": lambda p, a: S.min_mass(p, activation=a),
+    "unit_norm": lambda p, a: S.unit_norm(p, activation=a),
+    "identifiable(min_mass)": lambda p, a: S.identifiable(p, activation=a),
+    "identifiable(unit_norm)": lambda p, a: S.identifiable(p, scaling="unit_norm", activation=a),
+    "check_function_unchanged": lambda p, a: S.check_function_unchanged(p, p, activation=a),
+}
+
+
+@pytest.mark.parametrize("operation", sorted(SCALING_OPERATIONS))
+def test_errors_activation(operation):
     params = random_mlp(np.random.default_rng(0), [3, 4, 2])
-    for fn in (lambda a: S.apply_scaling(params, [np.ones(4)], activation=a),
-               lambda a: S.min_mass(params, activation=a),
-               lambda a: S.unit_norm(params, activation=a),
-               lambda a: S.identifiable(params, activation=a)):
-        for act in ("tanh", "sigmoid", "gelu"):
-            with pytest.raises(ValueError, match="positively homogeneous"):
-                fn(act)
+    fn = SCALING_OPERATIONS[operation]
+    for act in ("tanh", "sigmoid", "gelu"):
+        with pytest.raises(ValueError, match=f"activation '{act}' is not positively homogeneous: rescaling hidden "
+                                             "units changes the function"):
+            fn(params, act)
+    with pytest.raises(ValueError, match="activation 'tanh' is not positively homogeneous"):
+        fn(params, jnp.tanh)  # a function is named too
+    for act in S.HOMOGENEOUS_ACTIVATIONS:
+        fn(params, act)  # accepted
+
+
+def test_identifiable_without_scaling_accepts_any_activation():
+    """Sorting alone does not rescale, so it is valid for tanh networks too."""
+    params = random_mlp(np.random.default_rng(0), [3, 4, 2])
+    assert_tree_close(S.identifiable(params, scaling=None, activation="tanh"), S.sort_neurons(params)[0], rtol=0)
+
+
+def _numpy_forward(params, x, slope):
+    """Float64 numpy reference forward pass: hidden activation max(h, slope * h)."""
+    names = sorted(params)
+    h = x
+    for n in names[:-1]:
+        h = h @ params[n]["kernel"] + params[n]["bias"]
+        h = np.maximum(h, slope * h)
+    return h @ params[names[-1]]["kernel"] + params[names[-1]]["bias"]
+
+
+@pytest.mark.parametrize("activation, slope", [("relu", 0.0), ("leaky_relu", 0.01), ("identity", 1.0)])
+def test_check_function_unchanged_float64(activation, slope):
+    """The forward pass (mlp_apply for ReLU) runs in float64 although JAX's x64 mode is off."""
+    assert not jax.config.jax_enable_x64
+    rng = np.random.default_rng(11)
+    a = random_mlp(rng, [4, 7, 6, 3])
+    b = {n: dict(layer) for n, layer in a.items()}
+    b["dense_2"] = {"kernel": np.zeros_like(a["dense_2"]["kernel"]), "bias": np.zeros(3)}
+    x = np.random.default_rng(5).normal(size=(32, 4))
+    ref = np.max(np.abs(_numpy_forward(a, x, slope)))
+    assert S.check_function_unchanged(a, b, key=5, n=32, activation=activation) == pytest.approx(ref, rel=1e-13)
+    # a change of 1e-12 is seen (float32 would report 0 or ~1e-7 of round-off)
+    c = {n: dict(layer) for n, layer in a.items()}
+    c["dense_2"] = {"kernel": a["dense_2"]["kernel"], "bias": a["dense_2"]["bias"] + np.array([0.0, 1e-12, 0.0])}
+    assert S.check_function_unchanged(a, c, activation=activation) == pytest.approx(1e-12, rel=1e-3)
+    assert S.check_function_unchanged(a, a, activation=activation) == 0.0
+    assert jnp.asarray(1.0).dtype == jnp.float32, "x64 mode must not leak out"
+    # float32 jax params: evaluated in float64 too
+    j = jax.tree_util.tree_map(lambda v: jnp.asarray(v, jnp.float32), a)
+    assert S.check_function_unchanged(j, j, activation=activation) == 0.0
+
+
+def test_check_function_unchanged_tells_activations_apart():
+    """Flipping the sign of a unit's incoming and outgoing weights keeps an identity network's function
+    but changes a ReLU network's."""
+    rng = np.random.default_rng(12)
+    a = random_mlp(rng, [3, 5, 2])
+    flip = np.array([1.0, -1.0, 1.0, 1.0, 1.0])
+    b = {"dense_0": {"kernel": a["dense_0"]["kernel"] * flip, "bias": a["dense_0"]["bias"] * flip},
+         "dense_1": {"kernel": a["dense_1"]["kernel"] * flip[:, None], "bias": a["dense_1"]["bias"]}}
+    assert S.check_function_unchanged(a, b, activation="identity") < 1e-12
+    assert S.check_function_unchanged(a, b, activation="relu") > 1e-2
+    assert S.check_function_unchanged(a, b, activation="leaky_relu") > 1e-2
+
+
+def test_check_function_unchanged_errors():
+    a = random_mlp(np.random.default_rng(0), [3, 4, 2])
+    b = random_mlp(np.random.default_rng(0), [3, 5, 2])
+    with pytest.raises(ValueError, match=r"same layer shapes, got kernels \[\(3, 4\), \(4, 2\)\] and \[\(3, 5\)"):
+        S.check_function_unchanged(a, b)
+    for n in (0, -3, 2.5):
+        with pytest.raises(ValueError, match="n must be a positive integer"):
+            S.check_function_unchanged(a, a, n=n)
 
 
 def test_errors_bad_scales():
@@ -266,9 +365,9 @@ def test_errors_bad_scales():
         S.apply_scaling(params, [np.array([1.0, 0.0, 1.0, 1.0]), np.ones(5)])
     with pytest.raises(ValueError, match=r"scales\[1\].*positive"):
         S.apply_scaling(params, [np.ones(4), -np.ones(5)])
-    with pytest.raises(ValueError, match=r"scales\[0\].*non-finite"):
+    with pytest.raises(ValueError, match=r"scales\[0\].*NaN or inf"):
         S.apply_scaling(params, [np.array([1.0, np.inf, 1.0, 1.0]), np.ones(5)])
-    with pytest.raises(ValueError, match=r"scales\[1\].*non-finite"):
+    with pytest.raises(ValueError, match=r"scales\[1\].*NaN or inf"):
         S.apply_scaling(params, [np.ones(4), np.full(5, np.nan)])
 
 
@@ -294,7 +393,50 @@ def test_errors_misc():
         S.sort_neurons(params, "median")
     with pytest.raises(ValueError, match="scaling"):
         S.identifiable(params, scaling="l1")
+    for kw, match in (({"tol": 0.0}, "tol must be a positive"), ({"tol": np.inf}, "tol must be a positive"),
+                      ({"max_iter": 0}, "max_iter must be a positive integer")):
+        with pytest.raises(ValueError, match=match):
+            S.min_mass(params, **kw)
+    with pytest.raises(TypeError, match="statistic must be a name or a callable"):
+        S.sort_neurons(params, 3)
+    with pytest.raises(ValueError, match=r"statistic returned shape \(2,\) for dense_0/kernel, expected \(4,\)"):
+        S.sort_neurons(params, lambda k: k[:, :2].max(0))
+
+
+def test_errors_layout():
+    params = random_mlp(np.random.default_rng(0), [3, 4, 2])
+    with pytest.raises(ValueError, match=r"layers dense_0..dense_1, got \['dense_0', 'dense_2'\]"):
+        S.mass({"dense_0": params["dense_0"], "dense_2": params["dense_1"]})
+    with pytest.raises(ValueError, match=r"\['dense_1'\] must hold exactly 'kernel' and 'bias'"):
+        S.min_mass({"dense_0": params["dense_0"], "dense_1": {"kernel": params["dense_1"]["kernel"]}})
+    with pytest.raises(TypeError, match="params must be a dict of layers"):
+        S.unit_norm([params["dense_0"], params["dense_1"]])
+    with pytest.raises(ValueError, match=r"layer 'dense_1': kernel must be \(d_in, d_out\).*no batch axis"):
+        S.apply_scaling({"dense_0": params["dense_0"], "dense_1": {"kernel": params["dense_1"]["kernel"][None],
+                                                                  "bias": params["dense_1"]["bias"]}}, [np.ones(4)])
+    with pytest.raises(ValueError, match="dense_0/kernel has 4 outputs but dense_1/kernel has 5 inputs"):
+        S.degenerate_neurons({"dense_0": params["dense_0"], "dense_1": {"kernel": np.ones((5, 2)), "bias": np.ones(2)}})
+
+
+@pytest.mark.parametrize("layer, leaf", [("dense_0", "kernel"), ("dense_1", "bias"), ("dense_2", "kernel")])
+def test_errors_non_finite_weights_name_the_leaf(layer, leaf):
+    params = random_mlp(np.random.default_rng(0), [3, 4, 5, 2])
     bad = {k: dict(v) for k, v in params.items()}
-    bad["dense_0"]["kernel"] = np.full((3, 4), np.nan)
-    with pytest.raises(ValueError, match="non-finite"):
-        S.min_mass(bad)
+    bad[layer][leaf] = params[layer][leaf].copy()
+    bad[layer][leaf].flat[1] = np.nan
+    match = f"{layer}/{leaf} contains NaN or inf"
+    for fn in (lambda p: S.min_mass(p), lambda p: S.unit_norm(p), lambda p: S.sort_neurons(p),
+               lambda p: S.apply_scaling(p, [np.ones(4), np.ones(5)]), lambda p: S.identifiable(p, scaling=None),
+               lambda p: S.check_function_unchanged(params, p), lambda p: S.check_function_unchanged(p, params)):
+        with pytest.raises(ValueError, match=match):
+            fn(bad)
+
+
+def test_sort_neurons_nan_raises_instead_of_silent_permutation():
+    params = random_mlp(np.random.default_rng(2), [3, 6, 2])
+    params["dense_0"]["kernel"][1, 4] = np.nan  # used to sort unit 4 somewhere, silently
+    with pytest.raises(ValueError, match=r"dense_0/kernel contains NaN or inf \(1 of 18 entries\)"):
+        S.sort_neurons(params)
+    jparams = jax.tree_util.tree_map(jnp.asarray, params)
+    with pytest.raises(ValueError, match="dense_0/kernel contains NaN or inf"):
+        S.sort_neurons(jparams, "norm")

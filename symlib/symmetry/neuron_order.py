@@ -20,6 +20,11 @@ training loop (``observe`` of :func:`symlib.inference.training.fit_map_many`):
 Units are compared by their statistic only; the statistic "max" of the incoming weights
 (the paper's choice, found the most stable) does not depend on the order of the previous
 layer's units, so the permutation of layer ``l`` can be read off layer ``l``'s kernel alone.
+
+**NaN.** Called on concrete arrays, the functions raise ``ValueError`` naming the input
+that holds NaN or inf (a NaN statistic would silently count as "no swap"). Under
+``jax.jit`` or ``jax.vmap`` (the observers inside the training loop) the values are
+traced and cannot be checked: there NaN weights give NaN statistics and uncounted pairs.
 """
 from __future__ import annotations
 
@@ -29,6 +34,8 @@ from collections.abc import Mapping
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from symlib.core.checks import check_finite, mlp_layer_names
 
 __all__ = ["STATISTICS", "discordant_pairs", "discordant_pairs_batch", "kendall_tau_from_discordant", "neuron_statistics",
            "epoch_swaps", "phase_summary", "statistics_observer", "swap_counter"]
@@ -51,10 +58,17 @@ def _check_args(statistic, scaling) -> None:
 
 
 def _hidden_layers(params: Mapping) -> list[str]:
-    names = sorted(params, key=lambda n: int(str(n).rsplit("_", 1)[-1]))
+    """Names of the layers that produce hidden units (all but the last), layout checked."""
+    names = mlp_layer_names(params)
     if len(names) < 2:
         raise ValueError(f"need an MLP with at least one hidden layer, got layers {names}")
     return names[:-1]
+
+
+def _check_finite_if_concrete(x, name: str) -> None:
+    """:func:`symlib.core.checks.check_finite` unless ``x`` is traced (inside jit / vmap)."""
+    if not isinstance(x, jax.core.Tracer):
+        check_finite(x, name)
 
 
 def neuron_statistics(params: Mapping, statistic: str = "max", scaling: str | None = "unit_norm") -> list[jax.Array]:
@@ -63,13 +77,26 @@ def neuron_statistics(params: Mapping, statistic: str = "max", scaling: str | No
     With ``scaling="unit_norm"`` the columns are first normalised as in
     :func:`symlib.symmetry.scaling.unit_norm` (layer by layer from the input: the rows of layer
     ``l``'s kernel are multiplied by layer ``l-1``'s norms, then each column is divided by
-    its norm); ``None`` uses the raw kernels. A unit with an all-zero incoming column
-    keeps statistic 0 instead of NaN.
+    its norm). A unit with an all-zero incoming column keeps statistic 0 instead of NaN.
+    Jittable; the NaN check applies to concrete arrays only.
+
+    Args:
+        params: one MLP (``dense_0 .. dense_{L-1}``), with at least one hidden layer.
+        statistic: a name in :data:`STATISTICS`.
+        scaling: ``"unit_norm"`` or ``None`` (the raw kernels).
+
+    Returns:
+        One array of shape ``(width_l,)`` per hidden layer.
+
+    Raises:
+        ValueError: for an unknown statistic or scaling, an MLP without hidden layer, or
+            a hidden kernel holding NaN or inf (naming it, e.g. ``dense_0/kernel``).
     """
     _check_args(statistic, scaling)
     stat = STATISTICS[statistic]
     out, prev_norm = [], None
     for name in _hidden_layers(params):
+        _check_finite_if_concrete(params[name]["kernel"], f"{name}/kernel")
         k = jnp.asarray(params[name]["kernel"])
         if scaling == "unit_norm":
             if prev_norm is not None:
@@ -84,7 +111,20 @@ def neuron_statistics(params: Mapping, statistic: str = "max", scaling: str | No
 def discordant_pairs(a: jax.Array, b: jax.Array) -> jax.Array:
     """Number of unit pairs ``i < j`` ordered one way by ``a`` and the other way by ``b``
     (ties count as not discordant). ``O(n^2)`` memory, fine for layer widths in the
-    thousands."""
+    thousands. Jittable; the NaN check applies to concrete arrays only.
+
+    Args:
+        a: statistics of ``n`` units, shape ``(n,)``.
+        b: statistics of the same units, shape ``(n,)``.
+
+    Returns:
+        The number of discordant pairs, an integer scalar array.
+
+    Raises:
+        ValueError: if concrete ``a`` or ``b`` hold NaN or inf.
+    """
+    _check_finite_if_concrete(a, "a")
+    _check_finite_if_concrete(b, "b")
     sa = jnp.sign(a[:, None] - a[None, :])
     sb = jnp.sign(b[:, None] - b[None, :])
     return jnp.sum(sa * sb < 0) // 2
@@ -92,14 +132,35 @@ def discordant_pairs(a: jax.Array, b: jax.Array) -> jax.Array:
 
 def discordant_pairs_batch(a, b) -> np.ndarray:
     """:func:`discordant_pairs` over matching leading axes of ``a`` and ``b`` (shape
-    ``(..., n)``, broadcast), e.g. the orderings at successive epochs of many runs."""
+    ``(..., n)``, broadcast), e.g. the orderings at successive epochs of many runs.
+
+    Args:
+        a: statistics, shape ``(..., n)``.
+        b: statistics, shape ``(..., n)``, broadcastable against ``a``.
+
+    Returns:
+        Discordant pairs, the broadcast leading shape.
+
+    Raises:
+        ValueError: if ``a`` or ``b`` hold NaN or inf.
+    """
+    check_finite(a, "a")
+    check_finite(b, "b")
     f = jnp.vectorize(discordant_pairs, signature="(n),(n)->()")
     return np.asarray(f(jnp.asarray(a), jnp.asarray(b)))
 
 
 def kendall_tau_from_discordant(d, n):
     """Kendall's tau (tau-a) of two strict orderings of ``n`` items with ``d`` discordant
-    pairs, ``1 - 4 d / (n (n - 1))`` (1 when ``n < 2``); ``d`` and ``n`` broadcast."""
+    pairs, ``1 - 4 d / (n (n - 1))`` (1 when ``n < 2``).
+
+    Args:
+        d: discordant pairs; NaN (no measurement, as in :func:`phase_summary`) gives NaN.
+        n: number of items; broadcasts against ``d``.
+
+    Returns:
+        Kendall's tau, float64 of the broadcast shape.
+    """
     d = np.asarray(d, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     pairs = n * (n - 1) / 2
@@ -111,7 +172,18 @@ def swap_counter(statistic: str = "max", scaling: str | None = "unit_norm"):
     """Observer ``f(params_before, params_after) -> int array (hidden layers,)``: the pairs
     of units of each hidden layer whose order by :func:`neuron_statistics` changed in the
     step. Cached, so the same arguments give the same function object (a static argument
-    of the compiled training loop)."""
+    of the compiled training loop). Inside jit the weights are not checked for NaN.
+
+    Args:
+        statistic: a name in :data:`STATISTICS`.
+        scaling: ``"unit_norm"`` or ``None``.
+
+    Returns:
+        The observer function.
+
+    Raises:
+        ValueError: for an unknown statistic or scaling.
+    """
     _check_args(statistic, scaling)
 
     def count(before, after):
@@ -126,7 +198,18 @@ def swap_counter(statistic: str = "max", scaling: str | None = "unit_norm"):
 def statistics_observer(statistic: str = "max", scaling: str | None = "unit_norm"):
     """Observer ``f(params) -> list of per-layer statistics`` (:func:`neuron_statistics`),
     for ``observe_epoch`` of :func:`symlib.inference.training.fit_map_many`; cached like
-    :func:`swap_counter`."""
+    :func:`swap_counter`.
+
+    Args:
+        statistic: the statistic, as for :func:`swap_counter`.
+        scaling: the scaling, as for :func:`swap_counter`.
+
+    Returns:
+        The observer ``f(params)``.
+
+    Raises:
+        ValueError: as :func:`swap_counter`.
+    """
     _check_args(statistic, scaling)
     return lambda params: neuron_statistics(params, statistic, scaling)
 
@@ -134,7 +217,19 @@ def statistics_observer(statistic: str = "max", scaling: str | None = "unit_norm
 def epoch_swaps(epoch_stats) -> list[np.ndarray]:
     """Per hidden layer, ``(runs, epochs - 1)``: the pairs of units in opposite order at the
     ends of consecutive epochs (the net change of the ordering over each epoch), from the
-    per-layer ``(runs, epochs, units)`` statistics of :func:`statistics_observer`."""
+    per-layer ``(runs, epochs, units)`` statistics of :func:`statistics_observer`.
+
+    Args:
+        epoch_stats: one ``(runs, epochs, units)`` array per hidden layer.
+
+    Returns:
+        One ``(runs, epochs - 1)`` integer array per hidden layer.
+
+    Raises:
+        ValueError: naming the layer (``epoch_stats[l]``) if its statistics hold NaN or inf.
+    """
+    for l, s in enumerate(epoch_stats):
+        check_finite(s, f"epoch_stats[{l}]")
     return [discordant_pairs_batch(s[:, 1:], s[:, :-1]) for s in epoch_stats]
 
 
@@ -149,6 +244,18 @@ def phase_summary(swaps: np.ndarray, epoch_stats, milestones) -> list[dict]:
     pairs per step), ``steps_with_swap`` (share of steps with at least one), ``per_epoch_sum``
     (per-step swaps summed over an epoch), ``net_per_epoch`` (pairs in opposite order at the
     ends of consecutive epochs; NaN for a phase made only of epoch 0) and ``net_tau``.
+
+    Args:
+        swaps: ``(runs, epochs, steps, layers)`` swapped pairs per step.
+        epoch_stats: per hidden layer, ``(runs, epochs, units)`` statistics.
+        milestones: epochs at which a new learning-rate phase starts, increasing.
+
+    Returns:
+        One dict per (phase, layer), keys as listed above.
+
+    Raises:
+        ValueError: if ``swaps`` and ``epoch_stats`` disagree on the number of layers, or
+            the statistics hold NaN or inf.
     """
     swaps = np.asarray(swaps)
     runs, epochs, _, layers = swaps.shape

@@ -41,16 +41,27 @@ units by a statistic of their incoming weights (:func:`sort_neurons`;
 
 Every function takes one network (no batch axis) as nested dicts of numpy or jax arrays,
 computes in float64 numpy and returns leaves of the input's array type and dtype (numpy
-stays numpy, jax becomes ``jnp`` arrays).
+stays numpy, jax becomes ``jnp`` arrays). Non-finite weights are rejected with a
+``ValueError`` naming the leaf.
+
+**Activation.** Rescaling preserves the function only for positively homogeneous
+activations (:data:`HOMOGENEOUS_ACTIVATIONS`). Every operation that rescales or compares
+functions takes ``activation="relu"`` (the activation of :mod:`symlib.core.models`) and
+raises ``ValueError`` naming any other activation, e.g. ``"tanh"``.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
+from symlib.core.checks import check_finite, mlp_layer_names, positive_float, positive_int
+from symlib.core.models import mlp_apply
+from symlib.symmetry.permutations import as_generator
 from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
 
 __all__ = [
@@ -66,35 +77,37 @@ __all__ = [
     "unit_norm",
 ]
 
+#: activations with ``act(a * x) == a * act(x)`` for every ``a > 0`` (leaky ReLU with slope 0.01)
 HOMOGENEOUS_ACTIVATIONS = ("relu", "leaky_relu", "identity")
+
+#: BCD sweeps of ``method="auto"`` before it hands over to Newton in any case
+_AUTO_MAX_SWEEPS = 500
+#: observed BCD rate above which ``method="auto"`` switches to Newton
+_AUTO_SLOW_RATE = 0.9
+#: Armijo sufficient-decrease constant and the smallest step length tried
+_ARMIJO_C = 0.25
+_ARMIJO_MIN_STEP = 1e-12
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _check_activation(activation: str) -> None:
-    if activation not in HOMOGENEOUS_ACTIVATIONS:
-        raise ValueError(
-            f"activation {activation!r} is not positively homogeneous: scaling invariance needs "
-            f"act(a * x) == a * act(x) for every a > 0, which holds only for {list(HOMOGENEOUS_ACTIVATIONS)}"
-        )
+def _check_activation(activation) -> None:
+    """Raise ``ValueError`` naming ``activation`` unless it is positively homogeneous."""
+    if isinstance(activation, str) and activation in HOMOGENEOUS_ACTIVATIONS:
+        return
+    label = activation if isinstance(activation, str) else getattr(activation, "__name__", repr(activation))
+    raise ValueError(
+        f"activation {label!r} is not positively homogeneous: rescaling hidden units changes the function "
+        f"(act(a * x) == a * act(x) for every a > 0 holds only for {list(HOMOGENEOUS_ACTIVATIONS)})"
+    )
 
 
 def _layer_names(params: Mapping) -> list[str]:
-    if not isinstance(params, Mapping):
-        raise TypeError(f"params must be a dict of layers, got {type(params).__name__}")
-    try:
-        names = sorted(params, key=lambda n: int(str(n).rsplit("_", 1)[-1]))
-    except ValueError:
-        names = None
-    expected = [f"dense_{i}" for i in range(len(params))]
-    if names != expected or not names:
-        raise ValueError(f"MLP params must have layers dense_0..dense_{len(params) - 1}, got {sorted(map(str, params))}")
+    """Layer names of one network, after checking the layout and the shapes of its leaves."""
+    names = mlp_layer_names(params)
     for n in names:
-        layer = params[n]
-        if not isinstance(layer, Mapping) or set(layer) != {"kernel", "bias"}:
-            raise ValueError(f"layer {n!r} must hold exactly 'kernel' and 'bias'")
-        k, b = np.shape(layer["kernel"]), np.shape(layer["bias"])
+        k, b = np.shape(params[n]["kernel"]), np.shape(params[n]["bias"])
         if len(k) != 2 or b != (k[1],):
             raise ValueError(
                 f"layer {n!r}: kernel must be (d_in, d_out) and bias (d_out,), got {k} and {b} "
@@ -110,13 +123,13 @@ def _layer_names(params: Mapping) -> list[str]:
 
 
 def _as_float64(params: Mapping) -> dict[str, dict[str, np.ndarray]]:
+    """One network as float64 numpy leaves, layers in order; checks layout, shapes and finiteness."""
     out = {}
     for n in _layer_names(params):
         out[n] = {}
         for leaf in ("kernel", "bias"):
             x = np.asarray(params[n][leaf], dtype=np.float64)
-            if not np.all(np.isfinite(x)):
-                raise ValueError(f"{n}/{leaf} holds non-finite values")
+            check_finite(x, f"{n}/{leaf}")
             out[n][leaf] = x
     return out
 
@@ -134,8 +147,6 @@ def _restore(template: Mapping, values: Mapping) -> dict:
             if isinstance(ref, np.ndarray) or np.isscalar(ref) or isinstance(ref, (list, tuple)):
                 out[n][leaf] = np.asarray(x, dtype=dtype)
             else:
-                import jax.numpy as jnp
-
                 out[n][leaf] = jnp.asarray(x, dtype=dtype)
     return out
 
@@ -158,28 +169,17 @@ def _scaled(p64: Mapping, log_scales: Sequence[np.ndarray]) -> dict:
     return out
 
 
-# --------------------------------------------------------------------------- scaling
+def _hidden_widths(p64: Mapping) -> list[int]:
+    """Number of units of every hidden layer (the outputs of all layers but the last)."""
+    return [p64[n]["kernel"].shape[1] for n in list(p64)[:-1]]
 
 
-def apply_scaling(params: Mapping, scales: Sequence, activation: str = "relu") -> dict:
-    """Rescale the hidden units of a ReLU MLP by positive ``scales`` (function unchanged).
-
-    ``scales`` holds one positive array per hidden layer (``len(params) - 1`` of them, the
-    ``l``-th of shape ``(width_l,)``). Unit ``j`` of hidden layer ``l``: column ``j`` of
-    ``dense_l/kernel`` and ``dense_l/bias[j]`` are multiplied by ``scales[l][j]``, row ``j``
-    of ``dense_{l+1}/kernel`` is divided by it. The axes come from the ``"P_l"`` entry of
-    :func:`symlib.symmetry.specs.mlp_permutation_spec`'s ``perm_to_axes``.
-
-    Raises ``ValueError`` for a non-homogeneous ``activation`` (anything but ``"relu"``,
-    ``"leaky_relu"``, ``"identity"``), a wrong number of scale arrays, a wrong shape, or
-    non-positive / non-finite scales (naming the layer).
-    """
-    _check_activation(activation)
-    p64 = _as_float64(params)
-    names = list(p64)
-    widths = [p64[n]["kernel"].shape[1] for n in names[:-1]]
+def _checked_log_scales(scales: Sequence, widths: Sequence[int]) -> list[np.ndarray]:
+    """``log(scales)`` after checking one positive finite array of the right width per hidden layer."""
     if isinstance(scales, (np.ndarray, str)) or not isinstance(scales, Sequence):
-        raise ValueError(f"scales must be a list with one array per hidden layer ({len(widths)}), got {type(scales).__name__}")
+        raise ValueError(
+            f"scales must be a list with one array per hidden layer ({len(widths)}), got {type(scales).__name__}"
+        )
     if len(scales) != len(widths):
         raise ValueError(f"scales must hold one array per hidden layer: expected {len(widths)}, got {len(scales)}")
     logs = []
@@ -187,25 +187,74 @@ def apply_scaling(params: Mapping, scales: Sequence, activation: str = "relu") -
         s = np.asarray(s, dtype=np.float64)
         if s.shape != (w,):
             raise ValueError(f"scales[{l}] (hidden layer {l}, output of dense_{l}) must have shape ({w},), got {s.shape}")
-        if not np.all(np.isfinite(s)):
-            raise ValueError(f"scales[{l}] (hidden layer {l}) holds non-finite values")
+        check_finite(s, f"scales[{l}] (hidden layer {l})")
         if np.any(s <= 0):
             bad = np.flatnonzero(s <= 0)
             raise ValueError(
                 f"scales[{l}] (hidden layer {l}) must be positive; non-positive at neuron(s) {bad[:10].tolist()}"
             )
         logs.append(np.log(s))
-    return _restore(params, _scaled(p64, logs))
+    return logs
+
+
+# --------------------------------------------------------------------------- scaling
+
+
+def apply_scaling(params: Mapping, scales: Sequence, activation: str = "relu") -> dict:
+    """Rescale the hidden units of an MLP by positive ``scales`` (function unchanged).
+
+    Unit ``j`` of hidden layer ``l``: column ``j`` of ``dense_l/kernel`` and
+    ``dense_l/bias[j]`` are multiplied by ``scales[l][j]``, row ``j`` of
+    ``dense_{l+1}/kernel`` is divided by it. The axes come from the ``"P_l"`` entry of
+    :func:`symlib.symmetry.specs.mlp_permutation_spec`'s ``perm_to_axes``.
+
+    Args:
+        params: one network (``dense_0 .. dense_{L-1}``, each ``kernel`` and ``bias``).
+        scales: one positive array per hidden layer (``len(params) - 1`` of them, the
+            ``l``-th of shape ``(width_l,)``).
+        activation: the hidden activation, one of :data:`HOMOGENEOUS_ACTIVATIONS`.
+
+    Returns:
+        The rescaled network, leaves of the input's array type and dtype.
+
+    Raises:
+        ValueError: for a non-homogeneous ``activation``, non-finite weights, a wrong
+            number of scale arrays, a wrong shape, or non-positive / non-finite scales
+            (naming the layer).
+    """
+    _check_activation(activation)
+    p64 = _as_float64(params)
+    return _restore(params, _scaled(p64, _checked_log_scales(scales, _hidden_widths(p64))))
 
 
 def mass(params: Mapping) -> float:
-    """Sum of squared kernel weights (biases excluded, as in Definition C.6)."""
+    """Mass of a network, the sum of its squared kernel weights (Definition C.6).
+
+    Args:
+        params: one network; biases do not enter the mass.
+
+    Returns:
+        The mass, computed in float64.
+
+    Raises:
+        ValueError: if the layout or the shapes of ``params`` are wrong.
+    """
     names = _layer_names(params)
     return float(sum(np.sum(np.square(np.asarray(params[n]["kernel"], dtype=np.float64))) for n in names))
 
 
 def degenerate_neurons(params: Mapping) -> dict[int, np.ndarray]:
-    """Hidden layer -> indices of its degenerate units (all incoming or all outgoing kernel weights zero)."""
+    """Hidden units whose incoming or outgoing kernel weights are all zero.
+
+    Args:
+        params: one network.
+
+    Returns:
+        Hidden layer index -> indices of its degenerate units (only layers that have some).
+
+    Raises:
+        ValueError: if the layout or the shapes of ``params`` are wrong.
+    """
     names = _layer_names(params)
     out = {}
     for l in range(len(names) - 1):
@@ -231,15 +280,22 @@ def _raise_if_degenerate(params: Mapping, what: str) -> None:
         )
 
 
+# --------------------------------------------------------------------------- min-mass
+
+
 @dataclass(frozen=True)
 class MinMassResult:
     """Output of :func:`min_mass`.
 
-    ``params``: the min-mass network (same structure and array types as the input);
-    ``scales`` / ``log_scales``: one array per hidden layer, such that
-    ``apply_scaling(input, scales)`` is ``params``; ``mass`` / ``mass_before``: the mass
-    after / before; ``iterations``: block-coordinate sweeps plus Newton steps;
-    ``converged``: whether the Newton decrement reached ``tol`` (relative to the mass).
+    Attributes:
+        params: the min-mass network (same structure and array types as the input).
+        scales: one array per hidden layer, such that ``apply_scaling(input, scales)`` is
+            ``params``.
+        log_scales: ``log(scales)``, one array per hidden layer.
+        mass: the mass after rescaling.
+        mass_before: the mass of the input.
+        iterations: block-coordinate sweeps plus Newton steps.
+        converged: whether the stopping rule of the method was met (relative to ``tol``).
     """
 
     params: dict
@@ -266,7 +322,16 @@ def _mass_terms(W: Sequence[np.ndarray], u: Sequence[np.ndarray]) -> list[np.nda
 
 
 def _objective(W, u) -> float:
+    """The mass ``M(u)`` of the network rescaled by ``exp(u)`` (``W``: squared kernels)."""
     return float(sum(e.sum() for e in _mass_terms(W, u)))
+
+
+def _mass_gradient(E: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Gradient of ``M`` in the log-scales, per hidden layer: ``2 (incoming - outgoing mass)``."""
+    return [2.0 * (E[l].sum(axis=0) - E[l + 1].sum(axis=1)) for l in range(len(E) - 1)]
+
+
+# ------------------------------------------------- block-coordinate descent
 
 
 def _bcd_sweep(W, u) -> None:
@@ -279,6 +344,77 @@ def _bcd_sweep(W, u) -> None:
             u[l] = 0.25 * (np.log(b) - np.log(a))
 
 
+def _observed_rate(dec: float, prev_dec: float | None) -> float | None:
+    """Ratio of the last two mass decreases (``None`` before there are two)."""
+    return dec / prev_dec if prev_dec not in (None, 0.0) else None
+
+
+def _bcd_done(dec: float, rate: float | None, f: float, tol: float) -> bool:
+    """Stop BCD: no decrease, or the geometric tail ``dec * rate / (1 - rate)`` and the
+    last decrease are both within ``tol * f``."""
+    if dec <= 0.0:
+        return True
+    return rate is not None and rate < 1.0 and dec <= tol * f and dec * rate <= tol * f * (1.0 - rate)
+
+
+def _bcd_too_slow(rate: float | None, sweep: int) -> bool:
+    """``method="auto"`` hands over to Newton once BCD's rate exceeds ``_AUTO_SLOW_RATE``
+    (judged from the fourth sweep on)."""
+    return rate is not None and sweep >= 3 and rate > _AUTO_SLOW_RATE
+
+
+def _run_bcd(W, u, f: float, tol: float, max_sweeps: int, switch_when_slow: bool) -> tuple[int, bool]:
+    """BCD sweeps on ``u`` (in place) from mass ``f``; returns ``(sweeps, converged)``."""
+    prev_dec = None
+    for k in range(max_sweeps):
+        _bcd_sweep(W, u)
+        f_new = _objective(W, u)
+        dec = f - f_new
+        f = f_new
+        rate = _observed_rate(dec, prev_dec)
+        if _bcd_done(dec, rate, f, tol):
+            return k + 1, dec <= tol * f
+        if switch_when_slow and _bcd_too_slow(rate, k):
+            return k + 1, False
+        prev_dec = dec
+    return max_sweeps, False
+
+
+# ------------------------------------------------- Newton
+
+
+def _block_forward_elimination(E, diagonals, rhs) -> tuple[list, list[np.ndarray]]:
+    """Block Cholesky elimination of ``H x = rhs``, ``H`` block-tridiagonal with diagonal
+    blocks ``diag(diagonals[l])`` and off-diagonal blocks ``H[l-1, l] = -4 E_l``.
+
+    Returns the Cholesky factors of the Schur complements and the eliminated right-hand sides.
+    """
+    chol, y = [], []
+    for l, d in enumerate(diagonals):
+        S = np.diag(d)
+        r = rhs[l]
+        if l > 0:
+            U = -4.0 * E[l]  # H[l-1, l]
+            Z = scipy.linalg.cho_solve(chol[-1], U)  # S_{l-1}^{-1} U
+            S = S - U.T @ Z
+            r = r - U.T @ y[-1]
+        c = scipy.linalg.cho_factor(S, lower=True, check_finite=False)
+        chol.append(c)
+        y.append(scipy.linalg.cho_solve(c, r, check_finite=False))
+    return chol, y
+
+
+def _block_back_substitution(E, chol, y) -> list[np.ndarray]:
+    """Solution of the block-tridiagonal system from :func:`_block_forward_elimination`'s output."""
+    H = len(y)
+    x = [None] * H
+    x[H - 1] = y[H - 1]
+    for l in range(H - 2, -1, -1):
+        U = -4.0 * E[l + 1]
+        x[l] = y[l] - scipy.linalg.cho_solve(chol[l], U @ x[l + 1], check_finite=False)
+    return x
+
+
 def _newton_direction(E: Sequence[np.ndarray]) -> tuple[list[np.ndarray], float]:
     """Newton step ``-H^{-1} g`` (per hidden layer) and the squared Newton decrement ``g' H^{-1} g``.
 
@@ -287,31 +423,62 @@ def _newton_direction(E: Sequence[np.ndarray]) -> tuple[list[np.ndarray], float]
     ``H[l, l+1] = -4 E_{l+1}``. Solved by block Cholesky elimination (forward), then back
     substitution.
     """
-    H = len(E) - 1
-    g = [2.0 * (E[l].sum(axis=0) - E[l + 1].sum(axis=1)) for l in range(H)]
-    d = [4.0 * (E[l].sum(axis=0) + E[l + 1].sum(axis=1)) for l in range(H)]
-    chol, rhs = [], []
-    prev_c = prev_y = None
-    for l in range(H):
-        S = np.diag(d[l])
-        r = -g[l]
-        if l > 0:
-            U = -4.0 * E[l]  # H[l-1, l]
-            Z = scipy.linalg.cho_solve(prev_c, U)  # S_{l-1}^{-1} U
-            S = S - U.T @ Z
-            r = r - U.T @ prev_y
-        c = scipy.linalg.cho_factor(S, lower=True, check_finite=False)
-        y = scipy.linalg.cho_solve(c, r, check_finite=False)
-        chol.append(c)
-        rhs.append(y)
-        prev_c, prev_y = c, y
-    step = [None] * H
-    step[H - 1] = rhs[H - 1]
-    for l in range(H - 2, -1, -1):
-        U = -4.0 * E[l + 1]
-        step[l] = rhs[l] - scipy.linalg.cho_solve(chol[l], U @ step[l + 1], check_finite=False)
+    g = _mass_gradient(E)
+    d = [4.0 * (E[l].sum(axis=0) + E[l + 1].sum(axis=1)) for l in range(len(g))]
+    chol, y = _block_forward_elimination(E, d, [-gl for gl in g])
+    step = _block_back_substitution(E, chol, y)
     decrement = float(-sum(gl @ sl for gl, sl in zip(g, step)))
     return step, decrement
+
+
+def _armijo_step(W, u, step, f: float, dec: float) -> tuple[list[np.ndarray], float]:
+    """Backtracking along ``step`` from ``u`` (mass ``f``, directional derivative ``-dec``)
+    until the Armijo condition holds; ``(u, f)`` unchanged if the step shrinks to nothing."""
+    t = 1.0
+    while True:
+        cand = [ul + t * sl for ul, sl in zip(u, step)]
+        f_cand = _objective(W, cand)
+        if np.isfinite(f_cand) and f_cand <= f - _ARMIJO_C * t * dec:
+            return cand, f_cand
+        t *= 0.5
+        if t < _ARMIJO_MIN_STEP:
+            return u, f
+
+
+def _run_newton(W, u, tol: float, max_steps: int) -> tuple[list[np.ndarray], int, bool]:
+    """Damped Newton steps from ``u``; returns ``(u, steps, converged)``. Stops when half the
+    squared Newton decrement is within ``tol * f`` (that step is still taken) or when a
+    step no longer lowers the mass."""
+    for k in range(max_steps):
+        E = _mass_terms(W, u)
+        f = float(sum(e.sum() for e in E))
+        step, dec = _newton_direction(E)
+        if not np.isfinite(dec):
+            return u, k + 1, False
+        u, f_cand = _armijo_step(W, u, step, f, dec)
+        if 0.5 * dec <= tol * f or f_cand >= f:
+            return u, k + 1, 0.5 * dec <= tol * f or (f - f_cand) <= tol * f
+    return u, max_steps, False
+
+
+# ------------------------------------------------- min_mass
+
+
+_MIN_MASS_METHODS = ("auto", "bcd", "newton")
+
+
+def _min_mass_result(params, p64, u, before: float, iterations: int, converged: bool) -> MinMassResult:
+    """The :class:`MinMassResult` of log-scales ``u`` found for ``params`` (float64 copy ``p64``)."""
+    final = _scaled(p64, u)
+    return MinMassResult(
+        params=_restore(params, final),
+        scales=[np.exp(ul) for ul in u],
+        log_scales=[ul.copy() for ul in u],
+        mass=mass(final),
+        mass_before=before,
+        iterations=iterations,
+        converged=bool(converged),
+    )
 
 
 def min_mass(
@@ -337,87 +504,53 @@ def min_mass(
       (that step is still taken: quadratic convergence puts the result at machine
       precision), or after ``max_iter`` steps.
     * ``"auto"`` (default): BCD while it converges fast (rate below 0.9; for He-init
-      784-512x3-10 it takes about 20 sweeps, ~30 ms), Newton from there when BCD slows
+      784-512x3-10 it takes about 20 sweeps, ~20 ms), Newton from there when BCD slows
       down (ill-conditioned, e.g. trained, networks) or after 500 sweeps.
 
     The tolerance is on the mass; near the optimum the mass gap is quadratic in the
     log-scale error, so BCD's log-scales are accurate to about ``sqrt(tol)`` (1e-5 to
     1e-6 at the default), Newton's to machine precision. Use ``method="newton"`` (or a
-    smaller ``tol``) when the canonical weights must match to more digits.
+    smaller ``tol``) when the canonical weights must match to more digits. Biases are
+    rescaled with the incoming side (``bias_j * lambda_j``) but do not enter the mass.
 
-    ``iterations`` counts BCD sweeps plus Newton steps. A network without hidden layers
-    is returned as is. Raises ``ValueError`` if a neuron is degenerate (no minimiser; see
-    :func:`degenerate_neurons`), for non-finite weights or a non-homogeneous activation.
-    Biases are rescaled with the incoming side (``bias_j * lambda_j``) but do not enter
-    the mass.
+    Args:
+        params: one network. A network without hidden layers is returned as is.
+        tol: relative tolerance on the mass (positive).
+        max_iter: most BCD sweeps, and most Newton steps (positive integer).
+        method: ``"auto"``, ``"bcd"`` or ``"newton"``.
+        activation: the hidden activation, one of :data:`HOMOGENEOUS_ACTIVATIONS`.
+
+    Returns:
+        A :class:`MinMassResult`; its ``iterations`` counts BCD sweeps plus Newton steps.
+
+    Raises:
+        ValueError: if a neuron is degenerate (no minimiser; see
+            :func:`degenerate_neurons`), for non-finite weights, a non-homogeneous
+            ``activation``, an unknown ``method`` or a non-positive ``tol`` / ``max_iter``.
     """
     _check_activation(activation)
-    if not tol > 0:
-        raise ValueError(f"tol must be positive, got {tol}")
-    if method not in ("auto", "bcd", "newton"):
+    tol = positive_float(tol, "tol")
+    max_iter = positive_int(max_iter, "max_iter")
+    if method not in _MIN_MASS_METHODS:
         raise ValueError(f"method must be 'auto', 'bcd' or 'newton', got {method!r}")
     p64 = _as_float64(params)
-    names = list(p64)
-    H = len(names) - 1
     before = mass(p64)
-    if H == 0:
+    if len(p64) == 1:
         return MinMassResult(_restore(params, p64), [], [], before, before, 0, True)
     _raise_if_degenerate(p64, "the min-mass problem")
-    W = [np.square(p64[n]["kernel"]) for n in names]
-    u = [np.zeros(W[l].shape[1]) for l in range(H)]
-
-    iterations = 0
-    converged = False
-    f = before
+    W = [np.square(layer["kernel"]) for layer in p64.values()]
+    u = [np.zeros(w) for w in _hidden_widths(p64)]
+    iterations, converged = 0, False
     if method != "newton":
-        max_sweeps = int(max_iter) if method == "bcd" else min(int(max_iter), 500)
-        prev_dec = None
-        for k in range(max_sweeps):
-            _bcd_sweep(W, u)
-            iterations += 1
-            f_new = _objective(W, u)
-            dec = f - f_new
-            f = f_new
-            rate = dec / prev_dec if prev_dec not in (None, 0.0) else None
-            if dec <= 0.0 or (rate is not None and rate < 1.0 and dec <= tol * f and dec * rate <= tol * f * (1.0 - rate)):
-                converged = dec <= tol * f
-                break
-            if method == "auto" and rate is not None and k >= 3 and rate > 0.9:
-                break
-            prev_dec = dec
+        max_sweeps = max_iter if method == "bcd" else min(max_iter, _AUTO_MAX_SWEEPS)
+        iterations, converged = _run_bcd(W, u, before, tol, max_sweeps, switch_when_slow=method == "auto")
     if not converged and method != "bcd":
-        for _ in range(int(max_iter)):
-            E = _mass_terms(W, u)
-            f = float(sum(e.sum() for e in E))
-            step, dec = _newton_direction(E)
-            iterations += 1
-            if not np.isfinite(dec):
-                break
-            # Armijo backtracking (directional derivative = -dec).
-            t = 1.0
-            while True:
-                cand = [ul + t * sl for ul, sl in zip(u, step)]
-                f_cand = _objective(W, cand)
-                if np.isfinite(f_cand) and f_cand <= f - 0.25 * t * dec:
-                    break
-                t *= 0.5
-                if t < 1e-12:
-                    cand, f_cand = u, f
-                    break
-            u = cand
-            if 0.5 * dec <= tol * f or f_cand >= f:
-                converged = 0.5 * dec <= tol * f or (f - f_cand) <= tol * f
-                break
-    final = _scaled(p64, u)
-    return MinMassResult(
-        params=_restore(params, final),
-        scales=[np.exp(ul) for ul in u],
-        log_scales=[ul.copy() for ul in u],
-        mass=mass(final),
-        mass_before=before,
-        iterations=iterations,
-        converged=bool(converged),
-    )
+        u, steps, converged = _run_newton(W, u, tol, max_iter)
+        iterations += steps
+    return _min_mass_result(params, p64, u, before, iterations, converged)
+
+
+# --------------------------------------------------------------------------- canonical forms
 
 
 def unit_norm(params: Mapping, include_bias: bool = False, activation: str = "relu") -> dict:
@@ -429,9 +562,21 @@ def unit_norm(params: Mapping, include_bias: bool = False, activation: str = "re
     (plus ``dense_l/bias[j]`` if ``include_bias``); the factor moves to row ``j`` of
     ``dense_{l+1}/kernel``. The output layer absorbs all scales, so the function is
     unchanged, and the result does not depend on any prior positive rescaling.
-    ``include_bias=False`` (default) normalises the kernel column only, matching the
-    mass of Definition C.6 which excludes biases. Raises ``ValueError`` naming the layer
-    and neurons whose incoming vector is zero (zero outgoing weights are harmless here).
+
+    Args:
+        params: one network.
+        include_bias: normalise the kernel column and the bias together; ``False``
+            (default) normalises the kernel column only, matching the mass of
+            Definition C.6 which excludes biases.
+        activation: the hidden activation, one of :data:`HOMOGENEOUS_ACTIVATIONS`.
+
+    Returns:
+        The unit-norm network, leaves of the input's array type and dtype.
+
+    Raises:
+        ValueError: naming the layer and neurons whose incoming vector is zero (zero
+            outgoing weights are harmless here), for non-finite weights or a
+            non-homogeneous ``activation``.
     """
     _check_activation(activation)
     p64 = _as_float64(params)
@@ -462,53 +607,74 @@ _STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 }
 
 
+def _statistic_fn(statistic: str | Callable) -> Callable[[np.ndarray], np.ndarray]:
+    """The function behind a statistic's name, or the callable itself."""
+    if isinstance(statistic, str):
+        if statistic not in _STATISTICS:
+            raise ValueError(f"unknown statistic {statistic!r}; choose one of {sorted(_STATISTICS)} or pass a callable")
+        return _STATISTICS[statistic]
+    if callable(statistic):
+        return statistic
+    raise TypeError(f"statistic must be a name or a callable, got {type(statistic).__name__}")
+
+
+def _descending_order(k: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Units in descending order of ``s``; ties broken by the incoming column ``k[:, j]``
+    (lexicographically, descending), then by ``b``, then by the index."""
+    # np.lexsort: last key is primary. Descending => sort negated values.
+    keys = [np.arange(k.shape[1]), -b] + [-k[i] for i in range(k.shape[0] - 1, -1, -1)] + [-s]
+    return np.lexsort(keys).astype(np.int64)
+
+
 def sort_neurons(params: Mapping, statistic: str | Callable = "max") -> tuple[dict, dict[str, np.ndarray]]:
     """Permutation canonical form: sort every hidden layer's units by a statistic of their incoming weights.
 
     Units are put in *descending* order of ``statistic`` of their incoming kernel column
-    (``dense_l/kernel[:, j]``, biases not used). Default ``"max"``, the maximum incoming
-    weight, which the paper found the most stable statistic during training (Section
-    5.2). Others: ``"min"``, ``"mean"``, ``"sum"``, ``"norm"``, ``"abs_max"``, or a
-    callable mapping a kernel ``(d_in, d_out)`` to ``(d_out,)`` values that must not
-    depend on the order of the kernel's rows.
+    (``dense_l/kernel[:, j]``, biases not used). Layers are processed from the input, so
+    the incoming columns are read after the previous layer has been sorted. Ties in the
+    statistic are broken deterministically by the incoming column itself
+    (lexicographically, descending, in the already-sorted row order), then by the bias,
+    then by the original index (only units with identical incoming weights and bias are
+    left in their original order). Only permutes, never rescales: valid for any
+    element-wise activation, so there is no ``activation`` argument.
 
-    Layers are processed from the input, so the incoming columns are read after the
-    previous layer has been sorted. Ties in the statistic are broken deterministically by
-    the incoming column itself (lexicographically, descending, in the already-sorted row
-    order), then by the bias, then by the original index (only units with identical
-    incoming weights and bias are left in their original order).
+    Args:
+        params: one network.
+        statistic: ``"max"`` (default), the maximum incoming weight, which the paper
+            found the most stable statistic during training (Section 5.2); or ``"min"``,
+            ``"mean"``, ``"sum"``, ``"norm"``, ``"abs_max"``; or a callable mapping a
+            kernel ``(d_in, d_out)`` to ``(d_out,)`` values that must not depend on the
+            order of the kernel's rows.
 
-    Returns ``(sorted_params, perms)`` with ``perms = {"P_l": index array}`` and
-    ``sorted_params == apply_permutation(mlp_permutation_spec(L), perms, params)``
-    (gather convention: new unit ``i`` is old unit ``perms["P_l"][i]``).
+    Returns:
+        ``(sorted_params, perms)`` with ``perms = {"P_l": index array}`` and
+        ``sorted_params == apply_permutation(mlp_permutation_spec(L), perms, params)``
+        (gather convention: new unit ``i`` is old unit ``perms["P_l"][i]``).
+
+    Raises:
+        ValueError: for an unknown statistic name, a statistic of the wrong shape, or
+            NaN / inf weights (naming the leaf, e.g. ``dense_1/kernel``).
+        TypeError: if ``statistic`` is neither a name nor a callable.
     """
-    if isinstance(statistic, str):
-        if statistic not in _STATISTICS:
-            raise ValueError(f"unknown statistic {statistic!r}; choose one of {sorted(_STATISTICS)} or pass a callable")
-        stat = _STATISTICS[statistic]
-    elif callable(statistic):
-        stat = statistic
-    else:
-        raise TypeError(f"statistic must be a name or a callable, got {type(statistic).__name__}")
-    names = _layer_names(params)
+    stat = _statistic_fn(statistic)
+    p64 = _as_float64(params)
+    names = list(p64)
     H = len(names) - 1
     perms: dict[str, np.ndarray] = {}
     prev = None
     for l in range(H):
-        k = np.asarray(params[names[l]]["kernel"], dtype=np.float64)
-        b = np.asarray(params[names[l]]["bias"], dtype=np.float64)
+        k, b = p64[names[l]]["kernel"], p64[names[l]]["bias"]
         if prev is not None:
             k = k[prev]
         s = np.asarray(stat(k), dtype=np.float64)
         if s.shape != (k.shape[1],):
             raise ValueError(f"statistic returned shape {s.shape} for dense_{l}/kernel, expected ({k.shape[1]},)")
-        # np.lexsort: last key is primary. Descending => sort negated values.
-        keys = [np.arange(k.shape[1]), -b] + [-k[i] for i in range(k.shape[0] - 1, -1, -1)] + [-s]
-        order = np.lexsort(keys).astype(np.int64)
-        perms[f"P_{l}"] = order
-        prev = order
+        prev = perms[f"P_{l}"] = _descending_order(k, b, s)
     spec = mlp_permutation_spec(H)
     return apply_permutation(spec, perms, {n: dict(params[n]) for n in names}), perms
+
+
+_SCALINGS = ("min_mass", "unit_norm", None)
 
 
 def identifiable(
@@ -520,47 +686,112 @@ def identifiable(
 ) -> dict:
     """Proposition 1's identifiable network: remove the scaling symmetry, then sort the units.
 
-    ``scaling="min_mass"`` (default: :func:`min_mass`, the min-mass representative of
-    the scaling orbit), ``"unit_norm"`` (:func:`unit_norm`, the paper's "unit-normed
-    neurons"), or ``None`` (permutations only). Then :func:`sort_neurons` with
-    ``statistic``. The result does not depend on any prior positive rescaling or
-    permutation of the hidden units (up to ties in ``statistic``), and computes the
-    same function.
+    The result does not depend on any prior positive rescaling or permutation of the
+    hidden units (up to ties in ``statistic``), and computes the same function.
+
+    Args:
+        params: one network.
+        scaling: ``"min_mass"`` (default: :func:`min_mass`, the min-mass representative
+            of the scaling orbit), ``"unit_norm"`` (:func:`unit_norm`, the paper's
+            "unit-normed neurons"), or ``None`` (permutations only).
+        statistic: the sorting statistic of :func:`sort_neurons`.
+        activation: the hidden activation, one of :data:`HOMOGENEOUS_ACTIVATIONS`
+            (checked only when ``scaling`` is not ``None``: sorting alone is valid for
+            any activation).
+        **min_mass_kw: passed to :func:`min_mass` (``tol``, ``max_iter``, ``method``).
+
+    Returns:
+        The identifiable network, leaves of the input's array type and dtype.
+
+    Raises:
+        ValueError: for an unknown ``scaling``, a non-homogeneous ``activation`` with a
+            scaling, and the errors of :func:`min_mass` / :func:`unit_norm` /
+            :func:`sort_neurons`.
     """
-    _check_activation(activation)
-    if scaling == "min_mass":
-        p = min_mass(params, **min_mass_kw).params
-    elif scaling == "unit_norm":
-        p = unit_norm(params)
-    elif scaling is None:
-        p = params
-    else:
+    if scaling not in _SCALINGS:
         raise ValueError(f"scaling must be 'min_mass', 'unit_norm' or None, got {scaling!r}")
-    return sort_neurons(p, statistic)[0]
+    if scaling == "min_mass":
+        params = min_mass(params, activation=activation, **min_mass_kw).params
+    elif scaling == "unit_norm":
+        params = unit_norm(params, activation=activation)
+    return sort_neurons(params, statistic)[0]
 
 
-def _forward(params: Mapping, x: np.ndarray, activation: str) -> np.ndarray:
-    names = _layer_names(params)
+# --------------------------------------------------------------------------- function check
+
+
+def _x64():
+    """Context in which JAX computes in float64 (``jax.enable_x64`` from JAX 0.8 on,
+    ``jax.experimental.enable_x64`` before)."""
+    if hasattr(jax, "enable_x64"):
+        return jax.enable_x64(True)
+    from jax.experimental import enable_x64  # JAX < 0.8
+
+    return enable_x64(True)
+
+
+_mlp_apply_jit = jax.jit(mlp_apply)
+
+#: hidden activations other than ReLU; :mod:`symlib.core.models` has ReLU MLPs only
+_OTHER_ACTIVATIONS = {
+    "leaky_relu": jax.nn.leaky_relu,  # negative slope 0.01
+    "identity": lambda h: h,
+}
+
+
+def _apply_other_activation(p64: Mapping, x, act: Callable):
+    """Logits of an MLP whose hidden activation is ``act`` (not ReLU): same layers as
+    :func:`symlib.core.models.mlp_apply`."""
+    names = list(p64)
     h = x
-    for i, n in enumerate(names):
-        h = h @ np.asarray(params[n]["kernel"], dtype=np.float64) + np.asarray(params[n]["bias"], dtype=np.float64)
-        if i < len(names) - 1:
-            if activation == "relu":
-                h = np.maximum(h, 0.0)
-            elif activation == "leaky_relu":
-                h = np.where(h > 0, h, 0.01 * h)
-    return h
+    for n in names[:-1]:
+        h = act(h @ p64[n]["kernel"] + p64[n]["bias"])
+    return h @ p64[names[-1]]["kernel"] + p64[names[-1]]["bias"]
+
+
+def _forward(p64: Mapping, x: np.ndarray, activation: str) -> np.ndarray:
+    """Logits of a float64 network on float64 inputs, computed by JAX in float64.
+
+    ReLU networks go through the model's own :func:`symlib.core.models.mlp_apply`.
+    JAX computes in float32 unless 64-bit mode is on (it is off by default), and float32
+    round-off (about 1e-7 relative) would hide or fake the differences that
+    :func:`check_function_unchanged` measures, so the network is evaluated inside
+    :func:`jax.enable_x64`.
+    """
+    with _x64():
+        if activation == "relu":
+            out = _mlp_apply_jit(p64, x)
+        else:
+            out = _apply_other_activation(p64, jnp.asarray(x), _OTHER_ACTIVATIONS[activation])
+        return np.asarray(out)
 
 
 def check_function_unchanged(a: Mapping, b: Mapping, key=0, n: int = 256, activation: str = "relu") -> float:
     """Max absolute logit difference of networks ``a`` and ``b`` on ``n`` standard normal inputs.
 
-    Evaluated in float64 numpy (so float32 round-off of ``mlp_apply`` does not hide or
-    fake differences). ``key``: a jax key, an int seed or a numpy Generator.
+    Evaluated in float64 (ReLU networks by :func:`symlib.core.models.mlp_apply` under
+    :func:`jax.enable_x64`), so that float32 round-off does not hide or fake differences.
+
+    Args:
+        a: one network.
+        b: a network of the same layer sizes.
+        key: a jax key, an int seed or a numpy Generator, for the inputs.
+        n: number of inputs (positive integer).
+        activation: the hidden activation, one of :data:`HOMOGENEOUS_ACTIVATIONS`.
+
+    Returns:
+        ``max |logits_a - logits_b|`` over the inputs and outputs.
+
+    Raises:
+        ValueError: for a non-homogeneous ``activation``, a non-positive ``n``, networks
+            of different layer sizes, or non-finite weights (naming the leaf).
     """
-    from symlib.symmetry.permutations import as_generator
-
-    d_in = np.shape(a[_layer_names(a)[0]]["kernel"])[0]
-    x = as_generator(key).normal(size=(int(n), d_in))
-    return float(np.max(np.abs(_forward(a, x, activation) - _forward(b, x, activation))))
-
+    _check_activation(activation)
+    n = positive_int(n, "n")
+    a64, b64 = _as_float64(a), _as_float64(b)
+    shapes_a = [np.shape(layer["kernel"]) for layer in a64.values()]
+    shapes_b = [np.shape(layer["kernel"]) for layer in b64.values()]
+    if shapes_a != shapes_b:
+        raise ValueError(f"networks a and b must have the same layer shapes, got kernels {shapes_a} and {shapes_b}")
+    x = as_generator(key).normal(size=(n, shapes_a[0][0]))
+    return float(np.max(np.abs(_forward(a64, x, activation) - _forward(b64, x, activation))))

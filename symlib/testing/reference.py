@@ -13,10 +13,11 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from symlib.core.checks import mlp_layer_names
 from symlib.symmetry.alignment import wasserstein_alignment
 from symlib.symmetry.matching import weight_matching
 from symlib.symmetry.permutations import as_generator
-from symlib.symmetry.scaling import _mass_terms
+from symlib.symmetry.scaling import _mass_gradient, _mass_terms
 from symlib.symmetry.specs import flatten_params
 
 
@@ -77,35 +78,50 @@ def reference_weight_matching(key, spec, params_a, params_b, max_iter=100, tol=1
 
 def min_mass_lbfgs(params, max_iter: int = 100_000) -> tuple[float, int]:
     """Reference solution of the min-mass problem by a generic solver: scipy's L-BFGS-B on
-    the log-scales with the analytic gradient. Returns ``(minimal mass, iterations)``; used
-    by the tests and the benchmark to check :func:`min_mass`."""
+    the log-scales with the analytic gradient; used by the tests and the benchmark to
+    check :func:`symlib.symmetry.scaling.min_mass`.
+
+    Args:
+        params: one MLP (``dense_0 .. dense_{L-1}``, each ``kernel`` and ``bias``).
+        max_iter: most L-BFGS-B iterations (twice as many function evaluations).
+
+    Returns:
+        ``(minimal mass, iterations)``.
+    """
     from scipy.optimize import minimize
 
-    names = sorted(params, key=lambda n: int(n.split("_")[1]))
-    W = [np.asarray(params[n]["kernel"], dtype=np.float64) ** 2 for n in names]
+    W = _squared_kernels(params)
     widths = [w.shape[1] for w in W[:-1]]
     splits = np.cumsum(widths)[:-1]
 
     def fg(x):
-        u = np.split(x, splits)
-        E = _mass_terms(W, u)
-        g = [2 * (E[l].sum(0) - E[l + 1].sum(1)) for l in range(len(u))]
-        return sum(e.sum() for e in E), np.concatenate(g)
+        E = _mass_terms(W, np.split(x, splits))
+        return sum(e.sum() for e in E), np.concatenate(_mass_gradient(E))
 
     res = minimize(fg, np.zeros(sum(widths)), jac=True, method="L-BFGS-B",
                    options=dict(maxiter=max_iter, maxfun=2 * max_iter, ftol=1e-15, gtol=1e-12))
     return float(res.fun), int(res.nit)
 
 
+def _squared_kernels(params) -> list[np.ndarray]:
+    """Squared kernels of an MLP in float64, input to output."""
+    return [np.asarray(params[n]["kernel"], dtype=np.float64) ** 2 for n in mlp_layer_names(params)]
+
+
 def min_mass_cvxpy(params) -> tuple[float, list[np.ndarray], str]:
     """Reference solution of the min-mass problem with cvxpy (an optional dependency, in the
     ``test`` extra): the convex program in the log-scales, with the log-weights inside the
-    exponential (better conditioned than weight * exp(...)). Returns ``(minimal mass,
-    log-scales per hidden layer, solver status)``; for tests and benchmarks."""
+    exponential (better conditioned than ``weight * exp(...)``); for tests and benchmarks.
+
+    Args:
+        params: one MLP (``dense_0 .. dense_{L-1}``, each ``kernel`` and ``bias``).
+
+    Returns:
+        ``(minimal mass, log-scales per hidden layer, solver status)``.
+    """
     import cvxpy as cp
 
-    names = sorted(params, key=lambda n: int(n.split("_")[1]))
-    W = [np.asarray(params[n]["kernel"], dtype=np.float64) ** 2 for n in names]
+    W = _squared_kernels(params)
     u = [cp.Variable(w.shape[1]) for w in W[:-1]]
     terms = []
     for l, w in enumerate(W):
