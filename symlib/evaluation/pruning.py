@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from symlib.core.models import mlp_apply
-from symlib.evaluation.summaries import tree_to_vector, vector_to_tree
+from symlib.core.pytree import tree_to_vector, vector_to_tree
 
 __all__ = ["keep_mask", "num_kept", "prune_by_sigma", "pruning_curve", "stitch"]
 
@@ -76,7 +76,7 @@ def _mask_from_order(order: np.ndarray, k: int) -> np.ndarray:
 def keep_mask(sigma: PyTree, keep_fraction: float) -> PyTree:
     """Boolean pytree like ``sigma``: True for the ``round(keep_fraction * P)`` weights
     with the lowest sigma, ranked over all ``P`` parameters together. Ties are broken by
-    position in the flat order of :func:`symlib.evaluation.summaries.tree_to_vector` (sorted leaf
+    position in the flat order of :func:`symlib.core.pytree.tree_to_vector` (sorted leaf
     names, C order within a leaf): the earlier weight is kept."""
     f = _check_fraction(keep_fraction)
     vec = tree_to_vector(sigma)

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from symlib.core.pytree import SEP, flatten_dict, unflatten_dict
 from symlib.symmetry import permutations as _perm
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
     "unflatten_params",
 ]
 
-SEP = "/"
 
 
 @dataclass(frozen=True)
@@ -105,29 +105,25 @@ def mlp_permutation_spec(num_hidden_layers: int) -> PermutationSpec:
 
 
 def flatten_params(params: Mapping) -> dict[str, Any]:
-    """Nested dicts -> ``{"a/b/c": leaf}``; anything that is not a Mapping is a leaf.
+    """Nested parameter dicts -> ``{"dense_0/kernel": leaf}``.
 
-    An already-flat dict comes back unchanged (keys may hold ``"/"``). Empty sub-dicts
-    vanish; two routes to the same path raise ``ValueError``.
+    A thin alias of :func:`symlib.core.pytree.flatten_dict` with ``sep="/"``: anything
+    that is not a Mapping is a leaf, an already-flat dict comes back unchanged (its keys
+    may hold ``"/"``), empty sub-dicts vanish, and leaves keep their identity and order.
+
+    Args:
+        params: a (nested) dict of arrays, e.g. MLP parameters.
+
+    Returns:
+        A flat dict from ``"/"``-joined paths to the leaves, in the order of ``params``.
+
+    Raises:
+        TypeError: if ``params`` is not a dict, or a key is not a non-empty string.
+        ValueError: if two routes lead to the same path (``{"a/b": x, "a": {"b": y}}``).
     """
     if not isinstance(params, Mapping):
-        raise TypeError(f"params must be a (nested) dict, got {type(params).__name__}")
-    flat: dict[str, Any] = {}
-
-    def walk(node: Mapping, prefix: str):
-        for key, value in node.items():
-            if not isinstance(key, str):
-                raise TypeError(f"parameter keys must be strings, got {key!r} under {prefix or 'the root'!r}")
-            path = f"{prefix}{SEP}{key}" if prefix else key
-            if isinstance(value, Mapping):
-                walk(value, path)
-            else:
-                if path in flat:
-                    raise ValueError(f"parameter path {path!r} occurs twice")
-                flat[path] = value
-
-    walk(params, "")
-    return flat
+        raise TypeError(f"params must be a (nested) dict of arrays, got {type(params).__name__}")
+    return flatten_dict(params, SEP)
 
 
 def param_distance(a: Mapping, b: Mapping) -> float:
@@ -141,22 +137,27 @@ def param_distance(a: Mapping, b: Mapping) -> float:
 
 
 def unflatten_params(flat: Mapping[str, Any]) -> dict[str, Any]:
-    """Inverse of :func:`flatten_params`: ``{"a/b": x}`` -> ``{"a": {"b": x}}``."""
-    out: dict[str, Any] = {}
-    for path, value in flat.items():
-        parts = path.split(SEP)
-        if any(part == "" for part in parts):
-            raise ValueError(f"parameter path {path!r} has an empty component")
-        node = out
-        for i, part in enumerate(parts[:-1]):
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ValueError(f"{SEP.join(parts[: i + 1])!r} is both a leaf and a prefix of {path!r}")
-            node = child
-        if parts[-1] in node:
-            raise ValueError(f"{path!r} is both a leaf and a prefix of another path")
-        node[parts[-1]] = value
-    return out
+    """Inverse of :func:`flatten_params`: ``{"a/b": x}`` -> ``{"a": {"b": x}}``.
+
+    A thin alias of :func:`symlib.core.pytree.unflatten_dict` with ``sep="/"``.
+
+    Args:
+        flat: a dict from ``"/"``-joined string paths to leaves.
+
+    Returns:
+        The nested dict, keys in the order of ``flat``.
+
+    Raises:
+        TypeError: if ``flat`` is not a dict or a path is not a string.
+        ValueError: for a path with an empty component, or a path that is both a leaf
+            and a prefix of another path.
+    """
+    if not isinstance(flat, Mapping):
+        raise TypeError(f"flat must be a dict of path -> leaf, got {type(flat).__name__}")
+    for path in flat:
+        if not isinstance(path, str):
+            raise TypeError(f"parameter paths must be strings, got {path!r}")
+    return unflatten_dict(flat, SEP)
 
 
 def _shape(leaf) -> tuple[int, ...]:
