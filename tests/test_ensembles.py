@@ -71,3 +71,22 @@ def test_errors():
         train_ensemble(jax.random.key(0), [12], x, y, CFG, num_members=2)
     with pytest.raises(ValueError, match="batch_size"):
         train_ensemble(jax.random.key(0), SIZES, x, y, CFG._replace(batch_size=1000), num_members=2)
+
+
+def test_data_that_does_not_fit_the_members_is_named_before_any_work():
+    x, y = _toy(n=64)
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match=r"y must lie in \[0, 3\) for 3 classes"):
+        train_ensemble(key, SIZES, x, y + 1, CFG, num_members=2)
+    with pytest.raises(ValueError, match="y must be integer class indices"):
+        train_ensemble(key, SIZES, x, y.astype(jnp.float32), CFG, num_members=2)
+    with pytest.raises(ValueError, match=r"x contains NaN or inf \(1 of 768 entries\)"):
+        train_ensemble(key, SIZES, x.at[0, 0].set(jnp.nan), y, CFG, num_members=2)
+    with pytest.raises(ValueError, match=r"expected x of shape \(n, d\)"):
+        train_ensemble(key, SIZES, x[:, :, None], y, CFG, num_members=2)
+    with pytest.raises(ValueError, match="num_members must be a positive integer, got 0"):
+        train_ensemble(key, SIZES, x, y, CFG, num_members=0)
+    with pytest.raises(ValueError, match=r"sizes must list at least two positive layer widths, got \[12, 0, 3\]"):
+        train_ensemble(key, [12, 0, 3], x, y, CFG, num_members=2)
+    with pytest.raises(ValueError, match="key must be a jax.random key, got int"):
+        train_ensemble(0, SIZES, x, y, CFG, num_members=2)

@@ -41,3 +41,19 @@ def test_unstack():
     np.testing.assert_allclose(back[3]["dense_0"]["bias"], nets[3]["dense_0"]["bias"], rtol=1e-6)
     with pytest.raises(ValueError, match="disagree"):
         unstack({"a": np.zeros((2, 3)), "b": np.zeros((3, 3))})
+
+
+def test_unit_weights_names_bad_inputs():
+    nets = _nets(2)  # layers dense_0 (6->5), dense_1 (5->4), dense_2 (4->3)
+    with pytest.raises(ValueError, match="nets must hold at least one checkpoint"):
+        unit_weights([], 0, 0)
+    with pytest.raises(ValueError, match=r"layer must be in 0..2, got -1"):
+        unit_weights(nets, -1, 0)
+    with pytest.raises(ValueError, match=r"unit must index one of the 5 hidden units \(-5..4\), got 5"):
+        unit_weights(nets, 0, 5)
+    with pytest.raises(ValueError, match=r"unit must index one of the 4 hidden units \(-4..3\), got -5"):
+        unit_weights(nets, 2, -5)
+    with pytest.raises(ValueError, match="MLP nets\\[0\\] must have layers"):
+        unit_weights([{"layer": nets[0]["dense_0"]}], 0, 0)
+    with pytest.raises(ValueError, match="no hidden layer"):
+        unit_weights([{"dense_0": nets[0]["dense_0"]}], 0, 0)

@@ -167,3 +167,16 @@ def test_label_errors():
         nll_from_probs(np.ones((3, 2)), np.array([0, 1, 0]))
     # float labels holding integers are accepted
     assert accuracy_from_probs(P, np.array([0.0, 0.0, 1.0])) == pytest.approx(1 / 3)
+
+
+def test_messages_name_the_input():
+    labels = np.array([0, 1, 0])
+    for bad in (0, 2.5, True, None):
+        with pytest.raises(ValueError, match=f"num_bins must be a positive integer, got {bad!r}"):
+            ece(P, labels, num_bins=bad)
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 2\) for 2 classes, got values in \[-1, 1\]"):
+        brier(P, np.array([0, 1, -1]))
+    with pytest.raises(ValueError, match=r"probs contains NaN or inf \(2 of 6 entries\)"):
+        ece(np.where(np.eye(3, 2) > 0, np.inf, 0.5), labels)
+    with pytest.raises(ValueError, match=r"q contains NaN or inf"):
+        agreement(P, np.full_like(P, np.nan))

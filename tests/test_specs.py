@@ -103,6 +103,24 @@ def test_flatten_unflatten_roundtrip():
         flatten_params({"a": {"b": 1}, "a/b": 2})
 
 
+def test_flatten_unflatten_are_the_core_helpers_and_name_bad_inputs():
+    from symlib.core.pytree import flatten_dict, unflatten_dict
+
+    deep = {"a": {"b": {"c": 1}}, "e": {}}
+    assert flatten_params(deep) == flatten_dict(deep) == {"a/b/c": 1}
+    assert unflatten_params({"a/b": 1, "c": 2}) == unflatten_dict({"a/b": 1, "c": 2})
+    with pytest.raises(TypeError, match="params must be a .*dict.*got list"):
+        flatten_params([("dense_0", 1)])
+    with pytest.raises(TypeError, match="keys must be non-empty strings"):
+        flatten_params({"dense_0": {0: 1}})
+    with pytest.raises(TypeError, match="flat must be a dict.*got list"):
+        unflatten_params([("a", 1)])
+    with pytest.raises(TypeError, match="paths must be strings, got 3"):
+        unflatten_params({3: 1})
+    with pytest.raises(ValueError, match="'a//b' has an empty component"):
+        unflatten_params({"a//b": 1})
+
+
 # ------------------------------------------------------------------ check_spec
 
 

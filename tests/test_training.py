@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from symlib.core.models import mlp_apply, mlp_init, mlp_sizes
-from symlib.inference.training import TrainConfig, fit_map, fit_map_many, learning_rate_at, make_optimizer, train_mlp
+from symlib.inference.training import (TrainConfig, evaluate, fit_map, fit_map_many, learning_rate_at,
+                                       make_optimizer, train_mlp)
 
 
 def _toy(n=256, d=12, seed=0):
@@ -65,15 +66,73 @@ def test_bad_inputs_named():
         train_mlp(jax.random.key(0), [12, 4, 3], x, y[:10], CFG)
 
 
-def test_progress_lines_only_when_asked(capfd):
+@pytest.mark.parametrize("fit", ["fit_map", "fit_map_many", "train_mlp"])
+def test_data_that_does_not_fit_the_network_is_named(fit):
+    x, y = _toy(n=64)
+    sizes = [12, 4, 3]
+
+    def run(x, y, sizes=sizes, cfg=CFG._replace(epochs=1)):
+        if fit == "train_mlp":
+            return train_mlp(jax.random.key(0), sizes, x, y, cfg)
+        if fit == "fit_map":
+            return fit_map(mlp_init(jax.random.key(0), sizes), jax.random.key(1), x, y, cfg)
+        stack = jax.vmap(lambda k: mlp_init(k, sizes))(jax.random.split(jax.random.key(0), 2))
+        return fit_map_many(stack, jax.random.split(jax.random.key(1), 2), x, y, cfg)
+
+    with pytest.raises(ValueError, match=r"y must lie in \[0, 3\) for 3 classes, got values in \[1, 3\]"):
+        run(x, y + 1)
+    with pytest.raises(ValueError, match=r"y must lie in \[0, 3\)"):
+        run(x, y.at[0].set(-1))
+    with pytest.raises(ValueError, match="y must be integer class indices"):
+        run(x, y.astype(jnp.float32))
+    with pytest.raises(ValueError, match="x has 12 features but the network's input width is 5"):
+        run(x, y, sizes=[5, 4, 3])
+    with pytest.raises(ValueError, match=r"x contains NaN or inf \(1 of 768 entries\)"):
+        run(x.at[3, 4].set(jnp.nan), y)
+    with pytest.raises(ValueError, match="prior_std must be a positive finite number"):
+        run(x, y, cfg=CFG._replace(prior_std=0.0))
+    with pytest.raises(ValueError, match="epochs must be a positive integer, got 0"):
+        run(x, y, cfg=CFG._replace(epochs=0))
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got 32.0"):
+        run(x, y, cfg=CFG._replace(batch_size=32.0))
+    with pytest.raises(ValueError, match="learning_rate must be a positive finite number"):
+        run(x, y, cfg=CFG._replace(learning_rate=float("nan")))
+
+
+def test_bad_parameters_keys_and_config_are_named():
+    x, y = _toy(n=64)
+    p0 = mlp_init(jax.random.key(0), [12, 4, 3])
+    cfg = CFG._replace(epochs=1)
+    with pytest.raises(ValueError, match="data_key must be a jax.random key, got int"):
+        fit_map(p0, 0, x, y, cfg)
+    with pytest.raises(ValueError, match="key must be a jax.random key"):
+        train_mlp(jax.random.split(jax.random.key(0), 2), [12, 4, 3], x, y, cfg)
+    with pytest.raises(TypeError, match="cfg must be a TrainConfig, got dict"):
+        fit_map(p0, jax.random.key(1), x, y, dict(cfg._asdict()))
+    broken = {"dense_0": p0["dense_0"], "dense_1": {"kernel": p0["dense_1"]["kernel"][:3], "bias": p0["dense_1"]["bias"]}}
+    with pytest.raises(ValueError, match=r"params0\['dense_1'\]\['kernel'\] has 3 inputs but the layer before has 4"):
+        fit_map(broken, jax.random.key(1), x, y, cfg)
+    with pytest.raises(ValueError, match="MLP params0 must have layers dense_0..dense_1"):
+        fit_map({"dense_0": p0["dense_0"], "layer_1": p0["dense_1"]}, jax.random.key(1), x, y, cfg)
+    stack = jax.vmap(lambda k: mlp_init(k, [12, 4, 3]))(jax.random.split(jax.random.key(0), 2))
+    with pytest.raises(ValueError, match="data_keys must be 2 jax.random keys stacked on a leading axis"):
+        fit_map_many(stack, jax.random.split(jax.random.key(1), 3), x, y, cfg)
+    with pytest.raises(ValueError, match=r"params0\['dense_0'\] must hold a kernel with 3 axes"):
+        fit_map_many(p0, jax.random.split(jax.random.key(1), 2), x, y, cfg)
+    with pytest.raises(ValueError, match="y must lie in"):
+        evaluate(p0, x, y + 1)
+
+
+def test_progress_bar_only_when_asked(capfd):
     x, y = _toy()
     p0 = mlp_init(jax.random.key(3), [12, 4, 3])
-    fit_map(p0, jax.random.key(1), x, y, CFG._replace(epochs=2), progress=True)
+    loud, _ = fit_map(p0, jax.random.key(1), x, y, CFG._replace(epochs=2), progress=True)
+    err = capfd.readouterr().err
+    assert "train: 100%" in err and "2/2" in err and "objective=" in err
+    quiet, _ = fit_map(p0, jax.random.key(1), x, y, CFG._replace(epochs=2))
     jax.effects_barrier()
-    assert "epoch 2/2: objective" in capfd.readouterr().err
-    fit_map(p0, jax.random.key(1), x, y, CFG._replace(epochs=2))
-    jax.effects_barrier()
-    assert "epoch" not in capfd.readouterr().err
+    assert "train" not in capfd.readouterr().err  # stderr is no terminal under pytest
+    jax.tree_util.tree_map(np.testing.assert_array_equal, quiet, loud)  # the bar changes no number
 
 
 def test_sgd_learning_rate_schedule_and_errors():

@@ -182,7 +182,7 @@ def test_errors_are_named():
     nan_mu = jax.tree_util.tree_map(lambda a: a.at[0].set(jnp.nan), mu0)
     with pytest.raises(ValueError, match="init_mu"):
         fit_vi(k, nan_mu, categorical_loglik, x, y, **FAST)
-    with pytest.raises(ValueError, match="labels"):
+    with pytest.raises(ValueError, match=r"y must lie in \[0, 3\) for 3 classes"):
         fit_mlp_vi(k, [6, 4, 3], x, y + 1, **FAST)
     with pytest.raises(ValueError, match="integer"):
         fit_mlp_vi(k, [6, 4, 3], x, y.astype(np.float32), **FAST)
@@ -190,3 +190,44 @@ def test_errors_are_named():
         fit_mlp_vi(k, [5, 4, 3], x, y, **FAST)
     with pytest.raises(ValueError, match="softplus"):
         inverse_softplus(0.0)
+
+
+def test_data_that_does_not_fit_the_network_is_named():
+    x, y = _toy_classification()
+    k = jax.random.key(0)
+    mu0 = mlp_init(jax.random.key(0), [6, 4, 3])
+    bad_x = x.copy()
+    bad_x[0, 0] = np.inf
+    with pytest.raises(ValueError, match=r"x contains NaN or inf \(1 of 1200 entries\)"):
+        fit_mlp_vi(k, [6, 4, 3], bad_x, y, **FAST)
+    with pytest.raises(ValueError, match=r"expected x of shape \(n, d\) and y of shape \(n,\)"):
+        fit_mlp_vi(k, [6, 4, 3], x, y[:, None], **FAST)
+    with pytest.raises(ValueError, match=r"sizes must list at least two positive layer widths"):
+        fit_mlp_vi(k, [6], x, y, **FAST)
+    with pytest.raises(ValueError, match="key must be a jax.random key, got int"):
+        fit_mlp_vi(0, [6, 4, 3], x, y, **FAST)
+    with pytest.raises(ValueError, match="key must be a jax.random key, got int"):
+        fit_vi(0, mu0, categorical_loglik, x, y, **FAST)
+    # categorical_loglik: x and y are checked against the MLP of init_mu (or of the module)
+    with pytest.raises(ValueError, match=r"y must lie in \[0, 3\)"):
+        fit_vi(k, mu0, categorical_loglik, x, y + 1, **FAST)
+    with pytest.raises(ValueError, match="x has 6 features but the network's input width is 5"):
+        fit_vi(k, MeanFieldMLP([5, 4, 3], rngs=nnx.Rngs(0)), categorical_loglik, x, y, **FAST)
+    with pytest.raises(ValueError, match="epochs must be a positive integer, got True"):
+        fit_vi(k, mu0, categorical_loglik, x, y, **(FAST | dict(epochs=True)))
+    # any other likelihood that fails on a minibatch is reported as such, not from deep inside jax
+    xr, yr = _orthogonal_regression()
+    with pytest.raises(ValueError, match=r"loglik_fn\(init_mu, x\[:batch_size\], y\[:batch_size\]\) failed"):
+        fit_vi(k, {"w": jnp.zeros(D + 1)}, _gauss_loglik, xr, yr, **FAST | dict(batch_size=16))
+
+
+def test_neg_elbo_is_neg_elbo_from_the_key_s_noise():
+    x, y = _toy_classification(n=20)
+    model = MeanFieldMLP([6, 4, 3], rngs=nnx.Rngs(0), std_init=0.1)
+    key = jax.random.key(7)
+    for num_mc in (1, 3):
+        a = model.neg_elbo(key, categorical_loglik, x, y, 100, 0.5, num_mc)
+        eps = model.noise(key, None if num_mc == 1 else num_mc)
+        b = model.neg_elbo_from_noise(eps, categorical_loglik, x, y, 100, 0.5)
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])

@@ -14,23 +14,134 @@ the tools that say so; ``mlp_apply`` itself takes one network (``jax.vmap`` it).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from symlib.core.checks import check_finite, check_labels, mlp_layer_names
 
 Params = dict[str, dict[str, jax.Array]]
 
 
 def layer_names(num_layers: int) -> list[str]:
-    """Names of the dense layers, input to output."""
+    """Names of the dense layers, input to output.
+
+    Args:
+        num_layers: number of dense layers ``L``.
+
+    Returns:
+        ``["dense_0", ..., "dense_{L-1}"]``.
+    """
     return [f"dense_{i}" for i in range(num_layers)]
 
 
+def check_sizes(sizes: Sequence[int], name: str = "sizes") -> list[int]:
+    """Layer widths ``[d_0, ..., d_L]`` of an MLP as Python ints, after checking them.
+
+    Args:
+        sizes: the widths, input first, output last (anything ``int()`` accepts).
+        name: how the message calls ``sizes``.
+
+    Returns:
+        The widths as a list of ``int``.
+
+    Raises:
+        ValueError: naming ``name`` unless there are at least two widths, all positive.
+    """
+    try:
+        out = [int(s) for s in sizes]
+    except (TypeError, ValueError):
+        out = []
+    if len(out) < 2 or any(s < 1 for s in out):
+        raise ValueError(f"{name} must list at least two positive layer widths, got {sizes}")
+    return out
+
+
+def check_mlp_params(params: Any, name: str = "params", batch_dims: int = 0) -> list[int]:
+    """Check that ``params`` is an MLP (the layout of this module) with consistent shapes.
+
+    Args:
+        params: the parameters to check.
+        name: how messages call ``params``.
+        batch_dims: number of leading axes shared by every leaf (1 for a stack of networks).
+
+    Returns:
+        The layer sizes ``[d_0, ..., d_L]``.
+
+    Raises:
+        TypeError: if ``params`` (or a layer) is not a dict.
+        ValueError: naming the layer if the layers are not ``dense_0..dense_{L-1}`` with
+            ``kernel`` and ``bias``, a leaf has the wrong number of axes, the shapes of
+            consecutive layers do not chain, or the leading ``batch_dims`` axes differ.
+    """
+    names = mlp_layer_names(params, name)
+    lead = None
+    sizes: list[int] = []
+    for n in names:
+        kernel, bias = np.shape(params[n]["kernel"]), np.shape(params[n]["bias"])
+        if len(kernel) != 2 + batch_dims or len(bias) != 1 + batch_dims:
+            raise ValueError(f"{name}[{n!r}] must hold a kernel with {2 + batch_dims} axes and a bias with "
+                             f"{1 + batch_dims} (batch_dims={batch_dims}), got shapes {kernel} and {bias}")
+        lead = kernel[:batch_dims] if lead is None else lead
+        if kernel[:batch_dims] != lead or bias[:batch_dims] != lead:
+            raise ValueError(f"{name}[{n!r}]: the leading {batch_dims} axes of every leaf must agree, "
+                             f"got {kernel[:batch_dims]} and {bias[:batch_dims]} (expected {lead})")
+        d_in, d_out = kernel[batch_dims:]
+        if sizes and d_in != sizes[-1]:
+            raise ValueError(f"{name}[{n!r}]['kernel'] has {d_in} inputs but the layer before has {sizes[-1]} outputs")
+        if bias[batch_dims:] != (d_out,):
+            raise ValueError(f"{name}[{n!r}]['bias'] must have {d_out} entries like the kernel's outputs, "
+                             f"got shape {bias}")
+        sizes = sizes or [d_in]
+        sizes.append(d_out)
+    return sizes
+
+
+def check_mlp_data(sizes: Sequence[int], x: Any, y: Any = None) -> None:
+    """Check that inputs ``x`` (and labels ``y``) fit an MLP with layer sizes ``sizes``.
+
+    ``x`` must be a finite ``(n, d_0)`` array and ``y`` (if given) ``n`` integer class
+    labels in ``[0, d_L)``. Checked on the host before any jitted work, so a mistake is
+    reported by name instead of as a shape error from deep inside JAX.
+
+    Args:
+        sizes: layer sizes ``[d_0, ..., d_L]`` of the network (see :func:`mlp_sizes`).
+        x: inputs, shape ``(n, d_0)``.
+        y: integer labels, shape ``(n,)``, or ``None`` to check ``x`` alone.
+
+    Raises:
+        ValueError: naming ``x`` or ``y``: wrong number of axes or examples, ``x`` of the
+            wrong width or holding NaN or inf, labels that are not integers or fall outside
+            the network's ``d_L`` outputs.
+    """
+    x_shape = np.shape(x)
+    if y is None and len(x_shape) != 2:
+        raise ValueError(f"expected x of shape (n, d), got {x_shape}")
+    if y is not None and (len(x_shape) != 2 or np.ndim(y) != 1 or np.shape(y)[0] != x_shape[0]):
+        raise ValueError(f"expected x of shape (n, d) and y of shape (n,), got {x_shape} and {np.shape(y)}")
+    if x_shape[1] != sizes[0]:
+        raise ValueError(f"x has {x_shape[1]} features but the network's input width is {sizes[0]}")
+    check_finite(x, "x")
+    if y is not None:
+        check_labels(y, sizes[-1], "y")
+
+
 def mlp_init(key: jax.Array, sizes: Sequence[int]) -> Params:
-    """He-normal kernels and zero biases for a ReLU MLP with layer sizes ``sizes``."""
-    sizes = [int(s) for s in sizes]
-    if len(sizes) < 2 or any(s < 1 for s in sizes):
-        raise ValueError(f"sizes must list at least two positive layer widths, got {sizes}")
+    """He-normal kernels and zero biases for a ReLU MLP with layer sizes ``sizes``.
+
+    Args:
+        key: ``jax.random`` key; split into one key per layer.
+        sizes: layer widths ``[d_0, ..., d_L]``, at least two, all positive.
+
+    Returns:
+        float32 parameters ``{"dense_l": {"kernel": (d_l, d_{l+1}), "bias": (d_{l+1},)}}``.
+
+    Raises:
+        ValueError: if ``sizes`` has fewer than two widths or a width below 1.
+    """
+    sizes = check_sizes(sizes)
     keys = jax.random.split(key, len(sizes) - 1)
     params = {}
     for name, k, d_in, d_out in zip(layer_names(len(sizes) - 1), keys, sizes[:-1], sizes[1:]):
@@ -43,11 +154,19 @@ def mlp_init(key: jax.Array, sizes: Sequence[int]) -> Params:
 
 
 def unstack(params, dtype=None) -> list[dict]:
-    """Split a stack of networks (leading axis on every leaf) into a list of networks
-    with numpy leaves (cast to ``dtype`` if given, e.g. ``np.float64`` for
-    :mod:`symlib.symmetry.scaling`)."""
-    import numpy as np
+    """Split a stack of networks (leading axis on every leaf) into a list of networks.
 
+    Args:
+        params: a pytree whose leaves all share a leading (network) axis.
+        dtype: cast every leaf to this dtype if given, e.g. ``np.float64`` for
+            :mod:`symlib.symmetry.scaling`.
+
+    Returns:
+        One pytree per network, with numpy leaves.
+
+    Raises:
+        ValueError: if a leaf has no leading axis or the leaves disagree on its length.
+    """
     leaves = jax.tree_util.tree_leaves(params)
     if not leaves or any(np.ndim(a) == 0 for a in leaves):
         raise ValueError("unstack needs a stack of networks: every leaf with a leading axis")
@@ -58,14 +177,38 @@ def unstack(params, dtype=None) -> list[dict]:
 
 
 def mlp_sizes(params: Params) -> list[int]:
-    """Layer sizes ``[d_0, ..., d_L]`` read off the parameters (one network)."""
-    names = _sorted_layers(params)
+    """Layer sizes ``[d_0, ..., d_L]`` read off the parameters.
+
+    Args:
+        params: MLP parameters (a stack of networks works too: the sizes are read off the
+            last two axes of every kernel).
+
+    Returns:
+        The widths, input first.
+
+    Raises:
+        TypeError: if ``params`` is not a dict of layers.
+        ValueError: if the layers are not ``dense_0..dense_{L-1}`` holding ``kernel`` and ``bias``.
+    """
+    names = mlp_layer_names(params)
     return [params[names[0]]["kernel"].shape[-2]] + [params[n]["kernel"].shape[-1] for n in names]
 
 
 def mlp_hidden(params: Params, x: jax.Array) -> list[jax.Array]:
-    """Post-ReLU activations of every hidden layer for inputs ``x`` of shape (n, d_0)."""
-    names = _sorted_layers(params)
+    """Post-ReLU activations of every hidden layer.
+
+    Args:
+        params: one network's parameters.
+        x: inputs of shape ``(n, d_0)``.
+
+    Returns:
+        ``L - 1`` arrays, the ``l``-th of shape ``(n, d_{l+1})``.
+
+    Raises:
+        TypeError: if ``params`` is not a dict of layers.
+        ValueError: if the layers are not ``dense_0..dense_{L-1}`` holding ``kernel`` and ``bias``.
+    """
+    names = mlp_layer_names(params)
     h, hidden = x, []
     for name in names[:-1]:
         h = jax.nn.relu(h @ params[name]["kernel"] + params[name]["bias"])
@@ -74,17 +217,22 @@ def mlp_hidden(params: Params, x: jax.Array) -> list[jax.Array]:
 
 
 def mlp_apply(params: Params, x: jax.Array) -> jax.Array:
-    """Logits of the MLP for inputs ``x`` of shape (n, d_0); returns (n, d_L)."""
-    names = _sorted_layers(params)
+    """Logits of the MLP (ReLU after every layer but the last).
+
+    Args:
+        params: one network's parameters (``jax.vmap`` this function for a stack).
+        x: inputs of shape ``(n, d_0)``.
+
+    Returns:
+        Logits of shape ``(n, d_L)``.
+
+    Raises:
+        TypeError: if ``params`` is not a dict of layers.
+        ValueError: if the layers are not ``dense_0..dense_{L-1}`` holding ``kernel`` and ``bias``.
+    """
+    names = mlp_layer_names(params)
     h = x
     for name in names[:-1]:
         h = jax.nn.relu(h @ params[name]["kernel"] + params[name]["bias"])
     last = params[names[-1]]
     return h @ last["kernel"] + last["bias"]
-
-
-def _sorted_layers(params: Params) -> list[str]:
-    names = sorted(params, key=lambda n: int(n.rsplit("_", 1)[-1]))
-    if names != layer_names(len(names)):
-        raise ValueError(f"MLP params must have layers dense_0..dense_{len(names) - 1}, got {sorted(params)}")
-    return names

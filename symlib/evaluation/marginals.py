@@ -18,22 +18,51 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
+from symlib.core.checks import mlp_layer_names
+
 __all__ = ["first_last_pvalues", "unit_weights"]
 
 
+def _check_unit(nets: Sequence[dict], layer: int, unit: int) -> list[str]:
+    """Layer names of ``nets[0]`` after checking ``nets``, ``layer`` and ``unit``."""
+    if len(nets) < 1:
+        raise ValueError("nets must hold at least one checkpoint")
+    names = mlp_layer_names(nets[0], "nets[0]")
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < len(names):
+        raise ValueError(f"layer must be in 0..{len(names) - 1}, got {layer!r}")
+    if len(names) < 2:
+        raise ValueError("nets have no hidden layer (a single dense layer)")
+    last = layer == len(names) - 1
+    width = np.shape(nets[0][f"dense_{layer}"]["kernel"])[0 if last else 1]
+    if isinstance(unit, bool) or not isinstance(unit, (int, np.integer)) or not -width <= unit < width:
+        raise ValueError(f"unit must index one of the {width} hidden units ({-width}..{width - 1}), got {unit!r}")
+    return names
+
+
 def unit_weights(nets: Sequence[dict], layer: int, unit: int) -> np.ndarray:
-    """Weights of hidden ``unit`` in every checkpoint, shape ``(checkpoints, positions)``.
+    """Weights of one hidden unit in every checkpoint.
 
     For a hidden layer (``layer < L - 1``, output of ``dense_{layer}``) these are the unit's
     incoming kernel weights, column ``unit`` of ``dense_{layer}/kernel``; for the output
     layer (``layer == L - 1``) they are the outgoing weights of unit ``unit`` of the last
     hidden layer, row ``unit`` of ``dense_{L-1}/kernel``.
+
+    Args:
+        nets: MLP parameters of every checkpoint (same architecture).
+        layer: dense layer index in ``0..L-1``.
+        unit: hidden unit index (negative counts from the end).
+
+    Returns:
+        Array of shape ``(checkpoints, positions)``.
+
+    Raises:
+        ValueError: for no checkpoints, a layer out of range, a unit out of range, or
+            parameters without a hidden layer.
+        TypeError: if ``nets[0]`` is not a dict of layers.
     """
-    n_layers = len(nets[0])
-    if not 0 <= layer < n_layers:
-        raise ValueError(f"layer must be in 0..{n_layers - 1}, got {layer}")
+    names = _check_unit(nets, layer, unit)
     k = np.stack([np.asarray(net[f"dense_{layer}"]["kernel"]) for net in nets])
-    return k[:, unit, :] if layer == n_layers - 1 else k[:, :, unit]
+    return k[:, unit, :] if layer == len(names) - 1 else k[:, :, unit]
 
 
 def first_last_pvalues(nets: Sequence[dict], layer: int) -> np.ndarray:
@@ -42,7 +71,17 @@ def first_last_pvalues(nets: Sequence[dict], layer: int) -> np.ndarray:
     ``nets`` with the last hidden unit's weight in the second half.
 
     Under identical marginals each p-value is (close to) uniform on [0, 1], so about 5%
-    fall below 0.05. Needs at least 8 checkpoints (4 per sample).
+    fall below 0.05.
+
+    Args:
+        nets: MLP parameters of at least 8 checkpoints (4 per sample).
+        layer: dense layer index in ``0..L-1``.
+
+    Returns:
+        The p-values, shape ``(positions,)``.
+
+    Raises:
+        ValueError: for fewer than 8 checkpoints, or as :func:`unit_weights`.
     """
     if len(nets) < 8:
         raise ValueError(f"need at least 8 checkpoints (two independent halves), got {len(nets)}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as _np
 
+from symlib.core.checks import check_finite, check_labels, positive_int
 from symlib.core.losses import accuracy, nll  # noqa: F401  (re-exported: metrics on logits)
 
 
@@ -32,10 +33,7 @@ def _as_float_array(a, name: str) -> _np.ndarray:
         raise ValueError(f"{name} must have shape (n, C) (or (..., n, C)), got shape {arr.shape}")
     if arr.shape[-2] < 1 or arr.shape[-1] < 1:
         raise ValueError(f"{name} needs at least one test point and one class, got shape {arr.shape}")
-    if _np.isnan(arr).any():
-        raise ValueError(f"{name} contains NaN")
-    if not _np.isfinite(arr).all():
-        raise ValueError(f"{name} contains inf")
+    check_finite(arr, name)
     return arr
 
 
@@ -73,9 +71,7 @@ def _labels(labels, probs: _np.ndarray) -> _np.ndarray:
             lab = lab.astype(_np.int64)
         else:
             raise ValueError(f"labels must be integer class indices, got dtype {lab.dtype}")
-    if n and (lab.min() < 0 or lab.max() >= C):
-        raise ValueError(f"labels must lie in [0, {C}), got values in [{lab.min()}, {lab.max()}]")
-    return lab.astype(_np.int64, copy=False)
+    return check_labels(lab, C, "labels").astype(_np.int64, copy=False)
 
 
 def _out(x):
@@ -93,9 +89,19 @@ def agreement(p, q):
     """Eq. (1) of Xiao et al. (2023): the fraction of test points where the two predictives
     have the same top class, ``mean_i 1[argmax_c p[i, c] == argmax_c q[i, c]]``.
 
-    ``p`` and ``q`` are ``(n, C)`` (leading batch axes broadcast against each other).
     Only the argmax matters, so logits work too; ties go to the lowest class index
     (``numpy.argmax``). Symmetric in ``p`` and ``q``; 1 for identical inputs.
+
+    Args:
+        p: ``(n, C)`` probabilities or logits (leading batch axes broadcast against ``q``'s).
+        q: the same for the other predictive.
+
+    Returns:
+        A float in [0, 1], or an array over the broadcast batch axes.
+
+    Raises:
+        ValueError: naming ``p`` or ``q`` for non-numeric input, wrong or mismatched
+            shapes, or NaN or inf.
     """
     p, q = _pair(p, q, need_probs=False)
     return _out(_np.mean(_np.argmax(p, axis=-1) == _np.argmax(q, axis=-1), axis=-1))
@@ -105,9 +111,17 @@ def total_variation(p, q):
     """Eq. (2) of Xiao et al. (2023): the mean over test points of the total variation
     distance ``0.5 * sum_c |p[i, c] - q[i, c]|`` between the two predictive distributions.
 
-    ``p`` and ``q`` are ``(n, C)`` probabilities (leading batch axes broadcast); entries
-    must lie in [0, 1] and rows sum to 1 (within 1e-3), else ``ValueError``. The result
-    lies in [0, 1]: 0 for identical predictives, 1 for disjoint supports at every point.
+    Args:
+        p: ``(n, C)`` probabilities (leading batch axes broadcast against ``q``'s).
+        q: the same for the other predictive.
+
+    Returns:
+        A float in [0, 1] (0 for identical predictives, 1 for disjoint supports at every
+        point), or an array over the broadcast batch axes.
+
+    Raises:
+        ValueError: naming ``p`` or ``q`` for wrong or mismatched shapes, NaN or inf,
+            entries outside [0, 1] or rows not summing to 1 (within 1e-3).
     """
     p, q = _pair(p, q, need_probs=True)
     return _out(_np.mean(0.5 * _np.abs(p - q).sum(axis=-1), axis=-1))
@@ -115,7 +129,19 @@ def total_variation(p, q):
 
 def accuracy_from_probs(probs, labels):
     """Fraction of test points with ``argmax_c probs[i, c] == labels[i]`` (ties: lowest
-    class index). ``probs`` is ``(n, C)`` or ``(..., n, C)``; ``labels`` is ``(n,)`` int."""
+    class index).
+
+    Args:
+        probs: ``(n, C)`` or ``(..., n, C)`` probabilities (logits work too).
+        labels: ``(n,)`` integer class labels in ``[0, C)``.
+
+    Returns:
+        A float, or an array over the leading axes of ``probs``.
+
+    Raises:
+        ValueError: naming ``probs`` or ``labels`` for wrong shapes, NaN or inf, or labels
+            that are not integers in ``[0, C)``.
+    """
     probs = _as_float_array(probs, "probs")
     lab = _labels(labels, probs)
     return _out(_np.mean(_np.argmax(probs, axis=-1) == lab, axis=-1))
@@ -127,7 +153,17 @@ def nll_from_probs(probs, labels, eps: float = 1e-12):
     The probability of the true class is clipped to ``[eps, 1]`` before the log, so a
     point given probability 0 costs ``-log(eps)`` (27.6 for the default 1e-12) instead of
     ``inf``; with ``eps=0`` no clipping is done and the result may be ``inf``.
-    ``probs`` must hold probabilities (rows summing to 1 within 1e-3).
+
+    Args:
+        probs: ``(n, C)`` or ``(..., n, C)`` probabilities (rows summing to 1 within 1e-3).
+        labels: ``(n,)`` integer class labels in ``[0, C)``.
+        eps: clipping floor in ``[0, 1)``.
+
+    Returns:
+        A float, or an array over the leading axes of ``probs``.
+
+    Raises:
+        ValueError: naming ``probs``, ``labels`` or ``eps`` when invalid.
     """
     probs = _as_float_array(probs, "probs")
     _check_probs(probs, "probs")
@@ -142,7 +178,18 @@ def nll_from_probs(probs, labels, eps: float = 1e-12):
 
 def brier(probs, labels):
     """Brier score ``mean_i sum_c (probs[i, c] - 1[c == labels[i]])^2`` (summed over
-    classes, not averaged; range [0, 2], 0 for a confident correct prediction)."""
+    classes, not averaged; range [0, 2], 0 for a confident correct prediction).
+
+    Args:
+        probs: ``(n, C)`` or ``(..., n, C)`` probabilities (rows summing to 1 within 1e-3).
+        labels: ``(n,)`` integer class labels in ``[0, C)``.
+
+    Returns:
+        A float, or an array over the leading axes of ``probs``.
+
+    Raises:
+        ValueError: naming ``probs`` or ``labels`` when invalid.
+    """
     probs = _as_float_array(probs, "probs")
     _check_probs(probs, "probs")
     lab = _labels(labels, probs)
@@ -157,13 +204,22 @@ def ece(probs, labels, num_bins: int = 15):
     ``b / B < conf <= (b + 1) / B`` (a confidence of exactly 0 goes to the first bin).
     ``ECE = sum_b (|bin b| / n) * |accuracy in bin b - mean confidence in bin b|``;
     empty bins contribute 0.
+
+    Args:
+        probs: ``(n, C)`` or ``(..., n, C)`` probabilities (rows summing to 1 within 1e-3).
+        labels: ``(n,)`` integer class labels in ``[0, C)``.
+        num_bins: number of bins ``B``, a positive integer.
+
+    Returns:
+        A float in [0, 1], or an array over the leading axes of ``probs``.
+
+    Raises:
+        ValueError: naming ``probs``, ``labels`` or ``num_bins`` when invalid.
     """
     probs = _as_float_array(probs, "probs")
     _check_probs(probs, "probs")
     lab = _labels(labels, probs)
-    if isinstance(num_bins, bool) or not isinstance(num_bins, (int, _np.integer)) or num_bins < 1:
-        raise ValueError(f"num_bins must be a positive integer, got {num_bins!r}")
-    B = int(num_bins)
+    B = positive_int(num_bins, "num_bins")
     lead = probs.shape[:-2]
     flat = probs.reshape((-1,) + probs.shape[-2:])
     out = _np.empty(flat.shape[0])

@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from symlib.core.models import mlp_apply
-from symlib.evaluation.summaries import tree_to_vector, vector_to_tree
+from symlib.core.pytree import tree_to_vector, vector_to_tree
 
 __all__ = ["keep_mask", "num_kept", "prune_by_sigma", "pruning_curve", "stitch"]
 
@@ -39,7 +39,18 @@ def _check_fraction(keep_fraction) -> float:
 
 
 def num_kept(keep_fraction: float, num_params: int) -> int:
-    """``round(keep_fraction * num_params)``, rounding halves up (``floor(f * P + 0.5)``)."""
+    """``round(keep_fraction * num_params)``, rounding halves up (``floor(f * P + 0.5)``).
+
+    Args:
+        keep_fraction: fraction of the weights kept, in [0, 1].
+        num_params: total number of weights ``P``.
+
+    Returns:
+        The number of weights kept.
+
+    Raises:
+        ValueError: if ``keep_fraction`` is not a number in [0, 1].
+    """
     f = _check_fraction(keep_fraction)
     return int(min(num_params, np.floor(f * num_params + 0.5)))
 
@@ -76,8 +87,20 @@ def _mask_from_order(order: np.ndarray, k: int) -> np.ndarray:
 def keep_mask(sigma: PyTree, keep_fraction: float) -> PyTree:
     """Boolean pytree like ``sigma``: True for the ``round(keep_fraction * P)`` weights
     with the lowest sigma, ranked over all ``P`` parameters together. Ties are broken by
-    position in the flat order of :func:`symlib.evaluation.summaries.tree_to_vector` (sorted leaf
-    names, C order within a leaf): the earlier weight is kept."""
+    position in the flat order of :func:`symlib.core.pytree.tree_to_vector` (sorted leaf
+    names, C order within a leaf): the earlier weight is kept.
+
+    Args:
+        sigma: pytree of non-negative standard deviations (numpy or JAX).
+        keep_fraction: fraction of the weights kept, in [0, 1].
+
+    Returns:
+        A boolean pytree of numpy arrays shaped like ``sigma``.
+
+    Raises:
+        ValueError: if ``keep_fraction`` is not in [0, 1], or ``sigma`` holds NaN or
+            negative entries.
+    """
     f = _check_fraction(keep_fraction)
     vec = tree_to_vector(sigma)
     order = _order(vec)
@@ -100,6 +123,18 @@ def prune_by_sigma(mu: PyTree, sigma: PyTree, keep_fraction: float) -> PyTree:
     returns ``mu`` unchanged, 0 all zeros. ``mu`` and ``sigma`` are pytrees of the same
     structure and shapes (numpy or JAX); ``sigma`` must be non-negative and free of NaN.
     Returns a pytree like ``mu`` of numpy arrays in ``mu``'s dtypes.
+
+    Args:
+        mu: pytree of means.
+        sigma: pytree of standard deviations, same structure and shapes as ``mu``.
+        keep_fraction: fraction of the weights kept, in [0, 1].
+
+    Returns:
+        A pytree like ``mu`` of numpy arrays in ``mu``'s dtypes.
+
+    Raises:
+        ValueError: if ``mu`` and ``sigma`` differ in structure or shapes, ``mu`` is empty,
+            ``keep_fraction`` is not in [0, 1], or ``sigma`` holds NaN or negative entries.
     """
     _check_pair(mu, sigma)
     f = _check_fraction(keep_fraction)
@@ -116,6 +151,22 @@ def pruning_curve(mu: PyTree, sigma: PyTree, x, y, keep_fractions: Sequence[floa
     ``apply_fn(params, x) -> logits`` (default :func:`symlib.core.models.mlp_apply`); ``y`` holds
     integer labels. The ranking of sigma is computed once. Returns ``{"keep_fraction":
     (F,), "num_kept": (F,) int, "accuracy": (F,)}`` as numpy arrays, in the given order.
+
+    Args:
+        mu: pytree of means.
+        sigma: pytree of standard deviations like ``mu``.
+        x: test inputs.
+        y: integer test labels.
+        keep_fractions: the fractions, each in [0, 1].
+        apply_fn: ``apply_fn(params, x) -> logits``.
+        batch_size: test points per forward pass.
+
+    Returns:
+        ``{"keep_fraction": (F,), "num_kept": (F,) int, "accuracy": (F,)}``.
+
+    Raises:
+        ValueError: if ``keep_fractions`` is empty or holds a value outside [0, 1], or as
+            :func:`prune_by_sigma`.
     """
     from symlib.evaluation.metrics import accuracy_from_probs
     from symlib.evaluation.predictive import predict_single
@@ -149,6 +200,21 @@ def stitch(mu_summary, sigma_summary, spec, *, key=0, max_iter: int = 100, retur
     ``sigma_summary.sigma`` (the summary's mean and std live in the same frame, so they
     are permuted together). Returns ``(mu_summary.mu, permuted sigma)``, ready for
     :func:`prune_by_sigma`; with ``return_perms=True``, ``(mu, sigma, perms)``.
+
+    Args:
+        mu_summary: the summary whose means are kept (``.mu`` and ``.sigma``).
+        sigma_summary: the summary whose standard deviations are used.
+        spec: the :class:`~symlib.symmetry.specs.PermutationSpec` of the network.
+        key: seed of the weight matching.
+        max_iter: iterations of the weight matching.
+        return_perms: also return the permutations.
+
+    Returns:
+        ``(mu, sigma)``, or ``(mu, sigma, perms)`` with ``return_perms``.
+
+    Raises:
+        TypeError: if a summary lacks ``.mu`` or ``.sigma``.
+        ValueError: if the means and standard deviations differ in structure or shapes.
     """
     from symlib.symmetry.matching import weight_matching
     from symlib.symmetry.specs import apply_permutation

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
-import numpy as np
 
-from symlib.core.models import Params, mlp_init
-from symlib.inference.training import TrainConfig, _check_inputs, fit_map_many
+from symlib.core.checks import positive_int
+from symlib.core.models import Params, check_sizes, mlp_init
+from symlib.inference.training import TrainConfig, _check_inputs, check_key, fit_map_many
 
 
 class EnsembleResult(NamedTuple):
@@ -26,7 +26,16 @@ class EnsembleResult(NamedTuple):
 
 
 def member_keys(key: jax.Array, num_members: int) -> tuple[jax.Array, jax.Array]:
-    """``(init_keys, data_keys)``, each with leading axis ``num_members``."""
+    """The init and data keys of every member.
+
+    Args:
+        key: the ensemble's ``jax.random`` key.
+        num_members: number of members ``K``.
+
+    Returns:
+        ``(init_keys, data_keys)``, each with leading axis ``K``: member ``i``'s pair is
+        ``jax.random.split(jax.random.split(key, K)[i])``.
+    """
     keys = jax.random.split(key, num_members)
     pairs = jax.vmap(jax.random.split)(keys)
     return pairs[:, 0], pairs[:, 1]
@@ -34,17 +43,29 @@ def member_keys(key: jax.Array, num_members: int) -> tuple[jax.Array, jax.Array]
 
 def train_ensemble(key: jax.Array, sizes: Sequence[int], x, y, cfg: TrainConfig,
                    num_members: int) -> EnsembleResult:
-    """Train ``num_members`` independently initialised MLPs with layer sizes ``sizes``
-    (MAP / Adam, see :mod:`symlib.inference.training`), all at once."""
-    if isinstance(num_members, bool) or not isinstance(num_members, (int, np.integer)) or num_members < 1:
-        raise ValueError(f"num_members must be an integer >= 1, got {num_members!r}")
-    sizes = [int(s) for s in sizes]
-    if len(sizes) < 2 or any(s < 1 for s in sizes):
-        raise ValueError(f"sizes must list at least two positive layer widths, got {sizes}")
-    _check_inputs(x, y, cfg)  # before any work: same checks (and messages) as fit_map_many
-    if np.shape(x)[1] != sizes[0]:
-        raise ValueError(f"x has {np.shape(x)[1]} features but sizes[0] = {sizes[0]}")
-    init_keys, data_keys = member_keys(key, int(num_members))
+    """Train independently initialised MLPs all at once (MAP, see :mod:`symlib.inference.training`).
+
+    Args:
+        key: ``jax.random`` key of the ensemble (see :func:`member_keys`).
+        sizes: layer widths ``[d_0, ..., d_L]`` of every member.
+        x: training inputs ``(n, d_0)``, finite.
+        y: integer training labels ``(n,)`` in ``[0, d_L)``.
+        cfg: the training configuration.
+        num_members: number of members, a positive integer.
+
+    Returns:
+        An :class:`EnsembleResult` with the stacked parameters and per-epoch losses.
+
+    Raises:
+        ValueError: naming the input, before any work: a bad ``num_members``, ``sizes`` or
+            ``key``, data that do not fit the network (shapes, input width, labels outside
+            the ``d_L`` outputs, NaN or inf in ``x``) or an invalid field of ``cfg``.
+    """
+    num_members = positive_int(num_members, "num_members")
+    sizes = check_sizes(sizes)
+    _check_inputs(x, y, cfg, sizes)  # before any work: same checks (and messages) as fit_map_many
+    check_key(key, "key")
+    init_keys, data_keys = member_keys(key, num_members)
     params0 = jax.vmap(lambda k: mlp_init(k, sizes))(init_keys)
     params, losses = fit_map_many(params0, data_keys, x, y, cfg)
     return EnsembleResult(params, losses)

@@ -1,5 +1,9 @@
 """Mean-field Gaussian variational inference (Bayes by backprop), written with Flax NNX.
 
+Bayes by backprop is the method of Blundell et al. (2015), "Weight Uncertainty in Neural
+Networks" (ICML): a factorised Gaussian posterior over the weights, fitted by stochastic
+gradient ascent on the ELBO through reparameterised weight samples.
+
 The variational family is a fully factorised Gaussian over every parameter of a network,
 
     q(W) = prod_j N(w_j | mu_j, sigma_j^2),     sigma_j = softplus(rho_j) > 0,
@@ -55,7 +59,9 @@ import numpy as np
 import optax
 from flax import nnx
 
-from symlib.core.models import Params, mlp_apply, mlp_init
+from symlib.core.checks import check_finite, check_finite_tree, positive_float, positive_int
+from symlib.core.models import Params, check_mlp_data, check_mlp_params, check_sizes, mlp_apply, mlp_init
+from symlib.inference.training import check_key
 
 PyTree = Any
 LogLikFn = Callable[[PyTree, jax.Array, jax.Array], jax.Array]
@@ -83,7 +89,17 @@ def _values(tree):
 
 
 def inverse_softplus(y: float) -> float:
-    """``rho`` with ``softplus(rho) == y`` (``y > 0``)."""
+    """The ``rho`` with ``softplus(rho) == y``.
+
+    Args:
+        y: a positive finite number.
+
+    Returns:
+        ``log(expm1(y))`` as a Python float (computed in float64).
+
+    Raises:
+        ValueError: if ``y`` is not positive and finite.
+    """
     if not y > 0 or not math.isfinite(y):
         raise ValueError(f"softplus is positive: cannot invert {y}")
     return float(np.log(np.expm1(np.float64(y))))
@@ -93,6 +109,14 @@ def gaussian_kl(mu, sigma, prior_var: float) -> jax.Array:
     """KL( N(mu, diag(sigma^2)) || N(0, prior_var I) ) summed over every leaf of the pytrees:
 
         sum_j 0.5 * (sigma_j^2 / v + mu_j^2 / v - 1 - log(sigma_j^2 / v)).
+
+    Args:
+        mu: pytree of means.
+        sigma: pytree of standard deviations (positive), same structure as ``mu``.
+        prior_var: variance ``v`` of the isotropic Gaussian prior.
+
+    Returns:
+        The KL divergence, a scalar.
     """
     def leaf(m, s):
         ratio = s**2 / prior_var
@@ -124,15 +148,15 @@ class MeanField(nnx.Module):
 
     def __init__(self, init_mu: PyTree, *, std_init: float = DEFAULT_STD_INIT,
                  prior_var: float = DEFAULT_PRIOR_VAR):
-        _check_positive(std_init=std_init, prior_var=prior_var)
+        positive_float(std_init, "std_init")
+        positive_float(prior_var, "prior_var")
         leaves = jax.tree_util.tree_leaves(init_mu)
         if not leaves:
             raise ValueError("init_mu has no parameters")
         for a in leaves:
             if not jnp.issubdtype(jnp.result_type(a), jnp.floating):
                 raise ValueError(f"init_mu must hold floating-point arrays, got dtype {jnp.result_type(a)}")
-            if not np.all(np.isfinite(np.asarray(a))):
-                raise ValueError("init_mu contains NaN or inf")
+        check_finite_tree(init_mu, "init_mu")
         rho0 = inverse_softplus(std_init)
         self.mu = _as_data(jax.tree_util.tree_map(lambda a: nnx.Param(jnp.asarray(a)), init_mu))
         self.rho = _as_data(jax.tree_util.tree_map(
@@ -140,42 +164,110 @@ class MeanField(nnx.Module):
         self.prior_var = float(prior_var)  # static (part of the graph definition)
 
     def mean(self) -> PyTree:
-        """The means, as a plain pytree of arrays."""
+        """The means.
+
+        Returns:
+            ``mu`` as a plain pytree of arrays (the network's parameter layout).
+        """
         return _values(self.mu)
 
     def std(self) -> PyTree:
-        """``sigma = softplus(rho)``, as a plain pytree of arrays."""
+        """The standard deviations.
+
+        Returns:
+            ``sigma = softplus(rho)`` as a plain pytree of arrays.
+        """
         return jax.tree_util.tree_map(jax.nn.softplus, _values(self.rho))
 
     def noise(self, key: jax.Array, num: int | None = None) -> jax.Array:
-        """Flat standard-normal noise, shape (n_params,) or (num, n_params): one float32
-        draw for all the weights (a single threefry call keeps compilation fast on CPU)."""
+        """Flat standard-normal noise: one float32 draw for all the weights (a single
+        threefry call keeps compilation fast on CPU).
+
+        Args:
+            key: ``jax.random`` key.
+            num: number of draws, or ``None`` for one.
+
+        Returns:
+            Noise of shape ``(n_params,)``, or ``(num, n_params)``, in the leaf order of
+            ``jax.tree_util`` (:func:`symlib.core.pytree.tree_to_vector`'s order).
+        """
         total = _num_params(self.mu)
         return jax.random.normal(key, (total,) if num is None else (num, total), jnp.float32)
 
     def params_from_noise(self, eps: jax.Array) -> PyTree:
-        """``mu + sigma * eps`` for a flat noise vector ``eps`` (differentiable in mu, rho)."""
+        """The reparameterised network ``mu + sigma * eps`` (differentiable in mu and rho).
+
+        Args:
+            eps: flat noise of shape ``(n_params,)`` (see :meth:`noise`).
+
+        Returns:
+            A parameter pytree in the layout of ``mu``.
+        """
         mu, sigma = self.mean(), self.std()
         return jax.tree_util.tree_map(lambda m, s, e: m + s * e, mu, sigma, _unflatten_like(eps, mu))
 
     def sample_params(self, key: jax.Array) -> PyTree:
-        """One reparameterised draw ``mu + sigma * eps`` of the network's parameters."""
+        """One reparameterised draw of the network's parameters.
+
+        Args:
+            key: ``jax.random`` key of the noise.
+
+        Returns:
+            ``mu + sigma * eps`` in the layout of ``mu``.
+        """
         return self.params_from_noise(self.noise(key))
 
     def kl(self) -> jax.Array:
-        """Analytic KL(q || N(0, prior_var I)) summed over all weights."""
+        """The KL term of the ELBO.
+
+        Returns:
+            Analytic ``KL(q || N(0, prior_var I))`` summed over all weights (:func:`gaussian_kl`).
+        """
         return gaussian_kl(self.mean(), self.std(), self.prior_var)
 
     def neg_elbo(self, key, loglik_fn: LogLikFn, xb, yb, n_data: int, temperature: float = 1.0,
                  num_mc: int = 1):
-        """Minibatch negative ELBO per training example, ``NELBO_B / n_data`` (module
-        docstring), with ``num_mc`` networks drawn from ``key``; returns ``(objective, kl)``."""
+        """Minibatch negative ELBO per training example, ``NELBO_B / n_data`` (module docstring).
+
+        Args:
+            key: ``jax.random`` key of the ``num_mc`` weight draws (:meth:`noise`).
+            loglik_fn: ``loglik_fn(params, xb, yb)``, the SUM of the minibatch's log-likelihoods.
+            xb: minibatch inputs.
+            yb: minibatch targets.
+            n_data: number of training examples ``N``.
+            temperature: likelihood temperature.
+            num_mc: number of networks drawn.
+
+        Returns:
+            ``(objective, kl)``: the negative ELBO per example and the KL term.
+        """
+        eps = self.noise(key, None if num_mc == 1 else num_mc)
+        return self.neg_elbo_from_noise(eps, loglik_fn, xb, yb, n_data, temperature)
+
+    def neg_elbo_from_noise(self, eps: jax.Array, loglik_fn: LogLikFn, xb, yb, n_data: int,
+                            temperature: float = 1.0):
+        """:meth:`neg_elbo` for given standard-normal noise instead of a key.
+
+        With the noise fixed, the estimate is a deterministic function of ``mu`` and
+        ``sigma``; permuting ``mu``, ``sigma`` and ``eps`` together leaves it unchanged.
+
+        Args:
+            eps: noise of shape ``(n_params,)`` (one network) or ``(num_mc, n_params)``.
+            loglik_fn: ``loglik_fn(params, xb, yb)``, the SUM of the minibatch's log-likelihoods.
+            xb: minibatch inputs.
+            yb: minibatch targets.
+            n_data: number of training examples ``N``.
+            temperature: likelihood temperature.
+
+        Returns:
+            ``(objective, kl)``: the negative ELBO per example and the KL term.
+        """
         batch = xb.shape[0]
-        if num_mc == 1:
-            loglik = loglik_fn(self.sample_params(key), xb, yb)
+        if eps.ndim == 1:
+            loglik = loglik_fn(self.params_from_noise(eps), xb, yb)
         else:
             per_draw = jax.vmap(lambda e: loglik_fn(self.params_from_noise(e), xb, yb))
-            loglik = jnp.mean(per_draw(self.noise(key, num_mc)))
+            loglik = jnp.mean(per_draw(eps))
         kl = self.kl()
         nelbo = -(n_data / batch) * loglik / temperature + kl
         return nelbo / n_data, kl
@@ -196,6 +288,15 @@ class MeanFieldMLP(MeanField):
         self.rngs = rngs
 
     def __call__(self, x: jax.Array, *, key: jax.Array | None = None) -> jax.Array:
+        """Logits of one sampled network.
+
+        Args:
+            x: inputs ``(n, d_0)``.
+            key: ``jax.random`` key of the noise; ``None`` draws it from ``rngs.sample()``.
+
+        Returns:
+            Logits ``(n, d_L)``.
+        """
         if key is None:
             key = self.rngs.sample()
         return mlp_apply(self.sample_params(key), x)
@@ -209,37 +310,21 @@ class VIResult(NamedTuple):
     elbo_history: np.ndarray
 
 
-def _check_positive(**values) -> None:
-    for name, v in values.items():
-        try:
-            ok = np.ndim(v) == 0 and not isinstance(v, bool) and math.isfinite(float(v)) and float(v) > 0
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise ValueError(f"{name} must be a positive finite number, got {v!r}")
-
-
 def _check_data(x, y, batch_size: int, epochs: int, num_mc: int, n_data) -> int:
+    """Check the data and loop sizes of :func:`fit_vi`; return the ``N`` of the likelihood scaling."""
     if jnp.ndim(x) < 1 or jnp.ndim(y) < 1 or jnp.shape(x)[0] != jnp.shape(y)[0]:
         raise ValueError("x and y must share their leading (example) axis, got shapes "
                          f"{jnp.shape(x)} and {jnp.shape(y)}")
     n = int(jnp.shape(x)[0])
     if n < 1:
         raise ValueError("no training examples")
-    for name, a in (("x", x), ("y", y)):
-        if jnp.issubdtype(jnp.result_type(a), jnp.inexact) and not np.all(np.isfinite(np.asarray(a))):
-            raise ValueError(f"{name} contains NaN or inf")
-    if not isinstance(epochs, (int, np.integer)) or epochs < 1:
-        raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
-    if not isinstance(batch_size, (int, np.integer)) or not 1 <= batch_size <= n:
+    check_finite(x, "x")
+    check_finite(y, "y")
+    positive_int(epochs, "epochs")
+    if positive_int(batch_size, "batch_size") > n:
         raise ValueError(f"batch_size={batch_size!r} must be between 1 and the {n} training examples")
-    if not isinstance(num_mc, (int, np.integer)) or num_mc < 1:
-        raise ValueError(f"num_mc must be an integer >= 1, got {num_mc!r}")
-    if n_data is None:
-        return n
-    if not isinstance(n_data, (int, np.integer)) or n_data < 1:
-        raise ValueError(f"n_data must be a positive integer, got {n_data!r}")
-    return int(n_data)
+    positive_int(num_mc, "num_mc")
+    return n if n_data is None else positive_int(n_data, "n_data")
 
 
 @partial(jax.jit, static_argnames=("graphdef", "loglik_fn", "epochs", "batch_size", "n_data",
@@ -280,23 +365,48 @@ def fit_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, 
            n_data: int | None = None, prior_var: float | None = None, std_init: float | None = None,
            epochs: int, batch_size: int, learning_rate: float | optax.Schedule,
            temperature: float = 1.0, num_mc: int = 1) -> VIResult:
-    """Fit a mean-field Gaussian posterior by maximising the ELBO with Adam.
+    """Fit a mean-field Gaussian posterior by maximising the ELBO with Adam: Bayes by
+    backprop (Blundell et al., 2015, "Weight Uncertainty in Neural Networks").
 
-    ``init_mu``: the initial means (any pytree of float arrays: the network's parameter
-    layout), or a :class:`MeanField` module (e.g. :class:`MeanFieldMLP`), which is then
-    trained from its current ``mu``/``rho`` with its own ``prior_var`` and is updated in
-    place. ``loglik_fn(params, xb, yb)`` must return the SUM of the log-likelihoods of
-    the minibatch (a scalar) for one network ``params``. ``n_data`` (default
-    ``len(x)``) is the ``N`` of the likelihood scaling; ``prior_var`` defaults to 1.0 and
-    ``std_init`` to 0.01 (both must be left ``None`` when a module is given).
-    ``learning_rate`` is a float or an optax schedule (a function of the step count).
-    ``num_mc`` weight draws per minibatch. The objective and the ELBO reported are
-    defined in the module docstring. Deterministic for a given ``key``.
+    The objective and the ELBO reported are defined in the module docstring.
+    Deterministic for a given ``key``.
+
+    Args:
+        key: ``jax.random`` key of the minibatch orders and the weight noise.
+        init_mu: the initial means (any pytree of float arrays: the network's parameter
+            layout), or a :class:`MeanField` module (e.g. :class:`MeanFieldMLP`), which is
+            then trained from its current ``mu``/``rho`` with its own ``prior_var`` and is
+            updated in place.
+        loglik_fn: ``loglik_fn(params, xb, yb)``, the SUM of the log-likelihoods of the
+            minibatch (a scalar) for one network ``params``; with
+            :func:`categorical_loglik`, ``x`` and ``y`` are checked against the MLP.
+        x: training inputs (leading axis: examples), finite.
+        y: training targets (same leading axis).
+        n_data: the ``N`` of the likelihood scaling (default ``len(x)``).
+        prior_var: prior variance (default 1.0); ``None`` when a module is given.
+        std_init: initial ``sigma`` (default 0.01); ``None`` when a module is given.
+        epochs: passes over the training set.
+        batch_size: examples per minibatch (the last incomplete batch is dropped).
+        learning_rate: a float or an optax schedule (a function of the step count).
+        temperature: likelihood temperature (``< 1``: a cold posterior).
+        num_mc: weight draws per minibatch.
+
+    Returns:
+        A :class:`VIResult` with ``mu``, ``sigma`` and the per-epoch ELBO.
+
+    Raises:
+        ValueError: naming the input: ``x`` and ``y`` of different lengths, NaN or inf in
+            them, a non-positive ``epochs``, ``batch_size``, ``num_mc``, ``n_data``,
+            ``temperature``, ``learning_rate``, ``std_init`` or ``prior_var``, ``init_mu``
+            with NaN, a ``key`` that is not a key, a ``loglik_fn`` that fails on (or does
+            not return a scalar for) a minibatch, or, with :func:`categorical_loglik`,
+            data that do not fit the MLP.
     """
     n_data = _check_data(x, y, batch_size, epochs, num_mc, n_data)
-    _check_positive(temperature=temperature)
+    positive_float(temperature, "temperature")
     if not callable(learning_rate):
-        _check_positive(learning_rate=learning_rate)
+        positive_float(learning_rate, "learning_rate")
+    check_key(key, "key")
     if isinstance(init_mu, MeanField):
         if prior_var is not None or std_init is not None:
             raise ValueError("prior_var and std_init come from the MeanField module given; leave them None")
@@ -305,8 +415,14 @@ def fit_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, 
         model = MeanField(init_mu,
                           std_init=DEFAULT_STD_INIT if std_init is None else std_init,
                           prior_var=DEFAULT_PRIOR_VAR if prior_var is None else prior_var)
+    if loglik_fn is categorical_loglik:
+        check_mlp_data(check_mlp_params(model.mean(), "init_mu"), x, y)
     x, y = jnp.asarray(x), jnp.asarray(y)
-    out = jax.eval_shape(loglik_fn, model.mean(), x[:batch_size], y[:batch_size])
+    try:
+        out = jax.eval_shape(loglik_fn, model.mean(), x[:batch_size], y[:batch_size])
+    except (TypeError, ValueError, IndexError) as e:
+        raise ValueError(f"loglik_fn(init_mu, x[:batch_size], y[:batch_size]) failed: do x and y fit the "
+                         f"model? {type(e).__name__}: {e}") from e
     if not (hasattr(out, "shape") and out.shape == ()):
         raise ValueError(f"loglik_fn must return a scalar (the SUM over the minibatch), got {out}")
 
@@ -324,25 +440,42 @@ def fit_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, 
 
 
 def categorical_loglik(params: Params, xb: jax.Array, yb: jax.Array) -> jax.Array:
-    """Sum over the batch of ``log softmax(mlp_apply(params, xb))[y]``."""
+    """Categorical log-likelihood of an MLP classifier, summed over the minibatch.
+
+    Args:
+        params: one network's parameters.
+        xb: inputs ``(b, d_0)``.
+        yb: integer labels ``(b,)``.
+
+    Returns:
+        ``sum_i log softmax(mlp_apply(params, xb))[i, yb[i]]``, a scalar.
+    """
     logp = jax.nn.log_softmax(mlp_apply(params, xb), axis=-1)
     return jnp.sum(jnp.take_along_axis(logp, yb[:, None].astype(jnp.int32), axis=-1))
 
 
 def fit_mlp_vi(key: jax.Array, sizes: Sequence[int], x, y, **kwargs) -> VIResult:
-    """Mean-field VI for the categorical MLP with layer sizes ``sizes``: ``key`` is split
-    into the ``mlp_init`` key of the initial means and the :func:`fit_vi` key; ``kwargs``
-    as for :func:`fit_vi` (``epochs``, ``batch_size``, ``learning_rate`` required)."""
-    sizes = [int(s) for s in sizes]
-    if jnp.ndim(x) != 2 or jnp.ndim(y) != 1 or jnp.shape(x)[0] != jnp.shape(y)[0]:
-        raise ValueError(f"expected x of shape (n, d) and y of shape (n,), got {jnp.shape(x)} and {jnp.shape(y)}")
-    if len(sizes) >= 1 and jnp.shape(x)[1] != sizes[0]:
-        raise ValueError(f"x has {jnp.shape(x)[1]} features but sizes[0] = {sizes[0]}")
-    if not jnp.issubdtype(jnp.result_type(y), jnp.integer):
-        raise ValueError(f"y must hold integer class labels, got dtype {jnp.result_type(y)}")
-    y_np = np.asarray(y)
-    if y_np.size and (y_np.min() < 0 or y_np.max() >= sizes[-1]):
-        raise ValueError(f"labels must lie in [0, {sizes[-1]}), got range [{y_np.min()}, {y_np.max()}]")
+    """Mean-field VI (Bayes by backprop) for the categorical MLP with layer sizes ``sizes``.
+
+    Args:
+        key: ``jax.random`` key, split into the ``mlp_init`` key of the initial means and
+            the :func:`fit_vi` key.
+        sizes: layer widths ``[d_0, ..., d_L]``.
+        x: training inputs ``(n, d_0)``, finite.
+        y: integer training labels ``(n,)`` in ``[0, d_L)``.
+        **kwargs: as for :func:`fit_vi` (``epochs``, ``batch_size``, ``learning_rate`` required).
+
+    Returns:
+        A :class:`VIResult`, ``mu`` and ``sigma`` in the MLP's parameter layout.
+
+    Raises:
+        ValueError: naming the input: bad ``sizes`` or ``key``, ``x`` or ``y`` of the wrong
+            shape, ``x`` whose width is not ``sizes[0]`` or that holds NaN or inf, labels
+            that are not integers in ``[0, sizes[-1])``; and as for :func:`fit_vi`.
+    """
+    sizes = check_sizes(sizes)
+    check_mlp_data(sizes, x, y)
+    check_key(key, "key")
     init_key, fit_key = jax.random.split(key)
     return fit_vi(fit_key, _mlp_init(init_key, tuple(sizes)), categorical_loglik, x, y, **kwargs)
 

@@ -12,9 +12,10 @@ Python scalars) and accepts anything ``np.asarray`` understands, jax arrays incl
   Gathering, ``np.take(x, p) == x[p]``, is the *inverse* move:
   ``x[p] == to_matrix(p).T @ x == to_matrix(inverse(p)) @ x``. ``symlib.symmetry.specs`` permutes
   weights by gathering (the new unit ``i`` is the old unit ``p[i]``).
-* ``num_transpositions(p)`` (NoT) is ``n - (number of cycles of p)``: the least number of
-  transpositions whose product is ``p``; it is a metric on permutations
-  (``NoT(compose(inverse(p), q))`` is the Cayley distance).
+* ``num_transpositions(p)`` (NoT), the number of transpositions of Xiao et al. (2023),
+  is ``n - (number of cycles of p)``: the least number of transpositions whose product
+  is ``p``; it is a metric on permutations (``NoT(compose(inverse(p), q))`` is the
+  Cayley distance).
 
 Randomness: the ``random_*`` functions take ``key``, which may be a ``jax.random`` key
 (typed or raw ``uint32[2]``), an ``int`` seed, a ``numpy.random.Generator`` (consumed in
@@ -64,6 +65,16 @@ def validate(perm, n: int | None = None) -> np.ndarray:
     Raises ``ValueError`` saying what is wrong: not 1-D (with the shape), a non-integer
     dtype (with the dtype), the wrong length, values outside ``0..len-1`` (listed), or
     repeated values (listing which repeat and which are missing).
+
+    Args:
+        perm: the candidate (anything ``np.asarray`` accepts).
+        n: the number of items expected, or ``None`` for any.
+
+    Returns:
+        ``perm`` as a new int64 array.
+
+    Raises:
+        ValueError: describing the first problem found.
     """
     if isinstance(perm, (list, tuple)) and len(perm) == 0:
         arr = np.zeros((0,), np.int64)
@@ -93,7 +104,15 @@ def validate(perm, n: int | None = None) -> np.ndarray:
 
 
 def is_permutation(perm, n: int | None = None) -> bool:
-    """Whether :func:`validate` accepts ``perm``."""
+    """Whether :func:`validate` accepts ``perm``.
+
+    Args:
+        perm: the candidate.
+        n: the number of items expected, or ``None`` for any.
+
+    Returns:
+        ``True`` if ``perm`` is a permutation (of ``n`` items).
+    """
     try:
         validate(perm, n)
     except ValueError:
@@ -102,21 +121,52 @@ def is_permutation(perm, n: int | None = None) -> bool:
 
 
 def identity(n: int) -> np.ndarray:
-    """The identity permutation ``[0, 1, ..., n-1]``."""
+    """The identity permutation ``[0, 1, ..., n-1]``.
+
+    Args:
+        n: number of items, >= 0.
+
+    Returns:
+        An int64 array.
+
+    Raises:
+        ValueError: if ``n`` is negative.
+    """
     if int(n) < 0:
         raise ValueError(f"n must be non-negative, got {n}")
     return np.arange(int(n), dtype=np.int64)
 
 
 def compose(p, q) -> np.ndarray:
-    """``p ∘ q``: ``compose(p, q)[i] = p[q[i]]`` (apply ``q`` first, then ``p``)."""
+    """``p ∘ q``: ``compose(p, q)[i] = p[q[i]]`` (apply ``q`` first, then ``p``).
+
+    Args:
+        p: the permutation applied second.
+        q: the permutation applied first, of the same length.
+
+    Returns:
+        The composition as an int64 array.
+
+    Raises:
+        ValueError: if ``p`` or ``q`` is not a permutation, or their lengths differ.
+    """
     p = validate(p)
     q = validate(q, len(p))
     return p[q]
 
 
 def inverse(p) -> np.ndarray:
-    """The inverse permutation: ``inverse(p)[p[i]] = i``."""
+    """The inverse permutation: ``inverse(p)[p[i]] = i``.
+
+    Args:
+        p: a permutation (1-D integer array holding each of ``0..n-1`` once).
+
+    Returns:
+        The inverse as an int64 array.
+
+    Raises:
+        ValueError: if ``p`` is not a permutation (see :func:`validate`).
+    """
     p = validate(p)
     inv = np.empty_like(p)
     inv[p] = np.arange(len(p), dtype=p.dtype)
@@ -128,6 +178,16 @@ def to_matrix(p, dtype=np.float64) -> np.ndarray:
 
     ``to_matrix(compose(p, q)) == to_matrix(p) @ to_matrix(q)``; the gather ``x[p]``
     equals ``to_matrix(p).T @ x``. :func:`from_matrix` is the inverse map.
+
+    Args:
+        p: a permutation (1-D integer array holding each of ``0..n-1`` once).
+        dtype: dtype of the matrix.
+
+    Returns:
+        The ``(n, n)`` permutation matrix.
+
+    Raises:
+        ValueError: if ``p`` is not a permutation (see :func:`validate`).
     """
     p = validate(p)
     n = len(p)
@@ -141,6 +201,15 @@ def from_matrix(P) -> np.ndarray:
 
     Raises ``ValueError`` unless ``P`` is square, has only 0/1 entries, and has exactly
     one 1 in every row and every column.
+
+    Args:
+        P: a square 0/1 (or boolean) matrix.
+
+    Returns:
+        The permutation as an int64 array.
+
+    Raises:
+        ValueError: if ``P`` is not a permutation matrix (saying why).
     """
     P = np.asarray(P)
     if P.ndim != 2 or P.shape[0] != P.shape[1]:
@@ -171,6 +240,15 @@ def cycles(p) -> list[tuple[int, ...]]:
 
     Each cycle ``(a, p[a], p[p[a]], ...)`` starts at its smallest element; cycles are
     sorted by that first element. E.g. ``cycles([3, 0, 4, 1, 2]) == [(0, 3, 1), (2, 4)]``.
+
+    Args:
+        p: a permutation (1-D integer array holding each of ``0..n-1`` once).
+
+    Returns:
+        The cycles as tuples of ints.
+
+    Raises:
+        ValueError: if ``p`` is not a permutation (see :func:`validate`).
     """
     p = validate(p)
     seen = np.zeros(len(p), dtype=bool)
@@ -189,18 +267,49 @@ def cycles(p) -> list[tuple[int, ...]]:
 
 
 def num_cycles(p) -> int:
-    """Number of cycles of ``p`` (fixed points count as cycles)."""
+    """Number of cycles of ``p`` (fixed points count as cycles).
+
+    Args:
+        p: a permutation (1-D integer array holding each of ``0..n-1`` once).
+
+    Returns:
+        The number of cycles.
+
+    Raises:
+        ValueError: if ``p`` is not a permutation (see :func:`validate`).
+    """
     return len(cycles(p))
 
 
 def num_transpositions(p) -> int:
-    """NoT(p) = ``n - num_cycles(p)``: the least number of transpositions composing to ``p``."""
+    """The number of transpositions NoT of Xiao et al. (2023): ``n - num_cycles(p)``, the
+    least number of transpositions whose product is ``p``.
+
+    Args:
+        p: a permutation (1-D integer array holding each of ``0..n-1`` once).
+
+    Returns:
+        NoT, an int in ``0..n-1``.
+
+    Raises:
+        ValueError: if ``p`` is not a permutation (see :func:`validate`).
+    """
     p = validate(p)
     return len(p) - num_cycles(p)
 
 
 def num_transpositions_batch(perms) -> np.ndarray:
-    """:func:`num_transpositions` of each row of an ``(m, n)`` array; returns int64 ``(m,)``."""
+    """:func:`num_transpositions` of each row of an ``(m, n)`` array; returns int64 ``(m,)``.
+
+    Args:
+        perms: an ``(m, n)`` array, one permutation per row.
+
+    Returns:
+        The NoT of every row, int64 of shape ``(m,)``.
+
+    Raises:
+        ValueError: if ``perms`` is not 2-D or a row is not a permutation.
+    """
     perms = np.asarray(perms)
     if perms.ndim != 2:
         raise ValueError(f"expected an (m, n) array of permutations, got shape {perms.shape}")
@@ -214,6 +323,16 @@ def kendall_tau(p, q) -> float:
     (concordant - discordant pairs) / (n choose 2). ``1.0`` when ``p == q``, ``-1.0`` when
     the ranks are reversed (``q == n - 1 - p``); ``1.0`` for ``n < 2`` (the orderings are
     necessarily equal). Uses ``scipy.stats.kendalltau``, O(n log n).
+
+    Args:
+        p: the ranks in one ordering (a permutation).
+        q: the ranks in the other (a permutation of the same length).
+
+    Returns:
+        Kendall's tau in [-1, 1].
+
+    Raises:
+        ValueError: if ``p`` or ``q`` is not a permutation, or their lengths differ.
     """
     from scipy.stats import kendalltau
 
@@ -234,6 +353,15 @@ def as_generator(key=None) -> np.random.Generator:
     ``np.random.default_rng``; a ``jax.random`` key (typed, or raw ``uint32[2]``) is turned
     into 128 random bits with ``jax.random.bits`` that seed the Generator, so the same key
     always gives the same draws; ``None`` gives fresh OS entropy.
+
+    Args:
+        key: a ``jax.random`` key, an int seed, a ``numpy.random.Generator`` or ``None``.
+
+    Returns:
+        A ``numpy.random.Generator``.
+
+    Raises:
+        TypeError: if ``key`` is a bool.
     """
     if key is None:
         return np.random.default_rng()
@@ -251,7 +379,18 @@ def as_generator(key=None) -> np.random.Generator:
 
 
 def random_permutation(key, n: int) -> np.ndarray:
-    """A uniformly random permutation of ``n`` items (``key`` as in :func:`as_generator`)."""
+    """A uniformly random permutation of ``n`` items (``key`` as in :func:`as_generator`).
+
+    Args:
+        key: randomness, as in :func:`as_generator`.
+        n: number of items, >= 0.
+
+    Returns:
+        An int64 array.
+
+    Raises:
+        ValueError: if ``n`` is negative.
+    """
     n = int(n)
     if n < 0:
         raise ValueError(f"n must be non-negative, got {n}")
@@ -266,6 +405,12 @@ def log_stirling1_table(n: int) -> np.ndarray:
     ``-inf`` where it is 0. Built row by row from ``c(j, m) = c(j-1, m-1) + (j-1) c(j-1, m)``
     in float64 log-space (an ``(n+1)^2`` table, 32 MiB at ``n = 2048``); cached per ``n``.
     The returned array is read-only.
+
+    Args:
+        n: the largest ``j`` and ``m``.
+
+    Returns:
+        The read-only ``(n + 1, n + 1)`` float64 table.
     """
     n = int(n)
     T = np.full((n + 1, n + 1), -np.inf)
@@ -293,6 +438,17 @@ def random_permutation_with_transpositions(key, n: int, k: int) -> np.ndarray:
     with probability ``1 / c(n, m)``. Needs ``n >= 1`` and ``0 <= k <= n - 1`` (else
     ``ValueError``); ``key`` as in :func:`as_generator`. O(n^2) once per ``n`` (cached
     table, :func:`log_stirling1_table`), then O(n) per draw.
+
+    Args:
+        key: randomness, as in :func:`as_generator`.
+        n: number of items, >= 1.
+        k: the number of transpositions, in ``0..n-1``.
+
+    Returns:
+        An int64 permutation with ``num_transpositions == k``.
+
+    Raises:
+        ValueError: if ``n < 1`` or ``k`` is out of range.
     """
     n, k = int(n), int(k)
     if n < 1:

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from symlib.core.pytree import SEP, flatten_dict, unflatten_dict
 from symlib.symmetry import permutations as _perm
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
     "unflatten_params",
 ]
 
-SEP = "/"
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,16 @@ def mlp_permutation_spec(num_hidden_layers: int) -> PermutationSpec:
     Hidden layer ``l`` (output of ``dense_l``) has its units permuted by ``"P_l"``:
     ``dense_l/kernel -> (P_{l-1} or None, P_l)``, ``dense_l/bias -> (P_l,)``; the last layer
     ``dense_L`` (``L = num_hidden_layers``) has ``(P_{L-1} or None, None)`` and ``(None,)``.
+
+    Args:
+        num_hidden_layers: number of hidden layers ``L`` (>= 0).
+
+    Returns:
+        The :class:`PermutationSpec` with permutations ``P_0 .. P_{L-1}``.
+
+    Raises:
+        TypeError: if ``num_hidden_layers`` is not an integer.
+        ValueError: if it is negative.
     """
     if isinstance(num_hidden_layers, bool) or int(num_hidden_layers) != num_hidden_layers:
         raise TypeError(f"num_hidden_layers must be an int, got {num_hidden_layers!r}")
@@ -105,34 +115,41 @@ def mlp_permutation_spec(num_hidden_layers: int) -> PermutationSpec:
 
 
 def flatten_params(params: Mapping) -> dict[str, Any]:
-    """Nested dicts -> ``{"a/b/c": leaf}``; anything that is not a Mapping is a leaf.
+    """Nested parameter dicts -> ``{"dense_0/kernel": leaf}``.
 
-    An already-flat dict comes back unchanged (keys may hold ``"/"``). Empty sub-dicts
-    vanish; two routes to the same path raise ``ValueError``.
+    A thin alias of :func:`symlib.core.pytree.flatten_dict` with ``sep="/"``: anything
+    that is not a Mapping is a leaf, an already-flat dict comes back unchanged (its keys
+    may hold ``"/"``), empty sub-dicts vanish, and leaves keep their identity and order.
+
+    Args:
+        params: a (nested) dict of arrays, e.g. MLP parameters.
+
+    Returns:
+        A flat dict from ``"/"``-joined paths to the leaves, in the order of ``params``.
+
+    Raises:
+        TypeError: if ``params`` is not a dict, or a key is not a non-empty string.
+        ValueError: if two routes lead to the same path (``{"a/b": x, "a": {"b": y}}``).
     """
     if not isinstance(params, Mapping):
-        raise TypeError(f"params must be a (nested) dict, got {type(params).__name__}")
-    flat: dict[str, Any] = {}
-
-    def walk(node: Mapping, prefix: str):
-        for key, value in node.items():
-            if not isinstance(key, str):
-                raise TypeError(f"parameter keys must be strings, got {key!r} under {prefix or 'the root'!r}")
-            path = f"{prefix}{SEP}{key}" if prefix else key
-            if isinstance(value, Mapping):
-                walk(value, path)
-            else:
-                if path in flat:
-                    raise ValueError(f"parameter path {path!r} occurs twice")
-                flat[path] = value
-
-    walk(params, "")
-    return flat
+        raise TypeError(f"params must be a (nested) dict of arrays, got {type(params).__name__}")
+    return flatten_dict(params, SEP)
 
 
 def param_distance(a: Mapping, b: Mapping) -> float:
     """Euclidean distance between two parameter trees of the same structure (all leaves,
-    biases included), computed in float64."""
+    biases included), computed in float64.
+
+    Args:
+        a: a parameter tree.
+        b: a parameter tree with the same paths.
+
+    Returns:
+        The distance as a Python float.
+
+    Raises:
+        ValueError: if the trees hold different parameters.
+    """
     fa, fb = flatten_params(a), flatten_params(b)
     if sorted(fa) != sorted(fb):
         raise ValueError(f"parameter trees differ: {sorted(set(fa) ^ set(fb))}")
@@ -141,22 +158,27 @@ def param_distance(a: Mapping, b: Mapping) -> float:
 
 
 def unflatten_params(flat: Mapping[str, Any]) -> dict[str, Any]:
-    """Inverse of :func:`flatten_params`: ``{"a/b": x}`` -> ``{"a": {"b": x}}``."""
-    out: dict[str, Any] = {}
-    for path, value in flat.items():
-        parts = path.split(SEP)
-        if any(part == "" for part in parts):
-            raise ValueError(f"parameter path {path!r} has an empty component")
-        node = out
-        for i, part in enumerate(parts[:-1]):
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ValueError(f"{SEP.join(parts[: i + 1])!r} is both a leaf and a prefix of {path!r}")
-            node = child
-        if parts[-1] in node:
-            raise ValueError(f"{path!r} is both a leaf and a prefix of another path")
-        node[parts[-1]] = value
-    return out
+    """Inverse of :func:`flatten_params`: ``{"a/b": x}`` -> ``{"a": {"b": x}}``.
+
+    A thin alias of :func:`symlib.core.pytree.unflatten_dict` with ``sep="/"``.
+
+    Args:
+        flat: a dict from ``"/"``-joined string paths to leaves.
+
+    Returns:
+        The nested dict, keys in the order of ``flat``.
+
+    Raises:
+        TypeError: if ``flat`` is not a dict or a path is not a string.
+        ValueError: for a path with an empty component, or a path that is both a leaf
+            and a prefix of another path.
+    """
+    if not isinstance(flat, Mapping):
+        raise TypeError(f"flat must be a dict of path -> leaf, got {type(flat).__name__}")
+    for path in flat:
+        if not isinstance(path, str):
+            raise TypeError(f"parameter paths must be strings, got {path!r}")
+    return unflatten_dict(flat, SEP)
 
 
 def _shape(leaf) -> tuple[int, ...]:
@@ -171,6 +193,17 @@ def check_spec(spec: PermutationSpec, params: Mapping, batch_dims: int = 0) -> d
     missing from ``params`` or the other way round, when a parameter's number of axes
     (after ``batch_dims`` leading axes, which are ignored) differs from the spec's, or
     when two axes acted on by the same permutation differ in size.
+
+    Args:
+        spec: the permutation spec.
+        params: the parameters (nested or flat dict).
+        batch_dims: number of leading axes on every parameter that are not permuted.
+
+    Returns:
+        The size of every permutation of ``spec``, by name.
+
+    Raises:
+        ValueError: as described above, or for a negative ``batch_dims``.
     """
     batch_dims = int(batch_dims)
     if batch_dims < 0:
@@ -210,7 +243,15 @@ def _is_tracer(x) -> bool:
 
 
 def check_perm_names(sizes: Mapping[str, int], perms: Mapping[str, Any]) -> None:
-    """Raise ValueError unless ``perms`` names exactly the spec's permutations (``sizes``)."""
+    """Raise ValueError unless ``perms`` names exactly the spec's permutations (``sizes``).
+
+    Args:
+        sizes: the permutation sizes by name (from :func:`check_spec`).
+        perms: the permutations given, by name.
+
+    Raises:
+        ValueError: naming the unknown or missing permutations.
+    """
     unknown = [n for n in perms if n not in sizes]
     if unknown:
         raise ValueError(f"unknown permutation name(s) {unknown}; the spec has {list(sizes)}")
@@ -231,6 +272,19 @@ def apply_permutation(spec: PermutationSpec, perms: Mapping[str, Any], params: M
     tracers) use ``jnp.take``, so this works under ``jax.jit`` (traced permutations are
     only shape-checked). Returns the same structure as ``params`` (nested or flat);
     leaves no permutation touches are returned as they are.
+
+    Args:
+        spec: the permutation spec.
+        perms: one index array per permutation name of ``spec``.
+        params: the parameters (nested or flat dict; numpy, JAX or traced leaves).
+        batch_dims: number of leading axes on every parameter that are not permuted.
+
+    Returns:
+        The permuted parameters in the structure of ``params``.
+
+    Raises:
+        ValueError: if ``params`` does not fit ``spec`` (:func:`check_spec`), ``perms`` names
+            other permutations, or a permutation is invalid or of the wrong size.
     """
     sizes = check_spec(spec, params, batch_dims)
     check_perm_names(sizes, perms)
@@ -269,6 +323,18 @@ def random_permutations(key, spec: PermutationSpec, params: Mapping, batch_dims:
 
     ``key`` as in :func:`symlib.symmetry.permutations.as_generator` (jax key, int seed, numpy
     Generator or None); names are drawn in :attr:`PermutationSpec.perm_names` order.
+
+    Args:
+        key: randomness, as in :func:`symlib.symmetry.permutations.as_generator`.
+        spec: the permutation spec.
+        params: parameters that fit ``spec``, giving the sizes.
+        batch_dims: number of leading axes on every parameter that are not permuted.
+
+    Returns:
+        One int64 permutation per name of ``spec``.
+
+    Raises:
+        ValueError: if ``params`` does not fit ``spec``.
     """
     sizes = check_spec(spec, params, batch_dims)
     rng = _perm.as_generator(key)

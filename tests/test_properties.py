@@ -1,0 +1,149 @@
+"""Property tests: what the weight-space symmetries of an MLP leave unchanged, and what not.
+
+For random small MLPs (hypothesis) and a random permutation of the hidden units
+(:func:`symlib.symmetry.specs.apply_permutation`), the predictive, the ELBO of VI (with
+the weight noise permuted along), the KL term and the divergences between two posteriors
+are unchanged, and pruning by sigma commutes with the permutation. A positive ReLU
+rescaling (:func:`symlib.symmetry.scaling.apply_scaling`) leaves the predictive unchanged
+but not the Gaussian prior term.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import numpy as np
+from _helpers import random_mlp, stack_trees
+from flax import nnx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from symlib.core.pytree import tree_to_vector, vector_to_tree
+from symlib.evaluation.predictive import predict_from_samples, predict_single
+from symlib.evaluation.pruning import keep_mask, prune_by_sigma
+from symlib.inference.training import sq_norm
+from symlib.inference.vi import MeanField, categorical_loglik, gaussian_kl
+from symlib.symmetry.alignment import kl_diag, wasserstein2_sq
+from symlib.symmetry.scaling import apply_scaling
+from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, random_permutations
+
+SETTINGS = settings(max_examples=20, deadline=None)
+N_TEST = 16
+
+
+# A few architectures (one or two hidden layers, a width-1 layer), so that the compiled
+# predictive and ELBO are reused across examples; the weights and permutations vary.
+ARCHITECTURES = ([3, 4, 2], [2, 5, 3], [4, 3, 2, 3], [3, 1, 4], [2, 6, 4, 2])
+
+
+@st.composite
+def mlps(draw):
+    """``(sizes, seed)`` of a small MLP."""
+    return list(draw(st.sampled_from(ARCHITECTURES))), draw(st.integers(0, 2**31 - 1))
+
+
+def _case(sizes, seed):
+    """Float32 means, positive sigmas, test inputs and labels, the spec and a random permutation."""
+    rng = np.random.default_rng(seed)
+    mu = jax.tree_util.tree_map(lambda a: a.astype(np.float32), random_mlp(rng, sizes))
+    sigma = jax.tree_util.tree_map(lambda a: rng.uniform(0.05, 1.0, a.shape).astype(np.float32), mu)
+    x = rng.normal(size=(N_TEST, sizes[0])).astype(np.float32)
+    y = rng.integers(0, sizes[-1], N_TEST).astype(np.int32)
+    spec = mlp_permutation_spec(len(sizes) - 2)
+    return rng, mu, sigma, x, y, spec, random_permutations(rng, spec, mu)
+
+
+def _mean_field(mu, sigma, prior_var=1.0):
+    """A :class:`MeanField` with means ``mu`` and standard deviations ``sigma``."""
+    model = MeanField(mu, prior_var=prior_var)
+    rho = jax.tree_util.tree_map(lambda s: np.log(np.expm1(s.astype(np.float64))).astype(np.float32), sigma)
+    nnx.update(model, nnx.State({"rho": rho}))
+    return model
+
+
+@partial(jax.jit, static_argnums=(0,))
+def _neg_elbo(graphdef, state, eps, x, y, temperature):
+    """``neg_elbo_from_noise`` of the split module (compiled once per architecture)."""
+    return nnx.merge(graphdef, state).neg_elbo_from_noise(eps, categorical_loglik, x, y, 100, temperature)
+
+
+def _close(a, b, rtol=1e-5, atol=1e-6):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol)
+
+
+# --------------------------------------------------------------------------- permutations
+
+
+@SETTINGS
+@given(mlps())
+def test_predictive_is_permutation_invariant(case):
+    rng, mu, _, x, _, spec, perms = _case(*case)
+    _close(predict_single(apply_permutation(spec, perms, mu), x), predict_single(mu, x))
+    others = [random_mlp(rng, case[0]) for _ in range(2)]
+    stack = stack_trees([mu, *others])
+    permuted = stack_trees([apply_permutation(spec, random_permutations(rng, spec, p), p) for p in (mu, *others)])
+    _close(predict_from_samples(permuted, x), predict_from_samples(stack, x))
+
+
+@SETTINGS
+@given(mlps(), st.floats(0.2, 1.0), st.sampled_from([1, 3]))
+def test_elbo_and_kl_term_are_permutation_invariant(case, temperature, num_mc):
+    _, mu, sigma, x, y, spec, perms = _case(*case)
+    model = _mean_field(mu, sigma, prior_var=0.5)
+    permuted = _mean_field(apply_permutation(spec, perms, mu), apply_permutation(spec, perms, sigma), prior_var=0.5)
+    eps = np.asarray(model.noise(jax.random.key(case[1]), num_mc))
+    # the same standard-normal draw, moved with the units it belongs to
+    eps_perm = np.stack([tree_to_vector(apply_permutation(spec, perms, vector_to_tree(e, mu)), np.float32)
+                         for e in eps])
+    a = _neg_elbo(*nnx.split(model), eps, x, y, temperature)
+    b = _neg_elbo(*nnx.split(permuted), eps_perm, x, y, temperature)
+    _close(b[0], a[0])
+    _close(b[1], a[1])
+    _close(permuted.kl(), model.kl())
+
+
+@SETTINGS
+@given(mlps())
+def test_divergences_between_posteriors_are_invariant_under_a_common_permutation(case):
+    rng, mu, sigma, _, _, spec, perms = _case(*case)
+    mu1 = random_mlp(rng, case[0])
+    sigma1 = jax.tree_util.tree_map(lambda a: rng.uniform(0.05, 1.0, a.shape), mu1)
+    q0, q1 = (mu, sigma), (mu1, sigma1)
+    moved = [tuple(apply_permutation(spec, perms, t) for t in q) for q in (q0, q1)]
+    _close(kl_diag(*moved), kl_diag(q0, q1), rtol=1e-10, atol=1e-10)
+    _close(kl_diag(moved[1], moved[0]), kl_diag(q1, q0), rtol=1e-10, atol=1e-10)
+    _close(wasserstein2_sq(*moved), wasserstein2_sq(q0, q1), rtol=1e-10, atol=1e-10)
+    _close(gaussian_kl(*moved[0], 0.5), gaussian_kl(mu, sigma, 0.5))
+
+
+@SETTINGS
+@given(mlps(), st.floats(0.0, 1.0))
+def test_pruning_commutes_with_permutations(case, keep_fraction):
+    _, mu, sigma, _, _, spec, perms = _case(*case)
+    mu_p, sigma_p = apply_permutation(spec, perms, mu), apply_permutation(spec, perms, sigma)
+    for got, want in ((prune_by_sigma(mu_p, sigma_p, keep_fraction),
+                       apply_permutation(spec, perms, prune_by_sigma(mu, sigma, keep_fraction))),
+                      (keep_mask(sigma_p, keep_fraction), apply_permutation(spec, perms, keep_mask(sigma, keep_fraction)))):
+        np.testing.assert_array_equal(tree_to_vector(got), tree_to_vector(want))
+
+
+# --------------------------------------------------------------------------- ReLU rescaling
+
+
+@SETTINGS
+@given(mlps(), st.data())
+def test_relu_rescaling_keeps_the_predictive_but_not_the_prior_term(case, data):
+    rng, mu, sigma, x, _, _, _ = _case(*case)
+    widths = case[0][1:-1]
+    scales = [rng.choice([0.25, 0.5, 2.0, 4.0], size=w) for w in widths]
+    if sum(widths) > 1 and data.draw(st.booleans(), label="one unit unscaled"):
+        scales[0][0] = 1.0  # a rescaling that leaves some units alone (still non-trivial)
+    mu_s = apply_scaling(mu, scales)
+    _close(predict_single(mu_s, x), predict_single(mu, x))
+    # the pushforward of q: each weight's sigma is scaled like its mean
+    sigma_s = apply_scaling(sigma, scales)
+    assert not np.isclose(float(sq_norm(mu_s)), float(sq_norm(mu)), rtol=1e-4)
+    assert not np.isclose(float(gaussian_kl(mu_s, sigma_s, 1.0)), float(gaussian_kl(mu, sigma, 1.0)), rtol=1e-4)
+    # ... while the trivial rescaling changes nothing
+    ones = [np.ones(w) for w in widths]
+    _close(sq_norm(apply_scaling(mu, ones)), sq_norm(mu))
