@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from scipy.optimize import linear_sum_assignment
 
 from _helpers import assert_tree_close, random_mlp, stack_trees
 

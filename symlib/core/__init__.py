@@ -10,11 +10,12 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "models": ["Params", "layer_names", "mlp_apply", "mlp_hidden", "mlp_init", "mlp_sizes", "unstack"],
+    "models": ["Params", "layer_names", "mlp_apply", "mlp_hidden", "mlp_init", "mlp_sizes", "unstack", "check_sizes",
+               "check_mlp_params", "check_mlp_data"],
     "losses": ["accuracy", "nll"],
     "pytree": ["flatten_dict", "unflatten_dict", "tree_to_vector", "vector_to_tree", "ravel"],
     "checks": ["check_finite", "check_finite_tree", "check_labels", "mlp_layer_names", "positive_float",
-               "positive_int"],
+               "positive_int", "check_key"],
     "io": ["atomic_write"],
     "progress": ["progress_bar", "progress_enabled"],
 }

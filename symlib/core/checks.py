@@ -12,6 +12,7 @@ import numpy as np
 
 __all__ = [
     "positive_int",
+    "check_key",
     "positive_float",
     "check_finite",
     "check_finite_tree",
@@ -105,3 +106,27 @@ def mlp_layer_names(params: Any, name: str = "params") -> list[str]:
             got = sorted(layer) if isinstance(layer, Mapping) else type(layer).__name__
             raise ValueError(f"{name}[{n!r}] must hold exactly 'kernel' and 'bias', got {got}")
     return names
+
+
+def check_key(key: Any, name: str, num: int | None = None) -> None:
+    """Check that ``key`` is one ``jax.random`` key, or ``num`` keys stacked on a leading axis.
+
+    Typed keys (``jax.random.key``) and raw ``uint32`` keys (``jax.random.PRNGKey``) pass.
+
+    Args:
+        key: the key (array) to check.
+        name: how the message calls it.
+        num: the number of keys expected, or ``None`` for a single key.
+
+    Raises:
+        ValueError: naming ``name`` if ``key`` is not a key of that shape.
+    """
+    try:
+        batch = tuple(jax.random.key_data(key).shape[:-1])
+    except (TypeError, ValueError):
+        batch = None
+    want = () if num is None else (num,)
+    if batch != want:
+        what = "a jax.random key" if num is None else f"{num} jax.random keys stacked on a leading axis"
+        raise ValueError(f"{name} must be {what}, got {type(key).__name__} of shape {np.shape(key)}")
+

@@ -1,6 +1,8 @@
 """symlib.evaluation: predictives, metrics, interpolation and loss barriers, Gaussian
 summaries of samples, pruning, and per-unit marginals."""
 from symlib.evaluation.metrics import (  # noqa: F401
+    accuracy,
+    nll,
     agreement,
     total_variation,
     accuracy_from_probs,
@@ -48,6 +50,8 @@ from symlib.evaluation.marginals import (  # noqa: F401
 )
 
 __all__ = [
+    "accuracy",
+    "nll",
     "agreement",
     "total_variation",
     "accuracy_from_probs",

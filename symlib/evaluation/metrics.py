@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as _np
 
 from symlib.core.checks import check_finite, check_labels, positive_int
-from symlib.core.losses import accuracy, nll  # noqa: F401  (re-exported: metrics on logits)
+from symlib.core.losses import accuracy, nll  # metrics on logits, defined in core for training
+
+__all__ = ["accuracy", "nll", "agreement", "total_variation", "accuracy_from_probs", "nll_from_probs", "brier", "ece"]
 
 
 # --------------------------------------------------------------------------- from probabilities

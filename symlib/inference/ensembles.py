@@ -15,7 +15,8 @@ import jax
 
 from symlib.core.checks import positive_int
 from symlib.core.models import Params, check_sizes, mlp_init
-from symlib.inference.training import TrainConfig, _check_inputs, check_key, fit_map_many
+from symlib.core.checks import check_key
+from symlib.inference.training import TrainConfig, _check_inputs, fit_map_many
 
 
 class EnsembleResult(NamedTuple):

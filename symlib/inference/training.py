@@ -21,14 +21,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from functools import partial
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
-from symlib.core.checks import positive_float, positive_int
+from symlib.core.checks import check_key, positive_float, positive_int
 from symlib.core.losses import accuracy, nll
 from symlib.core.models import Params, check_mlp_data, check_mlp_params, mlp_apply, mlp_init
 from symlib.core.progress import progress_bar, progress_enabled
@@ -148,29 +147,6 @@ def map_objective(params: Params, x: jax.Array, y: jax.Array, n_total: int, prio
         ``mean CE + ||W||^2 / (2 prior_std^2 N)``, a scalar.
     """
     return nll(mlp_apply(params, x), y) + sq_norm(params) / (2.0 * prior_std**2 * n_total)
-
-
-def check_key(key: Any, name: str, num: int | None = None) -> None:
-    """Check that ``key`` is one ``jax.random`` key, or ``num`` keys stacked on a leading axis.
-
-    Typed keys (``jax.random.key``) and raw ``uint32`` keys (``jax.random.PRNGKey``) pass.
-
-    Args:
-        key: the key (array) to check.
-        name: how the message calls it.
-        num: the number of keys expected, or ``None`` for a single key.
-
-    Raises:
-        ValueError: naming ``name`` if ``key`` is not a key of that shape.
-    """
-    try:
-        batch = tuple(jax.random.key_data(key).shape[:-1])
-    except (TypeError, ValueError):
-        batch = None
-    want = () if num is None else (num,)
-    if batch != want:
-        what = "a jax.random key" if num is None else f"{num} jax.random keys stacked on a leading axis"
-        raise ValueError(f"{name} must be {what}, got {type(key).__name__} of shape {np.shape(key)}")
 
 
 def _check_config(cfg: TrainConfig, n: int) -> None:

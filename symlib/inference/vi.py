@@ -59,9 +59,8 @@ import numpy as np
 import optax
 from flax import nnx
 
-from symlib.core.checks import check_finite, check_finite_tree, positive_float, positive_int
+from symlib.core.checks import check_finite, check_finite_tree, check_key, positive_float, positive_int
 from symlib.core.models import Params, check_mlp_data, check_mlp_params, check_sizes, mlp_apply, mlp_init
-from symlib.inference.training import check_key
 
 PyTree = Any
 LogLikFn = Callable[[PyTree, jax.Array, jax.Array], jax.Array]
