@@ -114,3 +114,20 @@ def test_progress_bar_only_when_enabled(monkeypatch):
     bar.update(3)
     bar.close()
     assert "hmc" in buf.getvalue() and "3/3" in buf.getvalue()
+
+
+def test_noise_is_one_flat_draw_cut_into_leaves():
+    from symlib.core import noise
+
+    like = {"dense_0": {"kernel": jnp.zeros((3, 4)), "bias": jnp.zeros(4)}, "dense_1": {"kernel": jnp.zeros((4, 2)),
+                                                                                      "bias": jnp.zeros(2)}}
+    key = jax.random.key(0)
+    assert noise.num_params(like) == 3 * 4 + 4 + 4 * 2 + 2
+    flat = noise.normal_vector(key, like)
+    eps = noise.standard_normal_like(key, like)
+    np.testing.assert_array_equal(np.asarray(pytree.tree_to_vector(eps, np.float32)), np.asarray(flat))
+    assert noise.normal_vector(key, like, 3).shape == (3, noise.num_params(like))
+    sigma = jax.tree_util.tree_map(lambda a: jnp.full(a.shape, 2.0), like)
+    mu = jax.tree_util.tree_map(lambda a: a + 1.0, like)
+    draw = noise.perturb(mu, sigma, eps)
+    np.testing.assert_allclose(np.asarray(draw["dense_1"]["bias"]), 1.0 + 2.0 * np.asarray(eps["dense_1"]["bias"]))

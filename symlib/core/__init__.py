@@ -1,5 +1,5 @@
 """symlib.core: the bottom layer. MLP parameters as pytrees and their apply function,
-losses on logits, pytree helpers, input checks, atomic file writes and the one progress
+losses on logits, pytree helpers, Gaussian noise for parameter pytrees, input checks, atomic file writes and the one progress
 bar. Imports no other symlib subpackage.
 
 Names are loaded on first use, so that ``import symlib.data`` (which needs only the
@@ -16,6 +16,7 @@ _EXPORTS = {
     "pytree": ["flatten_dict", "unflatten_dict", "tree_to_vector", "vector_to_tree", "ravel"],
     "checks": ["check_finite", "check_finite_tree", "check_labels", "mlp_layer_names", "positive_float",
                "positive_int", "check_key"],
+    "noise": ["num_params", "normal_vector", "split_like", "standard_normal_like", "perturb"],
     "io": ["atomic_write"],
     "progress": ["progress_bar", "progress_enabled"],
 }

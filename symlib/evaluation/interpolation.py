@@ -45,8 +45,8 @@ import numpy as np
 from symlib.core.checks import check_finite_tree, check_labels, positive_int
 from symlib.core.models import Params, mlp_apply, mlp_sizes
 from symlib.evaluation.metrics import accuracy, nll
-from symlib.evaluation.predictive import (_batched, _check_x, _chunk_size, _fold_chunks, _perturb,
-                                          _standard_normal_like)
+from symlib.core.noise import perturb, standard_normal_like
+from symlib.evaluation.predictive import _batched, _check_x, _chunk_size, _fold_chunks
 from symlib.symmetry.alignment import w2_geodesic
 
 __all__ = [
@@ -197,7 +197,7 @@ def barrier(params_0: Params, params_1: Params, x, y, lambdas: Sequence[float] |
 def _curve_chunk(apply_fn, keys, weights, mu0, s0, mu1, s1, xbs, ybs, taus):
     """For one chunk of noise keys: per (tau, example) the log-sum-exp over the chunk's
     samples of ``log p(y | x, w_s)`` and the sum of their softmax probabilities."""
-    eps = jax.vmap(lambda k: _standard_normal_like(k, mu0))(keys)
+    eps = jax.vmap(lambda k: standard_normal_like(k, mu0))(keys)
     log_w = jnp.where(weights > 0, 0.0, -jnp.inf)
 
     def at_tau(tau):
@@ -206,7 +206,7 @@ def _curve_chunk(apply_fn, keys, weights, mu0, s0, mu1, s1, xbs, ybs, taus):
 
         def one_batch(xy):
             xb, yb = xy
-            one_sample = lambda e: jax.nn.log_softmax(apply_fn(_perturb(mu, sig, e), xb), axis=-1)
+            one_sample = lambda e: jax.nn.log_softmax(apply_fn(perturb(mu, sig, e), xb), axis=-1)
             logp = jax.vmap(one_sample)(eps)  # (c, bs, C)
             lp_y = jnp.take_along_axis(logp, yb[None, :, None], axis=-1)[..., 0]  # (c, bs)
             lse = jax.nn.logsumexp(lp_y + log_w[:, None], axis=0)

@@ -18,11 +18,11 @@ Everything is batched so that no more than needed is materialised on the device:
   depend on ``sample_chunk`` and equal :func:`sample_gaussian` followed by
   :func:`predict_from_samples`.
 
-The chunking (``_chunk_size``, ``_fold_chunks``) and the noise of one Gaussian
-draw (``_standard_normal_like``, ``_perturb``) are written once, here, and are
+The chunking (``_chunk_size``, ``_fold_chunks``) is written once, here, and is
 also used by :func:`symlib.evaluation.interpolation.marginal_loss_curve` (same keys, so
 its endpoints are this module's Gaussian predictives) and by
-:mod:`symlib.evaluation.summaries`.
+:mod:`symlib.evaluation.summaries`. The noise of one Gaussian draw comes from
+:mod:`symlib.core.noise`, shared with variational inference.
 
 ``apply_fn(params, x) -> logits`` maps one network and a batch of inputs to logits
 (default :func:`symlib.core.models.mlp_apply`); probabilities are ``softmax`` over the last
@@ -42,6 +42,7 @@ import numpy as np
 
 from symlib.core.checks import check_finite, check_finite_tree, positive_int
 from symlib.core.models import mlp_apply
+from symlib.core.noise import perturb, standard_normal_like
 
 __all__ = ["member_probs", "predict_from_gaussian", "predict_from_samples", "predict_single", "sample_gaussian"]
 
@@ -179,24 +180,10 @@ def _fold_chunks(stack, num: int, chunk: int, step: Callable, combine: Callable 
 
 # ----------------------------------------------------------------------------- noise
 
-def _standard_normal_like(key, like: PyTree) -> PyTree:
-    """Standard normal noise shaped like ``like``'s leaves: ONE float32 draw of all the
-    weights, cut into the leaves in ``jax.tree_util`` order (a single threefry call per
-    sample keeps compilation fast on CPU)."""
-    leaves, treedef = jax.tree_util.tree_flatten(like)
-    sizes = [int(np.prod(jnp.shape(m), dtype=np.int64)) for m in leaves]
-    eps = jnp.split(jax.random.normal(key, (sum(sizes),), jnp.float32), np.cumsum(sizes)[:-1].tolist())
-    return jax.tree_util.tree_unflatten(treedef, [e.reshape(jnp.shape(m)) for e, m in zip(eps, leaves)])
-
-
-def _perturb(mu: PyTree, sigma: PyTree, eps: PyTree) -> PyTree:
-    """``mu + sigma * eps`` leaf by leaf (``eps`` cast to the dtype of ``mu``)."""
-    return jax.tree_util.tree_map(lambda m, s, e: m + s * e.astype(jnp.result_type(m)), mu, sigma, eps)
-
-
 def _gaussian_one(key, mu, sigma):
-    """One draw of N(mu, sigma^2): :func:`_perturb` with :func:`_standard_normal_like` noise."""
-    return _perturb(mu, sigma, _standard_normal_like(key, mu))
+    """One draw of N(mu, sigma^2): :func:`~symlib.core.noise.perturb` with
+    :func:`~symlib.core.noise.standard_normal_like` noise."""
+    return perturb(mu, sigma, standard_normal_like(key, mu))
 
 
 _gaussian_many = jax.jit(jax.vmap(_gaussian_one, in_axes=(0, None, None)))

@@ -60,6 +60,7 @@ import optax
 from flax import nnx
 
 from symlib.core.checks import check_finite, check_finite_tree, check_key, positive_float, positive_int
+from symlib.core.noise import normal_vector, perturb, split_like
 from symlib.core.models import Params, check_mlp_data, check_mlp_params, check_sizes, mlp_apply, mlp_init
 
 PyTree = Any
@@ -124,19 +125,6 @@ def gaussian_kl(mu, sigma, prior_var: float) -> jax.Array:
     return sum(jax.tree_util.tree_leaves(jax.tree_util.tree_map(leaf, mu, sigma)))
 
 
-def _num_params(tree) -> int:
-    return int(sum(np.prod(jnp.shape(a), dtype=np.int64) for a in jax.tree_util.tree_leaves(tree)))
-
-
-def _unflatten_like(flat: jax.Array, like) -> PyTree:
-    """Cut the vector ``flat`` into the leaves (shapes and dtypes) of ``like``."""
-    leaves, treedef = jax.tree_util.tree_flatten(like)
-    cuts = np.cumsum([int(np.prod(jnp.shape(a), dtype=np.int64)) for a in leaves])[:-1].tolist()
-    parts = [part.reshape(jnp.shape(a)).astype(jnp.result_type(a))
-             for part, a in zip(jnp.split(flat, cuts), leaves)]
-    return jax.tree_util.tree_unflatten(treedef, parts)
-
-
 class MeanField(nnx.Module):
     """Diagonal Gaussian over a parameter pytree ``init_mu`` (any structure).
 
@@ -190,8 +178,7 @@ class MeanField(nnx.Module):
             Noise of shape ``(n_params,)``, or ``(num, n_params)``, in the leaf order of
             ``jax.tree_util`` (:func:`symlib.core.pytree.tree_to_vector`'s order).
         """
-        total = _num_params(self.mu)
-        return jax.random.normal(key, (total,) if num is None else (num, total), jnp.float32)
+        return normal_vector(key, self.mu, num)
 
     def params_from_noise(self, eps: jax.Array) -> PyTree:
         """The reparameterised network ``mu + sigma * eps`` (differentiable in mu and rho).
@@ -203,7 +190,7 @@ class MeanField(nnx.Module):
             A parameter pytree in the layout of ``mu``.
         """
         mu, sigma = self.mean(), self.std()
-        return jax.tree_util.tree_map(lambda m, s, e: m + s * e, mu, sigma, _unflatten_like(eps, mu))
+        return perturb(mu, sigma, split_like(eps, mu))
 
     def sample_params(self, key: jax.Array) -> PyTree:
         """One reparameterised draw of the network's parameters.
