@@ -24,6 +24,14 @@ __all__ = [
 def positive_int(value: Any, name: str, *, allow_none: bool = False) -> int | None:
     """``value`` as an ``int`` >= 1 (bools rejected); ``None`` passes if ``allow_none``.
 
+    Args:
+        value: the value to check (a Python or numpy integer).
+        name: how the error message calls it.
+        allow_none: accept ``None`` and return it.
+
+    Returns:
+        ``int(value)``, or ``None``.
+
     Raises:
         ValueError: naming ``name`` and the value, if it is not a positive integer.
     """
@@ -38,6 +46,13 @@ def positive_int(value: Any, name: str, *, allow_none: bool = False) -> int | No
 def positive_float(value: Any, name: str) -> float:
     """``value`` as a finite ``float`` > 0.
 
+    Args:
+        value: the value to check (a scalar).
+        name: how the error message calls it.
+
+    Returns:
+        ``float(value)``.
+
     Raises:
         ValueError: naming ``name`` and the value otherwise.
     """
@@ -51,8 +66,19 @@ def positive_float(value: Any, name: str) -> float:
 
 
 def check_finite(array: Any, name: str) -> None:
-    """Raise ``ValueError`` naming ``name`` if a floating array holds NaN or inf
-    (integer and boolean arrays always pass). Works on numpy and concrete JAX arrays."""
+    """Check that a floating array holds no NaN or inf (integer and boolean arrays
+    always pass). Works on numpy and concrete JAX arrays.
+
+    Args:
+        array: the array to check.
+        name: how the error message calls it.
+
+    Returns:
+        None.
+
+    Raises:
+        ValueError: naming ``name`` and the number of non-finite entries.
+    """
     arr = np.asarray(array)
     if np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)):
         bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
@@ -60,14 +86,33 @@ def check_finite(array: Any, name: str) -> None:
 
 
 def check_finite_tree(tree: Any, name: str) -> None:
-    """:func:`check_finite` on every leaf of a pytree; the message names the leaf's path
-    (e.g. ``params['dense_0']['kernel']``)."""
+    """:func:`check_finite` on every leaf of a pytree.
+
+    Args:
+        tree: the pytree to check.
+        name: how the error message calls it; the message adds the leaf's path
+            (e.g. ``params['dense_0']['kernel']``).
+
+    Returns:
+        None.
+
+    Raises:
+        ValueError: naming the first leaf that holds NaN or inf.
+    """
     for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
         check_finite(leaf, f"{name}{jax.tree_util.keystr(path)}")
 
 
 def check_labels(labels: Any, num_classes: int, name: str = "labels") -> np.ndarray:
     """Integer class labels in ``[0, num_classes)`` as a numpy array.
+
+    Args:
+        labels: array of class indices.
+        num_classes: the number of classes (the network's output width).
+        name: how the error message calls the labels.
+
+    Returns:
+        The labels as a numpy array.
 
     Raises:
         ValueError: naming ``name`` if the labels are not integers or fall outside the range.
@@ -85,6 +130,13 @@ def mlp_layer_names(params: Any, name: str = "params") -> list[str]:
     """Layer names ``dense_0 .. dense_{L-1}`` of an MLP parameter dict (the layout of
     :mod:`symlib.core.models`), input to output, after checking the layout: a mapping of
     layers, each a mapping with exactly ``kernel`` and ``bias``.
+
+    Args:
+        params: the parameter dict to check.
+        name: how the error message calls it.
+
+    Returns:
+        The layer names, input to output.
 
     Raises:
         TypeError: if ``params`` (or a layer) is not a mapping.
@@ -117,6 +169,9 @@ def check_key(key: Any, name: str, num: int | None = None) -> None:
         key: the key (array) to check.
         name: how the message calls it.
         num: the number of keys expected, or ``None`` for a single key.
+
+    Returns:
+        None.
 
     Raises:
         ValueError: naming ``name`` if ``key`` is not a key of that shape.

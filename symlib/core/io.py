@@ -9,8 +9,18 @@ from typing import Any
 
 
 def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
-    """Write ``path`` through ``write(binary file)`` into a temporary file, fsync, then rename:
-    readers see the old file or the complete new one, never a partial one."""
+    """Write ``path`` atomically: ``write`` fills a temporary file beside it, which is
+    fsynced and then renamed over ``path``. Readers see the old file or the complete new
+    one, never a partial one; if ``write`` raises, the temporary file is removed and
+    ``path`` is left as it was.
+
+    Args:
+        path: the file to (re)write; its folder is created if missing.
+        write: called with the open binary file object.
+
+    Returns:
+        None.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -25,7 +25,14 @@ def _sizes(like: PyTree) -> list[int]:
 
 
 def num_params(like: PyTree) -> int:
-    """Number of scalars in all the leaves of ``like``."""
+    """Number of scalars in a pytree.
+
+    Args:
+        like: a pytree of arrays.
+
+    Returns:
+        The summed sizes of its leaves.
+    """
     return sum(_sizes(like))
 
 
@@ -61,11 +68,27 @@ def split_like(flat: jax.Array, like: PyTree) -> PyTree:
 
 
 def standard_normal_like(key: jax.Array, like: PyTree) -> PyTree:
-    """One standard-normal draw shaped like ``like``: :func:`split_like` of :func:`normal_vector`."""
+    """One standard-normal draw shaped like ``like``.
+
+    Args:
+        key: ``jax.random`` key.
+        like: parameter pytree giving the structure, shapes and dtypes.
+
+    Returns:
+        :func:`split_like` of :func:`normal_vector`: the same numbers as the flat draw.
+    """
     return split_like(normal_vector(key, like), like)
 
 
 def perturb(mu: PyTree, sigma: PyTree, eps: PyTree) -> PyTree:
-    """``mu + sigma * eps`` leaf by leaf (``eps`` cast to the dtype of ``mu``): the
-    reparameterised draw of a diagonal Gaussian."""
+    """The reparameterised draw of a diagonal Gaussian.
+
+    Args:
+        mu: means (a parameter pytree).
+        sigma: standard deviations, same structure.
+        eps: standard-normal noise, same structure (e.g. :func:`standard_normal_like`).
+
+    Returns:
+        ``mu + sigma * eps`` leaf by leaf, ``eps`` cast to the dtype of ``mu``.
+    """
     return jax.tree_util.tree_map(lambda m, s, e: m + s * e.astype(jnp.result_type(m)), mu, sigma, eps)

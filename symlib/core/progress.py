@@ -8,13 +8,20 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tqdm.auto import tqdm
+from tqdm import tqdm  # the text bar: tqdm.auto would want ipywidgets inside a notebook
 
 __all__ = ["progress_enabled", "progress_bar"]
 
 
 def progress_enabled(progress: bool | None) -> bool:
-    """``progress`` if given, else whether stderr is an interactive terminal."""
+    """Whether to show a progress bar.
+
+    Args:
+        progress: ``True`` or ``False`` to force it, ``None`` for the default.
+
+    Returns:
+        ``progress`` if given, else whether stderr is an interactive terminal.
+    """
     if progress is not None:
         return bool(progress)
     try:

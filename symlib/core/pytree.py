@@ -33,8 +33,18 @@ def flatten_dict(tree: Mapping, sep: str = SEP) -> dict[str, Any]:
     """Nested dicts -> ``{"a/b/c": leaf}``; anything that is not a Mapping is a leaf.
 
     An already-flat dict comes back unchanged (its keys may hold ``sep``). Empty
-    sub-dicts vanish. Two routes to the same path (``{"a/b": x, "a": {"b": y}}``) raise
-    ``ValueError``.
+    sub-dicts vanish.
+
+    Args:
+        tree: nested dicts with string keys.
+        sep: the separator between path components.
+
+    Returns:
+        A flat dict from paths to leaves.
+
+    Raises:
+        TypeError: if ``tree`` is not a mapping or a key is not a non-empty string.
+        ValueError: if two routes lead to the same path (``{"a/b": x, "a": {"b": y}}``).
     """
     if not isinstance(tree, Mapping):
         raise TypeError(f"expected a (nested) dict, got {type(tree).__name__}")
@@ -61,6 +71,13 @@ def _leaf_paths(tree: Mapping, sep: str = SEP, prefix: str = ""):
 def unflatten_dict(flat: Mapping[str, Any], sep: str = SEP) -> dict[str, Any]:
     """Inverse of :func:`flatten_dict`: ``{"a/b": x}`` -> ``{"a": {"b": x}}``.
 
+    Args:
+        flat: a dict from paths to leaves.
+        sep: the separator between path components.
+
+    Returns:
+        The nested dicts.
+
     Raises:
         ValueError: for an empty path component, or a path that is both a leaf and a
             prefix of another path.
@@ -79,8 +96,16 @@ def unflatten_dict(flat: Mapping[str, Any], sep: str = SEP) -> dict[str, Any]:
 
 
 def tree_to_vector(tree: PyTree, dtype=np.float64) -> np.ndarray:
-    """All leaves of ``tree`` flattened (C order) and concatenated into one numpy vector,
-    in ``jax.tree_util`` leaf order (dict keys sorted: ``dense_0/bias, dense_0/kernel, ...``)."""
+    """All leaves of ``tree`` flattened (C order) and concatenated into one numpy vector.
+
+    Args:
+        tree: a pytree of arrays.
+        dtype: the vector's dtype (float64 by default, on the host).
+
+    Returns:
+        The vector, in ``jax.tree_util`` leaf order (dict keys sorted:
+        ``dense_0/bias, dense_0/kernel, ...``).
+    """
     leaves = jax.tree_util.tree_leaves(tree)
     if not leaves:
         return np.zeros((0,), dtype)
@@ -88,8 +113,18 @@ def tree_to_vector(tree: PyTree, dtype=np.float64) -> np.ndarray:
 
 
 def vector_to_tree(vec, like: PyTree) -> PyTree:
-    """Inverse of :func:`tree_to_vector`: cut ``vec`` into leaves shaped like ``like``'s
-    (numpy arrays, dtype of ``vec``)."""
+    """Inverse of :func:`tree_to_vector`.
+
+    Args:
+        vec: vector of length equal to the total size of ``like``'s leaves.
+        like: the pytree giving the structure and shapes.
+
+    Returns:
+        A pytree like ``like`` with numpy leaves of ``vec``'s dtype.
+
+    Raises:
+        ValueError: if ``vec`` has the wrong shape.
+    """
     vec = np.asarray(vec)
     leaves, treedef = jax.tree_util.tree_flatten(like)
     sizes = [int(np.size(a)) for a in leaves]
@@ -100,6 +135,12 @@ def vector_to_tree(vec, like: PyTree) -> PyTree:
 
 
 def ravel(tree: PyTree):
-    """``jax.flatten_util.ravel_pytree``: ``(flat jax vector, unravel function)``, for use
-    inside jitted code (JAX dtypes)."""
+    """``jax.flatten_util.ravel_pytree``, for use inside jitted code (JAX dtypes).
+
+    Args:
+        tree: a pytree of arrays.
+
+    Returns:
+        ``(flat jax vector, unravel function)``.
+    """
     return ravel_pytree(tree)

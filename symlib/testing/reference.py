@@ -18,7 +18,7 @@ from symlib.symmetry.alignment import wasserstein_alignment
 from symlib.symmetry.matching import weight_matching
 from symlib.symmetry.permutations import as_generator
 from symlib.symmetry.scaling import _mass_gradient, _mass_terms
-from symlib.symmetry.specs import flatten_params
+from symlib.symmetry.specs import flatten_params, mlp_permutation_spec
 
 
 def reference_weight_matching(key, spec, params_a, params_b, max_iter=100, tol=1e-12):
@@ -28,7 +28,17 @@ def reference_weight_matching(key, spec, params_a, params_b, max_iter=100, tol=1
     stopping rule (sweep improvement <= tol * |J|) as ``symlib.symmetry.matching.weight_matching``.
     Float64 numpy throughout.
 
-    Returns (perms, objective history, seconds in the LAP solver, number of solves).
+    Args:
+        key: seed of the sweep orders (as for :func:`symlib.symmetry.matching.weight_matching`).
+        spec: the :class:`~symlib.symmetry.specs.PermutationSpec` of the architecture.
+        params_a: the reference network.
+        params_b: the network to permute.
+        max_iter: maximum number of sweeps.
+        tol: stop after a sweep that improves the objective J by at most ``tol * |J|``.
+
+    Returns:
+        ``(perms, objective history, seconds in the LAP solver, number of LAP solves)``,
+        with ``perms`` a dict from permutation name to index array.
     """
     fa = {k: np.asarray(v, np.float64) for k, v in flatten_params(params_a).items()}
     fb = {k: np.asarray(v, np.float64) for k, v in flatten_params(params_b).items()}
@@ -143,7 +153,19 @@ def random_gaussian_posterior(seed: int, sizes: Sequence[int], sigma_range: tupl
 
     Means: He-normal kernels and ``N(0, bias_scale^2)`` biases; standard deviations
     ``softplus(rho)`` with ``rho`` uniform between ``softplus^-1`` of the two ends of
-    ``sigma_range``. Float32 numpy, in the layout of :func:`symlib.core.models.mlp_init`.
+    ``sigma_range``.
+
+    Args:
+        seed: numpy seed.
+        sizes: layer sizes ``[d_0, ..., d_L]``.
+        sigma_range: ``(low, high)`` of the standard deviations.
+        bias_scale: standard deviation of the bias means.
+
+    Returns:
+        ``(mu, sigma)``: float32 numpy pytrees in the layout of :func:`symlib.core.models.mlp_init`.
+
+    Raises:
+        ValueError: for fewer than two sizes, a non-positive size or a bad ``sigma_range``.
     """
     sizes = [int(s) for s in sizes]
     if len(sizes) < 2 or min(sizes) < 1:
@@ -172,13 +194,22 @@ def alignment_timings(widths: Sequence[int], depth: int = 3, seed: int = 0, *, i
     (:func:`random_gaussian_posterior`) of a ``input_dim-width^depth-output_dim`` MLP, and
     for :func:`symlib.symmetry.matching.weight_matching` of their means alone, per width.
 
-    Returns lists (one entry per width) under ``"width"``, ``"w2_seconds"``,
-    ``"wm_seconds"``, ``"ratio"`` (w2 / wm), ``"w2_sweeps"``, ``"wm_sweeps"``, and the
-    squared W2 distance before and after alignment (``"w2_sq_identity"``, ``"w2_sq"``). Wall-clock
-    times of the whole calls (validation and float64 conversion included), on whatever
-    cores BLAS and the LAP threads get.
+    Wall-clock times of the whole calls (validation and float64 conversion included), on
+    whatever cores BLAS and the LAP threads get.
+
+    Args:
+        widths: hidden widths to time.
+        depth: number of hidden layers.
+        seed: seed of the two posteriors (``seed``, ``seed + 1``) and of the sweep orders.
+        input_dim: input width of the MLP.
+        output_dim: output width of the MLP.
+        max_iter: maximum number of sweeps of each matching.
+
+    Returns:
+        Lists (one entry per width) under ``"width"``, ``"w2_seconds"``, ``"wm_seconds"``,
+        ``"ratio"`` (w2 / wm), ``"w2_sweeps"``, ``"wm_sweeps"``, and the squared W2 distance
+        before and after alignment (``"w2_sq_identity"``, ``"w2_sq"``).
     """
-    from symlib.symmetry.specs import mlp_permutation_spec
 
     depth = int(depth)
     spec = mlp_permutation_spec(depth)
