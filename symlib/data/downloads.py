@@ -15,8 +15,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import pooch
-
 from symlib.core.progress import progress_bar, progress_enabled
 from symlib.data.files import (
     DATASETS,
@@ -80,6 +78,8 @@ class _ByteBar:
 @contextmanager
 def _quiet_pooch() -> Iterator[None]:
     """Hide pooch's INFO messages ("Downloading data from ...") while inside the block."""
+    import pooch  # imported on use: pooch imports tqdm.auto, which warns inside notebooks without ipywidgets
+
     logger = pooch.get_logger()
     level = logger.level
     logger.setLevel(logging.WARNING)
@@ -108,6 +108,8 @@ def _is_checksum_mismatch(error: Exception) -> bool:
 
 def _retrieve(url: str, target: Path, md5: str, timeout: float, bar_label: str | None) -> None:
     """Download ``url`` to ``target`` if its MD5 is ``md5``; raise (and keep no file) otherwise."""
+    import pooch  # imported on use, see _quiet_pooch
+
     bar = _ByteBar(bar_label) if bar_label else False
     downloader = pooch.HTTPDownloader(progressbar=bar, chunk_size=_CHUNK, timeout=timeout)
     try:
