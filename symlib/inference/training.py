@@ -1,7 +1,7 @@
 """MAP training of MLPs (optax): one network, or many at once with ``vmap``.
 
 The objective is the negative log posterior per training example under an isotropic
-Gaussian prior N(0, prior_std^2 I):
+Gaussian prior N(0, prior_std^2 I)::
 
     L(W) = mean_i CE(f_W(x_i), y_i) + ||W||^2 / (2 prior_std^2 N)
 

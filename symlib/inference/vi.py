@@ -18,7 +18,7 @@ Objective and its scaling
 -------------------------
 For a minibatch ``B`` of size ``|B|`` drawn from ``N = n_data`` training examples, and
 ``M = num_mc`` reparameterised weight draws ``W_m = mu + sigma * eps_m``, the minibatch
-estimate of the (likelihood-tempered) negative ELBO is
+estimate of the (likelihood-tempered) negative ELBO is::
 
     NELBO_B = -(N / |B|) * (1/M) sum_m sum_{i in B} log p(y_i | x_i, W_m) / temperature
               + KL(q || p),

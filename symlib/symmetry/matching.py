@@ -14,7 +14,7 @@ permuted copy of ``A``, ``B = apply_permutation(spec, q, A)``, the exact answer 
 
 Weight matching (:func:`weight_matching`)
 -----------------------------------------
-Maximise, over one permutation per name, the inner product of A with the permuted B,
+Maximise, over one permutation per name, the inner product of A with the permuted B::
 
     J(pi) = sum_params < w_A , pi(w_B) >  =  const - ||A - pi(B)||^2 / 2,
 

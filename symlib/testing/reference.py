@@ -25,7 +25,7 @@ def reference_weight_matching(key, spec, params_a, params_b, max_iter=100, tol=1
     """The plain Git Re-Basin loop, for reference (tests, benchmarks): every step re-permutes B, rebuilds
     the full cost matrix and solves the LAP. Same sweep orders (one ``rng.permutation``
     per sweep from ``key``), same acceptance rule (strict LAP improvement) and same
-    stopping rule (sweep improvement <= tol * |J|) as ``symlib.symmetry.matching.weight_matching``.
+    stopping rule (sweep improvement ``<= tol * |J|``) as ``symlib.symmetry.matching.weight_matching``.
     Float64 numpy throughout.
 
     Args:
