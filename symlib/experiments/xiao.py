@@ -8,6 +8,7 @@ dataclass below) from :func:`symlib.experiments.run`.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 from symlib.core.models import mlp_init
 from symlib.experiments import cache
 from symlib.experiments.profiles import Profile
+from symlib.experiments.claims import claim
 from symlib.experiments.registry import (ExperimentResult, data_config, load_bnn_data, load_data, mlp_config, pick,
                                          register, run)
 from symlib.inference.hmc import SAMPLER_VERSION
@@ -949,3 +951,23 @@ def compact_representation(profile: Profile) -> dict[str, Any]:
     return {"table": table, "pruning": prune, "sigma": sigmas,
             "median_sigma": {k: float(np.median(v)) for k, v in sigmas.items()},
             "hmc_test": hmc_res["test"], "hmc_diagnostics": hmc_res["diagnostics"]}
+
+
+# ----------------------------------------------------------------------------- claims
+
+
+@claim("rebasin_barriers", "rebasin_removes_barrier", "Xiao et al. (2023), Sec. 1, Fig. 1",
+       "two independently trained networks are separated by a loss barrier, and applying the rebasin "
+       "permutation essentially removes it")
+def _rebasin_removes_barrier(summary: Mapping[str, Any]) -> tuple[bool, str]:
+    """Raw barrier > 0 and, after weight and after activation matching, at most half of it
+    (train and test). Fixed in the chapter before any run; "essentially removes" read as
+    "removes at least half"."""
+    holds, parts = True, []
+    for split in ("train", "test"):
+        b = summary[f"barrier_{split}"]
+        raw = b["no matching"]
+        holds &= raw > 0 and all(b[m] < 0.5 * raw for m in ("weight matching", "activation matching"))
+        parts.append(f"{split}: {raw:.3f} raw -> {b['weight matching']:.3f} (weight), "
+                     f"{b['activation matching']:.3f} (activation)")
+    return holds, "; ".join(parts)

@@ -1,0 +1,62 @@
+"""The papers' claims as code (symlib.experiments.claims): the framework, and every
+paper-profile result saved under book/results/ checked against its experiment's claims."""
+import json
+from pathlib import Path
+
+import pytest
+
+import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
+from symlib.experiments import claims
+
+RESULTS = sorted((Path(__file__).resolve().parents[1] / "book" / "results").glob("*.json"))
+
+
+def test_there_are_saved_results():
+    assert RESULTS, "book/results/ holds no paper-profile result"
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.name)
+def test_saved_result_satisfies_its_papers_claims(path):
+    record = json.loads(path.read_text())
+    experiment = record["experiment"]
+    assert claims.CLAIMS.get(experiment), f"{path.name}: experiment {experiment!r} has no registered claims"
+    outcomes = claims.check_summary(experiment, record["summary"])
+    assert all(o.holds for o in outcomes)
+
+
+def _toy_claims(monkeypatch):
+    monkeypatch.setattr(claims, "CLAIMS", {})
+
+    @claims.claim("toy", "positive", "Someone (2024), Fig. 9", "the value is positive")
+    def _positive(summary):
+        return summary["value"] > 0, f"value {summary['value']}"
+
+    @claims.claim("toy", "small", "Someone (2024), Sec. 2", "the value is below 10")
+    def _small(summary):
+        return summary["value"] < 10, f"value {summary['value']}"
+
+
+def test_claims_hold_and_fail_with_their_numbers(monkeypatch):
+    _toy_claims(monkeypatch)
+    assert [o.holds for o in claims.evaluate("toy", {"value": 3})] == [True, True]
+    with pytest.raises(AssertionError, match=r"1 claim\(s\) of 'toy' do not hold:\n- Someone \(2024\), Sec. 2: "
+                                             r"the value is below 10 -> ours: value 12"):
+        claims.check_summary("toy", {"value": 12})
+    table = claims.claims_table(claims.evaluate("toy", {"value": -1}), "quick")
+    assert table.rows[0][-1] == "NO" and table.rows[1][-1] == "yes"
+    assert table.headers[2] == "ours (quick profile)"
+
+
+def test_claim_registry_errors(monkeypatch):
+    _toy_claims(monkeypatch)
+    with pytest.raises(ValueError, match="already has a claim named 'small'"):
+        claims.claim("toy", "small", "x", "y")(lambda s: (True, ""))
+    with pytest.raises(ValueError, match="has no registered claims"):
+        claims.check_summary("nothing", {})
+
+
+def test_rebasin_claim_fails_when_matching_leaves_the_barrier():
+    summary = {f"barrier_{s}": {"no matching": 0.2, "weight matching": 0.15, "activation matching": 0.01}
+               for s in ("train", "test")}
+    outcome, = claims.evaluate("rebasin_barriers", summary)
+    assert not outcome.holds and "0.150 (weight)" in outcome.detail
