@@ -55,6 +55,7 @@ from IPython.display import display
 from symlib import experiments
 from symlib.experiments import claims, plotting, results
 from symlib.experiments.profiles import get_profile
+from symlib.experiments.registry import SUMMARIES
 from symlib.experiments.report import PaperProfile, paper_vs_ours
 
 plotting.set_style()
@@ -134,7 +135,9 @@ if paper_run is not None:
 # unit tests apply the same function to every paper-profile result in `book/results/`.
 
 # %% tags=["nbval-check-output"]
-display(claims.claims_table(claims.check_result("rebasin_barriers", res), profile.name))
+outcomes = claims.evaluate("rebasin_barriers", SUMMARIES["rebasin_barriers"](res.artifact))
+display(claims.claims_table(outcomes, profile.name))
+assert all(o.holds for o in outcomes), [(o.claim.name, o.detail) for o in outcomes if not o.holds]
 if paper_run is not None:
     display(claims.claims_table(claims.evaluate("rebasin_barriers", paper_run["summary"]), "paper"))
 
