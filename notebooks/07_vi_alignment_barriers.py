@@ -45,12 +45,12 @@
 
 # %% tags=["hide-cell"]
 import matplotlib.pyplot as plt
-import numpy as np
 from IPython.display import display
 
 from symlib import experiments
-from symlib.experiments import plotting
+from symlib.experiments import claims, plotting, rossi
 from symlib.experiments.profiles import get_profile
+from symlib.experiments.registry import SUMMARIES
 from symlib.experiments.report import Table
 
 plotting.set_style()
@@ -61,6 +61,41 @@ print(f"alignment experiments: {profile.align_depth} hidden layers of widths {li
       f"mean-field VI, prior variance {profile.align_prior_var}, temperature {vi_settings['temperature']:g}, "
       f"batch {vi_settings['batch_size']}, std init {vi_settings['std_init']:g}, "
       f"{profile.align_epochs} epochs; S = {profile.align_samples} samples on {profile.align_n_eval} examples per split")
+
+# %% [markdown]
+# ## Training settings: the paper's and ours
+#
+# Rossi et al. list their hyperparameters in App. B, Table 1. The text extraction we work
+# from scrambles that table's columns, so we quote it with that caveat: batch 500,
+# temperature 1, one weight sample per training step, 128 test samples, VI standard
+# deviations initialised at 0.01, prior variance 0.01 and 512 base features for the MNIST
+# MLP, and, in the MNIST MLP column, a learning rate printed as 0.0000001 and **1,000
+# training epochs** on the full training set. We keep batch, temperature, initial standard
+# deviation and prior variance, and depart from the rest:
+
+# %%
+quoted = rossi.ROSSI_TRAINING_AS_EXTRACTED
+display(Table(["setting", "Rossi et al. (App. B, Table 1, as extracted)", f"ours ({profile.name} profile)"], [
+    ("training epochs", quoted["epochs"], f"{profile.align_epochs}"),
+    ("optimiser, learning rate", quoted["learning_rate"], f"Adam, {profile.learning_rate:g}"),
+    ("batch size", 500, vi_settings["batch_size"]),
+    ("temperature", 1.0, vi_settings["temperature"]),
+    ("VI std init", 0.01, vi_settings["std_init"]),
+    ("prior variance", 0.01, profile.align_prior_var),
+    ("hidden widths", "512 (Table 2); width study in Sec. 5.1", ", ".join(map(str, profile.align_widths))),
+    ("training images", "full training sets (60,000)",
+     "MNIST 9,000, Fashion-MNIST 4,500" if profile.data_source == "subset" else f"{profile.n_train:,}"),
+    ("test samples S of the marginalised loss", 128, profile.align_samples),
+]))
+
+# %% [markdown]
+# The largest gap is the amount of training. At batch 500 the paper's 1,000 epochs on
+# 60,000 images are 120,000 gradient steps per posterior; the quick profile takes 20 epochs
+# of 18 steps on MNIST (360 steps) and of 9 steps on Fashion-MNIST (180 steps), the paper
+# profile 100 epochs of 100 steps (10,000 steps). The learning rate as printed (1e-7) would
+# not move the weights in our step budget; we use Adam at 1e-3, the rate of every other
+# training in this book. Our posteriors are therefore much less converged than the
+# paper's, Fashion-MNIST's most of all.
 
 # %% [markdown]
 # ## Two VI posteriors per width and dataset, aligned
@@ -119,57 +154,53 @@ display(Table(["dataset", "width", "train naive", "train aligned", "test naive",
                "test aligned (midpoint)", "alignment (s)"], rows))
 
 # %% [markdown]
-# ## Synthesis
+# ## Synthesis: the paper's claims, as code
 #
-# {cite:t}`rossi2023permutation` report (Sec. 5.1; 3 x 512 MLPs in their Table 2) that after
-# Wasserstein alignment the barriers between VI solutions are nearly zero for MLPs on MNIST,
-# and that wider models have lower barriers, with and without alignment. Their numbers are
-# in figures we do not have; beside their claims, ours:
+# {cite:t}`rossi2023permutation` state (Sec. 5.1; 3 x 512 MLPs in their Table 2; the
+# barriers are in figures without numbers) that loss barriers always appear between two
+# VI solutions, that after Wasserstein alignment the barrier is zero for MLPs, and that
+# "wider models generally provide lower barriers: for MLPs this holds true with and
+# without alignment". These claims are library functions registered on the experiment
+# `vi_alignment` in `symlib.experiments.rossi`, fixed from the paper's text before any run;
+# the unit tests apply them to every paper-profile result saved in `book/results/`. Since
+# the paper gives no numbers, the readings are qualitative and stated in the table:
+# "removes the barrier" is read as in chapter 02, *at least half of it removed* (at the
+# widest width, train and test); "wider models provide lower barriers" as *the barrier at
+# the widest width is below that at the narrowest and its least-squares slope against
+# $\log_2$ width is negative* (the paper says "generally", not "at every width"). The cell
+# below evaluates them on this run and asserts every one of them.
 
 # %%
-def rel(dataset, w, split="test"):
-    pair = res.run(dataset, w)
-    return pair.marginal_barrier(split=split, aligned=True) / pair.marginal_barrier(split=split, aligned=False)
-
-
-def aligned_test_barriers(dataset):
-    return [res.run(dataset, w).marginal_barrier(split="test", aligned=True) for w in widths]
-
-
-top = max(widths)
-paper = experiments.ROSSI_SEC51_CLAIMS
-display(Table(["claim", "paper", f"ours ({profile.name} profile)"], [
-    ("alignment lowers the test barrier (every width, both datasets)", paper["alignment_lowers_barrier"],
-     "yes" if all(rel(d, w) < 1 for d in experiments.ALIGN_DATASETS for w in widths) else "no"),
-    (f"MNIST: aligned / naive test barrier at width {top}", paper["mnist_aligned_barrier"], f"{rel('mnist', top):.3f}"),
-    (f"Fashion-MNIST: aligned / naive test barrier at width {top}", paper["fashion_mnist_aligned_barrier"],
-     f"{rel('fashion_mnist', top):.3f}"),
-    ("MNIST: aligned test barrier decreases with width", paper["barrier_decreases_with_width"],
-     " > ".join(f"{b:.3f}" for b in aligned_test_barriers("mnist"))),
-    ("Fashion-MNIST: aligned test barrier decreases with width", paper["barrier_decreases_with_width"],
-     " , ".join(f"{b:.3f}" for b in aligned_test_barriers("fashion_mnist"))),
-]))
-
-# %% [markdown]
-# In the quick profile alignment lowers every barrier, and on MNIST the aligned barrier
-# falls with width to a small fraction of the naive one. On Fashion-MNIST a clear barrier
-# remains at these widths and it does not fall monotonically; the quick profile's VI
-# posteriors are trained for few epochs on 4,500 images, and the paper profile
-# (widths up to 1024, 100 epochs, full data) is where the width effect should be judged.
-#
-# The cell below asserts: (1) after alignment the test barrier is lower than before, for
-# every width and both datasets; (2) at the widest quick width on MNIST the aligned test
-# barrier is below 10% of the naive one. The tolerance is relative because the level of
-# the marginalised loss, and the upward bias of its $S$-sample estimator (order $1/S$),
-# differ between settings, so an absolute "zero" would not mean the same thing at every
-# scale; 10% separates "the barrier is essentially gone" from "it was reduced".
+outcomes = claims.evaluate("vi_alignment", SUMMARIES["vi_alignment"](res.artifact))
+display(claims.claims_table(outcomes, profile.name))
 
 # %% tags=["nbval-check-output"]
-for dataset in experiments.ALIGN_DATASETS:
-    for w in widths:
-        assert rel(dataset, w) < 1.0, (dataset, w, rel(dataset, w))
-assert rel("mnist", top) < 0.10, rel("mnist", top)
-print("claims verified: alignment lowers every test barrier; on MNIST it nearly removes it at the widest width")
+assert all(o.holds for o in outcomes), [(o.claim.name, o.detail) for o in outcomes if not o.holds]
+print(f"{len(outcomes)} claim(s) of Rossi et al. verified: " + ", ".join(o.claim.name for o in outcomes))
+
+# %% [markdown]
+# **What the numbers say beyond the verdicts (quick profile).** On MNIST alignment leaves
+# 7% of the naive test barrier at width 256 (0.096 of 1.448 nats) and the aligned barrier
+# falls at every doubling of the width (0.697, 0.266, 0.184, 0.096 nats from width 32 to
+# 256): close to the paper's "zero barrier". The naive MNIST barrier falls only slightly
+# and not at every step (1.554, 1.475, 1.419, 1.448). Fashion-MNIST is different, and the
+# claims hold there only in the qualitative readings above:
+#
+# - at width 256 the aligned test barrier is 0.480 nats, 39% of the naive 1.236: reduced,
+#   but not "(nearly) zero" in any plain sense of the paper's words;
+# - the width trend is not monotone: the aligned test barrier goes 0.841, 0.940, 0.501,
+#   0.480 from width 32 to 256 (up from 32 to 64), and the naive one 1.456, 1.324, 1.381,
+#   1.236 (up from 64 to 128); only the overall trend (widest below narrowest, negative
+#   slope) falls as the paper says.
+#
+# The likely reason is training, not the alignment: the quick profile fits each
+# Fashion-MNIST posterior with 180 Adam steps on 4,500 images (MNIST: 360 steps on 9,000),
+# against the paper's 1,000 epochs on the full data (table above). Under-trained posteriors
+# of different seeds differ by more than a permutation, and with one pair per width the
+# barrier at each width also carries the luck of that pair (we run no repeats), which is
+# enough to break monotonicity between neighbouring widths. The paper profile (100 epochs,
+# full data, widths 128-1024) is where "nearly zero" on Fashion-MNIST should be judged;
+# its saved result, when one is run, is checked by the same claims in the unit tests.
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

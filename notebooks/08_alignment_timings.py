@@ -22,15 +22,27 @@
 #
 # **Core idea.** Wasserstein alignment of two mean-field posteriors solves the same kind of
 # problem as weight matching of two deterministic networks, with twice the arrays (means
-# and standard deviations). The paper reports that most alignments finish within a minute
-# on its GPU machines. Here both run on this book's machine, on random VI-like posteriors
-# (He-initialised means, standard deviations between 0.01 and 0.1) of
-# `784-width-width-width-10` MLPs.
+# and standard deviations). The paper profiles both against the model width and reports
+# that "in the majority of cases, the algorithm completes within a minute" (on machines
+# with 8 A100 GPUs, App. B.1), and that aligning VI solutions of wide networks "is more
+# computationally demanding compared to merely matching weights from SGD solutions".
 #
-# This notebook shows wall time against width for Wasserstein alignment and for weight
-# matching of the means alone, and the $W_2$ distance each alignment removes. Times are
-# printed, never asserted (they depend on the machine); the cell with times is ignored by
-# nbval.
+# This notebook times the alignment of the **trained** VI posteriors of the previous
+# chapter (experiment `vi_alignment`: two posteriors per dataset and width, at the
+# profile's widths), on this book's machine:
+#
+# - Wasserstein alignment of $(\mu, \sigma)$, and weight matching of the means alone;
+# - wall time and CPU time of each, the number of coordinate-descent sweeps, and the
+#   $W_2$ distance before and after alignment;
+# - the paper's timing claims as code, and a paper-vs-ours table.
+#
+# **Deviations from the paper.** The paper's deterministic baseline matches two *SGD*
+# solutions; we match the means of the two VI posteriors (same architecture, same data,
+# no extra training), which makes the comparison one of cost per problem at equal
+# weights. Each call is timed 5 times and the minimum kept, as wall time and as the
+# process's CPU time (summed over its threads): this book's machine is shared, and CPU
+# time measures the work done while wall time also counts waiting. Times depend on the
+# machine; the cells that print them are ignored by nbval, and only verdicts are checked.
 
 # %% tags=["hide-cell"]
 import os
@@ -39,51 +51,123 @@ import platform
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from symlib.experiments import plotting
-from symlib.testing.reference import alignment_timings
+from symlib import experiments
+from symlib.experiments import claims, plotting, rossi
 from symlib.experiments.profiles import get_profile
-from symlib.experiments.report import Table
+from symlib.experiments.registry import SUMMARIES
+from symlib.experiments.report import Table, paper_vs_ours
 
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
-widths = [128, 256, 512] if profile.name == "quick" else [128, 256, 512, 1024, 2048]
-print(f"widths {widths}")
+print(f"MLPs 784-{profile.align_depth} x width-10, widths {list(profile.align_widths)}; "
+      f"each timing the minimum of {rossi.TIMING_REPEATS} repeats")
+
+# %% [markdown]
+# ## Timing the alignment of trained posteriors
+#
+# The experiment `vi_alignment_timings` loads the fitted posteriors of `vi_alignment`
+# (computed in the previous chapter, or now) and times both matchings from the identity,
+# with the same sweep order.
 
 # %% tags=["nbval-ignore-output"]
-t = alignment_timings(widths, depth=3, seed=0)
+t = experiments.run("vi_alignment_timings", profile)
 print(f"machine: {platform.machine()}, {os.cpu_count()} CPU cores")
-display(Table(["width", "W2 alignment (s)", "sweeps", "weight matching of means (s)", "sweeps", "ratio"],
-              [(w, f"{a:.2f}", sa, f"{b:.2f}", sb, f"{r:.2f}") for w, a, sa, b, sb, r in
-               zip(t["width"], t["w2_seconds"], t["w2_sweeps"], t["wm_seconds"], t["wm_sweeps"], t["ratio"])]))
+for dataset in experiments.ALIGN_DATASETS:
+    c = {k: t.column(dataset, k) for k in ("w2_seconds", "wm_seconds", "w2_cpu_seconds", "wm_cpu_seconds",
+                                          "w2_sweeps", "wm_sweeps", "w2_sq_identity", "w2_sq")}
+    display(Table([f"{dataset}: width", "W2 alignment: wall (s)", "CPU (s)", "sweeps", "CPU per sweep (ms)",
+                   "weight matching of means: wall (s)", "CPU (s)", "sweeps", "W2^2 before", "W2^2 after"],
+                  [(w, f"{c['w2_seconds'][i]:.3f}", f"{c['w2_cpu_seconds'][i]:.3f}", int(c["w2_sweeps"][i]),
+                    f"{1e3 * c['w2_cpu_seconds'][i] / c['w2_sweeps'][i]:.1f}", f"{c['wm_seconds'][i]:.3f}",
+                    f"{c['wm_cpu_seconds'][i]:.3f}", int(c["wm_sweeps"][i]), f"{c['w2_sq_identity'][i]:.1f}",
+                    f"{c['w2_sq'][i]:.1f}") for i, w in enumerate(t.widths[dataset])]))
 
-fig, ax = plt.subplots(figsize=(5.5, 3.4), constrained_layout=True)
-ax.plot(t["width"], t["w2_seconds"], "o-", label="Wasserstein alignment (VI)")
-ax.plot(t["width"], t["wm_seconds"], "s--", label="weight matching (means only)")
-ax.set_xscale("log", base=2)
-ax.set_yscale("log")
-ax.set_xticks(t["width"], [str(w) for w in t["width"]])
-ax.set_xlabel("hidden width (3 hidden layers)")
-ax.set_ylabel("wall time (s)")
-ax.set_title(f"Alignment time on {os.cpu_count()} CPU cores")
-ax.legend();
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), constrained_layout=True)
+for ax, dataset in zip(axes, experiments.ALIGN_DATASETS):
+    widths = t.widths[dataset]
+    ax.plot(widths, t.column(dataset, "w2_cpu_seconds"), "o-", label="Wasserstein alignment (mu, sigma)")
+    ax.plot(widths, t.column(dataset, "wm_cpu_seconds"), "s--", label="weight matching (means only)")
+    ax.plot(widths, t.column(dataset, "w2_cpu_seconds") / t.column(dataset, "w2_sweeps"), "^:",
+            label="Wasserstein alignment, per sweep")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(widths, [str(w) for w in widths])
+    ax.set_xlabel(f"hidden width ({profile.align_depth} hidden layers)")
+    ax.set_ylabel("CPU time (s)")
+    ax.set_title(f"{dataset}, trained VI posteriors")
+    ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# ## The paper's claims, as code
+#
+# Three statements of App. C are registered on `vi_alignment_timings` in
+# `symlib.experiments.rossi`, fixed from the paper's text before any run: (1) most
+# alignments finish within a minute (more than half of our (dataset, width) pairs under
+# 60 s of wall time); (2) wider networks take longer (the CPU time increases at every
+# doubling of the width, on each dataset); (3) at the widest width, aligning the VI
+# posteriors costs more CPU time than matching the means alone. The table shows each
+# verdict with its numbers (the numbers depend on the machine and are not checked by
+# nbval).
+
+# %% tags=["nbval-ignore-output"]
+outcomes = claims.evaluate("vi_alignment_timings", SUMMARIES["vi_alignment_timings"](t.artifact))
+display(claims.claims_table(outcomes, profile.name))
+
+# %% [markdown]
+# **What reproduces and what does not (quick profile).** Every alignment finishes in well
+# under a second on two CPU cores, far inside the paper's minute: claim (1) holds and is
+# asserted below. Claims (2) and (3) did **not** hold in our stored run and are not
+# asserted; the table above reports them with their numbers, and the unit tests apply
+# them to a saved paper-profile result (widths 128-1024), where they should be judged.
+# Why they fail here, from the numbers of that run:
+#
+# - *(2) time against width.* The number of sweeps the coordinate descent needs varies
+#   from pair to pair without following the width (MNIST 8, 10, 12, 8 sweeps at widths
+#   32-256; Fashion-MNIST 3, 14, 7, 12), and below width 256 one alignment costs
+#   milliseconds to tens of milliseconds, where that variation and the noise of a shared
+#   machine dominate (MNIST: 0.019, 0.102, 0.059, 0.328 s of CPU time). Only at width 256
+#   does the cost clearly rise (about 0.3 s on both datasets).
+# - *(3) VI alignment against matching the means.* Both matchings take the same number
+#   of sweeps at every width: the VI standard deviations of these fits stay small (they
+#   start at 0.01), so they barely change the cost matrices and both methods follow the
+#   same path. The extra work of the Wasserstein cost is building cost matrices from
+#   twice the arrays; at width 256 the linear assignment problems dominate a sweep, and
+#   the two times are within the noise of each other (MNIST 0.328 s against 0.247 s,
+#   Fashion-MNIST 0.309 s against 0.325 s of CPU time). The paper's statement concerns
+#   wide networks and a deterministic baseline trained by SGD, which we do not have.
+#
+# What this notebook asserts, then, is claim (1); the wall time of every alignment is
+# measured afresh when the experiment runs, so the check can fail on a slower machine or
+# with a pathological number of sweeps.
+
+# %% tags=["nbval-check-output"]
+asserted = ("within_a_minute",)
+for o in outcomes:
+    if o.claim.name in asserted:
+        assert o.holds, (o.claim.name, o.detail)
+print(f"verified on the {profile.name} profile: " + "; ".join(asserted) + " (claims (2) and (3) reported, not asserted)")
 
 # %% [markdown]
 # ## Synthesis
 #
-# {cite:t}`rossi2023permutation` (Fig. A2) report that most alignments of their MLPs and
-# ResNet20s finish within a minute on GPU machines. On this book's 2-core CPU the alignment
-# of two `784-512-512-512-10` posteriors takes seconds (table above; the benchmark
-# `benchmarks/bench_alignment.py` records 3.7 s for width 1024, against a target of 60 s).
-# Time per sweep is about twice that of weight matching, as expected from twice the
-# arrays, and the number of sweeps decides the rest.
-#
-# The cell below checks what does not depend on the machine: alignment never increases
-# the $W_2$ distance between the two posteriors (the identity is always a candidate).
+# The paper's Fig. A2 is a figure without numbers; beside its statements, ours.
 
-# %% tags=["nbval-check-output"]
-assert all(after <= before + 1e-9 for before, after in zip(t["w2_sq_identity"], t["w2_sq"])), t
-print("verified: Wasserstein alignment never increases the W2 distance")
+# %% tags=["nbval-ignore-output"]
+widest = {ds: t.widths[ds][-1] for ds in experiments.ALIGN_DATASETS}
+quoted = rossi.ROSSI_APPC_CLAIMS
+rows = []
+for ds in experiments.ALIGN_DATASETS:
+    w2, wm = t.column(ds, "w2_seconds")[-1], t.column(ds, "wm_seconds")[-1]
+    rows.append((f"{ds}: alignment of the widest trained pair (width {widest[ds]}), wall", quoted["within_a_minute"],
+                 f"{w2:.2f} s"))
+    rows.append((f"{ds}: alignment / matching of the means at width {widest[ds]}, CPU",
+                 quoted["vi_costlier_than_sgd"],
+                 f"{t.column(ds, 'w2_cpu_seconds')[-1] / t.column(ds, 'wm_cpu_seconds')[-1]:.2f}x"))
+    rows.append((f"{ds}: alignment CPU time against width", quoted["time_vs_width"],
+                 ", ".join(f"{w}: {s:.3f} s" for w, s in zip(t.widths[ds], t.column(ds, "w2_cpu_seconds")))))
+display(paper_vs_ours(rows, profile.name))
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.
