@@ -191,7 +191,7 @@ display(Table(["configuration", "Wasserstein", "full KL", "mean-only KL (appendi
 # %%
 display(paper_vs_ours([
     ("KL cost: the terms other than the means' distance (App. A)", "do not depend on P",
-     f"the trace term depends on P unless s0 or s1 is constant (range over P: "
+     "the trace term depends on P unless s0 or s1 is constant (range over P: "
      + ", ".join(f"{k} {v:.1e}" for k, v in trace_range.items()) + ")"),
     ("KL cost on a pair mirror-symmetric about y = x (Fig. A1)", "identity (fails to recover the symmetry)",
      f"reduced (mean-only) KL: {found['(a) means on y = x']['mean-only KL (appendix)']}; full KL: "

@@ -5,6 +5,15 @@ Registered experiments: ``toy_perceptrons`` (Fig. 1, App. A; helpers in
 :mod:`symlib.experiments.toy`) and ``laurent_mlps`` (Fig. 2, Fig. 4, App. D.3: many ReLU
 MLPs trained with the OptuNet recipe). :func:`symlib.experiments.run` returns a
 :class:`ToyPerceptronsResult` or a :class:`LaurentMLPsResult`.
+
+The papers' claims about both experiments are registered here with
+:func:`symlib.experiments.claims.claim` and read the experiments' summaries: Fig. 1 / App. A
+(symmetric raw posterior by valid tests, duplicated highest mode, regrouping by scaling
+removal, few dropped networks, functions unchanged) and Fig. 2, Prop. 2, Cor. 1, App. D.3
+(above the min-mass point, strict convexity in the log-scales, lower regularised loss with
+biases counted, largest weights, identical marginals before symmetry removal and different
+after). :func:`mass_hessian` and :func:`mass_along_line` are the numerical checks of
+Proposition 2.
 """
 from __future__ import annotations
 
