@@ -32,8 +32,8 @@
 #
 # This notebook shows:
 #
-# - the derivation of the KL cost, and that its trace term **does** depend on $P$ unless
-#   $s_0$ is constant, checked numerically over all permutations of a small case;
+# - the derivation of the KL cost, checked numerically, and that its trace term **does**
+#   depend on $P$ unless $s_0$ or $s_1$ is constant, checked over all permutations of small cases;
 # - both costs (and the appendix's reduced, mean-only KL) written as the same bilinear
 #   assignment problem that weight matching solves, so `symlib.symmetry.alignment` needs no new loop;
 # - the 2-D toy of Figure A1: two Gaussians mirror-symmetric about $y = x$, and which
@@ -49,7 +49,7 @@ from IPython.display import display
 from symlib.experiments import plotting
 from symlib.symmetry.alignment import kl_alignment, kl_diag, wasserstein2_sq, wasserstein_alignment
 from symlib.experiments.profiles import get_profile
-from symlib.experiments.report import Table
+from symlib.experiments.report import Table, paper_vs_ours
 from symlib.symmetry.specs import PermutationSpec
 
 plotting.set_style()
@@ -77,12 +77,45 @@ print("(this chapter's computations are tiny and identical in every profile)")
 #
 # a sum of inner products between an array built from $q_0$ and a *permuted* array built
 # from $q_1$: exactly the objective weight matching maximises, so `kl_alignment` calls
-# `weight_matching` on these composite arrays. The term $\langle 1/s_0^2, P s_1^2\rangle$
-# (the appendix's trace term) depends on $P$ whenever $s_0$ is not constant. Dropping
-# $s_1^2$ gives the appendix's reduced cost, a Mahalanobis distance between the means.
+# `weight_matching` on these composite arrays. Dropping $s_1^2$ gives the appendix's
+# reduced cost, a Mahalanobis distance between the means.
 #
-# A numeric check on three units with equal means, so that only the standard deviations
-# differ:
+# **When the trace term depends on $P$.** The term
+# $T(P) = \langle 1/s_0^2, P s_1^2\rangle = \sum_i (P s_1)_i^2 / s_{0,i}^2$ (the appendix's trace
+# term) is the same for every permutation when $s_0$ is constant ($T = \sum_i s_{1,i}^2 / s_0^2$)
+# **or** when $s_1$ is constant ($P s_1^2 = s_1^2$). Otherwise it depends on $P$: pick units
+# $i, j$ with $s_{0,i} \ne s_{0,j}$ and a permutation that puts two different values $a \ne b$
+# of $s_1$ at $i$ and $j$; swapping them changes $T$ by
+# $(b^2 - a^2)(1/s_{0,i}^2 - 1/s_{0,j}^2) \ne 0$. So the appendix's statement that the first
+# three terms do not depend on $P$ holds only when one of the two posteriors has the same
+# standard deviation for all units of a layer.
+#
+# Two numeric checks. First, the closed form above (a constant, minus the two inner
+# products) against `kl_diag`, and $T(P)$ over all 24 permutations of four units, for $s_0$
+# constant, $s_1$ constant, and neither:
+
+# %%
+rng = np.random.default_rng(0)
+m0, m1 = rng.normal(size=4), rng.normal(size=4)
+s_var = np.array([0.3, 1.0, 0.6, 2.0])
+trace_cases = {"s0 constant": (np.full(4, 0.7), s_var), "s1 constant": (s_var, np.full(4, 0.7)),
+               "neither constant": (s_var, s_var[::-1].copy())}
+trace_rows, trace_range, formula_error = [], {}, 0.0
+for name, (a0, a1) in trace_cases.items():
+    T, const = [], np.sum(np.log(a0) - np.log(a1)) + 0.5 * np.sum(m0**2 / a0**2) - 2.0
+    for perm in itertools.permutations(range(4)):
+        p = np.array(perm)
+        closed = const - np.dot(m0 / a0**2, m1[p]) + 0.5 * np.dot(1 / a0**2, m1[p] ** 2 + a1[p] ** 2)
+        formula_error = max(formula_error, abs(closed - kl_diag(({"w": m1[p]}, {"w": a1[p]}), ({"w": m0}, {"w": a0}))))
+        T.append(np.sum(a1[p] ** 2 / a0**2))
+    trace_range[name] = max(T) - min(T)
+    trace_rows.append((name, f"{min(T):.4f}", f"{max(T):.4f}", f"{trace_range[name]:.2e}"))
+display(Table(["case", "min over P of T(P)", "max over P", "range"], trace_rows))
+print(f"largest difference between the closed form and kl_diag over all permutations and cases: {formula_error:.1e}")
+
+# %% [markdown]
+# Second, the full KL on three units with equal means, so that only the standard
+# deviations differ (neither constant):
 
 # %%
 spec = PermutationSpec(axes={"w": ("P",)})
@@ -145,18 +178,44 @@ display(Table(["configuration", "Wasserstein", "full KL", "mean-only KL (appendi
 # - The appendix's **reduced** cost reproduces their figure: with both means on the mirror
 #   line it cannot tell the two permutations apart (a tie, resolved as the identity).
 # - The **full** KL divergence also recovers the swap in both configurations: its trace
-#   term $\sum_i (P s_1)_i^2 / s_{0,i}^2$ depends on $P$ (first table). The appendix's
-#   statement that "the first three terms do not depend on $P$" holds only when $s_0$ is
-#   constant; the argument for Wasserstein over KL should rest on other grounds (for
-#   example its symmetry, and that it is a metric whose geodesic is used for the barriers
-#   in the next chapter).
+#   term $\sum_i (P s_1)_i^2 / s_{0,i}^2$ depends on $P$ (tables above). The appendix's
+#   statement that "the first three terms do not depend on $P$" holds only when $s_0$ or
+#   $s_1$ is constant across the units; the argument for Wasserstein over KL should rest
+#   on other grounds (for example its symmetry, and that it is a metric whose geodesic is
+#   used for the barriers in the next chapter).
+#
+# ## The paper's findings beside ours
+#
+# Appendix A states its claims in words and shows Figure A1 without numbers.
+
+# %%
+display(paper_vs_ours([
+    ("KL cost: the terms other than the means' distance (App. A)", "do not depend on P",
+     "the trace term depends on P unless s0 or s1 is constant (range over P: "
+     + ", ".join(f"{k} {v:.1e}" for k, v in trace_range.items()) + ")"),
+    ("KL cost on a pair mirror-symmetric about y = x (Fig. A1)", "identity (fails to recover the symmetry)",
+     f"reduced (mean-only) KL: {found['(a) means on y = x']['mean-only KL (appendix)']}; full KL: "
+     f"{found['(a) means on y = x']['full KL']}"),
+    ("Wasserstein cost on the same pair (Fig. A1)", "recovers the symmetry (swap)",
+     f"{found['(a) means on y = x']['Wasserstein']}; with mirrored means as well: "
+     f"{found['(b) means mirrored']['Wasserstein']}"),
+], profile.name))
+
+# %% [markdown]
+# The checks below can fail: the closed form of the derivation must match `kl_diag`, the
+# trace term must be invariant exactly in the two constant cases and vary otherwise, and
+# each cost must pick the permutation stated.
 
 # %% tags=["nbval-check-output"]
+assert formula_error < 1e-10, formula_error
+assert trace_range["s0 constant"] < 1e-12 and trace_range["s1 constant"] < 1e-12, trace_range
+assert trace_range["neither constant"] > 0.1, trace_range
 assert max(kls) - min(kls) > 1.0, "the full KL should depend on the permutation through its trace term"
 for name in cases:
     assert found[name]["Wasserstein"] == "swap" and found[name]["full KL"] == "swap", found[name]
 assert found["(a) means on y = x"]["mean-only KL (appendix)"] == "identity"
-print("verified: Wasserstein and the full KL recover the swap; only the appendix's reduced KL returns the identity")
+print("verified: the derivation matches kl_diag; the trace term is invariant exactly when s0 or s1 is constant; "
+      "Wasserstein and the full KL recover the swap; only the appendix's reduced KL returns the identity")
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

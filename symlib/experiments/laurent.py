@@ -5,6 +5,15 @@ Registered experiments: ``toy_perceptrons`` (Fig. 1, App. A; helpers in
 :mod:`symlib.experiments.toy`) and ``laurent_mlps`` (Fig. 2, Fig. 4, App. D.3: many ReLU
 MLPs trained with the OptuNet recipe). :func:`symlib.experiments.run` returns a
 :class:`ToyPerceptronsResult` or a :class:`LaurentMLPsResult`.
+
+The papers' claims about both experiments are registered here with
+:func:`symlib.experiments.claims.claim` and read the experiments' summaries: Fig. 1 / App. A
+(symmetric raw posterior by valid tests, duplicated highest mode, regrouping by scaling
+removal, few dropped networks, functions unchanged) and Fig. 2, Prop. 2, Cor. 1, App. D.3
+(above the min-mass point, strict convexity in the log-scales, lower regularised loss with
+biases counted, largest weights, identical marginals before symmetry removal and different
+after). :func:`mass_hessian` and :func:`mass_along_line` are the numerical checks of
+Proposition 2.
 """
 from __future__ import annotations
 
@@ -15,6 +24,7 @@ import jax
 import numpy as np
 
 from symlib.core.models import mlp_init
+from symlib.experiments.claims import claim
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import ExperimentResult, data_config, load_data, pick, register
 from symlib.inference.training import TrainConfig
@@ -129,9 +139,74 @@ class LaurentMLPsResult(ExperimentResult):
                    milestones=artifact["milestones"], prior_std=np.float64(artifact["prior_std"]), sizes=artifact["sizes"])
 
 
+def _toy_summary(art: dict[str, Any]) -> dict[str, Any]:
+    """Summary of ``toy_perceptrons`` (see :func:`toy_symmetry_tests` for the tests)."""
+    loss = np.asarray(art["loss"])
+    return {"nets": int(len(loss)), "kept": int(len(art["kept"])),
+            "dropped_fraction": float(1 - len(art["kept"]) / len(loss)),
+            "max_logit_diff": float(art["max_logit_diff"]),
+            **toy_symmetry_tests({form: np.asarray(art[form]) for form in OUTPUT_WEIGHT_FORMS})}
+
+
+def toy_symmetry_tests(weights: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Tests and modes of the output-weight difference ``d = w1 - w2`` of the toy perceptrons.
+
+    * **Sign test** (two-sided binomial): H0 ``P(w1 > w2) = 1/2`` on the raw weights
+      (networks with ``w1 == w2`` left out).
+    * **Split-half KS test**: H0 ``d`` is symmetric about 0, i.e. ``d`` and ``-d`` have one
+      distribution; two-sample Kolmogorov-Smirnov test of ``d`` over the first half of the
+      networks against ``-d`` over the second half, two independent samples (the networks
+      are trained independently). Testing ``d`` against ``-d`` of the *same* networks would
+      compare a sample with a transform of itself, and its p-value would mean nothing.
+    * **Modes** of a Gaussian KDE of ``d`` (:func:`symlib.experiments.toy.count_modes`),
+      the KDE's bandwidth (Scott's rule), the highest mode, and the **concentration**:
+      the share of networks whose ``d`` lies within a tenth of ``d``'s interquartile range
+      of the highest mode (scale-free, so raw and unit-norm weights compare).
+
+    Args:
+        weights: ``(networks, 2)`` output weights by form (``OUTPUT_WEIGHT_FORMS``).
+
+    Returns:
+        JSON-able dict: ``sign_test_p``, ``split_half_ks_p``, ``fraction_w1_gt_w2`` (raw),
+        and per form ``modes``, ``highest_mode``, ``bandwidth``, ``concentration``.
+
+    Raises:
+        ValueError: if a form is missing or is not ``(networks, 2)`` with at least 8 networks.
+    """
+    from scipy import stats
+    from scipy.stats import gaussian_kde
+
+    from symlib.experiments.toy import count_modes
+
+    out: dict[str, Any] = {"modes": {}, "highest_mode": {}, "bandwidth": {}, "concentration": {}}
+    for form in OUTPUT_WEIGHT_FORMS:
+        if form not in weights:
+            raise ValueError(f"weights must hold the form {form!r}; got {sorted(weights)}")
+        w = np.asarray(weights[form], np.float64)
+        if w.ndim != 2 or w.shape[1] != 2 or w.shape[0] < 8:
+            raise ValueError(f"weights[{form!r}] must have shape (networks >= 8, 2), got {w.shape}")
+        d = w[:, 0] - w[:, 1]
+        kde = gaussian_kde(d)
+        g = np.linspace(d.min(), d.max(), 400)
+        modes = count_modes(d)
+        top = float(g[np.argmax(kde(g))])
+        iqr = float(np.subtract(*np.percentile(d, [75, 25])))
+        out["modes"][form] = [float(m) for m in modes]
+        out["highest_mode"][form] = top
+        out["bandwidth"][form] = float(kde.factor * np.std(d, ddof=1))
+        out["concentration"][form] = float(np.mean(np.abs(d - top) <= 0.1 * iqr))
+    d = np.asarray(weights["raw"], np.float64) @ np.array([1.0, -1.0])
+    nonzero = d[d != 0]
+    half = len(d) // 2
+    out["sign_test_p"] = float(stats.binomtest(int(np.sum(nonzero > 0)), len(nonzero)).pvalue)
+    out["split_half_ks_p"] = float(stats.ks_2samp(d[:half], -d[half: 2 * half]).pvalue)
+    out["fraction_w1_gt_w2"] = float(np.mean(d > 0))
+    return out
+
+
 @register("toy_perceptrons", lambda profile: {"nets": TOY_NETS, "max_loss": TOY_MAX_LOSS},
           "Laurent et al. Fig. 1 / App. A: 10,000 2-2-1 ReLU perceptrons; output weights raw, unscaled, canonical",
-          result=ToyPerceptronsResult)
+          summary=_toy_summary, result=ToyPerceptronsResult)
 def toy_perceptrons(profile: Profile) -> dict[str, Any]:
     """Train ``TOY_NETS`` perceptrons and remove their scaling and permutation symmetries.
 
@@ -161,6 +236,58 @@ def toy_perceptrons(profile: Profile) -> dict[str, Any]:
             **{k: np.asarray(v) for k, v in out.items()}}
 
 
+#: a KS or sign test p-value below this rejects the symmetry (level 1% per test)
+SYMMETRY_TEST_LEVEL = 0.01
+
+
+@claim("toy_perceptrons", "few_dropped", "Laurent et al. (2024), App. A.1",
+       "less than 1% of the 10,000 networks were not trained successfully (dropped)")
+def _toy_few_dropped(summary: dict[str, Any]) -> tuple[bool, str]:
+    f = summary["dropped_fraction"]
+    return f < 0.01, f"{100 * f:.2f}% of {summary['nets']} dropped (final loss > {TOY_MAX_LOSS}, our threshold)"
+
+
+@claim("toy_perceptrons", "functions_unchanged", "Laurent et al. (2024), App. A.2",
+       "removing the symmetries does not alter the networks (checked on random inputs)")
+def _toy_functions_unchanged(summary: dict[str, Any]) -> tuple[bool, str]:
+    m = summary["max_logit_diff"]
+    return m < 1e-9, f"largest logit change {m:.1e} over {summary['kept']} networks (float64)"
+
+
+@claim("toy_perceptrons", "raw_symmetric", "Laurent et al. (2024), Sec. 3.1, Fig. 1 (left); Prop. 1",
+       "the permutation symmetry symmetrises the posterior of the output weights about the diagonal")
+def _toy_raw_symmetric(summary: dict[str, Any]) -> tuple[bool, str]:
+    """Neither the sign test of P(w1 > w2) = 1/2 nor the split-half KS test of d against
+    -d rejects at ``SYMMETRY_TEST_LEVEL`` (tests: :func:`toy_symmetry_tests`)."""
+    p_sign, p_ks = summary["sign_test_p"], summary["split_half_ks_p"]
+    return (min(p_sign, p_ks) > SYMMETRY_TEST_LEVEL,
+            f"fraction w1 > w2 {summary['fraction_w1_gt_w2']:.3f}, sign test p = {p_sign:.3f}; "
+            f"KS of d (first half) vs -d (second half) p = {p_ks:.3f}")
+
+
+@claim("toy_perceptrons", "mode_duplicated", "Laurent et al. (2024), Sec. 3.1, Fig. 1 (left)",
+       "the most important mode is duplicated by the permutation symmetry")
+def _toy_mode_duplicated(summary: dict[str, Any]) -> tuple[bool, str]:
+    """The highest mode of the KDE of d = w1 - w2 (raw) is off the diagonal (|mode| above
+    one bandwidth) and a mode lies within one bandwidth of its mirror image -mode."""
+    top, h = summary["highest_mode"]["raw"], summary["bandwidth"]["raw"]
+    modes = np.asarray(summary["modes"]["raw"])
+    mirror = float(np.min(np.abs(modes + top))) if modes.size else np.inf
+    return (abs(top) > h and mirror <= h,
+            f"highest mode of w1 - w2 at {top:.2f} (bandwidth {h:.2f}); nearest mode to its mirror {-top:.2f} "
+            f"is {mirror:.2f} away; modes {np.round(modes, 2).tolist()}")
+
+
+@claim("toy_perceptrons", "scaling_regroups", "Laurent et al. (2024), Sec. 3.1, Fig. 1 (left vs middle)",
+       "the scaling symmetries spread points that removing them regroups around the modes")
+def _toy_scaling_regroups(summary: dict[str, Any]) -> tuple[bool, str]:
+    """Our reading: after unit-norm scaling a larger share of networks lies near the highest
+    mode of d than in the raw weights (share within a tenth of d's IQR; scale-free)."""
+    c = summary["concentration"]
+    return (c["unit_norm"] > c["raw"],
+            f"share within 0.1 IQR of the highest mode: raw {c['raw']:.3f}, unit-norm {c['unit_norm']:.3f}")
+
+
 def laurent_train_config(profile: Profile, n_train: int) -> TrainConfig:
     """Laurent et al.'s OptuNet recipe (App. B.1) for ``profile.laurent_epochs`` epochs.
 
@@ -184,9 +311,217 @@ def _laurent_config(profile: Profile) -> dict[str, Any]:
     return {**data_config(profile), **{k: v for k, v in profile.to_dict().items() if k.startswith("laurent_")}}
 
 
+def mass_hessian(params: dict[str, Any], log_scales: list[np.ndarray] | None = None) -> np.ndarray:
+    """Hessian of the mass ``M(u)`` in the hidden units' log-scales ``u`` (App. C.7).
+
+    ``M(u) = sum_l sum_ij K_l[i,j]^2 exp(2 (u_l[j] - u_{l-1}[i]))`` (see
+    :mod:`symlib.symmetry.scaling`): every term ``e = K^2 exp(...)`` adds ``4 e`` to the
+    diagonal entries of its two units and ``-4 e`` to their off-diagonal pair (a grounded
+    weighted graph Laplacian; input and output units have no scale).
+
+    Args:
+        params: one MLP (``dense_0 .. dense_{L-1}``).
+        log_scales: one array per hidden layer (zeros, the network as it is, when None).
+
+    Returns:
+        The ``(H, H)`` Hessian, ``H`` the number of hidden units, units in layer order.
+
+    Raises:
+        ValueError: if ``params`` has no hidden layer or ``log_scales`` has the wrong shapes.
+    """
+    names = [f"dense_{l}" for l in range(len(params))]
+    K2 = [np.square(np.asarray(params[n]["kernel"], np.float64)) for n in names]
+    widths = [k.shape[1] for k in K2[:-1]]
+    if not widths:
+        raise ValueError("params must have at least one hidden layer")
+    u = [np.zeros(w) for w in widths] if log_scales is None else [np.asarray(x, np.float64) for x in log_scales]
+    if [x.shape for x in u] != [(w,) for w in widths]:
+        raise ValueError(f"log_scales must have shapes {[(w,) for w in widths]}, got {[x.shape for x in u]}")
+    start = np.concatenate([[0], np.cumsum(widths)])
+    H = np.zeros((start[-1], start[-1]))
+    for l, k2 in enumerate(K2):
+        e = k2 * (np.exp(-2 * u[l - 1])[:, None] if l > 0 else 1.0) * (np.exp(2 * u[l])[None, :] if l < len(u) else 1.0)
+        if l < len(u):  # units of hidden layer l receive these weights
+            j = slice(start[l], start[l + 1])
+            H[j, j] += np.diag(4 * e.sum(0))
+        if l > 0:  # units of hidden layer l-1 send them
+            i = slice(start[l - 1], start[l])
+            H[i, i] += np.diag(4 * e.sum(1))
+            if l < len(u):
+                H[i, j] -= 4 * e
+                H[j, i] -= 4 * e.T
+    return H
+
+
+def _mass_at(K2: list[np.ndarray], u: list[np.ndarray]) -> float:
+    total = 0.0
+    for l, k2 in enumerate(K2):
+        e = k2 * (np.exp(-2 * u[l - 1])[:, None] if l > 0 else 1.0) * (np.exp(2 * u[l])[None, :] if l < len(u) else 1.0)
+        total += float(e.sum())
+    return total
+
+
+def mass_along_line(params: dict[str, Any], origin: list[np.ndarray], direction: list[np.ndarray],
+                    t: np.ndarray) -> np.ndarray:
+    """The mass of ``params`` rescaled by log-scales ``origin + t * direction``, for every ``t``.
+
+    Args:
+        params: one MLP.
+        origin: one log-scale array per hidden layer.
+        direction: one array per hidden layer, same shapes.
+        t: positions along the line.
+
+    Returns:
+        ``M(origin + t direction)`` for each ``t``.
+    """
+    K2 = [np.square(np.asarray(params[f"dense_{l}"]["kernel"], np.float64)) for l in range(len(params))]
+    return np.array([_mass_at(K2, [o + ti * d for o, d in zip(origin, direction)]) for ti in np.asarray(t, float)])
+
+
+#: positions along each random line through the min-mass point (in units of the line's
+#: direction, a unit vector in log-scale space)
+LINE_T = np.linspace(-1.0, 1.0, 41)
+
+
 def _laurent_summary(res: dict[str, Any]) -> dict[str, Any]:
+    """Summary of ``laurent_mlps``: accuracy and swaps, and for Fig. 2, Prop. 2, Cor. 1 and
+    App. D.3 the min-mass problem of every network (masses, hidden-bias sums of squares,
+    Hessian eigenvalues, random lines, largest weights) and the KS tests of the marginals."""
+    from symlib.core.models import unstack
+    from symlib.evaluation.marginals import first_last_pvalues
+    from symlib.symmetry.scaling import check_function_unchanged, identifiable, min_mass, sort_neurons
+
+    nets = unstack(res["params"], np.float64)
+    L = len(nets[0])
+    layers = [f"dense_{l}" for l in range(L)]
+    solved = [min_mass(net) for net in nets]
+    rng = np.random.default_rng(0)
+    eig = {"trained": [], "halfway": [], "min-mass": []}
+    line_min_at_optimum, line_convex, lines = 0, 0, 0
+    for net, s in zip(nets, solved):
+        for where, u in (("trained", None), ("halfway", [x / 2 for x in s.log_scales]), ("min-mass", s.log_scales)):
+            ev = np.linalg.eigvalsh(mass_hessian(net, u))
+            eig[where].append(ev[0] / ev[-1])
+        for _ in range(8):
+            v = [rng.normal(size=x.shape) for x in s.log_scales]
+            norm = np.sqrt(sum(np.sum(x**2) for x in v))
+            m = mass_along_line(net, s.log_scales, [x / norm for x in v], LINE_T)
+            lines += 1
+            line_min_at_optimum += int(np.argmin(m) == len(LINE_T) // 2)
+            line_convex += int(np.all(np.diff(m, 2) >= -1e-12 * m.max()))
+    hidden_bias_sq = lambda net: float(sum(np.sum(np.square(np.asarray(net[n]["bias"], np.float64)))  # noqa: E731
+                                           for n in layers[:-1]))
+    before = np.array([s.mass_before for s in solved])
+    after = np.array([s.mass for s in solved])
+    bias_before = np.array([hidden_bias_sq(n) for n in nets])
+    bias_after = np.array([hidden_bias_sq(s.params) for s in solved])
+    largest = {name: np.array([[np.abs(np.asarray(n[l]["kernel"])).max() for l in layers] for n in group])
+               for name, group in (("trained", nets), ("min-mass", [s.params for s in solved]))}
+    forms = {"raw": nets, "permutation removed": [sort_neurons(n)[0] for n in nets],
+             "scaling and permutation removed": [identifiable(n) for n in nets]}
+    pvals = {k: [first_last_pvalues(g, l) for l in range(L)] for k, g in forms.items()}
+    sizes = np.asarray(res["sizes"])
     return {"nets": int(len(res["test_accuracy"])), "test_accuracy_mean": float(np.mean(res["test_accuracy"])),
-            "swapped_pairs_per_step": float(np.mean(res["swaps"]))}
+            "swapped_pairs_per_step": float(np.mean(res["swaps"])),
+            "min_mass": {
+                "all_converged": bool(all(s.converged for s in solved)),
+                "max_logit_change": float(max(check_function_unchanged(n, s.params, key=i, n=64)
+                                              for i, (n, s) in enumerate(zip(nets, solved)))),
+                "mass_before": before.tolist(), "mass_after": after.tolist(),
+                "hidden_bias_sq_before": bias_before.tolist(), "hidden_bias_sq_after": bias_after.tolist(),
+                "hessian_min_over_max_eigenvalue": {k: float(np.min(v)) for k, v in eig.items()},
+                "random_lines": {"lines": lines, "minimum_at_optimum": line_min_at_optimum, "convex": line_convex,
+                                 "t": [float(LINE_T[0]), float(LINE_T[-1]), len(LINE_T)]},
+                "layers": layers, "layer_weights": [int(a * b) for a, b in zip(sizes[:-1], sizes[1:])],
+                "largest_weight_trained": largest["trained"].mean(0).tolist(),
+                "largest_weight_min_mass": largest["min-mass"].mean(0).tolist()},
+            "marginals": {
+                "positions": [int(len(p)) for p in pvals["raw"]],
+                "share_below_005": {k: float(np.mean(np.concatenate(v) < 0.05)) for k, v in pvals.items()},
+                "layer_share_below_005": {k: [float(np.mean(p < 0.05)) for p in v] for k, v in pvals.items()},
+                "layer_median_p": {k: [float(np.median(p)) for p in v] for k, v in pvals.items()}}}
+
+
+#: App. D.3: share of KS p-values below 0.05 that we still read as "cannot rule out identical
+#: marginals" (twice the 5% expected under identical marginals; positions of one unit are
+#: correlated, so the share scatters more than a binomial share would).
+MARGINALS_MAX_SHARE = 0.10
+
+
+@claim("laurent_mlps", "above_min_mass", "Laurent et al. (2024), Sec. 3.6, Fig. 2",
+       "networks trained with weight decay are not at their min-mass point: scaling symmetries remain")
+def _above_min_mass(summary: dict[str, Any]) -> tuple[bool, str]:
+    """Every network's mass is at least 0.1% above the (converged) min-mass optimum, by a
+    rescaling that leaves its function unchanged (logits within 1e-9)."""
+    mm = summary["min_mass"]
+    b, a = np.asarray(mm["mass_before"]), np.asarray(mm["mass_after"])
+    dec = (b - a) / b
+    return (mm["all_converged"] and mm["max_logit_change"] < 1e-9 and bool(np.all(dec > 1e-3)),
+            f"{int(np.sum(dec > 1e-3))} of {len(b)} networks above their optimum; mass lower by {100 * dec.min():.1f}% "
+            f"to {100 * dec.max():.1f}% (mean {100 * dec.mean():.1f}%); largest logit change {mm['max_logit_change']:.1e}")
+
+
+@claim("laurent_mlps", "min_mass_convex", "Laurent et al. (2024), Prop. 2, App. C.7 (Prop. 7)",
+       "the min-mass problem is strictly convex in the log-scales, with a single minimiser")
+def _min_mass_convex(summary: dict[str, Any]) -> tuple[bool, str]:
+    """The Hessian of the mass in the log-scales is positive definite (smallest eigenvalue
+    above 1e-12 times the largest) at the trained point, halfway and at the optimum of every
+    network, and every random line through the optimum has convex mass with its minimum there."""
+    mm = summary["min_mass"]
+    ev, rl = mm["hessian_min_over_max_eigenvalue"], mm["random_lines"]
+    holds = min(ev.values()) > 1e-12 and rl["minimum_at_optimum"] == rl["lines"] == rl["convex"]
+    return (holds, "smallest Hessian eigenvalue / largest: " + ", ".join(f"{k} {v:.1e}" for k, v in ev.items())
+            + f"; {rl['convex']} of {rl['lines']} random lines convex, {rl['minimum_at_optimum']} smallest at the optimum")
+
+
+@claim("laurent_mlps", "corollary1_lower_loss", "Laurent et al. (2024), Cor. 1, App. C.7",
+       "a trained network not at its min-mass point has equivalent networks with a lower regularised training loss")
+def _corollary1(summary: dict[str, Any]) -> tuple[bool, str]:
+    """Our training penalises every parameter, hidden biases included, which the rescaling
+    multiplies by the unit's scale. Exactly: the data term is unchanged, the penalty
+    ``wd/2 * sum of squares`` changes by ``wd/2 * (dM + dB)``, dM the mass change and dB the
+    change of the hidden biases' sum of squares. Holds when ``dM + dB < 0`` for every net."""
+    mm = summary["min_mass"]
+    dM = np.asarray(mm["mass_after"]) - np.asarray(mm["mass_before"])
+    dB = np.asarray(mm["hidden_bias_sq_after"]) - np.asarray(mm["hidden_bias_sq_before"])
+    total = dM + dB
+    return (bool(np.all(total < 0)) and mm["max_logit_change"] < 1e-9,
+            f"sum of squares changes by dM {dM.mean():.3f} (kernels) + dB {dB.mean():+.4f} (hidden biases) on average; "
+            f"total lower for {int(np.sum(total < 0))} of {len(total)} networks (largest total {total.max():.3f})")
+
+
+@claim("laurent_mlps", "largest_weight", "Laurent et al. (2024), Sec. 3.6, Fig. 2",
+       "the minimisation raises the largest weights of the layers with fewer parameters, without unfeasible values")
+def _largest_weight(summary: dict[str, Any]) -> tuple[bool, str]:
+    """Mean largest |weight| of the layer with fewest weights rises, that of the layer with
+    most weights does not; no layer's rises more than tenfold (our reading of "unfeasible")."""
+    mm = summary["min_mass"]
+    ratio = np.asarray(mm["largest_weight_min_mass"]) / np.asarray(mm["largest_weight_trained"])
+    n = np.asarray(mm["layer_weights"])
+    holds = ratio[np.argmin(n)] > 1 and ratio[np.argmax(n)] <= 1 and np.all(ratio < 10)
+    return holds, ", ".join(f"{l} ({w} weights) x{r:.2f}" for l, w, r in zip(mm["layers"], n, ratio))
+
+
+@claim("laurent_mlps", "marginals_identical_before", "Laurent et al. (2024), Prop. 1, App. D.3, Fig. 9",
+       "KS tests cannot rule out that the layer-wise marginals of different units are identical")
+def _marginals_before(summary: dict[str, Any]) -> tuple[bool, str]:
+    share = summary["marginals"]["share_below_005"]["raw"]
+    return (share <= MARGINALS_MAX_SHARE,
+            f"{100 * share:.1f}% of {sum(summary['marginals']['positions'])} KS p-values < 0.05 "
+            f"(first vs last unit, independent halves; 5% expected if identical, at most {100 * MARGINALS_MAX_SHARE:.0f}%)")
+
+
+@claim("laurent_mlps", "marginals_differ_after", "Laurent et al. (2024), App. D.3",
+       "once the symmetries are removed the units' marginals are no longer identical")
+def _marginals_after(summary: dict[str, Any]) -> tuple[bool, str]:
+    """After min-mass scaling and sorting, the share of p < 0.05 exceeds
+    ``MARGINALS_MAX_SHARE`` and every layer's median p-value is below the raw one's."""
+    m = summary["marginals"]
+    share = m["share_below_005"]["scaling and permutation removed"]
+    med_raw, med = m["layer_median_p"]["raw"], m["layer_median_p"]["scaling and permutation removed"]
+    return (share > MARGINALS_MAX_SHARE and all(a < b for a, b in zip(med, med_raw)),
+            f"{100 * share:.1f}% of KS p-values < 0.05; median p per layer "
+            + ", ".join(f"{a:.2f} (raw {b:.2f})" for a, b in zip(med, med_raw)))
 
 
 @register("laurent_mlps", _laurent_config,

@@ -1,0 +1,124 @@
+"""Laurent et al.'s experiments: the toy symmetry tests, the mass Hessian and line helpers,
+the ``laurent_mlps`` summary, and that their claims fail when the numbers say so."""
+import json
+
+import numpy as np
+import pytest
+from _helpers import random_mlp, stack_trees
+
+from symlib.experiments import SUMMARIES, claims
+from symlib.experiments.laurent import mass_along_line, mass_hessian, toy_symmetry_tests
+from symlib.symmetry.scaling import apply_scaling, mass, min_mass
+
+
+def _toy_weights(rng, n=4000, shift=0.0, share=0.5):
+    """Two mirrored clusters of output weights, ``share`` of them with w1 > w2; ``shift``
+    moves w1 only. Symmetric for ``shift=0, share=0.5``."""
+    side = rng.random(n) < share
+    w = np.where(side[:, None], [3.0, 1.0], [1.0, 3.0]) + 0.3 * rng.normal(size=(n, 2))
+    w[:, 0] += shift
+    canonical = np.sort(w, axis=1)[:, ::-1]
+    return {"raw": w, "unit_norm": w, "canonical": canonical}
+
+
+def test_toy_symmetry_tests_accept_symmetry_and_reject_a_shift():
+    rng = np.random.default_rng(0)
+    sym = toy_symmetry_tests(_toy_weights(rng))
+    assert sym["sign_test_p"] > 0.01 and sym["split_half_ks_p"] > 0.01
+    assert sorted(np.round(sym["modes"]["raw"]).tolist()) == [-2.0, 2.0]
+    shifted = toy_symmetry_tests(_toy_weights(rng, shift=0.3))  # same signs, shifted clusters
+    assert shifted["split_half_ks_p"] < 1e-6
+    unbalanced = toy_symmetry_tests(_toy_weights(rng, share=0.6))
+    assert unbalanced["sign_test_p"] < 1e-6 and unbalanced["split_half_ks_p"] < 1e-6
+
+
+def test_toy_symmetry_tests_name_bad_input():
+    w = _toy_weights(np.random.default_rng(1), n=20)
+    with pytest.raises(ValueError, match="must hold the form 'canonical'"):
+        toy_symmetry_tests({"raw": w["raw"], "unit_norm": w["unit_norm"]})
+    with pytest.raises(ValueError, match=r"weights\['raw'\] must have shape \(networks >= 8, 2\), got \(20, 3\)"):
+        toy_symmetry_tests({**w, "raw": np.ones((20, 3))})
+
+
+def _toy_summary(**over):
+    s = {"nets": 10000, "kept": 9990, "dropped_fraction": 0.001, "max_logit_diff": 1e-13, "sign_test_p": 0.5,
+         "split_half_ks_p": 0.5, "fraction_w1_gt_w2": 0.5, "modes": {"raw": [-2.0, 2.0]},
+         "highest_mode": {"raw": 2.0}, "bandwidth": {"raw": 0.3}, "concentration": {"raw": 0.2, "unit_norm": 0.3}}
+    s.update(over)
+    return s
+
+
+def test_toy_claims_hold_and_fail():
+    assert all(o.holds for o in claims.evaluate("toy_perceptrons", _toy_summary()))
+    failing = {"few_dropped": _toy_summary(dropped_fraction=0.02),
+               "raw_symmetric": _toy_summary(split_half_ks_p=0.001),
+               "mode_duplicated": _toy_summary(modes={"raw": [0.1, 2.0]}),
+               "scaling_regroups": _toy_summary(concentration={"raw": 0.3, "unit_norm": 0.2})}
+    for name, summary in failing.items():
+        outcome = {o.claim.name: o for o in claims.evaluate("toy_perceptrons", summary)}
+        assert not outcome[name].holds, name
+        assert sum(not o.holds for o in outcome.values()) == 1
+
+
+def test_mass_hessian_matches_finite_differences():
+    rng = np.random.default_rng(2)
+    net = random_mlp(rng, [4, 3, 5, 2])
+    u = [0.3 * rng.normal(size=3), 0.3 * rng.normal(size=5)]
+    H = mass_hessian(net, u)
+    flat = np.concatenate(u)
+
+    def m(x):
+        return mass(apply_scaling(net, [np.exp(x[:3]), np.exp(x[3:])]))
+
+    h, n = 1e-4, len(flat)
+    fd = np.empty((n, n))
+    for a in range(n):
+        for b in range(n):
+            ea, eb = np.eye(n)[a] * h, np.eye(n)[b] * h
+            fd[a, b] = (m(flat + ea + eb) - m(flat + ea - eb) - m(flat - ea + eb) + m(flat - ea - eb)) / (4 * h * h)
+    np.testing.assert_allclose(H, fd, rtol=1e-5, atol=1e-6)
+    assert np.linalg.eigvalsh(H)[0] > 0
+
+
+def test_mass_hessian_singular_for_an_isolated_unit_and_bad_input():
+    net = random_mlp(np.random.default_rng(3), [4, 3, 2])
+    net["dense_0"]["kernel"][:, 1] = 0.0
+    net["dense_1"]["kernel"][1, :] = 0.0
+    assert abs(np.linalg.eigvalsh(mass_hessian(net))[0]) < 1e-12
+    with pytest.raises(ValueError, match=r"log_scales must have shapes \[\(3,\)\]"):
+        mass_hessian(net, [np.zeros(2)])
+    with pytest.raises(ValueError, match="at least one hidden layer"):
+        mass_hessian({"dense_0": net["dense_0"]})
+
+
+def test_mass_along_line_minimum_at_min_mass():
+    net = random_mlp(np.random.default_rng(4), [5, 4, 4, 3])
+    s = min_mass(net, method="newton")
+    direction = [np.ones(4) / 4, -np.ones(4) / 4]
+    t = np.linspace(-1, 1, 21)
+    line = mass_along_line(net, s.log_scales, direction, t)
+    assert np.argmin(line) == 10 and np.isclose(line[10], s.mass)
+    np.testing.assert_allclose(mass_along_line(net, [np.zeros(4)] * 2, direction, [0.0]), [mass(net)])
+
+
+def test_laurent_summary_on_small_networks_and_its_claims():
+    rng = np.random.default_rng(5)
+    nets = [random_mlp(rng, [6, 5, 4, 3], bias_scale=0.1) for _ in range(10)]
+    art = {"params": stack_trees(nets), "test_accuracy": np.full(10, 0.9), "swaps": np.zeros((10, 2, 3, 2)),
+           "sizes": np.array([6, 5, 4, 3])}
+    summary = json.loads(json.dumps(SUMMARIES["laurent_mlps"](art)))
+    mm = summary["min_mass"]
+    assert mm["all_converged"] and len(mm["mass_before"]) == 10
+    assert np.all(np.asarray(mm["mass_after"]) <= np.asarray(mm["mass_before"]))
+    assert mm["random_lines"]["lines"] == 80 == mm["random_lines"]["minimum_at_optimum"] == mm["random_lines"]["convex"]
+    assert mm["hessian_min_over_max_eigenvalue"]["min-mass"] > 0
+    assert summary["marginals"]["positions"] == [6, 5, 3]
+    outcomes = {o.claim.name: o for o in claims.evaluate("laurent_mlps", summary)}
+    assert outcomes["above_min_mass"].holds and outcomes["min_mass_convex"].holds
+    # the claims fail when the numbers say so
+    bad = json.loads(json.dumps(summary))
+    bad["min_mass"]["mass_after"] = bad["min_mass"]["mass_before"]
+    bad["min_mass"]["hessian_min_over_max_eigenvalue"]["halfway"] = 0.0
+    bad["min_mass"]["hidden_bias_sq_after"] = [b + 1.0 for b in bad["min_mass"]["hidden_bias_sq_before"]]
+    outcomes = {o.claim.name: o for o in claims.evaluate("laurent_mlps", bad)}
+    assert not any(outcomes[k].holds for k in ("above_min_mass", "min_mass_convex", "corollary1_lower_loss"))
