@@ -42,7 +42,7 @@ import numpy as np
 from IPython.display import display
 
 from symlib import experiments
-from symlib.experiments import plotting
+from symlib.experiments import claims, plotting
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table
 
@@ -116,54 +116,112 @@ display(Table(["pruned", *labels.values()], rows))
 # measured:
 
 # %%
-heavy = prune.keep_fraction <= 0.3
-gain = {k: float(np.mean(prune.accuracy["ensemble mu + hmc sigma"][heavy] - prune.accuracy[k][heavy]))
-        for k in ("ensemble", "hmc")}
-paper = experiments.XIAO_FIG3_CLAIMS
-near_prior = {k: float(np.mean(np.abs(np.log(sig[k])) < np.log(1.5))) for k in ("HMC q_r", "VI q", "Ensemble q_r")}
-display(Table(["claim", "paper", f"ours ({profile.name} profile)"], [
-    ("(i) re-basin shrinks sigma: median sigma_r vs sigma_d, HMC (per-sample matching, the paper's)",
-     paper["rebasin_shrinks_sigma"],
-     f"{med['HMC q_r']:.3g} vs {med['HMC q_d']:.3g}"),
-    ("(i) same, HMC with one permutation per chain", "not studied",
-     f"{med['HMC q_r (per chain)']:.3g} vs {med['HMC q_d']:.3g}"),
-    ("(i) same, ensemble", paper["rebasin_shrinks_sigma"], f"{med['Ensemble q_r']:.3g} vs {med['Ensemble q_d']:.3g}"),
-    ("(ii) weights with sigma within 1.5x of the prior's 1: HMC q_r / VI / ensemble q_r", paper["sigma_near_prior"],
-     " / ".join(f"{100 * near_prior[k]:.1f}%" for k in ("HMC q_r", "VI q", "Ensemble q_r"))),
-    ("(iii) stitched minus ensemble-only accuracy, mean over >= 70% pruned", paper["stitched_pruning_gain"],
-     f"{100 * gain['ensemble']:+.2f} points"),
-    ("(iii) stitched minus HMC-only accuracy, mean over >= 70% pruned", paper["stitched_pruning_gain"],
-     f"{100 * gain['hmc']:+.2f} points"),
+summary = experiments.SUMMARIES["compact_representation"](res.artifact)
+fig3 = [o for o in claims.evaluate("compact_representation", summary) if not o.claim.name.startswith("qr_beats_qd")]
+display(claims.claims_table(fig3, profile.name))
+near = summary["near_prior"]
+display(Table(["quantity", f"ours ({profile.name} profile)"], [
+    ("median sigma: HMC q_d / HMC q_r (per sample) / HMC q_r (per chain)",
+     f"{med['HMC q_d']:.3g} / {med['HMC q_r']:.3g} / {med['HMC q_r (per chain)']:.3g}"),
+    ("median sigma: ensemble q_d / q_r", f"{med['Ensemble q_d']:.3g} / {med['Ensemble q_r']:.3g}"),
+    ("median sigma: VI (initial value)", f"{med['VI q']:.3g} ({profile.vi_std_init})"),
+    ("weights with sigma within 1.5x of the prior's: HMC q_d / HMC q_r / VI / ensemble q_r",
+     " / ".join(f"{100 * near[k]:.1f}%" for k in ("HMC q_d", "HMC q_r", "VI q", "Ensemble q_r"))),
 ]))
 
 # %% [markdown]
-# A caveat on VI in the quick profile: its standard deviations barely leave their
-# initialisation (0.01; see the narrow spike in the histogram). The quick profile gives VI
-# only a few hundred Adam steps on 2,000 examples, too few for the softplus parameters of
-# $\sigma$ to travel to the prior's scale, so finding (ii) cannot show for VI here; the
-# paper profile runs 50 epochs on 50,000 examples. VI's pruning curve above reflects
-# these small, early differences between its $\sigma$.
+# To look inside HMC's $\sigma_r$ versus $\sigma_d$, the cell below recomputes both summaries
+# from the stored samples and splits the first-layer weights by whether their pixel is zero
+# in every training image (then their exact posterior is the prior, $N(0, 1)$). It also
+# measures how consistently per-sample matching permutes the samples of one chain, and
+# recomputes both summaries from one sample per chain (independent draws).
+
+# %%
+import jax  # noqa: E402
+
+from symlib.evaluation import summaries  # noqa: E402
+from symlib.experiments.registry import load_bnn_data  # noqa: E402
+from symlib.symmetry.specs import mlp_permutation_spec  # noqa: E402
+
+x_match = load_bnn_data(profile)["x_train"]
+const = np.asarray(x_match.std(0) == 0)
+spec = mlp_permutation_spec(1)
+C, S = profile.hmc_chains, profile.hmc_samples
+stack = jax.tree_util.tree_map(lambda a: np.asarray(a).reshape((-1,) + a.shape[2:]), experiments.hmc_samples(profile))
+q_d = summaries.direct_summary(stack)
+q_r = summaries.rebasin_summary(stack, spec, method="activation", data=x_match[:5000])
+k_d, k_r = q_d.sigma["dense_0"]["kernel"], q_r.sigma["dense_0"]["kernel"]
+perm = q_r.perms["P_0"]
+same = [float(np.median((perm[c * S:(c + 1) * S] == perm[c * S]).mean(1))) for c in range(C)]
+one = jax.tree_util.tree_map(lambda a: a[::S], stack)
+one_d = np.median(summaries.flatten_summary(summaries.direct_summary(one))[1])
+one_r = np.median(summaries.flatten_summary(summaries.rebasin_summary(one, spec, method="activation",
+                                                                      data=x_match[:5000]))[1])
+display(Table(["HMC weights", "median sigma_d", "median sigma_r (per sample)"], [
+    (f"first layer, the {int(const.sum())} always-zero pixels (exact posterior sigma: 1)",
+     f"{np.median(k_d[const]):.3f}", f"{np.median(k_r[const]):.3f}"),
+    ("first layer, the other pixels", f"{np.median(k_d[~const]):.3f}", f"{np.median(k_r[~const]):.3f}"),
+    ("output layer", f"{np.median(q_d.sigma['dense_1']['kernel']):.3f}",
+     f"{np.median(q_r.sigma['dense_1']['kernel']):.3f}"),
+    (f"all weights, one sample per chain ({C} independent draws)", f"{one_d:.3f}", f"{one_r:.3f}"),
+]))
+print("share of hidden units that per-sample matching permutes like the chain's first sample "
+      f"(median over the chain's samples), chain by chain: {', '.join(f'{v:.2f}' for v in same)} "
+      "(chain 0 holds the reference)")
+
+# %% [markdown]
+# **VI.** With the training budget of the previous chapter (250 epochs at learning rate
+# 0.005 in the quick profile), VI's standard deviations leave their initial value 0.01 and
+# most of them sit at the prior's scale: with 2,000 training examples and a 784-128-10
+# network, the data pin down few individual weights, and the KL term pulls the rest to the
+# prior. Finding (ii) holds for VI, more extremely than in the paper's histogram (50,000
+# examples there).
 #
-# Finding (i) holds clearly for the ensemble. For HMC it depends on how the samples are
-# matched, and in the quick profile the paper's per-sample version does **not** shrink the
-# standard deviations: with chains started from independent initialisations, every
-# sample of the second chain is matched to a reference in the first chain on its own,
-# and for the many weights the data barely constrain (most first-layer weights) these
-# per-sample matches disagree with each other, so samples of one chain are scattered
-# over several unit orders and their spread grows. Matching each chain once, through its
-# mean network, removes only the permutation between chains and leaves the within-chain
-# frame intact; the spread then shrinks slightly, in line with the paper's remark that
-# HMC's large standard deviations are hardly affected by re-basin.
+# **Why HMC's $\sigma_r$ is not smaller than $\sigma_d$ here.** The paper's finding (i)
+# holds for the ensemble but not for HMC in the quick profile (table above). We traced it
+# to two properties of our short HMC chains, not to a defect in how $\sigma$ is computed
+# (`direct_summary` and `rebasin_summary` are unit-tested against numpy on permuted
+# stacks):
 #
-# The cell below asserts what holds in this profile: re-basin shrinks the median standard
-# deviation of the ensemble, and of HMC when each chain is matched once. The paper's
-# per-sample version for HMC is reported above with its numbers, not asserted. Whether
-# the stitched pruning curve beats both others is reported in the table, not asserted.
+# - *The weights are prior-dominated and not yet at equilibrium.* A first-layer weight
+#   fed by a pixel that is zero in all 2,000 training images has exactly the prior
+#   $N(0, 1)$ as its posterior, yet its $\sigma_d$ across our samples is well below 1 and
+#   about the same as for the other first-layer weights (table above): the chains started
+#   from a He initialisation (standard deviation 0.05) and have diffused only part of the
+#   way to the prior's scale, and at this scale the data constrain almost no single
+#   first-layer weight (the first layer is 99% of the weights).
+# - *Per-sample matching scrambles autocorrelated samples.* Matching each sample to the
+#   reference on its own permutes, in every chain but the reference's, a large share of
+#   the hidden units differently from one sample to the next (printed above): the matching
+#   of units whose weights the data barely constrain is decided by noise. Successive
+#   samples of a chain are strongly correlated, so scrambling them destroys that
+#   correlation and adds spread; $\sigma_r$ exceeds $\sigma_d$ in the first layer and is
+#   smaller only in the output layer. With one sample per chain (independent draws, no
+#   within-chain correlation to destroy) the two medians are close (last row).
+#
+# In the paper's setting (1,000 samples from long, well-mixed chains) the prior-dominated
+# weights sit at $\sigma \approx 1$ in any frame, so scrambling them changes nothing, and
+# re-basin shrinks the spread of the weights the data do constrain. So the quick profile
+# does not reproduce finding (i) for HMC; the claim is reported with its numbers and is not
+# asserted here. The per-chain summary of the previous chapter, which keeps each chain's
+# frame, is shown for comparison but is not the paper's method and is not used to stand in
+# for it.
+#
+# **Stitching** (finding iii) is asserted: pruning the ensemble's means by HMC's
+# $\sigma_r$ beats both single-method curves by far more than the bar, because the
+# ensemble's own $\sigma_r$ (spread of five MAP networks) ranks weights by a noisy
+# criterion and HMC's means are poor networks.
+#
+# The cell below asserts the Fig. 3 claims that hold in this profile (ensemble shrinkage,
+# (ii) and (iii)); the HMC shrinkage claim is displayed above and deliberately left out.
 
 # %% tags=["nbval-check-output"]
-assert med["Ensemble q_r"] < med["Ensemble q_d"], (med["Ensemble q_r"], med["Ensemble q_d"])
-assert med["HMC q_r (per chain)"] < med["HMC q_d"], (med["HMC q_r (per chain)"], med["HMC q_d"])
-print("claim verified: re-basin shrinks the per-weight standard deviations (ensemble; HMC matched per chain)")
+asserted = [o for o in fig3 if o.claim.name != "rebasin_shrinks_sigma_hmc"]
+failed = [(o.claim.name, o.detail) for o in asserted if not o.holds]
+assert not failed, failed
+print(f"asserted: {', '.join(o.claim.name for o in asserted)}; reported only: rebasin_shrinks_sigma_hmc "
+      f"({'holds' if next(o for o in fig3 if o.claim.name == 'rebasin_shrinks_sigma_hmc').holds else 'does not hold'}"
+      " in this profile)")
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.
