@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from symlib.inference.diagnostics import ess, function_space_diagnostics, rhat, summarize_hmc
+from symlib.inference.diagnostics import coordinate_diagnostics, ess, function_space_diagnostics, rhat, summarize_hmc
 from symlib.inference.hmc import HMCConfig, run_hmc
 from symlib.core.models import mlp_apply, mlp_init
 
@@ -106,3 +106,42 @@ def test_function_space_diagnostics_validates_inputs():
         function_space_diagnostics(samples, x, y, num_points=0)
     out = function_space_diagnostics(samples, x, y, point_indices=[5, 0])
     assert out["point_indices"].tolist() == [5, 0] and out["true_class_prob"]["values"].shape == (2, 2, 2)
+
+
+def test_coordinate_diagnostics_finds_the_stuck_and_the_disagreeing_coordinates():
+    rng = np.random.default_rng(4)
+    samples = {"dense_0": {"kernel": rng.normal(size=(4, 400, 2, 3)), "bias": rng.normal(size=(4, 400, 3))},
+               "scalar": rng.normal(size=(4, 400))}
+    samples["dense_0"]["kernel"][:, :, 1, 2] = _ar1(rng, 0.995, 4, 400)  # barely moves: tiny ESS
+    samples["scalar"][2:] += 3.0  # two chains elsewhere: large R-hat
+    out = coordinate_diagnostics(samples, num_worst=2)
+    assert out["num_coordinates"] == 10 and out["num_draws"] == 1600
+    worst = {e["coordinate"] for e in out["worst_ess"]}
+    assert worst == {"dense_0/kernel[1, 2]", "scalar"}, out["worst_ess"]
+    assert out["worst_rhat"][0]["coordinate"] == "scalar" and out["worst_rhat"][0]["rhat"] == out["rhat_max"] > 1.5
+    assert out["ess_min"] == min(e["ess"] for e in out["worst_ess"]) < 50 < 1000 < out["ess_median"] <= out["ess_max"]
+    np.testing.assert_allclose(out["ess_min"], min(float(ess(samples["scalar"])), float(ess(samples["dense_0"]["kernel"][:, :, 1, 2]))), rtol=1e-5)
+    assert 0.99 < out["rhat_median"] < 1.02
+    # batching over coordinates changes nothing
+    small = coordinate_diagnostics(samples, num_worst=2, batch_size=1)
+    assert [e["coordinate"] for e in small["worst_ess"]] == [e["coordinate"] for e in out["worst_ess"]]
+    for k in ("ess_min", "ess_median", "ess_max", "rhat_median", "rhat_max"):
+        np.testing.assert_allclose(small[k], out[k], rtol=1e-4, err_msg=k)
+    import json
+    json.dumps(out)
+
+
+def test_coordinate_diagnostics_one_chain_and_bad_input():
+    x = np.random.default_rng(5).normal(size=(1, 50, 2))
+    out = coordinate_diagnostics(x)
+    assert np.isnan(out["rhat_max"]) and out["worst_rhat"] == [] and out["worst_ess"][0]["coordinate"].startswith("samples[")
+    with pytest.raises(ValueError, match="samples has no array leaves"):
+        coordinate_diagnostics({})
+    with pytest.raises(ValueError, match="samples must have the same leading"):
+        coordinate_diagnostics({"a": np.zeros((2, 5)), "b": np.zeros((2, 4))})
+    with pytest.raises(ValueError, match="samples needs at least 2 samples"):
+        coordinate_diagnostics(np.zeros((2, 1, 3)))
+    with pytest.raises(ValueError, match="num_worst must be a positive integer"):
+        coordinate_diagnostics(x, num_worst=0)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        coordinate_diagnostics(x, batch_size=0)

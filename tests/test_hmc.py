@@ -179,12 +179,34 @@ def test_config_validation():
     good = dict(step_size=0.1, num_leapfrog=5, num_burnin=10, num_samples=10, thin=2)
     HMCConfig(**good)
     for field, bad in [("step_size", 0.0), ("step_size", float("nan")), ("num_leapfrog", 0), ("num_burnin", -1),
-                       ("num_samples", 0), ("thin", 0), ("num_chains", 0), ("thin", 1.5), ("target_accept", 1.0)]:
+                       ("num_samples", 0), ("thin", 0), ("num_chains", 0), ("thin", 1.5), ("target_accept", 1.0),
+                       ("step_size_jitter", -0.1), ("step_size_jitter", 1.0), ("step_size_jitter", float("inf")),
+                       ("num_leapfrog_jitter", -1), ("num_leapfrog_jitter", 5), ("num_leapfrog_jitter", 1.0),
+                       ("num_leapfrog_jitter", True)]:
         with pytest.raises(ValueError, match=field):
             HMCConfig(**{**good, field: bad})
     with pytest.raises(ValueError, match="burn-in"):
         HMCConfig(**{**good, "num_burnin": 0}, adapt_step_size=True)
     assert HMCConfig(**good).num_iterations == 30
+    assert HMCConfig(**good, step_size_jitter=0.5, num_leapfrog_jitter=4).step_size_jitter == 0.5
+    assert HMCConfig(**good).step_size_jitter == 0.0 and HMCConfig(**good).num_leapfrog_jitter == 0  # the defaults
+
+
+def test_jitter_is_in_the_identity_and_no_jitter_keeps_the_old_one():
+    """A config without jitter has the identity it had before the jitter fields existed (so
+    stored runs are resumed); any jitter makes it another run."""
+    ld, init = _mlp_problem()
+    cfg = HMCConfig(step_size=0.05, num_leapfrog=4, num_burnin=1, num_samples=2, thin=1)
+    old_fields = {k: v for k, v in cfg.to_dict().items() if k not in ("step_size_jitter", "num_leapfrog_jitter")}
+    assert cfg.identity_dict() == old_fields
+    assert HMCConfig(**cfg.to_dict()) == cfg and HMCConfig(**old_fields) == cfg  # old state.json configs load
+    key = jax.random.key(0)
+    fp = run_fingerprint(key, init, ld, cfg)
+    assert fp["config"] == hmc._fingerprint(json.dumps(old_fields, sort_keys=True))
+    for jitter in (dict(step_size_jitter=0.1), dict(num_leapfrog_jitter=1)):
+        jittered = HMCConfig(**{**cfg.to_dict(), **jitter})
+        assert jittered.identity_dict() == {**old_fields, **jitter}
+        assert run_fingerprint(key, init, ld, jittered)["config"] != fp["config"]
 
 
 # ---------------------------------------------------------------------------- storage and resumption
@@ -197,13 +219,15 @@ def _mlp_problem():
     return ld, init
 
 
-@pytest.mark.parametrize("adapt, stop_after", [(False, 3), (True, 1)])
-def test_resume_gives_identical_chain(tmp_path, adapt, stop_after):
+@pytest.mark.parametrize("adapt, stop_after, jitter", [(False, 3, {}), (True, 1, {}),
+                                                      (True, 3, dict(step_size_jitter=0.3, num_leapfrog_jitter=2))])
+def test_resume_gives_identical_chain(tmp_path, adapt, stop_after, jitter):
     """Interrupt after ``stop_after`` stored chunks (in the sampling phase / in burn-in), rerun:
-    identical to an uninterrupted run (and to an in-memory run); stored chunks are untouched."""
+    identical to an uninterrupted run (and to an in-memory run); stored chunks are untouched.
+    Also with jitter: its draws come from the iteration's key, so they are the same again."""
     ld, init = _mlp_problem()
     cfg = HMCConfig(step_size=0.05, num_leapfrog=4, num_burnin=7, num_samples=10, thin=2, num_chains=2,
-                    adapt_step_size=adapt)
+                    adapt_step_size=adapt, **jitter)
     key = jax.random.key(11)
     full = run_hmc(key, init, ld, cfg, out_dir=tmp_path / "full", chunk_size=3)
 

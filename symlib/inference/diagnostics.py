@@ -7,9 +7,13 @@ effective sample size with Geyer's initial monotone sequence
 meaningful for BNNs (permutation symmetry makes chains disagree on every weight), so
 :func:`function_space_diagnostics` applies them to functions of the predictions
 (test log-likelihood, predictive probabilities), as in Izmailov et al. (2021).
+:func:`coordinate_diagnostics` summarises the per-coordinate ESS and R-hat of any samples
+pytree (min, median, the worst coordinates by name), e.g. to find the coordinates that a
+fixed-trajectory HMC sampler leaves stuck (see ``HMCConfig``'s jitter).
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -22,7 +26,7 @@ from blackjax.diagnostics import effective_sample_size, potential_scale_reductio
 from symlib.core.checks import positive_int
 from symlib.core.models import mlp_apply
 
-__all__ = ["ess", "function_space_diagnostics", "rhat", "summarize_hmc"]
+__all__ = ["coordinate_diagnostics", "ess", "function_space_diagnostics", "rhat", "summarize_hmc"]
 
 
 def _chains_samples(x, name: str, min_chains: int) -> jax.Array:
@@ -180,3 +184,86 @@ def summarize_hmc(result) -> dict[str, Any]:
         "step_size": np.asarray(result.step_size).tolist(),
         "warnings": result.warning_messages(),
     }
+
+
+def _coordinate_names(samples) -> tuple[list[np.ndarray], list[str]]:
+    """The leaves of ``samples`` as ``(chains, samples, coordinates)`` arrays and their path names."""
+    flat, _ = jax.tree_util.tree_flatten_with_path(samples)
+    if not flat:
+        raise ValueError("samples has no array leaves")
+    leaves, names = [], []
+    for path, leaf in flat:
+        leaf = np.asarray(leaf)
+        leaves.append(leaf.reshape(*leaf.shape[:2], -1))
+        names.append(jax.tree_util.keystr(path, simple=True, separator="/") or "samples")
+    return leaves, names
+
+
+def _batched(fn, x: np.ndarray, batch: int) -> np.ndarray:
+    """``fn`` over the coordinate axis of ``x`` (chains, samples, coordinates), ``batch`` at a time."""
+    return np.concatenate([np.asarray(fn(x[..., i:i + batch])).reshape(-1) for i in range(0, x.shape[-1], batch)])
+
+
+def coordinate_diagnostics(samples, num_worst: int = 5, batch_size: int = 4096) -> dict[str, Any]:
+    """Per-coordinate ESS and R-hat of a samples pytree, summarised.
+
+    Every scalar coordinate of every leaf is a quantity of its own: its ESS (all chains
+    together, :func:`ess`) and, with at least 2 chains, its R-hat (:func:`rhat`). The
+    Monte Carlo standard error of a coordinate's posterior mean is its posterior standard
+    deviation over ``sqrt(ESS)``, so the smallest ESS says how precise the least precise
+    mean is. Coordinates are processed ``batch_size`` at a time, so large networks fit in
+    memory.
+
+    Args:
+        samples: a pytree of arrays of shape ``(chains, samples, ...)`` (the same leading
+            axes on every leaf), e.g. ``HMCResult.samples``.
+        num_worst: how many of the worst coordinates to list.
+        batch_size: coordinates whose ESS and R-hat are computed at once.
+
+    Returns:
+        A JSON-friendly dict: ``num_coordinates``, ``num_draws`` (chains x samples),
+        ``ess_min``, ``ess_median``, ``ess_max``, ``rhat_median`` and ``rhat_max`` (all R-hat
+        entries NaN with one chain; ``ess_min`` and ``rhat_max`` are NaN if any coordinate's
+        is, the medians and ``ess_max`` skip NaN), ``worst_ess`` and ``worst_rhat``: lists of up to ``num_worst``
+        ``{"coordinate": name, "ess": ..., "rhat": ...}`` with the smallest ESS and the
+        largest R-hat, ``name`` being the leaf's path and the index in it, as
+        ``"dense_0/kernel[2, 1]"``. A NaN ESS or R-hat (e.g. a coordinate that never moves)
+        counts as the worst.
+
+    Raises:
+        ValueError: naming ``samples`` if it has no leaves, its leaves do not share leading
+            ``(chains, samples)`` axes or have fewer than 2 samples; naming ``num_worst`` or
+            ``batch_size`` if it is not a positive integer.
+    """
+    num_worst, batch_size = positive_int(num_worst, "num_worst"), positive_int(batch_size, "batch_size")
+    num_chains, num_samples = _chains_and_samples(samples)
+    if num_samples < 2:
+        raise ValueError(f"samples needs at least 2 samples per chain, got {num_samples}")
+    leaves, names = _coordinate_names(samples)
+    ess_all, rhat_all, labels = [], [], []
+    for leaf, name, full in zip(leaves, names, jax.tree_util.tree_leaves(samples)):
+        ess_all.append(_batched(ess, leaf, batch_size))
+        rhat_all.append(_batched(rhat, leaf, batch_size) if num_chains >= 2 else np.full(leaf.shape[-1], np.nan))
+        shape = np.shape(full)[2:]
+        labels += [f"{name}[{', '.join(map(str, idx))}]" if shape else name for idx in np.ndindex(*shape)]
+    ess_v, rhat_v = np.concatenate(ess_all).astype(float), np.concatenate(rhat_all).astype(float)
+
+    def entry(i):
+        return {"coordinate": labels[i], "ess": float(ess_v[i]), "rhat": float(rhat_v[i])}
+
+    worst_ess = np.argsort(np.where(np.isnan(ess_v), -np.inf, ess_v), kind="stable")[:num_worst]
+    rhat_key = np.where(np.isnan(rhat_v), np.inf, rhat_v)
+    worst_rhat = np.argsort(-rhat_key, kind="stable")[:num_worst] if num_chains >= 2 else []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN medians (one chain)
+        return {
+            "num_coordinates": int(ess_v.size),
+            "num_draws": int(num_chains * num_samples),
+            "ess_min": float(np.min(ess_v)),
+            "ess_median": float(np.nanmedian(ess_v)),
+            "ess_max": float(np.nanmax(ess_v)) if not np.isnan(ess_v).all() else float("nan"),
+            "rhat_median": float(np.nanmedian(rhat_v)),
+            "rhat_max": float(np.max(rhat_v)),
+            "worst_ess": [entry(i) for i in worst_ess],
+            "worst_rhat": [entry(i) for i in worst_rhat],
+        }

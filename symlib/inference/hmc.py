@@ -4,6 +4,10 @@ Implements the sampler of Xiao et al. (App. A): a standard Gaussian prior, full-
 log-likelihood, HMC with an identity mass matrix, a fixed step size and a fixed number of
 leapfrog steps per iteration (500 in the paper), ``num_burnin`` burn-in iterations (600),
 then one sample kept every ``thin`` iterations (10) until ``num_samples`` (1000) are kept.
+Optionally (off by default) the step size or the number of leapfrog steps is drawn afresh
+at every iteration (``HMCConfig.step_size_jitter``, ``HMCConfig.num_leapfrog_jitter``;
+Neal 2011, Sec. 5.4.2.2), which keeps a fixed trajectory from resonating with some
+coordinates' periods (see :class:`HMCConfig`).
 
 * :func:`make_logdensity` builds the (tempered) log posterior of an MLP on a data set,
   data-parallel over devices with ``jax.sharding``: the examples are split along a 1-D
@@ -338,10 +342,42 @@ class HMCConfig:
     size is tuned by dual averaging towards ``target_accept`` during burn-in (starting from
     ``step_size``) and frozen afterwards.
 
+    **Jitter** (Neal 2011, "MCMC using Hamiltonian dynamics", Sec. 5.4.2.2; Stan's
+    ``stepsize_jitter``). With a fixed step size ``eps`` and a fixed number of leapfrog
+    steps ``L``, a coordinate of a Gaussian posterior with standard deviation ``s`` whose
+    trajectory length ``eps * L`` is close to a multiple of its period (about ``2 pi s``)
+    comes back where it started after every iteration and barely moves; close to an odd
+    multiple of the half period (``pi s``) it is only reflected, so its square (its
+    variance) barely moves. Drawing the step size, or the number of steps, afresh at every
+    iteration breaks this resonance:
+
+    * ``step_size_jitter = j``: iteration ``t`` of a chain integrates with step size
+      ``eps_t = eps * u``, ``u ~ Uniform[1 - j, 1 + j]`` (``eps`` the fixed or adapted
+      step size; during adaptation the dual averaging still tunes ``eps`` from the
+      acceptance rates of the jittered steps). The stored ``step_size`` is ``eps``.
+    * ``num_leapfrog_jitter = J``: iteration ``t`` takes ``L_t ~ Uniform{L - J, ..., L + J}``
+      leapfrog steps (so ``J < num_leapfrog``). On a GPU all chains wait for the longest
+      trajectory of the iteration, so this costs up to ``L + J`` gradient evaluations.
+
+    The draws use keys derived from the iteration's key ``k = fold_in(fold_in(key, c), t)``
+    by ``fold_in(k, _JITTER_STREAM)``, a stream that BlackJAX's step never uses, so they are
+    independent of the momentum and of the accept/reject decision (which still use ``k``,
+    as without jitter). A run is still reproducible and resumable, and the jitter is part
+    of the run's identity (it is a field of the config).
+
+    **The default is no jitter** (``step_size_jitter = 0.0``, ``num_leapfrog_jitter = 0``):
+    it is the sampler as Xiao et al. describe it (App. A: 500 leapfrog steps per
+    iteration; no jitter is mentioned) and it gives bit for bit the chains of symlib before
+    jitter existed, so stored runs keep their identity and are resumed. Turn jitter on
+    (e.g. ``step_size_jitter=0.2``) when the posterior has scales that differ widely and
+    ``L`` is fixed; :func:`symlib.inference.diagnostics.coordinate_diagnostics` shows the
+    coordinates whose effective sample size collapses.
+
     Raises:
         ValueError: naming the field, for a non-positive or non-finite ``step_size``, counts
             below their minimum (``num_burnin >= 0``, the others ``>= 1``), a ``target_accept``
-            outside (0, 1), or ``adapt_step_size`` without burn-in.
+            outside (0, 1), ``adapt_step_size`` without burn-in, a ``step_size_jitter``
+            outside [0, 1) or a ``num_leapfrog_jitter`` outside [0, ``num_leapfrog``).
     """
 
     step_size: float
@@ -352,6 +388,8 @@ class HMCConfig:
     num_chains: int = 1
     adapt_step_size: bool = False
     target_accept: float = 0.8
+    step_size_jitter: float = 0.0
+    num_leapfrog_jitter: int = 0
 
     def __post_init__(self):
         _check_real(self.step_size, "step_size")
@@ -368,6 +406,14 @@ class HMCConfig:
             raise ValueError(f"target_accept must lie in (0, 1), got {self.target_accept}")
         if self.adapt_step_size and self.num_burnin == 0:
             raise ValueError("adapt_step_size needs burn-in iterations (num_burnin >= 1) to adapt during")
+        _check_real(self.step_size_jitter, "step_size_jitter")
+        if not 0 <= self.step_size_jitter < 1:
+            raise ValueError(f"step_size_jitter must lie in [0, 1) (the step size is drawn from "
+                             f"[(1 - j) eps, (1 + j) eps]), got {self.step_size_jitter}")
+        jit_l = self.num_leapfrog_jitter
+        if isinstance(jit_l, bool) or not isinstance(jit_l, (int, np.integer)) or not 0 <= jit_l < self.num_leapfrog:
+            raise ValueError(f"num_leapfrog_jitter must be an integer in [0, num_leapfrog) = [0, {self.num_leapfrog}) "
+                             f"(at least one leapfrog step per iteration), got {jit_l!r}")
 
     @property
     def num_iterations(self) -> int:
@@ -381,6 +427,23 @@ class HMCConfig:
             ``{field name: value}``, JSON-serialisable; ``HMCConfig(**cfg.to_dict()) == cfg``.
         """
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def identity_dict(self) -> dict[str, Any]:
+        """The fields that identify a run: :meth:`to_dict` without the jitter fields when
+        they are 0 (no jitter), so that a run without jitter keeps the identity it had
+        before jitter existed.
+
+        Returns:
+            A JSON-serialisable dict of field values.
+        """
+        d = self.to_dict()
+        for name in _JITTER_FIELDS:
+            if d[name] == 0:
+                del d[name]
+        return d
+
+
+_JITTER_FIELDS = ("step_size_jitter", "num_leapfrog_jitter")
 
 
 def _check_real(value, name: str) -> None:
@@ -496,16 +559,51 @@ def _dimension(tree) -> int:
     return sum(leaf.size for leaf in jax.tree_util.tree_leaves(tree))
 
 
+_JITTER_STREAM = 0x6A17E4B3
+"""``fold_in`` data of an iteration's jitter key (see :class:`HMCConfig`). It must not be a
+small integer: with JAX's partitionable threefry ``fold_in(k, i) == split(k, n)[i]``, and
+BlackJAX's HMC step draws the momentum from ``split(k)[0]`` and the accept/reject uniform
+from ``split(k)[1]``. A jitter drawn from ``fold_in(k, 1)`` would equal that uniform, make
+the step size depend on the acceptance decision and bias the chain (about -13% on a
+variance; ``tests/test_hmc_mixing.py`` checks this)."""
+
+
+def _jitter_keys(key) -> tuple[jax.Array, jax.Array]:
+    """The keys of an iteration's step-size and step-count draws, from its key ``key``."""
+    key_eps, key_steps = jax.random.split(jax.random.fold_in(key, _JITTER_STREAM))
+    return key_eps, key_steps
+
+
+def _jittered(key, eps, *, num_leapfrog, step_size_jitter, num_leapfrog_jitter):
+    """The step size and number of leapfrog steps of one iteration whose key is ``key``:
+    ``eps`` and ``num_leapfrog`` themselves without jitter (the code path of an unjittered
+    sampler), else drawn as :class:`HMCConfig` says, from ``fold_in(key, _JITTER_STREAM)``,
+    independently of the momentum and of the accept/reject decision."""
+    if not (step_size_jitter or num_leapfrog_jitter):
+        return eps, num_leapfrog
+    key_eps, key_steps = _jitter_keys(key)
+    if step_size_jitter:
+        u = jax.random.uniform(key_eps, (), eps.dtype, -1.0, 1.0)
+        eps = eps * (1.0 + step_size_jitter * u)
+    if num_leapfrog_jitter:
+        num_leapfrog = jax.random.randint(key_steps, (), num_leapfrog - num_leapfrog_jitter,
+                                          num_leapfrog + num_leapfrog_jitter + 1)
+    return eps, num_leapfrog
+
+
 def _chain_block(logdensity, state, da_state, step_size, chain_key, start, num_active, adapt, *, block_len,
-                 num_leapfrog, target_accept):
+                 num_leapfrog, target_accept, step_size_jitter=0.0, num_leapfrog_jitter=0):
     """HMC iterations ``start .. start + num_active - 1`` of one chain, in a scan of length
     ``block_len`` (iterations ``>= num_active`` are skipped by ``lax.cond``, so one compiled
     program serves every block length up to ``block_len``).
 
     With ``adapt`` the step size is ``exp(log_step_size)`` of the dual-averaging state, which
-    is updated with each acceptance rate; otherwise ``step_size`` is used unchanged.
-    Returns the last state, the dual-averaging state, the step size and the per-iteration
-    (acceptance rate, divergence flag, energy error), of which the first ``num_active`` are real.
+    is updated with each acceptance rate; otherwise ``step_size`` is used unchanged. Each
+    iteration integrates with that step size and ``num_leapfrog`` steps, each jittered as
+    :class:`HMCConfig` says when ``step_size_jitter`` / ``num_leapfrog_jitter`` is non-zero.
+    Returns the last state, the dual-averaging state, the (unjittered) step size and the
+    per-iteration (acceptance rate, divergence flag, energy error), of which the first
+    ``num_active`` are real.
     """
     dtype = jnp.result_type(state.logdensity)
     inverse_mass = jnp.ones(_dimension(state.position), jax.tree_util.tree_leaves(state.position)[0].dtype)
@@ -514,8 +612,11 @@ def _chain_block(logdensity, state, da_state, step_size, chain_key, start, num_a
     def transition(carry, t):
         state, da, eps = carry
         eps = jnp.where(adapt, jnp.exp(da.log_step_size).astype(eps.dtype), eps)
-        hmc = blackjax.hmc(logdensity, eps, inverse_mass_matrix=inverse_mass, num_integration_steps=num_leapfrog)
-        new_state, info = hmc.step(jax.random.fold_in(chain_key, t), state)
+        key = jax.random.fold_in(chain_key, t)
+        eps_t, steps_t = _jittered(key, eps, num_leapfrog=num_leapfrog, step_size_jitter=step_size_jitter,
+                                   num_leapfrog_jitter=num_leapfrog_jitter)
+        hmc = blackjax.hmc(logdensity, eps_t, inverse_mass_matrix=inverse_mass, num_integration_steps=steps_t)
+        new_state, info = hmc.step(key, state)
         acceptance = info.acceptance_rate.astype(dtype)
         energy_error = (info.energy - (-state.logdensity + _kinetic_energy(info.momentum))).astype(dtype)
         da = jax.tree.map(partial(jnp.where, adapt), da_update(da, acceptance), da)
@@ -532,11 +633,13 @@ def _chain_block(logdensity, state, da_state, step_size, chain_key, start, num_a
     return state, da_state, step_size, stats
 
 
-@partial(jax.jit, static_argnames=("block_len", "num_leapfrog", "target_accept"))
+@partial(jax.jit, static_argnames=("block_len", "num_leapfrog", "target_accept", "step_size_jitter",
+                                   "num_leapfrog_jitter"))
 def _run_block(logdensity, state, da_state, step_size, chain_keys, start, num_active, adapt, *, block_len,
-               num_leapfrog, target_accept):
+               num_leapfrog, target_accept, step_size_jitter=0.0, num_leapfrog_jitter=0):
     """:func:`_chain_block` for every chain at once (``vmap`` over the leading chain axis)."""
-    block = partial(_chain_block, block_len=block_len, num_leapfrog=num_leapfrog, target_accept=target_accept)
+    block = partial(_chain_block, block_len=block_len, num_leapfrog=num_leapfrog, target_accept=target_accept,
+                    step_size_jitter=step_size_jitter, num_leapfrog_jitter=num_leapfrog_jitter)
     in_axes = (None, 0, 0, 0, 0, None, None, None)
     return jax.vmap(block, in_axes=in_axes)(logdensity, state, da_state, step_size, chain_keys, start, num_active, adapt)
 
@@ -836,7 +939,7 @@ def _identity(cfg: HMCConfig, chunk_size: int, key, positions, logdensity: LogDe
     leaves = [np.asarray(a) for a in jax.tree_util.tree_leaves(positions)]
     structure = _skeleton(positions) or str(jax.tree_util.tree_structure(positions))
     return {
-        "config": _fingerprint(json.dumps(cfg.to_dict(), sort_keys=True)),
+        "config": _fingerprint(json.dumps(cfg.identity_dict(), sort_keys=True)),
         "chunk_size": chunk_size,
         "data": logdensity.fingerprint,
         "initial_state": _fingerprint(json.dumps(structure, sort_keys=True), *leaves),
@@ -1144,7 +1247,9 @@ def _run_segment(seg: _Segment, carry: _Carry, logdensity, chain_keys, cfg: HMCC
     for n in seg.blocks:
         state, da, eps, st = _run_block(logdensity, carry.state, carry.da_state, carry.step_size, chain_keys,
                                         np.int32(t), np.int32(n), np.bool_(adapt), block_len=cfg.thin,
-                                        num_leapfrog=cfg.num_leapfrog, target_accept=float(cfg.target_accept))
+                                        num_leapfrog=cfg.num_leapfrog, target_accept=float(cfg.target_accept),
+                                        step_size_jitter=float(cfg.step_size_jitter),
+                                        num_leapfrog_jitter=int(cfg.num_leapfrog_jitter))
         carry.state, carry.da_state, carry.step_size = state, da, eps
         t += n
         stats.append((st, n))
