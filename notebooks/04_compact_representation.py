@@ -129,6 +129,31 @@ print(f"{profile.hmc_chains} chains x {profile.hmc_samples} kept samples = "
 # needs (many modes), not a converged posterior. The next chapter shows one consequence.
 
 # %% [markdown]
+# **A fixed trajectory length, and ESS per weight.** With a fixed step size and number of
+# leapfrog steps, a coordinate whose posterior scale puts the trajectory near a multiple of
+# its half-period barely moves from one iteration to the next {cite:p}`neal2011mcmc`. On an
+# ill-conditioned Gaussian this left one coordinate's mean 0.4-0.6 posterior standard
+# deviations off, with an ESS of 3-5 out of 4,000 draws (`tests/test_hmc_mixing.py`). The
+# remedy is to jitter the step size or the number of leapfrog steps;
+# `symlib.inference.hmc.HMCConfig` offers both (`step_size_jitter`,
+# `num_leapfrog_jitter`), and the test checks that with either one every coordinate's mean
+# and variance land within a few Monte Carlo standard errors. The paper mentions no jitter,
+# and our runs keep both off (the defaults) to follow its description. The per-weight
+# effective sample sizes of our chains (`symlib.inference.diagnostics.coordinate_diagnostics`)
+# show how little each weight moves, pooled over chains that sit in different
+# permutation modes:
+
+# %%
+from symlib.inference.diagnostics import coordinate_diagnostics  # noqa: E402
+
+coords = coordinate_diagnostics(samples, num_worst=3)
+print(f"{coords['num_coordinates']:,} weights, {coords['num_draws']} draws: ESS min {coords['ess_min']:.1f}, "
+      f"median {coords['ess_median']:.1f}, max {coords['ess_max']:.1f}; R-hat median {coords['rhat_median']:.2f}, "
+      f"max {coords['rhat_max']:.2f}")
+display(Table(["weight with the smallest ESS", "ESS", "R-hat"],
+              [(w["coordinate"], f"{w['ess']:.1f}", f"{w['rhat']:.2f}") for w in coords["worst_ess"]]))
+
+# %% [markdown]
 # ### Variational inference: the ELBO
 #
 # The paper trains VI with Adam for 50 epochs over 50,000 examples, about 19,500 Adam steps
