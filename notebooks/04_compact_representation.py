@@ -16,7 +16,7 @@
 # ---
 
 # %% [markdown]
-# # A compact representation of BNN posteriors: $q_d$ versus $q_r$
+# # A compact representation of BNN posteriors: q_d versus q_r
 #
 # Reproduces Section 3.1 and Table 1 of {cite:t}`xiao2023compact`.
 #

@@ -132,7 +132,7 @@ kls = [float(r[1]) for r in rows]
 print(f"the full KL ranges from {min(kls):.3f} to {max(kls):.3f} over the permutations: it depends on P")
 
 # %% [markdown]
-# ## Figure A1: two Gaussians mirror-symmetric about $y = x$
+# ## Figure A1: two Gaussians mirror-symmetric about y = x
 #
 # Treat each coordinate as one "unit", so the only non-trivial permutation is the swap,
 # and take $q_1$ to be the mirror image of $q_0$. The swap maps $q_1$ exactly onto $q_0$.
