@@ -27,9 +27,12 @@ unit: install
 nbval: install
 	$(PY) -m pytest --nbval-lax --nbval-current-env notebooks
 
+# check_pages.py: every built page in headless Chromium (skipped with a message where none is
+# installed, a failure under CI=true); screenshots in _build/screenshots/.
 book-check: install
 	$(VENV)/bin/jupyter-book build . -W --keep-going
 	$(PY) scripts/check_book.py _build/html
+	$(PY) scripts/check_pages.py _build/html
 
 # Run in this order (unit tests first: fastest to fail).
 test: unit nbval book-check
