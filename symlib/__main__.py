@@ -2,8 +2,50 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
 import time
+from collections.abc import Iterator
+
+LOG_FORMAT = "[%(name)s] %(message)s"
+
+
+class _StderrHandler(logging.Handler):
+    """Writes to whatever ``sys.stderr`` is at the time of each record (not the one at creation)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001 - logging's own convention
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def log_to_stderr(level: int = logging.INFO) -> Iterator[logging.Handler]:
+    """Show the ``symlib`` loggers' records at ``level`` and above on stderr, for the duration.
+
+    Only the ``"symlib"`` logger is touched (not the root logger, so JAX's and other
+    libraries' logging stays as it was); its level and handlers are restored afterwards.
+
+    Args:
+        level: the lowest level shown (default INFO: the artifact cache's loaded/computing lines).
+
+    Yields:
+        The handler added to the ``"symlib"`` logger.
+    """
+    logger = logging.getLogger("symlib")
+    handler = _StderrHandler(level)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
 
 
 def build_parser(experiment_list: str) -> argparse.ArgumentParser:
@@ -57,18 +99,19 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
     print(profile.describe())
-    for name in args.names:
-        start = time.time()
-        result = experiments.run(name, profile)
-        elapsed = time.time() - start
-        print(f"{name}: done in {elapsed:.1f} s (artifact cache: {cache_dir()})")
-        if args.out and name in experiments.SUMMARIES:
-            path = results.save(name, profile.name, experiments.SUMMARIES[name](result.artifact), directory=args.out,
-                                command="python -m symlib " + " ".join(argv if argv is not None else sys.argv[1:]),
-                                elapsed_s=elapsed)
-            print(f"{name}: summary written to {path}")
-        elif args.out:
-            print(f"{name}: has no summary to write; its artifact is in the cache")
+    with log_to_stderr():  # the cache's loaded/computing lines, on stderr
+        for name in args.names:
+            start = time.time()
+            result = experiments.run(name, profile)
+            elapsed = time.time() - start
+            print(f"{name}: done in {elapsed:.1f} s (artifact cache: {cache_dir()})")
+            if args.out and name in experiments.SUMMARIES:
+                path = results.save(name, profile.name, experiments.SUMMARIES[name](result.artifact), directory=args.out,
+                                    command="python -m symlib " + " ".join(argv if argv is not None else sys.argv[1:]),
+                                    elapsed_s=elapsed)
+                print(f"{name}: summary written to {path}")
+            elif args.out:
+                print(f"{name}: has no summary to write; its artifact is in the cache")
     return 0
 
 

@@ -1,4 +1,5 @@
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -53,14 +54,16 @@ def test_different_config_is_a_miss(cdir):
     assert len(calls) == 2
 
 
-def test_truncated_file_is_recomputed(cdir, capsys):
+def test_truncated_file_is_recomputed(cdir, caplog):
     compute, calls = _counting(TREE)
     cache.cached("exp", {"a": 1}, compute, verbose=False)
     data_path, _ = cache.artifact_paths("exp", {"a": 1})
     data_path.write_bytes(data_path.read_bytes()[:50])  # truncate
     again = cache.cached("exp", {"a": 1}, compute, verbose=False)
     assert len(calls) == 2
-    assert "damaged artifact" in capsys.readouterr().err
+    # a WARNING, so it is shown under the default logging level (notebooks, the book) too
+    damaged = [r for r in caplog.records if "damaged artifact" in r.getMessage()]
+    assert [(r.name, r.levelno) for r in damaged] == [("symlib.experiments.cache", logging.WARNING)]
     np.testing.assert_array_equal(again["params"]["w"], TREE["params"]["w"])
     assert cache.load("exp", {"a": 1}) is not None  # the recomputed one is intact
 
@@ -144,3 +147,29 @@ def test_code_version_hashes_every_subpackage():
     root = cache.package_root()
     assert root.name == "symlib" and (root / "inference" / "hmc.py").exists()
     assert (root / "experiments" / "cache.py").exists()
+
+
+def test_progress_is_quiet_by_default(cdir, caplog, capsys):
+    """Under Python's default WARNING level (a notebook, the book) the loaded/computing lines
+    are not emitted at all, and nothing is printed."""
+    assert not logging.getLogger("symlib.experiments.cache").isEnabledFor(logging.INFO)
+    compute, calls = _counting(TREE)
+    cache.cached("exp", {"a": 1}, compute)  # computed
+    cache.cached("exp", {"a": 1}, compute)  # loaded
+    assert len(calls) == 1
+    assert caplog.records == []
+    assert capsys.readouterr() == ("", "")
+
+
+def test_progress_is_logged_at_info(cdir, caplog):
+    compute, _ = _counting(TREE)
+    with caplog.at_level(logging.INFO, logger="symlib"):
+        cache.cached("exp", {"a": 1}, compute)
+        cache.cached("exp", {"a": 1}, compute)
+        cache.cached("exp", {"a": 2}, compute, verbose=False)  # verbose=False: nothing
+    lines = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
+    key = cache.cache_key("exp", {"a": 1})
+    assert lines == [
+        ("symlib.experiments.cache", logging.INFO, f"computing exp ({key}) ..."),
+        ("symlib.experiments.cache", logging.INFO, f"loaded exp ({key}) from the artifact cache"),
+    ]

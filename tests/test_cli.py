@@ -1,3 +1,5 @@
+import logging
+
 import numpy as np
 import pytest
 
@@ -33,12 +35,20 @@ def test_run_writes_cached_artifact_and_summary(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(experiments.EXPERIMENTS, "tiny", (tiny, lambda p: {"hidden": p.hidden}, "a test experiment"))
     monkeypatch.setitem(experiments.SUMMARIES, "tiny", lambda art: {"total": float(art["value"].sum())})
     assert main(["run", "tiny", "--profile", "quick", "--out", str(tmp_path / "res")]) == 0
+    first = capsys.readouterr()
     assert main(["run", "tiny", "--profile", "quick"]) == 0
+    second = capsys.readouterr()
     assert calls == ["quick"]  # the second run loaded the artifact from the cache
+    # the cache's progress lines: on stderr from the command line (quiet in notebooks, see test_cache)
+    assert "[symlib.experiments.cache] computing tiny (" in first.err
+    assert "[symlib.experiments.cache] loaded tiny (" in second.err and "computing" not in second.err
+    assert "symlib.experiments.cache" not in first.out + second.out
+    assert "summary written to" in first.out
+    logger = logging.getLogger("symlib")  # restored after the command: no handler, default level
+    assert logger.handlers == [] and logger.level == logging.NOTSET
     record = json.loads((tmp_path / "res" / "tiny-quick.json").read_text())
     assert record["summary"] == {"total": 3.0} and record["profile"] == "quick"
     assert record["command"].startswith("python -m symlib run tiny") and "cpu" in record["device"].lower()
-    assert "summary written to" in capsys.readouterr().out
 
 
 def test_run_help_lists_every_experiment_with_its_description(capsys):

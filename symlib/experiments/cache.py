@@ -6,6 +6,11 @@ SHA-256 of the ``.npz``, so it doubles as the completed-marker. Both files are w
 to a temporary name and renamed, so a crash never leaves a file that looks complete.
 A missing marker or a checksum mismatch is reported and the artifact recomputed.
 
+Progress goes to the logger ``symlib.experiments.cache`` (a child of ``"symlib"``): whether
+an artifact was loaded or computed at INFO, quiet under Python's default WARNING level (so
+notebooks and the book show nothing; ``python -m symlib run`` shows it on stderr), and a
+damaged artifact at WARNING, visible everywhere.
+
 Location: ``$SYMLIB_CACHE`` or ``<$XDG_CACHE_HOME or ~/.cache>/symlib/artifacts``.
 """
 from __future__ import annotations
@@ -13,8 +18,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
-import sys
 import time
 import zipfile
 from collections.abc import Callable, Mapping
@@ -29,6 +34,7 @@ from symlib.core.pytree import flatten_dict, unflatten_dict
 
 ENV_VAR = "SYMLIB_CACHE"
 _SEP = "/"
+log = logging.getLogger(__name__)
 
 
 def cache_dir() -> Path:
@@ -286,7 +292,8 @@ def cached(
 ) -> dict[str, Any]:
     """Load artifact ``name`` for ``config`` if stored and intact, else ``compute()`` and store it.
 
-    A damaged artifact is reported on stderr, deleted, and recomputed; it is never used.
+    A damaged artifact is reported (a WARNING on the ``symlib.experiments.cache`` logger),
+    deleted, and recomputed; it is never used.
     Returned leaves are numpy arrays (also right after computing, so both paths agree).
 
     Args:
@@ -294,7 +301,9 @@ def cached(
         config: its configuration.
         compute: computes the artifact when it is not stored.
         directory: the cache folder (default: :func:`cache_dir`).
-        verbose: print whether it was loaded or computed.
+        verbose: log whether it was loaded or computed (INFO on the
+            ``symlib.experiments.cache`` logger, shown only where logging is configured to
+            show INFO, as ``python -m symlib run`` does); False logs nothing of it.
 
     Returns:
         The artifact as nested dicts of numpy arrays.
@@ -303,16 +312,16 @@ def cached(
     try:
         tree = load(name, config, directory)
     except CorruptArtifactError as err:
-        print(f"[symlib.experiments.cache] {name} ({key}): damaged artifact, recomputing. {err}", file=sys.stderr)
+        log.warning("%s (%s): damaged artifact, recomputing. %s", name, key, err)
         for p in artifact_paths(name, config, directory):
             p.unlink(missing_ok=True)
         tree = None
     if tree is not None:
         if verbose:
-            print(f"[symlib.experiments.cache] loaded {name} ({key}) from the artifact cache")
+            log.info("loaded %s (%s) from the artifact cache", name, key)
         return tree
     if verbose:
-        print(f"[symlib.experiments.cache] computing {name} ({key}) ...")
+        log.info("computing %s (%s) ...", name, key)
     result = compute()
     save(name, config, result, directory)
     return _unflatten(_flatten(result))

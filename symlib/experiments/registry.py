@@ -122,7 +122,8 @@ def run(name: str, profile: Profile | str | None = None, *, verbose: bool = True
     Args:
         name: a registered experiment (see :func:`describe`).
         profile: a profile, a profile name, or None for the active one (``$SYMLIB_PROFILE``).
-        verbose: print whether the artifact was loaded or computed.
+        verbose: log whether the artifact was loaded or computed (INFO on the
+            ``symlib.experiments.cache`` logger; ``python -m symlib run`` shows it).
 
     Returns:
         The experiment's typed result (its class is registered with the experiment); the
