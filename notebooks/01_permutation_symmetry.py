@@ -141,7 +141,7 @@ print(f"{'k':>5} {'NoT(P)':>7} {'max|dlogit|':>12} {'rel. distance':>14}")
 for row in sweep:
     print(f"{row[0]:5d} {row[1]:7d} {row[2]:12.2e} {row[3]:14.3f}")
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt  # noqa: E402
 
 fig, ax = plt.subplots(figsize=(4.8, 3.2), constrained_layout=True)
@@ -160,7 +160,7 @@ ax.legend();
 # weights); the figure shows the first 48 units. Every row of the permuted matrix is a
 # row of the original, in another place.
 
-# %%
+# %% tags=["hide-input"]
 n_show = 48
 w1, w1p = np.asarray(params["dense_0"]["kernel"]).T, np.asarray(permuted["dense_0"]["kernel"]).T
 centre = slice(14 * 28, 14 * 28 + 64)  # the 64 pixels of the two middle image rows
@@ -169,7 +169,7 @@ plotting.weight_matrices([w1[:n_show, centre], w1p[:n_show, centre]],
                          suptitle="First layer: incoming weights of 48 hidden units, 64 central pixels",
                          xlabel="input pixel", ylabel="hidden unit");
 
-# %%
+# %% tags=["hide-input"]
 w2, w2p = np.asarray(params["dense_1"]["kernel"]), np.asarray(permuted["dense_1"]["kernel"])
 plotting.weight_matrices([w2[:n_show], w2p[:n_show]], [r"$W_2^\top$ (original)", r"$(W_2 P^\top)^\top$ (permuted)"],
                          suptitle="Second layer: outgoing weights of the same 48 hidden units",
@@ -183,7 +183,7 @@ plotting.weight_matrices([w2[:n_show], w2p[:n_show]], [r"$W_2^\top$ (original)",
 # distances in weight space are not meaningful. The paper gives no number for this; it
 # is exact in real arithmetic. What we measured, in the profile printed at the top:
 
-# %%
+# %% tags=["hide-input"]
 paper = experiments.XIAO_SEC1_CLAIMS
 paper_vs_ours([
     ("max abs logit difference on the test set", paper["max_logit_difference"], f"{result['max_abs_logit_diff']:.1e}"),

@@ -108,7 +108,7 @@ for m in methods:
 # Beside it: this profile's numbers, and those of a paper-profile run (784-512-10, full
 # MNIST, 50 epochs) saved in `book/results/` when one was run, with its command and device.
 
-# %%
+# %% tags=["hide-input"]
 paper_run = results.load("rebasin_barriers", "paper")
 paper = experiments.XIAO_FIG1_CLAIMS
 rows, paper_profile = [], []
@@ -134,7 +134,7 @@ if paper_run is not None:
 # by either method, on training and test data. The cell below asserts it on our run; the
 # unit tests apply the same function to every paper-profile result in `book/results/`.
 
-# %%
+# %% tags=["hide-input"]
 outcomes = claims.evaluate("rebasin_barriers", SUMMARIES["rebasin_barriers"](res.artifact))
 display(claims.claims_table(outcomes, profile.name))
 if paper_run is not None:

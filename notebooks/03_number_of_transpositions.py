@@ -86,7 +86,7 @@ by_run = sweep.per_run  # (runs, NoT values) array of a sweep column
 not_p, not_pp = by_run("not_p"), by_run("not_p_prime")
 assert np.all(not_p == ks[None, :]), "the planted permutations must have the requested NoT"
 
-# %%
+# %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
 plotting.mean_band(axes[0], ks, not_pp, r"NoT($P'$) after training")
 axes[0].plot(ks, ks, ls=":", color="0.4", label="identity")
@@ -174,7 +174,7 @@ for name in ("permuted", "independent"):
 # both trained models and changes smoothly and monotonically in between. The figure has
 # no printed numbers, so we compare the claims:
 
-# %%
+# %% tags=["hide-input"]
 paper = experiments.XIAO_FIG2_CLAIMS
 permuted, independent = paths.partner("permuted"), paths.partner("independent")
 paper_vs_ours([

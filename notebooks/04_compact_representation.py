@@ -210,7 +210,7 @@ print(f"ours: {profile.name} profile; (in brackets): Xiao et al. (2023), Table 1
       ". 'q_r' is activation matching (the paper's choice); '(weight)' is weight matching; "
       "'(per chain)' matches each HMC chain's mean once and applies that permutation to all its samples.")
 
-# %%
+# %% tags=["hide-input"]
 cols = [c for c in order if c in paper_col]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), constrained_layout=True)
 for ax, metric, label in ((axes[0], "agreement", "agreement with HMC (higher is better)"),
@@ -236,7 +236,7 @@ fig.suptitle("Table 1 as a figure: how close each approximation's predictive is 
 # (resumable: the HMC chains are written to disk chunk by chunk), commit
 # `book/results/compact_representation-paper.json`, and the table below shows it.
 
-# %%
+# %% tags=["hide-input"]
 paper_run = results.load("compact_representation", "paper")
 saved = {} if paper_run is None else paper_run["summary"]["table"]
 metric_labels = {"agreement": ("agreement with HMC", "{:.4f}"), "tv": ("TV to HMC", "{:.4f}"),

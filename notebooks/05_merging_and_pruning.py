@@ -61,7 +61,7 @@ sig, med = res.sigma, res.median_sigma  # by approximation (the rows of Table 1)
 # %% [markdown]
 # ## Standard deviations before and after re-basin (Figure 3, left)
 
-# %%
+# %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.3), constrained_layout=True)
 bins = np.logspace(np.log10(max(1e-4, min(v.min() for v in sig.values()) + 1e-12)),
                    np.log10(max(v.max() for v in sig.values())), 50)
@@ -100,7 +100,7 @@ ax.set_ylabel("test accuracy of the mean (%)")
 ax.set_title("Pruning the weights with the largest sigma")
 ax.legend();
 
-# %%
+# %% tags=["hide-input"]
 rows = [(f"{100 * (1 - f):.0f}%", *(f"{100 * prune.accuracy[k][i]:.2f}" for k in labels))
         for i, f in enumerate(prune.keep_fraction)]
 display(Table(["pruned", *labels.values()], rows))

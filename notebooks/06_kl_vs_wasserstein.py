@@ -163,7 +163,7 @@ for ax, (name, (mean, std)) in zip(axes, cases.items()):
     ax.legend(loc="lower right")
 fig.suptitle("Which permutation of $q_1$ each cost picks (the swap maps $q_1$ onto $q_0$)");
 
-# %%
+# %% tags=["hide-input"]
 display(Table(["configuration", "Wasserstein", "full KL", "mean-only KL (appendix)", "W2^2 identity / swap"],
               [[name, *found[name].values()] for name in cases]))
 
@@ -188,7 +188,7 @@ display(Table(["configuration", "Wasserstein", "full KL", "mean-only KL (appendi
 #
 # Appendix A states its claims in words and shows Figure A1 without numbers.
 
-# %%
+# %% tags=["hide-input"]
 display(paper_vs_ours([
     ("KL cost: the terms other than the means' distance (App. A)", "do not depend on P",
      "the trace term depends on P unless s0 or s1 is constant (range over P: "

@@ -110,7 +110,7 @@ widest = max(profile.align_widths)
 # %% [markdown]
 # ## Along the geodesic (widest width)
 
-# %%
+# %% tags=["hide-input"]
 for dataset in experiments.ALIGN_DATASETS:
     curves = {}
     for split in ("train", "test"):
@@ -126,7 +126,7 @@ plt.show()
 # %% [markdown]
 # ## Barriers against width
 
-# %%
+# %% tags=["hide-input"]
 widths = list(profile.align_widths)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), constrained_layout=True)
 for ax, dataset in zip(axes, experiments.ALIGN_DATASETS):
@@ -141,7 +141,7 @@ for ax, dataset in zip(axes, experiments.ALIGN_DATASETS):
     ax.set_title(dataset)
     ax.legend(fontsize=8)
 
-# %%
+# %% tags=["hide-input"]
 rows = []
 for dataset in experiments.ALIGN_DATASETS:
     for w in widths:
@@ -170,7 +170,7 @@ display(Table(["dataset", "width", "train naive", "train aligned", "test naive",
 # $\log_2$ width is negative* (the paper says "generally", not "at every width"). The cell
 # below evaluates them on this run and asserts every one of them.
 
-# %%
+# %% tags=["hide-input"]
 outcomes = claims.evaluate("vi_alignment", SUMMARIES["vi_alignment"](res.artifact))
 display(claims.claims_table(outcomes, profile.name))
 

@@ -154,7 +154,7 @@ print(f"verified on the {profile.name} profile: " + "; ".join(asserted) + " (cla
 #
 # The paper's Fig. A2 is a figure without numbers; beside its statements, ours.
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output", "hide-input"]
 widest = {ds: t.widths[ds][-1] for ds in experiments.ALIGN_DATASETS}
 quoted = rossi.ROSSI_APPC_CLAIMS
 rows = []

@@ -79,7 +79,7 @@ print(f"class means -({CLASS_MEAN}, {CLASS_MEAN}) and +({CLASS_MEAN}, {CLASS_MEA
 # %% [markdown]
 # ## Output-weight densities (Figure 1)
 
-# %%
+# %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 4, figsize=(14, 3.4), constrained_layout=True)
 axes[0].scatter(*res.x.T, c=res.y, cmap="coolwarm", s=6)
 axes[0].set_title("training data (2 classes)")
@@ -154,7 +154,7 @@ ax.legend(fontsize=8);
 #
 # Figure 1 is a figure without printed numbers, so the paper's column states what it shows.
 
-# %%
+# %% tags=["hide-input"]
 paper = experiments.LAURENT_FIG1_CLAIMS
 display(paper_vs_ours([
     ("networks dropped for a high final loss (App. A)", paper["dropped_networks"], f"{100 * summary['dropped_fraction']:.2f}%"),
@@ -182,7 +182,7 @@ display(paper_vs_ours([
 # dropped. Sorting leaves the modes on one side of the diagonal only: one copy of the
 # structure, by construction.
 
-# %%
+# %% tags=["hide-input"]
 outcomes = claims.evaluate("toy_perceptrons", summary)
 display(claims.claims_table(outcomes, profile.name))
 

@@ -98,7 +98,7 @@ print(f"all {n_nets} solved to convergence: {all(s.converged for s in solved)}; 
       f"{fn_change:.1e}")
 print(f"relative mass decrease: mean {decrease.mean():.3f}, min {decrease.min():.3f}, max {decrease.max():.3f}")
 
-# %%
+# %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.6), constrained_layout=True)
 bins = np.linspace(min(after.min(), before.min()), max(after.max(), before.max()), 30)
 axes[0].hist(before, bins, alpha=0.6, label="trained (SGD + weight decay)")
@@ -122,7 +122,7 @@ axes[2].set_ylabel("largest |weight| of the layer")
 axes[2].set_title("largest weight per layer")
 axes[2].legend();
 
-# %%
+# %% tags=["hide-input"]
 display(Table(["layer", "weights", "largest |w| trained (mean)", "largest |w| min-mass (mean)", "ratio"],
               [(l, int(sizes[i] * sizes[i + 1]), f"{largest['trained'][:, i].mean():.3f}",
                 f"{largest['min-mass'][:, i].mean():.3f}",
@@ -261,7 +261,7 @@ display(paper_vs_ours([
     ("after symmetry removal (App. D.3)", paper["marginals_after_removal"], f"{100 * canon_share:.1f}% of KS p-values < 0.05"),
 ], profile.name))
 
-# %%
+# %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.4), constrained_layout=True)
 for ax, l in zip(axes, range(len(layers))):
     for k, (name, p) in enumerate(pvals.items()):
@@ -321,7 +321,7 @@ axes[0].legend();
 # running: the cell below asserts them on our run, and the unit tests apply them to any
 # paper-profile result saved in `book/results/`.
 
-# %%
+# %% tags=["hide-input"]
 outcomes = claims.evaluate("laurent_mlps", summary)
 display(claims.claims_table(outcomes, profile.name))
 
