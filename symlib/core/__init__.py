@@ -1,4 +1,4 @@
-"""symlib.core: the bottom layer. MLP parameters as pytrees and their apply function,
+"""symlib.core: the bottom layer. MLP and CNN (OptuNet, ResNets) parameters as pytrees and their apply functions,
 losses on logits, pytree helpers, Gaussian noise for parameter pytrees, input checks, atomic file writes and the one progress
 bar. Imports no other symlib subpackage.
 
@@ -12,6 +12,8 @@ import importlib
 _EXPORTS = {
     "models": ["Params", "layer_names", "mlp_apply", "mlp_hidden", "mlp_init", "mlp_sizes", "unstack", "check_sizes",
                "check_mlp_params", "check_mlp_data"],
+    "cnn": ["OPTUNET_SHAPES", "as_images", "check_layout", "conv2d", "global_avg_pool", "max_pool", "optunet_apply",
+            "optunet_hidden", "optunet_init"],
     "losses": ["accuracy", "nll"],
     "pytree": ["flatten_dict", "unflatten_dict", "tree_to_vector", "vector_to_tree", "ravel"],
     "checks": ["check_finite", "check_finite_tree", "check_labels", "mlp_layer_names", "positive_float",

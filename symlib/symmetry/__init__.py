@@ -22,6 +22,8 @@ from symlib.symmetry.permutations import (  # noqa: F401
 from symlib.symmetry.specs import (  # noqa: F401
     PermutationSpec,
     apply_permutation,
+    block_of,
+    check_blocks,
     check_spec,
     flatten_params,
     mlp_permutation_spec,
@@ -29,6 +31,7 @@ from symlib.symmetry.specs import (  # noqa: F401
     random_permutations,
     unflatten_params,
 )
+from symlib.symmetry.architectures import optunet_permutation_spec  # noqa: F401
 from symlib.symmetry.matching import (  # noqa: F401
     ManyMatchResult,
     MatchResult,
@@ -90,12 +93,15 @@ __all__ = [
     "validate",
     "PermutationSpec",
     "apply_permutation",
+    "block_of",
+    "check_blocks",
     "check_spec",
     "flatten_params",
     "mlp_permutation_spec",
     "param_distance",
     "random_permutations",
     "unflatten_params",
+    "optunet_permutation_spec",
     "ManyMatchResult",
     "MatchResult",
     "activation_matching",

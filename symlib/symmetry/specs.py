@@ -18,7 +18,7 @@ stack of networks, HMC samples); they are shared by all leaves and never permute
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -31,6 +31,8 @@ from symlib.symmetry import permutations as _perm
 __all__ = [
     "PermutationSpec",
     "apply_permutation",
+    "block_of",
+    "check_blocks",
     "check_spec",
     "flatten_params",
     "mlp_permutation_spec",
@@ -48,9 +50,15 @@ class PermutationSpec:
     ``axes`` maps ``"dense_0/kernel"`` to e.g. ``(None, "P_0")``. Lists are accepted and
     stored as tuples. Derived: :attr:`perm_names` (in order of first appearance in
     ``axes``) and :attr:`perm_to_axes`.
+
+    ``blocks`` (optional) maps a permutation name to a number of groups ``g``: that
+    permutation may only move units within ``g`` equal, contiguous blocks (the output
+    channels of a grouped convolution: channel ``o`` of ``c`` belongs to group
+    ``o // (c // g)``). Every tool that builds or checks permutations honours it.
     """
 
     axes: dict[str, tuple[str | None, ...]]
+    blocks: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.axes, Mapping):
@@ -66,6 +74,15 @@ class PermutationSpec:
                     raise TypeError(f"axes[{path!r}] holds {name!r}; entries must be str or None")
             clean[path] = tuple(names)
         object.__setattr__(self, "axes", clean)
+        if not isinstance(self.blocks, Mapping):
+            raise TypeError(f"blocks must be a dict of permutation name -> number of groups, got {self.blocks!r}")
+        known = {n for names in clean.values() for n in names if n is not None}
+        for name, g in self.blocks.items():
+            if name not in known:
+                raise ValueError(f"blocks names {name!r}, which no axis of the spec is permuted by")
+            if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 1:
+                raise ValueError(f"blocks[{name!r}] must be a positive int (number of groups), got {g!r}")
+        object.__setattr__(self, "blocks", {n: int(g) for n, g in self.blocks.items()})
 
     @property
     def perm_names(self) -> list[str]:
@@ -235,7 +252,41 @@ def check_spec(spec: PermutationSpec, params: Mapping, batch_dims: int = 0) -> d
                     f"permutation {name!r} acts on axis {a0} of {p0!r} (size {sizes[name]}) and on "
                     f"axis {axis} of {path!r} (size {size}); the sizes must agree"
                 )
+    for name, g in spec.blocks.items():
+        if sizes[name] % g:
+            p0, a0 = first[name]
+            raise ValueError(f"permutation {name!r} keeps units within {g} groups, but axis {a0} of {p0!r} has "
+                             f"{sizes[name]} units, not a multiple of {g}")
     return sizes
+
+
+def block_of(n: int, groups: int) -> np.ndarray:
+    """The group of each of ``n`` units split into ``groups`` equal contiguous blocks."""
+    return np.arange(n) // (n // groups)
+
+
+def check_blocks(spec: PermutationSpec, name: str, perm: np.ndarray) -> None:
+    """Raise ``ValueError`` if permutation ``name`` of ``spec`` moves a unit out of its group.
+
+    Args:
+        spec: the permutation spec (its :attr:`PermutationSpec.blocks`).
+        name: the permutation's name.
+        perm: a valid permutation (concrete, ``(n,)``; rows of a stack ``(m, n)`` work too).
+
+    Raises:
+        ValueError: naming the permutation and the first unit moved across groups.
+    """
+    g = spec.blocks.get(name, 1)
+    if g == 1:
+        return
+    perm = np.asarray(perm)
+    groups = block_of(perm.shape[-1], g)
+    bad = np.argwhere(groups[perm] != groups)
+    if bad.size:
+        where = tuple(int(v) for v in bad[0])
+        i = where[-1]
+        raise ValueError(f"permutation {name!r} must keep units within its {g} groups, but puts unit "
+                         f"{int(perm[where])} (group {groups[perm[where]]}) at position {i} (group {groups[i]})")
 
 
 def _is_tracer(x) -> bool:
@@ -302,6 +353,7 @@ def apply_permutation(spec: PermutationSpec, perms: Mapping[str, Any], params: M
                 checked[name] = _perm.validate(perm, sizes[name])
             except ValueError as e:
                 raise ValueError(f"permutation {name!r}: {e}") from None
+            check_blocks(spec, name, checked[name])
     nested = any(isinstance(v, Mapping) for v in params.values())
     flat = flatten_params(params)
     out = {}
@@ -321,6 +373,9 @@ def apply_permutation(spec: PermutationSpec, perms: Mapping[str, Any], params: M
 def random_permutations(key, spec: PermutationSpec, params: Mapping, batch_dims: int = 0) -> dict[str, np.ndarray]:
     """A uniformly random permutation for every name of ``spec``, sized from ``params``.
 
+    A permutation with :attr:`PermutationSpec.blocks` is uniform among those that keep
+    every unit within its group.
+
     ``key`` as in :func:`symlib.symmetry.permutations.as_generator` (jax key, int seed, numpy
     Generator or None); names are drawn in :attr:`PermutationSpec.perm_names` order.
 
@@ -338,4 +393,9 @@ def random_permutations(key, spec: PermutationSpec, params: Mapping, batch_dims:
     """
     sizes = check_spec(spec, params, batch_dims)
     rng = _perm.as_generator(key)
-    return {name: _perm.random_permutation(rng, sizes[name]) for name in spec.perm_names}
+    out = {}
+    for name in spec.perm_names:
+        g, n = spec.blocks.get(name, 1), sizes[name]
+        size = n // g
+        out[name] = np.concatenate([b * size + _perm.random_permutation(rng, size) for b in range(g)])
+    return out

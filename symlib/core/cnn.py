@@ -1,0 +1,224 @@
+"""Convolutional networks as plain pytrees: Laurent et al.'s OptuNet.
+
+Images are ``(n, height, width, channels)`` (NHWC). Convolution kernels are stored
+``(kernel_height, kernel_width, in_channels // groups, out_channels)`` (HWIO, the layout of
+Flax and of ``jax.lax.conv_general_dilated``); dense kernels input-major, as for the MLP of
+:mod:`symlib.core.models`. Every apply function takes one network (``jax.vmap`` it for a
+stack) and checks the parameters against the architecture's layout, naming the first
+parameter that does not fit.
+
+**OptuNet** (Laurent, Aldea & Franchi, ICLR 2024; the authors' ``optumnist-v1.py``)::
+
+    conv_0   1 -> 2 channels, kernel 4, no bias, VALID      (4, 4, 1, 2)     32
+    ReLU, max-pool 3 stride 3
+    conv_1   2 -> 10 channels, kernel 5, 2 groups, no bias  (5, 5, 1, 10)   250
+    ReLU, global average pool
+    dense_0  10 -> 3, bias, ReLU                             (10, 3) + (3,)   33
+    dense_1  3 -> 10, bias (logits)                          (3, 10) + (10,)  40
+
+355 parameters in all (the paper's text says 392; the code defines 355). In ``conv_1``
+output channels 0-4 read input channel 0 and channels 5-9 read input channel 1 (the
+``feature_group_count`` convention of XLA and PyTorch's ``groups``). A 28x28 MNIST image
+becomes 25x25 after ``conv_0``, 8x8 after the pool and 4x4 after ``conv_1``.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from symlib.core.checks import check_finite
+from symlib.core.pytree import SEP, flatten_dict
+
+__all__ = [
+    "OPTUNET_SHAPES",
+    "as_images",
+    "check_layout",
+    "conv2d",
+    "global_avg_pool",
+    "max_pool",
+    "optunet_apply",
+    "optunet_hidden",
+    "optunet_init",
+]
+
+#: parameter path -> shape of one OptuNet (355 parameters)
+OPTUNET_SHAPES: dict[str, tuple[int, ...]] = {
+    "conv_0/kernel": (4, 4, 1, 2),
+    "conv_1/kernel": (5, 5, 1, 10),
+    "dense_0/kernel": (10, 3),
+    "dense_0/bias": (3,),
+    "dense_1/kernel": (3, 10),
+    "dense_1/bias": (10,),
+}
+OPTUNET_GROUPS = 2
+
+
+def _flat(params: Mapping, name: str) -> dict:
+    if not isinstance(params, Mapping):
+        raise TypeError(f"{name} must be a dict of layers, got {type(params).__name__}")
+    return flatten_dict(params, SEP)
+
+
+def check_layout(params: Mapping, shapes: Mapping[str, tuple[int, ...]], arch: str, name: str = "params",
+                 batch_dims: int = 0) -> None:
+    """Raise naming the parameter when ``params`` does not have exactly the layout ``shapes``.
+
+    Args:
+        params: nested dict of arrays (``{"conv_0": {"kernel": ...}}``).
+        shapes: parameter path (``"conv_0/kernel"``) -> expected shape of one network.
+        arch: the architecture's name, for the message.
+        name: the argument's name, for the message.
+        batch_dims: leading axes allowed on every leaf (a stack of networks).
+
+    Raises:
+        TypeError: if ``params`` is not a dict of layers.
+        ValueError: for a missing or unexpected parameter, or one of the wrong shape.
+    """
+    flat = _flat(params, name)
+    missing = [p for p in shapes if p not in flat]
+    if missing:
+        raise ValueError(f"{name} is missing parameter(s) {missing} of {arch}")
+    extra = [p for p in flat if p not in shapes]
+    if extra:
+        raise ValueError(f"{name} has parameter(s) {extra} that {arch} does not have")
+    for path, want in shapes.items():
+        got = tuple(np.shape(flat[path]))
+        if len(got) != batch_dims + len(want) or got[batch_dims:] != tuple(want):
+            lead = f" after {batch_dims} batch axes" if batch_dims else ""
+            raise ValueError(f"{name} parameter {path!r} of {arch} has shape {got}; expected {tuple(want)}{lead}")
+
+
+def as_images(x, height: int = 28, width: int = 28, channels: int = 1) -> jax.Array:
+    """Flat image vectors ``(n, height * width * channels)`` -> images ``(n, height, width, channels)``.
+
+    Args:
+        x: flat (row-major, channels last) vectors, or images already of the wanted shape.
+        height, width, channels: the image shape.
+
+    Returns:
+        ``x`` reshaped to NHWC.
+
+    Raises:
+        ValueError: if ``x`` has neither shape.
+    """
+    shape = tuple(np.shape(x))
+    if len(shape) == 4 and shape[1:] == (height, width, channels):
+        return jnp.asarray(x)
+    if len(shape) != 2 or shape[1] != height * width * channels:
+        raise ValueError(f"x has shape {shape}; expected (n, {height * width * channels}) vectors or "
+                         f"(n, {height}, {width}, {channels}) images")
+    return jnp.reshape(jnp.asarray(x), (shape[0], height, width, channels))
+
+
+def conv2d(x: jax.Array, kernel: jax.Array, stride: int = 1, padding="VALID", groups: int = 1) -> jax.Array:
+    """2-D convolution of NHWC images with an HWIO kernel (cross-correlation, as in every DL library).
+
+    Args:
+        x: images ``(n, h, w, c_in)``.
+        kernel: ``(kh, kw, c_in // groups, c_out)``.
+        stride: the same stride along both axes.
+        padding: ``"VALID"``, ``"SAME"`` or explicit ``((top, bottom), (left, right))``.
+        groups: feature groups: output channel ``o`` reads input channels of group
+            ``o // (c_out // groups)`` only.
+
+    Returns:
+        ``(n, h', w', c_out)``.
+    """
+    return jax.lax.conv_general_dilated(x, kernel, (stride, stride), padding,
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=groups)
+
+
+def max_pool(x: jax.Array, size: int, stride: int) -> jax.Array:
+    """Max-pooling of NHWC images over ``size x size`` windows (no padding, floor)."""
+    return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, size, size, 1), (1, stride, stride, 1), "VALID")
+
+
+def global_avg_pool(x: jax.Array) -> jax.Array:
+    """Mean over the spatial axes: ``(n, h, w, c) -> (n, c)``."""
+    return jnp.mean(x, axis=(1, 2))
+
+
+def _uniform(key, shape, fan_in: int) -> jax.Array:
+    bound = 1.0 / np.sqrt(fan_in)
+    return jax.random.uniform(key, shape, jnp.float32, -bound, bound)
+
+
+def optunet_init(key: jax.Array) -> dict:
+    """Initial OptuNet parameters, PyTorch's default initialisation (as in the authors' code).
+
+    Every kernel and bias is drawn from ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (what
+    ``kaiming_uniform_(a=sqrt(5))`` gives), ``fan_in`` the inputs of one output unit
+    (``in_channels // groups * kernel area`` for convolutions).
+
+    Args:
+        key: a ``jax.random`` key.
+
+    Returns:
+        float32 parameters in the layout of :data:`OPTUNET_SHAPES` (nested by layer).
+    """
+    keys = jax.random.split(key, len(OPTUNET_SHAPES))
+    flat = {}
+    for k, (path, shape) in zip(keys, OPTUNET_SHAPES.items()):
+        layer = path.split("/")[0]
+        kshape = OPTUNET_SHAPES[f"{layer}/kernel"]
+        fan_in = int(np.prod(kshape[:-1]))
+        flat[path] = _uniform(k, shape, fan_in)
+    out: dict = {}
+    for path, value in flat.items():
+        layer, leaf = path.split("/")
+        out.setdefault(layer, {})[leaf] = value
+    return out
+
+
+def _check_images(x, channels: int, min_size: int, arch: str) -> None:
+    shape = tuple(np.shape(x))
+    if len(shape) != 4 or shape[-1] != channels:
+        raise ValueError(f"x has shape {shape}; {arch} takes images (n, height, width, {channels}) "
+                         f"(flat vectors: symlib.core.cnn.as_images)")
+    if min(shape[1:3]) < min_size:
+        raise ValueError(f"x has images of {shape[1]}x{shape[2]} pixels; {arch} needs at least {min_size}x{min_size}")
+    if not isinstance(x, jax.core.Tracer):
+        check_finite(x, "x")
+
+
+def optunet_hidden(params: Mapping, x: jax.Array) -> dict[str, jax.Array]:
+    """Post-ReLU activations of OptuNet's hidden units.
+
+    Args:
+        params: one OptuNet (:func:`optunet_init` layout).
+        x: images ``(n, h, w, 1)``, at least 17x17 (MNIST: 28x28).
+
+    Returns:
+        ``{"conv_0": (n, h-3, w-3, 2)`` (before the pool), ``"conv_1": (n, h', w', 10)``,
+        ``"dense_0": (n, 3)}``.
+
+    Raises:
+        ValueError: naming the parameter that does not fit OptuNet, or for images of
+            the wrong shape or with nan/inf.
+    """
+    check_layout(params, OPTUNET_SHAPES, "OptuNet")
+    _check_images(x, 1, 17, "OptuNet")
+    h0 = jax.nn.relu(conv2d(x, params["conv_0"]["kernel"]))
+    h1 = jax.nn.relu(conv2d(max_pool(h0, 3, 3), params["conv_1"]["kernel"], groups=OPTUNET_GROUPS))
+    h2 = jax.nn.relu(global_avg_pool(h1) @ params["dense_0"]["kernel"] + params["dense_0"]["bias"])
+    return {"conv_0": h0, "conv_1": h1, "dense_0": h2}
+
+
+def optunet_apply(params: Mapping, x: jax.Array) -> jax.Array:
+    """OptuNet's logits.
+
+    Args:
+        params: one OptuNet (:func:`optunet_init` layout); ``jax.vmap`` for a stack.
+        x: images ``(n, h, w, 1)``, at least 17x17 (MNIST: 28x28).
+
+    Returns:
+        Logits ``(n, 10)``.
+
+    Raises:
+        ValueError: as for :func:`optunet_hidden`.
+    """
+    h = optunet_hidden(params, x)["dense_0"]
+    return h @ params["dense_1"]["kernel"] + params["dense_1"]["bias"]

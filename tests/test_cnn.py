@@ -1,0 +1,81 @@
+"""OptuNet (symlib.core.cnn) and its permutation spec (symlib.symmetry.architectures)."""
+import jax
+import numpy as np
+import pytest
+
+from symlib.core.cnn import OPTUNET_SHAPES, as_images, optunet_apply, optunet_hidden, optunet_init
+from symlib.symmetry.architectures import optunet_permutation_spec
+from symlib.symmetry.specs import PermutationSpec, apply_permutation, check_spec, random_permutations
+
+
+@pytest.fixture(scope="module")
+def net():
+    return optunet_init(jax.random.PRNGKey(0))
+
+
+@pytest.fixture(scope="module")
+def images():
+    return jax.random.normal(jax.random.PRNGKey(1), (6, 28, 28, 1))
+
+
+def test_optunet_has_355_parameters(net):
+    assert sum(np.size(v) for v in jax.tree_util.tree_leaves(net)) == 355
+    assert sum(int(np.prod(s)) for s in OPTUNET_SHAPES.values()) == 355
+
+
+def test_optunet_shapes(net, images):
+    assert optunet_apply(net, images).shape == (6, 10)
+    hidden = optunet_hidden(net, images)
+    assert hidden["conv_0"].shape == (6, 25, 25, 2)
+    assert hidden["conv_1"].shape == (6, 4, 4, 10)
+    assert hidden["dense_0"].shape == (6, 3)
+
+
+def test_grouped_convolution_reads_one_channel_per_group(net, images):
+    """Changing conv_0's channel 1 (only) leaves conv_1's channels 0-4 unchanged."""
+    k = np.asarray(net["conv_0"]["kernel"]).copy()
+    k[..., 1] *= -3.0
+    other = {**net, "conv_0": {"kernel": k}}
+    a, b = optunet_hidden(net, images)["conv_1"], optunet_hidden(other, images)["conv_1"]
+    np.testing.assert_array_equal(a[..., :5], b[..., :5])
+    assert np.abs(a[..., 5:] - b[..., 5:]).max() > 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_permutation_keeps_the_function(net, images, seed):
+    spec = optunet_permutation_spec()
+    perms = random_permutations(seed, spec, net)
+    assert (perms["P_conv_1"][:5] < 5).all() and (perms["P_conv_1"][5:] >= 5).all()
+    out = optunet_apply(apply_permutation(spec, perms, net), images)
+    np.testing.assert_allclose(out, optunet_apply(net, images), atol=1e-5)
+
+
+def test_permutation_across_groups_is_refused(net):
+    spec = optunet_permutation_spec()
+    with pytest.raises(ValueError, match="P_conv_1.*within its 2 groups"):
+        apply_permutation(spec, {"P_conv_1": np.arange(10)[::-1], "P_dense_0": np.arange(3)}, net)
+
+
+def test_spec_that_does_not_fit_names_the_parameter(net):
+    spec = optunet_permutation_spec()
+    wrong = {**net, "dense_0": {"kernel": np.zeros((12, 3)), "bias": np.zeros(3)}}
+    with pytest.raises(ValueError, match="dense_0/kernel"):
+        check_spec(spec, wrong)
+    missing = {k: v for k, v in net.items() if k != "dense_1"}
+    with pytest.raises(ValueError, match="dense_1"):
+        check_spec(spec, missing)
+    with pytest.raises(ValueError, match="not a multiple of 3"):
+        check_spec(PermutationSpec(spec.axes, blocks={"P_conv_1": 3}), net)
+    with pytest.raises(ValueError, match="P_nope"):
+        PermutationSpec(spec.axes, blocks={"P_nope": 2})
+
+
+def test_apply_names_the_parameter_that_does_not_fit(net, images):
+    wrong = {**net, "conv_1": {"kernel": np.zeros((5, 5, 2, 10), np.float32)}}
+    with pytest.raises(ValueError, match="conv_1/kernel"):
+        optunet_apply(wrong, images)
+    with pytest.raises(ValueError, match="missing parameter"):
+        optunet_apply({k: v for k, v in net.items() if k != "conv_0"}, images)
+    with pytest.raises(ValueError, match="images"):
+        optunet_apply(net, np.zeros((2, 784), np.float32))
+    assert as_images(np.zeros((2, 784))).shape == (2, 28, 28, 1)
