@@ -1,6 +1,7 @@
 """symlib.symmetry: permutations (cycles, number of transpositions), permutation specs,
 weight and activation matching, Wasserstein/KL alignment of mean-field posteriors, ReLU
-scaling symmetries (min-mass, unit-norm, sorting) and neuron order during training."""
+scaling symmetries (min-mass, unit-norm, sorting; for MLPs and, through scaling specs, CNNs), the
+permutation specs of the CNNs, and neuron order during training."""
 from symlib.symmetry.permutations import (  # noqa: F401
     as_generator,
     compose,
@@ -32,6 +33,18 @@ from symlib.symmetry.specs import (  # noqa: F401
     unflatten_params,
 )
 from symlib.symmetry.architectures import optunet_permutation_spec  # noqa: F401
+from symlib.symmetry.channel_scaling import (  # noqa: F401
+    ScalingSpec,
+    SpecMinMassResult,
+    apply_channel_scaling,
+    check_scaling_spec,
+    identifiable_spec,
+    min_mass_spec,
+    optunet_scaling_spec,
+    sort_by_first_weight,
+    spec_mass,
+    unit_norm_spec,
+)
 from symlib.symmetry.matching import (  # noqa: F401
     ManyMatchResult,
     MatchResult,
@@ -102,6 +115,16 @@ __all__ = [
     "random_permutations",
     "unflatten_params",
     "optunet_permutation_spec",
+    "ScalingSpec",
+    "SpecMinMassResult",
+    "apply_channel_scaling",
+    "check_scaling_spec",
+    "identifiable_spec",
+    "min_mass_spec",
+    "optunet_scaling_spec",
+    "sort_by_first_weight",
+    "spec_mass",
+    "unit_norm_spec",
     "ManyMatchResult",
     "MatchResult",
     "activation_matching",

@@ -1,0 +1,450 @@
+"""Scaling symmetries of any ReLU network described by a :class:`ScalingSpec`, and the
+canonical forms built on them: min-mass, unit-norm and sorting (Laurent et al., ICLR 2024).
+
+:mod:`symlib.symmetry.scaling` solves these problems for MLPs with a solver that uses the
+chain structure. This module does the same for any architecture whose rescalable units
+are listed in a :class:`ScalingSpec` (OptuNet: :func:`optunet_scaling_spec`), so that a
+convolutional network goes through the same tools.
+
+**Scaling spec.** A unit group (the channels of one layer) is a list of entries
+``(path, axis, power)``: rescaling the group by positive ``a`` (one factor per unit)
+multiplies parameter ``path`` along ``axis`` by ``a ** power``. ``power = +1`` marks the
+incoming side (kernel columns, bias, normalisation scale), ``-1`` the outgoing side. When
+the axis is ``m`` times longer than the group, unit ``i`` covers positions
+``i*m .. i*m + m - 1`` (a grouped convolution: OptuNet's ``conv_0`` channel ``c`` feeds
+the ``c``-th block of 5 output channels of ``conv_1``). The *mass* is the sum of squares of
+the parameters listed in ``mass_paths`` (kernels; biases excluded, as in Definition C.6).
+
+**Min-mass.** With log-scales ``u``, the mass of the rescaled network is
+``M(u) = sum_k w_k^2 exp(2 s_k(u))``, ``s_k`` linear in ``u``: a convex function, strictly
+convex when no unit is degenerate (every unit has non-zero incoming and outgoing mass).
+:func:`min_mass_spec` minimises it by damped Newton steps on the exact Hessian (float64,
+``jax.hessian``), fine for networks with up to a few thousand rescalable units.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from symlib.core.checks import check_finite, positive_float, positive_int
+from symlib.symmetry.specs import PermutationSpec, apply_permutation, block_of, check_spec, flatten_params, \
+    unflatten_params
+
+__all__ = [
+    "ScalingSpec",
+    "SpecMinMassResult",
+    "apply_channel_scaling",
+    "check_scaling_spec",
+    "identifiable_spec",
+    "min_mass_spec",
+    "optunet_scaling_spec",
+    "sort_by_first_weight",
+    "spec_mass",
+    "unit_norm_spec",
+]
+
+
+@dataclass(frozen=True)
+class ScalingSpec:
+    """The rescalable unit groups of a ReLU network and the parameters that make its mass.
+
+    Attributes:
+        groups: group name -> tuple of ``(path, axis, power)`` entries, ``power`` +1
+            (incoming side) or -1 (outgoing side), groups in input-to-output order.
+        mass_paths: the parameters whose squares make the mass.
+    """
+
+    groups: dict[str, tuple[tuple[str, int, int], ...]]
+    mass_paths: tuple[str, ...]
+
+    def __post_init__(self):
+        clean = {}
+        for name, entries in self.groups.items():
+            entries = tuple((str(p), int(a), int(s)) for p, a, s in entries)
+            if not any(s == 1 for _, _, s in entries) or not any(s == -1 for _, _, s in entries):
+                raise ValueError(f"scaling group {name!r} needs an incoming (+1) and an outgoing (-1) entry")
+            if any(s not in (1, -1) for _, _, s in entries):
+                raise ValueError(f"scaling group {name!r}: powers must be +1 or -1, got {entries}")
+            clean[name] = entries
+        object.__setattr__(self, "groups", clean)
+        object.__setattr__(self, "mass_paths", tuple(self.mass_paths))
+
+
+def optunet_scaling_spec() -> ScalingSpec:
+    """The scaling symmetries of OptuNet (:func:`symlib.core.cnn.optunet_init`).
+
+    Every hidden channel is followed by ReLU (and max-pool or average pool, both
+    positively homogeneous), so all of them rescale: the 2 channels of ``conv_0``
+    (outgoing side: their group's 5 output channels of ``conv_1``), the 10 of ``conv_1``
+    and the 3 units of ``dense_0`` (with their bias). The mass is the sum of the four
+    kernels' squares.
+
+    Returns:
+        A :class:`ScalingSpec` with groups ``conv_0``, ``conv_1``, ``dense_0``.
+    """
+    return ScalingSpec(
+        groups={
+            "conv_0": (("conv_0/kernel", 3, 1), ("conv_1/kernel", 3, -1)),
+            "conv_1": (("conv_1/kernel", 3, 1), ("dense_0/kernel", 0, -1)),
+            "dense_0": (("dense_0/kernel", 1, 1), ("dense_0/bias", 0, 1), ("dense_1/kernel", 0, -1)),
+        },
+        mass_paths=("conv_0/kernel", "conv_1/kernel", "dense_0/kernel", "dense_1/kernel"),
+    )
+
+
+def _float64(params: Mapping) -> dict[str, np.ndarray]:
+    flat = {}
+    for path, leaf in flatten_params(params).items():
+        arr = np.asarray(leaf, dtype=np.float64)
+        check_finite(arr, path)
+        flat[path] = arr
+    return flat
+
+
+def check_scaling_spec(spec: ScalingSpec, params: Mapping) -> dict[str, int]:
+    """Check ``params`` against ``spec``; return the number of units of every group.
+
+    The size of a group is the axis length of its first entry; every other entry's axis
+    must be a multiple of it.
+
+    Raises:
+        ValueError: naming the parameter that is missing, has too few axes or an axis
+            length that does not fit the group.
+    """
+    flat = flatten_params(params)
+    sizes = {}
+    for name, entries in spec.groups.items():
+        lengths = []
+        for path, axis, _ in entries:
+            if path not in flat:
+                raise ValueError(f"scaling group {name!r} acts on parameter {path!r}, which params do not have")
+            shape = np.shape(flat[path])
+            if not -len(shape) <= axis < len(shape):
+                raise ValueError(f"scaling group {name!r} acts on axis {axis} of {path!r}, which has shape {shape}")
+            lengths.append(shape[axis])
+        n = lengths[0]
+        for (path, axis, _), m in zip(entries, lengths):
+            if m % n:
+                raise ValueError(f"scaling group {name!r} has {n} units but axis {axis} of {path!r} has length {m}, "
+                                 f"not a multiple of {n}")
+        sizes[name] = n
+    missing = [p for p in spec.mass_paths if p not in flat]
+    if missing:
+        raise ValueError(f"the mass of the scaling spec uses parameter(s) {missing}, which params do not have")
+    return sizes
+
+
+def _expand(v, length: int, axis: int, ndim: int):
+    """Per-unit values ``v`` along ``axis`` of a leaf with ``ndim`` axes (repeated per block)."""
+    xp = jnp if isinstance(v, jax.core.Tracer) else np  # numpy stays float64 outside x64 mode
+    v = xp.repeat(v, length // v.shape[0]) if length != v.shape[0] else v
+    shape = [1] * ndim
+    shape[axis] = length
+    return xp.reshape(v, shape)
+
+
+def _log_factor(spec: ScalingSpec, path: str, shape, u: Mapping):
+    """Sum of ``power * u`` over the entries acting on ``path``, broadcastable to ``shape``."""
+    out = 0.0
+    for name, entries in spec.groups.items():
+        for p, axis, power in entries:
+            if p == path:
+                out = out + power * _expand(u[name], shape[axis], axis % len(shape), len(shape))
+    return out
+
+
+def _check_scales(scales: Mapping, sizes: Mapping[str, int]) -> dict[str, np.ndarray]:
+    unknown = [n for n in scales if n not in sizes]
+    missing = [n for n in sizes if n not in scales]
+    if unknown or missing:
+        raise ValueError(f"scales must name exactly the groups {list(sizes)}; unknown {unknown}, missing {missing}")
+    out = {}
+    for name, s in scales.items():
+        s = np.asarray(s, dtype=np.float64)
+        if s.shape != (sizes[name],):
+            raise ValueError(f"scales[{name!r}] must have shape ({sizes[name]},), got {s.shape}")
+        check_finite(s, f"scales[{name!r}]")
+        if np.any(s <= 0):
+            raise ValueError(f"scales[{name!r}] must be positive; non-positive at unit(s) {np.flatnonzero(s <= 0)[:10].tolist()}")
+        out[name] = s
+    return out
+
+
+def _restore(template: Mapping, flat64: Mapping[str, np.ndarray]):
+    """float64 leaves back to the array type, dtype and nesting of ``template``."""
+    ref = flatten_params(template)
+    out = {}
+    for path, x in flat64.items():
+        r = ref[path]
+        dtype = getattr(r, "dtype", np.float64)
+        out[path] = np.asarray(x, dtype) if isinstance(r, np.ndarray) else jnp.asarray(x, dtype)
+    nested = any(isinstance(v, Mapping) for v in template.values())
+    return unflatten_params(out) if nested else out
+
+
+def _scaled(spec: ScalingSpec, flat: Mapping[str, np.ndarray], log_scales: Mapping[str, np.ndarray]) -> dict:
+    touched = {p for entries in spec.groups.values() for p, _, _ in entries}
+    return {path: (np.asarray(x * np.exp(_log_factor(spec, path, x.shape, log_scales))) if path in touched else x)
+            for path, x in flat.items()}
+
+
+def apply_channel_scaling(spec: ScalingSpec, params: Mapping, scales: Mapping[str, np.ndarray]):
+    """Rescale the unit groups of ``spec`` by positive ``scales`` (the function is unchanged).
+
+    Args:
+        spec: the scaling spec.
+        params: one network.
+        scales: group name -> positive factors, one per unit.
+
+    Returns:
+        The rescaled network (leaves of the input's array type and dtype).
+
+    Raises:
+        ValueError: if ``params`` do not fit ``spec`` (naming the parameter), or a scale
+            array is missing, of the wrong shape, or not positive and finite.
+    """
+    sizes = check_scaling_spec(spec, params)
+    logs = {n: np.log(s) for n, s in _check_scales(scales, sizes).items()}
+    return _restore(params, _scaled(spec, _float64(params), logs))
+
+
+def spec_mass(spec: ScalingSpec, params: Mapping) -> float:
+    """The mass: sum of squares of the parameters in ``spec.mass_paths`` (float64)."""
+    check_scaling_spec(spec, params)
+    flat = flatten_params(params)
+    return float(sum(np.sum(np.square(np.asarray(flat[p], np.float64))) for p in spec.mass_paths))
+
+
+def _side_mass(spec: ScalingSpec, flat: Mapping[str, np.ndarray], sizes: Mapping[str, int], name: str,
+               power: int) -> np.ndarray:
+    """Per unit of group ``name``: the mass on its incoming (+1) or outgoing (-1) side."""
+    out = np.zeros(sizes[name])
+    for path, axis, pw in spec.groups[name]:
+        if pw != power or path not in spec.mass_paths:
+            continue
+        sq = np.square(flat[path])
+        axis = axis % sq.ndim
+        per_pos = sq.sum(axis=tuple(a for a in range(sq.ndim) if a != axis))
+        out += per_pos.reshape(sizes[name], -1).sum(axis=1)
+    return out
+
+
+def _raise_if_degenerate(spec: ScalingSpec, flat, sizes) -> None:
+    problems = []
+    for name in spec.groups:
+        for power, side in ((1, "incoming"), (-1, "outgoing")):
+            bad = np.flatnonzero(_side_mass(spec, flat, sizes, name, power) == 0)
+            if bad.size:
+                problems.append(f"group {name!r}: unit(s) {bad[:20].tolist()} have zero {side} mass")
+    if problems:
+        raise ValueError("the min-mass problem has no minimiser for degenerate units (their scale would run off "
+                         "to 0 or infinity): " + "; ".join(problems) + ". Prune or perturb them first.")
+
+
+@dataclass(frozen=True)
+class SpecMinMassResult:
+    """Output of :func:`min_mass_spec`.
+
+    Attributes:
+        params: the min-mass network (structure and array types of the input).
+        scales: group name -> factors, so that ``apply_channel_scaling(spec, input, scales)``
+            is ``params``.
+        mass: the mass after rescaling.
+        mass_before: the mass of the input.
+        iterations: Newton steps taken.
+        converged: whether half the squared Newton decrement fell below ``tol * mass``.
+    """
+
+    params: dict
+    scales: dict[str, np.ndarray]
+    mass: float
+    mass_before: float
+    iterations: int
+    converged: bool
+
+
+def _x64():
+    if hasattr(jax, "enable_x64"):
+        return jax.enable_x64(True)
+    from jax.experimental import enable_x64  # JAX < 0.8
+
+    return enable_x64(True)
+
+
+_MASS_FUNCTIONS: dict = {}
+
+
+def _mass_functions(spec: ScalingSpec, cuts: tuple[int, ...]):
+    """Compiled ``M(v, squares)``, its gradient and Hessian for ``spec`` (cached per spec and sizes)."""
+    key = (repr(spec.groups), spec.mass_paths, cuts)
+    if key not in _MASS_FUNCTIONS:
+        names = list(spec.groups)
+
+        def mass_of(v, sq):
+            u = dict(zip(names, jnp.split(v, cuts)))
+            return sum(jnp.sum(sq[p] * jnp.exp(2.0 * _log_factor(spec, p, sq[p].shape, u))) for p in spec.mass_paths)
+
+        _MASS_FUNCTIONS[key] = (jax.jit(mass_of), jax.jit(jax.grad(mass_of)), jax.jit(jax.hessian(mass_of)))
+    return _MASS_FUNCTIONS[key]
+
+
+def min_mass_spec(spec: ScalingSpec, params: Mapping, tol: float = 1e-12, max_iter: int = 100) -> SpecMinMassResult:
+    """The min-mass representative of ``params``' scaling orbit (Definition C.6), for any spec.
+
+    Damped Newton on the log-scales from ``u = 0`` with the exact Hessian in float64 and
+    Armijo backtracking; stops when half the squared Newton decrement is ``<= tol * M``.
+
+    Args:
+        spec: the scaling spec (e.g. :func:`optunet_scaling_spec`).
+        params: one network.
+        tol: relative tolerance on the mass (positive).
+        max_iter: most Newton steps (positive integer).
+
+    Returns:
+        A :class:`SpecMinMassResult`.
+
+    Raises:
+        ValueError: if ``params`` do not fit ``spec``, hold nan/inf, or a unit is
+            degenerate (naming the group and units).
+    """
+    tol = positive_float(tol, "tol")
+    max_iter = positive_int(max_iter, "max_iter")
+    sizes = check_scaling_spec(spec, params)
+    flat = _float64(params)
+    _raise_if_degenerate(spec, flat, sizes)
+    names = list(spec.groups)
+    cuts = tuple(int(c) for c in np.cumsum([sizes[n] for n in names])[:-1])
+    f, grad, hess = _mass_functions(spec, cuts)
+    sq = {p: flat[p] ** 2 for p in spec.mass_paths}
+    with _x64():
+        v = jnp.zeros(sum(sizes.values()), jnp.float64)
+        before = fv = float(f(v, sq))
+        converged, steps = False, 0
+        for steps in range(1, max_iter + 1):
+            g, H = np.asarray(grad(v, sq)), np.asarray(hess(v, sq))
+            d = -np.linalg.solve(H, g)
+            dec = float(-g @ d)
+            t = 1.0
+            while t > 1e-12 and float(f(v + t * d, sq)) > fv - 0.25 * t * dec:
+                t *= 0.5
+            v = v + t * d
+            fv = float(f(v, sq))
+            if 0.5 * dec <= tol * fv:
+                converged = True
+                break
+        u = {n: np.asarray(x) for n, x in zip(names, jnp.split(v, cuts))}
+    final = _scaled(spec, flat, u)
+    return SpecMinMassResult(params=_restore(params, final), scales={n: np.exp(x) for n, x in u.items()},
+                             mass=float(sum(np.sum(np.square(final[p])) for p in spec.mass_paths)),
+                             mass_before=before, iterations=steps, converged=converged)
+
+
+def unit_norm_spec(spec: ScalingSpec, params: Mapping, include_bias: bool = False):
+    """Laurent et al.'s scaling canonical form: every unit's incoming weights get unit L2 norm.
+
+    Groups are processed in the order of ``spec.groups`` (input to output), each after the
+    earlier groups' factors have been applied, so a unit's incoming weights are read in
+    their final form. The incoming weights are the entries with power +1 among
+    ``spec.mass_paths`` (and, with ``include_bias``, the other +1 entries too).
+
+    Args:
+        spec: the scaling spec.
+        params: one network.
+        include_bias: also count the incoming bias (and other non-mass +1 entries).
+
+    Returns:
+        The unit-norm network (same function, array types of the input).
+
+    Raises:
+        ValueError: naming the group and units whose incoming weights are all zero.
+    """
+    sizes = check_scaling_spec(spec, params)
+    cur = _float64(params)
+    for name in spec.groups:
+        sq = _side_mass(spec, cur, sizes, name, 1)
+        if include_bias:
+            for path, axis, pw in spec.groups[name]:
+                if pw == 1 and path not in spec.mass_paths:
+                    x = np.square(cur[path])
+                    axis = axis % x.ndim
+                    sq = sq + x.sum(axis=tuple(a for a in range(x.ndim) if a != axis)).reshape(sizes[name], -1).sum(1)
+        bad = np.flatnonzero(sq == 0)
+        if bad.size:
+            raise ValueError(f"unit_norm: group {name!r} has unit(s) {bad[:20].tolist()} with zero incoming weights")
+        logs = {n: np.zeros(sizes[n]) for n in spec.groups}
+        logs[name] = -0.5 * np.log(sq)
+        cur = _scaled(spec, cur, logs)
+    return _restore(params, cur)
+
+
+def _key_axis(spec: PermutationSpec, name: str) -> tuple[str, int]:
+    """The parameter whose last axis ``name`` permutes first: the layer producing the units."""
+    for path, axis in spec.perm_to_axes[name]:
+        if axis == len(spec.axes[path]) - 1 and len(spec.axes[path]) > 1:
+            return path, axis
+    raise ValueError(f"permutation {name!r} acts on no kernel's output axis; there is no incoming weight to sort by")
+
+
+def sort_by_first_weight(spec: PermutationSpec, params: Mapping,
+                         statistic: Callable[[np.ndarray], np.ndarray] | None = None):
+    """Laurent et al.'s permutation canonical form: sort units by their first incoming weight, descending.
+
+    For each permutation of ``spec`` in order, the units are the output axis of the first
+    kernel it permutes; the sort key is that kernel at index 0 of every other axis: the
+    first incoming weight of a dense unit, the top-left weight of the first input channel
+    of a convolution channel (read after the earlier permutations have been applied).
+    Units of a blocked permutation (grouped convolution) are sorted within their group.
+    Ties are broken by the original index (stable sort).
+
+    Args:
+        spec: the permutation spec (e.g. :func:`symlib.symmetry.architectures.optunet_permutation_spec`).
+        params: one network.
+        statistic: optional ``f(kernel) -> (units,)`` replacing the first-weight key; it
+            receives the kernel with the units on its last axis.
+
+    Returns:
+        ``(sorted_params, perms)`` with ``sorted_params == apply_permutation(spec, perms, params)``.
+
+    Raises:
+        ValueError: if ``params`` do not fit ``spec``.
+    """
+    sizes = check_spec(spec, params)
+    perms = {n: np.arange(sizes[n]) for n in spec.perm_names}
+    for name in spec.perm_names:
+        path, _ = _key_axis(spec, name)
+        current = flatten_params(apply_permutation(spec, perms, params))
+        k = np.asarray(current[path], np.float64)
+        key = np.asarray(statistic(k)) if statistic is not None else k[(0,) * (k.ndim - 1)]
+        groups = block_of(sizes[name], spec.blocks.get(name, 1))
+        order = np.lexsort((-key, groups))  # by group, then descending key; stable for ties
+        perms[name] = perms[name][order]
+    return apply_permutation(spec, perms, params), perms
+
+
+def identifiable_spec(scaling_spec: ScalingSpec, perm_spec: PermutationSpec, params: Mapping,
+                      scaling: str = "min_mass"):
+    """Remove the scaling symmetry (``"min_mass"`` or ``"unit_norm"``), then sort (:func:`sort_by_first_weight`).
+
+    Args:
+        scaling_spec: the scaling spec.
+        perm_spec: the permutation spec.
+        params: one network.
+        scaling: ``"min_mass"`` or ``"unit_norm"``.
+
+    Returns:
+        The canonical network (same function).
+
+    Raises:
+        ValueError: for another ``scaling``, and the errors of the steps.
+    """
+    if scaling == "min_mass":
+        params = min_mass_spec(scaling_spec, params).params
+    elif scaling == "unit_norm":
+        params = unit_norm_spec(scaling_spec, params)
+    else:
+        raise ValueError(f"scaling must be 'min_mass' or 'unit_norm', got {scaling!r}")
+    return sort_by_first_weight(perm_spec, params)[0]

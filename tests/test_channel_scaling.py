@@ -1,0 +1,143 @@
+"""Scaling symmetries of networks described by a ScalingSpec (symlib.symmetry.channel_scaling)."""
+import jax
+import numpy as np
+import pytest
+
+from symlib.core.cnn import optunet_apply, optunet_init
+from symlib.core.models import mlp_init
+from symlib.symmetry.architectures import optunet_permutation_spec
+from symlib.symmetry.channel_scaling import (
+    ScalingSpec,
+    apply_channel_scaling,
+    check_scaling_spec,
+    identifiable_spec,
+    min_mass_spec,
+    optunet_scaling_spec,
+    sort_by_first_weight,
+    spec_mass,
+    unit_norm_spec,
+)
+from symlib.symmetry.scaling import min_mass
+from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, random_permutations
+
+SPEC = optunet_scaling_spec()
+
+
+def _f64(tree):
+    return jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), tree)
+
+
+def _max_diff(a, b):
+    return max(float(np.abs(np.asarray(x) - np.asarray(y)).max())
+               for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
+
+
+@pytest.fixture(scope="module")
+def net():
+    return _f64(optunet_init(jax.random.PRNGKey(0)))
+
+
+@pytest.fixture(scope="module")
+def images():
+    return np.random.default_rng(0).normal(size=(6, 28, 28, 1))
+
+
+def _logits(params, x):
+    with jax.enable_x64(True):
+        return np.asarray(optunet_apply(params, x))
+
+
+def _random_scales(seed, params):
+    rng = np.random.default_rng(seed)
+    return {n: np.exp(rng.normal(size=k)) for n, k in check_scaling_spec(SPEC, params).items()}
+
+
+def test_optunet_groups(net):
+    assert check_scaling_spec(SPEC, net) == {"conv_0": 2, "conv_1": 10, "dense_0": 3}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_rescaling_keeps_the_function(net, images, seed):
+    scaled = apply_channel_scaling(SPEC, net, _random_scales(seed, net))
+    assert _max_diff(scaled, net) > 1e-3
+    np.testing.assert_allclose(_logits(scaled, images), _logits(net, images), atol=1e-12)
+
+
+def test_rescaling_the_incoming_side_alone_changes_the_function(net, images):
+    """The check can fail: without its outgoing side a rescaling is not a symmetry."""
+    half = ScalingSpec({"conv_1": (("conv_1/kernel", 3, 1), ("dense_1/bias", 0, -1))}, SPEC.mass_paths)
+    scaled = apply_channel_scaling(half, net, {"conv_1": np.linspace(0.5, 2.0, 10)})
+    assert np.abs(_logits(scaled, images) - _logits(net, images)).max() > 1e-4
+
+
+def test_min_mass_is_the_same_for_the_whole_orbit(net, images):
+    a = min_mass_spec(SPEC, net)
+    b = min_mass_spec(SPEC, apply_channel_scaling(SPEC, net, _random_scales(5, net)))
+    assert a.converged and b.converged and a.mass < a.mass_before
+    assert abs(a.mass - b.mass) < 1e-10 * a.mass
+    assert _max_diff(a.params, b.params) < 1e-9
+    np.testing.assert_allclose(_logits(a.params, images), _logits(net, images), atol=1e-12)
+    np.testing.assert_allclose(spec_mass(SPEC, a.params), a.mass)
+
+
+def test_min_mass_balances_incoming_and_outgoing_mass(net):
+    """At the minimum the gradient vanishes: every unit's incoming mass equals its outgoing mass."""
+    from symlib.symmetry.channel_scaling import _float64, _side_mass
+
+    p = min_mass_spec(SPEC, net).params
+    flat, sizes = _float64(p), check_scaling_spec(SPEC, p)
+    for name in SPEC.groups:
+        np.testing.assert_allclose(_side_mass(SPEC, flat, sizes, name, 1), _side_mass(SPEC, flat, sizes, name, -1),
+                                   rtol=1e-8)
+
+
+def test_min_mass_agrees_with_the_mlp_solver():
+    mlp = _f64(mlp_init(jax.random.PRNGKey(3), [5, 7, 6, 3]))
+    spec = ScalingSpec(
+        {"h0": (("dense_0/kernel", 1, 1), ("dense_0/bias", 0, 1), ("dense_1/kernel", 0, -1)),
+         "h1": (("dense_1/kernel", 1, 1), ("dense_1/bias", 0, 1), ("dense_2/kernel", 0, -1))},
+        ("dense_0/kernel", "dense_1/kernel", "dense_2/kernel"))
+    ours, ref = min_mass_spec(spec, mlp), min_mass(mlp, method="newton", tol=1e-14)
+    assert abs(ours.mass - ref.mass) < 1e-12 * ref.mass
+    assert _max_diff(ours.params, ref.params) < 1e-9
+
+
+def test_unit_norm_and_identifiable_are_canonical(net, images):
+    pspec = optunet_permutation_spec()
+    rescaled = apply_channel_scaling(SPEC, net, _random_scales(8, net))
+    assert _max_diff(unit_norm_spec(SPEC, net), unit_norm_spec(SPEC, rescaled)) < 1e-12
+    other = apply_permutation(pspec, random_permutations(7, pspec, net), rescaled)
+    for scaling in ("min_mass", "unit_norm"):
+        a, b = identifiable_spec(SPEC, pspec, net, scaling), identifiable_spec(SPEC, pspec, other, scaling)
+        assert _max_diff(a, b) < 1e-9
+        np.testing.assert_allclose(_logits(a, images), _logits(net, images), atol=1e-12)
+    with pytest.raises(ValueError, match="scaling must be"):
+        identifiable_spec(SPEC, pspec, net, "max")
+
+
+def test_sorting_is_descending_within_groups(net):
+    sorted_net, perms = sort_by_first_weight(optunet_permutation_spec(), net)
+    key = sorted_net["conv_1"]["kernel"][0, 0, 0]
+    assert (np.diff(key[:5]) <= 0).all() and (np.diff(key[5:]) <= 0).all()
+    assert (perms["P_conv_1"][:5] < 5).all()
+    assert (np.diff(sorted_net["dense_0"]["kernel"][0]) <= 0).all()
+    mlp = _f64(mlp_init(jax.random.PRNGKey(1), [4, 6, 3]))
+    s, _ = sort_by_first_weight(mlp_permutation_spec(1), mlp)
+    assert (np.diff(s["dense_0"]["kernel"][0]) <= 0).all()
+
+
+def test_errors_name_the_problem(net):
+    wrong = {**net, "dense_0": {"kernel": np.ones((7, 3)), "bias": np.ones(3)}}
+    with pytest.raises(ValueError, match="dense_0/kernel"):
+        check_scaling_spec(SPEC, wrong)
+    with pytest.raises(ValueError, match="conv_1/kernel"):
+        check_scaling_spec(SPEC, {k: v for k, v in net.items() if k != "conv_1"})
+    dead = {**net, "dense_1": {"kernel": np.zeros((3, 10)), "bias": net["dense_1"]["bias"]}}
+    with pytest.raises(ValueError, match="group 'dense_0'.*outgoing"):
+        min_mass_spec(SPEC, dead)
+    with pytest.raises(ValueError, match="positive"):
+        apply_channel_scaling(SPEC, net, {**_random_scales(0, net), "conv_0": np.array([1.0, -1.0])})
+    with pytest.raises(ValueError, match="missing"):
+        apply_channel_scaling(SPEC, net, {"conv_0": np.ones(2)})
+    with pytest.raises(ValueError, match="incoming"):
+        ScalingSpec({"g": (("a", 0, -1),)}, ())
