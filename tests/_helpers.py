@@ -1,8 +1,16 @@
-"""Helpers shared by the tests (imported as ``from _helpers import ...``)."""
-import jax
-import numpy as np
+"""Helpers shared by the tests (imported as ``from _helpers import ...``).
 
-from symlib.symmetry.specs import flatten_params
+JAX is imported only by the helpers that need it, so the data tests stay free of it.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import socket
+import threading
+from pathlib import Path
+
+import numpy as np
 
 
 def random_mlp(rng: np.random.Generator, sizes, bias_scale=1.0) -> dict:
@@ -15,11 +23,69 @@ def random_mlp(rng: np.random.Generator, sizes, bias_scale=1.0) -> dict:
 
 def stack_trees(trees):
     """Stack pytrees of arrays on a new leading axis (numpy)."""
+    import jax
+
     return jax.tree_util.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *trees)
 
 
 def assert_tree_close(a, b, **kw):
+    from symlib.symmetry.specs import flatten_params
+
     fa, fb = flatten_params(a), flatten_params(b)
     assert sorted(fa) == sorted(fb)
     for k in fa:
         np.testing.assert_allclose(np.asarray(fa[k]), np.asarray(fb[k]), err_msg=k, **kw)
+
+
+# --------------------------------------------------------------------------- #
+# data files and loopback servers (tests of symlib.data)
+# --------------------------------------------------------------------------- #
+PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+
+
+def unreachable_url() -> str:
+    """A loopback URL on a port nobody listens on (connection refused)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/"
+
+
+class LoopbackServer:
+    """Serves ``directory`` on 127.0.0.1 (a free port) in a thread; ``url`` ends in ``/``
+    and ``requests`` lists the paths asked for."""
+
+    def __init__(self, directory: Path):
+        self.requests: list[str] = []
+        outer = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def do_GET(self):
+                outer.requests.append(self.path)
+                super().do_GET()
+
+        handler = functools.partial(Handler, directory=str(directory))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+def corrupt(path: Path) -> None:
+    """Flip the bits of the byte in the middle of a file."""
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+
+
+def leftovers(directory: Path) -> list[str]:
+    """The sorted names in ``directory`` (none if it does not exist)."""
+    return sorted(p.name for p in directory.iterdir()) if directory.exists() else []

@@ -8,23 +8,20 @@ servers (127.0.0.1).
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
-import http.server
 import logging
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
 import pooch
 import pytest
 
+from _helpers import corrupt, leftovers, unreachable_url
 from symlib import data
 from symlib.data import ChecksumError, DataNotFoundError
 from symlib.data import subset as data_subset
@@ -54,64 +51,7 @@ SUBSET_SIZES = {
 SUBSET_SPLITS = list(SUBSET_SIZES)
 _NEEDS = {"mnist": needs_mnist, "fashion_mnist": needs_fashion}
 SUBSET_SPLITS_FULL = [pytest.param(d, s, marks=_NEEDS[d]) for d, s in SUBSET_SPLITS]
-_PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
-
-
-@pytest.fixture(autouse=True)
-def isolated_env(tmp_path, monkeypatch):
-    """No data dir, an empty private cache, no proxies (loopback must be direct)."""
-    monkeypatch.delenv("SYMLIB_DATA_DIR", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
-    for var in _PROXY_VARS:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-
-
-def _unreachable_mirror() -> str:
-    """A loopback URL on a port nobody listens on (connection refused)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/"
-
-
-class _Server:
-    def __init__(self, directory: Path):
-        self.requests: list[str] = []
-        outer = self
-
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def log_message(self, *args):  # keep test output quiet
-                pass
-
-            def do_GET(self):
-                outer.requests.append(self.path)
-                super().do_GET()
-
-        handler = functools.partial(Handler, directory=str(directory))
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
-
-
-@pytest.fixture
-def serve():
-    servers = []
-
-    def start(directory: Path) -> _Server:
-        servers.append(_Server(directory))
-        return servers[-1]
-
-    yield start
-    for s in servers:
-        s.close()
+pytestmark = pytest.mark.usefixtures("isolated_data_env")  # see conftest.py
 
 
 def _copy_dataset(dataset: str, dest: Path) -> Path:
@@ -120,16 +60,6 @@ def _copy_dataset(dataset: str, dest: Path) -> Path:
         for name in data.FILES[split]:
             shutil.copyfile(SHARED / dataset / name, dest / name)
     return dest
-
-
-def _corrupt(path: Path) -> None:
-    raw = bytearray(path.read_bytes())
-    raw[len(raw) // 2] ^= 0xFF
-    path.write_bytes(bytes(raw))
-
-
-def _leftovers(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
 
 
 # --------------------------------------------------------------------------- #
@@ -254,7 +184,7 @@ def test_corrupted_copy_rejected_by_loader(tmp_path, monkeypatch):
     d.mkdir(parents=True)
     for name in data.FILES["test"]:
         shutil.copyfile(SHARED / "mnist" / name, d / name)
-    _corrupt(d / "t10k-labels-idx1-ubyte.gz")
+    corrupt(d / "t10k-labels-idx1-ubyte.gz")
     monkeypatch.setenv("SYMLIB_DATA_DIR", str(root))
     with pytest.raises(ChecksumError) as err:
         data.load_mnist("mnist", "test", download_if_missing=False)
@@ -309,7 +239,7 @@ def test_find_files_layouts(tmp_path, monkeypatch):
 )
 def test_load_full(monkeypatch, dataset, split, n):
     monkeypatch.setenv("SYMLIB_DATA_DIR", str(SHARED))
-    monkeypatch.setitem(data.MIRRORS, dataset, [_unreachable_mirror()])
+    monkeypatch.setitem(data.MIRRORS, dataset, [unreachable_url()])
     images, labels = data.load_mnist(dataset, split, download_if_missing=False)
     assert images.shape == (n, 28, 28) and images.dtype == np.uint8
     assert labels.shape == (n,) and labels.dtype == np.uint8
@@ -345,7 +275,7 @@ def test_missing_offline_gives_clear_error(tmp_path, monkeypatch, download_if_mi
     empty = tmp_path / "empty"
     empty.mkdir()
     monkeypatch.setenv("SYMLIB_DATA_DIR", str(empty))
-    mirror = _unreachable_mirror()
+    mirror = unreachable_url()
     monkeypatch.setitem(data.MIRRORS, "mnist", [mirror])
     with pytest.raises(DataNotFoundError) as err:
         data.load_mnist("mnist", "train", download_if_missing=download_if_missing)
@@ -354,20 +284,20 @@ def test_missing_offline_gives_clear_error(tmp_path, monkeypatch, download_if_mi
     assert len(data.data_search_dirs("mnist")) == 3
     if download_if_missing:
         assert mirror in msg  # the failed mirror and its error are reported
-        assert not any(n.endswith(".part") for n in _leftovers(data.cache_dir("mnist")))
+        assert not any(n.endswith(".part") for n in leftovers(data.cache_dir("mnist")))
     # load_split surfaces the same error
     with pytest.raises(DataNotFoundError):
         data.load_split("mnist", "full", n_train=10)
 
 
 def test_download_all_mirrors_fail(tmp_path):
-    mirrors = [_unreachable_mirror(), _unreachable_mirror()]
+    mirrors = [unreachable_url(), unreachable_url()]
     with pytest.raises(DataNotFoundError) as err:
         data.download("mnist", dest_dir=tmp_path / "dl", mirrors=mirrors, timeout=5)
     msg = str(err.value)
     assert all(m in msg for m in mirrors)
     assert "train-images-idx3-ubyte.gz" in msg
-    assert _leftovers(tmp_path / "dl") == []
+    assert leftovers(tmp_path / "dl") == []
 
 
 def test_download_rejects_non_http_mirror(tmp_path):
@@ -382,10 +312,10 @@ def test_download_rejects_non_http_mirror(tmp_path):
 def test_download_from_local_server(tmp_path, serve, capsys):
     server = serve(_copy_dataset("mnist", tmp_path / "served"))
     dest = tmp_path / "dl"
-    out = data.download("mnist", dest_dir=dest, mirrors=[_unreachable_mirror(), server.url], timeout=5)
+    out = data.download("mnist", dest_dir=dest, mirrors=[unreachable_url(), server.url], timeout=5)
     assert out == dest
     expected = sorted(data.MD5["mnist"])
-    assert _leftovers(dest) == expected  # no partial files
+    assert leftovers(dest) == expected  # no partial files
     for name in expected:
         assert data.md5_file(dest / name) == data.MD5["mnist"][name]
     assert len(server.requests) == 4
@@ -395,15 +325,15 @@ def test_download_from_local_server(tmp_path, serve, capsys):
     assert len(server.requests) == 4
     # a corrupted local file is replaced, with a progress bar when asked for; the
     # unreachable mirror tried first leaves no bar without a total (no "%") behind
-    _corrupt(dest / "t10k-labels-idx1-ubyte.gz")
-    data.download("mnist", dest_dir=dest, mirrors=[_unreachable_mirror(), server.url], progress=True)
+    corrupt(dest / "t10k-labels-idx1-ubyte.gz")
+    data.download("mnist", dest_dir=dest, mirrors=[unreachable_url(), server.url], progress=True)
     assert server.requests[4:] == ["/t10k-labels-idx1-ubyte.gz"]
     assert data.md5_file(dest / "t10k-labels-idx1-ubyte.gz") == data.MD5["mnist"]["t10k-labels-idx1-ubyte.gz"]
     err = capsys.readouterr().err
     assert "mnist/t10k-labels-idx1-ubyte.gz" in err and "100%" in err
     bars = [line for line in err.replace("\r", "\n").splitlines() if "t10k-labels" in line]
     assert bars and all("%" in line for line in bars)
-    assert _leftovers(dest) == expected
+    assert leftovers(dest) == expected
 
 
 @needs_mnist
@@ -424,13 +354,13 @@ def test_download_is_quiet_and_expands_home(tmp_path, serve, monkeypatch):
         logger.removeHandler(handler)
     assert records == [] and logger.level == level
     assert out == tmp_path / "home" / "dl"
-    assert _leftovers(out) == sorted(data.MD5["mnist"])
+    assert leftovers(out) == sorted(data.MD5["mnist"])
 
 
 @needs_mnist
 def test_download_checksum_mismatch(tmp_path, serve):
     served = _copy_dataset("mnist", tmp_path / "served")
-    _corrupt(served / "train-labels-idx1-ubyte.gz")
+    corrupt(served / "train-labels-idx1-ubyte.gz")
     server = serve(served)
     dest = tmp_path / "dl"
     with pytest.raises(ChecksumError) as err:
@@ -438,18 +368,18 @@ def test_download_checksum_mismatch(tmp_path, serve):
     msg = str(err.value)
     assert "train-labels-idx1-ubyte.gz" in msg and data.MD5["mnist"]["train-labels-idx1-ubyte.gz"] in msg
     # the file fetched before is complete; the corrupt one left nothing behind
-    assert _leftovers(dest) == ["train-images-idx3-ubyte.gz"]
+    assert leftovers(dest) == ["train-images-idx3-ubyte.gz"]
 
 
 @needs_mnist
 def test_download_mismatch_falls_back_to_good_mirror(tmp_path, serve):
     bad = _copy_dataset("mnist", tmp_path / "bad")
-    _corrupt(bad / "t10k-labels-idx1-ubyte.gz")
+    corrupt(bad / "t10k-labels-idx1-ubyte.gz")
     bad_server = serve(bad)
     good_server = serve(_copy_dataset("mnist", tmp_path / "good"))
     dest = tmp_path / "dl"
     data.download("mnist", dest_dir=dest, mirrors=[bad_server.url, good_server.url], timeout=5)
-    assert _leftovers(dest) == sorted(data.MD5["mnist"])
+    assert leftovers(dest) == sorted(data.MD5["mnist"])
     assert good_server.requests == ["/t10k-labels-idx1-ubyte.gz"]
 
 
@@ -459,11 +389,14 @@ def test_load_mnist_downloads_into_cache(tmp_path, serve, monkeypatch):
     monkeypatch.setitem(data.MIRRORS, "mnist", [server.url])
     images, labels = data.load_mnist("mnist", "test")
     assert images.shape == (10000, 28, 28) and labels.shape == (10000,)
-    assert _leftovers(data.cache_dir("mnist")) == sorted(data.MD5["mnist"])
+    assert leftovers(data.cache_dir("mnist")) == sorted(data.FILES["test"])  # only the split asked for
     assert data.find_files("mnist", "test") == tuple(data.cache_dir("mnist") / n for n in data.FILES["test"])
-    n_requests = len(server.requests)
-    data.load_mnist("mnist", "train")  # found in the cache now
-    assert len(server.requests) == n_requests
+    data.load_mnist("mnist", "train")
+    assert server.requests[2:] == ["/" + n for n in data.FILES["train"]]
+    assert leftovers(data.cache_dir("mnist")) == sorted(data.MD5["mnist"])
+    data.load_mnist("mnist", "test")  # found in the cache now
+    data.load_mnist("mnist", "train")
+    assert len(server.requests) == 4
 
 
 # --------------------------------------------------------------------------- #
@@ -503,7 +436,7 @@ def test_subset_manifest_files_and_size():
 @pytest.mark.parametrize("dataset, split", SUBSET_SPLITS)
 def test_subset_loads_offline(tmp_path, monkeypatch, dataset, split):
     monkeypatch.setenv("SYMLIB_DATA_DIR", str(tmp_path / "nothing-here"))
-    monkeypatch.setitem(data.MIRRORS, dataset, [_unreachable_mirror()])
+    monkeypatch.setitem(data.MIRRORS, dataset, [unreachable_url()])
     entry = data.subset_manifest()["subsets"][dataset][split]
     images, labels = data.load_mnist(dataset, split, source="subset", download_if_missing=False)
     n = entry["n"]
@@ -644,7 +577,7 @@ def test_load_split_subset():
 def test_load_split_fashion_subset(tmp_path, monkeypatch):
     # offline: no data dir, no reachable mirror
     monkeypatch.setenv("SYMLIB_DATA_DIR", str(tmp_path / "nothing-here"))
-    monkeypatch.setitem(data.MIRRORS, "fashion_mnist", [_unreachable_mirror()])
+    monkeypatch.setitem(data.MIRRORS, "fashion_mnist", [unreachable_url()])
     out = data.load_split("fashion_mnist", "subset", n_train=4500, n_val=500, n_test=2000)
     for part, n in (("train", 4500), ("val", 500), ("test", 2000)):
         x, y = out[f"x_{part}"], out[f"y_{part}"]

@@ -1,14 +1,17 @@
-"""MNIST and Fashion-MNIST: finding, verifying, downloading and loading.
+"""MNIST, Fashion-MNIST, CIFAR-10, CIFAR-100 and SVHN: finding, verifying, downloading
+and loading.
 
 This package depends on numpy, the standard library and :mod:`pooch` (for downloads);
 it does not import JAX, so it is cheap to import from scripts, tests and notebooks.
 
 Modules: :mod:`~symlib.data.files` (file names, checksums, search directories),
 :mod:`~symlib.data.idx` (the idx format), :mod:`~symlib.data.downloads`,
-:mod:`~symlib.data.subset` (the shipped subset), :mod:`~symlib.data.mnist`
-(:func:`load_mnist`) and :mod:`~symlib.data.splits` (:func:`preprocess`,
-:func:`train_val_split`, :func:`load_split`). Everything public is importable from
-``symlib.data`` itself.
+:mod:`~symlib.data.loading` (what the loaders share), :mod:`~symlib.data.subset` (the
+shipped subset), :mod:`~symlib.data.mnist` (:func:`load_mnist`),
+:mod:`~symlib.data.cifar` (:func:`load_cifar10`, :func:`load_cifar100`),
+:mod:`~symlib.data.svhn` (:func:`load_svhn`) and :mod:`~symlib.data.splits`
+(:func:`preprocess`, :func:`train_val_split`, :func:`load_split`). Everything public is
+importable from ``symlib.data`` itself.
 
 Where the data comes from
 -------------------------
@@ -23,10 +26,21 @@ dataset (``train-images-idx3-ubyte.gz``, ``train-labels-idx1-ubyte.gz``,
 3. the user cache ``<$XDG_CACHE_HOME or ~/.cache>/symlib/data/<dataset>/``,
    which is also where :func:`download` puts files by default.
 
+Every loader takes ``data_dir=``, a directory searched instead of ``$SYMLIB_DATA_DIR``.
 Files are verified against the published MD5 sums (once per process and file).
-If they are missing and ``download_if_missing`` is true they are downloaded from
-public mirrors into the cache; if that is impossible (e.g. offline) a
-:class:`DataNotFoundError` explains what was looked for and where.
+If they are missing and ``download_if_missing`` is true the split's files are
+downloaded from public mirrors (:data:`MIRRORS`) into the cache; if that is impossible
+(e.g. offline) a :class:`DataNotFoundError` explains what was looked for, where, and
+where the files are published.
+
+CIFAR-10, CIFAR-100 and SVHN (:data:`RGB_DATASETS`) are found the same way, in
+``cifar10/``, ``cifar100/`` and ``svhn/``, under their official names
+(:data:`DATASET_FILES`): ``cifar-10-python.tar.gz`` and ``cifar-100-python.tar.gz``
+(the "python version" archives from https://www.cs.toronto.edu/~kriz/cifar.html, read
+without extracting them) and ``train_32x32.mat`` / ``test_32x32.mat`` (the cropped
+digits from http://ufldl.stanford.edu/housenumbers/). They are loaded as uint8 NHWC
+images ``(n, 32, 32, 3)`` and uint8 labels. The quick profile never needs them; no
+subset of them ships.
 
 ``source="subset"`` needs neither files nor network: a small, deterministic,
 real, exactly class-balanced subset (MNIST: 10,000 train and 2,000 test images;
@@ -40,11 +54,15 @@ place, :func:`preprocess`; :func:`load_split` returns ready-to-use arrays.
 
 from __future__ import annotations
 
+from symlib.data.cifar import CIFAR100_LABELS, CIFAR_MEMBERS, load_cifar10, load_cifar100, read_cifar
 from symlib.data.downloads import MIRRORS, download
 from symlib.data.files import (
+    ALL_DATASETS,
+    DATASET_FILES,
     DATASETS,
     ENV_DATA_DIR,
     FILES,
+    RGB_DATASETS,
     MD5,
     N_EXAMPLES,
     SOURCES,
@@ -60,13 +78,19 @@ from symlib.data.files import (
 from symlib.data.idx import idx_bytes, read_idx
 from symlib.data.mnist import load_mnist
 from symlib.data.splits import load_split, preprocess, train_val_split
+from symlib.data.svhn import load_svhn, read_svhn
 from symlib.data.subset import SUBSET_MANIFEST, subset_indices, subset_manifest
 
 __all__ = [
     "DATASETS",
+    "RGB_DATASETS",
+    "ALL_DATASETS",
     "SPLITS",
     "SOURCES",
     "FILES",
+    "DATASET_FILES",
+    "CIFAR_MEMBERS",
+    "CIFAR100_LABELS",
     "MD5",
     "MIRRORS",
     "N_EXAMPLES",
@@ -83,6 +107,11 @@ __all__ = [
     "verify_file",
     "download",
     "load_mnist",
+    "load_cifar10",
+    "load_cifar100",
+    "load_svhn",
+    "read_cifar",
+    "read_svhn",
     "subset_manifest",
     "subset_indices",
     "preprocess",

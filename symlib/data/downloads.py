@@ -1,4 +1,5 @@
-"""Downloading the dataset files from public mirrors, through :mod:`pooch`.
+"""Downloading the dataset files from public mirrors or their official sources, through
+:mod:`pooch`.
 
 Each file is fetched by :func:`pooch.retrieve` (``requests`` underneath, so the usual
 ``*_proxy`` / ``no_proxy`` variables apply), which streams it to a temporary file next to
@@ -17,8 +18,8 @@ from pathlib import Path
 
 from symlib.core.progress import progress_bar, progress_enabled
 from symlib.data.files import (
-    DATASETS,
-    FILES,
+    ALL_DATASETS,
+    DATASET_FILES,
     MD5,
     SPLITS,
     ChecksumError,
@@ -33,7 +34,8 @@ __all__ = ["MIRRORS", "download"]
 
 _CHUNK = 1 << 16  # bytes read (and written) at a time
 
-#: dataset -> public base URLs, tried in order (file name is appended).
+#: dataset -> public base URLs, tried in order (file name is appended). CIFAR and SVHN
+#: come from their official sources only.
 MIRRORS = {
     "mnist": [
         "https://ossci-datasets.s3.amazonaws.com/mnist/",
@@ -43,6 +45,9 @@ MIRRORS = {
         "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
         "https://storage.googleapis.com/tensorflow/tf-keras-datasets/",
     ],
+    "cifar10": ["https://www.cs.toronto.edu/~kriz/"],
+    "cifar100": ["https://www.cs.toronto.edu/~kriz/"],
+    "svhn": ["http://ufldl.stanford.edu/housenumbers/"],
 }
 
 
@@ -175,8 +180,8 @@ def _is_verified(path: Path, md5: str) -> bool:
 
 def download(dataset: str, dest_dir: str | os.PathLike | None = None,
              mirrors: Sequence[str] | None = None, progress: bool | None = None,
-             timeout: float = 30) -> Path:
-    """Download the four files of ``dataset`` and verify them.
+             timeout: float = 30, splits: Sequence[str] | None = None) -> Path:
+    """Download the files of ``dataset`` (all of them, or those of ``splits``) and verify them.
 
     Each file is fetched from the first mirror that works (the last successful one is
     tried first for the next file), streamed to a temporary file in ``dest_dir``, checked
@@ -185,33 +190,38 @@ def download(dataset: str, dest_dir: str | os.PathLike | None = None,
     checksum are not downloaded again; a present file with a wrong checksum is replaced.
 
     Args:
-        dataset: one of :data:`~symlib.data.DATASETS`.
+        dataset: one of :data:`~symlib.data.ALL_DATASETS`.
         dest_dir: where to put the files (``~`` is expanded); defaults to
             :func:`~symlib.data.cache_dir` of the dataset.
         mirrors: base URLs (the file name is appended); defaults to ``MIRRORS[dataset]``.
         progress: show a progress bar on stderr; ``None`` shows it only when stderr is a
             terminal (so nothing is printed in notebooks or CI).
         timeout: seconds to wait for a server to answer.
+        splits: the splits whose files are wanted (see
+            :data:`~symlib.data.DATASET_FILES`); ``None`` for all.
 
     Returns:
         ``dest_dir`` as a :class:`~pathlib.Path` (created if needed).
 
     Raises:
-        ValueError: if ``dataset`` is unknown, or ``mirrors`` is empty or holds a URL that
-            is not http(s).
+        ValueError: if ``dataset`` or a split is unknown, or ``mirrors`` is empty or holds
+            a URL that is not http(s).
         ChecksumError: if no mirror delivered a file with the right checksum and at least
             one delivered wrong bytes (the partial file is deleted).
         DataNotFoundError: listing each mirror and its error if every mirror failed
             otherwise (e.g. no network).
         OSError: if ``dest_dir`` cannot be created.
     """
-    check_choice("dataset", dataset, DATASETS)
+    check_choice("dataset", dataset, ALL_DATASETS)
+    splits = SPLITS if splits is None else tuple(splits)
+    for split in splits:
+        check_choice("split", split, SPLITS)
     mirrors = _checked_mirrors(MIRRORS[dataset] if mirrors is None else mirrors)
     dest = Path(cache_dir(dataset) if dest_dir is None else dest_dir).expanduser()  # as pooch does
     dest.mkdir(parents=True, exist_ok=True)
     show_progress = progress_enabled(progress)
-    for split in SPLITS:
-        for name in FILES[split]:
-            if not _is_verified(dest / name, MD5[dataset][name]):
-                _download_file(dataset, name, dest, mirrors, timeout, show_progress)
+    names = dict.fromkeys(name for split in splits for name in DATASET_FILES[dataset][split])
+    for name in names:
+        if not _is_verified(dest / name, MD5[dataset][name]):
+            _download_file(dataset, name, dest, mirrors, timeout, show_progress)
     return dest

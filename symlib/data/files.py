@@ -11,9 +11,12 @@ from typing import Any
 
 __all__ = [
     "DATASETS",
+    "RGB_DATASETS",
+    "ALL_DATASETS",
     "SPLITS",
     "SOURCES",
     "FILES",
+    "DATASET_FILES",
     "MD5",
     "N_EXAMPLES",
     "ENV_DATA_DIR",
@@ -28,7 +31,13 @@ __all__ = [
     "mark_verified",
 ]
 
+#: The idx datasets (28x28 grey), loaded by :func:`~symlib.data.load_mnist`.
 DATASETS = ("mnist", "fashion_mnist")
+#: The 32x32 colour datasets, loaded by :func:`~symlib.data.load_cifar10`,
+#: :func:`~symlib.data.load_cifar100` and :func:`~symlib.data.load_svhn`.
+RGB_DATASETS = ("cifar10", "cifar100", "svhn")
+#: Every dataset whose files are found, verified and downloaded here.
+ALL_DATASETS = DATASETS + RGB_DATASETS
 SPLITS = ("train", "test")
 SOURCES = ("full", "subset")
 
@@ -38,7 +47,18 @@ FILES = {
     "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
 }
 
-#: dataset -> file name -> published MD5 of the .gz file.
+#: dataset -> split -> the files holding it, under their published names. Both CIFAR
+#: splits come from one archive (the "python version"); SVHN is the "cropped digits"
+#: format 2 (without the ``extra`` set).
+DATASET_FILES = {
+    "mnist": FILES,
+    "fashion_mnist": FILES,
+    "cifar10": {"train": ("cifar-10-python.tar.gz",), "test": ("cifar-10-python.tar.gz",)},
+    "cifar100": {"train": ("cifar-100-python.tar.gz",), "test": ("cifar-100-python.tar.gz",)},
+    "svhn": {"train": ("train_32x32.mat",), "test": ("test_32x32.mat",)},
+}
+
+#: dataset -> file name -> published MD5 of the file as distributed (``.gz``, ``.tar.gz``, ``.mat``).
 MD5 = {
     "mnist": {
         "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
@@ -52,9 +72,15 @@ MD5 = {
         "t10k-images-idx3-ubyte.gz": "bef4ecab320f06d8554ea6380940ec79",
         "t10k-labels-idx1-ubyte.gz": "bb300cfdad3c16e7a12a480ee83cd310",
     },
+    "cifar10": {"cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a"},
+    "cifar100": {"cifar-100-python.tar.gz": "eb9058c3a382ffc7106e4002c42a8d85"},
+    "svhn": {
+        "train_32x32.mat": "e26dedcc434d2e4c54c9b2d4a06d8373",
+        "test_32x32.mat": "eb5a983be6a315427106f1b164d9cef3",
+    },
 }
 
-#: Number of examples in each full split.
+#: Number of examples in each full split of MNIST and Fashion-MNIST.
 N_EXAMPLES = {"train": 60_000, "test": 10_000}
 
 #: The environment variable naming the directory searched first.
@@ -96,7 +122,7 @@ def cache_dir(dataset: str | None = None) -> Path:
     """The user cache directory for downloads.
 
     Args:
-        dataset: one of :data:`DATASETS`, or ``None`` for the directory holding all of them.
+        dataset: one of :data:`ALL_DATASETS`, or ``None`` for the directory holding all of them.
 
     Returns:
         ``<$XDG_CACHE_HOME or ~/.cache>/symlib/data[/<dataset>]`` (it may not exist).
@@ -108,56 +134,60 @@ def cache_dir(dataset: str | None = None) -> Path:
     root = Path(base) / "symlib" / "data"
     if dataset is None:
         return root
-    check_choice("dataset", dataset, DATASETS)
+    check_choice("dataset", dataset, ALL_DATASETS)
     return root / dataset
 
 
-def data_search_dirs(dataset: str) -> list[Path]:
+def data_search_dirs(dataset: str, data_dir: str | os.PathLike | None = None) -> list[Path]:
     """Directories searched for ``dataset``'s files, in order of preference.
 
     Args:
-        dataset: one of :data:`DATASETS`.
+        dataset: one of :data:`ALL_DATASETS`.
+        data_dir: a directory searched instead of ``$SYMLIB_DATA_DIR`` (``~`` is expanded);
+            ``None`` for the environment variable.
 
     Returns:
-        ``$SYMLIB_DATA_DIR/<dataset>`` and ``$SYMLIB_DATA_DIR`` (both only when the
-        variable is set and non-empty), then :func:`cache_dir` for the dataset; listed
-        whether or not they exist.
+        ``<root>/<dataset>`` and ``<root>`` for ``root`` = ``data_dir`` or
+        ``$SYMLIB_DATA_DIR`` (only when given, or when the variable is set and non-empty),
+        then :func:`cache_dir` for the dataset; listed whether or not they exist.
 
     Raises:
         ValueError: if ``dataset`` is not a known dataset.
     """
-    check_choice("dataset", dataset, DATASETS)
+    check_choice("dataset", dataset, ALL_DATASETS)
     dirs = []
-    env = os.environ.get(ENV_DATA_DIR)
-    if env:
-        root = Path(os.path.expanduser(env))
+    root = os.fspath(data_dir) if data_dir is not None else os.environ.get(ENV_DATA_DIR)
+    if root:
+        root = Path(os.path.expanduser(root))
         dirs += [root / dataset, root]
     dirs.append(cache_dir(dataset))
     return dirs
 
 
-def find_files(dataset: str, split: str) -> tuple[Path, Path] | None:
-    """The images and labels files of a split, from the first search directory holding both.
+def find_files(dataset: str, split: str, data_dir: str | os.PathLike | None = None) -> tuple[Path, ...] | None:
+    """The files of a split, from the first search directory holding all of them.
 
-    Files are not verified here; :func:`symlib.data.load_mnist` does that.
+    Files are not verified here; the loaders (e.g. :func:`symlib.data.load_mnist`) do that.
 
     Args:
-        dataset: one of :data:`DATASETS`.
+        dataset: one of :data:`ALL_DATASETS`.
         split: one of :data:`SPLITS`.
+        data_dir: searched instead of ``$SYMLIB_DATA_DIR``, see :func:`data_search_dirs`.
 
     Returns:
-        ``(images_path, labels_path)`` from the first directory of
-        :func:`data_search_dirs` that holds both files, else ``None``.
+        The paths of ``DATASET_FILES[dataset][split]`` (for MNIST and Fashion-MNIST
+        ``(images_path, labels_path)``) in the first directory of :func:`data_search_dirs`
+        that holds them all, else ``None``.
 
     Raises:
         ValueError: if ``dataset`` or ``split`` is unknown.
     """
-    check_choice("dataset", dataset, DATASETS)
+    check_choice("dataset", dataset, ALL_DATASETS)
     check_choice("split", split, SPLITS)
-    for d in data_search_dirs(dataset):
-        images, labels = (d / f for f in FILES[split])
-        if images.is_file() and labels.is_file():
-            return images, labels
+    for d in data_search_dirs(dataset, data_dir):
+        paths = tuple(d / f for f in DATASET_FILES[dataset][split])
+        if all(p.is_file() for p in paths):
+            return paths
     return None
 
 

@@ -1,0 +1,33 @@
+"""Fixtures shared by the data tests (tests/test_data.py, tests/test_cifar.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from _helpers import PROXY_VARS, LoopbackServer
+
+
+@pytest.fixture
+def isolated_data_env(tmp_path, monkeypatch):
+    """No data dir, an empty private cache, no proxies (loopback must be direct)."""
+    monkeypatch.delenv("SYMLIB_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    for var in PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+def serve():
+    """``serve(directory)`` starts a :class:`LoopbackServer`; all are closed afterwards."""
+    servers = []
+
+    def start(directory: Path) -> LoopbackServer:
+        servers.append(LoopbackServer(directory))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()
