@@ -141,3 +141,21 @@ def test_errors_name_the_problem(net):
         apply_channel_scaling(SPEC, net, {"conv_0": np.ones(2)})
     with pytest.raises(ValueError, match="incoming"):
         ScalingSpec({"g": (("a", 0, -1),)}, ())
+
+
+def test_mass_hessian_is_positive_definite_and_lines_are_convex(net):
+    from symlib.symmetry.channel_scaling import spec_mass_along, spec_mass_hessian
+
+    res = min_mass_spec(SPEC, net)
+    logs = {n: np.log(s) for n, s in res.scales.items()}
+    for where in (None, logs):
+        ev = np.linalg.eigvalsh(spec_mass_hessian(SPEC, net, where))
+        assert ev[0] > 1e-8 * ev[-1]
+    rng = np.random.default_rng(0)
+    direction = {n: rng.normal(size=s.shape) for n, s in logs.items()}
+    t = np.linspace(-1, 1, 21)
+    m = spec_mass_along(SPEC, net, logs, direction, t)
+    assert np.argmin(m) == 10 and np.all(np.diff(m, 2) > 0)
+    np.testing.assert_allclose(m[10], res.mass, rtol=1e-12)
+    with pytest.raises(ValueError, match="missing"):
+        spec_mass_hessian(SPEC, net, {"conv_0": np.zeros(2)})

@@ -43,6 +43,8 @@ from symlib.symmetry.channel_scaling import (  # noqa: F401
     optunet_scaling_spec,
     sort_by_first_weight,
     spec_mass,
+    spec_mass_along,
+    spec_mass_hessian,
     unit_norm_spec,
 )
 from symlib.symmetry.matching import (  # noqa: F401
@@ -124,6 +126,8 @@ __all__ = [
     "optunet_scaling_spec",
     "sort_by_first_weight",
     "spec_mass",
+    "spec_mass_along",
+    "spec_mass_hessian",
     "unit_norm_spec",
     "ManyMatchResult",
     "MatchResult",

@@ -44,6 +44,8 @@ __all__ = [
     "optunet_scaling_spec",
     "sort_by_first_weight",
     "spec_mass",
+    "spec_mass_along",
+    "spec_mass_hessian",
     "unit_norm_spec",
 ]
 
@@ -341,6 +343,59 @@ def min_mass_spec(spec: ScalingSpec, params: Mapping, tol: float = 1e-12, max_it
     return SpecMinMassResult(params=_restore(params, final), scales={n: np.exp(x) for n, x in u.items()},
                              mass=float(sum(np.sum(np.square(final[p])) for p in spec.mass_paths)),
                              mass_before=before, iterations=steps, converged=converged)
+
+
+def _packed(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray] | None):
+    """Squared mass leaves, group sizes' cut points, and the log-scales as one float64 vector."""
+    sizes = check_scaling_spec(spec, params)
+    flat = _float64(params)
+    names = list(spec.groups)
+    cuts = tuple(int(c) for c in np.cumsum([sizes[n] for n in names])[:-1])
+    if log_scales is None:
+        v = np.zeros(sum(sizes.values()))
+    else:
+        scales = _check_scales({n: np.exp(np.asarray(u, np.float64)) for n, u in log_scales.items()}, sizes)
+        v = np.concatenate([np.log(scales[n]) for n in names])
+    return {p: flat[p] ** 2 for p in spec.mass_paths}, cuts, v
+
+
+def spec_mass_hessian(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray] | None = None):
+    """Hessian of the mass in the log-scales (Proposition 2: positive definite without degenerate units).
+
+    Args:
+        spec: the scaling spec.
+        params: one network.
+        log_scales: group name -> log-scales at which to evaluate (zeros, the network as
+            it is, when None).
+
+    Returns:
+        The ``(U, U)`` Hessian, ``U`` the number of rescalable units, groups in spec order.
+    """
+    sq, cuts, v = _packed(spec, params, log_scales)
+    _, _, hess = _mass_functions(spec, cuts)
+    with _x64():
+        return np.asarray(hess(jnp.asarray(v), sq))
+
+
+def spec_mass_along(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray],
+                    direction: Mapping[str, np.ndarray], t) -> np.ndarray:
+    """The mass at log-scales ``log_scales + t * direction`` for every ``t`` (a line through log-scale space).
+
+    Args:
+        spec: the scaling spec.
+        params: one network.
+        log_scales: group name -> origin of the line.
+        direction: group name -> direction (same shapes).
+        t: positions along the line.
+
+    Returns:
+        ``M(origin + t direction)`` for each ``t``.
+    """
+    sq, cuts, v = _packed(spec, params, log_scales)
+    _, _, d = _packed(spec, params, direction)
+    f, _, _ = _mass_functions(spec, cuts)
+    with _x64():
+        return np.array([float(f(jnp.asarray(v + ti * d), sq)) for ti in np.asarray(t, float)])
 
 
 def unit_norm_spec(spec: ScalingSpec, params: Mapping, include_bias: bool = False):
