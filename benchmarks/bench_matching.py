@@ -3,7 +3,7 @@
 
 Run from the repository root:
 
-    .venv/bin/python benchmarks/bench_matching.py --quick   # ~15 s
+    .venv/bin/python benchmarks/bench_matching.py --quick   # ~15 s (+ the ResNet20 x4 pair)
     .venv/bin/python benchmarks/bench_matching.py           # ~2-3 min: adds 784-2048x3-10, 1000 samples
 
 Everything runs in one process and every speed-up is printed as a ratio to a baseline
@@ -27,7 +27,9 @@ from symlib.symmetry import permutations as P  # noqa: E402
 from symlib.symmetry.matching import apply_permutation_many, weight_matching, weight_matching_many  # noqa: E402
 from symlib.testing.reference import reference_weight_matching  # noqa: E402
 from symlib.core.models import mlp_init  # noqa: E402
-from symlib.symmetry.specs import flatten_params, mlp_permutation_spec  # noqa: E402
+from symlib.core.resnet import resnet20_init  # noqa: E402
+from symlib.symmetry.architectures import resnet20_permutation_spec  # noqa: E402
+from symlib.symmetry.specs import flatten_params, mlp_permutation_spec, unflatten_params  # noqa: E402
 
 
 # --------------------------------------------------------------------------- data
@@ -56,7 +58,30 @@ def fmt_sizes(sizes):
 def bench_pair(sizes, repeats: int, seed: int = 0):
     spec = mlp_permutation_spec(len(sizes) - 2)
     a, b = random_net(seed, sizes), random_net(seed + 1, sizes)
-    key = jax.random.PRNGKey(seed + 2)
+    return time_pair(fmt_sizes(sizes), spec, a, b, repeats, jax.random.PRNGKey(seed + 2))
+
+
+def random_resnet20(seed: int, width: int, norm_scale: float = 0.1):
+    """ResNet20 (symlib.core.resnet.resnet20_init: He-normal convolutions) whose LayerNorm scales
+    and biases get small random offsets (1 + 0.1 N, 0.1 N), float32 numpy."""
+    flat = flatten_params(resnet20_init(jax.random.PRNGKey(seed), width, 10, 3))
+    rng = np.random.default_rng(seed + 10_000)
+    out = {}
+    for path, leaf in flat.items():
+        leaf = np.asarray(leaf)
+        if not path.startswith("head/") and path.endswith(("/scale", "/bias")):  # the norms
+            leaf = leaf + (norm_scale * rng.standard_normal(leaf.shape)).astype(np.float32)
+        out[path] = leaf
+    return unflatten_params(out)
+
+
+def bench_resnet20_pair(width: int, repeats: int, seed: int = 0):
+    a, b = random_resnet20(seed, width), random_resnet20(seed + 1, width)
+    return time_pair(f"ResNet20 x{width}, 10 classes", resnet20_permutation_spec(), a, b, repeats,
+                     jax.random.PRNGKey(seed + 2))
+
+
+def time_pair(label: str, spec, a, b, repeats: int, key):
     t_base, t_ours = [], []
     for _ in range(repeats):  # interleaved, best of `repeats`
         t = time.perf_counter()
@@ -69,7 +94,7 @@ def bench_pair(sizes, repeats: int, seed: int = 0):
     jb, jo = hist_b[-1], res.objective[-1]
     rel = abs(jb - jo) / abs(jb)
     same = all(np.array_equal(perms_b[k], res.perms[k]) for k in perms_b)
-    print(f"\n[{fmt_sizes(sizes)}]  best of {repeats}")
+    print(f"\n[{label}]  best of {repeats}")
     print(f"  baseline: {tb:8.3f} s  sweeps {len(hist_b):3d}  LAPs {solves_b:3d}  "
           f"LAP share {lap_b / tb:5.1%}  J = {jb:.10f}")
     print(f"  ours    : {to:8.3f} s  sweeps {res.sweeps:3d}  LAPs {res.num_solves:3d} "
@@ -179,6 +204,7 @@ def main(argv=None):
     print("\n== 1. one pair: plain Git Re-Basin loop (baseline) vs symlib.symmetry.matching.weight_matching ==")
     bench_pair([784, 512, 10], repeats)
     bench_pair([784, 512, 512, 512, 10], repeats)
+    bench_resnet20_pair(4, repeats)
     if not args.quick:
         bench_pair([784, 2048, 2048, 2048, 10], 1)
     print("\n== 2. many-to-one: weight_matching_many vs a per-sample loop of weight_matching ==")

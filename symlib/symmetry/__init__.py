@@ -32,7 +32,11 @@ from symlib.symmetry.specs import (  # noqa: F401
     random_permutations,
     unflatten_params,
 )
-from symlib.symmetry.architectures import optunet_permutation_spec  # noqa: F401
+from symlib.symmetry.architectures import (  # noqa: F401
+    optunet_permutation_spec,
+    resnet18_permutation_spec,
+    resnet20_permutation_spec,
+)
 from symlib.symmetry.channel_scaling import (  # noqa: F401
     ScalingSpec,
     SpecMinMassResult,
@@ -117,6 +121,8 @@ __all__ = [
     "random_permutations",
     "unflatten_params",
     "optunet_permutation_spec",
+    "resnet18_permutation_spec",
+    "resnet20_permutation_spec",
     "ScalingSpec",
     "SpecMinMassResult",
     "apply_channel_scaling",

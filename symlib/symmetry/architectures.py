@@ -1,4 +1,4 @@
-"""Permutation specs of the convolutional networks of :mod:`symlib.core.cnn`.
+"""Permutation specs of the convolutional networks of :mod:`symlib.core.cnn` and :mod:`symlib.core.resnet`.
 
 Every symmetry tool (``apply_permutation``, weight and activation matching, NoT,
 Wasserstein alignment, sorting) reads these specs; see :mod:`symlib.symmetry.specs` for
@@ -11,12 +11,42 @@ freely. The two channels of ``conv_0`` are *not* permuted: exchanging them prese
 function only together with exchanging the two groups of ``conv_1``, a symmetry of order 2
 that the spec leaves out, as Laurent et al.'s sorting does. The group of the spec has
 ``5! * 5! * 3! = 86,400`` elements.
+
+**ResNets** (ResNet20 with LayerNorm, the CIFAR ResNet-18 with batch norm in inference
+form; layout in :mod:`symlib.core.resnet`). The channels of each stage's residual stream
+share one permutation ``P_stage_s``: the stem's output (stage 0), the output axis of every
+``conv_1`` and of the shortcut convolution, the norms that write the stream
+(``norm_1``, ``shortcut/norm``, ``stem/norm``), and the input axis of every convolution
+that reads it (each block's ``conv_0``, the next stage's first ``conv_0`` and shortcut
+convolution, and for the last stage the rows of ``head/kernel``). The inner channels of
+each block get their own permutation ``P_stage_s_block_b``: the output axis of
+``conv_0``, ``norm_0`` (``scale``, ``bias`` and for batch norm ``mean``, ``var``) and the
+input axis of ``conv_1``. The permutation names are the keys of
+:func:`symlib.core.resnet.resnet20_hidden` and :func:`~symlib.core.resnet.resnet18_hidden`.
+
+*Positive scaling.* Every norm ends with a per-channel affine map (``scale``, ``bias``)
+whose output goes through a ReLU (inner channels: ``norm_0 -> ReLU -> conv_1``) or
+through a sum and a ReLU (streams). Multiplying ``scale`` and ``bias`` of a channel by
+``a > 0`` in every norm that writes it, and dividing the input axis of every convolution
+or dense kernel that reads it by ``a``, leaves the function unchanged exactly (ReLU is
+positively homogeneous): for an inner channel, its ``norm_0`` and ``conv_1``; for a
+stream channel, ``stem/norm`` (stage 0), every ``norm_1`` and ``shortcut/norm`` of the
+stage write it, and the ``conv_0`` kernels, the next stage's shortcut convolution and
+``head/kernel`` read it (``head/bias`` is untouched). Scaling the *output channels of a
+convolution* instead is not a symmetry when a LayerNorm follows (it normalises with
+statistics mixed over all channels of the pixel); with batch norm in inference form,
+scaling a convolution's output channel, its running ``mean`` by ``a`` and ``var`` by
+``a**2`` is a symmetry only up to ``eps`` (``sqrt(a**2 var + eps) != a sqrt(var + eps)``).
+``tests/test_resnet.py`` checks all of these statements numerically.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from symlib.core.resnet import inner_name, resnet18_shapes, resnet20_shapes, stream_name
 from symlib.symmetry.specs import PermutationSpec
 
-__all__ = ["optunet_permutation_spec"]
+__all__ = ["optunet_permutation_spec", "resnet18_permutation_spec", "resnet20_permutation_spec"]
 
 
 def optunet_permutation_spec() -> PermutationSpec:
@@ -38,3 +68,49 @@ def optunet_permutation_spec() -> PermutationSpec:
         },
         blocks={"P_conv_1": 2},
     )
+
+
+def _resnet_spec(shapes: Mapping[str, tuple[int, ...]]) -> PermutationSpec:
+    """Spec of a ResNet of :mod:`symlib.core.resnet` from its parameter paths (module docstring)."""
+    last = max(int(path.split("/")[0].split("_")[1]) for path in shapes if path.startswith("stage_"))
+    axes = {}
+    for path in shapes:
+        parts = path.split("/")
+        if parts[0] == "head":
+            axes[path] = (stream_name(last), None) if parts[1] == "kernel" else (None,)
+            continue
+        if parts[0] == "stem":
+            reads, writes = None, stream_name(0)
+        else:
+            s, b = int(parts[0].split("_")[1]), int(parts[1].split("_")[1])
+            stream_in = stream_name(s - 1 if s > 0 and b == 0 else s)
+            if parts[2] in ("conv_0", "norm_0"):
+                reads, writes = stream_in, inner_name(s, b)
+            elif parts[2] in ("conv_1", "norm_1"):
+                reads, writes = inner_name(s, b), stream_name(s)
+            else:  # shortcut/conv, shortcut/norm
+                reads, writes = stream_in, stream_name(s)
+        axes[path] = (None, None, reads, writes) if parts[-1] == "kernel" else (writes,)
+    return PermutationSpec(axes)
+
+
+def resnet20_permutation_spec() -> PermutationSpec:
+    """Spec of ResNet20 (:func:`symlib.core.resnet.resnet20_init`, any width and classes).
+
+    Returns:
+        Over every parameter: ``P_stage_0 .. P_stage_2`` on the residual streams and
+        ``P_stage_s_block_b`` (9) on the inner channels of the blocks (module docstring);
+        ``None`` on kernel spatial axes, the image channels and the classes.
+    """
+    return _resnet_spec(resnet20_shapes())
+
+
+def resnet18_permutation_spec() -> PermutationSpec:
+    """Spec of the CIFAR ResNet-18 (:func:`symlib.core.resnet.resnet18_init`, any classes).
+
+    Returns:
+        Over every parameter (the running ``mean``/``var`` of each norm permuted with its
+        ``scale``/``bias``): ``P_stage_0 .. P_stage_3`` on the residual streams and
+        ``P_stage_s_block_b`` (8) on the inner channels of the blocks (module docstring).
+    """
+    return _resnet_spec(resnet18_shapes())
