@@ -12,6 +12,10 @@ No new optimiser: both costs below are reduced to :func:`symlib.symmetry.matchin
 several copies of the parameters acted on by the same permutations
 (:func:`composite_spec`). The returned permutations are then applied to ``q1`` with the
 ORIGINAL spec: ``apply_alignment(spec, result.perms, q1)`` is ``q1`` aligned to ``q0``.
+Any spec works, convolutional networks included (e.g. a mean-field OptuNet with
+:func:`~symlib.symmetry.architectures.optunet_permutation_spec`); its
+:attr:`~symlib.symmetry.specs.PermutationSpec.blocks` carry over to the composite spec,
+so grouped channels stay in their groups.
 
 Wasserstein cost (the paper's choice, Sec. 4.2)
 -----------------------------------------------
@@ -169,7 +173,10 @@ def composite_spec(spec: PermutationSpec, prefixes: Sequence[str]) -> Permutatio
     Path ``p`` of ``spec`` becomes ``f"{prefix}/{p}"`` for every prefix, with the same
     permutation names on the same axes, e.g. ``composite_spec(mlp_permutation_spec(1),
     ["mu", "sigma"])`` has ``"mu/dense_0/kernel"`` and ``"sigma/dense_0/kernel"``, both
-    ``(None, "P_0")``. Matches the pytree ``{"mu": mu, "sigma": sigma}``.
+    ``(None, "P_0")``. Matches the pytree ``{"mu": mu, "sigma": sigma}``. The
+    :attr:`~symlib.symmetry.specs.PermutationSpec.blocks` of ``spec`` carry over (the
+    copies share the permutations), so a grouped convolution's channels stay in their
+    groups.
 
     Args:
         spec: the permutation spec of one copy of the parameters.
@@ -195,7 +202,8 @@ def composite_spec(spec: PermutationSpec, prefixes: Sequence[str]) -> Permutatio
             raise ValueError(f"prefixes must be non-empty strings without leading, trailing or double '/', got {p!r}")
     if len(set(prefixes)) != len(prefixes):
         raise ValueError(f"prefixes must be distinct, got {prefixes}")
-    return PermutationSpec({f"{pre}/{path}": names for pre in prefixes for path, names in spec.axes.items()})
+    return PermutationSpec({f"{pre}/{path}": names for pre in prefixes for path, names in spec.axes.items()},
+                           blocks=dict(spec.blocks))
 
 
 def apply_alignment(spec: PermutationSpec, perms: Mapping[str, Any], q) -> tuple[PyTree, PyTree]:

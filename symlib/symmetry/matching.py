@@ -1,8 +1,23 @@
 """Permutation matching of two networks, Git Re-Basin style (Ainsworth et al., ICLR 2023).
 
 Everything is read from a :class:`~symlib.symmetry.specs.PermutationSpec`; no layer name is
-hard-coded (except in :func:`activation_matching`, which maps hidden layer ``l`` of an MLP
-to the spec's ``"P_l"``).
+hard-coded (except in :func:`activation_matching` when its ``apply_fn`` returns a list of
+an MLP's hidden layers: layer ``l`` is then the spec's ``"P_l"``). MLPs and convolutional
+networks (:mod:`symlib.core.cnn`, :mod:`symlib.symmetry.architectures`) are treated alike:
+a convolution kernel ``(kh, kw, c_in, c_out)`` is one more parameter whose last axis (and,
+in the next layer, whose input axis) a permutation acts on.
+
+Blocks
+------
+A permutation with :attr:`~symlib.symmetry.specs.PermutationSpec.blocks` (``g`` groups, the
+output channels of a grouped convolution) may only move units within ``g`` equal
+contiguous blocks. Every tool here honours it by solving each linear assignment block by
+block: the cost matrix restricted to each diagonal block is one LAP, and the answers are
+assembled (``_lap``, used at every solve). That is the exact optimum over the
+block-preserving permutations, so every property below (monotone J, exact recovery of a
+planted permutation, skipped solves) carries over. ``init_perms`` and the rows given to
+:func:`apply_permutation_many` are checked to keep their blocks. Unblocked permutations
+are solved exactly as before (one LAP, the same bits).
 
 Convention
 ----------
@@ -71,8 +86,11 @@ skipped and the concurrent solves.
 
 Activation matching (:func:`activation_matching`)
 -------------------------------------------------
-For MLPs: the Pearson correlation of hidden units of A and B over a data set (streamed in
-batches, only sums kept), one LAP per hidden layer maximising the total correlation.
+The Pearson correlation of hidden units of A and B over a data set (streamed in batches,
+only sums kept), one LAP per permutation maximising the total correlation. ``apply_fn``
+names the activations each permutation acts on (a dict by permutation name, or for an MLP
+a list by hidden layer); convolutional features count every spatial position as an
+example.
 
 Many-to-one (:func:`weight_matching_many`)
 ------------------------------------------
@@ -99,7 +117,14 @@ from scipy.optimize import linear_sum_assignment
 
 from symlib.core.checks import positive_int
 from symlib.symmetry import permutations as _perm
-from symlib.symmetry.specs import PermutationSpec, check_perm_names, check_spec, flatten_params, unflatten_params
+from symlib.symmetry.specs import (
+    PermutationSpec,
+    check_blocks,
+    check_perm_names,
+    check_spec,
+    flatten_params,
+    unflatten_params,
+)
 
 __all__ = [
     "ManyMatchResult",
@@ -122,8 +147,8 @@ class MatchResult:
         perms: name -> int64 permutation (gather convention, see the module docstring).
         objective: weight matching: J after each sweep (``len == sweeps``; non-decreasing
             for specs where no permutation acts twice on one parameter); activation
-            matching: the total matched correlation of each hidden layer, in
-            ``P_0, P_1, ...`` order.
+            matching: the total matched correlation of each permutation (``P_0, P_1,
+            ...`` order for a list-returning ``apply_fn``, else the spec's order).
         sweeps: sweeps run (weight matching; includes the last, confirming sweep) or 1.
         initial_objective: J before the first sweep (weight matching; the identity or
             ``init_perms``), else ``nan``.
@@ -262,7 +287,8 @@ def _thread_count(num_threads) -> int:
     return max(1, min(4, os.cpu_count() or 1)) if num_threads is None else num_threads
 
 
-def _init_perms(init_perms, sizes: Mapping[str, int]) -> dict[str, np.ndarray]:
+def _init_perms(init_perms, sizes: Mapping[str, int], spec: PermutationSpec) -> dict[str, np.ndarray]:
+    """Identities, replaced by the checked ``init_perms`` (valid, of the right size, within their blocks)."""
     perms = {name: np.arange(n, dtype=np.int64) for name, n in sizes.items()}
     if init_perms is None:
         return perms
@@ -272,6 +298,7 @@ def _init_perms(init_perms, sizes: Mapping[str, int]) -> dict[str, np.ndarray]:
     for name, p in init_perms.items():
         try:
             perms[name] = _perm.validate(p, sizes[name])
+            check_blocks(spec, name, perms[name])
         except ValueError as e:
             raise ValueError(f"init_perms[{name!r}]: {e}") from None
     return perms
@@ -405,16 +432,30 @@ def _gain(C: np.ndarray, new: np.ndarray, old: np.ndarray) -> float:
     return float(C[rows, new].sum() - C[rows, old].sum())
 
 
-def _lap(C: np.ndarray) -> np.ndarray:
-    """Column matched to every row, maximising ``sum_i C[i, col[i]]``."""
-    _, col = linear_sum_assignment(C, maximize=True)
-    return col.astype(np.int64, copy=False)
+def _lap(C: np.ndarray, groups: int = 1) -> np.ndarray:
+    """Column matched to every row, maximising ``sum_i C[i, col[i]]``.
+
+    With ``groups > 1`` rows and columns are cut into that many equal contiguous blocks
+    (:attr:`~symlib.symmetry.specs.PermutationSpec.blocks`) and every row is matched within
+    its block: one LAP per diagonal block of ``C``, the answers assembled. This is the
+    exact optimum over the permutations that keep every unit in its block. ``groups == 1``
+    is one plain LAP (bit for bit the unblocked answer).
+    """
+    if groups == 1:
+        _, col = linear_sum_assignment(C, maximize=True)
+        return col.astype(np.int64, copy=False)
+    size = C.shape[0] // groups
+    col = np.empty(C.shape[0], np.int64)
+    for lo in range(0, C.shape[0], size):
+        _, block = linear_sum_assignment(C[lo:lo + size, lo:lo + size], maximize=True)
+        col[lo:lo + size] = block + lo
+    return col
 
 
-def _timed_lap(C: np.ndarray) -> tuple[np.ndarray, float]:
+def _timed_lap(C: np.ndarray, groups: int = 1) -> tuple[np.ndarray, float]:
     """:func:`_lap` and the seconds it took (measured on the thread that runs it)."""
     t = time.perf_counter()
-    col = _lap(C)
+    col = _lap(C, groups)
     return col, time.perf_counter() - t
 
 
@@ -442,18 +483,20 @@ class _LapWorkers:
             self._pool = ThreadPoolExecutor(self.num_threads)
         return self._pool
 
-    def solve_all(self, costs: list[np.ndarray]) -> list[np.ndarray]:
-        """Solve every cost matrix now, concurrently when there are several and threads to spare."""
+    def solve_all(self, costs: list[np.ndarray], groups: list[int]) -> list[np.ndarray]:
+        """Solve every cost matrix now (``costs[k]`` within ``groups[k]`` blocks, see :func:`_lap`),
+        concurrently when there are several and threads to spare."""
         if len(costs) > 1 and self.num_threads > 1:
-            return list(self._executor().map(_lap, costs))
-        return [_lap(C) for C in costs]
+            return list(self._executor().map(_lap, costs, groups))
+        return [_lap(C, g) for C, g in zip(costs, groups)]
 
-    def submit(self, costs: np.ndarray) -> Callable[[], list[tuple[np.ndarray, float]]]:
-        """Start timed solves of a stack of cost matrices; returns a function waiting for them."""
+    def submit(self, costs: np.ndarray, groups: int = 1) -> Callable[[], list[tuple[np.ndarray, float]]]:
+        """Start timed solves of a stack of cost matrices (each within ``groups`` blocks, see
+        :func:`_lap`); returns a function waiting for them."""
         if self.num_threads == 1:
-            done = [_timed_lap(C) for C in costs]
+            done = [_timed_lap(C, groups) for C in costs]
             return lambda: done
-        futures = [self._executor().submit(_timed_lap, C) for C in costs]
+        futures = [self._executor().submit(_timed_lap, C, groups) for C in costs]
         return lambda: [f.result() for f in futures]
 
 
@@ -523,12 +566,14 @@ class _PairState:
     """Coordinate-ascent state of :func:`weight_matching`.
 
     ``version[name]`` counts the accepted changes of ``name``; ``seen[name]`` holds the
-    versions of its dependencies when it was last solved (``None``: never solved).
+    versions of its dependencies when it was last solved (``None``: never solved);
+    ``blocks`` is the spec's :attr:`~symlib.symmetry.specs.PermutationSpec.blocks`.
     """
 
     perms: dict[str, np.ndarray]
     deps: Mapping[str, tuple[str, ...]]
     obj: float
+    blocks: Mapping[str, int] = field(default_factory=dict)
     version: dict[str, int] = field(init=False)
     seen: dict[str, tuple[int, ...] | None] = field(init=False)
 
@@ -559,7 +604,7 @@ def _solve_run(run: list[str], state: _PairState, costs: _CostCache, workers: _L
     t0 = time.perf_counter()
     Cs = [costs.cost(name, state.perms) for name in todo]
     t1 = time.perf_counter()
-    cols = workers.solve_all(Cs)
+    cols = workers.solve_all(Cs, [state.blocks.get(name, 1) for name in todo])
     t2 = time.perf_counter()
     tally.cost_time += t1 - t0
     tally.solver_time += t2 - t1
@@ -628,7 +673,7 @@ def weight_matching(
     sizes = _check_pair(spec, params_a, params_b)
     fa = _as_f64(flatten_params(params_a), "params_a")
     fb = _as_f64(flatten_params(params_b), "params_b")
-    perms = _init_perms(init_perms, sizes)
+    perms = _init_perms(init_perms, sizes, spec)
     names = list(spec.perm_names)
     rng = _rng(key)
 
@@ -641,7 +686,7 @@ def weight_matching(
     # J is computed once, then tracked by adding accepted LAP gains: exact when no
     # permutation acts twice on one parameter ("linear" spec), otherwise recomputed
     linear = _is_linear(deps)
-    state = _PairState(perms, deps, _objective(spec, fa, fb, None if init_perms is None else perms))
+    state = _PairState(perms, deps, _objective(spec, fa, fb, None if init_perms is None else perms), spec.blocks)
     initial = state.obj
     history: list[float] = []
     converged = False
@@ -675,17 +720,51 @@ def weight_matching(
 # --------------------------------------------------------------------------- activation matching
 
 
-def _hidden_perm_names(spec: PermutationSpec, num_hidden: int, widths: list[int], sizes: Mapping[str, int]) -> list[str]:
+def _hidden_perm_names(spec: PermutationSpec, num_hidden: int) -> list[str]:
+    """``P_0 .. P_{L-1}``, the names of an MLP's hidden layers; ``ValueError`` unless the spec names exactly those."""
     expected = [f"P_{l}" for l in range(num_hidden)]
     if sorted(spec.perm_names) != sorted(expected):
         raise ValueError(
-            f"activation_matching maps hidden layer l to permutation 'P_l': the network has "
-            f"{num_hidden} hidden layer(s), so the spec must name exactly {expected}, got {spec.perm_names}"
+            f"activation_matching maps hidden layer l to permutation 'P_l' when apply_fn returns a list: the "
+            f"network has {num_hidden} hidden layer(s), so the spec must name exactly {expected}, got "
+            f"{spec.perm_names} (an apply_fn returning a dict keyed by permutation name works for any spec)"
         )
-    for l, (name, w) in enumerate(zip(expected, widths)):
-        if sizes[name] != w:
-            raise ValueError(f"hidden layer {l} has {w} units but the spec's {name!r} permutes {sizes[name]}")
     return expected
+
+
+def _by_perm_name(spec: PermutationSpec, hidden) -> dict[str, Any]:
+    """``apply_fn``'s activations keyed by permutation name: a dict (checked to name exactly the
+    spec's permutations, put in spec order) or a list by MLP hidden layer (``P_0, P_1, ...``)."""
+    if isinstance(hidden, Mapping):
+        unknown = [k for k in hidden if k not in spec.perm_names]
+        if unknown:
+            raise ValueError(f"apply_fn returned activations under {unknown}, which the spec does not permute; "
+                             f"its dict must be keyed by the spec's permutation names {spec.perm_names}")
+        missing = [name for name in spec.perm_names if name not in hidden]
+        if missing:
+            raise ValueError(f"apply_fn returned no activations for the spec's permutation(s) {missing}; its dict "
+                             f"must name exactly {spec.perm_names}")
+        return {name: hidden[name] for name in spec.perm_names}
+    if isinstance(hidden, (list, tuple)):
+        return dict(zip(_hidden_perm_names(spec, len(hidden)), hidden))
+    raise TypeError(f"apply_fn must return a list of hidden activations or a dict of permutation name -> "
+                    f"activations, got {type(hidden).__name__}")
+
+
+def _as_rows(spec: PermutationSpec, sizes: Mapping[str, int], hidden) -> dict[str, np.ndarray]:
+    """``apply_fn``'s activations as float64 ``(examples, units)`` by permutation name.
+
+    All axes but the last are flattened into examples (conv features ``(n, h, w, c)``
+    give ``(n * h * w, c)``); the last must hold the units the permutation acts on.
+    """
+    out = {}
+    for name, h in _by_perm_name(spec, hidden).items():
+        h = np.asarray(h, np.float64)
+        if h.ndim < 2 or h.shape[-1] != sizes[name]:
+            raise ValueError(f"apply_fn's activations for {name!r} have shape {h.shape}; expected "
+                             f"(batch, ..., {sizes[name]}), the last axis the units the spec's {name!r} permutes")
+        out[name] = h.reshape(-1, h.shape[-1])
+    return out
 
 
 def _batches(data, batch_size: int) -> Iterable:
@@ -705,11 +784,12 @@ def _hidden_pair(apply_fn, pa, pb, x):
 
 @dataclass
 class _LayerSums:
-    """Running float64 sums of one hidden layer's activations in A and B.
+    """Running float64 sums of one hidden layer's activations in A and B, over ``count`` rows.
 
     The activations are shifted by the first batch's means (``shift_a``, ``shift_b``)
     before summing, for accuracy; units constant over the data then have exactly zero
-    (co)variance.
+    (co)variance. A row is an example, or one spatial position of one example for conv
+    features, so ``count`` may differ between layers.
     """
 
     shift_a: np.ndarray
@@ -719,6 +799,7 @@ class _LayerSums:
     sumsq_a: np.ndarray
     sumsq_b: np.ndarray
     cross: np.ndarray
+    count: int = 0
 
     @classmethod
     def start(cls, ha: np.ndarray, hb: np.ndarray) -> _LayerSums:
@@ -728,7 +809,8 @@ class _LayerSums:
                    np.zeros(width), np.zeros(width), np.zeros((width, width)))
 
     def add(self, ha: np.ndarray, hb: np.ndarray) -> None:
-        """Add a batch ``(batch, width)`` of activations of A and B."""
+        """Add a batch ``(rows, width)`` of activations of A and B."""
+        self.count += ha.shape[0]
         da = ha - self.shift_a
         db = hb - self.shift_b
         self.sum_a += da.sum(axis=0)
@@ -737,8 +819,9 @@ class _LayerSums:
         self.sumsq_b += np.einsum("ni,ni->i", db, db)
         self.cross += da.T @ db
 
-    def correlation(self, count: int, eps: float) -> np.ndarray:
-        """``corr[i, j] = cov(a_i, b_j) / (std(a_i) std(b_j) + eps)`` over ``count`` examples."""
+    def correlation(self, eps: float) -> np.ndarray:
+        """``corr[i, j] = cov(a_i, b_j) / (std(a_i) std(b_j) + eps)`` over the ``count`` rows."""
+        count = self.count
         ma, mb = self.sum_a / count, self.sum_b / count
         var_a = np.maximum(self.sumsq_a / count - ma**2, 0.0)
         var_b = np.maximum(self.sumsq_b / count - mb**2, 0.0)
@@ -746,42 +829,35 @@ class _LayerSums:
         return cov / (np.outer(np.sqrt(var_a), np.sqrt(var_b)) + eps)
 
 
-def _hidden_batch(hidden: Callable, pa, pb, x, first_example: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """float64 hidden activations of A and B on the batch ``x``; ``ValueError`` if ``x`` is not finite."""
+def _hidden_batch(hidden: Callable, pa, pb, x, first_example: int, spec: PermutationSpec,
+                  sizes: Mapping[str, int]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """float64 ``(rows, units)`` activations of A and B on the batch ``x`` by permutation name
+    (:func:`_as_rows`); ``ValueError`` if ``x`` is not finite."""
     ha, hb, finite = hidden(pa, pb, x)
     if not bool(finite):
         raise ValueError(f"data holds non-finite values (nan or inf) in examples "
                          f"{first_example}..{first_example + x.shape[0] - 1}")
-    return [np.asarray(h, np.float64) for h in ha], [np.asarray(h, np.float64) for h in hb]
-
-
-def _start_layers(spec: PermutationSpec, sizes: Mapping[str, int], ha: list, hb: list) -> tuple[list[str], list[_LayerSums]]:
-    """Permutation names of the hidden layers (checked against the spec) and their empty sums."""
-    if len(ha) != len(hb):
-        raise ValueError("apply_fn returned different numbers of hidden layers for A and B")
-    names = _hidden_perm_names(spec, len(ha), [h.shape[-1] for h in ha], sizes)
-    return names, [_LayerSums.start(a, b) for a, b in zip(ha, hb)]
+    return _as_rows(spec, sizes, ha), _as_rows(spec, sizes, hb)
 
 
 def _stream_layer_sums(hidden: Callable, pa, pb, data, batch_size: int, spec: PermutationSpec,
-                       sizes: Mapping[str, int]) -> tuple[list[str], list[_LayerSums], int]:
-    """Stream ``data`` through A and B; returns the hidden layers' names, sums and the example count."""
+                       sizes: Mapping[str, int]) -> tuple[dict[str, _LayerSums], int]:
+    """Stream ``data`` through A and B; returns the sums by permutation name and the example count."""
     count = 0
-    names: list[str] = []
-    layers: list[_LayerSums] | None = None
+    layers: dict[str, _LayerSums] | None = None
     for x in _batches(data, batch_size):
         x = jnp.asarray(x)
         if x.shape[0] == 0:
             continue
-        ha, hb = _hidden_batch(hidden, pa, pb, x, count)
+        ha, hb = _hidden_batch(hidden, pa, pb, x, count, spec, sizes)
         if layers is None:
-            names, layers = _start_layers(spec, sizes, ha, hb)
-        for layer, a, b in zip(layers, ha, hb):
-            layer.add(a, b)
+            layers = {name: _LayerSums.start(ha[name], hb[name]) for name in ha}
+        for name, layer in layers.items():
+            layer.add(ha[name], hb[name])
         count += x.shape[0]
     if count == 0:
         raise ValueError("data holds no examples")
-    return names, layers, count
+    return layers, count
 
 
 class _LayerMatch(NamedTuple):
@@ -790,10 +866,10 @@ class _LayerMatch(NamedTuple):
     seconds: float
 
 
-def _match_layer(corr: np.ndarray) -> _LayerMatch:
-    """One LAP maximising the matched total correlation of a hidden layer."""
+def _match_layer(corr: np.ndarray, groups: int) -> _LayerMatch:
+    """One LAP (within ``groups`` blocks, see :func:`_lap`) maximising the matched total correlation of a layer."""
     t0 = time.perf_counter()
-    col = _lap(corr)
+    col = _lap(corr, groups)
     seconds = time.perf_counter() - t0
     return _LayerMatch(col, float(corr[np.arange(len(col)), col].sum()), seconds)
 
@@ -808,40 +884,59 @@ def activation_matching(
     *,
     eps: float = 1e-12,
 ) -> MatchResult:
-    """Match hidden units of two MLPs by the correlation of their activations over ``data``.
+    """Match hidden units of two networks by the correlation of their activations over ``data``.
 
-    Hidden layer ``l`` is permuted by the spec's ``"P_l"``. Only running sums of the
-    activations are kept (float64, shifted by the first batch's means for accuracy). For
-    every layer the Pearson correlation ``corr[i, j] = cov(a_i, b_j) / (std(a_i) std(b_j)
-    + eps)`` is formed and one LAP maximises ``sum_i corr[i, p[i]]``. Units with zero
-    variance over the data (dead ReLUs, constants) have exactly zero covariance (thanks to
-    the shift), so their correlations are 0, never NaN. For MLPs the hidden activations
-    of B do not depend on the other layers' permutations, so the layers are independent
-    and this is exact.
+    ``apply_fn(params, x)`` gives the hidden activations that every permutation of the
+    spec acts on, either as a dict ``{permutation name: activations}`` naming exactly the
+    spec's permutations (any architecture; activations of layers the spec does not permute
+    are simply left out), or as a list ``[h_0, ..., h_{L-1}]`` by MLP hidden layer, layer
+    ``l`` permuted by the spec's ``"P_l"``. Activations are ``(batch, ..., units)``, the
+    units last; all other axes are flattened into examples, so a convolutional feature
+    map ``(n, h, w, c)`` counts every spatial position as an example, ``(n * h * w, c)``.
+    For OptuNet (:func:`symlib.core.cnn.optunet_hidden`, keyed by layer) with
+    :func:`~symlib.symmetry.architectures.optunet_permutation_spec`::
+
+        def apply_fn(params, x):
+            h = optunet_hidden(params, x)
+            return {"P_conv_1": h["conv_1"], "P_dense_0": h["dense_0"]}
+
+    Only running sums of the activations are kept (float64, shifted by the first batch's
+    means for accuracy). For every permutation the Pearson correlation ``corr[i, j] =
+    cov(a_i, b_j) / (std(a_i) std(b_j) + eps)`` is formed and one LAP maximises ``sum_i
+    corr[i, p[i]]`` (within every block of a permutation with
+    :attr:`~symlib.symmetry.specs.PermutationSpec.blocks`). Units with zero variance over
+    the data (dead ReLUs, constants) have exactly zero covariance (thanks to the shift),
+    so their correlations are 0, never NaN. The activations of B do not depend on how
+    its other layers are permuted, so the layers are independent and this is exact.
 
     Args:
-        spec: the permutation spec; it must name exactly ``P_0 .. P_{L-1}``, with sizes
-            equal to the hidden widths.
+        spec: the permutation spec.
         params_a: the reference network A.
         params_b: the network B to permute, with the same shapes as A.
-        data: an array ``(N, d_0)`` (cut into batches of ``batch_size``) or an iterable of
-            batches.
+        data: an array whose leading axis holds the examples (``(N, d_0)`` vectors,
+            ``(N, h, w, c)`` images; cut into batches of ``batch_size``) or an iterable
+            of batches.
         batch_size: examples per batch when ``data`` is an array (a positive int).
-        apply_fn: ``apply_fn(params, x)`` returns the list of hidden activations
-            ``[(batch, n_0), ..., (batch, n_{L-1})]`` (default
-            :func:`symlib.core.models.mlp_hidden`).
+        apply_fn: ``apply_fn(params, x)`` returns the hidden activations, a dict keyed by
+            permutation name or a list by MLP hidden layer (above; default
+            :func:`symlib.core.models.mlp_hidden`, the list form).
         eps: added to the product of standard deviations.
 
     Returns:
-        A :class:`MatchResult` with ``objective[l]`` the matched total correlation of
-        layer ``l``, ``info["mean_correlation"]`` the per-layer means and
-        ``info["num_examples"]`` the number of examples seen.
+        A :class:`MatchResult` with ``objective`` the matched total correlation of every
+        permutation (list form: ``P_0, P_1, ...``; dict form: the spec's order),
+        ``info["mean_correlation"]`` the means per unit, ``info["num_examples"]`` the
+        number of examples seen and ``info["num_rows"]`` the rows (examples times spatial
+        positions) per permutation.
 
     Raises:
         ValueError: if ``batch_size`` is not a positive int; if A or B does not fit
             ``spec`` or holds nan or inf (naming the parameter); if ``data`` holds nan or
-            inf or no examples; if the spec does not name the hidden layers.
-        TypeError: if ``spec`` is not a :class:`~symlib.symmetry.specs.PermutationSpec`.
+            inf or no examples; if ``apply_fn``'s dict does not name exactly the spec's
+            permutations, its list does not match a spec ``P_0 .. P_{L-1}``, or the
+            activations' last axis is not the permutation's size (naming it).
+        TypeError: if ``spec`` is not a :class:`~symlib.symmetry.specs.PermutationSpec`,
+            or ``apply_fn`` returns neither a dict nor a list.
     """
     t_start = time.perf_counter()
     batch_size = positive_int(batch_size, "batch_size")
@@ -855,22 +950,23 @@ def activation_matching(
     pb = jax.tree_util.tree_map(jnp.asarray, params_b)
 
     t_cost = time.perf_counter()
-    names, layers, count = _stream_layer_sums(hidden, pa, pb, data, batch_size, spec, sizes)
+    layers, count = _stream_layer_sums(hidden, pa, pb, data, batch_size, spec, sizes)
     cost_time = time.perf_counter() - t_cost
 
-    matches = {name: _match_layer(layer.correlation(count, eps)) for name, layer in zip(names, layers)}
+    matches = {name: _match_layer(layer.correlation(eps), spec.blocks.get(name, 1)) for name, layer in layers.items()}
     return MatchResult(
         # names may be listed by the spec in another order; return them in spec order
         perms={name: matches[name].perm for name in spec.perm_names},
-        objective=[matches[name].total_correlation for name in names],
+        objective=[match.total_correlation for match in matches.values()],
         sweeps=1,
         solver_time=sum(match.seconds for match in matches.values()),
         cost_time=cost_time,
         total_time=time.perf_counter() - t_start,
-        num_solves=len(names),
+        num_solves=len(matches),
         info={
-            "mean_correlation": [matches[name].total_correlation / max(len(matches[name].perm), 1) for name in names],
+            "mean_correlation": [match.total_correlation / max(len(match.perm), 1) for match in matches.values()],
             "num_examples": count,
+            "num_rows": {name: layer.count for name, layer in layers.items()},
         },
     )
 
@@ -896,7 +992,9 @@ def apply_permutation_many(spec: PermutationSpec, perms_stack: Mapping[str, Any]
     Raises:
         ValueError: if the stack does not fit ``spec``, its leaves disagree on ``m``, or a
             ``perms_stack`` entry is unknown, has the wrong shape or dtype, or has a row
-            that is not a permutation (the message names the entry and the row).
+            that is not a permutation or moves a unit out of its block
+            (:attr:`~symlib.symmetry.specs.PermutationSpec.blocks`; the message names the
+            entry and the row).
     """
     sizes = check_spec(spec, params_stack, batch_dims=1)
     flat = flatten_params(params_stack)
@@ -905,14 +1003,15 @@ def apply_permutation_many(spec: PermutationSpec, perms_stack: Mapping[str, Any]
     if len(ms) > 1:
         raise ValueError(f"leaves of params_stack disagree on the stack size: {sorted(ms)}")
     m = ms.pop() if ms else 0
-    checked = {name: _check_perm_rows(name, p, m, sizes[name]) for name, p in perms_stack.items()}
+    checked = {name: _check_perm_rows(spec, name, p, m, sizes[name]) for name, p in perms_stack.items()}
     out = {path: _permute_leaf_rows(leaf, spec.axes[path], checked, sizes, m) for path, leaf in flat.items()}
     nested = any(isinstance(v, Mapping) for v in params_stack.values())
     return unflatten_params(out) if nested else out
 
 
-def _check_perm_rows(name: str, p, m: int, n: int) -> np.ndarray:
-    """``perms_stack[name]`` as int64 ``(m, n)``; ``ValueError`` unless every row is a permutation."""
+def _check_perm_rows(spec: PermutationSpec, name: str, p, m: int, n: int) -> np.ndarray:
+    """``perms_stack[name]`` as int64 ``(m, n)``; ``ValueError`` unless every row is a permutation
+    keeping the units within their blocks (:attr:`PermutationSpec.blocks`)."""
     arr = np.asarray(p)
     if arr.shape != (m, n) or not np.issubdtype(arr.dtype, np.integer):
         raise ValueError(f"perms_stack[{name!r}] must be an integer array of shape ({m}, {n}), "
@@ -920,6 +1019,14 @@ def _check_perm_rows(name: str, p, m: int, n: int) -> np.ndarray:
     if m and not np.array_equal(np.sort(arr, axis=1), np.broadcast_to(np.arange(n), arr.shape)):
         bad = int(np.flatnonzero((np.sort(arr, axis=1) != np.arange(n)).any(axis=1))[0])
         raise ValueError(f"perms_stack[{name!r}] row {bad} is not a permutation of {n} items")
+    try:
+        check_blocks(spec, name, arr)
+    except ValueError:
+        for s, row in enumerate(arr):  # name the first row that crosses groups
+            try:
+                check_blocks(spec, name, row)
+            except ValueError as e:
+                raise ValueError(f"perms_stack[{name!r}] row {s}: {e}") from None
     return arr.astype(np.int64, copy=False)
 
 
@@ -1128,7 +1235,7 @@ def _many_step(name: str, problem: _ManyProblem, state: _ManyState, buffers: _Co
         t0 = time.perf_counter()
         C = problem.chunk_costs(name, state.perms, rows, buffers.next(problem.sizes[name], len(rows)))
         tally.cost_time += time.perf_counter() - t0
-        pending.append(_Chunk(rows, C, workers.submit(C)))
+        pending.append(_Chunk(rows, C, workers.submit(C, problem.spec.blocks.get(name, 1))))
         tally.solves += len(rows)
         while len(pending) > 1:
             _accept_chunk(name, pending.popleft(), state, tally)
