@@ -2,6 +2,9 @@
 variational inference (Bayes by backprop), full-batch HMC (BlackJAX; multi-chain, sharded,
 resumable) and its diagnostics."""
 from symlib.inference.training import (  # noqa: F401
+    AUGMENTATIONS,
+    CROP_PADDING,
+    LAURENT_OPTUNET,
     OPTIMIZERS,
     TrainConfig,
     learning_rate_at,
@@ -11,6 +14,8 @@ from symlib.inference.training import (  # noqa: F401
     fit_map,
     train_mlp,
     fit_map_many,
+    train_many,
+    random_crop,
     evaluate,
 )
 from symlib.inference.ensembles import (  # noqa: F401
@@ -53,6 +58,9 @@ from symlib.inference.diagnostics import (  # noqa: F401
 )
 
 __all__ = [
+    "AUGMENTATIONS",
+    "CROP_PADDING",
+    "LAURENT_OPTUNET",
     "OPTIMIZERS",
     "TrainConfig",
     "learning_rate_at",
@@ -62,6 +70,8 @@ __all__ = [
     "fit_map",
     "train_mlp",
     "fit_map_many",
+    "train_many",
+    "random_crop",
     "evaluate",
     "EnsembleResult",
     "member_keys",

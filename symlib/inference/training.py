@@ -1,7 +1,9 @@
-"""MAP training of MLPs (optax): one network, or many at once with ``vmap``.
+"""MAP training (optax) of MLPs or any other network: one, or many at once with ``vmap``.
 
-The objective is the negative log posterior per training example under an isotropic
-Gaussian prior N(0, prior_std^2 I)::
+A network is a parameter pytree and an ``apply_fn(params, x) -> logits`` for one network
+(default :func:`symlib.core.models.mlp_apply`; e.g. :func:`symlib.core.cnn.optunet_apply`
+for OptuNet). The objective is the negative log posterior per training example under an
+isotropic Gaussian prior N(0, prior_std^2 I)::
 
     L(W) = mean_i CE(f_W(x_i), y_i) + ||W||^2 / (2 prior_std^2 N)
 
@@ -13,7 +15,9 @@ and 30 of 60).
 
 Training is deterministic given the initial parameters and ``data_key``, which alone
 decides the minibatch order (a fresh permutation of the training set every epoch; the
-last incomplete batch is dropped). :func:`fit_map` can show a progress bar over the
+last incomplete batch is dropped) and, with ``TrainConfig.augment="crop"``, the random
+crops of every step (:func:`random_crop`; images only). :func:`train_many` initialises
+``K`` networks with ``vmap(init_fn)`` and trains them at once. :func:`fit_map` can show a progress bar over the
 epochs (:func:`symlib.core.progress.progress_bar`, on a terminal or when asked).
 """
 from __future__ import annotations
@@ -25,14 +29,22 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
-from symlib.core.checks import check_key, positive_float, positive_int
+from symlib.core.checks import check_finite, check_key, check_labels, positive_float, positive_int
 from symlib.core.losses import accuracy, nll
 from symlib.core.models import Params, check_mlp_data, check_mlp_params, mlp_apply, mlp_init
 from symlib.core.progress import progress_bar, progress_enabled
 
 OPTIMIZERS = ("adam", "sgd")
+#: data augmentations of ``TrainConfig.augment`` (besides ``None``)
+AUGMENTATIONS = ("crop",)
+#: zero padding of the ``"crop"`` augmentation (pixels on every side; PyTorch's ``RandomCrop(28, padding=4)``)
+CROP_PADDING = 4
+#: Laurent et al.'s OptuNet recipe (their ``optumnist-v1.py``): SGD without momentum
+LAURENT_OPTUNET = {"batch_size": 64, "learning_rate": 0.04, "weight_decay": 2e-4, "epochs": 60,
+                   "lr_milestones": (15, 30), "lr_factor": 0.5}
 
 
 class TrainConfig(NamedTuple):
@@ -47,6 +59,12 @@ class TrainConfig(NamedTuple):
         momentum: SGD momentum in ``[0, 1)`` (0: none).
         lr_milestones: increasing epochs at which the learning rate is multiplied by ``lr_factor``.
         lr_factor: the factor applied at each milestone.
+        augment: data augmentation applied to every minibatch inside the compiled step:
+            ``None`` (none) or ``"crop"`` (:func:`random_crop` with padding
+            :data:`CROP_PADDING`, for NHWC images; a fresh crop per example and step).
+        crop_fill: the value of the padded pixels of ``"crop"``: 0 for raw images; for
+            standardised images, the standardised value of a black pixel (PyTorch crops
+            before ``Normalize``), e.g. ``symlib.data.standardize(0.0, "mnist")``.
     """
 
     epochs: int
@@ -57,6 +75,8 @@ class TrainConfig(NamedTuple):
     momentum: float = 0.0
     lr_milestones: tuple[int, ...] = ()
     lr_factor: float = 0.5
+    augment: str | None = None
+    crop_fill: float = 0.0
 
     @classmethod
     def from_profile(cls, profile) -> "TrainConfig":
@@ -69,6 +89,47 @@ class TrainConfig(NamedTuple):
             A :class:`TrainConfig` with the other fields at their defaults.
         """
         return cls(profile.epochs, profile.batch_size, profile.learning_rate, profile.prior_std)
+
+    @classmethod
+    def laurent_optunet(cls, n_train: int, epochs: int = 60, augment: str | None = "crop",
+                        crop_fill: float = 0.0) -> "TrainConfig":
+        """Laurent et al.'s recipe for OptuNet (:data:`LAURENT_OPTUNET`).
+
+        SGD with learning rate 0.04 and no momentum, batch 64, weight decay 2e-4, learning
+        rate halved at epochs 15 and 30 of 60, random 28x28 crops of the images padded by
+        4 black pixels. The authors standardise MNIST with mean 0.1307 and standard deviation
+        0.3081 after the crop; with images standardised beforehand
+        (:func:`symlib.data.standardize`), pass ``crop_fill=standardize(0.0, "mnist")``.
+        With ``epochs != 60`` the milestones move to ``epochs // 4`` and
+        ``epochs // 2`` (those in ``1..epochs-1``).
+
+        The weight decay becomes the Gaussian prior of :func:`map_objective`: with
+        ``prior_std = 1 / sqrt(wd N)`` (:meth:`prior_std_for_weight_decay`, ``N = n_train``)
+        the prior term ``||W||^2 / (2 prior_std^2 N) = wd ||W||^2 / 2`` has gradient
+        ``W / (prior_std^2 N) = wd * W``, added to the gradient of the *mean*
+        cross-entropy. That is exactly PyTorch's ``SGD(lr, weight_decay=wd)`` on
+        ``CrossEntropyLoss()`` (mean reduction), which steps ``W <- W - lr (g + wd W)``;
+        as there, every parameter (biases included) is decayed.
+
+        Args:
+            n_train: number of training examples ``N``, >= 1.
+            epochs: passes over the training set (60 in the paper).
+            augment: ``"crop"`` (the paper) or ``None``.
+            crop_fill: value of the padded pixels (see above).
+
+        Returns:
+            The :class:`TrainConfig`.
+
+        Raises:
+            ValueError: if ``n_train < 1`` or ``epochs`` is not a positive integer.
+        """
+        r = LAURENT_OPTUNET
+        epochs = positive_int(epochs, "epochs")
+        milestones = (15, 30) if epochs == r["epochs"] else tuple(sorted({epochs // 4, epochs // 2} - {0}))
+        return cls(epochs, r["batch_size"], r["learning_rate"],
+                   cls.prior_std_for_weight_decay(r["weight_decay"], n_train), optimizer="sgd",
+                   lr_milestones=milestones, lr_factor=r["lr_factor"], augment=augment,
+                   crop_fill=float(crop_fill))
 
     @staticmethod
     def prior_std_for_weight_decay(weight_decay: float, n_train: int) -> float:
@@ -133,20 +194,55 @@ def sq_norm(params: Params) -> jax.Array:
     return sum(jnp.sum(p**2) for p in jax.tree_util.tree_leaves(params))
 
 
-def map_objective(params: Params, x: jax.Array, y: jax.Array, n_total: int, prior_std: float) -> jax.Array:
+def map_objective(params: Params, x: jax.Array, y: jax.Array, n_total: int, prior_std: float,
+                  apply_fn=mlp_apply) -> jax.Array:
     """Minibatch estimate of the negative log posterior per example (see module docstring).
+
+    The prior term's gradient is ``W / (prior_std^2 N)``, i.e. weight decay ``1 / (prior_std^2 N)``
+    on top of the mean cross-entropy (:meth:`TrainConfig.prior_std_for_weight_decay`).
 
     Args:
         params: one network's parameters.
-        x: minibatch inputs ``(b, d_0)``.
+        x: minibatch inputs (``(b, d_0)`` for an MLP).
         y: minibatch integer labels ``(b,)``.
         n_total: number of training examples ``N`` (scales the prior term).
         prior_std: standard deviation of the Gaussian prior.
+        apply_fn: ``apply_fn(params, x) -> logits (b, classes)``.
 
     Returns:
         ``mean CE + ||W||^2 / (2 prior_std^2 N)``, a scalar.
     """
-    return nll(mlp_apply(params, x), y) + sq_norm(params) / (2.0 * prior_std**2 * n_total)
+    return nll(apply_fn(params, x), y) + sq_norm(params) / (2.0 * prior_std**2 * n_total)
+
+
+def random_crop(key: jax.Array, images: jax.Array, padding: int = CROP_PADDING, fill: float = 0.0) -> jax.Array:
+    """Random crops of the original size from padded images (PyTorch's ``RandomCrop(size, padding)``).
+
+    Every image is padded by ``padding`` pixels of value ``fill`` on each side, then cut back to its
+    size at an offset drawn uniformly from ``0..2*padding`` along each axis, independently
+    per image (``jax.lax.dynamic_slice`` under ``vmap``); jittable.
+
+    Args:
+        key: ``jax.random`` key; the crops are a function of it.
+        images: NHWC images ``(n, h, w, c)``.
+        padding: pixels added on every side, >= 0 (0: the identity).
+        fill: value of the added pixels (0: black for raw images).
+
+    Returns:
+        The cropped images, shape and dtype of ``images``.
+
+    Raises:
+        ValueError: if ``images`` is not 4-D or ``padding`` is negative.
+    """
+    if np.ndim(images) != 4:
+        raise ValueError(f"random_crop takes NHWC images (n, h, w, c), got shape {np.shape(images)}")
+    if not isinstance(padding, (int, np.integer)) or padding < 0:
+        raise ValueError(f"padding must be a non-negative integer, got {padding!r}")
+    n, h, w, c = images.shape
+    padded = jnp.pad(images, ((0, 0), (padding, padding), (padding, padding), (0, 0)), constant_values=fill)
+    offsets = jax.random.randint(key, (n, 2), 0, 2 * padding + 1)
+    cut = lambda im, o: jax.lax.dynamic_slice(im, (o[0], o[1], 0), (h, w, c))  # noqa: E731
+    return jax.vmap(cut)(padded, offsets)
 
 
 def _check_config(cfg: TrainConfig, n: int) -> None:
@@ -163,6 +259,8 @@ def _check_config(cfg: TrainConfig, n: int) -> None:
     positive_float(cfg.prior_std, "prior_std")
     if not 0.0 <= cfg.momentum < 1.0:
         raise ValueError(f"momentum must lie in [0, 1), got {cfg.momentum!r}")
+    if cfg.augment is not None and cfg.augment not in AUGMENTATIONS:
+        raise ValueError(f"unknown augment {cfg.augment!r}; choose None or one of {AUGMENTATIONS}")
     milestones = list(cfg.lr_milestones)
     if any(not 0 < m < epochs for m in milestones) or milestones != sorted(milestones):
         raise ValueError(f"lr_milestones {cfg.lr_milestones} must be increasing epochs in 1..{epochs - 1}")
@@ -176,6 +274,58 @@ def _check_inputs(x: jax.Array, y: jax.Array, cfg: TrainConfig, sizes) -> None:
     """
     check_mlp_data(sizes, x, y)
     _check_config(cfg, x.shape[0])
+    if cfg.augment is not None:
+        raise ValueError(f"augment={cfg.augment!r} needs NHWC images; an MLP takes flat vectors (n, d)")
+
+
+def _one_network(params: Params, batch_dims: int, name: str):
+    """Shapes (``jax.ShapeDtypeStruct``) of one network of ``params``, after ``batch_dims`` leading axes.
+
+    Raises:
+        ValueError: naming ``name`` if it holds no arrays or its leaves disagree on the leading axes.
+    """
+    leaves = jax.tree_util.tree_leaves(params)
+    if not leaves:
+        raise ValueError(f"{name} holds no arrays")
+    lead = {tuple(np.shape(a))[:batch_dims] for a in leaves}
+    if len(lead) != 1 or any(np.ndim(a) < batch_dims for a in leaves):
+        raise ValueError(f"{name}: every leaf must share the {batch_dims} leading (network) axes, got {sorted(lead)}")
+    return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[batch_dims:], jnp.result_type(a)), params)
+
+
+def _check_data(apply_fn, params: Params, x, y, name: str = "params0", batch_dims: int = 0) -> None:
+    """Check ``x``/``y`` against a network given by ``apply_fn`` (basic checks; MLPs are checked fully).
+
+    ``x`` must be finite with ``n`` examples on its first axis, ``y`` ``n`` integer labels
+    in ``[0, classes)``, ``classes`` the width of the logits that ``apply_fn`` returns for
+    one example (found with ``jax.eval_shape``: nothing is computed).
+
+    Raises:
+        ValueError: naming ``x`` or ``y``; or whatever ``apply_fn`` raises for inputs it cannot take.
+    """
+    if apply_fn is mlp_apply:
+        check_mlp_data(check_mlp_params(params, name, batch_dims=batch_dims), x, y)
+        return
+    one = _one_network(params, batch_dims, name)
+    x_shape = tuple(np.shape(x))
+    if len(x_shape) < 2 or np.ndim(y) != 1 or np.shape(y)[0] != x_shape[0]:
+        raise ValueError(f"expected x of shape (n, ...) and y of shape (n,), got {x_shape} and {np.shape(y)}")
+    check_finite(x, "x")
+    logits = jax.eval_shape(apply_fn, one, jax.ShapeDtypeStruct((1,) + x_shape[1:], jnp.result_type(x)))
+    if len(logits.shape) != 2 or logits.shape[0] != 1:
+        raise ValueError(f"apply_fn must return logits (n, classes); for one example it returned shape {logits.shape}")
+    check_labels(y, logits.shape[1], "y")
+
+
+def _check_fit(apply_fn, params0: Params, x, y, cfg: TrainConfig, batch_dims: int) -> None:
+    """All checks of :func:`fit_map` / :func:`fit_map_many` before any work."""
+    if apply_fn is mlp_apply:
+        _check_inputs(x, y, cfg, check_mlp_params(params0, "params0", batch_dims=batch_dims))
+        return
+    _check_data(apply_fn, params0, x, y, "params0", batch_dims)
+    _check_config(cfg, x.shape[0])
+    if cfg.augment == "crop" and np.ndim(x) != 4:
+        raise ValueError(f"augment='crop' needs NHWC images x (n, h, w, c), got shape {np.shape(x)}")
 
 
 # The bar of the fit_map call running now (innermost last); the compiled loop reports to
@@ -207,17 +357,23 @@ def _epoch_bar(epochs: int, enabled: bool) -> Iterator[None]:
         bar.close()
 
 
-@partial(jax.jit, static_argnames=("cfg", "keep_trajectory", "progress", "observe", "observe_epoch"))
+@partial(jax.jit, static_argnames=("cfg", "keep_trajectory", "progress", "observe", "observe_epoch", "apply_fn"))
 def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progress: bool = False,
-         observe=None, observe_epoch=None):
+         observe=None, observe_epoch=None, apply_fn=mlp_apply):
     n = x.shape[0]
     steps = n // cfg.batch_size
     opt = make_optimizer(cfg, steps)
     loss_grad = jax.value_and_grad(map_objective)
 
-    def step(carry, idx):
+    def batch(inputs):
+        if cfg.augment is None:
+            return x[inputs], y[inputs]
+        idx, crop_key = inputs
+        return random_crop(crop_key, x[idx], fill=cfg.crop_fill), y[idx]
+
+    def step(carry, inputs):
         params, state = carry
-        loss, grads = loss_grad(params, x[idx], y[idx], n, cfg.prior_std)
+        loss, grads = loss_grad(params, *batch(inputs), n, cfg.prior_std, apply_fn)
         updates, state = opt.update(grads, state, params)
         new = optax.apply_updates(params, updates)
         return (new, state), (loss if observe is None else (loss, observe(params, new)))
@@ -225,6 +381,8 @@ def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progr
     def epoch(carry, inputs):
         index, key = inputs
         order = jax.random.permutation(key, n)[: steps * cfg.batch_size].reshape(steps, cfg.batch_size)
+        if cfg.augment is not None:  # the epoch's permutation key is left as it was; crops use a child
+            order = (order, jax.random.split(jax.random.fold_in(key, 1), steps))
         carry, out = jax.lax.scan(step, carry, order)
         losses, seen = (out, None) if observe is None else out
         if progress:
@@ -239,18 +397,24 @@ def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progr
 
 
 def fit_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cfg: TrainConfig,
-            keep_trajectory: bool = False, progress: bool | None = None):
-    """Train one MLP from ``params0`` by minimising the MAP objective.
+            keep_trajectory: bool = False, progress: bool | None = None, apply_fn=mlp_apply):
+    """Train one network from ``params0`` by minimising the MAP objective.
 
     Args:
-        params0: initial parameters (the layout of :mod:`symlib.core.models`).
-        data_key: ``jax.random`` key deciding the minibatch order of every epoch.
-        x: training inputs ``(n, d_0)``, finite.
-        y: integer training labels ``(n,)`` in ``[0, d_L)``.
+        params0: initial parameters (for the default ``apply_fn``, the MLP layout of
+            :mod:`symlib.core.models`).
+        data_key: ``jax.random`` key deciding the minibatch order of every epoch (and the
+            crops of ``cfg.augment``).
+        x: training inputs, finite: ``(n, d_0)`` for an MLP, what ``apply_fn`` takes otherwise
+            (NHWC images ``(n, h, w, c)`` for ``augment="crop"``).
+        y: integer training labels ``(n,)`` in ``[0, classes)``.
         cfg: the training configuration.
         keep_trajectory: also return the parameters after every epoch.
         progress: show a ``"train"`` progress bar over the epochs (on stderr, with the
             epoch's mean objective); ``None`` shows it only on a terminal.
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network (default
+            :func:`~symlib.core.models.mlp_apply`); a static argument of the compiled loop,
+            so pass the same function object each time.
 
     Returns:
         ``(params, epoch_losses)``, the final parameters and the mean objective of every
@@ -261,13 +425,14 @@ def fit_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cf
         ValueError: naming the input when ``x``/``y`` do not fit the network (shapes,
             input width, labels outside the network's outputs, NaN or inf in ``x``), when
             ``data_key`` is not a key, or when a field of ``cfg`` is invalid.
-        TypeError: if ``cfg`` is not a :class:`TrainConfig` or ``params0`` not a dict of layers.
+        TypeError: if ``cfg`` is not a :class:`TrainConfig` or ``params0`` not a dict of
+            layers (MLP).
     """
-    _check_inputs(x, y, cfg, check_mlp_params(params0, "params0"))
+    _check_fit(apply_fn, params0, x, y, cfg, 0)
     check_key(data_key, "data_key")
     show = progress_enabled(progress)
     with _epoch_bar(cfg.epochs, show):
-        params, losses, traj, _ = _fit(params0, data_key, x, y, cfg, keep_trajectory, show)
+        params, losses, traj, _ = _fit(params0, data_key, x, y, cfg, keep_trajectory, show, apply_fn=apply_fn)
     return (params, losses, traj) if keep_trajectory else (params, losses)
 
 
@@ -292,7 +457,8 @@ def train_mlp(key: jax.Array, sizes, x, y, cfg: TrainConfig):
     return fit_map(mlp_init(init_key, sizes), data_key, x, y, cfg)
 
 
-def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, observe=None, observe_epoch=None):
+def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, observe=None, observe_epoch=None,
+                 apply_fn=mlp_apply):
     """Train a stack of networks at once with ``vmap``.
 
     Observers are pure jax functions (pass the same function object each time: they are
@@ -304,11 +470,12 @@ def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, 
     Args:
         params0: initial parameters of ``K`` networks (leading axis ``K`` on every leaf).
         data_keys: ``K`` ``jax.random`` keys, one minibatch order per network.
-        x: training inputs ``(n, d_0)``, shared by all networks.
-        y: integer training labels ``(n,)`` in ``[0, d_L)``.
+        x: training inputs (as for :func:`fit_map`), shared by all networks.
+        y: integer training labels ``(n,)`` in ``[0, classes)``.
         cfg: the training configuration.
         observe: optional per-step observer.
         observe_epoch: optional per-epoch observer.
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network, as for :func:`fit_map`.
 
     Returns:
         Stacked ``(params, epoch_losses)``; with an observer, ``(params, epoch_losses,
@@ -318,11 +485,10 @@ def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, 
         ValueError: as for :func:`fit_map`; also if ``params0`` is not a stack of networks
             or ``data_keys`` does not hold one key per network.
     """
-    sizes = check_mlp_params(params0, "params0", batch_dims=1)
-    _check_inputs(x, y, cfg, sizes)
+    _check_fit(apply_fn, params0, x, y, cfg, 1)
     n_nets = jax.tree_util.tree_leaves(params0)[0].shape[0]
     check_key(data_keys, "data_keys", n_nets)
-    run = jax.vmap(lambda p, k: _fit(p, k, x, y, cfg, False, False, observe, observe_epoch))
+    run = jax.vmap(lambda p, k: _fit(p, k, x, y, cfg, False, False, observe, observe_epoch, apply_fn))
     params, losses, per_epoch, per_step = run(params0, data_keys)
     if observe is None and observe_epoch is None:
         return params, losses
@@ -332,13 +498,49 @@ def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, 
     return params, losses, observed
 
 
-def evaluate(params: Params, x: jax.Array, y: jax.Array) -> dict[str, float]:
+def train_many(key: jax.Array, init_fn, apply_fn, n_networks: int, x, y, cfg: TrainConfig,
+               observe=None, observe_epoch=None):
+    """Initialise ``n_networks`` networks with ``vmap(init_fn)`` and train them at once (:func:`fit_map_many`).
+
+    Network ``i`` starts from ``init_fn(split(init_key, K)[i])`` and draws its minibatches
+    (and crops) from ``split(data_key, K)[i]``, where ``init_key, data_key = split(key)``;
+    so :func:`fit_map` with those two keys trains the same network alone (to float
+    rounding: ``vmap`` batches the arithmetic differently).
+
+    Args:
+        key: ``jax.random`` key.
+        init_fn: ``init_fn(key) -> params`` of one network (e.g. :func:`symlib.core.cnn.optunet_init`).
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network (e.g. :func:`symlib.core.cnn.optunet_apply`).
+        n_networks: number of networks ``K``, >= 1.
+        x: training inputs, shared by all networks.
+        y: integer training labels ``(n,)``.
+        cfg: the training configuration (e.g. :meth:`TrainConfig.laurent_optunet`).
+        observe: optional per-step observer, as for :func:`fit_map_many`.
+        observe_epoch: optional per-epoch observer, as for :func:`fit_map_many`.
+
+    Returns:
+        As for :func:`fit_map_many`: the stacked ``(params, epoch_losses)``, leading axis ``K``
+        (and the observations if asked for).
+
+    Raises:
+        ValueError: as for :func:`fit_map_many`, and if ``key`` is not a key or
+            ``n_networks`` not a positive integer.
+    """
+    check_key(key, "key")
+    k = positive_int(n_networks, "n_networks")
+    init_key, data_key = jax.random.split(key)
+    params0 = jax.vmap(init_fn)(jax.random.split(init_key, k))
+    return fit_map_many(params0, jax.random.split(data_key, k), x, y, cfg, observe, observe_epoch, apply_fn)
+
+
+def evaluate(params: Params, x: jax.Array, y: jax.Array, apply_fn=mlp_apply) -> dict[str, float]:
     """Loss and accuracy of one network.
 
     Args:
         params: one network's parameters.
-        x: inputs ``(n, d_0)``.
-        y: integer labels ``(n,)`` in ``[0, d_L)``.
+        x: inputs (``(n, d_0)`` for an MLP).
+        y: integer labels ``(n,)`` in ``[0, classes)``.
+        apply_fn: ``apply_fn(params, x) -> logits`` (default :func:`~symlib.core.models.mlp_apply`).
 
     Returns:
         ``{"nll": mean negative log-likelihood, "accuracy": fraction correct}``.
@@ -346,6 +548,6 @@ def evaluate(params: Params, x: jax.Array, y: jax.Array) -> dict[str, float]:
     Raises:
         ValueError: naming ``x`` or ``y`` if they do not fit the network.
     """
-    check_mlp_data(check_mlp_params(params), x, y)
-    logits = mlp_apply(params, x)
+    _check_data(apply_fn, params, x, y, "params")
+    logits = apply_fn(params, x)
     return {"nll": float(nll(logits, y)), "accuracy": float(accuracy(logits, y))}

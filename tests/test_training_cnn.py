@@ -1,0 +1,119 @@
+"""Training networks other than MLPs (symlib.inference.training with ``apply_fn``): OptuNet on
+MNIST (the subset shipped with symlib), many at once, the crop augmentation, Laurent et al.'s recipe."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from symlib.core.cnn import as_images, optunet_apply, optunet_init
+from symlib.core.losses import nll
+from symlib.data import load_split
+from symlib.inference.training import (TrainConfig, evaluate, fit_map, fit_map_many, map_objective, random_crop,
+                                       train_many)
+
+# Adam learns faster than the paper's SGD (and without crops) in a handful of steps
+CFG = TrainConfig(epochs=3, batch_size=32, learning_rate=0.03)
+
+
+@pytest.fixture(scope="module")
+def mnist():
+    d = load_split("mnist", "subset", n_train=1024, n_test=500)
+    return (as_images(d["x_train"]), jnp.asarray(d["y_train"]), as_images(d["x_test"]), jnp.asarray(d["y_test"]))
+
+
+def test_many_optunets_learn_and_equal_one_by_one(mnist):
+    x, y, xt, yt = mnist
+    params, losses = train_many(jax.random.key(0), optunet_init, optunet_apply, 3, x, y, CFG)
+    assert losses.shape == (3, CFG.epochs) and params["conv_0"]["kernel"].shape == (3, 4, 4, 1, 2)
+    init_key, data_key = jax.random.split(jax.random.key(0))
+    accuracy = []
+    for i, (ki, kd) in enumerate(zip(jax.random.split(init_key, 3), jax.random.split(data_key, 3))):
+        one, l1 = fit_map(optunet_init(ki), kd, x, y, CFG, apply_fn=optunet_apply)
+        np.testing.assert_allclose(losses[i], l1, rtol=1e-4, atol=1e-5)
+        jax.tree_util.tree_map(lambda s, o: np.testing.assert_allclose(s[i], o, rtol=1e-3, atol=1e-4), params, one)
+        accuracy.append(evaluate(one, xt, yt, optunet_apply)["accuracy"])
+        assert losses[i, -1] < losses[i, 0] - 0.1
+    print("test accuracies", accuracy)
+    # chance is 0.1 (500 test images: +-0.013); 355 parameters after 96 Adam steps
+    assert min(accuracy) > 0.15 and np.mean(accuracy) > 0.2, accuracy
+
+
+def test_training_with_crops_is_deterministic_given_the_data_key(mnist):
+    x, y, _, _ = mnist
+    cfg = CFG._replace(epochs=1, augment="crop")
+    p0 = optunet_init(jax.random.key(0))
+    a, la = fit_map(p0, jax.random.key(1), x[:256], y[:256], cfg, apply_fn=optunet_apply)
+    b, lb = fit_map(p0, jax.random.key(1), x[:256], y[:256], cfg, apply_fn=optunet_apply)
+    c, lc = fit_map(p0, jax.random.key(2), x[:256], y[:256], cfg, apply_fn=optunet_apply)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, (a, la), (b, lb))
+    assert np.all(np.isfinite(la)) and not np.array_equal(la, lc)
+
+
+def test_fit_map_many_takes_a_stack_and_checks_cnn_data(mnist):
+    x, y, _, _ = mnist
+    stack = jax.vmap(optunet_init)(jax.random.split(jax.random.key(1), 2))
+    keys = jax.random.split(jax.random.key(2), 2)
+    cfg = CFG._replace(epochs=1, augment="crop")
+    with pytest.raises(ValueError, match=r"y must lie in \[0, 10\) for 10 classes"):
+        fit_map_many(stack, keys, x, y + 1, cfg, apply_fn=optunet_apply)
+    with pytest.raises(ValueError, match=r"x contains NaN or inf"):
+        fit_map_many(stack, keys, x.at[0, 3, 3, 0].set(jnp.nan), y, cfg, apply_fn=optunet_apply)
+    with pytest.raises(ValueError, match=r"expected x of shape \(n, ...\) and y of shape \(n,\)"):
+        fit_map_many(stack, keys, x, y[:10], cfg, apply_fn=optunet_apply)
+    with pytest.raises(ValueError, match="OptuNet takes images"):
+        fit_map(optunet_init(jax.random.key(0)), keys[0], x.reshape(x.shape[0], -1), y, cfg._replace(augment=None),
+                apply_fn=optunet_apply)
+    with pytest.raises(ValueError, match="augment='crop' needs NHWC images"):
+        fit_map(optunet_init(jax.random.key(0)), keys[0], x.reshape(x.shape[0], -1), y, cfg,
+                apply_fn=lambda p, v: optunet_apply(p, as_images(v)))
+    with pytest.raises(ValueError, match="unknown augment 'flip'"):
+        fit_map(optunet_init(jax.random.key(0)), keys[0], x, y, cfg._replace(augment="flip"), apply_fn=optunet_apply)
+    with pytest.raises(ValueError, match="every leaf must share the 1 leading"):
+        fit_map_many({**stack, "dense_1": {"kernel": stack["dense_1"]["kernel"][:1], "bias": stack["dense_1"]["bias"]}},
+                     keys, x, y, cfg, apply_fn=optunet_apply)
+    with pytest.raises(ValueError, match="data_keys must be 2 jax.random keys"):
+        fit_map_many(stack, jax.random.split(jax.random.key(2), 3), x, y, cfg, apply_fn=optunet_apply)
+    with pytest.raises(ValueError, match="n_networks must be a positive integer"):
+        train_many(jax.random.key(0), optunet_init, optunet_apply, 0, x, y, cfg)
+    with pytest.raises(ValueError, match="needs NHWC images; an MLP"):  # the MLP default cannot crop
+        from symlib.core.models import mlp_init
+        fit_map(mlp_init(jax.random.key(0), [784, 3, 10]), keys[0], x.reshape(x.shape[0], -1), y, cfg)
+
+
+def test_random_crop_is_a_deterministic_shift_and_identity_without_padding():
+    images = jax.random.uniform(jax.random.key(0), (16, 28, 28, 3))
+    crop = jax.jit(random_crop, static_argnames="padding")
+    a, b = crop(jax.random.key(1), images), crop(jax.random.key(1), images)
+    assert a.shape == images.shape and a.dtype == images.dtype
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, crop(jax.random.key(2), images))
+    np.testing.assert_array_equal(crop(jax.random.key(1), images, padding=0), images)
+    # every crop is the image shifted by (dy, dx) in -4..4 with zeros let in
+    padded = np.pad(np.asarray(images), ((0, 0), (4, 4), (4, 4), (0, 0)))
+    for im, crop in zip(padded, np.asarray(a)):
+        hits = [(i, j) for i in range(9) for j in range(9) if np.array_equal(im[i:i + 28, j:j + 28], crop)]
+        assert hits
+    with pytest.raises(ValueError, match="NHWC"):
+        random_crop(jax.random.key(1), images[0])
+    with pytest.raises(ValueError, match="padding must be a non-negative integer"):
+        random_crop(jax.random.key(1), images, padding=-1)
+
+
+def test_laurent_recipe_weight_decay_is_pytorch_sgd_weight_decay(mnist):
+    """The prior term of map_objective with TrainConfig.laurent_optunet's prior_std has gradient
+    2e-4 * W: SGD on it is PyTorch's SGD(lr=0.04, weight_decay=2e-4) on the mean cross-entropy."""
+    x, y, _, _ = mnist
+    n = x.shape[0]
+    cfg = TrainConfig.laurent_optunet(n)
+    assert cfg == TrainConfig(60, 64, 0.04, (2e-4 * n) ** -0.5, "sgd", 0.0, (15, 30), 0.5, "crop")
+    assert TrainConfig.laurent_optunet(n, epochs=8, augment=None).lr_milestones == (2, 4)
+    assert TrainConfig.laurent_optunet(n, epochs=1).lr_milestones == ()
+    params = optunet_init(jax.random.key(3))
+    xb, yb = x[:64], y[:64]
+    grads = jax.jit(lambda p: (jax.grad(map_objective)(p, xb, yb, n, cfg.prior_std, optunet_apply),
+                               jax.grad(lambda q: nll(optunet_apply(q, xb), yb))(p)))
+    g_map, g_ce = grads(params)
+    jax.tree_util.tree_map(lambda a, b, w: np.testing.assert_allclose(a, b + 2e-4 * w, rtol=1e-5, atol=1e-8),
+                           g_map, g_ce, params)
+    with pytest.raises(ValueError, match="weight_decay must be > 0 and n_train >= 1"):
+        TrainConfig.laurent_optunet(0)
