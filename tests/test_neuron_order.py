@@ -160,3 +160,82 @@ def test_layout_is_checked():
         neuron_statistics({"dense_0": p["dense_0"], "dense_5": p["dense_1"]})
     with pytest.raises(TypeError, match="params must be a dict of layers"):
         neuron_statistics([p["dense_0"], p["dense_1"]])
+
+
+# --------------------------------------------------------------------------- any architecture (specs)
+
+def _mlp_scaling_spec(n_hidden):
+    from symlib.symmetry.channel_scaling import ScalingSpec
+    groups = {f"dense_{l}": ((f"dense_{l}/kernel", 1, 1), (f"dense_{l}/bias", 0, 1), (f"dense_{l + 1}/kernel", 0, -1))
+              for l in range(n_hidden)}
+    return ScalingSpec(groups, tuple(f"dense_{l}/kernel" for l in range(n_hidden + 1)))
+
+
+def _optunet(seed):
+    from symlib.core.cnn import optunet_init
+    return optunet_init(jax.random.key(seed))
+
+
+def test_spec_statistics_equal_the_mlp_ones():
+    from symlib.symmetry.neuron_order import spec_statistics
+    p = _net(3)
+    spec = mlp_permutation_spec(len(SIZES) - 2)
+    for scaling in ("unit_norm", None):
+        ours = spec_statistics(_mlp_scaling_spec(len(SIZES) - 2), spec, p, "max", scaling)
+        for a, b in zip(ours, neuron_statistics(p, "max", scaling)):
+            np.testing.assert_allclose(a, b, rtol=1e-5)
+
+
+def test_spec_statistics_of_optunet_read_the_unit_norm_kernels():
+    from symlib.symmetry.architectures import optunet_permutation_spec
+    from symlib.symmetry.channel_scaling import optunet_scaling_spec, unit_norm_spec
+    from symlib.symmetry.neuron_order import spec_statistics
+    p = _optunet(0)
+    un = unit_norm_spec(optunet_scaling_spec(), p)
+    s_conv, s_dense = spec_statistics(optunet_scaling_spec(), optunet_permutation_spec(), p)
+    np.testing.assert_allclose(s_conv, np.asarray(un["conv_1"]["kernel"]).reshape(-1, 10).max(0), rtol=1e-5)
+    np.testing.assert_allclose(s_dense, np.asarray(un["dense_0"]["kernel"]).max(0), rtol=1e-5)
+    # unit norm removes any rescaling: the statistics do not change
+    from symlib.symmetry.channel_scaling import apply_channel_scaling
+    rng = np.random.default_rng(1)
+    q = apply_channel_scaling(optunet_scaling_spec(), p, {"conv_0": rng.uniform(0.2, 5, 2),
+                                                          "conv_1": rng.uniform(0.2, 5, 10),
+                                                          "dense_0": rng.uniform(0.2, 5, 3)})
+    for a, b in zip(spec_statistics(optunet_scaling_spec(), optunet_permutation_spec(), q), (s_conv, s_dense)):
+        np.testing.assert_allclose(a, b, rtol=1e-4)
+
+
+@pytest.mark.parametrize("blocks", [1, 2, 5])
+def test_blocked_discordant_pairs_count_pairs_within_blocks(blocks):
+    rng = np.random.default_rng(blocks)
+    a, b = rng.normal(size=10), rng.normal(size=10)
+    m = 10 // blocks
+    brute = sum((a[i] - a[j]) * (b[i] - b[j]) < 0 for i in range(10) for j in range(i + 1, 10) if i // m == j // m)
+    assert int(discordant_pairs(jnp.asarray(a), jnp.asarray(b), blocks)) == brute
+    assert int(discordant_pairs_batch(a[None], b[None], blocks)[0]) == brute
+    # the reverse order: all comparable pairs discordant, tau = -1
+    d = int(discordant_pairs(jnp.asarray(a), jnp.asarray(-a), blocks))
+    assert d == blocks * m * (m - 1) // 2 and kendall_tau_from_discordant(d, 10, blocks) == -1.0
+
+
+def test_spec_swap_counter_counts_a_permutation_within_groups():
+    from symlib.symmetry.architectures import optunet_permutation_spec
+    from symlib.symmetry.channel_scaling import optunet_scaling_spec
+    from symlib.symmetry.neuron_order import spec_statistics, spec_statistics_observer, spec_swap_counter
+    from symlib.symmetry.specs import random_permutations
+    sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
+    count = spec_swap_counter(sspec, pspec)
+    assert count is spec_swap_counter(sspec, pspec) and spec_statistics_observer(sspec, pspec) is not count
+    p = _optunet(2)
+    perms = random_permutations(0, pspec, p)
+    q = apply_permutation(pspec, perms, p)
+    got = np.asarray(jax.jit(count)(p, q))
+    before = spec_statistics(sspec, pspec, p)
+    after = spec_statistics(sspec, pspec, q)
+    want = [sum((x[i] - x[j]) * (y[i] - y[j]) < 0 for i in range(len(x)) for j in range(i + 1, len(x))
+                if i // (len(x) // g) == j // (len(x) // g))
+            for x, y, g in zip(map(np.asarray, before), map(np.asarray, after), (2, 1))]
+    np.testing.assert_array_equal(got, want)
+    assert int(jax.jit(count)(p, p).sum()) == 0
+    with pytest.raises(ValueError, match="unknown statistic"):
+        spec_swap_counter(sspec, pspec, "median")

@@ -286,3 +286,44 @@ def test_weight_matching_recovers_a_planted_permutation(r20):
         np.testing.assert_array_equal(back[path], leaf, err_msg=path)
     self_objective = sum(float(np.sum(np.asarray(v, np.float64) ** 2)) for v in flatten_params(r20).values())
     assert res.objective[-1] == pytest.approx(self_objective, rel=1e-9)
+
+
+# --------------------------------------------------------------------------- scaling specs (channel_scaling)
+
+
+@pytest.mark.parametrize("arch", ["resnet20", "resnet18"])
+def test_scaling_spec_rescales_without_changing_the_function(arch, r20, r18):
+    from symlib.symmetry.channel_scaling import (apply_channel_scaling, check_scaling_spec, resnet18_scaling_spec,
+                                                 resnet20_scaling_spec, spec_mass)
+    net, apply, sspec = ((r20, resnet20_apply, resnet20_scaling_spec()) if arch == "resnet20"
+                         else (r18, resnet18_apply, resnet18_scaling_spec()))
+    sizes = check_scaling_spec(sspec, net)
+    perm_sizes = check_spec(resnet20_permutation_spec() if arch == "resnet20" else resnet18_permutation_spec(), net)
+    assert sizes == perm_sizes
+    rng = np.random.default_rng(4)
+    q = apply_channel_scaling(sspec, net, {n: rng.uniform(0.3, 3.0, k) for n, k in sizes.items()})
+    assert relative_change(apply, net, q, images(6, 2, 3)) < 1e-4
+    assert abs(spec_mass(sspec, q) - spec_mass(sspec, net)) > 1e-3 * spec_mass(sspec, net)
+
+
+def test_min_mass_on_resnet20_keeps_the_function():
+    from symlib.symmetry.channel_scaling import min_mass_spec, resnet20_scaling_spec
+    net = unflatten_params({k: np.asarray(v, np.float64) for k, v in
+                            flatten_params(randomized(resnet20_init(jax.random.PRNGKey(5), 1, 10, 1), 5)).items()})
+    res = min_mass_spec(resnet20_scaling_spec(), net)
+    assert res.converged and res.mass < res.mass_before
+    with jax.enable_x64(True):
+        x = jnp.asarray(np.asarray(images(7, 2, 1, size=16)), jnp.float64)
+        assert relative_change(resnet20_apply, res.params, net, x) < 1e-9
+
+
+def test_scaling_spec_refuses_channels_before_a_norm():
+    from symlib.symmetry.channel_scaling import resnet18_scaling_spec, resnet20_scaling_spec
+    with pytest.raises(ValueError, match=r"'stage_1/block_1/conv_0' have no scaling symmetry.*"
+                                         r"'stage_1/block_1/norm_0' \(LayerNorm\).*group 'P_stage_1_block_1'"):
+        resnet20_scaling_spec(["stage_1/block_1/conv_0"])
+    with pytest.raises(ValueError, match=r"'stem/conv'.*'stem/norm' \(batch norm\).*up to its eps"):
+        resnet18_scaling_spec(["stem/conv"])
+    with pytest.raises(ValueError, match="unknown scaling group 'P_9'"):
+        resnet20_scaling_spec(["P_9"])
+    assert list(resnet20_scaling_spec(["P_stage_0"]).groups) == ["P_stage_0"]

@@ -50,6 +50,8 @@ is produced by ``scripts/make_subset.py``.
 
 Preprocessing (pixel scaling to [0, 1] and flattening) happens in exactly one
 place, :func:`preprocess`; :func:`load_split` returns ready-to-use arrays.
+:func:`standardize` maps them to zero mean and unit variance per channel where a
+paper's code does (OptuNet).
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ from symlib.data.files import (
 )
 from symlib.data.idx import idx_bytes, read_idx
 from symlib.data.mnist import load_mnist
-from symlib.data.splits import load_split, preprocess, train_val_split
+from symlib.data.splits import CHANNEL_STATS, load_split, preprocess, standardize, train_val_split
 from symlib.data.svhn import load_svhn, read_svhn
 from symlib.data.subset import SUBSET_MANIFEST, subset_indices, subset_manifest
 
@@ -115,6 +117,8 @@ __all__ = [
     "subset_manifest",
     "subset_indices",
     "preprocess",
+    "CHANNEL_STATS",
+    "standardize",
     "train_val_split",
     "load_split",
 ]

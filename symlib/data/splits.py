@@ -60,6 +60,39 @@ def preprocess(images: Any) -> np.ndarray:
     return flat.astype(np.float32) / np.float32(255.0)
 
 
+#: per-channel pixel mean and standard deviation (of pixels in [0, 1]) used to standardise
+#: each dataset, as in the papers' code (MNIST: torchvision's usual 0.1307 / 0.3081)
+CHANNEL_STATS = {
+    "mnist": ((0.1307,), (0.3081,)),
+    "fashion_mnist": ((0.2860,), (0.3530,)),
+}
+
+
+def standardize(x: Any, dataset: str) -> Any:
+    """Standardise pixels in [0, 1]: ``(x - mean) / std`` with :data:`CHANNEL_STATS` of ``dataset``.
+
+    Laurent et al.'s OptuNet sees MNIST standardised this way (torch-uncertainty's MNIST
+    data module); the MLP chapters use the raw [0, 1] pixels.
+
+    Args:
+        x: pixels in [0, 1], flat ``(n, d)`` (one channel) or images ``(..., channels)``;
+            a Python float is fine (``standardize(0.0, "mnist")``: a black pixel).
+        dataset: a key of :data:`CHANNEL_STATS`.
+
+    Returns:
+        ``x`` standardised, same shape (numpy or JAX array, or float).
+
+    Raises:
+        ValueError: for a dataset without statistics.
+    """
+    if dataset not in CHANNEL_STATS:
+        raise ValueError(f"no channel statistics for dataset {dataset!r}; known: {sorted(CHANNEL_STATS)}")
+    mean, std = CHANNEL_STATS[dataset]
+    if len(mean) == 1:
+        return (x - mean[0]) / std[0]
+    return (x - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
+
+
 def train_val_split(n: int, val_size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Deterministically split ``range(n)`` into training and validation indices.
 

@@ -9,7 +9,8 @@ go through the artifact cache, so the notebook loads what the batch job computed
   the shared data loaders and config helpers;
 - :mod:`symlib.experiments.xiao`: Xiao et al. (2023), Figs. 1-3 and Table 1;
 - :mod:`symlib.experiments.rossi`: Rossi et al. (2023), Sec. 5.1;
-- :mod:`symlib.experiments.laurent`: Laurent et al. (2024), Figs. 1, 2 and 4.
+- :mod:`symlib.experiments.laurent`: Laurent et al. (2024), Figs. 1, 2 and 4 (MLPs).
+- :mod:`symlib.experiments.optunet`: Laurent et al. (2024), Fig. 2 and Sec. 5.2 on OptuNet.
 
 Each paper module also holds that paper's reference numbers and claims as constants,
 which the notebooks quote.
@@ -19,6 +20,8 @@ from __future__ import annotations
 from symlib.experiments.laurent import (LAURENT_FIG1_CLAIMS, LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS,
                                         OUTPUT_WEIGHT_FORMS, TOY_MAX_LOSS, TOY_NETS, LaurentMLPsResult,
                                         ToyPerceptronsResult, laurent_mlps, laurent_train_config, toy_perceptrons)
+from symlib.experiments.optunet import (CONVERGED_ACCURACY, OptuNetsResult, laurent_optunets, optunet_data,
+                                        swap_summary)
 from symlib.experiments.registry import (EXPERIMENTS, RESULT_TYPES, SUMMARIES, ExperimentResult, data_config,
                                          describe, load_align_data, load_bnn_data, load_data, mlp_config, register,
                                          run)
@@ -52,4 +55,5 @@ __all__ = [
     "toy_perceptrons", "laurent_mlps", "laurent_train_config", "TOY_MAX_LOSS", "TOY_NETS", "OUTPUT_WEIGHT_FORMS",
     "LAURENT_FIG1_CLAIMS", "LAURENT_FIG2_CLAIMS", "LAURENT_FIG4_CLAIMS", "ToyPerceptronsResult",
     "LaurentMLPsResult",
+    "CONVERGED_ACCURACY", "OptuNetsResult", "laurent_optunets", "optunet_data", "swap_summary",
 ]

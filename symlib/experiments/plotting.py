@@ -185,3 +185,46 @@ def gaussian_ellipses(ax: plt.Axes, mean: Sequence[float], std: Sequence[float],
         ax.plot(mean[0] + k * std[0] * np.cos(t), mean[1] + k * std[1] * np.sin(t), ls=ls, color=color,
                 lw=1.5 if i == 0 else 0.8, label=label if i == 0 else None)
     ax.plot(*mean, marker="x", color=color, ms=6)
+
+
+def min_mass_figure(before: Sequence[float], after: Sequence[float], largest: dict[str, np.ndarray],
+                    layer_labels: Sequence[str], *, title: str | None = None) -> plt.Figure:
+    """Laurent et al.'s Fig. 2 for a set of networks: mass before and after the min-mass
+    rescaling, the share of mass removed, and the largest weight of every layer.
+
+    Args:
+        before: mass of each trained network.
+        after: mass of each network at its min-mass point.
+        largest: ``{"trained": (nets, layers), "min-mass": (nets, layers)}`` largest |weight| per layer.
+        layer_labels: one tick label per layer (name and size).
+        title: optional figure title.
+
+    Returns:
+        The figure (three panels).
+    """
+    before, after = np.asarray(before, float), np.asarray(after, float)
+    decrease = (before - after) / before
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.6), constrained_layout=True)
+    bins = np.linspace(min(after.min(), before.min()), max(after.max(), before.max()), 30)
+    axes[0].hist(before, bins, alpha=0.6, label="trained (SGD + weight decay)")
+    axes[0].hist(after, bins, alpha=0.6, label="min-mass rescaling")
+    axes[0].set_xlabel("mass: sum of squared weights (biases excluded)")
+    axes[0].set_ylabel("networks")
+    axes[0].legend(fontsize=8)
+    axes[0].set_title("mass of the same functions")
+    axes[1].hist(100 * decrease, 20, color=PALETTE[2])
+    axes[1].set_xlabel("mass removed by rescaling (%)")
+    axes[1].set_ylabel("networks")
+    axes[1].set_title("every network is above its minimum")
+    pos = np.arange(len(layer_labels))
+    for k, (name, vals) in enumerate(largest.items()):
+        axes[2].boxplot(np.asarray(vals), positions=pos + (k - 0.5) * 0.35, widths=0.3, patch_artist=True,
+                        boxprops={"facecolor": PALETTE[k], "alpha": 0.6}, medianprops={"color": "k"})
+        axes[2].plot([], [], "s", color=PALETTE[k], alpha=0.6, label=name)
+    axes[2].set_xticks(pos, list(layer_labels))
+    axes[2].set_ylabel("largest |weight| of the layer")
+    axes[2].set_title("largest weight per layer")
+    axes[2].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return fig

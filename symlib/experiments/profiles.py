@@ -53,6 +53,9 @@ class Profile:
             OptuNet recipe (App. B.1: SGD, learning rate 0.04 halved after a quarter and after
             half of the ``laurent_epochs`` epochs, batch 64, weight decay; the paper's value
             of the weight decay is lost from its text, ``laurent_weight_decay`` is ours).
+        optunet_*: Laurent et al.'s own network: ``optunet_nets`` OptuNets trained at once
+            with the authors' recipe (SGD 0.04, weight decay 2e-4, batch 64, random crops)
+            for ``optunet_epochs`` epochs (paper: 60).
     """
 
     name: str
@@ -96,6 +99,8 @@ class Profile:
     laurent_batch_size: int
     laurent_learning_rate: float
     laurent_weight_decay: float
+    optunet_nets: int
+    optunet_epochs: int
 
     def to_dict(self) -> dict:
         """The profile's fields.
@@ -162,6 +167,8 @@ PROFILES: dict[str, Profile] = {
         laurent_batch_size=64,
         laurent_learning_rate=0.04,
         laurent_weight_decay=5e-4,
+        optunet_nets=16,
+        optunet_epochs=8,
     ),
     "paper": Profile(
         name="paper",
@@ -205,6 +212,8 @@ PROFILES: dict[str, Profile] = {
         laurent_batch_size=64,
         laurent_learning_rate=0.04,
         laurent_weight_decay=5e-4,
+        optunet_nets=256,
+        optunet_epochs=60,
     ),
 }
 

@@ -45,11 +45,14 @@ from symlib.symmetry.channel_scaling import (  # noqa: F401
     identifiable_spec,
     min_mass_spec,
     optunet_scaling_spec,
+    resnet18_scaling_spec,
+    resnet20_scaling_spec,
     sort_by_first_weight,
     spec_mass,
     spec_mass_along,
     spec_mass_hessian,
     unit_norm_spec,
+    unit_norm_traced,
 )
 from symlib.symmetry.matching import (  # noqa: F401
     ManyMatchResult,
@@ -91,6 +94,9 @@ from symlib.symmetry.neuron_order import (  # noqa: F401
     phase_summary,
     statistics_observer,
     swap_counter,
+    spec_statistics,
+    spec_statistics_observer,
+    spec_swap_counter,
 )
 
 __all__ = [
@@ -130,11 +136,14 @@ __all__ = [
     "identifiable_spec",
     "min_mass_spec",
     "optunet_scaling_spec",
+    "resnet18_scaling_spec",
+    "resnet20_scaling_spec",
     "sort_by_first_weight",
     "spec_mass",
     "spec_mass_along",
     "spec_mass_hessian",
     "unit_norm_spec",
+    "unit_norm_traced",
     "ManyMatchResult",
     "MatchResult",
     "activation_matching",
@@ -168,4 +177,7 @@ __all__ = [
     "phase_summary",
     "statistics_observer",
     "swap_counter",
+    "spec_statistics",
+    "spec_statistics_observer",
+    "spec_swap_counter",
 ]

@@ -42,11 +42,14 @@ __all__ = [
     "identifiable_spec",
     "min_mass_spec",
     "optunet_scaling_spec",
+    "resnet18_scaling_spec",
+    "resnet20_scaling_spec",
     "sort_by_first_weight",
     "spec_mass",
     "spec_mass_along",
     "spec_mass_hessian",
     "unit_norm_spec",
+    "unit_norm_traced",
 ]
 
 
@@ -98,6 +101,96 @@ def optunet_scaling_spec() -> ScalingSpec:
     )
 
 
+def _resnet_scaling_spec(arch: str, groups) -> ScalingSpec:
+    from symlib.symmetry.architectures import resnet18_permutation_spec, resnet20_permutation_spec
+
+    pspec = {"resnet20": resnet20_permutation_spec, "resnet18": resnet18_permutation_spec}[arch]()
+    names = list(pspec.perm_names)
+    chosen = names if groups is None else list(groups)
+    for g in chosen:
+        if g in names:
+            continue
+        layer = g.rstrip("/")
+        known = {path.rsplit("/", 1)[0] for path in pspec.axes}
+        if layer in known and layer.split("/")[-1].startswith("conv"):
+            norm = layer.rsplit("/", 1)[0] + "/norm" + ("_" + layer[-1] if layer[-1].isdigit() else "")
+            kind = "LayerNorm" if arch == "resnet20" else "batch norm"
+            extra = ("" if arch == "resnet20" else "; batch norm in inference form keeps it only up to its eps, "
+                     "with the running statistics rescaled too")
+            raise ValueError(
+                f"{arch}: the output channels of {layer!r} have no scaling symmetry: they feed {norm!r} ({kind}), "
+                f"which normalises them, so rescaling them one by one changes the function{extra}. The channels "
+                f"rescale after the norm: group {pspec.axes[layer + '/kernel'][-1]!r} (the norm's scale and bias "
+                f"times a, the kernels reading the channels divided by a)")
+        raise ValueError(f"{arch}: unknown scaling group {g!r}; the groups are the permutations {names}")
+    entries = {n: [] for n in chosen}
+    for path, axes in pspec.axes.items():
+        for axis, name in enumerate(axes):
+            if name not in entries:
+                continue
+            leaf = path.rsplit("/", 1)[-1]
+            if leaf in ("scale", "bias"):
+                entries[name].append((path, axis, 1))
+            elif leaf == "kernel" and axis == len(axes) - 2:  # the input-channel axis reads the group
+                entries[name].append((path, axis, -1))
+    # the first entry gives the group size: a norm's scale
+    groups_ = {n: tuple(sorted(e, key=lambda t: (t[2] != 1, t[0]))) for n, e in entries.items()}
+    mass = tuple(p for p in pspec.axes if p.endswith(("kernel", "/scale")) and not p.startswith("head/bias"))
+    return ScalingSpec(groups=groups_, mass_paths=mass)
+
+
+def resnet20_scaling_spec(groups=None) -> ScalingSpec:
+    """The scaling symmetries of ResNet20 with LayerNorm (:func:`symlib.core.resnet.resnet20_init`).
+
+    A channel rescales where it leaves a norm and enters ReLU: multiplying a norm's
+    ``scale`` and ``bias`` of a channel by ``a > 0`` multiplies the channel by ``a``, and
+    ReLU (and the residual sum, average pool) commute with that; dividing every kernel
+    row that reads the channel by ``a`` undoes it. So every group of the permutation spec
+    is a scaling group: a block's inner channels (``norm_0`` -> ``conv_1``) and a residual
+    stream (all the norms that write it, ``norm_1`` of its blocks and the shortcut norm,
+    against all the kernels that read it, the next convolutions and the head). Channels
+    **before** a norm (the convolutions' outputs) have no such symmetry: LayerNorm
+    normalises over the channels, so rescaling one channel changes every channel's output.
+    Asking for one of those is refused with an error that says so.
+
+    The mass is the sum of squares of all kernels and of the norms' ``scale`` (the biases
+    excluded, as in Definition C.6). The scales must count: they are the incoming side of
+    every group, and without them the mass would fall forever as the scales grow.
+
+    Args:
+        groups: names of the groups to include (permutation names of
+            :func:`~symlib.symmetry.architectures.resnet20_permutation_spec`); default all.
+
+    Returns:
+        The :class:`ScalingSpec`.
+
+    Raises:
+        ValueError: for a convolution's output channels (no scaling symmetry; the message
+            names the norm) or an unknown group.
+    """
+    return _resnet_scaling_spec("resnet20", groups)
+
+
+def resnet18_scaling_spec(groups=None) -> ScalingSpec:
+    """The scaling symmetries of the CIFAR ResNet-18 with batch norm in inference form
+    (:func:`symlib.core.resnet.resnet18_init`): as :func:`resnet20_scaling_spec`, the norm's
+    ``scale`` and ``bias`` (not its running statistics) against the kernels reading the
+    channel. A convolution's output channel before batch norm rescales only approximately
+    (exact up to the norm's ``eps`` when the running mean and variance are rescaled too), so
+    it is refused.
+
+    Args:
+        groups: names of the groups to include; default all.
+
+    Returns:
+        The :class:`ScalingSpec`.
+
+    Raises:
+        ValueError: as for :func:`resnet20_scaling_spec`.
+    """
+    return _resnet_scaling_spec("resnet18", groups)
+
+
 def _float64(params: Mapping) -> dict[str, np.ndarray]:
     flat = {}
     for path, leaf in flatten_params(params).items():
@@ -142,7 +235,7 @@ def check_scaling_spec(spec: ScalingSpec, params: Mapping) -> dict[str, int]:
 
 def _expand(v, length: int, axis: int, ndim: int):
     """Per-unit values ``v`` along ``axis`` of a leaf with ``ndim`` axes (repeated per block)."""
-    xp = jnp if isinstance(v, jax.core.Tracer) else np  # numpy stays float64 outside x64 mode
+    xp = jnp if isinstance(v, jax.Array) else np  # numpy stays float64 outside x64 mode
     v = xp.repeat(v, length // v.shape[0]) if length != v.shape[0] else v
     shape = [1] * ndim
     shape[axis] = length
@@ -188,9 +281,9 @@ def _restore(template: Mapping, flat64: Mapping[str, np.ndarray]):
     return unflatten_params(out) if nested else out
 
 
-def _scaled(spec: ScalingSpec, flat: Mapping[str, np.ndarray], log_scales: Mapping[str, np.ndarray]) -> dict:
+def _scaled(spec: ScalingSpec, flat: Mapping[str, np.ndarray], log_scales: Mapping[str, np.ndarray], xp=np) -> dict:
     touched = {p for entries in spec.groups.values() for p, _, _ in entries}
-    return {path: (np.asarray(x * np.exp(_log_factor(spec, path, x.shape, log_scales))) if path in touched else x)
+    return {path: (xp.asarray(x * xp.exp(_log_factor(spec, path, x.shape, log_scales))) if path in touched else x)
             for path, x in flat.items()}
 
 
@@ -222,17 +315,17 @@ def spec_mass(spec: ScalingSpec, params: Mapping) -> float:
 
 
 def _side_mass(spec: ScalingSpec, flat: Mapping[str, np.ndarray], sizes: Mapping[str, int], name: str,
-               power: int) -> np.ndarray:
+               power: int, xp=np) -> np.ndarray:
     """Per unit of group ``name``: the mass on its incoming (+1) or outgoing (-1) side."""
-    out = np.zeros(sizes[name])
+    out = 0.0
     for path, axis, pw in spec.groups[name]:
         if pw != power or path not in spec.mass_paths:
             continue
-        sq = np.square(flat[path])
+        sq = xp.square(flat[path])
         axis = axis % sq.ndim
         per_pos = sq.sum(axis=tuple(a for a in range(sq.ndim) if a != axis))
-        out += per_pos.reshape(sizes[name], -1).sum(axis=1)
-    return out
+        out = out + per_pos.reshape(sizes[name], -1).sum(axis=1)
+    return out + xp.zeros(sizes[name])
 
 
 def _raise_if_degenerate(spec: ScalingSpec, flat, sizes) -> None:
@@ -434,6 +527,29 @@ def unit_norm_spec(spec: ScalingSpec, params: Mapping, include_bias: bool = Fals
         logs[name] = -0.5 * np.log(sq)
         cur = _scaled(spec, cur, logs)
     return _restore(params, cur)
+
+
+def unit_norm_traced(spec: ScalingSpec, params: Mapping) -> dict:
+    """:func:`unit_norm_spec` in jax, jittable (for observers inside a compiled training loop).
+
+    No checks and no float64: the leaves keep their dtype. A unit whose incoming weights
+    are all zero keeps its scale (instead of raising).
+
+    Args:
+        spec: the scaling spec.
+        params: one network (nested or flat; jax or numpy leaves).
+
+    Returns:
+        The unit-norm network, flat (``"layer/leaf"`` keys), jax arrays.
+    """
+    cur = {p: jnp.asarray(x) for p, x in flatten_params(params).items()}
+    sizes = {n: cur[e[0][0]].shape[e[0][1]] for n, e in spec.groups.items()}
+    for name in spec.groups:
+        sq = _side_mass(spec, cur, sizes, name, 1, xp=jnp)
+        logs = {n: jnp.zeros(sizes[n]) for n in spec.groups}
+        logs[name] = jnp.where(sq > 0, -0.5 * jnp.log(jnp.where(sq > 0, sq, 1.0)), 0.0)
+        cur = _scaled(spec, cur, logs, xp=jnp)
+    return cur
 
 
 def _key_axis(spec: PermutationSpec, name: str) -> tuple[str, int]:

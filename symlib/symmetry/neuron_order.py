@@ -38,7 +38,8 @@ import numpy as np
 from symlib.core.checks import check_finite, mlp_layer_names
 
 __all__ = ["STATISTICS", "discordant_pairs", "discordant_pairs_batch", "kendall_tau_from_discordant", "neuron_statistics",
-           "epoch_swaps", "phase_summary", "statistics_observer", "swap_counter"]
+           "epoch_swaps", "phase_summary", "statistics_observer", "swap_counter", "spec_statistics",
+           "spec_swap_counter", "spec_statistics_observer"]
 
 #: statistics of a unit's incoming (scaled) kernel column that do not depend on the row order
 STATISTICS = {
@@ -108,14 +109,18 @@ def neuron_statistics(params: Mapping, statistic: str = "max", scaling: str | No
     return out
 
 
-def discordant_pairs(a: jax.Array, b: jax.Array) -> jax.Array:
+def discordant_pairs(a: jax.Array, b: jax.Array, blocks: int = 1) -> jax.Array:
     """Number of unit pairs ``i < j`` ordered one way by ``a`` and the other way by ``b``
     (ties count as not discordant). ``O(n^2)`` memory, fine for layer widths in the
     thousands. Jittable; the NaN check applies to concrete arrays only.
 
+    With ``blocks = g > 1`` (a grouped convolution's channels, permuted within their group
+    only) only pairs inside the same block of ``n / g`` consecutive units count.
+
     Args:
         a: statistics of ``n`` units, shape ``(n,)``.
         b: statistics of the same units, shape ``(n,)``.
+        blocks: number of blocks, dividing ``n``.
 
     Returns:
         The number of discordant pairs, an integer scalar array.
@@ -127,16 +132,21 @@ def discordant_pairs(a: jax.Array, b: jax.Array) -> jax.Array:
     _check_finite_if_concrete(b, "b")
     sa = jnp.sign(a[:, None] - a[None, :])
     sb = jnp.sign(b[:, None] - b[None, :])
-    return jnp.sum(sa * sb < 0) // 2
+    discordant = sa * sb < 0
+    if blocks != 1:
+        block = jnp.arange(a.shape[-1]) // (a.shape[-1] // blocks)
+        discordant = discordant & (block[:, None] == block[None, :])
+    return jnp.sum(discordant) // 2
 
 
-def discordant_pairs_batch(a, b) -> np.ndarray:
+def discordant_pairs_batch(a, b, blocks: int = 1) -> np.ndarray:
     """:func:`discordant_pairs` over matching leading axes of ``a`` and ``b`` (shape
     ``(..., n)``, broadcast), e.g. the orderings at successive epochs of many runs.
 
     Args:
         a: statistics, shape ``(..., n)``.
         b: statistics, shape ``(..., n)``, broadcastable against ``a``.
+        blocks: as for :func:`discordant_pairs`.
 
     Returns:
         Discordant pairs, the broadcast leading shape.
@@ -146,24 +156,28 @@ def discordant_pairs_batch(a, b) -> np.ndarray:
     """
     check_finite(a, "a")
     check_finite(b, "b")
-    f = jnp.vectorize(discordant_pairs, signature="(n),(n)->()")
+    f = jnp.vectorize(functools.partial(discordant_pairs, blocks=int(blocks)), signature="(n),(n)->()")
     return np.asarray(f(jnp.asarray(a), jnp.asarray(b)))
 
 
-def kendall_tau_from_discordant(d, n):
+def kendall_tau_from_discordant(d, n, blocks=1):
     """Kendall's tau (tau-a) of two strict orderings of ``n`` items with ``d`` discordant
-    pairs, ``1 - 4 d / (n (n - 1))`` (1 when ``n < 2``).
+    pairs, ``1 - 4 d / (n (n - 1))`` (1 when ``n < 2``). With ``blocks = g`` (items ordered
+    within ``g`` blocks of ``n / g`` only, :func:`discordant_pairs`) the comparable pairs are
+    ``g m (m - 1) / 2``, ``m = n / g``.
 
     Args:
         d: discordant pairs; NaN (no measurement, as in :func:`phase_summary`) gives NaN.
         n: number of items; broadcasts against ``d``.
+        blocks: number of blocks; broadcasts against ``n``.
 
     Returns:
         Kendall's tau, float64 of the broadcast shape.
     """
     d = np.asarray(d, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    pairs = n * (n - 1) / 2
+    g = np.asarray(blocks, dtype=np.float64)
+    m = np.asarray(n, dtype=np.float64) / g
+    pairs = g * m * (m - 1) / 2
     return np.where(pairs > 0, 1.0 - 2.0 * d / np.where(pairs > 0, pairs, 1.0), 1.0)
 
 
@@ -214,13 +228,97 @@ def statistics_observer(statistic: str = "max", scaling: str | None = "unit_norm
     return lambda params: neuron_statistics(params, statistic, scaling)
 
 
-def epoch_swaps(epoch_stats) -> list[np.ndarray]:
+def spec_statistics(scaling_spec, perm_spec, params: Mapping, statistic: str = "max",
+                    scaling: str | None = "unit_norm") -> list[jax.Array]:
+    """:func:`neuron_statistics` for any architecture, through its specs (OptuNet's included).
+
+    With ``scaling="unit_norm"`` the network is first put in unit-norm form through
+    ``scaling_spec`` (:func:`symlib.symmetry.channel_scaling.unit_norm_traced`). Then, for
+    every permutation of ``perm_spec`` in order, the units are the output axis of the
+    kernel that produces them (the kernel :func:`~symlib.symmetry.channel_scaling.sort_by_first_weight`
+    reads) and each unit's statistic is taken over all its incoming weights (for a
+    convolution channel: its whole kernel). Jittable.
+
+    Args:
+        scaling_spec: a :class:`~symlib.symmetry.channel_scaling.ScalingSpec` (ignored when
+            ``scaling`` is ``None``).
+        perm_spec: a :class:`~symlib.symmetry.specs.PermutationSpec`.
+        params: one network.
+        statistic: a name in :data:`STATISTICS`.
+        scaling: ``"unit_norm"`` or ``None``.
+
+    Returns:
+        One ``(units,)`` array per permutation of ``perm_spec``, in ``perm_spec.perm_names`` order.
+
+    Raises:
+        ValueError: for an unknown statistic or scaling, or a permutation that produces no kernel's units.
+    """
+    from symlib.symmetry.channel_scaling import _key_axis, unit_norm_traced
+    from symlib.symmetry.specs import flatten_params
+
+    _check_args(statistic, scaling)
+    flat = unit_norm_traced(scaling_spec, params) if scaling == "unit_norm" else flatten_params(params)
+    out = []
+    for name in perm_spec.perm_names:
+        path, _ = _key_axis(perm_spec, name)
+        k = jnp.asarray(flat[path])
+        _check_finite_if_concrete(k, path)
+        out.append(STATISTICS[statistic](jnp.reshape(k, (-1, k.shape[-1]))))
+    return out
+
+
+_SPEC_OBSERVERS: dict = {}
+
+
+def _spec_observer(kind: str, scaling_spec, perm_spec, statistic: str, scaling):
+    _check_args(statistic, scaling)
+    key = (kind, id(scaling_spec), id(perm_spec), statistic, scaling)
+    if key not in _SPEC_OBSERVERS:
+        blocks = [int(perm_spec.blocks.get(n, 1)) for n in perm_spec.perm_names]
+
+        def stats(params):
+            return spec_statistics(scaling_spec, perm_spec, params, statistic, scaling)
+
+        def count(before, after):
+            return jnp.stack([discordant_pairs(b, a, g) for b, a, g in zip(stats(before), stats(after), blocks)]
+                             ).astype(jnp.int32)
+
+        # the specs are kept alive with the observer, so their ids stay theirs
+        _SPEC_OBSERVERS[key] = (count if kind == "count" else stats, scaling_spec, perm_spec)
+    return _SPEC_OBSERVERS[key][0]
+
+
+def spec_swap_counter(scaling_spec, perm_spec, statistic: str = "max", scaling: str | None = "unit_norm"):
+    """:func:`swap_counter` for any architecture: ``f(before, after) -> int array (permutations,)``,
+    the pairs of units of every permutation of ``perm_spec`` whose order by
+    :func:`spec_statistics` changed in the step; for a blocked permutation (grouped
+    convolution) only pairs within a block count. The same spec objects and arguments give
+    the same function object (a static argument of the compiled training loop).
+
+    Raises:
+        ValueError: for an unknown statistic or scaling.
+    """
+    return _spec_observer("count", scaling_spec, perm_spec, statistic, scaling)
+
+
+def spec_statistics_observer(scaling_spec, perm_spec, statistic: str = "max", scaling: str | None = "unit_norm"):
+    """:func:`statistics_observer` for any architecture: ``f(params) ->`` :func:`spec_statistics`,
+    for ``observe_epoch``; cached like :func:`spec_swap_counter`.
+
+    Raises:
+        ValueError: for an unknown statistic or scaling.
+    """
+    return _spec_observer("stats", scaling_spec, perm_spec, statistic, scaling)
+
+
+def epoch_swaps(epoch_stats, blocks=None) -> list[np.ndarray]:
     """Per hidden layer, ``(runs, epochs - 1)``: the pairs of units in opposite order at the
     ends of consecutive epochs (the net change of the ordering over each epoch), from the
     per-layer ``(runs, epochs, units)`` statistics of :func:`statistics_observer`.
 
     Args:
         epoch_stats: one ``(runs, epochs, units)`` array per hidden layer.
+        blocks: optional number of blocks per layer (:func:`discordant_pairs`; default 1 each).
 
     Returns:
         One ``(runs, epochs - 1)`` integer array per hidden layer.
@@ -230,10 +328,11 @@ def epoch_swaps(epoch_stats) -> list[np.ndarray]:
     """
     for l, s in enumerate(epoch_stats):
         check_finite(s, f"epoch_stats[{l}]")
-    return [discordant_pairs_batch(s[:, 1:], s[:, :-1]) for s in epoch_stats]
+    blocks = [1] * len(epoch_stats) if blocks is None else list(blocks)
+    return [discordant_pairs_batch(s[:, 1:], s[:, :-1], g) for s, g in zip(epoch_stats, blocks)]
 
 
-def phase_summary(swaps: np.ndarray, epoch_stats, milestones) -> list[dict]:
+def phase_summary(swaps: np.ndarray, epoch_stats, milestones, blocks=None) -> list[dict]:
     """Swap statistics of runs recorded by ``laurent_mlps``-style training, per
     learning-rate phase (epochs between ``milestones``) and hidden layer.
 
@@ -249,6 +348,7 @@ def phase_summary(swaps: np.ndarray, epoch_stats, milestones) -> list[dict]:
         swaps: ``(runs, epochs, steps, layers)`` swapped pairs per step.
         epoch_stats: per hidden layer, ``(runs, epochs, units)`` statistics.
         milestones: epochs at which a new learning-rate phase starts, increasing.
+        blocks: optional number of blocks per layer (grouped convolutions; :func:`discordant_pairs`).
 
     Returns:
         One dict per (phase, layer), keys as listed above.
@@ -262,7 +362,8 @@ def phase_summary(swaps: np.ndarray, epoch_stats, milestones) -> list[dict]:
     if len(epoch_stats) != layers:
         raise ValueError(f"{len(epoch_stats)} layers of statistics but {layers} layers of swap counts")
     phase_of_epoch = np.searchsorted(np.asarray(milestones), np.arange(epochs), side="right")
-    net = epoch_swaps(epoch_stats)  # per layer (runs, epochs - 1)
+    blocks = [1] * layers if blocks is None else list(blocks)
+    net = epoch_swaps(epoch_stats, blocks)  # per layer (runs, epochs - 1)
     rows = []
     for ph in range(len(milestones) + 1):
         ep = np.flatnonzero(phase_of_epoch == ph)
@@ -276,5 +377,5 @@ def phase_summary(swaps: np.ndarray, epoch_stats, milestones) -> list[dict]:
             rows.append({"phase": ph, "first_epoch": int(ep[0]), "last_epoch": int(ep[-1]), "layer": l, "units": n,
                          "per_step": float(per_step.mean()), "steps_with_swap": float(np.mean(per_step > 0)),
                          "per_epoch_sum": float(per_step.sum(axis=2).mean()), "net_per_epoch": net_mean,
-                         "net_tau": float(kendall_tau_from_discordant(net_mean, n))})
+                         "net_tau": float(kendall_tau_from_discordant(net_mean, n, blocks[l]))})
     return rows

@@ -1,0 +1,285 @@
+"""Laurent et al. (2024) on their own network: many OptuNets trained at once (Fig. 2, Sec. 3.6).
+
+Registered experiment ``laurent_optunets``: ``optunet_nets`` OptuNets
+(:func:`symlib.core.cnn.optunet_init`, 355 parameters) trained with ``vmap`` by the authors'
+recipe (:meth:`symlib.inference.training.TrainConfig.laurent_optunet`: SGD 0.04, weight
+decay 2e-4, learning rate halved at a quarter and half of training, batch 64, random
+crops) for ``optunet_epochs`` epochs on the profile's MNIST training split. Its summary
+solves the min-mass problem of every network through OptuNet's scaling spec
+(:func:`symlib.symmetry.channel_scaling.min_mass_spec`) and carries the numbers of the
+Fig. 2 / Prop. 2 / Cor. 1 claims, which are the claims of ``laurent_mlps`` registered for
+this experiment too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from symlib.experiments import laurent  # noqa: F401  (registers the laurent_mlps claims first)
+from symlib.experiments.claims import CLAIMS, claim
+from symlib.experiments.laurent import LINE_T
+from symlib.experiments.profiles import Profile
+from symlib.experiments.registry import ExperimentResult, data_config, load_data, register
+
+#: OptuNet's layers with weights, input to output, and their weight counts (kernels only)
+OPTUNET_LAYERS = ("conv_0", "conv_1", "dense_0", "dense_1")
+
+
+#: Laurent et al.'s non-convergence rule (optuMNIST's ``NonConvergence`` callback): a run
+#: whose validation accuracy is below this after epoch 3 is stopped and left out. We keep
+#: every run, report how many fall below it at the end, and leave those out of the analyses.
+CONVERGED_ACCURACY = 0.15
+
+
+@dataclass(frozen=True, eq=False)
+class OptuNetsResult(ExperimentResult):
+    """``laurent_optunets``: OptuNets trained at once with Laurent et al.'s recipe.
+
+    Attributes:
+        params: the networks' parameters, stacked on a leading axis.
+        epoch_loss: training objective per network and epoch.
+        test_accuracy: test accuracy of each network.
+        converged: networks at or above :data:`CONVERGED_ACCURACY` test accuracy.
+        swaps: ``(nets, epochs, steps, permutations)`` pairs of sorted units that changed
+            places in each step (:func:`symlib.symmetry.neuron_order.spec_swap_counter`).
+        epoch_stats: per permutation, ``(nets, epochs, units)`` sorting statistics at the end
+            of every epoch.
+        perm_names: the permutations of :func:`symlib.symmetry.architectures.optunet_permutation_spec`.
+        units: units per permutation.
+        blocks: blocks per permutation (units are ordered within blocks).
+        lr: learning rate per epoch.
+        milestones: epochs where the learning rate was halved.
+        weight_decay: the recipe's weight decay.
+    """
+
+    params: dict[str, Any]
+    epoch_loss: np.ndarray
+    test_accuracy: np.ndarray
+    converged: np.ndarray
+    swaps: np.ndarray
+    epoch_stats: list
+    perm_names: list
+    units: np.ndarray
+    blocks: np.ndarray
+    lr: np.ndarray
+    milestones: np.ndarray
+    weight_decay: float
+
+    @classmethod
+    def from_artifact(cls, artifact: dict[str, Any]) -> OptuNetsResult:
+        acc = np.asarray(artifact["test_accuracy"])
+        names = [str(n) for n in artifact["perm_names"]]
+        return cls(artifact=artifact, params=artifact["params"], epoch_loss=artifact["epoch_loss"],
+                   test_accuracy=acc, converged=acc >= CONVERGED_ACCURACY, swaps=np.asarray(artifact["swaps"]),
+                   epoch_stats=[np.asarray(artifact["epoch_stats"][n]) for n in names], perm_names=names, units=np.asarray(artifact["units"]),
+                   blocks=np.asarray(artifact["blocks"]), lr=np.asarray(artifact["lr"]),
+                   milestones=np.asarray(artifact["milestones"]), weight_decay=float(artifact["weight_decay"]))
+
+
+def _config(profile: Profile) -> dict[str, Any]:
+    return {**data_config(profile), "nets": profile.optunet_nets, "epochs": profile.optunet_epochs}
+
+
+def optunet_data(profile: Profile) -> dict[str, np.ndarray]:
+    """The profile's MNIST split as OptuNet sees it: NHWC images standardised as in the
+    authors' code (:func:`symlib.data.standardize`), labels unchanged."""
+    from symlib.core.cnn import as_images
+    from symlib.data import standardize
+
+    d = load_data(profile)
+    return {k: (np.asarray(as_images(standardize(v, "mnist"))) if k.startswith("x_") and len(v) else v)
+            for k, v in d.items()}
+
+
+@register("laurent_optunets", _config,
+          "Laurent et al. Fig. 2 and Sec. 5.2: many OptuNets (355 parameters) trained at once with the authors' "
+          "MNIST recipe, counting swaps of sorted units at every step",
+          summary=lambda art: optunet_summary(art), result=OptuNetsResult)
+def laurent_optunets(profile: Profile) -> dict[str, Any]:
+    """Train ``profile.optunet_nets`` OptuNets for ``profile.optunet_epochs`` epochs, at once,
+    counting at every step the pairs of sorted units that change places.
+
+    Args:
+        profile: the run profile (data split, ``optunet_*`` settings).
+
+    Returns:
+        The artifact: the fields of :class:`OptuNetsResult` by name (``converged`` excepted).
+    """
+    from symlib.core.cnn import optunet_apply, optunet_init
+    from symlib.data import standardize
+    from symlib.inference.training import LAURENT_OPTUNET, TrainConfig, learning_rate_at, train_many
+    from symlib.symmetry.architectures import optunet_permutation_spec
+    from symlib.symmetry.channel_scaling import optunet_scaling_spec
+    from symlib.symmetry.neuron_order import spec_statistics_observer, spec_swap_counter
+
+    d = optunet_data(profile)
+    x, y = d["x_train"], d["y_train"]
+    cfg = TrainConfig.laurent_optunet(len(y), epochs=profile.optunet_epochs, crop_fill=standardize(0.0, "mnist"))
+    sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
+    params, losses, seen = train_many(jax.random.key(2024), optunet_init, optunet_apply, profile.optunet_nets, x, y,
+                                      cfg, observe=spec_swap_counter(sspec, pspec),
+                                      observe_epoch=spec_statistics_observer(sspec, pspec))
+    logits = jax.vmap(optunet_apply, in_axes=(0, None))(params, d["x_test"])
+    acc = np.mean(np.asarray(logits.argmax(-1)) == np.asarray(d["y_test"])[None], axis=1)
+    sizes = [int(s.shape[-1]) for s in seen["epoch"]]
+    return {"params": jax.tree_util.tree_map(np.asarray, params), "epoch_loss": np.asarray(losses),
+            "test_accuracy": acc, "swaps": np.asarray(seen["step"]),
+            "epoch_stats": {n: np.asarray(s) for n, s in zip(pspec.perm_names, seen["epoch"])}, "perm_names": np.asarray(list(pspec.perm_names)),
+            "units": np.asarray(sizes), "blocks": np.asarray([int(pspec.blocks.get(n, 1)) for n in pspec.perm_names]),
+            "lr": np.asarray([learning_rate_at(cfg, e) for e in range(cfg.epochs)]),
+            "milestones": np.asarray(cfg.lr_milestones), "weight_decay": float(LAURENT_OPTUNET["weight_decay"])}
+
+
+def _lines(spec, net, log_scales: dict, rng: np.random.Generator, count: int) -> tuple[int, int]:
+    """Of ``count`` random lines through the optimum: how many are convex, how many smallest there."""
+    from symlib.symmetry.channel_scaling import spec_mass_along
+
+    at_optimum = convex = 0
+    for _ in range(count):
+        v = {n: rng.normal(size=u.shape) for n, u in log_scales.items()}
+        norm = np.sqrt(sum(np.sum(x**2) for x in v.values()))
+        m = spec_mass_along(spec, net, log_scales, {n: x / norm for n, x in v.items()}, LINE_T)
+        at_optimum += int(np.argmin(m) == len(LINE_T) // 2)
+        convex += int(np.all(np.diff(m, 2) >= -1e-12 * m.max()))
+    return at_optimum, convex
+
+
+def swap_summary(swaps, epoch_stats, milestones, units, blocks) -> dict[str, Any]:
+    """Sec. 5.2 numbers of recorded runs: per learning-rate phase and permutation the rows of
+    :func:`symlib.symmetry.neuron_order.phase_summary`, and the net swapped pairs per epoch over
+    the last tenth of training against those from the end of epoch 1 to the end of epoch 2.
+
+    Args:
+        swaps: ``(runs, epochs, steps, permutations)`` swapped pairs per step.
+        epoch_stats: per permutation ``(runs, epochs, units)`` statistics at each epoch's end.
+        milestones: epochs where the learning rate changed.
+        units: units per permutation.
+        blocks: blocks per permutation.
+
+    Returns:
+        A JSON-able dict: ``phases`` (rows), ``late_net_per_epoch``, ``first_net_per_epoch``,
+        ``late_epochs``, ``pairs`` (comparable pairs per permutation).
+    """
+    from symlib.symmetry.neuron_order import epoch_swaps, phase_summary
+
+    swaps = np.asarray(swaps)
+    epochs = swaps.shape[1]
+    late = epochs - max(1, epochs // 10)
+    net = epoch_swaps(epoch_stats, blocks)
+    pairs = [int(g * (n // g) * (n // g - 1) // 2) for n, g in zip(units, blocks)]
+    return {"phases": phase_summary(swaps, epoch_stats, milestones, blocks),
+            "late_net_per_epoch": [float(x[:, late - 1:].mean()) for x in net],
+            "first_net_per_epoch": [float(x[:, 0].mean()) for x in net],
+            "late_epochs": int(epochs - late), "pairs": pairs}
+
+
+def optunet_summary(art: dict[str, Any]) -> dict[str, Any]:
+    """Summary of ``laurent_optunets``: accuracy; per converged network (test accuracy at
+    least :data:`CONVERGED_ACCURACY`) the min-mass problem (masses, hidden-bias sums of
+    squares, Hessian eigenvalues, random lines, largest weights) in the layout of the
+    ``laurent_mlps`` summary's ``min_mass`` entry; and the swaps of Sec. 5.2 (:func:`swap_summary`).
+
+    Args:
+        art: the experiment's artifact.
+
+    Returns:
+        A JSON-able dict.
+
+    Raises:
+        ValueError: if no network converged (nothing to analyse).
+    """
+    import jax.numpy as jnp
+
+    from symlib.core.cnn import OPTUNET_SHAPES, optunet_apply
+    from symlib.core.models import unstack
+    from symlib.symmetry.channel_scaling import min_mass_spec, optunet_scaling_spec, spec_mass_hessian
+
+    res = OptuNetsResult.from_artifact(art)
+    keep = np.flatnonzero(res.converged)
+    if keep.size == 0:
+        raise ValueError(f"none of the {len(res.converged)} OptuNets reached {CONVERGED_ACCURACY:.0%} test accuracy "
+                         f"(best {res.test_accuracy.max():.3f}); train longer (optunet_epochs)")
+    spec = optunet_scaling_spec()
+    nets = [unstack(art["params"], np.float64)[i] for i in keep]
+    solved = [min_mass_spec(spec, net) for net in nets]
+    x = np.random.default_rng(0).normal(size=(64, 28, 28, 1))
+    with jax.enable_x64(True):
+        apply = jax.jit(optunet_apply)
+        change = max(float(jnp.max(jnp.abs(apply(n, x) - apply(s.params, x)))) for n, s in zip(nets, solved))
+    rng = np.random.default_rng(0)
+    eig = {"trained": [], "halfway": [], "min-mass": []}
+    at_opt = convex = lines = 0
+    for net, s in zip(nets, solved):
+        logs = {n: np.log(v) for n, v in s.scales.items()}
+        for where, u in (("trained", None), ("halfway", {n: v / 2 for n, v in logs.items()}), ("min-mass", logs)):
+            ev = np.linalg.eigvalsh(spec_mass_hessian(spec, net, u))
+            eig[where].append(ev[0] / ev[-1])
+        a, c = _lines(spec, net, logs, rng, 8)
+        at_opt, convex, lines = at_opt + a, convex + c, lines + 8
+    bias_sq = lambda n: float(np.sum(np.square(np.asarray(n["dense_0"]["bias"], np.float64))))  # noqa: E731
+    largest = {k: np.array([[np.abs(np.asarray(n[layer]["kernel"])).max() for layer in OPTUNET_LAYERS] for n in g])
+               for k, g in (("trained", nets), ("min-mass", [s.params for s in solved]))}
+    return {"nets": len(res.test_accuracy), "converged": int(keep.size),
+            "converged_accuracy": CONVERGED_ACCURACY,
+            "test_accuracy_mean": float(np.mean(res.test_accuracy[keep])),
+            "test_accuracy_min": float(np.min(res.test_accuracy[keep])),
+            "test_accuracy_max": float(np.max(res.test_accuracy)),
+            "min_mass": {
+                "all_converged": bool(all(s.converged for s in solved)), "max_logit_change": change,
+                "mass_before": [s.mass_before for s in solved], "mass_after": [s.mass for s in solved],
+                "hidden_bias_sq_before": [bias_sq(n) for n in nets],
+                "hidden_bias_sq_after": [bias_sq(s.params) for s in solved],
+                "hessian_min_over_max_eigenvalue": {k: float(np.min(v)) for k, v in eig.items()},
+                "random_lines": {"lines": lines, "minimum_at_optimum": at_opt, "convex": convex,
+                                 "t": [float(LINE_T[0]), float(LINE_T[-1]), len(LINE_T)]},
+                "layers": list(OPTUNET_LAYERS),
+                "layer_weights": [int(np.prod(OPTUNET_SHAPES[f"{layer}/kernel"])) for layer in OPTUNET_LAYERS],
+                "largest_weight_trained": largest["trained"].mean(0).tolist(),
+                "largest_weight_min_mass": largest["min-mass"].mean(0).tolist()},
+            "swaps": {"perm_names": res.perm_names, "units": res.units.tolist(), "blocks": res.blocks.tolist(),
+                      "lr": res.lr.tolist(),
+                      **swap_summary(res.swaps[keep], [s[keep] for s in res.epoch_stats], res.milestones,
+                                     res.units.tolist(), res.blocks.tolist())}}
+
+
+# The Fig. 2 / Prop. 2 / Cor. 1 claims of laurent_mlps read the same summary entries.
+for _mlp_claim in CLAIMS["laurent_mlps"]:
+    if _mlp_claim.name in ("above_min_mass", "min_mass_convex", "corollary1_lower_loss", "largest_weight"):
+        claim("laurent_optunets", _mlp_claim.name, _mlp_claim.source, _mlp_claim.statement)(_mlp_claim.check)
+
+
+#: the swap rate per step in the last learning-rate phase is below this fraction of the first
+#: phase's, and the net swapped pairs per epoch late in training below this fraction of the
+#: net swaps between epochs 1 and 2 (fixed with the MLP version of chapter 11, before the
+#: OptuNet runs)
+SWAP_RATE_DROP = 0.5
+LATE_NET_FRACTION = 0.15
+
+
+@claim("laurent_optunets", "swaps_in_high_lr_phases", "Laurent et al. (2024), Sec. 5.2, Fig. 4 (left)",
+       "sorted units change places mostly in the high learning-rate phases")
+def _swaps_high_lr(summary: dict[str, Any]) -> tuple[bool, str]:
+    """For every permutation the mean swapped pairs per step in the last learning-rate phase
+    is below ``SWAP_RATE_DROP`` times the first phase's, and the first phase has swaps."""
+    sw = summary["swaps"]
+    out, holds = [], True
+    for p, name in enumerate(sw["perm_names"]):
+        rates = [r["per_step"] for r in sw["phases"] if r["layer"] == p]
+        holds &= rates[0] > 0 and rates[-1] < SWAP_RATE_DROP * rates[0]
+        out.append(f"{name}: " + " -> ".join(f"{r:.3f}" for r in rates))
+    return bool(holds), "swapped pairs per step by phase, " + "; ".join(out)
+
+
+@claim("laurent_optunets", "ordering_freezes", "Laurent et al. (2024), Sec. 5.2",
+       "the weights nearly never permute in the last phase of training")
+def _ordering_freezes(summary: dict[str, Any]) -> tuple[bool, str]:
+    """For every permutation the net swapped pairs per epoch over the last tenth of training
+    are below ``LATE_NET_FRACTION`` times those between epochs 1 and 2 (which must be > 0)."""
+    sw = summary["swaps"]
+    late, first = np.asarray(sw["late_net_per_epoch"]), np.asarray(sw["first_net_per_epoch"])
+    holds = bool(np.all(first > 0) and np.all(late < LATE_NET_FRACTION * first))
+    return holds, "; ".join(f"{n}: {a:.2f} net swapped pairs per epoch late vs {b:.2f} early (of {c} pairs)"
+                            for n, a, b, c in zip(sw["perm_names"], late, first, sw["pairs"]))
