@@ -28,91 +28,62 @@
 # rank correlation $\tau$ between the orderings before and after the step ($\tau = 1$:
 # nothing moved), shows when training moves between permutation-related regions.
 #
-# This notebook shows:
+# This notebook shows, for the paper's OptuNet and for ReLU MLPs trained with the same recipe:
 #
 # - Kendall's $\tau$ between successive steps, averaged over independent runs, along
 #   training with the paper's learning-rate schedule (halved twice);
 # - where the changes happen (the high learning-rate phases) and how far they undo
 #   themselves: the net change of the ordering over whole epochs;
-# - that late in training the ordering is (nearly) frozen.
+# - whether late in training the ordering is (nearly) frozen.
 
 # %% tags=["hide-cell"]
-import dataclasses
-
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
 from symlib import experiments
-from symlib.experiments import plotting
+from symlib.experiments import claims, plotting
 from symlib.experiments.profiles import get_profile
-from symlib.symmetry.neuron_order import discordant_pairs_batch, epoch_swaps, kendall_tau_from_discordant, phase_summary
 from symlib.experiments.report import Table, paper_vs_ours
+from symlib.symmetry.neuron_order import kendall_tau_from_discordant
 
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
 
 # %% [markdown]
-# ## The runs
+# ## OptuNet
 #
-# The same `laurent_nets` MLPs as the min-mass chapter (shared through the artifact
-# cache): SGD with the paper's OptuNet recipe, learning rate 0.04 halved after a quarter
-# and after half of training. The compiled training loop counts, after every step and for
-# every hidden layer, the pairs of units whose order changed (`symlib.symmetry.neuron_order`).
+# The OptuNets of the min-mass chapter (shared through the artifact cache): the authors'
+# recipe, SGD with learning rate 0.04 halved after a quarter and after half of training.
+# The compiled training loop counts, after every step, the pairs of units whose order
+# changed (`symlib.symmetry.neuron_order.spec_swap_counter`, which reads the architecture
+# from its permutation and scaling specs). OptuNet has two permuted layers: the 10 channels
+# of the grouped convolution, which can only be permuted within their group of 5 (so 2 x 10
+# = 20 pairs can swap, not 45), and the 3 hidden dense units (3 pairs). The first
+# convolution's 2 channels are left out: permuting them would also swap the groups of the
+# second convolution, a symmetry the spec does not list. Runs below 15% test accuracy are
+# left out (the authors' rule; see the previous chapter).
 
 # %%
-res = experiments.run("laurent_mlps", profile)
-swaps = res.swaps  # (runs, epochs, steps per epoch, hidden layers): pairs that swapped in the step
-runs, epochs, steps, n_layers = swaps.shape
-widths = res.sizes[1:-1]
-lr = res.lr
-milestones = res.milestones
-print(f"{runs} runs, {epochs} epochs of {steps} steps, hidden layers of {widths.tolist()} units; "
-      f"learning rate per epoch {np.unique(lr)[::-1].tolist()} (halved at epochs {milestones.tolist()})")
+res = experiments.run("laurent_optunets", profile)
+summary = experiments.SUMMARIES["laurent_optunets"](res.artifact)
+keep = np.flatnonzero(res.converged)
+swaps = res.swaps[keep]  # (runs, epochs, steps per epoch, permutations): pairs that swapped in the step
+epoch_stats = [s[keep] for s in res.epoch_stats]  # per permutation (runs, epochs, units) at each epoch's end
+runs, epochs, steps, _ = swaps.shape
+labels = [f"{n} ({u} units, {b} group{'s' if b > 1 else ''})" for n, u, b in zip(res.perm_names, res.units, res.blocks)]
+print(f"{runs} OptuNets, {epochs} epochs of {steps} steps, test accuracy {res.test_accuracy[keep].mean():.3f}; "
+      f"learning rate per epoch {np.unique(res.lr)[::-1].tolist()} (halved at epochs {res.milestones.tolist()})")
 
 # %% [markdown]
-# ## Kendall's τ between successive steps (Figure 4, left)
+# ### Kendall's τ between successive steps (Figure 4, left)
 
-# %%
-tau_step = np.stack([kendall_tau_from_discordant(swaps[..., l], int(w)) for l, w in enumerate(widths)], -1)
-t = (np.arange(epochs * steps) + 1) / steps  # in epochs
-fig, axes = plt.subplots(1, 2, figsize=(14, 3.8), constrained_layout=True)
-for l in range(n_layers):
-    mean = tau_step[..., l].mean(0).reshape(-1)
-    axes[0].plot(t, mean, lw=0.4, alpha=0.5, color=f"C{l}")
-    smooth = tau_step[..., l].mean(axis=(0, 2))
-    axes[0].plot(np.arange(epochs) + 0.5, smooth, "o-", ms=3, color=f"C{l}",
-                 label=f"hidden layer {l + 1}: per step (thin), epoch mean (dots)")
-for ax in axes:
-    for m in milestones:
-        ax.axvline(m, color="0.4", ls="--", lw=1)
-axes[0].set_xlabel("epoch")
-axes[0].set_ylabel(f"Kendall's τ, step t vs t+1 (mean of {runs} runs)")
-axes[0].set_title("orderings of sorted units between successive steps")
-axes[0].legend(fontsize=8, loc="lower right")
-lr_ax = axes[0].twinx()
-lr_ax.step(np.arange(epochs + 1), np.r_[lr, lr[-1]], where="post", color="0.3", lw=1)
-lr_ax.set_ylabel("learning rate (grey)")
-lr_ax.set_ylim(0, 1.1 * lr.max())
-
-# net change over an epoch, and distance to the final ordering
-stats_ = res.epoch_stats  # per layer: (runs, epochs, units) at the end of each epoch
-for l, (s, swapped) in enumerate(zip(stats_, epoch_swaps(stats_))):
-    n = int(widths[l])
-    net = kendall_tau_from_discordant(swapped, n)
-    to_final = kendall_tau_from_discordant(discordant_pairs_batch(s, s[:, -1:]), n)
-    axes[1].plot(np.arange(2, epochs + 1), net.mean(0), "o-", ms=3, color=f"C{l}",
-                 label=f"layer {l + 1}: end of epoch e-1 vs e")
-    axes[1].plot(np.arange(1, epochs + 1), to_final.mean(0), "s:", ms=3, color=f"C{l}",
-                 label=f"layer {l + 1}: end of epoch e vs end of training")
-axes[1].set_xlabel("epoch e")
-axes[1].set_ylabel("Kendall's τ (mean over runs)")
-axes[1].set_title("net change of the ordering")
-axes[1].legend(fontsize=8, loc="lower right");
+# %% tags=["hide-input"]
+plotting.swap_figure(swaps, epoch_stats, res.units, res.blocks, labels, res.lr, res.milestones);
 
 # %% [markdown]
-# ## Where the changes happen
+# ### Where the changes happen
 #
 # For each learning-rate phase: the mean number of swapped pairs per step, the share of
 # steps with at least one swap, the summed per-step swaps of an epoch against the net
@@ -121,49 +92,40 @@ axes[1].legend(fontsize=8, loc="lower right");
 # attributes to the sorting statistic).
 
 # %%
-def phase_table(result):
-    rows = phase_summary(result.swaps, result.epoch_stats, result.milestones)
-    return rows, Table(
-        ["phase (epochs)", "learning rate", "hidden layer", "swapped pairs / step", "steps with a swap",
+def show_phases(sw, names, lr):
+    """The phase table of a swap summary (`symlib.experiments.optunet.swap_summary`)."""
+    display(Table(
+        ["phase (epochs)", "learning rate", "units", "swapped pairs / step", "steps with a swap",
          "swaps / epoch (sum of steps)", "net swapped pairs / epoch", "net τ / epoch"],
-        [(f"{r['phase'] + 1} ({r['first_epoch'] + 1}-{r['last_epoch'] + 1})", f"{result.lr[r['first_epoch']]:g}",
-          r["layer"] + 1, f"{r['per_step']:.2f}", f"{r['steps_with_swap']:.2f}", f"{r['per_epoch_sum']:.1f}",
-          f"{r['net_per_epoch']:.1f}", f"{r['net_tau']:.3f}") for r in rows])
+        [(f"{r['phase'] + 1} ({r['first_epoch'] + 1}-{r['last_epoch'] + 1})", f"{lr[r['first_epoch']]:g}",
+          names[r["layer"]], f"{r['per_step']:.3f}", f"{r['steps_with_swap']:.3f}", f"{r['per_epoch_sum']:.1f}",
+          f"{r['net_per_epoch']:.2f}", f"{r['net_tau']:.3f}") for r in sw["phases"]]))
+    print(f"last {sw['late_epochs']} epoch(s): net swapped pairs per epoch "
+          f"{np.round(sw['late_net_per_epoch'], 3).tolist()} vs {np.round(sw['first_net_per_epoch'], 2).tolist()} "
+          f"between epochs 1 and 2 (comparable pairs: {sw['pairs']})")
 
 
-def late_vs_first(result):
-    """Net swapped pairs per epoch over the last tenth of training and between epochs 1 and 2, per layer."""
-    e = result.swaps.shape[1]
-    late = e - max(1, e // 10)
-    net = epoch_swaps(result.epoch_stats)
-    return np.array([x[:, late - 1:].mean() for x in net]), np.array([x[:, 0].mean() for x in net])
-
-
-def show_phases(result):
-    rows, table = phase_table(result)
-    display(table)
-    late, first = late_vs_first(result)
-    n_runs, e = result.swaps.shape[:2]
-    print(f"{n_runs} runs of {e} epochs, test accuracy {result.test_accuracy.mean():.3f}; last {max(1, e // 10)} "
-          f"epoch(s): net swapped pairs per epoch {late.round(2).tolist()} vs {first.round(1).tolist()} between epochs "
-          f"1 and 2 (pairs per layer: {[int(w * (w - 1) // 2) for w in widths]})")
-    return rows, late, first
-
-
-rows, late_net, first_net = show_phases(res)
+show_phases(summary["swaps"], res.perm_names, res.lr)
 
 # %% [markdown]
-# ## The paper's schedule length
+# ## The same on MLPs
 #
-# The quick profile trains for `laurent_epochs` epochs; the paper's recipe runs 60 (learning
-# rate halved at 15 and 30). Do the last swaps die out with a longer final phase? The same
-# training for 60 epochs, on 16 networks (in the paper profile this is the main run).
+# The `laurent_nets` MLPs of the min-mass chapter (two hidden layers of 32 units, the same
+# recipe) ran the same counters.
 
 # %%
-long_profile = profile if profile.laurent_epochs >= 60 else dataclasses.replace(
-    profile, laurent_epochs=60, laurent_nets=min(16, profile.laurent_nets))
-long = experiments.run("laurent_mlps", long_profile)
-long_rows, long_late, long_first = show_phases(long)
+res_mlp = experiments.run("laurent_mlps", profile)
+widths = res_mlp.sizes[1:-1]
+mlp_labels = [f"hidden layer {l + 1} ({w} units)" for l, w in enumerate(widths)]
+summary_mlp = experiments.SUMMARIES["laurent_mlps"](res_mlp.artifact)
+mlp_sw = summary_mlp["swaps"]
+print(f"{res_mlp.swaps.shape[0]} MLPs {'-'.join(map(str, res_mlp.sizes))}, {res_mlp.swaps.shape[1]} epochs, "
+      f"test accuracy {res_mlp.test_accuracy.mean():.3f}")
+plotting.swap_figure(res_mlp.swaps, res_mlp.epoch_stats, widths, [1] * len(widths), mlp_labels, res_mlp.lr,
+                     res_mlp.milestones);
+
+# %%
+show_phases(mlp_sw, [f"layer {l + 1}" for l in range(len(widths))], res_mlp.lr)
 
 # %% [markdown]
 # ## The paper's findings beside ours
@@ -171,20 +133,25 @@ long_rows, long_late, long_first = show_phases(long)
 # Figure 4 of the paper has no printed numbers, so the paper's column states what it shows.
 
 # %%
-def per_step(table_rows, phase):
-    return "/".join(f"{r['per_step']:.2f}" for r in table_rows if r["phase"] == phase)
+def per_step(sw, phase):
+    return "/".join(f"{r['per_step']:.3f}" for r in sw["phases"] if r["phase"] == phase)
 
 
-last = len(milestones)
+def late_tau(sw, units, blocks):
+    return "/".join(f"{t:.3f}" for t in kendall_tau_from_discordant(np.asarray(sw["late_net_per_epoch"]),
+                                                                    np.asarray(units), np.asarray(blocks)))
+
+
+last = len(res.milestones)
 paper = experiments.LAURENT_FIG4_CLAIMS
 display(paper_vs_ours([
     ("where the sorting permutation changes (Fig. 4)", paper["where_units_swap"],
-     f"swapped pairs per step (layers 1/2) {per_step(rows, 0)} at lr {lr[0]:g}, {per_step(rows, last)} at lr "
-     f"{lr[-1]:g}"),
+     f"swapped pairs per step, OptuNet (conv_1/dense_0) {per_step(summary['swaps'], 0)} at lr {res.lr[0]:g}, "
+     f"{per_step(summary['swaps'], last)} at lr {res.lr[-1]:g}; MLP (layers 1/2) {per_step(mlp_sw, 0)} -> "
+     f"{per_step(mlp_sw, last)}"),
     ("last phase of training (Sec. 5.2)", paper["last_phase"],
-     f"net τ per epoch {'/'.join(f'{t:.3f}' for t in kendall_tau_from_discordant(late_net, widths))} "
-     f"({epochs} epochs), {'/'.join(f'{t:.3f}' for t in kendall_tau_from_discordant(long_late, widths))} "
-     f"(60 epochs); swaps per step do not reach 0"),
+     f"net τ per epoch over the last tenth: OptuNet {late_tau(summary['swaps'], res.units, res.blocks)}, "
+     f"MLP {late_tau(mlp_sw, widths, [1] * len(widths))}; swaps per step do not reach 0"),
 ], profile.name))
 
 # %% [markdown]
@@ -193,28 +160,35 @@ display(paper_vs_ours([
 # {cite:t}`laurent2024symmetry` (Sec. 5.2, Fig. 4) find that changes of the sorting
 # permutation are scarce, gathered around instabilities and in the high learning-rate
 # phases, and that the weights nearly never permute in the last phase of training. Our
-# MLPs agree in shape: the swap rate per step falls at each halving of the learning rate
-# (table above), the ordering's net change per epoch falls by more than an order of
-# magnitude from the first epochs to the last, and the end-of-epoch orderings converge to
-# the final one. Two differences, measured rather than assumed away: (i) swaps do not stop
-# entirely, neither at the end of our quick schedule nor after the paper's 60 epochs (second
-# table): at the final learning rate a pair of units still trades places every two to
-# four steps on average (of 496 pairs per layer), and nearly all of them trade back within the epoch (compare the summed and net columns), a
-# flicker between nearly tied units rather than a drift to another permutation, so the
-# net ordering is close to frozen ($\tau$ per epoch above 0.98); (ii) the paper uses a
-# 392-parameter CNN (OptuNet) and ResNet-18, we use MLPs; the paper's figure gives no
-# numbers to compare with.
+# OptuNets agree: the grouped convolution's channels swap about ten times less often per
+# step at the final learning rate than at the first, the hidden dense units far less
+# (tables above), and over the last tenth of training the ordering of both layers barely
+# changes from one epoch to the next (net $\tau$ per epoch above 0.99). The MLPs show the
+# same shape with many more units. What the counts add to the figure: most swaps in a step
+# are undone within the epoch (compare the summed and net columns), a flicker between
+# units whose sorting statistics are nearly tied rather than a drift to another
+# permutation, and it does not stop entirely at the final learning rate.
+#
+# Differences from the paper, measured rather than assumed away: the quick profile trains
+# 3 OptuNets for 100 epochs of a 9,000-image split (14,000 SGD steps each, 75% test
+# accuracy, in the 75% to 85% the authors' repository gives for one OptuNet) where the
+# paper trains on 60,000 images for 60 epochs (about 56,000 steps); few runs make the
+# averages coarse (a single net swap of the 3 dense units moves the mean). The first
+# convolution's 2 channels are not followed (their permutation is not a symmetry by itself,
+# see above). The ResNet-18 panel of Fig. 4 (right) needs CIFAR-100 and a GPU. The claim
+# "nearly never permute late" is checked against the first learning-rate phase's mean net
+# change per epoch; the MLP version of this chapter compared with epochs 1-2 alone, which
+# three OptuNet runs can leave at zero for the 3 dense units (as printed above).
+
+# %% tags=["hide-input"]
+SEC52 = ("swaps_in_high_lr_phases", "ordering_freezes")
+outcomes = [o for o in claims.evaluate("laurent_optunets", summary) if o.claim.name in SEC52]
+outcomes += [o for o in claims.evaluate("laurent_mlps", summary_mlp) if o.claim.name in SEC52]
+display(claims.claims_table(outcomes, profile.name))
 
 # %% tags=["nbval-check-output"]
-for table_rows, late_net, first_net in ((rows, late_net, first_net), (long_rows, long_late, long_first)):
-    rates = np.array([[r["per_step"] for r in table_rows if r["layer"] == l] for l in range(n_layers)])
-    assert np.all(np.diff(rates, axis=1) < 0), rates  # fewer swaps at each lower learning rate
-    assert np.all(rates[:, -1] < 0.5 * rates[:, 0]), rates
-    assert np.all(late_net < 0.15 * first_net), (late_net, first_net)  # the ordering nearly freezes
-    late_tau = kendall_tau_from_discordant(late_net, widths)
-    assert np.all(late_tau > 0.98), late_tau
-print("claims verified: units change places mostly in the high learning-rate phases; the ordering nearly "
-      "stops changing late in training")
+assert outcomes and all(o.holds for o in outcomes), [(o.claim.name, o.detail) for o in outcomes if not o.holds]
+print(f"{len(outcomes)} claim(s) of Laurent et al. verified: " + ", ".join(o.claim.name for o in outcomes))
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

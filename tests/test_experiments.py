@@ -176,3 +176,20 @@ def test_paper_constants_are_quoted_unchanged():
     assert experiments.XIAO_FIG1_CLAIMS == {"barrier_no_matching": "clearly > 0", "barrier_matched": "about 0"}
     assert experiments.ROSSI_VI_SETTINGS == {"std_init": 0.01, "batch_size": 500, "temperature": 1.0}
     assert experiments.LAURENT_FIG1_CLAIMS["dropped_networks"] == "less than 1%"
+
+
+def test_laurent_optunets_trains_counts_swaps_and_reloads():
+    tiny = dataclasses.replace(TINY, optunet_nets=2, optunet_epochs=4)
+    res = experiments.run("laurent_optunets", tiny, verbose=False)
+    assert isinstance(res, experiments.OptuNetsResult)
+    assert res.params["conv_1"]["kernel"].shape == (2, 5, 5, 1, 10)
+    steps = tiny.n_train // 64
+    assert res.swaps.shape == (2, 4, steps, 2) and res.swaps.min() >= 0
+    assert [s.shape for s in res.epoch_stats] == [(2, 4, 10), (2, 4, 3)]
+    assert res.perm_names == ["P_conv_1", "P_dense_0"] and res.blocks.tolist() == [2, 1]
+    assert res.lr.tolist() == [0.04, 0.02, 0.01, 0.01] and res.milestones.tolist() == [1, 2]
+    assert np.all((0 <= res.test_accuracy) & (res.test_accuracy <= 1))
+    again = experiments.run("laurent_optunets", tiny, verbose=False)  # from the cache
+    np.testing.assert_array_equal(again.swaps, res.swaps)
+    d = experiments.optunet_data(tiny)
+    assert d["x_train"].shape == (300, 28, 28, 1) and abs(float(d["x_train"].mean())) < 0.2

@@ -105,7 +105,8 @@ def test_laurent_summary_on_small_networks_and_its_claims():
     rng = np.random.default_rng(5)
     nets = [random_mlp(rng, [6, 5, 4, 3], bias_scale=0.1) for _ in range(10)]
     art = {"params": stack_trees(nets), "test_accuracy": np.full(10, 0.9), "swaps": np.zeros((10, 2, 3, 2)),
-           "sizes": np.array([6, 5, 4, 3])}
+           "sizes": np.array([6, 5, 4, 3]), "lr": np.array([0.04, 0.02]), "milestones": np.array([1]),
+           "epoch_stats": [rng.normal(size=(10, 2, 5)), rng.normal(size=(10, 2, 4))]}
     summary = json.loads(json.dumps(SUMMARIES["laurent_mlps"](art)))
     mm = summary["min_mass"]
     assert mm["all_converged"] and len(mm["mass_before"]) == 10
@@ -115,6 +116,8 @@ def test_laurent_summary_on_small_networks_and_its_claims():
     assert summary["marginals"]["positions"] == [6, 5, 3]
     outcomes = {o.claim.name: o for o in claims.evaluate("laurent_mlps", summary)}
     assert outcomes["above_min_mass"].holds and outcomes["min_mass_convex"].holds
+    # no swaps at all: "mostly in the high learning-rate phases" cannot hold
+    assert not outcomes["swaps_in_high_lr_phases"].holds
     # the claims fail when the numbers say so
     bad = json.loads(json.dumps(summary))
     bad["min_mass"]["mass_after"] = bad["min_mass"]["mass_before"]
@@ -122,3 +125,60 @@ def test_laurent_summary_on_small_networks_and_its_claims():
     bad["min_mass"]["hidden_bias_sq_after"] = [b + 1.0 for b in bad["min_mass"]["hidden_bias_sq_before"]]
     outcomes = {o.claim.name: o for o in claims.evaluate("laurent_mlps", bad)}
     assert not any(outcomes[k].holds for k in ("above_min_mass", "min_mass_convex", "corollary1_lower_loss"))
+
+
+def _swap_run(rng, runs=6, epochs=20, steps=4, widths=(5, 4), freeze_at=12):
+    """Swap counts falling with the learning rate (halved at 5 and 10) and orderings that
+    change every epoch until ``freeze_at`` and never after."""
+    phase = np.searchsorted([5, 10], np.arange(epochs), side="right")
+    swaps = rng.poisson(np.array([3.0, 1.5, 0.2])[phase][None, :, None, None], size=(runs, epochs, steps, len(widths)))
+    stats = []
+    for w in widths:
+        s = rng.normal(size=(runs, epochs, w))
+        s[:, freeze_at:] = s[:, freeze_at - 1:freeze_at]
+        stats.append(s)
+    return swaps, stats
+
+
+def test_sec52_claims_hold_and_fail():
+    from symlib.experiments.laurent import swap_summary
+    rng = np.random.default_rng(0)
+    swaps, stats = _swap_run(rng)
+    sw = {"perm_names": ["P_0", "P_1"], **swap_summary(swaps, stats, [5, 10], [5, 4], [1, 1])}
+    from symlib.experiments.claims import CLAIMS
+    check = {c.name: c.check for c in CLAIMS["laurent_mlps"]}
+    assert check["swaps_in_high_lr_phases"]({"swaps": sw})[0]
+    assert check["ordering_freezes"]({"swaps": sw})[0]
+    # orderings still moving at the end, or swaps as frequent late as early: the claims fail
+    swaps_late, stats_late = _swap_run(rng, freeze_at=20)
+    sw_late = {"perm_names": ["P_0", "P_1"], **swap_summary(swaps_late, stats_late, [5, 10], [5, 4], [1, 1])}
+    assert not check["ordering_freezes"]({"swaps": sw_late})[0]
+    flat = rng.poisson(2.0, size=swaps.shape)
+    sw_flat = {"perm_names": ["P_0", "P_1"], **swap_summary(flat, stats, [5, 10], [5, 4], [1, 1])}
+    assert not check["swaps_in_high_lr_phases"]({"swaps": sw_flat})[0]
+
+
+def test_optunet_summary_leaves_out_unconverged_nets_and_its_claims_run():
+    import jax
+    from symlib.core.cnn import optunet_init
+    from symlib.experiments.optunet import OptuNetsResult, optunet_summary
+    rng = np.random.default_rng(1)
+    nets = [jax.tree_util.tree_map(np.asarray, optunet_init(jax.random.key(i))) for i in range(3)]
+    swaps, (s_conv, s_dense) = _swap_run(rng, runs=3, widths=(10, 3))
+    art = {"params": stack_trees(nets), "epoch_loss": np.ones((3, 20)), "test_accuracy": np.array([0.5, 0.1, 0.6]),
+           "swaps": swaps, "epoch_stats": {"P_conv_1": s_conv, "P_dense_0": s_dense},
+           "perm_names": np.asarray(["P_conv_1", "P_dense_0"]), "units": np.array([10, 3]), "blocks": np.array([2, 1]),
+           "lr": np.array([0.04] * 5 + [0.02] * 5 + [0.01] * 10), "milestones": np.array([5, 10]),
+           "weight_decay": 2e-4}
+    res = OptuNetsResult.from_artifact(art)
+    assert res.converged.tolist() == [True, False, True] and res.perm_names == ["P_conv_1", "P_dense_0"]
+    summary = json.loads(json.dumps(optunet_summary(art)))
+    assert summary["nets"] == 3 and summary["converged"] == 2 and len(summary["min_mass"]["mass_before"]) == 2
+    assert summary["min_mass"]["layer_params"] == [32, 250, 33, 40]
+    assert summary["swaps"]["pairs"] == [20, 3]
+    outcomes = {o.claim.name: o for o in claims.evaluate("laurent_optunets", summary)}
+    assert {"above_min_mass", "min_mass_convex", "corollary1_lower_loss", "largest_weight",
+            "swaps_in_high_lr_phases", "ordering_freezes"} == set(outcomes)
+    assert outcomes["min_mass_convex"].holds and outcomes["swaps_in_high_lr_phases"].holds
+    with pytest.raises(ValueError, match="none of the 3 OptuNets reached 15%"):
+        optunet_summary({**art, "test_accuracy": np.full(3, 0.1)})

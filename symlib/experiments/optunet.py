@@ -20,7 +20,7 @@ import numpy as np
 
 from symlib.experiments import laurent  # noqa: F401  (registers the laurent_mlps claims first)
 from symlib.experiments.claims import CLAIMS, claim
-from symlib.experiments.laurent import LINE_T
+from symlib.experiments.laurent import LINE_T, swap_summary
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import ExperimentResult, data_config, load_data, register
 
@@ -147,35 +147,6 @@ def _lines(spec, net, log_scales: dict, rng: np.random.Generator, count: int) ->
     return at_optimum, convex
 
 
-def swap_summary(swaps, epoch_stats, milestones, units, blocks) -> dict[str, Any]:
-    """Sec. 5.2 numbers of recorded runs: per learning-rate phase and permutation the rows of
-    :func:`symlib.symmetry.neuron_order.phase_summary`, and the net swapped pairs per epoch over
-    the last tenth of training against those from the end of epoch 1 to the end of epoch 2.
-
-    Args:
-        swaps: ``(runs, epochs, steps, permutations)`` swapped pairs per step.
-        epoch_stats: per permutation ``(runs, epochs, units)`` statistics at each epoch's end.
-        milestones: epochs where the learning rate changed.
-        units: units per permutation.
-        blocks: blocks per permutation.
-
-    Returns:
-        A JSON-able dict: ``phases`` (rows), ``late_net_per_epoch``, ``first_net_per_epoch``,
-        ``late_epochs``, ``pairs`` (comparable pairs per permutation).
-    """
-    from symlib.symmetry.neuron_order import epoch_swaps, phase_summary
-
-    swaps = np.asarray(swaps)
-    epochs = swaps.shape[1]
-    late = epochs - max(1, epochs // 10)
-    net = epoch_swaps(epoch_stats, blocks)
-    pairs = [int(g * (n // g) * (n // g - 1) // 2) for n, g in zip(units, blocks)]
-    return {"phases": phase_summary(swaps, epoch_stats, milestones, blocks),
-            "late_net_per_epoch": [float(x[:, late - 1:].mean()) for x in net],
-            "first_net_per_epoch": [float(x[:, 0].mean()) for x in net],
-            "late_epochs": int(epochs - late), "pairs": pairs}
-
-
 def optunet_summary(art: dict[str, Any]) -> dict[str, Any]:
     """Summary of ``laurent_optunets``: accuracy; per converged network (test accuracy at
     least :data:`CONVERGED_ACCURACY`) the min-mass problem (masses, hidden-bias sums of
@@ -237,6 +208,8 @@ def optunet_summary(art: dict[str, Any]) -> dict[str, Any]:
                                  "t": [float(LINE_T[0]), float(LINE_T[-1]), len(LINE_T)]},
                 "layers": list(OPTUNET_LAYERS),
                 "layer_weights": [int(np.prod(OPTUNET_SHAPES[f"{layer}/kernel"])) for layer in OPTUNET_LAYERS],
+                "layer_params": [sum(int(np.prod(s)) for p, s in OPTUNET_SHAPES.items() if p.startswith(layer + "/"))
+                                 for layer in OPTUNET_LAYERS],
                 "largest_weight_trained": largest["trained"].mean(0).tolist(),
                 "largest_weight_min_mass": largest["min-mass"].mean(0).tolist()},
             "swaps": {"perm_names": res.perm_names, "units": res.units.tolist(), "blocks": res.blocks.tolist(),
@@ -245,41 +218,9 @@ def optunet_summary(art: dict[str, Any]) -> dict[str, Any]:
                                      res.units.tolist(), res.blocks.tolist())}}
 
 
-# The Fig. 2 / Prop. 2 / Cor. 1 claims of laurent_mlps read the same summary entries.
+# The Fig. 2 / Prop. 2 / Cor. 1 and Sec. 5.2 claims of laurent_mlps read the same summary entries.
 for _mlp_claim in CLAIMS["laurent_mlps"]:
-    if _mlp_claim.name in ("above_min_mass", "min_mass_convex", "corollary1_lower_loss", "largest_weight"):
+    if _mlp_claim.name in ("above_min_mass", "min_mass_convex", "corollary1_lower_loss", "largest_weight",
+                           "swaps_in_high_lr_phases", "ordering_freezes"):
         claim("laurent_optunets", _mlp_claim.name, _mlp_claim.source, _mlp_claim.statement)(_mlp_claim.check)
 
-
-#: the swap rate per step in the last learning-rate phase is below this fraction of the first
-#: phase's, and the net swapped pairs per epoch late in training below this fraction of the
-#: net swaps between epochs 1 and 2 (fixed with the MLP version of chapter 11, before the
-#: OptuNet runs)
-SWAP_RATE_DROP = 0.5
-LATE_NET_FRACTION = 0.15
-
-
-@claim("laurent_optunets", "swaps_in_high_lr_phases", "Laurent et al. (2024), Sec. 5.2, Fig. 4 (left)",
-       "sorted units change places mostly in the high learning-rate phases")
-def _swaps_high_lr(summary: dict[str, Any]) -> tuple[bool, str]:
-    """For every permutation the mean swapped pairs per step in the last learning-rate phase
-    is below ``SWAP_RATE_DROP`` times the first phase's, and the first phase has swaps."""
-    sw = summary["swaps"]
-    out, holds = [], True
-    for p, name in enumerate(sw["perm_names"]):
-        rates = [r["per_step"] for r in sw["phases"] if r["layer"] == p]
-        holds &= rates[0] > 0 and rates[-1] < SWAP_RATE_DROP * rates[0]
-        out.append(f"{name}: " + " -> ".join(f"{r:.3f}" for r in rates))
-    return bool(holds), "swapped pairs per step by phase, " + "; ".join(out)
-
-
-@claim("laurent_optunets", "ordering_freezes", "Laurent et al. (2024), Sec. 5.2",
-       "the weights nearly never permute in the last phase of training")
-def _ordering_freezes(summary: dict[str, Any]) -> tuple[bool, str]:
-    """For every permutation the net swapped pairs per epoch over the last tenth of training
-    are below ``LATE_NET_FRACTION`` times those between epochs 1 and 2 (which must be > 0)."""
-    sw = summary["swaps"]
-    late, first = np.asarray(sw["late_net_per_epoch"]), np.asarray(sw["first_net_per_epoch"])
-    holds = bool(np.all(first > 0) and np.all(late < LATE_NET_FRACTION * first))
-    return holds, "; ".join(f"{n}: {a:.2f} net swapped pairs per epoch late vs {b:.2f} early (of {c} pairs)"
-                            for n, a, b, c in zip(sw["perm_names"], late, first, sw["pairs"]))

@@ -228,3 +228,59 @@ def min_mass_figure(before: Sequence[float], after: Sequence[float], largest: di
     if title:
         fig.suptitle(title)
     return fig
+
+
+def swap_figure(swaps: np.ndarray, epoch_stats: Sequence[np.ndarray], units: Sequence[int], blocks: Sequence[int],
+                labels: Sequence[str], lr: np.ndarray, milestones: Sequence[int]) -> plt.Figure:
+    """Laurent et al.'s Fig. 4 for recorded runs: Kendall's tau between the orderings of
+    sorted units at successive steps (left), and the net change of the ordering over each
+    epoch and towards the final ordering (right).
+
+    Args:
+        swaps: ``(runs, epochs, steps, groups)`` swapped pairs per step
+            (:func:`symlib.symmetry.neuron_order.swap_counter` or ``spec_swap_counter``).
+        epoch_stats: per group ``(runs, epochs, units)`` sorting statistics at each epoch's end.
+        units: units per group.
+        blocks: blocks per group (units ordered within blocks; 1 for a dense layer).
+        labels: one legend label per group.
+        lr: learning rate per epoch.
+        milestones: epochs where the learning rate changed.
+
+    Returns:
+        The figure (two panels).
+    """
+    from symlib.symmetry.neuron_order import discordant_pairs_batch, epoch_swaps, kendall_tau_from_discordant
+
+    runs, epochs, steps, groups = swaps.shape
+    t = (np.arange(epochs * steps) + 1) / steps
+    fig, axes = plt.subplots(1, 2, figsize=(14, 3.8), constrained_layout=True)
+    for g in range(groups):
+        tau = kendall_tau_from_discordant(swaps[..., g], int(units[g]), int(blocks[g]))
+        axes[0].plot(t, tau.mean(0).reshape(-1), lw=0.4, alpha=0.5, color=PALETTE[g])
+        axes[0].plot(np.arange(epochs) + 0.5, tau.mean(axis=(0, 2)), "o-", ms=3, color=PALETTE[g],
+                     label=f"{labels[g]}: per step (thin), epoch mean (dots)")
+    for ax in axes:
+        for m in milestones:
+            ax.axvline(m, color="0.4", ls="--", lw=1)
+    axes[0].set_xlabel("epoch")
+    axes[0].set_ylabel(f"Kendall's τ, step t vs t+1 (mean of {runs} runs)")
+    axes[0].set_title("orderings of sorted units between successive steps")
+    axes[0].legend(fontsize=8, loc="lower right")
+    lr_ax = axes[0].twinx()
+    lr_ax.step(np.arange(epochs + 1), np.r_[lr, lr[-1]], where="post", color="0.3", lw=1)
+    lr_ax.set_ylabel("learning rate (grey)")
+    lr_ax.set_ylim(0, 1.1 * np.max(lr))
+    lr_ax.grid(False)
+    for g, (s, swapped) in enumerate(zip(epoch_stats, epoch_swaps(epoch_stats, blocks))):
+        n, b = int(units[g]), int(blocks[g])
+        net = kendall_tau_from_discordant(swapped, n, b)
+        to_final = kendall_tau_from_discordant(discordant_pairs_batch(s, s[:, -1:], b), n, b)
+        axes[1].plot(np.arange(2, epochs + 1), net.mean(0), "o-", ms=3, color=PALETTE[g],
+                     label=f"{labels[g]}: end of epoch e-1 vs e")
+        axes[1].plot(np.arange(1, epochs + 1), to_final.mean(0), "s:", ms=3, color=PALETTE[g],
+                     label=f"{labels[g]}: end of epoch e vs end of training")
+    axes[1].set_xlabel("epoch e")
+    axes[1].set_ylabel("Kendall's τ (mean over runs)")
+    axes[1].set_title("net change of the ordering")
+    axes[1].legend(fontsize=8, loc="lower right")
+    return fig
