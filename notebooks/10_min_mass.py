@@ -105,9 +105,9 @@ for m in res.milestones:
 axes[0].set_xlabel("epoch")
 axes[0].set_ylabel("training objective (cross-entropy + penalty)")
 axes[0].set_title("OptuNets: one line per network (red: below 15%)")
-axes[1].hist(100 * res.test_accuracy, 15, color="C0")
+axes[1].plot(100 * res.test_accuracy, np.arange(len(res.test_accuracy)), "o", color="C0")
 axes[1].set_xlabel("test accuracy (%)")
-axes[1].set_ylabel("networks")
+axes[1].set_ylabel("network")
 axes[1].set_title(f"{profile.n_test} MNIST test images");
 
 # %% [markdown]
@@ -141,7 +141,7 @@ print(f"relative mass decrease: mean {decrease.mean():.3f}, min {decrease.min():
 
 # %% tags=["hide-input"]
 layer_params = mm["layer_params"]
-plotting.min_mass_figure(before, after, largest, [f"{l}\n{w} parameters" for l, w in zip(layers, layer_params)],
+plotting.min_mass_figure(before, after, largest, [f"{l}\n({w})" for l, w in zip(layers, layer_params)],
                          title=f"{n_nets} OptuNets");
 display(Table(["layer", "weights", "parameters", "largest |w| trained (mean)", "largest |w| min-mass (mean)", "ratio"],
               [(l, w, p, f"{largest['trained'][:, i].mean():.3f}", f"{largest['min-mass'][:, i].mean():.3f}",
@@ -258,7 +258,7 @@ print(f"{len(mlps)} MLPs {'-'.join(map(str, sizes))}, {profile.laurent_epochs} e
       f"{profile.laurent_weight_decay}; test accuracy {res_mlp.test_accuracy.mean():.3f}; mass lower at the "
       f"optimum by {100 * np.mean(1 - mlp_after / mlp_before):.1f}% on average")
 plotting.min_mass_figure(mlp_before, mlp_after, mlp_largest,
-                         [f"{l}\n{a}x{b}" for l, a, b in zip(mlp_layers, sizes[:-1], sizes[1:])],
+                         [f"{l}\n({a * b + b})" for l, a, b in zip(mlp_layers, sizes[:-1], sizes[1:])],
                          title=f"{len(mlps)} MLPs");
 
 # %% tags=["hide-input"]

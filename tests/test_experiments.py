@@ -193,3 +193,22 @@ def test_laurent_optunets_trains_counts_swaps_and_reloads():
     np.testing.assert_array_equal(again.swaps, res.swaps)
     d = experiments.optunet_data(tiny)
     assert d["x_train"].shape == (300, 28, 28, 1) and abs(float(d["x_train"].mean())) < 0.2
+
+
+def test_vi_alignment_resnet20_runs_and_keeps_the_vi_alignment_layout():
+    tiny = dataclasses.replace(TINY, resnet_n_train=128, resnet_epochs=1, resnet_n_eval=32, resnet_batch_size=64,
+                               n_lambdas=3, align_samples=2)
+    res = experiments.run("vi_alignment_resnet20", tiny, verbose=False)
+    assert isinstance(res, experiments.VIAlignmentResult) and res.widths("fashion_mnist") == [1]
+    pair = res.run("fashion_mnist", 1)
+    for split in ("train", "test"):
+        for aligned in (False, True):
+            c = pair.curve(split=split, aligned=aligned)
+            assert len(c["loss"]) == 3 and np.all(np.isfinite(c["loss"]))
+            assert np.isfinite(pair.marginal_barrier(split=split, aligned=aligned))
+    summary = experiments.SUMMARIES["vi_alignment_resnet20"](res.artifact)
+    assert summary["widths"] == {"fashion_mnist": [1]}
+    outcomes = experiments.claims.evaluate("vi_alignment_resnet20", summary)
+    assert [o.claim.name for o in outcomes] == ["alignment_lowers_every_barrier"]
+    with pytest.raises(ValueError, match="resnet_dataset must be 'cifar10' or 'fashion_mnist'"):
+        experiments.rossi.load_resnet_data(dataclasses.replace(tiny, resnet_dataset="svhn"))

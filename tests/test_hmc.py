@@ -442,8 +442,11 @@ def test_make_logdensity_validates_inputs():
         make_logdensity(x, np.where(np.arange(10) == 2, -1, y))
     with pytest.raises(ValueError, match="9 labels"):
         make_logdensity(x, y[:9])
-    with pytest.raises(ValueError, match="2-D"):
+    with pytest.raises(ValueError, match="at least one feature axis"):
         make_logdensity(x[:, 0], y)
+    images = make_logdensity(x.reshape(10, x.shape[1], 1), y)  # an MLP cannot take (n, d, 1) examples
+    with pytest.raises(ValueError, match=r"the MLP takes x of shape \(n, features\)"):
+        images(mlp_init(jax.random.PRNGKey(0), [x.shape[1], 3, 2]))
     with pytest.raises(ValueError, match="floating"):
         make_logdensity(x.astype(np.int32), y)
     with pytest.raises(ValueError, match="integer"):

@@ -129,3 +129,27 @@ def test_laurent_recipe_weight_decay_is_pytorch_sgd_weight_decay(mnist):
                            g_map, g_ce, params)
     with pytest.raises(ValueError, match="weight_decay must be > 0 and n_train >= 1"):
         TrainConfig.laurent_optunet(0)
+
+
+def test_vi_and_hmc_take_optunet(mnist):
+    """Bayes by backprop and HMC with OptuNet's apply function: finite, improving ELBO, the
+    posterior in OptuNet's layout; HMC samples in that layout and a finite log density."""
+    from symlib.inference.hmc import HMCConfig, make_logdensity, run_hmc
+    from symlib.inference.vi import fit_vi
+    x, y, _, _ = mnist
+    x, y = x[:256], y[:256]
+
+    def loglik(p, xb, yb):
+        logp = jax.nn.log_softmax(optunet_apply(p, xb), axis=-1)
+        return jnp.sum(jnp.take_along_axis(logp, yb[:, None].astype(jnp.int32), axis=-1))
+
+    fit = fit_vi(jax.random.key(0), optunet_init(jax.random.key(1)), loglik, x, y, prior_var=1.0, std_init=0.01,
+                 epochs=6, batch_size=64, learning_rate=0.01)
+    assert fit.sigma["conv_1"]["kernel"].shape == (5, 5, 1, 10) and np.all(np.isfinite(fit.elbo_history))
+    assert fit.elbo_history[-1] > fit.elbo_history[0]
+    logdensity = make_logdensity(x, y, prior_var=1.0, apply_fn=optunet_apply)
+    start = optunet_init(jax.random.key(2))
+    assert np.isfinite(float(logdensity(start)))
+    res = run_hmc(jax.random.key(3), start, logdensity,
+                  HMCConfig(step_size=1e-3, num_leapfrog=3, num_burnin=4, num_samples=4, thin=1, num_chains=2))
+    assert res.samples["dense_0"]["kernel"].shape[:2] == (2, 4) and np.isfinite(res.mean_acceptance)

@@ -195,7 +195,7 @@ def min_mass_figure(before: Sequence[float], after: Sequence[float], largest: di
     Args:
         before: mass of each trained network.
         after: mass of each network at its min-mass point.
-        largest: ``{"trained": (nets, layers), "min-mass": (nets, layers)}`` largest |weight| per layer.
+        largest: ``{"trained": (nets, layers), "min-mass": (nets, layers)}``, the largest ``|weight|`` per layer.
         layer_labels: one tick label per layer (name and size).
         title: optional figure title.
 
@@ -204,24 +204,31 @@ def min_mass_figure(before: Sequence[float], after: Sequence[float], largest: di
     """
     before, after = np.asarray(before, float), np.asarray(after, float)
     decrease = (before - after) / before
+    order = np.argsort(before)
+    idx = np.arange(len(before))
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.6), constrained_layout=True)
-    bins = np.linspace(min(after.min(), before.min()), max(after.max(), before.max()), 30)
-    axes[0].hist(before, bins, alpha=0.6, label="trained (SGD + weight decay)")
-    axes[0].hist(after, bins, alpha=0.6, label="min-mass rescaling")
-    axes[0].set_xlabel("mass: sum of squared weights (biases excluded)")
-    axes[0].set_ylabel("networks")
+    axes[0].vlines(idx, after[order], before[order], color="0.6", lw=1)
+    axes[0].plot(idx, before[order], "o", ms=4, label="trained (SGD + weight decay)")
+    axes[0].plot(idx, after[order], "o", ms=4, label="min-mass rescaling (same function)")
+    axes[0].set_xlabel("network (sorted by trained mass)")
+    axes[0].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    axes[0].set_ylabel("mass: sum of squared weights")
     axes[0].legend(fontsize=8)
     axes[0].set_title("mass of the same functions")
-    axes[1].hist(100 * decrease, 20, color=PALETTE[2])
-    axes[1].set_xlabel("mass removed by rescaling (%)")
-    axes[1].set_ylabel("networks")
-    axes[1].set_title("every network is above its minimum")
+    jitter = np.random.default_rng(0).uniform(-0.15, 0.15, len(decrease))
+    axes[1].plot(jitter, 100 * decrease, "o", ms=4, color=PALETTE[2], alpha=0.7)
+    axes[1].boxplot(100 * decrease, positions=[0], widths=0.5, showfliers=False, medianprops={"color": "k"})
+    axes[1].set_xticks([])
+    axes[1].set_xlim(-0.6, 0.6)
+    axes[1].set_ylabel("mass removed by rescaling (%)")
+    axes[1].set_title(f"every network is above its minimum ({len(decrease)} networks)")
     pos = np.arange(len(layer_labels))
     for k, (name, vals) in enumerate(largest.items()):
         axes[2].boxplot(np.asarray(vals), positions=pos + (k - 0.5) * 0.35, widths=0.3, patch_artist=True,
                         boxprops={"facecolor": PALETTE[k], "alpha": 0.6}, medianprops={"color": "k"})
         axes[2].plot([], [], "s", color=PALETTE[k], alpha=0.6, label=name)
     axes[2].set_xticks(pos, list(layer_labels))
+    axes[2].set_xlabel("layer (parameters)")
     axes[2].set_ylabel("largest |weight| of the layer")
     axes[2].set_title("largest weight per layer")
     axes[2].legend(fontsize=8)

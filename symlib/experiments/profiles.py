@@ -48,6 +48,15 @@ class Profile:
             with prior variance ``align_prior_var``, temperature 1, batch 500, std init 0.01
             (Table 1), ``align_epochs`` epochs; ``align_samples`` Monte-Carlo samples for the
             marginalised loss; ``align_n_eval`` examples of each split to evaluate it on.
+        resnet_*: Rossi et al.'s ResNet20 barriers (``vi_alignment_resnet20``): two VI fits of
+            ResNet20 (LayerNorm) per width in ``resnet_widths`` on ``resnet_dataset``
+            (paper: CIFAR-10; quick: Fashion-MNIST as a stand-in), ``resnet_n_train`` images,
+            ``resnet_epochs`` epochs of batches of ``resnet_batch_size``, barriers on
+            ``resnet_n_eval`` images of each split; the prior variance, samples per point
+            and Adam learning rate of the MLP runs. The quick values are a smoke-size run
+            (a minute or two; the networks stay near chance): on 2 CPU cores, 1,000 images
+            x 4 epochs with barriers on 200 images did not finish in 10 minutes, so no
+            chapter runs this experiment without a GPU.
         laurent_*: Laurent et al.'s trained checkpoints (Fig. 2, App. D.3, Sec. 5.2):
             ``laurent_nets`` ReLU MLPs 784-``laurent_hidden``-10 trained at once with their
             OptuNet recipe (App. B.1: SGD, learning rate 0.04 halved after a quarter and after
@@ -96,6 +105,12 @@ class Profile:
     align_prior_var: float
     align_samples: int
     align_n_eval: int
+    resnet_dataset: str
+    resnet_widths: tuple[int, ...]
+    resnet_n_train: int
+    resnet_epochs: int
+    resnet_batch_size: int
+    resnet_n_eval: int
     laurent_nets: int
     laurent_hidden: tuple[int, ...]
     laurent_epochs: int
@@ -164,6 +179,12 @@ PROFILES: dict[str, Profile] = {
         align_prior_var=0.01,
         align_samples=8,
         align_n_eval=2_000,
+        resnet_dataset="fashion_mnist",
+        resnet_widths=(1,),
+        resnet_n_train=512,
+        resnet_epochs=2,
+        resnet_batch_size=64,
+        resnet_n_eval=128,
         laurent_nets=64,
         laurent_hidden=(32, 32),
         laurent_epochs=20,
@@ -209,6 +230,12 @@ PROFILES: dict[str, Profile] = {
         align_prior_var=0.01,
         align_samples=128,
         align_n_eval=10_000,
+        resnet_dataset="cifar10",
+        resnet_widths=(1, 2, 4, 8),
+        resnet_n_train=50_000,
+        resnet_epochs=100,
+        resnet_batch_size=500,
+        resnet_n_eval=10_000,
         laurent_nets=256,
         laurent_hidden=(128, 128),
         laurent_epochs=60,

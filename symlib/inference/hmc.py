@@ -185,7 +185,7 @@ class _BNNLogPosterior:
     prior_var: float
     temperature: float
     apply_fn: Callable
-    num_features: int
+    example_shape: tuple
     max_label: int
 
     def __call__(self, params, x, y, mask):
@@ -197,12 +197,14 @@ class _BNNLogPosterior:
 
     def _logits(self, params, x):
         if self.apply_fn is mlp_apply:
-            _check_mlp_params(params, self.num_features)
+            if len(self.example_shape) != 1:
+                raise ValueError(f"the MLP takes x of shape (n, features), got examples of shape {self.example_shape}")
+            _check_mlp_params(params, self.example_shape[0])
         try:
             logits = self.apply_fn(params, x)
         except (TypeError, ValueError) as err:
             raise ValueError(
-                f"apply_fn(params, x) failed for x of shape (n, {self.num_features}): {err}. "
+                f"apply_fn(params, x) failed for x of shape (n, {', '.join(map(str, self.example_shape))}): {err}. "
                 "Check that the parameters fit the data (input width, layer shapes)."
             ) from err
         if logits.ndim != 2 or logits.shape[0] != x.shape[0]:
@@ -246,8 +248,9 @@ def log_prior(params, prior_var: float = 1.0) -> jax.Array:
 
 def _validate_data(x, y) -> tuple[np.ndarray, np.ndarray]:
     x, y = np.asarray(x), np.asarray(y)
-    if x.ndim != 2:
-        raise ValueError(f"x must be 2-D (examples, features), got shape {x.shape}")
+    if x.ndim < 2:
+        raise ValueError(f"x must have an example axis and at least one feature axis (e.g. (n, features) or "
+                         f"(n, height, width, channels) images), got shape {x.shape}")
     if not np.issubdtype(x.dtype, np.floating):
         raise ValueError(f"x must be floating point, got dtype {x.dtype}")
     if y.ndim != 1:
@@ -276,7 +279,7 @@ def _shard_data(x: np.ndarray, y: np.ndarray, mesh: Mesh):
     n, n_dev = x.shape[0], mesh.devices.size
     pad = (-n) % n_dev
     mask = np.concatenate([np.ones(n, bool), np.zeros(pad, bool)])
-    x = np.concatenate([x, np.zeros((pad, x.shape[1]), x.dtype)])
+    x = np.concatenate([x, np.zeros((pad,) + x.shape[1:], x.dtype)])
     y = np.concatenate([y, np.zeros(pad, y.dtype)])
     sharding = NamedSharding(mesh, P("data"))
     return tuple(jax.device_put(a, sharding) for a in (x, y, mask))
@@ -304,7 +307,9 @@ def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, appl
     replicated.
 
     Args:
-        x: inputs, a floating array of shape ``(n, features)`` without NaN or inf.
+        x: inputs, a floating array of shape ``(n, features)`` (an MLP) or ``(n, ...)``
+            for other networks (e.g. NHWC images for :func:`symlib.core.cnn.optunet_apply`),
+            without NaN or inf.
         y: integer labels ``>= 0`` of shape ``(n,)``.
         prior_var: variance of the Gaussian prior on every parameter.
         temperature: the log-likelihood is divided by it (``T``).
@@ -325,7 +330,7 @@ def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, appl
     x, y = _validate_data(x, y)
     prior_var, temperature = positive_float(prior_var, "prior_var"), positive_float(temperature, "temperature")
     mesh = _data_mesh(devices)
-    fn = _BNNLogPosterior(prior_var, temperature, apply_fn, x.shape[1], int(y.max()))
+    fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), int(y.max()))
     fingerprint = _fingerprint(x, y, fn.prior_var, fn.temperature, getattr(apply_fn, "__qualname__", repr(apply_fn)))
     return LogDensity(fn, _shard_data(x, y, mesh), mesh, fingerprint)
 
