@@ -227,6 +227,44 @@ def _align_summary(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def align_and_compare(spec, q0, q1, evals, profile: Profile, **curve_kwargs) -> dict[str, Any]:
+    """Align ``q1`` to ``q0`` (:func:`symlib.symmetry.alignment.wasserstein_alignment`) and
+    compute the marginalised loss along the W2 geodesic, naive and aligned, on every split.
+
+    Args:
+        spec: the architecture's permutation spec.
+        q0: ``(mu, sigma)`` of the first posterior.
+        q1: ``(mu, sigma)`` of the second.
+        evals: split name -> ``(x, y)``.
+        profile: the run profile (``n_lambdas`` points, ``align_samples`` samples per point).
+        **curve_kwargs: passed to :func:`symlib.evaluation.interpolation.marginal_loss_curve`
+            (``apply_fn``, ``batch_size``).
+
+    Returns:
+        ``curves`` and ``barrier`` (``marginal``, ``midpoint``) keyed ``"<split> naive"`` /
+        ``"<split> aligned"``, and ``alignment_seconds``.
+    """
+    import time
+
+    from symlib.evaluation.interpolation import marginal_barrier, marginal_loss_curve, midpoint_barrier
+    from symlib.symmetry.alignment import apply_alignment, wasserstein_alignment
+
+    start = time.perf_counter()
+    match = wasserstein_alignment(jax.random.key(0), spec, q0, q1)
+    seconds = time.perf_counter() - start
+    q1_aligned = apply_alignment(spec, match.perms, q1)
+    curves: dict[str, Any] = {}
+    barrier: dict[str, dict[str, float]] = {"marginal": {}, "midpoint": {}}
+    for split, (x, y) in evals.items():
+        for name, target in (("naive", q1), ("aligned", q1_aligned)):
+            c = marginal_loss_curve(jax.random.key(7), q0, target, x, y, taus=profile.n_lambdas,
+                                    num_samples=profile.align_samples, **curve_kwargs)
+            curves[f"{split} {name}"] = c
+            barrier["marginal"][f"{split} {name}"] = marginal_barrier(c)
+            barrier["midpoint"][f"{split} {name}"] = midpoint_barrier(c)
+    return {"curves": curves, "barrier": barrier, "alignment_seconds": seconds}
+
+
 @register("vi_alignment", _align_config,
           "Rossi et al.: two mean-field VI MLPs per width and dataset, Wasserstein alignment, marginalised barriers",
           summary=_align_summary, result=VIAlignmentResult)
@@ -243,11 +281,7 @@ def vi_alignment(profile: Profile) -> dict[str, Any]:
         ``sigma0``, ``mu1``, ``sigma1``, in the MLP's parameter layout, for
         ``vi_alignment_timings``).
     """
-    import time
-
     from symlib.inference.vi import fit_mlp_vi
-    from symlib.evaluation.interpolation import marginal_barrier, marginal_loss_curve, midpoint_barrier
-    from symlib.symmetry.alignment import apply_alignment, wasserstein_alignment
     from symlib.symmetry.specs import mlp_permutation_spec
 
     out: dict[str, Any] = {}
@@ -264,20 +298,7 @@ def vi_alignment(profile: Profile) -> dict[str, Any]:
                                learning_rate=profile.learning_rate, temperature=ROSSI_VI_SETTINGS["temperature"])
                     for seed in (0, 1)]
             q0, q1 = (fits[0].mu, fits[0].sigma), (fits[1].mu, fits[1].sigma)
-            start = time.perf_counter()
-            match = wasserstein_alignment(jax.random.key(0), spec, q0, q1)
-            seconds = time.perf_counter() - start
-            q1_aligned = apply_alignment(spec, match.perms, q1)
-            curves: dict[str, Any] = {}
-            barrier: dict[str, dict[str, float]] = {"marginal": {}, "midpoint": {}}
-            for split, (x, y) in evals.items():
-                for name, target in (("naive", q1), ("aligned", q1_aligned)):
-                    c = marginal_loss_curve(jax.random.key(7), q0, target, x, y, taus=profile.n_lambdas,
-                                            num_samples=profile.align_samples)
-                    curves[f"{split} {name}"] = c
-                    barrier["marginal"][f"{split} {name}"] = marginal_barrier(c)
-                    barrier["midpoint"][f"{split} {name}"] = midpoint_barrier(c)
-            out[dataset][f"w{width}"] = {"curves": curves, "barrier": barrier, "alignment_seconds": seconds,
+            out[dataset][f"w{width}"] = {**align_and_compare(spec, q0, q1, evals, profile),
                                          "elbo_final": np.asarray([f.elbo_history[-1] for f in fits]),
                                          "posteriors": jax.tree.map(np.asarray, {"mu0": q0[0], "sigma0": q0[1],
                                                                                  "mu1": q1[0], "sigma1": q1[1]})}
@@ -355,12 +376,8 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
         The artifact, in the layout of :func:`vi_alignment`: ``artifact[dataset]["w<width>"]``
         with ``curves``, ``barrier``, ``alignment_seconds``, ``elbo_final`` (and no posteriors).
     """
-    import time
-
     from symlib.core.resnet import resnet20_apply, resnet20_init
-    from symlib.evaluation.interpolation import marginal_barrier, marginal_loss_curve, midpoint_barrier
     from symlib.inference.vi import fit_vi
-    from symlib.symmetry.alignment import apply_alignment, wasserstein_alignment
     from symlib.symmetry.architectures import resnet20_permutation_spec
 
     d = load_resnet_data(profile)
@@ -378,20 +395,7 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
                        temperature=ROSSI_VI_SETTINGS["temperature"])
                 for seed in (0, 1)]
         q0, q1 = (fits[0].mu, fits[0].sigma), (fits[1].mu, fits[1].sigma)
-        start = time.perf_counter()
-        match = wasserstein_alignment(jax.random.key(0), spec, q0, q1)
-        seconds = time.perf_counter() - start
-        q1_aligned = apply_alignment(spec, match.perms, q1)
-        curves: dict[str, Any] = {}
-        barrier: dict[str, dict[str, float]] = {"marginal": {}, "midpoint": {}}
-        for split, (x, y) in evals.items():
-            for name, target in (("naive", q1), ("aligned", q1_aligned)):
-                c = marginal_loss_curve(jax.random.key(7), q0, target, x, y, taus=profile.n_lambdas,
-                                        num_samples=profile.align_samples, apply_fn=resnet20_apply, batch_size=500)
-                curves[f"{split} {name}"] = c
-                barrier["marginal"][f"{split} {name}"] = marginal_barrier(c)
-                barrier["midpoint"][f"{split} {name}"] = midpoint_barrier(c)
-        out[f"w{width}"] = {"curves": curves, "barrier": barrier, "alignment_seconds": seconds,
+        out[f"w{width}"] = {**align_and_compare(spec, q0, q1, evals, profile, apply_fn=resnet20_apply, batch_size=500),
                             "elbo_final": np.asarray([f.elbo_history[-1] for f in fits])}
     return {profile.resnet_dataset: out}
 
