@@ -56,7 +56,7 @@ from IPython.display import display
 from symlib import experiments
 from symlib.core.models import unstack
 from symlib.evaluation.marginals import first_last_pvalues, unit_weights
-from symlib.experiments import claims, plotting
+from symlib.experiments import claims, plotting, report
 from symlib.experiments.laurent import LINE_T
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table, paper_vs_ours
@@ -347,6 +347,20 @@ axes[0].set_ylabel(f"density over {len(mlps)} checkpoints")
 axes[0].legend();
 
 # %% [markdown]
+# ## At the paper's scale
+#
+# The same experiment with the paper profile's data and recipe (60 epochs of the
+# 50,000-image training split, about 47,000 SGD steps per network) but 8 OptuNets instead
+# of the profile's 256, run on the 2-core CPU and saved in `book/results/` (the unit tests
+# check these claims on it). Its networks reach the accuracy the authors' repository gives.
+
+# %% tags=["hide-input"]
+saved = report.saved_run_claims("laurent_optunets", "paper-8nets", keep=lambda c: c not in SEC52)
+print(saved[0] if saved else "no paper-scale run saved in book/results/")
+if saved:
+    display(saved[1])
+
+# %% [markdown]
 # ## Synthesis
 #
 # {cite:t}`laurent2024symmetry` show that networks trained with weight decay are not at
@@ -370,8 +384,11 @@ axes[0].legend();
 # Differences from the paper's setup: the quick profile trains 3 OptuNets for 100 epochs
 # of the 9,000-image split (14,000 SGD steps each, where the authors spend about 56,000 on
 # 60,000 images; accuracy as printed above); the paper profile trains `optunet_nets`
-# networks for the full 60 epochs on the 60,000 images. The paper's figure does not say
-# how many OptuNets it shows.
+# networks for the full 60 epochs. The run at the paper's scale with 8 networks (table
+# above; 80% accuracy) agrees and shows the effect larger: the trained networks' mass sits
+# 17% to 32% above its minimum, and the first convolution's largest weight rises by 60%
+# while the grouped convolution's falls by 40%. The paper's figure does not say how many
+# OptuNets it shows.
 #
 # The layer-wise marginals behave as Appendix D.3 says: before symmetry removal the
 # Kolmogorov-Smirnov p-values between the first and the last unit are spread as for

@@ -65,3 +65,22 @@ def test_paper_vs_ours_rejects_bad_paper_profile():
         paper_vs_ours(_rows(), "quick", 1.5)
     with pytest.raises(ValueError, match="every row needs 3 cells"):
         paper_vs_ours([("only", "two")], "quick", [None])
+
+
+def test_saved_run_claims_reads_a_saved_run_and_none_for_a_missing_one(monkeypatch, tmp_path):
+    from symlib.experiments import report, results
+    monkeypatch.setenv(results.ENV_VAR, str(tmp_path))
+    assert report.saved_run_claims("laurent_optunets", "paper-8nets") is None
+    summary = {"nets": 2, "test_accuracy_mean": 0.8, "swaps": {}, "min_mass": {}}
+    results.save("toy_perceptrons", "unit", {**summary, "dropped": 0}, command="cmd", elapsed_s=120.0)
+    from symlib.experiments import claims
+    monkeypatch.setattr(claims, "evaluate", lambda name, summ: [])  # the record's numbers are not toy's
+    line, _ = report.saved_run_claims("toy_perceptrons", "unit")
+    assert line.startswith("nets 2, test_accuracy_mean 0.800; run on") and "2 min:\ncmd" in line
+
+
+def test_saved_paper_scale_optunet_run_shows_its_claims():
+    from symlib.experiments import report
+    saved = report.saved_run_claims("laurent_optunets", "paper-8nets")
+    assert saved is not None and saved[0].startswith("nets 8, ")
+    assert len(saved[1].rows) == 6 and all(row[-1] == "yes" for row in saved[1].rows)

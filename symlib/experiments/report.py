@@ -133,3 +133,31 @@ def paper_vs_ours(rows: Sequence[tuple[str, object, object]], profile_name: str,
         paper_profile = PaperProfile(paper_profile)
     cells = paper_profile.cells([str(r[0]) for r in rows])
     return Table([*headers, paper_profile.header()], [(*r, c) for r, c in zip(rows, cells)])
+
+
+def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | None:
+    """A run saved in ``book/results/`` (:func:`symlib.experiments.results.load`) and its
+    paper claims evaluated on it, for showing beside a notebook's own run.
+
+    Args:
+        name: the experiment.
+        profile: the saved run's profile label (e.g. ``"paper"``, ``"paper-8nets"``).
+        keep: optional predicate on claim names: the claims to show (default all).
+
+    Returns:
+        ``(provenance, table)``: a line with the run's networks, accuracy, date, device,
+        time and command, and :func:`symlib.experiments.claims.claims_table` of its claims;
+        None when no such run was saved.
+    """
+    from symlib.experiments import claims, results
+
+    record = results.load(name, profile)
+    if record is None:
+        return None
+    summary = record["summary"]
+    facts = [f"{k} {summary[k]}" if not isinstance(summary[k], float) else f"{k} {summary[k]:.3f}"
+             for k in ("nets", "test_accuracy_mean", "test_accuracy_min") if k in summary]
+    minutes = "" if record.get("elapsed_s") is None else f", {record['elapsed_s'] / 60:.0f} min"
+    line = (f"{', '.join(facts)}; run on {record['date']}, {record['device']}{minutes}:\n{record['command']}")
+    outcomes = [o for o in claims.evaluate(name, summary) if keep is None or keep(o.claim.name)]
+    return line, claims.claims_table(outcomes, profile)
