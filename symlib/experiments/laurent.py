@@ -383,6 +383,40 @@ def mass_along_line(params: dict[str, Any], origin: list[np.ndarray], direction:
 LINE_T = np.linspace(-1.0, 1.0, 41)
 
 
+def min_mass_entry(nets, solved, *, layers, bias_layers, layer_weights, layer_params, eig, lines, max_logit_change):
+    """The ``min_mass`` entry of a summary (the numbers the Fig. 2 / Prop. 2 / Cor. 1 claims read).
+
+    Args:
+        nets: the trained networks (nested dicts, float64).
+        solved: their min-mass solutions (``mass_before``, ``mass``, ``params``, ``converged``).
+        layers: the layers with a kernel, input to output.
+        bias_layers: the layers whose bias the rescaling changes (the hidden ones).
+        layer_weights: kernel weights per layer.
+        layer_params: weights and biases per layer.
+        eig: ``{"trained" | "halfway" | "min-mass": [smallest / largest Hessian eigenvalue per net]}``.
+        lines: ``(lines, minimum_at_optimum, convex)`` counts of the random lines.
+        max_logit_change: largest logit change of the rescaling over all networks.
+
+    Returns:
+        A JSON-able dict.
+    """
+    def bias_sq(net):
+        return float(sum(np.sum(np.square(np.asarray(net[n]["bias"], np.float64))) for n in bias_layers))
+
+    largest = {name: np.array([[np.abs(np.asarray(n[l]["kernel"])).max() for l in layers] for n in group])
+               for name, group in (("trained", nets), ("min-mass", [s.params for s in solved]))}
+    return {"all_converged": bool(all(s.converged for s in solved)), "max_logit_change": float(max_logit_change),
+            "mass_before": [float(s.mass_before) for s in solved], "mass_after": [float(s.mass) for s in solved],
+            "hidden_bias_sq_before": [bias_sq(n) for n in nets],
+            "hidden_bias_sq_after": [bias_sq(s.params) for s in solved],
+            "hessian_min_over_max_eigenvalue": {k: float(np.min(v)) for k, v in eig.items()},
+            "random_lines": {"lines": lines[0], "minimum_at_optimum": lines[1], "convex": lines[2],
+                             "t": [float(LINE_T[0]), float(LINE_T[-1]), len(LINE_T)]},
+            "layers": list(layers), "layer_weights": list(layer_weights), "layer_params": list(layer_params),
+            "largest_weight_trained": largest["trained"].mean(0).tolist(),
+            "largest_weight_min_mass": largest["min-mass"].mean(0).tolist()}
+
+
 def _laurent_summary(res: dict[str, Any]) -> dict[str, Any]:
     """Summary of ``laurent_mlps``: accuracy and swaps, and for Fig. 2, Prop. 2, Cor. 1 and
     App. D.3 the min-mass problem of every network (masses, hidden-bias sums of squares,
@@ -409,14 +443,6 @@ def _laurent_summary(res: dict[str, Any]) -> dict[str, Any]:
             lines += 1
             line_min_at_optimum += int(np.argmin(m) == len(LINE_T) // 2)
             line_convex += int(np.all(np.diff(m, 2) >= -1e-12 * m.max()))
-    hidden_bias_sq = lambda net: float(sum(np.sum(np.square(np.asarray(net[n]["bias"], np.float64)))  # noqa: E731
-                                           for n in layers[:-1]))
-    before = np.array([s.mass_before for s in solved])
-    after = np.array([s.mass for s in solved])
-    bias_before = np.array([hidden_bias_sq(n) for n in nets])
-    bias_after = np.array([hidden_bias_sq(s.params) for s in solved])
-    largest = {name: np.array([[np.abs(np.asarray(n[l]["kernel"])).max() for l in layers] for n in group])
-               for name, group in (("trained", nets), ("min-mass", [s.params for s in solved]))}
     forms = {"raw": nets, "permutation removed": [sort_neurons(n)[0] for n in nets],
              "scaling and permutation removed": [identifiable(n) for n in nets]}
     pvals = {k: [first_last_pvalues(g, l) for l in range(L)] for k, g in forms.items()}
@@ -427,19 +453,13 @@ def _laurent_summary(res: dict[str, Any]) -> dict[str, Any]:
                       "blocks": [1] * (L - 1), "lr": np.asarray(res["lr"]).tolist(),
                       **swap_summary(res["swaps"], res["epoch_stats"], res["milestones"], sizes[1:-1].tolist(),
                                      [1] * (L - 1))},
-            "min_mass": {
-                "all_converged": bool(all(s.converged for s in solved)),
-                "max_logit_change": float(max(check_function_unchanged(n, s.params, key=i, n=64)
-                                              for i, (n, s) in enumerate(zip(nets, solved)))),
-                "mass_before": before.tolist(), "mass_after": after.tolist(),
-                "hidden_bias_sq_before": bias_before.tolist(), "hidden_bias_sq_after": bias_after.tolist(),
-                "hessian_min_over_max_eigenvalue": {k: float(np.min(v)) for k, v in eig.items()},
-                "random_lines": {"lines": lines, "minimum_at_optimum": line_min_at_optimum, "convex": line_convex,
-                                 "t": [float(LINE_T[0]), float(LINE_T[-1]), len(LINE_T)]},
-                "layers": layers, "layer_weights": [int(a * b) for a, b in zip(sizes[:-1], sizes[1:])],
-                "layer_params": [int(a * b + b) for a, b in zip(sizes[:-1], sizes[1:])],
-                "largest_weight_trained": largest["trained"].mean(0).tolist(),
-                "largest_weight_min_mass": largest["min-mass"].mean(0).tolist()},
+            "min_mass": min_mass_entry(
+                nets, solved, layers=layers, bias_layers=layers[:-1],
+                layer_weights=[int(a * b) for a, b in zip(sizes[:-1], sizes[1:])],
+                layer_params=[int(a * b + b) for a, b in zip(sizes[:-1], sizes[1:])], eig=eig,
+                lines=(lines, line_min_at_optimum, line_convex),
+                max_logit_change=max(check_function_unchanged(n, s.params, key=i, n=64)
+                                     for i, (n, s) in enumerate(zip(nets, solved)))),
             "marginals": {
                 "positions": [int(len(p)) for p in pvals["raw"]],
                 "share_below_005": {k: float(np.mean(np.concatenate(v) < 0.05)) for k, v in pvals.items()},

@@ -20,7 +20,7 @@ import numpy as np
 
 from symlib.experiments import laurent  # noqa: F401  (registers the laurent_mlps claims first)
 from symlib.experiments.claims import CLAIMS, claim
-from symlib.experiments.laurent import LINE_T, swap_summary
+from symlib.experiments.laurent import LINE_T, min_mass_entry, swap_summary
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import ExperimentResult, data_config, load_data, register
 
@@ -190,28 +190,17 @@ def optunet_summary(art: dict[str, Any]) -> dict[str, Any]:
             eig[where].append(ev[0] / ev[-1])
         a, c = _lines(spec, net, logs, rng, 8)
         at_opt, convex, lines = at_opt + a, convex + c, lines + 8
-    bias_sq = lambda n: float(np.sum(np.square(np.asarray(n["dense_0"]["bias"], np.float64))))  # noqa: E731
-    largest = {k: np.array([[np.abs(np.asarray(n[layer]["kernel"])).max() for layer in OPTUNET_LAYERS] for n in g])
-               for k, g in (("trained", nets), ("min-mass", [s.params for s in solved]))}
     return {"nets": len(res.test_accuracy), "converged": int(keep.size),
             "converged_accuracy": CONVERGED_ACCURACY,
             "test_accuracy_mean": float(np.mean(res.test_accuracy[keep])),
             "test_accuracy_min": float(np.min(res.test_accuracy[keep])),
             "test_accuracy_max": float(np.max(res.test_accuracy)),
-            "min_mass": {
-                "all_converged": bool(all(s.converged for s in solved)), "max_logit_change": change,
-                "mass_before": [s.mass_before for s in solved], "mass_after": [s.mass for s in solved],
-                "hidden_bias_sq_before": [bias_sq(n) for n in nets],
-                "hidden_bias_sq_after": [bias_sq(s.params) for s in solved],
-                "hessian_min_over_max_eigenvalue": {k: float(np.min(v)) for k, v in eig.items()},
-                "random_lines": {"lines": lines, "minimum_at_optimum": at_opt, "convex": convex,
-                                 "t": [float(LINE_T[0]), float(LINE_T[-1]), len(LINE_T)]},
-                "layers": list(OPTUNET_LAYERS),
-                "layer_weights": [int(np.prod(OPTUNET_SHAPES[f"{layer}/kernel"])) for layer in OPTUNET_LAYERS],
-                "layer_params": [sum(int(np.prod(s)) for p, s in OPTUNET_SHAPES.items() if p.startswith(layer + "/"))
-                                 for layer in OPTUNET_LAYERS],
-                "largest_weight_trained": largest["trained"].mean(0).tolist(),
-                "largest_weight_min_mass": largest["min-mass"].mean(0).tolist()},
+            "min_mass": min_mass_entry(
+                nets, solved, layers=OPTUNET_LAYERS, bias_layers=("dense_0",),
+                layer_weights=[int(np.prod(OPTUNET_SHAPES[f"{layer}/kernel"])) for layer in OPTUNET_LAYERS],
+                layer_params=[sum(int(np.prod(s)) for p, s in OPTUNET_SHAPES.items() if p.startswith(layer + "/"))
+                              for layer in OPTUNET_LAYERS],
+                eig=eig, lines=(lines, at_opt, convex), max_logit_change=change),
             "swaps": {"perm_names": res.perm_names, "units": res.units.tolist(), "blocks": res.blocks.tolist(),
                       "lr": res.lr.tolist(),
                       **swap_summary(res.swaps[keep], [s[keep] for s in res.epoch_stats], res.milestones,
