@@ -154,6 +154,17 @@ def test_fit_mlp_vi_layout_positivity_determinism_and_learning():
     assert acc > 0.85
 
 
+def test_python_loop_draws_what_the_compiled_loop_draws():
+    """loop="python" (one compiled step, for large CNNs on CPU) gives the scan's fit."""
+    x, y = _toy_classification()
+    kw = dict(epochs=3, batch_size=50, learning_rate=1e-2, num_mc=2)
+    a = fit_mlp_vi(jax.random.key(5), [6, 8, 3], x, y, **kw)
+    b = fit_mlp_vi(jax.random.key(5), [6, 8, 3], x, y, loop="python", **kw)
+    np.testing.assert_allclose(a.elbo_history, b.elbo_history, rtol=1e-5)
+    for ta, tb in ((a.mu, b.mu), (a.sigma, b.sigma)):
+        jax.tree_util.tree_map(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6), ta, tb)
+
+
 def test_errors_are_named():
     x, y = _toy_classification()
     mu0 = mlp_init(jax.random.key(0), [6, 4, 3])
@@ -172,6 +183,7 @@ def test_errors_are_named():
         (dict(temperature=0.0), "temperature"),
         (dict(learning_rate=float("nan")), "learning_rate"),
         (dict(n_data=0), "n_data"),
+        (dict(loop="while"), "loop"),
     ]
     for change, msg in cases:
         kw = dict(x=x, y=y, **FAST) | change

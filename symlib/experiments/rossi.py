@@ -392,7 +392,7 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
                        resnet20_loglik, d["x_train"], d["y_train"], prior_var=profile.align_prior_var,
                        std_init=ROSSI_VI_SETTINGS["std_init"], epochs=profile.resnet_epochs,
                        batch_size=profile.resnet_batch_size, learning_rate=profile.learning_rate,
-                       temperature=ROSSI_VI_SETTINGS["temperature"])
+                       temperature=ROSSI_VI_SETTINGS["temperature"], loop="python")
                 for seed in (0, 1)]
         q0, q1 = (fits[0].mu, fits[0].sigma), (fits[1].mu, fits[1].sigma)
         out[f"w{width}"] = {**align_and_compare(spec, q0, q1, evals, profile, apply_fn=resnet20_apply, batch_size=500),

@@ -43,7 +43,10 @@ definition and ``nnx.Param`` state, and the whole run (epochs x minibatches) is 
 ``jax.lax.scan`` inside ``jax.jit`` that ``nnx.merge``-s the module, takes the gradient
 of the objective with respect to the ``Param`` state and applies an ``optax.adam``
 update; this is much faster on CPU than a Python loop over an ``nnx.jit``-ed step, and
-independent of the ``nnx.Optimizer`` API, which changes between Flax versions.
+independent of the ``nnx.Optimizer`` API, which changes between Flax versions. For larger
+convolutional networks on CPU, ``fit_vi(..., loop="python")`` calls one compiled step from
+a Python loop instead (same draws): XLA runs their backward pass inside a compiled loop
+many times slower.
 """
 from __future__ import annotations
 
@@ -313,12 +316,12 @@ def _check_data(x, y, batch_size: int, epochs: int, num_mc: int, n_data) -> int:
     return n if n_data is None else positive_int(n_data, "n_data")
 
 
-@partial(jax.jit, static_argnames=("graphdef", "loglik_fn", "epochs", "batch_size", "n_data",
-                                   "temperature", "num_mc", "learning_rate"))
-def _train(graphdef, params, rest, key, x, y, *, loglik_fn, epochs, batch_size, n_data,
-           temperature, num_mc, learning_rate):
-    n = x.shape[0]
-    steps = n // batch_size
+_STATIC = ("graphdef", "loglik_fn", "batch_size", "n_data", "temperature", "num_mc", "learning_rate")
+LOOPS = ("scan", "python")
+
+
+def _step(graphdef, rest, x, y, *, loglik_fn, n_data, temperature, num_mc, learning_rate):
+    """The Adam step on one minibatch: ``((params, opt_state), (idx, key)) -> (carry, elbo)``."""
     opt = optax.adam(learning_rate)
 
     def objective(p, k, xb, yb):
@@ -334,23 +337,61 @@ def _train(graphdef, params, rest, key, x, y, *, loglik_fn, epochs, batch_size, 
         updates, state = opt.update(grads, state, p)
         return (optax.apply_updates(p, updates), state), -loss
 
-    def epoch(carry, keys):
-        order_key, noise_key = keys
-        order = jax.random.permutation(order_key, n)[: steps * batch_size].reshape(steps, batch_size)
-        carry, elbos = jax.lax.scan(step, carry, (order, jax.random.split(noise_key, steps)))
+    return opt, step
+
+
+def _epoch_plan(key, n: int, epochs: int, batch_size: int):
+    """The minibatch orders ``(epochs, steps, batch_size)`` (a fresh permutation per epoch)
+    and the noise keys ``(epochs, steps)`` of every step."""
+    steps = n // batch_size
+    order_key, noise_key = jax.random.split(key)
+    orders = jax.vmap(lambda k: jax.random.permutation(k, n)[: steps * batch_size].reshape(steps, batch_size))(
+        jax.random.split(order_key, epochs))
+    noise = jax.vmap(lambda k: jax.random.split(k, steps))(jax.random.split(noise_key, epochs))
+    return orders, noise
+
+
+@partial(jax.jit, static_argnames=("epochs",) + _STATIC)
+def _train(graphdef, params, rest, key, x, y, *, loglik_fn, epochs, batch_size, n_data,
+           temperature, num_mc, learning_rate):
+    opt, step = _step(graphdef, rest, x, y, loglik_fn=loglik_fn, n_data=n_data, temperature=temperature,
+                      num_mc=num_mc, learning_rate=learning_rate)
+
+    def epoch(carry, plan):
+        carry, elbos = jax.lax.scan(step, carry, plan)
         return carry, jnp.mean(elbos)
 
-    order_key, noise_key = jax.random.split(key)
-    keys = (jax.random.split(order_key, epochs), jax.random.split(noise_key, epochs))
-    (params, _), history = jax.lax.scan(epoch, (params, opt.init(params)), keys)
+    plan = _epoch_plan(key, x.shape[0], epochs, batch_size)
+    (params, _), history = jax.lax.scan(epoch, (params, opt.init(params)), plan)
     model = nnx.merge(graphdef, params, rest)
     return params, history, model.mean(), model.std()
+
+
+@partial(jax.jit, static_argnames=_STATIC, donate_argnums=(1,))
+def _one_step(graphdef, carry, rest, x, y, idx, k, *, loglik_fn, batch_size, n_data, temperature, num_mc,
+              learning_rate):
+    return _step(graphdef, rest, x, y, loglik_fn=loglik_fn, n_data=n_data, temperature=temperature,
+                 num_mc=num_mc, learning_rate=learning_rate)[1](carry, (idx, k))
+
+
+def _train_python(graphdef, params, rest, key, x, y, *, epochs, **static):
+    """:func:`_train` with the steps in a Python loop (one compiled step): the same draws."""
+    opt, _ = _step(graphdef, rest, x, y, **{k: v for k, v in static.items() if k != "batch_size"})
+    carry, history = (params, opt.init(params)), []
+    for order, keys in zip(*_epoch_plan(key, x.shape[0], epochs, static["batch_size"])):
+        elbos = []
+        for idx, k in zip(order, keys):
+            carry, elbo = _one_step(graphdef, carry, rest, x, y, idx, k, **static)
+            elbos.append(elbo)
+        history.append(jnp.mean(jnp.stack(elbos)))
+    model = nnx.merge(graphdef, carry[0], rest)
+    return carry[0], jnp.stack(history), model.mean(), model.std()
 
 
 def fit_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, y, *,
            n_data: int | None = None, prior_var: float | None = None, std_init: float | None = None,
            epochs: int, batch_size: int, learning_rate: float | optax.Schedule,
-           temperature: float = 1.0, num_mc: int = 1) -> VIResult:
+           temperature: float = 1.0, num_mc: int = 1, loop: str = "scan") -> VIResult:
     """Fit a mean-field Gaussian posterior by maximising the ELBO with Adam: Bayes by
     backprop (Blundell et al., 2015, "Weight Uncertainty in Neural Networks").
 
@@ -376,6 +417,12 @@ def fit_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, 
         learning_rate: a float or an optax schedule (a function of the step count).
         temperature: likelihood temperature (``< 1``: a cold posterior).
         num_mc: weight draws per minibatch.
+        loop: ``"scan"`` (the whole run is one compiled ``jax.lax.scan``: fastest for
+            MLPs and small CNNs) or ``"python"`` (one compiled step called from a Python
+            loop). Both draw the same minibatches and noise. On CPU, XLA runs the
+            backward pass of larger convolutions inside a compiled loop many times slower
+            (ResNet20: 7.2 s instead of 0.32 s a step of 64 images, measured on 2 cores):
+            use ``"python"`` there.
 
     Returns:
         A :class:`VIResult` with ``mu``, ``sigma`` and the per-epoch ELBO.
@@ -389,6 +436,8 @@ def fit_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, 
             data that do not fit the MLP.
     """
     n_data = _check_data(x, y, batch_size, epochs, num_mc, n_data)
+    if loop not in LOOPS:
+        raise ValueError(f"loop must be one of {LOOPS}, got {loop!r}")
     positive_float(temperature, "temperature")
     if not callable(learning_rate):
         positive_float(learning_rate, "learning_rate")
@@ -413,7 +462,7 @@ def fit_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, 
         raise ValueError(f"loglik_fn must return a scalar (the SUM over the minibatch), got {out}")
 
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-    params, history, mu, sigma = _train(
+    params, history, mu, sigma = (_train if loop == "scan" else _train_python)(
         graphdef, params, rest, key, x, y, loglik_fn=loglik_fn, epochs=int(epochs), batch_size=int(batch_size),
         n_data=n_data, temperature=float(temperature), num_mc=int(num_mc),
         learning_rate=learning_rate if callable(learning_rate) else float(learning_rate))
