@@ -212,6 +212,12 @@ def ece(probs, labels, num_bins: int = 15):
     ``ECE = sum_b (|bin b| / n) * |accuracy in bin b - mean confidence in bin b|``;
     empty bins contribute 0.
 
+    torchmetrics' ``CalibrationError`` (which Laurent et al. use) closes its bins on the
+    left instead, ``b / B <= conf < (b + 1) / B``, with a confidence of exactly 1 in a bin
+    of its own. The two agree unless confidences fall exactly on a bin edge; they can then
+    differ, e.g. when saturated predictions with confidence 1.0 share the last bin here
+    with less confident ones whose calibration errors have the opposite sign.
+
     Args:
         probs: ``(n, C)`` or ``(..., n, C)`` probabilities (rows summing to 1 within 1e-3).
         labels: ``(n,)`` integer class labels in ``[0, C)``.
