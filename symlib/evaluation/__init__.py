@@ -9,6 +9,11 @@ from symlib.evaluation.metrics import (  # noqa: F401
     nll_from_probs,
     brier,
     ece,
+    ood_aupr,
+    fpr95,
+    mutual_information,
+    pair_mutual_information,
+    pairwise_mutual_information,
 )
 from symlib.evaluation.predictive import (  # noqa: F401
     member_probs,
@@ -58,6 +63,11 @@ __all__ = [
     "nll_from_probs",
     "brier",
     "ece",
+    "ood_aupr",
+    "fpr95",
+    "mutual_information",
+    "pair_mutual_information",
+    "pairwise_mutual_information",
     "member_probs",
     "predict_from_gaussian",
     "predict_from_samples",
