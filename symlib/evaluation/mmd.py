@@ -18,7 +18,8 @@ a time (:func:`scipy.spatial.distance.cdist` on float64 copies of the slices), s
 float64. Only slices are ever read, so the samples may be memory-mapped arrays
 (``np.load(path, mmap_mode="r")``) far larger than memory (ResNet-18: 11M parameters x
 1,000 samples); the working memory is ``O(chunk_size**2 * num_bandwidths +
-chunk_size * feature_chunk)``. The time is that of all ``(m + n)**2 / 2`` distances:
+chunk_size * feature_chunk)`` (by default about 64 MiB: blocks of 32 MiB, two alive at a
+time). The time is that of all ``(m + n)**2 / 2`` distances:
 the L1 distances (Laplace kernel) have no matrix-product shortcut.
 
 Samples are ``(m, d)`` arrays, one row per sample (numpy, memmap or anything
