@@ -37,6 +37,16 @@ def assert_tree_close(a, b, **kw):
         np.testing.assert_allclose(np.asarray(fa[k]), np.asarray(fb[k]), err_msg=k, **kw)
 
 
+def optunet_logits64(params, x) -> np.ndarray:
+    """OptuNet's logits computed in float64 (for "the function is unchanged" checks)."""
+    import jax
+
+    from symlib.core.cnn import optunet_apply
+
+    with jax.enable_x64(True):
+        return np.asarray(optunet_apply(params, x))
+
+
 # --------------------------------------------------------------------------- #
 # data files and loopback servers (tests of symlib.data)
 # --------------------------------------------------------------------------- #

@@ -3,7 +3,8 @@ import jax
 import numpy as np
 import pytest
 
-from symlib.core.cnn import optunet_apply, optunet_init
+from _helpers import optunet_logits64
+from symlib.core.cnn import optunet_init
 from symlib.core.models import mlp_init
 from symlib.symmetry.architectures import optunet_permutation_spec
 from symlib.symmetry.channel_scaling import (
@@ -42,11 +43,6 @@ def images():
     return np.random.default_rng(0).normal(size=(6, 28, 28, 1))
 
 
-def _logits(params, x):
-    with jax.enable_x64(True):
-        return np.asarray(optunet_apply(params, x))
-
-
 def _random_scales(seed, params):
     rng = np.random.default_rng(seed)
     return {n: np.exp(rng.normal(size=k)) for n, k in check_scaling_spec(SPEC, params).items()}
@@ -60,14 +56,14 @@ def test_optunet_groups(net):
 def test_random_rescaling_keeps_the_function(net, images, seed):
     scaled = apply_channel_scaling(SPEC, net, _random_scales(seed, net))
     assert _max_diff(scaled, net) > 1e-3
-    np.testing.assert_allclose(_logits(scaled, images), _logits(net, images), atol=1e-12)
+    np.testing.assert_allclose(optunet_logits64(scaled, images), optunet_logits64(net, images), atol=1e-12)
 
 
 def test_rescaling_the_incoming_side_alone_changes_the_function(net, images):
     """The check can fail: without its outgoing side a rescaling is not a symmetry."""
     half = ScalingSpec({"conv_1": (("conv_1/kernel", 3, 1), ("dense_1/bias", 0, -1))}, SPEC.mass_paths)
     scaled = apply_channel_scaling(half, net, {"conv_1": np.linspace(0.5, 2.0, 10)})
-    assert np.abs(_logits(scaled, images) - _logits(net, images)).max() > 1e-4
+    assert np.abs(optunet_logits64(scaled, images) - optunet_logits64(net, images)).max() > 1e-4
 
 
 def test_min_mass_is_the_same_for_the_whole_orbit(net, images):
@@ -76,7 +72,7 @@ def test_min_mass_is_the_same_for_the_whole_orbit(net, images):
     assert a.converged and b.converged and a.mass < a.mass_before
     assert abs(a.mass - b.mass) < 1e-10 * a.mass
     assert _max_diff(a.params, b.params) < 1e-9
-    np.testing.assert_allclose(_logits(a.params, images), _logits(net, images), atol=1e-12)
+    np.testing.assert_allclose(optunet_logits64(a.params, images), optunet_logits64(net, images), atol=1e-12)
     np.testing.assert_allclose(spec_mass(SPEC, a.params), a.mass)
 
 
@@ -110,7 +106,7 @@ def test_unit_norm_and_identifiable_are_canonical(net, images):
     for scaling in ("min_mass", "unit_norm"):
         a, b = identifiable_spec(SPEC, pspec, net, scaling), identifiable_spec(SPEC, pspec, other, scaling)
         assert _max_diff(a, b) < 1e-9
-        np.testing.assert_allclose(_logits(a, images), _logits(net, images), atol=1e-12)
+        np.testing.assert_allclose(optunet_logits64(a, images), optunet_logits64(net, images), atol=1e-12)
     with pytest.raises(ValueError, match="scaling must be"):
         identifiable_spec(SPEC, pspec, net, "max")
 

@@ -1,5 +1,5 @@
 """symlib.evaluation: predictives, metrics, interpolation and loss barriers, Gaussian
-summaries of samples, pruning, and per-unit marginals."""
+summaries of samples, pruning, per-unit marginals, and the MMD between posterior samples."""
 from symlib.evaluation.metrics import (  # noqa: F401
     accuracy,
     nll,
@@ -53,6 +53,16 @@ from symlib.evaluation.marginals import (  # noqa: F401
     first_last_pvalues,
     unit_weights,
 )
+from symlib.evaluation.mmd import (  # noqa: F401
+    KERNELS,
+    MMDBank,
+    PosteriorMMD,
+    mmd2_unbiased,
+    mmd_bandwidths,
+    mmd_kernel_bank,
+    pairwise_distances,
+    posterior_mmd,
+)
 
 __all__ = [
     "accuracy",
@@ -96,4 +106,12 @@ __all__ = [
     "stitch",
     "first_last_pvalues",
     "unit_weights",
+    "KERNELS",
+    "MMDBank",
+    "PosteriorMMD",
+    "mmd2_unbiased",
+    "mmd_bandwidths",
+    "mmd_kernel_bank",
+    "pairwise_distances",
+    "posterior_mmd",
 ]

@@ -1,7 +1,7 @@
 """symlib.symmetry: permutations (cycles, number of transpositions), permutation specs,
 weight and activation matching, Wasserstein/KL alignment of mean-field posteriors, ReLU
 scaling symmetries (min-mass, unit-norm, sorting; for MLPs and, through scaling specs, CNNs), the
-permutation specs of the CNNs, and neuron order during training."""
+permutation specs of the CNNs, symmetry-free stacks of samples, and neuron order during training."""
 from symlib.symmetry.permutations import (  # noqa: F401
     as_generator,
     compose,
@@ -44,6 +44,7 @@ from symlib.symmetry.channel_scaling import (  # noqa: F401
     check_scaling_spec,
     identifiable_spec,
     min_mass_spec,
+    mlp_scaling_spec,
     optunet_scaling_spec,
     resnet18_scaling_spec,
     resnet20_scaling_spec,
@@ -53,6 +54,10 @@ from symlib.symmetry.channel_scaling import (  # noqa: F401
     spec_mass_hessian,
     unit_norm_spec,
     unit_norm_traced,
+)
+from symlib.symmetry.canonical import (  # noqa: F401
+    NS_METHODS,
+    remove_symmetries,
 )
 from symlib.symmetry.matching import (  # noqa: F401
     ManyMatchResult,
@@ -135,6 +140,7 @@ __all__ = [
     "check_scaling_spec",
     "identifiable_spec",
     "min_mass_spec",
+    "mlp_scaling_spec",
     "optunet_scaling_spec",
     "resnet18_scaling_spec",
     "resnet20_scaling_spec",
@@ -144,6 +150,8 @@ __all__ = [
     "spec_mass_hessian",
     "unit_norm_spec",
     "unit_norm_traced",
+    "NS_METHODS",
+    "remove_symmetries",
     "ManyMatchResult",
     "MatchResult",
     "activation_matching",

@@ -41,6 +41,7 @@ __all__ = [
     "check_scaling_spec",
     "identifiable_spec",
     "min_mass_spec",
+    "mlp_scaling_spec",
     "optunet_scaling_spec",
     "resnet18_scaling_spec",
     "resnet20_scaling_spec",
@@ -99,6 +100,31 @@ def optunet_scaling_spec() -> ScalingSpec:
         },
         mass_paths=("conv_0/kernel", "conv_1/kernel", "dense_0/kernel", "dense_1/kernel"),
     )
+
+
+def mlp_scaling_spec(num_hidden_layers: int) -> ScalingSpec:
+    """The scaling symmetries of a ReLU MLP (:mod:`symlib.core.models`) as a :class:`ScalingSpec`.
+
+    Hidden unit ``j`` of layer ``l`` (group ``"P_l"``, the name of its permutation in
+    :func:`~symlib.symmetry.specs.mlp_permutation_spec`) rescales column ``j`` of
+    ``dense_l/kernel`` and ``dense_l/bias[j]`` by ``a`` and row ``j`` of
+    ``dense_{l+1}/kernel`` by ``1/a``; the mass is the sum of the kernels' squares. The
+    spec tools then give the same canonical forms as :mod:`symlib.symmetry.scaling`
+    (:func:`unit_norm_spec` equals :func:`symlib.symmetry.scaling.unit_norm`).
+
+    Args:
+        num_hidden_layers: number of hidden layers ``L`` (>= 1).
+
+    Returns:
+        A :class:`ScalingSpec` with groups ``P_0 .. P_{L-1}``.
+
+    Raises:
+        ValueError: if ``num_hidden_layers`` is not a positive integer.
+    """
+    L = positive_int(num_hidden_layers, "num_hidden_layers")
+    groups = {f"P_{l}": ((f"dense_{l}/kernel", 1, 1), (f"dense_{l}/bias", 0, 1), (f"dense_{l + 1}/kernel", 0, -1))
+              for l in range(L)}
+    return ScalingSpec(groups=groups, mass_paths=tuple(f"dense_{l}/kernel" for l in range(L + 1)))
 
 
 def _resnet_scaling_spec(arch: str, groups) -> ScalingSpec:

@@ -1,6 +1,6 @@
 """Reference solvers for tests and benchmarks: plain, slow, obviously-correct versions of
 symlib's fast algorithms (the original Git Re-Basin loop, generic solvers of the min-mass
-problem) and the timing sweep of Wasserstein alignment.
+problem, the all-in-memory MMD) and the timing sweep of Wasserstein alignment.
 
 Not part of the algorithms a researcher calls; kept in the package so that the tests,
 the benchmarks and notebook 08 share one copy.
@@ -233,3 +233,34 @@ def alignment_timings(widths: Sequence[int], depth: int = 3, seed: int = 0, *, i
         out["w2_sq_identity"].append(float(w2.info["w2_sq_identity"]))
         out["w2_sq"].append(float(w2.info["w2_sq"]))
     return out
+
+
+def mmd2_brute_force(x, y, kernel: str = "gaussian", bandwidth=1.0):
+    """The unbiased MMD^2 of :func:`symlib.evaluation.mmd.mmd2_unbiased` the obvious way: all
+    ``m x m x d``, ``n x n x d`` and ``m x n x d`` differences in memory at once, float64.
+
+    For tests and benchmarks only (no checks; memory grows as ``(m + n)**2 * d``).
+
+    Args:
+        x: ``(m, d)`` samples.
+        y: ``(n, d)`` samples.
+        kernel: ``"gaussian"`` (``exp(-||a-b||_2^2 / l^2)``) or ``"laplace"`` (``exp(-||a-b||_1 / l)``).
+        bandwidth: a number or a 1-D array of them.
+
+    Returns:
+        A float, or one value per bandwidth.
+    """
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    bw = np.asarray(bandwidth, np.float64)
+
+    def gram(a, b):
+        diff = a[:, None, :] - b[None, :, :]
+        if kernel == "gaussian":
+            return np.exp(-np.sum(diff**2, axis=-1)[..., None] / bw**2)
+        return np.exp(-np.sum(np.abs(diff), axis=-1)[..., None] / bw)
+
+    m, n = len(x), len(y)
+    kxx, kyy, kxy = gram(x, x), gram(y, y), gram(x, y)
+    off = ~np.eye(m, dtype=bool), ~np.eye(n, dtype=bool)
+    out = kxx[off[0]].mean(axis=0) + kyy[off[1]].mean(axis=0) - 2 * kxy.mean(axis=(0, 1))
+    return float(out[0]) if bw.ndim == 0 else out

@@ -1,0 +1,117 @@
+"""Benchmark symlib.evaluation.mmd: the chunked MMD against the all-in-memory brute force
+(symlib.testing.reference.mmd2_brute_force), the 20-kernel bank at the paper's OptuNet
+scale, and a memory-mapped sample.
+
+Run from the repository root:
+
+    .venv/bin/python benchmarks/bench_mmd.py --quick   # ~5 s
+    .venv/bin/python benchmarks/bench_mmd.py           # ~30 s
+
+Peak memory is the peak of the numpy (and Python) allocations traced by tracemalloc
+during the call, above what was allocated before it; ru_maxrss (the process's peak
+resident set, which only grows) is printed after each part. Data are random Gaussian
+samples (a stand-in for posterior samples; the cost depends only on the sizes). See
+benchmarks/README.md for the numbers.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+import tracemalloc
+
+import numpy as np
+import scipy
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from symlib.evaluation.mmd import mmd2_unbiased, mmd_kernel_bank  # noqa: E402
+from symlib.testing.reference import mmd2_brute_force  # noqa: E402
+
+MIB = 1 << 20
+
+
+def measured(fn, *args, repeats: int = 1, **kwargs):
+    """``(result, best seconds, peak traced MiB)`` over ``repeats`` calls."""
+    best, peak = np.inf, 0
+    for _ in range(repeats):
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        out = fn(*args, **kwargs)
+        best = min(best, time.perf_counter() - t0)
+        peak = max(peak, tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    return out, best, peak / MIB
+
+
+def maxrss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def samples(seed: int, m: int, d: int, shift: float = 0.0, dtype=np.float64) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal((m, d)) + shift).astype(dtype)
+
+
+def bench_against_brute_force(m: int, n: int, d: int, repeats: int, num_bandwidths: int = 10):
+    x, y = samples(0, m, d), samples(1, n, d, shift=0.05)
+    print(f"[x {m} x {d}, y {n} x {d}, {num_bandwidths} bandwidths, float64; "
+          f"the samples themselves: {(x.nbytes + y.nbytes) / MIB:.1f} MiB; best of {repeats}]")
+    for kernel, scale in (("gaussian", np.sqrt(2 * d)), ("laplace", 2 * d / np.sqrt(np.pi))):
+        bw = scale * np.geomspace(0.25, 4.0, num_bandwidths)  # around the typical distance
+        ours, t_ours, mem_ours = measured(mmd2_unbiased, x, y, kernel, bw, repeats=repeats)
+        ref, t_ref, mem_ref = measured(mmd2_brute_force, x, y, kernel, bw, repeats=repeats)
+        rel = float(np.max(np.abs(ours - ref)) / np.max(np.abs(ref)))
+        print(f"  {kernel:8s} chunked {t_ours:7.3f} s {mem_ours:8.1f} MiB | brute force {t_ref:7.3f} s "
+              f"{mem_ref:8.1f} MiB | time ratio (brute/chunked) {t_ref / t_ours:5.2f}x, memory ratio "
+              f"{mem_ref / mem_ours:6.1f}x | max rel. diff {rel:.1e}")
+    print(f"  ru_maxrss after part 1: {maxrss_mib():.0f} MiB")
+
+
+def bench_bank(m: int, n: int, d: int):
+    x, y = samples(2, m, d), samples(3, n, d, shift=0.05)
+    bank, seconds, mem = measured(mmd_kernel_bank, x, y)
+    print(f"[x {m} x {d}, y {n} x {d}: OptuNet size (355 parameters), random data]")
+    print(f"  mmd_kernel_bank (10 Gaussian + 10 Laplace, bandwidths from the first 500 of each): {seconds:.3f} s, "
+          f"peak {mem:.1f} MiB; median {bank.median:.3e}, mean {bank.mean:.3e}, max {bank.max:.3e}")
+
+
+def bench_memmap(m: int, n: int, d: int):
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for seed, rows in ((4, m), (5, n)):
+            path = os.path.join(tmp, f"s{seed}.npy")
+            np.save(path, samples(seed, rows, d, dtype=np.float32))
+            paths.append(path)
+        x, y = (np.load(p, mmap_mode="r") for p in paths)
+        on_disk = (x.nbytes + y.nbytes) / MIB
+        bw = np.sqrt(2 * d) * np.geomspace(0.25, 4.0, 10)
+        _, seconds, mem = measured(mmd2_unbiased, x, y, "gaussian", bw)
+        print(f"[memmap float32 x {m} x {d}, y {n} x {d}: {on_disk:.0f} MiB on disk, {2 * on_disk:.0f} MiB as float64]")
+        print(f"  mmd2_unbiased, Gaussian, 10 bandwidths: {seconds:.2f} s, peak traced {mem:.1f} MiB "
+              f"(blocks of 32 MiB of float64, two alive at a time)")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (about 5 s)")
+    ap.add_argument("--repeats", type=int, default=2, help="part 1: best of this many calls")
+    args = ap.parse_args(argv)
+    print(f"symlib.evaluation.mmd benchmark ({'quick' if args.quick else 'full'}); python {platform.python_version()}, "
+          f"numpy {np.__version__}, scipy {scipy.__version__}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.2f} at start")
+    t0 = time.perf_counter()
+    print("\n== 1. chunked mmd2_unbiased vs the all-in-memory brute force ==")
+    bench_against_brute_force(*((100, 100, 500) if args.quick else (200, 200, 2000)), repeats=args.repeats)
+    print("\n== 2. the 20-kernel bank at the paper's OptuNet scale (1,000 reference vs 100 samples) ==")
+    bench_bank(*((300, 100, 355) if args.quick else (1000, 100, 355)))
+    print("\n== 3. a memory-mapped sample ==")
+    bench_memmap(*((100, 50, 50_000) if args.quick else (200, 50, 250_000)))
+    print(f"\ntotal benchmark time {time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.2f} at end")
+
+
+if __name__ == "__main__":
+    main()

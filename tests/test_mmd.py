@@ -1,0 +1,324 @@
+"""MMD between posterior samples (symlib.evaluation.mmd) and the NS transforms (symlib.symmetry.canonical)."""
+import jax
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+from _helpers import assert_tree_close, optunet_logits64, random_mlp, stack_trees
+from symlib.core.cnn import optunet_init
+from symlib.core.models import mlp_apply
+from symlib.evaluation.mmd import (
+    mmd2_unbiased,
+    mmd_bandwidths,
+    mmd_kernel_bank,
+    pairwise_distances,
+    posterior_mmd,
+)
+from symlib.symmetry.architectures import optunet_permutation_spec
+from symlib.symmetry.canonical import remove_symmetries
+from symlib.symmetry.channel_scaling import (
+    apply_channel_scaling,
+    check_scaling_spec,
+    mlp_scaling_spec,
+    optunet_scaling_spec,
+    unit_norm_spec,
+)
+from symlib.symmetry.scaling import unit_norm
+from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, random_permutations
+from symlib.testing.reference import mmd2_brute_force
+
+KERNELS = ("gaussian", "laplace")
+
+
+def _samples(seed, m, d, shift=0.0):
+    return np.random.default_rng(seed).normal(size=(m, d)) + shift
+
+
+# --------------------------------------------------------------------------- the statistic
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("chunk_size,feature_chunk", [(1, None), (3, 2), (4, 1), (256, None)])
+def test_chunked_equals_brute_force(kernel, chunk_size, feature_chunk):
+    x, y = _samples(0, 11, 5), _samples(1, 7, 5, shift=0.4)
+    bw = np.array([0.3, 1.0, 2.5, 10.0])
+    got = mmd2_unbiased(x, y, kernel, bw, chunk_size=chunk_size, feature_chunk=feature_chunk)
+    np.testing.assert_allclose(got, mmd2_brute_force(x, y, kernel, bw), rtol=1e-12, atol=1e-14)
+    one = mmd2_unbiased(x, y, kernel, 2.5, chunk_size=chunk_size, feature_chunk=feature_chunk)
+    assert isinstance(one, float)
+    np.testing.assert_allclose(one, mmd2_brute_force(x, y, kernel, 2.5), rtol=1e-12)
+
+
+@pytest.mark.parametrize("metric,name", [("l1", "cityblock"), ("l2", "euclidean")])
+def test_pairwise_distances(metric, name):
+    a, b = _samples(2, 9, 6), _samples(3, 4, 6)
+    np.testing.assert_allclose(pairwise_distances(a, b, metric=metric, chunk_size=2, feature_chunk=4),
+                               cdist(a, b, name), rtol=1e-12)
+    np.testing.assert_allclose(pairwise_distances(a, metric=metric, chunk_size=4), cdist(a, a, name), atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_same_distribution_near_zero_shifted_positive(kernel):
+    bw = 3.0 if kernel == "gaussian" else 6.0
+    same = [mmd2_unbiased(_samples(s, 60, 3), _samples(100 + s, 40, 3), kernel, bw) for s in range(8)]
+    assert max(abs(v) for v in same) < 0.05
+    assert min(same) < 0 < max(same)  # unbiased: it scatters around 0
+    shifted = mmd2_unbiased(_samples(0, 60, 3), _samples(1, 40, 3, shift=1.0), kernel, bw)
+    assert shifted > 0.1 and shifted > 5 * max(abs(v) for v in same)
+
+
+def test_invariant_to_sample_order():
+    x, y = _samples(4, 15, 4), _samples(5, 8, 4, shift=0.5)
+    rng = np.random.default_rng(0)
+    for kernel in KERNELS:
+        a = mmd2_unbiased(x, y, kernel, [0.5, 2.0], chunk_size=4)
+        b = mmd2_unbiased(x[rng.permutation(15)], y[rng.permutation(8)], kernel, [0.5, 2.0], chunk_size=4)
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_memmap_input(tmp_path):
+    x, y = _samples(6, 20, 30).astype(np.float32), _samples(7, 12, 30).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    xm, ym = np.load(tmp_path / "x.npy", mmap_mode="r"), np.load(tmp_path / "y.npy", mmap_mode="r")
+    for kernel in KERNELS:
+        got = mmd2_unbiased(xm, ym, kernel, [4.0, 16.0], chunk_size=7, feature_chunk=11)
+        np.testing.assert_allclose(got, mmd2_brute_force(x, y, kernel, [4.0, 16.0]), rtol=1e-10, atol=1e-15)
+    assert mmd_kernel_bank(xm, ym, chunk_size=5).median == pytest.approx(mmd_kernel_bank(x, y).median, rel=1e-10)
+
+
+# --------------------------------------------------------------------------- bandwidths and the bank
+
+
+def test_bandwidth_rule_by_hand():
+    x, y = np.array([[0.0], [1.0]]), np.array([[3.0], [7.0]])
+    # distances of z = 0, 1, 3, 7: 1, 3, 7, 2, 6, 4 -> l_min = 1 / 2, l_max = 2 * 7
+    np.testing.assert_allclose(mmd_bandwidths(x, y, num=3), [0.5, np.sqrt(7.0), 14.0])
+    # smallest distance 0.05 < 0.1: 5% quantile of [0.05, 0.95, 1, 1, 1.95, 2] = 0.05 + 0.25 * 0.9 = 0.275
+    x = np.array([[0.0], [0.05]])
+    y = np.array([[1.0], [2.0]])
+    np.testing.assert_allclose(mmd_bandwidths(x, y, num=2), [0.1375, 4.0])
+    # all distances tiny: the quantile is floored at 0.1 and the largest at 0.3
+    x, y = np.zeros((3, 1)), np.array([[0.0], [0.01]])
+    np.testing.assert_allclose(mmd_bandwidths(x, y, num=2, kernel="laplace"), [0.05, 0.6])
+
+
+def test_bandwidths_l2_for_gaussian_l1_for_laplace():
+    x, y = np.array([[0.0, 0.0], [3.0, 4.0]]), np.array([[6.0, 8.0], [0.0, 8.0]])
+    # L2: 5, 10, 8, 5, 5, 6 ; L1: 7, 14, 8, 7, 7, 6
+    np.testing.assert_allclose(mmd_bandwidths(x, y, num=2, kernel="gaussian"), [2.5, 20.0])
+    np.testing.assert_allclose(mmd_bandwidths(x, y, num=2, kernel="laplace"), [3.0, 28.0])
+
+
+def test_bandwidths_use_the_first_points_only():
+    x = np.array([[0.0], [1.0], [100.0]])
+    y = np.array([[3.0], [7.0], [-50.0]])
+    np.testing.assert_allclose(mmd_bandwidths(x, y, num=3, max_points=2), [0.5, np.sqrt(7.0), 14.0])
+
+
+def test_kernel_bank():
+    x, y = _samples(8, 30, 4), _samples(9, 20, 4, shift=0.7)
+    bank = mmd_kernel_bank(x, y, num_bandwidths=10, chunk_size=8)
+    assert set(bank.values) == set(KERNELS)
+    every = []
+    for k in KERNELS:
+        assert bank.values[k].shape == bank.bandwidths[k].shape == (10,)
+        np.testing.assert_allclose(bank.bandwidths[k], mmd_bandwidths(x, y, 10, kernel=k))
+        np.testing.assert_allclose(bank.values[k], mmd2_brute_force(x, y, k, bank.bandwidths[k]), rtol=1e-10)
+        every.extend(bank.values[k])
+    assert bank.median == pytest.approx(np.median(every))
+    assert bank.mean == pytest.approx(np.mean(every))
+    assert bank.max == pytest.approx(np.max(every))
+
+
+# --------------------------------------------------------------------------- per layer
+
+
+def _stack(seed, s, shift=0.0):
+    rng = np.random.default_rng(seed)
+    return {"conv_0": {"kernel": rng.normal(size=(s, 4, 4, 1, 2)) + shift},
+            "dense_0": {"kernel": rng.normal(size=(s, 10, 3)), "bias": rng.normal(size=(s, 3)) + shift}}
+
+
+def test_posterior_mmd_layer_weighting():
+    sx, sy = _stack(0, 12), _stack(1, 9, shift=0.5)
+    res = posterior_mmd(sx, sy, num_bandwidths=4, chunk_size=5)
+    assert res.weights == {"conv_0": 32, "dense_0": 33}
+    dense = lambda t: np.concatenate([t["dense_0"]["kernel"].reshape(len(t["dense_0"]["kernel"]), -1),  # noqa: E731
+                                      t["dense_0"]["bias"]], axis=1)
+    expected = {"conv_0": mmd_kernel_bank(sx["conv_0"]["kernel"].reshape(12, -1),
+                                          sy["conv_0"]["kernel"].reshape(9, -1), 4),
+                "dense_0": mmd_kernel_bank(dense(sx), dense(sy), 4)}
+    for stat in ("median", "mean", "max"):
+        for layer in expected:
+            assert getattr(res.per_layer[layer], stat) == pytest.approx(getattr(expected[layer], stat), rel=1e-10)
+        want = (32 * getattr(expected["conv_0"], stat) + 33 * getattr(expected["dense_0"], stat)) / 65
+        assert getattr(res, stat) == pytest.approx(want, rel=1e-10)
+    only = posterior_mmd(sx, sy, layers=["dense_0"], num_bandwidths=4)
+    assert only.weights == {"dense_0": 33} and only.median == pytest.approx(expected["dense_0"].median)
+
+
+def test_posterior_mmd_memmap_leaves(tmp_path):
+    sx, sy = _stack(2, 6), _stack(3, 5)
+    np.save(tmp_path / "k.npy", sx["dense_0"]["kernel"])
+    mapped = {**sx, "dense_0": {"kernel": np.load(tmp_path / "k.npy", mmap_mode="r"), "bias": sx["dense_0"]["bias"]}}
+    assert posterior_mmd(mapped, sy, chunk_size=2, feature_chunk=7).median == pytest.approx(
+        posterior_mmd(sx, sy).median, rel=1e-10)
+
+
+def test_posterior_mmd_layout_errors():
+    sx = _stack(0, 5)
+    bad = _stack(1, 5)
+    bad["dense_0"]["bias"] = bad["dense_0"]["bias"][:, :2]
+    with pytest.raises(ValueError, match="dense_0/bias"):
+        posterior_mmd(sx, bad)
+    missing = {"conv_0": _stack(1, 5)["conv_0"]}
+    with pytest.raises(ValueError, match="dense_0/kernel.*samples_y"):
+        posterior_mmd(sx, missing)
+    ragged = _stack(1, 5)
+    ragged["dense_0"]["bias"] = ragged["dense_0"]["bias"][:4]
+    with pytest.raises(ValueError, match="samples_y.*dense_0/bias.*4 samples"):
+        posterior_mmd(sx, ragged)
+    with pytest.raises(ValueError, match="layers"):
+        posterior_mmd(sx, _stack(1, 5), layers=["dense_9"])
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("x,y,match", [
+    (np.zeros(5), np.zeros((3, 2)), "x must have shape"),
+    (np.zeros((3, 2)), np.zeros((3, 2, 1)), "y must have shape"),
+    (np.zeros((3, 2)), np.zeros((3, 4)), "same number of features"),
+    (np.zeros((1, 2)), np.zeros((3, 2)), "x needs at least 2 samples"),
+    (np.zeros((3, 2)), np.zeros((1, 2)), "y needs at least 2 samples"),
+    (np.array([[0.0, np.nan], [1.0, 1.0]]), np.zeros((3, 2)), "x contains NaN"),
+    (np.zeros((3, 2)), np.array([[0.0, 1.0], [np.inf, 1.0]]), "y contains NaN"),
+    (np.array([["a", "b"], ["c", "d"]]), np.zeros((2, 2)), "x must be a numeric"),
+])
+def test_bad_samples(x, y, match):
+    with pytest.raises(ValueError, match=match):
+        mmd2_unbiased(x, y)
+
+
+@pytest.mark.parametrize("bandwidth", [0.0, -1.0, np.nan, [1.0, 0.0], [], [[1.0]], "wide"])
+def test_bad_bandwidth(bandwidth):
+    with pytest.raises(ValueError, match="bandwidth"):
+        mmd2_unbiased(np.zeros((3, 2)), np.ones((3, 2)), bandwidth=bandwidth)
+
+
+def test_bad_arguments():
+    x, y = np.zeros((3, 2)), np.ones((3, 2))
+    with pytest.raises(ValueError, match="kernel"):
+        mmd2_unbiased(x, y, kernel="cauchy")
+    with pytest.raises(ValueError, match="chunk_size"):
+        mmd2_unbiased(x, y, chunk_size=0)
+    with pytest.raises(ValueError, match="feature_chunk"):
+        mmd2_unbiased(x, y, feature_chunk=-2)
+    with pytest.raises(ValueError, match="metric"):
+        pairwise_distances(x, metric="cosine")
+    with pytest.raises(ValueError, match="num"):
+        mmd_bandwidths(x, y, num=0)
+    with pytest.raises(ValueError, match="kernels"):
+        mmd_kernel_bank(x, y, kernels=("gaussian", "cauchy"))
+
+
+# --------------------------------------------------------------------------- NS transforms
+
+
+@pytest.fixture(scope="module")
+def optunets():
+    nets = [jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), optunet_init(jax.random.PRNGKey(i)))
+            for i in range(3)]
+    return nets, stack_trees(nets)
+
+
+@pytest.fixture(scope="module")
+def images():
+    return np.random.default_rng(0).normal(size=(5, 28, 28, 1))
+
+
+def _unstack(stack, s):
+    return jax.tree_util.tree_map(lambda a: a[s], stack)
+
+
+def _disguise(seed, sspec, pspec, params):
+    """A random rescaling and permutation of ``params`` (same function)."""
+    rng = np.random.default_rng(seed)
+    scales = {n: np.exp(rng.normal(size=k)) for n, k in check_scaling_spec(sspec, params).items()}
+    scaled = apply_channel_scaling(sspec, params, scales)
+    return apply_permutation(pspec, random_permutations(seed, pspec, params), scaled)
+
+
+@pytest.mark.parametrize("method", ["unit_norm_sort", "min_mass_sort"])
+def test_ns_optunet(optunets, images, method):
+    nets, stack = optunets
+    sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
+    canon = remove_symmetries(stack, sspec, pspec, method)
+    disguised = stack_trees([_disguise(10 + s, sspec, pspec, net) for s, net in enumerate(nets)])
+    again = remove_symmetries(disguised, sspec, pspec, method)
+    for s, net in enumerate(nets):
+        c = _unstack(canon, s)
+        np.testing.assert_allclose(optunet_logits64(c, images), optunet_logits64(net, images), rtol=1e-9, atol=1e-9)
+        assert_tree_close(_unstack(again, s), c, rtol=1e-6, atol=1e-8)
+    assert not np.allclose(canon["conv_1"]["kernel"], stack["conv_1"]["kernel"])
+
+
+def test_ns_unit_norm_sort_is_the_papers_ns(optunets):
+    _, stack = optunets
+    canon = remove_symmetries(stack, optunet_scaling_spec(), optunet_permutation_spec())
+    for s in range(3):
+        k0 = canon["conv_0"]["kernel"][s]
+        np.testing.assert_allclose(np.sqrt((k0**2).sum(axis=(0, 1, 2))), 1.0)
+        assert np.all(np.diff(k0[0, 0, 0]) <= 0)  # sorted by top-left weight, descending
+        np.testing.assert_allclose(np.sqrt((canon["dense_0"]["kernel"][s] ** 2).sum(axis=0)), 1.0)
+        assert np.all(np.diff(canon["dense_0"]["kernel"][s][0]) <= 0)
+
+
+def test_ns_rebasin_optunet(optunets, images):
+    nets, stack = optunets
+    pspec = optunet_permutation_spec()
+    ref = nets[0]
+    moved = stack_trees([apply_permutation(pspec, random_permutations(s, pspec, ref), ref) for s in range(2)] + nets[1:])
+    out = remove_symmetries(moved, None, pspec, "rebasin", reference=ref)
+    for s in range(4):
+        np.testing.assert_allclose(optunet_logits64(_unstack(out, s), images), optunet_logits64(_unstack(moved, s), images), rtol=1e-9,
+                                   atol=1e-9)
+    assert_tree_close(_unstack(out, 0), ref)
+    assert_tree_close(_unstack(out, 1), ref)
+
+
+@pytest.mark.parametrize("method", ["unit_norm_sort", "min_mass_sort"])
+def test_ns_mlp(method):
+    rng = np.random.default_rng(0)
+    nets = [random_mlp(rng, [4, 6, 5, 3]) for _ in range(3)]
+    sspec, pspec = mlp_scaling_spec(2), mlp_permutation_spec(2)
+    canon = remove_symmetries(stack_trees(nets), sspec, pspec, method)
+    again = remove_symmetries(stack_trees([_disguise(s, sspec, pspec, n) for s, n in enumerate(nets)]), sspec, pspec,
+                              method)
+    x = rng.normal(size=(7, 4))
+    with jax.enable_x64(True):
+        for s, net in enumerate(nets):
+            np.testing.assert_allclose(mlp_apply(_unstack(canon, s), x), mlp_apply(net, x), rtol=1e-9, atol=1e-9)
+    assert_tree_close(again, canon, rtol=1e-6, atol=1e-8)
+
+
+def test_mlp_scaling_spec_matches_the_mlp_tools():
+    net = random_mlp(np.random.default_rng(1), [5, 4, 3, 2])
+    assert_tree_close(unit_norm_spec(mlp_scaling_spec(2), net), unit_norm(net), rtol=1e-12)
+    with pytest.raises(ValueError, match="num_hidden_layers"):
+        mlp_scaling_spec(0)
+
+
+def test_ns_errors(optunets):
+    _, stack = optunets
+    sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
+    with pytest.raises(ValueError, match="method"):
+        remove_symmetries(stack, sspec, pspec, "whiten")
+    with pytest.raises(ValueError, match="reference"):
+        remove_symmetries(stack, sspec, pspec, "rebasin")
+    with pytest.raises(ValueError, match="scaling_spec"):
+        remove_symmetries(stack, None, pspec)
+    ragged = {**stack, "dense_1": {"kernel": stack["dense_1"]["kernel"][:2], "bias": stack["dense_1"]["bias"]}}
+    with pytest.raises(ValueError, match="dense_1/kernel"):
+        remove_symmetries(ragged, sspec, pspec)
