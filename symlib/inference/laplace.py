@@ -141,7 +141,10 @@ def _curvature(params, x, y, *, apply_fn, hessian: str, batch_size: int):
         return h
 
     def ggn(xs, ys, ws):
-        jac = jax.jacrev(logits_of)(flat, xs)  # (b, C, D)
+        # per-example Jacobians (b, C, D): C backward passes per example (the Jacobian of the
+        # batch's (b, C) logits would backpropagate every cotangent through the whole batch)
+        one = lambda f, xi: logits_of(f, xi[None])[0]  # noqa: E731
+        jac = jax.vmap(jax.jacrev(one), in_axes=(None, 0))(flat, xs)
         p = jax.nn.softmax(logits_of(flat, xs))
         lam = jax.vmap(jnp.diag)(p) - p[:, :, None] * p[:, None, :]
         return jnp.einsum("bcd,bce,bef->df", ws[:, None, None] * jac, lam, jac)
