@@ -1,6 +1,7 @@
 """symlib.inference: MAP training of many networks at once, deep ensembles, mean-field
-variational inference (Bayes by backprop), full-batch HMC (BlackJAX; multi-chain, sharded,
-resumable) and its diagnostics."""
+variational inference (Bayes by backprop), SWAG (diagonal + low rank), Laplace
+approximations (full Hessian or GGN; last-layer KFAC), full-batch HMC (BlackJAX;
+multi-chain, sharded, resumable) and its diagnostics."""
 from symlib.inference.training import (  # noqa: F401
     AUGMENTATIONS,
     CROP_PADDING,
@@ -11,6 +12,7 @@ from symlib.inference.training import (  # noqa: F401
     make_optimizer,
     sq_norm,
     map_objective,
+    epoch_steps,
     fit_map,
     train_mlp,
     fit_map_many,
@@ -34,6 +36,27 @@ from symlib.inference.vi import (  # noqa: F401
     fit_vi,
     categorical_loglik,
     fit_mlp_vi,
+)
+from symlib.inference.swag import (  # noqa: F401
+    SWAGConfig,
+    SWAGPosterior,
+    fit_swag,
+    stacked_leading_axis,
+    swag_covariance,
+    swag_from_snapshots,
+    swag_sample,
+)
+from symlib.inference.laplace import (  # noqa: F401
+    HESSIANS,
+    KFACPosterior,
+    LaplacePosterior,
+    LaplaceWarning,
+    kfac_precision,
+    kfac_sample,
+    laplace_covariance,
+    laplace_posterior,
+    laplace_sample,
+    last_layer_kfac,
 )
 from symlib.inference.hmc import (  # noqa: F401
     SAMPLER_VERSION,
@@ -67,6 +90,7 @@ __all__ = [
     "make_optimizer",
     "sq_norm",
     "map_objective",
+    "epoch_steps",
     "fit_map",
     "train_mlp",
     "fit_map_many",
@@ -86,6 +110,23 @@ __all__ = [
     "fit_vi",
     "categorical_loglik",
     "fit_mlp_vi",
+    "SWAGConfig",
+    "SWAGPosterior",
+    "fit_swag",
+    "stacked_leading_axis",
+    "swag_covariance",
+    "swag_from_snapshots",
+    "swag_sample",
+    "HESSIANS",
+    "KFACPosterior",
+    "LaplacePosterior",
+    "LaplaceWarning",
+    "kfac_precision",
+    "kfac_sample",
+    "laplace_covariance",
+    "laplace_posterior",
+    "laplace_sample",
+    "last_layer_kfac",
     "SAMPLER_VERSION",
     "CorruptRunError",
     "HMCConfig",

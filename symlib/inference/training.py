@@ -357,12 +357,30 @@ def _epoch_bar(epochs: int, enabled: bool) -> Iterator[None]:
         bar.close()
 
 
-@partial(jax.jit, static_argnames=("cfg", "keep_trajectory", "progress", "observe", "observe_epoch", "apply_fn"))
-def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progress: bool = False,
-         observe=None, observe_epoch=None, apply_fn=mlp_apply):
+def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply_fn=mlp_apply, observe=None):
+    """One epoch of minibatch optimisation of :func:`map_objective`, for use inside compiled loops.
+
+    The minibatches are a permutation of the ``n`` examples drawn from the epoch's key
+    (the last incomplete batch dropped), cropped with a child key when ``cfg.augment`` is
+    ``"crop"``; every step takes the gradient of :func:`map_objective` (prior
+    ``cfg.prior_std``, ``N = n``) and applies ``opt``. :func:`fit_map` and
+    :func:`symlib.inference.swag.fit_swag` run it under ``jax.lax.scan``.
+
+    Args:
+        x: training inputs ``(n, ...)``.
+        y: integer training labels ``(n,)``.
+        cfg: supplies ``batch_size``, ``prior_std``, ``augment`` and ``crop_fill``.
+        opt: the optax optimiser (its schedule counts steps).
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network.
+        observe: optional ``observe(params_before, params_after)``, evaluated every step.
+
+    Returns:
+        ``run(carry, key) -> (carry, losses, seen)``, ``carry = (params, opt_state)``,
+        ``losses`` the ``(steps,)`` minibatch objectives (before each update) and ``seen``
+        the stacked observations (``None`` without ``observe``).
+    """
     n = x.shape[0]
     steps = n // cfg.batch_size
-    opt = make_optimizer(cfg, steps)
     loss_grad = jax.value_and_grad(map_objective)
 
     def batch(inputs):
@@ -378,13 +396,26 @@ def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progr
         new = optax.apply_updates(params, updates)
         return (new, state), (loss if observe is None else (loss, observe(params, new)))
 
-    def epoch(carry, inputs):
-        index, key = inputs
+    def run(carry, key):
         order = jax.random.permutation(key, n)[: steps * cfg.batch_size].reshape(steps, cfg.batch_size)
         if cfg.augment is not None:  # the epoch's permutation key is left as it was; crops use a child
             order = (order, jax.random.split(jax.random.fold_in(key, 1), steps))
         carry, out = jax.lax.scan(step, carry, order)
         losses, seen = (out, None) if observe is None else out
+        return carry, losses, seen
+
+    return run
+
+
+@partial(jax.jit, static_argnames=("cfg", "keep_trajectory", "progress", "observe", "observe_epoch", "apply_fn"))
+def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progress: bool = False,
+         observe=None, observe_epoch=None, apply_fn=mlp_apply):
+    opt = make_optimizer(cfg, x.shape[0] // cfg.batch_size)
+    run_epoch = epoch_steps(x, y, cfg, opt, apply_fn, observe)
+
+    def epoch(carry, inputs):
+        index, key = inputs
+        carry, losses, seen = run_epoch(carry, key)
         if progress:
             jax.debug.callback(_report_epoch, index, jnp.mean(losses))
         kept = carry[0] if keep_trajectory else (None if observe_epoch is None else observe_epoch(carry[0]))

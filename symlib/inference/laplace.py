@@ -1,0 +1,381 @@
+"""Laplace approximations for a categorical likelihood: full (or GGN) Hessian, and last-layer KFAC.
+
+**Full-network Laplace** (Laurent et al.'s OptuNet). Around trained parameters ``theta*``
+(flattened to ``D`` numbers with ``jax.flatten_util.ravel_pytree``, whose order every
+matrix here uses) the posterior is approximated by ``N(theta*, P^{-1})`` with precision
+
+    P = H + prior_precision * I,
+
+``H`` the Hessian at ``theta*`` of the negative log-likelihood *summed* over the ``N``
+training examples, ``-sum_i log softmax(f_theta(x_i))[y_i]`` (not the per-example mean of
+:func:`~symlib.inference.training.map_objective`; a MAP fit with ``prior_std`` matches
+``prior_precision = 1 / prior_std^2``). ``H`` is either
+
+- ``"full"``: the exact Hessian (``jax.hessian`` of the flattened loss), or
+- ``"ggn"``: the generalised Gauss-Newton matrix ``sum_i J_i^T (diag(p_i) - p_i p_i^T) J_i``,
+  ``J_i`` the ``(classes, D)`` Jacobian of the logits of example ``i`` and ``p_i`` its
+  softmax; positive semi-definite, and equal to the full Hessian for a model linear in its
+  parameters (e.g. softmax regression).
+
+Both are accumulated over minibatches of ``batch_size`` examples (the last one padded
+with zero-weight copies), so memory grows with ``batch_size * D`` rather than ``N * D``.
+
+*Not positive definite.* Away from a minimum the full Hessian can have negative
+eigenvalues. ``P`` is symmetrised and eigendecomposed, ``P = V diag(lambda) V^T`` (float64),
+and every eigenvalue below ``min_eigenvalue`` (default ``prior_precision``: a direction of
+negative data curvature falls back to the prior) is raised to it; the number raised beyond
+float rounding (``lambda < min_eigenvalue - 1e-5 * max|lambda|``) is recorded in
+``LaplacePosterior.num_clipped`` and announced with a :class:`LaplaceWarning`. Samples are
+``theta* + V diag(lambda)^{-1/2} z``, ``z ~ N(0, I_D)``.
+
+**Last-layer KFAC** (Laurent et al.'s ResNet-18; Ritter, Botev and Barber, ICLR 2018). For
+the last dense layer ``logits = a W + b`` (``a`` the ``(d,)`` features, ``W`` ``(d, C)``),
+the bias is handled as one more row of the kernel: ``abar = [a, 1]`` and
+``Wbar = [[W], [b]]`` of shape ``(d + 1, C)``. The GGN of ``Wbar`` (row-major ``vec``) is
+``sum_i (abar_i abar_i^T) kron Lambda_i``, ``Lambda_i = diag(p_i) - p_i p_i^T`` (the Fisher
+of the categorical likelihood under the model's own predictive: the expectation of the
+output gradient's outer product); KFAC replaces it by ``N A kron G`` with
+
+    A = (1/N) sum_i abar_i abar_i^T,    G = (1/N) sum_i Lambda_i,
+
+exact for ``N = 1``. The prior is added to each factor as in Ritter et al.:
+
+    P ~ (sqrt(N) A + sqrt(tau) I) kron (sqrt(N) G + sqrt(tau) I),     tau = prior_precision,
+
+(``= N A kron G + tau I + sqrt(N tau) (A kron I + I kron G)``), so the posterior of ``Wbar``
+is matrix normal with row covariance ``U = (sqrt(N) A + sqrt(tau) I)^{-1}`` and column
+covariance ``V = (sqrt(N) G + sqrt(tau) I)^{-1}``: ``Wbar = Wbar* + L_U Z L_V^T`` with
+Cholesky factors ``L_U L_U^T = U``, ``L_V L_V^T = V`` and ``Z`` standard normal ``(d+1, C)``.
+"""
+from __future__ import annotations
+
+import warnings
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from symlib.core.checks import check_finite, check_finite_tree, check_key, positive_float, positive_int
+from symlib.inference.training import _check_data
+
+__all__ = ["HESSIANS", "LaplaceWarning", "LaplacePosterior", "laplace_posterior", "laplace_sample",
+           "laplace_covariance", "KFACPosterior", "last_layer_kfac", "kfac_sample", "kfac_precision"]
+
+PyTree = Any
+
+#: the curvature matrices of :func:`laplace_posterior`
+HESSIANS = ("full", "ggn")
+#: relative tolerance (of the largest eigenvalue) below which a raised eigenvalue is float rounding
+_CLIP_RTOL = 1e-5
+
+
+class LaplaceWarning(UserWarning):
+    """Eigenvalues of a Laplace precision were raised to make it positive definite."""
+
+
+class LaplacePosterior(NamedTuple):
+    """A Gaussian (Laplace) posterior over all parameters of a network.
+
+    Attributes:
+        mean: the parameters ``theta*`` (pytree layout of the network).
+        precision: ``(D, D)`` ``H + prior_precision I`` as computed (symmetrised), float64.
+        eigenvalues: ``(D,)`` eigenvalues of ``precision`` after raising those below the floor.
+        eigenvectors: ``(D, D)`` orthonormal eigenvectors (columns), ``ravel_pytree`` order.
+        num_clipped: eigenvalues raised beyond float rounding (0 when ``precision`` was
+            positive definite enough).
+        hessian: ``"full"`` or ``"ggn"``.
+        prior_precision: the prior's precision ``tau``.
+        num_data: examples ``N`` the likelihood was summed over.
+    """
+
+    mean: PyTree
+    precision: np.ndarray
+    eigenvalues: np.ndarray
+    eigenvectors: np.ndarray
+    num_clipped: int
+    hessian: str
+    prior_precision: float
+    num_data: int
+
+
+def _nll_terms(logits: jax.Array, y: jax.Array) -> jax.Array:
+    """Per-example negative log-likelihoods ``(b,)``."""
+    return -jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1)[:, 0]
+
+
+@partial(jax.jit, static_argnames=("apply_fn", "hessian", "batch_size"))
+def _curvature(params, x, y, *, apply_fn, hessian: str, batch_size: int):
+    """The summed ``(D, D)`` curvature ``H`` over all examples, in minibatches."""
+    flat, unravel = ravel_pytree(params)
+    n = x.shape[0]
+    steps = -(-n // batch_size)
+    pad = steps * batch_size - n
+    xb = jnp.concatenate([x, jnp.repeat(x[:1], pad, axis=0)]).reshape((steps, batch_size) + x.shape[1:])
+    yb = jnp.concatenate([y, jnp.repeat(y[:1], pad)]).reshape(steps, batch_size)
+    wb = jnp.concatenate([jnp.ones(n, flat.dtype), jnp.zeros(pad, flat.dtype)]).reshape(steps, batch_size)
+    logits_of = lambda f, xs: apply_fn(unravel(f), xs)  # noqa: E731
+
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    sizes = [leaf.size for leaf in leaves]
+    starts = np.cumsum([0] + sizes)
+
+    def full(xs, ys, ws):
+        # Leaf-blocked: for leaf b, the columns H[b:, b] are the forward-mode derivative in
+        # leaf b's directions of the gradient with respect to leaves b, b+1, ... only; the
+        # earlier leaves are constants, so their tangents are symbolic zeros (no tangent
+        # work upstream of leaf b) and no gradient flows into them. Symmetry fills H[b, b:].
+        h = jnp.zeros((flat.size, flat.size), flat.dtype)
+        for b, leaf in enumerate(leaves):
+            def tail_grad(theta_b, b=b):
+                def loss(tail):
+                    tree = jax.tree_util.tree_unflatten(treedef, leaves[:b] + tail)
+                    return jnp.sum(ws * _nll_terms(apply_fn(tree, xs), ys))
+                return ravel_pytree(jax.grad(loss)([theta_b] + leaves[b + 1:]))[0]
+
+            cols = jax.jacfwd(tail_grad)(leaf).reshape(flat.size - starts[b], sizes[b])
+            h = h.at[starts[b]:, starts[b]:starts[b + 1]].set(cols)
+            h = h.at[starts[b]:starts[b + 1], starts[b]:].set(cols.T)
+        return h
+
+    def ggn(xs, ys, ws):
+        # per-example Jacobians (b, C, D): C backward passes per example (the Jacobian of the
+        # batch's (b, C) logits would backpropagate every cotangent through the whole batch)
+        one = lambda f, xi: logits_of(f, xi[None])[0]  # noqa: E731
+        jac = jax.vmap(jax.jacrev(one), in_axes=(None, 0))(flat, xs)
+        p = jax.nn.softmax(logits_of(flat, xs))
+        lam = jax.vmap(jnp.diag)(p) - p[:, :, None] * p[:, None, :]
+        return jnp.einsum("bcd,bce,bef->df", ws[:, None, None] * jac, lam, jac)
+
+    block = full if hessian == "full" else ggn
+
+    def body(acc, inputs):
+        return acc + block(*inputs), None
+
+    acc, _ = jax.lax.scan(body, jnp.zeros((flat.size, flat.size), flat.dtype), (xb, yb, wb))
+    return acc
+
+
+def laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, prior_precision: float,
+                      hessian: str = "full", batch_size: int = 32,
+                      min_eigenvalue: float | None = None) -> LaplacePosterior:
+    """Laplace approximation around ``params`` with the full Hessian or the GGN (module docstring).
+
+    Args:
+        params: the trained network (its MAP estimate), one network's pytree.
+        x: training inputs ``(N, ...)``, what ``apply_fn`` takes, finite.
+        y: integer labels ``(N,)`` in ``[0, classes)``.
+        apply_fn: ``apply_fn(params, x) -> logits (b, classes)`` (e.g.
+            :func:`symlib.core.cnn.optunet_apply`).
+        prior_precision: precision ``tau > 0`` of the isotropic Gaussian prior.
+        hessian: ``"full"`` or ``"ggn"``.
+        batch_size: examples per accumulation step, >= 1 (memory ~ ``batch_size * D``
+            activations for ``"full"``, ``batch_size * classes * D`` for ``"ggn"``).
+        min_eigenvalue: floor of the precision's eigenvalues, > 0; ``None``: ``prior_precision``.
+
+    Returns:
+        The :class:`LaplacePosterior`.
+
+    Raises:
+        ValueError: naming ``x``/``y`` (mismatched or not fitting the network),
+            ``prior_precision``, ``hessian``, ``batch_size``, ``min_eigenvalue`` or
+            ``params`` (non-finite) when invalid; or saying "nan/inf" when the computed
+            curvature is not finite.
+
+    Warns:
+        LaplaceWarning: when eigenvalues had to be raised (``num_clipped > 0``).
+    """
+    tau = positive_float(prior_precision, "prior_precision")
+    if hessian not in HESSIANS:
+        raise ValueError(f"hessian must be one of {HESSIANS}, got {hessian!r}")
+    batch_size = positive_int(batch_size, "batch_size")
+    floor = tau if min_eigenvalue is None else positive_float(min_eigenvalue, "min_eigenvalue")
+    check_finite_tree(params, "params")
+    _check_data(apply_fn, params, x, y, "params")
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    h = _curvature(params, x, y, apply_fn=apply_fn, hessian=hessian,
+                   batch_size=min(batch_size, x.shape[0]))
+    h = np.asarray(h, np.float64)
+    if not np.all(np.isfinite(h)):
+        raise ValueError(f"the {hessian} curvature has nan/inf entries: apply_fn gives non-finite logits or "
+                         "derivatives at params on x")
+    precision = (h + h.T) / 2 + tau * np.eye(h.shape[0])
+    lam, vec = np.linalg.eigh(precision)
+    clipped = int(np.sum(lam < floor - _CLIP_RTOL * np.max(np.abs(lam))))
+    if clipped:
+        warnings.warn(f"the {hessian} Laplace precision had {clipped} of {lam.size} eigenvalues below "
+                      f"{floor:g} (smallest {lam.min():.3g}); they were raised to {floor:g}", LaplaceWarning,
+                      stacklevel=2)
+    return LaplacePosterior(params, precision, np.maximum(lam, floor), vec, clipped, hessian, tau, int(x.shape[0]))
+
+
+def laplace_covariance(posterior: LaplacePosterior) -> np.ndarray:
+    """The ``(D, D)`` covariance ``V diag(1 / lambda) V^T`` of :func:`laplace_sample` (float64).
+
+    Args:
+        posterior: a :class:`LaplacePosterior`.
+
+    Returns:
+        The covariance in ``ravel_pytree`` order.
+    """
+    v, lam = posterior.eigenvectors, posterior.eigenvalues
+    return (v / lam) @ v.T
+
+
+def _check_sampling(key, num_samples, posterior, kind) -> int:
+    if not isinstance(posterior, kind):
+        raise TypeError(f"posterior must be a {kind.__name__}, got {type(posterior).__name__}")
+    check_key(key, "key")
+    return positive_int(num_samples, "num_samples")
+
+
+def laplace_sample(key: jax.Array, posterior: LaplacePosterior, num_samples: int) -> PyTree:
+    """Samples ``theta* + V diag(lambda)^{-1/2} z`` of a Laplace posterior.
+
+    Args:
+        key: ``jax.random`` key.
+        posterior: a :class:`LaplacePosterior`.
+        num_samples: samples to draw, >= 1.
+
+    Returns:
+        The samples in the network's pytree layout, stacked on a leading axis of size
+        ``num_samples`` (the dtype of the mean).
+
+    Raises:
+        ValueError: naming ``key`` or ``num_samples`` if invalid.
+        TypeError: if ``posterior`` is not a :class:`LaplacePosterior`.
+    """
+    num = _check_sampling(key, num_samples, posterior, LaplacePosterior)
+    mean, unravel = ravel_pytree(posterior.mean)
+    factor = jnp.asarray(posterior.eigenvectors / np.sqrt(posterior.eigenvalues), mean.dtype)
+    z = jax.random.normal(key, (num, mean.size), mean.dtype)
+    return jax.vmap(unravel)(mean + z @ factor.T)
+
+
+class KFACPosterior(NamedTuple):
+    """A matrix-normal posterior of the last dense layer (Kronecker-factored Laplace).
+
+    Attributes:
+        kernel: the layer's trained kernel ``(d, C)`` (the mean).
+        bias: its trained bias ``(C,)``, or ``None`` for a layer without bias.
+        a_factor: ``A = mean_i abar_i abar_i^T``, ``(d + 1, d + 1)`` (``(d, d)`` without bias).
+        g_factor: ``G = mean_i (diag(p_i) - p_i p_i^T)``, ``(C, C)``.
+        row_precision: ``sqrt(N) A + sqrt(tau) I``.
+        col_precision: ``sqrt(N) G + sqrt(tau) I``.
+        row_scale_tril: lower Cholesky factor of ``row_precision^{-1}``.
+        col_scale_tril: lower Cholesky factor of ``col_precision^{-1}``.
+        num_data: ``N``.
+        prior_precision: ``tau``.
+    """
+
+    kernel: jax.Array
+    bias: jax.Array | None
+    a_factor: np.ndarray
+    g_factor: np.ndarray
+    row_precision: np.ndarray
+    col_precision: np.ndarray
+    row_scale_tril: np.ndarray
+    col_scale_tril: np.ndarray
+    num_data: int
+    prior_precision: float
+
+
+def _inverse_cholesky(precision: np.ndarray, name: str) -> np.ndarray:
+    """Lower Cholesky factor of ``precision^{-1}`` (via the upper factor of the inverse)."""
+    try:
+        chol = np.linalg.cholesky(precision)
+    except np.linalg.LinAlgError as err:  # cannot happen for PSD factors plus a positive prior
+        raise ValueError(f"{name} is not positive definite") from err
+    inv = np.linalg.inv(chol)  # precision^{-1} = inv^T inv
+    return np.linalg.cholesky(inv.T @ inv)
+
+
+def last_layer_kfac(features: jax.Array, kernel: jax.Array, bias: jax.Array | None = None, *,
+                    prior_precision: float) -> KFACPosterior:
+    """Kronecker-factored Laplace posterior of the last dense layer (module docstring).
+
+    The predictive ``p_i = softmax(features_i @ kernel + bias)`` is computed here, so that
+    the curvature is taken at the layer's own parameters. For ResNet-18 the features are
+    the globally average-pooled output of the last stage (``head/kernel``, ``head/bias``).
+
+    Args:
+        features: the layer's inputs ``(N, d)`` on the training set, finite.
+        kernel: the trained kernel ``(d, C)``.
+        bias: the trained bias ``(C,)``, or ``None`` (then ``abar = a``, no appended 1).
+        prior_precision: precision ``tau > 0`` of the isotropic Gaussian prior.
+
+    Returns:
+        The :class:`KFACPosterior`.
+
+    Raises:
+        ValueError: naming ``features``, ``kernel``, ``bias`` or ``prior_precision`` when
+            shapes do not match or values are invalid.
+    """
+    tau = positive_float(prior_precision, "prior_precision")
+    a = np.asarray(features, np.float64)
+    w = np.asarray(kernel)
+    if a.ndim != 2 or a.shape[0] < 1:
+        raise ValueError(f"features must be (N, d) with N >= 1, got shape {a.shape}")
+    if w.ndim != 2 or w.shape[0] != a.shape[1]:
+        raise ValueError(f"kernel must be (d, C) with d = {a.shape[1]} (the features' width), got shape {w.shape}")
+    if bias is not None and np.shape(bias) != (w.shape[1],):
+        raise ValueError(f"bias must be (C,) = ({w.shape[1]},), got shape {np.shape(bias)}")
+    check_finite(a, "features")
+    check_finite(w, "kernel")
+    logits = a @ w + (0.0 if bias is None else np.asarray(bias, np.float64))
+    if bias is not None:
+        check_finite(bias, "bias")
+        a = np.concatenate([a, np.ones((a.shape[0], 1))], axis=1)
+    n = a.shape[0]
+    p = np.asarray(jax.nn.softmax(jnp.asarray(logits)), np.float64)
+    a_factor = a.T @ a / n
+    g_factor = np.diag(p.mean(axis=0)) - p.T @ p / n
+    row = np.sqrt(n) * a_factor + np.sqrt(tau) * np.eye(a.shape[1])
+    col = np.sqrt(n) * g_factor + np.sqrt(tau) * np.eye(w.shape[1])
+    return KFACPosterior(jnp.asarray(kernel), None if bias is None else jnp.asarray(bias), a_factor, g_factor,
+                         row, col, _inverse_cholesky(row, "row_precision"), _inverse_cholesky(col, "col_precision"),
+                         n, tau)
+
+
+def kfac_precision(posterior: KFACPosterior) -> np.ndarray:
+    """The dense precision ``row_precision kron col_precision`` of row-major ``vec(Wbar)`` (small layers only).
+
+    Args:
+        posterior: a :class:`KFACPosterior`.
+
+    Returns:
+        ``((d + 1) C, (d + 1) C)`` (``(d C, d C)`` without bias), index ``j * C + c`` for
+        ``Wbar[j, c]``, the bias being row ``d``.
+    """
+    return np.kron(posterior.row_precision, posterior.col_precision)
+
+
+def kfac_sample(key: jax.Array, posterior: KFACPosterior, num_samples: int) -> dict:
+    """Matrix-normal samples ``Wbar* + L_U Z L_V^T`` of the last layer.
+
+    Args:
+        key: ``jax.random`` key.
+        posterior: a :class:`KFACPosterior`.
+        num_samples: samples to draw, >= 1.
+
+    Returns:
+        ``{"kernel": (num_samples, d, C), "bias": (num_samples, C)}`` (no ``"bias"`` for a
+        layer without bias), the dtype of the kernel.
+
+    Raises:
+        ValueError: naming ``key`` or ``num_samples`` if invalid.
+        TypeError: if ``posterior`` is not a :class:`KFACPosterior`.
+    """
+    num = _check_sampling(key, num_samples, posterior, KFACPosterior)
+    dtype = posterior.kernel.dtype
+    lu = jnp.asarray(posterior.row_scale_tril, dtype)
+    lv = jnp.asarray(posterior.col_scale_tril, dtype)
+    z = jax.random.normal(key, (num,) + (lu.shape[0], lv.shape[0]), dtype)
+    noise = jnp.einsum("ij,njk,lk->nil", lu, z, lv)
+    d = posterior.kernel.shape[0]
+    out = {"kernel": posterior.kernel + noise[:, :d]}
+    if posterior.bias is not None:
+        out["bias"] = posterior.bias + noise[:, d]
+    return out

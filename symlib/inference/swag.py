@@ -1,0 +1,375 @@
+"""SWAG: stochastic weight averaging Gaussian (Maddox et al. 2019), diagonal plus low rank.
+
+Maddox, Garipov, Izmailov, Vetrov and Wilson, "A Simple Baseline for Bayesian Uncertainty
+in Deep Learning" (NeurIPS 2019). Starting from a trained network, SGD goes on with a
+high learning rate and ``K`` snapshots ``theta_1..theta_K`` of the parameters are taken at
+regular intervals. With ``D`` the number of parameters (flattened with
+``jax.flatten_util.ravel_pytree``) the Gaussian posterior estimate is
+
+    mean      theta_bar = (1/K) sum_k theta_k
+    diagonal  Sigma_diag = diag((1/K) sum_k theta_k^2 - theta_bar^2)   (clipped at 0)
+    low rank  Dhat = the (R, D) matrix of the last R deviations theta_k - theta_bar
+
+and a sample is (Maddox et al.'s Eq. (2) and their code, ``scale`` multiplying the
+covariance, i.e. ``sqrt(scale)`` the deviation)::
+
+    theta = theta_bar + sqrt(scale) * ( Sigma_diag^{1/2} z1 / sqrt(2) + Dhat^T z2 / sqrt(2 (R - 1)) ),
+    z1 ~ N(0, I_D),  z2 ~ N(0, I_R),
+
+so that ``Cov(theta) = scale * (Sigma_diag / 2 + Dhat^T Dhat / (2 (R - 1)))``. With
+``rank = 0`` (SWAG-diagonal) the low-rank term is left out and the diagonal is not halved:
+``theta = theta_bar + sqrt(scale) Sigma_diag^{1/2} z1``. Laurent et al. (ICLR 2024) sample
+with ``scale = 0.1`` and ``R = K = 20``.
+
+The deviations are taken from the final mean ``theta_bar`` of all snapshots (the sample
+covariance of the snapshots is then ``Dhat^T Dhat / (K - 1)`` when ``R = K``); Maddox et
+al.'s online implementation uses the running mean at the time of each snapshot instead,
+which only matters while the mean still drifts.
+
+:func:`fit_swag` runs the SGD phase with the MAP objective and minibatch loop of
+:mod:`symlib.inference.training` (:func:`~symlib.inference.training.map_objective`,
+:func:`~symlib.inference.training.epoch_steps`): plain SGD (optionally with momentum) on
+``mean CE + ||W||^2 / (2 prior_std^2 N)``, the learning rate ramped linearly from
+``start_learning_rate`` to ``learning_rate`` over the first ``ramp_epochs`` epochs and
+then held, and one snapshot at the end of every ``snapshot_every``-th epoch, the last at
+the final epoch. :func:`swag_from_snapshots` builds the posterior from any stack of
+snapshots.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.flatten_util import ravel_pytree
+
+from symlib.core.checks import check_finite_tree, check_key, positive_float, positive_int
+from symlib.core.models import mlp_apply
+from symlib.inference.training import (TrainConfig, _check_fit, _epoch_bar, _report_epoch, epoch_steps,
+                                       learning_rate_at)
+from symlib.core.progress import progress_enabled
+
+__all__ = ["SWAGConfig", "SWAGPosterior", "fit_swag", "swag_from_snapshots", "swag_sample", "swag_covariance",
+           "stacked_leading_axis"]
+
+PyTree = Any
+
+
+class SWAGConfig(NamedTuple):
+    """Hyper-parameters of the SWAG phase (a hashable static argument of the compiled loop).
+
+    Attributes:
+        epochs: passes over the training set after the trained network (Laurent et al.:
+            twice the MAP training, 120 for OptuNet).
+        batch_size: examples per minibatch (the last incomplete batch is dropped).
+        learning_rate: the (high) learning rate held after the ramp.
+        start_learning_rate: learning rate at the first step; the rate moves linearly to
+            ``learning_rate`` over ``ramp_epochs`` epochs. ``None``: ``learning_rate``
+            (no ramp).
+        ramp_epochs: epochs of the linear ramp (0: none).
+        momentum: SGD momentum in ``[0, 1)``.
+        prior_std: standard deviation of the Gaussian prior of the MAP objective
+            (weight decay ``1 / (prior_std^2 N)``, as in :class:`TrainConfig`).
+        num_snapshots: snapshots ``K`` (Laurent et al.: 20).
+        rank: deviations kept for the low-rank term, ``0`` (diagonal only) or in
+            ``2..num_snapshots`` (Laurent et al.: 20).
+        scale: default sampling scale of :func:`swag_sample` (Laurent et al.: 0.1).
+        snapshot_every: epochs between snapshots; ``None``: ``epochs // num_snapshots``.
+            The last snapshot is taken after the final epoch, the first after epoch
+            ``epochs - (num_snapshots - 1) * snapshot_every`` (counting from 1).
+        augment: ``None`` or ``"crop"``, as for :class:`TrainConfig`.
+        crop_fill: padded pixel value of ``"crop"``, as for :class:`TrainConfig`.
+    """
+
+    epochs: int
+    batch_size: int
+    learning_rate: float
+    start_learning_rate: float | None = None
+    ramp_epochs: int = 0
+    momentum: float = 0.0
+    prior_std: float = 1.0
+    num_snapshots: int = 20
+    rank: int = 20
+    scale: float = 0.1
+    snapshot_every: int | None = None
+    augment: str | None = None
+    crop_fill: float = 0.0
+
+    @classmethod
+    def from_train(cls, train: TrainConfig, ramp_epochs: int = 0, epochs_factor: int = 2,
+                   num_snapshots: int = 20, rank: int = 20, scale: float = 0.1) -> "SWAGConfig":
+        """Laurent et al.'s SWAG phase after a :class:`TrainConfig` run.
+
+        The SWAG phase lasts ``epochs_factor * train.epochs`` epochs with the run's batch size,
+        momentum, prior and augmentation; its learning rate ramps linearly from the rate of the
+        run's last epoch (:func:`~symlib.inference.training.learning_rate_at`) up to the run's
+        initial rate over ``ramp_epochs`` epochs (the ramp's length is not given in the paper).
+
+        Args:
+            train: the MAP training configuration (SGD).
+            ramp_epochs: epochs of the linear ramp.
+            epochs_factor: length of the SWAG phase in units of ``train.epochs``.
+            num_snapshots: snapshots ``K``.
+            rank: low rank ``R``.
+            scale: sampling scale.
+
+        Returns:
+            The :class:`SWAGConfig`.
+        """
+        epochs = positive_int(epochs_factor, "epochs_factor") * train.epochs
+        return cls(epochs, train.batch_size, train.learning_rate,
+                   float(learning_rate_at(train, train.epochs - 1)), ramp_epochs, train.momentum,
+                   train.prior_std, num_snapshots, rank, scale, None, train.augment, train.crop_fill)
+
+    def interval(self) -> int:
+        """Epochs between snapshots (``snapshot_every`` or ``epochs // num_snapshots``)."""
+        return self.snapshot_every if self.snapshot_every is not None else self.epochs // self.num_snapshots
+
+    def train_config(self) -> TrainConfig:
+        """The :class:`TrainConfig` with the fields shared with the MAP loop (SGD)."""
+        return TrainConfig(self.epochs, self.batch_size, self.learning_rate, self.prior_std, "sgd", self.momentum,
+                           augment=self.augment, crop_fill=self.crop_fill)
+
+
+class SWAGPosterior(NamedTuple):
+    """A SWAG posterior estimate.
+
+    Attributes:
+        mean: the snapshots' mean ``theta_bar`` in the network's pytree layout.
+        variance: the diagonal ``Sigma_diag`` in the same layout (>= 0).
+        deviations: ``(R, D)`` rows ``theta_k - theta_bar`` of the last ``R`` snapshots, in
+            ``ravel_pytree(mean)`` order (``(0, D)`` for ``rank = 0``).
+        scale: default sampling scale.
+        num_snapshots: snapshots ``K`` the estimate was built from.
+        epoch_losses: mean objective of every SWAG epoch (:func:`fit_swag`), else ``None``.
+    """
+
+    mean: PyTree
+    variance: PyTree
+    deviations: jax.Array
+    scale: float
+    num_snapshots: int
+    epoch_losses: jax.Array | None = None
+
+
+def stacked_leading_axis(stack: PyTree, name: str) -> int:
+    """The common leading axis of a stacked pytree (``jax.vmap`` layout).
+
+    Args:
+        stack: a pytree of arrays, each with the same leading (sample) axis.
+        name: how error messages call it.
+
+    Returns:
+        The length of the leading axis.
+
+    Raises:
+        ValueError: naming ``name`` if it holds no arrays, a leaf is a scalar, or the
+            leaves disagree on the leading axis.
+    """
+    leaves = jax.tree_util.tree_leaves(stack)
+    if not leaves:
+        raise ValueError(f"{name} holds no arrays")
+    if any(np.ndim(a) < 1 for a in leaves):
+        raise ValueError(f"{name} must be stacked: every leaf needs a leading axis, found a scalar leaf")
+    lead = {np.shape(a)[0] for a in leaves}
+    if len(lead) != 1:
+        raise ValueError(f"{name} must be stacked: the leaves disagree on the leading axis, got sizes {sorted(lead)}")
+    return lead.pop()
+
+
+def _check_rank(rank, num_snapshots: int) -> int:
+    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 0 or rank == 1 \
+            or rank > num_snapshots:
+        raise ValueError(f"rank must be 0 (diagonal) or in 2..{num_snapshots} (the number of snapshots), got {rank!r}")
+    return int(rank)
+
+
+def swag_from_snapshots(snapshots: PyTree, rank: int, scale: float = 0.1) -> SWAGPosterior:
+    """The SWAG posterior of a stack of parameter snapshots (see the module docstring).
+
+    Args:
+        snapshots: ``K`` snapshots stacked on a leading axis of every leaf (the layout of
+            ``jax.vmap``), ``K >= 2``, finite.
+        rank: deviations kept, ``0`` (diagonal SWAG) or in ``2..K`` (the last ``rank``
+            snapshots' deviations).
+        scale: default sampling scale, > 0.
+
+    Returns:
+        The :class:`SWAGPosterior`.
+
+    Raises:
+        ValueError: naming ``snapshots`` if it is not a stack of at least 2 finite
+            snapshots, ``rank`` if out of range, ``scale`` if not positive.
+    """
+    k = stacked_leading_axis(snapshots, "snapshots")
+    if k < 2:
+        raise ValueError(f"snapshots must hold at least 2 snapshots on the leading axis, got {k}")
+    check_finite_tree(snapshots, "snapshots")
+    rank = _check_rank(rank, k)
+    scale = positive_float(scale, "scale")
+    flat = jax.vmap(lambda t: ravel_pytree(t)[0])(snapshots)
+    _, unravel = ravel_pytree(jax.tree_util.tree_map(lambda a: a[0], snapshots))
+    mean = jnp.mean(flat, axis=0)
+    variance = jnp.clip(jnp.mean(flat**2, axis=0) - mean**2, 0.0)
+    deviations = flat[k - rank:] - mean
+    return SWAGPosterior(unravel(mean), unravel(variance), deviations, scale, k)
+
+
+def _check_posterior(posterior: SWAGPosterior) -> None:
+    if not isinstance(posterior, SWAGPosterior):
+        raise TypeError(f"posterior must be a SWAGPosterior, got {type(posterior).__name__}")
+
+
+def swag_covariance(posterior: SWAGPosterior, scale: float | None = None) -> jax.Array:
+    """The dense ``(D, D)`` covariance of :func:`swag_sample`'s samples (small networks only).
+
+    Args:
+        posterior: the SWAG posterior.
+        scale: sampling scale; ``None``: ``posterior.scale``.
+
+    Returns:
+        ``scale * (diag(Sigma_diag) / 2 + Dhat^T Dhat / (2 (R - 1)))`` in ``ravel_pytree`` order
+        (``scale * diag(Sigma_diag)`` for ``R = 0``).
+
+    Raises:
+        ValueError: if ``scale`` is not positive.
+    """
+    _check_posterior(posterior)
+    scale = posterior.scale if scale is None else positive_float(scale, "scale")
+    var = ravel_pytree(posterior.variance)[0]
+    r = posterior.deviations.shape[0]
+    if r == 0:
+        return scale * jnp.diag(var)
+    dev = posterior.deviations
+    return scale * (jnp.diag(var) / 2 + dev.T @ dev / (2 * (r - 1)))
+
+
+def swag_sample(key: jax.Array, posterior: SWAGPosterior, num_samples: int, scale: float | None = None) -> PyTree:
+    """Samples of a SWAG posterior (formula in the module docstring).
+
+    Args:
+        key: ``jax.random`` key.
+        posterior: the SWAG posterior.
+        num_samples: samples to draw, >= 1.
+        scale: multiplies the covariance (``sqrt(scale)`` the deviation from the mean);
+            ``None``: ``posterior.scale``.
+
+    Returns:
+        The samples in the network's pytree layout, stacked on a leading axis of size
+        ``num_samples``.
+
+    Raises:
+        ValueError: naming ``key``, ``num_samples`` or ``scale`` if invalid.
+        TypeError: if ``posterior`` is not a :class:`SWAGPosterior`.
+    """
+    _check_posterior(posterior)
+    check_key(key, "key")
+    num = positive_int(num_samples, "num_samples")
+    scale = posterior.scale if scale is None else positive_float(scale, "scale")
+    mean, unravel = ravel_pytree(posterior.mean)
+    std = jnp.sqrt(ravel_pytree(posterior.variance)[0])
+    dev = posterior.deviations
+    r = dev.shape[0]
+    k1, k2 = jax.random.split(key)
+    z1 = jax.random.normal(k1, (num, mean.size), mean.dtype)
+    if r == 0:
+        draws = std * z1
+    else:
+        z2 = jax.random.normal(k2, (num, r), mean.dtype)
+        draws = std * z1 / np.sqrt(2.0) + z2 @ dev / np.sqrt(2.0 * (r - 1))
+    return jax.vmap(unravel)(mean + np.sqrt(scale) * draws)
+
+
+def _check_config(cfg: SWAGConfig) -> None:
+    """Raise ``ValueError`` naming the SWAG-specific field of ``cfg`` that is invalid."""
+    if not isinstance(cfg, SWAGConfig):
+        raise TypeError(f"cfg must be a SWAGConfig, got {type(cfg).__name__}")
+    k = positive_int(cfg.num_snapshots, "num_snapshots")
+    if k < 2:
+        raise ValueError(f"num_snapshots must be at least 2, got {k}")
+    _check_rank(cfg.rank, k)
+    positive_float(cfg.scale, "scale")
+    if cfg.start_learning_rate is not None:
+        positive_float(cfg.start_learning_rate, "start_learning_rate")
+    if isinstance(cfg.ramp_epochs, bool) or not isinstance(cfg.ramp_epochs, (int, np.integer)) \
+            or not 0 <= cfg.ramp_epochs <= cfg.epochs:
+        raise ValueError(f"ramp_epochs must be an integer in 0..epochs={cfg.epochs}, got {cfg.ramp_epochs!r}")
+    every = cfg.interval()
+    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1 \
+            or (k - 1) * every >= cfg.epochs:
+        raise ValueError(f"snapshot_every={cfg.snapshot_every!r} (interval {every}) must be a positive integer with "
+                         f"(num_snapshots - 1) * snapshot_every < epochs = {cfg.epochs}")
+
+
+def _swag_optimizer(cfg: SWAGConfig, steps_per_epoch: int) -> optax.GradientTransformation:
+    """SGD with the linear ramp of ``cfg`` (then a constant rate)."""
+    start = cfg.learning_rate if cfg.start_learning_rate is None else cfg.start_learning_rate
+    ramp = cfg.ramp_epochs * steps_per_epoch
+    schedule = optax.linear_schedule(start, cfg.learning_rate, ramp) if ramp else cfg.learning_rate
+    return optax.sgd(schedule, momentum=cfg.momentum or None)
+
+
+def _swag_run(params0, key, x, y, cfg: SWAGConfig, apply_fn, progress: bool):
+    train = cfg.train_config()
+    opt = _swag_optimizer(cfg, x.shape[0] // cfg.batch_size)
+    run_epoch = epoch_steps(x, y, train, opt, apply_fn)
+    flat0 = ravel_pytree(params0)[0]
+    k, every = cfg.num_snapshots, cfg.interval()
+    first = cfg.epochs - 1 - (k - 1) * every  # 0-based epoch of the first snapshot
+
+    def epoch(carry, inputs):
+        index, epoch_key = inputs
+        state, snaps = carry
+        state, losses, _ = run_epoch(state, epoch_key)
+        take = (index >= first) & ((index - first) % every == 0)
+        slot = jnp.clip((index - first) // every, 0, k - 1)
+        snaps = jax.lax.cond(take, lambda s: s.at[slot].set(ravel_pytree(state[0])[0]), lambda s: s, snaps)
+        if progress:
+            jax.debug.callback(_report_epoch, index, jnp.mean(losses))
+        return (state, snaps), jnp.mean(losses)
+
+    carry0 = ((params0, opt.init(params0)), jnp.zeros((k, flat0.size), flat0.dtype))
+    (_, snaps), losses = jax.lax.scan(epoch, carry0, (jnp.arange(cfg.epochs), jax.random.split(key, cfg.epochs)))
+    return snaps, losses
+
+
+_swag_run_jit = jax.jit(_swag_run, static_argnames=("cfg", "apply_fn", "progress"))
+
+
+def fit_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg: SWAGConfig, *,
+             apply_fn=mlp_apply, progress: bool | None = False) -> SWAGPosterior:
+    """Run the SWAG phase from a trained network and build the posterior (module docstring).
+
+    Args:
+        key: ``jax.random`` key deciding the minibatch order (and crops) of every epoch.
+        params0: the trained network (e.g. a MAP fit of
+            :func:`~symlib.inference.training.fit_map`).
+        x: training inputs, as for :func:`~symlib.inference.training.fit_map`.
+        y: integer training labels ``(n,)``.
+        cfg: the SWAG configuration.
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network (default
+            :func:`~symlib.core.models.mlp_apply`); a static argument of the compiled loop.
+        progress: show a ``"train"`` progress bar over the epochs; ``None``: on a terminal.
+
+    Returns:
+        The :class:`SWAGPosterior` of the ``cfg.num_snapshots`` snapshots, rank
+        ``cfg.rank``, scale ``cfg.scale``, with the epochs' mean objectives in
+        ``epoch_losses``.
+
+    Raises:
+        ValueError: naming the argument or field of ``cfg`` that is invalid (data that do
+            not fit the network, a bad key, a snapshot schedule that does not fit in
+            ``epochs``, ``rank`` out of range, ...).
+        TypeError: if ``cfg`` is not a :class:`SWAGConfig`.
+    """
+    _check_config(cfg)
+    _check_fit(apply_fn, params0, x, y, cfg.train_config(), 0)
+    check_key(key, "key")
+    show = progress_enabled(progress)
+    with _epoch_bar(cfg.epochs, show):
+        snaps, losses = _swag_run_jit(params0, key, x, y, cfg, apply_fn, show)
+    _, unravel = ravel_pytree(params0)
+    post = swag_from_snapshots(jax.vmap(unravel)(snaps), cfg.rank, cfg.scale)
+    return post._replace(epoch_losses=losses)
