@@ -1,6 +1,8 @@
-"""symlib.inference: MAP training of many networks at once, deep ensembles, mean-field
-variational inference (Bayes by backprop), full-batch HMC (BlackJAX; multi-chain, sharded,
-resumable) and its diagnostics."""
+"""symlib.inference: MAP training of many networks at once, deep ensembles and multi-mode
+sampling, MC dropout (last-layer masks, in training and as weight-space samples), mean-field
+variational inference (Bayes by backprop), SGHMC (BlackJAX, minibatches), full-batch HMC
+(BlackJAX; multi-chain, sharded, resumable) and its diagnostics. Every sampler returns its
+samples in the network's pytree layout, stacked on a leading axis."""
 from symlib.inference.training import (  # noqa: F401
     AUGMENTATIONS,
     CROP_PADDING,
@@ -22,6 +24,17 @@ from symlib.inference.ensembles import (  # noqa: F401
     EnsembleResult,
     member_keys,
     train_ensemble,
+    multi_mode_samples,
+)
+from symlib.inference.dropout import (  # noqa: F401
+    LAURENT_OPTUNET_DROPOUT,
+    DropoutApply,
+    check_rate,
+    check_dropout_layer,
+    dropout_masks,
+    dropout_apply,
+    fit_dropout,
+    dropout_samples,
 )
 from symlib.inference.vi import (  # noqa: F401
     DEFAULT_STD_INIT,
@@ -33,7 +46,16 @@ from symlib.inference.vi import (  # noqa: F401
     VIResult,
     fit_vi,
     categorical_loglik,
+    CategoricalLogLik,
+    categorical_loglik_fn,
+    check_loglik,
     fit_mlp_vi,
+)
+from symlib.inference.sgmcmc import (  # noqa: F401
+    LAURENT_SGHMC,
+    SGHMCResult,
+    sghmc_schedule,
+    run_sghmc,
 )
 from symlib.inference.hmc import (  # noqa: F401
     SAMPLER_VERSION,
@@ -76,6 +98,15 @@ __all__ = [
     "EnsembleResult",
     "member_keys",
     "train_ensemble",
+    "multi_mode_samples",
+    "LAURENT_OPTUNET_DROPOUT",
+    "DropoutApply",
+    "check_rate",
+    "check_dropout_layer",
+    "dropout_masks",
+    "dropout_apply",
+    "fit_dropout",
+    "dropout_samples",
     "DEFAULT_STD_INIT",
     "DEFAULT_PRIOR_VAR",
     "inverse_softplus",
@@ -85,7 +116,14 @@ __all__ = [
     "VIResult",
     "fit_vi",
     "categorical_loglik",
+    "CategoricalLogLik",
+    "categorical_loglik_fn",
+    "check_loglik",
     "fit_mlp_vi",
+    "LAURENT_SGHMC",
+    "SGHMCResult",
+    "sghmc_schedule",
+    "run_sghmc",
     "SAMPLER_VERSION",
     "CorruptRunError",
     "HMCConfig",
