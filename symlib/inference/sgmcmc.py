@@ -48,7 +48,13 @@ every weight by a running estimate of its squared gradient and puts a Gamma
 hyper-prior (``alpha0 = beta0 = 10``) on the prior precision; neither is reproduced
 here (a fixed isotropic Gaussian prior, no preconditioning), so the paper's step size
 can be unstable on the full data set: with ``N`` examples the curvature of ``log p(W | D)``
-grows with ``N``, and ``step_size`` may have to shrink accordingly.
+grows with ``N``, and ``step_size`` may have to shrink accordingly. On OptuNet with 5,000
+MNIST images (batch 64, friction 0.05, prior std 0.1), ``step_size=1e-2`` diverged and
+``1e-3`` did not.
+
+Cost: a draw takes ``num_integration_steps`` gradient evaluations on its minibatch, so an
+epoch of SGHMC costs that many epochs of SGD (OptuNet, 5,000 images, 5 epochs, 2 CPU
+cores: about 115 s with the default 50 steps, 16 s with 10).
 """
 from __future__ import annotations
 
