@@ -243,3 +243,22 @@ def test_neg_elbo_is_neg_elbo_from_the_key_s_noise():
         b = model.neg_elbo_from_noise(eps, categorical_loglik, x, y, 100, 0.5)
         np.testing.assert_array_equal(a[0], b[0])
         np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_bayes_by_backprop_of_optunet_through_categorical_loglik_fn():
+    """Laurent et al.'s BNN on OptuNet: 3 ELBO samples, no weight decay (the prior is the KL term)."""
+    from symlib.core.cnn import optunet_apply, optunet_init
+    from symlib.core.losses import nll
+    from symlib.inference.vi import categorical_loglik_fn
+
+    x = jax.random.normal(jax.random.key(0), (64, 28, 28, 1))
+    y = jax.random.randint(jax.random.key(1), (64,), 0, 10)
+    loglik = categorical_loglik_fn(optunet_apply)
+    assert loglik == categorical_loglik_fn(optunet_apply)  # equal: one compiled loop
+    params = optunet_init(jax.random.key(2))
+    res = fit_vi(jax.random.key(3), params, loglik, x, y, epochs=2, batch_size=16, learning_rate=1e-2, num_mc=3)
+    assert jax.tree_util.tree_structure(res.mu) == jax.tree_util.tree_structure(params)
+    assert res.elbo_history.shape == (2,) and np.isfinite(res.elbo_history).all()
+    np.testing.assert_allclose(loglik(params, x, y), -64 * nll(optunet_apply(params, x), y), rtol=1e-5)
+    with pytest.raises(ValueError, match="y"):  # labels checked against OptuNet's 10 classes
+        fit_vi(jax.random.key(3), params, loglik, x, y + 10, epochs=1, batch_size=16, learning_rate=1e-2)

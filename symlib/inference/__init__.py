@@ -1,7 +1,9 @@
-"""symlib.inference: MAP training of many networks at once, deep ensembles, mean-field
+"""symlib.inference: MAP training of many networks at once, deep ensembles and multi-mode
+sampling, MC dropout (last-layer masks, in training and as weight-space samples), mean-field
 variational inference (Bayes by backprop), SWAG (diagonal + low rank), Laplace
-approximations (full Hessian or GGN; last-layer KFAC), full-batch HMC (BlackJAX;
-multi-chain, sharded, resumable) and its diagnostics."""
+approximations (full Hessian or GGN; last-layer KFAC), SGHMC (BlackJAX, minibatches),
+full-batch HMC (BlackJAX; multi-chain, sharded, resumable) and its diagnostics. Every
+sampler returns its samples in the network's pytree layout, stacked on a leading axis."""
 from symlib.inference.training import (  # noqa: F401
     AUGMENTATIONS,
     CROP_PADDING,
@@ -24,6 +26,17 @@ from symlib.inference.ensembles import (  # noqa: F401
     EnsembleResult,
     member_keys,
     train_ensemble,
+    multi_mode_samples,
+)
+from symlib.inference.dropout import (  # noqa: F401
+    LAURENT_OPTUNET_DROPOUT,
+    DropoutApply,
+    check_rate,
+    check_dropout_layer,
+    dropout_masks,
+    dropout_apply,
+    fit_dropout,
+    dropout_samples,
 )
 from symlib.inference.vi import (  # noqa: F401
     DEFAULT_STD_INIT,
@@ -35,6 +48,9 @@ from symlib.inference.vi import (  # noqa: F401
     VIResult,
     fit_vi,
     categorical_loglik,
+    CategoricalLogLik,
+    categorical_loglik_fn,
+    check_loglik,
     fit_mlp_vi,
 )
 from symlib.inference.swag import (  # noqa: F401
@@ -57,6 +73,11 @@ from symlib.inference.laplace import (  # noqa: F401
     laplace_posterior,
     laplace_sample,
     last_layer_kfac,
+from symlib.inference.sgmcmc import (  # noqa: F401
+    LAURENT_SGHMC,
+    SGHMCResult,
+    sghmc_schedule,
+    run_sghmc,
 )
 from symlib.inference.hmc import (  # noqa: F401
     SAMPLER_VERSION,
@@ -100,6 +121,15 @@ __all__ = [
     "EnsembleResult",
     "member_keys",
     "train_ensemble",
+    "multi_mode_samples",
+    "LAURENT_OPTUNET_DROPOUT",
+    "DropoutApply",
+    "check_rate",
+    "check_dropout_layer",
+    "dropout_masks",
+    "dropout_apply",
+    "fit_dropout",
+    "dropout_samples",
     "DEFAULT_STD_INIT",
     "DEFAULT_PRIOR_VAR",
     "inverse_softplus",
@@ -109,6 +139,9 @@ __all__ = [
     "VIResult",
     "fit_vi",
     "categorical_loglik",
+    "CategoricalLogLik",
+    "categorical_loglik_fn",
+    "check_loglik",
     "fit_mlp_vi",
     "SWAGConfig",
     "SWAGPosterior",
@@ -127,6 +160,10 @@ __all__ = [
     "laplace_posterior",
     "laplace_sample",
     "last_layer_kfac",
+    "LAURENT_SGHMC",
+    "SGHMCResult",
+    "sghmc_schedule",
+    "run_sghmc",
     "SAMPLER_VERSION",
     "CorruptRunError",
     "HMCConfig",

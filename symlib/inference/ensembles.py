@@ -5,13 +5,18 @@ Member ``i`` gets its own key ``jax.random.split(key, K)[i]``, which (exactly as
 deciding its minibatch order, so members differ both in initialisation and in the
 order they see the data, and member ``i`` is (up to floating-point differences of
 ``vmap``) the network ``train_mlp(jax.random.split(key, K)[i], sizes, x, y, cfg)``.
+
+:func:`multi_mode_samples` pools the samples of a single-mode method around each of
+several trained networks (Laurent et al.'s multi-mode methods).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from symlib.core.checks import positive_int
 from symlib.core.models import Params, check_sizes, mlp_init
@@ -70,3 +75,51 @@ def train_ensemble(key: jax.Array, sizes: Sequence[int], x, y, cfg: TrainConfig,
     params0 = jax.vmap(lambda k: mlp_init(k, sizes))(init_keys)
     params, losses = fit_map_many(params0, data_keys, x, y, cfg)
     return EnsembleResult(params, losses)
+
+
+def multi_mode_samples(key: jax.Array, sample_fn: Callable[[jax.Array, Params, int], Params], modes: Params,
+                       samples_per_mode: int) -> Params:
+    """A single-mode method applied to each of ``M`` networks: the "multi-" methods of Laurent et al.
+
+    Laurent et al. (ICLR 2024, Sec. 4) apply a single-mode posterior approximation
+    (dropout, Bayes by backprop, SWAG, Laplace) around each of 10 independently trained
+    networks and pool 10 samples of each (100 in all). Mode ``m`` (``modes``' ``m``-th
+    network) is sampled with ``sample_fn(jax.random.split(key, M)[m], mode_m, samples_per_mode)``,
+    one mode after the other (``sample_fn`` need not be ``vmap``-able).
+
+    Args:
+        key: ``jax.random`` key, split into one key per mode.
+        sample_fn: ``sample_fn(key, params, num_samples)`` -> ``num_samples`` networks stacked
+            on a leading axis (e.g. ``partial(dropout_samples, rate=0.2)``, or a lambda
+            around :func:`symlib.inference.sgmcmc.run_sghmc` returning its ``.samples``).
+        modes: ``M`` networks stacked on a leading axis (e.g. :func:`symlib.inference.training.train_many`).
+        samples_per_mode: samples drawn around each mode.
+
+    Returns:
+        ``M * samples_per_mode`` networks stacked on a leading axis, mode-major: samples
+        ``m * samples_per_mode`` to ``(m + 1) * samples_per_mode - 1`` come from mode ``m``.
+
+    Raises:
+        ValueError: naming ``modes`` if it is not a stack of networks, ``samples_per_mode``
+            or ``key`` if invalid, or ``sample_fn`` if it does not return
+            ``samples_per_mode`` networks in the layout of one mode.
+    """
+    samples_per_mode = positive_int(samples_per_mode, "samples_per_mode")
+    leaves, treedef = jax.tree_util.tree_flatten(modes)
+    lead = {np.shape(a)[:1] for a in leaves}
+    if not leaves or len(lead) != 1 or () in lead:
+        raise ValueError(f"modes must be networks stacked on a leading axis of every leaf, got leading axes {lead}")
+    (num_modes,), = lead
+    check_key(key, "key")
+    keys = jax.random.split(key, num_modes)
+    draws = []
+    for m in range(num_modes):
+        mode = jax.tree_util.tree_unflatten(treedef, [a[m] for a in leaves])
+        out = sample_fn(keys[m], mode, samples_per_mode)
+        got = [np.shape(a) for a in jax.tree_util.tree_leaves(out)]
+        if jax.tree_util.tree_structure(out) != treedef or got != [(samples_per_mode,) + np.shape(a)[1:]
+                                                                   for a in leaves]:
+            raise ValueError(f"sample_fn must return {samples_per_mode} networks stacked like one mode; for mode {m} "
+                             f"it returned shapes {jax.tree_util.tree_map(np.shape, out)}")
+        draws.append(out)
+    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs, axis=0), *draws)

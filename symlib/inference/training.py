@@ -19,6 +19,11 @@ last incomplete batch is dropped) and, with ``TrainConfig.augment="crop"``, the 
 crops of every step (:func:`random_crop`; images only). :func:`train_many` initialises
 ``K`` networks with ``vmap(init_fn)`` and trains them at once. :func:`fit_map` can show a progress bar over the
 epochs (:func:`symlib.core.progress.progress_bar`, on a terminal or when asked).
+
+A random network can stand in for ``apply_fn`` in the objective: ``stochastic_apply(params, x,
+key) -> logits`` (e.g. dropout, :func:`symlib.inference.dropout.dropout_apply`) gets a fresh
+key at every step, a child of the epoch's key that leaves the minibatch order and the
+crops as they are.
 """
 from __future__ import annotations
 
@@ -333,21 +338,22 @@ def _check_fit(apply_fn, params0: Params, x, y, cfg: TrainConfig, batch_dims: in
 _EPOCH_BARS: list = []
 
 
-def _report_epoch(epoch, loss) -> None:
-    """Host callback at the end of every epoch: advance the bar, show the objective."""
+def _report_epoch(epoch, loss=None) -> None:
+    """Host callback at the end of every epoch: advance the bar, show the objective (if given)."""
     if _EPOCH_BARS:
         bar = _EPOCH_BARS[-1]
-        bar.set_postfix(objective=f"{float(loss):.4f}", refresh=False)
+        if loss is not None:
+            bar.set_postfix(objective=f"{float(loss):.4f}", refresh=False)
         bar.update(int(epoch) + 1 - bar.n)
 
 
 @contextlib.contextmanager
-def _epoch_bar(epochs: int, enabled: bool) -> Iterator[None]:
-    """A ``"train"`` progress bar over ``epochs`` that :func:`_report_epoch` updates."""
+def _epoch_bar(epochs: int, enabled: bool, desc: str = "train") -> Iterator[None]:
+    """A progress bar (label ``desc``) over ``epochs`` that :func:`_report_epoch` updates."""
     if not enabled:
         yield
         return
-    bar = progress_bar(epochs, "train", enabled=True, unit="epoch")
+    bar = progress_bar(epochs, desc, enabled=True, unit="epoch")
     _EPOCH_BARS.append(bar)
     try:
         yield
@@ -357,7 +363,8 @@ def _epoch_bar(epochs: int, enabled: bool) -> Iterator[None]:
         bar.close()
 
 
-def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply_fn=mlp_apply, observe=None):
+def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply_fn=mlp_apply, observe=None,
+                stochastic_apply=None):
     """One epoch of minibatch optimisation of :func:`map_objective`, for use inside compiled loops.
 
     The minibatches are a permutation of the ``n`` examples drawn from the epoch's key
@@ -373,6 +380,9 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
         opt: the optax optimiser (its schedule counts steps).
         apply_fn: ``apply_fn(params, x) -> logits`` of one network.
         observe: optional ``observe(params_before, params_after)``, evaluated every step.
+        stochastic_apply: optional ``stochastic_apply(params, x, key) -> logits`` used for
+            training instead of ``apply_fn`` (e.g. MC dropout), with a fresh key per step
+            (a child of the epoch's key).
 
     Returns:
         ``run(carry, key) -> (carry, losses, seen)``, ``carry = (params, opt_state)``,
@@ -383,35 +393,38 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
     steps = n // cfg.batch_size
     loss_grad = jax.value_and_grad(map_objective)
 
-    def batch(inputs):
-        if cfg.augment is None:
-            return x[inputs], y[inputs]
-        idx, crop_key = inputs
+    def batch(idx, crop_key):
+        if crop_key is None:
+            return x[idx], y[idx]
         return random_crop(crop_key, x[idx], fill=cfg.crop_fill), y[idx]
 
     def step(carry, inputs):
         params, state = carry
-        loss, grads = loss_grad(params, *batch(inputs), n, cfg.prior_std, apply_fn)
+        idx, crop_key, noise_key = inputs
+        fn = apply_fn if noise_key is None else (lambda p, xb: stochastic_apply(p, xb, noise_key))
+        loss, grads = loss_grad(params, *batch(idx, crop_key), n, cfg.prior_std, fn)
         updates, state = opt.update(grads, state, params)
         new = optax.apply_updates(params, updates)
         return (new, state), (loss if observe is None else (loss, observe(params, new)))
 
     def run(carry, key):
         order = jax.random.permutation(key, n)[: steps * cfg.batch_size].reshape(steps, cfg.batch_size)
-        if cfg.augment is not None:  # the epoch's permutation key is left as it was; crops use a child
-            order = (order, jax.random.split(jax.random.fold_in(key, 1), steps))
-        carry, out = jax.lax.scan(step, carry, order)
+        # the epoch's permutation key is left as it was; crops and the network's noise use children
+        crop_keys = None if cfg.augment is None else jax.random.split(jax.random.fold_in(key, 1), steps)
+        noise_keys = None if stochastic_apply is None else jax.random.split(jax.random.fold_in(key, 2), steps)
+        carry, out = jax.lax.scan(step, carry, (order, crop_keys, noise_keys))
         losses, seen = (out, None) if observe is None else out
         return carry, losses, seen
 
     return run
 
 
-@partial(jax.jit, static_argnames=("cfg", "keep_trajectory", "progress", "observe", "observe_epoch", "apply_fn"))
+@partial(jax.jit, static_argnames=("cfg", "keep_trajectory", "progress", "observe", "observe_epoch", "apply_fn",
+                                   "stochastic_apply"))
 def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progress: bool = False,
-         observe=None, observe_epoch=None, apply_fn=mlp_apply):
+         observe=None, observe_epoch=None, apply_fn=mlp_apply, stochastic_apply=None):
     opt = make_optimizer(cfg, x.shape[0] // cfg.batch_size)
-    run_epoch = epoch_steps(x, y, cfg, opt, apply_fn, observe)
+    run_epoch = epoch_steps(x, y, cfg, opt, apply_fn, observe, stochastic_apply)
 
     def epoch(carry, inputs):
         index, key = inputs
@@ -428,7 +441,8 @@ def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progr
 
 
 def fit_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cfg: TrainConfig,
-            keep_trajectory: bool = False, progress: bool | None = None, apply_fn=mlp_apply):
+            keep_trajectory: bool = False, progress: bool | None = None, apply_fn=mlp_apply, *,
+            stochastic_apply=None):
     """Train one network from ``params0`` by minimising the MAP objective.
 
     Args:
@@ -446,6 +460,12 @@ def fit_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cf
         apply_fn: ``apply_fn(params, x) -> logits`` of one network (default
             :func:`~symlib.core.models.mlp_apply`); a static argument of the compiled loop,
             so pass the same function object each time.
+        stochastic_apply: optional ``stochastic_apply(params, x, key) -> logits``, a
+            random network (e.g. dropout, :func:`symlib.inference.dropout.dropout_apply`)
+            used for the training objective in place of ``apply_fn`` (which still checks
+            ``x`` and ``y``); its key at every step is a child of that epoch's key in
+            ``data_key`` that leaves the minibatch order and the crops unchanged. A static
+            argument of the compiled loop, like ``apply_fn`` (hashable, equal when equivalent).
 
     Returns:
         ``(params, epoch_losses)``, the final parameters and the mean objective of every
@@ -463,7 +483,8 @@ def fit_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cf
     check_key(data_key, "data_key")
     show = progress_enabled(progress)
     with _epoch_bar(cfg.epochs, show):
-        params, losses, traj, _ = _fit(params0, data_key, x, y, cfg, keep_trajectory, show, apply_fn=apply_fn)
+        params, losses, traj, _ = _fit(params0, data_key, x, y, cfg, keep_trajectory, show, apply_fn=apply_fn,
+                                       stochastic_apply=stochastic_apply)
     return (params, losses, traj) if keep_trajectory else (params, losses)
 
 
@@ -489,7 +510,7 @@ def train_mlp(key: jax.Array, sizes, x, y, cfg: TrainConfig):
 
 
 def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, observe=None, observe_epoch=None,
-                 apply_fn=mlp_apply):
+                 apply_fn=mlp_apply, *, stochastic_apply=None):
     """Train a stack of networks at once with ``vmap``.
 
     Observers are pure jax functions (pass the same function object each time: they are
@@ -507,6 +528,7 @@ def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, 
         observe: optional per-step observer.
         observe_epoch: optional per-epoch observer.
         apply_fn: ``apply_fn(params, x) -> logits`` of one network, as for :func:`fit_map`.
+        stochastic_apply: optional random network of the training objective, as for :func:`fit_map`.
 
     Returns:
         Stacked ``(params, epoch_losses)``; with an observer, ``(params, epoch_losses,
@@ -519,7 +541,8 @@ def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, 
     _check_fit(apply_fn, params0, x, y, cfg, 1)
     n_nets = jax.tree_util.tree_leaves(params0)[0].shape[0]
     check_key(data_keys, "data_keys", n_nets)
-    run = jax.vmap(lambda p, k: _fit(p, k, x, y, cfg, False, False, observe, observe_epoch, apply_fn))
+    run = jax.vmap(lambda p, k: _fit(p, k, x, y, cfg, False, False, observe, observe_epoch, apply_fn,
+                                     stochastic_apply))
     params, losses, per_epoch, per_step = run(params0, data_keys)
     if observe is None and observe_epoch is None:
         return params, losses
@@ -530,7 +553,7 @@ def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, 
 
 
 def train_many(key: jax.Array, init_fn, apply_fn, n_networks: int, x, y, cfg: TrainConfig,
-               observe=None, observe_epoch=None):
+               observe=None, observe_epoch=None, *, stochastic_apply=None):
     """Initialise ``n_networks`` networks with ``vmap(init_fn)`` and train them at once (:func:`fit_map_many`).
 
     Network ``i`` starts from ``init_fn(split(init_key, K)[i])`` and draws its minibatches
@@ -548,6 +571,8 @@ def train_many(key: jax.Array, init_fn, apply_fn, n_networks: int, x, y, cfg: Tr
         cfg: the training configuration (e.g. :meth:`TrainConfig.laurent_optunet`).
         observe: optional per-step observer, as for :func:`fit_map_many`.
         observe_epoch: optional per-epoch observer, as for :func:`fit_map_many`.
+        stochastic_apply: optional random network of the training objective (e.g.
+            dropout), as for :func:`fit_map`.
 
     Returns:
         As for :func:`fit_map_many`: the stacked ``(params, epoch_losses)``, leading axis ``K``
@@ -561,7 +586,8 @@ def train_many(key: jax.Array, init_fn, apply_fn, n_networks: int, x, y, cfg: Tr
     k = positive_int(n_networks, "n_networks")
     init_key, data_key = jax.random.split(key)
     params0 = jax.vmap(init_fn)(jax.random.split(init_key, k))
-    return fit_map_many(params0, jax.random.split(data_key, k), x, y, cfg, observe, observe_epoch, apply_fn)
+    return fit_map_many(params0, jax.random.split(data_key, k), x, y, cfg, observe, observe_epoch, apply_fn,
+                        stochastic_apply=stochastic_apply)
 
 
 def evaluate(params: Params, x: jax.Array, y: jax.Array, apply_fn=mlp_apply) -> dict[str, float]:

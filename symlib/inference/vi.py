@@ -53,6 +53,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -65,6 +66,7 @@ from flax import nnx
 from symlib.core.checks import check_finite, check_finite_tree, check_key, positive_float, positive_int
 from symlib.core.noise import normal_vector, perturb, split_like
 from symlib.core.models import Params, check_mlp_data, check_mlp_params, check_sizes, mlp_apply, mlp_init
+from symlib.inference.training import _check_data as _check_network_data
 
 PyTree = Any
 LogLikFn = Callable[[PyTree, jax.Array, jax.Array], jax.Array]
@@ -406,7 +408,9 @@ def fit_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, 
             updated in place.
         loglik_fn: ``loglik_fn(params, xb, yb)``, the SUM of the log-likelihoods of the
             minibatch (a scalar) for one network ``params``; with
-            :func:`categorical_loglik`, ``x`` and ``y`` are checked against the MLP.
+            :func:`categorical_loglik`, ``x`` and ``y`` are checked against the MLP, with
+            :func:`categorical_loglik_fn` against its network (e.g.
+            ``categorical_loglik_fn(optunet_apply)`` for OptuNet).
         x: training inputs (leading axis: examples), finite.
         y: training targets (same leading axis).
         n_data: the ``N`` of the likelihood scaling (default ``len(x)``).
@@ -450,16 +454,8 @@ def fit_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, 
         model = MeanField(init_mu,
                           std_init=DEFAULT_STD_INIT if std_init is None else std_init,
                           prior_var=DEFAULT_PRIOR_VAR if prior_var is None else prior_var)
-    if loglik_fn is categorical_loglik:
-        check_mlp_data(check_mlp_params(model.mean(), "init_mu"), x, y)
     x, y = jnp.asarray(x), jnp.asarray(y)
-    try:
-        out = jax.eval_shape(loglik_fn, model.mean(), x[:batch_size], y[:batch_size])
-    except (TypeError, ValueError, IndexError) as e:
-        raise ValueError(f"loglik_fn(init_mu, x[:batch_size], y[:batch_size]) failed: do x and y fit the "
-                         f"model? {type(e).__name__}: {e}") from e
-    if not (hasattr(out, "shape") and out.shape == ()):
-        raise ValueError(f"loglik_fn must return a scalar (the SUM over the minibatch), got {out}")
+    check_loglik(loglik_fn, model.mean(), x, y, batch_size, "init_mu")
 
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     params, history, mu, sigma = (_train if loop == "scan" else _train_python)(
@@ -474,6 +470,42 @@ def fit_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, 
     return VIResult(mu, sigma, history)
 
 
+def check_loglik(loglik_fn: LogLikFn, params: PyTree, x, y, batch_size: int, name: str = "params") -> None:
+    """Check that ``loglik_fn`` takes a minibatch of ``x``/``y`` and returns a scalar (nothing is computed).
+
+    For :func:`categorical_loglik` the data are checked against the MLP, and for a
+    :func:`categorical_loglik_fn` against the network of its ``apply_fn`` (labels
+    within its classes).
+
+    Args:
+        loglik_fn: ``loglik_fn(params, xb, yb)``, the SUM of the minibatch's log-likelihoods.
+        params: one network's parameters.
+        x: inputs (leading axis: examples).
+        y: targets (same leading axis).
+        batch_size: the minibatch size tried (``x[:batch_size]``).
+        name: the name of ``params`` in error messages.
+
+    Raises:
+        ValueError: naming the data or ``loglik_fn`` when they do not fit together.
+    """
+    if loglik_fn is categorical_loglik:
+        check_mlp_data(check_mlp_params(params, name), x, y)
+    elif isinstance(loglik_fn, CategoricalLogLik):
+        _check_network_data(loglik_fn.apply_fn, params, x, y, name)
+    try:
+        out = jax.eval_shape(loglik_fn, params, x[:batch_size], y[:batch_size])
+    except (TypeError, ValueError, IndexError) as e:
+        raise ValueError(f"loglik_fn({name}, x[:batch_size], y[:batch_size]) failed: do x and y fit the "
+                         f"model? {type(e).__name__}: {e}") from e
+    if not (hasattr(out, "shape") and out.shape == ()):
+        raise ValueError(f"loglik_fn must return a scalar (the SUM over the minibatch), got {out}")
+
+
+def _sum_log_softmax(logits: jax.Array, yb: jax.Array) -> jax.Array:
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    return jnp.sum(jnp.take_along_axis(logp, yb[:, None].astype(jnp.int32), axis=-1))
+
+
 def categorical_loglik(params: Params, xb: jax.Array, yb: jax.Array) -> jax.Array:
     """Categorical log-likelihood of an MLP classifier, summed over the minibatch.
 
@@ -485,8 +517,41 @@ def categorical_loglik(params: Params, xb: jax.Array, yb: jax.Array) -> jax.Arra
     Returns:
         ``sum_i log softmax(mlp_apply(params, xb))[i, yb[i]]``, a scalar.
     """
-    logp = jax.nn.log_softmax(mlp_apply(params, xb), axis=-1)
-    return jnp.sum(jnp.take_along_axis(logp, yb[:, None].astype(jnp.int32), axis=-1))
+    return _sum_log_softmax(mlp_apply(params, xb), yb)
+
+
+@dataclass(frozen=True)
+class CategoricalLogLik:
+    """Categorical log-likelihood of the classifier ``apply_fn``, summed over the minibatch.
+
+    ``(params, xb, yb) -> sum_i log softmax(apply_fn(params, xb))[i, yb[i]]``; frozen and
+    hashable, so that equal instances share compiled loops. Build it with
+    :func:`categorical_loglik_fn`.
+    """
+
+    apply_fn: Callable[[PyTree, jax.Array], jax.Array]
+
+    def __call__(self, params: PyTree, xb: jax.Array, yb: jax.Array) -> jax.Array:
+        return _sum_log_softmax(self.apply_fn(params, xb), yb)
+
+
+def categorical_loglik_fn(apply_fn: Callable[[PyTree, jax.Array], jax.Array] = mlp_apply) -> LogLikFn:
+    """The ``loglik_fn`` of a classifier (:func:`fit_vi`, :func:`symlib.inference.sgmcmc.run_sghmc`).
+
+    Args:
+        apply_fn: ``apply_fn(params, x) -> logits (b, classes)`` of one network (e.g.
+            :func:`symlib.core.cnn.optunet_apply`).
+
+    Returns:
+        A :class:`CategoricalLogLik`, ``(params, xb, yb) ->`` the summed log-likelihood;
+        data passed with it to :func:`fit_vi` are checked against the network.
+
+    Raises:
+        ValueError: if ``apply_fn`` is not callable.
+    """
+    if not callable(apply_fn):
+        raise ValueError(f"apply_fn must be callable, got {apply_fn!r}")
+    return CategoricalLogLik(apply_fn)
 
 
 def fit_mlp_vi(key: jax.Array, sizes: Sequence[int], x, y, **kwargs) -> VIResult:
