@@ -73,6 +73,7 @@ from symlib.inference.laplace import (  # noqa: F401
     laplace_posterior,
     laplace_sample,
     last_layer_kfac,
+)
 from symlib.inference.sgmcmc import (  # noqa: F401
     LAURENT_SGHMC,
     SGHMCResult,
