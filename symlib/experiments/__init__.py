@@ -22,6 +22,8 @@ from symlib.experiments.laurent import (LAURENT_FIG1_CLAIMS, LAURENT_FIG2_CLAIMS
                                         ToyPerceptronsResult, laurent_mlps, laurent_train_config, toy_perceptrons)
 from symlib.experiments.optunet import (CONVERGED_ACCURACY, OptuNetsResult, laurent_optunets, optunet_data,
                                         swap_summary)
+from symlib.experiments.posteriors import (METHODS, MULTI, NS_VARIANTS, SINGLE, functional_collapse,
+                                           laurent_posteriors, optunet_bank, posterior_samples)
 from symlib.experiments.registry import (EXPERIMENTS, RESULT_TYPES, SUMMARIES, ExperimentResult, data_config,
                                          describe, load_align_data, load_bnn_data, load_data, mlp_config, register,
                                          run)
@@ -56,4 +58,5 @@ __all__ = [
     "LAURENT_FIG1_CLAIMS", "LAURENT_FIG2_CLAIMS", "LAURENT_FIG4_CLAIMS", "ToyPerceptronsResult",
     "LaurentMLPsResult",
     "CONVERGED_ACCURACY", "OptuNetsResult", "laurent_optunets", "optunet_data", "swap_summary",
+    "optunet_bank", "posterior_samples", "laurent_posteriors", "functional_collapse", "METHODS", "SINGLE", "MULTI", "NS_VARIANTS",
 ]

@@ -1,0 +1,498 @@
+"""Laurent et al. (2024) Sec. 4 and 5.1: posterior estimates of OptuNet against a reference
+posterior of independently trained networks, with and without symmetries.
+
+Registered experiments:
+
+- ``optunet_bank``: ``bank_nets`` OptuNets trained at once (the reference posterior's pool).
+- ``laurent_posteriors``: the method zoo of Table 1 (MC dropout, Bayes by backprop, SGHMC,
+  SWAG, Laplace, their multi-mode versions, deep ensembles), each ``post_samples``
+  samples in the network's layout, scored by the layer-wise MMD to the reference sample
+  (raw, and after removing symmetries: the paper's "NS" and our variants) and by the
+  uncertainty metrics of Table 1 on MNIST (in distribution) and Fashion-MNIST (OOD).
+- ``functional_collapse``: Sec. 5.1 / App. D.2, the mutual information of two-member
+  ensembles of bank networks, in and out of distribution.
+
+The networks of the bank that pass the authors' convergence rule
+(:data:`~symlib.experiments.optunet.CONVERGED_ACCURACY`) are split in order: the first
+``post_reference`` are the reference posterior, the next ``post_samples`` the deep
+ensemble (never in the reference: its MMD is not 0 by construction but an estimate of 0);
+the first ``post_modes`` ensemble members are the modes of the multi-mode methods, and the
+first of them is the mode of the single-mode ones (so a single-mode method's posterior is
+the first mode's posterior of its multi-mode version).
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from symlib.experiments.claims import claim
+from symlib.experiments.optunet import CONVERGED_ACCURACY, optunet_data
+from symlib.experiments.profiles import Profile
+from symlib.experiments.registry import data_config, load_align_data, register, run
+
+#: Table 1's rows, in the paper's order; ``MULTI`` are the multi-mode estimates and DE.
+SINGLE = ("Dropout", "BNN", "SGHMC", "SWAG", "Laplace")
+MULTI = ("multi-Dropout", "multi-BNN", "multi-SWAG", "multi-Laplace", "DE")
+METHODS = SINGLE + MULTI
+
+#: Table 1 of Laurent et al. (2024), MNIST / OptuNet block, as printed (percent; MMD and NS
+#: in the paper's unstated units): method -> (MMD, NS, Acc, ECE, Brier, AUPR, FPR95, ID MI, OOD MI)
+TABLE1_MNIST = {
+    "Dropout": (15.0, 14.3, 83.3, 33.4, 26.1, 96.4, 98.6, 26.1, 22.2),
+    "BNN": (18.8, 17.1, 78.1, 7.4, 30.9, 67.9, 93.7, 0.1, 0.1),
+    "SGHMC": (16.7, 17.7, 95.1, 7.6, 2.8, 73.7, 98.4, 4.3, 14.5),
+    "SWAG": (16.0, 14.6, 88.3, 17.7, 4.9, 73.4, 68.6, 4.0, 8.7),
+    "Laplace": (10.6, 9.5, 87.9, 18.1, 4.8, 48.2, 74.6, 6.2, 5.9),
+    "multi-Dropout": (2.1, 2.1, 92.1, 29.2, 36.8, 97.2, 78.2, 36.6, 52.5),
+    "multi-BNN": (2.8, 2.5, 86.5, 17.5, 24.4, 96.9, 27.2, 21.1, 52.3),
+    "multi-SWAG": (1.8, 1.3, 95.0, 13.1, 17.5, 88.7, 24.6, 27.6, 62.2),
+    "multi-Laplace": (1.8, 0.8, 94.8, 12.8, 15.8, 95.4, 32.1, 21.1, 52.2),
+    "DE": (0.0, 0.0, 95.3, 10.7, 13.5, 95.7, 12.8, 19.3, 62.6),
+}
+TABLE1_COLUMNS = ("MMD", "NS", "Acc", "ECE", "Brier", "AUPR", "FPR95", "ID MI", "OOD MI")
+
+#: App. B.4 of the paper, MNIST: method -> (MMD median, mean, max, NS median, mean, max)
+APPENDIX_B4_MNIST = {
+    "Dropout": (14.9, 14.6, 22.9, 14.3, 14.3, 22.5), "BNN": (18.8, 18.3, 29.5, 17.1, 17.0, 27.4),
+    "SGHMC": (16.7, 16.6, 27.8, 17.7, 18.3, 32.2), "SWAG": (15.9, 15.8, 25.9, 14.6, 13.8, 21.6),
+    "Laplace": (10.6, 10.5, 19.1, 9.5, 9.4, 16.4), "multi-Dropout": (2.1, 2.3, 4.1, 2.1, 2.0, 3.5),
+    "multi-BNN": (2.8, 2.9, 5.8, 2.5, 2.4, 4.3), "multi-SWAG": (1.8, 2.0, 4.1, 1.3, 1.3, 2.5),
+    "multi-Laplace": (1.8, 2.0, 4.1, 0.8, 0.8, 1.5), "DE": (0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+}
+
+#: the symmetry-removal variants of the MMD: the paper's NS and ours (:func:`symlib.symmetry.remove_symmetries`)
+NS_VARIANTS = {"NS": "unit_norm_sort", "NS min-mass": "min_mass_sort", "NS re-basin": "rebasin"}
+
+#: Laurent et al.'s settings of the methods (App. B.1; shared notes): dropout rate of the
+#: last layer, ELBO samples of Bayes by backprop, SWAG's rank, snapshots and scale, and the
+#: SGHMC step size and friction we use (their scale-adapted SGHMC is not reproduced; with
+#: our unpreconditioned sampler their 1e-2 diverges on OptuNet, see symlib.inference.sgmcmc)
+SETTINGS = {"dropout_rate": 0.2, "bnn_num_mc": 3, "bnn_learning_rate": 1e-3, "bnn_std_init": 1e-3,
+            "swag_rank": 20, "swag_snapshots": 20, "swag_scale": 0.1, "swag_learning_rate": 0.04,
+            "sghmc_step_size": 1e-3, "sghmc_friction": 0.05, "batch_size": 64}
+
+
+# ------------------------------------------------------------------ the bank
+
+
+def _bank_config(profile: Profile) -> dict[str, Any]:
+    return {**data_config(profile), "nets": profile.bank_nets, "epochs": profile.bank_epochs,
+            "recipe": profile.bank_recipe}
+
+
+def bank_train_config(profile: Profile, n_train: int):
+    """The bank's training recipe: the authors' (``bank_recipe="laurent"``:
+    :meth:`~symlib.inference.training.TrainConfig.laurent_optunet` with crops) or the quick
+    profile's (``"adam"``: the same weight decay, batch and learning-rate halvings, with Adam
+    at 1e-2 and no crops).
+
+    Args:
+        profile: the run profile.
+        n_train: training examples.
+
+    Returns:
+        The :class:`~symlib.inference.training.TrainConfig`.
+
+    Raises:
+        ValueError: for another recipe.
+    """
+    from symlib.data import standardize
+    from symlib.inference.training import TrainConfig
+
+    if profile.bank_recipe == "laurent":
+        return TrainConfig.laurent_optunet(n_train, epochs=profile.bank_epochs, crop_fill=standardize(0.0, "mnist"))
+    if profile.bank_recipe == "adam":
+        return TrainConfig.laurent_optunet(n_train, epochs=profile.bank_epochs, augment=None)._replace(
+            optimizer="adam", learning_rate=1e-2)
+    raise ValueError(f"bank_recipe must be 'laurent' or 'adam', got {profile.bank_recipe!r}")
+
+
+@register("optunet_bank", _bank_config,
+          "Laurent et al. Sec. 4: a bank of independently trained OptuNets (the reference posterior's pool)")
+def optunet_bank(profile: Profile) -> dict[str, Any]:
+    """Train ``bank_nets`` OptuNets at once (:func:`bank_train_config`).
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        ``params`` (stacked), ``test_accuracy`` per network, ``seconds``.
+    """
+    from symlib.core.cnn import optunet_apply, optunet_init
+    from symlib.inference.training import train_many
+
+    d = optunet_data(profile)
+    cfg = bank_train_config(profile, len(d["y_train"]))
+    t0 = time.perf_counter()
+    params, _ = train_many(jax.random.key(4), optunet_init, optunet_apply, profile.bank_nets, d["x_train"],
+                           d["y_train"], cfg)
+    params = jax.tree_util.tree_map(np.asarray, params)
+    seconds = time.perf_counter() - t0
+    logits = jax.vmap(optunet_apply, in_axes=(0, None))(params, d["x_test"])
+    acc = np.mean(np.asarray(logits.argmax(-1)) == np.asarray(d["y_test"])[None], axis=1)
+    return {"params": params, "test_accuracy": acc, "seconds": seconds}
+
+
+def bank_split(accuracy: np.ndarray, n_reference: int, n_ensemble: int) -> dict[str, np.ndarray]:
+    """Indices of the reference networks and of the deep ensemble among the converged ones.
+
+    Args:
+        accuracy: test accuracy of every bank network.
+        n_reference: networks in the reference posterior.
+        n_ensemble: networks in the deep ensemble.
+
+    Returns:
+        ``reference``, ``ensemble`` and ``converged`` index arrays.
+
+    Raises:
+        ValueError: if fewer than ``n_reference + n_ensemble`` networks converged.
+    """
+    converged = np.flatnonzero(np.asarray(accuracy) >= CONVERGED_ACCURACY)
+    need = n_reference + n_ensemble
+    if len(converged) < need:
+        raise ValueError(f"only {len(converged)} of {len(accuracy)} bank networks reach {CONVERGED_ACCURACY:.0%} test "
+                         f"accuracy; the split needs {need} (post_reference + post_samples): train more (bank_nets)")
+    return {"reference": converged[:n_reference], "ensemble": converged[n_reference:need], "converged": converged}
+
+
+def _take(stack, idx):
+    return jax.tree_util.tree_map(lambda a: np.asarray(a)[np.asarray(idx)], stack)
+
+
+def _concat(stacks):
+    return jax.tree_util.tree_map(lambda *a: np.concatenate([np.asarray(b) for b in a]), *stacks)
+
+
+def ood_data(profile: Profile) -> dict[str, np.ndarray]:
+    """MNIST test images (in distribution) and Fashion-MNIST test images (OOD), the first
+    ``post_n_eval`` of each, standardised with MNIST's statistics as OptuNet sees them."""
+    from symlib.core.cnn import as_images
+    from symlib.data import standardize
+
+    n = profile.post_n_eval
+    d = optunet_data(profile)
+    f = load_align_data(profile, "fashion_mnist")  # the shipped subset has fewer training images
+    return {"x_id": d["x_test"][:n], "y_id": np.asarray(d["y_test"][:n]),
+            "x_ood": np.asarray(as_images(standardize(f["x_test"][:n], "mnist")))}
+
+
+# ------------------------------------------------------------------ the methods
+
+
+def _per_mode(fit: Callable, modes, keys) -> list:
+    return [fit(k, _take(modes, i)) for i, k in enumerate(keys)]
+
+
+def _single_and_multi(name: str, posteriors: list, sample: Callable, key, n_samples: int, n_modes: int) -> dict:
+    """``name`` from the first posterior (``n_samples`` samples) and ``multi-name`` from all
+    (``n_samples / n_modes`` each, in mode order)."""
+    k1, k2 = jax.random.split(key)
+    per = n_samples // n_modes
+    return {name: sample(k1, posteriors[0], n_samples),
+            f"multi-{name}": _concat([sample(k, p, per) for k, p in zip(jax.random.split(k2, n_modes), posteriors)])}
+
+
+def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[dict, dict]:
+    """Every method's samples (stacked OptuNet parameters) and its seconds.
+
+    Args:
+        profile: the run profile (``post_*``, ``sghmc_leapfrog``, ``laplace_hessian``).
+        bank: the ``optunet_bank`` artifact.
+        split: :func:`bank_split`'s indices.
+        d: the training data (:func:`~symlib.experiments.optunet.optunet_data`).
+
+    Returns:
+        ``(samples, seconds)``, both keyed by method (:data:`METHODS`).
+    """
+    from symlib.core.cnn import optunet_apply, optunet_init
+    from symlib.evaluation import sample_gaussian
+    from symlib.inference import (SWAGConfig, categorical_loglik_fn, dropout_apply, dropout_samples, fit_swag,
+                                  fit_vi, laplace_posterior, laplace_sample, run_sghmc, swag_sample, train_many)
+
+    x, y = d["x_train"], d["y_train"]
+    S, M, E = profile.post_samples, profile.post_modes, profile.post_method_epochs
+    cfg = bank_train_config(profile, len(y))
+    modes = _take(bank["params"], split["ensemble"][:M])
+    starts = modes if profile.post_warm_start else jax.tree_util.tree_map(
+        np.asarray, jax.vmap(optunet_init)(jax.random.split(jax.random.key(7), M)))
+    keys = iter(jax.random.split(jax.random.key(11), 16))
+    samples, seconds = {"DE": _take(bank["params"], split["ensemble"])}, {"DE": 0.0}
+
+    def timed(names, fn):
+        t0 = time.perf_counter()
+        out = fn()
+        jax.block_until_ready(out)
+        for n in names:
+            seconds[n] = (time.perf_counter() - t0) / len(names)
+        samples.update(out)
+
+    rate = SETTINGS["dropout_rate"]
+
+    def dropout():  # M networks trained with last-layer dropout, from scratch with the bank's recipe
+        nets, _ = train_many(next(keys), optunet_init, optunet_apply, M, x, y, cfg,
+                             stochastic_apply=dropout_apply(optunet_apply, rate))
+        nets = [_take(nets, i) for i in range(M)]
+        return _single_and_multi("Dropout", nets, lambda k, p, n: dropout_samples(k, p, n, rate=rate), next(keys), S, M)
+
+    def bnn():
+        fit = lambda k, p: fit_vi(k, p, categorical_loglik_fn(optunet_apply), x, y, prior_var=1.0,
+                                  std_init=SETTINGS["bnn_std_init"], epochs=E, batch_size=SETTINGS["batch_size"],
+                                  learning_rate=SETTINGS["bnn_learning_rate"], num_mc=SETTINGS["bnn_num_mc"])
+        fits = _per_mode(fit, starts, jax.random.split(next(keys), M))
+        return _single_and_multi("BNN", fits, lambda k, q, n: sample_gaussian(k, q.mu, q.sigma, n), next(keys), S, M)
+
+    def sghmc():
+        res = run_sghmc(next(keys), _take(starts, 0), x, y, apply_fn=optunet_apply,
+                        step_size=SETTINGS["sghmc_step_size"], epochs=E, batch_size=SETTINGS["batch_size"],
+                        num_samples=S, prior_std=cfg.prior_std, friction=SETTINGS["sghmc_friction"],
+                        num_integration_steps=profile.sghmc_leapfrog)
+        return {"SGHMC": jax.tree_util.tree_map(np.asarray, res.samples)}
+
+    def swag():
+        snaps = min(SETTINGS["swag_snapshots"], max(2, 2 * cfg.epochs))
+        scfg = SWAGConfig(epochs=max(snaps, 2 * cfg.epochs), batch_size=SETTINGS["batch_size"],
+                          learning_rate=SETTINGS["swag_learning_rate"], prior_std=cfg.prior_std,
+                          num_snapshots=snaps, rank=min(SETTINGS["swag_rank"], snaps), scale=SETTINGS["swag_scale"])
+        fits = _per_mode(lambda k, p: fit_swag(k, p, x, y, scfg, apply_fn=optunet_apply), modes,
+                         jax.random.split(next(keys), M))
+        return _single_and_multi("SWAG", fits, swag_sample, next(keys), S, M)
+
+    def laplace():
+        fits = [laplace_posterior(_take(modes, i), x, y, apply_fn=optunet_apply,
+                                  prior_precision=1.0 / cfg.prior_std ** 2, hessian=profile.laplace_hessian,
+                                  batch_size=32 if profile.laplace_hessian == "full" else 128) for i in range(M)]
+        return _single_and_multi("Laplace", fits, laplace_sample, next(keys), S, M)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=Warning)  # Laplace's clipped eigenvalues are recorded, not lost
+        for names, fn in ((("Dropout", "multi-Dropout"), dropout), (("BNN", "multi-BNN"), bnn), (("SGHMC",), sghmc),
+                          (("SWAG", "multi-SWAG"), swag), (("Laplace", "multi-Laplace"), laplace)):
+            timed(names, fn)
+    return {m: jax.tree_util.tree_map(np.asarray, samples[m]) for m in METHODS}, seconds
+
+
+# ------------------------------------------------------------------ scores
+
+
+def uncertainty_metrics(probs_id: np.ndarray, y_id: np.ndarray, probs_ood: np.ndarray) -> dict[str, float]:
+    """Table 1's metrics of one method from its per-sample probabilities ``(S, n, C)``.
+
+    Returns:
+        ``acc``, ``ece``, ``brier``, ``nll`` of the predictive (the mean over samples) on
+        the in-distribution set; ``aupr`` and ``fpr95`` (OOD positive); ``mi_id`` and
+        ``mi_ood``, the mutual information in nats. Percentages are the caller's business.
+    """
+    from symlib.evaluation import (accuracy_from_probs, brier, ece, fpr95, mutual_information, nll_from_probs,
+                                   ood_aupr)
+
+    p_id, p_ood = probs_id.mean(0), probs_ood.mean(0)
+    return {"acc": accuracy_from_probs(p_id, y_id), "ece": ece(p_id, y_id), "brier": brier(p_id, y_id),
+            "nll": nll_from_probs(p_id, y_id), "aupr": ood_aupr(p_id, p_ood), "fpr95": fpr95(p_id, p_ood),
+            "mi_id": mutual_information(probs_id), "mi_ood": mutual_information(probs_ood)}
+
+
+def mmd_scores(reference: dict, samples: dict, reference_net: dict) -> dict[str, dict[str, float]]:
+    """The layer-wise MMD of ``samples`` to ``reference``: raw and after each of :data:`NS_VARIANTS`.
+
+    Args:
+        reference: the reference sample (stacked OptuNets).
+        samples: every method's sample, by method.
+        reference_net: the network the re-basin variant matches every sample to.
+
+    Returns:
+        ``scores[variant][method] = {"median", "mean", "max"}`` (:class:`~symlib.evaluation.PosteriorMMD`);
+        NaN where the variant is undefined: min-mass scaling has no minimiser for a unit
+        with no outgoing weight, which MC dropout's samples have.
+    """
+    from symlib.evaluation import posterior_mmd
+    from symlib.symmetry import optunet_permutation_spec, optunet_scaling_spec, remove_symmetries
+
+    sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
+    out: dict[str, dict[str, Any]] = {}
+    for variant, method in (("MMD", None), *NS_VARIANTS.items()):
+        canon = (lambda s: s) if method is None else (
+            lambda s: remove_symmetries(s, sspec, pspec, method, reference=reference_net if method == "rebasin" else None))
+        ref = canon(reference)
+        out[variant] = {}
+        for name, smp in samples.items():
+            try:
+                r = posterior_mmd(ref, canon(smp))
+            except ValueError as e:  # min-mass of a unit whose outgoing weights dropout zeroed: no minimiser
+                if "degenerate" not in str(e):
+                    raise
+                out[variant][name] = {"median": np.nan, "mean": np.nan, "max": np.nan}
+                continue
+            out[variant][name] = {"median": r.median, "mean": r.mean, "max": r.max}
+    return out
+
+
+def _post_config(profile: Profile) -> dict[str, Any]:
+    keys = ("post_reference", "post_samples", "post_modes", "post_method_epochs", "post_warm_start",
+            "sghmc_leapfrog", "laplace_hessian")
+    return {**_bank_config(profile), **{k: getattr(profile, k) for k in keys}, "settings": SETTINGS}
+
+
+@register("posterior_samples", _post_config,
+          "Laurent et al. Sec. 4: every posterior estimate of Table 1 as samples of OptuNet, and the reference sample")
+def posterior_samples(profile: Profile) -> dict[str, Any]:
+    """Every method's samples (:func:`method_samples`) and the bank's split.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        ``samples[method]`` (stacked OptuNets), ``seconds[method]``, ``split`` (bank
+        indices: ``reference``, ``ensemble``, ``converged``), ``reference`` (the reference
+        sample) and ``reference_accuracy``.
+    """
+    bank = run("optunet_bank", profile, verbose=False).artifact
+    split = bank_split(bank["test_accuracy"], profile.post_reference, profile.post_samples)
+    samples, seconds = method_samples(profile, bank, split, optunet_data(profile))
+    return {"samples": samples, "seconds": seconds, "split": {k: np.asarray(v) for k, v in split.items()},
+            "reference": _take(bank["params"], split["reference"]),
+            "reference_accuracy": np.asarray(bank["test_accuracy"])[split["reference"]]}
+
+
+@register("laurent_posteriors", lambda p: {**_post_config(p), "post_n_eval": p.post_n_eval},
+          "Laurent et al. Sec. 4 / Table 1: posterior estimates of OptuNet against a reference of independently "
+          "trained networks (MMD with and without symmetries, uncertainty metrics)",
+          summary=lambda art: posteriors_summary(art))
+def laurent_posteriors(profile: Profile) -> dict[str, Any]:
+    """Every method's samples (``posterior_samples``), scored against the reference sample.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The artifact: ``metrics[method]``, ``mmd[variant][method]``, ``seconds[method]``,
+        ``split`` and ``reference_accuracy`` (as in ``posterior_samples``).
+    """
+    from symlib.core.cnn import optunet_apply
+    from symlib.evaluation import member_probs
+
+    post = run("posterior_samples", profile, verbose=False).artifact
+    ev = ood_data(profile)
+    metrics = {}
+    for name, smp in post["samples"].items():
+        p_id = member_probs(smp, ev["x_id"], apply_fn=optunet_apply)
+        p_ood = member_probs(smp, ev["x_ood"], apply_fn=optunet_apply)
+        metrics[name] = uncertainty_metrics(p_id, ev["y_id"], p_ood)
+    mmd = mmd_scores(post["reference"], post["samples"], _take(post["reference"], 0))
+    return {"metrics": metrics, "mmd": mmd, "seconds": post["seconds"], "split": post["split"],
+            "reference_accuracy": post["reference_accuracy"]}
+
+
+def posteriors_summary(art: dict[str, Any]) -> dict[str, Any]:
+    """The numbers of Table 1 / App. B.4 and of the claims (JSON-friendly)."""
+    mmd = {v: {m: {k: (None if np.isnan(x) else float(x)) for k, x in s.items()} for m, s in per.items()}
+           for v, per in art["mmd"].items()}
+    return {"methods": list(METHODS), "single": list(SINGLE), "multi": list(MULTI),
+            "metrics": {m: {k: float(x) for k, x in s.items()} for m, s in art["metrics"].items()},
+            "mmd": mmd, "seconds": {m: float(s) for m, s in art["seconds"].items()},
+            "reference_size": int(len(art["split"]["reference"])),
+            "reference_accuracy": float(np.mean(art["reference_accuracy"]))}
+
+
+def _gap(summary: dict[str, Any], variant: str) -> tuple[float, float]:
+    per = summary["mmd"][variant]
+    return max(per[m]["median"] for m in MULTI), min(per[m]["median"] for m in SINGLE)
+
+
+@claim("laurent_posteriors", "multi_mode_closer", "Laurent et al. Sec. 4.3, Table 1",
+       "multi-mode estimates and deep ensembles are far closer to the reference posterior (MMD) than every "
+       "single-mode estimate, with and without symmetries")
+def _multi_mode_closer(summary: dict[str, Any]) -> tuple[bool, str]:
+    parts, ok = [], True
+    for variant in ("MMD", "NS"):
+        worst_multi, best_single = _gap(summary, variant)
+        ok &= worst_multi < best_single
+        parts.append(f"{variant}: largest multi-mode {worst_multi:.3g} vs smallest single-mode {best_single:.3g}")
+    return ok, "; ".join(parts)
+
+
+@claim("laurent_posteriors", "ensemble_closest", "Laurent et al. Table 1",
+       "deep ensembles (other networks of the same pool) are the closest to the reference (MMD 0.0)")
+def _ensemble_closest(summary: dict[str, Any]) -> tuple[bool, str]:
+    parts, ok = [], True
+    for variant in ("MMD", "NS"):
+        per = summary["mmd"][variant]
+        best = min(METHODS, key=lambda m: per[m]["median"])
+        ok &= best == "DE"
+        parts.append(f"{variant}: DE {per['DE']['median']:.3g}, smallest is {best}")
+    return ok, "; ".join(parts)
+
+
+# ------------------------------------------------------------------ Sec. 5.1
+
+
+def _collapse_config(profile: Profile) -> dict[str, Any]:
+    return {**_bank_config(profile), "post_n_eval": profile.post_n_eval, "pairs": profile.collapse_pairs}
+
+
+def collapse_pairs(n: int, n_pairs: int, seed: int = 0) -> np.ndarray:
+    """Pairs ``(i, j)``, ``i < j``, of ``n`` networks: all of them (``n_pairs = 0`` or at
+    least their number), else ``n_pairs`` distinct ones drawn at random."""
+    i, j = np.triu_indices(n, k=1)
+    pairs = np.stack([i, j], axis=1)
+    if 0 < n_pairs < len(pairs):
+        pairs = pairs[np.sort(np.random.default_rng(seed).choice(len(pairs), n_pairs, replace=False))]
+    return pairs
+
+
+@register("functional_collapse", _collapse_config,
+          "Laurent et al. Sec. 5.1 / App. D.2: mutual information of two-member ensembles of bank OptuNets, "
+          "MNIST (ID) vs Fashion-MNIST (OOD)", summary=lambda art: collapse_summary(art))
+def functional_collapse(profile: Profile) -> dict[str, Any]:
+    """The mean over the test set of the two-member ensemble's mutual information, for
+    pairs of converged bank networks, on MNIST and on Fashion-MNIST.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        ``pairs`` (bank indices), ``mi_id`` and ``mi_ood`` per pair (nats).
+    """
+    from symlib.core.cnn import optunet_apply
+    from symlib.evaluation import member_probs, pairwise_mutual_information
+
+    bank = run("optunet_bank", profile, verbose=False).artifact
+    conv = np.flatnonzero(np.asarray(bank["test_accuracy"]) >= CONVERGED_ACCURACY)
+    nets = _take(bank["params"], conv)
+    ev = ood_data(profile)
+    pairs = collapse_pairs(len(conv), profile.collapse_pairs)
+    out = {"pairs": conv[pairs]}
+    for part in ("id", "ood"):
+        probs = member_probs(nets, ev[f"x_{part}"], apply_fn=optunet_apply)
+        out[f"mi_{part}"] = pairwise_mutual_information(probs, pairs)
+    return out
+
+
+def collapse_summary(art: dict[str, Any]) -> dict[str, Any]:
+    """Spread of the pairwise MI in and out of distribution and their correlation."""
+    from scipy import stats
+
+    a, b = np.asarray(art["mi_id"], np.float64), np.asarray(art["mi_ood"], np.float64)
+    r = stats.pearsonr(a, b)
+    rho = stats.spearmanr(a, b)
+    return {"pairs": int(len(a)), "mean_id": float(a.mean()), "std_id": float(a.std()), "mean_ood": float(b.mean()),
+            "std_ood": float(b.std()), "cv_id": float(a.std() / a.mean()), "cv_ood": float(b.std() / b.mean()),
+            "pearson_r": float(r.statistic), "pearson_p": float(r.pvalue), "spearman_rho": float(rho.statistic),
+            "below_half_id": float(np.mean(a < a.mean() / 2))}
+
+
+@claim("functional_collapse", "ood_more_dispersed", "Laurent et al. Sec. 5.1, Fig. 3 and App. D.2, Fig. 7",
+       "the pairwise mutual information varies more out of distribution than in distribution")
+def _ood_more_dispersed(summary: dict[str, Any]) -> tuple[bool, str]:
+    return (summary["std_ood"] > summary["std_id"],
+            f"std over {summary['pairs']} pairs: OOD {summary['std_ood']:.4f} vs ID {summary['std_id']:.4f} nats")
+
+
+@claim("functional_collapse", "positive_correlation", "Laurent et al. App. D.2, Fig. 7 (OptuNet)",
+       "for OptuNet, some positive correlation between the in-distribution and the OOD mutual information")
+def _positive_correlation(summary: dict[str, Any]) -> tuple[bool, str]:
+    return (summary["pearson_r"] > 0,
+            f"Pearson r = {summary['pearson_r']:.3f} (Spearman {summary['spearman_rho']:.3f}) over {summary['pairs']} pairs")

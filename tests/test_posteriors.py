@@ -1,0 +1,83 @@
+"""The pieces of Laurent et al.'s Sec. 4 / 5.1 experiments (symlib.experiments.posteriors)."""
+import numpy as np
+import pytest
+
+from symlib.experiments import claims
+from symlib.experiments.posteriors import (APPENDIX_B4_MNIST, METHODS, MULTI, SINGLE, TABLE1_MNIST, bank_split,
+                                           collapse_pairs, collapse_summary, mmd_scores, uncertainty_metrics)
+
+
+def test_bank_split_takes_converged_networks_in_order_and_names_a_short_bank():
+    acc = np.array([0.9, 0.1, 0.8, 0.7, 0.05, 0.6, 0.5])
+    s = bank_split(acc, 2, 3)
+    assert s["reference"].tolist() == [0, 2] and s["ensemble"].tolist() == [3, 5, 6]
+    assert not set(s["reference"]) & set(s["ensemble"])
+    with pytest.raises(ValueError, match="only 5 of 7 .* needs 6"):
+        bank_split(acc, 3, 3)
+
+
+def test_collapse_pairs_all_or_a_random_subset():
+    allp = collapse_pairs(5, 0)
+    assert len(allp) == 10 and np.all(allp[:, 0] < allp[:, 1])
+    some = collapse_pairs(30, 50)
+    assert len(some) == 50 and len({tuple(p) for p in some}) == 50 and np.all(some[:, 0] < some[:, 1])
+    assert len(collapse_pairs(4, 100)) == 6
+
+
+def test_uncertainty_metrics_of_a_confident_correct_method():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 40)
+    sharp = np.full((5, 40, 3), 0.005)
+    sharp[:, np.arange(40), y] = 0.99
+    flat = np.full((5, 40, 3), 1 / 3)
+    m = uncertainty_metrics(sharp, y, flat)
+    assert m["acc"] == 1.0 and m["aupr"] == pytest.approx(1.0) and m["fpr95"] == 0.0
+    assert m["mi_id"] == pytest.approx(0.0, abs=1e-9) and m["mi_ood"] == pytest.approx(0.0, abs=1e-9)
+
+
+def _nets(rng, n, scale=1.0, shift=0.0):
+    from symlib.core.cnn import optunet_init
+    import jax
+
+    p = jax.vmap(optunet_init)(jax.random.split(jax.random.key(int(rng.integers(1 << 30))), n))
+    return jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64) * scale + shift, p)
+
+
+def test_mmd_scores_separate_a_shifted_sample_and_mark_min_mass_of_dropped_units():
+    rng = np.random.default_rng(1)
+    ref, same, far = _nets(rng, 12), _nets(rng, 10), _nets(rng, 10, shift=0.5)
+    dropped = _nets(rng, 10)
+    dropped["dense_1"]["kernel"][:, 0, :] = 0.0  # a unit with no outgoing weight, as a dropout mask leaves it
+    out = mmd_scores(ref, {"same": same, "far": far, "dropped": dropped}, {k: {n: a[0] for n, a in v.items()}
+                                                                          for k, v in ref.items()})
+    for variant in ("MMD", "NS", "NS re-basin"):
+        assert out[variant]["far"]["median"] > 10 * abs(out[variant]["same"]["median"])
+    assert np.isnan(out["NS min-mass"]["dropped"]["median"])
+    assert np.isfinite(out["NS"]["dropped"]["median"])
+
+
+def _summary(mmd_single, mmd_multi, de):
+    per = {m: {"median": mmd_single} for m in SINGLE} | {m: {"median": mmd_multi} for m in MULTI}
+    per["DE"] = {"median": de}
+    return {"mmd": {"MMD": per, "NS": per}}
+
+
+@pytest.mark.parametrize("single, multi, de, holds", [(10.0, 2.0, 0.0, (True, True)), (1.0, 2.0, 0.0, (False, True)),
+                                                      (10.0, 2.0, 3.0, (True, False)), (10.0, 12.0, 0.0, (False, True))])
+def test_sec4_claims_can_fail(single, multi, de, holds):
+    got = {o.claim.name: o.holds for o in claims.evaluate("laurent_posteriors", _summary(single, multi, de))}
+    assert (got["multi_mode_closer"], got["ensemble_closest"]) == holds
+
+
+def test_sec51_claims_can_fail():
+    rng = np.random.default_rng(2)
+    a = rng.uniform(0.1, 0.2, 200)
+    for b, holds in ((a * 3 + rng.normal(0, 0.01, 200), True), (0.3 - a * 0.1, False)):
+        got = [o.holds for o in claims.evaluate("functional_collapse", collapse_summary({"mi_id": a, "mi_ood": b}))]
+        assert all(got) if holds else not all(got)
+
+
+def test_paper_tables_cover_every_method():
+    assert set(TABLE1_MNIST) == set(APPENDIX_B4_MNIST) == set(METHODS)
+    assert all(len(v) == 9 for v in TABLE1_MNIST.values()) and all(len(v) == 6 for v in APPENDIX_B4_MNIST.values())
+    assert [TABLE1_MNIST[m][0] for m in ("Laplace", "DE")] == [10.6, 0.0]
