@@ -79,3 +79,11 @@ def test_apply_names_the_parameter_that_does_not_fit(net, images):
     with pytest.raises(ValueError, match="images"):
         optunet_apply(net, np.zeros((2, 784), np.float32))
     assert as_images(np.zeros((2, 784))).shape == (2, 28, 28, 1)
+
+
+def test_smallest_image_is_18_pixels(net):
+    """18x18 leaves one 1x1 map after the second convolution; 17x17 leaves none (NaN logits)."""
+    out = optunet_apply(net, np.ones((2, 18, 18, 1), np.float32))
+    assert out.shape == (2, 10) and np.all(np.isfinite(np.asarray(out)))
+    with pytest.raises(ValueError, match="17x17 pixels; OptuNet needs at least 18x18"):
+        optunet_apply(net, np.ones((2, 17, 17, 1), np.float32))

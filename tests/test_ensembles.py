@@ -90,3 +90,18 @@ def test_data_that_does_not_fit_the_members_is_named_before_any_work():
         train_ensemble(key, [12, 0, 3], x, y, CFG, num_members=2)
     with pytest.raises(ValueError, match="key must be a jax.random key, got int"):
         train_ensemble(0, SIZES, x, y, CFG, num_members=2)
+
+
+def test_multi_mode_samples_of_fitted_posteriors_in_mode_order():
+    """Per-mode objects (e.g. fitted SWAG or Laplace posteriors) are sampled in list order."""
+    from symlib.inference.ensembles import multi_mode_samples
+
+    posteriors = [{"mean": float(m)} for m in range(3)]
+    sample = lambda k, post, n: {"w": jnp.full((n, 2), post["mean"]) + 0 * jax.random.normal(k, (n, 2))}
+    out = multi_mode_samples(jax.random.key(0), sample, posteriors, 2)
+    np.testing.assert_array_equal(np.asarray(out["w"])[:, 0], [0, 0, 1, 1, 2, 2])
+    bad = lambda k, post, n: {"w": jnp.zeros((n + int(post["mean"]), 2))}
+    with pytest.raises(ValueError, match="for mode 1"):
+        multi_mode_samples(jax.random.key(0), bad, posteriors, 2)
+    with pytest.raises(ValueError, match="empty"):
+        multi_mode_samples(jax.random.key(0), sample, [], 2)

@@ -176,7 +176,7 @@ def test_bad_inputs_name_the_argument():
     with pytest.raises(ValueError, match="params"):
         laplace_posterior({"kernel": params["kernel"], "bias": params["bias"] * np.nan}, x, y, apply_fn=linear_apply,
                           prior_precision=1.0)
-    with pytest.raises(ValueError, match="nan"):  # e.g. OptuNet on 17x17 images (a pooled map of size 0)
+    with pytest.raises(ValueError, match="nan"):  # e.g. a network whose logits overflow
         laplace_posterior(params, x, y, apply_fn=nan_apply, prior_precision=1.0, batch_size=16)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a positive-definite precision warns about nothing

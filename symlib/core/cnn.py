@@ -189,7 +189,7 @@ def optunet_hidden(params: Mapping, x: jax.Array) -> dict[str, jax.Array]:
 
     Args:
         params: one OptuNet (:func:`optunet_init` layout).
-        x: images ``(n, h, w, 1)``, at least 17x17 (MNIST: 28x28).
+        x: images ``(n, h, w, 1)``, at least 18x18 (MNIST: 28x28; smaller leaves no pixel after the second convolution).
 
     Returns:
         ``{"conv_0": (n, h-3, w-3, 2)`` (before the pool), ``"conv_1": (n, h', w', 10)``,
@@ -200,7 +200,7 @@ def optunet_hidden(params: Mapping, x: jax.Array) -> dict[str, jax.Array]:
             the wrong shape or with nan/inf.
     """
     check_layout(params, OPTUNET_SHAPES, "OptuNet")
-    _check_images(x, 1, 17, "OptuNet")
+    _check_images(x, 1, 18, "OptuNet")
     h0 = jax.nn.relu(conv2d(x, params["conv_0"]["kernel"]))
     h1 = jax.nn.relu(conv2d(max_pool(h0, 3, 3), params["conv_1"]["kernel"], groups=OPTUNET_GROUPS))
     h2 = jax.nn.relu(global_avg_pool(h1) @ params["dense_0"]["kernel"] + params["dense_0"]["bias"])
@@ -212,7 +212,7 @@ def optunet_apply(params: Mapping, x: jax.Array) -> jax.Array:
 
     Args:
         params: one OptuNet (:func:`optunet_init` layout); ``jax.vmap`` for a stack.
-        x: images ``(n, h, w, 1)``, at least 17x17 (MNIST: 28x28).
+        x: images ``(n, h, w, 1)``, at least 18x18 (MNIST: 28x28; smaller leaves no pixel after the second convolution).
 
     Returns:
         Logits ``(n, 10)``.

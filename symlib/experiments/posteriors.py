@@ -163,10 +163,6 @@ def _take(stack, idx):
     return jax.tree_util.tree_map(lambda a: np.asarray(a)[np.asarray(idx)], stack)
 
 
-def _concat(stacks):
-    return jax.tree_util.tree_map(lambda *a: np.concatenate([np.asarray(b) for b in a]), *stacks)
-
-
 def ood_data(profile: Profile) -> dict[str, np.ndarray]:
     """MNIST test images (in distribution) and Fashion-MNIST test images (OOD), the first
     ``post_n_eval`` of each, standardised with MNIST's statistics as OptuNet sees them."""
@@ -190,10 +186,11 @@ def _per_mode(fit: Callable, modes, keys) -> list:
 def _single_and_multi(name: str, posteriors: list, sample: Callable, key, n_samples: int, n_modes: int) -> dict:
     """``name`` from the first posterior (``n_samples`` samples) and ``multi-name`` from all
     (``n_samples / n_modes`` each, in mode order)."""
+    from symlib.inference import multi_mode_samples
+
     k1, k2 = jax.random.split(key)
-    per = n_samples // n_modes
     return {name: sample(k1, posteriors[0], n_samples),
-            f"multi-{name}": _concat([sample(k, p, per) for k, p in zip(jax.random.split(k2, n_modes), posteriors)])}
+            f"multi-{name}": multi_mode_samples(k2, sample, posteriors, n_samples // n_modes)}
 
 
 def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[dict, dict]:

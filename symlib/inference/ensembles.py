@@ -92,7 +92,10 @@ def multi_mode_samples(key: jax.Array, sample_fn: Callable[[jax.Array, Params, i
         sample_fn: ``sample_fn(key, params, num_samples)`` -> ``num_samples`` networks stacked
             on a leading axis (e.g. ``partial(dropout_samples, rate=0.2)``, or a lambda
             around :func:`symlib.inference.sgmcmc.run_sghmc` returning its ``.samples``).
-        modes: ``M`` networks stacked on a leading axis (e.g. :func:`symlib.inference.training.train_many`).
+        modes: ``M`` networks stacked on a leading axis (e.g. :func:`symlib.inference.training.train_many`),
+            or a list of ``M`` per-mode objects that ``sample_fn`` takes instead of a
+            network (e.g. fitted :class:`~symlib.inference.swag.SWAGPosterior` or
+            :class:`~symlib.inference.laplace.LaplacePosterior`).
         samples_per_mode: samples drawn around each mode.
 
     Returns:
@@ -105,20 +108,27 @@ def multi_mode_samples(key: jax.Array, sample_fn: Callable[[jax.Array, Params, i
             ``samples_per_mode`` networks in the layout of one mode.
     """
     samples_per_mode = positive_int(samples_per_mode, "samples_per_mode")
-    leaves, treedef = jax.tree_util.tree_flatten(modes)
-    lead = {np.shape(a)[:1] for a in leaves}
-    if not leaves or len(lead) != 1 or () in lead:
-        raise ValueError(f"modes must be networks stacked on a leading axis of every leaf, got leading axes {lead}")
-    (num_modes,), = lead
+    if isinstance(modes, (list, tuple)):  # fitted posteriors, one per mode
+        if not modes:
+            raise ValueError("modes is an empty sequence")
+        mode_list, like = list(modes), None
+    else:
+        leaves, treedef = jax.tree_util.tree_flatten(modes)
+        lead = {np.shape(a)[:1] for a in leaves}
+        if not leaves or len(lead) != 1 or () in lead:
+            raise ValueError(f"modes must be networks stacked on a leading axis of every leaf, got leading axes {lead}")
+        (num_modes,), = lead
+        mode_list = [jax.tree_util.tree_unflatten(treedef, [a[m] for a in leaves]) for m in range(num_modes)]
+        like = (treedef, [np.shape(a)[1:] for a in leaves])
     check_key(key, "key")
-    keys = jax.random.split(key, num_modes)
+    keys = jax.random.split(key, len(mode_list))
     draws = []
-    for m in range(num_modes):
-        mode = jax.tree_util.tree_unflatten(treedef, [a[m] for a in leaves])
+    for m, mode in enumerate(mode_list):
         out = sample_fn(keys[m], mode, samples_per_mode)
         got = [np.shape(a) for a in jax.tree_util.tree_leaves(out)]
-        if jax.tree_util.tree_structure(out) != treedef or got != [(samples_per_mode,) + np.shape(a)[1:]
-                                                                   for a in leaves]:
+        if like is None:  # per-mode objects: the first mode's draws set the layout
+            like = (jax.tree_util.tree_structure(out), [g[1:] for g in got])
+        if jax.tree_util.tree_structure(out) != like[0] or got != [(samples_per_mode,) + shape for shape in like[1]]:
             raise ValueError(f"sample_fn must return {samples_per_mode} networks stacked like one mode; for mode {m} "
                              f"it returned shapes {jax.tree_util.tree_map(np.shape, out)}")
         draws.append(out)
