@@ -1,4 +1,5 @@
-"""Command line: ``python -m symlib list`` and ``python -m symlib run NAME [--profile P]``."""
+"""Command line: ``python -m symlib list``, ``python -m symlib run NAME [--profile P]`` and
+``python -m symlib hmc-piece --state DIR [--minutes M]`` (Xiao et al.'s HMC in pieces)."""
 from __future__ import annotations
 
 import argparse
@@ -55,7 +56,7 @@ def build_parser(experiment_list: str) -> argparse.ArgumentParser:
         experiment_list: one line per experiment (name and description), shown by ``run --help``.
 
     Returns:
-        The parser with the ``list`` and ``run`` subcommands.
+        The parser with the ``list``, ``run`` and ``hmc-piece`` subcommands.
     """
     parser = argparse.ArgumentParser(prog="python -m symlib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -69,7 +70,51 @@ def build_parser(experiment_list: str) -> argparse.ArgumentParser:
     run_p.add_argument("--out", default=None, metavar="DIR",
                        help="also write each experiment's summary as DIR/<name>-<profile>.json with the command, "
                             "device and date (e.g. --out book/results)")
+    piece = sub.add_parser(
+        "hmc-piece", help="advance Xiao et al.'s HMC run by one piece (state and summaries in DIR)",
+        description="Advance Xiao et al.'s full-batch HMC (the hmc experiment's settings, CHAINS x SAMPLES kept "
+                    "samples) by one piece of at most MINUTES, folding every kept sample into running summaries "
+                    "(q_d, q_r, the test predictive, diagnostics) kept in DIR; run it again to continue. "
+                    "See book/running.md, 'HMC at paper scale, in pieces'.")
+    piece.add_argument("--state", required=True, metavar="DIR", help="the state directory (created on the first piece)")
+    piece.add_argument("--profile", default=None, help="quick or paper (default: $SYMLIB_PROFILE or quick)")
+    piece.add_argument("--minutes", type=float, default=9.0,
+                       help="wall time of this piece, process start included (default 9)")
+    piece.add_argument("--chains", type=int, default=None, help="chains (default 2)")
+    piece.add_argument("--samples", type=int, default=None, help="kept samples per chain (default 500)")
+    piece.add_argument("--chunk-size", type=int, default=None, help="kept samples per segment (default 5)")
+    piece.add_argument("--out", default=None, metavar="DIR",
+                       help="once the run is complete, write its summary as DIR/hmc_pieces-<profile>.json")
     return parser
+
+
+def _hmc_piece(args, argv: list[str] | None, started: float) -> int:
+    """The ``hmc-piece`` command (see :func:`build_parser`)."""
+    from symlib.evaluation.hmc_pieces import advance
+    from symlib.experiments import results, xiao
+    from symlib.experiments.profiles import get_profile
+
+    profile = get_profile(args.profile)
+    chains = args.chains or xiao.PIECES_CHAINS
+    samples = args.samples or xiao.PIECES_SAMPLES
+    run = xiao.hmc_pieces_run(profile, chains, samples, args.chunk_size or xiao.PIECES_CHUNK)
+    command = "python -m symlib " + " ".join(argv if argv is not None else sys.argv[1:])
+    cfg = run.cfg
+    print(f"{profile.describe()}\nHMC in pieces: {cfg.num_chains} chains x {cfg.num_samples} samples, "
+          f"{cfg.num_iterations} iterations of {cfg.num_leapfrog} leapfrog steps per chain; state in {args.state}",
+          flush=True)
+    prog = advance(args.state, run, budget_seconds=60 * args.minutes, started=started, command=command)
+    print(prog)
+    if not prog.complete and prog.remaining_seconds is not None:
+        pieces = prog.remaining_seconds / max(60 * args.minutes - 60.0, 60.0)
+        print(f"left: about {prog.remaining_seconds / 60:.0f} min of sampling at this piece's rate, "
+              f"about {int(pieces) + 1} more piece(s) of {args.minutes:g} min (an estimate)")
+    if prog.complete and args.out:
+        summary = xiao.hmc_pieces_summary(profile, args.state)
+        elapsed = sum(p["elapsed_s"] for p in summary["pieces"])
+        path = results.save("hmc_pieces", profile.name, summary, directory=args.out, command=command, elapsed_s=elapsed)
+        print(f"summary written to {path}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,8 +131,15 @@ def main(argv: list[str] | None = None) -> int:
     from symlib.experiments.cache import cache_dir
     from symlib.experiments.profiles import get_profile
 
+    started = time.time()
     parser = build_parser(experiments.describe())
     args = parser.parse_args(argv)
+    if args.command == "hmc-piece":
+        try:
+            get_profile(args.profile)
+        except ValueError as err:
+            parser.error(str(err))
+        return _hmc_piece(args, argv, started)
     if args.command == "list":
         print(experiments.describe())
         return 0

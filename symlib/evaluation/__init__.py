@@ -1,5 +1,7 @@
 """symlib.evaluation: predictives, metrics, interpolation and loss barriers, Gaussian
-summaries of samples, pruning, per-unit marginals, and the MMD between posterior samples."""
+summaries of samples (also running ones), pruning, per-unit marginals, and the MMD between
+posterior samples. :mod:`symlib.evaluation.hmc_pieces` (full-batch HMC in pieces with
+running summaries) is imported on its own."""
 from symlib.evaluation.metrics import (  # noqa: F401
     accuracy,
     nll,
@@ -42,6 +44,7 @@ from symlib.evaluation.summaries import (  # noqa: F401
     tree_to_vector,
     vector_to_tree,
 )
+from symlib.evaluation.running import RunningMoments  # noqa: F401
 from symlib.evaluation.pruning import (  # noqa: F401
     keep_mask,
     num_kept,
@@ -99,6 +102,7 @@ __all__ = [
     "summary_to_samples",
     "tree_to_vector",
     "vector_to_tree",
+    "RunningMoments",
     "keep_mask",
     "num_kept",
     "prune_by_sigma",

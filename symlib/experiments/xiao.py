@@ -815,6 +815,20 @@ def _hmc_summary(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _hmc_setup(profile: Profile, chains: int, samples: int):
+    """The data, HMC config, initial positions (one per chain, from key 0) and target of
+    the ``hmc`` experiment, with ``chains`` x ``samples`` kept samples."""
+    from symlib.inference.hmc import HMCConfig, make_logdensity
+
+    d = load_bnn_data(profile)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    cfg = HMCConfig(step_size=profile.hmc_step_size, num_leapfrog=profile.hmc_leapfrog, num_burnin=profile.hmc_burnin,
+                    num_samples=samples, thin=profile.hmc_thin, num_chains=chains, adapt_step_size=profile.hmc_adapt)
+    inits = [mlp_init(k, sizes) for k in jax.random.split(jax.random.key(0), chains)]
+    init = jax.tree_util.tree_map(lambda *a: jax.numpy.stack(a), *inits)
+    return d, cfg, init, make_logdensity(d["x_train"], d["y_train"], prior_var=profile.prior_std**2)
+
+
 @register("hmc", _hmc_config, "full-batch HMC (BlackJAX) on the BNN posterior, chains written to disk and resumable",
           summary=_hmc_summary, result=HMCResult)
 def hmc(profile: Profile) -> dict[str, Any]:
@@ -831,16 +845,9 @@ def hmc(profile: Profile) -> dict[str, Any]:
     """
     from symlib.evaluation.predictive import predict_from_samples
     from symlib.inference.diagnostics import function_space_diagnostics
-    from symlib.inference.hmc import HMCConfig, load_samples, make_logdensity, run_hmc
+    from symlib.inference.hmc import load_samples, run_hmc
 
-    d = load_bnn_data(profile)
-    sizes = [d["x_train"].shape[1], profile.hidden, 10]
-    cfg = HMCConfig(step_size=profile.hmc_step_size, num_leapfrog=profile.hmc_leapfrog, num_burnin=profile.hmc_burnin,
-                    num_samples=profile.hmc_samples, thin=profile.hmc_thin, num_chains=profile.hmc_chains,
-                    adapt_step_size=profile.hmc_adapt)
-    inits = [mlp_init(k, sizes) for k in jax.random.split(jax.random.key(0), cfg.num_chains)]
-    init = jax.tree_util.tree_map(lambda *a: jax.numpy.stack(a), *inits)
-    logdensity = make_logdensity(d["x_train"], d["y_train"], prior_var=profile.prior_std**2)
+    d, cfg, init, logdensity = _hmc_setup(profile, profile.hmc_chains, profile.hmc_samples)
     result = run_hmc(jax.random.key(1), init, logdensity, cfg, out_dir=hmc_run_dir(profile), init_per_chain=True)
     samples = load_samples(hmc_run_dir(profile))
     flat = jax.tree_util.tree_map(lambda a: a.reshape((-1,) + a.shape[2:]), samples)  # (chains * samples, ...)
@@ -868,9 +875,114 @@ def hmc_samples(profile: Profile) -> dict[str, Any]:
     return load_samples(hmc_run_dir(profile))
 
 
+#: Xiao et al.'s HMC run in pieces (issue 17): 2 chains x 500 kept samples, 1,000 in all as
+#: in the paper (App. A), with the paper profile's other settings (500 leapfrog steps,
+#: 600 burn-in iterations, thinning 10, 784-512-10 on 50,000 images)
+PIECES_CHAINS, PIECES_SAMPLES = 2, 500
+
+#: kept samples per segment of the pieced run (a piece ends at a segment boundary): 50
+#: iterations, about 25,000 gradients per chain
+PIECES_CHUNK = 5
+
+#: training examples over which activations are correlated for q_r (activation matching):
+#: enough for a stable correlation estimate; matching 1,000 samples over 50,000 would take
+#: an hour on a CPU
+MATCH_EXAMPLES = 5000
+
+
+def hmc_pieces_run(profile: Profile, chains: int = PIECES_CHAINS, samples: int = PIECES_SAMPLES,
+                   chunk_size: int = PIECES_CHUNK):
+    """The pieced HMC run of ``profile`` (:mod:`symlib.evaluation.hmc_pieces`): the chains of
+    the ``hmc`` experiment (same data, initialisations, key and sampler settings) with
+    ``chains`` x ``samples`` kept samples, summarised on the fly against the test set, with
+    q_r by weight and by activation matching (the first ``MATCH_EXAMPLES`` training images).
+
+    Args:
+        profile: the run profile.
+        chains: number of chains.
+        samples: kept samples per chain.
+        chunk_size: kept samples per segment.
+
+    Returns:
+        A :class:`symlib.evaluation.hmc_pieces.PiecedHMC` (advance it with
+        :func:`symlib.evaluation.hmc_pieces.advance`).
+    """
+    from symlib.evaluation.hmc_pieces import PiecedHMC
+
+    d, cfg, init, logdensity = _hmc_setup(profile, chains, samples)
+    return PiecedHMC(jax.random.key(1), init, logdensity, cfg, d["x_test"], d["y_test"],
+                     x_match=d["x_train"][:MATCH_EXAMPLES], chunk_size=chunk_size, init_per_chain=True)
+
+
+def hmc_pieces_summary(profile: Profile, state_dir) -> dict[str, Any]:
+    """Table 1's HMC columns, the test score and the diagnostics of a pieced run so far.
+
+    The columns are those of ``compact_representation``: ``"HMC sample"`` (the exact
+    predictive of the kept samples), ``"HMC q_d"``, ``"HMC q_r"`` (activation matching, the
+    paper's), ``"HMC q_r (weight)"`` and ``"HMC q_r (per chain)"``, each Gaussian's
+    predictive from ``profile.mc_samples`` draws (the same keys as there).
+
+    Args:
+        profile: the run profile (for the test data and ``mc_samples``).
+        state_dir: the pieced run's state directory.
+
+    Returns:
+        A JSON-friendly dict: ``table``, ``test``, ``diagnostics``, ``median_sigma``,
+        ``near_prior``, ``progress`` and ``pieces`` (provenance of every piece).
+    """
+    from symlib.evaluation.hmc_pieces import summaries
+    from symlib.evaluation.predictive import predict_from_gaussian
+
+    d = load_bnn_data(profile)
+    s = summaries(state_dir)
+    x, y, p_hmc = d["x_test"], d["y_test"], s.test_probs
+    table = {"HMC sample": table1_row(p_hmc, p_hmc, x, y)}
+    fits = {"HMC q_d": s.q_d, "HMC q_r": s.q_r.get("activation"), "HMC q_r (weight)": s.q_r["weight"],
+            "HMC q_r (per chain)": s.q_r["weight (per chain)"]}
+    fits = {col: fit for col, fit in fits.items() if fit is not None}
+    key = jax.random.key(5)
+    for col, fit in fits.items():
+        key, sub = jax.random.split(key)
+        probs = predict_from_gaussian(sub, fit.mu, fit.sigma, x, profile.mc_samples)
+        table[col] = table1_row(np.asarray(probs), p_hmc, x, y, fit.mu)
+    sigma = {col: np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(fit.sigma)])
+             for col, fit in fits.items()}
+    progress = {k: v for k, v in s.progress.items() if k != "pieces"}
+    return {"table": {col: {k: float(v) for k, v in row.items()} for col, row in table.items()},
+            "test": s.test, "n_test": len(y), "prior_std": profile.prior_std,
+            "diagnostics": {k: np.asarray(v).tolist() for k, v in s.diagnostics.items()},
+            "median_sigma": {col: float(np.median(v)) for col, v in sigma.items()},
+            "near_prior": {col: near_prior_fraction(v, profile.prior_std) for col, v in sigma.items()},
+            "progress": progress, "pieces": s.progress["pieces"]}
+
+
 # ---------------------------------------------------------------------------------------
 # The compact representation (Sec. 3, Table 1, Fig. 3)
 # ---------------------------------------------------------------------------------------
+
+def table1_row(probs, p_hmc, x, y, mean_params=None) -> dict[str, float]:
+    """One column of Table 1: a predictive scored against the HMC predictive.
+
+    Args:
+        probs: ``(n, classes)`` predictive probabilities on the test inputs ``x``.
+        p_hmc: the HMC predictive on ``x``.
+        x: the test inputs.
+        y: the test labels.
+        mean_params: the mean network, if any (for ``accuracy_mean``).
+
+    Returns:
+        ``agreement``, ``tv``, ``accuracy_samples`` (%) and, with ``mean_params``,
+        ``accuracy_mean`` (%).
+    """
+    from symlib.evaluation import metrics
+    from symlib.evaluation.predictive import predict_single
+
+    out = {"agreement": metrics.agreement(probs, p_hmc), "tv": metrics.total_variation(probs, p_hmc),
+           "accuracy_samples": 100 * metrics.accuracy_from_probs(probs, y)}
+    if mean_params is not None:
+        out["accuracy_mean"] = 100 * metrics.accuracy_from_probs(np.asarray(predict_single(mean_params, x)), y)
+    return out
+
 
 def _compact_config(profile: Profile) -> dict[str, Any]:
     return {**_hmc_config(profile), **_ensemble_config(profile), **_vi_config(profile)}
@@ -925,14 +1037,14 @@ def compact_representation(profile: Profile) -> dict[str, Any]:
         The artifact: ``table``, ``pruning``, ``sigma``, ``median_sigma``, ``hmc_test`` and
         ``hmc_diagnostics`` (see :class:`CompactResult`).
     """
-    from symlib.evaluation import metrics, pruning, summaries
-    from symlib.evaluation.predictive import predict_from_gaussian, predict_from_samples, predict_single
+    from symlib.evaluation import pruning, summaries
+    from symlib.evaluation.predictive import predict_from_gaussian, predict_from_samples
     from symlib.symmetry.specs import mlp_permutation_spec
 
     d = load_bnn_data(profile)
     # activation statistics for matching: at most 5,000 training examples (enough for a
     # stable correlation estimate; matching 1,000 samples over 50,000 would take an hour on a CPU)
-    x, y, x_match = d["x_test"], d["y_test"], d["x_train"][:5000]
+    x, y, x_match = d["x_test"], d["y_test"], d["x_train"][:MATCH_EXAMPLES]
     spec = mlp_permutation_spec(1)
     hmc_res, ens_res, vi_res = (run(name, profile).artifact for name in ("hmc", "ensemble", "vi"))
     stack = jax.tree_util.tree_map(lambda a: np.asarray(a).reshape((-1,) + a.shape[2:]), hmc_samples(profile))
@@ -940,11 +1052,7 @@ def compact_representation(profile: Profile) -> dict[str, Any]:
     p_hmc = np.asarray(hmc_res["test_probs"])
 
     def row(probs, mean_params=None):
-        out = {"agreement": metrics.agreement(probs, p_hmc), "tv": metrics.total_variation(probs, p_hmc),
-               "accuracy_samples": 100 * metrics.accuracy_from_probs(probs, y)}
-        if mean_params is not None:
-            out["accuracy_mean"] = 100 * metrics.accuracy_from_probs(np.asarray(predict_single(mean_params, x)), y)
-        return out
+        return table1_row(probs, p_hmc, x, y, mean_params)
 
     table, fitted, key = {}, {}, jax.random.key(5)
     for name, samples in sample_sets.items():
