@@ -226,3 +226,23 @@ def test_cli_advances_and_writes_the_summary(tmp_path, monkeypatch, capsys):
     assert "complete" in out and "summary written to" in out
     record = json.loads((tmp_path / "res" / "hmc_pieces-quick.json").read_text())
     assert record["summary"]["progress"]["complete"] and record["command"].startswith("python -m symlib hmc-piece")
+
+
+def test_xiao_pieces_on_a_tiny_profile(tmp_path):
+    """The experiment's pieced run: the hmc experiment's settings and Table 1's HMC columns."""
+    import dataclasses
+
+    from symlib.experiments import xiao
+    from symlib.experiments.profiles import get_profile
+
+    tiny = dataclasses.replace(get_profile("quick"), name="tiny", n_train=300, n_val=0, n_test=50, hidden=8,
+                               bnn_n_train=100, hmc_leapfrog=2, hmc_burnin=2, hmc_thin=1, mc_samples=4)
+    run = xiao.hmc_pieces_run(tiny, chains=2, samples=3, chunk_size=2)
+    assert run.cfg.num_leapfrog == 2 and run.cfg.num_chains == 2 and run.methods == ("weight", "activation")
+    assert np.shape(run.x_match) == (100, 784)
+    assert advance(tmp_path, run).complete
+    out = xiao.hmc_pieces_summary(tiny, tmp_path)
+    assert list(out["table"]) == ["HMC sample", "HMC q_d", "HMC q_r", "HMC q_r (weight)", "HMC q_r (per chain)"]
+    assert out["table"]["HMC sample"]["agreement"] == 1.0 and out["table"]["HMC sample"]["tv"] == 0.0
+    assert out["progress"]["complete"] and len(out["pieces"]) == 1 and out["n_test"] == 50
+    json.dumps(out)  # a results file can hold it
