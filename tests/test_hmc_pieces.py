@@ -177,6 +177,9 @@ def test_another_run_is_refused(pieced):
 def test_budget_stops_at_a_segment_boundary(tmp_path):
     first = advance(tmp_path / "s", _run(), budget_seconds=1e-3)  # no measurement yet: one segment
     assert first.iteration == 7 and first.seconds_per_iteration > 0
+    assert load_state(tmp_path / "s")[0]["pieces"][0]["seconds_per_iteration"] == first.seconds_per_iteration
+    with pytest.raises(ValueError, match="0 kept sample"):  # still in burn-in
+        summaries(tmp_path / "s")
     second = advance(tmp_path / "s", _run(), budget_seconds=1e-3)  # a measured rate: nothing fits
     assert second.piece_iterations == 0
     with pytest.raises(ValueError, match="budget_seconds must be > 0"):

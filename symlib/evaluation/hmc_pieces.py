@@ -426,17 +426,16 @@ def load_state(state_dir) -> tuple[dict, dict[str, np.ndarray]]:
         return meta, {k: z[k] for k in z.files}
 
 
-def _write_state(state_dir: Path, meta: dict, arrays: dict[str, np.ndarray]) -> int:
-    """Write the arrays to a new file, point ``state.json`` at it, delete older files;
-    returns the state's size in bytes."""
+def _write_state(state_dir: Path, meta: dict, arrays: dict[str, np.ndarray]) -> None:
+    """Write the arrays to a new file, point ``state.json`` (``meta``, updated in place) at it,
+    then delete older arrays files."""
     name = _array_file(meta["iteration"])
-    meta = dict(meta, state_file=name, sha256=_hmc._save_npz(state_dir / name, arrays))
-    meta["bytes"] = (state_dir / name).stat().st_size
+    meta["sha256"] = _hmc._save_npz(state_dir / name, arrays)
+    meta.update(state_file=name, bytes=(state_dir / name).stat().st_size)
     _hmc._save_json(state_dir / _STATE_JSON, meta)
     for old in state_dir.glob("state_*.npz"):
         if old.name != name:
             old.unlink()
-    return meta["bytes"] + (state_dir / _STATE_JSON).stat().st_size
 
 
 def _summary_identity(run: PiecedHMC) -> str:
@@ -492,6 +491,31 @@ def _piece_record(command: str | None, start_iteration: int) -> dict[str, Any]:
             "seconds_per_iteration": None}
 
 
+def _open(state_dir: Path, run: PiecedHMC, prep, spec: PermutationSpec):
+    """``(meta, folded, carry)``: the stored state of this run, or a fresh one."""
+    from symlib.symmetry.specs import check_spec
+
+    cfg, like = prep.cfg, prep.like
+    identity = {**_hmc._identity(cfg, prep.chunk_size, run.key, prep.positions, prep.logdensity),
+                "summaries": _summary_identity(run)}
+    fresh = prep.fresh_carry()
+    meta = _read_json(state_dir)
+    if meta is None:
+        folded = _Folded.fresh(like, cfg.num_chains, cfg.num_samples, np.asarray(run.y_test), _num_classes(like),
+                               run.num_points, run.methods, check_spec(spec, like))
+        meta = {"format_version": _FORMAT_VERSION, "identity": identity, "config": cfg.to_dict(),
+                "chunk_size": prep.chunk_size, "structure": _hmc._skeleton(like), "methods": list(run.methods),
+                "match_key": run.match_key, "pieces": []}
+        return meta, folded, fresh
+    _check_identity(state_dir, meta, identity)
+    with _open_arrays(state_dir, meta) as z:
+        arrays = {k: z[k] for k in z.files}
+    folded = _Folded.from_arrays(arrays, like, cfg.num_chains, run.methods, spec.perm_names)
+    chain = {k[len("chain_"):]: v for k, v in arrays.items() if k.startswith("chain_")}
+    restored = _hmc._state_from_host(chain, fresh.state, fresh.da_state)
+    return meta, folded, _hmc._carry_at(prep.plan, meta["segment"], *_hmc._strong(restored))
+
+
 def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, num_iterations: int | None = None,
             num_samples: int | None = None, progress: bool | None = None, command: str | None = None,
             started: float | None = None) -> PieceProgress:
@@ -524,35 +548,14 @@ def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, n
             non-positive budget or count; the errors of ``run_hmc`` for a bad ``run``.
         CorruptRunError: naming a state file that is missing, truncated or damaged.
     """
-    from symlib.symmetry.specs import check_spec
-
     started = time.time() if started is None else started
     for value, name in ((budget_seconds, "budget_seconds"), (num_iterations, "num_iterations"),
                         (num_samples, "num_samples")):
         _positive_or_none(value, name)
     state_dir = Path(state_dir)
     prep = _hmc._prepare_run(run.key, run.init_params, run.logdensity, run.cfg, run.chunk_size, run.init_per_chain)
-    cfg, like, plan = prep.cfg, prep.like, prep.plan
-    spec = _spec_of(like)
-    identity = {**_hmc._identity(cfg, prep.chunk_size, run.key, prep.positions, prep.logdensity),
-                "summaries": _summary_identity(run)}
-    fresh = prep.fresh_carry()
-    meta = _read_json(state_dir)
-    if meta is None:
-        folded = _Folded.fresh(like, cfg.num_chains, cfg.num_samples, np.asarray(run.y_test), _num_classes(like),
-                               run.num_points, run.methods, check_spec(spec, like))
-        carry = fresh
-        meta = {"format_version": _FORMAT_VERSION, "identity": identity, "config": cfg.to_dict(),
-                "chunk_size": prep.chunk_size, "structure": _hmc._skeleton(like), "methods": list(run.methods),
-                "match_key": run.match_key, "pieces": []}
-    else:
-        _check_identity(state_dir, meta, identity)
-        with _open_arrays(state_dir, meta) as z:
-            arrays = {k: z[k] for k in z.files}
-        folded = _Folded.from_arrays(arrays, like, cfg.num_chains, run.methods, spec.perm_names)
-        chain = {k[len("chain_"):]: v for k, v in arrays.items() if k.startswith("chain_")}
-        restored = _hmc._state_from_host(chain, fresh.state, fresh.da_state)
-        carry = _hmc._carry_at(plan, meta["segment"], *_hmc._strong(restored))
+    cfg, plan, spec = prep.cfg, prep.plan, _spec_of(prep.like)
+    meta, folded, carry = _open(state_dir, run, prep, spec)
     start_iteration, start_kept = carry.iteration, carry.num_kept
     chain_keys = _hmc._chain_keys(run.key, cfg.num_chains)
     carry.state, carry.da_state, carry.step_size, chain_keys = prep.logdensity.replicate(
@@ -573,23 +576,25 @@ def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, n
             t0, first_kept = time.time(), carry.num_kept
             carry, stats, kept = _hmc._run_segment(seg, carry, prep.logdensity, chain_keys, cfg, meter)
             _fold_segment(folded, run, spec, carry, stats, kept, first_kept)
-            seconds = time.time() - t0
+            if not meta["pieces"] or meta["pieces"][-1] is not record:
+                meta["pieces"].append(record)
+            record.update(end_iteration=carry.iteration, elapsed_s=round(time.time() - started, 1))
+            meta.update(iteration=carry.iteration, segment=carry.segment, num_kept=carry.num_kept,
+                        complete=carry.iteration == cfg.num_iterations)
+            _write_state(state_dir, meta, {**folded.to_arrays(),
+                                           **{f"chain_{k}": v for k, v in _hmc._carry_to_host(carry).items()}})
+            seconds = time.time() - t0  # sampling, folding and writing the state
             if carry.iteration - seg.num_iters > start_iteration:
                 measured[0] += seg.num_iters
                 measured[1] += seconds
                 rate = measured[1] / measured[0]
             elif rate is None:
                 rate = seconds / seg.num_iters  # includes compilation: an overestimate
-            if not meta["pieces"] or meta["pieces"][-1] is not record:
-                meta["pieces"].append(record)
-            record.update(end_iteration=carry.iteration, elapsed_s=round(time.time() - started, 1),
-                          seconds_per_iteration=rate)
-            meta.update(iteration=carry.iteration, segment=carry.segment, num_kept=carry.num_kept,
-                        complete=carry.iteration == cfg.num_iterations)
-            _write_state(state_dir, meta, {**folded.to_arrays(),
-                                           **{f"chain_{k}": v for k, v in _hmc._carry_to_host(carry).items()}})
+            record["seconds_per_iteration"] = rate
     finally:
         meter.close()
+    if carry.iteration > start_iteration:  # the last measurement
+        _hmc._save_json(state_dir / _STATE_JSON, meta)
     left = cfg.num_iterations - carry.iteration
     size = sum(p.stat().st_size for p in state_dir.iterdir() if p.is_file()) if state_dir.exists() else 0
     return PieceProgress(str(state_dir), carry.iteration, cfg.num_iterations, carry.num_kept, cfg.num_samples,
