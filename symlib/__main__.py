@@ -107,7 +107,7 @@ def _hmc_piece(args, argv: list[str] | None, started: float) -> int:
     print(prog)
     if not prog.complete and prog.remaining_seconds is not None:
         pieces = prog.remaining_seconds / max(60 * args.minutes - 60.0, 60.0)
-        print(f"left: about {prog.remaining_seconds / 60:.0f} min of sampling at this piece's rate, "
+        print(f"left: about {prog.remaining_seconds / 60:.1f} min of sampling at this piece's rate, "
               f"about {int(pieces) + 1} more piece(s) of {args.minutes:g} min (an estimate)")
     if prog.complete and args.out:
         summary = xiao.hmc_pieces_summary(profile, args.state)
