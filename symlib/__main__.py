@@ -85,6 +85,8 @@ def build_parser(experiment_list: str) -> argparse.ArgumentParser:
     piece.add_argument("--chunk-size", type=int, default=None, help="kept samples per segment (default 5)")
     piece.add_argument("--out", default=None, metavar="DIR",
                        help="once the run is complete, write its summary as DIR/hmc_pieces-<profile>.json")
+    piece.add_argument("--status", action="store_true",
+                       help="only check the state against its checksum and print its progress and pieces")
     return parser
 
 
@@ -94,6 +96,18 @@ def _hmc_piece(args, argv: list[str] | None, started: float) -> int:
     from symlib.experiments import results, xiao
     from symlib.experiments.profiles import get_profile
 
+    if args.status:
+        from symlib.evaluation.hmc_pieces import load_state
+
+        meta, _ = load_state(args.state)
+        cfg = meta["config"]
+        print(f"{args.state}: iteration {meta['iteration']} of {cfg['num_burnin'] + cfg['num_samples'] * cfg['thin']}, "
+              f"{meta['num_kept']}/{cfg['num_samples']} samples per chain ({cfg['num_chains']} chains), "
+              f"{'complete' if meta['complete'] else 'not complete'}; checksum ok")
+        for p in meta["pieces"]:
+            print(f"  {p['date']}  iterations {p['start_iteration']}-{p['end_iteration']}  {p['elapsed_s']} s  "
+                  f"{p['device']}")
+        return 0
     profile = get_profile(args.profile)
     chains = args.chains or xiao.PIECES_CHAINS
     samples = args.samples or xiao.PIECES_SAMPLES

@@ -229,6 +229,9 @@ def test_cli_advances_and_writes_the_summary(tmp_path, monkeypatch, capsys):
     assert "complete" in out and "summary written to" in out
     record = json.loads((tmp_path / "res" / "hmc_pieces-quick.json").read_text())
     assert record["summary"]["progress"]["complete"] and record["command"].startswith("python -m symlib hmc-piece")
+    assert main(["hmc-piece", "--state", str(tmp_path / "s"), "--status"]) == 0
+    out = capsys.readouterr().out
+    assert "iteration 31 of 31" in out and "complete; checksum ok" in out and "iterations 7-31" in out
 
 
 def test_xiao_pieces_on_a_tiny_profile(tmp_path):
