@@ -92,7 +92,9 @@ def build_parser(experiment_list: str) -> argparse.ArgumentParser:
 
 def _hmc_piece(args, argv: list[str] | None, started: float) -> int:
     """The ``hmc-piece`` command (see :func:`build_parser`)."""
-    from symlib.evaluation.hmc_pieces import advance
+    import jax
+
+    from symlib.evaluation.hmc_pieces import advance, state_nbytes
     from symlib.experiments import results, xiao
     from symlib.experiments.profiles import get_profile
 
@@ -114,9 +116,11 @@ def _hmc_piece(args, argv: list[str] | None, started: float) -> int:
     run = xiao.hmc_pieces_run(profile, chains, samples, args.chunk_size or xiao.PIECES_CHUNK)
     command = "python -m symlib " + " ".join(argv if argv is not None else sys.argv[1:])
     cfg = run.cfg
+    like = jax.tree_util.tree_map(lambda a: a[0], run.init_params)
+    size = state_nbytes(like, cfg, len(run.y_test), methods=run.methods) / 1e6
     print(f"{profile.describe()}\nHMC in pieces: {cfg.num_chains} chains x {cfg.num_samples} samples, "
-          f"{cfg.num_iterations} iterations of {cfg.num_leapfrog} leapfrog steps per chain; state in {args.state}",
-          flush=True)
+          f"{cfg.num_iterations} iterations of {cfg.num_leapfrog} leapfrog steps per chain; state in {args.state} "
+          f"(at most {size:.1f} MB)", flush=True)
     prog = advance(args.state, run, budget_seconds=60 * args.minutes, started=started, command=command)
     print(prog)
     if not prog.complete and prog.remaining_seconds is not None:
