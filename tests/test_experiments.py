@@ -197,7 +197,7 @@ def test_laurent_optunets_trains_counts_swaps_and_reloads():
 
 def test_vi_alignment_resnet20_runs_and_keeps_the_vi_alignment_layout():
     tiny = dataclasses.replace(TINY, resnet_n_train=128, resnet_epochs=1, resnet_n_eval=32, resnet_batch_size=64,
-                               n_lambdas=3, align_samples=2)
+                               resnet_n_lambdas=3, resnet_samples=2)
     res = experiments.run("vi_alignment_resnet20", tiny, verbose=False)
     assert isinstance(res, experiments.VIAlignmentResult) and res.widths("fashion_mnist") == [1]
     pair = res.run("fashion_mnist", 1)

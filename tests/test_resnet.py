@@ -288,6 +288,31 @@ def test_weight_matching_recovers_a_planted_permutation(r20):
     assert res.objective[-1] == pytest.approx(self_objective, rel=1e-9)
 
 
+def test_wasserstein_alignment_undoes_a_planted_permutation_of_a_noisy_posterior(r20):
+    """q1 = a random permutation of q0 plus noise (30% of each layer's weight scale): after
+    alignment the squared distance of the means is the noise's own, and the function is kept."""
+    from symlib.symmetry.alignment import apply_alignment, wasserstein_alignment
+
+    spec = resnet20_permutation_spec()
+    sigma0 = jax.tree_util.tree_map(lambda v: 0.01 + 0.05 * jnp.abs(jnp.sin(v)), r20)
+    planted = random_permutations(7, spec, r20)
+    mu1, sigma1 = apply_permutation(spec, planted, r20), apply_permutation(spec, planted, sigma0)
+    keys = iter(jax.random.split(jax.random.key(5), len(jax.tree_util.tree_leaves(mu1))))
+    noise = jax.tree_util.tree_map(lambda v: 0.3 * jnp.std(v) * jax.random.normal(next(keys), v.shape), mu1)
+    mu1_noisy = jax.tree_util.tree_map(jnp.add, mu1, noise)
+    match = wasserstein_alignment(jax.random.key(0), spec, (r20, sigma0), (mu1_noisy, sigma1))
+    mu1_aligned, _ = apply_alignment(spec, match.perms, (mu1_noisy, sigma1))
+
+    def sq(a, b):
+        return sum(float(jnp.sum((u - v) ** 2)) for u, v in zip(jax.tree_util.tree_leaves(a),
+                                                                jax.tree_util.tree_leaves(b)))
+
+    assert sq(r20, mu1_aligned) == pytest.approx(sq(mu1, mu1_noisy), rel=1e-5)
+    assert sq(r20, mu1_noisy) > 5 * sq(r20, mu1_aligned)
+    x = images(2, 4, 3)
+    np.testing.assert_allclose(resnet20_apply(mu1_aligned, x), resnet20_apply(mu1_noisy, x), atol=1e-4)
+
+
 # --------------------------------------------------------------------------- scaling specs (channel_scaling)
 
 

@@ -227,7 +227,8 @@ def _align_summary(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def align_and_compare(spec, q0, q1, evals, profile: Profile, **curve_kwargs) -> dict[str, Any]:
+def align_and_compare(spec, q0, q1, evals, profile: Profile, *, taus: int | None = None,
+                      num_samples: int | None = None, **curve_kwargs) -> dict[str, Any]:
     """Align ``q1`` to ``q0`` (:func:`symlib.symmetry.alignment.wasserstein_alignment`) and
     compute the marginalised loss along the W2 geodesic, naive and aligned, on every split.
 
@@ -237,6 +238,8 @@ def align_and_compare(spec, q0, q1, evals, profile: Profile, **curve_kwargs) -> 
         q1: ``(mu, sigma)`` of the second.
         evals: split name -> ``(x, y)``.
         profile: the run profile (``n_lambdas`` points, ``align_samples`` samples per point).
+        taus: points on the geodesic, in place of ``profile.n_lambdas``.
+        num_samples: Monte-Carlo samples per point, in place of ``profile.align_samples``.
         **curve_kwargs: passed to :func:`symlib.evaluation.interpolation.marginal_loss_curve`
             (``apply_fn``, ``batch_size``).
 
@@ -257,8 +260,8 @@ def align_and_compare(spec, q0, q1, evals, profile: Profile, **curve_kwargs) -> 
     barrier: dict[str, dict[str, float]] = {"marginal": {}, "midpoint": {}}
     for split, (x, y) in evals.items():
         for name, target in (("naive", q1), ("aligned", q1_aligned)):
-            c = marginal_loss_curve(jax.random.key(7), q0, target, x, y, taus=profile.n_lambdas,
-                                    num_samples=profile.align_samples, **curve_kwargs)
+            c = marginal_loss_curve(jax.random.key(7), q0, target, x, y, taus=taus or profile.n_lambdas,
+                                    num_samples=num_samples or profile.align_samples, **curve_kwargs)
             curves[f"{split} {name}"] = c
             barrier["marginal"][f"{split} {name}"] = marginal_barrier(c)
             barrier["midpoint"][f"{split} {name}"] = midpoint_barrier(c)
@@ -310,7 +313,7 @@ def vi_alignment(profile: Profile) -> dict[str, Any]:
 
 def _resnet_config(profile: Profile) -> dict[str, Any]:
     keys = ("resnet_dataset", "resnet_widths", "resnet_n_train", "resnet_epochs", "resnet_batch_size",
-            "resnet_n_eval", "align_prior_var", "align_samples", "n_lambdas", "learning_rate")
+            "resnet_n_eval", "resnet_n_lambdas", "resnet_samples", "align_prior_var", "learning_rate")
     return {"data_source": profile.data_source, **{k: getattr(profile, k) for k in keys}}
 
 
@@ -395,7 +398,9 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
                        temperature=ROSSI_VI_SETTINGS["temperature"], loop="python")
                 for seed in (0, 1)]
         q0, q1 = (fits[0].mu, fits[0].sigma), (fits[1].mu, fits[1].sigma)
-        out[f"w{width}"] = {**align_and_compare(spec, q0, q1, evals, profile, apply_fn=resnet20_apply, batch_size=500),
+        out[f"w{width}"] = {**align_and_compare(spec, q0, q1, evals, profile, taus=profile.resnet_n_lambdas,
+                                                num_samples=profile.resnet_samples, apply_fn=resnet20_apply,
+                                                batch_size=500),
                             "elbo_final": np.asarray([f.elbo_history[-1] for f in fits])}
     return {profile.resnet_dataset: out}
 
