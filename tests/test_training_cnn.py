@@ -153,3 +153,46 @@ def test_vi_and_hmc_take_optunet(mnist):
     res = run_hmc(jax.random.key(3), start, logdensity,
                   HMCConfig(step_size=1e-3, num_leapfrog=3, num_burnin=4, num_samples=4, thin=1, num_chains=2))
     assert res.samples["dense_0"]["kernel"].shape[:2] == (2, 4) and np.isfinite(res.mean_acceptance)
+
+
+def test_train_many_blocks_resumes_and_matches_train_many(mnist, tmp_path, monkeypatch):
+    """symlib.experiments.registry.train_many_blocks: the networks of train_many, trained in
+    cached blocks; a run killed after the first block resumes with the second."""
+    import symlib.inference.training as training
+    from symlib.experiments import registry
+    from symlib.symmetry.architectures import optunet_permutation_spec
+    from symlib.symmetry.channel_scaling import optunet_scaling_spec
+    from symlib.symmetry.neuron_order import spec_statistics_observer, spec_swap_counter
+
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
+    x, y = mnist[0][:256], mnist[1][:256]
+    cfg = CFG._replace(epochs=2)
+    sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
+    obs = {"observe": spec_swap_counter(sspec, pspec), "observe_epoch": spec_statistics_observer(sspec, pspec)}
+    want = train_many(jax.random.key(3), optunet_init, optunet_apply, 3, x, y, cfg, **obs)
+    real, calls = training.fit_map_many, []
+
+    def killed_after_one_block(*args, **kwargs):
+        if calls:
+            raise KeyboardInterrupt("killed")
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    args = ("toy", {"a": 1}, jax.random.key(3), optunet_init, optunet_apply, 3, x, y, cfg)
+    monkeypatch.setattr(training, "fit_map_many", killed_after_one_block)
+    with pytest.raises(KeyboardInterrupt):
+        registry.train_many_blocks(*args, block_size=2, **obs)
+    monkeypatch.setattr(training, "fit_map_many", real)
+    assert len(list(tmp_path.glob("toy.step-*.npz"))) == 1
+    got = registry.train_many_blocks(*args, block_size=2, **obs)
+    assert len(list(tmp_path.glob("toy.step-*.npz"))) == 2
+    close = lambda a, b: np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-3, atol=1e-4)  # noqa: E731
+    jax.tree_util.tree_map(close, got[0], want[0])
+    close(got[1], want[1])
+    np.testing.assert_array_equal(got[2]["step"], want[2]["step"])
+    assert len(got[2]["epoch"]) == len(want[2]["epoch"])
+    for a, b in zip(got[2]["epoch"], want[2]["epoch"]):
+        close(a, b)
+    one_block = registry.train_many_blocks("toy1", {}, jax.random.key(3), optunet_init, optunet_apply, 3, x, y, cfg,
+                                           block_size=4, **obs)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, one_block[0], jax.tree_util.tree_map(np.asarray, want[0]))
