@@ -84,7 +84,7 @@ class Item:
 
     @property
     def label(self) -> str:
-        """``"<id>"`` or ``"<id> (<part>)"``."""
+        """The id, with the part in parentheses when there is one."""
         return f"{self.id} ({self.part})" if self.part else self.id
 
     @property
@@ -319,7 +319,15 @@ def summary_values(summary: Mapping[str, Any], path: str) -> list[tuple[str, Any
 
 
 def format_value(value: Any) -> str:
-    """A short string of a summary value: 3 significant digits; long lists by their mean."""
+    """A short string of a summary value.
+
+    Args:
+        value: a number, bool, None, list or dict from a summary.
+
+    Returns:
+        Numbers with 3 significant digits, dicts as ``"key value, ..."``, lists of more
+        than four numbers as their mean.
+    """
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, (int, float)):
@@ -520,9 +528,17 @@ HEADERS = ("paper", "table / figure", "what it shows", "chapter", "the paper's v
 
 
 def chapter_link(item: Item) -> str:
-    """A Markdown link from the report's page to the item's chapter's page in the built book
-    (``NN_name.html`` beside it; MyST renders a link in a notebook's output as it is, so a
-    link to the ``.ipynb`` would not resolve), ``"-"`` without a chapter."""
+    """A Markdown link from the report's page to the item's chapter in the built book.
+
+    MyST renders a link in a notebook's output as it is (no cross-reference), so it points
+    at ``NN_name.html`` beside the report's page, not at the ``.ipynb``.
+
+    Args:
+        item: a manifest item.
+
+    Returns:
+        ``"[N](NN_name.html)"``, or ``"-"`` for an item without a chapter.
+    """
     if item.chapter is None:
         return "-"
     name = Path(item.chapter).name
