@@ -25,8 +25,8 @@ from symlib.experiments.optunet import (CONVERGED_ACCURACY, OptuNetsResult, laur
 from symlib.experiments.posteriors import (METHODS, MULTI, NS_VARIANTS, SINGLE, functional_collapse,
                                            laurent_posteriors, optunet_bank, posterior_samples)
 from symlib.experiments.registry import (EXPERIMENTS, RESULT_TYPES, SUMMARIES, ExperimentResult, data_config,
-                                         describe, load_align_data, load_bnn_data, load_data, lookup, mlp_config,
-                                         register, run, train_many_blocks)
+                                         describe, fit_many_blocks, load_align_data, load_bnn_data, load_data, lookup,
+                                         mlp_config, register, run, train_many_blocks)
 from symlib.experiments.rossi import (ALIGN_DATASETS, ROSSI_SEC51_CLAIMS, ROSSI_VI_SETTINGS, AlignedVIPair,
                                       VIAlignmentResult, vi_alignment)
 from symlib.experiments.xiao import (MATCHING_METHODS, MLP_SEEDS, PRUNE_FRACTIONS, XIAO_FIG1_CLAIMS,
@@ -40,7 +40,7 @@ from symlib.experiments.xiao import (MATCHING_METHODS, MLP_SEEDS, PRUNE_FRACTION
 __all__ = [
     # registry
     "EXPERIMENTS", "SUMMARIES", "RESULT_TYPES", "ExperimentResult", "register", "run", "lookup", "describe",
-    "train_many_blocks",
+    "train_many_blocks", "fit_many_blocks",
     "load_data", "load_bnn_data", "load_align_data", "data_config", "mlp_config",
     # Xiao et al. (2023)
     "mlp_map_pair", "rebasin_barriers", "not_sweep", "not_paths", "not_grid", "ensemble", "vi", "hmc",
