@@ -13,7 +13,10 @@ go through the artifact cache, so the notebook loads what the batch job computed
 - :mod:`symlib.experiments.optunet`: Laurent et al. (2024), Fig. 2 and Sec. 5.2 on OptuNet.
 
 Each paper module also holds that paper's reference numbers and claims as constants,
-which the notebooks quote.
+which the notebooks quote. :mod:`symlib.experiments.manifest` lists every table and figure
+of the three papers with the experiments and claims that judge it (the reproduction report).
+Long experiments run their outer loop through :func:`symlib.experiments.cache.cached_steps`
+(or :func:`fit_many_blocks` for banks of networks), so a killed run resumes.
 """
 from __future__ import annotations
 

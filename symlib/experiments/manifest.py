@@ -123,7 +123,7 @@ MANIFEST: tuple[Item, ...] = (
          experiments=("compact_representation",),
          keys=tuple(f"compact_representation:table/{c}/{k}" for c in ("HMC q_d", "HMC q_r", "Ensemble q_d",
                                                                        "Ensemble q_r", "VI q")
-                    for k in ("agreement",)),
+                    for k in ("agreement", "tv")),
          paper_value=("agreement / TV: HMC q_d " + _t1("HMC q_d") + ", q_r " + _t1("HMC q_r") + "; ensemble q_d "
                       + _t1("Ensemble q_d") + ", q_r " + _t1("Ensemble q_r") + "; VI " + _t1("VI q")),
          paper_profile=NEEDS_GPU_HMC),
