@@ -138,6 +138,9 @@ def test_status_comes_from_the_claims():
     row = manifest.report_rows({}, good, [fig1])[0]
     assert row[3] == "[2](02_rebasin_barriers.html)" and row[5] == manifest.NOT_CACHED
     assert "1 x H100 (gpu), 2026-01-02" in row[6] and row[7] == "reproduced (paper profile)"
+    fig2 = next(i for i in MANIFEST if i.paper == "xiao2023" and i.id == "Figure 2")
+    if not any(e in symlib.experiments.SUMMARIES for e in fig2.experiments):
+        assert manifest.report_rows({}, {}, [fig2])[0][5].startswith("in the chapter")
     not_attempted = Item("xiao2023", "Figure 9", "x", "figure", paper_value="y", reason="not attempted: no data")
     assert manifest.report_rows({}, {}, [not_attempted])[0][5:] == ("not attempted", "not attempted",
                                                                     "not attempted: no data")

@@ -558,12 +558,16 @@ def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str,
     Returns:
         The rows.
     """
+    from symlib.experiments.registry import SUMMARIES
+
     rows = []
     for item in items:
         if not item.attempted or (item.kind in ("illustration", "setup") and not item.experiments):
             mine = "n/a" if item.attempted else "not attempted"
         elif not item.experiments:
             mine = "n/a"
+        elif not any(e in SUMMARIES for e in item.experiments):
+            mine = "in the chapter (its experiments have no summary)"
         elif not any(e in quick for e in item.experiments):
             mine = NOT_CACHED
         else:
