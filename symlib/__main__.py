@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     from symlib import experiments
     from symlib.experiments import results
-    from symlib.experiments.cache import cache_dir
+    from symlib.experiments.cache import artifact_paths, cache_dir
     from symlib.experiments.profiles import get_profile
 
     started = time.time()
@@ -172,13 +172,15 @@ def main(argv: list[str] | None = None) -> int:
     with log_to_stderr():  # the cache's loaded/computing lines, on stderr
         for name in args.names:
             start = time.time()
+            # whether this command computes the artifact or finds it (the completed-marker) in the cache
+            computed = not artifact_paths(name, experiments.EXPERIMENTS[name][1](profile))[1].exists()
             result = experiments.run(name, profile)
             elapsed = time.time() - start
             print(f"{name}: done in {elapsed:.1f} s (artifact cache: {cache_dir()})")
             if args.out and name in experiments.SUMMARIES:
                 path = results.save(name, profile.name, experiments.SUMMARIES[name](result.artifact), directory=args.out,
                                     command="python -m symlib " + " ".join(argv if argv is not None else sys.argv[1:]),
-                                    elapsed_s=elapsed)
+                                    elapsed_s=elapsed, computed=computed)
                 print(f"{name}: summary written to {path}")
             elif args.out:
                 print(f"{name}: has no summary to write; its artifact is in the cache")

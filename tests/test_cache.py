@@ -173,3 +173,44 @@ def test_progress_is_logged_at_info(cdir, caplog):
         ("symlib.experiments.cache", logging.INFO, f"computing exp ({key}) ..."),
         ("symlib.experiments.cache", logging.INFO, f"loaded exp ({key}) from the artifact cache"),
     ]
+
+
+class _Stop(RuntimeError):
+    pass
+
+
+def _steps_fn(calls, fail_at=None):
+    def fn(item):
+        if fail_at is not None and len(calls) == fail_at:
+            raise _Stop(f"killed before step {item}")
+        calls.append(item)
+        return {"value": np.full(3, float(item) ** 2), "meta": {"item": item}}
+    return fn
+
+
+def test_cached_steps_resumes_after_an_interrupted_run(cdir):
+    items = [3, 1, 4, 5]
+    calls = []
+    with pytest.raises(_Stop):
+        cache.cached_steps("exp", {"a": 1}, items, _steps_fn(calls, fail_at=2), verbose=False)
+    assert calls == [3, 1]  # two steps finished and stored before the "kill"
+    resumed = cache.cached_steps("exp", {"a": 1}, items, _steps_fn(calls), verbose=False)
+    assert calls == [3, 1, 4, 5]  # only the missing steps were computed
+    fresh_calls = []
+    monkey_dir = cdir / "fresh"
+    uninterrupted = cache.cached_steps("exp", {"a": 1}, items, _steps_fn(fresh_calls), directory=monkey_dir,
+                                       verbose=False)
+    assert fresh_calls == items
+    for got, want in zip(resumed, uninterrupted):
+        np.testing.assert_array_equal(got["value"], want["value"])
+        assert int(got["meta"]["item"]) == int(want["meta"]["item"])
+    assert len(list(cdir.glob("exp.step-*.npz"))) == 4
+    # another config is another set of steps
+    other = []
+    cache.cached_steps("exp", {"a": 2}, items[:1], _steps_fn(other), verbose=False)
+    assert other == [3]
+
+
+def test_cached_steps_rejects_duplicate_labels(cdir):
+    with pytest.raises(ValueError, match="step labels must be unique"):
+        cache.cached_steps("exp", {}, [1, 1], _steps_fn([]), verbose=False)

@@ -24,6 +24,15 @@ def test_saved_result_satisfies_its_papers_claims(path):
     assert all(o.holds for o in outcomes)
 
 
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.name)
+def test_saved_result_records_its_provenance(path):
+    record = json.loads(path.read_text())
+    for key in ("experiment", "profile", "command", "device", "date", "elapsed_s", "symlib_version", "summary"):
+        assert record.get(key) not in (None, ""), f"{path.name} does not record {key!r}"
+    assert path.name == f"{record['experiment']}-{record['profile']}.json"
+    assert record["profile"].startswith("paper"), f"{path.name}: book/results holds paper-profile runs"
+
+
 def _toy_claims(monkeypatch):
     monkeypatch.setattr(claims, "CLAIMS", {})
 

@@ -49,6 +49,13 @@ def test_run_writes_cached_artifact_and_summary(tmp_path, monkeypatch, capsys):
     record = json.loads((tmp_path / "res" / "tiny-quick.json").read_text())
     assert record["summary"] == {"total": 3.0} and record["profile"] == "quick"
     assert record["command"].startswith("python -m symlib run tiny") and "cpu" in record["device"].lower()
+    # provenance: date, elapsed time, the symlib version as the artifact cache keys it, computed or loaded
+    from symlib import __version__
+    from symlib.experiments.cache import code_version
+
+    assert record["date"] and isinstance(record["elapsed_s"], float) and record["computed"] is True
+    assert record["symlib_version"] == code_version() == f"{record['package_version']}+{record['code_hash']}"
+    assert record["package_version"] == __version__ and record["python"] and record["jax"]
 
 
 def test_run_help_lists_every_experiment_with_its_description(capsys):
@@ -62,3 +69,23 @@ def test_run_help_lists_every_experiment_with_its_description(capsys):
         line = next((ln for ln in out.splitlines() if ln.split()[:1] == [name]), None)
         assert line is not None, f"{name} missing from `run --help`"
         assert doc in line
+
+
+def test_lookup_never_computes(tmp_path, monkeypatch):
+    from symlib import experiments
+
+    calls = []
+
+    def tiny(profile):
+        calls.append(profile.name)
+        return {"value": np.arange(3.0)}
+
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
+    monkeypatch.setitem(experiments.EXPERIMENTS, "tiny", (tiny, lambda p: {"hidden": p.hidden}, "a test experiment"))
+    assert experiments.lookup("tiny", "quick") is None and calls == []
+    experiments.run("tiny", "quick", verbose=False)
+    found = experiments.lookup("tiny", "quick")
+    assert calls == ["quick"] and list(found.artifact["value"]) == [0.0, 1.0, 2.0]
+    assert experiments.lookup("tiny", "paper") is None  # another config
+    with pytest.raises(ValueError, match="unknown experiment"):
+        experiments.lookup("no_such_experiment")

@@ -212,3 +212,53 @@ def test_vi_alignment_resnet20_runs_and_keeps_the_vi_alignment_layout():
     assert [o.claim.name for o in outcomes] == ["alignment_lowers_every_barrier"]
     with pytest.raises(ValueError, match="resnet_dataset must be 'cifar10' or 'fashion_mnist'"):
         experiments.rossi.load_resnet_data(dataclasses.replace(tiny, resnet_dataset="svhn"))
+
+
+def test_train_many_blocks_resumes_and_matches_train_many(tmp_path, monkeypatch):
+    """registry.train_many_blocks / fit_many_blocks: the networks of train_many, trained in
+    cached blocks, with the observers' outputs; a run killed after the first block resumes
+    with the second; one block is train_many itself."""
+    import functools
+
+    import jax
+
+    import symlib.inference.training as training
+    from symlib.core.models import mlp_apply, mlp_init
+    from symlib.experiments import registry
+    from symlib.symmetry.neuron_order import statistics_observer, swap_counter
+
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(96, 6)).astype(np.float32), rng.integers(0, 3, 96)
+    cfg = training.TrainConfig(epochs=2, batch_size=32, learning_rate=0.01)
+    init = functools.partial(mlp_init, sizes=[6, 5, 4, 3])
+    obs = {"observe": swap_counter("max", "unit_norm"), "observe_epoch": statistics_observer("max", "unit_norm")}
+    want = training.train_many(jax.random.key(3), init, mlp_apply, 4, x, y, cfg, **obs)
+    real, calls = training.fit_map_many, []
+
+    def killed_after_one_block(*args, **kwargs):
+        if calls:
+            raise KeyboardInterrupt("killed")
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    args = ("toy", {"a": 1}, jax.random.key(3), init, mlp_apply, 4, x, y, cfg)  # two blocks of 2
+    monkeypatch.setattr(training, "fit_map_many", killed_after_one_block)
+    with pytest.raises(KeyboardInterrupt):
+        registry.train_many_blocks(*args, block_size=2, **obs)
+    monkeypatch.setattr(training, "fit_map_many", real)
+    assert len(list(tmp_path.glob("toy.step-*.npz"))) == 1
+    got = registry.train_many_blocks(*args, block_size=2, **obs)
+    assert len(list(tmp_path.glob("toy.step-*.npz"))) == 2
+    close = lambda a, b: np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)  # noqa: E731
+    jax.tree_util.tree_map(close, got[0], want[0])
+    close(got[1], want[1])
+    np.testing.assert_array_equal(got[2]["step"], want[2]["step"])
+    assert len(got[2]["epoch"]) == len(want[2]["epoch"]) == 2
+    for a, b in zip(got[2]["epoch"], want[2]["epoch"]):
+        close(a, b)
+    one = registry.train_many_blocks("toy1", {}, jax.random.key(3), init, mlp_apply, 4, x, y, cfg, block_size=4, **obs)
+    jax.tree_util.tree_map(lambda a, b: np.testing.assert_array_equal(a, np.asarray(b)), one[0], want[0])
+    with pytest.raises(ValueError, match="block_size"):
+        registry.fit_many_blocks("toy", {}, init, jax.random.split(jax.random.key(0), 2),
+                                 jax.random.split(jax.random.key(1), 2), x, y, cfg, block_size=0)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from symlib import experiments
-from symlib.experiments import claims, rossi
+from symlib.experiments import cache, claims, rossi
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.registry import SUMMARIES
 from symlib.testing.reference import random_gaussian_posterior
@@ -124,3 +124,39 @@ def test_vi_alignment_keeps_posteriors_and_timings_read_them(tmp_path, monkeypat
     assert len(claims.evaluate("vi_alignment_timings", s)) == 3
     with pytest.raises(ValueError, match="unknown column 'seconds'"):
         t.column("mnist", "seconds")
+
+
+def test_vi_alignment_resumes_after_an_interrupted_run(tmp_path, monkeypatch):
+    """A run killed after k (dataset, width) steps continues from step k + 1 and gives the
+    uninterrupted run's numbers (the alignment's wall time excepted)."""
+    import symlib.inference.vi as vi_mod
+
+    tiny = dataclasses.replace(get_profile("quick"), name="tiny", n_train=500, n_val=0, n_test=60,
+                               align_widths=(4, 6), align_depth=1, align_epochs=1, align_samples=2,
+                               align_n_eval=30, n_lambdas=3)
+    real_fit, calls = vi_mod.fit_mlp_vi, []
+
+    def fit(*args, fail_after=None, **kwargs):
+        if fail_after is not None and len(calls) >= fail_after:
+            raise KeyboardInterrupt("killed")
+        calls.append(1)
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "whole"))
+    whole = experiments.run("vi_alignment", tiny, verbose=False).artifact
+    assert len(list((tmp_path / "whole").glob("vi_alignment.step-*.npz"))) == 4  # 2 datasets x 2 widths
+
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "pieces"))
+    monkeypatch.setattr(vi_mod, "fit_mlp_vi", lambda *a, **k: fit(*a, fail_after=5, **k))
+    with pytest.raises(KeyboardInterrupt):  # two fits per step: killed during the third step
+        experiments.run("vi_alignment", tiny, verbose=False)
+    assert len(list((tmp_path / "pieces").glob("vi_alignment.step-*.npz"))) == 2
+    calls.clear()
+    monkeypatch.setattr(vi_mod, "fit_mlp_vi", lambda *a, **k: fit(*a, **k))
+    resumed = experiments.run("vi_alignment", tiny, verbose=False).artifact
+    assert len(calls) == 4  # only the two missing steps were fitted
+    flat_w, flat_r = cache._flatten(whole), cache._flatten(resumed)
+    assert flat_w.keys() == flat_r.keys()
+    for k in flat_w:
+        if not k.endswith("alignment_seconds"):
+            np.testing.assert_array_equal(flat_r[k], flat_w[k], err_msg=k)

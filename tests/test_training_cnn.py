@@ -153,3 +153,4 @@ def test_vi_and_hmc_take_optunet(mnist):
     res = run_hmc(jax.random.key(3), start, logdensity,
                   HMCConfig(step_size=1e-3, num_leapfrog=3, num_burnin=4, num_samples=4, thin=1, num_chains=2))
     assert res.samples["dense_0"]["kernel"].shape[:2] == (2, 4) and np.isfinite(res.mean_acceptance)
+

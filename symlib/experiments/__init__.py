@@ -13,7 +13,10 @@ go through the artifact cache, so the notebook loads what the batch job computed
 - :mod:`symlib.experiments.optunet`: Laurent et al. (2024), Fig. 2 and Sec. 5.2 on OptuNet.
 
 Each paper module also holds that paper's reference numbers and claims as constants,
-which the notebooks quote.
+which the notebooks quote. :mod:`symlib.experiments.manifest` lists every table and figure
+of the three papers with the experiments and claims that judge it (the reproduction report).
+Long experiments run their outer loop through :func:`symlib.experiments.cache.cached_steps`
+(or :func:`fit_many_blocks` for banks of networks), so a killed run resumes.
 """
 from __future__ import annotations
 
@@ -25,8 +28,8 @@ from symlib.experiments.optunet import (CONVERGED_ACCURACY, OptuNetsResult, laur
 from symlib.experiments.posteriors import (METHODS, MULTI, NS_VARIANTS, SINGLE, functional_collapse,
                                            laurent_posteriors, optunet_bank, posterior_samples)
 from symlib.experiments.registry import (EXPERIMENTS, RESULT_TYPES, SUMMARIES, ExperimentResult, data_config,
-                                         describe, load_align_data, load_bnn_data, load_data, mlp_config, register,
-                                         run)
+                                         describe, fit_many_blocks, load_align_data, load_bnn_data, load_data, lookup,
+                                         mlp_config, register, run, train_many_blocks)
 from symlib.experiments.rossi import (ALIGN_DATASETS, ROSSI_SEC51_CLAIMS, ROSSI_VI_SETTINGS, AlignedVIPair,
                                       VIAlignmentResult, vi_alignment)
 from symlib.experiments.xiao import (MATCHING_METHODS, MLP_SEEDS, PRUNE_FRACTIONS, XIAO_FIG1_CLAIMS,
@@ -39,7 +42,8 @@ from symlib.experiments.xiao import (MATCHING_METHODS, MLP_SEEDS, PRUNE_FRACTION
 
 __all__ = [
     # registry
-    "EXPERIMENTS", "SUMMARIES", "RESULT_TYPES", "ExperimentResult", "register", "run", "describe",
+    "EXPERIMENTS", "SUMMARIES", "RESULT_TYPES", "ExperimentResult", "register", "run", "lookup", "describe",
+    "train_many_blocks", "fit_many_blocks",
     "load_data", "load_bnn_data", "load_align_data", "data_config", "mlp_config",
     # Xiao et al. (2023)
     "mlp_map_pair", "rebasin_barriers", "not_sweep", "not_paths", "not_grid", "ensemble", "vi", "hmc",

@@ -6,6 +6,11 @@ SHA-256 of the ``.npz``, so it doubles as the completed-marker. Both files are w
 to a temporary name and renamed, so a crash never leaves a file that looks complete.
 A missing marker or a checksum mismatch is reported and the artifact recomputed.
 
+A run killed before its artifact is stored leaves nothing behind (the writes are atomic), so
+it would start again from scratch; long experiments therefore run their outer loop (widths,
+datasets, blocks of networks) through :func:`cached_steps`, which stores every finished step
+as an artifact of its own, and a re-run continues with the first missing step.
+
 Progress goes to the logger ``symlib.experiments.cache`` (a child of ``"symlib"``): whether
 an artifact was loaded or computed at INFO, quiet under Python's default WARNING level (so
 notebooks and the book show nothing; ``python -m symlib run`` shows it on stderr), and a
@@ -22,9 +27,9 @@ import logging
 import os
 import time
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -33,6 +38,7 @@ from symlib.core.io import atomic_write
 from symlib.core.pytree import flatten_dict, unflatten_dict
 
 ENV_VAR = "SYMLIB_CACHE"
+T = TypeVar("T")
 _SEP = "/"
 log = logging.getLogger(__name__)
 
@@ -325,3 +331,55 @@ def cached(
     result = compute()
     save(name, config, result, directory)
     return _unflatten(_flatten(result))
+
+
+def cached_steps(
+    name: str,
+    config: Mapping[str, Any],
+    items: Iterable[T],
+    fn: Callable[[T], Mapping[str, Any]],
+    *,
+    label: Callable[[T], Any] = str,
+    directory: Path | None = None,
+    verbose: bool = True,
+) -> list[dict[str, Any]]:
+    """``[fn(item) for item in items]``, each step stored in the cache as soon as it is done.
+
+    The outer loop of a long experiment (one width, one dataset, one block of networks per
+    step) goes through this, so a run that is killed keeps the steps it finished and a new
+    run continues with the first missing one. Every step is an ordinary artifact
+    (:func:`cached`) named ``<name>.step`` whose config is ``config`` plus
+    ``{"step": label(item)}``: same atomic writes and checksums, same code-version rule
+    (editing symlib starts the steps afresh, as it does the whole artifact). Step
+    artifacts stay in the cache after the experiment's own artifact is stored; deleting
+    them only costs a recomputation if that artifact is deleted too.
+
+    Args:
+        name: the experiment's name.
+        config: the experiment's configuration (its cache config).
+        items: the steps, in order.
+        fn: computes one step's artifact (a nested dict of arrays and numbers).
+        label: a JSON-like label of an item, unique among ``items`` (default ``str``).
+        directory: the cache folder (default: :func:`cache_dir`).
+        verbose: log whether each step was loaded or computed (INFO).
+
+    Returns:
+        One artifact per item, in order, as :func:`cached` returns them (numpy leaves,
+        also for the steps computed now, so a resumed run and an uninterrupted one agree).
+
+    Raises:
+        ValueError: if two items have the same label.
+    """
+    items = list(items)
+    labels = [_canonical(label(item)) for item in items]
+    seen = [json.dumps(x, sort_keys=True) for x in labels]
+    if len(set(seen)) != len(seen):
+        raise ValueError(f"cached_steps({name!r}): step labels must be unique, got {labels}")
+    out = []
+    for i, (item, lab) in enumerate(zip(items, labels)):
+        step_config = {**config, "step": lab}
+        if verbose:
+            log.info("%s: step %d of %d (%s)", name, i + 1, len(items), lab)
+        out.append(cached(f"{name}.step", step_config, functools.partial(fn, item), directory=directory,
+                          verbose=verbose))
+    return out

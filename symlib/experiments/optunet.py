@@ -22,7 +22,7 @@ from symlib.experiments import laurent  # noqa: F401  (registers the laurent_mlp
 from symlib.experiments.claims import CLAIMS, claim
 from symlib.experiments.laurent import LINE_T, min_mass_entry, swap_summary
 from symlib.experiments.profiles import Profile
-from symlib.experiments.registry import ExperimentResult, data_config, load_data, register
+from symlib.experiments.registry import ExperimentResult, data_config, load_data, register, train_many_blocks
 
 #: OptuNet's layers with weights, input to output, and their weight counts (kernels only)
 OPTUNET_LAYERS = ("conv_0", "conv_1", "dense_0", "dense_1")
@@ -79,6 +79,10 @@ class OptuNetsResult(ExperimentResult):
                    milestones=np.asarray(artifact["milestones"]), weight_decay=float(artifact["weight_decay"]))
 
 
+#: networks per cached block (the paper profile's 256 in 8 blocks of about an hour each on 2 CPU cores)
+OPTUNET_BLOCK = 32
+
+
 def _config(profile: Profile) -> dict[str, Any]:
     return {**data_config(profile), "nets": profile.optunet_nets, "epochs": profile.optunet_epochs}
 
@@ -110,7 +114,7 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
     """
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.data import standardize
-    from symlib.inference.training import LAURENT_OPTUNET, TrainConfig, learning_rate_at, train_many
+    from symlib.inference.training import LAURENT_OPTUNET, TrainConfig, learning_rate_at
     from symlib.symmetry.architectures import optunet_permutation_spec
     from symlib.symmetry.channel_scaling import optunet_scaling_spec
     from symlib.symmetry.neuron_order import spec_statistics_observer, spec_swap_counter
@@ -119,9 +123,11 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
     x, y = d["x_train"], d["y_train"]
     cfg = TrainConfig.laurent_optunet(len(y), epochs=profile.optunet_epochs, crop_fill=standardize(0.0, "mnist"))
     sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
-    params, losses, seen = train_many(jax.random.key(2024), optunet_init, optunet_apply, profile.optunet_nets, x, y,
-                                      cfg, observe=spec_swap_counter(sspec, pspec),
-                                      observe_epoch=spec_statistics_observer(sspec, pspec))
+    # blocks of OPTUNET_BLOCK networks, each kept in the artifact cache: a killed run resumes
+    params, losses, seen = train_many_blocks("laurent_optunets", _config(profile), jax.random.key(2024), optunet_init,
+                                             optunet_apply, profile.optunet_nets, x, y, cfg,
+                                             block_size=OPTUNET_BLOCK, observe=spec_swap_counter(sspec, pspec),
+                                             observe_epoch=spec_statistics_observer(sspec, pspec))
     logits = jax.vmap(optunet_apply, in_axes=(0, None))(params, d["x_test"])
     acc = np.mean(np.asarray(logits.argmax(-1)) == np.asarray(d["y_test"])[None], axis=1)
     sizes = [int(s.shape[-1]) for s in seen["epoch"]]

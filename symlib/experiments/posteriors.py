@@ -29,10 +29,11 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
+from symlib.experiments.cache import cached_steps
 from symlib.experiments.claims import claim
 from symlib.experiments.optunet import CONVERGED_ACCURACY, optunet_data
 from symlib.experiments.profiles import Profile
-from symlib.experiments.registry import data_config, load_align_data, register, run
+from symlib.experiments.registry import data_config, load_align_data, register, run, train_many_blocks
 
 #: Table 1's rows, in the paper's order; ``MULTI`` are the multi-mode estimates and DE.
 SINGLE = ("Dropout", "BNN", "SGHMC", "SWAG", "Laplace")
@@ -79,6 +80,10 @@ SETTINGS = {"dropout_rate": 0.2, "bnn_num_mc": 3, "bnn_learning_rate": 1e-3, "bn
 # ------------------------------------------------------------------ the bank
 
 
+#: networks per cached block of the bank (the paper profile's 1,120 in 9 blocks; the quick one's 32 in one)
+BANK_BLOCK = 128
+
+
 def _bank_config(profile: Profile) -> dict[str, Any]:
     return {**data_config(profile), "nets": profile.bank_nets, "epochs": profile.bank_epochs,
             "recipe": profile.bank_recipe}
@@ -123,13 +128,14 @@ def optunet_bank(profile: Profile) -> dict[str, Any]:
         ``params`` (stacked), ``test_accuracy`` per network, ``seconds``.
     """
     from symlib.core.cnn import optunet_apply, optunet_init
-    from symlib.inference.training import train_many
 
     d = optunet_data(profile)
     cfg = bank_train_config(profile, len(d["y_train"]))
     t0 = time.perf_counter()
-    params, _ = train_many(jax.random.key(4), optunet_init, optunet_apply, profile.bank_nets, d["x_train"],
-                           d["y_train"], cfg)
+    # blocks of BANK_BLOCK networks, each kept in the artifact cache: a killed run resumes
+    params, _ = train_many_blocks("optunet_bank", _bank_config(profile), jax.random.key(4), optunet_init,
+                                  optunet_apply, profile.bank_nets, d["x_train"], d["y_train"], cfg,
+                                  block_size=BANK_BLOCK)
     params = jax.tree_util.tree_map(np.asarray, params)
     seconds = time.perf_counter() - t0
     logits = jax.vmap(optunet_apply, in_axes=(0, None))(params, d["x_test"])
@@ -216,16 +222,21 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
     modes = _take(bank["params"], split["ensemble"][:M])
     starts = modes if profile.post_warm_start else jax.tree_util.tree_map(
         np.asarray, jax.vmap(optunet_init)(jax.random.split(jax.random.key(7), M)))
-    keys = iter(jax.random.split(jax.random.key(11), 16))
+    all_keys = jax.random.split(jax.random.key(11), 16)
+    # each method draws its keys from its own slice, in the order they were drawn from one
+    # shared sequence, so a method loaded from the cache leaves the others' keys unchanged
+    key_slices = {"dropout": (0, 2), "bnn": (2, 4), "sghmc": (4, 5), "swag": (5, 7), "laplace": (7, 8)}
     samples, seconds = {"DE": _take(bank["params"], split["ensemble"])}, {"DE": 0.0}
+    keys = iter(())
 
-    def timed(names, fn):
+    def timed(group: str, names: tuple[str, ...], fn) -> dict[str, Any]:
+        nonlocal keys
+        keys = iter(all_keys[slice(*key_slices[group])])
         t0 = time.perf_counter()
         out = fn()
         jax.block_until_ready(out)
-        for n in names:
-            seconds[n] = (time.perf_counter() - t0) / len(names)
-        samples.update(out)
+        return {"samples": jax.tree_util.tree_map(np.asarray, out),
+                "seconds": {n: (time.perf_counter() - t0) / len(names) for n in names}}
 
     rate = SETTINGS["dropout_rate"]
 
@@ -266,9 +277,14 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=Warning)  # Laplace's clipped eigenvalues are recorded, not lost
-        for names, fn in ((("Dropout", "multi-Dropout"), dropout), (("BNN", "multi-BNN"), bnn), (("SGHMC",), sghmc),
-                          (("SWAG", "multi-SWAG"), swag), (("Laplace", "multi-Laplace"), laplace)):
-            timed(names, fn)
+        groups = (("dropout", ("Dropout", "multi-Dropout"), dropout), ("bnn", ("BNN", "multi-BNN"), bnn),
+                  ("sghmc", ("SGHMC",), sghmc), ("swag", ("SWAG", "multi-SWAG"), swag),
+                  ("laplace", ("Laplace", "multi-Laplace"), laplace))
+        # one step per method, each kept in the artifact cache: a killed run resumes
+        for step in cached_steps("posterior_samples", _post_config(profile), groups, lambda g: timed(*g),
+                                 label=lambda g: g[0]):
+            samples.update(step["samples"])
+            seconds.update({n: float(v) for n, v in step["seconds"].items()})
     return {m: jax.tree_util.tree_map(np.asarray, samples[m]) for m in METHODS}, seconds
 
 

@@ -116,6 +116,15 @@ def register(name: str, config_of: ConfigOf, doc: str, summary: Summary | None =
     return wrap
 
 
+def _resolve(name: str, profile: Profile | str | None) -> tuple[Experiment, dict[str, Any], Profile]:
+    """The experiment's function, its cache config under ``profile``, and the profile."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
+    profile = profile if isinstance(profile, Profile) else get_profile(profile)
+    fn, config_of, _ = EXPERIMENTS[name]
+    return fn, config_of(profile), profile
+
+
 def run(name: str, profile: Profile | str | None = None, *, verbose: bool = True) -> ExperimentResult:
     """Result of experiment ``name`` under ``profile``, from the artifact cache when present.
 
@@ -132,12 +141,140 @@ def run(name: str, profile: Profile | str | None = None, *, verbose: bool = True
     Raises:
         ValueError: for an unknown experiment or profile name.
     """
-    if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
-    profile = profile if isinstance(profile, Profile) else get_profile(profile)
-    fn, config_of, _ = EXPERIMENTS[name]
-    artifact = cache.cached(name, config_of(profile), lambda: fn(profile), verbose=verbose)
+    fn, config, profile = _resolve(name, profile)
+    artifact = cache.cached(name, config, lambda: fn(profile), verbose=verbose)
     return RESULT_TYPES.get(name, ExperimentResult).from_artifact(artifact)
+
+
+def lookup(name: str, profile: Profile | str | None = None) -> ExperimentResult | None:
+    """The result of experiment ``name`` if its artifact is in the cache, never computing it.
+
+    For pages that show what earlier chapters (or batch runs) computed without starting a
+    long computation themselves (the reproduction report).
+
+    Args:
+        name: a registered experiment.
+        profile: a profile, a profile name, or None for the active one.
+
+    Returns:
+        The typed result, as :func:`run` returns it, or None when the artifact for this
+        profile and code version is not stored (or is damaged).
+
+    Raises:
+        ValueError: for an unknown experiment or profile name.
+    """
+    _, config, _ = _resolve(name, profile)
+    try:
+        artifact = cache.load(name, config)
+    except cache.CorruptArtifactError:
+        return None
+    return None if artifact is None else RESULT_TYPES.get(name, ExperimentResult).from_artifact(artifact)
+
+
+def train_many_blocks(name: str, config: Mapping[str, Any], key, init_fn, apply_fn, n_networks: int, x, y, cfg,
+                      *, block_size: int, observe=None, observe_epoch=None) -> tuple:
+    """:func:`symlib.inference.training.train_many` in blocks of ``block_size`` networks,
+    each block kept in the artifact cache (:func:`fit_many_blocks`), so a killed run resumes
+    with its first unfinished block.
+
+    Network ``i`` gets the initialisation and data keys it gets from ``train_many(key, ...)``,
+    so the networks are the same (to float rounding where a block is smaller than
+    ``n_networks``: ``vmap`` batches the arithmetic differently); with ``n_networks <=
+    block_size`` it is one call of the same size as ``train_many``'s.
+
+    Args:
+        name: the experiment's name (the steps are cached as ``<name>.step``).
+        config: the experiment's cache config (``block_size`` is added to it).
+        key: ``jax.random`` key, as for ``train_many``.
+        init_fn: ``init_fn(key) -> params`` of one network.
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network.
+        n_networks: number of networks.
+        x: training inputs.
+        y: integer training labels.
+        cfg: the :class:`~symlib.inference.training.TrainConfig`.
+        block_size: networks per block (>= 1).
+        observe: optional per-step observer (as for ``fit_map_many``).
+        observe_epoch: optional per-epoch observer.
+
+    Returns:
+        As :func:`fit_many_blocks`.
+
+    Raises:
+        ValueError: if ``block_size`` or ``n_networks`` is below 1.
+    """
+    import jax
+
+    if int(n_networks) < 1:
+        raise ValueError(f"n_networks must be at least 1, got {n_networks}")
+    init_key, data_key = jax.random.split(key)
+    return fit_many_blocks(name, config, init_fn, jax.random.split(init_key, int(n_networks)),
+                           jax.random.split(data_key, int(n_networks)), x, y, cfg, block_size=block_size,
+                           apply_fn=apply_fn, observe=observe, observe_epoch=observe_epoch)
+
+
+def fit_many_blocks(name: str, config: Mapping[str, Any], init_fn, init_keys, data_keys, x, y, cfg, *,
+                    block_size: int, apply_fn=None, observe=None, observe_epoch=None) -> tuple:
+    """:func:`symlib.inference.training.fit_map_many` of the networks ``init_fn(init_keys[i])``
+    with minibatch keys ``data_keys[i]``, in blocks of ``block_size`` networks, each block
+    kept in the artifact cache (:func:`symlib.experiments.cache.cached_steps`).
+
+    Args:
+        name: the experiment's name (the steps are cached as ``<name>.step``).
+        config: the experiment's cache config (``block_size`` is added to it).
+        init_fn: ``init_fn(key) -> params`` of one network.
+        init_keys: one initialisation key per network.
+        data_keys: one minibatch key per network.
+        x: training inputs.
+        y: integer training labels.
+        cfg: the :class:`~symlib.inference.training.TrainConfig`.
+        block_size: networks per block (>= 1).
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network (default: the MLP's).
+        observe: optional per-step observer (as for ``fit_map_many``).
+        observe_epoch: optional per-epoch observer (its output a tuple or list of arrays,
+            or an array).
+
+    Returns:
+        ``(params, epoch_losses)`` as numpy arrays stacked over all networks, and the
+        observations (``"step"`` and/or ``"epoch"``) when an observer was given.
+
+    Raises:
+        ValueError: if ``block_size`` is below 1, or the key arrays differ in length.
+    """
+    import jax
+
+    from symlib.core.models import mlp_apply
+    from symlib.inference.training import fit_map_many
+
+    n, b = len(init_keys), int(block_size)
+    if b < 1 or n < 1 or len(data_keys) != n:
+        raise ValueError(f"block_size and the number of networks must be at least 1 and the key arrays of equal "
+                         f"length, got block_size={block_size}, {n} init keys, {len(data_keys)} data keys")
+    apply_fn = mlp_apply if apply_fn is None else apply_fn
+    observed = observe is not None or observe_epoch is not None
+
+    def block(start: int) -> dict[str, Any]:
+        stop = min(start + b, n)
+        params0 = jax.vmap(init_fn)(init_keys[start:stop])
+        out = fit_map_many(params0, data_keys[start:stop], x, y, cfg, observe, observe_epoch, apply_fn)
+        res = {"params": jax.tree_util.tree_map(np.asarray, out[0]), "losses": np.asarray(out[1])}
+        if observed:  # a sequence of arrays is stored as a dict by index (artifacts are nested dicts)
+            res["seen"] = {k: {str(i): np.asarray(a) for i, a in enumerate(v)} if isinstance(v, (list, tuple))
+                           else np.asarray(v) for k, v in out[2].items()}
+        return res
+
+    blocks = cache.cached_steps(name, {**config, "block_size": b}, range(0, n, b), block, label=int)
+    cat = lambda *a: np.concatenate(a)  # noqa: E731
+    params = jax.tree_util.tree_map(cat, *[blk["params"] for blk in blocks])
+    losses = cat(*[blk["losses"] for blk in blocks])
+    if not observed:
+        return params, losses
+    seen = {}
+    for k, v in blocks[0]["seen"].items():
+        if isinstance(v, Mapping):
+            seen[k] = [cat(*[blk["seen"][k][str(i)] for blk in blocks]) for i in range(len(v))]
+        else:
+            seen[k] = cat(*[blk["seen"][k] for blk in blocks])
+    return params, losses, seen
 
 
 def describe() -> str:

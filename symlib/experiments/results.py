@@ -1,8 +1,10 @@
 """Small JSON summaries of runs that were really done (paper profile, GPU), kept in the
 repository under ``book/results/`` so the book shows them without re-running.
 
-Each file ``<experiment>-<profile>.json`` records the numbers with the command, device,
-date and code version that produced them.
+Each file ``<experiment>-<profile>.json`` records the numbers with the command, profile,
+device, date, elapsed time and the symlib version that produced them (``symlib_version``:
+the package version and the hash of its sources, as in the artifact cache's keys; also
+separately as ``package_version`` and ``code_hash``), with the Python and JAX versions.
 """
 from __future__ import annotations
 
@@ -46,6 +48,12 @@ def device_description() -> str:
     return f"{len(jax.devices())} x {kind} ({dev.platform}); host {platform.machine()} with {os.cpu_count()} cores"
 
 
+def _jax_version() -> str:
+    import jax
+
+    return jax.__version__
+
+
 def _jsonable(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
@@ -57,7 +65,7 @@ def _jsonable(obj: Any) -> Any:
 
 
 def save(name: str, profile: str, summary: dict[str, Any], *, command: str | None = None,
-         directory: Path | None = None, elapsed_s: float | None = None) -> Path:
+         directory: Path | None = None, elapsed_s: float | None = None, computed: bool | None = None) -> Path:
     """Write ``summary`` (numbers, lists, dicts) with its provenance.
 
     Args:
@@ -66,12 +74,16 @@ def save(name: str, profile: str, summary: dict[str, Any], *, command: str | Non
         summary: the numbers to keep (arrays become lists).
         command: the command that produced them (default: this process's command line).
         directory: where to write (default: :func:`results_dir`).
-        elapsed_s: wall time of the run in seconds.
+        elapsed_s: wall time of the command in seconds (of this invocation only: a run
+            resumed from cached steps counts its last piece, one loaded from the cache about 0).
+        computed: whether this invocation computed the artifact (False: it was loaded from
+            the artifact cache, e.g. computed by an earlier run of the same code); None: unknown.
 
     Returns:
         The path of ``<name>-<profile>.json``.
     """
     from symlib.core.io import atomic_write
+    from symlib import __version__
     from symlib.experiments.cache import code_version
 
     directory = Path(directory) if directory is not None else results_dir()
@@ -83,7 +95,12 @@ def save(name: str, profile: str, summary: dict[str, Any], *, command: str | Non
         "device": device_description(),
         "date": time.strftime("%Y-%m-%d"),
         "elapsed_s": None if elapsed_s is None else round(float(elapsed_s), 1),
+        "computed": computed,
         "symlib_version": code_version(),
+        "package_version": __version__,
+        "code_hash": code_version().rsplit("+", 1)[-1],
+        "python": platform.python_version(),
+        "jax": _jax_version(),
         "summary": _jsonable(summary),
     }
     path = directory / f"{name}-{profile}.json"

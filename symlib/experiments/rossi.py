@@ -15,6 +15,7 @@ barriers fall as width grows (Sec. 5.1), and the timing statements of App. C.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from symlib.experiments.cache import cached_steps
 from symlib.experiments.claims import claim
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import ExperimentResult, data_config, load_align_data, pick, register, run
@@ -287,24 +289,30 @@ def vi_alignment(profile: Profile) -> dict[str, Any]:
     from symlib.inference.vi import fit_mlp_vi
     from symlib.symmetry.specs import mlp_permutation_spec
 
-    out: dict[str, Any] = {}
     spec = mlp_permutation_spec(profile.align_depth)
-    for dataset in ALIGN_DATASETS:
-        d = load_align_data(profile, dataset)
+    data_of = functools.lru_cache(maxsize=1)(lambda dataset: load_align_data(profile, dataset))
+
+    def step(item: tuple[str, int]) -> dict[str, Any]:
+        dataset, width = item
+        d = data_of(dataset)
         evals = {s: (d[f"x_{s}"][: profile.align_n_eval], d[f"y_{s}"][: profile.align_n_eval]) for s in SPLITS}
-        out[dataset] = {}
-        for width in profile.align_widths:
-            sizes = [d["x_train"].shape[1], *[width] * profile.align_depth, 10]
-            fits = [fit_mlp_vi(jax.random.key(100 * seed + width), sizes, d["x_train"], d["y_train"],
-                               prior_var=profile.align_prior_var, std_init=ROSSI_VI_SETTINGS["std_init"],
-                               epochs=profile.align_epochs, batch_size=ROSSI_VI_SETTINGS["batch_size"],
-                               learning_rate=profile.learning_rate, temperature=ROSSI_VI_SETTINGS["temperature"])
-                    for seed in (0, 1)]
-            q0, q1 = (fits[0].mu, fits[0].sigma), (fits[1].mu, fits[1].sigma)
-            out[dataset][f"w{width}"] = {**align_and_compare(spec, q0, q1, evals, profile),
-                                         "elbo_final": np.asarray([f.elbo_history[-1] for f in fits]),
-                                         "posteriors": jax.tree.map(np.asarray, {"mu0": q0[0], "sigma0": q0[1],
-                                                                                 "mu1": q1[0], "sigma1": q1[1]})}
+        sizes = [d["x_train"].shape[1], *[width] * profile.align_depth, 10]
+        fits = [fit_mlp_vi(jax.random.key(100 * seed + width), sizes, d["x_train"], d["y_train"],
+                           prior_var=profile.align_prior_var, std_init=ROSSI_VI_SETTINGS["std_init"],
+                           epochs=profile.align_epochs, batch_size=ROSSI_VI_SETTINGS["batch_size"],
+                           learning_rate=profile.learning_rate, temperature=ROSSI_VI_SETTINGS["temperature"])
+                for seed in (0, 1)]
+        q0, q1 = (fits[0].mu, fits[0].sigma), (fits[1].mu, fits[1].sigma)
+        return {**align_and_compare(spec, q0, q1, evals, profile),
+                "elbo_final": np.asarray([f.elbo_history[-1] for f in fits]),
+                "posteriors": jax.tree.map(np.asarray, {"mu0": q0[0], "sigma0": q0[1], "mu1": q1[0], "sigma1": q1[1]})}
+
+    # one step per (dataset, width), each kept in the artifact cache: a killed run resumes
+    items = [(dataset, int(width)) for dataset in ALIGN_DATASETS for width in profile.align_widths]
+    out: dict[str, Any] = {dataset: {} for dataset in ALIGN_DATASETS}
+    for (dataset, width), entry in zip(items, cached_steps("vi_alignment", _align_config(profile), items, step,
+                                                           label=list)):
+        out[dataset][f"w{width}"] = entry
     return out
 
 
@@ -388,8 +396,8 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
     channels = d["x_train"].shape[-1]
     m = profile.resnet_n_eval
     evals = {"train": (d["x_train"][:m], d["y_train"][:m]), "test": (d["x_test"], d["y_test"])}
-    out: dict[str, Any] = {}
-    for width in profile.resnet_widths:
+
+    def step(width: int) -> dict[str, Any]:
         fits = [fit_vi(jax.random.key(100 * seed + width), resnet20_init(jax.random.key(1000 + 100 * seed + width),
                                                                           width, 10, channels),
                        resnet20_loglik, d["x_train"], d["y_train"], prior_var=profile.align_prior_var,
@@ -398,10 +406,14 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
                        temperature=ROSSI_VI_SETTINGS["temperature"], loop="python")
                 for seed in (0, 1)]
         q0, q1 = (fits[0].mu, fits[0].sigma), (fits[1].mu, fits[1].sigma)
-        out[f"w{width}"] = {**align_and_compare(spec, q0, q1, evals, profile, taus=profile.resnet_n_lambdas,
-                                                num_samples=profile.resnet_samples, apply_fn=resnet20_apply,
-                                                batch_size=500),
-                            "elbo_final": np.asarray([f.elbo_history[-1] for f in fits])}
+        return {**align_and_compare(spec, q0, q1, evals, profile, taus=profile.resnet_n_lambdas,
+                                    num_samples=profile.resnet_samples, apply_fn=resnet20_apply, batch_size=500),
+                "elbo_final": np.asarray([f.elbo_history[-1] for f in fits])}
+
+    # one step per width, each kept in the artifact cache: a killed run resumes
+    widths = [int(w) for w in profile.resnet_widths]
+    steps = cached_steps("vi_alignment_resnet20", _resnet_config(profile), widths, step)
+    out = {f"w{width}": entry for width, entry in zip(widths, steps)}
     return {profile.resnet_dataset: out}
 
 

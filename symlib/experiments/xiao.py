@@ -622,8 +622,9 @@ def not_sweep(profile: Profile) -> dict[str, Any]:
     ks = not_grid(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
     x, y = d["x_train"], d["y_train"]
-    rows: dict[str, list] = {k: [] for k in NoTSweepResult.COLUMNS}
-    for run_index in range(profile.not_runs):
+
+    def one_run(run_index: int) -> dict[str, Any]:
+        rows: dict[str, list] = {k: [] for k in NoTSweepResult.COLUMNS}
         init = mlp_init(jax.random.key(1000 + run_index), sizes)
         perms = [random_permutation_with_transpositions(jax.random.key(10_000 * (run_index + 1) + int(k)),
                                                         profile.hidden, int(k))
@@ -645,7 +646,11 @@ def not_sweep(profile: Profile) -> dict[str, Any]:
             rows["distance_matched"].append(param_distance(ref, matched))
             rows["barrier_raw"].append(barrier(ref, net, x, y, profile.n_lambdas))
             rows["barrier_matched"].append(barrier(ref, matched, x, y, profile.n_lambdas))
-    return {k: np.asarray(v) for k, v in rows.items()}
+        return {k: np.asarray(v) for k, v in rows.items()}
+
+    # one step per random initialisation, each kept in the artifact cache: a killed run resumes
+    runs = cache.cached_steps("not_sweep", _not_config(profile), range(profile.not_runs), one_run, label=int)
+    return {k: np.concatenate([r[k] for r in runs]) for k in NoTSweepResult.COLUMNS}
 
 
 def _not_over_training(spec, init_0, init_1, traj_0, traj_1, epochs: int) -> np.ndarray:

@@ -1,0 +1,577 @@
+"""Every table and figure of the three papers, and what the book does with each.
+
+The reproduction report (``notebooks/14_reproduction_report.py``) is built from this list,
+the paper-profile results in ``book/results/`` and the quick-profile artifacts in the cache;
+``tests/test_manifest.py`` checks that the list names every table and figure found in the
+paper texts (``../shared/papers``), that every chapter exists, and that every experiment,
+claim and summary key it names is registered.
+
+It is a Python module rather than a YAML file so that it can quote the paper modules'
+constants (``XIAO_TABLE1``, ``TABLE1_MNIST``, ...) instead of copying them, needs no YAML
+parser, and fails at import (and in the tests) when it names an experiment that does not
+exist.
+
+An :class:`Item` is one table or figure (or one part of it, e.g. one dataset block of a
+table). Its status is never written here: :func:`item_status` evaluates the claims of its
+experiments (:mod:`symlib.experiments.claims`) on the saved runs.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from symlib.experiments.claims import CLAIMS, Claim, evaluate
+from symlib.experiments.laurent import LAURENT_FIG1_CLAIMS, LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS
+from symlib.experiments.posteriors import APPENDIX_B4_MNIST, TABLE1_MNIST
+from symlib.experiments.rossi import ROSSI_APPC_CLAIMS, ROSSI_SEC51_CLAIMS, ROSSI_VI_SETTINGS
+from symlib.experiments.xiao import XIAO_FIG1_CLAIMS, XIAO_FIG2_CLAIMS, XIAO_FIG3_CLAIMS, XIAO_TABLE1
+
+#: paper key -> (citation key in book/references.bib, short name, text files in ../shared/papers)
+PAPERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "xiao2023": ("xiao2023compact", "Xiao et al. (2023)", ("xiao2023_compact_representation.md",)),
+    "rossi2023": ("rossi2023permutation", "Rossi et al. (2023)",
+                  ("rossi2023_appendix.md", "rossi2023_summary.md", "rossi2023_poster.md")),
+    "laurent2024": ("laurent2024symmetry", "Laurent et al. (2024)", ("laurent2024_symmetry_aware_posteriors.md",)),
+}
+
+#: kinds of item: numbers or a claim to check ("table", "figure"), a picture with nothing to
+#: measure ("illustration"), or the experimental setup ("setup": hyperparameters, architectures)
+KINDS = ("table", "figure", "illustration", "setup")
+
+NEEDS_GPU_HMC = ("needs a GPU: full-batch HMC on 60,000 images, 2 chains x (600 burn-in + 5,000) x 500 leapfrog "
+                 "steps, about 5.6 million full-batch gradients")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One table or figure of a paper (or one part of it).
+
+    Attributes:
+        paper: a key of :data:`PAPERS`.
+        id: as the paper numbers it: ``"Table 1"``, ``"Figure 2"``, ``"Figure A1"``; main-text
+            items of Rossi et al. whose number is not in the texts we have are named by section
+            (``"Sec. 5.1 ..."``).
+        caption: what it shows, in a line.
+        kind: one of :data:`KINDS`.
+        part: which part of a table or figure this row covers ("" for all of it).
+        chapter: the notebook that reproduces it (``"notebooks/NN_name"``, as in ``_toc.yml``), or None.
+        experiments: the registered experiments producing our numbers.
+        claims: claims checked for it, as ``"experiment:name"``, besides those that
+            :func:`item_claims` finds by the item's id in the claims' sources.
+        keys: summary values shown as ours, ``"experiment:path/in/summary"`` (``*`` matches
+            every key at its level).
+        paper_value: the paper's value or claim, short (quoted, or from the paper module's constants).
+        paper_profile: shown in the paper-profile column when no run is saved (e.g. "needs a GPU").
+        reason: for an item the book does not attempt: why.
+    """
+
+    paper: str
+    id: str
+    caption: str
+    kind: str
+    part: str = ""
+    chapter: str | None = None
+    experiments: tuple[str, ...] = ()
+    claims: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
+    paper_value: str = ""
+    paper_profile: str = ""
+    reason: str = ""
+
+    @property
+    def label(self) -> str:
+        """The id, with the part in parentheses when there is one."""
+        return f"{self.id} ({self.part})" if self.part else self.id
+
+    @property
+    def attempted(self) -> bool:
+        """Whether the book reproduces it (in a chapter or with an experiment)."""
+        return bool(self.chapter or self.experiments)
+
+
+def _t1(col: str) -> str:
+    i = XIAO_TABLE1["columns"].index(col)
+    return f"{XIAO_TABLE1['agreement'][i]:.2f} / {XIAO_TABLE1['tv'][i]:.2f}"
+
+
+def _laurent_t1(method: str) -> str:
+    v = TABLE1_MNIST[method]
+    return f"MMD {v[0]}, NS {v[1]}"
+
+
+_SINGLE_MMD = [TABLE1_MNIST[m][0] for m in ("Dropout", "BNN", "SGHMC", "SWAG", "Laplace")]
+_MULTI_MMD = [TABLE1_MNIST[m][0] for m in ("multi-Dropout", "multi-BNN", "multi-SWAG", "multi-Laplace")]
+
+MANIFEST: tuple[Item, ...] = (
+    # ------------------------------------------------------------------ Xiao et al. (2023)
+    Item("xiao2023", "Figure 1", "training dynamics of W_0, W_1 and their interpolation W_lambda: the loss barrier "
+         "before and after re-basin", "figure", chapter="notebooks/02_rebasin_barriers",
+         experiments=("rebasin_barriers",), keys=("rebasin_barriers:barrier_test",),
+         paper_value=f"barrier before re-basin {XIAO_FIG1_CLAIMS['barrier_no_matching']}, after "
+                     f"{XIAO_FIG1_CLAIMS['barrier_matched']} (no numbers printed)"),
+    Item("xiao2023", "Figure 2", "NoT after training against NoT at initialisation, weight distance and loss "
+         "barrier against NoT (5 runs); NoT along the interpolation path and over epochs", "figure",
+         chapter="notebooks/03_number_of_transpositions", experiments=("not_sweep", "not_paths"),
+         paper_value=f"NoT(P') vs NoT(P): {XIAO_FIG2_CLAIMS['not_after_training']}; distance and barrier: "
+                     f"{XIAO_FIG2_CLAIMS['barrier_vs_not']}; along the path: {XIAO_FIG2_CLAIMS['not_along_path']}"),
+    Item("xiao2023", "Table 1", "agreement and total variation to HMC, test accuracy, of q_d (before re-basin) and "
+         "q_r (after) for HMC and ensembles, and of VI", "table", chapter="notebooks/04_compact_representation",
+         experiments=("compact_representation",),
+         keys=tuple(f"compact_representation:table/{c}/{k}" for c in ("HMC q_d", "HMC q_r", "Ensemble q_d",
+                                                                       "Ensemble q_r", "VI q")
+                    for k in ("agreement", "tv")),
+         paper_value=("agreement / TV: HMC q_d " + _t1("HMC q_d") + ", q_r " + _t1("HMC q_r") + "; ensemble q_d "
+                      + _t1("Ensemble q_d") + ", q_r " + _t1("Ensemble q_r") + "; VI " + _t1("VI q")),
+         paper_profile=NEEDS_GPU_HMC),
+    Item("xiao2023", "Figure 3", "histograms of sigma before and after re-basin (HMC, ensemble, VI); test accuracy "
+         "against pruning, with stitched means and variances", "figure", chapter="notebooks/05_merging_and_pruning",
+         experiments=("compact_representation",),
+         keys=("compact_representation:median_sigma/*", "compact_representation:near_prior/*"),
+         paper_value=f"re-basin shrinks sigma: {XIAO_FIG3_CLAIMS['rebasin_shrinks_sigma']}; sigma near the prior: "
+                     f"{XIAO_FIG3_CLAIMS['sigma_near_prior']}; stitched pruning gain "
+                     f"{XIAO_FIG3_CLAIMS['stitched_pruning_gain']}",
+         paper_profile=NEEDS_GPU_HMC),
+    # ------------------------------------------------------------------ Rossi et al. (2023)
+    Item("rossi2023", "Sec. 5.1 MLP barriers", "marginalised loss barriers between two VI solutions along the "
+         "Wasserstein geodesic, before and after alignment, against width (main-text figure; its number is not in "
+         "the appendix, summary and poster we have)", "figure", part="MLP, MNIST and Fashion-MNIST",
+         chapter="notebooks/07_vi_alignment_barriers", experiments=("vi_alignment",),
+         claims=tuple(f"vi_alignment:{c}" for c in ("alignment_lowers_every_barrier", "alignment_removes_barrier_mnist",
+                                                    "barrier_falls_with_width_mnist",
+                                                    "alignment_removes_barrier_fashion_mnist",
+                                                    "barrier_falls_with_width_fashion_mnist")),
+         keys=("vi_alignment:widths/mnist", "vi_alignment:marginal/*/test/aligned"),
+         paper_value=f"aligned barrier: {ROSSI_SEC51_CLAIMS['mnist_aligned_barrier']}; falls with width: "
+                     f"{ROSSI_SEC51_CLAIMS['barrier_decreases_with_width']} (numbers only in the figure)"),
+    Item("rossi2023", "Sec. 5.1 MLP barriers", "the same for an MLP on CIFAR-10", "figure", part="MLP, CIFAR-10",
+         paper_value="zero-barrier solutions after alignment (summary, Sec. 5.1)",
+         reason="not attempted: needs CIFAR-10 data; the loader exists, no experiment trains an MLP on it"),
+    Item("rossi2023", "Sec. 5.1 ResNet20 barriers", "the same for ResNet20 on CIFAR-10 (main-text figure)", "figure",
+         experiments=("vi_alignment_resnet20",), claims=("vi_alignment_resnet20:alignment_lowers_every_barrier",),
+         keys=("vi_alignment_resnet20:marginal/*/test/*",),
+         paper_value="nearly-zero barrier after alignment; wider models lower barriers only after alignment",
+         paper_profile="needs CIFAR-10 data and a GPU (widths 1, 2, 4, 8)"),
+    Item("rossi2023", "Figure A1", "LAP with the KL cost keeps the identity, the Wasserstein cost recovers the swap "
+         "of two symmetric Gaussians", "illustration", chapter="notebooks/06_kl_vs_wasserstein",
+         paper_value="KL: identity permutation; Wasserstein: aligns the two distributions"),
+    Item("rossi2023", "Figure A2", "seconds to align two VI solutions (Wasserstein) and to match two SGD solutions, "
+         "against width, MLP and ResNet20", "figure", part="MLP", chapter="notebooks/08_alignment_timings",
+         experiments=("vi_alignment_timings",), keys=("vi_alignment_timings:table/*/w2_seconds",),
+         paper_value=f"{ROSSI_APPC_CLAIMS['within_a_minute']}; {ROSSI_APPC_CLAIMS['vi_costlier_than_sgd']}"),
+    Item("rossi2023", "Figure A2", "the timings for ResNet20", "figure", part="ResNet20",
+         paper_value=ROSSI_APPC_CLAIMS["within_a_minute"],
+         reason="not attempted: vi_alignment_timings times the MLP posteriors only"),
+    Item("rossi2023", "Figure A3", "alignment fails to reach zero barrier on CIFAR-100", "figure",
+         paper_value="barriers remain after alignment (CIFAR-100)",
+         reason="not attempted: needs CIFAR-100 data and a GPU (VI ResNet20s)"),
+    Item("rossi2023", "Table 1", "hyperparameters of the experiments (App. B)", "setup",
+         chapter="notebooks/07_vi_alignment_barriers",
+         paper_value=f"batch {ROSSI_VI_SETTINGS['batch_size']}, temperature {ROSSI_VI_SETTINGS['temperature']}, VI std "
+                     f"init {ROSSI_VI_SETTINGS['std_init']}, no data augmentation"),
+    Item("rossi2023", "Table 2", "MLP architecture: three 512-unit Linear-ReLU layers", "setup",
+         chapter="notebooks/07_vi_alignment_barriers", paper_value="3 x 512, ReLU"),
+    Item("rossi2023", "Table 3", "ResNet20 architecture (16, 32, 64 channels x width, three blocks each)", "setup",
+         experiments=("vi_alignment_resnet20",), paper_value="ResNet20, base features 16",
+         paper_profile="needs CIFAR-10 data and a GPU"),
+    # ------------------------------------------------------------------ Laurent et al. (2024)
+    Item("laurent2024", "Figure 1", "posterior of the output weights of 10,000 2-2-1 perceptrons: raw, unit-normed, "
+         "and with permutations removed", "figure", chapter="notebooks/09_toy_posterior_symmetries",
+         experiments=("toy_perceptrons",),
+         claims=("toy_perceptrons:few_dropped", "toy_perceptrons:functions_unchanged"),
+         keys=("toy_perceptrons:dropped_fraction", "toy_perceptrons:max_logit_diff"),
+         paper_value=f"raw: {LAURENT_FIG1_CLAIMS['raw_density']}; canonical: "
+                     f"{LAURENT_FIG1_CLAIMS['canonical_density']}; dropped {LAURENT_FIG1_CLAIMS['dropped_networks']}"),
+    Item("laurent2024", "Figure 2", "mass of trained OptuNets against their min-mass equivalents, and the largest "
+         "weight of each layer", "figure", chapter="notebooks/10_min_mass",
+         experiments=("laurent_optunets", "laurent_mlps"),
+         claims=("laurent_optunets:min_mass_convex", "laurent_optunets:corollary1_lower_loss",
+                 "laurent_mlps:min_mass_convex", "laurent_mlps:corollary1_lower_loss"),
+         keys=("laurent_optunets:min_mass/mass_before", "laurent_optunets:min_mass/mass_after"),
+         paper_value=f"above the min-mass point: {LAURENT_FIG2_CLAIMS['above_min_mass']}; largest weight: "
+                     f"{LAURENT_FIG2_CLAIMS['largest_weight_after_min_mass']}"),
+    Item("laurent2024", "Figure 3", "pairwise mutual information of 1,000 ResNet-18 on CIFAR-100 (ID) and SVHN "
+         "(OOD), and their correlation", "figure",
+         paper_value="ID MI has very low variance, OOD MI more; no significant ID/OOD correlation",
+         reason="not attempted: needs 1,000 ResNet-18 trained on CIFAR-100 (a GPU) and SVHN; chapter 13 shows the "
+                "OptuNet version (Figure 7)"),
+    Item("laurent2024", "Figure 4", "Kendall's tau between successive sorting permutations during training",
+         "figure", part="left: OptuNet, MNIST", chapter="notebooks/11_permutation_frequency",
+         experiments=("laurent_optunets", "laurent_mlps"),
+         claims=("laurent_optunets:ordering_freezes", "laurent_mlps:ordering_freezes"),
+         paper_value=f"{LAURENT_FIG4_CLAIMS['where_units_swap']}; last phase: {LAURENT_FIG4_CLAIMS['last_phase']}"),
+    Item("laurent2024", "Figure 4", "the same for ResNet-18 on CIFAR-100", "figure", part="right: ResNet-18",
+         paper_value="much variation while the learning rate is high, none in the last phase",
+         reason="not attempted: needs ResNet-18 training on CIFAR-100 (a GPU)"),
+    Item("laurent2024", "Figure 5", "training data of the toy example (two Gaussian classes, 200 points each)",
+         "illustration", chapter="notebooks/09_toy_posterior_symmetries", paper_value="illustration"),
+    Item("laurent2024", "Figure 6", "not referenced in the extracted text (its caption was lost); numbered between "
+         "App. A.1's Figure 5 and App. D.2's Figure 7, i.e. in App. B (presumably OptuNet's architecture, B.2)",
+         "illustration", paper_value="illustration",
+         reason="not attempted: no caption or data in the texts we have; OptuNet itself is symlib.core.cnn"),
+    Item("laurent2024", "Figure 7", "functional collapse of OptuNet on MNIST / Fashion-MNIST: pairwise MI in and "
+         "out of distribution and their correlation", "figure", chapter="notebooks/13_functional_collapse",
+         experiments=("functional_collapse",), keys=("functional_collapse:cv_id", "functional_collapse:cv_ood",
+                                                     "functional_collapse:pearson_r"),
+         paper_value="OOD MI more dispersed than ID; some positive ID/OOD correlation"),
+    Item("laurent2024", "Figure 8", "functional collapse of ResNet-18 on TinyImageNet / Textures", "figure",
+         paper_value="close to Figure 3; weak positive correlation",
+         reason="not attempted: needs ResNet-18 on TinyImageNet (a GPU) and the Textures dataset"),
+    Item("laurent2024", "Figure 9", "layer-wise marginals of an MLP's weights, with KS p-values, before and after "
+         "removing the symmetries", "figure", chapter="notebooks/10_min_mass", experiments=("laurent_mlps",),
+         claims=("laurent_mlps:marginals_differ_after",),
+         keys=("laurent_mlps:marginals/share_below_005/*",),
+         paper_value=f"before: {LAURENT_FIG2_CLAIMS['marginals_before_removal']}; after: "
+                     f"{LAURENT_FIG2_CLAIMS['marginals_after_removal']} (energy-efficiency MLP; ours: MNIST MLPs)"),
+    Item("laurent2024", "Table 1", "MMD to the reference posterior with and without symmetries, accuracy, ECE, Brier, "
+         "AUPR, FPR95, ID / OOD mutual information of ten posterior estimates", "table", part="MNIST / OptuNet",
+         chapter="notebooks/12_posterior_estimates", experiments=("laurent_posteriors",),
+         keys=tuple(f"laurent_posteriors:mmd/MMD/{m}/median" for m in ("Laplace", "multi-Laplace", "DE")),
+         paper_value=f"single-mode MMD {min(_SINGLE_MMD)}-{max(_SINGLE_MMD)}, multi-mode {min(_MULTI_MMD)}-"
+                     f"{max(_MULTI_MMD)}, DE 0.0; e.g. Laplace {_laurent_t1('Laplace')}",
+         paper_profile="not run: the bank of 1,120 OptuNets (~33 h on 2 CPU cores) and 100 samples per method"),
+    Item("laurent2024", "Table 1", "the same block for ResNet-18 on CIFAR-100 (OOD: SVHN)", "table",
+         part="CIFAR-100 / ResNet-18", paper_value="single-mode MMD 4.5-9.0, multi-mode 0.6-6.1, DE 0.0",
+         reason="not attempted: needs CIFAR-100 and SVHN data and a GPU (1,000 ResNet-18)"),
+    Item("laurent2024", "Table 1", "the same block for ResNet-18 on TinyImageNet (OOD: Textures)", "table",
+         part="TinyImageNet / ResNet-18", paper_value="single-mode MMD 5.5-9.8, multi-mode 0.5-6.7, DE 0.0",
+         reason="not attempted: needs TinyImageNet and Textures data and a GPU"),
+    Item("laurent2024", "Table 2", "median, mean and max of the layer-wise MMDs with and without symmetries "
+         "(App. B.4)", "table", part="MNIST / OptuNet", chapter="notebooks/12_posterior_estimates",
+         experiments=("laurent_posteriors",), claims=("laurent_posteriors:multi_mode_closer",),
+         keys=tuple(f"laurent_posteriors:mmd/{v}/Laplace/*" for v in ("MMD", "NS")),
+         paper_value="Laplace: MMD median / mean / max " + " / ".join(map(str, APPENDIX_B4_MNIST["Laplace"][:3]))
+                     + ", NS " + " / ".join(map(str, APPENDIX_B4_MNIST["Laplace"][3:])),
+         paper_profile="not run: the bank of 1,120 OptuNets (~33 h on 2 CPU cores) and 100 samples per method"),
+    Item("laurent2024", "Table 2", "the same for CIFAR-100 and TinyImageNet (ResNet-18)", "table",
+         part="CIFAR-100 and TinyImageNet / ResNet-18", paper_value="as Table 1's ResNet-18 blocks, with means and maxima",
+         reason="not attempted: needs CIFAR-100, TinyImageNet and a GPU"),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# claims, summary values, status
+
+
+def _id_pattern(item_id: str) -> re.Pattern | None:
+    m = re.fullmatch(r"(Figure|Table) ([A-Z]?\d+)", item_id)
+    if m is None:
+        return None
+    word = r"Fig(?:ure|s?\.)" if m.group(1) == "Figure" else r"Tab(?:le|\.)"
+    return re.compile(rf"\b{word}\s*{m.group(2)}\b")
+
+
+def item_claims(item: Item) -> list[Claim]:
+    """The claims that judge ``item``: those of its experiments whose source names its id
+    (e.g. "Fig. 3" for "Figure 3"), and those it lists in ``claims``.
+
+    Args:
+        item: a manifest item.
+
+    Returns:
+        The claims, without repeats, in the order of the experiments' registrations.
+
+    Raises:
+        KeyError: if ``item.claims`` names a claim that is not registered.
+    """
+    pattern = _id_pattern(item.id)
+    wanted = set(item.claims)
+    for ref in item.claims:
+        exp, name = ref.split(":", 1)
+        if not any(c.name == name for c in CLAIMS.get(exp, [])):
+            raise KeyError(f"{item.paper} {item.label}: no claim {name!r} registered for experiment {exp!r}")
+    out = []
+    for exp in item.experiments:
+        for c in CLAIMS.get(exp, []):
+            if f"{exp}:{c.name}" in wanted or (pattern is not None and pattern.search(c.source)):
+                out.append(c)
+    return out
+
+
+def summary_values(summary: Mapping[str, Any], path: str) -> list[tuple[str, Any]]:
+    """The values at ``path`` (``"a/b/c"``, ``*`` for every key at a level) of a summary.
+
+    Args:
+        summary: an experiment's summary.
+        path: the path, as in :attr:`Item.keys` after the ``"experiment:"``.
+
+    Returns:
+        ``(label, value)`` pairs, the label being the path with the keys matched by ``*``
+        (without its first part when it has three or more); empty when the path is not there.
+    """
+    parts = path.split("/")
+    found: list[tuple[list[str], Any]] = [([], summary)]
+    for part in parts:
+        nxt = []
+        for labels, node in found:
+            if not isinstance(node, Mapping):
+                continue
+            if part == "*":
+                nxt += [([*labels, str(k)], v) for k, v in node.items()]
+            elif part in node:
+                nxt.append(([*labels, part], node[part]))
+        found = nxt
+    drop = 1 if len(parts) >= 3 else 0  # "table/HMC q_r/agreement" -> "HMC q_r/agreement"
+    return [("/".join(labels[drop:]), value) for labels, value in found]
+
+
+def format_value(value: Any) -> str:
+    """A short string of a summary value.
+
+    Args:
+        value: a number, bool, None, list or dict from a summary.
+
+    Returns:
+        Numbers with 3 significant digits, dicts as ``"key value, ..."``, lists of more
+        than four numbers as their mean.
+    """
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (int, float)):
+        return f"{value:.3g}"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k} {format_value(v)}" for k, v in value.items())
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        nums = [v for v in value if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if len(nums) == len(value) and len(value) > 4:
+            return f"mean {sum(nums) / len(nums):.3g} over {len(nums)}"
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    return str(value)
+
+
+def ours(item: Item, summaries: Mapping[str, Mapping[str, Any]]) -> str:
+    """Our values for ``item`` from the experiments' summaries (:attr:`Item.keys`); for an
+    item without keys, the numbers its claims report (their details).
+
+    Args:
+        item: a manifest item.
+        summaries: experiment -> summary (experiments without one are left out).
+
+    Returns:
+        ``"label value; ..."``, or "" when none of its keys (or claims) is in ``summaries``.
+    """
+    parts = []
+    for ref in item.keys:
+        exp, path = ref.split(":", 1)
+        if exp in summaries:
+            parts += [f"{label} {format_value(v)}" for label, v in summary_values(summaries[exp], path)]
+    if not item.keys:
+        names = {(c.experiment, c.name) for c in item_claims(item)}
+        for exp in dict.fromkeys(e for e, _ in names):
+            if exp in summaries:
+                parts += [o.detail for o in evaluate(exp, summaries[exp]) if (exp, o.claim.name) in names]
+    return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The claims of an item evaluated on one run.
+
+    Attributes:
+        checked: number of claims evaluated.
+        failed: the statements of the claims that do not hold, each with our numbers.
+        missing: experiments of the item with claims but no summary in this run.
+    """
+
+    checked: int
+    failed: tuple[str, ...]
+    missing: tuple[str, ...]
+
+    @property
+    def holds(self) -> bool:
+        """Every checked claim holds (and at least one was checked)."""
+        return self.checked > 0 and not self.failed
+
+
+def verdict(item: Item, summaries: Mapping[str, Mapping[str, Any]]) -> Verdict:
+    """Evaluate :func:`item_claims` on the summaries of one run.
+
+    Args:
+        item: a manifest item.
+        summaries: experiment -> summary of that run (quick, or a saved paper-profile file).
+
+    Returns:
+        The :class:`Verdict`.
+    """
+    claims = item_claims(item)
+    checked, failed, missing = 0, [], []
+    for exp in item.experiments:
+        mine = [c for c in claims if c.experiment == exp]
+        if not mine:
+            continue
+        if exp not in summaries:
+            missing.append(exp)
+            continue
+        names = {c.name for c in mine}
+        for o in evaluate(exp, summaries[exp]):
+            if o.claim.name in names:
+                checked += 1
+                if not o.holds:
+                    failed.append(f"{o.claim.statement} (ours: {o.detail})")
+    return Verdict(checked, tuple(failed), tuple(missing))
+
+
+def saved_runs(directory: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """The paper-profile results files of ``directory``, by experiment and profile label.
+
+    Args:
+        directory: the results folder (``book/results``).
+
+    Returns:
+        ``runs[experiment][profile] = record`` for every ``*.json`` whose profile starts
+        with ``"paper"`` (``"paper"`` itself, or a labelled reduction like ``"paper-8nets"``).
+    """
+    runs: dict[str, dict[str, dict[str, Any]]] = {}
+    for path in sorted(Path(directory).glob("*.json")):
+        record = json.loads(path.read_text())
+        if str(record.get("profile", "")).startswith("paper"):
+            runs.setdefault(record["experiment"], {})[record["profile"]] = record
+    return runs
+
+
+def item_status(item: Item, quick: Mapping[str, Mapping[str, Any]],
+                paper_runs: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
+    """The item's status, from its claims evaluated on the largest run there is.
+
+    Args:
+        item: a manifest item.
+        quick: experiment -> quick-profile summary (those found in the artifact cache).
+        paper_runs: :func:`saved_runs`.
+
+    Returns:
+        "reproduced (<profile>)", "differs (<profile>): <the claim that fails, with our
+        numbers>", "not run", "not attempted: <reason>", "illustration (chapter)",
+        "setup (...)", or "shown, no claim checked" for an item whose experiments
+        register no claim about it.
+    """
+    if not item.attempted:
+        return item.reason or "not attempted"
+    if item.kind == "illustration":
+        return "illustration, redrawn in its chapter"
+    if item.kind == "setup":
+        return ("setup: quoted in its chapter" if item.chapter else
+                f"setup: followed by {', '.join(item.experiments)} (no chapter yet)")
+    if not item_claims(item):
+        return "shown in its chapter; no claim function checks it yet"
+    runs: list[tuple[str, Mapping[str, Any]]] = []
+    for label in sorted({p for e in item.experiments for p in paper_runs.get(e, {})}, key=lambda p: (p != "paper", p)):
+        runs.append((f"{label} profile", {e: paper_runs[e][label]["summary"] for e in item.experiments
+                                          if label in paper_runs.get(e, {})}))
+    runs.append(("quick profile", quick))
+    for name, summaries in runs:
+        v = verdict(item, summaries)
+        if v.checked == 0:
+            continue
+        if v.failed:
+            return f"differs ({name}): " + "; ".join(v.failed)
+        return f"reproduced ({name}" + (f"; {', '.join(v.missing)} not in this run" if v.missing else "") + ")"
+    return "not run"
+
+
+def paper_profile_cell(item: Item, paper_runs: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
+    """The paper-profile column: our values from the saved runs, each labelled with its
+    profile, device and date; or why there is none.
+
+    Args:
+        item: a manifest item.
+        paper_runs: :func:`saved_runs`.
+
+    Returns:
+        The cell's text.
+    """
+    if not item.attempted:
+        return "not attempted"
+    cells = []
+    for exp in item.experiments:
+        for label, record in sorted(paper_runs.get(exp, {}).items(), key=lambda kv: (kv[0] != "paper", kv[0])):
+            values = ours(item, {exp: record["summary"]}) or "saved"
+            cells.append(f"{values} [{exp}, {label}: {record['device']}, {record['date']}]")
+    if cells:
+        return "; ".join(cells)
+    if item.kind in ("illustration", "setup") and not item.experiments:
+        return "n/a"
+    return item.paper_profile or "not run yet"
+
+
+# ---------------------------------------------------------------------------------------
+# the report
+
+
+def quick_summaries(profile: str = "quick") -> dict[str, dict[str, Any]]:
+    """Summaries of the manifest's experiments whose artifacts are in the cache; nothing is
+    computed (:func:`symlib.experiments.registry.lookup`).
+
+    Args:
+        profile: the profile whose artifacts to read.
+
+    Returns:
+        experiment -> summary, for those cached and with a registered summary.
+    """
+    from symlib.experiments.registry import SUMMARIES, lookup
+
+    out = {}
+    for exp in dict.fromkeys(e for item in MANIFEST for e in item.experiments):
+        if exp in SUMMARIES:
+            found = lookup(exp, profile)
+            if found is not None:
+                out[exp] = SUMMARIES[exp](found.artifact)
+    return out
+
+
+NOT_CACHED = "quick result not cached"
+
+HEADERS = ("paper", "table / figure", "what it shows", "chapter", "the paper's value", "ours (quick profile)",
+           "ours (paper profile)", "status")
+
+
+def chapter_link(item: Item) -> str:
+    """A Markdown link from the report's page to the item's chapter in the built book.
+
+    MyST renders a link in a notebook's output as it is (no cross-reference), so it points
+    at ``NN_name.html`` beside the report's page, not at the ``.ipynb``.
+
+    Args:
+        item: a manifest item.
+
+    Returns:
+        ``"[N](NN_name.html)"``, or ``"-"`` for an item without a chapter.
+    """
+    if item.chapter is None:
+        return "-"
+    name = Path(item.chapter).name
+    return f"[{int(name.split('_', 1)[0])}]({name}.html)"
+
+
+def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str, Mapping[str, Mapping[str, Any]]],
+                items: Sequence[Item] = MANIFEST) -> list[tuple[str, ...]]:
+    """One row per item: paper, id, caption, chapter link, the paper's value, ours (quick),
+    ours (paper profile), status (:data:`HEADERS`).
+
+    Args:
+        quick: :func:`quick_summaries`.
+        paper_runs: :func:`saved_runs`.
+        items: the items (default the whole manifest).
+
+    Returns:
+        The rows.
+    """
+    from symlib.experiments.registry import SUMMARIES
+
+    rows = []
+    for item in items:
+        if not item.attempted or (item.kind in ("illustration", "setup") and not item.experiments):
+            mine = "n/a" if item.attempted else "not attempted"
+        elif not item.experiments:
+            mine = "n/a"
+        elif not any(e in SUMMARIES for e in item.experiments):
+            mine = "in the chapter (its experiments have no summary)"
+        elif not any(e in quick for e in item.experiments):
+            mine = NOT_CACHED
+        else:
+            mine = ours(item, quick) or "(see the chapter)"
+        rows.append((PAPERS[item.paper][1], item.label, item.caption, chapter_link(item), item.paper_value, mine,
+                     paper_profile_cell(item, paper_runs), item_status(item, quick, paper_runs)))
+    return rows
