@@ -2,6 +2,7 @@
 and figure of the three papers (parsed from the texts in ``../shared/papers``), only
 chapters that exist, registered experiments, claims and summary keys; and the report's
 status comes from the claims."""
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -135,6 +136,10 @@ def test_status_comes_from_the_claims():
     assert manifest.item_status(fig1, {"rebasin_barriers": _barriers(0.15)}, good) == "reproduced (paper profile)"
     status = manifest.item_status(fig1, {"rebasin_barriers": _barriers(0.001)}, bad)
     assert status.startswith("differs (paper profile): ") and "ours:" in status
+    too_small = dataclasses.replace(fig1, quick_inconclusive="networks near chance")
+    assert manifest.item_status(too_small, {"rebasin_barriers": _barriers(0.001)}, {}) == (
+        "not tested (quick profile: networks near chance)")
+    assert manifest.item_status(too_small, {"rebasin_barriers": _barriers(0.001)}, good) == "reproduced (paper profile)"
     row = manifest.report_rows({}, good, [fig1])[0]
     assert row[3] == "[2](02_rebasin_barriers.html)" and row[5] == manifest.NOT_CACHED
     assert "1 x H100 (gpu), 2026-01-02" in row[6] and row[7] == "reproduced (paper profile)"
