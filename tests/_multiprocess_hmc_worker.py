@@ -7,9 +7,10 @@ Started (with JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID set) as
 MODE ``first``: an uninterrupted run into RESULTS_DIR/full, then a run into
 RESULTS_DIR/cut that stops after two chunks (an exception from ``on_chunk`` in every
 process, as a job killed between checkpoints). MODE ``resume``: the run into
-RESULTS_DIR/cut again, which resumes it. Every process saves what it got to
-RESULTS_DIR/<run>_p<process>.npz. The problem (data, network, config) is
-:func:`problem`, which the test also uses for its single-process reference.
+RESULTS_DIR/cut again, which resumes it, and a bank of 3 networks trained with
+``train_many`` split over the two processes' devices. Every process saves what it got to
+RESULTS_DIR/<run>_p<process>.npz. The problems (data, network, config) are
+:func:`problem` and :func:`bank`, which the test also uses for its single-process reference.
 """
 from __future__ import annotations
 
@@ -34,6 +35,19 @@ def problem():
     cfg = HMCConfig(step_size=0.02, num_leapfrog=5, num_burnin=4, num_samples=6, thin=2, num_chains=2,
                     adapt_step_size=True)
     return x, y, mlp_init(jax.random.key(0), SIZES), cfg, jax.random.key(1), 2
+
+
+def bank(x, y, devices=None):
+    """A bank of 3 MLPs trained at once (``train_many``), as flat ``(3, params)`` and ``(3, epochs)`` arrays."""
+    import jax
+
+    from symlib.core.models import mlp_apply, mlp_init
+    from symlib.inference.training import TrainConfig, train_many
+
+    params, losses = train_many(jax.random.key(2), lambda k: mlp_init(k, SIZES), mlp_apply, 3, x, y,
+                                TrainConfig(epochs=2, batch_size=50, learning_rate=1e-2), devices=devices)
+    flat = np.concatenate([np.asarray(a).reshape(3, -1) for a in jax.tree_util.tree_leaves(params)], axis=1)
+    return flat, np.asarray(losses)
 
 
 class Interrupted(Exception):
@@ -84,6 +98,7 @@ def main(results: Path, mode: str) -> None:
             raise AssertionError("the run was not interrupted")
     else:
         res = run_hmc(key, params, ld, cfg, out_dir=results / "cut", chunk_size=chunk)
+        extra["bank_params"], extra["bank_losses"] = bank(x, y)
         _save(results / f"cut_p{pid}.npz", res, extra)
     distributed.barrier("worker.done")
     print(f"process {pid} of {jax.process_count()}: {mode} done", file=sys.stderr)

@@ -44,6 +44,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 __all__ = [
+    "ENV_VARS",
     "ProcessInfo",
     "allgather",
     "barrier",

@@ -20,6 +20,13 @@ coordinates' periods (see :class:`HMCConfig`).
   (``samples_XXXXX.npz``) together with a checkpoint of the chain state, so that an
   interrupted run resumes where it stopped and gives the same chain as an uninterrupted
   one (the key of iteration ``t`` of chain ``c`` is ``fold_in(fold_in(key, c), t)``).
+* **Several processes or hosts** (JAX's distributed runtime, started by
+  :func:`symlib.core.distributed.initialize_from_env`): the same calls in every process.
+  The mesh spans the devices of every process, each process provides its own rows
+  (``make_logdensity(..., process_local=True)``) or the whole data set, the chain state
+  is replicated (every process gets all samples), and with ``out_dir`` (on a shared
+  filesystem) only process 0 writes while the others wait at a barrier after each
+  checkpoint; every process reads the stored run to resume it.
 
 **Identity of a stored run.** A run is identified by :func:`run_fingerprint`: the
 :class:`HMCConfig`, the chunk layout (``chunk_size``), the data (the fingerprint of a

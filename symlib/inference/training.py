@@ -512,13 +512,21 @@ def train_mlp(key: jax.Array, sizes, x, y, cfg: TrainConfig):
     return fit_map(mlp_init(init_key, sizes), data_key, x, y, cfg)
 
 
-@partial(jax.jit, static_argnames=("cfg", "observe", "observe_epoch", "apply_fn", "stochastic_apply", "replicated"))
+@partial(jax.jit, static_argnames=("cfg", "observe", "observe_epoch", "apply_fn", "stochastic_apply", "mesh"))
 def _fit_many_sharded(params0, data_keys, x, y, cfg: TrainConfig, observe, observe_epoch, apply_fn, stochastic_apply,
-                      replicated):
-    """``vmap`` of :func:`_fit` over networks sharded along a mesh; the results come back
-    replicated, so that every process holds all of them."""
-    out = jax.vmap(lambda p, k: _fit(p, k, x, y, cfg, False, False, observe, observe_epoch, apply_fn,
-                                     stochastic_apply))(params0, data_keys)
+                      mesh):
+    """``vmap`` of :func:`_fit` on every device's block of networks (``shard_map``: each
+    device trains its own networks with no communication; left to XLA's partitioner, the
+    loop gathered the data and the convolutions' activations at every step), then the
+    results gathered, replicated, so that every process holds all of them."""
+    def block(p, k, x, y):
+        return jax.vmap(lambda p1, k1: _fit(p1, k1, x, y, cfg, False, False, observe, observe_epoch, apply_fn,
+                                            stochastic_apply))(p, k)
+
+    nets = PartitionSpec("networks")
+    out = jax.shard_map(block, mesh=mesh, in_specs=(nets, nets, PartitionSpec(), PartitionSpec()),
+                        out_specs=nets)(params0, data_keys, x, y)
+    replicated = NamedSharding(mesh, PartitionSpec())
     return jax.tree.map(lambda a: jax.lax.with_sharding_constraint(a, replicated), out)
 
 
@@ -542,8 +550,7 @@ def _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch
     sharded, replicated = NamedSharding(mesh, PartitionSpec("networks")), NamedSharding(mesh, PartitionSpec())
     params0, data_keys = put_global((params0, data_keys), sharded)
     x, y = put_global((x, y), replicated)
-    out = _fit_many_sharded(params0, data_keys, x, y, cfg, observe, observe_epoch, apply_fn, stochastic_apply,
-                            replicated)
+    out = _fit_many_sharded(params0, data_keys, x, y, cfg, observe, observe_epoch, apply_fn, stochastic_apply, mesh)
     return jax.tree.map(lambda a: a[:k], out)
 
 
