@@ -216,7 +216,7 @@ def main(argv=None) -> None:
         n = (args.n or [2000])[0]
         worker = [str(Path(__file__).resolve()), "--scaling-worker", "--n", str(n), "--leapfrog", str(args.leapfrog),
                   "--chains", str(args.chains), "--step-size", str(args.step_size),
-                  "--repeats", str(min(args.repeats, 3)), "--iterations", str(args.iterations or 5)]
+                  "--repeats", str(args.repeats), "--iterations", str(args.iterations or 5)]
         print(f"run_hmc, 784-512-10 MLP, N = {n:,}, {args.leapfrog} leapfrog steps x {args.iterations or 5} iterations "
               f"x {args.chains} chain(s)")
         scaling(worker, args.processes, "gradient evaluations/s")
