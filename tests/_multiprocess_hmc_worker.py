@@ -7,8 +7,9 @@ Started (with JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID set) as
 MODE ``first``: an uninterrupted run into RESULTS_DIR/full, then a run into
 RESULTS_DIR/cut that stops after two chunks (an exception from ``on_chunk`` in every
 process, as a job killed between checkpoints). MODE ``resume``: the run into
-RESULTS_DIR/cut again, which resumes it, and a bank of 3 networks trained with
-``train_many`` split over the two processes' devices. Every process saves what it got to
+RESULTS_DIR/cut again, which resumes it, a bank of 3 networks trained with
+``train_many`` split over the two processes' devices, and an MMD kernel bank whose
+blocks are split over the two processes. Every process saves what it got to
 RESULTS_DIR/<run>_p<process>.npz. The problems (data, network, config) are
 :func:`problem` and :func:`bank`, which the test also uses for its single-process reference.
 """
@@ -48,6 +49,12 @@ def bank(x, y, devices=None):
                                 TrainConfig(epochs=2, batch_size=50, learning_rate=1e-2), devices=devices)
     flat = np.concatenate([np.asarray(a).reshape(3, -1) for a in jax.tree_util.tree_leaves(params)], axis=1)
     return flat, np.asarray(losses)
+
+
+def mmd_samples():
+    """Two small samples for ``mmd_kernel_bank`` (several blocks of 16 rows)."""
+    rng = np.random.default_rng(5)
+    return rng.normal(size=(60, 50)), rng.normal(0.1, 1.0, size=(40, 50))
 
 
 class Interrupted(Exception):
@@ -99,6 +106,10 @@ def main(results: Path, mode: str) -> None:
     else:
         res = run_hmc(key, params, ld, cfg, out_dir=results / "cut", chunk_size=chunk)
         extra["bank_params"], extra["bank_losses"] = bank(x, y)
+        from symlib.evaluation.mmd import mmd_kernel_bank
+
+        values = mmd_kernel_bank(*mmd_samples(), chunk_size=16, processes=True).values
+        extra.update({f"mmd_{k}": v for k, v in values.items()})
         _save(results / f"cut_p{pid}.npz", res, extra)
     distributed.barrier("worker.done")
     print(f"process {pid} of {jax.process_count()}: {mode} done", file=sys.stderr)

@@ -5,7 +5,8 @@ process_local=True)``) and sample a small MLP's posterior together; the samples 
 equal a single-process run's to float tolerance. The run is stored in a shared
 ``out_dir`` that only process 0 writes; a run interrupted after two chunks and resumed
 by two fresh processes must give exactly the uninterrupted run. A bank of networks
-trained with ``train_many`` over the two processes equals the one trained in one.
+trained with ``train_many`` over the two processes equals the one trained in one, and so
+does an MMD kernel bank computed by both processes (``processes=True``).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _multiprocess_hmc_worker import bank, problem  # noqa: E402
+from _multiprocess_hmc_worker import bank, mmd_samples, problem  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).resolve().parent / "_multiprocess_hmc_worker.py"
@@ -119,3 +120,11 @@ def test_two_processes_equal_one_and_resume(tmp_path):
     for c in cut:
         np.testing.assert_allclose(c["bank_params"], ref_params, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(c["bank_losses"], ref_losses, rtol=1e-5, atol=1e-6)
+
+    # the MMD bank's blocks split over the two processes: the one-process values
+    from symlib.evaluation.mmd import mmd_kernel_bank
+
+    ref_mmd = mmd_kernel_bank(*mmd_samples(), chunk_size=16).values
+    for c in cut:
+        for k, v in ref_mmd.items():
+            np.testing.assert_allclose(c[f"mmd_{k}"], v, rtol=1e-10, atol=1e-14, err_msg=k)

@@ -1,6 +1,7 @@
 """Banks of networks split over devices: ``train_many`` / ``fit_map_many`` shard the network
 axis over every device (here 2 CPU devices, ``--xla_force_host_platform_device_count=2``,
-in a subprocess) and give the one-device results."""
+in a subprocess) and give the one-device results; MMD's blocks dealt out to processes add
+up to the whole statistic."""
 from __future__ import annotations
 
 import json
@@ -50,3 +51,24 @@ def test_train_many_over_two_devices_equals_one():
     assert np.shape(two["params"]) == np.shape(one["params"]) == (5, 4 * 8 + 8 + 8 * 3 + 3)
     for key in ("params", "losses", "norms"):
         np.testing.assert_allclose(two[key], one[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def test_mmd_blocks_dealt_to_processes_add_up():
+    """The blocks of ``share = (i, 3)``, i = 0, 1, 2, are disjoint and cover the statistic:
+    their sums add up to the one-process sums (what ``processes=True`` relies on; the
+    2-process run itself is in tests/test_multiprocess_hmc.py)."""
+    from symlib.evaluation import mmd
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(50, 7)), rng.normal(size=(30, 7))
+    bws = {"gaussian": np.array([1.0, 3.0]), "laplace": np.array([2.0, 5.0])}
+    for part in (lambda share: mmd._sample_sum(x, "x", bws, 16, None, share),
+                 lambda share: mmd._cross_sum(x, y, bws, 16, None, share)):
+        whole = part(None)
+        pieces = [part((i, 3)) for i in range(3)]
+        assert all(np.any(p["gaussian"] != 0) for p in pieces)
+        for k in bws:
+            np.testing.assert_allclose(sum(p[k] for p in pieces), whole[k], rtol=1e-12)
+    # one process: processes=True changes nothing
+    np.testing.assert_array_equal(mmd.mmd2_unbiased(x, y, bandwidth=[1.0, 2.0], chunk_size=16, processes=True),
+                                  mmd.mmd2_unbiased(x, y, bandwidth=[1.0, 2.0], chunk_size=16))

@@ -169,17 +169,24 @@ def barrier(name: str) -> None:
 def allgather(value) -> np.ndarray:
     """The host values of every process, stacked in process order.
 
+    Values travel bit for bit: 8-byte dtypes (float64, int64), which JAX would narrow to 4
+    bytes without ``jax_enable_x64``, go as pairs of uint32.
+
     Args:
         value: a numpy array (or scalar) of the same shape and dtype in every process.
 
     Returns:
-        A numpy array of shape ``(process_count, *value.shape)``.
+        A numpy array of shape ``(process_count, *value.shape)``, of ``value``'s dtype.
     """
     value = np.asarray(value)
     if jax.process_count() == 1:
         return value[None]
     from jax.experimental import multihost_utils
 
+    if value.dtype.itemsize == 8:
+        words = np.ascontiguousarray(value).reshape(-1).view(np.uint32)
+        gathered = np.asarray(multihost_utils.process_allgather(words, tiled=False), np.uint32)
+        return np.ascontiguousarray(gathered).view(value.dtype).reshape((-1, *value.shape))
     return np.asarray(multihost_utils.process_allgather(value, tiled=False))
 
 
