@@ -128,3 +128,27 @@ def test_two_processes_equal_one_and_resume(tmp_path):
     for c in cut:
         for k, v in ref_mmd.items():
             np.testing.assert_allclose(c[f"mmd_{k}"], v, rtol=1e-10, atol=1e-14, err_msg=k)
+
+
+def test_initialize_from_env_reads_the_launch():
+    """No launch variables (or a one-task SLURM step): a single process, nothing started;
+    only some of the JAX_* variables: an error naming the missing ones; every process's
+    block of rows from process_rows."""
+    import jax
+
+    from symlib.core import distributed
+
+    info = distributed.initialize_from_env({})
+    assert info.how == "single" and info.process_count == 1 and distributed.is_writer()
+    slurm = {"SLURM_JOB_ID": "7", "SLURM_STEP_NODELIST": "n1", "SLURM_NTASKS": "1", "SLURM_PROCID": "0",
+             "SLURM_LOCALID": "0"}
+    assert distributed.initialize_from_env(slurm).how == "single"
+    with pytest.raises(ValueError, match="JAX_NUM_PROCESSES, JAX_PROCESS_ID not"):
+        distributed.initialize_from_env({"JAX_COORDINATOR_ADDRESS": "127.0.0.1:1"})
+    with pytest.raises(ValueError, match="JAX_NUM_PROCESSES must be an integer"):
+        distributed.initialize_from_env({"JAX_COORDINATOR_ADDRESS": "127.0.0.1:1", "JAX_NUM_PROCESSES": "two",
+                                         "JAX_PROCESS_ID": "0"})
+    assert not jax.distributed.is_initialized()
+    assert [distributed.process_rows(10, p, 3) for p in range(3)] == [slice(0, 4), slice(4, 7), slice(7, 10)]
+    assert distributed.process_rows(10) == slice(0, 10)
+    np.testing.assert_array_equal(distributed.allgather(np.float64(np.pi)), [np.pi])
