@@ -15,12 +15,31 @@ This script times that recipe on ``--images`` MNIST images (the shipped subset) 
     python benchmarks/bench_train_many.py [--images 4096] [--stacks 1 8 32 64] [--epochs 1]
 
 On a GPU (``JAX_PLATFORMS=cuda``) the same script gives the GPU figures.
+
+**Scaling over processes** (``--processes P``): one stack of ``--stacks`` networks (the
+first value; default 16) trained by ``train_many`` once in 1 process and once split over
+P processes on JAX's distributed runtime (127.0.0.1; the network axis sharded over the
+processes' devices), every process pinned to one CPU core and single-threaded
+(``benchmarks/_multiprocess.py``). Printed: images per second (one image through one
+network) of both, the speed-up and the efficiency (speed-up / P).
+
+    python benchmarks/bench_train_many.py --processes 2 [--stacks 16] [--images 2048]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+if "--scaling-worker" in sys.argv:  # a process of a --processes run: join the others before JAX starts
+    from symlib.core.distributed import initialize_from_env
+
+    initialize_from_env()
 
 import jax
 import jax.numpy as jnp
@@ -45,20 +64,49 @@ def time_stack(k: int, x, y, cfg: TrainConfig, repeats: int) -> float:
     return best
 
 
+def scaling_worker(k: int, x, y, cfg: TrainConfig, repeats: int, images: int) -> None:
+    """One process of a ``--processes`` run: :func:`time_stack` on all processes' devices;
+    process 0 prints ``RESULT <json>``."""
+    from symlib.core.distributed import barrier, is_writer
+
+    barrier("bench.start")
+    best = time_stack(k, x, y, cfg, repeats)
+    if is_writer():
+        detail = f"{k} OptuNets x {images} images x {cfg.epochs} epoch(s) in {best:.2f} s (best of {repeats})"
+        print("RESULT " + json.dumps({"throughput": k * cfg.epochs * images / best, "seconds": best, "networks": k,
+                                      "processes": jax.process_count(), "detail": detail}))
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", type=int, default=4096, help="training images (shipped MNIST subset, max 10,000)")
-    ap.add_argument("--stacks", type=int, nargs="+", default=[1, 8, 32, 64], help="networks trained at once")
+    ap.add_argument("--stacks", type=int, nargs="+", default=None,
+                    help="networks trained at once (default 1 8 32 64; with --processes: one stack, default 16)")
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--processes", type=int, default=None,
+                    help="compare 1 and this many processes, one CPU core each (one stack: the first of --stacks)")
+    ap.add_argument("--scaling-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.processes:
+        from _multiprocess import scaling
+
+        k = (args.stacks or [16])[0]
+        print(f"train_many: {k} OptuNets, authors' recipe (batch 64, crops), {args.images} images x {args.epochs} "
+              f"epoch(s)")
+        scaling([str(Path(__file__).resolve()), "--scaling-worker", "--stacks", str(k), "--images", str(args.images),
+                 "--epochs", str(args.epochs), "--repeats", str(args.repeats)], args.processes,
+                "images/s (image-network passes)")
+        return
     d = load_split("mnist", "subset", n_train=args.images, n_test=0)
     x, y = as_images(standardize(d["x_train"], "mnist")), jnp.asarray(d["y_train"])
     cfg = TrainConfig.laurent_optunet(len(y), epochs=args.epochs, crop_fill=standardize(0.0, "mnist"))
+    if args.scaling_worker:
+        return scaling_worker(args.stacks[0], x, y, cfg, args.repeats, args.images)
     print(f"device {jax.devices()[0].device_kind} ({jax.default_backend()}), {os.cpu_count()} CPU cores; "
           f"OptuNet, authors' recipe (batch {cfg.batch_size}, crops), {args.images} images x {args.epochs} epoch(s)")
     rows = []
-    for k in args.stacks:
+    for k in args.stacks or [1, 8, 32, 64]:
         t = time_stack(k, x, y, cfg, args.repeats)
         rows.append((k, t, k * args.epochs / t, k * args.epochs * args.images / t))
     base = rows[0][2] / rows[0][0] if rows[0][0] == 1 else None

@@ -19,6 +19,15 @@ the sampler adds nothing to the gradient cost), achieved FLOP/s (counting
     .venv/bin/python benchmarks/hmc_throughput.py                  # N = 1,000 and 10,000 (a couple of minutes on 2 cores)
     .venv/bin/python benchmarks/hmc_throughput.py --full           # adds N = 60,000
     .venv/bin/python benchmarks/hmc_throughput.py --n 60000 --peak-tflops 67 --json out.json
+
+**Scaling over processes** (``--processes P``): ``run_hmc`` alone, once in 1 process and
+once in P processes on JAX's distributed runtime (127.0.0.1), every process pinned to one
+CPU core and single-threaded (``benchmarks/_multiprocess.py``); in the P-process run each
+process holds N / P examples (``make_logdensity(..., process_local=True)``). Printed: the
+gradient evaluations per second of both, the speed-up and the efficiency (speed-up / P).
+
+    .venv/bin/python benchmarks/hmc_throughput.py --processes 2            # N = 2,000
+    .venv/bin/python benchmarks/hmc_throughput.py --processes 2 --n 10000
 """
 from __future__ import annotations
 
@@ -34,6 +43,11 @@ from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+if "--scaling-worker" in sys.argv:  # a process of a --processes run: join the others before JAX starts
+    from symlib.core.distributed import initialize_from_env
+
+    initialize_from_env()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -132,6 +146,38 @@ def bench_one(n: int, args) -> dict:
     return out
 
 
+def scaling_worker(args) -> None:
+    """One process of a ``--processes`` run: ``run_hmc`` on this process's rows, timed
+    (best of ``--repeats`` after a compilation run); process 0 prints ``RESULT <json>``."""
+    from symlib.core.distributed import barrier, is_writer, process_rows
+
+    n = args.n[0]
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, SIZES[0])).astype(np.float32)
+    y = rng.integers(0, SIZES[-1], size=n).astype(np.int32)
+    rows = process_rows(n)
+    logdensity = make_logdensity(x[rows], y[rows], process_local=True)
+    params = mlp_init(jax.random.key(0), SIZES)
+    iterations = args.iterations or 5
+    cfg = HMCConfig(step_size=args.step_size, num_leapfrog=args.leapfrog, num_burnin=0, num_samples=iterations,
+                    thin=1, num_chains=args.chains)
+    times = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HMCWarning)
+        for r in range(args.repeats + 1):  # the first run compiles
+            barrier(f"bench.{r}")
+            t = time.perf_counter()
+            run_hmc(jax.random.key(1), params, logdensity, cfg, progress=False)
+            times.append(time.perf_counter() - t)
+    grads = (iterations * args.leapfrog + 1) * args.chains
+    best = min(times[1:])
+    if is_writer():
+        detail = (f"N = {n:,} ({rows.stop - rows.start:,} per process), {grads} gradients in {best:.3f} s "
+                  f"(best of {args.repeats}; compile run {times[0]:.1f} s)")
+        print("RESULT " + json.dumps({"throughput": grads / best, "seconds": best, "n": n, "gradients": grads,
+                                      "processes": jax.process_count(), "detail": detail}))
+
+
 def _report(r: dict, peak: float | None) -> None:
     print(f"[N = {r['n']:,}]  784-512-10 MLP, {r['num_params']:,} params, {r['chains']} chain(s), "
           f"{r['iterations']} iterations x {r['leapfrog']} leapfrog steps "
@@ -158,7 +204,23 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=5, help="best of this many interleaved runs (default 5)")
     parser.add_argument("--peak-tflops", type=float, default=None, help="fp32 peak of the device, for the fraction of peak")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--processes", type=int, default=None,
+                        help="compare 1 and this many processes, one CPU core each (N default 2,000)")
+    parser.add_argument("--scaling-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.scaling_worker:
+        return scaling_worker(args)
+    if args.processes:
+        from _multiprocess import scaling
+
+        n = (args.n or [2000])[0]
+        worker = [str(Path(__file__).resolve()), "--scaling-worker", "--n", str(n), "--leapfrog", str(args.leapfrog),
+                  "--chains", str(args.chains), "--step-size", str(args.step_size),
+                  "--repeats", str(args.repeats), "--iterations", str(args.iterations or 5)]
+        print(f"run_hmc, 784-512-10 MLP, N = {n:,}, {args.leapfrog} leapfrog steps x {args.iterations or 5} iterations "
+              f"x {args.chains} chain(s)")
+        scaling(worker, args.processes, "gradient evaluations/s")
+        return None
     sizes = args.n or [1000, 10000]
     if args.full and 60000 not in sizes:
         sizes.append(60000)

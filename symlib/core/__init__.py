@@ -1,6 +1,7 @@
 """symlib.core: the bottom layer. MLP and CNN (OptuNet, ResNets) parameters as pytrees and their apply functions,
-losses on logits, pytree helpers, Gaussian noise for parameter pytrees, input checks, atomic file writes and the one progress
-bar. Imports no other symlib subpackage.
+losses on logits, pytree helpers, Gaussian noise for parameter pytrees, input checks, atomic file writes, the one progress
+bar and the multi-process helpers of JAX's distributed runtime (``symlib.core.distributed``, importable before
+anything starts JAX's backend). Imports no other symlib subpackage.
 
 Names are loaded on first use, so that ``import symlib.data`` (which needs only the
 progress bar) does not import JAX.
@@ -24,6 +25,8 @@ _EXPORTS = {
     "noise": ["num_params", "normal_vector", "split_like", "standard_normal_like", "perturb"],
     "io": ["atomic_write"],
     "progress": ["progress_bar", "progress_enabled"],
+    "distributed": ["initialize_from_env", "is_writer", "barrier", "allgather", "global_mesh", "process_rows",
+                    "put_global", "ProcessInfo"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 

@@ -22,6 +22,15 @@ chunk_size * feature_chunk)`` (by default about 64 MiB: blocks of 32 MiB, two al
 time). The time is that of all ``(m + n)**2 / 2`` distances:
 the L1 distances (Laplace kernel) have no matrix-product shortcut.
 
+**Several processes.** With ``processes=True`` (:func:`mmd2_unbiased`,
+:func:`mmd_kernel_bank`, :func:`posterior_mmd`) the blocks of the statistic are dealt out
+round-robin to the processes of JAX's distributed runtime (:mod:`symlib.core.distributed`),
+each process reading only its blocks' rows (the samples may be memory-mapped files on a
+shared filesystem), and the per-process sums are added up, so every process gets the
+result (the same as one process's, to float rounding: the sums are added in another
+order). Every process must then make the same call. The bandwidths' distances (at most
+``2 * max_points`` rows) are computed by every process.
+
 Samples are ``(m, d)`` arrays, one row per sample (numpy, memmap or anything
 ``np.asarray`` takes); bad input raises ``ValueError`` naming the argument.
 """
@@ -128,14 +137,21 @@ def _distance_block(a, b, names, rows_a: slice, rows_b: slice, metrics, feature_
     return out
 
 
-def _distance_blocks(a, b, names, metrics, chunk_size: int, feature_chunk) -> Iterator[tuple[slice, slice, dict]]:
+def _distance_blocks(a, b, names, metrics, chunk_size: int, feature_chunk,
+                     share: tuple[int, int] | None = None) -> Iterator[tuple[slice, slice, dict]]:
     """The one chunk loop: ``(rows_a, rows_b, {metric: block})`` over the distance matrix of
     ``a`` against ``b``; with ``b is None``, of ``a`` against itself, upper blocks only
-    (``rows_b.start >= rows_a.start``)."""
+    (``rows_b.start >= rows_a.start``). With ``share = (index, count)`` only the blocks
+    ``index, index + count, ...`` of that sequence."""
     same = b is None
     b, m, n = (a if same else b), a.shape[0], (a if same else b).shape[0]
+    index, count = share or (0, 1)
+    number = 0
     for i0 in range(0, m, chunk_size):
         for j0 in range(i0 if same else 0, n, chunk_size):
+            number += 1
+            if (number - 1) % count != index:
+                continue
             ra, rb = slice(i0, min(i0 + chunk_size, m)), slice(j0, min(j0 + chunk_size, n))
             yield ra, rb, _distance_block(a, b, names, ra, rb, metrics, feature_chunk)
 
@@ -216,37 +232,62 @@ def _kernel_sum(kernel: str, block: Mapping[str, np.ndarray], bw: np.ndarray, di
     return s - np.trace(k, axis1=1, axis2=2) if diagonal else s
 
 
-def _sample_sum(a, name: str, bws: Mapping[str, np.ndarray], chunk_size: int, feature_chunk) -> dict[str, np.ndarray]:
-    """Per kernel and bandwidth: ``sum_{i != j} k(a_i, a_j)`` (upper blocks, doubled)."""
+def _sample_sum(a, name: str, bws: Mapping[str, np.ndarray], chunk_size: int, feature_chunk,
+                share=None) -> dict[str, np.ndarray]:
+    """Per kernel and bandwidth: ``sum_{i != j} k(a_i, a_j)`` (upper blocks, doubled; with
+    ``share``, over this process's blocks only)."""
     metrics = tuple(sorted({_METRIC[k] for k in bws}))
     sums = {k: np.zeros(bw.size) for k, bw in bws.items()}
-    for ra, rb, block in _distance_blocks(a, None, (name, name), metrics, chunk_size, feature_chunk):
+    for ra, rb, block in _distance_blocks(a, None, (name, name), metrics, chunk_size, feature_chunk, share):
         for k, bw in bws.items():
             on_diag = ra.start == rb.start
             sums[k] += (1.0 if on_diag else 2.0) * _kernel_sum(k, block, bw, on_diag)
     return sums
 
 
-def _cross_sum(x, y, bws: Mapping[str, np.ndarray], chunk_size: int, feature_chunk) -> dict[str, np.ndarray]:
+def _cross_sum(x, y, bws: Mapping[str, np.ndarray], chunk_size: int, feature_chunk, share=None) -> dict[str, np.ndarray]:
     metrics = tuple(sorted({_METRIC[k] for k in bws}))
     sums = {k: np.zeros(bw.size) for k, bw in bws.items()}
-    for _, _, block in _distance_blocks(x, y, ("x", "y"), metrics, chunk_size, feature_chunk):
+    for _, _, block in _distance_blocks(x, y, ("x", "y"), metrics, chunk_size, feature_chunk, share):
         for k, bw in bws.items():
             sums[k] += _kernel_sum(k, block, bw, False)
     return sums
 
 
-def _mmd2(x, y, bws: Mapping[str, np.ndarray], chunk_size: int, feature_chunk) -> dict[str, np.ndarray]:
-    """Unbiased MMD^2 for every kernel and bandwidth of ``bws``, one pass per distance matrix."""
+def _process_share(processes: bool) -> tuple[int, int] | None:
+    """``(process index, process count)`` when the blocks are split over several processes."""
+    if not processes:
+        return None
+    import jax
+
+    return (jax.process_index(), jax.process_count()) if jax.process_count() > 1 else None
+
+
+def _mmd2(x, y, bws: Mapping[str, np.ndarray], chunk_size: int, feature_chunk,
+          processes: bool = False) -> dict[str, np.ndarray]:
+    """Unbiased MMD^2 for every kernel and bandwidth of ``bws``, one pass per distance matrix
+    (its blocks split over the processes with ``processes``)."""
     m, n = x.shape[0], y.shape[0]
-    sxx = _sample_sum(x, "x", bws, chunk_size, feature_chunk)
-    syy = _sample_sum(y, "y", bws, chunk_size, feature_chunk)
-    sxy = _cross_sum(x, y, bws, chunk_size, feature_chunk)
+    share = _process_share(processes)
+    sums = (_sample_sum(x, "x", bws, chunk_size, feature_chunk, share),
+            _sample_sum(y, "y", bws, chunk_size, feature_chunk, share),
+            _cross_sum(x, y, bws, chunk_size, feature_chunk, share))
+    if share is not None:
+        from symlib.core.distributed import allgather
+
+        kernels = list(bws)
+        local = np.concatenate([part[k] for part in sums for k in kernels])
+        total, start = allgather(local).sum(axis=0), 0
+        for part in sums:
+            for k in kernels:
+                part[k] = total[start:start + part[k].size]
+                start += part[k].size
+    sxx, syy, sxy = sums
     return {k: sxx[k] / (m * (m - 1)) + syy[k] / (n * (n - 1)) - 2.0 * sxy[k] / (m * n) for k in bws}
 
 
 def mmd2_unbiased(x, y, kernel: str = "gaussian", bandwidth=1.0, *, chunk_size: int = 256,
-                  feature_chunk: int | None = None):
+                  feature_chunk: int | None = None, processes: bool = False):
     """The unbiased MMD^2 U-statistic between samples ``x`` and ``y`` (Gretton et al., 2012, Eq. 3).
 
     ``MMD^2_u = mean_{i != j} k(x_i, x_j) + mean_{i != j} k(y_i, y_j) - 2 mean_{i, j} k(x_i, y_j)``,
@@ -263,6 +304,8 @@ def mmd2_unbiased(x, y, kernel: str = "gaussian", bandwidth=1.0, *, chunk_size: 
         bandwidth: a positive number, or a 1-D array of them.
         chunk_size: rows per block.
         feature_chunk: columns read at a time (default: 32 MiB of float64 per block).
+        processes: split the blocks over the processes of JAX's distributed runtime
+            (module docstring); every process must make the same call.
 
     Returns:
         A float, or a float64 array with one value per bandwidth.
@@ -276,7 +319,7 @@ def mmd2_unbiased(x, y, kernel: str = "gaussian", bandwidth=1.0, *, chunk_size: 
     bw, scalar = _bandwidths(bandwidth)
     chunk_size, feature_chunk = _chunks(chunk_size, feature_chunk)
     x, y = _pair(x, y)
-    out = _mmd2(x, y, {kernel: bw}, chunk_size, feature_chunk)[kernel]
+    out = _mmd2(x, y, {kernel: bw}, chunk_size, feature_chunk, processes)[kernel]
     return float(out[0]) if scalar else out
 
 
@@ -363,7 +406,7 @@ class MMDBank:
 
 
 def mmd_kernel_bank(x, y, num_bandwidths: int = 10, *, kernels=KERNELS, max_points: int = 500,
-                    chunk_size: int = 256, feature_chunk: int | None = None) -> MMDBank:
+                    chunk_size: int = 256, feature_chunk: int | None = None, processes: bool = False) -> MMDBank:
     """The paper's 20 MMDs: unbiased MMD^2 for ``num_bandwidths`` Gaussian and Laplace kernels.
 
     Bandwidths from :func:`mmd_bandwidths` for each kernel; the L1 and L2 distances are
@@ -378,6 +421,8 @@ def mmd_kernel_bank(x, y, num_bandwidths: int = 10, *, kernels=KERNELS, max_poin
         max_points: rows of each sample used to choose the bandwidths.
         chunk_size: rows per block.
         feature_chunk: columns read at a time.
+        processes: split the statistic's blocks over the processes of JAX's distributed
+            runtime, as for :func:`mmd2_unbiased`.
 
     Returns:
         An :class:`MMDBank`.
@@ -396,7 +441,7 @@ def mmd_kernel_bank(x, y, num_bandwidths: int = 10, *, kernels=KERNELS, max_poin
     metrics = tuple(sorted({_METRIC[k] for k in kernels}))
     dist = _pooled_distances(x, y, metrics, max_points, chunk_size, feature_chunk)
     bws = {k: _bandwidth_rule(dist[_METRIC[k]], num_bandwidths) for k in kernels}
-    values = _mmd2(x, y, bws, chunk_size, feature_chunk)
+    values = _mmd2(x, y, bws, chunk_size, feature_chunk, processes)
     every = np.concatenate([values[k] for k in kernels])
     return MMDBank(values=values, bandwidths=bws, median=float(np.median(every)), mean=float(np.mean(every)),
                    max=float(np.max(every)))
@@ -464,7 +509,7 @@ def _layer_matrix(leaves: Mapping[str, object]):
 
 def posterior_mmd(samples_x: Mapping, samples_y: Mapping, *, layers=None, num_bandwidths: int = 10,
                   kernels=KERNELS, max_points: int = 500, chunk_size: int = 256,
-                  feature_chunk: int | None = None) -> PosteriorMMD:
+                  feature_chunk: int | None = None, processes: bool = False) -> PosteriorMMD:
     """The paper's layer-wise MMD between two stacks of networks (Sec. 4, App. B.4).
 
     A layer is a top-level key of the parameter pytree (``"dense_0"``: its kernel and
@@ -483,6 +528,8 @@ def posterior_mmd(samples_x: Mapping, samples_y: Mapping, *, layers=None, num_ba
         max_points: rows of each stack used to choose the bandwidths.
         chunk_size: rows per block.
         feature_chunk: columns read at a time.
+        processes: split each layer's statistic over the processes of JAX's distributed
+            runtime, as for :func:`mmd2_unbiased`.
 
     Returns:
         A :class:`PosteriorMMD`.
@@ -502,7 +549,7 @@ def posterior_mmd(samples_x: Mapping, samples_y: Mapping, *, layers=None, num_ba
     for layer in chosen:
         x, y = _layer_matrix(lx[layer]), _layer_matrix(ly[layer])
         per_layer[layer] = mmd_kernel_bank(x, y, num_bandwidths, kernels=kernels, max_points=max_points,
-                                           chunk_size=chunk_size, feature_chunk=feature_chunk)
+                                           chunk_size=chunk_size, feature_chunk=feature_chunk, processes=processes)
         weights[layer] = x.shape[1]
     w = np.array([weights[layer] for layer in chosen], np.float64)
 

@@ -20,6 +20,13 @@ coordinates' periods (see :class:`HMCConfig`).
   (``samples_XXXXX.npz``) together with a checkpoint of the chain state, so that an
   interrupted run resumes where it stopped and gives the same chain as an uninterrupted
   one (the key of iteration ``t`` of chain ``c`` is ``fold_in(fold_in(key, c), t)``).
+* **Several processes or hosts** (JAX's distributed runtime, started by
+  :func:`symlib.core.distributed.initialize_from_env`): the same calls in every process.
+  The mesh spans the devices of every process, each process provides its own rows
+  (``make_logdensity(..., process_local=True)``) or the whole data set, the chain state
+  is replicated (every process gets all samples), and with ``out_dir`` (on a shared
+  filesystem) only process 0 writes while the others wait at a barrier after each
+  checkpoint; every process reads the stored run to resume it.
 
 **Identity of a stored run.** A run is identified by :func:`run_fingerprint`: the
 :class:`HMCConfig`, the chunk layout (``chunk_size``), the data (the fingerprint of a
@@ -70,6 +77,7 @@ from symlib.core.checks import check_finite, check_finite_tree, mlp_layer_names,
 from symlib.core.io import atomic_write
 from symlib.core.models import mlp_apply
 from symlib.core.progress import progress_bar
+from symlib.core.distributed import allgather, barrier, global_mesh, is_writer, put_global
 
 __all__ = [
     "SAMPLER_VERSION",
@@ -141,7 +149,7 @@ class LogDensity:
         """
         if self.mesh is None:
             return tree
-        return jax.device_put(tree, NamedSharding(self.mesh, P()))
+        return put_global(tree, NamedSharding(self.mesh, P()))
 
     def tree_flatten(self):
         """JAX pytree protocol.
@@ -163,6 +171,15 @@ class LogDensity:
             A :class:`LogDensity`.
         """
         return cls(aux[0], tuple(children), aux[1], aux[2])
+
+
+def _replicated(logdensity: LogDensity, tree):
+    """Constrain the outputs of a jitted function to be replicated on the density's mesh, so
+    that every process holds (and can read) the whole chain state."""
+    if logdensity.mesh is None:
+        return tree
+    sharding = NamedSharding(logdensity.mesh, P())
+    return jax.tree.map(lambda a: jax.lax.with_sharding_constraint(a, sharding), tree)
 
 
 @jax.jit
@@ -268,7 +285,9 @@ def _validate_data(x, y) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _data_mesh(devices) -> Mesh:
-    devices = jax.devices() if devices is None else list(devices)
+    if devices is None:  # every device of every process, each process's devices in one block
+        return global_mesh("data")
+    devices = list(devices)
     if not devices:
         raise ValueError("devices is empty")
     return Mesh(np.array(devices), ("data",))
@@ -285,6 +304,35 @@ def _shard_data(x: np.ndarray, y: np.ndarray, mesh: Mesh):
     return tuple(jax.device_put(a, sharding) for a in (x, y, mask))
 
 
+def _shard_local_data(x: np.ndarray, y: np.ndarray, mesh: Mesh):
+    """Global arrays from each process's own rows (see ``make_logdensity(process_local=True)``).
+
+    Every process pads its rows to the same count, a multiple of its number of devices
+    (mask 0 on padding); the global arrays hold process 0's block, then process 1's, ...
+
+    Returns:
+        ``(x, y, mask)`` sharded along the mesh, the largest label of all processes, and
+        the sha256 digests of every process's rows (``(processes, 32)`` uint8).
+    """
+    local_devices = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
+    digest = np.frombuffer(bytes.fromhex(_fingerprint(x, y)), np.uint8)
+    info = allgather(np.concatenate([np.array([x.shape[0], len(local_devices), int(y.max())], np.int64),
+                                     digest.astype(np.int64)]))
+    if len(set(info[:, 1].tolist())) != 1 or info[0, 1] == 0:
+        raise ValueError(f"process_local=True needs the mesh to hold the same number of devices of every process, "
+                         f"got {info[:, 1].tolist()} (processes in order)")
+    n_dev = int(info[0, 1])
+    rows = -(-int(info[:, 0].max()) // n_dev) * n_dev  # rows per process, padding included
+    pad = rows - x.shape[0]
+    mask = np.concatenate([np.ones(x.shape[0], bool), np.zeros(pad, bool)])
+    x = np.concatenate([x, np.zeros((pad,) + x.shape[1:], x.dtype)])
+    y = np.concatenate([y, np.zeros(pad, y.dtype)])
+    sharding = NamedSharding(mesh, P("data"))
+    arrays = tuple(jax.make_array_from_process_local_data(sharding, a, (rows * info.shape[0],) + a.shape[1:])
+                   for a in (x, y, mask))
+    return arrays, int(info[:, 2].max()), info[:, 3:].astype(np.uint8)
+
+
 def _fingerprint(*parts) -> str:
     """sha256 hex digest of ``parts``: arrays by shape, dtype and bytes, anything else by ``repr``."""
     h = hashlib.sha256()
@@ -298,13 +346,27 @@ def _fingerprint(*parts) -> str:
 
 
 def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, apply_fn: Callable = mlp_apply,
-                    devices=None) -> LogDensity:
+                    devices=None, *, process_local: bool = False) -> LogDensity:
     """Full-batch tempered log posterior of a classifier.
 
     The density is ``params -> log N(params; 0, prior_var I) + sum_i log p(y_i | x_i) / T``
     with ``p(y | x) = softmax(apply_fn(params, x))[y]``. The examples are sharded over
     ``devices``, padded to a multiple of their number with masked rows; parameters are
     replicated.
+
+    **Several processes** (after :func:`jax.distributed.initialize`, e.g. through
+    :func:`symlib.core.distributed.initialize_from_env`): ``devices=None`` means the
+    devices of every process, and every process calls this function (and then
+    :func:`run_hmc`) with the same arguments, except for the data with ``process_local``:
+
+    * ``process_local=False`` (default): every process passes the whole data set; each
+      places only the rows of its own devices.
+    * ``process_local=True``: every process passes only its own rows (e.g.
+      ``x[process_rows(n)]``, :func:`symlib.core.distributed.process_rows`); the data
+      set is their concatenation in process order. Each process pads its rows to a common
+      count. The density's fingerprint then hashes the list of per-process hashes (in one
+      process: the same fingerprint as ``process_local=False``), so a stored run resumes
+      with the same split of the data over processes only.
 
     Args:
         x: inputs, a floating array of shape ``(n, features)`` (an MLP) or ``(n, ...)``
@@ -314,7 +376,9 @@ def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, appl
         prior_var: variance of the Gaussian prior on every parameter.
         temperature: the log-likelihood is divided by it (``T``).
         apply_fn: ``apply_fn(params, x) -> logits`` of shape ``(n, classes)``.
-        devices: devices to shard the examples over (default: all devices of the default backend).
+        devices: devices to shard the examples over (default: all devices of the default
+            backend, of every process). With ``process_local``, leave it ``None``.
+        process_local: ``x`` and ``y`` are this process's rows only (see above).
 
     Returns:
         A :class:`LogDensity` whose ``fingerprint`` hashes the data, ``prior_var``,
@@ -330,9 +394,18 @@ def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, appl
     x, y = _validate_data(x, y)
     prior_var, temperature = positive_float(prior_var, "prior_var"), positive_float(temperature, "temperature")
     mesh = _data_mesh(devices)
-    fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), int(y.max()))
-    fingerprint = _fingerprint(x, y, fn.prior_var, fn.temperature, getattr(apply_fn, "__qualname__", repr(apply_fn)))
-    return LogDensity(fn, _shard_data(x, y, mesh), mesh, fingerprint)
+    name = getattr(apply_fn, "__qualname__", repr(apply_fn))
+    if not process_local:
+        fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), int(y.max()))
+        fingerprint = _fingerprint(x, y, fn.prior_var, fn.temperature, name)
+        return LogDensity(fn, _shard_data(x, y, mesh), mesh, fingerprint)
+    data, max_label, digests = _shard_local_data(x, y, mesh)
+    fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), max_label)
+    if len(digests) == 1:
+        fingerprint = _fingerprint(x, y, fn.prior_var, fn.temperature, name)
+    else:
+        fingerprint = _fingerprint("process_local", digests, fn.prior_var, fn.temperature, name)
+    return LogDensity(fn, data, mesh, fingerprint)
 
 
 # --------------------------------------------------------------------------------------
@@ -646,12 +719,13 @@ def _run_block(logdensity, state, da_state, step_size, chain_keys, start, num_ac
     block = partial(_chain_block, block_len=block_len, num_leapfrog=num_leapfrog, target_accept=target_accept,
                     step_size_jitter=step_size_jitter, num_leapfrog_jitter=num_leapfrog_jitter)
     in_axes = (None, 0, 0, 0, 0, None, None, None)
-    return jax.vmap(block, in_axes=in_axes)(logdensity, state, da_state, step_size, chain_keys, start, num_active, adapt)
+    out = jax.vmap(block, in_axes=in_axes)(logdensity, state, da_state, step_size, chain_keys, start, num_active, adapt)
+    return _replicated(logdensity, out)
 
 
 @jax.jit
 def _init_states(logdensity, positions):
-    return jax.vmap(lambda p: blackjax.hmc.init(p, logdensity))(positions)
+    return _replicated(logdensity, jax.vmap(lambda p: blackjax.hmc.init(p, logdensity))(positions))
 
 
 def _init_dual_averaging(step_size: jax.Array, target_accept: float):
@@ -1135,7 +1209,11 @@ class _InMemory:
 
 class _RunDir:
     """A run stored in ``out_dir``: opens (or resumes) it, writes chunks and checkpoints
-    with their checksums, and loads the result."""
+    with their checksums, and loads the result.
+
+    With several processes (a shared ``out_dir``) every process reads the stored run, only
+    process 0 (:func:`~symlib.core.distributed.is_writer`) writes, and the others wait
+    at a barrier after every checkpoint until it is on disk."""
 
     def __init__(self, path: Path, run: _Run, key):
         self.path, self.run = path, run
@@ -1151,6 +1229,7 @@ class _RunDir:
         fresh = self.run.fresh_carry()
         if meta is None:
             self._refuse_leftovers()
+            barrier("symlib.hmc.open")  # every process has looked before process 0 writes
             self.checkpoint(fresh)
             return fresh
         mismatch = _identity_mismatch(self.path, meta, self.identity, self.run.cfg)
@@ -1160,11 +1239,13 @@ class _RunDir:
         plan = self.run.plan
         keep = {_segment_file(seg) for seg in plan[:segment]} | {_state_file(i) for i in range(segment + 1)}
         self.checksums = {name: sha for name, sha in meta["checksums"].items() if name in keep}
-        if segment == 0:
-            return fresh
-        with _load_npz(self.path, _state_file(segment), meta) as z:
-            state = _state_from_host(z, fresh.state, fresh.da_state)
-        return _carry_at(plan, segment, *_strong(state))
+        carry = fresh
+        if segment > 0:
+            with _load_npz(self.path, _state_file(segment), meta) as z:
+                state = _state_from_host(z, fresh.state, fresh.da_state)
+            carry = _carry_at(plan, segment, *_strong(state))
+        barrier("symlib.hmc.open")  # every process has read the stored run before process 0 writes
+        return carry
 
     def _refuse_leftovers(self) -> None:
         leftovers = sorted(p.name for pattern in ("samples_*.npz", "burnin_*.npz", "state_*.npz")
@@ -1189,14 +1270,21 @@ class _RunDir:
 
     def store(self, seg: _Segment, carry: _Carry, stats: dict, kept) -> None:
         """Write the segment's file, then the checkpoint after it."""
-        arrays = dict(stats, first_iteration=np.int64(seg.start), run_hash=np.str_(self.run_hash))
-        if kept is not None:
-            arrays.update({f"leaf_{i}": leaf for i, leaf in enumerate(jax.tree_util.tree_leaves(kept))})
-        self.checksums[_segment_file(seg)] = _save_npz(self.path / _segment_file(seg), arrays)
+        if is_writer():
+            arrays = dict(stats, first_iteration=np.int64(seg.start), run_hash=np.str_(self.run_hash))
+            if kept is not None:
+                arrays.update({f"leaf_{i}": leaf for i, leaf in enumerate(jax.tree_util.tree_leaves(kept))})
+            self.checksums[_segment_file(seg)] = _save_npz(self.path / _segment_file(seg), arrays)
         self.checkpoint(carry)
 
     def checkpoint(self, carry: _Carry) -> None:
-        """Write ``state_<segment>.npz``, then point ``state.json`` at it."""
+        """Write ``state_<segment>.npz``, then point ``state.json`` at it (process 0 only;
+        every process returns once it is written)."""
+        if is_writer():
+            self._write_checkpoint(carry)
+        barrier(f"symlib.hmc.checkpoint.{carry.segment}")
+
+    def _write_checkpoint(self, carry: _Carry) -> None:
         name = _state_file(carry.segment)
         self.checksums[name] = _save_npz(self.path / name, _carry_to_host(carry))
         cfg = self.run.cfg
@@ -1277,7 +1365,7 @@ def _sample(run: _Run, carry: _Carry, chain_keys, sink, progress: bool | None, o
     # the same placement for fresh and resumed runs (and as the blocks' outputs): one compiled program
     carry.state, carry.da_state, carry.step_size, chain_keys = run.logdensity.replicate(
         (carry.state, carry.da_state, carry.step_size, chain_keys))
-    meter = _ProgressMeter(run.cfg.num_iterations, carry.iteration, progress)
+    meter = _ProgressMeter(run.cfg.num_iterations, carry.iteration, progress if is_writer() else False)
     try:
         for seg in run.plan[carry.segment:]:
             carry, stats, kept = _run_segment(seg, carry, run.logdensity, chain_keys, run.cfg, meter)

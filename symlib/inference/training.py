@@ -37,7 +37,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jax.sharding import NamedSharding, PartitionSpec
+
 from symlib.core.checks import check_finite, check_key, check_labels, positive_float, positive_int
+from symlib.core.distributed import global_mesh, put_global
 from symlib.core.losses import accuracy, nll
 from symlib.core.models import Params, check_mlp_data, check_mlp_params, mlp_apply, mlp_init
 from symlib.core.progress import progress_bar, progress_enabled
@@ -509,9 +512,61 @@ def train_mlp(key: jax.Array, sizes, x, y, cfg: TrainConfig):
     return fit_map(mlp_init(init_key, sizes), data_key, x, y, cfg)
 
 
+@partial(jax.jit, static_argnames=("cfg", "observe", "observe_epoch", "apply_fn", "stochastic_apply", "mesh"))
+def _fit_many_sharded(params0, data_keys, x, y, cfg: TrainConfig, observe, observe_epoch, apply_fn, stochastic_apply,
+                      mesh):
+    """``vmap`` of :func:`_fit` on every device's block of networks (``shard_map``: each
+    device trains its own networks with no communication; left to XLA's partitioner, the
+    loop gathered the data and the convolutions' activations at every step), then the
+    results gathered, replicated, so that every process holds all of them."""
+    def block(p, k, x, y):
+        return jax.vmap(lambda p1, k1: _fit(p1, k1, x, y, cfg, False, False, observe, observe_epoch, apply_fn,
+                                            stochastic_apply))(p, k)
+
+    nets = PartitionSpec("networks")
+    out = jax.shard_map(block, mesh=mesh, in_specs=(nets, nets, PartitionSpec(), PartitionSpec()),
+                        out_specs=nets)(params0, data_keys, x, y)
+    replicated = NamedSharding(mesh, PartitionSpec())
+    return jax.tree.map(lambda a: jax.lax.with_sharding_constraint(a, replicated), out)
+
+
+def _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch, apply_fn, stochastic_apply,
+                           devices):
+    """The ``K`` networks split over ``devices`` (every device of every process by default):
+    the stack is padded to a multiple of the device count with copies of network 0,
+    sharded along a 1-D mesh ``("networks",)``, trained, gathered and cut back to ``K``.
+    One device: the plain ``vmap``."""
+    mesh = global_mesh("networks", devices)
+    if mesh.size == 1:
+        return jax.vmap(lambda p, k: _fit(p, k, x, y, cfg, False, False, observe, observe_epoch, apply_fn,
+                                          stochastic_apply))(params0, data_keys)
+    k = jax.tree_util.tree_leaves(params0)[0].shape[0]
+    pad = (-k) % mesh.size
+
+    def padded(a):
+        return jnp.concatenate([a, jnp.repeat(a[:1], pad, axis=0)]) if pad else a
+
+    params0, data_keys = jax.tree.map(padded, (params0, data_keys))
+    sharded, replicated = NamedSharding(mesh, PartitionSpec("networks")), NamedSharding(mesh, PartitionSpec())
+    params0, data_keys = put_global((params0, data_keys), sharded)
+    x, y = put_global((x, y), replicated)
+    out = _fit_many_sharded(params0, data_keys, x, y, cfg, observe, observe_epoch, apply_fn, stochastic_apply, mesh)
+    return jax.tree.map(lambda a: a[:k], out)
+
+
 def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, observe=None, observe_epoch=None,
-                 apply_fn=mlp_apply, *, stochastic_apply=None):
-    """Train a stack of networks at once with ``vmap``.
+                 apply_fn=mlp_apply, *, stochastic_apply=None, devices=None):
+    """Train a stack of networks at once with ``vmap``, the stack split over ``devices``.
+
+    **Several devices or processes.** The networks are independent, so the stack is
+    sharded along its network axis over ``devices`` (default: every device of every
+    process, :func:`symlib.core.distributed.global_mesh`; the data are replicated): each
+    device trains ``K / devices`` networks (the stack padded with copies of network 0 to a
+    multiple of the device count, which are dropped). The results are gathered, so every
+    process gets all ``K`` networks. With one device nothing changes: a plain ``vmap``.
+    The results equal the one-device run's to float rounding (``vmap`` over fewer networks
+    may order the arithmetic differently). With several processes every process calls this
+    function with the same arguments (after :func:`jax.distributed.initialize`).
 
     Observers are pure jax functions (pass the same function object each time: they are
     static arguments of the compiled loop): ``observe(params_before, params_after)`` is
@@ -529,6 +584,8 @@ def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, 
         observe_epoch: optional per-epoch observer.
         apply_fn: ``apply_fn(params, x) -> logits`` of one network, as for :func:`fit_map`.
         stochastic_apply: optional random network of the training objective, as for :func:`fit_map`.
+        devices: the devices to split the networks over (default: all of every process;
+            ``jax.devices()[:1]`` for one).
 
     Returns:
         Stacked ``(params, epoch_losses)``; with an observer, ``(params, epoch_losses,
@@ -541,9 +598,8 @@ def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, 
     _check_fit(apply_fn, params0, x, y, cfg, 1)
     n_nets = jax.tree_util.tree_leaves(params0)[0].shape[0]
     check_key(data_keys, "data_keys", n_nets)
-    run = jax.vmap(lambda p, k: _fit(p, k, x, y, cfg, False, False, observe, observe_epoch, apply_fn,
-                                     stochastic_apply))
-    params, losses, per_epoch, per_step = run(params0, data_keys)
+    params, losses, per_epoch, per_step = _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch,
+                                                                 apply_fn, stochastic_apply, devices)
     if observe is None and observe_epoch is None:
         return params, losses
     observed = {"step": per_step} if observe is not None else {}
@@ -553,7 +609,7 @@ def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, 
 
 
 def train_many(key: jax.Array, init_fn, apply_fn, n_networks: int, x, y, cfg: TrainConfig,
-               observe=None, observe_epoch=None, *, stochastic_apply=None):
+               observe=None, observe_epoch=None, *, stochastic_apply=None, devices=None):
     """Initialise ``n_networks`` networks with ``vmap(init_fn)`` and train them at once (:func:`fit_map_many`).
 
     Network ``i`` starts from ``init_fn(split(init_key, K)[i])`` and draws its minibatches
@@ -573,6 +629,8 @@ def train_many(key: jax.Array, init_fn, apply_fn, n_networks: int, x, y, cfg: Tr
         observe_epoch: optional per-epoch observer, as for :func:`fit_map_many`.
         stochastic_apply: optional random network of the training objective (e.g.
             dropout), as for :func:`fit_map`.
+        devices: the devices to split the networks over, as for :func:`fit_map_many`
+            (default: every device of every process).
 
     Returns:
         As for :func:`fit_map_many`: the stacked ``(params, epoch_losses)``, leading axis ``K``
@@ -587,7 +645,7 @@ def train_many(key: jax.Array, init_fn, apply_fn, n_networks: int, x, y, cfg: Tr
     init_key, data_key = jax.random.split(key)
     params0 = jax.vmap(init_fn)(jax.random.split(init_key, k))
     return fit_map_many(params0, jax.random.split(data_key, k), x, y, cfg, observe, observe_epoch, apply_fn,
-                        stochastic_apply=stochastic_apply)
+                        stochastic_apply=stochastic_apply, devices=devices)
 
 
 def evaluate(params: Params, x: jax.Array, y: jax.Array, apply_fn=mlp_apply) -> dict[str, float]:
