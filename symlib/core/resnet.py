@@ -475,13 +475,14 @@ def resnet18_apply_train(params: Mapping, x: jax.Array) -> jax.Array:
     return _logits(_RESNET18, params, x, batch_stats=True)
 
 
-def resnet18_features(params: Mapping, x: jax.Array) -> jax.Array:
+def resnet18_features(params: Mapping, x: jax.Array, train: bool = False) -> jax.Array:
     """The input of the head: the globally average-pooled output of the last stage
     (running statistics), the features of last-layer Laplace and last-layer dropout.
 
     Args:
         params: one ResNet-18 (:func:`resnet18_init` layout).
         x: images ``(n, h, w, in_channels)``, at least 8x8.
+        train: normalise with the batch's statistics, as :func:`resnet18_apply_train`.
 
     Returns:
         Features ``(n, 8 * base_width)``; ``resnet18_apply`` is ``features @ head/kernel + head/bias``.
@@ -489,7 +490,7 @@ def resnet18_features(params: Mapping, x: jax.Array) -> jax.Array:
     Raises:
         TypeError, ValueError: as for :func:`resnet18_hidden`.
     """
-    return _features(_RESNET18, params, x)[0]
+    return _features(_RESNET18, params, x, batch_stats=train)[0]
 
 
 def resnet18_running_statistics(params: Mapping, x, batch_size: int = 128) -> dict:
