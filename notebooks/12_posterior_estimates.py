@@ -37,6 +37,8 @@
 # - every method of Table 1 as samples in OptuNet's own parameter layout (`symlib.inference`);
 # - the MMD to the reference, raw and NS, and the uncertainty metrics, beside the paper's Table 1;
 # - beyond the paper: two other ways to remove the symmetries before the MMD.
+# - the CIFAR-100 and TinyImageNet (ResNet-18) blocks of Table 1: a saved paper-profile run if
+#   there is one, else "not run" (they need the datasets and a GPU).
 
 # %% tags=["hide-cell"]
 import matplotlib.pyplot as plt
