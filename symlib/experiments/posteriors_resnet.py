@@ -437,11 +437,17 @@ def bank_split_resnet(n_nets: int, n_reference: int, n_ensemble: int) -> dict[st
     return {"reference": np.arange(n_reference), "ensemble": np.arange(n_reference, n_reference + n_ensemble)}
 
 
-def _features(params, x, batch: int = 500) -> np.ndarray:
+@jax.jit
+def _features_jit(params, x):
     from symlib.core.resnet import resnet18_features
 
-    fn = jax.jit(resnet18_features)
-    return np.concatenate([np.asarray(fn(params, jnp.asarray(x[i:i + batch]))) for i in range(0, len(x), batch)])
+    return resnet18_features(params, x)
+
+
+def _features(params, x, batch: int = 500) -> np.ndarray:
+    """The head's inputs on ``x``, ``batch`` images at a time (running statistics)."""
+    return np.concatenate([np.asarray(_features_jit(params, jnp.asarray(x[i:i + batch])))
+                           for i in range(0, len(x), batch)])
 
 
 def _with_head(params, head: dict) -> dict:
@@ -503,7 +509,8 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
         return _single_and_multi("Dropout", nets, sample, next(keys), S, M)
 
     def bnn():
-        fit = lambda k, p: fit_vi(k, p, categorical_loglik_fn(_train_apply), x, y, prior_var=1.0,  # noqa: E731
+        loglik = categorical_loglik_fn(_train_apply)  # one object: the modes share a compiled loop
+        fit = lambda k, p: fit_vi(k, p, loglik, x, y, prior_var=1.0,  # noqa: E731
                                   std_init=SETTINGS["bnn_std_init"], epochs=2 * cfg.epochs, batch_size=bs,
                                   learning_rate=SETTINGS["bnn_learning_rate"], num_mc=SETTINGS["bnn_num_mc"])
         fits = [fit(k, m) for k, m in zip(jax.random.split(next(keys), M), modes)]
