@@ -352,3 +352,27 @@ def test_scaling_spec_refuses_channels_before_a_norm():
     with pytest.raises(ValueError, match="unknown scaling group 'P_9'"):
         resnet20_scaling_spec(["P_9"])
     assert list(resnet20_scaling_spec(["P_stage_0"]).groups) == ["P_stage_0"]
+
+
+def test_resnet18_training_mode_uses_batch_statistics_and_precise_bn_sets_them():
+    from symlib.core.resnet import (resnet18_apply, resnet18_apply_train, resnet18_features, resnet18_init,
+                                    resnet18_running_statistics)
+
+    p = resnet18_init(jax.random.key(0), num_classes=7, base_width=2)
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(12, 16, 16, 3)), jnp.float32)
+    shuffled = jax.tree_util.tree_map_with_path(
+        lambda path, a: a * 3.0 + 1.0 if str(path[-1].key) in ("mean", "var") else a, p)
+    train = resnet18_apply_train(p, x)
+    np.testing.assert_allclose(resnet18_apply_train(shuffled, x), train, rtol=1e-5, atol=1e-5)  # running stats unread
+    q = resnet18_running_statistics(shuffled, x, batch_size=12)
+    stem = jax.lax.conv_general_dilated(x, p["stem"]["conv"]["kernel"], (1, 1), ((1, 1), (1, 1)),
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    m = stem.shape[0] * stem.shape[1] * stem.shape[2]
+    np.testing.assert_allclose(q["stem"]["norm"]["mean"], stem.mean((0, 1, 2)), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(q["stem"]["norm"]["var"], stem.var((0, 1, 2)) * m / (m - 1), rtol=1e-4)
+    # inference with the re-estimated statistics is training mode up to the unbiased-variance factor
+    np.testing.assert_allclose(resnet18_apply(q, x), train, atol=0.1)
+    feats = resnet18_features(q, x)
+    np.testing.assert_allclose(feats @ q["head"]["kernel"] + q["head"]["bias"], resnet18_apply(q, x), atol=1e-5)
+    with pytest.raises(ValueError, match="at least 2"):
+        resnet18_running_statistics(p, x[:1])

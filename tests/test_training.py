@@ -192,3 +192,29 @@ def test_fit_map_many_observers():
     # observers do not change training
     p2, l2 = fit_map_many(inits, keys, x, y, cfg)
     np.testing.assert_allclose(losses, l2, rtol=1e-6)
+
+
+def test_random_flip_mirrors_some_images_and_cosine_nesterov_configs():
+    import optax
+
+    from symlib.inference.training import TrainConfig, make_optimizer, random_flip
+
+    x = jnp.arange(8 * 2 * 3 * 1, dtype=jnp.float32).reshape(8, 2, 3, 1)
+    out = np.asarray(random_flip(jax.random.key(0), x))
+    flipped = [np.array_equal(o, np.asarray(x[i])[:, ::-1]) for i, o in enumerate(out)]
+    kept = [np.array_equal(o, np.asarray(x[i])) for i, o in enumerate(out)]
+    assert all(f or k for f, k in zip(flipped, kept)) and any(flipped) and any(kept)
+    cfg = TrainConfig(4, 2, 0.2, optimizer="sgd", momentum=0.9, nesterov=True, schedule="cosine")
+    opt = make_optimizer(cfg, 10)
+    params = {"w": jnp.ones(3)}
+    state = opt.init(params)
+    upd, _ = opt.update({"w": jnp.ones(3)}, state, params)
+    ref = optax.sgd(0.2, momentum=0.9, nesterov=True)
+    upd_ref, _ = ref.update({"w": jnp.ones(3)}, ref.init(params), params)
+    np.testing.assert_allclose(upd["w"], upd_ref["w"])  # step 0 of the cosine schedule is the initial rate
+    with pytest.raises(ValueError, match="cosine' takes no lr_milestones"):
+        fit_map(mlp_init(jax.random.key(0), [2, 2]), jax.random.key(1), jnp.zeros((4, 2)), jnp.zeros(4, int),
+                cfg._replace(lr_milestones=(2,)))
+    with pytest.raises(ValueError, match="unknown schedule"):
+        fit_map(mlp_init(jax.random.key(0), [2, 2]), jax.random.key(1), jnp.zeros((4, 2)), jnp.zeros(4, int),
+                cfg._replace(schedule="linear"))

@@ -32,8 +32,11 @@ head. Padding is PyTorch's: 1 for 3x3 convolutions, 0 for 1x1 (for even image si
 stride 2 this differs from ``"SAME"``, which pads only bottom/right). The norms are batch
 norm in **inference form**: per channel ``scale``, ``bias`` and the running statistics
 ``mean``, ``var``; ``y = scale * (x - mean) / sqrt(var + 1e-5) + bias``. ``mean`` and
-``var`` are state, not trained parameters; training ResNet-18 with batch statistics (and
-updating the running statistics) is out of scope here. 11,220,132 trained parameters for
+``var`` are state, not trained parameters. For training, :func:`resnet18_apply_train`
+normalises with the statistics of the batch instead (PyTorch's training mode; the running
+statistics are neither read nor updated) and :func:`resnet18_running_statistics` sets them
+afterwards from a pass over training images ("precise batch norm": the mean over batches
+of the batch mean and of the unbiased batch variance). 11,220,132 trained parameters for
 100 classes, plus 9,600 running statistics.
 
 **Parameter layout** (nested dicts; flat paths with ``"/"``, see
@@ -79,7 +82,10 @@ __all__ = [
     "inner_name",
     "layer_norm",
     "resnet18_apply",
+    "resnet18_apply_train",
+    "resnet18_features",
     "resnet18_hidden",
+    "resnet18_running_statistics",
     "resnet18_init",
     "resnet18_shapes",
     "resnet20_apply",
@@ -330,17 +336,27 @@ def _read_layout(arch: _Arch, params: Mapping) -> tuple[dict, int]:
     return flat, in_channels
 
 
-def _forward(arch: _Arch, params: Mapping, x: jax.Array) -> tuple[dict[str, jax.Array], dict]:
-    """Hidden activations keyed by permutation name, and the flat parameters."""
+def _forward(arch: _Arch, params: Mapping, x: jax.Array,
+             batch_stats: bool = False) -> tuple[dict[str, jax.Array], dict, dict[str, tuple]]:
+    """Hidden activations keyed by permutation name, the flat parameters and, with
+    ``batch_stats``, the batch's ``(mean, biased var, values per channel)`` of every norm (by norm path),
+    which then normalised the activations in place of the running statistics."""
     flat, in_channels = _read_layout(arch, params)
     _check_images(x, in_channels, arch.min_size, arch.name)
+    stats: dict[str, tuple] = {}
 
     def conv_norm(h, path: str, conv_name: str, norm_name: str, stride: int) -> jax.Array:
         kernel = flat[f"{path}/{conv_name}/kernel"]
         pad = arch.pad_3x3 if kernel.shape[0] == 3 else arch.pad_1x1
         h = conv2d(h, kernel, stride, pad)
         leaves = [flat[f"{path}/{norm_name}/{leaf}"] for leaf in arch.norm_leaves]
-        return batch_norm_inference(h, *leaves) if arch.batch_norm else layer_norm(h, *leaves)
+        if not arch.batch_norm:
+            return layer_norm(h, *leaves)
+        if batch_stats:
+            mean, var = jnp.mean(h, axis=(0, 1, 2)), jnp.var(h, axis=(0, 1, 2))
+            stats[f"{path}/{norm_name}"] = (mean, var, h.shape[0] * h.shape[1] * h.shape[2])
+            leaves = leaves[:2] + [mean, var]
+        return batch_norm_inference(h, *leaves)
 
     hidden = {}
     h = jax.nn.relu(conv_norm(x, "stem", "conv", "norm", 1))
@@ -354,13 +370,17 @@ def _forward(arch: _Arch, params: Mapping, x: jax.Array) -> tuple[dict[str, jax.
             skip = conv_norm(h, f"{path}/shortcut", "conv", "norm", stride) if shortcut else h
             h = jax.nn.relu(skip + out)
         hidden[stream_name(s)] = h
-    return hidden, flat
+    return hidden, flat, stats
 
 
-def _logits(arch: _Arch, params: Mapping, x: jax.Array) -> jax.Array:
-    hidden, flat = _forward(arch, params, x)
-    last = hidden[stream_name(len(arch.base_widths) - 1)]
-    return global_avg_pool(last) @ flat["head/kernel"] + flat["head/bias"]
+def _features(arch: _Arch, params: Mapping, x: jax.Array, batch_stats: bool = False) -> tuple[jax.Array, dict]:
+    hidden, flat, _ = _forward(arch, params, x, batch_stats)
+    return global_avg_pool(hidden[stream_name(len(arch.base_widths) - 1)]), flat
+
+
+def _logits(arch: _Arch, params: Mapping, x: jax.Array, batch_stats: bool = False) -> jax.Array:
+    features, flat = _features(arch, params, x, batch_stats)
+    return features @ flat["head/kernel"] + flat["head/bias"]
 
 
 def resnet20_hidden(params: Mapping, x: jax.Array) -> dict[str, jax.Array]:
@@ -434,3 +454,90 @@ def resnet18_apply(params: Mapping, x: jax.Array) -> jax.Array:
         TypeError, ValueError: as for :func:`resnet18_hidden`.
     """
     return _logits(_RESNET18, params, x)
+
+
+def resnet18_apply_train(params: Mapping, x: jax.Array) -> jax.Array:
+    """The CIFAR ResNet-18's logits in training mode: every batch norm uses the mean and
+    (biased) variance of its input over the batch and the pixels, as PyTorch's
+    ``BatchNorm2d`` does in ``train()``; the running statistics ``mean`` / ``var`` are not
+    read (their gradient is zero) and not updated (:func:`resnet18_running_statistics`).
+
+    Args:
+        params: one ResNet-18 (:func:`resnet18_init` layout).
+        x: a batch of images ``(n, h, w, in_channels)``, at least 8x8.
+
+    Returns:
+        Logits ``(n, num_classes)``; each depends on the whole batch.
+
+    Raises:
+        TypeError, ValueError: as for :func:`resnet18_hidden`.
+    """
+    return _logits(_RESNET18, params, x, batch_stats=True)
+
+
+def resnet18_features(params: Mapping, x: jax.Array, train: bool = False) -> jax.Array:
+    """The input of the head: the globally average-pooled output of the last stage
+    (running statistics), the features of last-layer Laplace and last-layer dropout.
+
+    Args:
+        params: one ResNet-18 (:func:`resnet18_init` layout).
+        x: images ``(n, h, w, in_channels)``, at least 8x8.
+        train: normalise with the batch's statistics, as :func:`resnet18_apply_train`.
+
+    Returns:
+        Features ``(n, 8 * base_width)``; ``resnet18_apply`` is ``features @ head/kernel + head/bias``.
+
+    Raises:
+        TypeError, ValueError: as for :func:`resnet18_hidden`.
+    """
+    return _features(_RESNET18, params, x, batch_stats=train)[0]
+
+
+def resnet18_running_statistics(params: Mapping, x, batch_size: int = 128) -> dict:
+    """``params`` with the running statistics of every batch norm re-estimated on ``x``.
+
+    The images are cut into batches of ``batch_size`` (the last incomplete one dropped,
+    unless it is the only one); each norm's ``mean`` becomes the mean over batches of the
+    batch mean and its ``var`` the mean over batches of the unbiased batch variance (the
+    batch statistics of :func:`resnet18_apply_train`, each norm seeing the previous
+    norms in training mode). This is "precise batch norm", the running statistics that
+    PyTorch's exponential average approximates, and what SWAG's ``bn_update`` does for a
+    sampled network.
+
+    Args:
+        params: one ResNet-18 (:func:`resnet18_init` layout).
+        x: training images ``(n, h, w, in_channels)``, numpy or JAX, ``n >= 2``.
+        batch_size: images per batch, >= 2.
+
+    Returns:
+        The parameters (nested, float32 leaves of ``params``' dtypes) with new ``mean`` and ``var``.
+
+    Raises:
+        TypeError, ValueError: as for :func:`resnet18_hidden`, and if ``batch_size < 2``
+            or fewer than 2 images are given.
+    """
+    bs = positive_int(batch_size, "batch_size")
+    n = int(np.shape(x)[0])
+    if bs < 2 or n < 2:
+        raise ValueError(f"batch statistics need batches of at least 2 images; got batch_size={bs}, {n} images")
+    bs = min(bs, n)
+    flat = flatten_dict(params, SEP)
+    sums: dict[str, list] = {}
+    for start in range(0, n - bs + 1, bs):
+        for path, stat in _unbiased_batch_statistics(params, jnp.asarray(x[start:start + bs])).items():
+            acc = sums.setdefault(path, [0.0, 0.0, 0])
+            acc[0] = acc[0] + np.asarray(stat[0], np.float64)
+            acc[1] = acc[1] + np.asarray(stat[1], np.float64)
+            acc[2] += 1
+    out = dict(flat)
+    for path, (mean_sum, var_sum, count) in sums.items():
+        out[f"{path}/mean"] = jnp.asarray(mean_sum / count, jnp.result_type(flat[f"{path}/mean"]))
+        out[f"{path}/var"] = jnp.asarray(var_sum / count, jnp.result_type(flat[f"{path}/var"]))
+    return unflatten_dict(out, SEP)
+
+
+@jax.jit
+def _unbiased_batch_statistics(params, x):
+    """norm path -> (batch mean, unbiased batch variance) of ResNet-18 in training mode."""
+    _, _, stats = _forward(_RESNET18, params, x, batch_stats=True)
+    return {path: (mean, var * count / max(count - 1, 1)) for path, (mean, var, count) in stats.items()}

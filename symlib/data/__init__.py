@@ -1,5 +1,5 @@
-"""MNIST, Fashion-MNIST, CIFAR-10, CIFAR-100 and SVHN: finding, verifying, downloading
-and loading.
+"""MNIST, Fashion-MNIST, CIFAR-10, CIFAR-100, SVHN and TinyImageNet: finding, verifying,
+downloading and loading.
 
 This package depends on numpy, the standard library and :mod:`pooch` (for downloads);
 it does not import JAX, so it is cheap to import from scripts, tests and notebooks.
@@ -9,7 +9,8 @@ Modules: :mod:`~symlib.data.files` (file names, checksums, search directories),
 :mod:`~symlib.data.loading` (what the loaders share), :mod:`~symlib.data.subset` (the
 shipped subset), :mod:`~symlib.data.mnist` (:func:`load_mnist`),
 :mod:`~symlib.data.cifar` (:func:`load_cifar10`, :func:`load_cifar100`),
-:mod:`~symlib.data.svhn` (:func:`load_svhn`) and :mod:`~symlib.data.splits`
+:mod:`~symlib.data.svhn` (:func:`load_svhn`), :mod:`~symlib.data.tiny_imagenet`
+(:func:`load_tiny_imagenet`) and :mod:`~symlib.data.splits`
 (:func:`preprocess`, :func:`train_val_split`, :func:`load_split`). Everything public is
 importable from ``symlib.data`` itself.
 
@@ -39,8 +40,11 @@ CIFAR-10, CIFAR-100 and SVHN (:data:`RGB_DATASETS`) are found the same way, in
 (the "python version" archives from https://www.cs.toronto.edu/~kriz/cifar.html, read
 without extracting them) and ``train_32x32.mat`` / ``test_32x32.mat`` (the cropped
 digits from http://ufldl.stanford.edu/housenumbers/). They are loaded as uint8 NHWC
-images ``(n, 32, 32, 3)`` and uint8 labels. The quick profile never needs them; no
-subset of them ships.
+images ``(n, 32, 32, 3)`` and uint8 labels. TinyImageNet is found the same way in
+``tiny_imagenet/`` as ``tiny-imagenet-200.zip`` (http://cs231n.stanford.edu/), read
+without extracting it, images ``(n, 64, 64, 3)``; no checksum is published for it, so it
+is used unverified (:func:`load_tiny_imagenet` takes ``md5=`` to check one). The quick
+profile never needs them; no subset of them ships.
 
 ``source="subset"`` needs neither files nor network: a small, deterministic,
 real, exactly class-balanced subset (MNIST: 10,000 train and 2,000 test images;
@@ -65,6 +69,7 @@ from symlib.data.files import (
     ENV_DATA_DIR,
     FILES,
     RGB_DATASETS,
+    TINY_IMAGENET,
     MD5,
     N_EXAMPLES,
     SOURCES,
@@ -81,11 +86,16 @@ from symlib.data.idx import idx_bytes, read_idx
 from symlib.data.mnist import load_mnist
 from symlib.data.splits import CHANNEL_STATS, load_split, preprocess, standardize, train_val_split
 from symlib.data.svhn import load_svhn, read_svhn
+from symlib.data.tiny_imagenet import (TINY_IMAGENET_CLASSES, TINY_IMAGENET_SPLITS, load_tiny_imagenet,
+                                       read_tiny_imagenet)
 from symlib.data.subset import SUBSET_MANIFEST, subset_indices, subset_manifest
 
 __all__ = [
     "DATASETS",
     "RGB_DATASETS",
+    "TINY_IMAGENET",
+    "TINY_IMAGENET_CLASSES",
+    "TINY_IMAGENET_SPLITS",
     "ALL_DATASETS",
     "SPLITS",
     "SOURCES",
@@ -112,8 +122,10 @@ __all__ = [
     "load_cifar10",
     "load_cifar100",
     "load_svhn",
+    "load_tiny_imagenet",
     "read_cifar",
     "read_svhn",
+    "read_tiny_imagenet",
     "subset_manifest",
     "subset_indices",
     "preprocess",

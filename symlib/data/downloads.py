@@ -34,8 +34,8 @@ __all__ = ["MIRRORS", "download"]
 
 _CHUNK = 1 << 16  # bytes read (and written) at a time
 
-#: dataset -> public base URLs, tried in order (file name is appended). CIFAR and SVHN
-#: come from their official sources only.
+#: dataset -> public base URLs, tried in order (file name is appended). CIFAR, SVHN and
+#: TinyImageNet come from their official sources only.
 MIRRORS = {
     "mnist": [
         "https://ossci-datasets.s3.amazonaws.com/mnist/",
@@ -48,6 +48,7 @@ MIRRORS = {
     "cifar10": ["https://www.cs.toronto.edu/~kriz/"],
     "cifar100": ["https://www.cs.toronto.edu/~kriz/"],
     "svhn": ["http://ufldl.stanford.edu/housenumbers/"],
+    "tiny_imagenet": ["http://cs231n.stanford.edu/"],
 }
 
 
@@ -111,15 +112,17 @@ def _is_checksum_mismatch(error: Exception) -> bool:
     return isinstance(error, ValueError) and not isinstance(error, OSError)
 
 
-def _retrieve(url: str, target: Path, md5: str, timeout: float, bar_label: str | None) -> None:
-    """Download ``url`` to ``target`` if its MD5 is ``md5``; raise (and keep no file) otherwise."""
+def _retrieve(url: str, target: Path, md5: str | None, timeout: float, bar_label: str | None) -> None:
+    """Download ``url`` to ``target`` if its MD5 is ``md5`` (any bytes for ``None``); raise
+    (and keep no file) otherwise."""
     import pooch  # imported on use, see _quiet_pooch
 
     bar = _ByteBar(bar_label) if bar_label else False
     downloader = pooch.HTTPDownloader(progressbar=bar, chunk_size=_CHUNK, timeout=timeout)
     try:
         with _quiet_pooch():
-            pooch.retrieve(url, known_hash=f"md5:{md5}", fname=target.name, path=target.parent,
+            pooch.retrieve(url, known_hash=None if md5 is None else f"md5:{md5}", fname=target.name,
+                           path=target.parent,
                            downloader=downloader)
     finally:
         if bar:
@@ -167,10 +170,12 @@ def _download_file(dataset: str, name: str, dest: Path, mirrors: list[str], time
     raise _download_error(dataset, name, mirrors, errors, bad_checksum)
 
 
-def _is_verified(path: Path, md5: str) -> bool:
-    """Whether ``path`` exists with the MD5 ``md5``."""
+def _is_verified(path: Path, md5: str | None) -> bool:
+    """Whether ``path`` exists with the MD5 ``md5`` (exists, for ``None``)."""
     if not path.is_file():
         return False
+    if md5 is None:
+        return True
     try:
         verify_file(path, md5)
     except ChecksumError:

@@ -12,6 +12,7 @@ from typing import Any
 __all__ = [
     "DATASETS",
     "RGB_DATASETS",
+    "TINY_IMAGENET",
     "ALL_DATASETS",
     "SPLITS",
     "SOURCES",
@@ -36,8 +37,10 @@ DATASETS = ("mnist", "fashion_mnist")
 #: The 32x32 colour datasets, loaded by :func:`~symlib.data.load_cifar10`,
 #: :func:`~symlib.data.load_cifar100` and :func:`~symlib.data.load_svhn`.
 RGB_DATASETS = ("cifar10", "cifar100", "svhn")
+#: TinyImageNet (64x64 colour, 200 classes), loaded by :func:`~symlib.data.load_tiny_imagenet`.
+TINY_IMAGENET = "tiny_imagenet"
 #: Every dataset whose files are found, verified and downloaded here.
-ALL_DATASETS = DATASETS + RGB_DATASETS
+ALL_DATASETS = DATASETS + RGB_DATASETS + (TINY_IMAGENET,)
 SPLITS = ("train", "test")
 SOURCES = ("full", "subset")
 
@@ -56,9 +59,13 @@ DATASET_FILES = {
     "cifar10": {"train": ("cifar-10-python.tar.gz",), "test": ("cifar-10-python.tar.gz",)},
     "cifar100": {"train": ("cifar-100-python.tar.gz",), "test": ("cifar-100-python.tar.gz",)},
     "svhn": {"train": ("train_32x32.mat",), "test": ("test_32x32.mat",)},
+    "tiny_imagenet": {"train": ("tiny-imagenet-200.zip",), "test": ("tiny-imagenet-200.zip",)},
 }
 
-#: dataset -> file name -> published MD5 of the file as distributed (``.gz``, ``.tar.gz``, ``.mat``).
+#: dataset -> file name -> published MD5 of the file as distributed (``.gz``, ``.tar.gz``, ``.mat``),
+#: or ``None`` where no checksum is published: TinyImageNet's ``tiny-imagenet-200.zip``
+#: (Stanford CS231n publishes none; the value other projects use could not be checked
+#: here), whose file is then used unverified.
 MD5 = {
     "mnist": {
         "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
@@ -78,6 +85,7 @@ MD5 = {
         "train_32x32.mat": "e26dedcc434d2e4c54c9b2d4a06d8373",
         "test_32x32.mat": "eb5a983be6a315427106f1b164d9cef3",
     },
+    "tiny_imagenet": {"tiny-imagenet-200.zip": None},
 }
 
 #: Number of examples in each full split of MNIST and Fashion-MNIST.
@@ -212,7 +220,7 @@ def _verified_key(path: Path, expected_md5: str) -> tuple[str, int, int, str]:
     return str(path.resolve()), st.st_size, st.st_mtime_ns, expected_md5.lower()
 
 
-def mark_verified(path: str | os.PathLike, expected_md5: str) -> None:
+def mark_verified(path: str | os.PathLike, expected_md5: str | None) -> None:
     """Remember that ``path`` (as it is now) has the MD5 ``expected_md5``, so that
     :func:`verify_file` does not hash it again in this process.
 
@@ -223,11 +231,12 @@ def mark_verified(path: str | os.PathLike, expected_md5: str) -> None:
     Returns:
         None.
     """
-    _VERIFIED.add(_verified_key(Path(path), expected_md5))
+    if expected_md5 is not None:
+        _VERIFIED.add(_verified_key(Path(path), expected_md5))
 
 
-def verify_file(path: str | os.PathLike, expected_md5: str) -> None:
-    """Check a file against its expected MD5.
+def verify_file(path: str | os.PathLike, expected_md5: str | None) -> None:
+    """Check a file against its expected MD5 (nothing to check for ``None``: no published sum).
 
     Successful verifications are remembered for the process (keyed by path, size and
     modification time), so repeated calls are cheap.
@@ -242,6 +251,8 @@ def verify_file(path: str | os.PathLike, expected_md5: str) -> None:
     Raises:
         ChecksumError: naming the file and both digests if they differ.
     """
+    if expected_md5 is None:
+        return
     path = Path(path)
     key = _verified_key(path, expected_md5)
     if key in _VERIFIED:

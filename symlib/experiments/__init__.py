@@ -27,6 +27,8 @@ from symlib.experiments.optunet import (CONVERGED_ACCURACY, OptuNetsResult, laur
                                         swap_summary)
 from symlib.experiments.posteriors import (METHODS, MULTI, NS_VARIANTS, SINGLE, functional_collapse,
                                            laurent_posteriors, optunet_bank, posterior_samples)
+from symlib.experiments.posteriors_resnet import TASKS as RN18_TASKS
+from symlib.experiments.posteriors_resnet import resnet_bank, resnet_collapse, resnet_posteriors
 from symlib.experiments.registry import (EXPERIMENTS, RESULT_TYPES, SUMMARIES, ExperimentResult, data_config,
                                          describe, fit_many_blocks, load_align_data, load_bnn_data, load_data, lookup,
                                          mlp_config, register, run, train_many_blocks)
@@ -63,4 +65,5 @@ __all__ = [
     "LaurentMLPsResult",
     "CONVERGED_ACCURACY", "OptuNetsResult", "laurent_optunets", "optunet_data", "swap_summary",
     "optunet_bank", "posterior_samples", "laurent_posteriors", "functional_collapse", "METHODS", "SINGLE", "MULTI", "NS_VARIANTS",
+    "RN18_TASKS", "resnet_bank", "resnet_posteriors", "resnet_collapse",
 ]

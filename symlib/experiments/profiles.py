@@ -82,6 +82,17 @@ class Profile:
             SGHMC takes ``sghmc_leapfrog`` steps a draw; Laplace uses ``laplace_hessian``.
             Metrics on ``post_n_eval`` test images of MNIST and of Fashion-MNIST (OOD);
             ``collapse_pairs`` pairs of bank networks for Sec. 5.1 (0: all pairs).
+        rn18_*: the same at ResNet-18 scale (:mod:`symlib.experiments.posteriors_resnet`,
+            CIFAR-100 and TinyImageNet; GPU only, no chapter runs them in the quick profile,
+            whose values are a smoke-test size): ResNet-18 with ``rn18_base_width`` channels
+            in the first stage (64), trained on the first ``rn18_n_train`` training images
+            (0: all) for ``rn18_epochs_cifar100`` / ``rn18_epochs_tiny_imagenet`` epochs
+            (paper: 75 / 200), ``rn18_chunk`` networks at once; a bank of ``rn18_nets``:
+            the first ``rn18_reference`` are the reference posterior (paper: 1,000), the
+            next ``rn18_samples`` the deep ensemble; ``rn18_samples`` samples per method
+            (100), ``rn18_modes`` modes for the multi-mode methods (10); batch-norm
+            statistics re-estimated on ``rn18_bn_images`` training images (ours); metrics
+            on ``rn18_n_eval`` test and OOD images (10,000).
     """
 
     name: str
@@ -147,6 +158,17 @@ class Profile:
     laplace_hessian: str
     post_n_eval: int
     collapse_pairs: int
+    rn18_base_width: int
+    rn18_n_train: int
+    rn18_n_eval: int
+    rn18_nets: int
+    rn18_chunk: int
+    rn18_epochs_cifar100: int
+    rn18_epochs_tiny_imagenet: int
+    rn18_reference: int
+    rn18_samples: int
+    rn18_modes: int
+    rn18_bn_images: int
 
     def to_dict(self) -> dict:
         """The profile's fields.
@@ -235,6 +257,17 @@ PROFILES: dict[str, Profile] = {
         laplace_hessian="ggn",
         post_n_eval=1_000,
         collapse_pairs=0,
+        rn18_base_width=4,
+        rn18_n_train=512,
+        rn18_n_eval=256,
+        rn18_nets=6,
+        rn18_chunk=2,
+        rn18_epochs_cifar100=1,
+        rn18_epochs_tiny_imagenet=1,
+        rn18_reference=3,
+        rn18_samples=2,
+        rn18_modes=2,
+        rn18_bn_images=256,
     ),
     "paper": Profile(
         name="paper",
@@ -300,6 +333,17 @@ PROFILES: dict[str, Profile] = {
         laplace_hessian="full",
         post_n_eval=10_000,
         collapse_pairs=20_000,
+        rn18_base_width=64,
+        rn18_n_train=0,
+        rn18_n_eval=10_000,
+        rn18_nets=1_100,
+        rn18_chunk=8,
+        rn18_epochs_cifar100=75,
+        rn18_epochs_tiny_imagenet=200,
+        rn18_reference=1_000,
+        rn18_samples=100,
+        rn18_modes=10,
+        rn18_bn_images=10_000,
     ),
 }
 

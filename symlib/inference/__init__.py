@@ -20,6 +20,7 @@ from symlib.inference.training import (  # noqa: F401
     fit_map_many,
     train_many,
     random_crop,
+    random_flip,
     evaluate,
 )
 from symlib.inference.ensembles import (  # noqa: F401
@@ -118,6 +119,7 @@ __all__ = [
     "fit_map_many",
     "train_many",
     "random_crop",
+    "random_flip",
     "evaluate",
     "EnsembleResult",
     "member_keys",

@@ -79,7 +79,7 @@ class SWAGConfig(NamedTuple):
         snapshot_every: epochs between snapshots; ``None``: ``epochs // num_snapshots``.
             The last snapshot is taken after the final epoch, the first after epoch
             ``epochs - (num_snapshots - 1) * snapshot_every`` (counting from 1).
-        augment: ``None`` or ``"crop"``, as for :class:`TrainConfig`.
+        augment: ``None``, ``"crop"`` or ``"crop_flip"``, as for :class:`TrainConfig`.
         crop_fill: padded pixel value of ``"crop"``, as for :class:`TrainConfig`.
     """
 

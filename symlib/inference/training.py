@@ -47,7 +47,9 @@ from symlib.core.progress import progress_bar, progress_enabled
 
 OPTIMIZERS = ("adam", "sgd")
 #: data augmentations of ``TrainConfig.augment`` (besides ``None``)
-AUGMENTATIONS = ("crop",)
+AUGMENTATIONS = ("crop", "crop_flip")
+#: learning-rate schedules of ``TrainConfig.schedule``
+SCHEDULES = ("step", "cosine")
 #: zero padding of the ``"crop"`` augmentation (pixels on every side; PyTorch's ``RandomCrop(28, padding=4)``)
 CROP_PADDING = 4
 #: Laurent et al.'s OptuNet recipe (their ``optumnist-v1.py``): SGD without momentum
@@ -68,11 +70,17 @@ class TrainConfig(NamedTuple):
         lr_milestones: increasing epochs at which the learning rate is multiplied by ``lr_factor``.
         lr_factor: the factor applied at each milestone.
         augment: data augmentation applied to every minibatch inside the compiled step:
-            ``None`` (none) or ``"crop"`` (:func:`random_crop` with padding
-            :data:`CROP_PADDING`, for NHWC images; a fresh crop per example and step).
+            ``None`` (none), ``"crop"`` (:func:`random_crop` with padding
+            :data:`CROP_PADDING`, for NHWC images; a fresh crop per example and step) or
+            ``"crop_flip"`` (the crop, then a horizontal flip of each image with
+            probability 1/2, :func:`random_flip`: the CIFAR recipe).
         crop_fill: the value of the padded pixels of ``"crop"``: 0 for raw images; for
             standardised images, the standardised value of a black pixel (PyTorch crops
             before ``Normalize``), e.g. ``symlib.data.standardize(0.0, "mnist")``.
+        nesterov: Nesterov momentum for SGD (``optax.sgd(..., nesterov=True)``).
+        schedule: ``"step"`` (the piecewise-constant schedule of ``lr_milestones``) or
+            ``"cosine"`` (cosine annealing from ``learning_rate`` to 0 over all the steps;
+            ``lr_milestones`` must then be empty).
     """
 
     epochs: int
@@ -85,6 +93,8 @@ class TrainConfig(NamedTuple):
     lr_factor: float = 0.5
     augment: str | None = None
     crop_fill: float = 0.0
+    nesterov: bool = False
+    schedule: str = "step"
 
     @classmethod
     def from_profile(cls, profile) -> "TrainConfig":
@@ -180,14 +190,17 @@ def make_optimizer(cfg: TrainConfig, steps_per_epoch: int) -> optax.GradientTran
         steps_per_epoch: optimisation steps per epoch (milestones are in epochs).
 
     Returns:
-        ``optax.adam`` or ``optax.sgd`` (with momentum if ``cfg.momentum``) on a
-        piecewise-constant schedule.
+        ``optax.adam`` or ``optax.sgd`` (with momentum if ``cfg.momentum``, Nesterov's if
+        ``cfg.nesterov``) on the piecewise-constant or cosine schedule of ``cfg``.
     """
-    schedule = optax.piecewise_constant_schedule(
-        cfg.learning_rate, {int(m) * steps_per_epoch: cfg.lr_factor for m in cfg.lr_milestones})
+    if cfg.schedule == "cosine":
+        schedule = optax.cosine_decay_schedule(cfg.learning_rate, max(1, cfg.epochs * steps_per_epoch))
+    else:
+        schedule = optax.piecewise_constant_schedule(
+            cfg.learning_rate, {int(m) * steps_per_epoch: cfg.lr_factor for m in cfg.lr_milestones})
     if cfg.optimizer == "adam":
         return optax.adam(schedule)
-    return optax.sgd(schedule, momentum=cfg.momentum or None)
+    return optax.sgd(schedule, momentum=cfg.momentum or None, nesterov=bool(cfg.nesterov))
 
 
 def sq_norm(params: Params) -> jax.Array:
@@ -253,6 +266,20 @@ def random_crop(key: jax.Array, images: jax.Array, padding: int = CROP_PADDING, 
     return jax.vmap(cut)(padded, offsets)
 
 
+def random_flip(key: jax.Array, images: jax.Array) -> jax.Array:
+    """Flip each NHWC image horizontally with probability 1/2 (PyTorch's ``RandomHorizontalFlip``).
+
+    Args:
+        key: ``jax.random`` key; the flips are a function of it.
+        images: NHWC images ``(n, h, w, c)``.
+
+    Returns:
+        The images, some mirrored along the width axis.
+    """
+    flip = jax.random.bernoulli(key, 0.5, (images.shape[0],))
+    return jnp.where(flip[:, None, None, None], images[:, :, ::-1], images)
+
+
 def _check_config(cfg: TrainConfig, n: int) -> None:
     """Raise ``ValueError`` naming the field of ``cfg`` that is invalid for ``n`` examples."""
     if not isinstance(cfg, TrainConfig):
@@ -269,6 +296,10 @@ def _check_config(cfg: TrainConfig, n: int) -> None:
         raise ValueError(f"momentum must lie in [0, 1), got {cfg.momentum!r}")
     if cfg.augment is not None and cfg.augment not in AUGMENTATIONS:
         raise ValueError(f"unknown augment {cfg.augment!r}; choose None or one of {AUGMENTATIONS}")
+    if cfg.schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {cfg.schedule!r}; choose one of {SCHEDULES}")
+    if cfg.schedule == "cosine" and cfg.lr_milestones:
+        raise ValueError("schedule='cosine' takes no lr_milestones")
     milestones = list(cfg.lr_milestones)
     if any(not 0 < m < epochs for m in milestones) or milestones != sorted(milestones):
         raise ValueError(f"lr_milestones {cfg.lr_milestones} must be increasing epochs in 1..{epochs - 1}")
@@ -332,8 +363,8 @@ def _check_fit(apply_fn, params0: Params, x, y, cfg: TrainConfig, batch_dims: in
         return
     _check_data(apply_fn, params0, x, y, "params0", batch_dims)
     _check_config(cfg, x.shape[0])
-    if cfg.augment == "crop" and np.ndim(x) != 4:
-        raise ValueError(f"augment='crop' needs NHWC images x (n, h, w, c), got shape {np.shape(x)}")
+    if cfg.augment is not None and np.ndim(x) != 4:
+        raise ValueError(f"augment={cfg.augment!r} needs NHWC images x (n, h, w, c), got shape {np.shape(x)}")
 
 
 # The bar of the fit_map call running now (innermost last); the compiled loop reports to
@@ -399,7 +430,10 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
     def batch(idx, crop_key):
         if crop_key is None:
             return x[idx], y[idx]
-        return random_crop(crop_key, x[idx], fill=cfg.crop_fill), y[idx]
+        xb = random_crop(crop_key, x[idx], fill=cfg.crop_fill)
+        if cfg.augment == "crop_flip":
+            xb = random_flip(jax.random.fold_in(crop_key, 1), xb)
+        return xb, y[idx]
 
     def step(carry, inputs):
         params, state = carry

@@ -1,0 +1,111 @@
+"""Laurent et al. Sec. 4 at ResNet-18 scale (symlib.experiments.posteriors_resnet): the whole
+paper-profile code path end to end on CPU, at a smoke-test size.
+
+Synthetic CIFAR-100 and SVHN files in the official formats (written by tests/test_cifar.py's
+helpers: 20 training and 20 test images of 32x32x3, 100 classes) sit in a data directory
+with their MD5 sums patched in; ResNet-18 with ``base_width=2``, 5 bank networks, 2 samples
+per method, 1 epoch.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from _helpers import unreachable_url
+from symlib import data
+from symlib.experiments import profiles, registry
+from symlib.experiments import posteriors_resnet as pr
+from symlib.experiments.posteriors import TABLE1_COLUMNS
+
+pytestmark = pytest.mark.usefixtures("isolated_data_env")  # see conftest.py
+
+TINY = {"rn18_base_width": 2, "rn18_n_train": 20, "rn18_n_eval": 20, "rn18_nets": 5, "rn18_chunk": 5,
+        "rn18_epochs_cifar100": 1, "rn18_reference": 3, "rn18_samples": 2, "rn18_modes": 2, "rn18_bn_images": 20,
+        "collapse_pairs": 0}
+
+
+@pytest.fixture
+def tiny_profile(tmp_path, monkeypatch):
+    from test_cifar import _cifar100, _svhn
+
+    root = tmp_path / "data"
+    for ds, write in (("cifar100", _cifar100), ("svhn", _svhn)):
+        (root / ds).mkdir(parents=True)
+        write(np.random.default_rng(0), root / ds)
+        monkeypatch.setitem(data.MD5, ds, {n: data.md5_file(root / ds / n) for n in data.MD5[ds]})
+        monkeypatch.setitem(data.MIRRORS, ds, [unreachable_url()])
+    monkeypatch.setenv("SYMLIB_DATA_DIR", str(root))
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache"))
+    return dataclasses.replace(profiles.get_profile("quick"), **TINY)
+
+
+@pytest.mark.slow  # a few minutes on 2 CPU cores: each method compiles its own ResNet-18 training loop
+def test_rn18_cifar100_end_to_end_has_every_table1_column(tiny_profile):
+    art = registry.run("rn18_posteriors_cifar100", tiny_profile, verbose=False).artifact
+    summary = pr.resnet_summary(art, "cifar100")
+    assert summary["methods"] == list(pr.methods_of("cifar100")) and len(summary["methods"]) == 10
+    for m in summary["methods"]:
+        row = summary["table1"][m]
+        assert list(row) == list(TABLE1_COLUMNS)
+        assert all(v is not None and np.isfinite(v) for v in row.values()), (m, row)
+        assert 0 <= row["Acc"] <= 100 and row["ID MI"] >= 0 and row["OOD MI"] >= 0
+    assert set(summary["mmd"]) == set(pr.VARIANTS) and summary["reference_size"] == 3
+    assert set(pr.TABLE1["cifar100"]) == set(summary["methods"])
+    # the bank and every method's samples sit in memory-mapped weight stores
+    bank = pr.bank_weights(tiny_profile, "cifar100")
+    assert isinstance(bank["head"]["kernel"], np.memmap) and bank["head"]["kernel"].shape == (5, 16, 100)
+    assert bank["stem"]["conv"]["kernel"].shape == (5, 3, 3, 3, 2)
+    assert np.all(np.isfinite(bank["stage_3"]["block_1"]["norm_1"]["var"])) and np.all(bank["stem"]["norm"]["var"] > 0)
+    layers = pr.layer_view(bank)
+    assert "head" in layers and "stem/norm" in layers and set(layers["stem/norm"]) == {"scale", "bias"}
+
+
+def test_rn18_missing_data_raises_the_data_modules_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMLIB_DATA_DIR", str(tmp_path / "none"))
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(data.MIRRORS, "cifar100", [unreachable_url()])
+    profile = dataclasses.replace(profiles.get_profile("quick"), **TINY)
+    with pytest.raises(data.DataNotFoundError, match="cifar-100-python.tar.gz") as err:
+        registry.run("rn18_posteriors_cifar100", profile, verbose=False)
+    assert "SYMLIB_DATA_DIR" in str(err.value) and "published at" in str(err.value) and "load_cifar100" in str(err.value)
+
+
+def test_rn18_tables_and_tasks():
+    assert pr.methods_of("tiny_imagenet") == ("Dropout", "SGHMC", "SWAG", "Laplace", "multi-Dropout", "multi-SWAG",
+                                              "multi-Laplace", "DE")
+    assert pr.TASKS["tiny_imagenet"]["ood"] is None and "Textures" in pr.NO_OOD["tiny_imagenet"]
+    for task in pr.TASKS:
+        assert all(len(v) == 9 for v in pr.TABLE1[task].values()) and all(len(v) == 6 for v in pr.APPENDIX_B4[task].values())
+    assert pr.TABLE1["cifar100"]["DE"][2] == 75.9 and pr.APPENDIX_B4["cifar100"]["BNN"][4] == 10.2
+    assert {"rn18_bank_cifar100", "rn18_posteriors_cifar100", "rn18_posteriors_tiny_imagenet",
+            "rn18_collapse_cifar100"} <= set(registry.EXPERIMENTS)
+
+
+def test_rn18_paper_profile_and_recipes():
+    paper = profiles.get_profile("paper")
+    assert (paper.rn18_reference, paper.rn18_samples, paper.rn18_modes, paper.rn18_base_width) == (1_000, 100, 10, 64)
+    assert (paper.rn18_epochs_cifar100, paper.rn18_epochs_tiny_imagenet) == (75, 200)
+    assert paper.rn18_nets >= paper.rn18_reference + paper.rn18_samples
+    c = pr.resnet_train_config(paper, "cifar100", 50_000)
+    assert (c.learning_rate, c.momentum, c.nesterov, c.lr_milestones, c.lr_factor, c.batch_size, c.augment) == \
+        (0.1, 0.9, True, (25, 50), 0.1, 128, "crop_flip")
+    assert c.prior_std == pytest.approx((5e-4 * 50_000) ** -0.5)
+    t = pr.resnet_train_config(paper, "tiny_imagenet", 100_000)
+    assert (t.learning_rate, t.schedule, t.lr_milestones, t.epochs, t.nesterov) == (0.2, "cosine", (), 200, False)
+    with pytest.raises(ValueError, match="the bank has 4"):
+        pr.bank_split_resnet(4, 3, 2)
+
+
+def test_weight_store_round_trip(tmp_path):
+    stack = {"a": {"kernel": np.arange(24, dtype=np.float32).reshape(4, 3, 2)}, "b": np.ones((4, 5), np.float32)}
+    store = pr.create_weights(tmp_path / "w", {"a": {"kernel": stack["a"]["kernel"][0]}, "b": stack["b"][0]}, 4)
+    pr.write_weights(store, 0, {"a": {"kernel": stack["a"]["kernel"][:2]}, "b": stack["b"][:2]})
+    pr.write_weights(store, 2, {"a": {"kernel": stack["a"]["kernel"][2:]}, "b": stack["b"][2:]})
+    with pytest.raises(FileNotFoundError, match="incomplete"):
+        pr.open_weights(tmp_path / "w")
+    (tmp_path / "w" / "complete").write_text("")
+    back = pr.open_weights(tmp_path / "w")
+    assert isinstance(back["a"]["kernel"], np.memmap) and np.array_equal(back["a"]["kernel"], stack["a"]["kernel"])
+    assert np.array_equal(back["b"], stack["b"])
