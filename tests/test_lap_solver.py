@@ -239,3 +239,15 @@ def test_many_and_activation_matching_lapjv_equal_scipy():
     act, act_s = (activation_matching(spec, ref, random_mlp(np.random.default_rng(9), sizes), x, lap_solver=s)
                   for s in ("auto", "scipy"))
     _assert_same(act, act_s)
+
+
+def test_without_the_lap_package_everything_goes_to_scipy(monkeypatch):
+    monkeypatch.setattr(matching, "_lapjv", None)
+    rng = np.random.default_rng(8)
+    C = 5 * np.eye(50) + rng.standard_normal((50, 50))
+    np.testing.assert_array_equal(_lap(C), _scipy(C))
+    sizes = [10, 24, 24, 3]
+    a, b = random_mlp(rng, sizes), random_mlp(rng, sizes)
+    res = weight_matching(2, mlp_permutation_spec(2), a, b)
+    assert res.info["lap_solver"] == "scipy"
+    _assert_same(res, weight_matching(2, mlp_permutation_spec(2), a, b, lap_solver="scipy"))
