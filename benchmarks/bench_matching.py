@@ -7,8 +7,10 @@ Run from the repository root:
     .venv/bin/python benchmarks/bench_matching.py           # ~2-3 min: adds 784-2048x3-10, 1000 samples
 
 Everything runs in one process and every speed-up is printed as a ratio to a baseline
-timed in the same process (the machine may be shared, absolute times are noisy). See
-benchmarks/README.md for what the numbers mean.
+timed in the same process (the machine may be shared, absolute times are noisy). Part 1
+times weight_matching with both LAP solvers (lap_solver="scipy" and the default "auto",
+lapjv where it pays) and prints each one's ratio to the baseline and share of time in the
+LAP. See benchmarks/README.md for what the numbers mean.
 """
 from __future__ import annotations
 
@@ -81,30 +83,43 @@ def bench_resnet20_pair(width: int, repeats: int, seed: int = 0):
                      jax.random.PRNGKey(seed + 2))
 
 
+def _ours_line(label: str, res, t: float) -> str:
+    return (f"  {label}: {t:8.3f} s  sweeps {res.sweeps:3d}  LAPs {res.num_solves:3d} "
+            f"(+{res.num_skipped} skipped)  LAP {res.solver_time:.3f} s ({res.solver_time / res.total_time:5.1%}), "
+            f"costs {res.cost_time:.3f} s ({res.cost_time / res.total_time:5.1%})  J = {res.objective[-1]:.10f}")
+
+
 def time_pair(label: str, spec, a, b, repeats: int, key):
-    t_base, t_ours = [], []
+    """Baseline, ``weight_matching(lap_solver="scipy")`` and ``weight_matching`` (default LAP
+    solver, lapjv where available), interleaved, best of ``repeats``; returns baseline/ours."""
+    t_base, t_scipy, t_ours = [], [], []
     for _ in range(repeats):  # interleaved, best of `repeats`
         t = time.perf_counter()
         perms_b, hist_b, lap_b, solves_b = reference_weight_matching(key, spec, a, b)
         t_base.append(time.perf_counter() - t)
         t = time.perf_counter()
+        res_s = weight_matching(key, spec, a, b, lap_solver="scipy")
+        t_scipy.append(time.perf_counter() - t)
+        t = time.perf_counter()
         res = weight_matching(key, spec, a, b)
         t_ours.append(time.perf_counter() - t)
-    tb, to = min(t_base), min(t_ours)
-    jb, jo = hist_b[-1], res.objective[-1]
-    rel = abs(jb - jo) / abs(jb)
-    same = all(np.array_equal(perms_b[k], res.perms[k]) for k in perms_b)
+    tb, ts, to = min(t_base), min(t_scipy), min(t_ours)
+    jb = hist_b[-1]
     print(f"\n[{label}]  best of {repeats}")
     print(f"  baseline: {tb:8.3f} s  sweeps {len(hist_b):3d}  LAPs {solves_b:3d}  "
           f"LAP share {lap_b / tb:5.1%}  J = {jb:.10f}")
-    print(f"  ours    : {to:8.3f} s  sweeps {res.sweeps:3d}  LAPs {res.num_solves:3d} "
-          f"(+{res.num_skipped} skipped)  LAP {res.solver_time:.3f} s ({res.solver_time / res.total_time:5.1%}), "
-          f"costs {res.cost_time:.3f} s ({res.cost_time / res.total_time:5.1%})  J = {jo:.10f}")
-    print(f"  ratio baseline/ours: {tb / to:.2f}x   |J_base - J_ours| / |J| = {rel:.1e}   "
-          f"identical perms: {same}   J(identity) = {res.initial_objective:.4f}")
-    if rel > 1e-6:
-        print("  NOTE: objectives differ by more than 1e-6: a near-tie in some LAP was broken "
-              "differently by float rounding, and the two runs went to different local optima.")
+    print(_ours_line("ours, scipy LAP", res_s, ts))
+    print(_ours_line(f"ours, {res.info['lap_solver']} LAP", res, to))
+    for name, r, t in (("scipy LAP", res_s, ts), (f"{res.info['lap_solver']} LAP", res, to)):
+        rel = abs(jb - r.objective[-1]) / abs(jb)
+        same = all(np.array_equal(perms_b[k], r.perms[k]) for k in perms_b)
+        print(f"  ratio baseline/ours ({name}): {tb / t:.2f}x   |J_base - J_ours| / |J| = {rel:.1e}   "
+              f"identical perms: {same}")
+        if rel > 1e-6:
+            print("  NOTE: objectives differ by more than 1e-6: a near-tie in some LAP was broken "
+                  "differently by float rounding, and the two runs went to different local optima.")
+    print(f"  J(identity) = {res.initial_objective:.4f}; lapjv over scipy LAP time: "
+          f"{res_s.solver_time / max(res.solver_time, 1e-12):.2f}x")
     return tb / to
 
 

@@ -13,7 +13,8 @@ A permutation with :attr:`~symlib.symmetry.specs.PermutationSpec.blocks` (``g`` 
 output channels of a grouped convolution) may only move units within ``g`` equal
 contiguous blocks. Every tool here honours it by solving each linear assignment block by
 block: the cost matrix restricted to each diagonal block is one LAP, and the answers are
-assembled (``_lap``, used at every solve). That is the exact optimum over the
+assembled (``_lap``, used at every solve, with either LAP solver below). That is the
+exact optimum over the
 block-preserving permutations, so every property below (monotone J, exact recovery of a
 planted permutation, skipped solves) carries over. ``init_perms`` and the rows given to
 :func:`apply_permutation_many` are checked to keep their blocks. Unblocked permutations
@@ -77,12 +78,42 @@ Exact accelerations used here (same iterates as the plain loop, up to float roun
 A proposed permutation replaces the current one only if it strictly improves the LAP
 objective, so ties (e.g. duplicated or dead units) never churn. All arithmetic is numpy
 float64. :class:`MatchResult` reports the time spent in the LAP solver and in building
-costs. Where the time goes (2 CPU cores, random He-init nets; benchmarks/README.md): for
-784-512-512-512-10 about 60% LAP and 30% costs, ~1.8x faster than the plain loop; for
-784-2048x3-10 about 57% LAP (52 solves instead of 66) and 34% costs, ~2.9x faster. The
-LAP solver is now the bottleneck; scipy's solver cannot be warm-started (we tried
-column-dual shifts from the previous solve: no gain), so the remaining speed-ups are the
-skipped and the concurrent solves.
+costs (benchmarks/README.md has the figures).
+
+LAP solver
+----------
+Every LAP (``_lap``) is solved exactly, by one of two solvers (``lap_solver=`` of every
+matching function):
+
+* ``"auto"`` (default): Jonker-Volgenant, ``lap.lapjv`` from the ``lap`` package (a
+  dependency), where it pays. Its column reduction and augmenting row reduction settle at
+  once the rows whose best column no other row wants, so it is up to several times
+  faster than scipy's shortest augmenting paths in later sweeps, when most rows' best
+  columns are distinct, and slower on the first sweeps of unrelated nets. ``_lap_block``
+  therefore uses it only when at least 75% of the rows' best columns are distinct
+  (``_distinct_best_fraction``, one pass over the matrix), and scipy otherwise. ``lap``
+  misses the optimum when the costs come near its internal ``LARGE = 1e6``, so the
+  matrix is first scaled by a power of two to ``max |C| < 1`` (exact in floating point).
+  Matrices whose LAP probably has several optima go to scipy instead: integer-valued
+  ones, and those with two rows or two columns equal up to an added constant (duplicated
+  or dead units); see ``_ties_likely``.
+* ``"scipy"``: :func:`scipy.optimize.linear_sum_assignment`, the solver of the plain
+  re-basin loop (and the fallback where ``lap`` is not installed, or the matrix is not
+  square). ``lap.lapjv`` holds the GIL, so LAPs solved on worker threads (concurrent
+  independent solves, :func:`weight_matching_many` with ``num_threads > 1``) always use
+  scipy, which releases it.
+
+Both are exact, so where the optimum is unique (float costs without exact ties) they give
+the same permutation, and matching the same iterates as with scipy
+(``tests/test_lap_solver.py`` checks this on random, scaled, nearly diagonal and tied
+matrices and on MLP and convolutional specs). Where ties slip past the guard, the
+objective is the same optimum but the permutation may be another optimal one. Warm
+starts did not pay: the previous solve's column duals (from ``lapjv`` on the reduced
+matrix, with the duals recomputed by label-correcting shortest paths) or a sparse
+candidate LAP with dual pricing were no faster than a cold ``lapjv`` here: consecutive
+solves of one permutation move tens to hundreds of units, a sixth to two thirds of the
+rows lose tightness, and recomputing the duals costs several passes over the n x n
+matrix (benchmarks/README.md).
 
 Activation matching (:func:`activation_matching`)
 -------------------------------------------------
@@ -114,6 +145,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+
+try:  # Jonker-Volgenant (a dependency; without it every LAP goes to scipy)
+    from lap import lapjv as _lapjv
+except ImportError:  # pragma: no cover
+    _lapjv = None
 
 from symlib.core.checks import positive_int
 from symlib.symmetry import permutations as _perm
@@ -193,7 +229,8 @@ class ManyMatchResult:
         total_time: wall-clock seconds overall.
         num_solves: LAPs solved, over all samples.
         num_skipped: LAPs skipped because nothing they depend on changed.
-        info: ``chunk_size``, ``num_threads`` and ``lap_wait_time``.
+        info: ``chunk_size``, ``num_threads``, ``lap_wait_time`` and ``lap_solver``
+            (``"lapjv"`` or ``"scipy"``, as in :func:`weight_matching`).
     """
 
     perms: dict[str, np.ndarray]
@@ -432,7 +469,88 @@ def _gain(C: np.ndarray, new: np.ndarray, old: np.ndarray) -> float:
     return float(C[rows, new].sum() - C[rows, old].sum())
 
 
-def _lap(C: np.ndarray, groups: int = 1) -> np.ndarray:
+#: the LAP solvers a matching function accepts (``lap_solver=``); see :func:`_lap`
+LAP_SOLVERS = ("auto", "scipy")
+
+
+def _check_lap_solver(lap_solver: str) -> str:
+    if lap_solver not in LAP_SOLVERS:
+        raise ValueError(f"lap_solver must be one of {LAP_SOLVERS}, got {lap_solver!r}")
+    return lap_solver
+
+
+def _lap_solver_used(lap_solver: str) -> str:
+    """The solver ``lap_solver`` resolves to: ``"lapjv"`` for ``"auto"`` when the ``lap`` package is there."""
+    return "lapjv" if lap_solver == "auto" and _lapjv is not None else "scipy"
+
+
+def _ties_likely(C: np.ndarray) -> bool:
+    """Whether the LAP on the square ``C`` probably has several optima: ``C`` is integer-valued,
+    or two rows (two columns) are equal up to an added constant, e.g. duplicated or dead units.
+
+    There the optimum that a solver returns depends on its tie-breaking, so :func:`_lap`
+    leaves such matrices to scipy, whose answer the plain Git Re-Basin loop gives. The
+    test is conservative: rows (columns) are projected on a fixed random vector summing to
+    zero (blind to added constants), and projections agreeing to within the rounding error
+    of the projection count as equal. Cost: two matrix-vector products.
+    """
+    n = C.shape[0]
+    if n < 2:
+        return False
+    if np.array_equal(C[0], np.round(C[0])) and np.array_equal(C[:, 0], np.round(C[:, 0])) \
+            and np.array_equal(C, np.round(C)) and np.abs(C).max() < 2.0**52:  # (every larger float is whole)
+        return True
+    g = np.random.default_rng(0).standard_normal(n)
+    g -= g.mean()
+    tol = 64 * np.finfo(np.float64).eps * float(np.abs(C).max()) * float(np.abs(g).sum())
+    for h in (C @ g, g @ C):
+        if np.min(np.diff(np.sort(h))) <= tol:
+            return True
+    return False
+
+
+#: :func:`_lap_block` uses lapjv when at least this fraction of rows have distinct best columns
+LAPJV_MIN_DISTINCT = 0.75
+
+
+def _distinct_best_fraction(C: np.ndarray) -> float:
+    """Fraction of distinct columns among the rows' best columns (one pass over ``C``).
+
+    A cheap measure of how close ``C`` is to solved by its row maxima. lapjv's initial
+    reductions settle rows whose best column no other row wants at once, so it beats
+    scipy when this is high and loses when it is low. On the 784-2048x3-10 benchmark it
+    is 0.6-0.65 in the first sweep, 0.7-0.75 for ``P_2`` (next to the 10 outputs, where
+    lapjv was no faster), 0.75-0.8 for ``P_0`` and 0.8-0.9 for ``P_1`` in later sweeps
+    (lapjv 1.5-5x faster there).
+    """
+    return len(np.unique(C.argmax(axis=1))) / C.shape[0]
+
+
+def _lap_block(C: np.ndarray, solver: str) -> np.ndarray:
+    """Column matched to every row of the square ``C``, maximising ``sum_i C[i, col[i]]``.
+
+    ``solver="lapjv"``: :func:`lap.lapjv` (Jonker-Volgenant with its column reduction and
+    augmenting row reduction, up to several times faster than scipy's solver on matching
+    costs in later sweeps) on ``-C`` scaled by a power of two to ``max |C| < 1`` (exact in
+    floating point; ``lap`` misses the optimum for costs near its ``LARGE = 1e6``), when
+    the rows' best columns are at least 75% distinct (:func:`_distinct_best_fraction`;
+    below that scipy is as fast or faster) and there are no likely ties
+    (:func:`_ties_likely`); otherwise :func:`scipy.optimize.linear_sum_assignment`. Both
+    are exact, so where the optimum is unique (any float cost matrix without exact ties)
+    they return the same permutation.
+    """
+    square = C.shape[0] == C.shape[1] and C.shape[0] > 1
+    if solver == "lapjv" and square and _distinct_best_fraction(C) >= LAPJV_MIN_DISTINCT and not _ties_likely(C):
+        scale = float(np.abs(C).max())
+        if 0.0 < scale < np.inf:
+            factor = -np.ldexp(1.0, -int(np.frexp(scale)[1]))  # -2^-e with 2^(e-1) <= scale < 2^e
+            _, col, _ = _lapjv(np.multiply(C, factor), extend_cost=False, return_cost=True)
+            return col.astype(np.int64, copy=False)
+    _, col = linear_sum_assignment(C, maximize=True)
+    return col.astype(np.int64, copy=False)
+
+
+def _lap(C: np.ndarray, groups: int = 1, lap_solver: str = "auto") -> np.ndarray:
     """Column matched to every row, maximising ``sum_i C[i, col[i]]``.
 
     With ``groups > 1`` rows and columns are cut into that many equal contiguous blocks
@@ -440,22 +558,26 @@ def _lap(C: np.ndarray, groups: int = 1) -> np.ndarray:
     its block: one LAP per diagonal block of ``C``, the answers assembled. This is the
     exact optimum over the permutations that keep every unit in its block. ``groups == 1``
     is one plain LAP (bit for bit the unblocked answer).
+
+    ``lap_solver``: ``"auto"`` solves with ``lap.lapjv`` when the ``lap`` package is
+    installed (a dependency of symlib), the matrix is close enough to solved by its row
+    maxima and has no likely ties, else with scipy (:func:`_lap_block`); ``"scipy"`` always uses
+    :func:`scipy.optimize.linear_sum_assignment`, the solver of the plain re-basin loop.
     """
+    solver = _lap_solver_used(lap_solver)
     if groups == 1:
-        _, col = linear_sum_assignment(C, maximize=True)
-        return col.astype(np.int64, copy=False)
+        return _lap_block(C, solver)
     size = C.shape[0] // groups
     col = np.empty(C.shape[0], np.int64)
     for lo in range(0, C.shape[0], size):
-        _, block = linear_sum_assignment(C[lo:lo + size, lo:lo + size], maximize=True)
-        col[lo:lo + size] = block + lo
+        col[lo:lo + size] = _lap_block(C[lo:lo + size, lo:lo + size], solver) + lo
     return col
 
 
-def _timed_lap(C: np.ndarray, groups: int = 1) -> tuple[np.ndarray, float]:
+def _timed_lap(C: np.ndarray, groups: int = 1, lap_solver: str = "auto") -> tuple[np.ndarray, float]:
     """:func:`_lap` and the seconds it took (measured on the thread that runs it)."""
     t = time.perf_counter()
-    col = _lap(C, groups)
+    col = _lap(C, groups, lap_solver)
     return col, time.perf_counter() - t
 
 
@@ -463,12 +585,15 @@ class _LapWorkers:
     """LAP solves inline (one thread) or on a thread pool started on first use.
 
     scipy's solver releases the GIL, so solves on the pool run concurrently with each
-    other and with the caller's matrix products. As a context manager it shuts the pool
-    down (waiting for running solves) on exit.
+    other and with the caller's matrix products. ``lap.lapjv`` holds the GIL (it would
+    stall the caller's thread), so solves on the pool always use scipy, and
+    ``lap_solver`` applies to the solves made inline. As a context manager it shuts the
+    pool down (waiting for running solves) on exit.
     """
 
-    def __init__(self, num_threads: int):
+    def __init__(self, num_threads: int, lap_solver: str = "auto"):
         self.num_threads = num_threads
+        self.lap_solver = lap_solver
         self._pool: ThreadPoolExecutor | None = None
 
     def __enter__(self) -> _LapWorkers:
@@ -486,17 +611,17 @@ class _LapWorkers:
     def solve_all(self, costs: list[np.ndarray], groups: list[int]) -> list[np.ndarray]:
         """Solve every cost matrix now (``costs[k]`` within ``groups[k]`` blocks, see :func:`_lap`),
         concurrently when there are several and threads to spare."""
-        if len(costs) > 1 and self.num_threads > 1:
-            return list(self._executor().map(_lap, costs, groups))
-        return [_lap(C, g) for C, g in zip(costs, groups)]
+        if len(costs) > 1 and self.num_threads > 1:  # on the pool: scipy (see the class docstring)
+            return list(self._executor().map(functools.partial(_lap, lap_solver="scipy"), costs, groups))
+        return [_lap(C, g, self.lap_solver) for C, g in zip(costs, groups)]
 
     def submit(self, costs: np.ndarray, groups: int = 1) -> Callable[[], list[tuple[np.ndarray, float]]]:
         """Start timed solves of a stack of cost matrices (each within ``groups`` blocks, see
         :func:`_lap`); returns a function waiting for them."""
         if self.num_threads == 1:
-            done = [_timed_lap(C, groups) for C in costs]
+            done = [_timed_lap(C, groups, self.lap_solver) for C in costs]
             return lambda: done
-        futures = [self._executor().submit(_timed_lap, C, groups) for C in costs]
+        futures = [self._executor().submit(_timed_lap, C, groups, "scipy") for C in costs]
         return lambda: [f.result() for f in futures]
 
 
@@ -636,6 +761,7 @@ def weight_matching(
     *,
     tol: float = 1e-12,
     num_threads: int | None = None,
+    lap_solver: str = "auto",
 ) -> MatchResult:
     """Permutations of B's units making B closest to A in L2 (Git Re-Basin weight matching).
 
@@ -656,20 +782,27 @@ def weight_matching(
         verbose: print J after every sweep.
         tol: stop after the first sweep improving J by at most ``tol * |J|``.
         num_threads: threads for concurrent LAPs (default ``min(4, cpu_count)``).
+        lap_solver: ``"auto"`` (Jonker-Volgenant from the ``lap`` package where it is
+            faster and the LAP has no likely ties, else scipy) or ``"scipy"`` (always
+            :func:`scipy.optimize.linear_sum_assignment`); both exact, see "LAP solver" in
+            the module docstring.
 
     Returns:
         A :class:`MatchResult`: ``apply_permutation(spec, result.perms, params_b)`` is the
-        aligned B; ``result.objective`` holds J after each sweep (non-decreasing).
+        aligned B; ``result.objective`` holds J after each sweep (non-decreasing);
+        ``result.info["lap_solver"]`` is ``"lapjv"`` when lapjv solved the LAPs where it
+        pays (``"auto"`` with ``lap`` installed), else ``"scipy"``.
 
     Raises:
         ValueError: naming the parameter, when A or B does not fit ``spec``, their shapes
             differ or a parameter holds nan or inf; or naming the argument, when
-            ``max_iter``, ``tol``, ``num_threads`` or ``init_perms`` is invalid.
+            ``max_iter``, ``tol``, ``num_threads``, ``lap_solver`` or ``init_perms`` is invalid.
         TypeError: if ``spec`` is not a :class:`~symlib.symmetry.specs.PermutationSpec`.
     """
     t_start = time.perf_counter()
     max_iter = _check_iter(max_iter, tol)
     num_threads = _thread_count(num_threads)
+    lap_solver = _check_lap_solver(lap_solver)
     sizes = _check_pair(spec, params_a, params_b)
     fa = _as_f64(flatten_params(params_a), "params_a")
     fb = _as_f64(flatten_params(params_b), "params_b")
@@ -690,7 +823,7 @@ def weight_matching(
     initial = state.obj
     history: list[float] = []
     converged = False
-    with _LapWorkers(num_threads) as workers:
+    with _LapWorkers(num_threads, lap_solver) as workers:
         for sweep in range(max_iter):
             before = state.obj
             changed = _pair_sweep(_sweep_order(rng, names), state, costs, workers, tally)
@@ -714,6 +847,7 @@ def weight_matching(
         total_time=time.perf_counter() - t_start,
         num_solves=tally.solves,
         num_skipped=tally.skipped,
+        info={"lap_solver": _lap_solver_used(lap_solver)},
     )
 
 
@@ -866,10 +1000,10 @@ class _LayerMatch(NamedTuple):
     seconds: float
 
 
-def _match_layer(corr: np.ndarray, groups: int) -> _LayerMatch:
+def _match_layer(corr: np.ndarray, groups: int, lap_solver: str = "auto") -> _LayerMatch:
     """One LAP (within ``groups`` blocks, see :func:`_lap`) maximising the matched total correlation of a layer."""
     t0 = time.perf_counter()
-    col = _lap(corr, groups)
+    col = _lap(corr, groups, lap_solver)
     seconds = time.perf_counter() - t0
     return _LayerMatch(col, float(corr[np.arange(len(col)), col].sum()), seconds)
 
@@ -883,6 +1017,7 @@ def activation_matching(
     apply_fn: Callable | None = None,
     *,
     eps: float = 1e-12,
+    lap_solver: str = "auto",
 ) -> MatchResult:
     """Match hidden units of two networks by the correlation of their activations over ``data``.
 
@@ -921,6 +1056,7 @@ def activation_matching(
             permutation name or a list by MLP hidden layer (above; default
             :func:`symlib.core.models.mlp_hidden`, the list form).
         eps: added to the product of standard deviations.
+        lap_solver: ``"auto"`` or ``"scipy"``, as in :func:`weight_matching`.
 
     Returns:
         A :class:`MatchResult` with ``objective`` the matched total correlation of every
@@ -930,8 +1066,8 @@ def activation_matching(
         positions) per permutation.
 
     Raises:
-        ValueError: if ``batch_size`` is not a positive int; if A or B does not fit
-            ``spec`` or holds nan or inf (naming the parameter); if ``data`` holds nan or
+        ValueError: if ``batch_size`` is not a positive int or ``lap_solver`` is unknown; if
+            A or B does not fit ``spec`` or holds nan or inf (naming the parameter); if ``data`` holds nan or
             inf or no examples; if ``apply_fn``'s dict does not name exactly the spec's
             permutations, its list does not match a spec ``P_0 .. P_{L-1}``, or the
             activations' last axis is not the permutation's size (naming it).
@@ -940,6 +1076,7 @@ def activation_matching(
     """
     t_start = time.perf_counter()
     batch_size = positive_int(batch_size, "batch_size")
+    lap_solver = _check_lap_solver(lap_solver)
     sizes = _check_pair(spec, params_a, params_b)
     _check_finite_params(flatten_params(params_a), "params_a")
     _check_finite_params(flatten_params(params_b), "params_b")
@@ -953,7 +1090,8 @@ def activation_matching(
     layers, count = _stream_layer_sums(hidden, pa, pb, data, batch_size, spec, sizes)
     cost_time = time.perf_counter() - t_cost
 
-    matches = {name: _match_layer(layer.correlation(eps), spec.blocks.get(name, 1)) for name, layer in layers.items()}
+    matches = {name: _match_layer(layer.correlation(eps), spec.blocks.get(name, 1), lap_solver)
+               for name, layer in layers.items()}
     return MatchResult(
         # names may be listed by the spec in another order; return them in spec order
         perms={name: matches[name].perm for name in spec.perm_names},
@@ -967,6 +1105,7 @@ def activation_matching(
             "mean_correlation": [match.total_correlation / max(len(match.perm), 1) for match in matches.values()],
             "num_examples": count,
             "num_rows": {name: layer.count for name, layer in layers.items()},
+            "lap_solver": _lap_solver_used(lap_solver),
         },
     )
 
@@ -1280,6 +1419,7 @@ def weight_matching_many(
     num_threads: int | None = None,
     precision: str = "float64",
     verbose: bool = False,
+    lap_solver: str = "auto",
 ) -> ManyMatchResult:
     """:func:`weight_matching` of every network of a stack (leading axis ``m``) to one reference.
 
@@ -1310,6 +1450,7 @@ def weight_matching_many(
         num_threads: LAP threads (default ``min(4, cpu_count)``; 1 solves inline).
         precision: ``"float64"`` or ``"float32"``, the dtype of the matrix products.
         verbose: print the number of active samples and the mean J after every sweep.
+        lap_solver: ``"auto"`` or ``"scipy"``, as in :func:`weight_matching`.
 
     Returns:
         A :class:`ManyMatchResult` (``perms[name]`` is ``(m, n)``; apply it with
@@ -1318,8 +1459,8 @@ def weight_matching_many(
     Raises:
         ValueError: naming the parameter, when the reference or the stack does not fit
             ``spec``, their shapes differ or a parameter holds nan or inf; or naming the
-            argument, when ``max_iter``, ``tol``, ``chunk_size``, ``num_threads`` or
-            ``precision`` is invalid.
+            argument, when ``max_iter``, ``tol``, ``chunk_size``, ``num_threads``,
+            ``precision`` or ``lap_solver`` is invalid.
         TypeError: if ``spec`` is not a :class:`~symlib.symmetry.specs.PermutationSpec`.
     """
     t_start = time.perf_counter()
@@ -1328,6 +1469,7 @@ def weight_matching_many(
     num_threads = _thread_count(num_threads)
     if precision not in ("float64", "float32"):
         raise ValueError(f"precision must be 'float64' or 'float32', got {precision!r}")
+    lap_solver = _check_lap_solver(lap_solver)
     problem = _ManyProblem.build(spec, params_ref, params_stack, precision)
     chunk_size = chunk_size or problem.default_chunk_size()
     rng = _rng(key)
@@ -1338,7 +1480,7 @@ def weight_matching_many(
     tally.cost_time += time.perf_counter() - t0
     state = _ManyState.start(problem, initial)
     buffers = _CostBuffers(chunk_size)
-    with _LapWorkers(num_threads) as workers:
+    with _LapWorkers(num_threads, lap_solver) as workers:
         for sweep in range(max_iter):
             if not state.active.any():
                 break
@@ -1358,5 +1500,6 @@ def weight_matching_many(
         total_time=time.perf_counter() - t_start,
         num_solves=tally.solves,
         num_skipped=tally.skipped,
-        info={"chunk_size": chunk_size, "num_threads": num_threads, "lap_wait_time": tally.wait_time},
+        info={"chunk_size": chunk_size, "num_threads": num_threads, "lap_wait_time": tally.wait_time,
+              "lap_solver": _lap_solver_used(lap_solver)},
     )
