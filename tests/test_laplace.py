@@ -55,6 +55,19 @@ def test_ggn_equals_full_hessian_for_softmax_regression():
     assert isinstance(full, LaplacePosterior) and full.hessian == "full" and ggn.hessian == "ggn"
 
 
+def test_num_data_scales_a_subsample_to_the_whole_set():
+    """A data set that is its first half twice: the curvature of the half with num_data = N
+    equals the curvature of the whole set (the subsample's sum scaled by N / n)."""
+    params, x, y = _softmax_regression(n=20)
+    xx, yy = np.concatenate([x, x]), np.concatenate([y, y])
+    whole = laplace_posterior(params, xx, yy, apply_fn=linear_apply, prior_precision=TAU, hessian="ggn")
+    half = laplace_posterior(params, x, y, apply_fn=linear_apply, prior_precision=TAU, hessian="ggn", num_data=40)
+    np.testing.assert_allclose(half.precision, whole.precision, rtol=1e-5, atol=1e-5)
+    assert half.num_data == whole.num_data == 40
+    with pytest.raises(ValueError, match="num_data"):
+        laplace_posterior(params, x, y, apply_fn=linear_apply, prior_precision=TAU, num_data=19)
+
+
 @pytest.fixture(scope="module")
 def optunet_problem():
     x = jax.random.normal(jax.random.PRNGKey(0), (48, 18, 18, 1))

@@ -203,7 +203,7 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
     """Every method's samples (stacked OptuNet parameters) and its seconds.
 
     Args:
-        profile: the run profile (``post_*``, ``sghmc_leapfrog``, ``laplace_hessian``).
+        profile: the run profile (``post_*``, ``sghmc_leapfrog``, ``laplace_hessian``, ``laplace_n_data``).
         bank: the ``optunet_bank`` artifact.
         split: :func:`bank_split`'s indices.
         d: the training data (:func:`~symlib.experiments.optunet.optunet_data`).
@@ -261,8 +261,8 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
         return {"SGHMC": jax.tree_util.tree_map(np.asarray, res.samples)}
 
     def swag():
-        snaps = min(SETTINGS["swag_snapshots"], max(2, 2 * cfg.epochs))
-        scfg = SWAGConfig(epochs=max(snaps, 2 * cfg.epochs), batch_size=SETTINGS["batch_size"],
+        snaps = min(SETTINGS["swag_snapshots"], max(2, 2 * E))
+        scfg = SWAGConfig(epochs=max(snaps, 2 * E), batch_size=SETTINGS["batch_size"],
                           learning_rate=SETTINGS["swag_learning_rate"], prior_std=cfg.prior_std,
                           num_snapshots=snaps, rank=min(SETTINGS["swag_rank"], snaps), scale=SETTINGS["swag_scale"])
         fits = _per_mode(lambda k, p: fit_swag(k, p, x, y, scfg, apply_fn=optunet_apply), modes,
@@ -270,9 +270,12 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
         return _single_and_multi("SWAG", fits, swag_sample, next(keys), S, M)
 
     def laplace():
-        fits = [laplace_posterior(_take(modes, i), x, y, apply_fn=optunet_apply,
+        n = len(y) if profile.laplace_n_data is None else min(profile.laplace_n_data, len(y))
+        sub = np.sort(np.random.default_rng(3).permutation(len(y))[:n])  # a random subsample (all: every image)
+        fits = [laplace_posterior(_take(modes, i), x[sub], y[sub], apply_fn=optunet_apply,
                                   prior_precision=1.0 / cfg.prior_std ** 2, hessian=profile.laplace_hessian,
-                                  batch_size=32 if profile.laplace_hessian == "full" else 128) for i in range(M)]
+                                  batch_size=32 if profile.laplace_hessian == "full" else 128, num_data=len(y))
+                for i in range(M)]
         return _single_and_multi("Laplace", fits, laplace_sample, next(keys), S, M)
 
     with warnings.catch_warnings():
@@ -345,7 +348,7 @@ def mmd_scores(reference: dict, samples: dict, reference_net: dict) -> dict[str,
 
 def _post_config(profile: Profile) -> dict[str, Any]:
     keys = ("post_reference", "post_samples", "post_modes", "post_method_epochs", "post_warm_start",
-            "sghmc_leapfrog", "laplace_hessian")
+            "sghmc_leapfrog", "laplace_hessian", "laplace_n_data")
     return {**_bank_config(profile), **{k: getattr(profile, k) for k in keys}, "settings": SETTINGS}
 
 

@@ -79,7 +79,9 @@ class Profile:
             modes of the multi-mode methods. Every method gives ``post_samples`` samples
             (``post_samples / post_modes`` per mode); BNN, SWAG and SGHMC train for
             ``post_method_epochs`` epochs, started from the modes when ``post_warm_start``;
-            SGHMC takes ``sghmc_leapfrog`` steps a draw; Laplace uses ``laplace_hessian``.
+            SGHMC takes ``sghmc_leapfrog`` steps a draw; Laplace uses ``laplace_hessian``
+            summed over ``laplace_n_data`` training images scaled to the whole set (None:
+            all of them).
             Metrics on ``post_n_eval`` test images of MNIST and of Fashion-MNIST (OOD);
             ``collapse_pairs`` pairs of bank networks for Sec. 5.1 (0: all pairs).
         rn18_*: the same at ResNet-18 scale (:mod:`symlib.experiments.posteriors_resnet`,
@@ -156,6 +158,7 @@ class Profile:
     post_warm_start: bool
     sghmc_leapfrog: int
     laplace_hessian: str
+    laplace_n_data: int | None
     post_n_eval: int
     collapse_pairs: int
     rn18_base_width: int
@@ -255,6 +258,7 @@ PROFILES: dict[str, Profile] = {
         post_warm_start=True,
         sghmc_leapfrog=10,
         laplace_hessian="ggn",
+        laplace_n_data=2_000,
         post_n_eval=1_000,
         collapse_pairs=0,
         rn18_base_width=4,
@@ -331,6 +335,7 @@ PROFILES: dict[str, Profile] = {
         post_warm_start=False,
         sghmc_leapfrog=50,
         laplace_hessian="full",
+        laplace_n_data=None,
         post_n_eval=10_000,
         collapse_pairs=20_000,
         rn18_base_width=64,

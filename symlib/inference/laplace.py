@@ -160,7 +160,7 @@ def _curvature(params, x, y, *, apply_fn, hessian: str, batch_size: int):
 
 def laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, prior_precision: float,
                       hessian: str = "full", batch_size: int = 32,
-                      min_eigenvalue: float | None = None) -> LaplacePosterior:
+                      min_eigenvalue: float | None = None, num_data: int | None = None) -> LaplacePosterior:
     """Laplace approximation around ``params`` with the full Hessian or the GGN (module docstring).
 
     Args:
@@ -174,6 +174,10 @@ def laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, p
         batch_size: examples per accumulation step, >= 1 (memory ~ ``batch_size * D``
             activations for ``"full"``, ``batch_size * classes * D`` for ``"ggn"``).
         min_eigenvalue: floor of the precision's eigenvalues, > 0; ``None``: ``prior_precision``.
+        num_data: size ``N`` of the training set when ``x`` is a random subsample of it
+            (``N >= len(x)``): the curvature summed over ``x`` is scaled by ``N / len(x)``,
+            an unbiased estimate of the sum over all ``N`` examples at a fraction of the
+            cost (a subsampled Hessian/GGN). ``None``: ``x`` is the whole training set.
 
     Returns:
         The :class:`LaplacePosterior`.
@@ -195,9 +199,13 @@ def laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, p
     check_finite_tree(params, "params")
     _check_data(apply_fn, params, x, y, "params")
     x, y = jnp.asarray(x), jnp.asarray(y)
+    n = int(x.shape[0])
+    total = n if num_data is None else positive_int(num_data, "num_data")
+    if total < n:
+        raise ValueError(f"num_data ({total}) must be at least the number of examples in x ({n})")
     h = _curvature(params, x, y, apply_fn=apply_fn, hessian=hessian,
-                   batch_size=min(batch_size, x.shape[0]))
-    h = np.asarray(h, np.float64)
+                   batch_size=min(batch_size, n))
+    h = np.asarray(h, np.float64) * (total / n)
     if not np.all(np.isfinite(h)):
         raise ValueError(f"the {hessian} curvature has nan/inf entries: apply_fn gives non-finite logits or "
                          "derivatives at params on x")
@@ -208,7 +216,7 @@ def laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, p
         warnings.warn(f"the {hessian} Laplace precision had {clipped} of {lam.size} eigenvalues below "
                       f"{floor:g} (smallest {lam.min():.3g}); they were raised to {floor:g}", LaplaceWarning,
                       stacklevel=2)
-    return LaplacePosterior(params, precision, np.maximum(lam, floor), vec, clipped, hessian, tau, int(x.shape[0]))
+    return LaplacePosterior(params, precision, np.maximum(lam, floor), vec, clipped, hessian, tau, total)
 
 
 def laplace_covariance(posterior: LaplacePosterior) -> np.ndarray:
