@@ -42,7 +42,7 @@ import numpy as np
 from IPython.display import display
 
 from symlib import experiments
-from symlib.experiments import claims, plotting
+from symlib.experiments import claims, plotting, report
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table
 
@@ -119,6 +119,8 @@ display(Table(["pruned", *labels.values()], rows))
 summary = experiments.SUMMARIES["compact_representation"](res.artifact)
 fig3 = [o for o in claims.evaluate("compact_representation", summary) if not o.claim.name.startswith("qr_beats_qd")]
 display(claims.claims_table(fig3, profile.name))
+display(report.show_saved_run("compact_representation", "full-batch HMC on 60,000 images: a GPU",
+                              keep=lambda name: not name.startswith("qr_beats_qd")))
 near = summary["near_prior"]
 display(Table(["quantity", f"ours ({profile.name} profile)"], [
     ("median sigma: HMC q_d / HMC q_r (per sample) / HMC q_r (per chain)",

@@ -179,6 +179,13 @@ assert all(o.holds for o in outcomes), [(o.claim.name, o.detail) for o in outcom
 print(f"{len(outcomes)} claim(s) of Rossi et al. verified: " + ", ".join(o.claim.name for o in outcomes))
 
 # %% [markdown]
+# The same claims on the paper profile (widths 128 to 1,024, full training sets, 100
+# epochs), when a run of it is saved in `book/results/`:
+
+# %% tags=["hide-input"]
+report.show_saved_run("vi_alignment", "16 VI fits of up to 3 x 1,024 units, 100 epochs on 60,000 images: a GPU")
+
+# %% [markdown]
 # **What the numbers say beyond the verdicts (quick profile).** On MNIST alignment leaves
 # 7% of the naive test barrier at width 256 (0.096 of 1.448 nats) and the aligned barrier
 # falls at every doubling of the width (0.697, 0.266, 0.184, 0.096 nats from width 32 to
@@ -270,8 +277,9 @@ if saved_rn is not None:
 # itself is not at fault: on a planted problem ($q_1$ a random permutation of $q_0$, plus
 # noise of 30% of each layer's weight scale) it brings the squared distance of the means
 # from 2,830 back to 124, exactly the noise's share, and keeps the function to 5e-7
-# (`tests/test_resnet.py` checks the planted recovery for weight matching). Training two
-# ResNet20 posteriors to convergence is a GPU job: the paper profile above.
+# (`tests/test_resnet.py` checks this planted recovery for Wasserstein alignment and weight
+# matching). Training two ResNet20 posteriors to convergence is a GPU job: the paper
+# profile above.
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

@@ -52,7 +52,7 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from symlib import experiments
-from symlib.experiments import claims, plotting, rossi
+from symlib.experiments import claims, plotting, report, rossi
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.registry import SUMMARIES
 from symlib.experiments.report import Table, paper_vs_ours
@@ -114,6 +114,8 @@ plt.show()
 # %% tags=["nbval-ignore-output"]
 outcomes = claims.evaluate("vi_alignment_timings", SUMMARIES["vi_alignment_timings"](t.artifact))
 display(claims.claims_table(outcomes, profile.name))
+print("the same claims on a saved paper-profile run (book/results/):")
+display(report.show_saved_run("vi_alignment_timings", "it times the posteriors of vi_alignment's paper profile"))
 
 # %% [markdown]
 # **What reproduces and what does not (quick profile).** Every alignment finishes in well

@@ -57,7 +57,7 @@ import numpy as np
 from IPython.display import display
 
 from symlib import experiments
-from symlib.experiments import claims, plotting
+from symlib.experiments import claims, plotting, report
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table, paper_vs_ours
 from symlib.experiments.toy import CLASS_MEAN
@@ -189,6 +189,13 @@ display(claims.claims_table(outcomes, profile.name))
 # %% tags=["nbval-check-output"]
 assert outcomes and all(o.holds for o in outcomes), [(o.claim.name, o.detail) for o in outcomes if not o.holds]
 print(f"{len(outcomes)} claim(s) of Laurent et al. verified: " + ", ".join(o.claim.name for o in outcomes))
+
+# %% [markdown]
+# The same claims on the paper profile, when a run of it is saved in `book/results/` (the
+# perceptrons are the paper's size in both profiles):
+
+# %% tags=["hide-input"]
+report.show_saved_run("toy_perceptrons", "the same 10,000 perceptrons as the quick profile; minutes on a CPU")
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

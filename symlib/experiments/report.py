@@ -161,3 +161,25 @@ def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | No
     line = (f"{', '.join(facts)}; run on {record['date']}, {record['device']}{minutes}:\n{record['command']}")
     outcomes = [o for o in claims.evaluate(name, summary) if keep is None or keep(o.claim.name)]
     return line, claims.claims_table(outcomes, profile)
+
+
+def show_saved_run(name: str, needs: str, profile: str = "paper", keep=None) -> Table | None:
+    """For a notebook's "paper profile" cell: print the saved run's provenance and return
+    the table of the paper's claims on it; or print that it was not run, and why.
+
+    Args:
+        name: the experiment.
+        needs: what a run needs, printed when none was saved (e.g. "needs a GPU").
+        profile: the saved run's profile label (default ``"paper"``).
+        keep: optional predicate on claim names (see :func:`saved_run_claims`).
+
+    Returns:
+        The claims table (shown by Jupyter as the cell's value), or None when not run.
+    """
+    saved = saved_run_claims(name, profile, keep)
+    if saved is None:
+        print(f"{profile} profile of {name}: not run ({needs}); run it with\n"
+              f"  python -m symlib run {name} --profile paper --out book/results")
+        return None
+    print(f"{profile} profile of {name}: {saved[0]}")
+    return saved[1]
