@@ -200,9 +200,9 @@ display(Table(["method", *variants],
 # head's input (p = 0.5), Bayes by backprop, SGHMC, SWAG, last-layer Kronecker-factored
 # Laplace (the full Hessian does not fit), their multi-mode versions and the deep ensemble,
 # 100 samples each; the layer-wise MMD to the first 1,000 networks, raw and NS, computed in
-# chunks; Table 1's metrics with SVHN as the OOD set of CIFAR-100. TinyImageNet's OOD set
-# in the paper is Textures (DTD), which `symlib.data` does not provide, so its AUPR, FPR95
-# and OOD MI stay empty; Bayes by backprop is not run there, as in the paper. No chapter
+# chunks; Table 1's metrics with SVHN as the OOD set of CIFAR-100 and Textures (DTD, all
+# 5,640 images resized and centre-cropped to 64x64, `symlib.data.load_textures`) as that of
+# TinyImageNet; Bayes by backprop is not run on TinyImageNet, as in the paper. No chapter
 # runs them (they need the data and a GPU: an estimated 50-150 H100-hours for the CIFAR-100
 # bank, see "Running the book"). To fill the table below:
 #

@@ -106,7 +106,9 @@ display(paper_vs_ours([
 # ```
 #
 # and `book/results/rn18_collapse_cifar100-paper.json` is shown here. The TinyImageNet panel
-# (App. D.2, Fig. 8) is not built: its OOD set, Textures (DTD), is not in `symlib.data`.
+# (App. D.2, Fig. 8) is `rn18_collapse_tiny_imagenet`, the same computation on TinyImageNet's
+# validation images (ID) and Textures (DTD, `symlib.data.load_textures`, OOD); it needs the
+# data and a GPU too, and no saved run of it is shown yet.
 
 # %% tags=["hide-input"]
 from symlib.experiments import results

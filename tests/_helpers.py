@@ -13,6 +13,38 @@ from pathlib import Path
 import numpy as np
 
 
+def check_data_dir_and_md5(load, dataset: str, archive: Path, root: Path, monkeypatch, n: int) -> None:
+    """A loader of one archive (``load(data_dir=..., md5=...)``, TinyImageNet, Textures) finds a
+    copy of ``archive`` in ``root/<dataset>/`` with its mirror unreachable, checks an MD5
+    given in any case (``n`` images) and rejects a wrong one."""
+    import pytest
+
+    from symlib import data
+
+    monkeypatch.setitem(data.MIRRORS, dataset, [unreachable_url()])
+    (root / dataset).mkdir()
+    (root / dataset / archive.name).write_bytes(archive.read_bytes())
+    x, _ = load(data_dir=root, md5=data.md5_file(archive).upper())
+    assert len(x) == n
+    with pytest.raises(data.ChecksumError, match="expected MD5 0+, got"):
+        load(data_dir=root, md5="0" * 32)
+
+
+def check_missing_message(load, dataset: str, url: str, root: Path, monkeypatch) -> None:
+    """Offline and without the file, ``load(download_if_missing=False)`` says which file it
+    wanted, where it looked, the variable to set, the loader and the file's URL."""
+    import pytest
+
+    from symlib import data
+
+    monkeypatch.setenv("SYMLIB_DATA_DIR", str(root / "env"))
+    with pytest.raises(data.DataNotFoundError) as err:
+        load(download_if_missing=False)
+    msg = str(err.value)
+    assert url.rsplit("/", 1)[1] in msg and str(root / "env" / dataset) in msg and "SYMLIB_DATA_DIR" in msg
+    assert url in msg and load.func.__name__ in msg
+
+
 def random_mlp(rng: np.random.Generator, sizes, bias_scale=1.0) -> dict:
     """Generic float64 MLP params (non-zero biases)."""
     return {

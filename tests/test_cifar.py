@@ -161,7 +161,7 @@ def _check_images(images, labels, n):
 # --------------------------------------------------------------------------- #
 def test_official_sources_and_checksums():
     assert data.RGB_DATASETS == ("cifar10", "cifar100", "svhn")
-    assert data.ALL_DATASETS == data.DATASETS + data.RGB_DATASETS + (data.TINY_IMAGENET,)
+    assert data.ALL_DATASETS == data.DATASETS + data.RGB_DATASETS + (data.TINY_IMAGENET, data.TEXTURES)
     assert data.MD5["cifar10"] == {"cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a"}
     assert data.MD5["cifar100"] == {"cifar-100-python.tar.gz": "eb9058c3a382ffc7106e4002c42a8d85"}
     assert data.MD5["svhn"] == {"train_32x32.mat": "e26dedcc434d2e4c54c9b2d4a06d8373",

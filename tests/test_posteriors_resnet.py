@@ -75,12 +75,38 @@ def test_rn18_missing_data_raises_the_data_modules_error(tmp_path, monkeypatch):
 def test_rn18_tables_and_tasks():
     assert pr.methods_of("tiny_imagenet") == ("Dropout", "SGHMC", "SWAG", "Laplace", "multi-Dropout", "multi-SWAG",
                                               "multi-Laplace", "DE")
-    assert pr.TASKS["tiny_imagenet"]["ood"] is None and "Textures" in pr.NO_OOD["tiny_imagenet"]
+    assert pr.TASKS["tiny_imagenet"]["ood"] == "textures" and pr.TASKS["cifar100"]["ood"] == "svhn"
     for task in pr.TASKS:
         assert all(len(v) == 9 for v in pr.TABLE1[task].values()) and all(len(v) == 6 for v in pr.APPENDIX_B4[task].values())
     assert pr.TABLE1["cifar100"]["DE"][2] == 75.9 and pr.APPENDIX_B4["cifar100"]["BNN"][4] == 10.2
     assert {"rn18_bank_cifar100", "rn18_posteriors_cifar100", "rn18_posteriors_tiny_imagenet",
-            "rn18_collapse_cifar100"} <= set(registry.EXPERIMENTS)
+            "rn18_collapse_cifar100", "rn18_collapse_tiny_imagenet"} <= set(registry.EXPERIMENTS)
+    assert registry.EXPERIMENTS["rn18_collapse_tiny_imagenet"][1](profiles.get_profile("paper"))["task"] == "tiny_imagenet"
+
+
+def test_rn18_tiny_imagenet_ood_set_is_textures_at_64(monkeypatch):
+    """TinyImageNet's OOD images: all of Textures at 64x64 (load_textures("all", image_size=64)),
+    standardised with the training statistics, spread evenly when fewer are wanted."""
+    calls = []
+    rng = np.random.default_rng(0)
+    x_ood = np.arange(10, dtype=np.uint8)[:, None, None, None] * np.ones((1, 64, 64, 3), np.uint8)
+
+    def load_textures(*args, **kwargs):
+        calls.append((args, kwargs))
+        return x_ood, np.zeros(10, np.uint8)
+
+    monkeypatch.setattr(data, "load_tiny_imagenet",
+                        lambda split: (rng.integers(0, 256, (6, 64, 64, 3), dtype=np.uint8), np.zeros(6, np.uint8)))
+    monkeypatch.setattr(data, "load_textures", load_textures)
+    profile = dataclasses.replace(profiles.get_profile("quick"), rn18_n_train=0, rn18_n_eval=4)
+    d = pr.resnet_data(profile, "tiny_imagenet")
+    assert calls == [(("all",), {"image_size": 64})]
+    expect = (np.array([0, 3, 6, 9], np.float32)[:, None, None, None] / 255.0 - d["mean"]) / d["std"]
+    assert d["x_ood"].shape == (4, 64, 64, 3) and d["x_ood"].dtype == np.float32
+    np.testing.assert_allclose(d["x_ood"], np.broadcast_to(expect, d["x_ood"].shape), rtol=1e-5)
+    assert len(pr.ood_images("tiny_imagenet", 20)) == 10
+    monkeypatch.setattr(data, "load_svhn", lambda split: (x_ood[:, :32, :32] if split == "test" else None, None))
+    assert np.array_equal(pr.ood_images("cifar100", 4), x_ood[:4, :32, :32])  # SVHN: the first test images
 
 
 def test_rn18_paper_profile_and_recipes():

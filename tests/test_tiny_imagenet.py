@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import io
 import zipfile
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from _helpers import unreachable_url
+from _helpers import check_data_dir_and_md5, check_missing_message
 from symlib import data
-from symlib.data import ChecksumError, DataNotFoundError
 
 pytestmark = pytest.mark.usefixtures("isolated_data_env")  # see conftest.py
 
@@ -98,23 +98,13 @@ def test_downloads_and_reads_train_and_val_in_the_official_layout(synthetic, off
 
 
 def test_data_dir_offline_and_optional_md5(synthetic, tmp_path, monkeypatch):
-    out, _ = synthetic
-    monkeypatch.setitem(data.MIRRORS, "tiny_imagenet", [unreachable_url()])
-    (tmp_path / "tiny_imagenet").mkdir()
-    (tmp_path / "tiny_imagenet" / ZIP).write_bytes((out / ZIP).read_bytes())
-    x, _ = data.load_tiny_imagenet("val", data_dir=tmp_path, md5=data.md5_file(out / ZIP).upper())
-    assert len(x) == 4
-    with pytest.raises(ChecksumError, match="expected MD5 0+, got"):
-        data.load_tiny_imagenet("val", data_dir=tmp_path, md5="0" * 32)
+    check_data_dir_and_md5(partial(data.load_tiny_imagenet, "val"), "tiny_imagenet", synthetic[0] / ZIP, tmp_path,
+                           monkeypatch, 4)
 
 
 def test_missing_offline_says_where_it_looked_and_where_to_get_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("SYMLIB_DATA_DIR", str(tmp_path / "env"))
-    with pytest.raises(DataNotFoundError) as err:
-        data.load_tiny_imagenet("train", download_if_missing=False)
-    msg = str(err.value)
-    assert ZIP in msg and str(tmp_path / "env" / "tiny_imagenet") in msg and "SYMLIB_DATA_DIR" in msg
-    assert "http://cs231n.stanford.edu/tiny-imagenet-200.zip" in msg and "load_tiny_imagenet" in msg
+    check_missing_message(partial(data.load_tiny_imagenet, "train"), "tiny_imagenet",
+                          "http://cs231n.stanford.edu/tiny-imagenet-200.zip", tmp_path, monkeypatch)
 
 
 def test_malformed_archives(tmp_path):

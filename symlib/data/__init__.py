@@ -1,5 +1,5 @@
-"""MNIST, Fashion-MNIST, CIFAR-10, CIFAR-100, SVHN and TinyImageNet: finding, verifying,
-downloading and loading.
+"""MNIST, Fashion-MNIST, CIFAR-10, CIFAR-100, SVHN, TinyImageNet and Textures (DTD):
+finding, verifying, downloading and loading.
 
 This package depends on numpy, the standard library and :mod:`pooch` (for downloads);
 it does not import JAX, so it is cheap to import from scripts, tests and notebooks.
@@ -10,7 +10,8 @@ Modules: :mod:`~symlib.data.files` (file names, checksums, search directories),
 shipped subset), :mod:`~symlib.data.mnist` (:func:`load_mnist`),
 :mod:`~symlib.data.cifar` (:func:`load_cifar10`, :func:`load_cifar100`),
 :mod:`~symlib.data.svhn` (:func:`load_svhn`), :mod:`~symlib.data.tiny_imagenet`
-(:func:`load_tiny_imagenet`) and :mod:`~symlib.data.splits`
+(:func:`load_tiny_imagenet`), :mod:`~symlib.data.textures` (:func:`load_textures`) and
+:mod:`~symlib.data.splits`
 (:func:`preprocess`, :func:`train_val_split`, :func:`load_split`). Everything public is
 importable from ``symlib.data`` itself.
 
@@ -43,8 +44,12 @@ digits from http://ufldl.stanford.edu/housenumbers/). They are loaded as uint8 N
 images ``(n, 32, 32, 3)`` and uint8 labels. TinyImageNet is found the same way in
 ``tiny_imagenet/`` as ``tiny-imagenet-200.zip`` (http://cs231n.stanford.edu/), read
 without extracting it, images ``(n, 64, 64, 3)``; no checksum is published for it, so it
-is used unverified (:func:`load_tiny_imagenet` takes ``md5=`` to check one). The quick
-profile never needs them; no subset of them ships.
+is used unverified (:func:`load_tiny_imagenet` takes ``md5=`` to check one). Textures,
+TinyImageNet's out-of-distribution set, is found the same way in ``textures/`` as
+``dtd-r1.0.1.tar.gz`` (https://www.robots.ox.ac.uk/~vgg/data/dtd/, read without
+extracting it, images resized and centre-cropped to ``(n, 64, 64, 3)`` by default; no
+published checksum either, :func:`load_textures` takes ``md5=``). The quick profile never
+needs them; no subset of them ships.
 
 ``source="subset"`` needs neither files nor network: a small, deterministic,
 real, exactly class-balanced subset (MNIST: 10,000 train and 2,000 test images;
@@ -69,6 +74,7 @@ from symlib.data.files import (
     ENV_DATA_DIR,
     FILES,
     RGB_DATASETS,
+    TEXTURES,
     TINY_IMAGENET,
     MD5,
     N_EXAMPLES,
@@ -86,6 +92,7 @@ from symlib.data.idx import idx_bytes, read_idx
 from symlib.data.mnist import load_mnist
 from symlib.data.splits import CHANNEL_STATS, load_split, preprocess, standardize, train_val_split
 from symlib.data.svhn import load_svhn, read_svhn
+from symlib.data.textures import TEXTURES_CLASSES, TEXTURES_SPLITS, load_textures, read_textures
 from symlib.data.tiny_imagenet import (TINY_IMAGENET_CLASSES, TINY_IMAGENET_SPLITS, load_tiny_imagenet,
                                        read_tiny_imagenet)
 from symlib.data.subset import SUBSET_MANIFEST, subset_indices, subset_manifest
@@ -96,6 +103,9 @@ __all__ = [
     "TINY_IMAGENET",
     "TINY_IMAGENET_CLASSES",
     "TINY_IMAGENET_SPLITS",
+    "TEXTURES",
+    "TEXTURES_CLASSES",
+    "TEXTURES_SPLITS",
     "ALL_DATASETS",
     "SPLITS",
     "SOURCES",
@@ -123,9 +133,11 @@ __all__ = [
     "load_cifar100",
     "load_svhn",
     "load_tiny_imagenet",
+    "load_textures",
     "read_cifar",
     "read_svhn",
     "read_tiny_imagenet",
+    "read_textures",
     "subset_manifest",
     "subset_indices",
     "preprocess",

@@ -34,8 +34,8 @@ __all__ = ["MIRRORS", "download"]
 
 _CHUNK = 1 << 16  # bytes read (and written) at a time
 
-#: dataset -> public base URLs, tried in order (file name is appended). CIFAR, SVHN and
-#: TinyImageNet come from their official sources only.
+#: dataset -> public base URLs, tried in order (file name is appended). CIFAR, SVHN,
+#: TinyImageNet and Textures come from their official sources only.
 MIRRORS = {
     "mnist": [
         "https://ossci-datasets.s3.amazonaws.com/mnist/",
@@ -49,6 +49,7 @@ MIRRORS = {
     "cifar100": ["https://www.cs.toronto.edu/~kriz/"],
     "svhn": ["http://ufldl.stanford.edu/housenumbers/"],
     "tiny_imagenet": ["http://cs231n.stanford.edu/"],
+    "textures": ["https://www.robots.ox.ac.uk/~vgg/data/dtd/download/"],
 }
 
 

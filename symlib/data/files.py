@@ -13,6 +13,7 @@ __all__ = [
     "DATASETS",
     "RGB_DATASETS",
     "TINY_IMAGENET",
+    "TEXTURES",
     "ALL_DATASETS",
     "SPLITS",
     "SOURCES",
@@ -39,8 +40,10 @@ DATASETS = ("mnist", "fashion_mnist")
 RGB_DATASETS = ("cifar10", "cifar100", "svhn")
 #: TinyImageNet (64x64 colour, 200 classes), loaded by :func:`~symlib.data.load_tiny_imagenet`.
 TINY_IMAGENET = "tiny_imagenet"
+#: Textures (DTD, 47 classes, resized to a square on loading), loaded by :func:`~symlib.data.load_textures`.
+TEXTURES = "textures"
 #: Every dataset whose files are found, verified and downloaded here.
-ALL_DATASETS = DATASETS + RGB_DATASETS + (TINY_IMAGENET,)
+ALL_DATASETS = DATASETS + RGB_DATASETS + (TINY_IMAGENET, TEXTURES)
 SPLITS = ("train", "test")
 SOURCES = ("full", "subset")
 
@@ -60,12 +63,14 @@ DATASET_FILES = {
     "cifar100": {"train": ("cifar-100-python.tar.gz",), "test": ("cifar-100-python.tar.gz",)},
     "svhn": {"train": ("train_32x32.mat",), "test": ("test_32x32.mat",)},
     "tiny_imagenet": {"train": ("tiny-imagenet-200.zip",), "test": ("tiny-imagenet-200.zip",)},
+    "textures": {"train": ("dtd-r1.0.1.tar.gz",), "test": ("dtd-r1.0.1.tar.gz",)},
 }
 
 #: dataset -> file name -> published MD5 of the file as distributed (``.gz``, ``.tar.gz``, ``.mat``),
 #: or ``None`` where no checksum is published: TinyImageNet's ``tiny-imagenet-200.zip``
 #: (Stanford CS231n publishes none; the value other projects use could not be checked
-#: here), whose file is then used unverified.
+#: here) and Textures' ``dtd-r1.0.1.tar.gz`` (likewise: the DTD page publishes none),
+#: whose files are then used unverified.
 MD5 = {
     "mnist": {
         "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
@@ -86,6 +91,7 @@ MD5 = {
         "test_32x32.mat": "eb5a983be6a315427106f1b164d9cef3",
     },
     "tiny_imagenet": {"tiny-imagenet-200.zip": None},
+    "textures": {"dtd-r1.0.1.tar.gz": None},
 }
 
 #: Number of examples in each full split of MNIST and Fashion-MNIST.

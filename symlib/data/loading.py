@@ -1,10 +1,12 @@
 """What the loaders share: the verified files of a split (found, or downloaded into the
-cache), the message when they cannot be had, and the check of the loaded arrays."""
+cache), the message when they cannot be had, the decoding of image files and the check of
+the loaded arrays."""
 
 from __future__ import annotations
 
+import io
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,7 @@ from symlib.data.files import (
     verify_file,
 )
 
-__all__ = ["split_files", "check_arrays"]
+__all__ = ["split_files", "check_arrays", "decode_rgb"]
 
 
 def _missing_message(dataset: str, split: str, dirs: Sequence[Path], loader: str, alternative: str,
@@ -116,3 +118,33 @@ def check_arrays(images: np.ndarray, labels: np.ndarray, image_shape: tuple[int,
     if labels.size and labels.max() >= n_classes:
         raise ValueError(f"{where}: labels outside 0..{n_classes - 1} (max {labels.max()})")
     return images, labels
+
+
+def decode_rgb(raw: bytes, where: str, prepare: Callable | None = None) -> np.ndarray:
+    """An image file's bytes decoded with Pillow, converted to RGB (as PyTorch's loaders do).
+
+    Pillow comes with matplotlib (a hard requirement of matplotlib, so of symlib); it is
+    imported on use.
+
+    Args:
+        raw: the file's bytes (any format Pillow reads; the format is told by content).
+        where: what to call the file in error messages (e.g. ``archive:member``).
+        prepare: applied to the RGB :class:`PIL.Image.Image` before conversion to an
+            array (e.g. a resize and crop); ``None`` for none.
+
+    Returns:
+        uint8 ``(height, width, 3)``.
+
+    Raises:
+        ValueError: naming ``where`` if the bytes are not a readable image.
+    """
+    from PIL import Image  # imported on use
+
+    try:
+        with Image.open(io.BytesIO(raw)) as im:
+            im = im.convert("RGB")
+            if prepare is not None:
+                im = prepare(im)
+            return np.asarray(im, dtype=np.uint8)
+    except Exception as e:  # Pillow raises many kinds of errors on bad bytes
+        raise ValueError(f"{where}: not a readable image ({type(e).__name__}: {e})") from None

@@ -24,14 +24,12 @@ against the official file, so it is not enforced. Pass ``md5=`` to
 :func:`load_tiny_imagenet` to check a digest you trust.
 
 **OOD set:** Laurent et al. pair TinyImageNet with Textures (the Describable Textures
-Dataset, Cimpoi et al. 2014: all 5,640 images of its three subsets resized to 64x64).
-``symlib.data`` does not provide Textures; the ResNet-18 experiment therefore reports
-no OOD metrics for TinyImageNet.
+Dataset, Cimpoi et al. 2014: all 5,640 images of its three subsets resized to 64x64),
+loaded by :func:`~symlib.data.load_textures` (``split="all", image_size=64``).
 """
 
 from __future__ import annotations
 
-import io
 import os
 import zipfile
 from pathlib import Path
@@ -39,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from symlib.data.files import ChecksumError, check_choice, md5_file
-from symlib.data.loading import check_arrays, split_files
+from symlib.data.loading import check_arrays, decode_rgb, split_files
 
 __all__ = ["TINY_IMAGENET_CLASSES", "TINY_IMAGENET_SPLITS", "load_tiny_imagenet", "read_tiny_imagenet"]
 
@@ -53,13 +51,7 @@ _IMAGE_SHAPE = (64, 64, 3)
 
 
 def _decode(raw: bytes, where: str) -> np.ndarray:
-    from PIL import Image  # imported on use; Pillow comes with matplotlib
-
-    try:
-        with Image.open(io.BytesIO(raw)) as im:
-            arr = np.asarray(im.convert("RGB"), dtype=np.uint8)
-    except Exception as e:  # Pillow raises many kinds of errors on bad bytes
-        raise ValueError(f"{where}: not a readable image ({type(e).__name__}: {e})") from None
+    arr = decode_rgb(raw, where)
     if arr.shape != _IMAGE_SHAPE:
         raise ValueError(f"{where}: expected a 64x64 image, got shape {arr.shape}")
     return arr

@@ -26,11 +26,13 @@ never runs them). Registered experiments, one set per task (``cifar100``,
   statistics are state, not parameters, and are left out) to the reference, raw and after
   the paper's NS (unit-norm + sorting, :func:`~symlib.symmetry.remove_symmetries`,
   canonicalised chunk by chunk into the store), and by the Table 1 metrics on
-  ``rn18_n_eval`` test images and as many OOD images: SVHN's test set for CIFAR-100 (the
-  paper's fixed 10,000 images); for TinyImageNet the paper's OOD set is Textures (DTD),
-  which ``symlib.data`` does not provide, so its OOD metrics are ``None``.
-- ``rn18_collapse_cifar100``: Sec. 5.1, Fig. 3: the mutual information of two-member
-  ensembles of bank networks on CIFAR-100 (ID) and SVHN (OOD).
+  ``rn18_n_eval`` test images and at most as many OOD images (:func:`ood_images`): SVHN's
+  test set for CIFAR-100 (the paper's fixed 10,000 images), Textures (DTD, all 5,640
+  images of its three subsets at 64x64, :func:`~symlib.data.load_textures`) for
+  TinyImageNet.
+- ``rn18_collapse_<task>``: Sec. 5.1, Fig. 3 (CIFAR-100 vs SVHN) and App. D.2, Fig. 8
+  (TinyImageNet vs Textures): the mutual information of two-member ensembles of bank
+  networks in and out of distribution.
 
 Missing data raise the data module's :class:`~symlib.data.DataNotFoundError` (what was
 searched, and how to get the files). Not reproduced: min-mass and re-basin NS variants
@@ -57,19 +59,15 @@ from symlib.experiments.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS, _singl
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import register, run
 
-#: the ResNet-18 tasks: classes, the image side, the OOD set (``None``: not in symlib.data)
+#: the ResNet-18 tasks: classes, the image side, the OOD set (:func:`ood_images`)
 #: and the authors' recipe (App. B.1; TinyImageNet's weight decay is lost from the paper's
 #: text, 5e-4 is ours)
 TASKS = {
     "cifar100": {"classes": 100, "side": 32, "ood": "svhn", "learning_rate": 0.1, "nesterov": True,
                  "schedule": "step", "weight_decay": 5e-4, "epochs_field": "rn18_epochs_cifar100"},
-    "tiny_imagenet": {"classes": 200, "side": 64, "ood": None, "learning_rate": 0.2, "nesterov": False,
+    "tiny_imagenet": {"classes": 200, "side": 64, "ood": "textures", "learning_rate": 0.2, "nesterov": False,
                       "schedule": "cosine", "weight_decay": 5e-4, "epochs_field": "rn18_epochs_tiny_imagenet"},
 }
-#: why a task has no OOD set
-NO_OOD = {"tiny_imagenet": "the paper's OOD set for TinyImageNet is Textures (DTD, resized to 64x64), which "
-                           "symlib.data does not provide"}
-
 #: Table 1 of Laurent et al. (2024), ResNet-18 blocks (``None``: "/", not run by the authors):
 #: method -> (MMD, NS, Acc, ECE, Brier, AUPR, FPR95, ID MI, OOD MI)
 TABLE1 = {
@@ -151,7 +149,7 @@ def resnet_data(profile: Profile, task: str) -> dict[str, Any]:
 
     Returns:
         ``x_train`` float32 NHWC, ``y_train`` int32, ``x_test``, ``y_test``, ``x_ood``
-        (``None`` for TinyImageNet, see :data:`NO_OOD`), ``mean`` and ``std``.
+        (:func:`ood_images`), ``mean`` and ``std``.
 
     Raises:
         DataNotFoundError: from :mod:`symlib.data` when a dataset is not present and cannot
@@ -171,11 +169,39 @@ def resnet_data(profile: Profile, task: str) -> dict[str, Any]:
     std = xtr.reshape(-1, 3).std(0, dtype=np.float64) / 255.0
     std = np.where(std > 0, std, 1.0)
     scale = lambda x: ((x.astype(np.float32) / 255.0 - mean) / std).astype(np.float32)  # noqa: E731
-    ood = None
-    if TASKS[task]["ood"] == "svhn":
-        ood = scale(data.load_svhn("test")[0][:m])
     return {"x_train": scale(xtr), "y_train": ytr.astype(np.int32), "x_test": scale(xte[:m]),
-            "y_test": yte[:m].astype(np.int32), "x_ood": ood, "mean": mean, "std": std}
+            "y_test": yte[:m].astype(np.int32), "x_ood": scale(ood_images(task, m)), "mean": mean, "std": std}
+
+
+def ood_images(task: str, m: int) -> np.ndarray:
+    """The task's OOD images, at most ``m`` of them, as :mod:`symlib.data` loads them.
+
+    SVHN (CIFAR-100's): the test set, its first ``m`` images (the paper's "fixed set of
+    10,000"). Textures (TinyImageNet's): all 5,640 images of DTD, train, val and test of
+    split 1 concatenated as torch-uncertainty does (App. B.3), resized and centre-cropped
+    to the task's side by :func:`~symlib.data.load_textures`; its lists are sorted by
+    class, so where ``m`` is smaller, ``m`` evenly spaced images are taken.
+
+    Args:
+        task: a key of :data:`TASKS`.
+        m: the most images wanted (``rn18_n_eval``).
+
+    Returns:
+        uint8 ``(min(m, n), side, side, 3)`` for a set of ``n`` images.
+
+    Raises:
+        DataNotFoundError: from :mod:`symlib.data` when the set is not present and cannot be
+            downloaded.
+    """
+    from symlib import data
+
+    if TASKS[task]["ood"] == "svhn":
+        x, spread = data.load_svhn("test")[0], False
+    else:
+        x, spread = data.load_textures("all", image_size=TASKS[task]["side"])[0], True
+    if len(x) <= m:
+        return x
+    return x[np.linspace(0, len(x) - 1, m).round().astype(int)] if spread else x[:m]
 
 
 def resnet_train_config(profile: Profile, task: str, n_train: int):
@@ -337,6 +363,10 @@ def refresh_statistics(stack: dict, x: np.ndarray) -> dict:
 def _bank_config(profile: Profile, task: str) -> dict[str, Any]:
     keys = ("rn18_base_width", "rn18_n_train", "rn18_nets", "rn18_chunk", "rn18_bn_images", TASKS[task]["epochs_field"])
     return {"task": task, **{k: getattr(profile, k) for k in keys}}
+
+
+def _collapse_config(profile: Profile, task: str) -> dict[str, Any]:
+    return {**_bank_config(profile, task), "rn18_n_eval": profile.rn18_n_eval, "pairs": profile.collapse_pairs}
 
 
 def _init_fn(task: str, width: int):
@@ -591,7 +621,7 @@ def resnet_posteriors(profile: Profile, task: str) -> dict[str, Any]:
         task: a key of :data:`TASKS`.
 
     Returns:
-        The artifact: ``metrics[method]`` (OOD metrics NaN without an OOD set),
+        The artifact: ``metrics[method]``,
         ``mmd[variant][method] = {"median", "mean", "max"}``, ``seconds[method]`` and
         ``reference_accuracy``.
     """
@@ -618,13 +648,8 @@ def resnet_posteriors(profile: Profile, task: str) -> dict[str, Any]:
     for name in methods:
         smp = open_weights(where / name)
         p_id = member_probs(smp, d["x_test"], apply_fn=resnet18_apply, batch_size=500)
-        if d["x_ood"] is None:
-            m = uncertainty_metrics(p_id, d["y_test"], p_id)
-            m.update(aupr=np.nan, fpr95=np.nan, mi_ood=np.nan)
-        else:
-            m = uncertainty_metrics(p_id, d["y_test"], member_probs(smp, d["x_ood"], apply_fn=resnet18_apply,
-                                                                   batch_size=500))
-        metrics[name] = m
+        metrics[name] = uncertainty_metrics(p_id, d["y_test"], member_probs(smp, d["x_ood"], apply_fn=resnet18_apply,
+                                                                            batch_size=500))
         for variant, (ref, s) in (("MMD", (reference, smp)),
                                   ("NS", (canon_ref, canonical_weights(smp, where / f"NS-{name}")))):
             r = posterior_mmd(layer_view(ref), layer_view(s))
@@ -647,7 +672,7 @@ def resnet_summary(art: dict[str, Any], task: str) -> dict[str, Any]:
     clean = lambda x: None if x is None or not np.isfinite(x) else float(x)  # noqa: E731
     methods = [m for m in methods_of(task) if m in art["metrics"]]
     summary = {"task": task, "methods": methods, "columns": list(TABLE1_COLUMNS),
-               "ood": TASKS[task]["ood"], "no_ood_reason": NO_OOD.get(task),
+               "ood": TASKS[task]["ood"],
                "metrics": {m: {k: clean(x) for k, x in art["metrics"][m].items()} for m in methods},
                "mmd": {v: {m: {k: clean(x) for k, x in art["mmd"][v][m].items()} for m in methods} for v in art["mmd"]},
                "seconds": {m: float(s) for m, s in art["seconds"].items()},
@@ -661,20 +686,16 @@ def resnet_summary(art: dict[str, Any], task: str) -> dict[str, Any]:
 
 
 def resnet_collapse(profile: Profile, task: str) -> dict[str, Any]:
-    """Sec. 5.1 / Fig. 3: the mean over the test set of the two-member ensemble's mutual
-    information, for ``collapse_pairs`` pairs of bank networks, ID and OOD.
+    """Sec. 5.1 / Fig. 3 (CIFAR-100) and App. D.2 / Fig. 8 (TinyImageNet): the mean over the
+    test set of the two-member ensemble's mutual information, for ``collapse_pairs`` pairs
+    of bank networks, ID and OOD (:func:`ood_images`).
 
     Returns:
         ``pairs`` (bank indices), ``mi_id`` and ``mi_ood`` per pair (nats).
-
-    Raises:
-        ValueError: for a task without an OOD set (:data:`NO_OOD`).
     """
     from symlib.core.resnet import resnet18_apply
     from symlib.evaluation import member_probs, pairwise_mutual_information
 
-    if TASKS[task]["ood"] is None:
-        raise ValueError(f"rn18 functional collapse for {task}: {NO_OOD[task]}")
     bank = bank_weights(profile, task)
     d = resnet_data(profile, task)
     pairs = collapse_pairs(_size(bank), profile.collapse_pairs)
@@ -693,7 +714,11 @@ for _task in TASKS:
              f"Laurent et al. Table 1, {_task} / ResNet-18: posterior estimates against a reference of independently "
              "trained networks (MMD with and without symmetries, uncertainty metrics; GPU)",
              summary=partial(resnet_summary, task=_task))(partial(resnet_posteriors, task=_task))
-register("rn18_collapse_cifar100",
-         lambda p: {**_bank_config(p, "cifar100"), "rn18_n_eval": p.rn18_n_eval, "pairs": p.collapse_pairs},
-         "Laurent et al. Sec. 5.1 / Fig. 3: mutual information of two-member ensembles of bank ResNet-18, "
-         "CIFAR-100 (ID) vs SVHN (OOD) (GPU)", summary=collapse_summary)(partial(resnet_collapse, task="cifar100"))
+#: the figure of each task's functional-collapse panel and its ID / OOD pair, for the registry
+COLLAPSE_FIGURES = {"cifar100": "Sec. 5.1 / Fig. 3: CIFAR-100 (ID) vs SVHN (OOD)",
+                    "tiny_imagenet": "App. D.2 / Fig. 8: TinyImageNet (ID) vs Textures (OOD)"}
+for _task in TASKS:
+    register(f"rn18_collapse_{_task}",
+             partial(_collapse_config, task=_task),
+             f"Laurent et al. {COLLAPSE_FIGURES[_task]}: mutual information of two-member ensembles of bank "
+             "ResNet-18 (GPU)", summary=collapse_summary)(partial(resnet_collapse, task=_task))
