@@ -15,7 +15,7 @@ import pytest
 
 from _helpers import unreachable_url
 from symlib import data
-from symlib.experiments import profiles, registry
+from symlib.experiments import claims, profiles, registry
 from symlib.experiments import posteriors_resnet as pr
 from symlib.experiments.posteriors import TABLE1_COLUMNS
 
@@ -53,6 +53,10 @@ def test_rn18_cifar100_end_to_end_has_every_table1_column(tiny_profile):
         assert 0 <= row["Acc"] <= 100 and row["ID MI"] >= 0 and row["OOD MI"] >= 0
     assert set(summary["mmd"]) == set(pr.VARIANTS) and summary["reference_size"] == 3
     assert set(pr.TABLE1["cifar100"]) == set(summary["methods"])
+    # the paper's claims read this summary (their verdict on a smoke-size run is not the point)
+    outcomes = claims.evaluate("rn18_posteriors_cifar100", summary)
+    assert [o.claim.name for o in outcomes] == ["multi_mode_closer", "ensemble_closest"]
+    assert all(o.detail for o in outcomes)
     # the bank and every method's samples sit in memory-mapped weight stores
     bank = pr.bank_weights(tiny_profile, "cifar100")
     assert isinstance(bank["head"]["kernel"], np.memmap) and bank["head"]["kernel"].shape == (5, 16, 100)

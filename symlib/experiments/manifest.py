@@ -202,7 +202,8 @@ MANIFEST: tuple[Item, ...] = (
     Item("laurent2024", "Figure 3", "pairwise mutual information of 1,000 ResNet-18 on CIFAR-100 (ID) and SVHN "
          "(OOD), and their correlation", "figure",
          paper_value="ID MI has very low variance, OOD MI more; no significant ID/OOD correlation",
-         reason="not attempted: needs 1,000 ResNet-18 trained on CIFAR-100 (a GPU) and SVHN; chapter 13 shows the "
+         chapter="notebooks/13_functional_collapse", experiments=("rn18_collapse_cifar100",),
+         paper_profile="needs CIFAR-100 and SVHN data and a GPU (1,000 ResNet-18); chapter 13 shows the "
                 "OptuNet version (Figure 7)"),
     Item("laurent2024", "Figure 4", "Kendall's tau between successive sorting permutations during training",
          "figure", part="left: OptuNet, MNIST", chapter="notebooks/11_permutation_frequency",
@@ -225,7 +226,8 @@ MANIFEST: tuple[Item, ...] = (
          paper_value="OOD MI more dispersed than ID; some positive ID/OOD correlation"),
     Item("laurent2024", "Figure 8", "functional collapse of ResNet-18 on TinyImageNet / Textures", "figure",
          paper_value="close to Figure 3; weak positive correlation",
-         reason="not attempted: needs ResNet-18 on TinyImageNet (a GPU) and the Textures dataset"),
+         chapter="notebooks/13_functional_collapse", experiments=("rn18_collapse_tiny_imagenet",),
+         paper_profile="needs TinyImageNet and Textures data and a GPU"),
     Item("laurent2024", "Figure 9", "layer-wise marginals of an MLP's weights, with KS p-values, before and after "
          "removing the symmetries", "figure", chapter="notebooks/10_min_mass", experiments=("laurent_mlps",),
          claims=("laurent_mlps:marginals_differ_after",),
@@ -241,10 +243,12 @@ MANIFEST: tuple[Item, ...] = (
          paper_profile="not run: the bank of 1,120 OptuNets (~33 h on 2 CPU cores) and 100 samples per method"),
     Item("laurent2024", "Table 1", "the same block for ResNet-18 on CIFAR-100 (OOD: SVHN)", "table",
          part="CIFAR-100 / ResNet-18", paper_value="single-mode MMD 4.5-9.0, multi-mode 0.6-6.1, DE 0.0",
-         reason="not attempted: needs CIFAR-100 and SVHN data and a GPU (1,000 ResNet-18)"),
+         chapter="notebooks/12_posterior_estimates", experiments=("rn18_posteriors_cifar100",),
+         paper_profile="needs CIFAR-100 and SVHN data and a GPU (1,100 ResNet-18)"),
     Item("laurent2024", "Table 1", "the same block for ResNet-18 on TinyImageNet (OOD: Textures)", "table",
          part="TinyImageNet / ResNet-18", paper_value="single-mode MMD 5.5-9.8, multi-mode 0.5-6.7, DE 0.0",
-         reason="not attempted: needs TinyImageNet and Textures data and a GPU"),
+         chapter="notebooks/12_posterior_estimates", experiments=("rn18_posteriors_tiny_imagenet",),
+         paper_profile="needs TinyImageNet and Textures data and a GPU"),
     Item("laurent2024", "Table 2", "median, mean and max of the layer-wise MMDs with and without symmetries "
          "(App. B.4)", "table", part="MNIST / OptuNet", chapter="notebooks/12_posterior_estimates",
          experiments=("laurent_posteriors",), claims=("laurent_posteriors:multi_mode_closer",),
@@ -254,7 +258,10 @@ MANIFEST: tuple[Item, ...] = (
          paper_profile="not run: the bank of 1,120 OptuNets (~33 h on 2 CPU cores) and 100 samples per method"),
     Item("laurent2024", "Table 2", "the same for CIFAR-100 and TinyImageNet (ResNet-18)", "table",
          part="CIFAR-100 and TinyImageNet / ResNet-18", paper_value="as Table 1's ResNet-18 blocks, with means and maxima",
-         reason="not attempted: needs CIFAR-100, TinyImageNet and a GPU"),
+         chapter="notebooks/12_posterior_estimates",
+         experiments=("rn18_posteriors_cifar100", "rn18_posteriors_tiny_imagenet"),
+         claims=("rn18_posteriors_cifar100:multi_mode_closer", "rn18_posteriors_tiny_imagenet:multi_mode_closer"),
+         paper_profile="needs CIFAR-100 / SVHN, TinyImageNet / Textures data and a GPU"),
 )
 
 
