@@ -505,7 +505,6 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
     Returns:
         Seconds per method.
     """
-    from symlib.core.resnet import resnet18_apply
     from symlib.evaluation import sample_gaussian
     from symlib.inference import (SWAGConfig, categorical_loglik_fn, dropout_samples, fit_swag, fit_vi, kfac_sample,
                                   last_layer_kfac, run_sghmc, swag_sample)
