@@ -253,6 +253,11 @@ if saved_rn is not None:
     display(saved_rn[1])
 
 # %% [markdown]
+# The verdict in the table above is no evidence either way: the two networks of the
+# stand-in are near chance (their accuracies are in the first table), so their "barrier" is
+# the noise of two untrained networks. The reproduction report marks this row "not tested"
+# for the quick profile.
+#
 # **Why the quick profile cannot show it.** A mean-field VI ResNet20 has about 270,000
 # weights (width 1) and learns slowly from its noisy gradients; on two CPU cores one
 # training step at batch 64 on 28 x 28 images takes about 0.3 s, so the budget of a

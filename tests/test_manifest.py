@@ -142,6 +142,8 @@ def test_status_comes_from_the_claims():
     assert manifest.item_status(too_small, {"rebasin_barriers": _barriers(0.001)}, good) == "reproduced (paper profile)"
     row = manifest.report_rows({}, good, [fig1])[0]
     assert row[3] == "[2](02_rebasin_barriers.html)" and row[5] == manifest.NOT_CACHED
+    rn18 = next(i for i in MANIFEST if i.paper == "laurent2024" and i.part == "CIFAR-100 / ResNet-18")
+    assert rn18.paper_only and manifest.report_rows({}, {}, [rn18])[0][5] == manifest.PAPER_ONLY
     assert "1 x H100 (gpu), 2026-01-02" in row[6] and row[7] == "reproduced (paper profile)"
     fig2 = next(i for i in MANIFEST if i.paper == "xiao2023" and i.id == "Figure 2")
     if not any(e in symlib.experiments.SUMMARIES for e in fig2.experiments):

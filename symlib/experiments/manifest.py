@@ -70,6 +70,8 @@ class Item:
         quick_inconclusive: for an item whose quick-profile run is too small to test the
             paper's claim (e.g. networks that stay near chance): why; its claims are then not
             judged on the quick run, and the status says so.
+        paper_only: its experiments run in the paper profile only (no chapter runs them in
+            the quick profile): the quick column says so instead of "not cached".
     """
 
     paper: str
@@ -85,6 +87,7 @@ class Item:
     paper_profile: str = ""
     reason: str = ""
     quick_inconclusive: str = ""
+    paper_only: bool = False
 
     @property
     def label(self) -> str:
@@ -181,7 +184,7 @@ MANIFEST: tuple[Item, ...] = (
     Item("rossi2023", "Table 2", "MLP architecture: three 512-unit Linear-ReLU layers", "setup",
          chapter="notebooks/07_vi_alignment_barriers", paper_value="3 x 512, ReLU"),
     Item("rossi2023", "Table 3", "ResNet20 architecture (16, 32, 64 channels x width, three blocks each)", "setup",
-         experiments=("vi_alignment_resnet20",), paper_value="ResNet20, base features 16",
+         chapter="notebooks/07_vi_alignment_barriers", experiments=("vi_alignment_resnet20",), paper_value="ResNet20, base features 16",
          paper_profile="needs CIFAR-10 data and a GPU"),
     # ------------------------------------------------------------------ Laurent et al. (2024)
     Item("laurent2024", "Figure 1", "posterior of the output weights of 10,000 2-2-1 perceptrons: raw, unit-normed, "
@@ -202,7 +205,7 @@ MANIFEST: tuple[Item, ...] = (
     Item("laurent2024", "Figure 3", "pairwise mutual information of 1,000 ResNet-18 on CIFAR-100 (ID) and SVHN "
          "(OOD), and their correlation", "figure",
          paper_value="ID MI has very low variance, OOD MI more; no significant ID/OOD correlation",
-         chapter="notebooks/13_functional_collapse", experiments=("rn18_collapse_cifar100",),
+         chapter="notebooks/13_functional_collapse", experiments=("rn18_collapse_cifar100",), paper_only=True,
          paper_profile="needs CIFAR-100 and SVHN data and a GPU (1,000 ResNet-18); chapter 13 shows the "
                 "OptuNet version (Figure 7)"),
     Item("laurent2024", "Figure 4", "Kendall's tau between successive sorting permutations during training",
@@ -226,7 +229,7 @@ MANIFEST: tuple[Item, ...] = (
          paper_value="OOD MI more dispersed than ID; some positive ID/OOD correlation"),
     Item("laurent2024", "Figure 8", "functional collapse of ResNet-18 on TinyImageNet / Textures", "figure",
          paper_value="close to Figure 3; weak positive correlation",
-         chapter="notebooks/13_functional_collapse", experiments=("rn18_collapse_tiny_imagenet",),
+         chapter="notebooks/13_functional_collapse", experiments=("rn18_collapse_tiny_imagenet",), paper_only=True,
          paper_profile="needs TinyImageNet and Textures data and a GPU"),
     Item("laurent2024", "Figure 9", "layer-wise marginals of an MLP's weights, with KS p-values, before and after "
          "removing the symmetries", "figure", chapter="notebooks/10_min_mass", experiments=("laurent_mlps",),
@@ -243,11 +246,11 @@ MANIFEST: tuple[Item, ...] = (
          paper_profile="not run: the bank of 1,120 OptuNets (~33 h on 2 CPU cores) and 100 samples per method"),
     Item("laurent2024", "Table 1", "the same block for ResNet-18 on CIFAR-100 (OOD: SVHN)", "table",
          part="CIFAR-100 / ResNet-18", paper_value="single-mode MMD 4.5-9.0, multi-mode 0.6-6.1, DE 0.0",
-         chapter="notebooks/12_posterior_estimates", experiments=("rn18_posteriors_cifar100",),
+         chapter="notebooks/12_posterior_estimates", experiments=("rn18_posteriors_cifar100",), paper_only=True,
          paper_profile="needs CIFAR-100 and SVHN data and a GPU (1,100 ResNet-18)"),
     Item("laurent2024", "Table 1", "the same block for ResNet-18 on TinyImageNet (OOD: Textures)", "table",
          part="TinyImageNet / ResNet-18", paper_value="single-mode MMD 5.5-9.8, multi-mode 0.5-6.7, DE 0.0",
-         chapter="notebooks/12_posterior_estimates", experiments=("rn18_posteriors_tiny_imagenet",),
+         chapter="notebooks/12_posterior_estimates", experiments=("rn18_posteriors_tiny_imagenet",), paper_only=True,
          paper_profile="needs TinyImageNet and Textures data and a GPU"),
     Item("laurent2024", "Table 2", "median, mean and max of the layer-wise MMDs with and without symmetries "
          "(App. B.4)", "table", part="MNIST / OptuNet", chapter="notebooks/12_posterior_estimates",
@@ -259,7 +262,7 @@ MANIFEST: tuple[Item, ...] = (
     Item("laurent2024", "Table 2", "the same for CIFAR-100 and TinyImageNet (ResNet-18)", "table",
          part="CIFAR-100 and TinyImageNet / ResNet-18", paper_value="as Table 1's ResNet-18 blocks, with means and maxima",
          chapter="notebooks/12_posterior_estimates",
-         experiments=("rn18_posteriors_cifar100", "rn18_posteriors_tiny_imagenet"),
+         experiments=("rn18_posteriors_cifar100", "rn18_posteriors_tiny_imagenet"), paper_only=True,
          claims=("rn18_posteriors_cifar100:multi_mode_closer", "rn18_posteriors_tiny_imagenet:multi_mode_closer"),
          paper_profile="needs CIFAR-100 / SVHN, TinyImageNet / Textures data and a GPU"),
 )
@@ -538,6 +541,8 @@ def quick_summaries(profile: str = "quick") -> dict[str, dict[str, Any]]:
 
 
 NOT_CACHED = "quick result not cached"
+#: the quick cell of an item whose experiments only run in the paper profile
+PAPER_ONLY = "paper profile only"
 
 HEADERS = ("paper", "table / figure", "what it shows", "chapter", "the paper's value", "ours (quick profile)",
            "ours (paper profile)", "status")
@@ -584,6 +589,8 @@ def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str,
             mine = "n/a"
         elif not any(e in SUMMARIES for e in item.experiments):
             mine = "in the chapter (its experiments have no summary)"
+        elif item.paper_only:
+            mine = PAPER_ONLY
         elif not any(e in quick for e in item.experiments):
             mine = NOT_CACHED
         else:
