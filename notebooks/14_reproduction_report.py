@@ -33,8 +33,9 @@
 #
 # The status is not written by hand: it is the verdict of the paper's claims as code
 # (`symlib.experiments.claims`, the same checks the chapters assert) on the largest run there
-# is: "reproduced (<profile>)" when every claim about the item holds, "differs (<profile>)"
-# with the claim that fails and our numbers, "not run" when no run of its experiments is
+# is: "reproduced (*profile*)" when every claim about the item holds, "differs (*profile*)"
+# with the claim that fails and our numbers, "not tested" when the only run is too small to
+# test the claim (the reason is given), "not run" when no run of its experiments is
 # available. Illustrations and setup tables have nothing to check; figures whose
 # experiments register no claim yet say so.
 
