@@ -46,7 +46,7 @@ import numpy as np
 from scipy import stats
 
 from symlib import experiments
-from symlib.experiments import plotting
+from symlib.experiments import claims, plotting, report
 from symlib.experiments.profiles import get_profile
 from symlib.symmetry.permutations import cycles, num_transpositions
 from symlib.experiments.report import paper_vs_ours
@@ -194,22 +194,77 @@ paper_vs_ours([
 ], profile.name)
 
 # %% [markdown]
-# The cell below asserts the claims with the tolerances stated in the issue that
-# planned this chapter: $\mathrm{NoT}(P')$ tracks $\mathrm{NoT}(P)$ (correlation above 0.95),
-# distance and barrier increase with NoT (positive rank correlation), NoT along
-# $\lambda$ is flat near both ends and monotone in between, and NoT is stable over
-# training (for the permuted-init pair, the paper's setting).
+# The claims are library functions (`symlib.experiments.claims`, registered in
+# `symlib.experiments.xiao`) with the tolerances stated in the issue that planned this
+# chapter, fixed before any run: $\mathrm{NoT}(P')$ tracks $\mathrm{NoT}(P)$ (Pearson
+# correlation above 0.95); distance and barrier increase with NoT (Spearman correlation
+# above 0.5); NoT along $\lambda$ is 0 at $W_0$, flat near both ends and monotone in between;
+# and NoT is stable over training (it moves by at most 5% of the width, for the
+# permuted-init pair, the paper's setting). A fifth, that $\mathrm{NoT}(P')$ is close to
+# $\mathrm{NoT}(P)$ itself (mean difference at most the same 5%), was added after the
+# paper-scale run below. The cell below evaluates them on our run and the last cell asserts
+# them; the unit tests apply the same functions to every saved paper-scale run in
+# `book/results/`.
+
+# %% tags=["hide-input"]
+outcomes = [o for name, res in (("not_sweep", sweep), ("not_paths", paths))
+            for o in claims.evaluate(name, experiments.SUMMARIES[name](res.artifact))]
+display(claims.claims_table(outcomes, profile.name))
+
+# %% [markdown]
+# ### At the paper's scale
+#
+# The paper's Figure 2 trains 512-unit networks on all of MNIST's training images, for
+# each of the 512 NoT values, 5 times. With Xiao et al.'s training recipe of App. A
+# (Adam, 50 epochs, batch 128; the paper does not state the recipe of Fig. 2) our sweep
+# costs about 43 s per network on 2 CPU cores (training, matching and barriers), so
+# the 2,560 networks would take about 30 hours. The path-and-epochs panel (three
+# networks, 59 s) was run at the paper's settings. For the sweep we ran the largest
+# reduction that fitted this session, labelled as such: the paper's networks, data and
+# training, at 10 NoT values evenly spaced in 0 to 511 and 2 random initialisations
+# (22 networks, 16 minutes). The tables below evaluate the same claim functions on the
+# saved runs (`book/results/`).
+
+# %% tags=["hide-input"]
+display(report.show_saved_run("not_paths", "three 512-unit networks, 50 epochs on 50,000 images: a minute on a CPU"))
+display(report.show_saved_run("not_sweep", "22 trainings of 512-unit networks: about 16 minutes on a CPU",
+                              profile="paper-10nots-2runs"))
+
+# %% [markdown]
+# **What differs at the paper's scale.** Two of the five claims hold: NoT after
+# training still tracks NoT at initialisation (Pearson r = 0.989), and the raw distance and
+# barrier still grow with it (Spearman 0.97 and 0.98), while matching removes the barrier
+# (0.003 nats on average, against up to 0.14 before). But NoT is *not* "almost exactly
+# unaffected by training" in our runs, which is the paper's stronger claim:
+#
+# - two networks started from the same $W_\text{init}$ ($\mathrm{NoT}(P) = 0$) end 172
+#   and 181 transpositions apart, and on average $\mathrm{NoT}(P')$ exceeds
+#   $\mathrm{NoT}(P)$ by 109;
+# - over training, the permuted-init pair keeps its planted 255 transpositions for 4
+#   epochs, then drifts to 362 by epoch 50;
+# - along the path, NoT jumps from 0 to 36 at the first step away from $W_0$.
+#
+# The networks that drift apart this way still lie in one basin: the pairs started from
+# one $W_\text{init}$ have a raw barrier of only 0.001 and 0.003 nats. So after 19,500 Adam
+# steps with different minibatch orders, weight matching re-pairs about a third of the
+# units of two networks that need no re-basin at all; in the
+# quick profile's 700 steps it re-pairs none. We do not know the paper's training length
+# for Fig. 2, and we have not tested which units re-pair; a plausible reading is that
+# units which carry little of the function (rarely active, small outgoing weights) lose
+# their identity first.
+#
+# The claim that NoT$(P')$ is close to NoT$(P)$ itself (`not_nearly_equal`: mean
+# difference at most 5% of the width, the tolerance of the epochs claim) was added after
+# the first paper-scale sweep, because the correlation alone (the chapter's original
+# check) passed on numbers that are far from equal. Each failing claim is registered as a
+# documented difference (`symlib.experiments.claims.difference`, with these numbers), so
+# the unit tests accept exactly these failures on the saved files and no others, and the
+# {doc}`reproduction report <14_reproduction_report>` marks Figure 2 as differing.
 
 # %% tags=["nbval-check-output"]
-assert r_not > 0.95, r_not
-assert rho["distance_raw"] > 0.5 and rho["barrier_raw"] > 0.5, rho
-nl = np.asarray(paths.partner("permuted").not_lambda)
-ends = max(1, len(lam) // 10)
-assert np.all(nl[: ends + 1] == nl[0]) and np.all(nl[-ends - 1:] == nl[-1]), "NoT should be flat near both ends"
-assert nl[0] == 0, "W_lambda at lambda = 0 is W_0 itself"
-assert np.all(steps["permuted"] >= 0), "NoT should not decrease along lambda"
-assert np.ptp(paths.partner("permuted").not_epochs) <= 0.05 * profile.hidden, "NoT should be stable over training"
-print("claims verified: NoT survives training; distance and barrier grow with NoT; NoT monotone along lambda")
+failed = claims.unexpected_failures(outcomes, profile.name)  # every claim, in the quick profile
+assert not failed, [(o.claim.name, o.detail) for o in failed]
+print(f"{len(outcomes)} claim(s) of Xiao et al. verified: " + ", ".join(o.claim.name for o in outcomes if o.holds))
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

@@ -70,6 +70,12 @@ def build_parser(experiment_list: str) -> argparse.ArgumentParser:
     run_p.add_argument("--out", default=None, metavar="DIR",
                        help="also write each experiment's summary as DIR/<name>-<profile>.json with the command, "
                             "device and date (e.g. --out book/results)")
+    run_p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
+                       help="replace a profile field (repeatable), for a run that fits only at a smaller size; "
+                            "needs --label")
+    run_p.add_argument("--label", default=None,
+                       help="the name of the reduced profile made by --set, starting with the base profile's name "
+                            "and a dash (e.g. paper-2runs); results are saved as <name>-<label>.json")
     piece = sub.add_parser(
         "hmc-piece", help="advance Xiao et al.'s HMC run by one piece (state and summaries in DIR)",
         description="Advance Xiao et al.'s full-batch HMC (the hmc experiment's settings, CHAINS x SAMPLES kept "
@@ -147,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     from symlib import experiments
     from symlib.experiments import results
     from symlib.experiments.cache import artifact_paths, cache_dir
-    from symlib.experiments.profiles import get_profile
+    from symlib.experiments.profiles import get_profile, reduced
 
     started = time.time()
     parser = build_parser(experiments.describe())
@@ -163,6 +169,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         profile = get_profile(args.profile)
+        if args.overrides or args.label:
+            if not (args.overrides and args.label):
+                raise ValueError("--set and --label go together: a reduced run must be labelled as such")
+            profile = reduced(profile, args.overrides, args.label)
         unknown = [n for n in args.names if n not in experiments.EXPERIMENTS]
         if unknown:
             raise ValueError(f"unknown experiment(s) {unknown}; see `python -m symlib list`")

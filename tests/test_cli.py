@@ -89,3 +89,52 @@ def test_lookup_never_computes(tmp_path, monkeypatch):
     assert experiments.lookup("tiny", "paper") is None  # another config
     with pytest.raises(ValueError, match="unknown experiment"):
         experiments.lookup("no_such_experiment")
+
+
+def test_run_reduced_profile_is_labelled(tmp_path, monkeypatch, capsys):
+    """--set FIELD=VALUE with --label: the fields replaced, the result saved under the label."""
+    import json
+
+    from symlib import experiments
+
+    seen = []
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(experiments.EXPERIMENTS, "tiny", (lambda p: seen.append(p) or {"value": np.ones(2)},
+                                                         lambda p: {"hidden": p.hidden, "widths": p.align_widths},
+                                                         "a test experiment"))
+    monkeypatch.setitem(experiments.SUMMARIES, "tiny", lambda art: {"total": float(art["value"].sum())})
+    argv = ["run", "tiny", "--profile", "paper", "--set", "hidden=16", "--set", "align_widths=8,16",
+            "--label", "paper-small", "--out", str(tmp_path / "res")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "reduced: hidden=16, align_widths=(8, 16)" in out
+    profile, = seen
+    assert (profile.name, profile.hidden, profile.align_widths, profile.n_train) == ("paper-small", 16, (8, 16), 50_000)
+    record = json.loads((tmp_path / "res" / "tiny-paper-small.json").read_text())
+    assert record["profile"] == "paper-small" and "--set hidden=16" in record["command"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--set", "hidden=16"], "--set and --label go together"),
+    (["--label", "paper-x"], "--set and --label go together"),
+    (["--set", "hidden=16", "--label", "paper"], "must start with 'paper-'"),
+    (["--set", "hidden=16", "--label", "quick-x"], "must start with 'paper-'"),
+    (["--set", "hiden=16", "--label", "paper-x"], "unknown or protected profile field(s) ['hiden']"),
+    (["--set", "name=x", "--label", "paper-x"], "unknown or protected profile field(s) ['name']"),
+    (["--set", "hidden=lots", "--label", "paper-x"], "profile field 'hidden' wants a value of type int"),
+    (["--set", "hmc_adapt=maybe", "--label", "paper-x"], "profile field 'hmc_adapt' wants a value of type bool"),
+    (["--set", "hidden", "--label", "paper-x"], "expected FIELD=VALUE"),
+])
+def test_run_reduced_profile_errors(args, message, capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "mlp_map_pair", "--profile", "paper", *args])
+    assert message in capsys.readouterr().err
+
+
+def test_reduced_profile_values():
+    from symlib.experiments.profiles import reduced
+
+    p = reduced("paper", {"laplace_n_data": "none", "hmc_adapt": "false", "prior_std": "0.5", "bank_recipe": "adam"},
+                "paper-x")
+    assert (p.laplace_n_data, p.hmc_adapt, p.prior_std, p.bank_recipe) == (None, False, 0.5, "adam")
+    assert reduced("quick", ["not_runs=2"], "quick-2runs").not_runs == 2

@@ -1,6 +1,6 @@
 """The LAP solver behind every matching tool (symlib.symmetry.matching._lap).
 
-``lap_solver="auto"`` solves with Jonker-Volgenant (``lap.lapjv``) where the matrix has no
+``lap_solver="auto"`` solves with Jonker-Volgenant (lapx's ``lap.lapjvh``) where the matrix has no
 likely ties and with scipy otherwise; ``"scipy"`` always uses
 ``scipy.optimize.linear_sum_assignment``. Both are exact: the objective must be the
 optimum, and the permutation scipy's wherever the optimum is unique (float matrices) or
@@ -22,7 +22,6 @@ import symlib.symmetry.matching as matching
 from symlib.symmetry.matching import (
     _lap,
     _lap_block,
-    _distinct_best_fraction,
     _ties_likely,
     activation_matching,
     weight_matching,
@@ -36,9 +35,7 @@ pytest.importorskip("lap")
 
 @pytest.fixture(autouse=True)
 def lapjv_calls(monkeypatch):
-    """Send every matrix without likely ties to lapjv (by default only those whose rows' best
-    columns are at least 75% distinct go there, which random test matrices are not), and
-    count the calls."""
+    """Count the matrices sent to Jonker-Volgenant (every square one without likely ties)."""
     calls = []
     real = matching._lapjv
 
@@ -47,7 +44,6 @@ def lapjv_calls(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(matching, "_lapjv", counted)
-    monkeypatch.setattr(matching, "_distinct_best_fraction", lambda C: 1.0)
     return calls
 
 
@@ -86,21 +82,14 @@ def test_lapjv_equals_scipy_on_float_matrices(lapjv_calls):
     assert len(lapjv_calls) >= 40  # all but the nearly constant matrices that count as tied
 
 
-def test_distinct_best_fraction_picks_the_solver(monkeypatch):
-    monkeypatch.undo()  # the real heuristic
+def test_lapjv_is_used_for_float_matrices_and_scipy_for_ties(lapjv_calls):
     rng = np.random.default_rng(7)
-    n = 200
-    assert _distinct_best_fraction(np.eye(n) + 0.01 * rng.standard_normal((n, n))) == 1.0
-    assert _distinct_best_fraction(rng.standard_normal((n, n))) < matching.LAPJV_MIN_DISTINCT
-    calls = []
-    real = matching._lapjv
-    monkeypatch.setattr(matching, "_lapjv", lambda *a, **k: calls.append(1) or real(*a, **k))
-    C = rng.standard_normal((n, n))
-    np.testing.assert_array_equal(_lap(C), _scipy(C))  # far from solved: scipy
-    assert not calls
-    C = 5 * np.eye(n) + rng.standard_normal((n, n))
-    np.testing.assert_array_equal(_lap(C), _scipy(C))  # best columns mostly distinct: lapjv
-    assert calls
+    C = rng.standard_normal((200, 200))
+    np.testing.assert_array_equal(_lap(C), _scipy(C))
+    assert lapjv_calls == [(200, 200)]
+    np.testing.assert_array_equal(_lap(np.round(3 * C)), _scipy(np.round(3 * C)))  # integer-valued: likely ties
+    np.testing.assert_array_equal(_lap(C, lap_solver="scipy"), _scipy(C))
+    assert lapjv_calls == [(200, 200)]
 
 
 def test_many_random_matrices_same_permutation_and_optimum():
@@ -184,7 +173,7 @@ def test_weight_matching_lapjv_same_iterates_as_plain_loop(sizes, lapjv_calls):
     res = weight_matching(7, spec, a, b, num_threads=1)  # every LAP inline, so by lapjv
     assert res.info["lap_solver"] == "lapjv"
     assert len(lapjv_calls) == res.num_solves
-    _assert_same(res, weight_matching(7, spec, a, b))  # concurrent solves on threads use scipy
+    _assert_same(res, weight_matching(7, spec, a, b))  # concurrent solves on threads (lapjv there too)
     res_scipy = weight_matching(7, spec, a, b, lap_solver="scipy")
     assert res_scipy.info["lap_solver"] == "scipy"
     _assert_same(res, res_scipy)

@@ -166,3 +166,18 @@ def test_quick_summaries_never_compute(tmp_path, monkeypatch):
     called = []
     monkeypatch.setattr(symlib.experiments.registry.cache, "cached", lambda *a, **k: called.append(a))
     assert manifest.quick_summaries("quick") == {} and called == []
+
+
+def test_status_lists_every_saved_run_and_documented_reasons(monkeypatch):
+    from symlib.experiments import claims
+
+    fig1 = next(i for i in MANIFEST if i.paper == "xiao2023" and i.id == "Figure 1")
+    record = {"device": "cpu", "date": "2026-01-02"}
+    runs = {"rebasin_barriers": {"paper": {**record, "summary": _barriers(0.001)},
+                                 "paper-small": {**record, "summary": _barriers(0.15)}}}
+    monkeypatch.setattr(claims, "DIFFERENCES", {})
+    claims.difference("rebasin_barriers", "paper-small", "rebasin_removes_barrier", "the small run's nets are too narrow")
+    status = manifest.item_status(fig1, {"rebasin_barriers": _barriers(0.001)}, runs)
+    first, second = status.split(" | ")
+    assert first.startswith("differs (paper-small profile): ") and first.endswith("why: the small run's nets are too narrow")
+    assert second == "reproduced (paper profile)"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from symlib.experiments.claims import CLAIMS, Claim, evaluate
+from symlib.experiments.claims import CLAIMS, Claim, documented_difference, evaluate
 from symlib.experiments.laurent import LAURENT_FIG1_CLAIMS, LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS
 from symlib.experiments.posteriors import APPENDIX_B4_MNIST, TABLE1_MNIST
 from symlib.experiments.rossi import ROSSI_APPC_CLAIMS, ROSSI_SEC51_CLAIMS, ROSSI_VI_SETTINGS
@@ -402,12 +402,14 @@ class Verdict:
         return self.checked > 0 and not self.failed
 
 
-def verdict(item: Item, summaries: Mapping[str, Mapping[str, Any]]) -> Verdict:
+def verdict(item: Item, summaries: Mapping[str, Mapping[str, Any]], profile: str | None = None) -> Verdict:
     """Evaluate :func:`item_claims` on the summaries of one run.
 
     Args:
         item: a manifest item.
         summaries: experiment -> summary of that run (quick, or a saved paper-profile file).
+        profile: the run's profile label: a failed claim with a documented difference for it
+            (:func:`symlib.experiments.claims.difference`) carries the reason.
 
     Returns:
         The :class:`Verdict`.
@@ -426,7 +428,8 @@ def verdict(item: Item, summaries: Mapping[str, Mapping[str, Any]]) -> Verdict:
             if o.claim.name in names:
                 checked += 1
                 if not o.holds:
-                    failed.append(f"{o.claim.statement} (ours: {o.detail})")
+                    why = documented_difference(exp, profile, o.claim.name) if profile else None
+                    failed.append(f"{o.claim.statement} (ours: {o.detail})" + (f"; why: {why}" if why else ""))
     return Verdict(checked, tuple(failed), tuple(missing))
 
 
@@ -474,17 +477,25 @@ def item_status(item: Item, quick: Mapping[str, Mapping[str, Any]],
         return "shown in its chapter; no claim function checks it yet"
     runs: list[tuple[str, Mapping[str, Any]]] = []
     for label in sorted({p for e in item.experiments for p in paper_runs.get(e, {})}, key=lambda p: (p != "paper", p)):
-        runs.append((f"{label} profile", {e: paper_runs[e][label]["summary"] for e in item.experiments
-                                          if label in paper_runs.get(e, {})}))
+        runs.append((label, {e: paper_runs[e][label]["summary"] for e in item.experiments
+                             if label in paper_runs.get(e, {})}))
     if not item.quick_inconclusive:
-        runs.append(("quick profile", quick))
-    for name, summaries in runs:
-        v = verdict(item, summaries)
+        runs.append(("quick", quick))
+    found = []  # the statuses of the saved paper-scale runs, or else of the quick run
+    for label, summaries in runs:
+        if found and label == "quick":
+            break
+        v = verdict(item, summaries, label)
+        name = f"{label} profile"
         if v.checked == 0:
             continue
         if v.failed:
-            return f"differs ({name}): " + "; ".join(v.failed)
-        return f"reproduced ({name}" + (f"; {', '.join(v.missing)} not in this run" if v.missing else "") + ")"
+            found.append(f"differs ({name}): " + "; ".join(v.failed))
+        else:
+            found.append(f"reproduced ({name}" + (f"; {', '.join(v.missing)} not in this run" if v.missing else "")
+                         + ")")
+    if found:  # a difference first: it decides the item's kind in the report
+        return " | ".join(sorted(found, key=lambda f: not f.startswith("differs")))
     if item.quick_inconclusive:
         return f"not tested (quick profile: {item.quick_inconclusive})"
     return "not run"

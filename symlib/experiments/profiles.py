@@ -5,8 +5,10 @@ The active profile is chosen with the environment variable ``SYMLIB_PROFILE``
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import os
+import typing
 from dataclasses import dataclass
 
 ENV_VAR = "SYMLIB_PROFILE"
@@ -374,3 +376,75 @@ def get_profile(name: str | None = None) -> Profile:
             f"valid profiles: {', '.join(sorted(PROFILES))}"
         )
     return PROFILES[key]
+
+
+def _parse_value(field: dataclasses.Field, text: str) -> object:
+    """``text`` as a value of ``field``'s type (int, float, bool, str, tuple of ints, or None where allowed)."""
+    kind = typing.get_type_hints(Profile)[field.name]
+    optional = type(None) in typing.get_args(kind)
+    if optional and text.strip().lower() == "none":
+        return None
+    base = next((a for a in typing.get_args(kind) if a is not type(None)), kind) if optional else kind
+    origin = typing.get_origin(base)
+    try:
+        if origin is tuple:
+            value = ast.literal_eval(text if "," in text else f"({text},)")
+            value = tuple(int(v) for v in (value if isinstance(value, tuple) else (value,)))
+        elif base is bool:
+            if text.strip().lower() not in ("true", "false", "1", "0"):
+                raise ValueError("expected true or false")
+            value = text.strip().lower() in ("true", "1")
+        elif base is int:
+            value = int(text.replace("_", ""))
+        elif base is float:
+            value = float(text)
+        else:
+            value = text
+    except (ValueError, SyntaxError, TypeError) as err:
+        raise ValueError(f"profile field {field.name!r} wants a value of type "
+                         f"{getattr(base, '__name__', base)}, not {text!r} ({err})") from None
+    return value
+
+
+def reduced(base: Profile | str, overrides: typing.Mapping[str, str] | typing.Iterable[str], label: str) -> Profile:
+    """A labelled reduction of a profile: some fields replaced, and a new name saying so.
+
+    Used for runs that fit a machine only at a smaller size (``python -m symlib run NAME
+    --profile paper --set not_runs=2 --label paper-2runs``): the result is saved as
+    ``<name>-<label>.json``, never under the base profile's name.
+
+    Args:
+        base: the profile (or its name) to start from.
+        overrides: ``field -> value`` (values as text, parsed by the field's type), or
+            ``"field=value"`` strings.
+        label: the new profile name; it must start with ``"<base name>-"``.
+
+    Returns:
+        The profile with the fields replaced and ``name=label``.
+
+    Raises:
+        ValueError: for an unknown field, a value of the wrong type, no overrides, or a label
+            that does not start with the base profile's name and a dash.
+    """
+    base = get_profile(base) if isinstance(base, str) or base is None else base
+    if not isinstance(overrides, typing.Mapping):
+        pairs = {}
+        for item in overrides:
+            if "=" not in item:
+                raise ValueError(f"expected FIELD=VALUE, got {item!r}")
+            key, value = item.split("=", 1)
+            pairs[key.strip()] = value.strip()
+        overrides = pairs
+    if not overrides:
+        raise ValueError("a reduced profile needs at least one FIELD=VALUE override")
+    fields = {f.name: f for f in dataclasses.fields(Profile)}
+    unknown = sorted(set(overrides) - set(fields) | ({"name", "description"} & set(overrides)))
+    if unknown:
+        raise ValueError(f"unknown or protected profile field(s) {unknown}; fields: "
+                         f"{', '.join(k for k in fields if k not in ('name', 'description'))}")
+    if not label.startswith(f"{base.name}-") or len(label) <= len(base.name) + 1:
+        raise ValueError(f"the label of a reduction of {base.name!r} must start with {base.name + '-'!r} "
+                         f"and say what was reduced (e.g. {base.name + '-2runs'!r}); got {label!r}")
+    values = {k: _parse_value(fields[k], str(v)) for k, v in overrides.items()}
+    changes = ", ".join(f"{k}={v!r}" for k, v in values.items())
+    return dataclasses.replace(base, name=label, description=f"{base.description}, reduced: {changes}", **values)

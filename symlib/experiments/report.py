@@ -158,7 +158,8 @@ def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | No
     facts = [f"{k} {summary[k]}" if not isinstance(summary[k], float) else f"{k} {summary[k]:.3f}"
              for k in ("nets", "test_accuracy_mean", "test_accuracy_min") if k in summary]
     minutes = "" if record.get("elapsed_s") is None else f", {record['elapsed_s'] / 60:.0f} min"
-    line = (f"{', '.join(facts)}; run on {record['date']}, {record['device']}{minutes}:\n{record['command']}")
+    line = (f"{', '.join(facts) + '; ' if facts else ''}run on {record['date']}, {record['device']}{minutes}:\n"
+            f"{record['command']}")
     outcomes = [o for o in claims.evaluate(name, summary) if keep is None or keep(o.claim.name)]
     return line, claims.claims_table(outcomes, profile)
 

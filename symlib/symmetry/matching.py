@@ -85,23 +85,21 @@ LAP solver
 Every LAP (``_lap``) is solved exactly, by one of two solvers (``lap_solver=`` of every
 matching function):
 
-* ``"auto"`` (default): Jonker-Volgenant, ``lap.lapjv`` from the ``lap`` package (a
-  dependency), where it pays. Its column reduction and augmenting row reduction settle at
-  once the rows whose best column no other row wants, so it is up to several times
-  faster than scipy's shortest augmenting paths in later sweeps, when most rows' best
-  columns are distinct, and slower on the first sweeps of unrelated nets. ``_lap_block``
-  therefore uses it only when at least 75% of the rows' best columns are distinct
-  (``_distinct_best_fraction``, one pass over the matrix), and scipy otherwise. ``lap``
-  misses the optimum when the costs come near its internal ``LARGE = 1e6``, so the
-  matrix is first scaled by a power of two to ``max |C| < 1`` (exact in floating point).
+* ``"auto"`` (default): Jonker-Volgenant, ``lap.lapjvh`` from the ``lapx`` package (a
+  dependency; its hybrid Jonker-Volgenant solver, which releases the GIL). On the cost
+  matrices of the 784-2048x3-10 benchmark it is 1.2-2.5x faster than scipy in the first
+  sweeps and up to 5x in later ones, where most rows' best columns are distinct
+  (benchmarks/README.md). The matrix is first scaled by a power of two to
+  ``max |C| < 1`` (exact in floating point; the ``lap`` package's older ``lapjv`` missed
+  the optimum for costs near its internal ``LARGE = 1e6``, and the scaling costs one pass).
   Matrices whose LAP probably has several optima go to scipy instead: integer-valued
   ones, and those with two rows or two columns equal up to an added constant (duplicated
   or dead units); see ``_ties_likely``.
 * ``"scipy"``: :func:`scipy.optimize.linear_sum_assignment`, the solver of the plain
-  re-basin loop (and the fallback where ``lap`` is not installed, or the matrix is not
-  square). ``lap.lapjv`` holds the GIL, so LAPs solved on worker threads (concurrent
-  independent solves, :func:`weight_matching_many` with ``num_threads > 1``) always use
-  scipy, which releases it.
+  re-basin loop (and the fallback where ``lapx`` is not installed, or the matrix is not
+  square). Both solvers release the GIL, so LAPs solved on worker threads (concurrent
+  independent solves, :func:`weight_matching_many` with ``num_threads > 1``) run in
+  parallel with each other and with the matrix products.
 
 Both are exact, so where the optimum is unique (float costs without exact ties) they give
 the same permutation, and matching the same iterates as with scipy
@@ -134,6 +132,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -146,8 +145,8 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-try:  # Jonker-Volgenant (a dependency; without it every LAP goes to scipy)
-    from lap import lapjv as _lapjv
+try:  # Jonker-Volgenant from lapx (a dependency; without it every LAP goes to scipy)
+    from lap import lapjvh as _lapjv
 except ImportError:  # pragma: no cover
     _lapjv = None
 
@@ -480,7 +479,7 @@ def _check_lap_solver(lap_solver: str) -> str:
 
 
 def _lap_solver_used(lap_solver: str) -> str:
-    """The solver ``lap_solver`` resolves to: ``"lapjv"`` for ``"auto"`` when the ``lap`` package is there."""
+    """The solver ``lap_solver`` resolves to: ``"lapjv"`` (lapx's ``lapjvh``) for ``"auto"`` when ``lapx`` is there."""
     return "lapjv" if lap_solver == "auto" and _lapjv is not None else "scipy"
 
 
@@ -509,43 +508,36 @@ def _ties_likely(C: np.ndarray) -> bool:
     return False
 
 
-#: :func:`_lap_block` uses lapjv when at least this fraction of rows have distinct best columns
-LAPJV_MIN_DISTINCT = 0.75
+_SCRATCH = threading.local()
 
 
-def _distinct_best_fraction(C: np.ndarray) -> float:
-    """Fraction of distinct columns among the rows' best columns (one pass over ``C``).
-
-    A cheap measure of how close ``C`` is to solved by its row maxima. lapjv's initial
-    reductions settle rows whose best column no other row wants at once, so it beats
-    scipy when this is high and loses when it is low. On the 784-2048x3-10 benchmark it
-    is 0.6-0.65 in the first sweep, 0.7-0.75 for ``P_2`` (next to the 10 outputs, where
-    lapjv was no faster), 0.75-0.8 for ``P_0`` and 0.8-0.9 for ``P_1`` in later sweeps
-    (lapjv 1.5-5x faster there).
-    """
-    return len(np.unique(C.argmax(axis=1))) / C.shape[0]
+def _scratch(shape: tuple[int, ...]) -> np.ndarray:
+    """A float64 array of ``shape`` reused by this thread's LAP solves (a fresh 32 MB array per
+    solve at n = 2048 cost more in page faults than the scaling pass itself)."""
+    buf = getattr(_SCRATCH, "buf", None)
+    if buf is None or buf.shape != shape:
+        buf = _SCRATCH.buf = np.empty(shape)
+    return buf
 
 
 def _lap_block(C: np.ndarray, solver: str) -> np.ndarray:
     """Column matched to every row of the square ``C``, maximising ``sum_i C[i, col[i]]``.
 
-    ``solver="lapjv"``: :func:`lap.lapjv` (Jonker-Volgenant with its column reduction and
-    augmenting row reduction, up to several times faster than scipy's solver on matching
-    costs in later sweeps) on ``-C`` scaled by a power of two to ``max |C| < 1`` (exact in
-    floating point; ``lap`` misses the optimum for costs near its ``LARGE = 1e6``), when
-    the rows' best columns are at least 75% distinct (:func:`_distinct_best_fraction`;
-    below that scipy is as fast or faster) and there are no likely ties
-    (:func:`_ties_likely`); otherwise :func:`scipy.optimize.linear_sum_assignment`. Both
-    are exact, so where the optimum is unique (any float cost matrix without exact ties)
-    they return the same permutation.
+    ``solver="lapjv"``: ``lap.lapjvh`` (lapx's hybrid Jonker-Volgenant) on ``-C`` scaled by
+    a power of two to ``max |C| < 1`` (exact in floating point), unless the LAP has likely
+    ties (:func:`_ties_likely`); otherwise :func:`scipy.optimize.linear_sum_assignment`.
+    Both are exact, so where the optimum is unique (any float cost matrix without exact
+    ties) they return the same permutation.
     """
     square = C.shape[0] == C.shape[1] and C.shape[0] > 1
-    if solver == "lapjv" and square and _distinct_best_fraction(C) >= LAPJV_MIN_DISTINCT and not _ties_likely(C):
+    if solver == "lapjv" and square and not _ties_likely(C):
         scale = float(np.abs(C).max())
         if 0.0 < scale < np.inf:
             factor = -np.ldexp(1.0, -int(np.frexp(scale)[1]))  # -2^-e with 2^(e-1) <= scale < 2^e
-            _, col, _ = _lapjv(np.multiply(C, factor), extend_cost=False, return_cost=True)
-            return col.astype(np.int64, copy=False)
+            _, rows, cols = _lapjv(np.multiply(C, factor, out=_scratch(C.shape)), return_cost=True)
+            col = np.empty(C.shape[0], np.int64)
+            col[rows] = cols
+            return col
     _, col = linear_sum_assignment(C, maximize=True)
     return col.astype(np.int64, copy=False)
 
@@ -559,9 +551,9 @@ def _lap(C: np.ndarray, groups: int = 1, lap_solver: str = "auto") -> np.ndarray
     exact optimum over the permutations that keep every unit in its block. ``groups == 1``
     is one plain LAP (bit for bit the unblocked answer).
 
-    ``lap_solver``: ``"auto"`` solves with ``lap.lapjv`` when the ``lap`` package is
-    installed (a dependency of symlib), the matrix is close enough to solved by its row
-    maxima and has no likely ties, else with scipy (:func:`_lap_block`); ``"scipy"`` always uses
+    ``lap_solver``: ``"auto"`` solves with lapx's ``lap.lapjvh`` when ``lapx`` is
+    installed (a dependency of symlib) and the LAP has no likely ties, else with scipy
+    (:func:`_lap_block`); ``"scipy"`` always uses
     :func:`scipy.optimize.linear_sum_assignment`, the solver of the plain re-basin loop.
     """
     solver = _lap_solver_used(lap_solver)
@@ -584,11 +576,9 @@ def _timed_lap(C: np.ndarray, groups: int = 1, lap_solver: str = "auto") -> tupl
 class _LapWorkers:
     """LAP solves inline (one thread) or on a thread pool started on first use.
 
-    scipy's solver releases the GIL, so solves on the pool run concurrently with each
-    other and with the caller's matrix products. ``lap.lapjv`` holds the GIL (it would
-    stall the caller's thread), so solves on the pool always use scipy, and
-    ``lap_solver`` applies to the solves made inline. As a context manager it shuts the
-    pool down (waiting for running solves) on exit.
+    Both solvers release the GIL, so solves on the pool run concurrently with each other
+    and with the caller's matrix products. As a context manager it shuts the pool down
+    (waiting for running solves) on exit.
     """
 
     def __init__(self, num_threads: int, lap_solver: str = "auto"):
@@ -611,8 +601,8 @@ class _LapWorkers:
     def solve_all(self, costs: list[np.ndarray], groups: list[int]) -> list[np.ndarray]:
         """Solve every cost matrix now (``costs[k]`` within ``groups[k]`` blocks, see :func:`_lap`),
         concurrently when there are several and threads to spare."""
-        if len(costs) > 1 and self.num_threads > 1:  # on the pool: scipy (see the class docstring)
-            return list(self._executor().map(functools.partial(_lap, lap_solver="scipy"), costs, groups))
+        if len(costs) > 1 and self.num_threads > 1:
+            return list(self._executor().map(functools.partial(_lap, lap_solver=self.lap_solver), costs, groups))
         return [_lap(C, g, self.lap_solver) for C, g in zip(costs, groups)]
 
     def submit(self, costs: np.ndarray, groups: int = 1) -> Callable[[], list[tuple[np.ndarray, float]]]:
@@ -621,7 +611,7 @@ class _LapWorkers:
         if self.num_threads == 1:
             done = [_timed_lap(C, groups, self.lap_solver) for C in costs]
             return lambda: done
-        futures = [self._executor().submit(_timed_lap, C, groups, "scipy") for C in costs]
+        futures = [self._executor().submit(_timed_lap, C, groups, self.lap_solver) for C in costs]
         return lambda: [f.result() for f in futures]
 
 
@@ -782,16 +772,16 @@ def weight_matching(
         verbose: print J after every sweep.
         tol: stop after the first sweep improving J by at most ``tol * |J|``.
         num_threads: threads for concurrent LAPs (default ``min(4, cpu_count)``).
-        lap_solver: ``"auto"`` (Jonker-Volgenant from the ``lap`` package where it is
-            faster and the LAP has no likely ties, else scipy) or ``"scipy"`` (always
+        lap_solver: ``"auto"`` (Jonker-Volgenant, lapx's ``lapjvh``, where the LAP has no
+            likely ties, else scipy) or ``"scipy"`` (always
             :func:`scipy.optimize.linear_sum_assignment`); both exact, see "LAP solver" in
             the module docstring.
 
     Returns:
         A :class:`MatchResult`: ``apply_permutation(spec, result.perms, params_b)`` is the
         aligned B; ``result.objective`` holds J after each sweep (non-decreasing);
-        ``result.info["lap_solver"]`` is ``"lapjv"`` when lapjv solved the LAPs where it
-        pays (``"auto"`` with ``lap`` installed), else ``"scipy"``.
+        ``result.info["lap_solver"]`` is ``"lapjv"`` when Jonker-Volgenant solved the LAPs
+        (``"auto"`` with ``lapx`` installed), else ``"scipy"``.
 
     Raises:
         ValueError: naming the parameter, when A or B does not fit ``spec``, their shapes
