@@ -227,8 +227,7 @@ display(claims.claims_table(outcomes, profile.name))
 
 # %% tags=["hide-input"]
 display(report.show_saved_run("not_paths", "three 512-unit networks, 50 epochs on 50,000 images: a minute on a CPU"))
-display(report.show_saved_run("not_sweep", "22 trainings of 512-unit networks: about 16 minutes on a CPU",
-                              profile="paper-10nots-2runs"))
+display(report.show_saved_run("not_sweep", "2,560 trainings of 512-unit networks: about 30 hours on a CPU"))
 
 # %% [markdown]
 # **What differs at the paper's scale.** Two of the five claims hold: NoT after

@@ -134,6 +134,14 @@ MANIFEST: tuple[Item, ...] = (
          paper_value=("agreement / TV: HMC q_d " + _t1("HMC q_d") + ", q_r " + _t1("HMC q_r") + "; ensemble q_d "
                       + _t1("Ensemble q_d") + ", q_r " + _t1("Ensemble q_r") + "; VI " + _t1("VI q")),
          paper_profile=NEEDS_GPU_HMC),
+    Item("xiao2023", "Table 1", "test accuracy of the deep ensemble's and VI's predictives, from their own runs "
+         "(the columns of Table 1 that need no HMC)", "table", part="ensemble and VI accuracy",
+         chapter="notebooks/04_compact_representation", experiments=("ensemble", "vi"),
+         keys=("ensemble:accuracy", "vi:accuracy"),
+         paper_value=(f"ensemble {XIAO_TABLE1['accuracy_samples'][3]}%, VI {XIAO_TABLE1['accuracy_samples'][6]}% "
+                      "(predictives' test accuracy)"),
+         quick_inconclusive="its 2,000 training images cannot reach the paper's accuracy; the claim is the "
+                            "paper's number"),
     Item("xiao2023", "Figure 3", "histograms of sigma before and after re-basin (HMC, ensemble, VI); test accuracy "
          "against pruning, with stitched means and variances", "figure", chapter="notebooks/05_merging_and_pruning",
          experiments=("compact_representation",),

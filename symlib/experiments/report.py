@@ -164,23 +164,33 @@ def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | No
     return line, claims.claims_table(outcomes, profile)
 
 
-def show_saved_run(name: str, needs: str, profile: str = "paper", keep=None) -> Table | None:
-    """For a notebook's "paper profile" cell: print the saved run's provenance and return
-    the table of the paper's claims on it; or print that it was not run, and why.
+def show_saved_run(name: str, needs: str, profile: str | None = None, keep=None) -> Table | None:
+    """For a notebook's "paper profile" cell: print the saved runs' provenance and return
+    the table of the paper's claims on them; or print that none was run, and why.
 
     Args:
         name: the experiment.
         needs: what a run needs, printed when none was saved (e.g. "needs a GPU").
-        profile: the saved run's profile label (default ``"paper"``).
+        profile: one saved run's profile label; default: every saved run of the paper profile
+            and its labelled reductions (``paper``, ``paper-...``), the table then with a
+            column naming each row's run.
         keep: optional predicate on claim names (see :func:`saved_run_claims`).
 
     Returns:
         The claims table (shown by Jupyter as the cell's value), or None when not run.
     """
-    saved = saved_run_claims(name, profile, keep)
-    if saved is None:
-        print(f"{profile} profile of {name}: not run ({needs}); run it with\n"
+    from symlib.experiments import results
+
+    labels = [profile] if profile is not None else results.saved_labels(name)
+    saved = [(label, saved_run_claims(name, label, keep)) for label in labels]
+    saved = [(label, s) for label, s in saved if s is not None]
+    if not saved:
+        print(f"{profile or 'paper'} profile of {name}: not run ({needs}); run it with\n"
               f"  python -m symlib run {name} --profile paper --out book/results")
         return None
-    print(f"{profile} profile of {name}: {saved[0]}")
-    return saved[1]
+    for label, (line, _) in saved:
+        print(f"{label} profile of {name}: {line}")
+    if len(saved) == 1:
+        return saved[0][1][1]
+    first = saved[0][1][1]
+    return Table(["run", *first.headers], [(label, *row) for label, (_, table) in saved for row in table.rows])

@@ -130,3 +130,24 @@ def load(name: str, profile: str, directory: Path | None = None) -> dict[str, An
         return json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise ValueError(f"{path} is not valid JSON ({err}); delete it or re-run the experiment") from err
+
+
+def saved_labels(name: str, base: str = "paper", directory: Path | None = None) -> list[str]:
+    """The profile labels of the saved runs of ``name``: ``base`` itself and its labelled
+    reductions (``<base>-...``), ``base`` first, the others in name order.
+
+    Args:
+        name: the experiment's name.
+        base: the base profile (default ``"paper"``).
+        directory: where to look (default: :func:`results_dir`).
+
+    Returns:
+        The labels (empty when none was saved).
+    """
+    folder = Path(directory) if directory is not None else results_dir()
+    labels = []
+    for path in folder.glob(f"{name}-{base}*.json"):
+        label = path.stem[len(name) + 1:]
+        if label == base or label.startswith(f"{base}-"):
+            labels.append(label)
+    return sorted(labels, key=lambda label: (label != base, label))

@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 from symlib.experiments.cache import cached_steps
-from symlib.experiments.claims import claim
+from symlib.experiments.claims import claim, difference
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import ExperimentResult, data_config, load_align_data, pick, register, run
 
@@ -686,3 +686,18 @@ def _vi_costlier(summary: Mapping[str, Any]) -> tuple[bool, str]:
         holds &= w2 > wm
         parts.append(f"{ds} width {summary['widths'][ds][-1]}: {w2:.3f} s vs {wm:.3f} s CPU ({w2 / wm:.2f}x)")
     return holds, "; ".join(parts)
+
+
+# What the reduced paper-scale run found (chapters 07 and 08 show the numbers): registered so
+# that tests/test_claims.py accepts exactly these failures on the saved files.
+_REDUCED = "paper-3widths-16samples"
+for _ds, _naive in (("mnist", "1.78, 1.84, 1.97"), ("fashion_mnist", "1.65, 1.71, 1.74")):
+    difference("vi_alignment", _REDUCED, f"barrier_falls_with_width_{_ds}",
+               f"at the paper's training scale (100 epochs on 50,000 images) the aligned barrier falls with width "
+               f"as the paper says, but the naive one grows slightly (train: {_naive} nats at widths 128, 256, 512), "
+               f"so 'with and without alignment' holds only with it; widths 1,024 and the paper's 128 samples on "
+               f"10,000 images were beyond this CPU run")
+difference("vi_alignment_timings", _REDUCED, "vi_costlier_than_weight_matching",
+           "at width 512 aligning the VI posteriors and matching their means cost about the same CPU time (2.08 vs "
+           "2.28 s on MNIST, 2.50 vs 2.30 s on Fashion-MNIST, one timing each on a shared 2-core CPU): neither "
+           "is clearly more demanding; the paper's widest networks (1,024) were not run")
