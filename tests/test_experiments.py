@@ -65,6 +65,28 @@ def test_not_experiments():
     paths = experiments.run("not_paths", TINY, verbose=False)
     assert paths.partner("permuted").not_lambda[0] == 0
     assert paths.lambdas.shape == (2 * TINY.n_lambdas - 1,) and list(paths.epochs) == list(range(TINY.epochs + 1))
+    # the re-pairing analysis uses the same matchings as the epochs trace: at initialisation the
+    # planted permutation, at the end the last epoch's
+    from symlib.symmetry.permutations import num_transpositions
+
+    rep = paths.artifact["permuted"]["repaired"]
+    assert num_transpositions(rep["m_init"]) == paths.not_p
+    assert num_transpositions(rep["m_final"]) == paths.partner("permuted").not_epochs[-1]
+    summary = paths.repaired()
+    assert summary["units"] == TINY.hidden and 0 <= summary["repaired"] <= TINY.hidden
+    assert summary["dead_repaired"] + summary["dead_kept"] == int(np.sum(rep["active_fraction"] == 0))
+
+
+def test_repaired_units_summary_counts_by_hand():
+    from symlib.experiments.xiao import repaired_units_summary
+
+    rep = {"m_init": np.array([1, 0, 2, 3]), "m_final": np.array([1, 0, 3, 2]),  # units 2 and 3 re-paired
+           "active_fraction": np.array([0.5, 0.4, 0.0, 0.1]), "out_norm": np.array([2.0, 1.0, 0.1, 0.3])}
+    s = repaired_units_summary(rep)
+    assert (s["units"], s["repaired"], s["dead_repaired"], s["dead_kept"]) == (4, 2, 1, 0)
+    assert s["median_active_repaired"] == pytest.approx(0.05) and s["median_active_kept"] == pytest.approx(0.45)
+    assert s["median_out_norm_repaired"] == pytest.approx(0.2)
+    assert (s["active_half"], s["active_half_kept"]) == (2, 2)  # median 0.25: units 0 and 1
 
 
 def test_bnn_n_train_too_large_is_an_error():

@@ -315,6 +315,15 @@ class NoTPathsResult(ExperimentResult):
         """
         return pick(self.partners, name, "partner")
 
+    def repaired(self) -> dict[str, Any]:
+        """Which units of the reference the permuted partner is matched to differently after
+        training than at initialisation, and how active they are: :func:`repaired_units_summary`.
+
+        Raises:
+            KeyError: for an artifact computed before this was recorded.
+        """
+        return repaired_units_summary(self.artifact["permuted"]["repaired"])
+
 
 @dataclass(frozen=True, eq=False)
 class EnsembleResult(ExperimentResult):
@@ -692,11 +701,75 @@ def _not_along_path(spec, w0, w1, lambdas: np.ndarray) -> np.ndarray:
                        for t in lambdas])
 
 
+#: hidden units of the reference counted as *dead* are never active (ReLU output 0) on this
+#: many training images (or all of them, if fewer)
+REPAIRED_ACTIVITY_IMAGES = 10_000
+
+
+def _repaired_units(spec, init_0, init_1, final_0, final_1, x: np.ndarray, epochs: int) -> dict[str, np.ndarray]:
+    """Which units of the reference are matched to another partner after training than at
+    initialisation, with the reference's hidden activity.
+
+    Matches net 1 to net 0 at initialisation (``m_init``) and after training (``m_final``, the
+    same matching as the last entry of :func:`_not_over_training`); unit ``i`` of the reference
+    is *re-paired* when ``m_final[i] != m_init[i]``. ``active_fraction[i]``: the fraction of
+    the first :data:`REPAIRED_ACTIVITY_IMAGES` training images on which the trained reference's
+    hidden unit ``i`` is active; ``out_norm[i]``: the norm of its outgoing weights.
+    """
+    from symlib.core.models import mlp_hidden
+    from symlib.symmetry.matching import weight_matching
+
+    m_init = weight_matching(jax.random.key(0), spec, init_0, init_1).perms["P_0"]
+    m_final = weight_matching(jax.random.key(epochs), spec, final_0, final_1).perms["P_0"]
+    (hidden,) = mlp_hidden(final_0, x[:REPAIRED_ACTIVITY_IMAGES])
+    return {"m_init": np.asarray(m_init), "m_final": np.asarray(m_final),
+            "active_fraction": np.asarray((hidden > 0).mean(0)),
+            "out_norm": np.asarray(np.linalg.norm(np.asarray(final_0["dense_1"]["kernel"]), axis=1))}
+
+
+def repaired_units_summary(rep: Mapping[str, Any]) -> dict[str, Any]:
+    """How the units that weight matching re-pairs over training differ from those it keeps.
+
+    Args:
+        rep: ``m_init``, ``m_final``, ``active_fraction`` and ``out_norm`` (see
+            :func:`_repaired_units`, the ``repaired`` entry of a ``not_paths`` artifact).
+
+    Returns:
+        ``units``; ``repaired`` (count); ``dead_repaired`` / ``dead_kept`` (never active on the
+        images, among re-paired / kept units); ``median_active_repaired`` / ``_kept`` and
+        ``median_out_norm_repaired`` / ``_kept``; ``active_half`` (units active at least as
+        often as the median unit) and ``active_half_kept`` (of them, kept).
+    """
+    moved = np.asarray(rep["m_final"]) != np.asarray(rep["m_init"])
+    act, norm = np.asarray(rep["active_fraction"]), np.asarray(rep["out_norm"])
+    dead = act == 0
+    active_half = act >= np.median(act)
+    med = lambda v, m: float(np.median(v[m])) if m.any() else float("nan")  # noqa: E731
+    return {"units": int(moved.size), "repaired": int(moved.sum()),
+            "dead_repaired": int((dead & moved).sum()), "dead_kept": int((dead & ~moved).sum()),
+            "median_active_repaired": med(act, moved), "median_active_kept": med(act, ~moved),
+            "median_out_norm_repaired": med(norm, moved), "median_out_norm_kept": med(norm, ~moved),
+            "active_half": int(active_half.sum()), "active_half_kept": int((active_half & ~moved).sum())}
+
+
+def describe_repaired(s: Mapping[str, Any]) -> str:
+    """One paragraph of :func:`repaired_units_summary`'s numbers, for a chapter."""
+    if s["repaired"] == 0:
+        return f"none of the {s['units']} units re-paired over training ({s['dead_kept']} never active on the images)"
+    return (f"{s['repaired']} of {s['units']} units re-paired over training; never active on the images: "
+            f"{s['dead_repaired']} of the re-paired, {s['dead_kept']} of the {s['units'] - s['repaired']} kept; "
+            f"median active fraction {s['median_active_repaired']:.3f} (re-paired) vs {s['median_active_kept']:.3f} "
+            f"(kept); median outgoing-weight norm {s['median_out_norm_repaired']:.3f} vs "
+            f"{s['median_out_norm_kept']:.3f}; of the {s['active_half']} more active units, "
+            f"{s['active_half_kept']} kept their partner")
+
+
 def _not_paths_summary(res: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"hidden": int(res["hidden"]), "not_p": int(res["not_p"]),
                            "epochs": int(np.asarray(res["epochs"])[-1]), "lambda": np.asarray(res["lambda"]).tolist()}
     for name in ("permuted", "independent"):
         out[name] = {k: np.asarray(res[name][k]).astype(int).tolist() for k in ("not_epochs", "not_lambda")}
+    out["permuted"]["repaired"] = repaired_units_summary(res["permuted"]["repaired"])
     return out
 
 
@@ -740,6 +813,9 @@ def not_paths(profile: Profile) -> dict[str, Any]:
                                              cfg.epochs),
             "not_lambda": _not_along_path(spec, last(traj["reference"]), last(traj[name]), lambdas),
         }
+    # which units re-pair over training, and how active they are (chapter 3's paper-scale finding)
+    out["permuted"]["repaired"] = _repaired_units(spec, inits["reference"], inits["permuted"], last(traj["reference"]),
+                                                  last(traj["permuted"]), np.asarray(d["x_train"]), cfg.epochs)
     return out
 
 
