@@ -166,7 +166,7 @@ display(claims.claims_table(outcomes, profile.name))
 display(report.show_saved_run("functional_collapse", "a bank of 1,000 OptuNets: about 33 hours on a CPU"))
 
 # %% [markdown]
-# **What the reduced paper-scale run shows** (`paper-24nets`, 57 minutes on 2 CPU cores).
+# **What the reduced paper-scale run shows** (`paper-24nets`, 57 minutes on 2 CPU cores shared with other jobs).
 # 21 of the 24 OptuNets trained past chance (test accuracy at least 15%; the other three
 # stayed at chance, which this 355-parameter network with its 3-unit bottleneck
 # sometimes does), giving 210 pairs. Both of the paper's OptuNet statements hold in
