@@ -362,7 +362,8 @@ if saved:
 
 # %% [markdown]
 # The ReLU MLPs of App. D.3 at the paper profile's size (784-128-128-10, the same recipe and
-# data), with 64 networks instead of the profile's 256, likewise run on the CPU and saved:
+# data), likewise run on the CPU and saved: all 256 networks of the paper profile, and an
+# earlier reduction to 64 networks:
 
 # %% tags=["hide-input"]
 display(report.show_saved_run("laurent_mlps", "256 MLPs x 60 epochs: about 2 hours on a CPU",
