@@ -4,7 +4,7 @@
 Run from the repository root:
 
     .venv/bin/python benchmarks/bench_matching.py --quick   # ~15 s (+ the ResNet20 x4 pair)
-    .venv/bin/python benchmarks/bench_matching.py           # ~2-3 min: adds 784-2048x3-10, 1000 samples
+    .venv/bin/python benchmarks/bench_matching.py           # ~3-4 min: adds 784-2048x3-10 (best of 3), 1000 samples
 
 Everything runs in one process and every speed-up is printed as a ratio to a baseline
 timed in the same process (the machine may be shared, absolute times are noisy). Part 1
@@ -118,6 +118,11 @@ def time_pair(label: str, spec, a, b, repeats: int, key):
         if rel > 1e-6:
             print("  NOTE: objectives differ by more than 1e-6: a near-tie in some LAP was broken "
                   "differently by float rounding, and the two runs went to different local optima.")
+    if repeats > 1:
+        print("  each repeat, baseline/ours (" + res.info["lap_solver"] + " LAP): "
+              + ", ".join(f"{b / o:.2f}x" for b, o in zip(t_base, t_ours))
+              + "  (baseline s: " + ", ".join(f"{b:.2f}" for b in t_base)
+              + "; ours s: " + ", ".join(f"{o:.2f}" for o in t_ours) + ")")
     print(f"  J(identity) = {res.initial_objective:.4f}; lapjv over scipy LAP time: "
           f"{res_s.solver_time / max(res.solver_time, 1e-12):.2f}x")
     return tb / to
@@ -206,6 +211,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="skip the 2048-wide net; 200 samples for many-to-one")
     ap.add_argument("--repeats", type=int, default=None, help="repeats of the small pair benchmarks (best of)")
+    ap.add_argument("--repeats-large", type=int, default=3,
+                    help="repeats of the 784-2048x3-10 pair (best of; default 3, about 40 s each)")
     ap.add_argument("--samples", type=int, default=None, help="stack size for the many-to-one benchmark")
     ap.add_argument("--loop-samples", type=int, default=None, help="samples timed in the per-sample loop")
     args = ap.parse_args(argv)
@@ -221,7 +228,7 @@ def main(argv=None):
     bench_pair([784, 512, 512, 512, 10], repeats)
     bench_resnet20_pair(4, repeats)
     if not args.quick:
-        bench_pair([784, 2048, 2048, 2048, 10], 1)
+        bench_pair([784, 2048, 2048, 2048, 10], args.repeats_large)
     print("\n== 2. many-to-one: weight_matching_many vs a per-sample loop of weight_matching ==")
     bench_many([784, 512, 10], m, loop_m, repeats)
     print(f"\ntotal benchmark time {time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.2f} at end")

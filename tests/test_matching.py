@@ -14,6 +14,7 @@ from symlib.symmetry import permutations as P
 from symlib.symmetry.matching import (
     MatchResult,
     _CostCache,
+    _c_contiguous,
     _build_terms,
     _independent_runs,
     activation_matching,
@@ -322,6 +323,16 @@ def test_one_hidden_layer_skips_the_confirming_solve():
     res = weight_matching(0, spec, A, B)
     assert res.sweeps == 2 and res.num_solves == 1 and res.num_skipped == 1
     assert res.objective[0] == res.objective[1]
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 3), (33, 70), (64, 64), (100, 31)])
+def test_c_contiguous_copies_transposed_views_exactly(shape):
+    w = np.random.default_rng(0).standard_normal(shape)
+    for view in (w.T, w, w[:, ::2], w.T[::3]):
+        out = _c_contiguous(view, block=8)
+        assert out.flags.c_contiguous and out.dtype == view.dtype
+        np.testing.assert_array_equal(out, view)
+    assert _c_contiguous(w) is w  # already C-contiguous: no copy
 
 
 def test_incremental_costs_match_fresh_costs():

@@ -68,7 +68,9 @@ Exact accelerations used here (same iterates as the plain loop, up to float roun
    kernel, the output kernel) are computed once. For the others, ``C`` is cached and,
    when a dependency changed in only k of its entries, updated by a rank-k product
    ``A[:, ch] @ (B[:, new[ch]] - B[:, old[ch]]).T`` (``O(n^2 k)`` instead of
-   ``O(n^2 rest)``); it is recomputed from scratch when more than half the columns moved.
+   ``O(n^2 rest)``; the moved columns of all terms in one product, written into a reused
+   buffer); a cost with a single variable term is recomputed from scratch when more than
+   half its columns moved.
 3. *Concurrent independent solves.* Consecutive permutations of a sweep's order that do
    not depend on each other (``P_0`` and ``P_2`` of an MLP) are solved on two threads.
 4. *J by gains.* J is computed once; then each accepted LAP adds its gain
@@ -404,6 +406,19 @@ class _Term:
         return np.broadcast_to(idx, (c,) + self.rest_shape).reshape(c, -1)
 
 
+def _c_contiguous(M: np.ndarray, block: int = 32) -> np.ndarray:
+    """A C-contiguous copy of the 2-D ``M`` (``M`` itself if it is one). A transposed view is
+    copied in blocks of ``block`` rows of its source: at 2048 x 2048 this takes 8 ms, against
+    28 ms for ``np.ascontiguousarray``, whose element order strides through memory."""
+    if M.flags.c_contiguous or M.ndim != 2 or not M.flags.f_contiguous:
+        return np.ascontiguousarray(M)
+    src = M.T  # C-contiguous
+    out = np.empty(M.shape, M.dtype)
+    for i in range(0, src.shape[0], block):
+        out[:, i:i + block] = src[i:i + block].T
+    return out
+
+
 def _build_terms(spec: PermutationSpec, shapes: Mapping[str, tuple]) -> dict[str, list[_Term]]:
     terms: dict[str, list[_Term]] = {}
     for name, where in spec.perm_to_axes.items():
@@ -483,7 +498,7 @@ def _lap_solver_used(lap_solver: str) -> str:
     return "lapjv" if lap_solver == "auto" and _lapjv is not None else "scipy"
 
 
-def _ties_likely(C: np.ndarray) -> bool:
+def _ties_likely(C: np.ndarray, scale: float | None = None) -> bool:
     """Whether the LAP on the square ``C`` probably has several optima: ``C`` is integer-valued,
     or two rows (two columns) are equal up to an added constant, e.g. duplicated or dead units.
 
@@ -491,21 +506,37 @@ def _ties_likely(C: np.ndarray) -> bool:
     leaves such matrices to scipy, whose answer the plain Git Re-Basin loop gives. The
     test is conservative: rows (columns) are projected on a fixed random vector summing to
     zero (blind to added constants), and projections agreeing to within the rounding error
-    of the projection count as equal. Cost: two matrix-vector products.
+    of the projection count as equal. Cost: two matrix-vector products. ``scale``:
+    ``max |C|`` when the caller has it.
     """
     n = C.shape[0]
     if n < 2:
         return False
+    if scale is None:
+        scale = _abs_max(C)
     if np.array_equal(C[0], np.round(C[0])) and np.array_equal(C[:, 0], np.round(C[:, 0])) \
-            and np.array_equal(C, np.round(C)) and np.abs(C).max() < 2.0**52:  # (every larger float is whole)
+            and np.array_equal(C, np.round(C)) and scale < 2.0**52:  # (every larger float is whole)
         return True
-    g = np.random.default_rng(0).standard_normal(n)
-    g -= g.mean()
-    tol = 64 * np.finfo(np.float64).eps * float(np.abs(C).max()) * float(np.abs(g).sum())
+    g = _projection(n)
+    tol = 64 * np.finfo(np.float64).eps * scale * float(np.abs(g).sum())
     for h in (C @ g, g @ C):
         if np.min(np.diff(np.sort(h))) <= tol:
             return True
     return False
+
+
+def _abs_max(C: np.ndarray) -> float:
+    """``max |C|`` without an n x n temporary."""
+    return max(float(C.max()), -float(C.min()))
+
+
+@functools.lru_cache(maxsize=8)
+def _projection(n: int) -> np.ndarray:
+    """The fixed random vector of :func:`_ties_likely` (zero sum; read-only)."""
+    g = np.random.default_rng(0).standard_normal(n)
+    g -= g.mean()
+    g.flags.writeable = False
+    return g
 
 
 _SCRATCH = threading.local()
@@ -530,11 +561,11 @@ def _lap_block(C: np.ndarray, solver: str) -> np.ndarray:
     ties) they return the same permutation.
     """
     square = C.shape[0] == C.shape[1] and C.shape[0] > 1
-    if solver == "lapjv" and square and not _ties_likely(C):
-        scale = float(np.abs(C).max())
-        if 0.0 < scale < np.inf:
+    if solver == "lapjv" and square:
+        scale = _abs_max(C)
+        if 0.0 < scale < np.inf and not _ties_likely(C, scale):
             factor = -np.ldexp(1.0, -int(np.frexp(scale)[1]))  # -2^-e with 2^(e-1) <= scale < 2^e
-            _, rows, cols = _lapjv(np.multiply(C, factor, out=_scratch(C.shape)), return_cost=True)
+            rows, cols = _lapjv(np.multiply(C, factor, out=_scratch(C.shape)), return_cost=False)
             col = np.empty(C.shape[0], np.int64)
             col[rows] = cols
             return col
@@ -630,9 +661,16 @@ class _Tally:
 
 
 class _CostCache:
-    """Cost matrices of one pair (A, B), with constant parts precomputed and low-rank updates."""
+    """Cost matrices of one pair (A, B), with constant parts precomputed and low-rank updates.
 
-    #: recompute from scratch when more than this fraction of a cost's columns moved
+    Every variable term (a parameter whose other axes carry other permutations) is kept up
+    to date on its own: when k of its columns moved since the cost was last computed, the
+    cached cost gets the rank-k product of those columns (a cost with a single variable
+    term is recomputed when more than half of them moved).
+    """
+
+    #: a cost with one variable term is recomputed from scratch when more than this
+    #: fraction of the term's columns moved
     FULL_FRACTION = 0.5
 
     def __init__(self, terms: Mapping[str, list[_Term]], fa: Mapping, fb: Mapping):
@@ -641,38 +679,60 @@ class _CostCache:
         self.var: dict[str, list[tuple[_Term, np.ndarray, np.ndarray]]] = {}
         for name, ts in terms.items():
             n = ts[0].n
-            const = np.zeros((n, n))
-            var = []
+            var, const_a, const_b = [], [], []
             for t in ts:
-                A = np.ascontiguousarray(t.mat(fa[t.path]).T)  # (rest, n)
-                B = np.ascontiguousarray(t.mat(fb[t.path]).T)  # (rest, n)
+                A, B = t.mat(fa[t.path]).T, t.mat(fb[t.path]).T  # (rest, n)
                 if t.variable:
-                    var.append((t, A, B))
-                else:
-                    const += A.T @ B
-            self.const[name] = const
+                    var.append((t, _c_contiguous(A), _c_contiguous(B)))
+                else:  # all constant terms in one product
+                    const_a.append(A)
+                    const_b.append(B)
+            self.const[name] = np.concatenate(const_a).T @ np.concatenate(const_b) if const_a else np.zeros((n, n))
             self.var[name] = var
+        #: name -> (cost matrix, the column sources of each variable term it was computed for)
         self.cache: dict[str, tuple[np.ndarray, list[np.ndarray]]] = {}
+        self._buffers: dict[tuple[int, ...], np.ndarray] = {}
+
+    def _buffer(self, shape: tuple[int, ...]) -> np.ndarray:
+        if shape not in self._buffers:
+            self._buffers[shape] = np.empty(shape)
+        return self._buffers[shape]
 
     def cost(self, name: str, perms: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The cost matrix of ``name`` for the permutations ``perms`` (cached, updated in place)."""
         var = self.var[name]
-        srcs = [t.colsrc(perms) for t, _, _ in var]
-        if name in self.cache:
-            C, old = self.cache[name]
-            changed = [np.flatnonzero(s != o) for s, o in zip(srcs, old)]
-            moved = sum(len(ch) for ch in changed)
-            if moved == 0:
-                return C
-            if moved <= self.FULL_FRACTION * sum(t.m for t, _, _ in var):
-                for (t, A, B), ch, s, o in zip(var, changed, srcs, old):
-                    if len(ch):
-                        C += A[ch].T @ (B[s[ch]] - B[o[ch]])
-                self.cache[name] = (C, [np.array(s, copy=True) for s in srcs])
-                return C
-        C = self.const[name].copy()
-        for (t, A, B), s in zip(var, srcs):
-            C += A.T @ B[s]
-        self.cache[name] = (C, [np.array(s, copy=True) for s in srcs])
+        if name not in self.cache:
+            srcs = [t.colsrc(perms) for t, _, _ in var]
+            C = self.const[name].copy()
+            for (t, A, B), s in zip(var, srcs):
+                C += np.matmul(A.T, B[s], out=self._buffer(C.shape))
+            self.cache[name] = (C, [np.array(s, copy=True) for s in srcs])
+            return C
+        return self._update(name, perms)
+
+    def _update(self, name: str, perms: Mapping[str, np.ndarray]) -> np.ndarray:
+        C, old = self.cache[name]
+        var = self.var[name]
+        xs, ds = [], []  # the moved columns' rows of A and differences of B, over the terms
+        for k, (t, A, B) in enumerate(var):
+            s = t.colsrc(perms)
+            ch = np.flatnonzero(s != old[k])
+            if not len(ch):
+                continue
+            if len(var) == 1 and len(ch) > self.FULL_FRACTION * t.m:
+                np.matmul(A.T, B[s], out=C)
+                C += self.const[name]
+            else:
+                D = B[s[ch]]
+                D -= B[old[k][ch]]
+                xs.append(A[ch])
+                ds.append(D)
+            old[k] = np.array(s, copy=True)
+        if xs:
+            # one product for all terms, into a reused buffer: a fresh n x n temporary per
+            # update cost more in page faults than a rank-20 product at n = 2048
+            X, D = (xs[0], ds[0]) if len(xs) == 1 else (np.concatenate(xs), np.concatenate(ds))
+            C += np.matmul(X.T, D, out=self._buffer(C.shape))
         return C
 
 
@@ -1184,7 +1244,7 @@ class _ManyProblem:
     deps: dict[str, tuple[str, ...]]
     ref: dict[str, np.ndarray]  # reference, float64
     stack: dict[str, np.ndarray]  # stack, its own dtype, leading axis m
-    ref_mats: dict[tuple[str, int], np.ndarray]  # (n, rest) per term, product dtype
+    ref_mats: dict[str, np.ndarray]  # (n, total rest) per permutation: its terms side by side, product dtype
     dtype: np.dtype  # of the matrix products
     m: int
     linear: bool  # J tracked by LAP gains (see _is_linear)
@@ -1198,8 +1258,8 @@ class _ManyProblem:
         _check_finite_params(stack, "params_stack")
         terms = _build_terms(spec, {p: ref[p].shape for p in ref})
         dtype = np.dtype(precision)
-        ref_mats = {(t.path, t.axis): np.ascontiguousarray(t.mat(ref[t.path]), dtype=dtype)
-                    for ts in terms.values() for t in ts}
+        ref_mats = {name: np.concatenate([t.mat(ref[t.path]) for t in ts], axis=1).astype(dtype, copy=False)
+                    for name, ts in terms.items()}
         m = int(next(iter(stack.values())).shape[0]) if stack else 0
         deps = _deps(terms)
         return cls(spec, list(spec.perm_names), sizes, terms, deps, ref, stack, ref_mats, dtype, m, _is_linear(deps))
@@ -1224,22 +1284,22 @@ class _ManyProblem:
     def chunk_costs(self, name: str, perms: Mapping[str, np.ndarray], rows: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Cost matrices of ``name`` for the samples ``rows``, written into ``out`` ``(len(rows), n, n)``.
 
-        One BLAS gemm per (sample, term): on CPU as fast as any batched form we tried
-        (numpy's stacked matmul is ~4x slower, jax.vmap in float32 ~ numpy float32).
+        One BLAS gemm per sample, written into ``out``: the sample's terms (permuted by the
+        other permutations) are copied side by side into one ``(n, total rest)`` matrix, in
+        the product dtype, to match :attr:`ref_mats`. On CPU this is as fast as any batched
+        form we tried (numpy's stacked matmul is ~4x slower, jax.vmap in float32 ~ numpy
+        float32).
         """
-        for k, t in enumerate(self.terms[name]):
-            A = self.ref_mats[(t.path, t.axis)]
-            leaf = self.stack[t.path]
-            src = t.colsrc_batch(perms, rows) if t.variable else None
-            for j, s in enumerate(rows):
-                Bs = t.mat(leaf[s])  # (n, rest) view, stack dtype
-                if src is not None:
-                    Bs = np.take(Bs, src[j], axis=1)
-                prod = A @ Bs.astype(self.dtype, copy=False).T
-                if k == 0:
-                    out[j] = prod
-                else:
-                    out[j] += prod
+        A = self.ref_mats[name]
+        ts = self.terms[name]
+        srcs = [t.colsrc_batch(perms, rows) if t.variable else None for t in ts]
+        bounds = np.cumsum([0] + [t.m for t in ts])
+        Bcat = np.empty(A.shape, self.dtype)
+        for j, s in enumerate(rows):
+            for t, src, lo, hi in zip(ts, srcs, bounds[:-1], bounds[1:]):
+                Bs = t.mat(self.stack[t.path][s])  # (n, rest) view, stack dtype
+                Bcat[:, lo:hi] = Bs if src is None else np.take(Bs, src[j], axis=1)
+            np.matmul(A, Bcat.T, out=out[j])
         return out
 
 
