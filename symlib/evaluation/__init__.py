@@ -45,6 +45,14 @@ from symlib.evaluation.summaries import (  # noqa: F401
     vector_to_tree,
 )
 from symlib.evaluation.running import RunningMoments  # noqa: F401
+from symlib.evaluation.stats import (  # noqa: F401
+    bootstrap_interval,
+    difference_interval,
+    mantel_test,
+    mean_interval,
+    proportion_interval,
+    repeat_spread,
+)
 from symlib.evaluation.pruning import (  # noqa: F401
     keep_mask,
     num_kept,

@@ -1,34 +1,178 @@
-"""The papers' claims as code.
+"""The papers' claims as code, each judged with its uncertainty.
 
 A claim is a function of an experiment's *summary* (the small JSON-able dict that
 ``SUMMARIES[name]`` makes from an artifact, and that ``python -m symlib run NAME --out``
-saves under ``book/results/``). It returns whether the claim holds and a one-line detail
-with the numbers. Because claims read summaries, the same check runs on
+saves under ``book/results/``). It returns :class:`Evidence`: an effect size, its interval
+over the independent units (seeds, network pairs, networks, repeats), the threshold read
+from :mod:`symlib.experiments.thresholds`, and a one-line detail with the numbers. The
+verdict follows from those (:class:`Verdict`): *holds* only when the whole interval lies on
+the paper's side of the threshold, so noise alone, or a single pair of networks, never
+gives "holds".
 
-* the quick-profile result inside a notebook (:func:`check_result`), and
+Because claims read summaries, the same check runs on
+
+* the quick-profile result inside a notebook (:func:`evaluate`, :func:`claims_table`), and
 * every paper-profile file in ``book/results/`` (``tests/test_claims.py``),
 
 so a paper-scale run that contradicts a claim fails CI instead of sitting silently beside it.
 
 Claims are registered by the paper modules with :func:`claim`, next to the experiments
 they judge; each names its source (paper, section, figure) and states the claim as the
-paper does, fixed before looking at our numbers.
+paper does.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import enum
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from symlib.experiments.registry import SUMMARIES
 from symlib.experiments.report import Table
+from symlib.experiments.thresholds import Threshold
 
 Summary = Mapping[str, Any]
-Check = Callable[[Summary], tuple[bool, str]]
 
-__all__ = ["Claim", "ClaimOutcome", "CLAIMS", "DIFFERENCES", "claim", "difference", "documented_difference", "evaluate",
-           "unexpected_failures",
-           "check_summary", "check_result", "claims_table"]
+__all__ = ["Claim", "ClaimOutcome", "Evidence", "Verdict", "CLAIMS", "DIFFERENCES", "claim", "difference",
+           "documented_difference", "evaluate", "unexpected_failures", "check_summary", "check_result",
+           "claims_table", "exact", "mean_of_units", "bootstrap_of_units", "share_of_units", "not_tested",
+           "interval_evidence", "verdict_counts"]
+
+
+class Verdict(str, enum.Enum):
+    """A claim's verdict on one summary."""
+
+    HOLDS = "holds"
+    SAME_DIRECTION = "same direction, not significant"
+    DIFFERS = "differs"
+    NOT_TESTED = "not tested"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a claim found on one summary.
+
+    Attributes:
+        effect: the effect size, in the threshold's units.
+        low: lower end of its interval over the independent units (``effect`` for an exact,
+            worst-case quantity; ``-inf`` when one unit gives no interval).
+        high: upper end.
+        threshold: the registered threshold (:data:`symlib.experiments.thresholds.THRESHOLDS`).
+        units: what the interval is over, e.g. ``"3 network pairs"`` or ``"all 16 networks
+            (worst case)"``.
+        detail: the numbers behind the verdict, in one line.
+        untested: why the summary cannot test the claim (then the verdict is "not tested").
+    """
+
+    effect: float
+    low: float
+    high: float
+    threshold: Threshold
+    units: str
+    detail: str
+    untested: str | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.threshold, Threshold):
+            raise TypeError(f"Evidence needs a registered Threshold, got {type(self.threshold).__name__}")
+        if self.untested is None:
+            if not math.isfinite(self.effect):
+                raise ValueError(f"{self.threshold.key}: the effect is {self.effect} (not finite); "
+                                 "say why with not_tested() instead")
+            if math.isnan(self.low) or math.isnan(self.high) or not self.low <= self.effect <= self.high:
+                raise ValueError(f"{self.threshold.key}: interval [{self.low}, {self.high}] does not contain the "
+                                 f"effect {self.effect}")
+
+    @property
+    def verdict(self) -> Verdict:
+        """Holds when the whole interval is beyond the threshold, same direction when only
+        the estimate is, differs otherwise; not tested when ``untested`` is set."""
+        if self.untested is not None:
+            return Verdict.NOT_TESTED
+        t = self.threshold
+        if not t.beyond(self.effect):
+            return Verdict.DIFFERS
+        near = self.low if t.direction == "above" else self.high
+        return Verdict.HOLDS if t.beyond(near) else Verdict.SAME_DIRECTION
+
+    def interval_text(self) -> str:
+        """``"0.41 [0.3, 0.52] over 3 network pairs"``, or the exact value with its units."""
+        if self.untested is not None:
+            return "not tested"
+        if self.low == self.effect == self.high:
+            return f"{self.effect:.3g} ({self.units})"
+        return f"{self.effect:.3g} [{self.low:.3g}, {self.high:.3g}] over {self.units}"
+
+
+def exact(effect: float, threshold: Threshold, units: str, detail: str) -> Evidence:
+    """Evidence from a quantity with no sampling noise at the claim's level: a worst case over
+    every unit (largest logit change, smallest share), or a count over all units.
+
+    Args:
+        effect: the quantity.
+        threshold: the registered threshold.
+        units: what it is over, e.g. ``"all 256 networks (worst case)"``.
+        detail: the numbers.
+    """
+    return Evidence(float(effect), float(effect), float(effect), threshold, units, detail)
+
+
+def interval_evidence(effect: float, low: float, high: float, threshold: Threshold, units: str,
+                      detail: str) -> Evidence:
+    """Evidence from an effect and an interval computed by the caller (a permutation test's
+    bound, a bootstrap over networks, ...)."""
+    return Evidence(float(effect), float(low), float(high), threshold, units, detail)
+
+
+def mean_of_units(values: Sequence[float], threshold: Threshold, units: str, detail: str) -> Evidence:
+    """Evidence from the mean of one value per independent unit, with its Student-t interval
+    at the threshold's level (:func:`symlib.evaluation.stats.mean_interval`).
+
+    Args:
+        values: one value per unit (a network pair, a seed, a network).
+        threshold: the registered threshold.
+        units: the units' name in the plural, e.g. ``"network pairs"``; the count is added.
+        detail: the numbers.
+    """
+    from symlib.evaluation.stats import mean_interval
+
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    m, lo, hi = mean_interval(v, threshold.level)
+    return Evidence(m, lo, hi, threshold, f"{v.size} {units}", detail)
+
+
+def bootstrap_of_units(values: Sequence[float] | np.ndarray, statistic: Callable[[np.ndarray], float],
+                       threshold: Threshold, units: str, detail: str, seed: int = 0) -> Evidence:
+    """Evidence from a statistic of the units and its percentile-bootstrap interval
+    (:func:`symlib.evaluation.stats.bootstrap_interval`); ``values`` has one row per unit."""
+    from symlib.evaluation.stats import bootstrap_interval
+
+    v = np.asarray(values, dtype=np.float64)
+    est, lo, hi = bootstrap_interval(v, statistic, threshold.level, seed=seed)
+    lo, hi = min(lo, est), max(hi, est)  # a percentile interval can miss a skewed estimate
+    return Evidence(est, lo, hi, threshold, f"{v.shape[0]} {units}", detail)
+
+
+def share_of_units(successes: int, trials: int, threshold: Threshold, units: str, detail: str) -> Evidence:
+    """Evidence from a share of units with its exact (Clopper-Pearson) interval."""
+    from symlib.evaluation.stats import proportion_interval
+
+    share, lo, hi = proportion_interval(successes, trials, threshold.level)
+    return Evidence(share, lo, hi, threshold, f"{trials} {units}", detail)
+
+
+def not_tested(threshold: Threshold, reason: str, detail: str = "") -> Evidence:
+    """Evidence for a summary that cannot test the claim (too few units, a failed validity
+    check such as a sampler that did not reach a known posterior), with the reason."""
+    if not reason.strip():
+        raise ValueError("not_tested needs the reason")
+    return Evidence(float("nan"), float("nan"), float("nan"), threshold, "", detail or reason, untested=reason)
+
+
+Check = Callable[[Summary], Evidence]
 
 
 @dataclass(frozen=True)
@@ -40,7 +184,7 @@ class Claim:
         name: short identifier, unique per experiment.
         source: where the paper says it (e.g. ``"Xiao et al. (2023), Fig. 1"``).
         statement: the claim as the paper states it.
-        check: ``summary -> (holds, detail)``.
+        check: ``summary -> Evidence``.
     """
 
     experiment: str
@@ -56,25 +200,38 @@ class ClaimOutcome:
 
     Attributes:
         claim: the claim.
-        holds: whether it holds.
-        detail: the numbers behind the verdict.
+        evidence: what its check returned.
     """
 
     claim: Claim
-    holds: bool
-    detail: str
+    evidence: Evidence
+
+    @property
+    def verdict(self) -> Verdict:
+        """The verdict (:attr:`Evidence.verdict`)."""
+        return self.evidence.verdict
+
+    @property
+    def holds(self) -> bool:
+        """Whether the verdict is "holds"."""
+        return self.verdict is Verdict.HOLDS
+
+    @property
+    def detail(self) -> str:
+        """The numbers behind the verdict."""
+        return self.evidence.detail
 
 
 #: experiment name -> its claims, in registration order
 CLAIMS: dict[str, list[Claim]] = {}
 
-#: (experiment, profile label, claim name) -> why a saved run of that profile contradicts the
-#: claim: a finding, documented in the claim's chapter (see :func:`difference`)
-DIFFERENCES: dict[tuple[str, str, str], str] = {}
+#: (experiment, profile label, claim name) -> (the verdict found, why): runs of that profile on
+#: which the claim does not hold, a finding documented in the claim's chapter (:func:`difference`)
+DIFFERENCES: dict[tuple[str, str, str], tuple[Verdict, str]] = {}
 
 
 def claim(experiment: str, name: str, source: str, statement: str) -> Callable[[Check], Check]:
-    """Register the decorated ``check(summary) -> (holds, detail)`` as a claim.
+    """Register the decorated ``check(summary) -> Evidence`` as a claim.
 
     Args:
         experiment: the experiment whose summary the check reads.
@@ -99,33 +256,38 @@ def claim(experiment: str, name: str, source: str, statement: str) -> Callable[[
     return register
 
 
-def difference(experiment: str, profile: str, name: str, why: str) -> None:
-    """Record that the saved run ``<experiment>-<profile>.json`` contradicts claim ``name``.
+def difference(experiment: str, profile: str, name: str, why: str, verdict: Verdict = Verdict.DIFFERS) -> None:
+    """Record that claim ``name`` does not hold on the runs of profile ``profile`` (a saved
+    ``<experiment>-<profile>.json``, or ``"quick"`` for the book's quick profile).
 
-    A paper-scale run that does not reproduce a claim is a result, not a defect; it is kept
-    in ``book/results/`` with the claim still stated as the paper states it. Registering the
-    difference (with the numbers and the reason in a sentence, also said in the chapter)
-    is what lets the unit tests accept that file: they require the claims that fail on a
-    saved run to be exactly the registered differences for its profile, so a difference
-    that stops failing, or a new failure, fails CI.
+    A run that does not reproduce a claim is a result, not a defect; it is kept with the
+    claim still stated as the paper states it. Registering the difference (the verdict
+    found, and the numbers and the reason in a sentence, also said in the chapter) is what
+    lets the tests and notebooks accept it: they require the claims that do not hold on a
+    run to be exactly the registered differences for its profile, with the registered
+    verdict, so a difference that goes away, or a new one, fails CI.
 
     Args:
         experiment: the experiment.
-        profile: the saved run's profile label (e.g. ``"paper"``).
+        profile: the run's profile label (``"quick"``, ``"paper"``, ``"paper-16nets"``, ...).
         name: the claim's name (registered with :func:`claim` before this call).
         why: one or two sentences: what we found and why it may differ from the paper.
+        verdict: the verdict found (anything but "holds").
 
     Raises:
-        ValueError: for an unknown claim, an empty reason or a difference registered twice.
+        ValueError: for an unknown claim, an empty reason, a "holds" verdict or a difference
+            registered twice.
     """
     if not any(c.name == name for c in CLAIMS.get(experiment, [])):
         raise ValueError(f"experiment {experiment!r} has no claim named {name!r}")
     if not why.strip():
         raise ValueError("a documented difference needs its reason")
+    if Verdict(verdict) is Verdict.HOLDS:
+        raise ValueError("a documented difference cannot have the verdict 'holds'")
     key = (experiment, profile, name)
     if key in DIFFERENCES:
         raise ValueError(f"difference {key} is registered already")
-    DIFFERENCES[key] = why.strip()
+    DIFFERENCES[key] = (Verdict(verdict), why.strip())
 
 
 def documented_difference(experiment: str, profile: str, name: str) -> str | None:
@@ -139,24 +301,31 @@ def documented_difference(experiment: str, profile: str, name: str) -> str | Non
     Returns:
         The reason, or None when the claim is expected to hold for that run.
     """
-    return DIFFERENCES.get((experiment, profile, name))
+    entry = DIFFERENCES.get((experiment, profile, name))
+    return entry[1] if entry else None
 
 
-def unexpected_failures(outcomes: list[ClaimOutcome], profile: str) -> list[ClaimOutcome]:
-    """The outcomes that fail without a documented difference for ``profile``.
+def unexpected_failures(outcomes: Sequence[ClaimOutcome], profile: str) -> list[ClaimOutcome]:
+    """The outcomes whose verdict is not the one expected for ``profile``: "holds", or the
+    verdict of the difference registered for that profile (:func:`difference`).
 
-    A notebook asserts that this is empty: in the quick profile every claim must hold; in a
-    profile with a registered finding (:func:`difference`) that claim may fail, and is shown.
+    A notebook asserts that this is empty; so does ``tests/test_claims.py`` for every saved
+    run. A registered difference that now holds is unexpected too (its text is stale).
 
     Args:
         outcomes: from :func:`evaluate`.
         profile: the profile label of the run they were evaluated on.
 
     Returns:
-        The failing outcomes not registered as differences.
+        The unexpected outcomes.
     """
-    return [o for o in outcomes
-            if not o.holds and documented_difference(o.claim.experiment, profile, o.claim.name) is None]
+    out = []
+    for o in outcomes:
+        entry = DIFFERENCES.get((o.claim.experiment, profile, o.claim.name))
+        expected = entry[0] if entry else Verdict.HOLDS
+        if o.verdict is not expected:
+            out.append(o)
+    return out
 
 
 def evaluate(experiment: str, summary: Summary) -> list[ClaimOutcome]:
@@ -168,70 +337,93 @@ def evaluate(experiment: str, summary: Summary) -> list[ClaimOutcome]:
 
     Returns:
         One :class:`ClaimOutcome` per claim (an empty list if it has none).
+
+    Raises:
+        TypeError: if a check returns anything but :class:`Evidence`.
     """
     outcomes = []
     for c in CLAIMS.get(experiment, []):
-        holds, detail = c.check(summary)
-        outcomes.append(ClaimOutcome(c, bool(holds), str(detail)))
+        ev = c.check(summary)
+        if not isinstance(ev, Evidence):
+            raise TypeError(f"claim {experiment}.{c.name} returned {type(ev).__name__}, not Evidence")
+        outcomes.append(ClaimOutcome(c, ev))
     return outcomes
 
 
-def claims_table(outcomes: list[ClaimOutcome], profile_name: str) -> Table:
-    """The outcomes as a table: source, the paper's statement, ours (numbers), verdict.
+def verdict_counts(outcomes: Sequence[ClaimOutcome]) -> dict[str, int]:
+    """Number of outcomes per verdict (every verdict listed, in :class:`Verdict` order)."""
+    return {v.value: sum(o.verdict is v for o in outcomes) for v in Verdict}
+
+
+def claims_table(outcomes: Sequence[ClaimOutcome], profile_name: str, scale: str | None = None) -> Table:
+    """The outcomes as a table: source, the paper's statement, ours (numbers), the effect with
+    its interval against the threshold, and the verdict.
 
     Args:
         outcomes: from :func:`evaluate`.
         profile_name: the profile that produced the summary (named in the header).
+        scale: the run's scale label (e.g. ``"quick miniature"``), named in the header.
 
     Returns:
         A :class:`~symlib.experiments.report.Table`.
     """
     def verdict(o: ClaimOutcome) -> str:
-        if o.holds:
-            return "yes"
-        documented = documented_difference(o.claim.experiment, profile_name, o.claim.name)
-        return "NO (a documented difference: see the chapter)" if documented else "NO"
+        v = o.verdict.value
+        if o.verdict is not Verdict.HOLDS and documented_difference(o.claim.experiment, profile_name, o.claim.name):
+            v += " (documented: see the chapter)"
+        return v
 
-    return Table(["source", "the paper says", f"ours ({profile_name} profile)", "holds"],
-                 [(o.claim.source, o.claim.statement, o.detail, verdict(o)) for o in outcomes])
+    def effect(o: ClaimOutcome) -> str:
+        ev = o.evidence
+        if ev.untested is not None:
+            return f"not tested: {ev.untested}"
+        return f"{ev.interval_text()}; needs {ev.threshold.describe()}"
+
+    where = f"{profile_name} profile" + (f", {scale}" if scale else "")
+    return Table(["source", "the paper says", f"ours ({where})", "effect [interval] vs threshold", "verdict"],
+                 [(o.claim.source, o.claim.statement, o.detail, effect(o), verdict(o)) for o in outcomes])
 
 
-def check_summary(experiment: str, summary: Summary) -> list[ClaimOutcome]:
-    """Evaluate the claims of ``experiment`` on ``summary`` and raise if any fails.
+def check_summary(experiment: str, summary: Summary, profile: str = "quick") -> list[ClaimOutcome]:
+    """Evaluate the claims of ``experiment`` on ``summary`` and raise on any unexpected verdict.
 
     Args:
         experiment: the experiment name.
         summary: its summary.
+        profile: the run's profile label (its registered differences are expected).
 
     Returns:
-        The outcomes (all holding).
+        The outcomes.
 
     Raises:
-        AssertionError: listing every claim that does not hold, with its numbers.
+        AssertionError: listing every claim whose verdict is not the expected one, with its
+            numbers.
         ValueError: if the experiment has no registered claims.
     """
     outcomes = evaluate(experiment, summary)
     if not outcomes:
         raise ValueError(f"experiment {experiment!r} has no registered claims")
-    failed = [o for o in outcomes if not o.holds]
+    failed = unexpected_failures(outcomes, profile)
     if failed:
-        lines = "\n".join(f"- {o.claim.source}: {o.claim.statement} -> ours: {o.detail}" for o in failed)
-        raise AssertionError(f"{len(failed)} claim(s) of {experiment!r} do not hold:\n{lines}")
+        lines = "\n".join(f"- {o.claim.source}: {o.claim.statement} -> {o.verdict.value}; ours: {o.detail}"
+                          for o in failed)
+        raise AssertionError(f"{len(failed)} claim(s) of {experiment!r} do not hold as registered:\n{lines}")
     return outcomes
 
 
-def check_result(experiment: str, result: Any) -> list[ClaimOutcome]:
+def check_result(experiment: str, result: Any, profile: str = "quick") -> list[ClaimOutcome]:
     """:func:`check_summary` on a result of :func:`symlib.experiments.run`.
 
     Args:
         experiment: the experiment name.
         result: its typed result (or the raw artifact dict).
+        profile: the run's profile label.
 
     Returns:
-        The outcomes (all holding).
+        The outcomes.
 
     Raises:
-        AssertionError: listing every claim that does not hold.
+        AssertionError: listing every claim that does not hold as registered.
     """
     artifact = result if isinstance(result, Mapping) else result.artifact
-    return check_summary(experiment, SUMMARIES[experiment](artifact))
+    return check_summary(experiment, SUMMARIES[experiment](artifact), profile)

@@ -1,0 +1,188 @@
+"""Uncertainty over independent units: the intervals and tests that the claims use.
+
+Every function here takes the values of *independent units* (seeds, network pairs,
+networks, repeated timings) and returns an interval or a p-value over them. Test points of
+one network pair are not independent units for a claim about networks; pass one value per
+pair instead.
+
+Thin wrappers over :mod:`scipy.stats` (Student-t intervals, the percentile bootstrap,
+Clopper-Pearson intervals), plus a Mantel permutation test for correlations between values
+on pairs of networks, where pairs sharing a network are not independent.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+__all__ = ["mean_interval", "bootstrap_interval", "proportion_interval", "mantel_test", "repeat_spread",
+           "difference_interval"]
+
+
+def _finite_1d(values: Sequence[float] | np.ndarray, what: str, min_n: int = 1) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if v.size < min_n:
+        raise ValueError(f"{what} needs at least {min_n} value(s), got {v.size}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{what}: {int(np.sum(~np.isfinite(v)))} of {v.size} values are not finite "
+                         "(nothing is dropped silently: remove or explain them first)")
+    return v
+
+
+def mean_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and its Student-t confidence interval over independent units.
+
+    One unit gives an infinite interval (no evidence of a direction), so a claim judged on a
+    single network pair can never be called significant.
+
+    Args:
+        values: one value per independent unit.
+        level: confidence level.
+
+    Returns:
+        ``(mean, low, high)``.
+
+    Raises:
+        ValueError: for no value or a non-finite one.
+    """
+    from scipy import stats
+
+    v = _finite_1d(values, "mean_interval")
+    m = float(v.mean())
+    if v.size == 1:
+        return m, -np.inf, np.inf
+    se = float(v.std(ddof=1) / np.sqrt(v.size))
+    if se == 0.0:
+        return m, m, m
+    lo, hi = stats.t.interval(level, df=v.size - 1, loc=m, scale=se)
+    return m, float(lo), float(hi)
+
+
+def bootstrap_interval(values: Sequence[float] | np.ndarray, statistic: Callable[[np.ndarray], float] = np.mean,
+                       level: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """A statistic of independent units and its percentile-bootstrap interval.
+
+    Args:
+        values: one value per unit (1-D), or one row per unit (2-D; the statistic then
+            takes the resampled rows).
+        statistic: maps the (resampled) units to a number.
+        level: confidence level.
+        n_resamples: bootstrap resamples.
+        seed: seed of the resampling.
+
+    Returns:
+        ``(statistic, low, high)``; with one unit the interval is infinite.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim == 1:
+        v = _finite_1d(v, "bootstrap_interval")
+    elif not np.all(np.isfinite(v)):
+        raise ValueError("bootstrap_interval: values are not all finite")
+    est = float(statistic(v))
+    n = v.shape[0]
+    if n < 2:
+        return est, -np.inf, np.inf
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_resamples, n))
+    boots = np.asarray([statistic(v[i]) for i in idx], dtype=np.float64)
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(boots, [alpha, 1 - alpha])
+    return est, float(lo), float(hi)
+
+
+def proportion_interval(successes: int, trials: int, level: float = 0.95) -> tuple[float, float, float]:
+    """A share and its exact (Clopper-Pearson) interval.
+
+    Args:
+        successes: units with the property.
+        trials: units.
+        level: confidence level.
+
+    Returns:
+        ``(share, low, high)``.
+    """
+    from scipy import stats
+
+    if trials < 1 or not 0 <= successes <= trials:
+        raise ValueError(f"proportion_interval needs 0 <= successes <= trials, trials >= 1; got {successes}/{trials}")
+    ci = stats.binomtest(int(successes), int(trials)).proportion_ci(confidence_level=level, method="exact")
+    return successes / trials, float(ci.low), float(ci.high)
+
+
+def difference_interval(first: Sequence[float], second: Sequence[float], level: float = 0.95
+                  ) -> tuple[float, float, float]:
+    """Mean difference ``mean(first) - mean(second)`` of two independent groups of units and
+    its Welch interval (one value per unit in each group).
+
+    Returns:
+        ``(difference, low, high)``; with fewer than two units in a group the interval is
+        infinite.
+    """
+    from scipy import stats
+
+    a, b = _finite_1d(first, "difference_interval (first)"), _finite_1d(second, "difference_interval (second)")
+    d = float(a.mean() - b.mean())
+    if a.size < 2 or b.size < 2:
+        return d, -np.inf, np.inf
+    res = stats.ttest_ind(a, b, equal_var=False)
+    ci = res.confidence_interval(confidence_level=level)
+    return d, float(ci.low), float(ci.high)
+
+
+def mantel_test(pairs: np.ndarray, a: Sequence[float], b: Sequence[float], permutations: int = 4999,
+                seed: int = 0) -> tuple[float, float]:
+    """Pearson correlation of two quantities measured on pairs of networks, with a
+    network-level permutation p-value (a Mantel test).
+
+    Pairs that share a network are not independent, so permuting the pair values would
+    overstate the evidence. Here the networks' labels are permuted instead: ``b`` of pair
+    ``(i, j)`` is replaced by ``b`` of pair ``(pi(i), pi(j))``, which keeps every dependence
+    between pairs and breaks only the link between ``a`` and ``b``. Needs every pair of the
+    networks involved (all ``i < j``).
+
+    Args:
+        pairs: ``(n_pairs, 2)`` network indices.
+        a: the first quantity per pair.
+        b: the second quantity per pair.
+        permutations: random relabellings.
+        seed: seed of the relabellings.
+
+    Returns:
+        ``(r, p)``: the correlation and the one-sided p-value for ``r > 0``.
+
+    Raises:
+        ValueError: if the pairs are not all pairs of their networks.
+    """
+    pairs = np.asarray(pairs, dtype=np.int64)
+    a, b = _finite_1d(a, "mantel_test (a)", 3), _finite_1d(b, "mantel_test (b)", 3)
+    if pairs.shape != (a.size, 2) or b.size != a.size:
+        raise ValueError(f"mantel_test: pairs {pairs.shape}, a {a.shape}, b {b.shape} do not match")
+    nets, inv = np.unique(pairs, return_inverse=True)
+    inv = inv.reshape(pairs.shape)
+    n = nets.size
+    if a.size != n * (n - 1) // 2:
+        raise ValueError(f"mantel_test needs every pair of its {n} networks ({n * (n - 1) // 2}), got {a.size}")
+    B = np.full((n, n), np.nan)
+    B[inv[:, 0], inv[:, 1]] = b
+    B[inv[:, 1], inv[:, 0]] = b
+    r = float(np.corrcoef(a, b)[0, 1])
+    rng = np.random.default_rng(seed)
+    count = 0
+    for _ in range(permutations):
+        p = rng.permutation(n)
+        bp = B[p[inv[:, 0]], p[inv[:, 1]]]
+        count += float(np.corrcoef(a, bp)[0, 1]) >= r
+    return r, (count + 1) / (permutations + 1)
+
+
+def repeat_spread(repeats: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
+    """Median of repeated measurements (timings) and their range.
+
+    Args:
+        repeats: the repeats of one measurement.
+
+    Returns:
+        ``(median, min, max)``.
+    """
+    v = _finite_1d(repeats, "repeat_spread")
+    return float(np.median(v)), float(v.min()), float(v.max())
