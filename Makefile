@@ -1,11 +1,12 @@
 # make book : venv + install + execute every notebook (quick profile) + HTML in _build/html/
-# make test : unit tests, nbval over every notebook, book build with warnings as errors
+# make test : unit tests, nbval over every notebook, book build with warnings as errors (CI)
+# make test-fast : unit tests not marked slow (development)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.symlib-installed
 
-.PHONY: book test install unit nbval book-check sync clean
+.PHONY: book test test-fast install unit nbval book-check sync clean
 .DEFAULT_GOAL := book
 
 $(STAMP): pyproject.toml
@@ -21,8 +22,13 @@ book: install
 	$(VENV)/bin/jupyter-book build . --keep-going
 	@echo "Open _build/html/index.html"
 
+# --durations: every run lists its slowest tests (candidates for the `slow` marker).
 unit: install
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests --durations=15
+
+# The inner loop of development: unit tests without those marked slow (CI runs `make test`).
+test-fast: install
+	$(PY) -m pytest tests -m "not slow" -q
 
 nbval: install
 	$(PY) -m pytest --nbval-lax --nbval-current-env notebooks
