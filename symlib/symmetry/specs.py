@@ -34,6 +34,7 @@ __all__ = [
     "block_of",
     "check_blocks",
     "check_spec",
+    "check_spec_invariance",
     "flatten_params",
     "mlp_permutation_spec",
     "param_distance",
@@ -227,11 +228,11 @@ def check_spec(spec: PermutationSpec, params: Mapping, batch_dims: int = 0) -> d
         raise ValueError(f"batch_dims must be non-negative, got {batch_dims}")
     flat = flatten_params(params)
     missing = [p for p in spec.axes if p not in flat]
-    if missing:
-        raise ValueError(f"parameter(s) {missing} are in the spec but missing from params")
     extra = [p for p in flat if p not in spec.axes]
-    if extra:
-        raise ValueError(f"parameter(s) {extra} are in params but not in the spec")
+    if missing or extra:
+        what = (f"parameter(s) {missing} are in the spec but missing from params" if missing else
+                f"parameter(s) {extra} are in params but not in the spec")
+        raise ValueError(f"{what}; the spec's paths are {sorted(spec.axes)}, the params' paths are {sorted(flat)}")
     for path, names in spec.axes.items():
         shape = _shape(flat[path])
         if len(shape) != batch_dims + len(names):
@@ -399,3 +400,61 @@ def random_permutations(key, spec: PermutationSpec, params: Mapping, batch_dims:
         size = n // g
         out[name] = np.concatenate([b * size + _perm.random_permutation(rng, size) for b in range(g)])
     return out
+
+
+def check_spec_invariance(spec: PermutationSpec, params: Mapping, apply_fn, x, key=0, trials: int = 2,
+                          rtol: float = 1e-4, atol: float = 1e-5, perturb: float = 0.1) -> float:
+    """Check that ``spec`` is a symmetry of the network: permuting ``params`` by random
+    permutations of each of its names leaves ``apply_fn(params, x)`` unchanged.
+
+    :func:`check_spec` only compares shapes, so a hand-written spec with the right shapes but
+    a parameter on the wrong permutation (a bias of layer 1 permuted with layer 2's units,
+    say) passes it, and matching with it then silently changes the function. This applies
+    ``trials`` random permutations of every name, one name at a time, and compares the
+    outputs. A symmetry holds for any parameter values, so the parameters are first
+    perturbed (``perturb`` times each leaf's standard deviation, plus ``perturb / 10``): equal
+    values, such as the zero biases of a freshly initialised network, would hide a wrong
+    entry.
+
+    Args:
+        spec: the permutation spec.
+        params: parameters that fit ``spec`` (nested or flat, as ``apply_fn`` takes them).
+        apply_fn: ``apply_fn(params, x) -> outputs`` (any pytree of arrays).
+        x: a batch of inputs.
+        key: seed of the random permutations.
+        trials: random permutations per name.
+        rtol: relative tolerance on the outputs.
+        atol: absolute tolerance on the outputs.
+        perturb: relative size of the perturbation (0: check ``params`` as they are).
+
+    Returns:
+        The largest absolute change of any output over all trials.
+
+    Raises:
+        ValueError: naming the permutation whose random draw changed the outputs, and by
+            how much (or :func:`check_spec`'s error when the shapes do not fit).
+    """
+    sizes = check_spec(spec, params)
+    rng = _perm.as_generator(key)
+    if perturb:
+        params = jax.tree_util.tree_map(
+            lambda v: (np.asarray(v) + (perturb * float(np.std(v)) + perturb / 10)
+                       * rng.standard_normal(np.shape(v))).astype(np.asarray(v).dtype), params)
+    ref = jax.tree_util.tree_leaves(apply_fn(params, x))
+    worst = 0.0
+    for name in spec.perm_names:
+        for _ in range(int(trials)):
+            perms = {n: np.arange(k) for n, k in sizes.items()}
+            perms[name] = random_permutations(rng, spec, params)[name]
+            out = jax.tree_util.tree_leaves(apply_fn(apply_permutation(spec, perms, params), x))
+            for a, b in zip(ref, out):
+                a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+                diff = float(np.max(np.abs(a - b))) if a.size else 0.0
+                worst = max(worst, diff)
+                if not np.allclose(a, b, rtol=rtol, atol=atol):
+                    where = ", ".join(f"{p}[axis {ax}]" for p, ax in spec.perm_to_axes[name])
+                    raise ValueError(
+                        f"permutation {name!r} of the spec changes the network's outputs (largest change "
+                        f"{diff:.3g}): the parameter axes it permutes together ({where}) are not a symmetry "
+                        "of apply_fn; check which layer each of them belongs to")
+    return worst
