@@ -244,8 +244,39 @@ def predict_single(params: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, batch_si
     return _unbatch(_single(apply_fn, params, _batched(x, batch_size)), x.shape[0])
 
 
+def _merge_sample_dims(stack: PyTree, sample_dims: int, name: str = "samples_stack") -> PyTree:
+    """``stack`` with its ``sample_dims`` leading axes (e.g. HMC's ``(chains, samples)``)
+    merged into one sample axis."""
+    sample_dims = positive_int(sample_dims, "sample_dims")
+    if sample_dims == 1:
+        return stack
+    leaves = jax.tree_util.tree_leaves(stack)
+    lead = {tuple(np.shape(a)[:sample_dims]) for a in leaves}
+    if len(lead) != 1 or any(np.ndim(a) < sample_dims for a in leaves):
+        raise ValueError(f"every leaf of {name} needs the same {sample_dims} leading sample axes, got "
+                         f"{sorted(lead)}")
+    return jax.tree_util.tree_map(lambda a: a.reshape((-1,) + tuple(np.shape(a)[sample_dims:])), stack)
+
+
+def _check_apply_on_one(apply_fn: ApplyFn, stack: PyTree, x) -> None:
+    """Trace ``apply_fn`` on the first network of ``stack``, turning a failure into symlib's
+    own error (a stack with more leading axes than ``sample_dims`` says is the usual cause)."""
+    one = jax.tree_util.tree_map(lambda a: a[0], stack)
+    try:
+        out = jax.eval_shape(apply_fn, one, x)  # abstract: costs no compute
+        if len(out.shape) != 2 or out.shape[0] != x.shape[0]:
+            raise ValueError(f"logits of shape {out.shape} for {x.shape[0]} inputs; expected ({x.shape[0]}, classes)")
+    except Exception as e:  # noqa: BLE001 (re-raised with the cause attached)
+        shapes = {"/".join(str(getattr(k, "key", k)) for k in path): tuple(np.shape(a))
+                  for path, a in jax.tree_util.tree_flatten_with_path(one)[0][:3]}
+        raise ValueError(
+            f"apply_fn fails on one network of the stack (first leaves of one network: {shapes}): "
+            f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}. If the stack has several leading "
+            "sample axes, e.g. HMC's (chains, samples), pass sample_dims=2") from e
+
+
 def predict_from_samples(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, batch_size: int = 2048,
-                         sample_chunk: int | None = None) -> jax.Array:
+                         sample_chunk: int | None = None, sample_dims: int = 1) -> jax.Array:
     """Posterior predictive: the mean of the softmax probabilities of a stack of networks.
 
     Args:
@@ -255,6 +286,8 @@ def predict_from_samples(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_ap
         batch_size: rows of ``x`` evaluated at once.
         sample_chunk: networks on the device at a time (default: about 2**24 parameters'
             worth, at most 128).
+        sample_dims: leading sample axes of every leaf, merged into one (2 for
+            ``HMCResult.samples``, whose leaves are ``(chains, samples, ...)``).
 
     Returns:
         The mean probabilities ``(n, C)`` (JAX array).
@@ -264,9 +297,11 @@ def predict_from_samples(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_ap
             leading axis, a non-positive ``batch_size`` or ``sample_chunk``, or non-finite
             probabilities (NaN or inf in the samples).
     """
+    samples_stack = _merge_sample_dims(samples_stack, sample_dims)
     x = _check_x(x, samples_stack, apply_fn)
     batch_size = positive_int(batch_size, "batch_size")
     num = _stack_size(samples_stack)
+    _check_apply_on_one(apply_fn, samples_stack, x)
     chunk = _chunk_size(sample_chunk, num, _params_per_sample(samples_stack))
     xbs = _batched(x, batch_size)
     total = _fold_chunks(samples_stack, num, chunk, lambda part, weights: _sum_chunk(apply_fn, part, weights, xbs))
@@ -276,7 +311,7 @@ def predict_from_samples(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_ap
 
 
 def member_probs(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, batch_size: int = 2048,
-                 sample_chunk: int | None = None) -> np.ndarray:
+                 sample_chunk: int | None = None, sample_dims: int = 1) -> np.ndarray:
     """Probabilities of every network of a stack, as a HOST numpy array.
 
     Memory: the result takes ``4 * S * n * C`` bytes of host memory (1,000 samples x
@@ -291,6 +326,7 @@ def member_probs(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, bat
         batch_size: rows of ``x`` evaluated at once.
         sample_chunk: networks on the device at a time (default as in
             :func:`predict_from_samples`).
+        sample_dims: leading sample axes, merged into one (as :func:`predict_from_samples`).
 
     Returns:
         numpy array ``(S, n, C)``: row ``s`` is the softmax output of network ``s``.
@@ -298,9 +334,11 @@ def member_probs(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, bat
     Raises:
         ValueError: as :func:`predict_from_samples`.
     """
+    samples_stack = _merge_sample_dims(samples_stack, sample_dims)
     x = _check_x(x, samples_stack, apply_fn)
     batch_size = positive_int(batch_size, "batch_size")
     num = _stack_size(samples_stack)
+    _check_apply_on_one(apply_fn, samples_stack, x)
     chunk = _chunk_size(sample_chunk, num, _params_per_sample(samples_stack))
     xbs = _batched(x, batch_size)
     n = x.shape[0]
