@@ -33,8 +33,12 @@ def _missing_message(dataset: str, split: str, dirs: Sequence[Path], loader: str
     names = DATASET_FILES[dataset][split]
     searched = "\n".join(f"  - {d}" + ("" if d.is_dir() else " (does not exist)") for d in dirs)
     urls = ", ".join(MIRRORS[dataset][0].rstrip("/") + "/" + name for name in names)
+    first = f"{dataset} {split} files not found: {', '.join(names)}"
+    if alternative and download_note:
+        first = (f"{dataset} {split}: the full files are not here and could not be downloaded (offline?)"
+                 f"{alternative.replace(', or use', '; use', 1)}. Details:\n{first}")
     return (
-        f"{dataset} {split} files not found: {', '.join(names)}\n"
+        f"{first}\n"
         f"Searched, in order:\n{searched}\n"
         f"Set the environment variable {ENV_DATA_DIR} (or pass data_dir=...) to a directory "
         f"containing them (either <dir>/{dataset}/<files> or <dir>/<files>), "
@@ -84,7 +88,8 @@ def split_files(dataset: str, split: str, download_if_missing: bool, data_dir: s
             raise
         except OSError as e:  # DataNotFoundError (all mirrors failed) or cache not writable
             note = f"\nDownloading into {cache_dir(dataset)} failed:\n{e}"
-            raise DataNotFoundError(_missing_message(dataset, split, dirs, loader, alternative, note)) from e
+            # one error with everything in it (the download's errors are in ``note``), not a chain
+            raise DataNotFoundError(_missing_message(dataset, split, dirs, loader, alternative, note)) from None
         paths = tuple(dest / name for name in DATASET_FILES[dataset][split])
     for p in paths:
         verify_file(p, MD5[dataset][p.name])
