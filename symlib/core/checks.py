@@ -126,6 +126,13 @@ def check_labels(labels: Any, num_classes: int, name: str = "labels") -> np.ndar
     return y
 
 
+#: appended to the layout errors of symlib's MLP-only functions: where any model goes instead
+GENERIC_ROUTE = (". This function takes symlib's MLP layout only; for any other model use the spec-driven "
+                 "route: a PermutationSpec / ScalingSpec of the model (symlib.symmetry.specs, channel_scaling) "
+                 "with its apply_fn(params, x), e.g. symlib.symmetry.min_mass_spec, identifiable_spec, "
+                 "sort_by_first_weight, check_spec_invariance, and symlib.evaluation.barrier(..., apply_fn=...)")
+
+
 def mlp_layer_names(params: Any, name: str = "params") -> list[str]:
     """Layer names ``dense_0 .. dense_{L-1}`` of an MLP parameter dict (the layout of
     :mod:`symlib.core.models`), input to output, after checking the layout: a mapping of
@@ -151,12 +158,12 @@ def mlp_layer_names(params: Any, name: str = "params") -> list[str]:
     expected = [f"dense_{i}" for i in range(len(params))]
     if not names or names != expected:
         raise ValueError(f"MLP {name} must have layers dense_0..dense_{max(len(params) - 1, 0)}, "
-                         f"got {sorted(map(str, params))}")
+                         f"got {sorted(map(str, params))}{GENERIC_ROUTE}")
     for n in names:
         layer = params[n]
         if not isinstance(layer, Mapping) or set(layer) != {"kernel", "bias"}:
             got = sorted(layer) if isinstance(layer, Mapping) else type(layer).__name__
-            raise ValueError(f"{name}[{n!r}] must hold exactly 'kernel' and 'bias', got {got}")
+            raise ValueError(f"{name}[{n!r}] must hold exactly 'kernel' and 'bias', got {got}{GENERIC_ROUTE}")
     return names
 
 

@@ -103,26 +103,30 @@ def interpolate(params_0: Params, params_1: Params, lam: float | jax.Array) -> P
     return jax.tree_util.tree_map(lambda a, b: (1.0 - lam) * a + lam * b, params_0, params_1)
 
 
-@jax.jit
-def _curve(params_0, params_1, x, y, lambdas):
+@partial(jax.jit, static_argnums=0)
+def _curve(apply_fn, params_0, params_1, x, y, lambdas):
     def at(lam):
-        logits = mlp_apply(interpolate(params_0, params_1, lam), x)
+        logits = apply_fn(interpolate(params_0, params_1, lam), x)
         return nll(logits, y), accuracy(logits, y)
 
     return jax.lax.map(at, lambdas)
 
 
 def interpolation_curve(params_0: Params, params_1: Params, x: jax.Array, y: jax.Array,
-                        lambdas: Sequence[float] | int = 25) -> dict[str, np.ndarray]:
+                        lambdas: Sequence[float] | int = 25, *, apply_fn=mlp_apply) -> dict[str, np.ndarray]:
     """Mean NLL and accuracy of ``W_lambda`` on ``(x, y)`` for each lambda.
 
+    Works for any model: pass its ``apply_fn(params, x) -> logits`` and any params pytree
+    (the default is symlib's MLP, :mod:`symlib.core.models`, whose layout is then checked).
+
     Args:
-        params_0: MLP parameters (layout of :mod:`symlib.core.models`) at lambda = 0.
-        params_1: MLP parameters at lambda = 1: the same tree and shapes as ``params_0``.
+        params_0: parameters at lambda = 0.
+        params_1: parameters at lambda = 1: the same tree and shapes as ``params_0``.
         x: inputs ``(n, d_0)``, ``d_0`` the networks' input width; finite.
         y: integer labels ``(n,)`` in ``[0, C)``, ``C`` the networks' output width.
         lambdas: a sequence of at least two points, or a number of evenly spaced points
             in [0, 1].
+        apply_fn: ``apply_fn(params, x) -> logits (n, C)`` of one network.
 
     Returns:
         ``{"lambda", "loss", "accuracy"}`` as numpy arrays, one entry per lambda.
@@ -139,9 +143,17 @@ def interpolation_curve(params_0: Params, params_1: Params, x: jax.Array, y: jax
     _check_same_tree(params_0, params_1)
     check_finite_tree(params_0, "params_0")
     check_finite_tree(params_1, "params_1")
-    xj = _check_x(x, params_0, mlp_apply)
-    _check_labels_for(y, xj, mlp_sizes(params_0)[-1])
-    loss, acc = _curve(params_0, params_1, xj, jnp.asarray(y), jnp.asarray(lam, jnp.float32))
+    xj = _check_x(x, params_0, apply_fn)
+    if apply_fn is mlp_apply:
+        try:
+            classes = mlp_sizes(params_0)[-1]
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{e}. These parameters are not symlib's MLP layout: pass the model's "
+                             "apply_fn=(params, x) -> logits to use any model") from None
+    else:
+        classes = int(jax.eval_shape(apply_fn, params_0, xj[:1]).shape[-1])
+    _check_labels_for(y, xj, classes)
+    loss, acc = _curve(apply_fn, params_0, params_1, xj, jnp.asarray(y), jnp.asarray(lam, jnp.float32))
     return {"lambda": lam, "loss": np.asarray(loss), "accuracy": np.asarray(acc)}
 
 
@@ -170,15 +182,17 @@ def loss_barrier(lambdas: Sequence[float], losses: Sequence[float]) -> float:
     return float(loss.max() - 0.5 * (loss[0] + loss[-1]))
 
 
-def barrier(params_0: Params, params_1: Params, x, y, lambdas: Sequence[float] | int = 25) -> float:
+def barrier(params_0: Params, params_1: Params, x, y, lambdas: Sequence[float] | int = 25, *,
+            apply_fn=mlp_apply) -> float:
     """Loss barrier between two networks on ``(x, y)`` (see the module docstring).
 
     Args:
-        params_0: MLP parameters at lambda = 0.
-        params_1: MLP parameters at lambda = 1 (same tree and shapes).
-        x: inputs ``(n, d_0)``.
+        params_0: parameters at lambda = 0 (any pytree that ``apply_fn`` takes).
+        params_1: parameters at lambda = 1 (same tree and shapes).
+        x: inputs of the model.
         y: integer labels ``(n,)`` in ``[0, C)``.
         lambdas: points of the path, as in :func:`interpolation_curve` (must include 0 and 1).
+        apply_fn: ``apply_fn(params, x) -> logits``; default symlib's MLP.
 
     Returns:
         :func:`loss_barrier` of :func:`interpolation_curve`.
@@ -186,7 +200,7 @@ def barrier(params_0: Params, params_1: Params, x, y, lambdas: Sequence[float] |
     Raises:
         ValueError: as :func:`interpolation_curve` and :func:`loss_barrier`.
     """
-    curve = interpolation_curve(params_0, params_1, x, y, lambdas)
+    curve = interpolation_curve(params_0, params_1, x, y, lambdas, apply_fn=apply_fn)
     return loss_barrier(curve["lambda"], curve["loss"])
 
 

@@ -51,6 +51,9 @@ def train_ensemble(key: jax.Array, sizes: Sequence[int], x, y, cfg: TrainConfig,
                    num_members: int) -> EnsembleResult:
     """Train independently initialised MLPs all at once (MAP, see :mod:`symlib.inference.training`).
 
+    For any other model, :func:`symlib.inference.training.train_many` trains an ensemble
+    from the model's ``init_fn(key)`` and ``apply_fn(params, x)``.
+
     Args:
         key: ``jax.random`` key of the ensemble (see :func:`member_keys`).
         sizes: layer widths ``[d_0, ..., d_L]`` of every member.
@@ -68,7 +71,11 @@ def train_ensemble(key: jax.Array, sizes: Sequence[int], x, y, cfg: TrainConfig,
             the ``d_L`` outputs, NaN or inf in ``x``) or an invalid field of ``cfg``.
     """
     num_members = positive_int(num_members, "num_members")
-    sizes = check_sizes(sizes)
+    try:
+        sizes = check_sizes(sizes)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{e}. train_ensemble trains symlib's MLPs from their layer sizes; for any other model use "
+                      "symlib.inference.train_many(key, init_fn, apply_fn, num_members, x, y, cfg)") from None
     _check_inputs(x, y, cfg, sizes)  # before any work: same checks (and messages) as fit_map_many
     check_key(key, "key")
     init_keys, data_keys = member_keys(key, num_members)

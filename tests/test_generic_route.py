@@ -1,0 +1,74 @@
+"""Any model through apply_fn: interpolation_curve / barrier on a flax.linen model with its own
+layout; the MLP-only functions name that generic route in their errors."""
+import flax.linen as nn
+import jax
+import numpy as np
+import pytest
+
+from symlib.core.models import mlp_apply, mlp_init
+from symlib.evaluation import barrier, interpolation_curve
+
+
+class Tiny(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        h = nn.relu(nn.Dense(6)(x))  # Dense_0 (created first)
+        return nn.Dense(3)(h)
+
+
+def _data():
+    x = np.asarray(jax.random.normal(jax.random.key(0), (20, 4)))
+    return x, np.arange(20) % 3
+
+
+def test_any_model_through_apply_fn_matches_the_mlp_route():
+    x, y = _data()
+    model = Tiny()
+    p0 = model.init(jax.random.key(1), x)["params"]
+    p1 = model.init(jax.random.key(2), x)["params"]
+
+    def apply(p, xb):
+        return model.apply({"params": p}, xb)
+
+    curve = interpolation_curve(p0, p1, x, y, 5, apply_fn=apply)
+    # the same networks in symlib's MLP layout give the same curve
+    as_mlp = [{f"dense_{i}": {"kernel": p[f"Dense_{i}"]["kernel"], "bias": p[f"Dense_{i}"]["bias"]}
+               for i in range(2)} for p in (p0, p1)]
+    ref = interpolation_curve(*as_mlp, x, y, 5)
+    np.testing.assert_allclose(curve["loss"], ref["loss"], rtol=1e-5)
+    assert barrier(p0, p1, x, y, 5, apply_fn=apply) == pytest.approx(barrier(*as_mlp, x, y, 5), rel=1e-5)
+
+
+def test_another_layout_without_apply_fn_names_the_generic_route():
+    x, y = _data()
+    p = Tiny().init(jax.random.key(1), x)["params"]
+    with pytest.raises(ValueError, match=r"pass the model's apply_fn"):
+        barrier(p, p, x, y, 3)
+    assert mlp_apply(mlp_init(jax.random.key(0), [4, 3]), x).shape == (20, 3)
+
+
+@pytest.mark.parametrize("fn", ["min_mass", "sort_neurons", "identifiable"])
+def test_mlp_only_scaling_functions_name_the_generic_route(fn):
+    import symlib.symmetry.scaling as scaling
+
+    x, _ = _data()
+    p = Tiny().init(jax.random.key(1), x)["params"]
+    with pytest.raises(ValueError, match="spec-driven route"):
+        getattr(scaling, fn)(p)
+
+
+def test_check_function_unchanged_names_the_generic_route():
+    from symlib.symmetry.scaling import check_function_unchanged
+
+    x, _ = _data()
+    p = Tiny().init(jax.random.key(1), x)["params"]
+    with pytest.raises(ValueError, match="spec-driven route"):
+        check_function_unchanged(p, p)
+
+
+def test_train_ensemble_names_the_generic_route():
+    from symlib.inference import TrainConfig, train_ensemble
+
+    x, y = _data()
+    with pytest.raises((TypeError, ValueError), match=r"train_many\(key, init_fn, apply_fn"):
+        train_ensemble(jax.random.key(0), Tiny(), x, y, TrainConfig(epochs=1, batch_size=10), 2)
