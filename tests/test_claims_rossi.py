@@ -218,3 +218,13 @@ def test_timing_claims_without_repeats_are_not_tested():
     v = _outcomes("vi_alignment_timings", s)
     assert {o.verdict for o in v.values()} == {Verdict.NOT_TESTED}
     assert "minimum of 5 repeats" in v["within_a_minute"].evidence.untested
+
+
+def test_resnet20_claims_are_not_tested_on_untrained_networks():
+    s = _resnet_summary((2.0, 2.0, 2.0, 2.0), (0.5, 0.35, 0.2, 0.1))
+    s["endpoint_accuracy"] = {"cifar10": [[0.6] * 4, [0.6] * 4, [0.1] * 4, [0.6] * 4]}
+    v = _outcomes("vi_alignment_resnet20", s)
+    assert {o.verdict for o in v.values()} == {Verdict.NOT_TESTED}
+    assert "have not learned" in v["alignment_lowers_every_barrier"].evidence.untested
+    s["endpoint_accuracy"]["cifar10"][2] = [0.6] * 4
+    assert all(o.holds for o in _outcomes("vi_alignment_resnet20", s).values())
