@@ -16,7 +16,8 @@ def _entry(scale):
     keys = [f"{s} {k}" for s in ("train", "test") for k in ("naive", "aligned")]
     return {"barrier": {"marginal": {k: scale * (i + 1) for i, k in enumerate(keys)},
                         "midpoint": {k: -scale for k in keys}},
-            "elbo_final": np.asarray([-0.4, -0.6]), "curves": {"test naive": {"loss": np.asarray([1.0, 3.0, 2.0])}}}
+            "elbo_final": np.asarray([-0.4, -0.6]),
+            "curves": {"test naive": {"loss": np.asarray([1.0, 3.0, 2.0]), "accuracy": np.asarray([0.9, 0.5, 0.8])}}}
 
 
 def test_align_summary_orders_widths_and_lists_barriers():
@@ -26,6 +27,7 @@ def test_align_summary_orders_widths_and_lists_barriers():
     assert s["midpoint"]["mnist"]["train"]["naive"] == [-1.0, -10.0]
     assert s["marginal_pairs"]["mnist"]["test"]["naive"] == [[3.0], [30.0]]
     assert s["elbo"]["mnist"] == [[-0.5], [-0.5]] and s["endpoint_loss"]["mnist"] == [[1.5], [1.5]]
+    assert s["endpoint_accuracy"]["mnist"] == [[0.8], [0.8]]
 
 
 def test_align_summary_keeps_every_pair_and_averages_them():
