@@ -274,11 +274,12 @@ print(f"{len(outcomes)} claim(s) of Rossi et al. have their expected verdicts: "
 # "with and without alignment" is not shown at this scale (the table above gives every
 # mean ± standard error). Across the prior-variance x temperature grid
 # ({glue:text}`ch07_v_removes_barrier_every_setting`; worst setting
-# {glue:text}`ch07_e_removes_barrier_every_setting`) the settings agree with each other and
-# with the paper's own setting at this width (the table above): what alignment removes
-# hardly depends on the prior variance or the temperature, as the paper says, but at this
-# width and training it is about half of the barrier in every setting, not the paper's
-# "nearly zero", and the registered reading asks for more than half everywhere.
+# {glue:text}`ch07_e_removes_barrier_every_setting`) what alignment removes changes only
+# moderately with the prior variance and the temperature, around what it removes in the
+# paper's own setting at this width (the table above), in the spirit of the paper's
+# statement; but at this width and training it is about half of the barrier in every
+# setting, not the paper's "nearly zero", and the registered reading asks for more than
+# half everywhere.
 #
 # The likely reason for what falls short is training, not the alignment: the quick
 # profile fits each posterior with a few hundred Adam steps (table above) against the
