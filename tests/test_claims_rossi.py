@@ -22,10 +22,12 @@ THRESHOLD_OF = {
     ("vi_alignment_resnet20", "alignment_lowers_every_barrier"): "vi_alignment.alignment_lowers_every_barrier",
     ("vi_alignment_resnet20", "wider_lower_only_after_alignment"):
         "vi_alignment_resnet20.wider_lower_only_after_alignment",
-    ("vi_alignment_robustness", "removes_barrier_every_setting"): "vi_alignment_robustness.removes_barrier_every_setting",
+    ("vi_alignment_robustness", "removes_barrier_every_setting"):
+        "vi_alignment_robustness.removes_barrier_every_setting",
     ("vi_alignment_timings", "within_a_minute"): "vi_alignment_timings.within_a_minute",
     ("vi_alignment_timings", "time_grows_with_width"): "vi_alignment_timings.time_grows_with_width",
-    ("vi_alignment_timings", "vi_costlier_than_weight_matching"): "vi_alignment_timings.vi_costlier_than_weight_matching",
+    ("vi_alignment_timings", "vi_costlier_than_weight_matching"):
+        "vi_alignment_timings.vi_costlier_than_weight_matching",
 }
 
 
