@@ -116,8 +116,7 @@ glue("ch07_lr", f"{profile.learning_rate:g}", display=False)
 # therefore much less converged than the paper's.
 #
 # **Scale of this run.** In the quick profile this chapter is a **quick miniature**: widths
-# {glue:text}`ch07_widths` instead of the paper's {paper}`512` (and no width above the
-# narrowest two of the paper's width study), {glue:text}`ch07_n_train` training images per
+# {glue:text}`ch07_widths` instead of the paper's {paper}`512`, {glue:text}`ch07_n_train` training images per
 # dataset (MNIST cut to Fashion-MNIST's size, so both share compiled code), and barriers
 # from {glue:text}`ch07_samples` samples on {glue:text}`ch07_n_eval` images per split. What
 # the budget of a chapter (two minutes on two cores) buys instead is replication:
