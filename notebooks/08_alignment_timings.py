@@ -24,7 +24,7 @@
 # problem as weight matching of two deterministic networks, with twice the arrays (means
 # and standard deviations). The paper profiles both against the model width and reports
 # that "in the majority of cases, the algorithm completes within a minute" (on machines
-# with 8 A100 GPUs, App. B.1), and that aligning VI solutions of wide networks "is more
+# with {paper}`8` A100 GPUs, App. B.1), and that aligning VI solutions of wide networks "is more
 # computationally demanding compared to merely matching weights from SGD solutions".
 #
 # This notebook times the alignment of the **trained** VI posteriors of the previous
@@ -38,21 +38,27 @@
 #
 # **Deviations from the paper.** The paper's deterministic baseline matches two *SGD*
 # solutions; we match the means of the two VI posteriors (same architecture, same data,
-# no extra training), which makes the comparison one of cost per problem at equal
-# weights. Each call is timed 5 times and the minimum kept, as wall time and as the
-# process's CPU time (summed over its threads): this book's machine is shared, and CPU
-# time measures the work done while wall time also counts waiting. Times depend on the
-# machine; the cells that print them are ignored by nbval, and only verdicts are checked.
+# no extra training): a **stand-in** that makes the comparison one of cost per problem at
+# equal weights. Each call is timed {glue:text}`ch08_repeats` times, as wall time and as
+# the process's CPU time (summed over its threads), and every repeat is kept: the tables
+# give the median and the range of the repeats, and a timing claim holds only when its
+# difference exceeds that range. This book's machine is shared, and CPU time measures the
+# work done while wall time also counts waiting. Times depend on the machine and are
+# measured afresh at every execution, so the verdicts below are glued from this execution,
+# never written by hand; the cells that print times are ignored by nbval.
 
 # %% tags=["hide-cell"]
 import os
 import platform
 
 import matplotlib.pyplot as plt
+import numpy as np
 from IPython.display import display
+from myst_nb import glue
 
 from symlib import experiments
-from symlib.experiments import claims, plotting, report, rossi
+from symlib.evaluation.stats import repeat_spread
+from symlib.experiments import claims, plotting, report, results, rossi
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.registry import SUMMARIES
 from symlib.experiments.report import Table, paper_vs_ours
@@ -61,40 +67,39 @@ plotting.set_style()
 profile = get_profile()
 print(profile.describe())
 print(f"MLPs 784-{profile.align_depth} x width-10, widths {list(profile.align_widths)}; "
-      f"each timing the minimum of {rossi.TIMING_REPEATS} repeats")
+      f"each timing repeated {rossi.TIMING_REPEATS} times, every repeat kept")
+glue("ch08_repeats", rossi.TIMING_REPEATS, display=False)
 
 # %% [markdown]
 # ## Timing the alignment of trained posteriors
 #
 # The experiment `vi_alignment_timings` loads the fitted posteriors of `vi_alignment`
-# (computed in the previous chapter, or now) and times both matchings from the identity,
-# with the same sweep order.
+# (computed in the previous chapter, or now; the first of its independent pairs at each
+# dataset and width) and times both matchings from the identity, with the same sweep
+# order. In the quick profile this is a **quick miniature** (the widths of chapter 07's
+# quick run, far below the paper's).
 
 # %% tags=["nbval-ignore-output"]
 t = experiments.run("vi_alignment_timings", profile)
+summary = SUMMARIES["vi_alignment_timings"](t.artifact)
 print(f"machine: {platform.machine()}, {os.cpu_count()} CPU cores")
 for dataset in experiments.ALIGN_DATASETS:
-    c = {k: t.column(dataset, k) for k in ("w2_seconds", "wm_seconds", "w2_cpu_seconds", "wm_cpu_seconds",
-                                          "w2_sweeps", "wm_sweeps", "w2_sq_identity", "w2_sq")}
-    display(Table([f"{dataset}: width", "W2 alignment: wall (s)", "CPU (s)", "sweeps", "CPU per sweep (ms)",
-                   "weight matching of means: wall (s)", "CPU (s)", "sweeps", "W2^2 before", "W2^2 after"],
-                  [(w, f"{c['w2_seconds'][i]:.3f}", f"{c['w2_cpu_seconds'][i]:.3f}", int(c["w2_sweeps"][i]),
-                    f"{1e3 * c['w2_cpu_seconds'][i] / c['w2_sweeps'][i]:.1f}", f"{c['wm_seconds'][i]:.3f}",
-                    f"{c['wm_cpu_seconds'][i]:.3f}", int(c["wm_sweeps"][i]), f"{c['w2_sq_identity'][i]:.1f}",
-                    f"{c['w2_sq'][i]:.1f}") for i, w in enumerate(t.widths[dataset])]))
+    display(Table([f"{dataset}: " + rossi.TIMING_TABLE_HEADERS[0], *rossi.TIMING_TABLE_HEADERS[1:]],
+                  rossi.timing_table_rows(summary, dataset)))
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), constrained_layout=True)
 for ax, dataset in zip(axes, experiments.ALIGN_DATASETS):
     widths = t.widths[dataset]
-    ax.plot(widths, t.column(dataset, "w2_cpu_seconds"), "o-", label="Wasserstein alignment (mu, sigma)")
-    ax.plot(widths, t.column(dataset, "wm_cpu_seconds"), "s--", label="weight matching (means only)")
-    ax.plot(widths, t.column(dataset, "w2_cpu_seconds") / t.column(dataset, "w2_sweeps"), "^:",
-            label="Wasserstein alignment, per sweep")
+    for col, style, label in (("w2_cpu_seconds", "o-", "Wasserstein alignment (mu, sigma)"),
+                              ("wm_cpu_seconds", "s--", "weight matching (means only)")):
+        spread = np.asarray([repeat_spread(r) for r in t.column(dataset, f"{col}_repeats")])
+        ax.errorbar(widths, spread[:, 0], yerr=[spread[:, 0] - spread[:, 1], spread[:, 2] - spread[:, 0]],
+                    fmt=style, capsize=3, label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(widths, [str(w) for w in widths])
     ax.set_xlabel(f"hidden width ({profile.align_depth} hidden layers)")
-    ax.set_ylabel("CPU time (s)")
+    ax.set_ylabel("CPU time (s): median, range of repeats")
     ax.set_title(f"{dataset}, trained VI posteriors")
     ax.legend(fontsize=8)
 plt.show()
@@ -103,69 +108,89 @@ plt.show()
 # ## The paper's claims, as code
 #
 # Three statements of App. C are registered on `vi_alignment_timings` in
-# `symlib.experiments.rossi`, fixed from the paper's text before any run: (1) most
-# alignments finish within a minute (more than half of our (dataset, width) pairs under
-# 60 s of wall time); (2) wider networks take longer (the CPU time increases at every
-# doubling of the width, on each dataset); (3) at the widest width, aligning the VI
-# posteriors costs more CPU time than matching the means alone. The table shows each
-# verdict with its numbers (the numbers depend on the machine and are not checked by
-# nbval).
+# `symlib.experiments.rossi`, with thresholds in `symlib.experiments.thresholds`: (i) most
+# alignments finish within a minute (the share of (dataset, width) alignments whose slowest
+# repeat is under a minute of wall time, with its exact interval over the alignments, must
+# exceed one half); (ii) wider networks take longer (the ratio of median CPU times at
+# consecutive widths, the smallest over the doublings; its interval runs from the fastest
+# repeat at the wider width over the slowest at the narrower to the reverse); (iii) at the
+# widest width, aligning the posteriors costs more CPU time than matching the means alone
+# (the same kind of ratio). A ratio whose range of repeats straddles one is "same
+# direction, not significant" or "differs", never "holds".
 
 # %% tags=["nbval-ignore-output"]
-outcomes = claims.evaluate("vi_alignment_timings", SUMMARIES["vi_alignment_timings"](t.artifact))
-display(claims.claims_table(outcomes, profile.name))
-print("the same claims on a saved paper-profile run (book/results/):")
-display(report.show_saved_run("vi_alignment_timings", "it times the posteriors of vi_alignment's paper profile"))
+outcomes = claims.evaluate("vi_alignment_timings", summary)
+display(claims.claims_table(outcomes, profile.name, scale="quick miniature" if profile.name == "quick" else None))
+for o in outcomes:
+    glue(f"ch08_v_{o.claim.name}", o.verdict.value, display=False)
+    glue(f"ch08_e_{o.claim.name}", o.evidence.interval_text(), display=False)
 
 # %% [markdown]
-# **What reproduces and what does not (quick profile).** Every alignment finishes in well
-# under a second on two CPU cores, far inside the paper's minute: claim (1) holds and is
-# asserted below. Claims (2) and (3) did **not** hold in our stored run and are not
-# asserted; the table above reports them with their numbers, and the unit tests apply
-# them to a saved paper-profile result (widths 128-1024), where they should be judged.
-# Why they fail here (the timings in the tables above are measured afresh at every
-# execution, so they differ a little from run to run; the sweep counts do not):
+# **On this execution (quick miniature):** claim (i)
+# {glue:text}`ch08_v_within_a_minute` ({glue:text}`ch08_e_within_a_minute`); claim (ii)
+# {glue:text}`ch08_v_time_grows_with_width` (smallest ratio between consecutive widths
+# {glue:text}`ch08_e_time_grows_with_width`); claim (iii)
+# {glue:text}`ch08_v_vi_costlier_than_weight_matching` (ratio
+# {glue:text}`ch08_e_vi_costlier_than_weight_matching`). Every alignment of this profile
+# takes well under a second, far inside the paper's minute, so claim (i) does not depend on
+# the machine and is asserted below. Claims (ii) and (iii) do depend on it, and are shown, not
+# asserted:
 #
-# - *(2) time against width.* The number of sweeps the coordinate descent needs varies
-#   from pair to pair without following the width (MNIST 8, 10, 12, 8 sweeps at widths
-#   32-256; Fashion-MNIST 3, 14, 7, 12), and below width 256 one alignment costs
-#   milliseconds to tens of milliseconds of CPU time, where that variation and the noise
-#   of a shared machine dominate. Only at width 256 does the cost clearly rise (to a few
-#   tenths of a second).
-# - *(3) VI alignment against matching the means.* Both matchings take the same number
-#   of sweeps at every width: the VI standard deviations of these fits stay small (they
-#   start at 0.01), so they barely change the cost matrices and both methods follow the
-#   same path. The extra work of the Wasserstein cost is building cost matrices from
-#   twice the arrays; at width 256 the linear assignment problems dominate a sweep, and
-#   the two CPU times are within the noise of each other (the claims table above
-#   gives both). The paper's statement concerns
-#   wide networks and a deterministic baseline trained by SGD, which we do not have.
-#
-# **At the paper's scale** (the reduced run `paper-4widths-16samples` of chapter 7: 100
-# epochs on the full data, the paper's widths 128 to 1,024), claims (1) and (2) hold: the
-# longest alignment takes 4.8 s, and the CPU time rises at every doubling of the width
-# (MNIST 0.02, 0.10, 0.79, 9.5 s; Fashion-MNIST 0.02, 0.10, 1.24, 7.96 s). Claim (3) does
-# not: at width 1,024 aligning the posteriors took *less* CPU time than matching their means
-# (9.5 against 13.8 s on MNIST, 8.0 against 9.4 s on Fashion-MNIST, one timing each on an
-# idle 2-core CPU). The two need similar numbers of sweeps (MNIST 29 and 34, Fashion-MNIST
-# 18 and 18), so the extra arrays of the Wasserstein cost do not make it the more demanding
-# one in our implementation; a documented difference for that run.
-#
-# What this notebook asserts, then, is claim (1); the wall time of every alignment is
-# measured afresh when the experiment runs, so the check can fail on a slower machine or
-# with a pathological number of sweeps.
+# - *(ii) time against width.* The number of coordinate-descent sweeps varies from pair to
+#   pair without following the width (the tables give them), and at the narrow widths of
+#   this profile one alignment costs milliseconds to tens of milliseconds of CPU time, where
+#   that variation and the noise of a shared machine can exceed the growth of the cost per
+#   sweep. Whether the ratio clears the range of the repeats therefore changes between
+#   executions.
+# - *(iii) VI alignment against matching the means.* Both matchings take similar numbers of
+#   sweeps: the VI standard deviations of these fits stay small, so they barely change
+#   the cost matrices. The extra work of the Wasserstein cost is building cost matrices
+#   from twice the arrays, a difference of the order of the spread of the repeats at
+#   these widths. The paper's statement concerns wide networks and a deterministic
+#   baseline trained by SGD, which we do not have.
 
 # %% tags=["nbval-check-output"]
-asserted = ("within_a_minute",)
-for o in outcomes:
-    if o.claim.name in asserted:
-        assert o.holds, (o.claim.name, o.detail)
-print(f"verified on the {profile.name} profile: " + "; ".join(asserted) + " (claims (2) and (3) reported, not asserted)")
+asserted = [o for o in outcomes if o.claim.name not in rossi.TIMING_CLAIMS_MACHINE_DEPENDENT]
+assert claims.unexpected_failures(asserted, profile.name) == [], [
+    (o.claim.name, o.verdict.value, o.detail) for o in claims.unexpected_failures(asserted, profile.name)]
+print(f"asserted on the {profile.name} profile: " + ", ".join(o.claim.name for o in asserted)
+      + f"; shown, not asserted (machine-dependent): {', '.join(rossi.TIMING_CLAIMS_MACHINE_DEPENDENT)}")
+
+# %% [markdown]
+# ## At the paper's widths (labelled reduction)
+#
+# The saved run `paper-4widths-16samples` of chapter 07 (the paper's widths, {paper}`100`
+# epochs on the full data, a **labelled reduction** of the barrier evaluation) was timed on
+# an idle two-core machine, but it kept one timing per call, the minimum of its repeats,
+# not the repeats themselves: without their spread none of our timing claims can be judged
+# on it, and all three are "not tested" there (the table below gives the registered
+# reason). Its minima point the same way as the paper for claims (i) and (ii): the longest
+# alignment took {glue:text}`ch08_saved_longest` s, and the CPU time rose with the width
+# (MNIST {glue:text}`ch08_saved_mnist_w2` s; Fashion-MNIST
+# {glue:text}`ch08_saved_fashion_mnist_w2` s at widths {glue:text}`ch08_saved_widths`).
+# For claim (iii) they point the other way: at the widest width aligning the posteriors took
+# {glue:text}`ch08_saved_mnist_ratio` of the CPU time of matching their means on MNIST and
+# {glue:text}`ch08_saved_fashion_mnist_ratio` on Fashion-MNIST, with similar numbers of
+# sweeps (MNIST {glue:text}`ch08_saved_mnist_sweeps`, Fashion-MNIST
+# {glue:text}`ch08_saved_fashion_mnist_sweeps`, alignment / matching). A re-run with the
+# repeats kept would judge them (about an hour on this machine; not done).
+
+# %% tags=["hide-input"]
+saved = results.load("vi_alignment_timings", "paper-4widths-16samples")
+st = saved["summary"]["table"]
+glue("ch08_saved_longest", f"{max(max(c['w2_seconds']) for c in st.values()):.1f}", display=False)
+glue("ch08_saved_widths", ", ".join(f"{w:,}" for w in saved["summary"]["widths"]["mnist"]), display=False)
+for ds, c in st.items():
+    glue(f"ch08_saved_{ds}_w2", ", ".join(f"{x:.2f}" for x in c["w2_cpu_seconds"]), display=False)
+    glue(f"ch08_saved_{ds}_ratio", f"{c['w2_cpu_seconds'][-1] / c['wm_cpu_seconds'][-1]:.2f}x", display=False)
+    glue(f"ch08_saved_{ds}_sweeps", f"{c['w2_sweeps'][-1]:.0f} / {c['wm_sweeps'][-1]:.0f}", display=False)
+report.show_saved_run("vi_alignment_timings", "it times the posteriors of vi_alignment's paper profile")
 
 # %% [markdown]
 # ## Synthesis
 #
-# The paper's Fig. A2 is a figure without numbers; beside its statements, ours.
+# The paper's Fig. A2 is a figure without numbers; beside its statements, ours (this
+# execution, quick miniature; medians of the repeats).
 
 # %% tags=["nbval-ignore-output", "hide-input"]
 widest = {ds: t.widths[ds][-1] for ds in experiments.ALIGN_DATASETS}

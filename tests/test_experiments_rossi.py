@@ -1,6 +1,6 @@
-"""symlib.experiments.rossi: the summaries of vi_alignment and vi_alignment_timings, the
-paper's claims registered on them (each shown to fail when the paper's effect is absent),
-and the timing helper."""
+"""symlib.experiments.rossi: the summaries of vi_alignment, vi_alignment_robustness and
+vi_alignment_timings, the replicated pairs, and the timing helper (the claims are tested in
+tests/test_claims_rossi.py)."""
 import dataclasses
 
 import numpy as np
@@ -12,58 +12,12 @@ from symlib.experiments.profiles import get_profile
 from symlib.experiments.registry import SUMMARIES
 from symlib.testing.reference import random_gaussian_posterior
 
-WIDTHS = [32, 64, 128, 256]
-
-
-def _barriers(naive, aligned):
-    return {split: {"naive": list(naive), "aligned": list(aligned)} for split in ("train", "test")}
-
-
-def _align_summary(mnist=((1.5, 1.4, 1.3, 1.2), (0.6, 0.3, 0.2, 0.1)),
-                   fashion=((1.5, 1.4, 1.3, 1.2), (0.8, 0.6, 0.5, 0.4))):
-    return {"widths": {"mnist": WIDTHS, "fashion_mnist": WIDTHS},
-            "marginal": {"mnist": _barriers(*mnist), "fashion_mnist": _barriers(*fashion)}}
-
-
-def _verdicts(experiment, summary):
-    return {o.claim.name: o for o in claims.evaluate(experiment, summary)}
-
-
-def test_vi_alignment_claims_hold_on_the_papers_picture():
-    v = _verdicts("vi_alignment", _align_summary())
-    assert set(v) == {"alignment_lowers_every_barrier", "alignment_removes_barrier_mnist",
-                      "alignment_removes_barrier_fashion_mnist", "barrier_falls_with_width_mnist",
-                      "barrier_falls_with_width_fashion_mnist"}
-    assert all(o.holds for o in v.values()), {k: o.detail for k, o in v.items()}
-
-
-def test_vi_alignment_claims_fail_when_the_effect_is_absent():
-    # alignment raises one barrier
-    v = _verdicts("vi_alignment", _align_summary(mnist=((1.5, 1.4, 1.3, 1.2), (0.6, 1.5, 0.2, 0.1))))
-    assert not v["alignment_lowers_every_barrier"].holds
-    # alignment removes only 40% at the widest width (0.72 of 1.2 left)
-    v = _verdicts("vi_alignment", _align_summary(fashion=((1.5, 1.4, 1.3, 1.2), (0.9, 0.8, 0.75, 0.72))))
-    assert not v["alignment_removes_barrier_fashion_mnist"].holds
-    assert "0.720 aligned (0.60)" in v["alignment_removes_barrier_fashion_mnist"].detail
-    assert v["alignment_removes_barrier_mnist"].holds
-    # the aligned barrier rises with width (naive still falls)
-    v = _verdicts("vi_alignment", _align_summary(mnist=((1.5, 1.4, 1.3, 1.2), (0.1, 0.2, 0.3, 0.35))))
-    assert not v["barrier_falls_with_width_mnist"].holds
-    assert "aligned 0.100, 0.200, 0.300, 0.350 (does not fall)" in v["barrier_falls_with_width_mnist"].detail
-    # widest below narrowest but the slope is positive: does not fall
-    v = _verdicts("vi_alignment", _align_summary(fashion=((1.5, 1.4, 1.3, 1.2), (0.5, 0.3, 1.2, 0.45))))
-    assert not v["barrier_falls_with_width_fashion_mnist"].holds
-
-
-def test_vi_alignment_claim_names_a_missing_key():
-    with pytest.raises(ValueError, match=r"summary of 'vi_alignment' lacks \['marginal'\]"):
-        claims.evaluate("vi_alignment", {"widths": {}})
-
-
 def _entry(scale):
     keys = [f"{s} {k}" for s in ("train", "test") for k in ("naive", "aligned")]
     return {"barrier": {"marginal": {k: scale * (i + 1) for i, k in enumerate(keys)},
-                        "midpoint": {k: -scale for k in keys}}}
+                        "midpoint": {k: -scale for k in keys}},
+            "elbo_final": np.asarray([-0.4, -0.6]),
+            "curves": {"test naive": {"loss": np.asarray([1.0, 3.0, 2.0]), "accuracy": np.asarray([0.9, 0.5, 0.8])}}}
 
 
 def test_align_summary_orders_widths_and_lists_barriers():
@@ -71,24 +25,17 @@ def test_align_summary_orders_widths_and_lists_barriers():
     assert s["widths"] == {"mnist": [8, 16]}
     assert s["marginal"]["mnist"]["test"] == {"naive": [3.0, 30.0], "aligned": [4.0, 40.0]}
     assert s["midpoint"]["mnist"]["train"]["naive"] == [-1.0, -10.0]
+    assert s["marginal_pairs"]["mnist"]["test"]["naive"] == [[3.0], [30.0]]
+    assert s["elbo"]["mnist"] == [[-0.5], [-0.5]] and s["endpoint_loss"]["mnist"] == [[1.5], [1.5]]
+    assert s["endpoint_accuracy"]["mnist"] == [[0.8], [0.8]]
 
 
-def _timing_summary(w2_cpu=(0.01, 0.02, 0.05, 0.2), wm_cpu=(0.005, 0.01, 0.03, 0.1), w2_wall=(0.01, 0.02, 0.05, 0.2)):
-    cols = {"w2_seconds": list(w2_wall), "wm_seconds": list(wm_cpu), "w2_cpu_seconds": list(w2_cpu),
-            "wm_cpu_seconds": list(wm_cpu), "w2_sweeps": [5] * 4, "wm_sweeps": [5] * 4,
-            "w2_sq_identity": [2.0] * 4, "w2_sq": [1.0] * 4}
-    return {"widths": {"mnist": WIDTHS}, "table": {"mnist": cols}, "repeats": 5}
-
-
-def test_timing_claims_hold_and_fail():
-    v = _verdicts("vi_alignment_timings", _timing_summary())
-    assert all(o.holds for o in v.values()), {k: o.detail for k, o in v.items()}
-    v = _verdicts("vi_alignment_timings", _timing_summary(w2_wall=(70.0, 80.0, 0.1, 90.0)))
-    assert not v["within_a_minute"].holds and "1 of 4 under 60 s" in v["within_a_minute"].detail
-    v = _verdicts("vi_alignment_timings", _timing_summary(w2_cpu=(0.01, 0.03, 0.02, 0.2)))
-    assert not v["time_grows_with_width"].holds
-    v = _verdicts("vi_alignment_timings", _timing_summary(w2_cpu=(0.01, 0.02, 0.05, 0.09)))
-    assert not v["vi_costlier_than_weight_matching"].holds and "(0.90x)" in v["vi_costlier_than_weight_matching"].detail
+def test_align_summary_keeps_every_pair_and_averages_them():
+    s = SUMMARIES["vi_alignment"]({"mnist": {"w8": {"pair1": _entry(3.0), "pair0": _entry(1.0)}}})
+    assert s["marginal_pairs"]["mnist"]["train"]["naive"] == [[1.0, 3.0]]
+    assert s["marginal"]["mnist"]["train"]["naive"] == [2.0]
+    with pytest.raises(ValueError, match="'barrier' or 'pair<k>'"):
+        SUMMARIES["vi_alignment"]({"mnist": {"w8": {"other": 1}}})
 
 
 def test_time_alignments_on_planted_posteriors():
@@ -102,6 +49,8 @@ def test_time_alignments_on_planted_posteriors():
     assert out["width"] == [4, 5]
     assert all(s > 0 for s in out["w2_seconds"] + out["wm_cpu_seconds"])
     assert all(a <= b for a, b in zip(out["w2_sq"], out["w2_sq_identity"]))
+    assert [len(r) for r in out["w2_cpu_seconds_repeats"]] == [2, 2]
+    assert out["w2_cpu_seconds"][0] == pytest.approx(float(np.median(out["w2_cpu_seconds_repeats"][0])))
     with pytest.raises(ValueError, match="repeats must be at least 1"):
         rossi.time_alignments(posteriors, depth=2, repeats=0)
     with pytest.raises(ValueError, match="posteriors is empty"):
@@ -112,9 +61,13 @@ def test_vi_alignment_keeps_posteriors_and_timings_read_them(tmp_path, monkeypat
     monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
     tiny = dataclasses.replace(get_profile("quick"), name="tiny", n_train=600, n_val=0, n_test=100,
                                align_widths=(4, 8), align_depth=2, align_epochs=1, align_samples=2,
-                               align_n_eval=50, n_lambdas=3)
+                               align_n_eval=50, n_lambdas=3, align_pairs=2, align_sweep_width=4)
     pairs = experiments.run("vi_alignment", tiny, verbose=False)
-    post = pairs.artifact["mnist"]["w8"]["posteriors"]
+    assert len(pairs.replicates("mnist", 8)) == 2
+    assert pairs.run("mnist", 8, pair=1).marginal_barrier(split="test", aligned=True) >= 0
+    with pytest.raises(ValueError, match=r"pair must be in \[0, 2\)"):
+        pairs.run("mnist", 8, pair=2)
+    post = pairs.artifact["mnist"]["w8"]["pair0"]["posteriors"]
     assert np.shape(post["mu1"]["dense_0"]["kernel"]) == (784, 8) and np.all(np.asarray(
         post["sigma0"]["dense_0"]["kernel"]) > 0)
     t = experiments.run("vi_alignment_timings", tiny, verbose=False)
@@ -122,8 +75,15 @@ def test_vi_alignment_keeps_posteriors_and_timings_read_them(tmp_path, monkeypat
     assert t.column("mnist", "w2_sweeps").shape == (2,)
     s = SUMMARIES["vi_alignment_timings"](t.artifact)
     assert len(claims.evaluate("vi_alignment_timings", s)) == 3
+    assert t.column("mnist", "w2_cpu_seconds_repeats").shape == (2, rossi.TIMING_REPEATS)
     with pytest.raises(ValueError, match="unknown column 'seconds'"):
         t.column("mnist", "seconds")
+    sweep = experiments.run("vi_alignment_robustness", tiny, verbose=False)
+    rs = SUMMARIES["vi_alignment_robustness"](sweep.artifact)
+    assert rs["width"] == 4 and len(rs["settings"]) == 4
+    assert [len(v) for v in rs["marginal_pairs"]["test"]["aligned"]] == [2, 2, 2, 2]
+    base = SUMMARIES["vi_alignment"](pairs.artifact)["marginal_pairs"]["mnist"]["test"]["aligned"][0]
+    assert rs["marginal_pairs"]["test"]["aligned"][0] == base  # the paper's setting is vi_alignment's
 
 
 def test_vi_alignment_resumes_after_an_interrupted_run(tmp_path, monkeypatch):
@@ -133,7 +93,7 @@ def test_vi_alignment_resumes_after_an_interrupted_run(tmp_path, monkeypatch):
 
     tiny = dataclasses.replace(get_profile("quick"), name="tiny", n_train=500, n_val=0, n_test=60,
                                align_widths=(4, 6), align_depth=1, align_epochs=1, align_samples=2,
-                               align_n_eval=30, n_lambdas=3)
+                               align_n_eval=30, n_lambdas=3, align_pairs=1)
     real_fit, calls = vi_mod.fit_mlp_vi, []
 
     def fit(*args, fail_after=None, **kwargs):

@@ -134,6 +134,9 @@ class Profile:
     align_prior_var: float
     align_samples: int
     align_n_eval: int
+    align_pairs: int
+    align_sweep_width: int
+    align_n_train: int | None
     resnet_dataset: str
     resnet_widths: tuple[int, ...]
     resnet_n_train: int
@@ -228,20 +231,23 @@ PROFILES: dict[str, Profile] = {
         vi_std_init=0.01,
         ensemble_members=5,
         mc_samples=100,
-        align_widths=(32, 64, 128, 256),
+        align_widths=(32, 64, 128),
         align_depth=3,
         align_epochs=20,
         align_prior_var=0.01,
         align_samples=8,
-        align_n_eval=2_000,
+        align_n_eval=1_000,
+        align_pairs=3,
+        align_sweep_width=64,
+        align_n_train=4_500,
         resnet_dataset="fashion_mnist",
         resnet_widths=(1,),
-        resnet_n_train=512,
+        resnet_n_train=256,
         resnet_epochs=2,
         resnet_batch_size=64,
-        resnet_n_eval=128,
-        resnet_n_lambdas=5,
-        resnet_samples=4,
+        resnet_n_eval=64,
+        resnet_n_lambdas=3,
+        resnet_samples=2,
         laurent_nets=64,
         laurent_hidden=(32, 32),
         laurent_epochs=20,
@@ -311,6 +317,9 @@ PROFILES: dict[str, Profile] = {
         align_prior_var=0.01,
         align_samples=128,
         align_n_eval=10_000,
+        align_pairs=3,
+        align_sweep_width=512,
+        align_n_train=None,
         resnet_dataset="cifar10",
         resnet_widths=(1, 2, 4, 8),
         resnet_n_train=50_000,

@@ -1,0 +1,232 @@
+"""Rossi et al.'s claims (symlib.experiments.rossi) judged on synthetic summaries: each holds
+when the paper's effect is there beyond the spread of the independent units, differs when
+the effect is reversed, and never holds on noise alone or on a single unit; each reads its
+threshold from the registry."""
+import numpy as np
+import pytest
+
+import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
+from symlib.experiments import claims
+from symlib.experiments.claims import Verdict
+from symlib.experiments.thresholds import THRESHOLDS
+
+WIDTHS = [32, 64, 128]
+RNG = np.random.default_rng(0)
+
+THRESHOLD_OF = {
+    ("vi_alignment", "alignment_lowers_every_barrier"): "vi_alignment.alignment_lowers_every_barrier",
+    ("vi_alignment", "alignment_removes_barrier_mnist"): "vi_alignment.alignment_removes_barrier",
+    ("vi_alignment", "alignment_removes_barrier_fashion_mnist"): "vi_alignment.alignment_removes_barrier",
+    ("vi_alignment", "barrier_falls_with_width_mnist"): "vi_alignment.barrier_falls_with_width",
+    ("vi_alignment", "barrier_falls_with_width_fashion_mnist"): "vi_alignment.barrier_falls_with_width",
+    ("vi_alignment_resnet20", "alignment_lowers_every_barrier"): "vi_alignment.alignment_lowers_every_barrier",
+    ("vi_alignment_resnet20", "wider_lower_only_after_alignment"):
+        "vi_alignment_resnet20.wider_lower_only_after_alignment",
+    ("vi_alignment_robustness", "removes_barrier_every_setting"):
+        "vi_alignment_robustness.removes_barrier_every_setting",
+    ("vi_alignment_timings", "within_a_minute"): "vi_alignment_timings.within_a_minute",
+    ("vi_alignment_timings", "time_grows_with_width"): "vi_alignment_timings.time_grows_with_width",
+    ("vi_alignment_timings", "vi_costlier_than_weight_matching"):
+        "vi_alignment_timings.vi_costlier_than_weight_matching",
+}
+
+
+def _outcomes(experiment, summary):
+    out = {o.claim.name: o for o in claims.evaluate(experiment, summary)}
+    for name, o in out.items():
+        assert o.evidence.threshold is THRESHOLDS[THRESHOLD_OF[(experiment, name)]], (experiment, name)
+    return out
+
+
+def test_every_claim_has_a_registered_threshold_here():
+    registered = {(e, c.name) for e in ("vi_alignment", "vi_alignment_resnet20", "vi_alignment_robustness",
+                                        "vi_alignment_timings") for c in claims.CLAIMS[e]}
+    assert registered == set(THRESHOLD_OF)
+
+
+# ------------------------------------------------------------------ barriers
+
+
+def _cells(naive, aligned, pairs, noise):
+    """Per width, ``pairs`` values around ``naive[i]`` / ``aligned[i]`` with noise of sd ``noise``."""
+    def per_width(means):
+        return [list(np.asarray(m) + noise * RNG.standard_normal(pairs)) for m in means]
+    return {split: {"naive": per_width(naive), "aligned": per_width(aligned)} for split in ("train", "test")}
+
+
+def _align_summary(mnist, fashion, pairs=4, noise=0.02, widths=WIDTHS):
+    mp = {"mnist": _cells(*mnist, pairs, noise), "fashion_mnist": _cells(*fashion, pairs, noise)}
+    marginal = {ds: {s: {k: [float(np.mean(v)) for v in b[k]] for k in b} for s, b in per.items()}
+                for ds, per in mp.items()}
+    return {"widths": {"mnist": widths, "fashion_mnist": widths}, "marginal": marginal, "marginal_pairs": mp}
+
+
+PAPER = ((1.5, 1.3, 1.1), (0.3, 0.2, 0.1))  # falls with width, alignment removes most
+FLAT = ((1.0, 1.0, 1.0), (1.0, 1.0, 1.0))  # no effect of anything
+
+
+def test_barrier_claims_hold_on_the_papers_picture():
+    v = _outcomes("vi_alignment", _align_summary(PAPER, PAPER))
+    assert {k: o.verdict for k, o in v.items()} == {k: Verdict.HOLDS for k in v}, {k: o.detail for k, o in v.items()}
+
+
+def test_barrier_claims_differ_when_the_effect_is_reversed():
+    # alignment raises the barriers, and the barriers grow with width
+    reversed_ = ((1.0, 1.2, 1.4), (1.5, 1.7, 1.9))
+    v = _outcomes("vi_alignment", _align_summary(reversed_, PAPER))
+    for name in ("alignment_lowers_every_barrier", "alignment_removes_barrier_mnist", "barrier_falls_with_width_mnist"):
+        assert v[name].verdict is Verdict.DIFFERS, (name, v[name].detail)
+    assert v["alignment_removes_barrier_fashion_mnist"].holds
+    # alignment removes only 30% at the widest width
+    v = _outcomes("vi_alignment", _align_summary(PAPER, ((1.5, 1.3, 1.0), (1.2, 1.0, 0.7))))
+    assert v["alignment_removes_barrier_fashion_mnist"].verdict is Verdict.DIFFERS
+    assert "% removed" in v["alignment_removes_barrier_fashion_mnist"].detail
+    # the naive barrier grows with width while the aligned one falls: 'with and without' differs
+    v = _outcomes("vi_alignment", _align_summary(PAPER, ((1.0, 1.2, 1.4), (0.3, 0.2, 0.1))))
+    assert v["barrier_falls_with_width_fashion_mnist"].verdict is Verdict.DIFFERS
+    assert "naive" in v["barrier_falls_with_width_fashion_mnist"].detail
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_barrier_claims_never_hold_on_noise(seed):
+    rng = np.random.default_rng(seed)
+    flat = ((1.0, 1.0, 1.0), (1.0, 1.0, 1.0))
+    half = ((1.0, 1.0, 1.0), (0.5, 0.5, 0.5))  # exactly half removed: the boundary
+    s = _align_summary(flat, half, pairs=4, noise=0.05)
+    for split in s["marginal_pairs"]["mnist"].values():  # aligned = naive + noise, pair by pair
+        split["aligned"] = [list(np.asarray(n) + 0.05 * rng.standard_normal(len(n))) for n in split["naive"]]
+    v = _outcomes("vi_alignment", s)
+    assert not v["alignment_lowers_every_barrier"].holds
+    assert not v["alignment_removes_barrier_mnist"].holds
+    assert not v["alignment_removes_barrier_fashion_mnist"].holds
+    assert not v["barrier_falls_with_width_mnist"].holds
+    assert not v["barrier_falls_with_width_fashion_mnist"].holds
+
+
+def test_one_pair_per_width_is_at_best_same_direction():
+    """The saved runs before replicates: one pair per width, no interval."""
+    s = _align_summary(PAPER, PAPER, pairs=1, noise=0.0)
+    del s["marginal_pairs"]
+    v = _outcomes("vi_alignment", s)
+    assert {o.verdict for o in v.values()} == {Verdict.SAME_DIRECTION}
+    assert "1 pair" in v["alignment_lowers_every_barrier"].evidence.units
+
+
+def test_barrier_claims_name_a_missing_key():
+    with pytest.raises(ValueError, match=r"summary of 'vi_alignment' lacks \['marginal'\]"):
+        claims.evaluate("vi_alignment", {"widths": {}})
+
+
+def _resnet_summary(naive, aligned, pairs=4, noise=0.02, widths=(1, 2, 4, 8)):
+    cells = _cells(naive, aligned, pairs, noise)
+    return {"widths": {"cifar10": list(widths)},
+            "marginal": {"cifar10": {s: {k: [float(np.mean(v)) for v in b[k]] for k in b} for s, b in cells.items()}},
+            "marginal_pairs": {"cifar10": cells}}
+
+
+def test_resnet20_claims():
+    only_after = ((2.0, 2.0, 2.0, 2.0), (0.5, 0.35, 0.2, 0.1))
+    v = _outcomes("vi_alignment_resnet20", _resnet_summary(*only_after))
+    assert v["alignment_lowers_every_barrier"].holds and v["wider_lower_only_after_alignment"].holds
+    # the aligned barrier grows with width
+    v = _outcomes("vi_alignment_resnet20", _resnet_summary((2.0,) * 4, (0.1, 0.2, 0.35, 0.5)))
+    assert v["wider_lower_only_after_alignment"].verdict is Verdict.DIFFERS
+    # the naive barrier falls faster than the aligned one: width helps without alignment
+    v = _outcomes("vi_alignment_resnet20", _resnet_summary((2.0, 1.5, 1.0, 0.5), (0.5, 0.45, 0.4, 0.35)))
+    assert v["wider_lower_only_after_alignment"].verdict is Verdict.DIFFERS
+    # noise: everything flat
+    v = _outcomes("vi_alignment_resnet20", _resnet_summary((1.0,) * 4, (1.0,) * 4, noise=0.05))
+    assert not v["wider_lower_only_after_alignment"].holds and not v["alignment_lowers_every_barrier"].holds
+    # one width (the quick stand-in): the width claim is not tested
+    v = _outcomes("vi_alignment_resnet20", _resnet_summary((2.0,), (0.5,), widths=(1,)))
+    assert v["wider_lower_only_after_alignment"].verdict is Verdict.NOT_TESTED
+    assert "one width" in v["wider_lower_only_after_alignment"].evidence.untested
+
+
+def _robust_summary(shares, pairs=4, noise=0.02, naive=1.5):
+    """One setting per entry of ``shares`` (share of the naive barrier removed)."""
+    settings = [{"prior_var": pv, "temperature": t} for pv in (0.01, 0.0025) for t in (1.0, 0.1)][:len(shares)]
+    mp = {split: {"naive": [list(naive + noise * RNG.standard_normal(pairs)) for _ in shares],
+                  "aligned": [list(naive * (1 - sh) + noise * RNG.standard_normal(pairs)) for sh in shares]}
+          for split in ("train", "test")}
+    return {"width": 64, "dataset": "mnist", "settings": settings, "marginal_pairs": mp}
+
+
+def test_robustness_claim():
+    name = "removes_barrier_every_setting"
+    assert _outcomes("vi_alignment_robustness", _robust_summary([0.9, 0.85, 0.8, 0.9]))[name].holds
+    o = _outcomes("vi_alignment_robustness", _robust_summary([0.9, 0.85, 0.2, 0.9]))[name]
+    assert o.verdict is Verdict.DIFFERS and "prior var 0.0025, T 1: " in o.detail
+    o = _outcomes("vi_alignment_robustness", _robust_summary([0.5, 0.5, 0.5, 0.5], noise=0.1))[name]
+    assert not o.holds
+    o = _outcomes("vi_alignment_robustness", _robust_summary([0.9, 0.9, 0.9, 0.9], pairs=1))[name]
+    assert o.verdict is Verdict.SAME_DIRECTION
+
+
+# ------------------------------------------------------------------ timings
+
+
+def _timing_summary(w2_cpu, wm_cpu, spread=0.05, w2_wall=None, repeats=5, widths=(32, 64, 128, 256)):
+    """Repeats scattered by +-``spread`` (relative) around the given medians."""
+    def reps(medians):
+        return [list(m * (1 + spread * np.linspace(-1, 1, repeats))) for m in medians]
+
+    w2_wall = w2_cpu if w2_wall is None else w2_wall
+    cols = {"w2_seconds": list(w2_wall), "wm_seconds": list(wm_cpu), "w2_cpu_seconds": list(w2_cpu),
+            "wm_cpu_seconds": list(wm_cpu), "w2_seconds_repeats": reps(w2_wall), "wm_seconds_repeats": reps(wm_cpu),
+            "w2_cpu_seconds_repeats": reps(w2_cpu), "wm_cpu_seconds_repeats": reps(wm_cpu),
+            "w2_sweeps": [5.0] * len(widths), "wm_sweeps": [5.0] * len(widths)}
+    return {"widths": {"mnist": list(widths), "fashion_mnist": list(widths)},
+            "table": {"mnist": cols, "fashion_mnist": cols}, "repeats": repeats}
+
+
+GROWING = (0.01, 0.04, 0.16, 0.64)
+
+
+def test_timing_claims_hold():
+    v = _outcomes("vi_alignment_timings", _timing_summary(GROWING, [x / 2 for x in GROWING]))
+    assert all(o.holds for o in v.values()), {k: (o.verdict, o.detail) for k, o in v.items()}
+
+
+def test_timing_claims_differ():
+    v = _outcomes("vi_alignment_timings", _timing_summary((0.64, 0.16, 0.04, 0.01), [2 * x for x in GROWING],
+                                                          w2_wall=(70.0, 80.0, 0.1, 90.0)))
+    assert v["within_a_minute"].verdict is Verdict.DIFFERS and "2 of 8 alignments" in v["within_a_minute"].detail
+    assert v["time_grows_with_width"].verdict is Verdict.DIFFERS
+    assert v["vi_costlier_than_weight_matching"].verdict is Verdict.DIFFERS
+
+
+def test_timing_claims_do_not_hold_within_the_spread():
+    """A difference smaller than the spread of the repeats is no verdict: identical timings at
+    every width and for both methods, and a 10% difference under a 30% spread."""
+    same = (0.1, 0.1, 0.1, 0.1)
+    v = _outcomes("vi_alignment_timings", _timing_summary(same, same, spread=0.2))
+    assert not v["time_grows_with_width"].holds and not v["vi_costlier_than_weight_matching"].holds
+    v = _outcomes("vi_alignment_timings", _timing_summary((0.1, 0.11, 0.121, 0.133), (0.1, 0.1, 0.1, 0.121),
+                                                          spread=0.3))
+    assert v["time_grows_with_width"].verdict is Verdict.SAME_DIRECTION
+    assert v["vi_costlier_than_weight_matching"].verdict is Verdict.SAME_DIRECTION
+    # one alignment under a minute is no majority
+    one = _timing_summary((0.1,), (0.1,), widths=(32,))
+    del one["table"]["fashion_mnist"], one["widths"]["fashion_mnist"]
+    assert _outcomes("vi_alignment_timings", one)["within_a_minute"].verdict is Verdict.SAME_DIRECTION
+
+
+def test_timing_claims_without_repeats_are_not_tested():
+    s = _timing_summary(GROWING, GROWING)
+    for cols in s["table"].values():
+        for k in [k for k in cols if k.endswith("_repeats")]:
+            del cols[k]
+    v = _outcomes("vi_alignment_timings", s)
+    assert {o.verdict for o in v.values()} == {Verdict.NOT_TESTED}
+    assert "minimum of 5 repeats" in v["within_a_minute"].evidence.untested
+
+
+def test_resnet20_claims_are_not_tested_on_untrained_networks():
+    s = _resnet_summary((2.0, 2.0, 2.0, 2.0), (0.5, 0.35, 0.2, 0.1))
+    s["endpoint_accuracy"] = {"cifar10": [[0.6] * 4, [0.6] * 4, [0.1] * 4, [0.6] * 4]}
+    v = _outcomes("vi_alignment_resnet20", s)
+    assert {o.verdict for o in v.values()} == {Verdict.NOT_TESTED}
+    assert "have not learned" in v["alignment_lowers_every_barrier"].evidence.untested
+    s["endpoint_accuracy"]["cifar10"][2] = [0.6] * 4
+    assert all(o.holds for o in _outcomes("vi_alignment_resnet20", s).values())
