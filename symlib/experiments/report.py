@@ -145,11 +145,12 @@ def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | No
         keep: optional predicate on claim names: the claims to show (default all).
 
     Returns:
-        ``(provenance, table)``: a line with the run's networks, accuracy, date, device,
-        time and command, and :func:`symlib.experiments.claims.claims_table` of its claims;
-        None when no such run was saved.
+        ``(provenance, table)``: a line with the run's scale (:mod:`symlib.experiments.scales`),
+        networks, accuracy, date, device, time and command, and
+        :func:`symlib.experiments.claims.claims_table` of its claims with the scale in its
+        header; None when no such run was saved.
     """
-    from symlib.experiments import claims, results
+    from symlib.experiments import claims, results, scales
 
     record = results.load(name, profile)
     if record is None:
@@ -158,10 +159,11 @@ def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | No
     facts = [f"{k} {summary[k]}" if not isinstance(summary[k], float) else f"{k} {summary[k]:.3f}"
              for k in ("nets", "test_accuracy_mean", "test_accuracy_min") if k in summary]
     minutes = "" if record.get("elapsed_s") is None else f", {record['elapsed_s'] / 60:.0f} min"
-    line = (f"{', '.join(facts) + '; ' if facts else ''}run on {record['date']}, {record['device']}{minutes}:\n"
+    scale = scales.scale_of(name, profile, record)
+    line = (f"{scale.label}; {', '.join(facts) + '; ' if facts else ''}run on {record['date']}, {record['device']}{minutes}:\n"
             f"{record['command']}")
     outcomes = [o for o in claims.evaluate(name, summary) if keep is None or keep(o.claim.name)]
-    return line, claims.claims_table(outcomes, profile)
+    return line, claims.claims_table(outcomes, profile, scale=scale.short)
 
 
 def show_saved_run(name: str, needs: str, profile: str | None = None, keep=None) -> Table | None:
@@ -179,7 +181,7 @@ def show_saved_run(name: str, needs: str, profile: str | None = None, keep=None)
     Returns:
         The claims table (shown by Jupyter as the cell's value), or None when not run.
     """
-    from symlib.experiments import results
+    from symlib.experiments import results, scales
 
     labels = [profile] if profile is not None else results.saved_labels(name)
     saved = [(label, saved_run_claims(name, label, keep)) for label in labels]
@@ -193,4 +195,7 @@ def show_saved_run(name: str, needs: str, profile: str | None = None, keep=None)
     if len(saved) == 1:
         return saved[0][1][1]
     first = saved[0][1][1]
-    return Table(["run", *first.headers], [(label, *row) for label, (_, table) in saved for row in table.rows])
+    headers = ["run (scale)", *first.headers]
+    headers[3] = "ours"  # each row's profile and scale are in its first cell
+    return Table(headers, [(f"{label} ({scales.scale_of(name, label, results.load(name, label)).short})", *row)
+                           for label, (_, table) in saved for row in table.rows])
