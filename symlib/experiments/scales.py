@@ -117,7 +117,8 @@ PAPER_RUNS: frozenset[str] = frozenset({
     "ensemble", "vi", "rebasin_barriers", "not_paths", "not_sweep", "toy_perceptrons", "laurent_optunets",
     "functional_collapse", "vi_alignment", "compact_representation", "laurent_posteriors", "hmc",
     "vi_alignment_resnet20", "rn18_collapse_cifar100", "rn18_collapse_tiny_imagenet", "rn18_posteriors_cifar100",
-    "rn18_posteriors_tiny_imagenet", "hmc_pieces",
+    "rn18_posteriors_tiny_imagenet", "hmc_pieces", "mlp_map_pair", "optunet_bank", "posterior_samples",
+    "rn18_bank_cifar100", "rn18_bank_tiny_imagenet",
 })
 
 #: the paper's samples per chain and chains of Xiao et al.'s HMC (for the pieced run's scale)
