@@ -91,8 +91,14 @@ def test_saved_run_tables_name_the_scale(tmp_path, monkeypatch):
             "experiment": "laurent_optunets", "profile": label, "command": "cmd", "device": "cpu", "date": "d",
             "summary": {"x": 1.0, "nets": 16}}))
     line, table = report.saved_run_claims("laurent_optunets", "paper-16nets")
-    assert line.startswith("labelled reduction: 16 of the paper's 1,000 networks;")
+    assert line.endswith("\ncmd\nscale: labelled reduction: 16 of the paper's 1,000 networks")
     assert "labelled reduction: 16 of the paper's 1,000 networks" in table.headers[2]
+    (tmp_path / "laurent_optunets-paper-2nets.json").write_text(json.dumps({
+        "experiment": "laurent_optunets", "profile": "paper-2nets", "command": "cmd", "device": "cpu", "date": "d",
+        "summary": {"x": 1.0}}))
+    assert report.saved_run_claims("laurent_optunets", "paper-2nets")[0].endswith("scale: scale not registered in "
+                                                                                  "symlib.experiments.scales")
+    (tmp_path / "laurent_optunets-paper-2nets.json").unlink()
     both = report.show_saved_run("laurent_optunets", "needs a GPU")
     assert [r[0] for r in both.rows] == ["paper-16nets (labelled reduction: 16 of the paper's 1,000 networks)",
                                          "paper-8nets (labelled reduction: 8 of the paper's 1,000 networks)"]
