@@ -50,7 +50,6 @@
 # "How to read the verdicts".
 
 # %% tags=["hide-cell"]
-from collections import Counter
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -118,20 +117,26 @@ paper_section("laurent2024")
 
 # %%
 counts = manifest.counts_by_scale(rows)
-display(Table(["paper", "scale", "verdict", "item runs"],
-              [(p, s, v, n) for (p, s, v), n in sorted(counts.items())]))
-
-papers = [manifest.PAPERS[k][1] for k in manifest.PAPERS]
 scale_cols = [*scales.KINDS, "none"]
 verdicts = [v.value for v in claims.Verdict] + sorted({v for (_, s, v) in counts if s == "none"})
-colours = {v: plotting.PALETTE[i % len(plotting.PALETTE)] for i, v in enumerate(verdicts)}
+papers = [manifest.PAPERS[k][1] for k in manifest.PAPERS]
+shown = [v for v in verdicts if any(v == k[2] for k in counts)]
+display(Table(["paper", "scale", *shown],
+              [(p, s, *(counts.get((p, s, v), "") for v in shown)) for p in papers for s in scale_cols
+               if any(counts.get((p, s, v)) for v in shown)]))
+
+# the verdicts in fixed colours (holds, same direction, differs, not tested), the statuses of
+# items without a run in greys
+colours = dict(zip(verdicts, ["#1b9e77", "#e6ab02", "#d95f02", "#7570b3", "#bdbdbd", "#969696", "#737373",
+                              "#525252", "#d9d9d9", "#252525"]))
 fig, axes = plt.subplots(1, len(papers), figsize=(11, 3.6), sharey=True, constrained_layout=True)
 for ax, paper in zip(axes, papers):
     bottom = np.zeros(len(scale_cols))
     for v in verdicts:
         n = np.array([counts.get((paper, s, v), 0) for s in scale_cols])
         if n.any():
-            ax.bar(range(len(scale_cols)), n, bottom=bottom, color=colours[v], label=v)
+            ax.bar(range(len(scale_cols)), n, bottom=bottom, color=colours.get(v, "#969696"), label=v,
+                   edgecolor="white", linewidth=0.5)
         bottom += n
     ax.set_xticks(range(len(scale_cols)), [s.replace(" ", "\n", 1) for s in scale_cols], fontsize=7)
     ax.set_title(paper, fontsize=9)

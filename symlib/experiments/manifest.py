@@ -12,8 +12,12 @@ parser, and fails at import (and in the tests) when it names an experiment that 
 exist.
 
 An :class:`Item` is one table or figure (or one part of it, e.g. one dataset block of a
-table). Its status is never written here: :func:`item_status` evaluates the claims of its
-experiments (:mod:`symlib.experiments.claims`) on the saved runs.
+table). Its verdict is never written here: :func:`run_verdicts` evaluates the claims of its
+experiments (:mod:`symlib.experiments.claims`) on every run there is (the saved results and
+the quick profile's cached artifacts), each run labelled with its scale
+(:mod:`symlib.experiments.scales`); an item holds on a run only when all of its claims hold
+there (:func:`combine`). :func:`report_rows` makes the report's short rows and their details,
+:func:`counts_by_scale` the counts per paper, scale and verdict.
 """
 from __future__ import annotations
 
@@ -809,7 +813,7 @@ def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str,
             verdict = head.verdict.value if head.outcomes else f"{Verdict.NOT_TESTED.value} ({head.note})"
             number = key_number(item, sums, head)
         details = [("what it shows", item.caption), ("the paper", item.paper_value),
-                   ("ours (quick profile)", mine), ("ours (paper profile and reductions)", paper_profile_cell(item, paper_runs))]
+                   ("ours (quick profile)", mine), ("ours (saved runs: paper profile, reductions, stand-ins)", paper_profile_cell(item, paper_runs))]
         for r in runs:
             where = f"{r.run} run ({r.scale.label}" + (f"; {r.provenance}" if r.provenance else "") + ")"
             details.append((f"verdict on the {where}: {r.verdict.value if r.outcomes else 'not tested'}",
@@ -876,6 +880,7 @@ def report_html(rows: Sequence[ReportRow]) -> str:
     blocks = []
     for row in rows:
         inner = "".join(f"<p><b>{_html(t)}</b>: {_html(x)}</p>" for t, x in row.details)
+        scale = f" ({_html(row.scale)})" if row.runs else ""
         blocks.append(f'<details style="overflow-wrap:anywhere"><summary>{_html(row.label)}: '
-                      f"{_html(row.verdict)}</summary>{inner}</details>")
+                      f"{_html(row.verdict)}{scale}</summary>{inner}</details>")
     return table + "\n" + "\n".join(blocks)
