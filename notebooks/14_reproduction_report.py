@@ -46,8 +46,8 @@
 # interval of each effect (over the independent units: seeds, networks, network pairs,
 # repeated timings) lies on the paper's side of its threshold; the weakest claim decides
 # otherwise ("differs", then "same direction, not significant", then "not tested"). The row
-# shows the largest scale there is; the details list every run. See the landing page's
-# "How to read the verdicts".
+# shows the largest scale there is; the details list every run. See "How to read the
+# verdicts" on the {doc}`landing page <../book/intro>`.
 
 # %% tags=["hide-cell"]
 

@@ -189,3 +189,20 @@ def test_tables_and_code_that_scroll_sideways_are_reported(driver, tmp_path):
     assert any(p.startswith("scroll: the page is ") for p in found["page_wide.html"]), found["page_wide.html"]
     assert any(p.startswith("scroll: sideways at 1280 px: table") for p in found["wide_table.html"])
     assert found["fits.html"] == []
+
+
+def test_the_reports_table_fits_a_1280_px_window(driver, tmp_path):
+    import dataclasses
+
+    import symlib.experiments  # noqa: F401  (registers the experiments)
+    from symlib.experiments import manifest
+
+    rows = manifest.report_rows({}, {})
+    long = dataclasses.replace(rows[0], label="Figure 1 (" + "a_very_long_unbreakable_part_name_" * 4 + ")",
+                               scale="labelled reduction: " + "16 of the paper's 1,000 networks, " * 4,
+                               our_number="x" * 200, details=(("t", "y" * 500),))
+    html = manifest.report_html([*rows, long])
+    found = _check(driver, tmp_path, {"report.html": _page(f"<main style='width:760px;margin:auto'>{html}</main>")})
+    problems = [p for p in found["report.html"] if not p.startswith("link: ")]  # the chapters are not in the fixture
+    assert problems == [], problems
+    assert {p.split(": ", 1)[0] for p in found["report.html"]} <= {"link"}

@@ -248,8 +248,8 @@ def test_a_saved_hmc_pieces_run_fills_table1_and_figure3(tmp_path, monkeypatch):
     t1 = next(i for i in MANIFEST if i.paper == "xiao2023" and i.id == "Table 1" and not i.part)
     fig3 = next(i for i in MANIFEST if i.paper == "xiao2023" and i.id == "Figure 3")
     cell = manifest.paper_profile_cell(t1, runs)
-    assert "HMC q_r/agreement 0.9" in cell and "hmc_pieces, paper, labelled reduction: 120 of the paper's 500 " \
-        "samples per chain" in cell
+    assert "HMC q_r/agreement 0.9" in cell and "hmc_pieces, paper, labelled reduction: 240 of the paper's 1,000 " \
+        "HMC samples (2 chains x 120)" in cell
     assert "median_sigma/HMC q_r 0.05" in manifest.paper_profile_cell(fig3, runs) or "HMC q_r 0.05" in \
         manifest.paper_profile_cell(fig3, runs)
     monkeypatch.setitem(claims.CLAIMS, "compact_representation", [])
@@ -301,3 +301,16 @@ def test_status_lists_every_saved_run_and_documented_reasons(synthetic_claims):
                                    "differs (labelled reduction: 1 of the paper's 2 seeds; paper-small)",
                                    "holds (quick miniature; quick)"]
     assert small.details()[0].endswith("why: the small run's nets are too narrow")
+
+
+def test_check_book_accepts_the_report_html_and_refuses_a_reproduced_status():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_book", REPO / "scripts" / "check_book.py")
+    check_book = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check_book)
+    rows = manifest.report_rows({}, {})
+    page = "".join(manifest.report_html([r for r in rows if r.paper == PAPERS[p][1]]) for p in PAPERS)
+    assert check_book.report_problems(page) == []
+    assert len(check_book.report_problems(page.replace("not run", "reproduced (quick profile)"))) == 1
+    assert len(check_book.report_problems("<p>nothing</p>")) == 2

@@ -121,28 +121,24 @@ PAPER_RUNS: frozenset[str] = frozenset({
     "rn18_bank_cifar100", "rn18_bank_tiny_imagenet",
 })
 
-#: the paper's samples per chain and chains of Xiao et al.'s HMC (for the pieced run's scale)
-HMC_PIECES_PAPER = (2, 500)
+#: HMC samples of Xiao et al. (App. A: "In total, we generated 1000 HMC samples")
+HMC_PAPER_SAMPLES = 1_000
 
 
 def _hmc_pieces(profile: str, record: Mapping[str, Any] | None) -> Scale | None:
-    """The pieced HMC run's scale from its progress: the paper's 2 chains x 500 samples, or
-    the share of them it reached."""
+    """The pieced HMC run's scale from its progress: the samples kept over all chains against
+    the paper's 1,000."""
     if record is None:
         return None
     summary = record.get("summary", record)
-    progress = summary.get("progress", {})
-    chains = len(summary.get("diagnostics", {}).get("step_size", []) or []) or None
-    kept = progress.get("num_kept")
-    want_chains, want_samples = HMC_PIECES_PAPER
-    if kept is None:
+    kept = summary.get("progress", {}).get("num_kept")
+    chains = len(summary.get("diagnostics", {}).get("step_size", []) or [])
+    if kept is None or not chains:
         return None
-    parts = []
-    if kept < want_samples:
-        parts.append(f"{kept} of the paper's {want_samples} samples per chain")
-    if chains is not None and chains < want_chains:
-        parts.append(f"{chains} of the paper's {want_chains} chains")
-    return Scale(REDUCTION, ", and ".join(parts)) if parts else Scale(PAPER)
+    total = kept * chains
+    if total >= HMC_PAPER_SAMPLES:
+        return Scale(PAPER)
+    return Scale(REDUCTION, f"{total:,} of the paper's {HMC_PAPER_SAMPLES:,} HMC samples ({chains} chains x {kept})")
 
 
 #: experiments whose scale is read from the saved record (e.g. a run saved while incomplete)
