@@ -115,7 +115,7 @@ paper_section("laurent2024")
 # item's details), illustrations and setup tables (nothing to judge), and items whose
 # experiments register no claim about them.
 
-# %%
+# %% tags=["hide-input"]
 counts = manifest.counts_by_scale(rows)
 scale_cols = [*scales.KINDS, "none"]
 verdicts = [v.value for v in claims.Verdict] + sorted({v for (_, s, v) in counts if s == "none"})

@@ -801,8 +801,9 @@ def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str,
             mine = ours(item, quick) or "(see the chapter)"
         runs = run_verdicts(item, quick, paper_runs)
         head = runs[0] if runs else None
-        if head is None:
-            scale, verdict, number = "-", item_status(item, quick, paper_runs), ""
+        if head is None:  # the status's first words; the reason is in the details
+            status = item_status(item, quick, paper_runs)
+            scale, verdict, number = "-", re.split(r"[:;(,]", status, maxsplit=1)[0].strip(), ""
         else:
             if head.run == "quick":
                 sums = quick
@@ -821,7 +822,7 @@ def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str,
         if not runs:
             details.append(("status", item_status(item, quick, paper_runs)))
         rows.append(ReportRow(PAPERS[item.paper][1], item.label, chapter_link(item), scale, verdict,
-                              _short(item.paper_number or item.paper_value, 48), _short(number, 80), tuple(runs),
+                              _short(item.paper_number or item.paper_value, 64), _short(number, 80), tuple(runs),
                               tuple(details)))
     return rows
 
@@ -844,8 +845,8 @@ def counts_by_scale(rows: Sequence[ReportRow]) -> dict[tuple[str, str, str], int
         if row.runs:
             keys = [(row.paper, r.scale.kind, r.verdict.value) for r in row.runs]
         else:
-            status = re.split(r"[(:;,]", row.verdict, maxsplit=1)[0].strip()
-            status = {"shown in its chapter": "no claim"}.get(status, status)
+            status = {"shown in its chapter": "no claim", "illustration, redrawn in its chapter": "illustration"}.get(
+                row.verdict, row.verdict)
             keys = [(row.paper, "none", status)]
         for k in keys:
             out[k] = out.get(k, 0) + 1
