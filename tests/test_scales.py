@@ -102,3 +102,14 @@ def test_saved_run_tables_name_the_scale(tmp_path, monkeypatch):
     both = report.show_saved_run("laurent_optunets", "needs a GPU")
     assert [r[0] for r in both.rows] == ["paper-16nets (labelled reduction: 16 of the paper's 1,000 networks)",
                                          "paper-8nets (labelled reduction: 8 of the paper's 1,000 networks)"]
+
+
+def test_paper_vs_ours_names_the_scales():
+    from symlib.experiments.report import PaperProfile, paper_vs_ours
+
+    record = {"experiment": "laurent_mlps", "profile": "paper-64nets", "device": "cpu", "date": "2026-01-02"}
+    column = PaperProfile.from_saved(record, ["1"])
+    table = paper_vs_ours([("q", "p", "o")], "quick", column, scale=scales.scale_label("laurent_mlps", "quick"))
+    assert table.headers[2].startswith("ours (quick profile, stand-in (")
+    assert table.headers[3] == "ours (paper profile, stand-in: 64 of the 256 networks of our paper profile, cpu, 2026-01-02)"
+    assert PaperProfile.from_saved({"device": "cpu", "date": "d"}, ["1"]).header() == "ours (paper profile, cpu, d)"

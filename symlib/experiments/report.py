@@ -51,10 +51,13 @@ class PaperProfile:
             values by quantity (a mapping); a missing value or None shows as "not run".
         source: where the run was done, shown in the column header (e.g. device and date);
             empty when no run was saved.
+        scale: the run's scale (:mod:`symlib.experiments.scales`), shown in the header; filled
+            by :meth:`from_saved` from the record's experiment and profile.
     """
 
     values: Sequence[object] | Mapping[str, object] = field(default_factory=dict)
     source: str = ""
+    scale: str = ""
 
     @classmethod
     def from_saved(cls, record: Mapping[str, Any] | None, values: Sequence[object] | Mapping[str, object]
@@ -70,15 +73,17 @@ class PaperProfile:
         """
         if record is None:
             return cls()
-        return cls(values, f"{record['device']}, {record['date']}")
+        scale = _scale(record["experiment"], record["profile"], record) if "experiment" in record and "profile" in \
+            record else ""
+        return cls(values, f"{record['device']}, {record['date']}", scale)
 
     def header(self) -> str:
         """The column header.
 
         Returns:
-            ``"ours (paper profile, <source>)"``, or ``"ours (paper profile)"`` without a source.
+            ``"ours (paper profile, <scale>, <source>)"``, without the parts that are empty.
         """
-        return f"ours (paper profile, {self.source})" if self.source else "ours (paper profile)"
+        return "ours (" + ", ".join(x for x in ("paper profile", self.scale, self.source) if x) + ")"
 
     def cells(self, quantities: Sequence[str]) -> list[str]:
         """The column's cells for rows with these quantities.
@@ -102,7 +107,8 @@ class PaperProfile:
 
 
 def paper_vs_ours(rows: Sequence[tuple[str, object, object]], profile_name: str,
-                  paper_profile: PaperProfile | Sequence[object] | Mapping[str, object] | None = None) -> Table:
+                  paper_profile: PaperProfile | Sequence[object] | Mapping[str, object] | None = None,
+                  scale: str | None = None) -> Table:
     """The paper's values beside ours, with the profile named in the header.
 
     Args:
@@ -110,7 +116,8 @@ def paper_vs_ours(rows: Sequence[tuple[str, object, object]], profile_name: str,
         profile_name: the profile our values come from.
         paper_profile: values of a saved paper-profile run, as a :class:`PaperProfile` or
             as its ``values`` (a sequence aligned with ``rows`` or a mapping by quantity);
-            adds the column "ours (paper profile, <source>)", "not run" where a value is missing.
+            adds the column "ours (paper profile, <scale>, <source>)", "not run" where a value is missing.
+        scale: the scale of our run (e.g. ``"quick miniature"``), named in its column's header.
 
     Returns:
         The table (renders as Markdown in Jupyter).
@@ -120,7 +127,7 @@ def paper_vs_ours(rows: Sequence[tuple[str, object, object]], profile_name: str,
             of another length than ``rows``.
         TypeError: if ``paper_profile`` is neither a PaperProfile, a sequence nor a mapping.
     """
-    headers = ["quantity", "paper", f"ours ({profile_name} profile)"]
+    headers = ["quantity", "paper", f"ours ({profile_name} profile" + (f", {scale})" if scale else ")")]
     if paper_profile is None:
         return Table(headers, rows)
     bad = [r for r in rows if len(r) != 3]
