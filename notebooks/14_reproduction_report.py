@@ -18,36 +18,45 @@
 # %% [markdown]
 # # Reproduction report: every table and figure of the three papers
 #
-# One row per table and figure of {cite:t}`xiao2023compact`, {cite:t}`rossi2023permutation`
+# One short row per table and figure of {cite:t}`xiao2023compact`, {cite:t}`rossi2023permutation`
 # and {cite:t}`laurent2024symmetry`, main text and appendices, including those the book does
-# not attempt. The page is generated when the book is built, from three sources:
+# not attempt. Each row gives the chapter, the **scale** of the run it judges, the
+# **verdict** of the paper's claims on that run, and one key number each for the paper and
+# for us; the long text (what the item shows, the paper's full value, ours on every run,
+# each claim with its interval) is in the item's collapsible details below the table.
+#
+# The page is generated when the book is built, from three sources:
 #
 # - the manifest `symlib.experiments.manifest.MANIFEST`: for each item the paper's value,
 #   the chapter, the experiments and summary keys that give ours, and for an item not
 #   attempted the reason (`tests/test_manifest.py` checks it against the paper texts);
 # - the quick-profile artifacts in the artifact cache, filled by the earlier chapters
-#   (read with `experiments.lookup`, which never computes: an artifact that is not there
-#   reads "quick result not cached");
-# - the paper-profile results saved in `book/results/` (a run of the papers' sizes, or a
-#   labelled reduction of it such as `paper-8nets`), with the device and date of the run.
+#   (read with `experiments.lookup`, which never computes);
+# - the results saved in `book/results/` (the paper profile, a labelled reduction of it,
+#   or a stand-in), with the device and date of each run.
 #
-# The status is not written by hand: it is the verdict of the paper's claims as code
-# (`symlib.experiments.claims`, the same checks the chapters assert) on the largest run there
-# is: "reproduced (*profile*)" when every claim about the item holds, "differs (*profile*)"
-# with the claim that fails and our numbers, "not tested" when the only run is too small to
-# test the claim (the reason is given), "not run" when no run of its experiments is
-# available. Illustrations and setup tables have nothing to check; figures whose
-# experiments register no claim yet say so.
+# **Scale** comes from one registry, `symlib.experiments.scales`: *paper scale*, *labelled
+# reduction* (which dimension was reduced, and by how much), *quick miniature* (every
+# quick-profile result) or *stand-in* (a setting the paper did not run).
+# `tests/test_scales.py` fails for a saved result without a scale.
+#
+# **Verdict** is never written by hand: it is the verdict of the paper's claims as code
+# (`symlib.experiments.claims`, the same checks the chapters assert) on a run. An item
+# holds on a run only when every one of its claims holds there, that is when the whole
+# interval of each effect (over the independent units: seeds, networks, network pairs,
+# repeated timings) lies on the paper's side of its threshold; the weakest claim decides
+# otherwise ("differs", then "same direction, not significant", then "not tested"). The row
+# shows the largest scale there is; the details list every run. See "How to read the
+# verdicts" on the {doc}`landing page <../book/intro>`.
 
 # %% tags=["hide-cell"]
-import re
-from collections import Counter
-from pathlib import Path
 
 import matplotlib.pyplot as plt
-from IPython.display import display
+import numpy as np
+from IPython.display import HTML, display
+from myst_nb import glue
 
-from symlib.experiments import manifest, plotting, results
+from symlib.experiments import claims, manifest, plotting, results, scales
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table
 
@@ -56,22 +65,29 @@ profile = get_profile("quick")
 print("quick-profile numbers read from the artifact cache;", profile.describe())
 quick = manifest.quick_summaries("quick")
 paper_runs = manifest.saved_runs(results.results_dir())
-print(f"quick results found in the cache: {len(quick)} experiments; "
-      f"paper-profile files in book/results: {sum(len(v) for v in paper_runs.values())}")
+rows = manifest.report_rows(quick, paper_runs)
+n_saved = sum(len(v) for v in paper_runs.values())
+print(f"quick results found in the cache: {len(quick)} experiments; saved results in book/results: {n_saved}; "
+      f"manifest items: {len(rows)}")
+glue("ch14_items", len(rows), display=False)
+glue("ch14_saved", n_saved, display=False)
+glue("ch14_quick", len(quick), display=False)
+
+
+def paper_section(paper: str) -> HTML:
+    name = manifest.PAPERS[paper][1]
+    return HTML(manifest.report_html([r for r in rows if r.paper == name]))
+
 
 # %% [markdown]
+# The report covers {glue:text}`ch14_items` items, judged on {glue:text}`ch14_saved` saved
+# results and on the quick-profile results of {glue:text}`ch14_quick` experiments found in
+# the cache.
+#
 # ## Xiao et al. (2023)
 
 # %% tags=["hide-input"]
-rows = manifest.report_rows(quick, paper_runs)
-
-
-def paper_table(paper: str) -> Table:
-    name = manifest.PAPERS[paper][1]
-    return Table(manifest.HEADERS[1:], [r[1:] for r in rows if r[0] == name])
-
-
-paper_table("xiao2023")
+paper_section("xiao2023")
 
 # %% [markdown]
 # ## Rossi et al. (2023)
@@ -80,47 +96,60 @@ paper_table("xiao2023")
 # the main text's figures (the Sec. 5.1 barriers) are named by section.
 
 # %% tags=["hide-input"]
-paper_table("rossi2023")
+paper_section("rossi2023")
 
 # %% [markdown]
 # ## Laurent et al. (2024)
 
 # %% tags=["hide-input"]
-paper_table("laurent2024")
+paper_section("laurent2024")
 
 # %% [markdown]
 # ## Synthesis
 #
-# The counts below are recomputed at every build. Items "not run" have their code and
-# tests (the ResNet-18 experiments, for instance) but need data or a GPU that no build of
-# the book had; items "not attempted" have no experiment yet, for the reason given in
-# each row. "Reproduced (quick profile)" means the
-# claim holds in miniature (a subset of MNIST, smaller networks); only a paper-profile row
-# says it holds at the paper's scale.
+# The counts below are recomputed at every build. Each run of an item counts once, under
+# its scale: an item judged both on a labelled reduction and in the quick profile counts in
+# both columns, so a verdict in miniature is never added to one at the paper's scale. Items
+# with no run count under "none" with their status: "not run" (code and tests exist, the run
+# needs data or a GPU that no build of the book had), "not attempted" (the reason is in the
+# item's details), illustrations and setup tables (nothing to judge), and items whose
+# experiments register no claim about them.
 
-# %%
-def status_kind(status: str) -> str:
-    return re.split(r"[(:;,]", status, maxsplit=1)[0].strip()
-
-
-counts = Counter((r[0], status_kind(r[-1])) for r in rows)
-display(Table(["paper", "status", "items"], [(p, s, n) for (p, s), n in sorted(counts.items())]))
-
+# %% tags=["hide-input"]
+counts = manifest.counts_by_scale(rows)
+scale_cols = [*scales.KINDS, "none"]
+verdicts = [v.value for v in claims.Verdict] + sorted({v for (_, s, v) in counts if s == "none"})
 papers = [manifest.PAPERS[k][1] for k in manifest.PAPERS]
-kinds = sorted({k for _, k in counts})
-fig, ax = plt.subplots(figsize=(8, 2.6), constrained_layout=True)
-left = [0] * len(papers)
-for i, kind in enumerate(kinds):
-    n = [counts.get((p, kind), 0) for p in papers]
-    ax.barh(papers, n, left=left, color=plotting.PALETTE[i % len(plotting.PALETTE)], label=kind)
-    left = [a + b for a, b in zip(left, n)]
-ax.set_xlabel("tables and figures (manifest items)")
-ax.set_title("status of every table and figure of the three papers")
-ax.invert_yaxis()
-ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+shown = [v for v in verdicts if any(v == k[2] for k in counts)]
+display(Table(["paper", "scale", *shown],
+              [(p, s, *(counts.get((p, s, v), "") for v in shown)) for p in papers for s in scale_cols
+               if any(counts.get((p, s, v)) for v in shown)]))
+
+# the verdicts in fixed colours (holds, same direction, differs, not tested), the statuses of
+# items without a run in greys
+colours = dict(zip(verdicts, ["#1b9e77", "#e6ab02", "#d95f02", "#7570b3", "#bdbdbd", "#969696", "#737373",
+                              "#525252", "#d9d9d9", "#252525"]))
+fig, axes = plt.subplots(1, len(papers), figsize=(11, 3.6), sharey=True, constrained_layout=True)
+for ax, paper in zip(axes, papers):
+    bottom = np.zeros(len(scale_cols))
+    for v in verdicts:
+        n = np.array([counts.get((paper, s, v), 0) for s in scale_cols])
+        if n.any():
+            ax.bar(range(len(scale_cols)), n, bottom=bottom, color=colours.get(v, "#969696"), label=v,
+                   edgecolor="white", linewidth=0.5)
+        bottom += n
+    ax.set_xticks(range(len(scale_cols)), [s.replace(" ", "\n", 1) for s in scale_cols], fontsize=7)
+    ax.set_title(paper, fontsize=9)
+axes[0].set_ylabel("item runs")
+handles = {h.get_label(): h for ax in axes for h in ax.get_legend_handles_labels()[0]}
+fig.legend([handles[v] for v in verdicts if v in handles], [v for v in verdicts if v in handles], fontsize=7,
+           loc="outside right center")
+fig.suptitle("verdicts of the papers' claims per scale (each run of an item counts once)", fontsize=10)
 plt.show()
 
-toc = (Path(results.results_dir()).parents[1] / "_toc.yml").read_text()
+toc = (results.results_dir().parents[1] / "_toc.yml").read_text()
 assert len(rows) == len(manifest.MANIFEST)
 assert all(item.chapter is None or item.chapter in toc for item in manifest.MANIFEST)
-assert all(r[-1] for r in rows) and all(r[-2] for r in rows)
+assert all(r.verdict and r.scale for r in rows)
+assert not any("reproduced" in " ".join(r.cells).lower() for r in rows)
+assert all(r.scale.split(":")[0] in scales.KINDS for r in rows if r.runs)

@@ -46,6 +46,33 @@ def problems(html_root: Path, toc: Path) -> list[str]:
             found.append(f"{page}: no figure rendered (was the notebook executed with a non-inline matplotlib backend?)")
         if "Traceback (most recent call last)" in html:
             found.append(f"{page}: shows a traceback")
+        if doc == REPORT:
+            found += [f"{page}: {p}" for p in report_problems(html)]
+    return found
+
+
+#: the reproduction report's page
+REPORT = "notebooks/14_reproduction_report"
+
+
+def report_problems(html: str) -> list[str]:
+    """What is wrong with the rendered reproduction report: its short tables
+    (``symlib.experiments.manifest.report_html``) or their collapsible details missing, or a
+    verdict written as "reproduced" (every verdict is one of the claims' four, with its scale).
+
+    Args:
+        html: the page's HTML.
+
+    Returns:
+        One message per problem.
+    """
+    found = []
+    if html.count('class="report-table"') < 3:
+        found.append("fewer than three report tables (one per paper)")
+    if "<details" not in html:
+        found.append("no collapsible details")
+    if re.search(r"\breproduced \(", html):
+        found.append("a status reads 'reproduced (...)': verdicts come from claims.Verdict with their scale")
     return found
 
 

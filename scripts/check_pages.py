@@ -13,6 +13,10 @@ and reports, one line per problem, prefixed by its kind:
 * ``image``    an ``<img>`` that did not load (``complete && naturalWidth == 0``);
 * ``math``     raw TeX (``\\(``, ``\\[``, ``$$``) left in the rendered text, outside code;
 * ``link``     an internal link to a missing file, or to a ``#fragment`` with no such id;
+* ``scroll``   a table or code block (``table``, ``pre``) that scrolls sideways at a 1280-pixel
+  window: the element or one of its containers (up to five levels up) is wider inside than
+  its box (``scrollWidth > clientWidth``), or the whole page is; collapsed ``<details>``
+  are opened first, so what a reader sees after expanding them is measured too;
 * ``remote``   any request to a host (anything but ``file:``, ``data:``, ``about:``,
   ``blob:``, ``chrome:``), whether or not it could have succeeded: the book must work
   offline. Remote requests are blocked in the browser, so the check never uses the network.
@@ -112,11 +116,31 @@ if (document.body) {
     }
   }
 }
+document.querySelectorAll("details").forEach((d) => { d.open = true; });
+const describe = (e) => {
+  const cls = (e.getAttribute("class") || "").trim().split(/\s+/).filter(Boolean).slice(0, 2).join(".");
+  return e.tagName.toLowerCase() + (cls ? "." + cls : "");
+};
+const sideways = [];
+for (const el of document.querySelectorAll("pre, table")) {
+  if (!el.getClientRects().length) continue;  // not displayed
+  let e = el;
+  for (let i = 0; e && e !== document.body && e !== document.documentElement && i < 6; e = e.parentElement, i++) {
+    if (e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1) {
+      const text = (el.innerText || "").replace(/\s+/g, " ").trim().slice(0, 60);
+      sideways.push(`${describe(el)}` + (e === el ? "" : ` in ${describe(e)}`) +
+                    ` is ${e.scrollWidth} px wide in ${e.clientWidth} px: "${text}"`);
+      break;
+    }
+  }
+}
+const root = document.scrollingElement || document.documentElement;
+const pageScrolls = root.scrollWidth > window.innerWidth + 1 ? [root.scrollWidth, window.innerWidth] : null;
 const links = Array.from(document.querySelectorAll("a[href], area[href]"))
   .map((a) => [a.getAttribute("href"), a.href]);
 const ids = Array.from(document.querySelectorAll("[id], a[name]"))
   .map((e) => e.id || e.getAttribute("name"));
-return {href: location.href, brokenImages, rawTex, links, ids,
+return {href: location.href, brokenImages, rawTex, links, ids, sideways, pageScrolls,
         bodyText: document.body ? document.body.innerText.length : 0};
 """
 
@@ -300,6 +324,10 @@ def check_pages(driver, root: Path, pages: list[Path], screenshots: Path | None,
             counts[t] = counts.get(t, 0) + 1
         probs += [f"math: raw TeX in the rendered text{f' (x{n})' if n > 1 else ''}: ...{t}..."
                   for t, n in counts.items()]
+        probs += [f"scroll: sideways at {WINDOW[0]} px: {w}" for w in seen["sideways"]]
+        if seen["pageScrolls"]:
+            width, inner = seen["pageScrolls"]
+            probs.append(f"scroll: the page is {width} px wide in a {inner} px window")
         dom_ids[page] = set(seen["ids"])
         links[rel] = seen["links"]
 

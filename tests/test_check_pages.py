@@ -164,3 +164,45 @@ def test_no_browser_skips_outside_ci_and_fails_under_ci(tmp_path, monkeypatch):
         assert run.returncode == rc, run.stdout + run.stderr
         assert word in run.stdout + run.stderr
         assert "apt-get install chromium chromium-driver" in run.stdout + run.stderr
+
+
+WIDE_ROW = "<tr>" + "".join(f"<td style='white-space:nowrap'>column_{i}_with_a_long_unbreakable_value</td>"
+                            for i in range(12)) + "</tr>"
+
+
+def test_tables_and_code_that_scroll_sideways_are_reported(driver, tmp_path):
+    long_line = "x = " + " + ".join(f"value_{i}" for i in range(80))
+    wrapped = ("<table style='table-layout:fixed;width:100%;overflow-wrap:anywhere'><tr>"
+               + "".join(f"<td>column_{i}_with_a_long_unbreakable_value</td>" for i in range(12)) + "</tr></table>")
+    found = _check(driver, tmp_path, {
+        "wide_code.html": _page(f"<div class='highlight' style='overflow-x:auto'><pre>{long_line}</pre></div>"),
+        "wide_table.html": _page(f"<div class='table-wrapper' style='overflow-x:auto'><table>{WIDE_ROW}</table></div>"),
+        "in_details.html": _page(f"<details><summary>more</summary><div style='overflow:auto'><table>{WIDE_ROW}"
+                                 "</table></div></details>"),
+        "page_wide.html": _page(f"<table>{WIDE_ROW}</table>"),
+        "fits.html": _page(f"<pre>short = 1</pre>{wrapped}<div style='overflow-x:auto'><pre>y = 2</pre></div>"),
+    })
+    for page in ("wide_code.html", "wide_table.html", "in_details.html", "page_wide.html"):
+        assert "scroll" in _kinds(found[page]), (page, found[page])
+    assert any(p.startswith("scroll: sideways at 1280 px: pre ") and "x = value_0" in p
+               for p in found["wide_code.html"]), found["wide_code.html"]
+    assert any(p.startswith("scroll: the page is ") for p in found["page_wide.html"]), found["page_wide.html"]
+    assert any(p.startswith("scroll: sideways at 1280 px: table") for p in found["wide_table.html"])
+    assert found["fits.html"] == []
+
+
+def test_the_reports_table_fits_a_1280_px_window(driver, tmp_path):
+    import dataclasses
+
+    import symlib.experiments  # noqa: F401  (registers the experiments)
+    from symlib.experiments import manifest
+
+    rows = manifest.report_rows({}, {})
+    long = dataclasses.replace(rows[0], label="Figure 1 (" + "a_very_long_unbreakable_part_name_" * 4 + ")",
+                               scale="labelled reduction: " + "16 of the paper's 1,000 networks, " * 4,
+                               our_number="x" * 200, details=(("t", "y" * 500),))
+    html = manifest.report_html([*rows, long])
+    found = _check(driver, tmp_path, {"report.html": _page(f"<main style='width:760px;margin:auto'>{html}</main>")})
+    problems = [p for p in found["report.html"] if not p.startswith("link: ")]  # the chapters are not in the fixture
+    assert problems == [], problems
+    assert {p.split(": ", 1)[0] for p in found["report.html"]} <= {"link"}

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
-from symlib.experiments import manifest
+from symlib.experiments import manifest, scales
 from symlib.experiments.manifest import MANIFEST, PAPERS, Item
+from symlib.experiments.thresholds import Threshold
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS_DIR = REPO.parent / "shared" / "papers"
@@ -126,31 +127,146 @@ def _barriers(after: float) -> dict:
             for s in ("train", "test")}
 
 
-def test_status_comes_from_the_claims():
+_T = Threshold("test.barrier", 0.05, "below", "the barrier vanishes", "synthetic", "in this test")
+
+
+def _barrier_check(summary):
+    from symlib.experiments import claims
+
+    values = [summary["barrier_test"]["weight matching"], summary["barrier_test"].get("weight matching 2",
+                                                                                      summary["barrier_test"]["weight matching"])]
+    if summary.get("noisy"):
+        return claims.mean_of_units([values[0]], _T, "network pairs", "one pair")
+    return claims.exact(max(values), _T, "all pairs (worst case)", f"barrier {max(values):.3f}")
+
+
+@pytest.fixture
+def synthetic_claims(monkeypatch):
+    """The experiments' claims replaced by one synthetic claim of Fig. 1 (the real ones are
+    judged in tests/test_claims.py)."""
+    from symlib.experiments import claims
+
+    c = claims.Claim("rebasin_barriers", "synthetic_barrier", "Xiao et al. (2023), Fig. 1", "the barrier vanishes",
+                     _barrier_check)
+    monkeypatch.setitem(claims.CLAIMS, "rebasin_barriers", [c])
+    monkeypatch.setattr(claims, "DIFFERENCES", {})
+    return claims
+
+
+def test_verdict_combines_the_claims():
+    V = manifest.Verdict
+    assert manifest.combine([V.HOLDS, V.HOLDS]) is V.HOLDS
+    assert manifest.combine([V.HOLDS, V.SAME_DIRECTION]) is V.SAME_DIRECTION
+    assert manifest.combine([V.SAME_DIRECTION, V.DIFFERS, V.HOLDS]) is V.DIFFERS
+    assert manifest.combine([V.HOLDS, V.NOT_TESTED]) is V.NOT_TESTED
+    assert manifest.combine([]) is V.NOT_TESTED
+
+
+def test_status_comes_from_the_claims_with_the_scale(synthetic_claims):
     fig1 = next(i for i in MANIFEST if i.paper == "xiao2023" and i.id == "Figure 1")
     record = {"device": "1 x H100 (gpu)", "date": "2026-01-02"}
     good = {"rebasin_barriers": {"paper": {**record, "summary": _barriers(0.001)}}}
     bad = {"rebasin_barriers": {"paper": {**record, "summary": _barriers(0.15)}}}
     assert manifest.item_status(fig1, {}, {}) == "not run"
-    assert manifest.item_status(fig1, {"rebasin_barriers": _barriers(0.001)}, {}) == "reproduced (quick profile)"
-    assert manifest.item_status(fig1, {"rebasin_barriers": _barriers(0.15)}, good) == "reproduced (paper profile)"
+    assert manifest.item_status(fig1, {"rebasin_barriers": _barriers(0.001)}, {}) == "holds (quick miniature; quick)"
+    assert manifest.item_status(fig1, {"rebasin_barriers": _barriers(0.15)}, good) == (
+        "holds (paper scale; paper) | differs (quick miniature; quick)")
     status = manifest.item_status(fig1, {"rebasin_barriers": _barriers(0.001)}, bad)
-    assert status.startswith("differs (paper profile): ") and "ours:" in status
+    assert status == "differs (paper scale; paper) | holds (quick miniature; quick)"
+    noisy = {**_barriers(0.001), "noisy": True}
+    assert manifest.item_status(fig1, {"rebasin_barriers": noisy}, {}) == (
+        "same direction, not significant (quick miniature; quick)")
     too_small = dataclasses.replace(fig1, quick_inconclusive="networks near chance")
     assert manifest.item_status(too_small, {"rebasin_barriers": _barriers(0.001)}, {}) == (
-        "not tested (quick profile: networks near chance)")
-    assert manifest.item_status(too_small, {"rebasin_barriers": _barriers(0.001)}, good) == "reproduced (paper profile)"
+        "not tested (quick miniature; quick: too small to test: networks near chance)")
+    assert manifest.item_status(too_small, {"rebasin_barriers": _barriers(0.001)}, good) == (
+        "holds (paper scale; paper) | not tested (quick miniature; quick: too small to test: networks near chance)")
     row = manifest.report_rows({}, good, [fig1])[0]
-    assert row[3] == "[2](02_rebasin_barriers.html)" and row[5] == manifest.NOT_CACHED
+    assert row.chapter == "[2](02_rebasin_barriers.html)" and row.scale == "paper scale" and row.verdict == "holds"
+    assert row.our_number == "synthetic_barrier: 0.001 (all pairs (worst case))"
+    details = dict(row.details)
+    assert details["ours (quick profile)"] == manifest.NOT_CACHED and "1 x H100 (gpu), 2026-01-02" in str(row.details)
     rn18 = next(i for i in MANIFEST if i.paper == "laurent2024" and i.part == "CIFAR-100 / ResNet-18")
-    assert rn18.paper_only and manifest.report_rows({}, {}, [rn18])[0][5] == manifest.PAPER_ONLY
-    assert "1 x H100 (gpu), 2026-01-02" in row[6] and row[7] == "reproduced (paper profile)"
-    fig2 = next(i for i in MANIFEST if i.paper == "xiao2023" and i.id == "Figure 2")
-    if not any(e in symlib.experiments.SUMMARIES for e in fig2.experiments):
-        assert manifest.report_rows({}, {}, [fig2])[0][5].startswith("in the chapter")
+    assert rn18.paper_only and dict(manifest.report_rows({}, {}, [rn18])[0].details)["ours (quick profile)"] == (
+        manifest.PAPER_ONLY)
     not_attempted = Item("xiao2023", "Figure 9", "x", "figure", paper_value="y", reason="not attempted: no data")
-    assert manifest.report_rows({}, {}, [not_attempted])[0][5:] == ("not attempted", "not attempted",
-                                                                    "not attempted: no data")
+    row = manifest.report_rows({}, {}, [not_attempted])[0]
+    assert (row.scale, row.verdict) == ("-", "not attempted") and ("status", "not attempted: no data") in row.details
+
+
+def test_no_status_says_reproduced_and_every_verdict_names_its_scale(synthetic_claims):
+    record = {"device": "cpu", "date": "2026-01-02"}
+    runs = {"rebasin_barriers": {"paper": {**record, "summary": _barriers(0.001)}}}
+    rows = manifest.report_rows({"rebasin_barriers": _barriers(0.001)}, runs)
+    for row in rows:
+        assert "reproduced" not in " ".join(row.cells).lower(), row.cells
+        assert "reproduced" not in manifest.item_status(next(i for i in MANIFEST if i.label == row.label
+                                                             and manifest.PAPERS[i.paper][1] == row.paper),
+                                                        {"rebasin_barriers": _barriers(0.001)}, runs).lower()
+        if row.runs:
+            assert row.scale.split(":")[0] in scales.KINDS and row.verdict in {v.value for v in manifest.Verdict}
+    counts = manifest.counts_by_scale(rows)
+    assert counts[("Xiao et al. (2023)", "paper scale", "holds")] == 1
+    assert counts[("Xiao et al. (2023)", "quick miniature", "holds")] == 1
+    html = manifest.report_html(rows[:3])
+    assert html.count("<details") == 3 and "table-layout:fixed" in html and '<a href="02_rebasin_barriers.html">' in html
+
+
+def test_a_reduction_is_labelled_with_what_it_reduced(synthetic_claims):
+    fig1 = next(i for i in MANIFEST if i.paper == "xiao2023" and i.id == "Figure 1")
+    record = {"device": "cpu", "date": "2026-01-02", "summary": _barriers(0.001)}
+    scales.REDUCTIONS[("rebasin_barriers", "paper-1seed")] = "1 of the paper's 2 seeds"
+    try:
+        status = manifest.item_status(fig1, {}, {"rebasin_barriers": {"paper-1seed": record}})
+    finally:
+        del scales.REDUCTIONS[("rebasin_barriers", "paper-1seed")]
+    assert status == "holds (labelled reduction: 1 of the paper's 2 seeds; paper-1seed)"
+
+
+def test_hmc_budget_is_read_from_the_profile():
+    from symlib.experiments.profiles import get_profile
+
+    paper = get_profile("paper")
+    text = manifest.hmc_budget(paper)
+    assert f"{paper.bnn_n_train:,} images" in text and f"{paper.hmc_chains} chains" in text
+    assert manifest.NEEDS_GPU_HMC.endswith(text)
+    smaller = dataclasses.replace(paper, hmc_chains=2, bnn_n_train=1_000)
+    assert "2 chains" in manifest.hmc_budget(smaller) and "1,000 images" in manifest.hmc_budget(smaller)
+
+
+def test_a_saved_hmc_pieces_run_fills_table1_and_figure3(tmp_path, monkeypatch):
+    from symlib.experiments import claims
+
+    table = {col: {"agreement": 0.9, "tv": 0.1} for col in ("HMC sample", "HMC q_d", "HMC q_r")}
+    summary = {"table": table, "median_sigma": {"HMC q_d": 0.5, "HMC q_r": 0.05},
+               "near_prior": {"HMC q_d": 0.4, "HMC q_r": 0.01}, "progress": {"num_kept": 120, "num_samples": 500},
+               "diagnostics": {"step_size": [1e-4, 1e-4]}}
+    (tmp_path / "hmc_pieces-paper.json").write_text(json.dumps({"experiment": "hmc_pieces", "profile": "paper",
+                                                                "device": "1 x H100", "date": "2026-11-25",
+                                                                "summary": summary}))
+    runs = manifest.saved_runs(tmp_path)
+    t1 = next(i for i in MANIFEST if i.paper == "xiao2023" and i.id == "Table 1" and not i.part)
+    fig3 = next(i for i in MANIFEST if i.paper == "xiao2023" and i.id == "Figure 3")
+    cell = manifest.paper_profile_cell(t1, runs)
+    assert "HMC q_r/agreement 0.9" in cell and "hmc_pieces, paper, labelled reduction: 240 of the paper's 1,000 " \
+        "HMC samples (2 chains x 120)" in cell
+    assert "median_sigma/HMC q_r 0.05" in manifest.paper_profile_cell(fig3, runs) or "HMC q_r 0.05" in \
+        manifest.paper_profile_cell(fig3, runs)
+    monkeypatch.setitem(claims.CLAIMS, "compact_representation", [])
+    [run] = manifest.run_verdicts(t1, {}, runs)
+    assert run.run == "paper" and run.scale.kind == scales.REDUCTION and run.verdict is manifest.Verdict.NOT_TESTED
+    c = claims.Claim("hmc_pieces", "qr_agrees", "Xiao et al. (2023), Table 1", "q_r agrees with HMC",
+                     lambda s: claims.exact(s["table"]["HMC q_r"]["tv"], _T.__class__(
+                         "test.tv", 0.5, "below", "q", "r", "s"), "all", "tv"))
+    monkeypatch.setitem(claims.CLAIMS, "hmc_pieces", [c])
+    [run] = manifest.run_verdicts(t1, {}, runs)
+    assert run.verdict is manifest.Verdict.HOLDS
+    row = manifest.report_rows({}, runs, [t1])[0]
+    assert row.verdict == "holds" and row.our_number == "qr_agrees: 0.1 (all)"
+    monkeypatch.setitem(claims.CLAIMS, "hmc_pieces", [])
+    assert manifest.report_rows({}, runs, [t1])[0].our_number == "HMC q_d/agreement 0.9"
+    complete = {**summary, "progress": {"num_kept": 500, "num_samples": 500}}
+    assert scales.scale_of("hmc_pieces", "paper", {"summary": complete}).kind == scales.PAPER
 
 
 def test_saved_runs_keeps_paper_profiles(tmp_path):
@@ -168,16 +284,33 @@ def test_quick_summaries_never_compute(tmp_path, monkeypatch):
     assert manifest.quick_summaries("quick") == {} and called == []
 
 
-def test_status_lists_every_saved_run_and_documented_reasons(monkeypatch):
-    from symlib.experiments import claims
-
+def test_status_lists_every_saved_run_and_documented_reasons(synthetic_claims):
+    claims = synthetic_claims
     fig1 = next(i for i in MANIFEST if i.paper == "xiao2023" and i.id == "Figure 1")
     record = {"device": "cpu", "date": "2026-01-02"}
     runs = {"rebasin_barriers": {"paper": {**record, "summary": _barriers(0.001)},
                                  "paper-small": {**record, "summary": _barriers(0.15)}}}
-    monkeypatch.setattr(claims, "DIFFERENCES", {})
-    claims.difference("rebasin_barriers", "paper-small", "rebasin_removes_barrier", "the small run's nets are too narrow")
-    status = manifest.item_status(fig1, {"rebasin_barriers": _barriers(0.001)}, runs)
-    first, second = status.split(" | ")
-    assert first.startswith("differs (paper-small profile): ") and first.endswith("why: the small run's nets are too narrow")
-    assert second == "reproduced (paper profile)"
+    scales.REDUCTIONS[("rebasin_barriers", "paper-small")] = "1 of the paper's 2 seeds"
+    try:
+        claims.difference("rebasin_barriers", "paper-small", "synthetic_barrier", "the small run's nets are too narrow")
+        status = manifest.item_status(fig1, {"rebasin_barriers": _barriers(0.001)}, runs)
+        [paper, small, quick] = manifest.run_verdicts(fig1, {"rebasin_barriers": _barriers(0.001)}, runs)
+    finally:
+        del scales.REDUCTIONS[("rebasin_barriers", "paper-small")]
+    assert status.split(" | ") == ["holds (paper scale; paper)",
+                                   "differs (labelled reduction: 1 of the paper's 2 seeds; paper-small)",
+                                   "holds (quick miniature; quick)"]
+    assert small.details()[0].endswith("why: the small run's nets are too narrow")
+
+
+def test_check_book_accepts_the_report_html_and_refuses_a_reproduced_status():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_book", REPO / "scripts" / "check_book.py")
+    check_book = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check_book)
+    rows = manifest.report_rows({}, {})
+    page = "".join(manifest.report_html([r for r in rows if r.paper == PAPERS[p][1]]) for p in PAPERS)
+    assert check_book.report_problems(page) == []
+    assert len(check_book.report_problems(page.replace("not run", "reproduced (quick profile)"))) == 1
+    assert len(check_book.report_problems("<p>nothing</p>")) == 2

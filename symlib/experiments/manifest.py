@@ -12,11 +12,16 @@ parser, and fails at import (and in the tests) when it names an experiment that 
 exist.
 
 An :class:`Item` is one table or figure (or one part of it, e.g. one dataset block of a
-table). Its status is never written here: :func:`item_status` evaluates the claims of its
-experiments (:mod:`symlib.experiments.claims`) on the saved runs.
+table). Its verdict is never written here: :func:`run_verdicts` evaluates the claims of its
+experiments (:mod:`symlib.experiments.claims`) on every run there is (the saved results and
+the quick profile's cached artifacts), each run labelled with its scale
+(:mod:`symlib.experiments.scales`); an item holds on a run only when all of its claims hold
+there (:func:`combine`). :func:`report_rows` makes the report's short rows and their details,
+:func:`counts_by_scale` the counts per paper, scale and verdict.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -24,10 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from symlib.experiments.claims import CLAIMS, Claim, documented_difference, evaluate
+from symlib.experiments.claims import (CLAIMS, Claim, ClaimOutcome, Verdict, documented_difference, evaluate,
+                                       verdict_counts)
 from symlib.experiments.laurent import LAURENT_FIG1_CLAIMS, LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS
 from symlib.experiments.posteriors import APPENDIX_B4_MNIST, TABLE1_MNIST
+from symlib.experiments.profiles import Profile, get_profile
 from symlib.experiments.rossi import ROSSI_APPC_CLAIMS, ROSSI_SEC51_CLAIMS, ROSSI_VI_SETTINGS
+from symlib.experiments.scales import KINDS as SCALE_KINDS
+from symlib.experiments.scales import PAPER, QUICK, REDUCTION, STAND_IN, Scale, scale_of
 from symlib.experiments.xiao import XIAO_FIG1_CLAIMS, XIAO_FIG2_CLAIMS, XIAO_FIG3_CLAIMS, XIAO_TABLE1
 
 #: paper key -> (citation key in book/references.bib, short name, text files in ../shared/papers)
@@ -42,8 +51,25 @@ PAPERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 #: measure ("illustration"), or the experimental setup ("setup": hyperparameters, architectures)
 KINDS = ("table", "figure", "illustration", "setup")
 
-NEEDS_GPU_HMC = ("needs a GPU: full-batch HMC on 60,000 images, 2 chains x (600 burn-in + 5,000) x 500 leapfrog "
-                 "steps, about 5.6 million full-batch gradients")
+
+
+def hmc_budget(profile: Profile) -> str:
+    """The HMC run of ``profile`` in words, read from its ``hmc_*`` and ``bnn_n_train`` fields
+    (:func:`symlib.experiments.xiao.hmc_budget` when the paper module has it)."""
+    try:
+        from symlib.experiments.xiao import hmc_budget as from_xiao
+    except ImportError:
+        from_xiao = None
+    if from_xiao is not None:
+        return from_xiao(profile)
+    per_chain = profile.hmc_burnin + profile.hmc_samples * profile.hmc_thin
+    grads = profile.hmc_chains * per_chain * profile.hmc_leapfrog
+    return (f"full-batch HMC on {profile.bnn_n_train:,} images, {profile.hmc_chains} chains x ({profile.hmc_burnin} "
+            f"burn-in + {profile.hmc_samples} samples x {profile.hmc_thin}) iterations x {profile.hmc_leapfrog} "
+            f"leapfrog steps, about {grads / 1e6:.1f} million full-batch gradients")
+
+
+NEEDS_GPU_HMC = "needs a GPU: " + hmc_budget(get_profile("paper"))
 
 
 @dataclass(frozen=True)
@@ -72,6 +98,12 @@ class Item:
             judged on the quick run, and the status says so.
         paper_only: its experiments run in the paper profile only (no chapter runs them in
             the quick profile): the quick column says so instead of "not cached".
+        saved_as: saved results outside the experiment registry that give this item's
+            values at the paper's scale (``book/results/<name>-<profile>.json``, e.g.
+            ``hmc_pieces`` from ``python -m symlib hmc-piece``), read with the keys of its first
+            experiment; claims registered under that name are evaluated on them.
+        paper_number: the paper's key number or finding in a few words, for the report's short
+            row (default: the start of ``paper_value``).
     """
 
     paper: str
@@ -88,6 +120,8 @@ class Item:
     reason: str = ""
     quick_inconclusive: str = ""
     paper_only: bool = False
+    saved_as: tuple[str, ...] = ()
+    paper_number: str = ""
 
     @property
     def label(self) -> str:
@@ -133,7 +167,8 @@ MANIFEST: tuple[Item, ...] = (
                     for k in ("agreement", "tv")),
          paper_value=("agreement / TV: HMC q_d " + _t1("HMC q_d") + ", q_r " + _t1("HMC q_r") + "; ensemble q_d "
                       + _t1("Ensemble q_d") + ", q_r " + _t1("Ensemble q_r") + "; VI " + _t1("VI q")),
-         paper_profile=NEEDS_GPU_HMC),
+         paper_number="HMC q_r agreement / TV " + _t1("HMC q_r"),
+         paper_profile=NEEDS_GPU_HMC, saved_as=("hmc_pieces",)),
     Item("xiao2023", "Table 1", "test accuracy of the deep ensemble's and VI's predictives, from their own runs "
          "(the columns of Table 1 that need no HMC)", "table", part="ensemble and VI accuracy",
          chapter="notebooks/04_compact_representation", experiments=("ensemble", "vi"),
@@ -149,7 +184,7 @@ MANIFEST: tuple[Item, ...] = (
          paper_value=f"re-basin shrinks sigma: {XIAO_FIG3_CLAIMS['rebasin_shrinks_sigma']}; sigma near the prior: "
                      f"{XIAO_FIG3_CLAIMS['sigma_near_prior']}; stitched pruning gain "
                      f"{XIAO_FIG3_CLAIMS['stitched_pruning_gain']}",
-         paper_profile=NEEDS_GPU_HMC),
+         paper_profile=NEEDS_GPU_HMC, saved_as=("hmc_pieces",)),
     # ------------------------------------------------------------------ Rossi et al. (2023)
     Item("rossi2023", "Sec. 5.1 MLP barriers", "marginalised loss barriers between two VI solutions along the "
          "Wasserstein geodesic, before and after alignment, against width (main-text figure; its number is not in "
@@ -390,55 +425,94 @@ def ours(item: Item, summaries: Mapping[str, Mapping[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """The claims of an item evaluated on one run.
-
-    Attributes:
-        checked: number of claims evaluated.
-        failed: the statements of the claims that do not hold, each with our numbers.
-        missing: experiments of the item with claims but no summary in this run.
-    """
-
-    checked: int
-    failed: tuple[str, ...]
-    missing: tuple[str, ...]
-
-    @property
-    def holds(self) -> bool:
-        """Every checked claim holds (and at least one was checked)."""
-        return self.checked > 0 and not self.failed
-
-
-def verdict(item: Item, summaries: Mapping[str, Mapping[str, Any]], profile: str | None = None) -> Verdict:
-    """Evaluate :func:`item_claims` on the summaries of one run.
+def combine(verdicts: Sequence[Verdict]) -> Verdict:
+    """An item's verdict on one run from its claims' verdicts: "holds" only when every claim
+    holds; otherwise the weakest: "differs" before "same direction, not significant" before
+    "not tested" (no claim at all is "not tested").
 
     Args:
-        item: a manifest item.
-        summaries: experiment -> summary of that run (quick, or a saved paper-profile file).
-        profile: the run's profile label: a failed claim with a documented difference for it
-            (:func:`symlib.experiments.claims.difference`) carries the reason.
+        verdicts: the claims' verdicts (:class:`symlib.experiments.claims.Verdict`).
 
     Returns:
-        The :class:`Verdict`.
+        The item's verdict.
     """
+    found = set(verdicts)
+    for v in (Verdict.DIFFERS, Verdict.SAME_DIRECTION, Verdict.NOT_TESTED):
+        if v in found:
+            return v
+    return Verdict.HOLDS if found else Verdict.NOT_TESTED
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    """An item's claims evaluated on one run.
+
+    Attributes:
+        run: the run's profile label (``"quick"``, ``"paper"``, ``"paper-16nets"``).
+        scale: its scale (:func:`symlib.experiments.scales.scale_of`): shown apart from the verdict.
+        outcomes: the claims' outcomes.
+        missing: experiments of the item with claims but no summary in this run.
+        note: why nothing was judged (e.g. a quick run too small to test the claim).
+        provenance: device and date of a saved run ("" for the quick run).
+    """
+
+    run: str
+    scale: Scale
+    outcomes: tuple[ClaimOutcome, ...] = ()
+    missing: tuple[str, ...] = ()
+    note: str = ""
+    provenance: str = ""
+
+    @property
+    def verdict(self) -> Verdict:
+        """:func:`combine` of the claims' verdicts ("not tested" when none was evaluated)."""
+        return combine([o.verdict for o in self.outcomes])
+
+    @property
+    def counts(self) -> str:
+        """``"3 of 4 claims hold; 1 differs"``."""
+        n = len(self.outcomes)
+        if not n:
+            return self.note or "no claim evaluated"
+        by = verdict_counts(self.outcomes)
+        rest = [f"{k} {v}" for v, k in ((v, by[v.value]) for v in Verdict if v is not Verdict.HOLDS) if k]
+        return f"{by[Verdict.HOLDS.value]} of {n} claims hold" + (f"; {', '.join(rest)}" if rest else "")
+
+    @property
+    def text(self) -> str:
+        """The verdict with the run's scale: ``"holds (labelled reduction: 16 of ...; paper-16nets)"``."""
+        return f"{self.verdict.value} ({self.scale.short}; {self.run})"
+
+    def details(self) -> list[str]:
+        """One line per claim: the verdict, the statement and our numbers, and the documented
+        reason of an expected difference."""
+        out = []
+        for o in self.outcomes:
+            why = documented_difference(o.claim.experiment, self.run, o.claim.name)
+            out.append(f"{o.verdict.value}: {o.claim.statement} (ours: {o.detail}; "
+                       f"{o.evidence.interval_text()})" + (f"; why: {why}" if why else ""))
+        if self.missing:
+            out.append(f"{', '.join(self.missing)} not in this run")
+        return out
+
+
+def _evaluate_item(item: Item, summaries: Mapping[str, Mapping[str, Any]]) -> tuple[list[ClaimOutcome], list[str]]:
+    """The outcomes of :func:`item_claims` (and of the claims registered for its saved results,
+    :attr:`Item.saved_as`) on one run, and the experiments with claims but no summary."""
     claims = item_claims(item)
-    checked, failed, missing = 0, [], []
-    for exp in item.experiments:
-        mine = [c for c in claims if c.experiment == exp]
+    outcomes, missing = [], []
+    for exp in (*item.experiments, *item.saved_as):
+        mine = {c.name for c in claims if c.experiment == exp}
+        if exp in item.saved_as:
+            pattern = _id_pattern(item.id)
+            mine = {c.name for c in CLAIMS.get(exp, []) if pattern is None or pattern.search(c.source)}
         if not mine:
             continue
         if exp not in summaries:
             missing.append(exp)
             continue
-        names = {c.name for c in mine}
-        for o in evaluate(exp, summaries[exp]):
-            if o.claim.name in names:
-                checked += 1
-                if not o.holds:
-                    why = documented_difference(exp, profile, o.claim.name) if profile else None
-                    failed.append(f"{o.claim.statement} (ours: {o.detail})" + (f"; why: {why}" if why else ""))
-    return Verdict(checked, tuple(failed), tuple(missing))
+        outcomes += [o for o in evaluate(exp, summaries[exp]) if o.claim.name in mine]
+    return outcomes, missing
 
 
 def saved_runs(directory: Path) -> dict[str, dict[str, dict[str, Any]]]:
@@ -459,9 +533,21 @@ def saved_runs(directory: Path) -> dict[str, dict[str, dict[str, Any]]]:
     return runs
 
 
-def item_status(item: Item, quick: Mapping[str, Mapping[str, Any]],
-                paper_runs: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
-    """The item's status, from its claims evaluated on the largest run there is.
+def _run_scale(item: Item, label: str, records: Mapping[str, Mapping[str, Any]]) -> Scale:
+    """The scale of run ``label`` of the item: that of its first experiment in the run (a
+    stand-in or reduction of any of them makes the run one)."""
+    found = [scale_of(exp, label, rec) for exp, rec in records.items()]
+    for kind in (STAND_IN, REDUCTION, QUICK, PAPER):
+        for sc in found:
+            if sc.kind == kind:
+                return sc
+    return scale_of((*item.experiments, *item.saved_as)[0], label)
+
+
+def run_verdicts(item: Item, quick: Mapping[str, Mapping[str, Any]],
+                 paper_runs: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[RunVerdict]:
+    """The item's claims on every run there is: each saved paper-profile run (the paper's
+    scale first, then the reductions and stand-ins), then the quick run.
 
     Args:
         item: a manifest item.
@@ -469,10 +555,53 @@ def item_status(item: Item, quick: Mapping[str, Mapping[str, Any]],
         paper_runs: :func:`saved_runs`.
 
     Returns:
-        "reproduced (<profile>)", "differs (<profile>): <the claim that fails, with our
-        numbers>", "not run", "not attempted: <reason>", "illustration (chapter)",
-        "setup (...)", or "shown, no claim checked" for an item whose experiments
-        register no claim about it.
+        One :class:`RunVerdict` per run with a summary of the item's experiments (the quick
+        run also when it is too small to test the claims: its note says why); empty for an
+        item without claims or runs.
+    """
+    if not item.attempted or item.kind in ("illustration", "setup") or not (item_claims(item) or item.saved_as):
+        return []
+    names = (*item.experiments, *item.saved_as)
+    labels = sorted({p for e in names for p in paper_runs.get(e, {})}, key=lambda p: (p != "paper", p))
+    out = []
+    for label in labels:
+        records = {e: paper_runs[e][label] for e in names if label in paper_runs.get(e, {})}
+        outcomes, missing = _evaluate_item(item, {e: r["summary"] for e, r in records.items()})
+        first = next(iter(records.values()))
+        note = "" if outcomes else "no claim reads this run's summary yet"
+        out.append(RunVerdict(label, _run_scale(item, label, records), tuple(outcomes), tuple(missing), note,
+                              f"{first.get('device', '?')}, {first.get('date', '?')}"))
+    order = {k: i for i, k in enumerate(SCALE_KINDS)}
+    out.sort(key=lambda r: order[r.scale.kind])
+    if item.paper_only:
+        return out
+    in_quick = {e: quick[e] for e in item.experiments if e in quick}
+    if item.quick_inconclusive:
+        if in_quick:
+            out.append(RunVerdict("quick", _run_scale(item, "quick", dict.fromkeys(in_quick)),
+                                  note=f"too small to test: {item.quick_inconclusive}"))
+        return out
+    if in_quick:
+        outcomes, missing = _evaluate_item(item, in_quick)
+        if outcomes:
+            out.append(RunVerdict("quick", _run_scale(item, "quick", dict.fromkeys(in_quick)), tuple(outcomes),
+                                  tuple(missing)))
+    return out
+
+
+def item_status(item: Item, quick: Mapping[str, Mapping[str, Any]],
+                paper_runs: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
+    """The item's verdict on every run, each with the run's scale.
+
+    Args:
+        item: a manifest item.
+        quick: experiment -> quick-profile summary (those found in the artifact cache).
+        paper_runs: :func:`saved_runs`.
+
+    Returns:
+        ``"<verdict> (<scale>; <run>) | ..."`` (the verdicts of :class:`symlib.experiments.claims.Verdict`,
+        largest scale first), or "not run", "not attempted: <reason>", "illustration, redrawn
+        in its chapter", "setup: ...", "shown in its chapter; no claim function checks it yet".
     """
     if not item.attempted:
         return item.reason or "not attempted"
@@ -481,37 +610,27 @@ def item_status(item: Item, quick: Mapping[str, Mapping[str, Any]],
     if item.kind == "setup":
         return ("setup: quoted in its chapter" if item.chapter else
                 f"setup: followed by {', '.join(item.experiments)} (no chapter yet)")
-    if not item_claims(item):
+    if not item_claims(item) and not item.saved_as:
         return "shown in its chapter; no claim function checks it yet"
-    runs: list[tuple[str, Mapping[str, Any]]] = []
-    for label in sorted({p for e in item.experiments for p in paper_runs.get(e, {})}, key=lambda p: (p != "paper", p)):
-        runs.append((label, {e: paper_runs[e][label]["summary"] for e in item.experiments
-                             if label in paper_runs.get(e, {})}))
-    if not item.quick_inconclusive:
-        runs.append(("quick", quick))
-    found = []  # the statuses of the saved paper-scale runs, or else of the quick run
-    for label, summaries in runs:
-        if found and label == "quick":
-            break
-        v = verdict(item, summaries, label)
-        name = f"{label} profile"
-        if v.checked == 0:
-            continue
-        if v.failed:
-            found.append(f"differs ({name}): " + "; ".join(v.failed))
-        else:
-            found.append(f"reproduced ({name}" + (f"; {', '.join(v.missing)} not in this run" if v.missing else "")
-                         + ")")
-    if found:  # a difference first: it decides the item's kind in the report
-        return " | ".join(sorted(found, key=lambda f: not f.startswith("differs")))
-    if item.quick_inconclusive:
-        return f"not tested (quick profile: {item.quick_inconclusive})"
+    runs = run_verdicts(item, quick, paper_runs)
+    if runs:
+        return " | ".join(r.text if r.outcomes else f"{Verdict.NOT_TESTED.value} ({r.scale.short}; {r.run}: {r.note})"
+                          for r in runs)
     return "not run"
+
+
+def _values(item: Item, exp: str, summary: Mapping[str, Any]) -> str:
+    """:func:`ours` for one experiment or saved result of the item (a saved result of
+    :attr:`Item.saved_as` is read with the keys of the item's first experiment)."""
+    if exp in item.saved_as and item.experiments:
+        keys = [f"{exp}:{ref.split(':', 1)[1]}" for ref in item.keys if ref.startswith(f"{item.experiments[0]}:")]
+        return ours(dataclasses.replace(item, keys=tuple(keys), experiments=(exp,)), {exp: summary})
+    return ours(item, {exp: summary})
 
 
 def paper_profile_cell(item: Item, paper_runs: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
     """The paper-profile column: our values from the saved runs, each labelled with its
-    profile, device and date; or why there is none.
+    run, scale, device and date; or why there is none.
 
     Args:
         item: a manifest item.
@@ -523,10 +642,11 @@ def paper_profile_cell(item: Item, paper_runs: Mapping[str, Mapping[str, Mapping
     if not item.attempted:
         return "not attempted"
     cells = []
-    for exp in item.experiments:
+    for exp in (*item.experiments, *item.saved_as):
         for label, record in sorted(paper_runs.get(exp, {}).items(), key=lambda kv: (kv[0] != "paper", kv[0])):
-            values = ours(item, {exp: record["summary"]}) or "saved"
-            cells.append(f"{values} [{exp}, {label}: {record['device']}, {record['date']}]")
+            values = _values(item, exp, record["summary"]) or "saved"
+            cells.append(f"{values} [{exp}, {label}, {scale_of(exp, label, record).short}: {record['device']}, "
+                         f"{record['date']}]")
     if cells:
         return "; ".join(cells)
     if item.kind in ("illustration", "setup") and not item.experiments:
@@ -563,9 +683,8 @@ NOT_CACHED = "quick result not cached"
 #: the quick cell of an item whose experiments only run in the paper profile
 PAPER_ONLY = "paper profile only"
 
-HEADERS = ("paper", "table / figure", "what it shows", "chapter", "the paper's value", "ours (quick profile)",
-           "ours (paper profile)", "status")
-
+#: the short row of every item in the report (:func:`report_rows`)
+HEADERS = ("paper", "item", "chapter", "scale", "verdict", "paper's number", "our number")
 
 def chapter_link(item: Item) -> str:
     """A Markdown link from the report's page to the item's chapter in the built book.
@@ -585,10 +704,76 @@ def chapter_link(item: Item) -> str:
     return f"[{int(name.split('_', 1)[0])}]({name}.html)"
 
 
+def _short(text: str, width: int = 60) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1].rstrip(" ,;:") + "…"
+
+
+def key_number(item: Item, summaries: Mapping[str, Mapping[str, Any]], run: RunVerdict | None = None) -> str:
+    """Our headline number for ``item`` on one run: the first tested claim's effect with its
+    interval, else the first value of :attr:`Item.keys` in ``summaries`` (a saved result of
+    :attr:`Item.saved_as` read with the first experiment's keys).
+
+    Args:
+        item: a manifest item.
+        summaries: experiment (or saved result) -> summary of one run.
+        run: that run's verdicts.
+
+    Returns:
+        ``"claim: effect [interval] over units"`` or ``"label value"``, or "" when there is none.
+    """
+    if run is not None:
+        for o in run.outcomes:
+            if o.evidence.untested is None:
+                return f"{o.claim.name}: {o.evidence.interval_text()}"
+    for ref in item.keys:
+        exp, path = ref.split(":", 1)
+        for name in (exp, *item.saved_as) if exp == (item.experiments or ("",))[0] else (exp,):
+            if name in summaries:
+                found = summary_values(summaries[name], path)
+                if found:
+                    label, value = found[0]
+                    return f"{label} {format_value(value)}"
+    return ""
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """One item of the report: a short row (:data:`HEADERS`) and its details.
+
+    Attributes:
+        paper: the paper's short name.
+        label: the item's id and part.
+        chapter: :func:`chapter_link`.
+        scale: the scale of the run whose verdict is shown (the largest there is), or "-".
+        verdict: that run's verdict (:class:`symlib.experiments.claims.Verdict`), or the
+            item's status when no claim was evaluated ("not run", "not attempted", ...).
+        paper_number: the paper's key number or finding.
+        our_number: ours on that run.
+        runs: every run's verdicts.
+        details: ``(title, text)`` pairs: what it shows, the paper's value, ours on each
+            run, every claim's verdict with our numbers.
+    """
+
+    paper: str
+    label: str
+    chapter: str
+    scale: str
+    verdict: str
+    paper_number: str
+    our_number: str
+    runs: tuple[RunVerdict, ...]
+    details: tuple[tuple[str, str], ...]
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        """The short row, in the order of :data:`HEADERS`."""
+        return (self.paper, self.label, self.chapter, self.scale, self.verdict, self.paper_number, self.our_number)
+
+
 def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str, Mapping[str, Mapping[str, Any]]],
-                items: Sequence[Item] = MANIFEST) -> list[tuple[str, ...]]:
-    """One row per item: paper, id, caption, chapter link, the paper's value, ours (quick),
-    ours (paper profile), status (:data:`HEADERS`).
+                items: Sequence[Item] = MANIFEST) -> list[ReportRow]:
+    """One :class:`ReportRow` per item.
 
     Args:
         quick: :func:`quick_summaries`.
@@ -614,6 +799,89 @@ def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str,
             mine = NOT_CACHED
         else:
             mine = ours(item, quick) or "(see the chapter)"
-        rows.append((PAPERS[item.paper][1], item.label, item.caption, chapter_link(item), item.paper_value, mine,
-                     paper_profile_cell(item, paper_runs), item_status(item, quick, paper_runs)))
+        runs = run_verdicts(item, quick, paper_runs)
+        head = runs[0] if runs else None
+        if head is None:  # the status's first words; the reason is in the details
+            status = item_status(item, quick, paper_runs)
+            scale, verdict, number = "-", re.split(r"[:;(,]", status, maxsplit=1)[0].strip(), ""
+        else:
+            if head.run == "quick":
+                sums = quick
+            else:
+                sums = {e: paper_runs[e][head.run]["summary"] for e in (*item.experiments, *item.saved_as)
+                        if head.run in paper_runs.get(e, {})}
+            scale = head.scale.short
+            verdict = head.verdict.value if head.outcomes else f"{Verdict.NOT_TESTED.value} ({head.note})"
+            number = key_number(item, sums, head)
+        details = [("what it shows", item.caption), ("the paper", item.paper_value),
+                   ("ours (quick profile)", mine), ("ours (saved runs: paper profile, reductions, stand-ins)", paper_profile_cell(item, paper_runs))]
+        for r in runs:
+            where = f"{r.run} run ({r.scale.label}" + (f"; {r.provenance}" if r.provenance else "") + ")"
+            details.append((f"verdict on the {where}: {r.verdict.value if r.outcomes else 'not tested'}",
+                            "; ".join(r.details()) or r.note or r.counts))
+        if not runs:
+            details.append(("status", item_status(item, quick, paper_runs)))
+        rows.append(ReportRow(PAPERS[item.paper][1], item.label, chapter_link(item), scale, verdict,
+                              _short(item.paper_number or item.paper_value, 64), _short(number, 80), tuple(runs),
+                              tuple(details)))
     return rows
+
+
+def counts_by_scale(rows: Sequence[ReportRow]) -> dict[tuple[str, str, str], int]:
+    """How many item runs have each verdict, per paper and scale.
+
+    Every run of every item counts once (an item judged at the paper's scale and in the quick
+    profile counts in both scales); an item with no run counts under the scale ``"none"``
+    with its status ("not run", "not attempted", "illustration", "setup", "no claim").
+
+    Args:
+        rows: :func:`report_rows`.
+
+    Returns:
+        ``(paper, scale kind, verdict) -> count``.
+    """
+    out: dict[tuple[str, str, str], int] = {}
+    for row in rows:
+        if row.runs:
+            keys = [(row.paper, r.scale.kind, r.verdict.value) for r in row.runs]
+        else:
+            status = {"shown in its chapter": "no claim", "illustration, redrawn in its chapter": "illustration"}.get(
+                row.verdict, row.verdict)
+            keys = [(row.paper, "none", status)]
+        for k in keys:
+            out[k] = out.get(k, 0) + 1
+    return out
+
+
+def _html(text: str) -> str:
+    import html
+
+    out = html.escape(str(text))
+    return re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", r'<a href="\2">\1</a>', out)  # chapter links
+
+
+def report_html(rows: Sequence[ReportRow]) -> str:
+    """The rows as an HTML table that fits a 1280-pixel window (fixed layout, wrapped cells),
+    followed by one collapsible ``<details>`` per item with the long text.
+
+    Args:
+        rows: :func:`report_rows` (of one paper, typically).
+
+    Returns:
+        The HTML.
+    """
+    widths = (None, "16%", "9%", "18%", "13%", "22%", "22%")
+    cols = "".join(f'<col style="width:{w}">' for w in widths[1:])
+    head = "".join(f"<th>{_html(h)}</th>" for h in HEADERS[1:])
+    body = "".join("<tr>" + "".join(f"<td>{_html(c)}</td>" for c in row.cells[1:]) + "</tr>" for row in rows)
+    style = ('style="table-layout:fixed;width:100%;border-collapse:collapse;overflow-wrap:anywhere;'
+             'word-break:break-word;font-size:0.85em"')
+    table = f'<table class="report-table" {style}><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead>' \
+            f"<tbody>{body}</tbody></table>"
+    blocks = []
+    for row in rows:
+        inner = "".join(f"<p><b>{_html(t)}</b>: {_html(x)}</p>" for t, x in row.details)
+        scale = f" ({_html(row.scale)})" if row.runs else ""
+        blocks.append(f'<details style="overflow-wrap:anywhere"><summary>{_html(row.label)}: '
+                      f"{_html(row.verdict)}{scale}</summary>{inner}</details>")
+    return table + "\n" + "\n".join(blocks)

@@ -51,10 +51,13 @@ class PaperProfile:
             values by quantity (a mapping); a missing value or None shows as "not run".
         source: where the run was done, shown in the column header (e.g. device and date);
             empty when no run was saved.
+        scale: the run's scale (:mod:`symlib.experiments.scales`), shown in the header; filled
+            by :meth:`from_saved` from the record's experiment and profile.
     """
 
     values: Sequence[object] | Mapping[str, object] = field(default_factory=dict)
     source: str = ""
+    scale: str = ""
 
     @classmethod
     def from_saved(cls, record: Mapping[str, Any] | None, values: Sequence[object] | Mapping[str, object]
@@ -70,15 +73,17 @@ class PaperProfile:
         """
         if record is None:
             return cls()
-        return cls(values, f"{record['device']}, {record['date']}")
+        scale = _scale(record["experiment"], record["profile"], record) if "experiment" in record and "profile" in \
+            record else ""
+        return cls(values, f"{record['device']}, {record['date']}", scale)
 
     def header(self) -> str:
         """The column header.
 
         Returns:
-            ``"ours (paper profile, <source>)"``, or ``"ours (paper profile)"`` without a source.
+            ``"ours (paper profile, <scale>, <source>)"``, without the parts that are empty.
         """
-        return f"ours (paper profile, {self.source})" if self.source else "ours (paper profile)"
+        return "ours (" + ", ".join(x for x in ("paper profile", self.scale, self.source) if x) + ")"
 
     def cells(self, quantities: Sequence[str]) -> list[str]:
         """The column's cells for rows with these quantities.
@@ -102,7 +107,8 @@ class PaperProfile:
 
 
 def paper_vs_ours(rows: Sequence[tuple[str, object, object]], profile_name: str,
-                  paper_profile: PaperProfile | Sequence[object] | Mapping[str, object] | None = None) -> Table:
+                  paper_profile: PaperProfile | Sequence[object] | Mapping[str, object] | None = None,
+                  scale: str | None = None) -> Table:
     """The paper's values beside ours, with the profile named in the header.
 
     Args:
@@ -110,7 +116,8 @@ def paper_vs_ours(rows: Sequence[tuple[str, object, object]], profile_name: str,
         profile_name: the profile our values come from.
         paper_profile: values of a saved paper-profile run, as a :class:`PaperProfile` or
             as its ``values`` (a sequence aligned with ``rows`` or a mapping by quantity);
-            adds the column "ours (paper profile, <source>)", "not run" where a value is missing.
+            adds the column "ours (paper profile, <scale>, <source>)", "not run" where a value is missing.
+        scale: the scale of our run (e.g. ``"quick miniature"``), named in its column's header.
 
     Returns:
         The table (renders as Markdown in Jupyter).
@@ -120,7 +127,7 @@ def paper_vs_ours(rows: Sequence[tuple[str, object, object]], profile_name: str,
             of another length than ``rows``.
         TypeError: if ``paper_profile`` is neither a PaperProfile, a sequence nor a mapping.
     """
-    headers = ["quantity", "paper", f"ours ({profile_name} profile)"]
+    headers = ["quantity", "paper", f"ours ({profile_name} profile" + (f", {scale})" if scale else ")")]
     if paper_profile is None:
         return Table(headers, rows)
     bad = [r for r in rows if len(r) != 3]
@@ -135,6 +142,18 @@ def paper_vs_ours(rows: Sequence[tuple[str, object, object]], profile_name: str,
     return Table([*headers, paper_profile.header()], [(*r, c) for r, c in zip(rows, cells)])
 
 
+def _scale(name: str, profile: str, record: Mapping[str, Any] | None, short: bool = True) -> str:
+    """The run's scale (:func:`symlib.experiments.scales.scale_of`), or a visible note when the
+    registry does not know it (``tests/test_scales.py`` fails for such a file in ``book/results``)."""
+    from symlib.experiments import scales
+
+    try:
+        scale = scales.scale_of(name, profile, record)
+    except KeyError:
+        return "scale not registered in symlib.experiments.scales"
+    return scale.short if short else scale.label
+
+
 def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | None:
     """A run saved in ``book/results/`` (:func:`symlib.experiments.results.load`) and its
     paper claims evaluated on it, for showing beside a notebook's own run.
@@ -145,9 +164,10 @@ def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | No
         keep: optional predicate on claim names: the claims to show (default all).
 
     Returns:
-        ``(provenance, table)``: a line with the run's networks, accuracy, date, device,
-        time and command, and :func:`symlib.experiments.claims.claims_table` of its claims;
-        None when no such run was saved.
+        ``(provenance, table)``: a line with the run's networks, accuracy, date, device, time
+        and command, then its scale (:mod:`symlib.experiments.scales`); and
+        :func:`symlib.experiments.claims.claims_table` of its claims with the scale in its
+        header; None when no such run was saved.
     """
     from symlib.experiments import claims, results
 
@@ -158,10 +178,11 @@ def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | No
     facts = [f"{k} {summary[k]}" if not isinstance(summary[k], float) else f"{k} {summary[k]:.3f}"
              for k in ("nets", "test_accuracy_mean", "test_accuracy_min") if k in summary]
     minutes = "" if record.get("elapsed_s") is None else f", {record['elapsed_s'] / 60:.0f} min"
+    scale = _scale(name, profile, record)
     line = (f"{', '.join(facts) + '; ' if facts else ''}run on {record['date']}, {record['device']}{minutes}:\n"
-            f"{record['command']}")
+            f"{record['command']}\nscale: {scale}")
     outcomes = [o for o in claims.evaluate(name, summary) if keep is None or keep(o.claim.name)]
-    return line, claims.claims_table(outcomes, profile)
+    return line, claims.claims_table(outcomes, profile, scale=scale)
 
 
 def show_saved_run(name: str, needs: str, profile: str | None = None, keep=None) -> Table | None:
@@ -193,4 +214,7 @@ def show_saved_run(name: str, needs: str, profile: str | None = None, keep=None)
     if len(saved) == 1:
         return saved[0][1][1]
     first = saved[0][1][1]
-    return Table(["run", *first.headers], [(label, *row) for label, (_, table) in saved for row in table.rows])
+    headers = ["run (scale)", *first.headers]
+    headers[3] = "ours"  # each row's profile and scale are in its first cell
+    return Table(headers, [(f"{label} ({_scale(name, label, results.load(name, label))})", *row)
+                           for label, (_, table) in saved for row in table.rows])

@@ -1,0 +1,183 @@
+"""The scale of every run the book shows: the one registry that labels a result.
+
+Every number of ours comes from a run of one of four scales (:data:`KINDS`):
+
+* **paper scale**: the paper's setting (data, architecture, number of networks, samples);
+* **labelled reduction**: the paper's setting with one or more dimensions reduced, each
+  named with how much (``"16 of the paper's 1,000 networks"``); saved as
+  ``<experiment>-paper-<label>.json``;
+* **quick miniature**: every quick-profile result (a subset of the data, small networks);
+* **stand-in**: a setting the paper did not run (another dataset, architecture or method
+  standing in for the paper's), at whatever size.
+
+:func:`scale_of` gives the scale of a run from its experiment and profile label (and, for a
+run whose size is only known from its summary, the saved record). ``tests/test_scales.py``
+fails when a saved result in ``book/results/`` or an item of the report's manifest has no
+scale, or when a reduction does not say which dimension was reduced and by how much.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+PAPER = "paper scale"
+REDUCTION = "labelled reduction"
+QUICK = "quick miniature"
+STAND_IN = "stand-in"
+
+#: the four scales, in the order the report counts them
+KINDS = (PAPER, REDUCTION, STAND_IN, QUICK)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The scale of one run.
+
+    Attributes:
+        kind: one of :data:`KINDS`.
+        reduced: for a reduction (or a reduced stand-in): every dimension reduced and by how
+            much, e.g. ``"16 of the paper's 1,000 networks"``.
+        stand_in: for a stand-in: what it stands in for, e.g. ``"MNIST MLPs with weight decay;
+            the paper's Fig. 9 uses an energy-efficiency MLP"``.
+    """
+
+    kind: str
+    reduced: str = ""
+    stand_in: str = ""
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown scale {self.kind!r}; one of {KINDS}")
+        if self.kind == REDUCTION and not self.reduced:
+            raise ValueError("a labelled reduction must say which dimension was reduced and by how much")
+        if self.kind == STAND_IN and not self.stand_in:
+            raise ValueError("a stand-in must say what it stands in for")
+        if self.reduced and not says_how_much(self.reduced):
+            raise ValueError(f"reduction {self.reduced!r} does not say by how much ('N of M <what>')")
+
+    @property
+    def label(self) -> str:
+        """The kind with its details: ``"labelled reduction: 16 of the paper's 1,000 networks"``,
+        ``"stand-in (<what for>); reduced: <...>"``."""
+        text = self.kind + (f" ({self.stand_in})" if self.stand_in else "")
+        if self.reduced:
+            text += ("; reduced: " if self.kind == STAND_IN else ": ") + self.reduced
+        return text
+
+    @property
+    def short(self) -> str:
+        """The kind with the reduction only (for a table row; :attr:`label` has the rest)."""
+        return self.kind + (f": {self.reduced}" if self.reduced else "")
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def says_how_much(text: str) -> bool:
+    """Whether a reduction's text names a dimension with its size: ``"N of M <what>"``
+    (every part, separated by commas or "and", must)."""
+    parts = [p.strip() for p in re.split(r";|, (?=\d)| and (?=\d)", text) if p.strip()]
+    return bool(parts) and all(re.search(r"\b\d[\d,]* of (?:[\w'-]+ ){0,4}\d[\d,]*\s+\w", p) for p in parts)
+
+
+# ---------------------------------------------------------------------------------------
+# the registry
+
+#: experiments whose every run is a stand-in (any profile): what they stand in for
+STAND_INS: dict[str, str] = {
+    "laurent_mlps": "MNIST ReLU MLPs trained with our weight decay; the paper's MLP (Fig. 9) is an "
+                    "energy-efficiency regression MLP, and Figs. 2 and 4 use OptuNets and ResNet-18",
+    "vi_alignment_timings": "matching the VI means (weight matching) stands in for the paper's weight matching "
+                            "of two SGD solutions",
+}
+
+#: (experiment, profile label) runs that are stand-ins in that profile only
+PROFILE_STAND_INS: dict[tuple[str, str], str] = {
+    ("vi_alignment_resnet20", "quick"): "ResNet20 on Fashion-MNIST; the paper's ResNet20 runs on CIFAR-10",
+}
+
+#: (experiment, profile label) -> what each saved reduction reduced, and by how much
+REDUCTIONS: dict[tuple[str, str], str] = {
+    ("laurent_optunets", "paper-16nets"): "16 of the paper's 1,000 networks",
+    ("laurent_optunets", "paper-8nets"): "8 of the paper's 1,000 networks",
+    ("laurent_mlps", "paper-64nets"): "64 of the 256 networks of our paper profile",
+    ("functional_collapse", "paper-24nets"): "24 of the 1,120 OptuNets of the paper profile's bank",
+    ("not_sweep", "paper-10nots-2runs"): "10 of the 512 NoT values, and 2 of the paper's 5 runs",
+    ("vi_alignment", "paper-4widths-16samples"): "16 of the paper's 128 MC samples, and 2,000 of the 10,000 "
+                                                 "test images (all 4 widths)",
+    ("vi_alignment_timings", "paper-4widths-16samples"): "16 of the paper's 128 MC samples, and 2,000 of the "
+                                                         "10,000 test images (all 4 widths)",
+}
+
+#: paper-profile runs (label ``"paper"``) known to be at the paper's scale (stand-in
+#: experiments excepted)
+PAPER_RUNS: frozenset[str] = frozenset({
+    "ensemble", "vi", "rebasin_barriers", "not_paths", "not_sweep", "toy_perceptrons", "laurent_optunets",
+    "functional_collapse", "vi_alignment", "compact_representation", "laurent_posteriors", "hmc",
+    "vi_alignment_resnet20", "rn18_collapse_cifar100", "rn18_collapse_tiny_imagenet", "rn18_posteriors_cifar100",
+    "rn18_posteriors_tiny_imagenet", "hmc_pieces", "mlp_map_pair", "optunet_bank", "posterior_samples",
+    "rn18_bank_cifar100", "rn18_bank_tiny_imagenet",
+})
+
+#: HMC samples of Xiao et al. (App. A: "In total, we generated 1000 HMC samples")
+HMC_PAPER_SAMPLES = 1_000
+
+
+def _hmc_pieces(profile: str, record: Mapping[str, Any] | None) -> Scale | None:
+    """The pieced HMC run's scale from its progress: the samples kept over all chains against
+    the paper's 1,000."""
+    if record is None:
+        return None
+    summary = record.get("summary", record)
+    kept = summary.get("progress", {}).get("num_kept")
+    chains = len(summary.get("diagnostics", {}).get("step_size", []) or [])
+    if kept is None or not chains:
+        return None
+    total = kept * chains
+    if total >= HMC_PAPER_SAMPLES:
+        return Scale(PAPER)
+    return Scale(REDUCTION, f"{total:,} of the paper's {HMC_PAPER_SAMPLES:,} HMC samples ({chains} chains x {kept})")
+
+
+#: experiments whose scale is read from the saved record (e.g. a run saved while incomplete)
+FROM_RECORD: dict[str, Callable[[str, Mapping[str, Any] | None], Scale | None]] = {"hmc_pieces": _hmc_pieces}
+
+
+def scale_of(experiment: str, profile: str, record: Mapping[str, Any] | None = None) -> Scale:
+    """The scale of the run of ``experiment`` with profile label ``profile``.
+
+    Args:
+        experiment: the experiment (or a saved result's name, e.g. ``"hmc_pieces"``).
+        profile: ``"quick"``, ``"paper"`` or a labelled reduction (``"paper-16nets"``).
+        record: the saved record (from :func:`symlib.experiments.results.load`), for runs
+            whose size is read from it.
+
+    Returns:
+        The :class:`Scale`.
+
+    Raises:
+        KeyError: for a run the registry does not know (register it here).
+    """
+    stand_in = STAND_INS.get(experiment) or PROFILE_STAND_INS.get((experiment, profile))
+    reduced = REDUCTIONS.get((experiment, profile), "")
+    if stand_in:
+        return Scale(STAND_IN, reduced, stand_in)
+    if profile == "quick":
+        return Scale(QUICK)
+    if reduced:
+        return Scale(REDUCTION, reduced)
+    if experiment in FROM_RECORD:
+        found = FROM_RECORD[experiment](profile, record)
+        if found is not None:
+            return found
+    if profile == "paper" and experiment in PAPER_RUNS:
+        return Scale(PAPER)
+    raise KeyError(f"no scale registered for the {profile!r} run of {experiment!r}: add it to "
+                   "symlib.experiments.scales (REDUCTIONS, STAND_INS or PAPER_RUNS)")
+
+
+def scale_label(experiment: str, profile: str, record: Mapping[str, Any] | None = None) -> str:
+    """:func:`scale_of`'s label (``"labelled reduction: 16 of the paper's 1,000 networks"``)."""
+    return scale_of(experiment, profile, record).label
