@@ -774,11 +774,13 @@ def _plain(apply_fn: Callable, kwargs: Mapping) -> Callable:
     return fn
 
 
-def _class_names(g: _Graph, members: dict, flat: Mapping) -> dict:
+def _class_names(g: _Graph, members: dict, flat: Mapping, prefix: str | None = None) -> dict:
     names, used = {}, set()
     for root, where in members.items():
         outputs = [(p, a) for p, a in where if a == np.ndim(flat[p]) - 1]
         path, axis = outputs[0] if outputs else where[0]
+        if prefix and path.startswith(prefix):
+            path = path[len(prefix):]
         base = "P_" + (path.rsplit("/", 1)[0] if outputs and "/" in path else f"{path}_{axis}")
         name, k = base, 1
         while name in used:
@@ -810,7 +812,7 @@ def _perm_report(g: _Graph, flat: Mapping, paths: list, pvars: list, keep_prefix
             del members[root]
         elif gs:
             blocks[root] = max(gs)
-    names = _class_names(g, members, flat)
+    names = _class_names(g, members, flat, keep_prefix)
     axes = {path: [None] * np.ndim(flat[path]) for path in paths}
     for root, where in members.items():
         for path, i in where:
@@ -941,7 +943,7 @@ def _scaling_from_graph(g: _Graph, flat: Mapping, paths: list, pvars: list, keep
         groups[root] = tuple(dict.fromkeys(ents))
     order = {p: k for k, p in enumerate(paths)}
     ranked = sorted(groups, key=lambda r: min(order[p] for p, _, s in groups[r] if s == 1))
-    names = _class_names(g, {r: [(p, a) for p, a, s in groups[r] if s == 1] for r in ranked}, flat)
+    names = _class_names(g, {r: [(p, a) for p, a, s in groups[r] if s == 1] for r in ranked}, flat, keep_prefix)
     strip = (lambda p: p[len(keep_prefix):]) if keep_prefix else (lambda p: p)
     out = {names[r]: tuple((strip(p), a, s) for p, a, s in sorted(groups[r], key=lambda e: (-e[2], order[e[0]])))
            for r in ranked}

@@ -1,0 +1,352 @@
+"""Specs derived from a model's jaxpr (symlib.symmetry.derive).
+
+(a) For symlib's own MLP, OptuNet, ResNet20 and ResNet-18 the derived permutation and
+scaling specs equal the hand-written ones as groups of (path, axis) (names differ).
+(b) On a zoo of small flax.linen models: a random permutation drawn from the derived spec
+leaves the outputs unchanged (and the updated batch statistics permuted), so does a
+random positive scaling from the derived scaling spec (ReLU models), and weight matching
+recovers a planted permutation exactly. (c) What cannot be analysed is refused by name.
+
+Tolerance for "unchanged": float32 outputs within ``atol = rtol = 1e-5`` (ReLU, pooling
+and sums only reorder the same float operations; the norms' reductions sum in another
+order). Tiny models and 8x8 images keep the file fast.
+"""
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from symlib.core.cnn import optunet_apply, optunet_init
+from symlib.core.models import mlp_apply, mlp_init
+from symlib.core.resnet import resnet18_apply, resnet18_init, resnet20_apply, resnet20_init
+from symlib.symmetry import (
+    apply_channel_scaling,
+    apply_permutation,
+    check_scaling_spec,
+    derive_report,
+    flatten_params,
+    mlp_permutation_spec,
+    mlp_scaling_spec,
+    optunet_permutation_spec,
+    optunet_scaling_spec,
+    permutation_spec_from_apply,
+    permutation_spec_from_flax,
+    random_permutations,
+    resnet18_permutation_spec,
+    resnet18_scaling_spec,
+    resnet20_permutation_spec,
+    resnet20_scaling_spec,
+    scaling_spec_from_apply,
+    scaling_spec_from_flax,
+    weight_matching,
+)
+from symlib.symmetry.derive import UnsupportedOperationError, flax_derive_report
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+def perm_groups(spec):
+    return {frozenset(v) for v in spec.perm_to_axes.values()}
+
+
+def blocks_by_group(spec):
+    return {frozenset(spec.perm_to_axes[n]): g for n, g in spec.blocks.items()}
+
+
+def scale_groups(spec):
+    return {frozenset(v) for v in spec.groups.values()}
+
+
+# --- (a) symlib's own architectures ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hidden", [1, 2, 3])
+def test_mlp_matches_hand_written(hidden):
+    sizes = [3] + [4 + l for l in range(hidden)] + [2]
+    p = mlp_init(jax.random.key(0), sizes)
+    x = jnp.ones((2, 3))
+    spec = permutation_spec_from_apply(mlp_apply, p, x)
+    assert perm_groups(spec) == perm_groups(mlp_permutation_spec(hidden))
+    assert set(spec.axes) == set(mlp_permutation_spec(hidden).axes)
+    s = scaling_spec_from_apply(mlp_apply, p, x)
+    assert scale_groups(s) == scale_groups(mlp_scaling_spec(hidden))
+    assert set(s.mass_paths) == set(mlp_scaling_spec(hidden).mass_paths)
+
+
+def test_optunet_matches_hand_written():
+    p = optunet_init(jax.random.key(0))
+    x = jnp.ones((2, 18, 18, 1))
+    report = derive_report(optunet_apply, p, x)
+    hand = optunet_permutation_spec()
+    assert perm_groups(report.spec) == perm_groups(hand)
+    assert blocks_by_group(report.spec) == blocks_by_group(hand)  # conv_1 permuted within its 2 groups
+    assert any("grouped convolution" in r for r in report.stopped[("conv_0/kernel", 3)])
+    s = scaling_spec_from_apply(optunet_apply, p, x)
+    assert scale_groups(s) == scale_groups(optunet_scaling_spec())
+    assert set(s.mass_paths) == set(optunet_scaling_spec().mass_paths)
+
+
+def test_resnet20_matches_hand_written():
+    p = resnet20_init(jax.random.key(0), 1, 2, 1)
+    x = jnp.ones((2, 4, 4, 1))
+    spec = permutation_spec_from_apply(resnet20_apply, p, x)
+    assert perm_groups(spec) == perm_groups(resnet20_permutation_spec())
+    s = scaling_spec_from_apply(resnet20_apply, p, x)
+    assert scale_groups(s) == scale_groups(resnet20_scaling_spec())
+    assert set(s.mass_paths) == set(resnet20_scaling_spec().mass_paths)
+
+
+def test_resnet18_matches_hand_written():
+    p = resnet18_init(jax.random.key(0), 2, 1, 2)  # base width 2: no stage has a single channel
+    x = jnp.ones((2, 8, 8, 1))
+    spec = permutation_spec_from_apply(resnet18_apply, p, x)
+    assert perm_groups(spec) == perm_groups(resnet18_permutation_spec())
+    s = scaling_spec_from_apply(resnet18_apply, p, x)
+    assert scale_groups(s) == scale_groups(resnet18_scaling_spec())
+    assert set(s.mass_paths) == set(resnet18_scaling_spec().mass_paths)
+
+
+def test_derived_spec_is_a_symmetry_of_resnet18():
+    p = resnet18_init(jax.random.key(1), 2, 1, 2)
+    flat = flatten_params(p)
+    # non-trivial running statistics, so that permuting them is checked too
+    flat = {k: (v + 0.3 * jax.random.uniform(jax.random.key(len(k)), v.shape) if k.endswith(("mean", "var")) else v)
+            for k, v in flat.items()}
+    x = jax.random.normal(jax.random.key(2), (3, 8, 8, 1))
+    spec = permutation_spec_from_apply(resnet18_apply, flat, x)
+    q = apply_permutation(spec, random_permutations(0, spec, flat), flat)
+    np.testing.assert_allclose(resnet18_apply(q, x), resnet18_apply(flat, x), **TOL)
+
+
+# --- (b) a zoo of flax.linen models ---------------------------------------------------------------
+
+
+class MLP(nn.Module):
+    widths: tuple = (5,)
+
+    @nn.compact
+    def __call__(self, x):
+        for w in self.widths:
+            x = nn.relu(nn.Dense(w)(x))
+        return nn.Dense(3)(x)
+
+
+class PoolCNN(nn.Module):
+    """conv -> ReLU -> max-pool -> conv -> ReLU -> avg-pool -> flatten -> dense -> ReLU -> dense."""
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.max_pool(nn.relu(nn.Conv(4, (3, 3))(x)), (2, 2), (2, 2))
+        x = nn.avg_pool(nn.relu(nn.Conv(5, (3, 3))(x)), (2, 2), (2, 2))
+        x = x.reshape(x.shape[0], -1)
+        x = nn.relu(nn.Dense(6)(x))
+        return nn.Dense(3)(x)
+
+
+class ResLN(nn.Module):
+    """Residual CNN with LayerNorm over the channels, global mean pool."""
+
+    @nn.compact
+    def __call__(self, x):
+        h = nn.relu(nn.LayerNorm()(nn.Conv(4, (3, 3), use_bias=False)(x)))
+        for _ in range(2):
+            r = nn.relu(nn.LayerNorm()(nn.Conv(6, (3, 3), use_bias=False)(h)))
+            r = nn.LayerNorm()(nn.Conv(4, (3, 3), use_bias=False)(r))
+            h = nn.relu(h + r)
+        return nn.Dense(3)(h.mean(axis=(1, 2)))
+
+
+class BNCNN(nn.Module):
+    """Conv -> BatchNorm -> ReLU twice, dropout, global mean pool, dense."""
+
+    @nn.compact
+    def __call__(self, x, train: bool = False):
+        for c in (4, 5):
+            x = nn.Conv(c, (3, 3))(x)
+            x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.5)(x))
+        x = nn.Dropout(0.3, deterministic=not train)(x)
+        return nn.Dense(3)(x.mean(axis=(1, 2)))
+
+
+class Concat(nn.Module):
+    """Two dense branches concatenated, then a dense layer."""
+
+    @nn.compact
+    def __call__(self, x):
+        a = nn.relu(nn.Dense(4)(x))
+        b = nn.relu(nn.Dense(3)(x))
+        h = nn.relu(nn.Dense(5)(jnp.concatenate([a, b], axis=-1)))
+        return nn.Dense(2)(h)
+
+
+class TanhMLP(nn.Module):
+    act: str = "tanh"
+
+    @nn.compact
+    def __call__(self, x):
+        h = nn.Dense(4)(x)
+        h = {"tanh": jnp.tanh, "gelu": nn.gelu, "sigmoid": nn.sigmoid}[self.act](h)
+        return nn.Dense(2)(h)
+
+
+def _init(module, x, **kw):
+    return module.init({"params": jax.random.key(3), "dropout": jax.random.key(4)}, x, **kw)
+
+
+VEC = jax.random.normal(jax.random.key(5), (4, 6))
+IMG = jax.random.normal(jax.random.key(6), (4, 8, 8, 2))
+
+# model, input, expected number of permutations, expected number of scaling groups (None: not a ReLU model)
+ZOO = {
+    "mlp1": (MLP((5,)), VEC, 1, 1),
+    "mlp2": (MLP((5, 4)), VEC, 2, 2),
+    "mlp3": (MLP((5, 4, 6)), VEC, 3, 3),
+    # the second convolution's channels are flattened into the dense rows: neither permuted nor rescaled
+    "pool_cnn": (PoolCNN(), IMG, 2, 2),
+    "res_ln": (ResLN(), IMG, 3, 3),
+    # the concatenated branches are not permuted
+    "concat": (Concat(), VEC, 1, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_zoo_permutation_leaves_outputs_unchanged(name):
+    model, x, n_perms, _ = ZOO[name]
+    params = _init(model, x)["params"]
+    spec = permutation_spec_from_flax(model, params, x)
+    assert len(spec.perm_names) == n_perms
+    for seed in range(3):
+        q = apply_permutation(spec, random_permutations(seed, spec, params), params)
+        np.testing.assert_allclose(model.apply({"params": q}, x), model.apply({"params": params}, x), **TOL)
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_zoo_scaling_leaves_outputs_unchanged(name):
+    model, x, _, n_groups = ZOO[name]
+    params = _init(model, x)["params"]
+    spec = scaling_spec_from_flax(model, params, x)
+    assert len(spec.groups) == n_groups
+    sizes = check_scaling_spec(spec, params)
+    rng = np.random.default_rng(0)
+    scales = {g: np.exp(rng.uniform(-1, 1, n)) for g, n in sizes.items()}
+    scaled = apply_channel_scaling(spec, params, scales)
+    np.testing.assert_allclose(model.apply({"params": scaled}, x), model.apply({"params": params}, x), **TOL)
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_zoo_weight_matching_recovers_planted_permutation(name):
+    model, x, _, _ = ZOO[name]
+    params = _init(model, x)["params"]
+    spec = permutation_spec_from_flax(model, params, x)
+    planted = random_permutations(7, spec, params)
+    b = apply_permutation(spec, planted, params)
+    res = weight_matching(0, spec, params, b)
+    back = flatten_params(apply_permutation(spec, res.perms, b))
+    for path, leaf in flatten_params(params).items():
+        np.testing.assert_array_equal(np.asarray(back[path]), np.asarray(leaf), err_msg=path)
+
+
+def test_flatten_is_reported():
+    model, x = PoolCNN(), IMG
+    report = flax_derive_report(model, _init(model, x)["params"], x)
+    assert report.spec.axes["Conv_1/kernel"][3] is None
+    assert any("flatten" in r for r in report.stopped[("Conv_1/kernel", 3)])
+    assert any("flatten" in r for r in report.stopped[("Dense_0/kernel", 0)])
+    assert report.spec.axes["Dense_0/kernel"][1] is not None
+
+
+def test_concatenation_is_reported():
+    model, x = Concat(), VEC
+    report = flax_derive_report(model, _init(model, x)["params"], x)
+    assert any("concatenate" in r for r in report.stopped[("Dense_0/bias", 0)])
+    assert report.spec.axes["Dense_2/kernel"] == (None, "P_Dense_2")
+
+
+def test_batch_norm_with_batch_statistics():
+    """Training mode: the permutation acts on the running statistics too, and the updated
+    statistics come out permuted; inference mode with the (non-trivial) running statistics."""
+    model, x = BNCNN(), IMG
+    variables = _init(model, x)
+    rngs = {"dropout": jax.random.key(8)}
+    _, upd = model.apply(variables, x, train=True, mutable=["batch_stats"], rngs=rngs)
+    variables = {"params": variables["params"], "batch_stats": upd["batch_stats"]}
+    spec = permutation_spec_from_flax(model, variables, x, train=True, mutable=["batch_stats"], rngs=rngs)
+    assert len(spec.perm_names) == 2
+    assert spec.axes["batch_stats/BatchNorm_0/mean"] == spec.axes["params/Conv_0/bias"]
+    assert spec.axes["batch_stats/BatchNorm_1/var"] == spec.axes["params/BatchNorm_1/scale"]
+    for seed in range(2):
+        perms = random_permutations(seed, spec, variables)
+        q = apply_permutation(spec, perms, variables)
+        # training mode, same dropout key: dropout masks are not permuted, so compare without dropout
+        out_a, upd_a = model.apply(variables, x, train=True, mutable=["batch_stats"], rngs=rngs)
+        out_b, upd_b = model.apply(q, x, train=True, mutable=["batch_stats"], rngs=rngs)
+        want = apply_permutation(spec, perms, {"params": variables["params"], "batch_stats": upd_a["batch_stats"]})
+        got = flatten_params({"params": variables["params"], "batch_stats": upd_b["batch_stats"]})
+        for path, leaf in flatten_params(want).items():
+            np.testing.assert_allclose(got[path] if path.startswith("batch_stats") else leaf, leaf, **TOL)
+        np.testing.assert_allclose(model.apply(q, x), model.apply(variables, x), **TOL)
+    # the same spec from inference mode (no mutable collections)
+    spec_eval = permutation_spec_from_flax(model, variables, x)
+    assert perm_groups(spec_eval) == perm_groups(spec)
+    res = weight_matching(0, spec, variables, apply_permutation(spec, random_permutations(9, spec, variables), variables))
+    assert all(np.array_equal(np.sort(p), np.arange(len(p))) for p in res.perms.values())
+
+
+def test_dropout_is_elementwise():
+    model, x = BNCNN(), IMG
+    variables = _init(model, x)
+    rngs = {"dropout": jax.random.key(8)}
+    spec_train = permutation_spec_from_flax(model, variables, x, train=True, mutable=["batch_stats"], rngs=rngs)
+    spec_eval = permutation_spec_from_flax(model, variables, x)
+    assert perm_groups(spec_train) == perm_groups(spec_eval)
+
+
+def test_params_only_paths():
+    model, x = MLP((5, 4)), VEC
+    params = _init(model, x)["params"]
+    spec = permutation_spec_from_flax(model, params, x)
+    assert set(spec.axes) == set(flatten_params(params))
+    assert spec.axes["Dense_0/kernel"] == (None, "P_Dense_0")
+
+
+# --- (c) refusals ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("act, op", [("tanh", "tanh"), ("sigmoid", "logistic"), ("gelu", "integer_pow")])
+def test_scaling_refuses_non_homogeneous_activation(act, op):
+    model = TanhMLP(act)
+    params = _init(model, VEC)["params"]
+    with pytest.raises(ValueError, match=op):
+        scaling_spec_from_flax(model, params, VEC)
+    # the permutation symmetry is still there
+    spec = permutation_spec_from_flax(model, params, VEC)
+    assert len(spec.perm_names) == 1
+
+
+def test_unsupported_primitive_is_named():
+    def rnn(params, xs):
+        def step(h, x):
+            h = jnp.tanh(h @ params["w"] + x @ params["u"])
+            return h, h
+        return jax.lax.scan(step, jnp.zeros((xs.shape[1], 3)), xs)[1] @ params["v"]
+
+    params = {"w": jnp.ones((3, 3)), "u": jnp.ones((2, 3)), "v": jnp.ones((3, 1))}
+    with pytest.raises(UnsupportedOperationError, match="'scan'"):
+        permutation_spec_from_apply(rnn, params, jnp.ones((5, 4, 2)))
+
+
+def test_output_and_softmax_axes():
+    """Logits are stopped as outputs; a softmax over hidden units is equivariant (its
+    normaliser is a reduction, invariant to the permutation)."""
+
+    def f(p, x):
+        h = jax.nn.softmax(x @ p["a"], axis=-1)
+        return h @ p["b"]
+
+    p = {"a": jnp.ones((3, 4)), "b": jnp.ones((4, 2))}
+    report = derive_report(f, p, jnp.ones((2, 3)))
+    assert report.spec.axes == {"a": (None, "P_a_1"), "b": ("P_a_1", None)}
+    assert report.stopped[("b", 1)] == ("model output",)
