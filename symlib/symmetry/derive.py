@@ -92,6 +92,7 @@ __all__ = [
     "DeriveReport",
     "UnsupportedOperationError",
     "derive_report",
+    "flax_derive_report",
     "permutation_spec_from_apply",
     "permutation_spec_from_flax",
     "scaling_spec_from_apply",
