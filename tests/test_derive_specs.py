@@ -329,6 +329,59 @@ def test_scaling_refuses_non_homogeneous_activation(act, op):
     assert len(spec.perm_names) == 1
 
 
+@jax.custom_vjp
+def _relu_vjp(x):
+    return jnp.maximum(x, 0.0)
+
+
+_relu_vjp.defvjp(lambda x: (_relu_vjp(x), x), lambda x, g: (g * (x > 0),))
+
+_ACTS = {
+    "relu": jax.nn.relu,
+    "leaky_relu": jax.nn.leaky_relu,
+    "where_relu": lambda h: jnp.where(h > 0, h, 0.0),
+    "checkpoint_relu": jax.checkpoint(jax.nn.relu),
+    "custom_vjp_relu": _relu_vjp,
+    "relu6": jax.nn.relu6,
+    "elu": jax.nn.elu,
+    "silu": jax.nn.silu,
+    "softplus": jax.nn.softplus,
+}
+
+
+@pytest.mark.parametrize("act", sorted(_ACTS))
+def test_activations_apply_fn(act):
+    """Permutations for any elementwise activation; scaling for the positively homogeneous ones
+    (through jit, custom_jvp, custom_vjp and checkpoint), refused by name for the others."""
+    k = jax.random.split(jax.random.key(11), 5)
+    p = {"a": {"kernel": jax.random.normal(k[0], (3, 4)), "bias": jax.random.normal(k[1], (4,))},
+         "b": {"kernel": jax.random.normal(k[2], (4, 5)), "bias": jax.random.normal(k[3], (5,))},
+         "c": {"kernel": jax.random.normal(k[4], (5, 2))}}
+    x = jax.random.normal(jax.random.key(12), (6, 3))
+
+    def f(p, x):
+        h = _ACTS[act](x @ p["a"]["kernel"] + p["a"]["bias"])
+        h = _ACTS[act](h @ p["b"]["kernel"] + p["b"]["bias"])
+        return h @ p["c"]["kernel"]
+
+    spec = permutation_spec_from_apply(f, p, x)
+    assert perm_groups(spec) == {frozenset({("a/kernel", 1), ("a/bias", 0), ("b/kernel", 0)}),
+                                 frozenset({("b/kernel", 1), ("b/bias", 0), ("c/kernel", 0)})}
+    q = apply_permutation(spec, random_permutations(0, spec, p), p)
+    np.testing.assert_allclose(f(q, x), f(p, x), **TOL)
+    if act in ("relu6", "elu", "silu", "softplus"):
+        with pytest.raises(ValueError, match=f"not positively homogeneous.*{act}|{act}.*not positively"):
+            scaling_spec_from_apply(f, p, x)
+        return
+    s = scaling_spec_from_apply(f, p, x)
+    assert scale_groups(s) == {frozenset({("a/kernel", 1, 1), ("a/bias", 0, 1), ("b/kernel", 0, -1)}),
+                               frozenset({("b/kernel", 1, 1), ("b/bias", 0, 1), ("c/kernel", 0, -1)})}
+    assert s.mass_paths == ("a/kernel", "b/kernel", "c/kernel")
+    scales = {g: np.exp(np.random.default_rng(1).uniform(-1, 1, 4 if "a/kernel" in str(e) else 5))
+              for g, e in s.groups.items()}
+    np.testing.assert_allclose(f(apply_channel_scaling(s, p, scales), x), f(p, x), **TOL)
+
+
 def test_unsupported_primitive_is_named():
     def rnn(params, xs):
         def step(h, x):

@@ -174,6 +174,7 @@ class _Graph:
         self.kernels: list[str] = []
         self.origin: dict = {}  # vid -> parameter path, for values that are a parameter reshaped or broadcast
         self.multipliers: set[str] = set()  # scale mode: parameters multiplied into a unit (norms' scale)
+        self.zero: set = set()  # vids of values known to be zero (literal 0 passed into a jit, its broadcasts)
         self.context: list[str] = []
         self.scopes: list[int] = [0]  # one scope per call of a subprogram (a jitted function's jaxpr is shared)
         self.next_scope = 1
@@ -307,6 +308,11 @@ def _literal_value(v):
         return None
 
 
+def _zero(g: _Graph, v) -> bool:
+    """``v`` is a literal zero or a value known to be all zeros (a broadcast of one)."""
+    return (_is_literal(v) and _literal_value(v) == 0.0) or g.vid(v) in g.zero
+
+
 def _scalar_const(g: _Graph, v) -> bool:
     return _is_literal(v) or (not _shape(v) and g.kind.get(g.vid(v)) != "data")
 
@@ -333,7 +339,7 @@ def _elementwise_scale(g: _Graph, eqn, name: str) -> None:
     arrays = [v for v in ins if not _scalar_const(g, v)]
     consts = [v for v in ins if _scalar_const(g, v)]
     if name in _COMPARE:
-        if any(_is_literal(c) and _literal_value(c) == 0.0 for c in consts) or not consts:
+        if any(_zero(g, c) for c in consts + arrays) or not consts:
             for a in arrays[1:]:
                 for i in range(nd):
                     g.link(a, i, arrays[0], i)
@@ -376,7 +382,9 @@ def _elementwise_scale(g: _Graph, eqn, name: str) -> None:
         _break(g, eqn, f"{name} of two values that would both be rescaled")
         return
     if name in ("add", "add_any", "sub", "max", "min", "select_n"):
-        if any(not (_is_literal(c) and _literal_value(c) == 0.0) for c in consts):
+        arrays = [a for a in arrays if not _zero(g, a)]
+        if any(not _zero(g, c) for c in consts):
+            _record_activation(g, arrays, out, f"{name} with a non-zero constant")
             _break(g, eqn, f"{name} with a non-zero constant")
             return
         for a in arrays:
@@ -391,15 +399,22 @@ def _elementwise_scale(g: _Graph, eqn, name: str) -> None:
     _break(g, eqn, name)
 
 
+def _record_activation(g: _Graph, xs, out, name: str) -> None:
+    """Scale mode: remember that activations ``xs`` went through ``name``, not positively
+    homogeneous, for the refusal of :func:`scaling_spec_from_apply`."""
+    label = name + (f" (in {' > '.join(g.context)})" if g.context else "")
+    for x in xs:
+        if not _is_literal(x) and g.kind.get(g.vid(x)) == "data" and _shape(x):
+            g.unary_breaks.append((g.node(x, len(_shape(x)) - 1), g.vid(out), label))
+
+
 def _unary_scale(g: _Graph, eqn, name: str) -> None:
     x, out = eqn.invars[0], eqn.outvars[0]
     if name in _HOMOGENEOUS_UNARY and len(_shape(x)) == len(_shape(out)):
         for i in range(len(_shape(out))):
             g.link(x, i, out, i)
         return
-    if not _is_literal(x) and g.kind.get(g.vid(x)) == "data" and _shape(x):
-        label = name + (f" (in {' > '.join(g.context)})" if g.context else "")
-        g.unary_breaks.append((g.node(x, len(_shape(x)) - 1), g.vid(out), label))
+    _record_activation(g, [x], out, name)
     _break(g, eqn, name)
 
 
@@ -428,7 +443,7 @@ def _dot(g: _Graph, eqn) -> None:
     elif g.kind.get(g.vid(rhs)) == "data" and views[g.vid(lhs)] and not lb:
         data, kern, dc, kc, dfree, kfree, odata, okern = rhs, lhs, rc, lc, rfree, lfree, orr, ol
     else:
-        _break(g, eqn, "dot_general between two activations")
+        _break(g, eqn, "dot_general not between an activation and a parameter kernel")
         return
     path, leaf_axes = g.view[g.vid(kern)]
     g.kernel_inputs.add(g.vid(data))
@@ -490,7 +505,9 @@ def _structural(g: _Graph, eqn, name: str) -> bool:
         x = ins[0]
         for i, d in enumerate(p["broadcast_dimensions"]):
             g.link(x, i, out, d)
-        if g.mode == "scale" and not _shape(x) and not (_is_literal(x) and _literal_value(x) == 0.0):
+        if _zero(g, x):
+            g.zero.add(g.vid(out))
+        elif g.mode == "scale" and not _shape(x):
             g.stop_all(out, "broadcast of a non-zero scalar")
         return True
     if name == "reshape":
@@ -635,6 +652,9 @@ def _eqn(g: _Graph, eqn) -> None:
         path, axes = g.view[g.vid(eqn.invars[0])]
         g.view[g.vid(eqn.outvars[0])] = (path, axes if name == "convert_element_type"
                                       else tuple(axes[i] for i in eqn.params["permutation"]))
+    if name in ("convert_element_type", "reshape", "squeeze", "expand_dims", "transpose", "copy", "copy_p") \
+            and _zero(g, eqn.invars[0]):
+        g.zero.add(g.vid(eqn.outvars[0]))
     if name in ("convert_element_type", "transpose", "reshape", "broadcast_in_dim", "squeeze", "expand_dims") \
             and not _is_literal(eqn.invars[0]) and g.vid(eqn.invars[0]) in g.origin:
         g.origin[g.vid(eqn.outvars[0])] = g.origin[g.vid(eqn.invars[0])]
@@ -670,6 +690,8 @@ def _call(g: _Graph, eqn, sub, consts, label: str) -> None:
                                                (g.view.get(g.vid(v)), g.origin.get(g.vid(v))),
                                                [g.node(v, i) for i in range(len(_shape(v)))]) for v in eqn.invars]
     outer_out = [(g.vid(v), [g.node(v, i) for i in range(len(_shape(v)))]) for v in eqn.outvars]
+    literal_zero = [_zero(g, v) for v in eqn.invars if _is_literal(v)]
+    zero_in = [g.vid(v) in g.zero for v in eqn.invars]
     g.scopes.append(g.next_scope)
     g.next_scope += 1
     g.context.append(str(label))
@@ -678,11 +700,15 @@ def _call(g: _Graph, eqn, sub, consts, label: str) -> None:
             g.keep.append(inner)
             if outer is None:
                 g.kind[g.vid(inner)] = "const"
+                if literal_zero.pop(0):
+                    g.zero.add(g.vid(inner))
                 if _shape(inner) and g.mode == "scale":
                     g.stop_all(inner, "literal")
                 continue
             vid, kind, (view, origin), nodes = outer
             g.kind[g.vid(inner)] = kind
+            if zero_in[list(sub.invars).index(inner)]:
+                g.zero.add(g.vid(inner))
             if view:
                 g.view[g.vid(inner)] = view
             if origin:
@@ -929,7 +955,7 @@ def _scaling_from_graph(g: _Graph, flat: Mapping, paths: list, pvars: list, keep
     for nd, out_id, label in g.unary_breaks:
         root = g.find(nd)
         reasons = g.reasons.get(root, [])
-        incoming = [p for p, _, s in entries.get(root, ()) if s == 1]
+        incoming = sorted((p for p, _, s in entries.get(root, ()) if s == 1), key=lambda p: p not in g.kernels)
         if (incoming and root not in reduced and not any(r.startswith("model output") for r in reasons)
                 and g.reaches_kernel(out_id)):
             raise ValueError(f"no scaling symmetry: the units produced by {incoming[0]!r} go through "
