@@ -20,7 +20,8 @@ with its input's features), the feature axes of ``conv_general_dilated`` (HWIO k
 input channels with the input's channels, output channels with the result's), axes
 passed through unchanged by ``reshape``, ``transpose``, ``broadcast_in_dim``, reductions
 over *other* axes, pooling windows of size one, and subprograms (``jit``,
-``custom_jvp_call`` such as ``jax.nn.relu``, ``custom_vjp_call``, ``checkpoint``). A
+``custom_jvp_call`` such as ``jax.nn.relu``, ``custom_vjp_call``, ``checkpoint``, every
+branch of ``cond``; a jitted function's jaxpr is analysed afresh at each call). A
 reduction over an axis (``reduce_sum``, ``reduce_max``: a LayerNorm's mean and variance
 over the features, a softmax's normaliser) is *invariant* to that axis's permutation, so
 it joins nothing and stops nothing; the statistic, broadcast back, is constant along the
@@ -42,8 +43,10 @@ in it is stopped, it holds at least one parameter axis and its size exceeds one.
 output channels of a grouped convolution (``feature_group_count = g``) may only move
 within their ``g`` blocks (``PermutationSpec.blocks``), as in
 :func:`~symlib.symmetry.architectures.optunet_permutation_spec`. A primitive the analysis
-does not know (``scan``, ``while``, ``cond``, collectives, ``fft``...) raises
-:class:`UnsupportedOperationError` naming it.
+does not know (``scan``, ``while``, collectives, ``fft``...) raises
+:class:`UnsupportedOperationError` naming it. Random numbers (dropout masks) are treated
+as fresh values that take the permutation of whatever they are combined with: the
+function is then equivariant in distribution, not for a fixed key.
 
 Names: a class is named ``"P_" + layer`` after the first parameter (in ``params`` order)
 whose *last* axis it permutes (a kernel's output axis or a bias), e.g. ``"P_dense_0"``;
@@ -65,14 +68,19 @@ is that kernel's output axis (the repeat convention of
 :class:`~symlib.symmetry.channel_scaling.ScalingSpec`, as in
 :func:`~symlib.symmetry.channel_scaling.optunet_scaling_spec`). A unit normalised by a
 norm (channels before a LayerNorm, or before batch norm in inference form) has no exact
-scaling symmetry and is left out. ``mass_paths`` are the kernels.
+scaling symmetry and is left out. ``mass_paths`` are the kernels and the parameters
+multiplied into a unit (norms' ``scale``), as in
+:func:`~symlib.symmetry.channel_scaling.resnet20_scaling_spec`: a group whose incoming
+side is a norm's ``scale`` needs it in the mass, or the mass would fall forever. Groups
+are named as permutations.
 
-**Not supported:** recurrent layers and loops (``scan``, ``while``), ``cond``,
-attention-style products of two activations are analysed but give no permutation across
-heads (a ``dot_general`` between two activations joins their contracted axes: the
-permutation of a query/key feature axis is derived only when both projections are plain
-dense layers), embeddings (``gather``: stopped), and permutations of a concatenation
-(stopped).
+**Not supported:** recurrent layers and loops (``scan``, ``while``: refused by name);
+embeddings and any indexing (``gather``, ``dynamic_slice``: their axes are stopped);
+permutations across a concatenation or a flatten (stopped, as above). Attention is
+analysed as what it is, ``dot_general`` between two activations (the contracted feature
+axes of queries and keys are joined), but head-splitting reshapes stop the feature axes,
+so multi-head attention gets no permutation of its projections; for scaling, products of
+two activations are never rescaled.
 """
 from __future__ import annotations
 
@@ -642,6 +650,14 @@ def _eqn(g: _Graph, eqn) -> None:
             g.edge(v, o)
     if name in _RANDOM:
         return
+    if name == "cond":
+        # every branch maps the operands to the results; the branch index is a scalar
+        from types import SimpleNamespace
+
+        for k, branch in enumerate(eqn.params["branches"]):
+            view = SimpleNamespace(invars=list(eqn.invars[1:]), outvars=list(eqn.outvars), primitive=eqn.primitive)
+            _call(g, view, branch.jaxpr, branch.consts, f"cond branch {k}")
+        return
     if name in _CALLS:
         sub, consts = _subjaxpr(eqn)
         if sub is None:
@@ -678,8 +694,8 @@ def _eqn(g: _Graph, eqn) -> None:
         raise UnsupportedOperationError(
             f"cannot analyse primitive {name!r}" + (f" (in {' > '.join(g.context)})" if g.context else "")
             + ": the symmetry derivation knows elementwise operations, dot_general, conv_general_dilated, "
-              "shape operations, reductions, pooling and jit/custom_jvp subprograms; loops, conditionals "
-              "and collectives are not supported")
+              "shape operations, reductions, pooling jit/custom_jvp subprograms and cond; loops "
+              "(scan, while: recurrent layers) and collectives are not supported")
 
 
 def _call(g: _Graph, eqn, sub, consts, label: str) -> None:
@@ -984,7 +1000,8 @@ def scaling_spec_from_apply(apply_fn: Callable, params: Mapping, *example_args, 
     Every hidden unit produced by a kernel (``+1`` on the kernel's output axis, its bias,
     or a norm's ``scale`` and ``bias`` after normalisation) and read by kernels (``-1`` on
     their input axis) through positively homogeneous operations only (ReLU, leaky ReLU,
-    pooling, residual sums) is a group (module docstring); ``mass_paths`` are the kernels.
+    pooling, residual sums) is a group (module docstring); ``mass_paths`` are the kernels
+    and the norms' ``scale``.
 
     Args:
         apply_fn, params, example_args, example_kwargs: as for :func:`derive_report`.
