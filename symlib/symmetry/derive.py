@@ -74,13 +74,19 @@ multiplied into a unit (norms' ``scale``), as in
 side is a norm's ``scale`` needs it in the mass, or the mass would fall forever. Groups
 are named as permutations.
 
+**Attention** is analysed as what it is: ``dot_general`` between two activations joins
+the contracted axes of queries and keys. With ``flax.linen.MultiHeadDotProductAttention``
+(``DenseGeneral`` kernels ``(features, heads, head_dim)``) the derived spec permutes the
+heads (one permutation shared by query, key, value and output projections), the
+query/key features within a head and the value features within a head, the same
+permutation in every head (per-head permutations are a larger symmetry that a
+:class:`PermutationSpec` cannot express); a head-splitting ``reshape`` instead stops the
+feature axes. For scaling, products of two activations are never rescaled.
+
 **Not supported:** recurrent layers and loops (``scan``, ``while``: refused by name);
 embeddings and any indexing (``gather``, ``dynamic_slice``: their axes are stopped);
-permutations across a concatenation or a flatten (stopped, as above). Attention is
-analysed as what it is, ``dot_general`` between two activations (the contracted feature
-axes of queries and keys are joined), but head-splitting reshapes stop the feature axes,
-so multi-head attention gets no permutation of its projections; for scaling, products of
-two activations are never rescaled.
+permutations across a concatenation or a flatten (stopped, as above); symmetries other
+than permutations of whole axes (e.g. the sign symmetry of ``tanh`` units, rotations).
 """
 from __future__ import annotations
 
