@@ -405,6 +405,21 @@ def test_activations_apply_fn(act):
     np.testing.assert_allclose(f(apply_channel_scaling(s, p, scales), x), f(p, x), **TOL)
 
 
+def test_tied_weights():
+    """An autoencoder with a tied kernel: the permutation acts on it once (both uses share
+    the class); no scaling group, since rescaling it would act on both uses."""
+
+    def f(p, x):
+        h = jax.nn.relu(x @ p["w"] + p["b"])
+        return h @ p["w"].T
+
+    p = {"w": jax.random.normal(jax.random.key(0), (3, 4)), "b": jnp.zeros(4)}
+    x = jnp.ones((2, 3))
+    spec = permutation_spec_from_apply(f, p, x)
+    assert spec.axes == {"w": (None, "P_w_1"), "b": ("P_w_1",)}
+    assert scaling_spec_from_apply(f, p, x).groups == {}
+
+
 def test_unsupported_primitive_is_named():
     def rnn(params, xs):
         def step(h, x):

@@ -66,7 +66,8 @@ producing kernel and a consuming one makes :func:`scaling_spec_from_apply` raise
 channel ``c`` through output channels ``c*m .. c*m+m-1`` of its kernel: the outgoing entry
 is that kernel's output axis (the repeat convention of
 :class:`~symlib.symmetry.channel_scaling.ScalingSpec`, as in
-:func:`~symlib.symmetry.channel_scaling.optunet_scaling_spec`). A unit normalised by a
+:func:`~symlib.symmetry.channel_scaling.optunet_scaling_spec`). A group touching a
+kernel read by several ``dot_general``/``conv`` (tied weights) is left out. A unit normalised by a
 norm (channels before a LayerNorm, or before batch norm in inference form) has no exact
 scaling symmetry and is left out. ``mass_paths`` are the kernels and the parameters
 multiplied into a unit (norms' ``scale``), as in
@@ -188,6 +189,7 @@ class _Graph:
         self.kernels: list[str] = []
         self.origin: dict = {}  # vid -> parameter path, for values that are a parameter reshaped or broadcast
         self.multipliers: set[str] = set()  # scale mode: parameters multiplied into a unit (norms' scale)
+        self.kernel_uses: dict[str, int] = {}  # scale mode: how many dot/conv read each kernel
         self.zero: set = set()  # vids of values known to be zero (literal 0 passed into a jit, its broadcasts)
         self.context: list[str] = []
         self.scopes: list[int] = [0]  # one scope per call of a subprogram (a jitted function's jaxpr is shared)
@@ -461,6 +463,7 @@ def _dot(g: _Graph, eqn) -> None:
         return
     path, leaf_axes = g.view[g.vid(kern)]
     g.kernel_inputs.add(g.vid(data))
+    g.kernel_uses[path] = g.kernel_uses.get(path, 0) + 1
     if path not in g.kernels:
         g.kernels.append(path)
     for a, b in zip(dc, kc):
@@ -499,6 +502,7 @@ def _conv(g: _Graph, eqn) -> None:
         return
     path, leaf_axes = view
     g.kernel_inputs.add(g.vid(lhs))
+    g.kernel_uses[path] = g.kernel_uses.get(path, 0) + 1
     if path not in g.kernels:
         g.kernels.append(path)
     g.records.append((g.node(out, os_[1]), path, leaf_axes[rs[0]], 1))
@@ -983,10 +987,13 @@ def _scaling_from_graph(g: _Graph, flat: Mapping, paths: list, pvars: list, keep
             raise ValueError(f"no scaling symmetry: the units produced by {incoming[0]!r} go through "
                              f"{label!r}, which is not positively homogeneous (only ReLU, leaky ReLU, max/average "
                              f"pooling and sums keep the scaling symmetry)")
+    shared = {p for p, n in g.kernel_uses.items() if n > 1}
     groups = {}
     for root, ents in entries.items():
         if root in g.reasons or g.size[root] == 1:
             continue
+        if any(p in shared for p, _, _ in ents):
+            continue  # a kernel read twice (tied weights): each group would rescale it for both uses
         if not any(s == 1 for _, _, s in ents) or not any(s == -1 for _, _, s in ents):
             continue
         groups[root] = tuple(dict.fromkeys(ents))
