@@ -317,8 +317,37 @@ def test_batch_norm_with_batch_statistics():
     # the same spec from inference mode (no mutable collections)
     spec_eval = permutation_spec_from_flax(model, variables, x)
     assert perm_groups(spec_eval) == perm_groups(spec)
-    res = weight_matching(0, spec, variables, apply_permutation(spec, random_permutations(9, spec, variables), variables))
-    assert all(np.array_equal(np.sort(p), np.arange(len(p))) for p in res.perms.values())
+    # weight matching over parameters and running statistics recovers a planted permutation
+    variables = jax.tree.map(np.asarray, variables)
+    b = apply_permutation(spec, random_permutations(9, spec, variables), variables)
+    back = flatten_params(apply_permutation(spec, weight_matching(0, spec, variables, b).perms, b))
+    for path, leaf in flatten_params(variables).items():
+        np.testing.assert_array_equal(back[path], leaf, err_msg=path)
+
+
+def test_batch_norm_scaling():
+    """Rescaling a batch norm's scale and bias (and dividing the kernel rows reading the
+    channel) is a symmetry in inference and in training mode; the convolutions' own output
+    channels, normalised by the batch norm, are no group."""
+    model, x = BNCNN(), IMG
+    variables = _init(model, x)
+    _, upd = model.apply(variables, x, train=True, mutable=["batch_stats"], rngs={"dropout": jax.random.key(8)})
+    variables = {"params": variables["params"], "batch_stats": jax.tree.map(np.asarray, dict(upd["batch_stats"]))}
+    spec = scaling_spec_from_flax(model, variables, x)
+    assert scale_groups(spec) == {
+        frozenset({("params/BatchNorm_0/scale", 0, 1), ("params/BatchNorm_0/bias", 0, 1), ("params/Conv_1/kernel", 2, -1)}),
+        frozenset({("params/BatchNorm_1/scale", 0, 1), ("params/BatchNorm_1/bias", 0, 1), ("params/Dense_0/kernel", 0, -1)}),
+    }
+    assert set(spec.mass_paths) == {"params/Conv_0/kernel", "params/Conv_1/kernel", "params/Dense_0/kernel",
+                                    "params/BatchNorm_0/scale", "params/BatchNorm_1/scale"}
+    sizes = check_scaling_spec(spec, variables)
+    scaled = apply_channel_scaling(spec, variables, {g: np.exp(np.random.default_rng(2).uniform(-1, 1, n))
+                                                      for g, n in sizes.items()})
+    np.testing.assert_allclose(model.apply(scaled, x), model.apply(variables, x), **TOL)
+    train = lambda v: model.apply(v, x, train=True, mutable=["batch_stats"], rngs={"dropout": jax.random.key(8)})
+    (out_a, upd_a), (out_b, upd_b) = train(variables), train(scaled)
+    np.testing.assert_allclose(out_b, out_a, **TOL)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, **TOL), upd_a, upd_b)
 
 
 def test_dropout_is_elementwise():
