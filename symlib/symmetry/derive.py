@@ -140,7 +140,7 @@ _UNARY = {
     "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "abs",
     "sqrt", "rsqrt", "cbrt", "integer_pow", "square", "erf", "erfc", "erf_inv", "lgamma", "digamma", "not",
     "convert_element_type", "copy", "copy_p", "reduce_precision", "real", "imag", "conj", "population_count",
-    "clz", "bitcast_convert_type", "stop_gradient", "optimization_barrier",
+    "clz", "bitcast_convert_type", "stop_gradient", "optimization_barrier", "sharding_constraint",
 }
 _BINARY = {
     "add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and", "or", "xor",
@@ -150,7 +150,7 @@ _BINARY = {
 _COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
 # unary ops that commute with multiplication by a positive number
 _HOMOGENEOUS_UNARY = {"neg", "convert_element_type", "copy", "copy_p", "reduce_precision", "abs", "stop_gradient",
-                      "optimization_barrier"}
+                      "optimization_barrier", "sharding_constraint"}
 _REDUCE = {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor",
            "argmax", "argmin"}
 _CUMULATIVE = {"cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"}
@@ -658,7 +658,7 @@ def _eqn(g: _Graph, eqn) -> None:
         g.keep.append(o)
         for v in eqn.invars:
             g.edge(v, o)
-    if name in _RANDOM:
+    if name in _RANDOM or name in ("debug_callback", "debug_print"):
         return
     if name == "cond":
         # every branch maps the operands to the results; the branch index is a scalar
