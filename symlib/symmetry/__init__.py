@@ -56,6 +56,16 @@ from symlib.symmetry.channel_scaling import (  # noqa: F401
     unit_norm_spec,
     unit_norm_traced,
 )
+from symlib.symmetry.derive import (  # noqa: F401
+    DeriveReport,
+    UnsupportedOperationError,
+    derive_report,
+    flax_derive_report,
+    permutation_spec_from_apply,
+    permutation_spec_from_flax,
+    scaling_spec_from_apply,
+    scaling_spec_from_flax,
+)
 from symlib.symmetry.canonical import (  # noqa: F401
     NS_METHODS,
     remove_symmetries,
@@ -152,6 +162,14 @@ __all__ = [
     "spec_mass_hessian",
     "unit_norm_spec",
     "unit_norm_traced",
+    "DeriveReport",
+    "UnsupportedOperationError",
+    "derive_report",
+    "flax_derive_report",
+    "permutation_spec_from_apply",
+    "permutation_spec_from_flax",
+    "scaling_spec_from_apply",
+    "scaling_spec_from_flax",
     "NS_METHODS",
     "remove_symmetries",
     "ManyMatchResult",

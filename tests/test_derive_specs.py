@@ -1,0 +1,475 @@
+"""Specs derived from a model's jaxpr (symlib.symmetry.derive).
+
+(a) For symlib's own MLP, OptuNet, ResNet20 and ResNet-18 the derived permutation and
+scaling specs equal the hand-written ones as groups of (path, axis) (names differ).
+(b) On a zoo of small flax.linen models: a random permutation drawn from the derived spec
+leaves the outputs unchanged (and the updated batch statistics permuted), so does a
+random positive scaling from the derived scaling spec (ReLU models), and weight matching
+recovers a planted permutation exactly. (c) What cannot be analysed is refused by name.
+
+Tolerance for "unchanged": float32 outputs within ``atol = rtol = 1e-5`` (ReLU, pooling
+and sums only reorder the same float operations; the norms' reductions sum in another
+order). Tiny models and 8x8 images keep the file fast.
+"""
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from symlib.core.cnn import optunet_apply, optunet_init
+from symlib.core.models import mlp_apply, mlp_init
+from symlib.core.resnet import resnet18_apply, resnet18_init, resnet20_apply, resnet20_init
+from symlib.symmetry import (
+    apply_channel_scaling,
+    apply_permutation,
+    check_scaling_spec,
+    derive_report,
+    flatten_params,
+    mlp_permutation_spec,
+    mlp_scaling_spec,
+    optunet_permutation_spec,
+    optunet_scaling_spec,
+    permutation_spec_from_apply,
+    permutation_spec_from_flax,
+    random_permutations,
+    resnet18_permutation_spec,
+    resnet18_scaling_spec,
+    resnet20_permutation_spec,
+    resnet20_scaling_spec,
+    scaling_spec_from_apply,
+    scaling_spec_from_flax,
+    weight_matching,
+)
+from symlib.symmetry.derive import UnsupportedOperationError, flax_derive_report
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+def perm_groups(spec):
+    return {frozenset(v) for v in spec.perm_to_axes.values()}
+
+
+def blocks_by_group(spec):
+    return {frozenset(spec.perm_to_axes[n]): g for n, g in spec.blocks.items()}
+
+
+def scale_groups(spec):
+    return {frozenset(v) for v in spec.groups.values()}
+
+
+# --- (a) symlib's own architectures ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hidden", [1, 2, 3])
+def test_mlp_matches_hand_written(hidden):
+    sizes = [3] + [4 + l for l in range(hidden)] + [2]
+    p = mlp_init(jax.random.key(0), sizes)
+    x = jnp.ones((2, 3))
+    spec = permutation_spec_from_apply(mlp_apply, p, x)
+    assert perm_groups(spec) == perm_groups(mlp_permutation_spec(hidden))
+    assert set(spec.axes) == set(mlp_permutation_spec(hidden).axes)
+    s = scaling_spec_from_apply(mlp_apply, p, x)
+    assert scale_groups(s) == scale_groups(mlp_scaling_spec(hidden))
+    assert set(s.mass_paths) == set(mlp_scaling_spec(hidden).mass_paths)
+
+
+def test_optunet_matches_hand_written():
+    p = optunet_init(jax.random.key(0))
+    x = jnp.ones((2, 18, 18, 1))
+    report = derive_report(optunet_apply, p, x)
+    hand = optunet_permutation_spec()
+    assert perm_groups(report.spec) == perm_groups(hand)
+    assert blocks_by_group(report.spec) == blocks_by_group(hand)  # conv_1 permuted within its 2 groups
+    assert any("grouped convolution" in r for r in report.stopped[("conv_0/kernel", 3)])
+    s = scaling_spec_from_apply(optunet_apply, p, x)
+    assert scale_groups(s) == scale_groups(optunet_scaling_spec())
+    assert set(s.mass_paths) == set(optunet_scaling_spec().mass_paths)
+
+
+def test_resnet20_matches_hand_written():
+    p = resnet20_init(jax.random.key(0), 1, 2, 1)
+    x = jnp.ones((2, 4, 4, 1))
+    spec = permutation_spec_from_apply(resnet20_apply, p, x)
+    assert perm_groups(spec) == perm_groups(resnet20_permutation_spec())
+    s = scaling_spec_from_apply(resnet20_apply, p, x)
+    assert scale_groups(s) == scale_groups(resnet20_scaling_spec())
+    assert set(s.mass_paths) == set(resnet20_scaling_spec().mass_paths)
+
+
+def test_resnet18_matches_hand_written():
+    p = resnet18_init(jax.random.key(0), 2, 1, 2)  # base width 2: no stage has a single channel
+    x = jnp.ones((2, 8, 8, 1))
+    spec = permutation_spec_from_apply(resnet18_apply, p, x)
+    assert perm_groups(spec) == perm_groups(resnet18_permutation_spec())
+    s = scaling_spec_from_apply(resnet18_apply, p, x)
+    assert scale_groups(s) == scale_groups(resnet18_scaling_spec())
+    assert set(s.mass_paths) == set(resnet18_scaling_spec().mass_paths)
+
+
+def test_derived_spec_is_a_symmetry_of_resnet18():
+    p = resnet18_init(jax.random.key(1), 2, 1, 2)
+    flat = flatten_params(p)
+    # non-trivial running statistics, so that permuting them is checked too
+    flat = {k: (v + 0.3 * jax.random.uniform(jax.random.key(len(k)), v.shape) if k.endswith(("mean", "var")) else v)
+            for k, v in flat.items()}
+    x = jax.random.normal(jax.random.key(2), (3, 8, 8, 1))
+    flat = {k: np.asarray(v) for k, v in flat.items()}
+    spec = permutation_spec_from_apply(resnet18_apply, flat, x)
+    q = apply_permutation(spec, random_permutations(0, spec, flat), flat)
+    out = _outputs(resnet18_apply, [flat, q], x)
+    np.testing.assert_allclose(out[1], out[0], **TOL)
+
+
+# --- (b) a zoo of flax.linen models ---------------------------------------------------------------
+
+
+class MLP(nn.Module):
+    widths: tuple = (5,)
+
+    @nn.compact
+    def __call__(self, x):
+        for w in self.widths:
+            x = nn.relu(nn.Dense(w)(x))
+        return nn.Dense(3)(x)
+
+
+class PoolCNN(nn.Module):
+    """conv -> ReLU -> max-pool -> conv -> ReLU -> avg-pool -> flatten -> dense -> ReLU -> dense."""
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.max_pool(nn.relu(nn.Conv(4, (3, 3))(x)), (2, 2), (2, 2))
+        x = nn.avg_pool(nn.relu(nn.Conv(5, (3, 3))(x)), (2, 2), (2, 2))
+        x = x.reshape(x.shape[0], -1)
+        x = nn.relu(nn.Dense(6)(x))
+        return nn.Dense(3)(x)
+
+
+class ResLN(nn.Module):
+    """Residual CNN with LayerNorm over the channels, global mean pool."""
+
+    @nn.compact
+    def __call__(self, x):
+        h = nn.relu(nn.LayerNorm()(nn.Conv(4, (3, 3), use_bias=False)(x)))
+        for _ in range(2):
+            r = nn.relu(nn.LayerNorm()(nn.Conv(6, (3, 3), use_bias=False)(h)))
+            r = nn.LayerNorm()(nn.Conv(4, (3, 3), use_bias=False)(r))
+            h = nn.relu(h + r)
+        return nn.Dense(3)(h.mean(axis=(1, 2)))
+
+
+class BNCNN(nn.Module):
+    """Conv -> BatchNorm -> ReLU twice, dropout, global mean pool, dense."""
+
+    @nn.compact
+    def __call__(self, x, train: bool = False):
+        for c in (4, 5):
+            x = nn.Conv(c, (3, 3))(x)
+            x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.5)(x))
+        x = nn.Dropout(0.3, deterministic=not train)(x)
+        return nn.Dense(3)(x.mean(axis=(1, 2)))
+
+
+class Concat(nn.Module):
+    """Two dense branches concatenated, then a dense layer."""
+
+    @nn.compact
+    def __call__(self, x):
+        a = nn.relu(nn.Dense(4)(x))
+        b = nn.relu(nn.Dense(3)(x))
+        h = nn.relu(nn.Dense(5)(jnp.concatenate([a, b], axis=-1)))
+        return nn.Dense(2)(h)
+
+
+class TanhMLP(nn.Module):
+    act: str = "tanh"
+
+    @nn.compact
+    def __call__(self, x):
+        h = nn.Dense(4)(x)
+        h = {"tanh": jnp.tanh, "gelu": nn.gelu, "sigmoid": nn.sigmoid}[self.act](h)
+        return nn.Dense(2)(h)
+
+
+class Attention(nn.Module):
+    """Dense embedding, residual multi-head self-attention, LayerNorm, mean over positions."""
+
+    @nn.compact
+    def __call__(self, x):
+        h = nn.Dense(8)(x)
+        h = nn.LayerNorm()(h + nn.MultiHeadDotProductAttention(num_heads=2, qkv_features=8)(h))
+        return nn.Dense(2)(h.mean(axis=1))
+
+
+def _init(module, x, **kw):
+    """Variables as numpy arrays (permuting them then needs no compilation)."""
+    v = module.init({"params": jax.random.key(3), "dropout": jax.random.key(4)}, x, **kw)
+    return jax.tree.map(np.asarray, dict(v))
+
+
+def _outputs(apply, trees, *args):
+    """``apply(tree, *args)`` for several trees of the same structure, in one compiled call."""
+    stacked = jax.tree.map(lambda *leaves: np.stack(leaves), *trees)
+    return jax.jit(jax.vmap(apply, in_axes=(0,) + (None,) * len(args)))(stacked, *args)
+
+
+VEC = jax.random.normal(jax.random.key(5), (4, 6))
+IMG = jax.random.normal(jax.random.key(6), (4, 8, 8, 2))
+
+# model, input, expected number of permutations, expected number of scaling groups (None: not a ReLU model)
+ZOO = {
+    "mlp1": (MLP((5,)), VEC, 1, 1),
+    "mlp2": (MLP((5, 4)), VEC, 2, 2),
+    "mlp3": (MLP((5, 4, 6)), VEC, 3, 3),
+    # the second convolution's channels are flattened into the dense rows: neither permuted nor rescaled
+    "pool_cnn": (PoolCNN(), IMG, 2, 2),
+    "res_ln": (ResLN(), IMG, 3, 3),
+    # the concatenated branches are not permuted
+    "concat": (Concat(), VEC, 1, 1),
+    # residual stream, heads (shared by query, key, value, out), query/key features, value features
+    "attention": (Attention(), jax.random.normal(jax.random.key(7), (2, 5, 3)), 4, None),
+}
+RELU_ZOO = sorted(k for k, v in ZOO.items() if v[3] is not None)
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_zoo_permutation_leaves_outputs_unchanged(name):
+    model, x, n_perms, _ = ZOO[name]
+    params = _init(model, x)["params"]
+    spec = permutation_spec_from_flax(model, params, x)
+    assert len(spec.perm_names) == n_perms
+    trees = [{"params": params}] + [{"params": apply_permutation(spec, random_permutations(seed, spec, params), params)}
+                                    for seed in range(3)]
+    out = _outputs(model.apply, trees, x)
+    for k in range(1, 4):
+        np.testing.assert_allclose(out[k], out[0], **TOL)
+
+
+@pytest.mark.parametrize("name", RELU_ZOO)
+def test_zoo_scaling_leaves_outputs_unchanged(name):
+    model, x, _, n_groups = ZOO[name]
+    params = _init(model, x)["params"]
+    spec = scaling_spec_from_flax(model, params, x)
+    assert len(spec.groups) == n_groups
+    sizes = check_scaling_spec(spec, params)
+    rng = np.random.default_rng(0)
+    scales = {g: np.exp(rng.uniform(-1, 1, n)) for g, n in sizes.items()}
+    scaled = apply_channel_scaling(spec, params, scales)
+    out = _outputs(model.apply, [{"params": params}, {"params": scaled}], x)
+    np.testing.assert_allclose(out[1], out[0], **TOL)
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_zoo_weight_matching_recovers_planted_permutation(name):
+    model, x, _, _ = ZOO[name]
+    params = _init(model, x)["params"]
+    spec = permutation_spec_from_flax(model, params, x)
+    planted = random_permutations(7, spec, params)
+    b = apply_permutation(spec, planted, params)
+    res = weight_matching(0, spec, params, b)
+    back = flatten_params(apply_permutation(spec, res.perms, b))
+    for path, leaf in flatten_params(params).items():
+        np.testing.assert_array_equal(np.asarray(back[path]), np.asarray(leaf), err_msg=path)
+
+
+def test_flatten_is_reported():
+    model, x = PoolCNN(), IMG
+    report = flax_derive_report(model, _init(model, x)["params"], x)
+    assert report.spec.axes["Conv_1/kernel"][3] is None
+    assert any("flatten" in r for r in report.stopped[("Conv_1/kernel", 3)])
+    assert any("flatten" in r for r in report.stopped[("Dense_0/kernel", 0)])
+    assert report.spec.axes["Dense_0/kernel"][1] is not None
+
+
+def test_concatenation_is_reported():
+    model, x = Concat(), VEC
+    report = flax_derive_report(model, _init(model, x)["params"], x)
+    assert any("concatenate" in r for r in report.stopped[("Dense_0/bias", 0)])
+    assert report.spec.axes["Dense_2/kernel"] == (None, "P_Dense_2")
+
+
+def test_batch_norm_with_batch_statistics():
+    """Training mode: the permutation acts on the running statistics too, and the updated
+    statistics come out permuted; inference mode with the (non-trivial) running statistics."""
+    model, x = BNCNN(), IMG
+    variables = _init(model, x)
+    rngs = {"dropout": jax.random.key(8)}
+    _, upd = model.apply(variables, x, train=True, mutable=["batch_stats"], rngs=rngs)
+    variables = {"params": variables["params"], "batch_stats": upd["batch_stats"]}
+    spec = permutation_spec_from_flax(model, variables, x, train=True, mutable=["batch_stats"], rngs=rngs)
+    assert len(spec.perm_names) == 2
+    assert spec.axes["batch_stats/BatchNorm_0/mean"] == spec.axes["params/Conv_0/bias"]
+    assert spec.axes["batch_stats/BatchNorm_1/var"] == spec.axes["params/BatchNorm_1/scale"]
+    for seed in range(2):
+        perms = random_permutations(seed, spec, variables)
+        q = apply_permutation(spec, perms, variables)
+        # training mode, same dropout key: dropout masks are not permuted, so compare without dropout
+        out_a, upd_a = model.apply(variables, x, train=True, mutable=["batch_stats"], rngs=rngs)
+        out_b, upd_b = model.apply(q, x, train=True, mutable=["batch_stats"], rngs=rngs)
+        want = apply_permutation(spec, perms, {"params": variables["params"], "batch_stats": upd_a["batch_stats"]})
+        got = flatten_params({"params": variables["params"], "batch_stats": upd_b["batch_stats"]})
+        for path, leaf in flatten_params(want).items():
+            np.testing.assert_allclose(got[path] if path.startswith("batch_stats") else leaf, leaf, **TOL)
+        np.testing.assert_allclose(model.apply(q, x), model.apply(variables, x), **TOL)
+    # the same spec from inference mode (no mutable collections)
+    spec_eval = permutation_spec_from_flax(model, variables, x)
+    assert perm_groups(spec_eval) == perm_groups(spec)
+    # weight matching over parameters and running statistics recovers a planted permutation
+    variables = jax.tree.map(np.asarray, variables)
+    b = apply_permutation(spec, random_permutations(9, spec, variables), variables)
+    back = flatten_params(apply_permutation(spec, weight_matching(0, spec, variables, b).perms, b))
+    for path, leaf in flatten_params(variables).items():
+        np.testing.assert_array_equal(back[path], leaf, err_msg=path)
+
+
+def test_batch_norm_scaling():
+    """Rescaling a batch norm's scale and bias (and dividing the kernel rows reading the
+    channel) is a symmetry in inference and in training mode; the convolutions' own output
+    channels, normalised by the batch norm, are no group."""
+    model, x = BNCNN(), IMG
+    variables = _init(model, x)
+    _, upd = model.apply(variables, x, train=True, mutable=["batch_stats"], rngs={"dropout": jax.random.key(8)})
+    variables = {"params": variables["params"], "batch_stats": jax.tree.map(np.asarray, dict(upd["batch_stats"]))}
+    spec = scaling_spec_from_flax(model, variables, x)
+    assert scale_groups(spec) == {
+        frozenset({("params/BatchNorm_0/scale", 0, 1), ("params/BatchNorm_0/bias", 0, 1), ("params/Conv_1/kernel", 2, -1)}),
+        frozenset({("params/BatchNorm_1/scale", 0, 1), ("params/BatchNorm_1/bias", 0, 1), ("params/Dense_0/kernel", 0, -1)}),
+    }
+    assert set(spec.mass_paths) == {"params/Conv_0/kernel", "params/Conv_1/kernel", "params/Dense_0/kernel",
+                                    "params/BatchNorm_0/scale", "params/BatchNorm_1/scale"}
+    sizes = check_scaling_spec(spec, variables)
+    scaled = apply_channel_scaling(spec, variables, {g: np.exp(np.random.default_rng(2).uniform(-1, 1, n))
+                                                      for g, n in sizes.items()})
+    np.testing.assert_allclose(model.apply(scaled, x), model.apply(variables, x), **TOL)
+    train = lambda v: model.apply(v, x, train=True, mutable=["batch_stats"], rngs={"dropout": jax.random.key(8)})
+    (out_a, upd_a), (out_b, upd_b) = train(variables), train(scaled)
+    np.testing.assert_allclose(out_b, out_a, **TOL)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, **TOL), upd_a, upd_b)
+
+
+def test_dropout_is_elementwise():
+    model, x = BNCNN(), IMG
+    variables = _init(model, x)
+    rngs = {"dropout": jax.random.key(8)}
+    spec_train = permutation_spec_from_flax(model, variables, x, train=True, mutable=["batch_stats"], rngs=rngs)
+    spec_eval = permutation_spec_from_flax(model, variables, x)
+    assert perm_groups(spec_train) == perm_groups(spec_eval)
+
+
+def test_params_only_paths():
+    model, x = MLP((5, 4)), VEC
+    params = _init(model, x)["params"]
+    spec = permutation_spec_from_flax(model, params, x)
+    assert set(spec.axes) == set(flatten_params(params))
+    assert spec.axes["Dense_0/kernel"] == (None, "P_Dense_0")
+
+
+# --- (c) refusals ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("act, op", [("tanh", "tanh"), ("sigmoid", "logistic"), ("gelu", "integer_pow")])
+def test_scaling_refuses_non_homogeneous_activation(act, op):
+    model = TanhMLP(act)
+    params = _init(model, VEC)["params"]
+    with pytest.raises(ValueError, match=op):
+        scaling_spec_from_flax(model, params, VEC)
+    # the permutation symmetry is still there
+    spec = permutation_spec_from_flax(model, params, VEC)
+    assert len(spec.perm_names) == 1
+
+
+@jax.custom_vjp
+def _relu_vjp(x):
+    return jnp.maximum(x, 0.0)
+
+
+_relu_vjp.defvjp(lambda x: (_relu_vjp(x), x), lambda x, g: (g * (x > 0),))
+
+_ACTS = {
+    "relu": jax.nn.relu,
+    "leaky_relu": jax.nn.leaky_relu,
+    "where_relu": lambda h: jnp.where(h > 0, h, 0.0),
+    "checkpoint_relu": jax.checkpoint(jax.nn.relu),
+    "custom_vjp_relu": _relu_vjp,
+    "relu6": jax.nn.relu6,
+    "elu": jax.nn.elu,
+    "silu": jax.nn.silu,
+    "softplus": jax.nn.softplus,
+}
+
+
+@pytest.mark.parametrize("act", sorted(_ACTS))
+def test_activations_apply_fn(act):
+    """Permutations for any elementwise activation; scaling for the positively homogeneous ones
+    (through jit, custom_jvp, custom_vjp and checkpoint), refused by name for the others."""
+    k = jax.random.split(jax.random.key(11), 5)
+    p = {"a": {"kernel": jax.random.normal(k[0], (3, 4)), "bias": jax.random.normal(k[1], (4,))},
+         "b": {"kernel": jax.random.normal(k[2], (4, 5)), "bias": jax.random.normal(k[3], (5,))},
+         "c": {"kernel": jax.random.normal(k[4], (5, 2))}}
+    x = jax.random.normal(jax.random.key(12), (6, 3))
+
+    def f(p, x):
+        h = _ACTS[act](x @ p["a"]["kernel"] + p["a"]["bias"])
+        h = _ACTS[act](h @ p["b"]["kernel"] + p["b"]["bias"])
+        return h @ p["c"]["kernel"]
+
+    spec = permutation_spec_from_apply(f, p, x)
+    assert perm_groups(spec) == {frozenset({("a/kernel", 1), ("a/bias", 0), ("b/kernel", 0)}),
+                                 frozenset({("b/kernel", 1), ("b/bias", 0), ("c/kernel", 0)})}
+    q = apply_permutation(spec, random_permutations(0, spec, p), p)
+    np.testing.assert_allclose(f(q, x), f(p, x), **TOL)
+    if act in ("relu6", "elu", "silu", "softplus"):
+        with pytest.raises(ValueError, match=f"not positively homogeneous.*{act}|{act}.*not positively"):
+            scaling_spec_from_apply(f, p, x)
+        return
+    s = scaling_spec_from_apply(f, p, x)
+    assert scale_groups(s) == {frozenset({("a/kernel", 1, 1), ("a/bias", 0, 1), ("b/kernel", 0, -1)}),
+                               frozenset({("b/kernel", 1, 1), ("b/bias", 0, 1), ("c/kernel", 0, -1)})}
+    assert s.mass_paths == ("a/kernel", "b/kernel", "c/kernel")
+    scales = {g: np.exp(np.random.default_rng(1).uniform(-1, 1, 4 if "a/kernel" in str(e) else 5))
+              for g, e in s.groups.items()}
+    np.testing.assert_allclose(f(apply_channel_scaling(s, p, scales), x), f(p, x), **TOL)
+
+
+def test_tied_weights():
+    """An autoencoder with a tied kernel: the permutation acts on it once (both uses share
+    the class); no scaling group, since rescaling it would act on both uses."""
+
+    def f(p, x):
+        h = jax.nn.relu(x @ p["w"] + p["b"])
+        return h @ p["w"].T
+
+    p = {"w": jax.random.normal(jax.random.key(0), (3, 4)), "b": jnp.zeros(4)}
+    x = jnp.ones((2, 3))
+    spec = permutation_spec_from_apply(f, p, x)
+    assert spec.axes == {"w": (None, "P_w_1"), "b": ("P_w_1",)}
+    assert scaling_spec_from_apply(f, p, x).groups == {}
+
+
+def test_unsupported_primitive_is_named():
+    def rnn(params, xs):
+        def step(h, x):
+            h = jnp.tanh(h @ params["w"] + x @ params["u"])
+            return h, h
+        return jax.lax.scan(step, jnp.zeros((xs.shape[1], 3)), xs)[1] @ params["v"]
+
+    params = {"w": jnp.ones((3, 3)), "u": jnp.ones((2, 3)), "v": jnp.ones((3, 1))}
+    with pytest.raises(UnsupportedOperationError, match="'scan'"):
+        permutation_spec_from_apply(rnn, params, jnp.ones((5, 4, 2)))
+
+
+def test_output_and_softmax_axes():
+    """Logits are stopped as outputs; a softmax over hidden units is equivariant (its
+    normaliser is a reduction, invariant to the permutation)."""
+
+    def f(p, x):
+        h = jax.nn.softmax(x @ p["a"], axis=-1)
+        return h @ p["b"]
+
+    p = {"a": jnp.ones((3, 4)), "b": jnp.ones((4, 2))}
+    report = derive_report(f, p, jnp.ones((2, 3)))
+    assert report.spec.axes == {"a": (None, "P_a_1"), "b": ("P_a_1", None)}
+    assert report.stopped[("b", 1)] == ("model output",)
