@@ -35,16 +35,19 @@
 # - the derivation of the KL cost, checked numerically, and that its trace term **does**
 #   depend on $P$ unless $s_0$ or $s_1$ is constant, checked over all permutations of small cases;
 # - both costs (and the appendix's reduced, mean-only KL) written as the same bilinear
-#   assignment problem that weight matching solves, so `symlib.symmetry.alignment` needs no new loop;
+#   assignment problem that weight matching solves, so `symlib.symmetry.alignment` needs no
+#   new loop;
 # - the 2-D toy of Figure A1: two Gaussians mirror-symmetric about $y = x$, and which
 #   permutation each cost picks.
 
 # %% tags=["hide-cell"]
 import itertools
+import math
 
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
+from myst_nb import glue
 
 from symlib.experiments import plotting
 from symlib.symmetry.alignment import kl_alignment, kl_diag, wasserstein2_sq, wasserstein_alignment
@@ -91,8 +94,8 @@ print("(this chapter's computations are tiny and identical in every profile)")
 # standard deviation for all units of a layer.
 #
 # Two numeric checks. First, the closed form above (a constant, minus the two inner
-# products) against `kl_diag`, and $T(P)$ over all 24 permutations of four units, for $s_0$
-# constant, $s_1$ constant, and neither:
+# products) against `kl_diag`, and $T(P)$ over all {glue:text}`ch06_n_perms` permutations of
+# four units, for $s_0$ constant, $s_1$ constant, and neither:
 
 # %%
 rng = np.random.default_rng(0)
@@ -105,13 +108,20 @@ for name, (a0, a1) in trace_cases.items():
     T, const = [], np.sum(np.log(a0) - np.log(a1)) + 0.5 * np.sum(m0**2 / a0**2) - 2.0
     for perm in itertools.permutations(range(4)):
         p = np.array(perm)
-        closed = const - np.dot(m0 / a0**2, m1[p]) + 0.5 * np.dot(1 / a0**2, m1[p] ** 2 + a1[p] ** 2)
-        formula_error = max(formula_error, abs(closed - kl_diag(({"w": m1[p]}, {"w": a1[p]}), ({"w": m0}, {"w": a0}))))
+        closed = (const - np.dot(m0 / a0**2, m1[p])
+                  + 0.5 * np.dot(1 / a0**2, m1[p] ** 2 + a1[p] ** 2))
+        kl = kl_diag(({"w": m1[p]}, {"w": a1[p]}), ({"w": m0}, {"w": a0}))
+        formula_error = max(formula_error, abs(closed - kl))
         T.append(np.sum(a1[p] ** 2 / a0**2))
     trace_range[name] = max(T) - min(T)
     trace_rows.append((name, f"{min(T):.4f}", f"{max(T):.4f}", f"{trace_range[name]:.2e}"))
 display(Table(["case", "min over P of T(P)", "max over P", "range"], trace_rows))
-print(f"largest difference between the closed form and kl_diag over all permutations and cases: {formula_error:.1e}")
+print("largest difference between the closed form and kl_diag over all permutations and cases: "
+      f"{formula_error:.1e}")
+glue("ch06_n_perms", math.factorial(4), display=False)
+glue("ch06_formula_error", f"{formula_error:.1e}", display=False)
+for name, key in (("s0 constant", "s0"), ("s1 constant", "s1"), ("neither constant", "neither")):
+    glue(f"ch06_trace_range_{key}", f"{trace_range[name]:.2g}", display=False)
 
 # %% [markdown]
 # Second, the full KL on three units with equal means, so that only the standard
@@ -127,9 +137,12 @@ for perm in itertools.permutations(range(3)):
     kl = kl_diag(({"w": m}, {"w": s1[p]}), ({"w": m}, {"w": s0}))
     mean_only = float(np.sum((m - m[p]) ** 2 / (2 * s0**2)))  # the appendix's remaining term
     rows.append((str(perm), f"{kl:.3f}", f"{mean_only:.3f}"))
-display(Table(["permutation of q1's units", "full KL[P#q1 || q0]", "mean-only cost (appendix)"], rows))
+display(Table(["permutation of q1's units", "full KL[P#q1 || q0]", "mean-only cost (appendix)"],
+              rows))
 kls = [float(r[1]) for r in rows]
-print(f"the full KL ranges from {min(kls):.3f} to {max(kls):.3f} over the permutations: it depends on P")
+print(f"the full KL ranges from {min(kls):.3f} to {max(kls):.3f} over the permutations")
+glue("ch06_kl_min", f"{min(kls):.3f}", display=False)
+glue("ch06_kl_max", f"{max(kls):.3f}", display=False)
 
 # %% [markdown]
 # ## Figure A1: two Gaussians mirror-symmetric about y = x
@@ -140,7 +153,8 @@ print(f"the full KL ranges from {min(kls):.3f} to {max(kls):.3f} over the permut
 # paper's figure shows); (b) means mirrored as well.
 
 # %%
-cases = {"(a) means on y = x": ((0.0, 0.0), (1.0, 0.2)), "(b) means mirrored": ((1.0, -1.0), (1.0, 0.2))}
+cases = {"(a) means on y = x": ((0.0, 0.0), (1.0, 0.2)),
+         "(b) means mirrored": ((1.0, -1.0), (1.0, 0.2))}
 found, fig = {}, plt.figure(figsize=(10, 4.2), constrained_layout=True)
 axes = fig.subplots(1, 2)
 for ax, (name, (mean, std)) in zip(axes, cases.items()):
@@ -149,40 +163,61 @@ for ax, (name, (mean, std)) in zip(axes, cases.items()):
     results = {"Wasserstein": wasserstein_alignment(0, spec, q0, q1),
                "full KL": kl_alignment(0, spec, q0, q1),
                "mean-only KL (appendix)": kl_alignment(0, spec, q0, q1, mean_only=True)}
-    found[name] = {k: "swap" if list(r.perms["P"]) == [1, 0] else "identity" for k, r in results.items()}
+    found[name] = {k: "swap" if list(r.perms["P"]) == [1, 0] else "identity"
+                   for k, r in results.items()}
     found[name]["W2^2 identity / swap"] = f"{wasserstein2_sq(q0, q1):.2f} / 0"
     plotting.gaussian_ellipses(ax, mean, std, label="$q_0$", color=plotting.PALETTE[0])
-    plotting.gaussian_ellipses(ax, mean[::-1], std[::-1], label="$q_1$", color=plotting.PALETTE[1], ls="--")
+    plotting.gaussian_ellipses(ax, mean[::-1], std[::-1], label="$q_1$", color=plotting.PALETTE[1],
+                               ls="--")
     ax.plot([-3, 3], [-3, 3], ":", color="0.5", lw=1)
     ax.set_xlim(-3, 3)
     ax.set_ylim(-3, 3)
     ax.set_aspect("equal")
     ax.set_xlabel("unit 1")
     ax.set_ylabel("unit 2")
-    ax.set_title(name + "\n" + ", ".join(f"{k}: {v}" for k, v in list(found[name].items())[:3]), fontsize=9)
+    ax.set_title(name + "\n" + ", ".join(f"{k}: {v}" for k, v in list(found[name].items())[:3]),
+                 fontsize=9)
     ax.legend(loc="lower right")
 fig.suptitle("Which permutation of $q_1$ each cost picks (the swap maps $q_1$ onto $q_0$)");
 
 # %% tags=["hide-input"]
-display(Table(["configuration", "Wasserstein", "full KL", "mean-only KL (appendix)", "W2^2 identity / swap"],
-              [[name, *found[name].values()] for name in cases]))
+display(Table(["configuration", "Wasserstein", "full KL", "mean-only KL (appendix)",
+               "W2^2 identity / swap"], [[name, *found[name].values()] for name in cases]))
+for name, tag in zip(cases, ("a", "b")):
+    for cost, key in (("Wasserstein", "w2"), ("full KL", "kl"),
+                      ("mean-only KL (appendix)", "mean_kl")):
+        glue(f"ch06_pick_{tag}_{key}", found[name][cost], display=False)
+m0_a, s0_a = (np.array(v) for v in cases["(a) means on y = x"])
+m1_a = m0_a[::-1]  # q1 is q0's mirror image
+mean_cost = [float(np.sum((m0_a - m1_a[list(p)]) ** 2 / (2 * s0_a**2))) for p in ((0, 1), (1, 0))]
+glue("ch06_mean_cost_a", f"{mean_cost[0]:.3g} and {mean_cost[1]:.3g}", display=False)
 
 # %% [markdown]
 # ## Synthesis
 #
 # {cite:t}`rossi2023permutation` (App. A, Fig. A1) state that with the KL cost only the
 # means matter, and show the KL-cost assignment returning the identity on a mirror-symmetric
-# pair while the Wasserstein cost recovers the swap. We find:
+# pair while the Wasserstein cost recovers the swap (the swap is the right answer: it maps
+# $q_1$ exactly onto $q_0$). What each cost picks here, in configuration (a) and (b):
 #
-# - The Wasserstein cost recovers the swap in both configurations, as the paper says.
-# - The appendix's **reduced** cost reproduces their figure: with both means on the mirror
-#   line it cannot tell the two permutations apart (a tie, resolved as the identity).
-# - The **full** KL divergence also recovers the swap in both configurations: its trace
-#   term $\sum_i (P s_1)_i^2 / s_{0,i}^2$ depends on $P$ (tables above). The appendix's
-#   statement that "the first three terms do not depend on $P$" holds only when $s_0$ or
-#   $s_1$ is constant across the units; the argument for Wasserstein over KL should rest
-#   on other grounds (for example its symmetry, and that it is a metric whose geodesic is
-#   used for the barriers in the next chapter).
+# - the Wasserstein cost: the {glue:text}`ch06_pick_a_w2` in (a), the
+#   {glue:text}`ch06_pick_b_w2` in (b);
+# - the appendix's **reduced** (mean-only) cost: the {glue:text}`ch06_pick_a_mean_kl` in
+#   (a), where both means lie on the mirror line and its cost is
+#   {glue:text}`ch06_mean_cost_a` for the identity and the swap (a tie, which the solver
+#   resolves as the identity), and the {glue:text}`ch06_pick_b_mean_kl` in (b). Its
+#   answer in (a) is the paper's figure;
+# - the **full** KL divergence: the {glue:text}`ch06_pick_a_kl` in (a), the
+#   {glue:text}`ch06_pick_b_kl` in (b). Its trace term $\sum_i (P s_1)_i^2 / s_{0,i}^2$
+#   varies over the permutations by {glue:text}`ch06_trace_range_neither` when neither
+#   standard deviation is constant, and by {glue:text}`ch06_trace_range_s0` and
+#   {glue:text}`ch06_trace_range_s1` when $s_0$ or $s_1$ is (tables above).
+#
+# The derivation above shows that the appendix's statement that "the first three terms do
+# not depend on $P$" is true only when $s_0$ or $s_1$ is constant across the units; where
+# the full KL picks the swap, the argument for Wasserstein over KL must rest on other
+# grounds (for example its symmetry, and that it is a metric whose geodesic is used for
+# the barriers in the next chapter).
 #
 # ## The paper's findings beside ours
 #
@@ -193,7 +228,8 @@ display(paper_vs_ours([
     ("KL cost: the terms other than the means' distance (App. A)", "do not depend on P",
      "the trace term depends on P unless s0 or s1 is constant (range over P: "
      + ", ".join(f"{k} {v:.1e}" for k, v in trace_range.items()) + ")"),
-    ("KL cost on a pair mirror-symmetric about y = x (Fig. A1)", "identity (fails to recover the symmetry)",
+    ("KL cost on a pair mirror-symmetric about y = x (Fig. A1)",
+     "identity (fails to recover the symmetry)",
      f"reduced (mean-only) KL: {found['(a) means on y = x']['mean-only KL (appendix)']}; full KL: "
      f"{found['(a) means on y = x']['full KL']}"),
     ("Wasserstein cost on the same pair (Fig. A1)", "recovers the symmetry (swap)",
@@ -210,12 +246,13 @@ display(paper_vs_ours([
 assert formula_error < 1e-10, formula_error
 assert trace_range["s0 constant"] < 1e-12 and trace_range["s1 constant"] < 1e-12, trace_range
 assert trace_range["neither constant"] > 0.1, trace_range
-assert max(kls) - min(kls) > 1.0, "the full KL should depend on the permutation through its trace term"
+assert max(kls) - min(kls) > 1.0, "the full KL should depend on P through its trace term"
 for name in cases:
     assert found[name]["Wasserstein"] == "swap" and found[name]["full KL"] == "swap", found[name]
 assert found["(a) means on y = x"]["mean-only KL (appendix)"] == "identity"
-print("verified: the derivation matches kl_diag; the trace term is invariant exactly when s0 or s1 is constant; "
-      "Wasserstein and the full KL recover the swap; only the appendix's reduced KL returns the identity")
+print("verified: the derivation matches kl_diag; the trace term is invariant exactly when s0 or s1 "
+      "is constant; Wasserstein and the full KL recover the swap; only the appendix's reduced KL "
+      "returns the identity")
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.
