@@ -35,7 +35,7 @@
 #
 # This notebook shows:
 #
-# - for many OptuNets (the paper's 355-parameter CNN) trained with the authors' recipe
+# - for many OptuNets (the paper's small CNN) trained with the authors' recipe
 #   (SGD with weight decay), the mass before and after solving the min-mass problem, and
 #   the largest weight of each layer (Fig. 2);
 # - a check that every rescaled network computes the same function, and exactly how much
@@ -52,37 +52,59 @@
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
+from myst_nb import glue
 
 from symlib import experiments
+from symlib.core.cnn import OPTUNET_SHAPES
 from symlib.core.models import unstack
 from symlib.evaluation.marginals import first_last_pvalues, unit_weights
-from symlib.experiments import claims, plotting, report
+from symlib.experiments import claims, plotting, report, results, scales
 from symlib.experiments.laurent import LINE_T
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table, paper_vs_ours
-from symlib.symmetry.channel_scaling import min_mass_spec, optunet_scaling_spec, spec_mass_along, spec_mass_hessian
+from symlib.inference.training import LAURENT_OPTUNET
+from symlib.symmetry.channel_scaling import (min_mass_spec, optunet_scaling_spec, spec_mass_along,
+                                             spec_mass_hessian)
 from symlib.symmetry.scaling import check_function_unchanged, identifiable, min_mass, sort_neurons
 
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
+KS_LEVEL = 0.05  # the level at which a KS p-value counts as small in the marginals' tables
+paper_profile = get_profile("paper")
+layer_params = {layer: sum(int(np.prod(shape)) for path, shape in OPTUNET_SHAPES.items()
+                           if path.startswith(layer + "/"))
+                for layer in ("conv_0", "conv_1", "dense_0", "dense_1")}
+glue("ch10_optunet_params", sum(layer_params.values()), display=False)
+glue("ch10_layer_params", " + ".join(str(v) for v in layer_params.values()), display=False)
+glue("ch10_n_train", f"{profile.n_train:,}", display=False)
+glue("ch10_optunet_nets", profile.optunet_nets, display=False)
+glue("ch10_optunet_epochs", profile.optunet_epochs, display=False)
+steps_quick = profile.optunet_epochs * (profile.n_train // LAURENT_OPTUNET["batch_size"])
+glue("ch10_optunet_steps", f"{steps_quick:,}", display=False)
+glue("ch10_converged_acc", f"{experiments.CONVERGED_ACCURACY:.0%}", display=False)
+glue("ch10_ks_level", KS_LEVEL, display=False)
+glue("ch10_mlp_hidden", " and ".join(map(str, profile.laurent_hidden)), display=False)
 
 # %% [markdown]
 # ## Many trained OptuNets
 #
-# OptuNet (the authors' optuMNIST code, `symlib.core.cnn`): a 4x4 convolution to 2
-# channels, ReLU, 3x3 max-pool, a grouped 5x5 convolution to 10 channels (2 groups), ReLU,
-# global average pool, a dense layer to 3 units with ReLU and a dense layer to the 10
-# classes. That is **355 parameters** (32 + 250 + 33 + 40); the paper's text says 392, which
-# no variant of the code's layers we tried gives. The recipe is the authors' (SGD, learning
-# rate 0.04 without momentum, halved at a quarter and at half of training, batch 64, weight
-# decay 2e-4, random 28x28 crops of the images padded by 4 black pixels, pixels
-# standardised with mean 0.1307 and standard deviation 0.3081). `optunet_nets` networks
-# train at once with `vmap` (`symlib.inference.training.train_many`) from independent
-# initialisations and minibatch orders. The authors stop and discard a run whose accuracy is
-# below 15% after epoch 3; we train every run to the end and leave out of the analyses those
-# below 15% at the end (the count is printed). The same networks serve the next chapter,
-# through the artifact cache.
+# OptuNet (the authors' optuMNIST code, `symlib.core.cnn`): a {paper}`4x4` convolution to
+# {paper}`2` channels, ReLU, {paper}`3x3` max-pool, a grouped {paper}`5x5` convolution to
+# {paper}`10` channels ({paper}`2` groups), ReLU, global average pool, a dense layer to
+# {paper}`3` units with ReLU and a dense layer to the {paper}`10` classes. By our count
+# (`symlib.core.cnn.OPTUNET_SHAPES`) that is **{glue:text}`ch10_optunet_params` parameters**
+# ({glue:text}`ch10_layer_params`); the paper's text says {paper}`392`, which no variant of
+# the code's layers we tried gives. The recipe is the authors' (SGD, learning rate
+# {paper}`0.04` without momentum, halved at a quarter and at half of training, batch
+# {paper}`64`, weight decay {paper}`2e-4`, random {paper}`28x28` crops of the images padded
+# by {paper}`4` black pixels, pixels standardised with mean {paper}`0.1307` and standard
+# deviation {paper}`0.3081`). `optunet_nets` networks train at once with `vmap`
+# (`symlib.inference.training.train_many`) from independent initialisations and minibatch
+# orders. The authors stop and discard a run whose accuracy is below {paper}`15%` after
+# epoch {paper}`3`; we train every run to the end and leave out of the analyses those below
+# the same accuracy at the end (the count is printed). The same networks serve the next
+# chapter, through the artifact cache.
 
 # %%
 res = experiments.run("laurent_optunets", profile)
@@ -90,10 +112,13 @@ summary = experiments.SUMMARIES["laurent_optunets"](res.artifact)
 keep = np.flatnonzero(res.converged)
 nets = [unstack(res.params, np.float64)[i] for i in keep]
 n_nets = len(nets)
-print(f"{len(res.converged)} OptuNets, {res.epoch_loss.shape[1]} epochs on {profile.n_train} images "
-      f"({res.swaps.shape[2]} steps per epoch), learning rate halved at epochs {res.milestones.tolist()}; "
-      f"{n_nets} reached {experiments.CONVERGED_ACCURACY:.0%}: test accuracy {res.test_accuracy[keep].mean():.3f} "
-      f"(min {res.test_accuracy[keep].min():.3f}, max {res.test_accuracy[keep].max():.3f})")
+print(f"{len(res.converged)} OptuNets, {res.epoch_loss.shape[1]} epochs on {profile.n_train} "
+      f"images ({res.swaps.shape[2]} steps per epoch), learning rate halved at epochs "
+      f"{res.milestones.tolist()}; "
+      f"{n_nets} reached {experiments.CONVERGED_ACCURACY:.0%}: test accuracy "
+      f"{res.test_accuracy[keep].mean():.3f} (min {res.test_accuracy[keep].min():.3f}, "
+      f"max {res.test_accuracy[keep].max():.3f})")
+glue("ch10_quick_acc", f"{res.test_accuracy[keep].mean():.0%}", display=False)
 
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), constrained_layout=True)
@@ -104,26 +129,30 @@ for m in res.milestones:
     axes[0].axvline(m + 0.5, color="0.5", ls="--", lw=1)
 axes[0].set_xlabel("epoch")
 axes[0].set_ylabel("training objective (cross-entropy + penalty)")
-axes[0].set_title("OptuNets: one line per network (red: below 15%)")
+axes[0].set_title("OptuNets: one line per network "
+                  f"(red: below {experiments.CONVERGED_ACCURACY:.0%})")
 axes[1].plot(100 * res.test_accuracy, np.arange(len(res.test_accuracy)), "o", color="C0")
 axes[1].set_xlabel("test accuracy (%)")
 axes[1].set_ylabel("network")
 axes[1].set_title(f"{profile.n_test} MNIST test images");
 
 # %% [markdown]
-# OptuNet learns slowly: it sits near the chance loss of 2.30 for the first hundreds of
-# steps, and the authors' repository states 75% to 85% accuracy for one network after their
-# 60 epochs on the 60,000 MNIST images (about 56,000 steps). We ran that full recipe for two
-# networks on the 2-core CPU (286 s): 68% and 65% test accuracy. The quick profile trains
-# far fewer steps on the shipped 9,000-image split, so its networks are less accurate, as
-# printed above. The min-mass problem does not depend on accuracy: every trained network
+# OptuNet learns slowly: it sits near the chance loss ($\ln 10$) for the first hundreds of
+# steps, and the authors' repository states {paper}`75%` to {paper}`85%` accuracy for one
+# network after their {paper}`60` epochs on the {paper}`60,000` MNIST images (about
+# {paper}`56,000` steps). The quick profile trains {glue:text}`ch10_optunet_nets` networks
+# for {glue:text}`ch10_optunet_epochs` epochs of the shipped {glue:text}`ch10_n_train`-image
+# split ({glue:text}`ch10_optunet_steps` steps each), so its networks are less accurate
+# (printed above); the runs at the paper's scale at the end of the chapter reach the
+# authors' range. The min-mass problem does not depend on accuracy: every trained network
 # has a mass and a min-mass point.
 #
 # ## Mass before and after the min-mass problem (Figure 2)
 #
-# OptuNet's scaling spec (`optunet_scaling_spec`) lists the rescalable units: the 2
-# channels of the first convolution (outgoing side: the 5 channels of their group in the
-# second), the 10 channels of the second and the 3 hidden dense units (with their biases).
+# OptuNet's scaling spec (`optunet_scaling_spec`) lists the rescalable units: the
+# {paper}`2` channels of the first convolution (outgoing side: the {paper}`5` channels of
+# their group in the second), the {paper}`10` channels of the second and the {paper}`3`
+# hidden dense units (with their biases).
 
 # %%
 spec = optunet_scaling_spec()
@@ -135,25 +164,30 @@ layers = ["conv_0", "conv_1", "dense_0", "dense_1"]
 largest = {name: np.array([[np.abs(n[l]["kernel"]).max() for l in layers] for n in group])
            for name, group in (("trained", nets), ("min-mass", [s.params for s in solved]))}
 mm = summary["min_mass"]
-print(f"all {n_nets} solved to convergence: {all(s.converged for s in solved)}; largest logit change "
-      f"{mm['max_logit_change']:.1e} (float64)")
-print(f"relative mass decrease: mean {decrease.mean():.3f}, min {decrease.min():.3f}, max {decrease.max():.3f}")
+print(f"all {n_nets} solved to convergence: {all(s.converged for s in solved)}; "
+      f"largest logit change {mm['max_logit_change']:.1e} (float64)")
+print(f"relative mass decrease: mean {decrease.mean():.3f}, min {decrease.min():.3f}, "
+      f"max {decrease.max():.3f}")
 
 # %% tags=["hide-input"]
 layer_params = mm["layer_params"]
-plotting.min_mass_figure(before, after, largest, [f"{l}\n({w})" for l, w in zip(layers, layer_params)],
+plotting.min_mass_figure(before, after, largest,
+                         [f"{l}\n({w})" for l, w in zip(layers, layer_params)],
                          title=f"{n_nets} OptuNets");
-display(Table(["layer", "weights", "parameters", "largest |w| trained (mean)", "largest |w| min-mass (mean)", "ratio"],
-              [(l, w, p, f"{largest['trained'][:, i].mean():.3f}", f"{largest['min-mass'][:, i].mean():.3f}",
+display(Table(["layer", "weights", "parameters", "largest |w| trained (mean)",
+               "largest |w| min-mass (mean)", "ratio"],
+              [(l, w, p, f"{largest['trained'][:, i].mean():.3f}",
+                f"{largest['min-mass'][:, i].mean():.3f}",
                 f"{largest['min-mass'][:, i].mean() / largest['trained'][:, i].mean():.2f}")
                for i, (l, w, p) in enumerate(zip(layers, mm["layer_weights"], layer_params))]))
+glue("ch10_dense_weights", " and ".join(str(w) for w in mm["layer_weights"][2:]), display=False)
 
 # %% [markdown]
 # The paper reports the same two observations for OptuNets (Fig. 2, numbers given only
 # as a figure): the trained networks' masses sit above the min-mass optimum, and the
 # minimisation "tends to increase the maxima of the layers with fewer parameters" without
 # extreme values. We count parameters as the paper says, weights and biases: by kernel
-# weights alone the two dense layers tie at 30.
+# weights alone the two dense layers have {glue:text}`ch10_dense_weights`.
 #
 # ## Corollary 1, exactly
 #
@@ -166,11 +200,11 @@ display(Table(["layer", "weights", "parameters", "largest |w| trained (mean)", "
 # - the data term is unchanged (the function is; largest logit change printed above);
 # - the kernel part of the penalty drops by $\frac{\mathrm{wd}}{2}\,(M_{\text{before}} - M_{\text{after}})$,
 #   the mass change of Corollary 1;
-# - the hidden biases' part (OptuNet's convolutions have none: only the 3 dense units')
+# - the hidden biases' part (OptuNet's convolutions have none: only the {paper}`3` dense units')
 #   changes by $\frac{\mathrm{wd}}{2}\sum_j b_j^2(\lambda_j^2 - 1)$, which the min-mass
 #   problem ignores and which can have either sign.
 #
-# The corollary's conclusion holds for this objective when the sum of both changes is
+# The corollary's conclusion is true for this objective when the sum of both changes is
 # negative; the numbers:
 
 # %%
@@ -178,13 +212,18 @@ wd = res.weight_decay
 d_kernel = wd / 2 * (np.asarray(mm["mass_after"]) - np.asarray(mm["mass_before"]))
 d_bias = wd / 2 * (np.asarray(mm["hidden_bias_sq_after"]) - np.asarray(mm["hidden_bias_sq_before"]))
 final_objective = res.epoch_loss[keep, -1]
+print(f"weight decay {wd}; regularised objective lower for {np.sum(d_kernel + d_bias < 0)} "
+      f"of {n_nets} networks")
+
+# %% tags=["hide-input"]
 display(Table(["change of the training objective per network", "mean", "min", "max"],
               [(name, *(f"{f(v):+.6f}" for f in (np.mean, np.min, np.max)))
-               for name, v in (("kernel penalty (wd/2) dM", d_kernel), ("hidden-bias penalty (wd/2) dB", d_bias),
-                               ("total penalty = regularised objective (data term unchanged)", d_kernel + d_bias),
+               for name, v in (("kernel penalty (wd/2) dM", d_kernel),
+                               ("hidden-bias penalty (wd/2) dB", d_bias),
+                               ("total penalty = regularised objective (data term unchanged)",
+                                d_kernel + d_bias),
                                ("total, relative to the last epoch's mean objective",
                                 (d_kernel + d_bias) / final_objective))]))
-print(f"weight decay {wd}; regularised objective lower for {np.sum(d_kernel + d_bias < 0)} of {n_nets} networks")
 
 # %% [markdown]
 # ## The mass is strictly convex in the log-scales (Proposition 2)
@@ -196,7 +235,8 @@ print(f"weight decay {wd}; regularised objective lower for {np.sum(d_kernel + d_
 # which the paper's non-degeneracy condition ensures. We check it numerically on every
 # network: the smallest eigenvalue of the Hessian (`spec_mass_hessian`) relative to the
 # largest, at the trained network ($u = 0$), halfway to the optimum and at the optimum
-# $u^*$; and the mass along 8 random unit directions through $u^*$ (41 points on $[-1, 1]$),
+# $u^*$; and the mass along {glue:text}`ch10_lines_per_net` random unit directions through
+# $u^*$ ({glue:text}`ch10_line_points` points on $[-1, 1]$),
 # which must be convex (second differences $\ge 0$) and smallest at $u^*$. The left panel
 # follows one network from its trained scales ($t = 0$) to its min-mass scales ($t = 1$)
 # and beyond.
@@ -206,8 +246,11 @@ ev = mm["hessian_min_over_max_eigenvalue"]
 rl = mm["random_lines"]
 print("smallest / largest Hessian eigenvalue over all networks: "
       + ", ".join(f"{k} {v:.3f}" for k, v in ev.items()))
-print(f"random lines through the optimum: {rl['convex']} of {rl['lines']} convex, {rl['minimum_at_optimum']} smallest "
-      f"at the optimum")
+print(f"random lines through the optimum: {rl['convex']} of {rl['lines']} convex, "
+      f"{rl['minimum_at_optimum']} smallest at the optimum")
+LINES_SHOWN = rl["lines"] // n_nets  # the summary draws this many lines per network
+glue("ch10_lines_per_net", LINES_SHOWN, display=False)
+glue("ch10_line_points", len(LINE_T), display=False)
 net0 = nets[0]
 u0 = {name: np.log(v) for name, v in solved[0].scales.items()}
 zero = {name: np.zeros_like(v) for name, v in u0.items()}
@@ -220,16 +263,17 @@ axes[0].set_xlabel("t (log-scales t u*: 0 trained, 1 min-mass)")
 axes[0].set_ylabel("mass")
 axes[0].set_title("OptuNet 0: from trained to min-mass")
 rng = np.random.default_rng(1)
-for _ in range(8):
+for _ in range(LINES_SHOWN):
     v = {name: rng.normal(size=x.shape) for name, x in u0.items()}
     norm = np.sqrt(sum(np.sum(x**2) for x in v.values()))
-    axes[1].plot(LINE_T, spec_mass_along(spec, net0, u0, {n: x / norm for n, x in v.items()}, LINE_T), lw=1)
+    unit = {n: x / norm for n, x in v.items()}
+    axes[1].plot(LINE_T, spec_mass_along(spec, net0, u0, unit, LINE_T), lw=1)
 axes[1].set_xlabel("distance from u* along a random unit direction")
 axes[1].set_title("OptuNet 0: random lines through u*")
 for k, u in enumerate((None, u0)):
     axes[2].semilogy(np.linalg.eigvalsh(spec_mass_hessian(spec, net0, u)), "o", ms=4,
                      label=("trained" if k == 0 else "min-mass"))
-axes[2].set_xlabel("eigenvalue index (15 rescalable units)")
+axes[2].set_xlabel(f"eigenvalue index ({len(np.concatenate(list(u0.values())))} rescalable units)")
 axes[2].set_ylabel("Hessian eigenvalue")
 axes[2].set_title("OptuNet 0: Hessian of the mass in u")
 axes[2].legend();
@@ -238,7 +282,8 @@ axes[2].legend();
 # ## The same on MLPs
 #
 # Before symlib had OptuNet this chapter used ReLU MLPs trained with the same recipe; they
-# stay, because they have more rescalable units (two hidden layers of 32) and many more
+# stay, because they have more rescalable units (two hidden layers of
+# {glue:text}`ch10_mlp_hidden`) and many more
 # checkpoints, which the marginal tests below need. `laurent_nets` MLPs train at once
 # (the weight decay of their recipe, `laurent_weight_decay`, is ours: the paper's value is
 # lost from its text).
@@ -254,17 +299,21 @@ mlp_largest = {name: np.array([[np.abs(n[l]["kernel"]).max() for l in mlp_layers
 mlp_before = np.array([s.mass_before for s in solved_mlp])
 mlp_after = np.array([s.mass for s in solved_mlp])
 sizes = res_mlp.sizes
-print(f"{len(mlps)} MLPs {'-'.join(map(str, sizes))}, {profile.laurent_epochs} epochs, weight decay "
-      f"{profile.laurent_weight_decay}; test accuracy {res_mlp.test_accuracy.mean():.3f}; mass lower at the "
-      f"optimum by {100 * np.mean(1 - mlp_after / mlp_before):.1f}% on average")
+print(f"{len(mlps)} MLPs {'-'.join(map(str, sizes))}, {profile.laurent_epochs} epochs, "
+      f"weight decay {profile.laurent_weight_decay}; "
+      f"test accuracy {res_mlp.test_accuracy.mean():.3f}; "
+      f"mass lower at the optimum by {100 * np.mean(1 - mlp_after / mlp_before):.1f}% on average")
 plotting.min_mass_figure(mlp_before, mlp_after, mlp_largest,
-                         [f"{l}\n({a * b + b})" for l, a, b in zip(mlp_layers, sizes[:-1], sizes[1:])],
+                         [f"{l}\n({a * b + b})"
+                          for l, a, b in zip(mlp_layers, sizes[:-1], sizes[1:])],
                          title=f"{len(mlps)} MLPs");
 
 # %% tags=["hide-input"]
 SEC52 = ("swaps_in_high_lr_phases", "ordering_freezes")  # the next chapter's claims
-display(claims.claims_table([o for o in claims.evaluate("laurent_mlps", summary_mlp) if o.claim.name not in SEC52],
-                            profile.name))
+mlp_outcomes = [o for o in claims.evaluate("laurent_mlps", summary_mlp)
+                if o.claim.name not in SEC52]
+display(claims.claims_table(mlp_outcomes, profile.name,
+                            scale=scales.scale_label("laurent_mlps", profile.name)))
 
 # %% [markdown]
 # ## Identical marginals before symmetry removal, different after (Appendix D.3)
@@ -281,19 +330,30 @@ display(claims.claims_table([o for o in claims.evaluate("laurent_mlps", summary_
 # %%
 canonical = [identifiable(net) for net in mlps]
 perm_only = [sort_neurons(net)[0] for net in mlps]
-assert max(check_function_unchanged(a, b, key=i) for i, (a, b) in enumerate(zip(mlps, canonical))) < 1e-9
-forms = {"trained (raw)": mlps, "permutation removed": perm_only, "scaling and permutation removed": canonical}
-pvals = {name: {l: first_last_pvalues(group, l) for l in range(len(mlp_layers))} for name, group in forms.items()}
+assert max(check_function_unchanged(a, b, key=i)
+           for i, (a, b) in enumerate(zip(mlps, canonical))) < 1e-9
+forms = {"trained (raw)": mlps, "permutation removed": perm_only,
+         "scaling and permutation removed": canonical}
+pvals = {name: {l: first_last_pvalues(group, l) for l in range(len(mlp_layers))}
+         for name, group in forms.items()}
+pooled = {k: np.concatenate(list(v.values())) for k, v in pvals.items()}
+print(f"pooled share of p < {KS_LEVEL}: "
+      + ", ".join(f"{k} {np.mean(v < KS_LEVEL):.3f}" for k, v in pooled.items()))
+raw_share = np.mean(pooled["trained (raw)"] < KS_LEVEL)
+canon_share = np.mean(pooled["scaling and permutation removed"] < KS_LEVEL)
+glue("ch10_ks_raw_share", float(raw_share), display=False)
+glue("ch10_ks_canon_share", float(canon_share), display=False)
+glue("ch10_ks_checkpoints", len(mlps), display=False)
+
+# %% tags=["hide-input"]
 rows = []
 for l, name in enumerate(mlp_layers):
     kind = "incoming" if l < len(mlp_layers) - 1 else "outgoing (last hidden layer)"
     rows.append((name, f"{len(pvals['trained (raw)'][l])} {kind}",
-                 *[f"{np.mean(p[l] < 0.05):.2f} / {np.median(p[l]):.2f}" for p in pvals.values()]))
-display(Table(["layer", "positions tested", *[f"{k}: share p<0.05 / median p" for k in forms]], rows))
-pooled = {k: np.concatenate(list(v.values())) for k, v in pvals.items()}
-print("pooled share of p < 0.05: " + ", ".join(f"{k} {np.mean(v < 0.05):.3f}" for k, v in pooled.items()))
-raw_share = np.mean(pooled["trained (raw)"] < 0.05)
-canon_share = np.mean(pooled["scaling and permutation removed"] < 0.05)
+                 *[f"{np.mean(p[l] < KS_LEVEL):.2f} / {np.median(p[l]):.2f}"
+                   for p in pvals.values()]))
+display(Table(["layer", "positions tested",
+               *[f"{k}: share p<{KS_LEVEL} / median p" for k in forms]], rows))
 
 # %% [markdown]
 # ## The paper's findings beside ours
@@ -301,21 +361,28 @@ canon_share = np.mean(pooled["scaling and permutation removed"] < 0.05)
 # Figure 2 and Figure 9 of the paper are figures without printed numbers, so the paper's
 # column states what they show.
 
-# %%
+# %% tags=["hide-input"]
 ratios = largest["min-mass"].mean(0) / largest["trained"].mean(0)
 mlp_ratios = mlp_largest["min-mass"].mean(0) / mlp_largest["trained"].mean(0)
 paper = experiments.LAURENT_FIG2_CLAIMS
 display(paper_vs_ours([
     ("trained networks above their min-mass point (Fig. 2, OptuNets)", paper["above_min_mass"],
-     f"{np.sum(after < before)} of {n_nets} OptuNets, mass {100 * decrease.mean():.1f}% lower at the optimum; "
-     f"{np.sum(mlp_after < mlp_before)} of {len(mlps)} MLPs"),
+     f"{np.sum(after < before)} of {n_nets} OptuNets, mass {100 * decrease.mean():.1f}% lower "
+     f"at the optimum; {np.sum(mlp_after < mlp_before)} of {len(mlps)} MLPs"),
     ("largest weight after solving min-mass (Fig. 2)", paper["largest_weight_after_min_mass"],
-     "OptuNet " + ", ".join(f"{l} ({w} parameters) x{r:.2f}" for l, w, r in zip(layers, layer_params, ratios))
+     "OptuNet " + ", ".join(f"{l} ({w} parameters) x{r:.2f}"
+                            for l, w, r in zip(layers, layer_params, ratios))
      + "; MLP " + ", ".join(f"{l} x{r:.2f}" for l, r in zip(mlp_layers, mlp_ratios))),
-    ("marginals across units before symmetry removal (Fig. 9, MLP)", paper["marginals_before_removal"],
-     f"{100 * raw_share:.1f}% of KS p-values < 0.05"),
-    ("after symmetry removal (App. D.3)", paper["marginals_after_removal"], f"{100 * canon_share:.1f}% of KS p-values < 0.05"),
-], profile.name))
+    ("marginals across units before symmetry removal (Fig. 9, MLP)",
+     paper["marginals_before_removal"],
+     f"{100 * raw_share:.1f}% of KS p-values < {KS_LEVEL}"),
+    ("after symmetry removal (App. D.3)", paper["marginals_after_removal"],
+     f"{100 * canon_share:.1f}% of KS p-values < {KS_LEVEL}"),
+], profile.name, scale=scales.scale_label("laurent_optunets", profile.name)))
+for name, r in zip(layers, ratios):
+    glue(f"ch10_ratio_{name}", f"x{r:.2f}", display=False)
+for name, n in zip(layers, layer_params):
+    glue(f"ch10_params_{name}", n, display=False)
 
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.4), constrained_layout=True)
@@ -341,7 +408,8 @@ fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), constrained_layout=True, share
 for ax, name in zip(axes, ("trained (raw)", "scaling and permutation removed")):
     for unit, label in ((0, "first unit"), (-1, "last unit")):
         ax.hist(unit_weights(forms[name], l, unit)[:, i], 20, alpha=0.55, density=True, label=label)
-    ax.set_title(f"{name}: weight {i} into {mlp_layers[l]} units (p = {pvals[name][l][i]:.1e})", fontsize=9)
+    ax.set_title(f"{name}: weight {i} into {mlp_layers[l]} units (p = {pvals[name][l][i]:.1e})",
+                 fontsize=9)
     ax.set_xlabel("weight value")
 axes[0].set_ylabel(f"density over {len(mlps)} checkpoints")
 axes[0].legend();
@@ -349,80 +417,152 @@ axes[0].legend();
 # %% [markdown]
 # ## At the paper's scale
 #
-# The same experiment with the paper profile's data and recipe (60 epochs of the
-# 50,000-image training split, about 47,000 SGD steps per network) but 8 and then 16
-# OptuNets instead of the profile's 256 (two labelled reductions, 14 and 28 minutes; all 256
-# would take about 7.5 hours), run on the 2-core CPU and saved in `book/results/` (the unit
-# tests check these claims on both). Most of their networks reach the accuracy the
-# authors' repository gives (75% to 85%); of the 16, one stayed below 15% and is left out,
-# as in the quick profile, and one reached only 42% (the printed minimum).
+# The same experiment with the paper profile's data and recipe ({glue:text}`ch10_pp_epochs`
+# epochs of the {glue:text}`ch10_pp_n_train`-image training split, about
+# {glue:text}`ch10_pp_steps` SGD steps per network) but {glue:text}`ch10_s8_nets` and then
+# {glue:text}`ch10_s16_nets` OptuNets instead of the profile's {glue:text}`ch10_pp_nets`:
+# two labelled reductions ({glue:text}`ch10_s8_minutes` and {glue:text}`ch10_s16_minutes`
+# minutes on the 2-core CPU; all {glue:text}`ch10_pp_nets` would take about
+# {glue:text}`ch10_pp_hours` hours at that rate), saved in `book/results/` (the unit tests
+# check these claims on both). Their mean accuracies, {glue:text}`ch10_s8_acc` and
+# {glue:text}`ch10_s16_acc`, are in the range the authors' repository gives
+# ({paper}`75%` to {paper}`85%`); of the {glue:text}`ch10_s16_nets`,
+# {glue:text}`ch10_s16_dropped` stayed below the convergence threshold and is left out, as
+# in the quick profile, and the lowest of the others reached {glue:text}`ch10_s16_min_acc`.
 
 # %% tags=["hide-input"]
-display(report.show_saved_run("laurent_optunets", "256 OptuNets x 60 epochs: about 7.5 hours on a CPU",
+saved = {label: results.load("laurent_optunets", label)
+         for label in ("paper-8nets", "paper-16nets")}
+steps_paper = (paper_profile.optunet_epochs
+               * (paper_profile.n_train // LAURENT_OPTUNET["batch_size"]))
+glue("ch10_pp_epochs", paper_profile.optunet_epochs, display=False)
+glue("ch10_pp_n_train", f"{paper_profile.n_train:,}", display=False)
+glue("ch10_pp_steps", f"{round(steps_paper, -3):,}", display=False)
+glue("ch10_pp_nets", paper_profile.optunet_nets, display=False)
+for tag, label in (("s8", "paper-8nets"), ("s16", "paper-16nets")):
+    rec = saved[label]
+    ss, smm = rec["summary"], rec["summary"]["min_mass"]
+    dec = 1 - np.asarray(smm["mass_after"]) / np.asarray(smm["mass_before"])
+    ratio = np.asarray(smm["largest_weight_min_mass"]) / np.asarray(smm["largest_weight_trained"])
+    glue(f"ch10_{tag}_nets", ss["nets"], display=False)
+    glue(f"ch10_{tag}_minutes", f"{rec['elapsed_s'] / 60:.0f}", display=False)
+    glue(f"ch10_{tag}_acc", f"{ss['test_accuracy_mean']:.0%}", display=False)
+    glue(f"ch10_{tag}_min_acc", f"{ss['test_accuracy_min']:.0%}", display=False)
+    glue(f"ch10_{tag}_dropped", ss["nets"] - ss["converged"], display=False)
+    glue(f"ch10_{tag}_dec", f"{dec.min():.0%} to {dec.max():.0%} (mean {dec.mean():.0%})",
+         display=False)
+    glue(f"ch10_{tag}_conv0", f"x{ratio[0]:.2f}", display=False)
+    glue(f"ch10_{tag}_conv1", f"x{ratio[1]:.2f}", display=False)
+rate = saved["paper-16nets"]["elapsed_s"] / saved["paper-16nets"]["summary"]["nets"]
+glue("ch10_pp_hours", f"{rate * paper_profile.optunet_nets / 3600:.1f}", display=False)
+mlp_saved = {label: results.load("laurent_mlps", label) for label in ("paper", "paper-64nets")}
+mlp_units = mlp_saved["paper"]["summary"]["swaps"]["units"]  # hidden widths; MNIST in, 10 classes out
+glue("ch10_pp_mlp_sizes", "-".join(map(str, (784, *mlp_units, 10))), display=False)
+glue("ch10_pp_mlp_nets", mlp_saved["paper"]["summary"]["nets"], display=False)
+glue("ch10_pp_mlp_nets_reduced", mlp_saved["paper-64nets"]["summary"]["nets"], display=False)
+
+# %% tags=["hide-input"]
+display(report.show_saved_run("laurent_optunets",
+                              "256 OptuNets x 60 epochs: about 7.5 hours on a CPU",
                               keep=lambda c: c not in SEC52))
 
 # %% [markdown]
-# The ReLU MLPs of App. D.3 at the paper profile's size (784-128-128-10, the same recipe and
-# data), likewise run on the CPU and saved: all 256 networks of the paper profile, and an
-# earlier reduction to 64 networks:
+# The ReLU MLPs of App. D.3 at the paper profile's size ({glue:text}`ch10_pp_mlp_sizes`, the
+# same recipe and data), likewise run on the CPU and saved: all
+# {glue:text}`ch10_pp_mlp_nets` networks of the paper profile, and an earlier reduction to
+# {glue:text}`ch10_pp_mlp_nets_reduced` networks:
 
 # %% tags=["hide-input"]
 display(report.show_saved_run("laurent_mlps", "256 MLPs x 60 epochs: about 2 hours on a CPU",
                               keep=lambda c: c not in SEC52))
 
 # %% [markdown]
-# ## Synthesis
+# ## Synthesis: the paper's claims, as code
 #
 # {cite:t}`laurent2024symmetry` show that networks trained with weight decay are not at
-# their min-mass point (Fig. 2): we find the same for every one of our OptuNets and MLPs,
-# whose mass drops by the percentages printed above after an exact rescaling that leaves
-# the function unchanged to float64 round-off. The paper's Corollary 1 reads the mass as
-# the whole L2 penalty; the authors' training (and ours) also penalises the biases, and the
-# rescaling changes the hidden ones. The kernel penalty drops by $\frac{\mathrm{wd}}{2}$
-# times the mass change, the hidden-bias penalty changes by the amount in the table above,
-# and the regularised objective falls for every network: each trained network has a
-# continuum of equivalent networks with a lower regularised loss, so weight decay does not
-# pin down the scale of the units. The mass is strictly convex in the log-scales, as
-# Proposition 2 states: its Hessian is positive definite at the trained point, halfway and
-# at the optimum of every network, and every random line through the optimum is convex
-# with its minimum there. As in the paper, solving the problem raises the largest weight
-# of the smallest layer and lowers that of the largest: for OptuNet the first convolution
-# (32 parameters) gains about a quarter and the grouped convolution (250) loses about a
-# fifth, while the two dense layers (33 and 40 parameters) stay within a few percent; so
-# "the layers with fewer parameters" holds for the smallest one, not for every small one.
-#
-# Differences from the paper's setup: the quick profile trains 3 OptuNets for 100 epochs
-# of the 9,000-image split (14,000 SGD steps each, where the authors spend about 56,000 on
-# 60,000 images; accuracy as printed above); the paper profile trains `optunet_nets`
-# networks for the full 60 epochs. The runs at the paper's scale with 8 and 16 networks
-# (tables above; 80% and 77% mean accuracy) agree and show the effect larger: solving the
-# min-mass problem lowers the mass of every converged network, by 17% to 32% with 8
-# networks and by 14% to 32% (mean 22%) with 16, and the first convolution's largest
-# weight rises by 60% (8 networks) and 46% (16) while the grouped convolution's falls by
-# about 40%. The paper's figure does not say how many OptuNets it shows.
-#
-# The layer-wise marginals behave as Appendix D.3 says: before symmetry removal the
-# Kolmogorov-Smirnov p-values between the first and the last unit are spread as for
-# identical distributions (about 5% below 0.05); after removal many more are small. Two
-# differences from the paper: the marginals use MLPs on MNIST rather than an MLP on
-# energy-efficiency (Fig. 9), and with `laurent_nets` checkpoints (half per sample) the
-# tests have limited power, so the difference shows as a shift of the p-value
-# distribution rather than as uniformly tiny p-values; removing permutations alone
-# already moves it, and the min-mass scaling moves it further.
-#
-# The claims are library functions (`symlib.experiments.claims`, registered in
-# `symlib.experiments.laurent` and `symlib.experiments.optunet`) of the experiments'
-# summaries, with thresholds fixed before running: the cell below asserts them on our
-# runs, and the unit tests apply them to any paper-profile result saved in `book/results/`.
+# their min-mass point (Fig. 2), that the mass is strictly convex in the log-scales
+# (Proposition 2), that a network off its min-mass point therefore has equivalent networks
+# with a lower regularised loss (Corollary 1), that solving the problem raises the largest
+# weights of the layers with fewer parameters, and (App. D.3) that the units' marginals are
+# identical before symmetry removal and differ after. The claims are library functions
+# (`symlib.experiments.claims`, registered in `symlib.experiments.laurent` and
+# `symlib.experiments.optunet`, thresholds in `symlib.experiments.thresholds`) of the
+# experiments' summaries: each returns an effect, its interval over the networks and a
+# verdict. The cell after the tables asserts that each verdict is the expected one, and the
+# unit tests apply them to the paper-profile results saved in `book/results/`.
 
 # %% tags=["hide-input"]
-outcomes = [o for o in claims.evaluate("laurent_optunets", summary) if o.claim.name not in SEC52]
-outcomes += [o for o in claims.evaluate("laurent_mlps", summary_mlp) if o.claim.name not in SEC52]
-display(claims.claims_table(outcomes, profile.name))
+opt_outcomes = [o for o in claims.evaluate("laurent_optunets", summary)
+                if o.claim.name not in SEC52]
+display(claims.claims_table(opt_outcomes, profile.name,
+                            scale=scales.scale_label("laurent_optunets", profile.name)))
+display(claims.claims_table(mlp_outcomes, profile.name,
+                            scale=scales.scale_label("laurent_mlps", profile.name)))
+for prefix, group in (("opt", opt_outcomes), ("mlp", mlp_outcomes)):
+    for o in group:
+        glue(f"ch10_v_{prefix}_{o.claim.name}", o.verdict.value, display=False)
+        glue(f"ch10_e_{prefix}_{o.claim.name}", o.evidence.interval_text(), display=False)
+outcomes = opt_outcomes + mlp_outcomes
+for o in outcomes:
+    why = claims.documented_difference(o.claim.experiment, profile.name, o.claim.name)
+    if why:
+        print(f"{o.claim.experiment}.{o.claim.name} ({o.verdict.value}): {why}")
 
 # %% tags=["nbval-check-output"]
-assert outcomes and all(o.holds for o in outcomes), [(o.claim.name, o.detail) for o in outcomes if not o.holds]
-print(f"{len(outcomes)} claim(s) of Laurent et al. verified: " + ", ".join(o.claim.name for o in outcomes))
+unexpected = claims.unexpected_failures(outcomes, profile.name)
+assert unexpected == [], [(o.claim.name, o.verdict.value, o.detail) for o in unexpected]
+print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts: "
+      + ", ".join(f"{o.claim.experiment}.{o.claim.name} ({o.verdict.value})" for o in outcomes))
+
+# %% [markdown]
+# **What our runs say.** Trained networks above their min-mass point: OptuNets
+# {glue:text}`ch10_v_opt_above_min_mass`, MLPs {glue:text}`ch10_v_mlp_above_min_mass`; the
+# rescaling is exact, leaving every function unchanged to float64 round-off. Strict
+# convexity of the mass in the log-scales (Hessian positive definite at the trained point,
+# halfway and at the optimum, every random line convex with its minimum at the optimum):
+# OptuNets {glue:text}`ch10_v_opt_min_mass_convex`, MLPs
+# {glue:text}`ch10_v_mlp_min_mass_convex`. Corollary 1 reads the mass as the whole L2
+# penalty; the authors' training (and ours) also penalises the biases, which the rescaling
+# changes, so the claim is judged on the change of the whole regularised objective (kernel
+# and hidden-bias penalties, table above): OptuNets
+# {glue:text}`ch10_v_opt_corollary1_lower_loss`, MLPs
+# {glue:text}`ch10_v_mlp_corollary1_lower_loss`. When the objective falls for every network, weight decay does not pin
+# down the scale of the units.
+#
+# The largest weights ({glue:text}`ch10_v_opt_largest_weight` for OptuNets,
+# {glue:text}`ch10_v_mlp_largest_weight` for MLPs): for OptuNet the first convolution
+# ({glue:text}`ch10_params_conv_0` parameters) changes by {glue:text}`ch10_ratio_conv_0`, the
+# grouped convolution ({glue:text}`ch10_params_conv_1`) by {glue:text}`ch10_ratio_conv_1`,
+# and the two dense layers ({glue:text}`ch10_params_dense_0` and
+# {glue:text}`ch10_params_dense_1` parameters) by {glue:text}`ch10_ratio_dense_0` and
+# {glue:text}`ch10_ratio_dense_1`. The claim compares the smallest layer with the largest;
+# whether every small layer gains, as "the layers with fewer parameters" could also be read,
+# the ratios show.
+#
+# The layer-wise marginals (App. D.3): before symmetry removal
+# {glue:text}`ch10_ks_raw_share:.1%` of the Kolmogorov-Smirnov p-values between the first
+# and the last unit are below {glue:text}`ch10_ks_level` (the level itself is expected for
+# identical distributions; {glue:text}`ch10_v_mlp_marginals_identical_before`), after
+# removal {glue:text}`ch10_ks_canon_share:.1%` ({glue:text}`ch10_v_mlp_marginals_differ_after`).
+# With {glue:text}`ch10_ks_checkpoints` checkpoints (half per sample) the tests have limited
+# power, so the difference shows as a shift of the p-value distribution rather than as
+# uniformly tiny p-values; removing permutations alone already moves it, and the min-mass
+# scaling moves it further.
+#
+# Differences from the paper's setup: the quick profile trains
+# {glue:text}`ch10_optunet_nets` OptuNets for {glue:text}`ch10_optunet_epochs` epochs of the
+# {glue:text}`ch10_n_train`-image split ({glue:text}`ch10_optunet_steps` SGD steps each,
+# where the authors spend about {paper}`56,000` on {paper}`60,000` images; mean accuracy
+# {glue:text}`ch10_quick_acc`); the paper profile trains `optunet_nets` networks for the
+# full {paper}`60` epochs. The runs at the paper's scale with {glue:text}`ch10_s8_nets` and
+# {glue:text}`ch10_s16_nets` networks (tables above; {glue:text}`ch10_s8_acc` and
+# {glue:text}`ch10_s16_acc` mean accuracy) lower the mass of every converged network, by
+# {glue:text}`ch10_s8_dec` with {glue:text}`ch10_s8_nets` networks and by
+# {glue:text}`ch10_s16_dec` with {glue:text}`ch10_s16_nets`; the first convolution's largest
+# weight changes by {glue:text}`ch10_s8_conv0` and {glue:text}`ch10_s16_conv0`, the grouped
+# convolution's by {glue:text}`ch10_s8_conv1` and {glue:text}`ch10_s16_conv1`. The paper's
+# figure does not say how many OptuNets it shows. The marginals use MLPs on MNIST, a
+# stand-in for the paper's MLP on energy-efficiency (Fig. 9).
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.
