@@ -40,9 +40,10 @@
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
+from myst_nb import glue
 
 from symlib import experiments
-from symlib.experiments import claims, plotting, report
+from symlib.experiments import claims, plotting, report, results, scales
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table, paper_vs_ours
 from symlib.symmetry.neuron_order import kendall_tau_from_discordant
@@ -50,31 +51,41 @@ from symlib.symmetry.neuron_order import kendall_tau_from_discordant
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
+glue("ch11_mlp_hidden", " and ".join(map(str, profile.laurent_hidden)), display=False)
 
 # %% [markdown]
 # ## OptuNet
 #
 # The OptuNets of the min-mass chapter (shared through the artifact cache): the authors'
-# recipe, SGD with learning rate 0.04 halved after a quarter and after half of training.
-# The compiled training loop counts, after every step, the pairs of units whose order
-# changed (`symlib.symmetry.neuron_order.spec_swap_counter`, which reads the architecture
-# from its permutation and scaling specs). OptuNet has two permuted layers: the 10 channels
-# of the grouped convolution, which can only be permuted within their group of 5 (so 2 x 10
-# = 20 pairs can swap, not 45), and the 3 hidden dense units (3 pairs). The first
-# convolution's 2 channels are left out: permuting them would also swap the groups of the
-# second convolution, a symmetry the spec does not list. Runs below 15% test accuracy are
-# left out (the authors' rule; see the previous chapter).
+# recipe, SGD with learning rate {paper}`0.04` halved after a quarter and after half of
+# training. The compiled training loop counts, after every step, the pairs of units whose
+# order changed (`symlib.symmetry.neuron_order.spec_swap_counter`, which reads the
+# architecture from its permutation and scaling specs). OptuNet has two permuted layers: the
+# {paper}`10` channels of the grouped convolution, which can only be permuted within their
+# group of {paper}`5` (so $2 \times \binom{5}{2} = 20$ pairs can swap, not
+# $\binom{10}{2} = 45$), and the {paper}`3` hidden dense units ($\binom{3}{2} = 3$ pairs).
+# The first convolution's {paper}`2` channels are left out: permuting them would also swap
+# the groups of the second convolution, a symmetry the spec does not list. Runs below
+# {paper}`15%` test accuracy are left out (the authors' rule; see the previous chapter).
 
 # %%
 res = experiments.run("laurent_optunets", profile)
 summary = experiments.SUMMARIES["laurent_optunets"](res.artifact)
 keep = np.flatnonzero(res.converged)
-swaps = res.swaps[keep]  # (runs, epochs, steps per epoch, permutations): pairs that swapped in the step
-epoch_stats = [s[keep] for s in res.epoch_stats]  # per permutation (runs, epochs, units) at each epoch's end
+swaps = res.swaps[keep]  # (runs, epochs, steps per epoch, permutations): pairs swapped in the step
+epoch_stats = [s[keep] for s in res.epoch_stats]  # per permutation (runs, epochs, units), epoch ends
 runs, epochs, steps, _ = swaps.shape
-labels = [f"{n} ({u} units, {b} group{'s' if b > 1 else ''})" for n, u, b in zip(res.perm_names, res.units, res.blocks)]
-print(f"{runs} OptuNets, {epochs} epochs of {steps} steps, test accuracy {res.test_accuracy[keep].mean():.3f}; "
-      f"learning rate per epoch {np.unique(res.lr)[::-1].tolist()} (halved at epochs {res.milestones.tolist()})")
+labels = [f"{n} ({u} units, {b} group{'s' if b > 1 else ''})"
+          for n, u, b in zip(res.perm_names, res.units, res.blocks)]
+print(f"{runs} OptuNets, {epochs} epochs of {steps} steps, test accuracy "
+      f"{res.test_accuracy[keep].mean():.3f}; learning rate per epoch "
+      f"{np.unique(res.lr)[::-1].tolist()} "
+      f"(halved at epochs {res.milestones.tolist()})")
+glue("ch11_runs", runs, display=False)
+glue("ch11_epochs", epochs, display=False)
+glue("ch11_steps", f"{epochs * steps:,}", display=False)
+glue("ch11_n_train", f"{profile.n_train:,}", display=False)
+glue("ch11_acc", f"{res.test_accuracy[keep].mean():.0%}", display=False)
 
 # %% [markdown]
 # ### Kendall's τ between successive steps (Figure 4, left)
@@ -91,18 +102,21 @@ plotting.swap_figure(swaps, epoch_stats, res.units, res.blocks, labels, res.lr, 
 # flicker between units whose statistics are nearly tied, the "instabilities" the paper
 # attributes to the sorting statistic).
 
-# %%
+# %% tags=["hide-input"]
 def show_phases(sw, names, lr):
-    """The phase table of a swap summary (`symlib.experiments.optunet.swap_summary`)."""
+    """The phase table of a swap summary (`symlib.experiments.laurent.swap_summary`)."""
     display(Table(
         ["phase (epochs)", "learning rate", "units", "swapped pairs / step", "steps with a swap",
          "swaps / epoch (sum of steps)", "net swapped pairs / epoch", "net τ / epoch"],
-        [(f"{r['phase'] + 1} ({r['first_epoch'] + 1}-{r['last_epoch'] + 1})", f"{lr[r['first_epoch']]:g}",
-          names[r["layer"]], f"{r['per_step']:.3f}", f"{r['steps_with_swap']:.3f}", f"{r['per_epoch_sum']:.1f}",
-          f"{r['net_per_epoch']:.2f}", f"{r['net_tau']:.3f}") for r in sw["phases"]]))
+        [(f"{r['phase'] + 1} ({r['first_epoch'] + 1}-{r['last_epoch'] + 1})",
+          f"{lr[r['first_epoch']]:g}",
+          names[r["layer"]], f"{r['per_step']:.3f}", f"{r['steps_with_swap']:.3f}",
+          f"{r['per_epoch_sum']:.1f}", f"{r['net_per_epoch']:.2f}", f"{r['net_tau']:.3f}")
+         for r in sw["phases"]]))
     print(f"last {sw['late_epochs']} epoch(s): net swapped pairs per epoch "
-          f"{np.round(sw['late_net_per_epoch'], 3).tolist()} vs {np.round(sw['first_net_per_epoch'], 2).tolist()} "
-          f"between epochs 1 and 2 (comparable pairs: {sw['pairs']})")
+          f"{np.round(sw['late_net_per_epoch'], 3).tolist()} vs "
+          f"{np.round(sw['first_net_per_epoch'], 2).tolist()} between epochs 1 and 2 "
+          f"(comparable pairs: {sw['pairs']})")
 
 
 show_phases(summary["swaps"], res.perm_names, res.lr)
@@ -110,8 +124,8 @@ show_phases(summary["swaps"], res.perm_names, res.lr)
 # %% [markdown]
 # ## The same on MLPs
 #
-# The `laurent_nets` MLPs of the min-mass chapter (two hidden layers of 32 units, the same
-# recipe) ran the same counters.
+# The `laurent_nets` MLPs of the min-mass chapter (two hidden layers of
+# {glue:text}`ch11_mlp_hidden` units, the same recipe) ran the same counters.
 
 # %%
 res_mlp = experiments.run("laurent_mlps", profile)
@@ -119,12 +133,14 @@ widths = res_mlp.sizes[1:-1]
 mlp_labels = [f"hidden layer {l + 1} ({w} units)" for l, w in enumerate(widths)]
 summary_mlp = experiments.SUMMARIES["laurent_mlps"](res_mlp.artifact)
 mlp_sw = summary_mlp["swaps"]
-print(f"{res_mlp.swaps.shape[0]} MLPs {'-'.join(map(str, res_mlp.sizes))}, {res_mlp.swaps.shape[1]} epochs, "
-      f"test accuracy {res_mlp.test_accuracy.mean():.3f}")
-plotting.swap_figure(res_mlp.swaps, res_mlp.epoch_stats, widths, [1] * len(widths), mlp_labels, res_mlp.lr,
-                     res_mlp.milestones);
+print(f"{res_mlp.swaps.shape[0]} MLPs {'-'.join(map(str, res_mlp.sizes))}, "
+      f"{res_mlp.swaps.shape[1]} epochs, test accuracy {res_mlp.test_accuracy.mean():.3f}")
 
-# %%
+# %% tags=["hide-input"]
+plotting.swap_figure(res_mlp.swaps, res_mlp.epoch_stats, widths, [1] * len(widths), mlp_labels,
+                     res_mlp.lr, res_mlp.milestones);
+
+# %% tags=["hide-input"]
 show_phases(mlp_sw, [f"layer {l + 1}" for l in range(len(widths))], res_mlp.lr)
 
 # %% [markdown]
@@ -132,91 +148,148 @@ show_phases(mlp_sw, [f"layer {l + 1}" for l in range(len(widths))], res_mlp.lr)
 #
 # Figure 4 of the paper has no printed numbers, so the paper's column states what it shows.
 
-# %%
+# %% tags=["hide-input"]
 def per_step(sw, phase):
     return "/".join(f"{r['per_step']:.3f}" for r in sw["phases"] if r["phase"] == phase)
 
 
 def late_tau(sw, units, blocks):
-    return "/".join(f"{t:.3f}" for t in kendall_tau_from_discordant(np.asarray(sw["late_net_per_epoch"]),
-                                                                    np.asarray(units), np.asarray(blocks)))
+    taus = kendall_tau_from_discordant(np.asarray(sw["late_net_per_epoch"]), np.asarray(units),
+                                      np.asarray(blocks))
+    return "/".join(f"{t:.3f}" for t in taus)
 
 
 last = len(res.milestones)
 paper = experiments.LAURENT_FIG4_CLAIMS
 display(paper_vs_ours([
     ("where the sorting permutation changes (Fig. 4)", paper["where_units_swap"],
-     f"swapped pairs per step, OptuNet (conv_1/dense_0) {per_step(summary['swaps'], 0)} at lr {res.lr[0]:g}, "
-     f"{per_step(summary['swaps'], last)} at lr {res.lr[-1]:g}; MLP (layers 1/2) {per_step(mlp_sw, 0)} -> "
-     f"{per_step(mlp_sw, last)}"),
+     f"swapped pairs per step, OptuNet (conv_1/dense_0) {per_step(summary['swaps'], 0)} at lr "
+     f"{res.lr[0]:g}, {per_step(summary['swaps'], last)} at lr {res.lr[-1]:g}; MLP (layers 1/2) "
+     f"{per_step(mlp_sw, 0)} -> {per_step(mlp_sw, last)}"),
     ("last phase of training (Sec. 5.2)", paper["last_phase"],
-     f"net τ per epoch over the last tenth: OptuNet {late_tau(summary['swaps'], res.units, res.blocks)}, "
+     "net τ per epoch over the last tenth: OptuNet "
+     f"{late_tau(summary['swaps'], res.units, res.blocks)}, "
      f"MLP {late_tau(mlp_sw, widths, [1] * len(widths))}; swaps per step do not reach 0"),
-], profile.name))
+], profile.name, scale=scales.scale_label("laurent_optunets", profile.name)))
+late_taus = kendall_tau_from_discordant(np.asarray(summary["swaps"]["late_net_per_epoch"]),
+                                        np.asarray(res.units), np.asarray(res.blocks))
+glue("ch11_late_tau_min", f"{np.min(late_taus):.3f}", display=False)
+rates = {p: [r["per_step"] for r in summary["swaps"]["phases"] if r["layer"] == p]
+         for p in range(len(res.perm_names))}
+for q, name in enumerate(("conv", "dense")):
+    glue(f"ch11_{name}_rates", " -> ".join(f"{r:.3f}" for r in rates[q]), display=False)
 
 # %% [markdown]
 # ## At the paper's scale
 #
-# The same experiment with the paper profile's data and recipe (60 epochs of the
-# 50,000-image training split, about 47,000 SGD steps per network) but 8 and then 16
-# OptuNets instead of the profile's 256 (two labelled reductions, 14 and 28 minutes; all 256
-# would take about 7.5 hours), run on the 2-core CPU and saved in `book/results/` (the unit
-# tests check these claims on both). Most of their networks reach the accuracy the
-# authors' repository gives (75% to 85%); of the 16, one stayed below 15% and is left out,
-# as in the quick profile, and one reached only 42% (the printed minimum).
+# The same experiment with the paper profile's data and recipe ({glue:text}`ch11_pp_epochs`
+# epochs of the {glue:text}`ch11_pp_n_train`-image training split) but
+# {glue:text}`ch11_s8_nets` and then {glue:text}`ch11_s16_nets` OptuNets instead of the
+# profile's {glue:text}`ch11_pp_nets`: two labelled reductions, run on the 2-core CPU and
+# saved in `book/results/` (the previous chapter gives their times; the unit tests check
+# these claims on both). Of the {glue:text}`ch11_s16_nets`, {glue:text}`ch11_s16_dropped`
+# stayed below the convergence threshold and is left out, as in the quick profile.
 
 # %% tags=["hide-input"]
+pp = get_profile("paper")
+glue("ch11_pp_epochs", pp.optunet_epochs, display=False)
+glue("ch11_pp_n_train", f"{pp.n_train:,}", display=False)
+glue("ch11_pp_nets", pp.optunet_nets, display=False)
+for tag, label in (("s8", "paper-8nets"), ("s16", "paper-16nets")):
+    ss = results.load("laurent_optunets", label)["summary"]
+    glue(f"ch11_{tag}_nets", ss["nets"], display=False)
+    glue(f"ch11_{tag}_dropped", ss["nets"] - ss["converged"], display=False)
+    glue(f"ch11_{tag}_acc", f"{ss['test_accuracy_mean']:.0%}", display=False)
+    for q, name in enumerate(("conv", "dense")):
+        r = [x["per_step"] for x in ss["swaps"]["phases"] if x["layer"] == q]
+        glue(f"ch11_{tag}_{name}_rates", " -> ".join(f"{v:.3f}" for v in r), display=False)
+mlp_paper = results.load("laurent_mlps", "paper")["summary"]
+glue("ch11_pp_mlp_sizes", "-".join(map(str, (784, *mlp_paper["swaps"]["units"], 10))),
+     display=False)
+glue("ch11_pp_mlp_nets", mlp_paper["nets"], display=False)
+glue("ch11_pp_mlp_nets_reduced", results.load("laurent_mlps", "paper-64nets")["summary"]["nets"],
+     display=False)
 SEC52 = ("swaps_in_high_lr_phases", "ordering_freezes")
-display(report.show_saved_run("laurent_optunets", "256 OptuNets x 60 epochs: about 7.5 hours on a CPU",
+display(report.show_saved_run("laurent_optunets",
+                              "256 OptuNets x 60 epochs: about 7.5 hours on a CPU",
                               keep=lambda c: c in SEC52))
 
 # %% [markdown]
-# And for the ReLU MLPs (784-128-128-10) of the same recipe: all 256 networks of the paper
-# profile, and an earlier reduction to 64 networks:
+# And for the ReLU MLPs ({glue:text}`ch11_pp_mlp_sizes`) of the same recipe: all
+# {glue:text}`ch11_pp_mlp_nets` networks of the paper profile, and an earlier reduction to
+# {glue:text}`ch11_pp_mlp_nets_reduced` networks:
 
 # %% tags=["hide-input"]
 display(report.show_saved_run("laurent_mlps", "256 MLPs x 60 epochs: about 2 hours on a CPU",
                               keep=lambda c: c in SEC52))
 
 # %% [markdown]
-# ## Synthesis
+# ## Synthesis: the paper's claims, as code
 #
 # {cite:t}`laurent2024symmetry` (Sec. 5.2, Fig. 4) find that changes of the sorting
 # permutation are scarce, gathered around instabilities and in the high learning-rate
-# phases, and that the weights nearly never permute in the last phase of training. Our
-# OptuNets agree: the grouped convolution's channels swap about ten times less often per
-# step at the final learning rate than at the first, the hidden dense units far less
-# (tables above), and over the last tenth of training the ordering of both layers barely
-# changes from one epoch to the next (net $\tau$ per epoch above 0.99). The MLPs show the
-# same shape with many more units. What the counts add to the figure: most swaps in a step
-# are undone within the epoch (compare the summed and net columns), a flicker between
-# units whose sorting statistics are nearly tied rather than a drift to another
-# permutation, and it does not stop entirely at the final learning rate.
-#
-# Differences from the paper, measured rather than assumed away: the quick profile trains
-# 3 OptuNets for 100 epochs of a 9,000-image split (14,000 SGD steps each, 75% test
-# accuracy, in the 75% to 85% the authors' repository gives for one OptuNet) where the
-# paper trains on 60,000 images for 60 epochs (about 56,000 steps); few runs make the
-# averages coarse (a single net swap of the 3 dense units moves the mean). At the paper's
-# scale (60 epochs of 50,000 images; tables above) the same claims hold with the same
-# shape: with 8 OptuNets (80% accuracy) 0.145 -> 0.042 -> 0.019 swapped channel pairs per
-# step over the three phases, 0.038 -> 0.017 -> 0.003 for the dense units; with 16 (15
-# converged, 77% accuracy) 0.130 -> 0.046 -> 0.017 and 0.037 -> 0.007 -> 0.007, the dense
-# units' swaps no longer falling between the last two phases. The first
-# convolution's 2 channels are not followed (their permutation is not a symmetry by itself,
-# see above). The ResNet-18 panel of Fig. 4 (right) needs CIFAR-100 and a GPU. The claim
-# "nearly never permute late" is checked against the first learning-rate phase's mean net
-# change per epoch; the MLP version of this chapter compared with epochs 1-2 alone, which
-# three OptuNet runs can leave at zero for the 3 dense units (as printed above).
+# phases, and that the weights nearly never permute in the last phase of training. Two
+# claims read this (`symlib.experiments.laurent`, thresholds in
+# `symlib.experiments.thresholds`): the swap rate per step falls from the first
+# learning-rate phase to the last, and the net change of the ordering per epoch over the
+# last tenth of training is small against the first phase's. Each is judged over the
+# independent runs; the cell after the tables asserts that each verdict is the expected one.
 
 # %% tags=["hide-input"]
-outcomes = [o for o in claims.evaluate("laurent_optunets", summary) if o.claim.name in SEC52]
-outcomes += [o for o in claims.evaluate("laurent_mlps", summary_mlp) if o.claim.name in SEC52]
-display(claims.claims_table(outcomes, profile.name))
+opt_outcomes = [o for o in claims.evaluate("laurent_optunets", summary) if o.claim.name in SEC52]
+mlp_outcomes = [o for o in claims.evaluate("laurent_mlps", summary_mlp) if o.claim.name in SEC52]
+display(claims.claims_table(opt_outcomes, profile.name,
+                            scale=scales.scale_label("laurent_optunets", profile.name)))
+display(claims.claims_table(mlp_outcomes, profile.name,
+                            scale=scales.scale_label("laurent_mlps", profile.name)))
+for prefix, group in (("opt", opt_outcomes), ("mlp", mlp_outcomes)):
+    for o in group:
+        glue(f"ch11_v_{prefix}_{o.claim.name}", o.verdict.value, display=False)
+        glue(f"ch11_e_{prefix}_{o.claim.name}", o.evidence.interval_text(), display=False)
+outcomes = opt_outcomes + mlp_outcomes
+for o in outcomes:
+    why = claims.documented_difference(o.claim.experiment, profile.name, o.claim.name)
+    if why:
+        print(f"{o.claim.experiment}.{o.claim.name} ({o.verdict.value}): {why}")
 
 # %% tags=["nbval-check-output"]
-assert outcomes and all(o.holds for o in outcomes), [(o.claim.name, o.detail) for o in outcomes if not o.holds]
-print(f"{len(outcomes)} claim(s) of Laurent et al. verified: " + ", ".join(o.claim.name for o in outcomes))
+unexpected = claims.unexpected_failures(outcomes, profile.name)
+assert unexpected == [], [(o.claim.name, o.verdict.value, o.detail) for o in unexpected]
+print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts: "
+      + ", ".join(f"{o.claim.experiment}.{o.claim.name} ({o.verdict.value})" for o in outcomes))
+
+# %% [markdown]
+# **What our runs say.** Swaps gathered in the high learning-rate phases: OptuNets
+# {glue:text}`ch11_v_opt_swaps_in_high_lr_phases`, MLPs
+# {glue:text}`ch11_v_mlp_swaps_in_high_lr_phases`. On our OptuNets the grouped convolution's
+# channels go from {glue:text}`ch11_conv_rates` swapped pairs per step over the three
+# phases, the hidden dense units from {glue:text}`ch11_dense_rates`. The ordering nearly
+# frozen late in training: OptuNets {glue:text}`ch11_v_opt_ordering_freezes`, MLPs
+# {glue:text}`ch11_v_mlp_ordering_freezes`; over the last tenth of training the smallest
+# net $\tau$ per epoch of the OptuNets' layers is {glue:text}`ch11_late_tau_min`. What the
+# counts add to the figure: most swaps in a step are undone within the epoch (compare the
+# summed and net columns of the phase tables), a flicker between units whose sorting
+# statistics are nearly tied rather than a drift to another permutation, and it does not
+# stop entirely at the final learning rate.
+#
+# Differences from the paper, measured rather than assumed away: the quick profile trains
+# {glue:text}`ch11_runs` OptuNets for {glue:text}`ch11_epochs` epochs of a
+# {glue:text}`ch11_n_train`-image split ({glue:text}`ch11_steps` SGD steps each,
+# {glue:text}`ch11_acc` test accuracy; the authors' repository gives {paper}`75%` to
+# {paper}`85%` for one OptuNet) where the paper trains on {paper}`60,000` images for
+# {paper}`60` epochs (about {paper}`56,000` steps); few runs make the averages coarse (a
+# single net swap of the {paper}`3` dense units moves the mean). At the paper's scale (tables
+# above) the swap rates per step over the three phases are, with
+# {glue:text}`ch11_s8_nets` OptuNets ({glue:text}`ch11_s8_acc` accuracy),
+# {glue:text}`ch11_s8_conv_rates` for the channel pairs and
+# {glue:text}`ch11_s8_dense_rates` for the dense units; with {glue:text}`ch11_s16_nets`
+# ({glue:text}`ch11_s16_acc` accuracy) {glue:text}`ch11_s16_conv_rates` and
+# {glue:text}`ch11_s16_dense_rates`. The first convolution's {paper}`2` channels are not
+# followed (their permutation is not a symmetry by itself, see above). The ResNet-18 panel
+# of Fig. 4 (right) needs CIFAR-100 and a GPU. The claim "nearly never permute late" is
+# checked against the first learning-rate phase's mean net change per epoch, not against
+# the first two epochs alone, which few OptuNet runs can leave at zero for the {paper}`3` dense units
+# (as printed above).
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.
