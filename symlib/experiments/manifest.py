@@ -61,7 +61,7 @@ def hmc_budget(profile: Profile) -> str:
     except ImportError:
         from_xiao = None
     if from_xiao is not None:
-        return from_xiao(profile)
+        return str(from_xiao(profile))
     per_chain = profile.hmc_burnin + profile.hmc_samples * profile.hmc_thin
     grads = profile.hmc_chains * per_chain * profile.hmc_leapfrog
     return (f"full-batch HMC on {profile.bnn_n_train:,} images, {profile.hmc_chains} chains x ({profile.hmc_burnin} "

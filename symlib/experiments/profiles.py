@@ -29,7 +29,10 @@ class Profile:
         prior_std: std of the isotropic Gaussian prior (MAP = weight decay).
         n_lambdas: points on the interpolation path between two networks (barriers).
         not_points: NoT values in the sweep of Xiao et al. Fig. 2 (0 = every value
-            0 .. hidden-1); not_runs: random initialisations in that sweep.
+            0 .. hidden-1); not_runs: random initialisations in that sweep, and independent
+            (reference, permuted copy) pairs in ``not_paths``.
+        rebasin_pairs: independent pairs of networks (seeds 2k and 2k + 1) whose barriers
+            ``rebasin_barriers`` measures (Fig. 1 shows one pair; the claims are judged over pairs).
         hmc_*: full-batch HMC (Xiao et al. App. A: 500 leapfrog steps per iteration,
             600 burn-in iterations, one sample kept every 10 iterations, 1,000 samples);
             ``hmc_samples`` kept per chain, step size adapted during burn-in if ``hmc_adapt``.
@@ -113,6 +116,7 @@ class Profile:
     n_lambdas: int
     not_points: int
     not_runs: int
+    rebasin_pairs: int
     bnn_n_train: int
     hmc_chains: int
     hmc_step_size: float
@@ -216,6 +220,7 @@ PROFILES: dict[str, Profile] = {
         n_lambdas=11,
         not_points=12,
         not_runs=3,
+        rebasin_pairs=3,
         bnn_n_train=2_000,
         hmc_chains=8,
         hmc_step_size=1e-3,
@@ -296,6 +301,7 @@ PROFILES: dict[str, Profile] = {
         n_lambdas=25,
         not_points=0,
         not_runs=5,
+        rebasin_pairs=3,
         bnn_n_train=50_000,
         hmc_chains=10,
         hmc_step_size=1e-4,
