@@ -456,7 +456,7 @@ for tag, label in (("s8", "paper-8nets"), ("s16", "paper-16nets")):
 rate = saved["paper-16nets"]["elapsed_s"] / saved["paper-16nets"]["summary"]["nets"]
 glue("ch10_pp_hours", f"{rate * paper_profile.optunet_nets / 3600:.1f}", display=False)
 mlp_saved = {label: results.load("laurent_mlps", label) for label in ("paper", "paper-64nets")}
-mlp_units = mlp_saved["paper"]["summary"]["swaps"]["units"]  # hidden widths; MNIST in, 10 classes out
+mlp_units = mlp_saved["paper"]["summary"]["swaps"]["units"]  # hidden widths (MNIST in, 10 out)
 glue("ch10_pp_mlp_sizes", "-".join(map(str, (784, *mlp_units, 10))), display=False)
 glue("ch10_pp_mlp_nets", mlp_saved["paper"]["summary"]["nets"], display=False)
 glue("ch10_pp_mlp_nets_reduced", mlp_saved["paper-64nets"]["summary"]["nets"], display=False)

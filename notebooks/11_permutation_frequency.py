@@ -73,7 +73,7 @@ res = experiments.run("laurent_optunets", profile)
 summary = experiments.SUMMARIES["laurent_optunets"](res.artifact)
 keep = np.flatnonzero(res.converged)
 swaps = res.swaps[keep]  # (runs, epochs, steps per epoch, permutations): pairs swapped in the step
-epoch_stats = [s[keep] for s in res.epoch_stats]  # per permutation (runs, epochs, units), epoch ends
+epoch_stats = [s[keep] for s in res.epoch_stats]  # per permutation: (runs, epochs, units)
 runs, epochs, steps, _ = swaps.shape
 labels = [f"{n} ({u} units, {b} group{'s' if b > 1 else ''})"
           for n, u, b in zip(res.perm_names, res.units, res.blocks)]

@@ -165,7 +165,8 @@ print(f"profile: {profile.post_method_epochs} epoch(s) of BNN and SGHMC, started
 def ours_row(m):
     mm, me = summary["mmd"], summary["metrics"][m]
     return [mm["MMD"][m]["median"], mm["NS"][m]["median"], 100 * me["acc"], 100 * me["ece"],
-            100 * me["brier"], 100 * me["aupr"], 100 * me["fpr95"], 100 * me["mi_id"], 100 * me["mi_ood"]]
+            100 * me["brier"], 100 * me["aupr"], 100 * me["fpr95"], 100 * me["mi_id"],
+            100 * me["mi_ood"]]
 
 
 def fmt(v, mmd):
