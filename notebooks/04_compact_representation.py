@@ -68,9 +68,12 @@ print(f"ensemble of {profile.ensemble_members}; VI {profile.vi_epochs} epochs (A
 # %% tags=["hide-cell"]
 glue("ch04_profile", profile.name, display=False)
 for tag, p in (("", profile), ("pp_", paper_profile)):
-    glue(f"ch04_{tag}hmc_budget", xiao.hmc_budget(p), display=False)
+    budget = xiao.hmc_budget(p)
+    glue(f"ch04_{tag}hmc_budget", str(budget), display=False)
+    glue(f"ch04_{tag}hmc_leapfrog", f"{budget.leapfrog:,}", display=False)
+    glue(f"ch04_{tag}hmc_warmup", f"{budget.warmup:,}", display=False)
     for field in ("bnn_n_train", "n_val", "hidden", "vi_epochs", "vi_batch_size", "mc_samples",
-                  "hmc_leapfrog", "hmc_burnin", "ensemble_members", "bnn_epochs"):
+                  "ensemble_members", "bnn_epochs"):
         glue(f"ch04_{tag}{field}", f"{getattr(p, field):,}", display=False)
     glue(f"ch04_{tag}vi_lr", f"{p.vi_learning_rate:g}", display=False)
     steps_per_epoch = p.bnn_n_train // p.vi_batch_size
@@ -159,8 +162,8 @@ glue("ch04_fn_mixed", "have" if float(diag.rhat_test_loglik) < 1.1 else "have no
 # one chain are correlated. (A true-class probability that stays at $1$ in every sample has
 # zero variance; its R-hat is then undefined, which BlackJAX reports as inf or NaN.) The
 # paper profile, with {glue:text}`ch04_pp_hmc_leapfrog` leapfrog steps and
-# {glue:text}`ch04_pp_hmc_burnin` burn-in iterations per chain, is where these diagnostics
-# should approach $1$; the quick profile's HMC, {glue:text}`ch04_hmc_burnin` burn-in
+# {glue:text}`ch04_pp_hmc_warmup` burn-in iterations per chain, is where these diagnostics
+# should approach $1$; the quick profile's HMC, {glue:text}`ch04_hmc_warmup` burn-in
 # iterations of {glue:text}`ch04_hmc_leapfrog` leapfrog steps, is a set of independent,
 # partly burnt-in chains: what the comparison of $q_d$ with $q_r$ needs (many modes), not a
 # converged posterior. The next chapter shows one consequence.

@@ -51,7 +51,7 @@ plotting.set_style()
 profile = get_profile()
 print(profile.describe())
 print(f"HMC budget ({profile.name} profile): {xiao.hmc_budget(profile)}")
-glue("ch05_hmc_budget", xiao.hmc_budget(profile), display=False)
+glue("ch05_hmc_budget", str(xiao.hmc_budget(profile)), display=False)
 glue("ch05_profile", profile.name, display=False)
 
 # %% [markdown]
