@@ -312,6 +312,198 @@ define("vi_alignment_timings.vi_costlier_than_weight_matching", 1.0, "above",
 
 # ============================================================================ Laurent et al. (2024)
 # (claims in symlib/experiments/laurent.py, posteriors.py, optunet.py)
+# Laurent et al. state most of their claims on figures without numbers, so the readings are
+# ours. The boolean rules registered on 2026-11-23/24 (before the paper-profile runs) became,
+# on 2026-11-25, thresholds on effects with intervals over the independent units: networks
+# (bootstrap or exact worst case over all of them), runs, a method's modes or samples
+# (jackknife), reference networks (jackknife) and, for the functional collapse, networks
+# (a bootstrap of networks and a network-level permutation test, never the pairs that
+# share networks). "After seeing our numbers" below means the saved paper-profile runs of
+# 2026-11-23/24 and the quick profile's.
+
+# ---- Fig. 1 / App. A: the toy perceptrons (units: the trained networks)
+
+define("toy_perceptrons.few_dropped", 0.01, "below",
+       "we removed the networks that were not trained successfully, which represent less than 1% of the "
+       "10,000 networks (App. A.1)",
+       "effect: the share of the trained networks whose final training loss exceeds our 0.1 (the paper gives no "
+       "rule), with its exact (Clopper-Pearson) interval over the networks; the paper's 'less than 1%' as the "
+       "boundary",
+       "2026-11-23, before any run (as 'share < 1%'); an interval over networks since 2026-11-25, after seeing "
+       "the saved run's 3 of 10,000")
+
+define("toy_perceptrons.raw_symmetric", 0.02, "below",
+       "the permutation symmetry symmetrises the posterior (Prop. 1); Fig. 1 (left) is symmetric about the "
+       "diagonal w1 = w2",
+       "effect: |P(w1 > w2) - 1/2| over the networks, its interval the Clopper-Pearson interval of the share "
+       "mapped to its distance from one half (low: 0 if it contains 1/2); a symmetry cannot be shown by a test "
+       "that fails to reject, so we ask the share to be within 2 percentage points of one half (an equivalence "
+       "margin of our choosing); with few networks the interval is too wide to hold",
+       "2026-11-25, after seeing our numbers (the saved run: 50.1% of 9,997 networks); before 2026-11-25 the "
+       "rule was 'neither the sign test nor a split-half KS test rejects at 1%'")
+
+define("toy_perceptrons.mode_duplicated", 0.0, "above",
+       "the most important mode is duplicated by the permutation symmetry (Sec. 3.1, Fig. 1, left)",
+       "effect: the smaller of |highest mode| / bandwidth - 1 and 1 - (distance from its mirror image to the "
+       "nearest mode) / bandwidth, for a Gaussian KDE of d = w1 - w2 of the raw weights (positive: the highest "
+       "mode is more than one bandwidth off the diagonal and another mode lies within one bandwidth of its "
+       "mirror); interval: percentile bootstrap over the networks",
+       "2026-11-23, before any run (as the two conditions); an effect with a bootstrap over networks since "
+       "2026-11-25")
+
+define("toy_perceptrons.scaling_regroups", 0.0, "above",
+       "the scaling symmetries spread points that removing them regroups around the modes (Fig. 1, left vs "
+       "middle)",
+       "effect: the share of networks whose d = w1 - w2 lies within a tenth of d's interquartile range of the "
+       "highest KDE mode (scale-free), unit-norm minus raw, on the same networks; interval: percentile "
+       "bootstrap over the networks",
+       "2026-11-23, before any run (as 'unit-norm share > raw share'); a bootstrap over networks since "
+       "2026-11-25")
+
+# ---- Fig. 2, Prop. 2, Cor. 1, App. D.3, Sec. 5.2: trained MLPs and OptuNets (units: networks)
+
+define("laurent.above_min_mass", 1e-3, "above",
+       "networks trained with weight decay are not at their minimum-mass point: scaling symmetries remain "
+       "(Sec. 3.6, Fig. 2)",
+       "effect: the smallest, over all networks, relative decrease of the mass (sum of squared kernel weights) "
+       "from the trained point to the min-mass point reached by rescalings that leave the function unchanged: "
+       "an exact worst case over every network (the optimum is computed, not sampled); 0.1% separates a "
+       "network above its optimum from one at it up to the solver's tolerance. Not tested when a solve did not "
+       "converge or the rescaled function moved by more than 1e-9",
+       "2026-11-23, before any run")
+
+define("laurent.min_mass_convex", 1e-12, "above",
+       "the min-mass problem is strictly convex in the log-scales, with a single minimiser (Prop. 2; App. C.7)",
+       "effect: the smallest ratio of the smallest to the largest eigenvalue of the mass Hessian in the "
+       "log-scales, over every network at the trained point, halfway and at the optimum (positive definite "
+       "beyond rounding when above 1e-12); when any random line through an optimum is not convex or not "
+       "smallest there, the effect is minus the share of such lines. An exact worst case over every network",
+       "2026-11-23, before any run")
+
+define("laurent.corollary1_lower_loss", 0.0, "below",
+       "a trained network not at its min-mass point has equivalent networks with a lower regularised training "
+       "loss (Cor. 1)",
+       "effect: the largest, over all networks, change of the penalised sum of squares dM + dB from the trained "
+       "to the min-mass network (dM: kernels; dB: the hidden biases, which our training also penalises and the "
+       "rescaling multiplies); the data term is unchanged, so below 0 for every network means the regularised "
+       "loss is lower for every network. An exact worst case",
+       "2026-11-23, before any run")
+
+define("laurent.largest_weight", 0.0, "above",
+       "the minimisation raises the largest weights of the layers with fewer parameters, without unfeasible "
+       "values (Sec. 3.6, Fig. 2)",
+       "two effects judged together (the worse verdict), each the mean over networks of a log ratio of the "
+       "layer's largest |weight| after over before the min-mass rescaling, with its Student-t interval: the "
+       "layer with fewest parameters (weights and biases) must rise (log ratio > 0) and the layer with most "
+       "must not (minus its log ratio > 0); 'unfeasible' read as a ratio of 10 or more in any network and "
+       "layer, which makes the effect negative",
+       "2026-11-23, before any run (on the means over networks); per network since 2026-11-25")
+
+define("laurent.marginals_identical_before", 0.10, "below",
+       "KS tests cannot rule out that the layer-wise marginals of different units are identical (Prop. 1, "
+       "App. D.3, Fig. 9)",
+       "effect: the share of weight positions whose KS test (first vs last unit, independent halves of the "
+       "networks) gives p < 0.05, with its Clopper-Pearson interval over the positions; 5% expected if "
+       "identical, at most 10% accepted since the positions of one unit are correlated (the interval treats "
+       "them as independent, so it is narrower than it should be; the margin allows for that)",
+       "2026-11-23, before any run (as 'share <= 10%'); an interval since 2026-11-25")
+
+define("laurent.marginals_differ_after", 0.10, "above",
+       "once the symmetries are removed the units' marginals are no longer identical (App. D.3)",
+       "effect: the share of weight positions with KS p < 0.05 after min-mass scaling and sorting, with its "
+       "Clopper-Pearson interval over the positions; above twice the 5% expected under identical marginals",
+       "2026-11-23, before any run (with a second condition on the median p-values, now shown in the detail); "
+       "an interval since 2026-11-25")
+
+define("laurent.swaps_in_high_lr_phases", 0.5, "below",
+       "sorted units change places mostly in the high learning-rate phases (Sec. 5.2, Fig. 4, left)",
+       "effect: the mean over runs (networks) of the swapped pairs per step in the last learning-rate phase "
+       "over that in the first, with its percentile bootstrap over the runs; the worst permutation; 'mostly' "
+       "read as less than half the first phase's rate",
+       "2026-11-24, before the OptuNet runs (as a ratio of means); a bootstrap over runs since 2026-11-25")
+
+define("laurent.ordering_freezes", 0.15, "below",
+       "the weights nearly never permute in the last phase of training (Sec. 5.2)",
+       "effect: the mean over runs of the net swapped pairs per epoch over the last tenth of training over "
+       "their mean in the first learning-rate phase, with its percentile bootstrap over the runs; the worst "
+       "permutation; 'nearly never' read as below 15% of the first phase's rate",
+       "2026-11-24, before the OptuNet runs (as a ratio of means); a bootstrap over runs since 2026-11-25")
+
+# ---- Sec. 4.3, Table 1: posterior estimates against the reference (units: reference
+# networks and each method's independent units: a multi-mode method's modes, the deep
+# ensemble's members, a single-mode method's draws given its fitted posterior)
+
+define("laurent_posteriors.multi_mode_closer", 0.0, "above",
+       "multi-mode techniques consistently demonstrate superior performance in terms of MMD when compared to "
+       "their single-mode counterparts (Sec. 4.3; Table 1, with and without symmetries)",
+       "effect: MMD(single-mode method) - MMD(multi-mode method or DE), the median over kernels, for the least "
+       "clear of all (single, multi) pairs and of the raw and NS variants; interval: Student-t with the "
+       "delete-a-group jackknife standard error over the reference networks (paired: the same reference for "
+       "both methods) and each method's independent units. Every pair must hold (an intersection-union test, "
+       "so no multiplicity correction). Replaces the comparison of single MMD values (issue 28)",
+       "2026-11-25, before seeing the jackknife numbers (the rule 'every multi below every single' dates from "
+       "2026-11-24)")
+
+define("laurent_posteriors.ensemble_closest", 0.0, "above",
+       "deep ensembles are the closest to the reference posterior (Table 1: MMD 0.0, other checkpoints of the "
+       "same pool)",
+       "effect: MMD(other method) - MMD(DE), median over kernels, for the least clear method and variant (raw "
+       "and NS), with the same jackknife interval as multi_mode_closer",
+       "2026-11-25, before seeing the jackknife numbers")
+
+define("laurent_posteriors.single_mode_better_ece", 0.0, "above",
+       "an intriguing divergence arises when considering the ECE, where techniques focusing solely on "
+       "estimating a single mode often exhibit superior performance (Sec. 4.3)",
+       "effect: mean ECE of the multi-mode methods (multi-* and DE) minus that of the single-mode ones "
+       "(Dropout, BNN, SGHMC, SWAG, Laplace), in ECE units (0-1); above 0: single-mode better calibrated on "
+       "average ('often' read as on average over the methods); interval: Student-t with each method's "
+       "delete-a-group jackknife variance over its independent units, the methods' fits held fixed",
+       "2026-11-25, before running it")
+
+define("laurent_posteriors.multi_mode_better_ood_detection", 0.0, "above",
+       "turning our attention to the assessment of epistemic uncertainty, as quantified by AUPR and FPR95, "
+       "multi-mode techniques, notably multi-SWAG, and Deep Ensembles, consistently outperform other methods "
+       "(Sec. 4.3)",
+       "two effects judged together (the worse verdict): mean AUPR of the multi-mode methods minus that of the "
+       "single-mode ones, and mean FPR95 of the single-mode minus the multi-mode ones (both above 0 when "
+       "multi-mode is better); intervals as for single_mode_better_ece",
+       "2026-11-25, before running it")
+
+define("laurent_posteriors.multi_mode_higher_mi", 0.0, "above",
+       "mono-mode methods tend to yield lower values for both IDMI and OODMI than multi-mode methods, which "
+       "tend to exhibit higher IDMI and OODMI values, suggesting greater diversity (Sec. 4.3)",
+       "two effects judged together: mean ID MI and mean OOD MI (nats) of the multi-mode methods minus those "
+       "of the single-mode ones; intervals as for single_mode_better_ece",
+       "2026-11-25, before running it")
+
+# ---- Sec. 5.1, App. D.2: functional collapse (units: the networks; pairs share them)
+
+define("functional_collapse.ood_more_dispersed", 1.0, "above",
+       "the dispersion of the mutual information ... out of the domain (center) is greater (App. D.2, Fig. 7); "
+       "the variance of the out-of-distribution MI is higher (Sec. 5.1, Fig. 3)",
+       "effect: the coefficient of variation (std / mean, scale-free: the OOD MI is about twice the ID MI) of "
+       "the pairwise MI out of distribution over that in distribution; interval: percentile bootstrap over "
+       "the networks (a resample of networks keeps the pairs of distinct resampled networks, weighted by "
+       "their multiplicities). Replaces the comparison of raw standard deviations (issue 28)",
+       "2026-11-25, after seeing our numbers (the saved run's CVs 0.232 and 0.232)")
+
+define("functional_collapse.positive_correlation", 0.0, "above",
+       "in the case of OptuNet ... there seems to be some positive correlation between the in-distribution MI "
+       "and the OOD MI (App. D.2, Fig. 7)",
+       "effect: Pearson's r between the pairwise ID and OOD MI; its interval inverts a network-level "
+       "permutation (Mantel) test: r minus the 97.5% and 2.5% quantiles of r under random relabellings of the "
+       "networks, so it holds only when r exceeds what relabelling networks gives at one-sided level 2.5%. "
+       "Replaces 'r > 0' on one number (issue 28)",
+       "2026-11-25, after seeing our numbers (the saved run: r = 0.068, p = 0.33 by pairs)")
+
+define("functional_collapse.collapse_frequency", 0.01, "above",
+       "there is a non-negligible probability of obtaining mutual information twice lower than the expected "
+       "value ... we can conclude that there is a high chance of functional collapse in small networks (App. "
+       "D.2, Fig. 7)",
+       "effect: the share of pairs of networks whose ID MI is below half the mean over all pairs ('twice lower "
+       "than the expected value'); the units are disjoint pairs (a matching of the networks, so no network "
+       "appears twice), with the Clopper-Pearson interval over them; 'non-negligible' read as more than 1%",
+       "2026-11-25, after seeing the saved run's 1 of 210 pairs")
 
 
 # ---------------------------------------------------------------------------- end of Laurent et al.
