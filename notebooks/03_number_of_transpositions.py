@@ -309,8 +309,8 @@ for o in outcomes:
 # functions on the saved runs (`book/results/`).
 
 # %% tags=["hide-input"]
-display(report.show_saved_run("not_paths", "512-unit networks, full training set: minutes on a CPU"))
-display(report.show_saved_run("not_sweep", "a full Fig. 2 sweep of 512-unit networks: days on a CPU"))
+display(report.show_saved_run("not_paths", "512-unit networks on all images: minutes on a CPU"))
+display(report.show_saved_run("not_sweep", "a full sweep of 512-unit networks: days on a CPU"))
 saved_sweep = results.load("not_sweep", "paper-10nots-2runs")
 saved_paths = results.load("not_paths", "paper")
 saved_outcomes = []
