@@ -119,8 +119,8 @@ define("not_sweep.not_after_training", 0.95, "above",
        "even when the two networks are trained with different random seeds for the sampling of minibatches, NoT "
        "remains almost exactly unaffected by training (Sec. 2, Fig. 2 left)",
        "effect: Pearson r between NoT(P) planted at initialisation and NoT(P') found by weight matching after "
-       "training, one r per run (an independent random initialisation), averaged over runs on Fisher's z scale "
-       "with its Student-t interval, transformed back; 'almost exactly' read as r above 0.95",
+       "training, one r per run (an independent random initialisation), the mean over runs with its Student-t "
+       "interval (upper end capped at 1); 'almost exactly' read as r above 0.95",
        "2026-11-22, before any run (as 'pooled r > 0.95'); one r per run with an interval since 2026-11-25")
 
 define("not_sweep.not_nearly_equal", 0.05, "below",
@@ -135,7 +135,8 @@ define("not_sweep.distance_and_barrier_grow", 0.5, "above",
        "both the euclidean distance in weight space and the barrier of the loss function after training "
        "correlate strongly with NoT (Sec. 2, Fig. 2 center)",
        "effect: Spearman rho of the raw distance and of the raw barrier with NoT(P), one rho per run, the mean "
-       "over runs with its Student-t interval, the worse of distance and barrier; 'strongly' read as rho above 0.5",
+       "over runs with its Student-t interval (upper end capped at 1), the worse of distance and barrier; "
+       "'strongly' read as rho above 0.5",
        "2026-11-22, before any run (as 'pooled rho > 0.5'); one rho per run with an interval since 2026-11-25")
 
 define("not_paths.not_along_path", 0.01, "below",

@@ -1,0 +1,335 @@
+"""The claims of Xiao et al. (2023) (symlib/experiments/xiao.py) on synthetic summaries.
+
+For every claim: a summary like the paper's picture, where it must hold; one where the
+effect is absent or reversed, where it must not; and noise alone (the two quantities the
+claim compares drawn from one distribution, or a single unit), which must never give
+"holds". Each claim reads its threshold from the one registry.
+"""
+import copy
+
+import numpy as np
+import pytest
+
+import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
+from symlib.experiments import claims, xiao
+from symlib.experiments.claims import Verdict
+from symlib.experiments.thresholds import THRESHOLDS
+
+HOLDS, SAME, DIFFERS, UNTESTED = Verdict.HOLDS, Verdict.SAME_DIRECTION, Verdict.DIFFERS, Verdict.NOT_TESTED
+XIAO = ("rebasin_barriers", "not_sweep", "not_paths", "ensemble", "vi", "compact_representation")
+SEEDS = range(12)
+
+
+def _outcomes(experiment, summary):
+    return {o.claim.name: o for o in claims.evaluate(experiment, summary)}
+
+
+def _verdict(experiment, name, summary):
+    return _outcomes(experiment, summary)[name].verdict
+
+
+def test_every_xiao_claim_reads_its_own_registered_threshold():
+    names = {e: [c.name for c in claims.CLAIMS[e]] for e in XIAO}
+    assert names == {
+        "rebasin_barriers": ["rebasin_removes_barrier"],
+        "not_sweep": ["not_after_training", "not_nearly_equal", "distance_and_barrier_grow"],
+        "not_paths": ["not_along_path", "not_stable_over_epochs"],
+        "ensemble": ["accuracy_as_table1"],
+        "vi": ["accuracy_as_table1"],
+        "compact_representation": ["qr_beats_qd_hmc", "qr_beats_qd_ensemble", "ensemble_qr_beats_hmc_qr",
+                                   "rebasin_shrinks_sigma_hmc", "rebasin_shrinks_sigma_ensemble",
+                                   "bayesian_sigma_near_prior", "stitched_pruning_wins"],
+    }
+    summaries = {"rebasin_barriers": _barriers(), "not_sweep": _sweep(), "not_paths": _paths(),
+                 "ensemble": _accuracy(98.66), "vi": _accuracy(98.11), "compact_representation": _compact()}
+    for experiment, summary in summaries.items():
+        for o in claims.evaluate(experiment, summary):
+            t = o.evidence.threshold
+            assert THRESHOLDS.get(t.key) is t and t.key == f"{experiment}.{o.claim.name}"
+            assert "2026-11-2" in t.set_on and t.quote and t.reading
+
+
+# ------------------------------------------------------------------ rebasin_barriers (Fig. 1)
+
+def _barriers(raw=(0.2, 0.22, 0.18), weight=(0.01, 0.012, 0.008), activation=(0.02, 0.018, 0.022)):
+    pairs = {"no matching": list(raw), "weight matching": list(weight), "activation matching": list(activation)}
+    return {f"barrier_pairs_{s}": copy.deepcopy(pairs) for s in ("train", "test")}
+
+
+def test_rebasin_removes_barrier():
+    name = "rebasin_removes_barrier"
+    o = _outcomes("rebasin_barriers", _barriers())[name]
+    assert o.verdict is HOLDS and o.evidence.units.startswith("3 independent network pairs")
+    assert _verdict("rebasin_barriers", name, _barriers(weight=(0.15, 0.16, 0.14))) is DIFFERS  # a quarter removed
+    assert _verdict("rebasin_barriers", name, _barriers(raw=(0.0, 0.0, 0.0))) is DIFFERS  # no barrier to remove
+    # one pair (a saved run without replicates): at best the same direction
+    one = {f"barrier_{s}": {"no matching": 0.2, "weight matching": 0.001, "activation matching": 0.002}
+           for s in ("train", "test")}
+    assert _verdict("rebasin_barriers", name, one) is SAME
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_rebasin_removes_barrier_never_holds_on_noise(seed):
+    rng = np.random.default_rng(seed)  # raw and matched barriers from one distribution
+    raw, w, a = (rng.gamma(4.0, 0.05, 3) for _ in range(3))
+    assert _verdict("rebasin_barriers", "rebasin_removes_barrier", _barriers(raw, w, a)) is not HOLDS
+
+
+def test_barrier_replicates_give_mean_and_standard_error():
+    rep = xiao.barrier_replicates(_barriers())
+    mean, se, n = rep["train"]["no matching"]
+    assert n == 3 and mean == pytest.approx(0.2) and se == pytest.approx(np.std([0.2, 0.22, 0.18], ddof=1) / 3**0.5)
+    one = {f"barrier_{s}": {"no matching": 0.2, "weight matching": 0.0, "activation matching": 0.0}
+           for s in ("train", "test")}
+    assert xiao.barrier_replicates(one)["test"]["no matching"][2] == 1
+
+
+# ------------------------------------------------------------------ not_sweep (Fig. 2 left, centre)
+
+WIDTH = 128
+GRID = np.unique(np.linspace(0, WIDTH - 1, 12).round().astype(int))
+
+
+def _sweep(runs=3, prime=None, distance=None, barrier=None, seed=0):
+    """Rows of a sweep: by default NoT(P') = NoT(P) +- 1 and distance / barrier growing with NoT."""
+    rng = np.random.default_rng(seed)
+    rows = {k: [] for k in ("run", "not_p", "not_p_prime", "distance_raw", "distance_matched", "barrier_raw",
+                            "barrier_matched")}
+    for r in range(runs):
+        k = GRID.astype(float)
+        pp = prime(k, rng) if prime else np.clip(k + rng.integers(-1, 2, k.size), 0, WIDTH - 1)
+        rows["run"] += [r] * k.size
+        rows["not_p"] += GRID.tolist()
+        rows["not_p_prime"] += np.asarray(pp).astype(int).tolist()
+        rows["distance_raw"] += list(distance(k, rng) if distance else 20 + 0.2 * k + rng.normal(0, 1, k.size))
+        rows["distance_matched"] += list(20 + rng.normal(0, 1, k.size))
+        rows["barrier_raw"] += list(barrier(k, rng) if barrier else 1e-3 * k + rng.normal(0, 0.005, k.size))
+        rows["barrier_matched"] += list(np.abs(rng.normal(0, 0.002, k.size)))
+    return {"rows": rows, "runs": runs, "not_values": int(GRID.size)}
+
+
+def _iid_not(k, rng):
+    return rng.integers(0, WIDTH, k.size)
+
+
+def _iid(k, rng):
+    return rng.normal(30, 5, k.size)
+
+
+def test_not_sweep_claims_hold_on_the_papers_picture():
+    out = _outcomes("not_sweep", _sweep())
+    assert {n: o.verdict for n, o in out.items()} == {"not_after_training": HOLDS, "not_nearly_equal": HOLDS,
+                                                      "distance_and_barrier_grow": HOLDS}
+    assert all(o.evidence.units.startswith("3 runs") for o in out.values())
+
+
+def test_not_after_training_fails_when_training_scrambles_nots():
+    assert _verdict("not_sweep", "not_after_training", _sweep(prime=_iid_not)) is DIFFERS
+
+
+def test_not_nearly_equal_fails_on_a_shift_the_correlation_misses():
+    shifted = _sweep(prime=lambda k, rng: np.minimum(k + 40, WIDTH - 1))  # r stays near 1
+    out = _outcomes("not_sweep", shifted)
+    assert out["not_nearly_equal"].verdict is DIFFERS and out["not_after_training"].verdict is HOLDS
+
+
+def test_distance_and_barrier_grow_fails_when_either_is_flat():
+    assert _verdict("not_sweep", "distance_and_barrier_grow", _sweep(distance=_iid)) is DIFFERS
+    assert _verdict("not_sweep", "distance_and_barrier_grow",
+                    _sweep(barrier=lambda k, rng: rng.normal(0.05, 0.01, k.size))) is DIFFERS
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_not_sweep_claims_never_hold_on_noise(seed):
+    noise = _sweep(prime=_iid_not, distance=_iid, barrier=lambda k, rng: rng.normal(0.05, 0.01, k.size), seed=seed)
+    assert all(o.verdict is not HOLDS for o in claims.evaluate("not_sweep", noise))
+
+
+def test_not_sweep_claims_on_one_run_are_at_best_the_same_direction():
+    assert {o.verdict for o in claims.evaluate("not_sweep", _sweep(runs=1))} == {SAME}
+
+
+# ------------------------------------------------------------------ not_paths (Fig. 2 right)
+
+def _path(points=21, top=63, dip=0):
+    lam = np.linspace(0, 1, points)
+    nl = np.round(top / (1 + np.exp(-20 * (lam - 0.5)))).astype(int)
+    nl[:3], nl[-3:] = 0, top
+    if dip:  # NoT overshoots, then falls back by ``dip``
+        nl[points // 2] = nl[points // 2 + 1] + dip
+    return nl
+
+
+def _paths(pairs=3, epochs_range=0, dip=0, traces=None):
+    ne = [[63] * 6 for _ in range(pairs)]
+    for e in ne:
+        e[-1] += epochs_range
+    nl = traces if traces is not None else [_path(dip=dip).tolist() for _ in range(pairs)]
+    return {"hidden": WIDTH, "not_p": 63, "permuted": {"not_epochs": ne[0], "not_lambda": list(nl[0])},
+            "replicates": {"not_p": [63] * len(nl), "not_epochs": ne[:len(nl)], "not_lambda": [list(x) for x in nl]}}
+
+
+def test_not_paths_claims_hold_on_the_papers_picture():
+    out = _outcomes("not_paths", _paths())
+    assert out["not_along_path"].verdict is HOLDS and out["not_stable_over_epochs"].verdict is HOLDS
+    assert out["not_along_path"].evidence.units.startswith("3 independent pairs")
+
+
+def test_not_along_path_fails_on_a_dip_or_a_jump_at_the_start():
+    assert _verdict("not_paths", "not_along_path", _paths(dip=10)) is DIFFERS
+    jump = [np.r_[0, np.full(20, 40)] for _ in range(3)]
+    assert _verdict("not_paths", "not_along_path", _paths(traces=jump)) is DIFFERS
+
+
+def test_not_stable_over_epochs_fails_on_drift():
+    assert _verdict("not_paths", "not_stable_over_epochs", _paths(epochs_range=20)) is DIFFERS
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_not_paths_claims_never_hold_on_noise(seed):
+    rng = np.random.default_rng(seed)
+    s = _paths(traces=[rng.integers(0, WIDTH, 21) for _ in range(3)])
+    s["replicates"]["not_epochs"] = [rng.integers(0, WIDTH, 6).tolist() for _ in range(3)]
+    assert all(o.verdict is not HOLDS for o in claims.evaluate("not_paths", s))
+
+
+def test_not_paths_claims_on_one_pair_are_at_best_the_same_direction():
+    s = _paths()
+    del s["replicates"]  # a saved run without replicates
+    assert {o.verdict for o in claims.evaluate("not_paths", s)} == {SAME}
+
+
+# ------------------------------------------------------------------ ensemble and vi (Table 1 accuracies)
+
+def _accuracy(percent, n_test=10_000):
+    return {"accuracy": percent / 100, "nll": 0.05, "n_test": n_test}
+
+
+@pytest.mark.parametrize("experiment, paper", [("ensemble", 98.66), ("vi", 98.11)])
+def test_accuracy_as_table1(experiment, paper):
+    name = "accuracy_as_table1"
+    assert _verdict(experiment, name, _accuracy(paper + 0.1)) is HOLDS
+    assert _verdict(experiment, name, _accuracy(paper - 3.0)) is DIFFERS
+    # the paper's own number on a handful of test images: the interval is too wide to say
+    assert _verdict(experiment, name, _accuracy(100 * round(paper / 100 * 60) / 60, n_test=60)) is SAME
+    old = _accuracy(paper)
+    del old["n_test"]
+    assert _verdict(experiment, name, old) is UNTESTED
+
+
+# ------------------------------------------------------------------ compact_representation (Table 1, Fig. 3)
+
+RNG = np.random.default_rng(1)
+UNITS = 128
+
+
+def _compact(hmc_r=0.72, hmc_d=0.15, ens_r=0.93, ens_d=0.62, n_test=2000, shrink=np.log(0.8), zero_sigma=1.0,
+             vi_zero_sigma=1.0, stitched_gain=0.2, seed=0):
+    rng = np.random.default_rng(seed)
+
+    def col(agreement):
+        return {"agreement": agreement, "tv": 1 - agreement, "accuracy_samples": 100 * agreement,
+                "accuracy_mean": 100 * agreement}
+
+    base = rng.normal(np.log(0.5), 0.2, (4, UNITS))
+    unit = {"HMC q_d": base[0], "HMC q_r": base[1] + shrink, "Ensemble q_d": base[2] - 3,
+            "Ensemble q_r": base[3] - 3 + shrink, "VI q": base[0]}
+    pixels = 60
+    zp = {c: zero_sigma * np.exp(rng.normal(0, 0.05, pixels)) for c in ("HMC q_d", "HMC q_r")}
+    zp["VI q"] = vi_zero_sigma * np.exp(rng.normal(0, 0.05, pixels))
+    ens, hmc = np.array([0.9, 0.5, 0.3, 0.1]), np.array([0.9, 0.45, 0.35, 0.12])
+    return {"table": {"HMC q_d": col(hmc_d), "HMC q_r": col(hmc_r), "Ensemble q_d": col(ens_d),
+                      "Ensemble q_r": col(ens_r)},
+            "median_sigma": {k: float(np.exp(np.median(v))) for k, v in unit.items()},
+            "near_prior": {"HMC q_d": 0.3, "HMC q_r": 0.3, "VI q": 0.9},
+            "pruning": {"keep_fraction": [1.0, 0.5, 0.3, 0.1], "ensemble": ens.tolist(), "hmc": hmc.tolist(),
+                        "ensemble mu + hmc sigma": np.r_[0.9, np.maximum(ens, hmc)[1:] + stitched_gain].tolist()},
+            "n_test": n_test, "prior_std": 1.0,
+            "unit_log_sigma": {k: v.tolist() for k, v in unit.items()},
+            "zero_pixel_sigma": {k: v.tolist() for k, v in zp.items()}}
+
+
+def test_compact_claims_hold_on_the_papers_picture():
+    out = _outcomes("compact_representation", _compact())
+    assert all(o.verdict is HOLDS for o in out.values()), {k: (o.verdict, o.detail) for k, o in out.items()}
+
+
+@pytest.mark.parametrize("edit, name", [
+    (dict(hmc_r=0.2), "qr_beats_qd_hmc"),  # a gap of 0.05 is not 'much better'
+    (dict(ens_r=0.65), "qr_beats_qd_ensemble"),
+    (dict(ens_r=0.6, ens_d=0.5), "ensemble_qr_beats_hmc_qr"),  # Table 1 (ii) reversed
+    (dict(shrink=0.3), "rebasin_shrinks_sigma_hmc"),
+    (dict(shrink=0.3), "rebasin_shrinks_sigma_ensemble"),
+    (dict(zero_sigma=0.571), "bayesian_sigma_near_prior"),  # chains that never reach the prior's scale
+    (dict(vi_zero_sigma=0.2), "bayesian_sigma_near_prior"),
+    (dict(zero_sigma=2.0), "bayesian_sigma_near_prior"),
+    (dict(stitched_gain=-0.05), "stitched_pruning_wins"),
+])
+def test_each_compact_claim_fails_when_its_effect_is_absent(edit, name):
+    assert _verdict("compact_representation", name, _compact(**edit)) is DIFFERS
+
+
+def test_near_prior_fails_at_the_chapters_value_whatever_the_share_of_weights():
+    s = _compact(zero_sigma=0.571)
+    s["near_prior"] = {"HMC q_d": 0.9, "HMC q_r": 0.9, "VI q": 0.9}  # 'lots of weights' near the prior
+    o = _outcomes("compact_representation", s)["bayesian_sigma_near_prior"]
+    assert o.verdict is DIFFERS and "HMC q_d 0.57" in o.detail
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_compact_claims_never_hold_on_noise(seed):
+    """q_r and q_d alike (same agreement, same sigma distribution), the stitched curve no better."""
+    s = _compact(hmc_r=0.5, hmc_d=0.5, ens_r=0.5, ens_d=0.5, shrink=0.0, stitched_gain=0.0, seed=100 + seed)
+    base = np.random.default_rng(seed).normal(np.log(0.5), 0.2, (2, UNITS))  # q_r and q_d: one distribution
+    for method in ("HMC", "Ensemble"):
+        s["unit_log_sigma"][f"{method} q_d"], s["unit_log_sigma"][f"{method} q_r"] = base[0].tolist(), base[1].tolist()
+    out = _outcomes("compact_representation", s)
+    for name in ("qr_beats_qd_hmc", "qr_beats_qd_ensemble", "ensemble_qr_beats_hmc_qr", "rebasin_shrinks_sigma_hmc",
+                 "rebasin_shrinks_sigma_ensemble", "stitched_pruning_wins"):
+        assert out[name].verdict is not HOLDS, (name, out[name].detail)
+
+
+def test_near_prior_on_a_few_noisy_pixels_is_not_a_verdict():
+    """Sampled sigmas spread around the prior's on two pixels: no interval within the factor."""
+    s = _compact()
+    s["zero_pixel_sigma"] = {c: [0.5, 1.9] for c in xiao.NEAR_PRIOR_COLUMNS}
+    assert _verdict("compact_representation", "bayesian_sigma_near_prior", s) is not HOLDS
+
+
+def test_small_test_sets_leave_table1_at_the_same_direction():
+    s = _compact(hmc_r=0.5, hmc_d=0.3, n_test=50)
+    assert _verdict("compact_representation", "qr_beats_qd_hmc", s) is SAME
+
+
+def test_compact_claims_without_the_new_fields_are_not_tested():
+    s = _compact()
+    del s["unit_log_sigma"], s["zero_pixel_sigma"]
+    out = _outcomes("compact_representation", s)
+    for name in ("rebasin_shrinks_sigma_hmc", "rebasin_shrinks_sigma_ensemble", "bayesian_sigma_near_prior"):
+        assert out[name].verdict is UNTESTED
+
+
+def test_always_zero_pixels_and_per_unit_sigma():
+    x = np.zeros((5, 6))
+    x[:, 1], x[2, 4] = 1.0, 0.5
+    assert xiao.always_zero_pixels(x).tolist() == [0, 2, 3, 5]
+    sigma = {"dense_0": {"kernel": np.arange(12.0).reshape(6, 2), "bias": np.array([100.0, -100.0])},
+             "dense_1": {"kernel": np.array([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])}}
+    # unit 0: incoming 0, 2, .., 10, bias 100, outgoing 1, 1, 1 -> median of 10 values
+    assert xiao.unit_sigma_medians(sigma).tolist() == [np.median([0, 2, 4, 6, 8, 10, 100, 1, 1, 1]),
+                                                       np.median([1, 3, 5, 7, 9, 11, -100, 2, 2, 2])]
+    assert xiao.pixel_sigma_medians(sigma, np.array([0, 5])).tolist() == [0.5, 10.5]
+
+
+def test_hmc_budget_is_read_from_the_profile():
+    from symlib.experiments import manifest
+    from symlib.experiments.profiles import get_profile
+
+    for name in ("quick", "paper"):
+        p = get_profile(name)
+        b = xiao.hmc_budget(p)
+        assert (b.images, b.chains, b.samples_per_chain, b.warmup) == (p.bnn_n_train, p.hmc_chains, p.hmc_samples,
+                                                                      p.hmc_burnin)
+        assert b.samples == p.hmc_chains * p.hmc_samples
+        assert manifest.hmc_budget(p) == str(b) and f"{p.bnn_n_train:,} training images" in str(b)
+    assert xiao.hmc_budget(get_profile("paper")).samples == 1_000  # App. A: 1,000 HMC samples
