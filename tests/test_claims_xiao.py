@@ -331,5 +331,5 @@ def test_hmc_budget_is_read_from_the_profile():
         assert (b.images, b.chains, b.samples_per_chain, b.warmup) == (p.bnn_n_train, p.hmc_chains, p.hmc_samples,
                                                                       p.hmc_burnin)
         assert b.samples == p.hmc_chains * p.hmc_samples
-        assert manifest.hmc_budget(p) == str(b) and f"{p.bnn_n_train:,} training images" in str(b)
+        assert manifest.hmc_budget(p) == str(b) and f"{p.bnn_n_train:,} images" in str(b)
     assert xiao.hmc_budget(get_profile("paper")).samples == 1_000  # App. A: 1,000 HMC samples

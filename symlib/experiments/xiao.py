@@ -1046,7 +1046,7 @@ class HMCBudget:
         return self.chains * (self.warmup + self.samples_per_chain * self.thin) * self.leapfrog
 
     def __str__(self) -> str:
-        return (f"full-batch HMC on {self.images:,} training images: {self.chains} chains x {self.samples_per_chain:,} "
+        return (f"full-batch HMC on {self.images:,} images of the training set: {self.chains} chains x {self.samples_per_chain:,} "
                 f"kept samples = {self.samples:,} samples (one every {self.thin} iterations) after {self.warmup:,} "
                 f"warm-up iterations per chain{' (step size adapted)' if self.adapt else ''}, {self.leapfrog} leapfrog "
                 f"steps per iteration, about {_about(self.gradients)} full-batch gradients")
