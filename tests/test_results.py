@@ -83,4 +83,10 @@ def test_saved_paper_scale_optunet_run_shows_its_claims():
     from symlib.experiments import report
     saved = report.saved_run_claims("laurent_optunets", "paper-8nets")
     assert saved is not None and saved[0].startswith("nets 8, ")
-    assert len(saved[1].rows) == 6 and all(row[-1] == "yes" for row in saved[1].rows)
+    table = saved[1]
+    assert "labelled reduction" in table.headers[2] and "paper-8nets profile" in table.headers[2]
+    # the min-mass claims are exact worst cases over the 8 networks; the saved summary keeps no per-network
+    # or per-run values for the others, which are registered as not tested on this run (claims.difference)
+    documented = "not tested (documented: see the chapter)"
+    assert [row[-1] for row in table.rows] == ["holds"] * 3 + [documented] * 3
+    assert all("needs" in row[3] for row in table.rows[:3])

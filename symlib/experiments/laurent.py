@@ -150,7 +150,7 @@ def _toy_summary(art: dict[str, Any]) -> dict[str, Any]:
             **toy_symmetry_tests({form: np.asarray(art[form]) for form in OUTPUT_WEIGHT_FORMS})}
 
 
-def toy_symmetry_tests(weights: dict[str, np.ndarray]) -> dict[str, Any]:
+def toy_symmetry_tests(weights: dict[str, np.ndarray], resamples: int | None = None) -> dict[str, Any]:
     """Tests and modes of the output-weight difference ``d = w1 - w2`` of the toy perceptrons.
 
     * **Sign test** (two-sided binomial): H0 ``P(w1 > w2) = 1/2`` on the raw weights
@@ -165,8 +165,11 @@ def toy_symmetry_tests(weights: dict[str, np.ndarray]) -> dict[str, Any]:
       the share of networks whose ``d`` lies within a tenth of ``d``'s interquartile range
       of the highest mode (scale-free, so raw and unit-norm weights compare).
 
+    And the bootstrap over networks of the mode and regrouping statistics (:func:`toy_bootstrap`).
+
     Args:
         weights: ``(networks, 2)`` output weights by form (``OUTPUT_WEIGHT_FORMS``).
+        resamples: bootstrap resamples (default :data:`TOY_BOOTSTRAP`).
 
     Returns:
         JSON-able dict: ``sign_test_p``, ``split_half_ks_p``, ``fraction_w1_gt_w2`` (raw),
@@ -205,7 +208,7 @@ def toy_symmetry_tests(weights: dict[str, np.ndarray]) -> dict[str, Any]:
     out["fraction_w1_gt_w2"] = float(np.mean(d > 0))
     out["w1_gt_w2"] = int(np.sum(d > 0))
     out["networks"] = int(len(d))
-    out.update(toy_bootstrap(weights))
+    out.update(toy_bootstrap(weights, TOY_BOOTSTRAP if resamples is None else resamples))
     return out
 
 
@@ -741,8 +744,8 @@ def swap_summary(swaps, epoch_stats, milestones, units, blocks) -> dict[str, Any
     # per run (the Sec. 5.2 claims' independent units): mean swapped pairs per step in the
     # first and the last learning-rate phase, net swapped pairs per epoch in the first phase
     # and over the last tenth of training
-    per_run = {"first_per_step": [swaps[:, first_ep, :, l].mean(axis=(1, 2)).tolist() for l in range(len(net))],
-               "last_per_step": [swaps[:, last_ep, :, l].mean(axis=(1, 2)).tolist() for l in range(len(net))],
+    per_run = {"first_per_step": [swaps[..., l][:, first_ep].mean(axis=(1, 2)).tolist() for l in range(len(net))],
+               "last_per_step": [swaps[..., l][:, last_ep].mean(axis=(1, 2)).tolist() for l in range(len(net))],
                "first_net_per_epoch": [(x[:, first_net].mean(axis=1) if first_net.size else np.full(len(x), np.nan)
                                         ).tolist() for x in net],
                "late_net_per_epoch": [x[:, late - 1:].mean(axis=1).tolist() for x in net]}
