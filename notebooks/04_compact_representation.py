@@ -405,4 +405,52 @@ print(f"{len(outcomes)} claim(s) of Table 1 have their expected verdicts: "
       + ", ".join(f"{o.claim.name} ({o.verdict.value})" for o in outcomes))
 
 # %% [markdown]
+# ## Beyond the paper: $q_d$ and $q_r$ against the number of chains
+#
+# A chain does not cross permutation modes, so $q_d$ can only fail when its samples come
+# from several chains, and how badly should depend on how many; the paper does not say how
+# many chains it ran. `xiao.agreement_by_chains` runs this profile's HMC with
+# {glue:text}`ch04_max_chains` chains (all other settings unchanged, cached like any run)
+# and, for the first {glue:text}`ch04_chain_counts` chains, fits $q_d$ and $q_r$ (activation
+# matching) to their samples and scores each against the predictive of those same samples,
+# as Table 1 does.
+
+# %%
+by_chains = xiao.agreement_by_chains(profile)
+n_chains = by_chains["chains"]
+print(f"{'chains':>6} {'samples':>7} {'agreement q_d':>14} {'agreement q_r':>14} {'TV q_d':>7} "
+      f"{'TV q_r':>7}")
+for i, n in enumerate(n_chains):
+    b = {k: v[i] for k, v in by_chains.items()}
+    print(f"{n:6d} {b['samples']:7d} {b['agreement_q_d']:14.3f} {b['agreement_q_r']:14.3f} "
+          f"{b['tv_q_d']:7.3f} {b['tv_q_r']:7.3f}")
+glue("ch04_max_chains", int(n_chains.max()), display=False)
+glue("ch04_chain_counts", ", ".join(map(str, n_chains.tolist())), display=False)
+for i in (0, -1):
+    tag = "one" if i == 0 else "all"
+    glue(f"ch04_chains_{tag}_d", f"{by_chains['agreement_q_d'][i]:.3f}", display=False)
+    glue(f"ch04_chains_{tag}_r", f"{by_chains['agreement_q_r'][i]:.3f}", display=False)
+
+# %% tags=["hide-input"]
+fig, ax = plt.subplots(figsize=(5.5, 3.4), constrained_layout=True)
+lines = (("agreement_q_d", "$q_d$ (direct)"), ("agreement_q_r", "$q_r$ (re-basin)"))
+for i, (key, label) in enumerate(lines):
+    ax.plot(n_chains, by_chains[key], "o-", color=plotting.PALETTE[i], label=label)
+ax.set_xscale("log", base=2)
+ax.set_xticks(n_chains, [str(n) for n in n_chains])
+ax.set_ylim(0, 1.02)
+ax.set_xlabel("number of HMC chains the samples come from")
+ax.set_ylabel("agreement with those samples' predictive")
+ax.set_title(f"q_d and q_r against the number of chains ({profile.name} profile)")
+ax.legend();
+
+# %% [markdown]
+# With one chain $q_d$ agrees with the chain's own predictive on a share
+# {glue:text}`ch04_chains_one_d` of the test images and $q_r$ on
+# {glue:text}`ch04_chains_one_r`; with {glue:text}`ch04_max_chains` chains the shares are
+# {glue:text}`ch04_chains_all_d` and {glue:text}`ch04_chains_all_r`. A comparison of $q_d$
+# with $q_r$ therefore says as much about how many chains (modes) were pooled as about
+# re-basin; a paper-scale run should report it.
+
+# %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

@@ -128,8 +128,9 @@ display(Table(["pruned", *labels.values()], rows))
 
 # %% tags=["hide-input"]
 summary = experiments.SUMMARIES["compact_representation"](res.artifact)
-fig3 = [o for o in claims.evaluate("compact_representation", summary)
-        if "Table 1" not in o.claim.source]
+every = claims.evaluate("compact_representation", summary)
+fig3 = [o for o in every if "Table 1" not in o.claim.source]
+fig3_names = {o.claim.name for o in fig3}
 display(claims.claims_table(fig3, profile.name,
                             scale="quick miniature" if profile.name == "quick" else None))
 for o in fig3:
@@ -138,9 +139,11 @@ for o in fig3:
     why = claims.documented_difference(o.claim.experiment, profile.name, o.claim.name)
     if why:
         print(f"{o.claim.name} ({o.verdict.value}): {why}")
-display(report.show_saved_run("compact_representation",
-                              "full-batch HMC on the full training set: a GPU",
-                              keep=lambda name: not name.startswith("qr_beats_qd")))
+saved_table = report.show_saved_run("compact_representation",
+                                     "full-batch HMC on the full training set: a GPU",
+                                     keep=lambda name: name in fig3_names)
+if saved_table is not None:
+    display(saved_table)
 near = summary["near_prior"]
 display(Table(["quantity", f"ours ({profile.name} profile)"], [
     ("median sigma: HMC q_d / HMC q_r (per sample) / HMC q_r (per chain)",
@@ -282,7 +285,7 @@ glue("ch05_arch", f"784-{profile.hidden}-10", display=False)
 #
 # **Stitching** (finding iii): the stitched curve's gain over the better single-method
 # curve, averaged over the pruning levels, is
-# {glue:text}`ch05_e_stitched_pruning_wins` accuracy; verdict
+# {glue:text}`ch05_e_stitched_pruning_wins` (test accuracy as a fraction); verdict
 # *{glue:text}`ch05_v_stitched_pruning_wins`*. The ensemble's own $\sigma_r$ (spread of a
 # few MAP networks) ranks weights by a noisy criterion, and HMC's means are poor networks.
 #
