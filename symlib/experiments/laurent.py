@@ -12,8 +12,16 @@ The papers' claims about both experiments are registered here with
 removal, few dropped networks, functions unchanged) and Fig. 2, Prop. 2, Cor. 1, App. D.3
 (above the min-mass point, strict convexity in the log-scales, lower regularised loss with
 biases counted, largest weights, identical marginals before symmetry removal and different
-after). :func:`mass_hessian` and :func:`mass_along_line` are the numerical checks of
-Proposition 2.
+after), and Sec. 5.2 (swaps in the high learning-rate phases, the ordering freezing). Each
+returns :class:`~symlib.experiments.claims.Evidence` against a threshold of the Laurent
+section of :mod:`symlib.experiments.thresholds`, over its independent units: the networks
+(a bootstrap over the toy perceptrons; exact worst cases over every network for the
+min-mass claims, whose optimum is computed, not sampled; a Student-t interval over networks
+for the largest weights), the runs (a bootstrap for the swap claims) and the weight
+positions (Clopper-Pearson for the KS shares). Summaries saved before 2026-11-25 lack the
+per-unit values; the claims that need them are "not tested" on those runs (the registered
+differences at the end of the module). :func:`mass_hessian` and :func:`mass_along_line` are
+the numerical checks of Proposition 2.
 """
 from __future__ import annotations
 

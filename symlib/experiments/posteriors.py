@@ -12,6 +12,14 @@ Registered experiments:
 - ``functional_collapse``: Sec. 5.1 / App. D.2, the mutual information of two-member
   ensembles of bank networks, in and out of distribution.
 
+The claims (Sec. 4.3, Table 1; Sec. 5.1, App. D.2) return
+:class:`~symlib.experiments.claims.Evidence` over their independent units: the MMD
+orderings and the metric orderings with a delete-a-group jackknife over the reference
+networks and each method's units (a multi-mode method's modes, the ensemble's members, a
+single-mode method's draws), which ``laurent_posteriors`` computes; the functional-collapse
+claims over the networks (a bootstrap of networks, a network-level permutation test, a
+matching of disjoint pairs), never over pairs that share networks.
+
 The networks of the bank that pass the authors' convergence rule
 (:data:`~symlib.experiments.optunet.CONVERGED_ACCURACY`) are split in order: the first
 ``post_reference`` are the reference posterior, the next ``post_samples`` the deep
