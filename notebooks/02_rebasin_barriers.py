@@ -102,7 +102,7 @@ print(f"pair 0: the two methods assign the same partner to {100 * agree:.1f}% of
 # %% [markdown]
 # ## Interpolation paths of the trained networks (Figure 1, pair 0)
 
-# %%
+# %% tags=["hide-input"]
 methods = experiments.MATCHING_METHODS
 curves = {f"{split}, {m}": res.curve(split, m) for split in ("train", "test") for m in methods}
 plotting.interpolation_curves(curves,

@@ -95,7 +95,7 @@ axes[0].set_ylabel("number of weights");
 # Keep the fraction of weights (over all parameters) with the lowest $\sigma$, set the
 # others to zero, and evaluate the mean network on the test set.
 
-# %%
+# %% tags=["hide-input"]
 prune = res.pruning
 labels = {"ensemble": "ensemble only", "hmc": "HMC only",
           "ensemble mu + hmc sigma": r"ensemble $\mu_r$ + HMC $\sigma_r$",
