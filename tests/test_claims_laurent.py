@@ -383,3 +383,14 @@ def test_collapse_claims_untested_on_a_summary_without_pairs():
     s = _collapse(np.random.default_rng(18))
     old = {k: v for k, v in s.items() if k not in ("pair_index", "mi_id_pairs", "mi_ood_pairs", "networks")}
     assert set(_verdicts("functional_collapse", old).values()) == {UNTESTED}
+
+
+def test_swap_ratio_with_a_run_that_never_swapped_early():
+    """Three runs, one with no swap in the first phase (as the quick OptuNets' dense layer):
+    resamples of that run alone have nothing to fall from, so the ratio is unbounded above."""
+    s = _trained(np.random.default_rng(19), runs=3)
+    pr = s["swaps"]["per_run"]
+    pr["first_per_step"][1] = [0.0, 0.05, 0.04]
+    pr["first_net_per_epoch"][1] = [0.0, 0.4, 0.3]
+    v = _verdicts("laurent_optunets", s)
+    assert v["swaps_in_high_lr_phases"] is SAME and v["ordering_freezes"] is SAME
