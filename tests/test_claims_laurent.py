@@ -392,5 +392,6 @@ def test_swap_ratio_with_a_run_that_never_swapped_early():
     pr = s["swaps"]["per_run"]
     pr["first_per_step"][1] = [0.0, 0.05, 0.04]
     pr["first_net_per_epoch"][1] = [0.0, 0.4, 0.3]
+    pr["last_per_step"][1], pr["late_net_per_epoch"][1] = [0.0, 0.002, 0.001], [0.0, 0.01, 0.0]
     v = _verdicts("laurent_optunets", s)
     assert v["swaps_in_high_lr_phases"] is SAME and v["ordering_freezes"] is SAME
