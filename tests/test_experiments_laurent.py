@@ -178,3 +178,41 @@ def test_optunet_summary_leaves_out_unconverged_nets_and_its_claims_run():
     assert outcomes["min_mass_convex"].holds and outcomes["swaps_in_high_lr_phases"].holds
     with pytest.raises(ValueError, match="none of the 3 OptuNets reached 15%"):
         optunet_summary({**art, "test_accuracy": np.full(3, 0.1)})
+
+
+def test_posterior_units_groups_and_matching():
+    from symlib.experiments.posteriors import disjoint_pairs, reference_groups, sample_groups
+    assert sample_groups("multi-SWAG", 10, 5).tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    assert sample_groups("SWAG", 4, 5).tolist() == [0, 1, 2, 3] and sample_groups("DE", 3, 5).tolist() == [0, 1, 2]
+    g = reference_groups(1000)
+    assert len(np.unique(g)) == 20 and np.all(np.bincount(g) == 50)
+    assert reference_groups(16).tolist() == list(range(16))
+    i, j = np.triu_indices(5, k=1)
+    taken = disjoint_pairs(np.stack([i, j], 1))
+    assert [(int(i[k]), int(j[k])) for k in taken] == [(0, 1), (2, 3)]
+
+
+def test_network_bootstrap_keeps_pairs_of_resampled_networks():
+    from symlib.experiments.posteriors import network_bootstrap_cv_ratio
+    rng = np.random.default_rng(3)
+    i, j = np.triu_indices(12, k=1)
+    a = 1 + 0.1 * rng.normal(size=i.size)
+    est, reps = network_bootstrap_cv_ratio(np.stack([i, j], 1), a, 2 * a, 12, resamples=200)
+    assert est == pytest.approx(1.0) and np.allclose(reps, 1.0)  # a scale change leaves the CV unchanged
+    est, reps = network_bootstrap_cv_ratio(np.stack([i, j], 1), a, 1 + 3 * (a - 1), 12, resamples=200)
+    assert est == pytest.approx(3.0 / np.mean(1 + 3 * (a - 1)) * np.mean(a), rel=1e-6) and reps.size == 200
+
+
+def test_mmd_scores_jackknife_over_reference_and_sample_groups():
+    import jax
+    from symlib.core.cnn import optunet_init
+    from symlib.experiments.posteriors import mmd_scores, sample_groups
+    nets = [jax.tree_util.tree_map(np.asarray, optunet_init(jax.random.key(i))) for i in range(10)]
+    ref, smp = stack_trees(nets[:6]), stack_trees(nets[6:])
+    scores, jack = mmd_scores(ref, {"multi-SWAG": smp}, nets[0], groups={"multi-SWAG": sample_groups("multi-SWAG", 4, 2)},
+                              reference_groups=np.array([0, 0, 1, 1, 2, 2]))
+    assert set(jack) == {"MMD", "NS", "NS min-mass", "NS re-basin"}
+    for variant, per in jack.items():
+        assert len(per["multi-SWAG"]["reference"]) == 3 and len(per["multi-SWAG"]["samples"]) == 2, variant
+    assert np.isfinite(scores["MMD"]["multi-SWAG"]["median"])
+    assert mmd_scores(ref, {"multi-SWAG": smp}, nets[0]).keys() == scores.keys()  # without groups: the scores only
