@@ -62,19 +62,29 @@ def _summary(mmd_single, mmd_multi, de):
     return {"mmd": {"MMD": per, "NS": per}}
 
 
-@pytest.mark.parametrize("single, multi, de, holds", [(10.0, 2.0, 0.0, (True, True)), (1.0, 2.0, 0.0, (False, True)),
-                                                      (10.0, 2.0, 3.0, (True, False)), (10.0, 12.0, 0.0, (False, True))])
-def test_sec4_claims_can_fail(single, multi, de, holds):
-    got = {o.claim.name: o.holds for o in claims.evaluate("laurent_posteriors", _summary(single, multi, de))}
-    assert (got["multi_mode_closer"], got["ensemble_closest"]) == holds
+@pytest.mark.parametrize("single, multi, de", [(10.0, 2.0, 0.0), (1.0, 2.0, 0.0)])
+def test_sec4_orderings_of_single_numbers_are_not_tested(single, multi, de):
+    """One MMD per method with no replicates (the issue's chapter-12 case): no verdict either
+    way (tests/test_claims_laurent.py judges summaries with the jackknife replicates)."""
+    for name in ("multi_mode_closer", "ensemble_closest"):
+        check = next(c.check for c in claims.CLAIMS["laurent_posteriors"] if c.name == name)
+        ev = check(_summary(single, multi, de))
+        assert ev.verdict is claims.Verdict.NOT_TESTED and "least clear" in ev.detail
 
 
-def test_sec51_claims_can_fail():
+def test_sec51_claims_read_networks_not_raw_spread():
     rng = np.random.default_rng(2)
-    a = rng.uniform(0.1, 0.2, 200)
-    for b, holds in ((a * 3 + rng.normal(0, 0.01, 200), True), (0.3 - a * 0.1, False)):
-        got = [o.holds for o in claims.evaluate("functional_collapse", collapse_summary({"mi_id": a, "mi_ood": b}))]
-        assert all(got) if holds else not all(got)
+    i, j = np.triu_indices(21, k=1)  # 210 pairs of 21 networks
+    a = rng.uniform(0.1, 0.2, i.size)
+    pairs = np.stack([i, j], axis=1)
+    got = {o.claim.name: o.verdict for o in claims.evaluate(
+        "functional_collapse", collapse_summary({"pairs": pairs, "mi_id": a, "mi_ood": a * 3 + rng.normal(0, 0.01, i.size)}))}
+    # three times the ID MI: a larger standard deviation but the same coefficient of variation
+    assert got["ood_more_dispersed"] is not claims.Verdict.HOLDS
+    assert got["positive_correlation"] is claims.Verdict.HOLDS
+    got = {o.claim.name: o.verdict for o in claims.evaluate(
+        "functional_collapse", collapse_summary({"pairs": pairs, "mi_id": a, "mi_ood": 0.3 - a * 0.1}))}
+    assert got["positive_correlation"] is claims.Verdict.DIFFERS
 
 
 def test_paper_tables_cover_every_method():

@@ -55,7 +55,9 @@ def test_rn18_cifar100_end_to_end_has_every_table1_column(tiny_profile):
     assert set(pr.TABLE1["cifar100"]) == set(summary["methods"])
     # the paper's claims read this summary (their verdict on a smoke-size run is not the point)
     outcomes = claims.evaluate("rn18_posteriors_cifar100", summary)
-    assert [o.claim.name for o in outcomes] == ["multi_mode_closer", "ensemble_closest"]
+    assert [o.claim.name for o in outcomes] == ["multi_mode_closer", "ensemble_closest", "single_mode_better_ece",
+                                                "multi_mode_better_ood_detection", "multi_mode_higher_mi"]
+    assert len(summary["metrics_jackknife"]["multi-SWAG"]["ece"]) == summary["sample_groups"]["multi-SWAG"]
     assert all(o.detail for o in outcomes)
     # the bank and every method's samples sit in memory-mapped weight stores
     bank = pr.bank_weights(tiny_profile, "cifar100")
