@@ -325,8 +325,8 @@ define("vi_alignment_timings.vi_costlier_than_weight_matching", 1.0, "above",
 # ---- Fig. 1 / App. A: the toy perceptrons (units: the trained networks)
 
 define("toy_perceptrons.few_dropped", 0.01, "below",
-       "we removed the networks that were not trained successfully, which represent less than 1% of the "
-       "10,000 networks (App. A.1)",
+       "we selected networks that had a sufficiently low loss on the training set, therefore removing the few "
+       "outliers (less than 1%) that had not been trained successfully (App. A)",
        "effect: the share of the trained networks whose final training loss exceeds our 0.1 (the paper gives no "
        "rule), with its exact (Clopper-Pearson) interval over the networks; the paper's 'less than 1%' as the "
        "boundary",
@@ -334,8 +334,8 @@ define("toy_perceptrons.few_dropped", 0.01, "below",
        "the saved run's 3 of 10,000")
 
 define("toy_perceptrons.raw_symmetric", 0.02, "below",
-       "the permutation symmetry symmetrises the posterior (Prop. 1); Fig. 1 (left) is symmetric about the "
-       "diagonal w1 = w2",
+       "the most important mode is duplicated due to the permutation symmetry, which appears to symmetrize the "
+       "graph (Sec. 3.1, Fig. 1, left; Prop. 1)",
        "effect: |P(w1 > w2) - 1/2| over the networks, its interval the Clopper-Pearson interval of the share "
        "mapped to its distance from one half (low: 0 if it contains 1/2); a symmetry cannot be shown by a test "
        "that fails to reject, so we ask the share to be within 2 percentage points of one half (an equivalence "
@@ -344,7 +344,7 @@ define("toy_perceptrons.raw_symmetric", 0.02, "below",
        "rule was 'neither the sign test nor a split-half KS test rejects at 1%'")
 
 define("toy_perceptrons.mode_duplicated", 0.0, "above",
-       "the most important mode is duplicated by the permutation symmetry (Sec. 3.1, Fig. 1, left)",
+       "the most important mode is duplicated due to the permutation symmetry (Sec. 3.1, Fig. 1, left)",
        "effect: the smaller of |highest mode| / bandwidth - 1 and 1 - (distance from its mirror image to the "
        "nearest mode) / bandwidth, for a Gaussian KDE of d = w1 - w2 of the raw weights (positive: the highest "
        "mode is more than one bandwidth off the diagonal and another mode lies within one bandwidth of its "
@@ -353,8 +353,7 @@ define("toy_perceptrons.mode_duplicated", 0.0, "above",
        "2026-11-25")
 
 define("toy_perceptrons.scaling_regroups", 0.0, "above",
-       "the scaling symmetries spread points that removing them regroups around the modes (Fig. 1, left vs "
-       "middle)",
+       "scaling symmetries seem to regroup some points around the modes (Sec. 3.1, Fig. 1, left vs middle)",
        "effect: the share of networks whose d = w1 - w2 lies within a tenth of d's interquartile range of the "
        "highest KDE mode (scale-free), unit-norm minus raw, on the same networks; interval: percentile "
        "bootstrap over the networks",
@@ -364,8 +363,8 @@ define("toy_perceptrons.scaling_regroups", 0.0, "above",
 # ---- Fig. 2, Prop. 2, Cor. 1, App. D.3, Sec. 5.2: trained MLPs and OptuNets (units: networks)
 
 define("laurent.above_min_mass", 1e-3, "above",
-       "networks trained with weight decay are not at their minimum-mass point: scaling symmetries remain "
-       "(Sec. 3.6, Fig. 2)",
+       "in practice, the effect of scaling symmetries remains present even with weight decay: neural networks "
+       "always seem subject to scaling symmetries (Sec. 3.6, Fig. 2)",
        "effect: the smallest, over all networks, relative decrease of the mass (sum of squared kernel weights) "
        "from the trained point to the min-mass point reached by rescalings that leave the function unchanged: "
        "an exact worst case over every network (the optimum is computed, not sampled); 0.1% separates a "
@@ -374,7 +373,7 @@ define("laurent.above_min_mass", 1e-3, "above",
        "2026-11-23, before any run")
 
 define("laurent.min_mass_convex", 1e-12, "above",
-       "the min-mass problem is strictly convex in the log-scales, with a single minimiser (Prop. 2; App. C.7)",
+       "the min-mass problem is log-log strictly convex (Prop. 2; App. C.7)",
        "effect: the smallest ratio of the smallest to the largest eigenvalue of the mass Hessian in the "
        "log-scales, over every network at the trained point, halfway and at the optimum (positive definite "
        "beyond rounding when above 1e-12); when any random line through an optimum is not convex or not "
@@ -382,8 +381,8 @@ define("laurent.min_mass_convex", 1e-12, "above",
        "2026-11-23, before any run")
 
 define("laurent.corollary1_lower_loss", 0.0, "below",
-       "a trained network not at its min-mass point has equivalent networks with a lower regularised training "
-       "loss (Cor. 1)",
+       "if not already optimal at convergence, there is an infinite number of equivalent networks with training "
+       "loss lower than the original network (Sec. 3.6, after Prop. 2; Cor. 1)",
        "effect: the largest, over all networks, change of the penalised sum of squares dM + dB from the trained "
        "to the min-mass network (dM: kernels; dB: the hidden biases, which our training also penalises and the "
        "rescaling multiplies); the data term is unchanged, so below 0 for every network means the regularised "
@@ -391,8 +390,8 @@ define("laurent.corollary1_lower_loss", 0.0, "below",
        "2026-11-23, before any run")
 
 define("laurent.largest_weight", 0.0, "above",
-       "the minimisation raises the largest weights of the layers with fewer parameters, without unfeasible "
-       "values (Sec. 3.6, Fig. 2)",
+       "the minimization tends to increase the maxima of the layers with fewer parameters yet does not seem to "
+       "promote unfeasible values (Sec. 3.6, Fig. 2)",
        "two effects judged together (the worse verdict), each the mean over networks of a log ratio of the "
        "layer's largest |weight| after over before the min-mass rescaling, with its Student-t interval: the "
        "layer with fewest parameters (weights and biases) must rise (log ratio > 0) and the layer with most "
@@ -401,8 +400,9 @@ define("laurent.largest_weight", 0.0, "above",
        "2026-11-23, before any run (on the means over networks); per network since 2026-11-25")
 
 define("laurent.marginals_identical_before", 0.10, "below",
-       "KS tests cannot rule out that the layer-wise marginals of different units are identical (Prop. 1, "
-       "App. D.3, Fig. 9)",
+       "we check with two-sample Kolmogorov-Smirnov tests that we cannot rule out that the distributions are the "
+       "same ... as long as the permutations are not removed, we keep the equivalence property of all the "
+       "marginals (App. D.3, Fig. 9; Prop. 1)",
        "effect: the share of weight positions whose KS test (first vs last unit, independent halves of the "
        "networks) gives p < 0.05, with its Clopper-Pearson interval over the positions; 5% expected if "
        "identical, at most 10% accepted since the positions of one unit are correlated (the interval treats "
@@ -410,21 +410,23 @@ define("laurent.marginals_identical_before", 0.10, "below",
        "2026-11-23, before any run (as 'share <= 10%'); an interval since 2026-11-25")
 
 define("laurent.marginals_differ_after", 0.10, "above",
-       "once the symmetries are removed the units' marginals are no longer identical (App. D.3)",
+       "as long as the permutations are not removed, we keep the equivalence property of all the marginals "
+       "(App. D.3, Fig. 9: read as: once they are removed, the marginals differ)",
        "effect: the share of weight positions with KS p < 0.05 after min-mass scaling and sorting, with its "
        "Clopper-Pearson interval over the positions; above twice the 5% expected under identical marginals",
        "2026-11-23, before any run (with a second condition on the median p-values, now shown in the detail); "
        "an interval since 2026-11-25")
 
 define("laurent.swaps_in_high_lr_phases", 0.5, "below",
-       "sorted units change places mostly in the high learning-rate phases (Sec. 5.2, Fig. 4, left)",
+       "the variations of the permutation set are scarce yet gathered around points of instability ... a lot of "
+       "variation during the phases with a high learning rate (Sec. 5.2, Fig. 4)",
        "effect: the mean over runs (networks) of the swapped pairs per step in the last learning-rate phase "
        "over that in the first, with its percentile bootstrap over the runs; the worst permutation; 'mostly' "
        "read as less than half the first phase's rate",
        "2026-11-24, before the OptuNet runs (as a ratio of means); a bootstrap over runs since 2026-11-25")
 
 define("laurent.ordering_freezes", 0.15, "below",
-       "the weights nearly never permute in the last phase of training (Sec. 5.2)",
+       "we see that the weights nearly never permute in the last phase of the training (Sec. 5.2, Fig. 4, left)",
        "effect: the mean over runs of the net swapped pairs per epoch over the last tenth of training over "
        "their mean in the first learning-rate phase, with its percentile bootstrap over the runs; the worst "
        "permutation; 'nearly never' read as below 15% of the first phase's rate",
@@ -480,9 +482,12 @@ define("laurent_posteriors.multi_mode_higher_mi", 0.0, "above",
 # ---- Sec. 5.1, App. D.2: functional collapse (units: the networks; pairs share them)
 
 define("functional_collapse.ood_more_dispersed", 1.0, "above",
-       "the dispersion of the mutual information ... out of the domain (center) is greater (App. D.2, Fig. 7); "
-       "the variance of the out-of-distribution MI is higher (Sec. 5.1, Fig. 3)",
-       "effect: the coefficient of variation (std / mean, scale-free: the OOD MI is about twice the ID MI) of "
+       "in Figure 3 (left), we see that the in-distribution MI between any two networks has a very low variance "
+       "... In Figure 3 (center), we see that the variance of the out-of-distribution MI is higher (Sec. 5.1, "
+       "ResNet-18, CIFAR-100 vs SVHN; for OptuNet, App. D.2 compares the dispersions with ResNet-18's, not OOD "
+       "with ID, so on functional_collapse this is the Sec. 5.1 statement carried to OptuNet)",
+       "effect: the coefficient of variation (std / mean, scale-free: the OOD MI is about twice the ID MI, so a "
+       "larger variance alone would follow from the larger mean; 'variance' read as relative spread) of "
        "the pairwise MI out of distribution over that in distribution; interval: percentile bootstrap over "
        "the networks (a resample of networks keeps the pairs of distinct resampled networks, weighted by "
        "their multiplicities). Replaces the comparison of raw standard deviations (issue 28)",
