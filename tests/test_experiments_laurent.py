@@ -184,6 +184,7 @@ def test_posterior_units_groups_and_matching():
     from symlib.experiments.posteriors import disjoint_pairs, reference_groups, sample_groups
     assert sample_groups("multi-SWAG", 10, 5).tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
     assert sample_groups("SWAG", 4, 5).tolist() == [0, 1, 2, 3] and sample_groups("DE", 3, 5).tolist() == [0, 1, 2]
+    assert np.all(np.bincount(sample_groups("SGHMC", 100, 10)) == 5)  # at most 20 groups of independent draws
     g = reference_groups(1000)
     assert len(np.unique(g)) == 20 and np.all(np.bincount(g) == 50)
     assert reference_groups(16).tolist() == list(range(16))

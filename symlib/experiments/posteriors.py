@@ -379,14 +379,15 @@ def mmd_scores(reference: dict, samples: dict, reference_net: dict, groups: dict
     return out if groups is None else (out, jack)
 
 
-def sample_groups(method: str, n: int, modes: int) -> np.ndarray:
-    """The independent unit of each of a method's ``n`` samples: its mode for a multi-mode
+def sample_groups(method: str, n: int, modes: int, max_groups: int = 20) -> np.ndarray:
+    """The jackknife group of each of a method's ``n`` samples: its mode for a multi-mode
     method (:func:`~symlib.inference.multi_mode_samples` is mode-major), else the sample
     itself (the deep ensemble's members, and the draws of a single-mode method given its
-    fitted posterior)."""
+    fitted posterior), gathered in at most ``max_groups`` contiguous groups of independent
+    samples (the paper profile's 100 samples in 20 groups of 5)."""
     if method.startswith("multi-") and modes > 1:
         return np.arange(n) // max(1, n // modes)
-    return np.arange(n)
+    return np.arange(n) * min(n, max_groups) // n
 
 
 #: the reference networks are jackknifed in at most this many groups (all 1,000 of the paper
