@@ -1733,12 +1733,6 @@ for _exp in ("ensemble", "vi"):
                "the quick profile trains on 2,000 MNIST images (the paper: full MNIST) with 128 hidden units (of 512): "
                "its test accuracy is about 92%, some 6 points below Table 1; the claim is judged on the "
                "paper-profile run in book/results")
-difference("rebasin_barriers", "paper", "rebasin_removes_barrier",
-           "one network pair in the saved paper-profile run (saved before the claims were judged over pairs): "
-           "matching removes 95-99% of its barrier (train 0.108 -> 0.003 / 0.005 nats), but one pair gives no "
-           "interval, so the verdict is 'same direction'; replicates (rebasin_pairs = 3) are needed",
-           verdict=Verdict.SAME_DIRECTION)
-
 difference("not_sweep", "paper-10nots-2runs", "not_nearly_equal",
            "NoT(P') exceeds NoT(P) by 109 transpositions on average (the correlation, r = 0.989, holds): the two "
            "networks started from the same W_init (NoT(P) = 0) end 172 and 181 transpositions apart, yet in one "
