@@ -401,7 +401,7 @@ axes[0].legend(fontsize=8);
 # One weight position up close: the hidden-to-hidden weight whose canonical p-value is the
 # smallest (selected for display, so its p-value is not itself a test).
 
-# %%
+# %% tags=["hide-input"]
 l = 1  # hidden-to-hidden layer: one weight position, marginal over checkpoints
 i = int(np.argmin(pvals["scaling and permutation removed"][l]))
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), constrained_layout=True, sharey=True)
