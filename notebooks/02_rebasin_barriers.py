@@ -209,8 +209,8 @@ if paper_run is not None:
 # profile's hidden layer of {glue:text}`ch02_hidden` units the matched barrier is not zero.
 # In the saved paper-profile run the share removed is
 # {glue:text}`ch02_pp_e_rebasin_removes_barrier` (verdict:
-# *{glue:text}`ch02_pp_v_rebasin_removes_barrier`*): that run predates the replicates, and
-# a single pair gives no interval, whatever its share. Git Re-Basin
+# *{glue:text}`ch02_pp_v_rebasin_removes_barrier`*), with its interval over that run's
+# independent pairs (the profile's `rebasin_pairs`). Git Re-Basin
 # {cite:p}`ainsworth2023git` finds that barriers after matching shrink as the width grows,
 # which is where the paper's near-complete removal at {paper}`512` units would come from.
 
