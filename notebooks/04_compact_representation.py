@@ -405,7 +405,7 @@ print(f"{len(outcomes)} claim(s) of Table 1 have their expected verdicts: "
       + ", ".join(f"{o.claim.name} ({o.verdict.value})" for o in outcomes))
 
 # %% [markdown]
-# ## Beyond the paper: $q_d$ and $q_r$ against the number of chains
+# ## Beyond the paper: q_d and q_r against the number of chains
 #
 # A chain does not cross permutation modes, so $q_d$ can only fail when its samples come
 # from several chains, and how badly should depend on how many; the paper does not say how

@@ -498,15 +498,10 @@ display(claims.claims_table(opt_outcomes, profile.name,
                             scale=scales.scale_label("laurent_optunets", profile.name)))
 display(claims.claims_table(mlp_outcomes, profile.name,
                             scale=scales.scale_label("laurent_mlps", profile.name)))
-for prefix, group in (("opt", opt_outcomes), ("mlp", mlp_outcomes)):
-    for o in group:
-        glue(f"ch10_v_{prefix}_{o.claim.name}", o.verdict.value, display=False)
-        glue(f"ch10_e_{prefix}_{o.claim.name}", o.evidence.interval_text(), display=False)
+claims.glue_outcomes(opt_outcomes, "ch10_opt", glue)    # ch10_opt_v_<claim>, ch10_opt_e_<claim>
+claims.glue_outcomes(mlp_outcomes, "ch10_mlp", glue)
 outcomes = opt_outcomes + mlp_outcomes
-for o in outcomes:
-    why = claims.documented_difference(o.claim.experiment, profile.name, o.claim.name)
-    if why:
-        print(f"{o.claim.experiment}.{o.claim.name} ({o.verdict.value}): {why}")
+claims.print_differences(outcomes, profile.name)
 
 # %% tags=["nbval-check-output"]
 unexpected = claims.unexpected_failures(outcomes, profile.name)
@@ -516,21 +511,21 @@ print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts:
 
 # %% [markdown]
 # **What our runs say.** Trained networks above their min-mass point: OptuNets
-# {glue:text}`ch10_v_opt_above_min_mass`, MLPs {glue:text}`ch10_v_mlp_above_min_mass`; the
+# {glue:text}`ch10_opt_v_above_min_mass`, MLPs {glue:text}`ch10_mlp_v_above_min_mass`; the
 # rescaling is exact, leaving every function unchanged to float64 round-off. Strict
 # convexity of the mass in the log-scales (Hessian positive definite at the trained point,
 # halfway and at the optimum, every random line convex with its minimum at the optimum):
-# OptuNets {glue:text}`ch10_v_opt_min_mass_convex`, MLPs
-# {glue:text}`ch10_v_mlp_min_mass_convex`. Corollary 1 reads the mass as the whole L2
+# OptuNets {glue:text}`ch10_opt_v_min_mass_convex`, MLPs
+# {glue:text}`ch10_mlp_v_min_mass_convex`. Corollary 1 reads the mass as the whole L2
 # penalty; the authors' training (and ours) also penalises the biases, which the rescaling
 # changes, so the claim is judged on the change of the whole regularised objective (kernel
 # and hidden-bias penalties, table above): OptuNets
-# {glue:text}`ch10_v_opt_corollary1_lower_loss`, MLPs
-# {glue:text}`ch10_v_mlp_corollary1_lower_loss`. When the objective falls for every network, weight decay does not pin
+# {glue:text}`ch10_opt_v_corollary1_lower_loss`, MLPs
+# {glue:text}`ch10_mlp_v_corollary1_lower_loss`. When the objective falls for every network, weight decay does not pin
 # down the scale of the units.
 #
-# The largest weights ({glue:text}`ch10_v_opt_largest_weight` for OptuNets,
-# {glue:text}`ch10_v_mlp_largest_weight` for MLPs): for OptuNet the first convolution
+# The largest weights ({glue:text}`ch10_opt_v_largest_weight` for OptuNets,
+# {glue:text}`ch10_mlp_v_largest_weight` for MLPs): for OptuNet the first convolution
 # ({glue:text}`ch10_params_conv_0` parameters) changes by {glue:text}`ch10_ratio_conv_0`, the
 # grouped convolution ({glue:text}`ch10_params_conv_1`) by {glue:text}`ch10_ratio_conv_1`,
 # and the two dense layers ({glue:text}`ch10_params_dense_0` and
@@ -542,8 +537,8 @@ print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts:
 # The layer-wise marginals (App. D.3): before symmetry removal
 # {glue:text}`ch10_ks_raw_share:.1%` of the Kolmogorov-Smirnov p-values between the first
 # and the last unit are below {glue:text}`ch10_ks_level` (the level itself is expected for
-# identical distributions; {glue:text}`ch10_v_mlp_marginals_identical_before`), after
-# removal {glue:text}`ch10_ks_canon_share:.1%` ({glue:text}`ch10_v_mlp_marginals_differ_after`).
+# identical distributions; {glue:text}`ch10_mlp_v_marginals_identical_before`), after
+# removal {glue:text}`ch10_ks_canon_share:.1%` ({glue:text}`ch10_mlp_v_marginals_differ_after`).
 # With {glue:text}`ch10_ks_checkpoints` checkpoints (half per sample) the tests have limited
 # power, so the difference shows as a shift of the p-value distribution rather than as
 # uniformly tiny p-values; removing permutations alone already moves it, and the min-mass

@@ -242,15 +242,10 @@ display(claims.claims_table(opt_outcomes, profile.name,
                             scale=scales.scale_label("laurent_optunets", profile.name)))
 display(claims.claims_table(mlp_outcomes, profile.name,
                             scale=scales.scale_label("laurent_mlps", profile.name)))
-for prefix, group in (("opt", opt_outcomes), ("mlp", mlp_outcomes)):
-    for o in group:
-        glue(f"ch11_v_{prefix}_{o.claim.name}", o.verdict.value, display=False)
-        glue(f"ch11_e_{prefix}_{o.claim.name}", o.evidence.interval_text(), display=False)
+claims.glue_outcomes(opt_outcomes, "ch11_opt", glue)    # ch11_opt_v_<claim>, ch11_opt_e_<claim>
+claims.glue_outcomes(mlp_outcomes, "ch11_mlp", glue)
 outcomes = opt_outcomes + mlp_outcomes
-for o in outcomes:
-    why = claims.documented_difference(o.claim.experiment, profile.name, o.claim.name)
-    if why:
-        print(f"{o.claim.experiment}.{o.claim.name} ({o.verdict.value}): {why}")
+claims.print_differences(outcomes, profile.name)
 
 # %% tags=["nbval-check-output"]
 unexpected = claims.unexpected_failures(outcomes, profile.name)
@@ -260,12 +255,12 @@ print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts:
 
 # %% [markdown]
 # **What our runs say.** Swaps gathered in the high learning-rate phases: OptuNets
-# {glue:text}`ch11_v_opt_swaps_in_high_lr_phases`, MLPs
-# {glue:text}`ch11_v_mlp_swaps_in_high_lr_phases`. On our OptuNets the grouped convolution's
+# {glue:text}`ch11_opt_v_swaps_in_high_lr_phases`, MLPs
+# {glue:text}`ch11_mlp_v_swaps_in_high_lr_phases`. On our OptuNets the grouped convolution's
 # channels go from {glue:text}`ch11_conv_rates` swapped pairs per step over the three
 # phases, the hidden dense units from {glue:text}`ch11_dense_rates`. The ordering nearly
-# frozen late in training: OptuNets {glue:text}`ch11_v_opt_ordering_freezes`, MLPs
-# {glue:text}`ch11_v_mlp_ordering_freezes`; over the last tenth of training the smallest
+# frozen late in training: OptuNets {glue:text}`ch11_opt_v_ordering_freezes`, MLPs
+# {glue:text}`ch11_mlp_v_ordering_freezes`; over the last tenth of training the smallest
 # net $\tau$ per epoch of the OptuNets' layers is {glue:text}`ch11_late_tau_min`. What the
 # counts add to the figure: most swaps in a step are undone within the epoch (compare the
 # summed and net columns of the phase tables), a flicker between units whose sorting

@@ -39,7 +39,7 @@ Summary = Mapping[str, Any]
 __all__ = ["Claim", "ClaimOutcome", "Evidence", "Verdict", "CLAIMS", "DIFFERENCES", "claim", "difference",
            "documented_difference", "evaluate", "unexpected_failures", "check_summary", "check_result",
            "claims_table", "exact", "mean_of_units", "bootstrap_of_units", "share_of_units", "not_tested",
-           "interval_evidence", "verdict_counts"]
+           "interval_evidence", "verdict_counts", "worst", "glue_outcomes", "print_differences"]
 
 
 class Verdict(str, enum.Enum):
@@ -303,6 +303,51 @@ def documented_difference(experiment: str, profile: str, name: str) -> str | Non
     """
     entry = DIFFERENCES.get((experiment, profile, name))
     return entry[1] if entry else None
+
+
+_RANK = {Verdict.DIFFERS: 0, Verdict.SAME_DIRECTION: 1, Verdict.HOLDS: 2}
+
+
+def worst(evidence: Sequence[Evidence]) -> Evidence:
+    """The least favourable of several Evidence judged on one threshold.
+
+    A not-tested one comes first; otherwise the worst verdict, and within it the interval
+    end nearest the threshold (for a claim judged as "every part must hold").
+
+    Args:
+        evidence: one or more Evidence on the same threshold.
+
+    Returns:
+        One element of ``evidence``.
+    """
+    untested = [e for e in evidence if e.untested is not None]
+    if untested:
+        return untested[0]
+
+    def key(e: Evidence) -> tuple[int, float, float]:
+        up = e.threshold.direction == "above"
+        near = e.low if up else -e.high
+        signed = e.effect if up else -e.effect
+        rank = _RANK[e.verdict]
+        return (rank, near, signed) if rank else (0, signed, signed)
+
+    return min(evidence, key=key)
+
+
+def glue_outcomes(outcomes: Sequence[ClaimOutcome], prefix: str, glue) -> None:
+    """Glue each outcome's verdict as ``{prefix}_v_{claim}`` and its interval (or "not tested")
+    as ``{prefix}_e_{claim}``; ``glue`` is myst-nb's, passed in so the library needs no book extra."""
+    for o in outcomes:
+        glue(f"{prefix}_v_{o.claim.name}", o.verdict.value, display=False)
+        glue(f"{prefix}_e_{o.claim.name}", o.evidence.interval_text(), display=False)
+
+
+def print_differences(outcomes: Sequence[ClaimOutcome], profile: str) -> None:
+    """Print the registered reason of every outcome that has one for ``profile``."""
+    for o in outcomes:
+        why = documented_difference(o.claim.experiment, profile, o.claim.name)
+        if why:
+            print(f"{o.claim.experiment}.{o.claim.name} ({o.verdict.value}): {why}")
 
 
 def unexpected_failures(outcomes: Sequence[ClaimOutcome], profile: str) -> list[ClaimOutcome]:

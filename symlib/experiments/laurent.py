@@ -32,7 +32,7 @@ import jax
 import numpy as np
 
 from symlib.core.models import mlp_init
-from symlib.experiments.claims import (Evidence, Verdict, claim, difference, exact, interval_evidence,
+from symlib.experiments.claims import (Evidence, Verdict, claim, worst, difference, exact, interval_evidence,
                                        mean_of_units, not_tested, share_of_units)
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import ExperimentResult, data_config, fit_many_blocks, load_data, pick, register
@@ -672,30 +672,10 @@ def _largest_weight(summary: dict[str, Any]) -> Evidence:
                      detail + f"; largest single ratio x{np.max(ratio):.1f} (unfeasible: >= x{UNFEASIBLE_RATIO:g})")
     evs = [mean_of_units(np.log(ratio[:, small]), t, "networks", ""),
            mean_of_units(-np.log(ratio[:, big]), t, "networks", "")]
-    w = _worst_of(evs)
+    w = worst(evs)
     return Evidence(w.effect, w.low, w.high, t, f"{w.units} (worse of: log ratio of {mm['layers'][small]} rises, of "
                     f"{mm['layers'][big]} does not)", detail + f"; mean log ratio {mm['layers'][small]} "
                     f"{evs[0].effect:+.3f}, {mm['layers'][big]} {-evs[1].effect:+.3f}")
-
-
-_RANK = {"differs": 0, "same direction, not significant": 1, "holds": 2}
-
-
-def _worst_of(evidence: list[Evidence]) -> Evidence:
-    """The least favourable of several Evidence on one threshold (worst verdict, then the
-    interval end nearest the threshold); a not-tested one first."""
-    untested = [e for e in evidence if e.untested is not None]
-    if untested:
-        return untested[0]
-
-    def key(e: Evidence):
-        up = e.threshold.direction == "above"
-        near = e.low if up else -e.high
-        signed = e.effect if up else -e.effect
-        r = _RANK[e.verdict.value]
-        return (r, near, signed) if r else (0, signed, signed)
-
-    return min(evidence, key=key)
 
 
 @claim("laurent_mlps", "marginals_identical_before", "Laurent et al. (2024), Prop. 1, App. D.3, Fig. 9",
@@ -815,7 +795,7 @@ def _swaps_high_lr(summary: dict[str, Any]) -> Evidence:
     pr = sw["per_run"]
     evs = [_ratio_over_runs(np.asarray(pr["last_per_step"][p], float), np.asarray(pr["first_per_step"][p], float), t,
                             "") for p in range(len(sw["perm_names"]))]
-    w = _worst_of(evs)
+    w = worst(evs)
     return Evidence(w.effect, w.low, w.high, t, f"{w.units} (worst of {len(evs)} permutations)", detail) \
         if w.untested is None else not_tested(t, w.untested, detail)
 
@@ -840,7 +820,7 @@ def _ordering_freezes(summary: dict[str, Any]) -> Evidence:
     evs = [_ratio_over_runs(np.asarray(pr["late_net_per_epoch"][p], float),
                             np.asarray(pr["first_net_per_epoch"][p], float), t, "")
            for p in range(len(sw["perm_names"]))]
-    w = _worst_of(evs)
+    w = worst(evs)
     return Evidence(w.effect, w.low, w.high, t, f"{w.units} (worst of {len(evs)} permutations)", detail) \
         if w.untested is None else not_tested(t, w.untested, detail)
 

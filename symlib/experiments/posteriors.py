@@ -38,7 +38,7 @@ import jax
 import numpy as np
 
 from symlib.experiments.cache import cached_steps
-from symlib.experiments.claims import Evidence, Verdict, claim, difference, interval_evidence, not_tested
+from symlib.experiments.claims import Evidence, Verdict, claim, difference, interval_evidence, not_tested, worst
 from symlib.experiments.optunet import CONVERGED_ACCURACY, optunet_data
 from symlib.experiments.profiles import Profile
 from symlib.experiments.thresholds import threshold
@@ -535,9 +535,9 @@ def _mmd_pairs_evidence(summary: dict[str, Any], t, pairs: list[tuple[str, str]]
         parts = []
         for variant in ("MMD", "NS"):
             per = summary["mmd"][variant]
-            worst = min(pairs, key=lambda p: per[p[0]]["median"] - per[p[1]]["median"])
-            parts.append(f"{variant}: least clear {worst[0]} {per[worst[0]]['median']:.3g} vs {worst[1]} "
-                         f"{per[worst[1]]['median']:.3g}")
+            closest = min(pairs, key=lambda p: per[p[0]]["median"] - per[p[1]]["median"])
+            parts.append(f"{variant}: least clear {closest[0]} {per[closest[0]]['median']:.3g} vs {closest[1]} "
+                         f"{per[closest[1]]['median']:.3g}")
         return not_tested(t, _NO_JACKKNIFE, "; ".join(parts))
     found = []
     for variant in ("MMD", "NS"):
@@ -547,9 +547,7 @@ def _mmd_pairs_evidence(summary: dict[str, Any], t, pairs: list[tuple[str, str]]
                 found.append((ev, variant, a, b))
     if not found:
         return not_tested(t, "no MMD is defined for these methods")
-    from symlib.experiments.laurent import _worst_of
-
-    w = _worst_of([f[0] for f in found])
+    w = worst([f[0] for f in found])
     _, variant, a, b = next(f for f in found if f[0] is w)
     held = sum(f[0].verdict.value == "holds" for f in found)
     n_ref = summary.get("reference_size", "?")
@@ -602,9 +600,7 @@ def _metric_claim(summary: dict[str, Any], t, metrics: list[tuple[str, float, st
     parts = [f"{label}: single-mode mean {np.mean([met[m][k] for m in single]):.3f}, multi-mode mean "
              f"{np.mean([met[m][k] for m in multi]):.3f}" for k, _, label in metrics]
     detail = "; ".join(parts) + f" (single: {', '.join(single)}; multi: {', '.join(multi)})"
-    from symlib.experiments.laurent import _worst_of
-
-    w = _worst_of(evs)
+    w = worst(evs)
     if w.untested is not None:
         return not_tested(t, w.untested, detail)
     groups = summary.get("sample_groups", {})

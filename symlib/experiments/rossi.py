@@ -29,7 +29,7 @@ import jax
 import numpy as np
 
 from symlib.experiments.cache import cached_steps
-from symlib.experiments.claims import (Evidence, Verdict, claim, difference, interval_evidence, mean_of_units,
+from symlib.experiments.claims import (Evidence, Verdict, claim, worst, difference, interval_evidence, mean_of_units,
                                       not_tested, share_of_units)
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import ExperimentResult, data_config, load_align_data, pick, register, run
@@ -834,25 +834,6 @@ RESNET_STANDIN_HEADERS = ["training", "time", "test accuracy of q0 / q1", "barri
 
 _SEC51 = "Rossi et al. (2023), Sec. 5.1"
 _APPC = "Rossi et al. (2023), App. C, Fig. A2"
-_RANK = {Verdict.DIFFERS: 0, Verdict.SAME_DIRECTION: 1, Verdict.HOLDS: 2}
-
-
-def _worst(evidence: Sequence[Evidence]) -> Evidence:
-    """The least favourable of several Evidence on one threshold: the worst verdict, and
-    within it the interval end nearest the threshold (a not-tested one first)."""
-    untested = [e for e in evidence if e.untested is not None]
-    if untested:
-        return untested[0]
-
-    def key(e: Evidence) -> tuple[int, float, float]:
-        t = e.threshold
-        near = e.low if t.direction == "above" else -e.high
-        signed = e.effect if t.direction == "above" else -e.effect
-        return (_RANK[e.verdict], near, signed) if _RANK[e.verdict] else (0, signed, signed)
-
-    return min(evidence, key=key)
-
-
 def _check_summary_keys(summary: Mapping[str, Any], keys: Sequence[str], experiment: str) -> None:
     missing = [k for k in keys if k not in summary]
     if missing:
@@ -899,10 +880,10 @@ def barrier_reduction(summary: Mapping[str, Any], experiment: str = "vi_alignmen
                               float(np.mean(naive)), float(np.mean(aligned))))
     if not cells:
         return not_tested(t, f"the summary of {experiment!r} holds no barrier")
-    worst = _worst([c[0] for c in cells])
-    where, naive, aligned = next((c[1], c[2], c[3]) for c in cells if c[0] is worst)
+    least = worst([c[0] for c in cells])
+    where, naive, aligned = next((c[1], c[2], c[3]) for c in cells if c[0] is least)
     lowered = sum(c[0].effect > 0 for c in cells)
-    return Evidence(worst.effect, worst.low, worst.high, t, f"{_pairs_text(sizes)} per cell (worst of {len(cells)} "
+    return Evidence(least.effect, least.low, least.high, t, f"{_pairs_text(sizes)} per cell (worst of {len(cells)} "
                     "dataset-split-width cells)",
                     f"alignment lowers the mean barrier in {lowered} of {len(cells)} cells; least clear: {where}, "
                     f"{naive:.3f} naive -> {aligned:.3f} aligned nats (mean over {_pairs_text(sizes)})")
@@ -920,7 +901,7 @@ def _removed_share(dataset: str):
             evs.append(mean_of_units(share, t, "posterior pairs", ""))
             parts.append(f"{split}: {naive.mean():.3f} naive -> {aligned.mean():.3f} aligned nats "
                          f"({100 * share.mean():.0f}% removed)")
-        w = _worst(evs)
+        w = worst(evs)
         return Evidence(w.effect, w.low, w.high, t, f"{w.units} at width {widest} (worse of train, test)",
                         f"width {widest}, mean over {w.units}: " + "; ".join(parts))
     return check
@@ -941,7 +922,7 @@ def _falls(dataset: str):
                 means = [float(np.mean(v)) for v in b[split][kind]]
                 parts.append(f"{split} {kind} {', '.join(f'{m:.3f}' for m in means)} "
                              f"(slope {np.mean(slopes):+.3f}/doubling)")
-        w = _worst(evs)
+        w = worst(evs)
         return Evidence(w.effect, w.low, w.high, t, f"{w.units} (worst of train/test x naive/aligned)",
                         f"widths {', '.join(map(str, widths))}, mean barriers: " + "; ".join(parts))
     return check
@@ -974,10 +955,10 @@ def _resnet_untrained(summary: Mapping[str, Any]) -> str | None:
     acc = summary.get("endpoint_accuracy")
     if not acc:
         return None
-    worst = min(min(min(v) for v in per_w) for per_w in acc.values())
-    if worst <= RESNET_MIN_ACCURACY:
+    lowest = min(min(min(v) for v in per_w) for per_w in acc.values())
+    if lowest <= RESNET_MIN_ACCURACY:
         return (f"the VI networks have not learned: the lowest test accuracy of a pair's model averages is "
-                f"{worst:.2f} (at most {RESNET_MIN_ACCURACY:g}, twice chance), so a barrier between them is noise")
+                f"{lowest:.2f} (at most {RESNET_MIN_ACCURACY:g}, twice chance), so a barrier between them is noise")
     return None
 
 
@@ -1011,7 +992,7 @@ def _resnet_wider_lower(summary: Mapping[str, Any]) -> Evidence:
             evs.append(mean_of_units(np.subtract(aligned, naive), t, "series of independent pairs", ""))
             parts.append(f"{ds} {split}: slope aligned {np.mean(aligned):+.3f}, naive {np.mean(naive):+.3f} "
                          "nats/doubling")
-    w = _worst(evs)
+    w = worst(evs)
     return Evidence(w.effect, w.low, w.high, t, f"{w.units} (worst of aligned, aligned - naive; train, test)",
                     f"widths {', '.join(map(str, widths))}: " + "; ".join(parts))
 
@@ -1034,7 +1015,7 @@ def _robust(summary: Mapping[str, Any]) -> Evidence:
         parts.append(f"prior var {st['prior_var']:g}, T {st['temperature']:g}: {' / '.join(shares)}")
     if not evs:
         return not_tested(t, "the summary holds no setting")
-    w = _worst(evs)
+    w = worst(evs)
     return Evidence(w.effect, w.low, w.high, t, f"{w.units} per setting (worst of {len(evs)} setting-splits)",
                     f"{summary.get('dataset', '')} width {summary['width']}, share removed (train / test): "
                     + "; ".join(parts))
@@ -1089,7 +1070,7 @@ def _time_grows_with_width(summary: Mapping[str, Any]) -> Evidence:
         evs += [_ratio_evidence(r[i + 1], r[i], t) for i in range(r.shape[0] - 1)]
         parts.append(f"{ds}: " + ", ".join(f"{np.median(x):.3f} [{x.min():.3f}-{x.max():.3f}]" for x in r)
                      + " s CPU")
-    w = _worst(evs)
+    w = worst(evs)
     return Evidence(w.effect, w.low, w.high, t, f"{r.shape[1]} repeats per width (smallest of {len(evs)} "
                     "doublings; interval = range of the repeats)", "median [min-max] per width: " + "; ".join(parts))
 
@@ -1108,7 +1089,7 @@ def _vi_costlier(summary: Mapping[str, Any]) -> Evidence:
         evs.append(_ratio_evidence(w2[-1], wm[-1], t))
         parts.append(f"{ds} width {summary['widths'][ds][-1]}: {np.median(w2[-1]):.3f} vs {np.median(wm[-1]):.3f} s "
                      f"CPU (medians; {evs[-1].effect:.2f}x, repeats allow {evs[-1].low:.2f}-{evs[-1].high:.2f}x)")
-    w = _worst(evs)
+    w = worst(evs)
     return Evidence(w.effect, w.low, w.high, t, f"{w2.shape[1]} repeats each (smaller over {len(evs)} datasets; "
                     "interval = range of the repeats)", "; ".join(parts))
 

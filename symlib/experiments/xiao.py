@@ -20,7 +20,7 @@ from symlib.core.models import mlp_init
 from symlib.experiments import cache
 from symlib.experiments.profiles import Profile
 from symlib.experiments.thresholds import threshold
-from symlib.experiments.claims import (Evidence, Verdict, claim, difference, interval_evidence, mean_of_units,
+from symlib.experiments.claims import (Evidence, Verdict, claim, worst, difference, interval_evidence, mean_of_units,
                                        not_tested)
 from symlib.experiments.registry import (ExperimentResult, data_config, load_bnn_data, load_data, mlp_config, pick,
                                          register, run)
@@ -1483,25 +1483,6 @@ def agreement_by_chains(profile: Profile, counts: Sequence[int] = CHAIN_COUNTS) 
 # threshold registered in symlib.experiments.thresholds ("Xiao et al." section), which quotes
 # the paper and says how we read it and when the value was set.
 
-_RANK = {Verdict.DIFFERS: 0, Verdict.SAME_DIRECTION: 1, Verdict.HOLDS: 2}
-
-
-def _worst(evidence: Sequence[Evidence]) -> Evidence:
-    """The least favourable of several Evidence on one threshold: the worst verdict, and
-    within it the interval end nearest the threshold (a not-tested one first)."""
-    untested = [e for e in evidence if e.untested is not None]
-    if untested:
-        return untested[0]
-
-    def key(e: Evidence) -> tuple[int, float, float]:
-        t = e.threshold
-        near = e.low if t.direction == "above" else -e.high
-        signed = e.effect if t.direction == "above" else -e.effect
-        return (_RANK[e.verdict], near, signed) if _RANK[e.verdict] else (0, signed, signed)
-
-    return min(evidence, key=key)
-
-
 def _with(ev: Evidence, units: str, detail: str) -> Evidence:
     """``ev`` with its units and detail replaced."""
     if ev.untested is not None:
@@ -1557,7 +1538,7 @@ def _rebasin_removes_barrier(summary: Mapping[str, Any]) -> Evidence:
             evs.append(mean_of_units(share, t, "network pairs", f"{split}, {m}"))
         parts.append(f"{split}: {_mean_se(raw)} raw -> {_mean_se(b['weight matching'])} (weight), "
                      f"{_mean_se(b['activation matching'])} (activation) nats")
-    w = _worst(evs)
+    w = worst(evs)
     return _with(w, f"{_n_text(n, 'independent network pair')} (worst of train/test x weight/activation: "
                     f"{w.detail})",
                  f"mean barrier +- SE over {_n_text(n, 'pair')}: " + "; ".join(parts) +
@@ -1636,7 +1617,7 @@ def _distance_barrier_grow(summary: Mapping[str, Any]) -> Evidence:
         evs.append(_with(_mean_correlation(rho, t), "", what))
         parts.append(f"{what} {', '.join(f'{x:.3f}' for x in rho)}")
     matched = np.asarray(summary["rows"]["barrier_matched"], float)
-    w = _worst(evs)
+    w = worst(evs)
     return _with(w, f"{_n_text(len(runs), 'run')} (the worse: {w.detail})",
                  f"Spearman rho with NoT per run: " + "; ".join(parts) + f"; after matching the barrier averages "
                  f"{matched.mean():.3f} nats (raw up to {np.max(summary['rows']['barrier_raw']):.3f})")
@@ -1834,7 +1815,7 @@ def _bayesian_sigma_near_prior(summary: Mapping[str, Any]) -> Evidence:
         eff, elo, ehi = _abs_interval(m, lo, hi)
         evs.append(interval_evidence(eff, elo, ehi, t, "", col))
         parts.append(f"{col} {np.exp(m):.3f}")
-    w = _worst(evs)
+    w = worst(evs)
     n = len(zp[NEAR_PRIOR_COLUMNS[0]])
     return _with(w, f"{n} always-zero input pixels (worst: {w.detail})",
                  f"sigma of the always-zero pixels' weights / prior's (exact: 1), geometric mean over {n} pixels: "
@@ -1865,7 +1846,7 @@ def _stitched_pruning_wins(summary: Mapping[str, Any]) -> Evidence:
         se = float(np.mean(np.sqrt((stitched * (1 - stitched) + other * (1 - other)) / n)))
         evs.append(interval_evidence(gain, gain - z * se, gain + z * se, t, "", f"{k} alone"))
         parts.append(f"{100 * gain:+.1f} points vs {k} alone")
-    w = _worst(evs)
+    w = worst(evs)
     return _with(w, f"{n:,} test images (unpaired; {int(pruned.sum())} pruning levels, one set of samples)",
                  f"mean gain over {int(pruned.sum())} pruning levels: " + ", ".join(parts))
 
