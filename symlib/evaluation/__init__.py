@@ -48,6 +48,7 @@ from symlib.evaluation.running import RunningMoments  # noqa: F401
 from symlib.evaluation.stats import (  # noqa: F401
     bootstrap_interval,
     difference_interval,
+    mantel_null,
     mantel_test,
     mean_interval,
     proportion_interval,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["mean_interval", "bootstrap_interval", "proportion_interval", "mantel_test", "repeat_spread",
+__all__ = ["mean_interval", "bootstrap_interval", "proportion_interval", "mantel_test", "mantel_null", "repeat_spread",
            "difference_interval"]
 
 
@@ -129,6 +129,36 @@ def difference_interval(first: Sequence[float], second: Sequence[float], level: 
     return d, float(ci.low), float(ci.high)
 
 
+def _pair_layout(pairs, a, b, name: str):
+    """Checked ``(inverse indices (n_pairs, 2), n networks, a, b)`` of every pair of some networks."""
+    pairs = np.asarray(pairs, dtype=np.int64)
+    a, b = _finite_1d(a, f"{name} (a)", 3), _finite_1d(b, f"{name} (b)", 3)
+    if pairs.shape != (a.size, 2) or b.size != a.size:
+        raise ValueError(f"{name}: pairs {pairs.shape}, a {a.shape}, b {b.shape} do not match")
+    nets, inv = np.unique(pairs, return_inverse=True)
+    inv = inv.reshape(pairs.shape)
+    n = nets.size
+    if a.size != n * (n - 1) // 2:
+        raise ValueError(f"{name} needs every pair of its {n} networks ({n * (n - 1) // 2}), got {a.size}")
+    return inv, n, a, b
+
+
+def mantel_null(pairs: np.ndarray, a: Sequence[float], b: Sequence[float], permutations: int = 4999,
+                seed: int = 0) -> np.ndarray:
+    """Pearson correlations of ``a`` and ``b`` under random relabellings of the networks: the null
+    distribution of :func:`mantel_test` (same arguments and errors), e.g. for an interval on ``r``."""
+    inv, n, a, b = _pair_layout(pairs, a, b, "mantel_test")
+    B = np.full((n, n), np.nan)
+    B[inv[:, 0], inv[:, 1]] = b
+    B[inv[:, 1], inv[:, 0]] = b
+    rng = np.random.default_rng(seed)
+    out = np.empty(permutations)
+    for k in range(permutations):
+        p = rng.permutation(n)
+        out[k] = np.corrcoef(a, B[p[inv[:, 0]], p[inv[:, 1]]])[0, 1]
+    return out
+
+
 def mantel_test(pairs: np.ndarray, a: Sequence[float], b: Sequence[float], permutations: int = 4999,
                 seed: int = 0) -> tuple[float, float]:
     """Pearson correlation of two quantities measured on pairs of networks, with a
@@ -153,26 +183,10 @@ def mantel_test(pairs: np.ndarray, a: Sequence[float], b: Sequence[float], permu
     Raises:
         ValueError: if the pairs are not all pairs of their networks.
     """
-    pairs = np.asarray(pairs, dtype=np.int64)
-    a, b = _finite_1d(a, "mantel_test (a)", 3), _finite_1d(b, "mantel_test (b)", 3)
-    if pairs.shape != (a.size, 2) or b.size != a.size:
-        raise ValueError(f"mantel_test: pairs {pairs.shape}, a {a.shape}, b {b.shape} do not match")
-    nets, inv = np.unique(pairs, return_inverse=True)
-    inv = inv.reshape(pairs.shape)
-    n = nets.size
-    if a.size != n * (n - 1) // 2:
-        raise ValueError(f"mantel_test needs every pair of its {n} networks ({n * (n - 1) // 2}), got {a.size}")
-    B = np.full((n, n), np.nan)
-    B[inv[:, 0], inv[:, 1]] = b
-    B[inv[:, 1], inv[:, 0]] = b
+    _, _, a, b = _pair_layout(pairs, a, b, "mantel_test")
     r = float(np.corrcoef(a, b)[0, 1])
-    rng = np.random.default_rng(seed)
-    count = 0
-    for _ in range(permutations):
-        p = rng.permutation(n)
-        bp = B[p[inv[:, 0]], p[inv[:, 1]]]
-        count += float(np.corrcoef(a, bp)[0, 1]) >= r
-    return r, (count + 1) / (permutations + 1)
+    null = mantel_null(pairs, a, b, permutations, seed)
+    return r, (int(np.sum(null >= r)) + 1) / (permutations + 1)
 
 
 def repeat_spread(repeats: Sequence[float] | np.ndarray) -> tuple[float, float, float]:

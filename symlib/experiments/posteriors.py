@@ -748,28 +748,10 @@ def _ood_more_dispersed(summary: dict[str, Any]) -> Evidence:
                              "of networks)", detail + f"; CV ratio OOD / ID {est:.3f}")
 
 
-def _mantel_null(pairs: np.ndarray, a: np.ndarray, b: np.ndarray, permutations: int = 4999,
-                 seed: int = 1) -> np.ndarray:
-    """Pearson r of ``a`` and ``b`` under random relabellings of the networks (the null of
-    :func:`symlib.evaluation.stats.mantel_test`; needs every pair of the networks)."""
-    nets, inv = np.unique(pairs, return_inverse=True)
-    inv = inv.reshape(pairs.shape)
-    n = nets.size
-    B = np.zeros((n, n))
-    B[inv[:, 0], inv[:, 1]] = b
-    B[inv[:, 1], inv[:, 0]] = b
-    rng = np.random.default_rng(seed)
-    out = np.empty(permutations)
-    for k in range(permutations):
-        p = rng.permutation(n)
-        out[k] = np.corrcoef(a, B[p[inv[:, 0]], p[inv[:, 1]]])[0, 1]
-    return out
-
-
 @claim("functional_collapse", "positive_correlation", "Laurent et al. App. D.2, Fig. 7 (OptuNet)",
        "for OptuNet, some positive correlation between the in-distribution and the OOD mutual information")
 def _positive_correlation(summary: dict[str, Any]) -> Evidence:
-    from symlib.evaluation.stats import mantel_test
+    from symlib.evaluation.stats import mantel_null, mantel_test
 
     t = threshold("functional_collapse.positive_correlation")
     detail = (f"Pearson r = {summary['pearson_r']:.3f} (Spearman {summary['spearman_rho']:.3f}) over "
@@ -782,7 +764,7 @@ def _positive_correlation(summary: dict[str, Any]) -> Evidence:
         return not_tested(t, f"the permutation test needs every pair of the {n} networks ({n * (n - 1) // 2}); the "
                              f"summary has {len(a)}", detail)
     r, p = mantel_test(pairs, a, b)
-    null = _mantel_null(pairs, a, b)
+    null = mantel_null(pairs, a, b, seed=1)
     alpha = (1 - t.level) / 2
     q_lo, q_hi = np.quantile(null, [alpha, 1 - alpha])
     return interval_evidence(r, min(r, r - q_hi), max(r, r - q_lo), t,
