@@ -17,12 +17,12 @@ from symlib.symmetry import permutations as P
 from symlib.symmetry.alignment import composite_spec, kl_alignment, wasserstein_alignment
 from symlib.symmetry.architectures import optunet_permutation_spec
 from symlib.symmetry.matching import (
-    _lap,
     activation_matching,
     apply_permutation_many,
     weight_matching,
     weight_matching_many,
 )
+from symlib.symmetry.matching.lap import solve_lap
 from symlib.symmetry.specs import PermutationSpec, apply_permutation, block_of, param_distance, random_permutations
 
 SPEC = optunet_permutation_spec()
@@ -73,13 +73,13 @@ def test_blocked_lap_solves_each_diagonal_block():
     C = rng.normal(size=(6, 6))
     C[:3, 3:] += 100.0  # the unblocked optimum crosses the blocks
     C[3:, :3] += 100.0
-    col = _lap(C, 2)
+    col = solve_lap(C, 2)
     assert not _crosses_groups(col)
     for lo in (0, 3):
-        best = _lap(C[lo:lo + 3, lo:lo + 3])
+        best = solve_lap(C[lo:lo + 3, lo:lo + 3])
         np.testing.assert_array_equal(col[lo:lo + 3], best + lo)
-    assert _crosses_groups(_lap(C))
-    np.testing.assert_array_equal(_lap(C, 1), _lap(C))
+    assert _crosses_groups(solve_lap(C))
+    np.testing.assert_array_equal(solve_lap(C, 1), solve_lap(C))
 
 
 # --------------------------------------------------------------------------- weight matching

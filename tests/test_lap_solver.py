@@ -1,4 +1,4 @@
-"""The LAP solver behind every matching tool (symlib.symmetry.matching._lap).
+"""The LAP solver behind every matching tool (symlib.symmetry.matching.lap.solve_lap).
 
 ``lap_solver="auto"`` solves with Jonker-Volgenant (lapx's ``lap.lapjvh``) where the matrix has no
 likely ties and with scipy otherwise; ``"scipy"`` always uses
@@ -18,15 +18,13 @@ from _helpers import random_mlp, stack_trees
 
 from symlib.core.cnn import optunet_init
 from symlib.symmetry.architectures import optunet_permutation_spec
-import symlib.symmetry.matching as matching
+import symlib.symmetry.matching.lap as matching_lap
 from symlib.symmetry.matching import (
-    _lap,
-    _lap_block,
-    _ties_likely,
     activation_matching,
     weight_matching,
     weight_matching_many,
 )
+from symlib.symmetry.matching.lap import solve_lap, solve_lap_block, ties_likely
 from symlib.symmetry.specs import PermutationSpec, mlp_permutation_spec
 from symlib.testing.reference import reference_weight_matching
 
@@ -37,13 +35,13 @@ pytest.importorskip("lap")
 def lapjv_calls(monkeypatch):
     """Count the matrices sent to Jonker-Volgenant (every square one without likely ties)."""
     calls = []
-    real = matching._lapjv
+    real = matching_lap.lapjvh
 
     def counted(*args, **kwargs):
         calls.append(args[0].shape)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(matching, "_lapjv", counted)
+    monkeypatch.setattr(matching_lap, "lapjvh", counted)
     return calls
 
 
@@ -74,21 +72,21 @@ def test_lapjv_equals_scipy_on_float_matrices(lapjv_calls):
     rng = np.random.default_rng(0)
     for C in _float_matrices(rng):
         ref = _scipy(C)
-        col = _lap_block(C, "lapjv")
+        col = solve_lap_block(C, "lapjv")
         assert col.dtype == np.int64
         np.testing.assert_array_equal(col, ref, err_msg=f"n={len(C)}, scale {np.abs(C).max():.1e}")
-        np.testing.assert_array_equal(_lap(C), ref)
-        np.testing.assert_array_equal(_lap(C, lap_solver="scipy"), ref)
+        np.testing.assert_array_equal(solve_lap(C), ref)
+        np.testing.assert_array_equal(solve_lap(C, lap_solver="scipy"), ref)
     assert len(lapjv_calls) >= 40  # all but the nearly constant matrices that count as tied
 
 
 def test_lapjv_is_used_for_float_matrices_and_scipy_for_ties(lapjv_calls):
     rng = np.random.default_rng(7)
     C = rng.standard_normal((200, 200))
-    np.testing.assert_array_equal(_lap(C), _scipy(C))
+    np.testing.assert_array_equal(solve_lap(C), _scipy(C))
     assert lapjv_calls == [(200, 200)]
-    np.testing.assert_array_equal(_lap(np.round(3 * C)), _scipy(np.round(3 * C)))  # integer-valued: likely ties
-    np.testing.assert_array_equal(_lap(C, lap_solver="scipy"), _scipy(C))
+    np.testing.assert_array_equal(solve_lap(np.round(3 * C)), _scipy(np.round(3 * C)))  # integer-valued: likely ties
+    np.testing.assert_array_equal(solve_lap(C, lap_solver="scipy"), _scipy(C))
     assert lapjv_calls == [(200, 200)]
 
 
@@ -97,8 +95,8 @@ def test_many_random_matrices_same_permutation_and_optimum():
     for _ in range(300):
         n = int(rng.integers(2, 120))
         C = rng.standard_normal((n, n)) * 10.0 ** rng.integers(-20, 20)
-        assert not _ties_likely(C)  # so lapjv solves it
-        ref, col = _scipy(C), _lap_block(C, "lapjv")
+        assert not ties_likely(C)  # so lapjv solves it
+        ref, col = _scipy(C), solve_lap_block(C, "lapjv")
         np.testing.assert_array_equal(col, ref)
 
 
@@ -117,8 +115,8 @@ def test_tied_matrices_go_to_scipy(kind):
         "constant": lambda: np.full((n, n), 0.3),
         "rank_one_int": lambda: np.outer(np.arange(n), np.arange(n)).astype(float),
     }[kind]()
-    assert _ties_likely(C)
-    col = _lap(C)
+    assert ties_likely(C)
+    col = solve_lap(C)
     assert _is_perm(col, n)
     np.testing.assert_array_equal(col, _scipy(C))
     assert _value(C, col) == pytest.approx(_value(C, _scipy(C)), rel=1e-12, abs=1e-12)
@@ -126,16 +124,16 @@ def test_tied_matrices_go_to_scipy(kind):
 
 def test_degenerate_and_rectangular():
     rng = np.random.default_rng(3)
-    np.testing.assert_array_equal(_lap(np.array([[2.5]])), [0])
-    np.testing.assert_array_equal(_lap(np.zeros((0, 0))), np.zeros(0, np.int64))
+    np.testing.assert_array_equal(solve_lap(np.array([[2.5]])), [0])
+    np.testing.assert_array_equal(solve_lap(np.zeros((0, 0))), np.zeros(0, np.int64))
     # rectangular matrices (not used by matching, which is square) fall back to scipy
     R = rng.standard_normal((5, 8))
-    np.testing.assert_array_equal(_lap_block(R, "lapjv"), _scipy(R))
+    np.testing.assert_array_equal(solve_lap_block(R, "lapjv"), _scipy(R))
     # ties that the guard does not see: the optimum is still reached, by a valid permutation
     n = 30
     base = rng.standard_normal(n)
     C = np.add.outer(base, base)  # every permutation is optimal
-    col = _lap_block(C, "lapjv")
+    col = solve_lap_block(C, "lapjv")
     assert _is_perm(col, n)
     assert _value(C, col) == pytest.approx(_value(C, _scipy(C)), rel=1e-12)
 
@@ -143,7 +141,7 @@ def test_degenerate_and_rectangular():
 def test_blocks_with_lapjv():
     rng = np.random.default_rng(4)
     C = rng.standard_normal((12, 12))
-    col = _lap(C, 3)
+    col = solve_lap(C, 3)
     for lo in range(0, 12, 4):
         np.testing.assert_array_equal(col[lo:lo + 4], _scipy(C[lo:lo + 4, lo:lo + 4]) + lo)
 
@@ -231,10 +229,10 @@ def test_many_and_activation_matching_lapjv_equal_scipy():
 
 
 def test_without_the_lap_package_everything_goes_to_scipy(monkeypatch):
-    monkeypatch.setattr(matching, "_lapjv", None)
+    monkeypatch.setattr(matching_lap, "lapjvh", None)
     rng = np.random.default_rng(8)
     C = 5 * np.eye(50) + rng.standard_normal((50, 50))
-    np.testing.assert_array_equal(_lap(C), _scipy(C))
+    np.testing.assert_array_equal(solve_lap(C), _scipy(C))
     sizes = [10, 24, 24, 3]
     a, b = random_mlp(rng, sizes), random_mlp(rng, sizes)
     res = weight_matching(2, mlp_permutation_spec(2), a, b)

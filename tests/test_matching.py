@@ -13,15 +13,13 @@ from _helpers import assert_tree_close, random_mlp, stack_trees
 from symlib.symmetry import permutations as P
 from symlib.symmetry.matching import (
     MatchResult,
-    _CostCache,
-    _c_contiguous,
-    _build_terms,
-    _independent_runs,
     activation_matching,
     apply_permutation_many,
     weight_matching,
     weight_matching_many,
 )
+from symlib.symmetry.matching.common import build_terms
+from symlib.symmetry.matching.weight import CostCache, c_contiguous, independent_runs
 from symlib.core.models import mlp_hidden
 from symlib.testing.reference import reference_weight_matching
 from symlib.symmetry.specs import (
@@ -329,10 +327,10 @@ def test_one_hidden_layer_skips_the_confirming_solve():
 def test_c_contiguous_copies_transposed_views_exactly(shape):
     w = np.random.default_rng(0).standard_normal(shape)
     for view in (w.T, w, w[:, ::2], w.T[::3]):
-        out = _c_contiguous(view, block=8)
+        out = c_contiguous(view, block=8)
         assert out.flags.c_contiguous and out.dtype == view.dtype
         np.testing.assert_array_equal(out, view)
-    assert _c_contiguous(w) is w  # already C-contiguous: no copy
+    assert c_contiguous(w) is w  # already C-contiguous: no copy
 
 
 def test_incremental_costs_match_fresh_costs():
@@ -344,8 +342,8 @@ def test_incremental_costs_match_fresh_costs():
         fa = {k: np.asarray(v, np.float64) for k, v in flatten_params(A).items()}
         fb = {k: np.asarray(v, np.float64) for k, v in flatten_params(B).items()}
         sizes = check_spec(spec, fa)
-        terms = _build_terms(spec, {k: v.shape for k, v in fa.items()})
-        cache = _CostCache(terms, fa, fb)
+        terms = build_terms(spec, {k: v.shape for k, v in fa.items()})
+        cache = CostCache(terms, fa, fb)
         perms = {k: np.arange(n) for k, n in sizes.items()}
         for step in range(12):
             name = spec.perm_names[step % len(spec.perm_names)]
@@ -358,7 +356,7 @@ def test_incremental_costs_match_fresh_costs():
                 p[i], p[j] = p[j], p[i]
                 perms[name] = p
             for q in spec.perm_names:
-                fresh = _CostCache(terms, fa, fb).cost(q, perms)
+                fresh = CostCache(terms, fa, fb).cost(q, perms)
                 np.testing.assert_allclose(cache.cost(q, perms), fresh, rtol=1e-10, atol=1e-10)
                 # and equal to the definition: C[i, j] = <A row i, B (others applied) row j>
                 others = dict(perms)
@@ -373,9 +371,9 @@ def test_incremental_costs_match_fresh_costs():
 
 def test_independent_runs():
     deps = {"P_0": ("P_1",), "P_1": ("P_0", "P_2"), "P_2": ("P_1",)}
-    assert _independent_runs(["P_0", "P_2", "P_1"], deps) == [["P_0", "P_2"], ["P_1"]]
-    assert _independent_runs(["P_1", "P_2", "P_0"], deps) == [["P_1"], ["P_2", "P_0"]]
-    assert _independent_runs(["P_0", "P_1", "P_2"], deps) == [["P_0"], ["P_1"], ["P_2"]]
+    assert independent_runs(["P_0", "P_2", "P_1"], deps) == [["P_0", "P_2"], ["P_1"]]
+    assert independent_runs(["P_1", "P_2", "P_0"], deps) == [["P_1"], ["P_2", "P_0"]]
+    assert independent_runs(["P_0", "P_1", "P_2"], deps) == [["P_0"], ["P_1"], ["P_2"]]
 
 
 def test_init_perms_and_max_iter():

@@ -1,0 +1,59 @@
+"""Permutation matching of two networks, Git Re-Basin style (Ainsworth et al., ICLR 2023).
+
+Everything is read from a :class:`~symlib.symmetry.specs.PermutationSpec`; no layer name is
+hard-coded (except in :func:`activation_matching` when its ``apply_fn`` returns a list of
+an MLP's hidden layers: layer ``l`` is then the spec's ``"P_l"``). MLPs and convolutional
+networks (:mod:`symlib.core.cnn`, :mod:`symlib.symmetry.architectures`) are treated alike:
+a convolution kernel ``(kh, kw, c_in, c_out)`` is one more parameter whose last axis (and,
+in the next layer, whose input axis) a permutation acts on.
+
+Blocks
+------
+A permutation with :attr:`~symlib.symmetry.specs.PermutationSpec.blocks` (``g`` groups, the
+output channels of a grouped convolution) may only move units within ``g`` equal
+contiguous blocks. Every tool here honours it by solving each linear assignment block by
+block: the cost matrix restricted to each diagonal block is one LAP, and the answers are
+assembled (:func:`~symlib.symmetry.matching.lap.solve_lap`, used at every solve, with either
+LAP solver of :mod:`~symlib.symmetry.matching.lap`). That is the exact optimum over the
+block-preserving permutations, so every property of the tools (monotone J, exact recovery of a
+planted permutation, skipped solves) carries over. ``init_perms`` and the rows given to
+:func:`apply_permutation_many` are checked to keep their blocks. Unblocked permutations
+are solved exactly as before (one LAP, the same bits).
+
+Convention
+----------
+As in :func:`symlib.symmetry.specs.apply_permutation` (gather form): a result ``perms`` maps every
+permutation name to an index array ``p`` with "new unit ``i`` of B is old unit ``p[i]``",
+so ``apply_permutation(spec, result.perms, params_b)`` is B aligned to A. If ``B`` is a
+permuted copy of ``A``, ``B = apply_permutation(spec, q, A)``, the exact answer is
+``inverse(q)``, i.e. ``compose(q[name], result.perms[name])`` is the identity.
+
+Modules
+-------
+* :mod:`~symlib.symmetry.matching.weight`: pairwise :func:`weight_matching` (coordinate ascent,
+  its cost cache and sweeps).
+* :mod:`~symlib.symmetry.matching.activation`: :func:`activation_matching` (correlation of
+  activations streamed over a data set).
+* :mod:`~symlib.symmetry.matching.many`: :func:`weight_matching_many` and
+  :func:`apply_permutation_many` (a stack of networks to one reference).
+* :mod:`~symlib.symmetry.matching.lap`: the linear assignment (LAP) solvers every tool uses
+  and the worker threads that run them.
+* :mod:`~symlib.symmetry.matching.common`: the result types, input checks and cost terms
+  shared by the above.
+"""
+from __future__ import annotations
+
+from symlib.symmetry.matching.activation import activation_matching
+from symlib.symmetry.matching.common import ManyMatchResult, MatchResult
+from symlib.symmetry.matching.lap import LAP_SOLVERS  # noqa: F401
+from symlib.symmetry.matching.many import apply_permutation_many, weight_matching_many
+from symlib.symmetry.matching.weight import weight_matching
+
+__all__ = [
+    "ManyMatchResult",
+    "MatchResult",
+    "activation_matching",
+    "apply_permutation_many",
+    "weight_matching",
+    "weight_matching_many",
+]
