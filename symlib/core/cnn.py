@@ -141,7 +141,8 @@ def global_avg_pool(x: jax.Array) -> jax.Array:
     return jnp.mean(x, axis=(1, 2))
 
 
-def _uniform(key, shape, fan_in: int) -> jax.Array:
+def uniform_init(key, shape, fan_in: int) -> jax.Array:
+    """float32 draws from ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (PyTorch's default initialisation)."""
     bound = 1.0 / np.sqrt(fan_in)
     return jax.random.uniform(key, shape, jnp.float32, -bound, bound)
 
@@ -165,7 +166,7 @@ def optunet_init(key: jax.Array) -> dict:
         layer = path.split("/")[0]
         kshape = OPTUNET_SHAPES[f"{layer}/kernel"]
         fan_in = int(np.prod(kshape[:-1]))
-        flat[path] = _uniform(k, shape, fan_in)
+        flat[path] = uniform_init(k, shape, fan_in)
     out: dict = {}
     for path, value in flat.items():
         layer, leaf = path.split("/")
@@ -173,7 +174,8 @@ def optunet_init(key: jax.Array) -> dict:
     return out
 
 
-def _check_images(x, channels: int, min_size: int, arch: str) -> None:
+def check_images(x, channels: int, min_size: int, arch: str) -> None:
+    """Raise unless ``x`` is a batch of finite ``(n, h, w, channels)`` images of at least ``min_size`` pixels a side."""
     shape = tuple(np.shape(x))
     if len(shape) != 4 or shape[-1] != channels:
         raise ValueError(f"x has shape {shape}; {arch} takes images (n, height, width, {channels}) "
@@ -200,7 +202,7 @@ def optunet_hidden(params: Mapping, x: jax.Array) -> dict[str, jax.Array]:
             the wrong shape or with nan/inf.
     """
     check_layout(params, OPTUNET_SHAPES, "OptuNet")
-    _check_images(x, 1, 18, "OptuNet")
+    check_images(x, 1, 18, "OptuNet")
     h0 = jax.nn.relu(conv2d(x, params["conv_0"]["kernel"]))
     h1 = jax.nn.relu(conv2d(max_pool(h0, 3, 3), params["conv_1"]["kernel"], groups=OPTUNET_GROUPS))
     h2 = jax.nn.relu(global_avg_pool(h1) @ params["dense_0"]["kernel"] + params["dense_0"]["bias"])

@@ -73,7 +73,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import positive_int
-from symlib.core.cnn import _check_images, _uniform, check_layout, conv2d, global_avg_pool
+from symlib.core.cnn import check_images, check_layout, conv2d, global_avg_pool, uniform_init
 from symlib.core.pytree import SEP, flatten_dict, unflatten_dict
 
 __all__ = [
@@ -210,7 +210,7 @@ def _init(key: jax.Array, shapes: Mapping[str, tuple[int, ...]]) -> dict:
     kernels = [p for p in shapes if p.endswith("/kernel") and not p.startswith("head/")]
     z = np.asarray(jax.random.normal(k_conv, (sum(int(np.prod(shapes[p])) for p in kernels),), jnp.float32))
     fan_in, num_classes = shapes["head/kernel"]
-    head = np.asarray(_uniform(k_head, (fan_in + 1, num_classes), fan_in))
+    head = np.asarray(uniform_init(k_head, (fan_in + 1, num_classes), fan_in))
     flat, start = {}, 0
     for path, shape in shapes.items():
         leaf = path.rsplit(SEP, 1)[1]
@@ -342,7 +342,7 @@ def _forward(arch: _Arch, params: Mapping, x: jax.Array,
     ``batch_stats``, the batch's ``(mean, biased var, values per channel)`` of every norm (by norm path),
     which then normalised the activations in place of the running statistics."""
     flat, in_channels = _read_layout(arch, params)
-    _check_images(x, in_channels, arch.min_size, arch.name)
+    check_images(x, in_channels, arch.min_size, arch.name)
     stats: dict[str, tuple] = {}
 
     def conv_norm(h, path: str, conv_name: str, norm_name: str, stride: int) -> jax.Array:

@@ -46,7 +46,7 @@ from symlib.core.checks import check_finite_tree, check_labels, positive_int
 from symlib.core.models import Params, mlp_apply, mlp_sizes
 from symlib.evaluation.metrics import accuracy, nll
 from symlib.core.noise import perturb, standard_normal_like
-from symlib.evaluation.predictive import _batched, _check_x, _chunk_size, _fold_chunks
+from symlib.evaluation.predictive import batched, check_x, chunk_size, fold_chunks
 from symlib.symmetry.alignment import w2_geodesic
 
 __all__ = [
@@ -143,7 +143,7 @@ def interpolation_curve(params_0: Params, params_1: Params, x: jax.Array, y: jax
     _check_same_tree(params_0, params_1)
     check_finite_tree(params_0, "params_0")
     check_finite_tree(params_1, "params_1")
-    xj = _check_x(x, params_0, apply_fn)
+    xj = check_x(x, params_0, apply_fn)
     if apply_fn is mlp_apply:
         try:
             classes = mlp_sizes(params_0)[-1]
@@ -313,17 +313,17 @@ def marginal_loss_curve(key, q0, q1, x, y, taus: Sequence[float] | int = 11, num
     batch_size = positive_int(batch_size, "batch_size")
     # the path's endpoints, validated and in q0's layout
     mu0, sg0, mu1, sg1 = map(_float32_tree, (*w2_geodesic(q0, q1, 0.0), *w2_geodesic(q0, q1, 1.0)))
-    xj = _check_x(x, mu0, apply_fn)
+    xj = check_x(x, mu0, apply_fn)
     y = _check_labels_for(y, xj, _num_classes(apply_fn, mu0, xj))
     n_params = int(sum(np.size(a) for a in jax.tree_util.tree_leaves(mu0)))
-    chunk = _chunk_size(sample_chunk, S, n_params)
+    chunk = chunk_size(sample_chunk, S, n_params)
 
     n = xj.shape[0]
-    xbs = _batched(xj, batch_size)
-    ybs = _batched(jnp.asarray(y.astype(np.int32)), batch_size)
+    xbs = batched(xj, batch_size)
+    ybs = batched(jnp.asarray(y.astype(np.int32)), batch_size)
     tj = jnp.asarray(t, jnp.float32)
     step = lambda keys, weights: _curve_chunk(apply_fn, keys, weights, mu0, sg0, mu1, sg1, xbs, ybs, tj)
-    lse, psum = _fold_chunks(jax.random.split(key, S), S, chunk, step, _combine_chunks)
+    lse, psum = fold_chunks(jax.random.split(key, S), S, chunk, step, _combine_chunks)
     lse = np.asarray(lse, np.float64).reshape(len(t), -1)[:, :n]
     psum = np.asarray(psum).reshape((len(t), -1) + psum.shape[3:])[:, :n]
     loss = -(lse - math.log(S)).mean(axis=1)

@@ -18,7 +18,7 @@ Everything is batched so that no more than needed is materialised on the device:
   depend on ``sample_chunk`` and equal :func:`sample_gaussian` followed by
   :func:`predict_from_samples`.
 
-The chunking (``_chunk_size``, ``_fold_chunks``) is written once, here, and is
+The chunking (``chunk_size``, ``fold_chunks``) is written once, here, and is
 also used by :func:`symlib.evaluation.interpolation.marginal_loss_curve` (same keys, so
 its endpoints are this module's Gaussian predictives) and by
 :mod:`symlib.evaluation.summaries`. The noise of one Gaussian draw comes from
@@ -65,7 +65,7 @@ def _mlp_input_width(params: PyTree) -> int | None:
         return None
 
 
-def _check_x(x, params: PyTree = None, apply_fn: ApplyFn | None = None) -> jax.Array:
+def check_x(x, params: PyTree = None, apply_fn: ApplyFn | None = None) -> jax.Array:
     """``x`` as a JAX array after checking it has examples and is finite; with
     ``apply_fn=mlp_apply`` also that it is ``(n, d_0)`` for the MLP ``params``."""
     if np.ndim(x) < 1 or np.shape(x)[0] < 1:
@@ -79,7 +79,7 @@ def _check_x(x, params: PyTree = None, apply_fn: ApplyFn | None = None) -> jax.A
     return jnp.asarray(x)
 
 
-def _stack_size(stack: PyTree, name: str = "samples_stack") -> int:
+def stack_size(stack: PyTree, name: str = "samples_stack") -> int:
     """Number of networks in ``stack``: the leading axis shared by every leaf (>= 1)."""
     leaves = jax.tree_util.tree_leaves(stack)
     if not leaves:
@@ -94,13 +94,13 @@ def _stack_size(stack: PyTree, name: str = "samples_stack") -> int:
     return size
 
 
-def _params_per_sample(stack: PyTree) -> int:
+def params_per_sample(stack: PyTree) -> int:
     """Number of parameters of ONE network of ``stack`` (leading sample axis excluded)."""
     return int(sum(np.prod(np.shape(a)[1:], dtype=np.int64) for a in jax.tree_util.tree_leaves(stack)))
 
 
-def _chunk_size(sample_chunk, num_samples: int, params_per_sample: int, *, name: str = "sample_chunk",
-                budget: int = _CHUNK_PARAMS, cap: int | None = _MAX_CHUNK) -> int:
+def chunk_size(sample_chunk, num_samples: int, params_per_sample: int, *, name: str = "sample_chunk",
+               budget: int = _CHUNK_PARAMS, cap: int | None = _MAX_CHUNK) -> int:
     """Samples per chunk: ``sample_chunk`` (at most ``num_samples``), or by default as many
     as fit ``budget`` parameters (at least 1, at most ``cap`` unless ``None``)."""
     if positive_int(sample_chunk, name, allow_none=True) is None:
@@ -131,7 +131,7 @@ def _raise_if_nonfinite(probs, what: str) -> None:
 
 # ----------------------------------------------------------------------------- chunking
 
-def _batched(a: jax.Array, batch_size: int) -> jax.Array:
+def batched(a: jax.Array, batch_size: int) -> jax.Array:
     """(n, ...) -> (num_batches, bs, ...) with zero padding; ``bs = min(batch_size, n)``."""
     n = a.shape[0]
     bs = min(batch_size, n)
@@ -146,7 +146,7 @@ def _unbatch(out: jax.Array, n: int) -> jax.Array:
     return out.reshape((-1,) + out.shape[2:])[:n]
 
 
-def _chunk_bounds(num: int, chunk: int) -> Iterator[tuple[int, int]]:
+def chunk_bounds(num: int, chunk: int) -> Iterator[tuple[int, int]]:
     """``(start, stop)`` of consecutive chunks of ``chunk`` rows out of ``num`` (the last may be short)."""
     for start in range(0, num, chunk):
         yield start, min(start + chunk, num)
@@ -168,11 +168,11 @@ def _pad_chunk(tree, start: int, stop: int, chunk: int):
     return jax.tree_util.tree_map(take, tree), jnp.asarray(weights)
 
 
-def _fold_chunks(stack, num: int, chunk: int, step: Callable, combine: Callable = operator.add):
+def fold_chunks(stack, num: int, chunk: int, step: Callable, combine: Callable = operator.add):
     """``step(part, weights)`` on every padded chunk of ``stack``'s leading axis (networks,
     or the PRNG keys of Gaussian draws), the results folded with ``combine`` in order."""
     total = None
-    for start, stop in _chunk_bounds(num, chunk):
+    for start, stop in chunk_bounds(num, chunk):
         out = step(*_pad_chunk(stack, start, stop, chunk))
         total = out if total is None else combine(total, out)
     return total
@@ -238,10 +238,10 @@ def predict_single(params: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, batch_si
             not the network's input width; if ``params`` hold NaN or inf; if ``batch_size``
             is not a positive integer.
     """
-    x = _check_x(x, params, apply_fn)
+    x = check_x(x, params, apply_fn)
     batch_size = positive_int(batch_size, "batch_size")
     check_finite_tree(params, "params")
-    return _unbatch(_single(apply_fn, params, _batched(x, batch_size)), x.shape[0])
+    return _unbatch(_single(apply_fn, params, batched(x, batch_size)), x.shape[0])
 
 
 def _merge_sample_dims(stack: PyTree, sample_dims: int, name: str = "samples_stack") -> PyTree:
@@ -298,13 +298,13 @@ def predict_from_samples(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_ap
             probabilities (NaN or inf in the samples).
     """
     samples_stack = _merge_sample_dims(samples_stack, sample_dims)
-    x = _check_x(x, samples_stack, apply_fn)
+    x = check_x(x, samples_stack, apply_fn)
     batch_size = positive_int(batch_size, "batch_size")
-    num = _stack_size(samples_stack)
+    num = stack_size(samples_stack)
     _check_apply_on_one(apply_fn, samples_stack, x)
-    chunk = _chunk_size(sample_chunk, num, _params_per_sample(samples_stack))
-    xbs = _batched(x, batch_size)
-    total = _fold_chunks(samples_stack, num, chunk, lambda part, weights: _sum_chunk(apply_fn, part, weights, xbs))
+    chunk = chunk_size(sample_chunk, num, params_per_sample(samples_stack))
+    xbs = batched(x, batch_size)
+    total = fold_chunks(samples_stack, num, chunk, lambda part, weights: _sum_chunk(apply_fn, part, weights, xbs))
     probs = _unbatch(total, x.shape[0]) / num
     _raise_if_nonfinite(probs, "the samples")
     return probs
@@ -335,15 +335,15 @@ def member_probs(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, bat
         ValueError: as :func:`predict_from_samples`.
     """
     samples_stack = _merge_sample_dims(samples_stack, sample_dims)
-    x = _check_x(x, samples_stack, apply_fn)
+    x = check_x(x, samples_stack, apply_fn)
     batch_size = positive_int(batch_size, "batch_size")
-    num = _stack_size(samples_stack)
+    num = stack_size(samples_stack)
     _check_apply_on_one(apply_fn, samples_stack, x)
-    chunk = _chunk_size(sample_chunk, num, _params_per_sample(samples_stack))
-    xbs = _batched(x, batch_size)
+    chunk = chunk_size(sample_chunk, num, params_per_sample(samples_stack))
+    xbs = batched(x, batch_size)
     n = x.shape[0]
     out = None
-    for start, stop in _chunk_bounds(num, chunk):
+    for start, stop in chunk_bounds(num, chunk):
         part, _ = _pad_chunk(samples_stack, start, stop, chunk)
         block = _each_chunk(apply_fn, part, xbs)                     # (chunk, nb, bs, C)
         block = np.asarray(block.reshape((chunk, -1) + block.shape[3:])[: stop - start, :n])
@@ -411,14 +411,14 @@ def predict_from_gaussian(key: jax.Array, mu: PyTree, sigma: PyTree, x, num_samp
     """
     _check_gaussian(mu, sigma)
     num = positive_int(num_samples, "num_samples")
-    x = _check_x(x, mu, apply_fn)
+    x = check_x(x, mu, apply_fn)
     batch_size = positive_int(batch_size, "batch_size")
     mu = jax.tree_util.tree_map(jnp.asarray, mu)
     sigma = jax.tree_util.tree_map(jnp.asarray, sigma)
     n_params = int(sum(np.size(a) for a in jax.tree_util.tree_leaves(mu)))
-    chunk = _chunk_size(sample_chunk, num, n_params)
-    xbs = _batched(x, batch_size)
-    total = _fold_chunks(jax.random.split(key, num), num, chunk,
+    chunk = chunk_size(sample_chunk, num, n_params)
+    xbs = batched(x, batch_size)
+    total = fold_chunks(jax.random.split(key, num), num, chunk,
                          lambda keys, weights: _sum_chunk(apply_fn, _gaussian_many(keys, mu, sigma), weights, xbs))
     probs = _unbatch(total, x.shape[0]) / num
     _raise_if_nonfinite(probs, "mu/sigma")

@@ -39,8 +39,8 @@ import jax
 import numpy as np
 
 from symlib.core.pytree import tree_to_vector, vector_to_tree
-from symlib.evaluation.predictive import _chunk_bounds, _chunk_size, _params_per_sample, sample_gaussian
-from symlib.evaluation.predictive import _stack_size as _leading_size
+from symlib.evaluation.predictive import chunk_bounds, chunk_size, params_per_sample, sample_gaussian
+from symlib.evaluation.predictive import stack_size as _leading_size
 from symlib.symmetry import permutations as _perm
 from symlib.symmetry.specs import PermutationSpec, check_spec
 
@@ -142,10 +142,10 @@ def _moments(samples_stack: PyTree, transform: Callable[[PyTree, int, int], PyTr
     permutation) is applied to every chunk, in both passes, before it is accumulated."""
     num = _stack_size(samples_stack)
     leaves, treedef = jax.tree_util.tree_flatten(samples_stack)
-    c = _chunk_size(chunk, num, _params_per_sample(samples_stack), name="chunk", budget=_CHUNK_PARAMS, cap=None)
+    c = chunk_size(chunk, num, params_per_sample(samples_stack), name="chunk", budget=_CHUNK_PARAMS, cap=None)
 
     def chunks():
-        for start, stop in _chunk_bounds(num, c):
+        for start, stop in chunk_bounds(num, c):
             part = [np.asarray(a[start:stop]) for a in leaves]
             if transform is not None:
                 tree = transform(jax.tree_util.tree_unflatten(treedef, part), start, stop)

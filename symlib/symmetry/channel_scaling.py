@@ -578,7 +578,7 @@ def unit_norm_traced(spec: ScalingSpec, params: Mapping) -> dict:
     return cur
 
 
-def _key_axis(spec: PermutationSpec, name: str) -> tuple[str, int]:
+def key_axis(spec: PermutationSpec, name: str) -> tuple[str, int]:
     """The parameter whose last axis ``name`` permutes first: the layer producing the units."""
     for path, axis in spec.perm_to_axes[name]:
         if axis == len(spec.axes[path]) - 1 and len(spec.axes[path]) > 1:
@@ -612,7 +612,7 @@ def sort_by_first_weight(spec: PermutationSpec, params: Mapping,
     sizes = check_spec(spec, params)
     perms = {n: np.arange(sizes[n]) for n in spec.perm_names}
     for name in spec.perm_names:
-        path, _ = _key_axis(spec, name)
+        path, _ = key_axis(spec, name)
         current = flatten_params(apply_permutation(spec, perms, params))
         k = np.asarray(current[path], np.float64)
         key = np.asarray(statistic(k)) if statistic is not None else k[(0,) * (k.ndim - 1)]

@@ -253,14 +253,14 @@ def spec_statistics(scaling_spec, perm_spec, params: Mapping, statistic: str = "
     Raises:
         ValueError: for an unknown statistic or scaling, or a permutation that produces no kernel's units.
     """
-    from symlib.symmetry.channel_scaling import _key_axis, unit_norm_traced
+    from symlib.symmetry.channel_scaling import key_axis, unit_norm_traced
     from symlib.symmetry.specs import flatten_params
 
     _check_args(statistic, scaling)
     flat = unit_norm_traced(scaling_spec, params) if scaling == "unit_norm" else flatten_params(params)
     out = []
     for name in perm_spec.perm_names:
-        path, _ = _key_axis(perm_spec, name)
+        path, _ = key_axis(perm_spec, name)
         k = jnp.asarray(flat[path])
         _check_finite_if_concrete(k, path)
         out.append(STATISTICS[statistic](jnp.reshape(k, (-1, k.shape[-1]))))

@@ -307,7 +307,7 @@ class MinMassResult:
     converged: bool
 
 
-def _mass_terms(W: Sequence[np.ndarray], u: Sequence[np.ndarray]) -> list[np.ndarray]:
+def mass_terms(W: Sequence[np.ndarray], u: Sequence[np.ndarray]) -> list[np.ndarray]:
     """E_l[i, j] = W_l[i, j] exp(2 (u_l[j] - u_{l-1}[i])) with u of input/output = 0."""
     L = len(W)
     E = []
@@ -323,10 +323,10 @@ def _mass_terms(W: Sequence[np.ndarray], u: Sequence[np.ndarray]) -> list[np.nda
 
 def _objective(W, u) -> float:
     """The mass ``M(u)`` of the network rescaled by ``exp(u)`` (``W``: squared kernels)."""
-    return float(sum(e.sum() for e in _mass_terms(W, u)))
+    return float(sum(e.sum() for e in mass_terms(W, u)))
 
 
-def _mass_gradient(E: Sequence[np.ndarray]) -> list[np.ndarray]:
+def mass_gradient(E: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Gradient of ``M`` in the log-scales, per hidden layer: ``2 (incoming - outgoing mass)``."""
     return [2.0 * (E[l].sum(axis=0) - E[l + 1].sum(axis=1)) for l in range(len(E) - 1)]
 
@@ -423,7 +423,7 @@ def _newton_direction(E: Sequence[np.ndarray]) -> tuple[list[np.ndarray], float]
     ``H[l, l+1] = -4 E_{l+1}``. Solved by block Cholesky elimination (forward), then back
     substitution.
     """
-    g = _mass_gradient(E)
+    g = mass_gradient(E)
     d = [4.0 * (E[l].sum(axis=0) + E[l + 1].sum(axis=1)) for l in range(len(g))]
     chol, y = _block_forward_elimination(E, d, [-gl for gl in g])
     step = _block_back_substitution(E, chol, y)
@@ -450,7 +450,7 @@ def _run_newton(W, u, tol: float, max_steps: int) -> tuple[list[np.ndarray], int
     squared Newton decrement is within ``tol * f`` (that step is still taken) or when a
     step no longer lowers the mass."""
     for k in range(max_steps):
-        E = _mass_terms(W, u)
+        E = mass_terms(W, u)
         f = float(sum(e.sum() for e in E))
         step, dec = _newton_direction(E)
         if not np.isfinite(dec):

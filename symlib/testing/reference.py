@@ -17,7 +17,7 @@ from symlib.core.checks import mlp_layer_names
 from symlib.symmetry.alignment import wasserstein_alignment
 from symlib.symmetry.matching import weight_matching
 from symlib.symmetry.permutations import as_generator
-from symlib.symmetry.scaling import _mass_gradient, _mass_terms
+from symlib.symmetry.scaling import mass_gradient, mass_terms
 from symlib.symmetry.specs import flatten_params, mlp_permutation_spec
 
 
@@ -105,8 +105,8 @@ def min_mass_lbfgs(params, max_iter: int = 100_000) -> tuple[float, int]:
     splits = np.cumsum(widths)[:-1]
 
     def fg(x):
-        E = _mass_terms(W, np.split(x, splits))
-        return sum(e.sum() for e in E), np.concatenate(_mass_gradient(E))
+        E = mass_terms(W, np.split(x, splits))
+        return sum(e.sum() for e in E), np.concatenate(mass_gradient(E))
 
     res = minimize(fg, np.zeros(sum(widths)), jac=True, method="L-BFGS-B",
                    options=dict(maxiter=max_iter, maxfun=2 * max_iter, ftol=1e-15, gtol=1e-12))
