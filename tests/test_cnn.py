@@ -87,3 +87,35 @@ def test_smallest_image_is_18_pixels(net):
     assert out.shape == (2, 10) and np.all(np.isfinite(np.asarray(out)))
     with pytest.raises(ValueError, match="17x17 pixels; OptuNet needs at least 18x18"):
         optunet_apply(net, np.ones((2, 17, 17, 1), np.float32))
+
+
+@pytest.mark.parametrize("groups,c_in,c_out,k", [(1, 1, 2, 4), (2, 2, 10, 5), (1, 3, 4, 3), (3, 6, 9, 2)])
+def test_patches_convolution_equals_xla_in_value_and_gradient(groups, c_in, c_out, k):
+    """conv2d(impl="patches") is the same function as XLA's convolution, gradients included."""
+    from symlib.core.cnn import conv2d
+
+    kx, kk = jax.random.split(jax.random.key(groups * 100 + c_out))
+    x = jax.random.normal(kx, (3, 11, 9, c_in))
+    kernel = jax.random.normal(kk, (k, k, c_in // groups, c_out))
+    outs = {impl: conv2d(x, kernel, groups=groups, impl=impl) for impl in ("xla", "patches")}
+    np.testing.assert_allclose(outs["patches"], outs["xla"], rtol=1e-5, atol=1e-5)
+    grads = {impl: jax.grad(lambda xx, kk_: (conv2d(xx, kk_, groups=groups, impl=impl) ** 2).sum(), (0, 1))(x, kernel)
+             for impl in ("xla", "patches")}
+    for a, b in zip(grads["patches"], grads["xla"]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_optunet_patches_and_xla_agree(net, images):
+    np.testing.assert_allclose(optunet_apply(net, images), optunet_apply(net, images, conv="xla"), rtol=1e-5, atol=1e-5)
+
+
+def test_patches_convolution_refuses_what_it_does_not_do():
+    from symlib.core.cnn import conv2d
+
+    x, kernel = np.zeros((1, 8, 8, 1), np.float32), np.zeros((3, 3, 1, 2), np.float32)
+    with pytest.raises(ValueError, match="impl must be one of"):
+        conv2d(x, kernel, impl="fft")
+    with pytest.raises(ValueError, match="stride 1 and padding 'VALID'"):
+        conv2d(x, kernel, stride=2, impl="patches")
+    with pytest.raises(ValueError, match="stride 1 and padding 'VALID'"):
+        conv2d(x, kernel, padding="SAME", impl="patches")

@@ -33,6 +33,7 @@ from symlib.core.checks import check_finite
 from symlib.core.pytree import SEP, flatten_dict
 
 __all__ = [
+    "CONV_IMPLS",
     "OPTUNET_SHAPES",
     "as_images",
     "check_layout",
@@ -113,7 +114,12 @@ def as_images(x, height: int = 28, width: int = 28, channels: int = 1) -> jax.Ar
     return jnp.reshape(jnp.asarray(x), (shape[0], height, width, channels))
 
 
-def conv2d(x: jax.Array, kernel: jax.Array, stride: int = 1, padding="VALID", groups: int = 1) -> jax.Array:
+#: implementations of :func:`conv2d`
+CONV_IMPLS = ("xla", "patches")
+
+
+def conv2d(x: jax.Array, kernel: jax.Array, stride: int = 1, padding="VALID", groups: int = 1,
+           impl: str = "xla") -> jax.Array:
     """2-D convolution of NHWC images with an HWIO kernel (cross-correlation, as in every DL library).
 
     Args:
@@ -123,12 +129,34 @@ def conv2d(x: jax.Array, kernel: jax.Array, stride: int = 1, padding="VALID", gr
         padding: ``"VALID"``, ``"SAME"`` or explicit ``((top, bottom), (left, right))``.
         groups: feature groups: output channel ``o`` reads input channels of group
             ``o // (c_out // groups)`` only.
+        impl: ``"xla"`` (``jax.lax.conv_general_dilated``, the default; what
+            :mod:`symlib.symmetry.derive` traces) or ``"patches"`` (the same convolution as
+            ``kh * kw`` shifted slices and one matrix product; ``"VALID"`` padding and
+            stride 1 only). On a CPU, XLA's convolution is slow for the tiny, many-network
+            (``vmap``) convolutions of OptuNet: ``"patches"`` trains stacks of OptuNets
+            about 1.4x faster there (the numbers agree to float32 rounding).
 
     Returns:
         ``(n, h', w', c_out)``.
+
+    Raises:
+        ValueError: for an unknown ``impl``, or ``"patches"`` with other padding or stride.
     """
-    return jax.lax.conv_general_dilated(x, kernel, (stride, stride), padding,
-                                        dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=groups)
+    if impl == "xla":
+        return jax.lax.conv_general_dilated(x, kernel, (stride, stride), padding,
+                                            dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=groups)
+    if impl != "patches":
+        raise ValueError(f"impl must be one of {CONV_IMPLS}, got {impl!r}")
+    if stride != 1 or padding != "VALID":
+        raise ValueError(f"impl='patches' takes stride 1 and padding 'VALID', got stride {stride}, padding {padding!r}")
+    kh, kw, c_group, c_out = kernel.shape
+    n, h, w, _ = x.shape
+    rows, cols = h - kh + 1, w - kw + 1
+    # (n, rows, cols, kh * kw, c_in): the window of every output pixel, tap by tap
+    taps = jnp.stack([x[:, i:i + rows, j:j + cols, :] for i in range(kh) for j in range(kw)], axis=3)
+    taps = taps.reshape(n, rows, cols, kh * kw, groups, c_group)
+    k = kernel.reshape(kh * kw, c_group, groups, c_out // groups)
+    return jnp.einsum("nhwtgc,tcgo->nhwgo", taps, k).reshape(n, rows, cols, c_out)
 
 
 def max_pool(x: jax.Array, size: int, stride: int) -> jax.Array:
@@ -186,12 +214,15 @@ def check_images(x, channels: int, min_size: int, arch: str) -> None:
         check_finite(x, "x")
 
 
-def optunet_hidden(params: Mapping, x: jax.Array) -> dict[str, jax.Array]:
+def optunet_hidden(params: Mapping, x: jax.Array, conv: str = "patches") -> dict[str, jax.Array]:
     """Post-ReLU activations of OptuNet's hidden units.
 
     Args:
         params: one OptuNet (:func:`optunet_init` layout).
         x: images ``(n, h, w, 1)``, at least 18x18 (MNIST: 28x28; smaller leaves no pixel after the second convolution).
+        conv: :func:`conv2d`'s ``impl``: ``"patches"`` (faster to train on a CPU) or
+            ``"xla"`` (one ``conv_general_dilated``; pass it to trace OptuNet with
+            :mod:`symlib.symmetry.derive`).
 
     Returns:
         ``{"conv_0": (n, h-3, w-3, 2)`` (before the pool), ``"conv_1": (n, h', w', 10)``,
@@ -203,18 +234,19 @@ def optunet_hidden(params: Mapping, x: jax.Array) -> dict[str, jax.Array]:
     """
     check_layout(params, OPTUNET_SHAPES, "OptuNet")
     check_images(x, 1, 18, "OptuNet")
-    h0 = jax.nn.relu(conv2d(x, params["conv_0"]["kernel"]))
-    h1 = jax.nn.relu(conv2d(max_pool(h0, 3, 3), params["conv_1"]["kernel"], groups=OPTUNET_GROUPS))
+    h0 = jax.nn.relu(conv2d(x, params["conv_0"]["kernel"], impl=conv))
+    h1 = jax.nn.relu(conv2d(max_pool(h0, 3, 3), params["conv_1"]["kernel"], groups=OPTUNET_GROUPS, impl=conv))
     h2 = jax.nn.relu(global_avg_pool(h1) @ params["dense_0"]["kernel"] + params["dense_0"]["bias"])
     return {"conv_0": h0, "conv_1": h1, "dense_0": h2}
 
 
-def optunet_apply(params: Mapping, x: jax.Array) -> jax.Array:
+def optunet_apply(params: Mapping, x: jax.Array, conv: str = "patches") -> jax.Array:
     """OptuNet's logits.
 
     Args:
         params: one OptuNet (:func:`optunet_init` layout); ``jax.vmap`` for a stack.
         x: images ``(n, h, w, 1)``, at least 18x18 (MNIST: 28x28; smaller leaves no pixel after the second convolution).
+        conv: as for :func:`optunet_hidden` (``"xla"`` to trace it with :mod:`symlib.symmetry.derive`).
 
     Returns:
         Logits ``(n, 10)``.
@@ -222,5 +254,5 @@ def optunet_apply(params: Mapping, x: jax.Array) -> jax.Array:
     Raises:
         ValueError: as for :func:`optunet_hidden`.
     """
-    h = optunet_hidden(params, x)["dense_0"]
+    h = optunet_hidden(params, x, conv)["dense_0"]
     return h @ params["dense_1"]["kernel"] + params["dense_1"]["bias"]

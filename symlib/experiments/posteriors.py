@@ -89,13 +89,11 @@ SETTINGS = {"dropout_rate": 0.2, "bnn_num_mc": 3, "bnn_learning_rate": 1e-3, "bn
 # ------------------------------------------------------------------ the bank
 
 
-#: networks per cached block of the bank (the paper profile's 1,120 in 9 blocks; the quick one's 32 in one)
-BANK_BLOCK = 128
 
 
 def _bank_config(profile: Profile) -> dict[str, Any]:
     return {**data_config(profile), "nets": profile.bank_nets, "epochs": profile.bank_epochs,
-            "recipe": profile.bank_recipe}
+            "recipe": profile.bank_recipe, "block": profile.bank_block}
 
 
 def bank_train_config(profile: Profile, n_train: int):
@@ -141,10 +139,10 @@ def optunet_bank(profile: Profile) -> dict[str, Any]:
     d = optunet_data(profile)
     cfg = bank_train_config(profile, len(d["y_train"]))
     t0 = time.perf_counter()
-    # blocks of BANK_BLOCK networks, each kept in the artifact cache: a killed run resumes
+    # blocks of bank_block networks, each kept in the artifact cache: a killed run resumes
     params, _ = train_many_blocks("optunet_bank", _bank_config(profile), jax.random.key(4), optunet_init,
                                   optunet_apply, profile.bank_nets, d["x_train"], d["y_train"], cfg,
-                                  block_size=BANK_BLOCK)
+                                  block_size=profile.bank_block)
     params = jax.tree_util.tree_map(np.asarray, params)
     seconds = time.perf_counter() - t0
     logits = jax.vmap(optunet_apply, in_axes=(0, None))(params, d["x_test"])
