@@ -16,7 +16,6 @@ from __future__ import annotations
 from functools import partial
 
 import flax.linen as nn
-
 import jax
 import jax.numpy as jnp
 import numpy as np
