@@ -401,7 +401,7 @@ def _read_json(state_dir: Path) -> dict | None:
 def _open_arrays(state_dir: Path, meta: dict):
     """The state's arrays file, verified against its sha256 (``np.load`` of it)."""
     name = meta["state_file"]
-    return np.load(io.BytesIO(_hmc._read_verified(state_dir / name, {name: meta["sha256"]})))
+    return np.load(io.BytesIO(_hmc.read_verified(state_dir / name, {name: meta["sha256"]})))
 
 
 def load_state(state_dir) -> tuple[dict, dict[str, np.ndarray]]:
@@ -430,9 +430,9 @@ def _write_state(state_dir: Path, meta: dict, arrays: dict[str, np.ndarray]) -> 
     """Write the arrays to a new file, point ``state.json`` (``meta``, updated in place) at it,
     then delete older arrays files."""
     name = _array_file(meta["iteration"])
-    meta["sha256"] = _hmc._save_npz(state_dir / name, arrays)
+    meta["sha256"] = _hmc.save_npz(state_dir / name, arrays)
     meta.update(state_file=name, bytes=(state_dir / name).stat().st_size)
-    _hmc._save_json(state_dir / _STATE_JSON, meta)
+    _hmc.save_json(state_dir / _STATE_JSON, meta)
     for old in state_dir.glob("state_*.npz"):
         if old.name != name:
             old.unlink()
@@ -442,7 +442,7 @@ def _summary_identity(run: PiecedHMC) -> str:
     parts = [np.asarray(run.x_test), np.asarray(run.y_test), run.match_key, run.num_points, run.methods]
     if run.x_match is not None:
         parts.append(np.asarray(run.x_match))
-    return _hmc._fingerprint(*parts)
+    return _hmc.hash_parts(*parts)
 
 
 def _check_identity(state_dir: Path, meta: dict, identity: dict) -> None:
@@ -496,7 +496,7 @@ def _open(state_dir: Path, run: PiecedHMC, prep, spec: PermutationSpec):
     from symlib.symmetry.specs import check_spec
 
     cfg, like = prep.cfg, prep.like
-    identity = {**_hmc._identity(cfg, prep.chunk_size, run.key, prep.positions, prep.logdensity),
+    identity = {**_hmc.run_identity(cfg, prep.chunk_size, run.key, prep.positions, prep.logdensity),
                 "summaries": _summary_identity(run)}
     fresh = prep.fresh_carry()
     meta = _read_json(state_dir)
@@ -504,7 +504,7 @@ def _open(state_dir: Path, run: PiecedHMC, prep, spec: PermutationSpec):
         folded = _Folded.fresh(like, cfg.num_chains, cfg.num_samples, np.asarray(run.y_test), _num_classes(like),
                                run.num_points, run.methods, check_spec(spec, like))
         meta = {"format_version": _FORMAT_VERSION, "identity": identity, "config": cfg.to_dict(),
-                "chunk_size": prep.chunk_size, "structure": _hmc._skeleton(like), "methods": list(run.methods),
+                "chunk_size": prep.chunk_size, "structure": _hmc.tree_skeleton(like), "methods": list(run.methods),
                 "match_key": run.match_key, "pieces": []}
         return meta, folded, fresh
     _check_identity(state_dir, meta, identity)
@@ -512,8 +512,8 @@ def _open(state_dir: Path, run: PiecedHMC, prep, spec: PermutationSpec):
         arrays = {k: z[k] for k in z.files}
     folded = _Folded.from_arrays(arrays, like, cfg.num_chains, run.methods, spec.perm_names)
     chain = {k[len("chain_"):]: v for k, v in arrays.items() if k.startswith("chain_")}
-    restored = _hmc._state_from_host(chain, fresh.state, fresh.da_state)
-    return meta, folded, _hmc._carry_at(prep.plan, meta["segment"], *_hmc._strong(restored))
+    restored = _hmc.state_from_host(chain, fresh.state, fresh.da_state)
+    return meta, folded, _hmc.carry_at(prep.plan, meta["segment"], *_hmc.strong_types(restored))
 
 
 def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, num_iterations: int | None = None,
@@ -553,17 +553,17 @@ def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, n
                         (num_samples, "num_samples")):
         _positive_or_none(value, name)
     state_dir = Path(state_dir)
-    prep = _hmc._prepare_run(run.key, run.init_params, run.logdensity, run.cfg, run.chunk_size, run.init_per_chain)
+    prep = _hmc.prepare_run(run.key, run.init_params, run.logdensity, run.cfg, run.chunk_size, run.init_per_chain)
     cfg, plan, spec = prep.cfg, prep.plan, _spec_of(prep.like)
     meta, folded, carry = _open(state_dir, run, prep, spec)
     start_iteration, start_kept = carry.iteration, carry.num_kept
-    chain_keys = _hmc._chain_keys(run.key, cfg.num_chains)
+    chain_keys = _hmc.per_chain_keys(run.key, cfg.num_chains)
     carry.state, carry.da_state, carry.step_size, chain_keys = prep.logdensity.replicate(
         (carry.state, carry.da_state, carry.step_size, chain_keys))
     rate = meta["pieces"][-1]["seconds_per_iteration"] if meta["pieces"] else None
     record = _piece_record(command, start_iteration)
     measured = [0, 0.0]  # iterations and seconds of this piece's segments after its first (compilation)
-    meter = _hmc._ProgressMeter(cfg.num_iterations, carry.iteration, progress)
+    meter = _hmc.ProgressMeter(cfg.num_iterations, carry.iteration, progress)
     try:
         for seg in plan[carry.segment:]:
             if num_iterations is not None and carry.iteration - start_iteration >= num_iterations:
@@ -574,7 +574,7 @@ def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, n
                     and time.time() + 1.2 * rate * seg.num_iters + 5.0 > started + budget_seconds):
                 break
             t0, first_kept = time.time(), carry.num_kept
-            carry, stats, kept = _hmc._run_segment(seg, carry, prep.logdensity, chain_keys, cfg, meter)
+            carry, stats, kept = _hmc.run_segment(seg, carry, prep.logdensity, chain_keys, cfg, meter)
             _fold_segment(folded, run, spec, carry, stats, kept, first_kept)
             if not meta["pieces"] or meta["pieces"][-1] is not record:
                 meta["pieces"].append(record)
@@ -582,7 +582,7 @@ def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, n
             meta.update(iteration=carry.iteration, segment=carry.segment, num_kept=carry.num_kept,
                         complete=carry.iteration == cfg.num_iterations)
             _write_state(state_dir, meta, {**folded.to_arrays(),
-                                           **{f"chain_{k}": v for k, v in _hmc._carry_to_host(carry).items()}})
+                                           **{f"chain_{k}": v for k, v in _hmc.carry_to_host(carry).items()}})
             seconds = time.time() - t0  # sampling, folding and writing the state
             if carry.iteration - seg.num_iters > start_iteration:
                 measured[0] += seg.num_iters
@@ -594,7 +594,7 @@ def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, n
     finally:
         meter.close()
     if carry.iteration > start_iteration:  # the last measurement
-        _hmc._save_json(state_dir / _STATE_JSON, meta)
+        _hmc.save_json(state_dir / _STATE_JSON, meta)
     left = cfg.num_iterations - carry.iteration
     size = sum(p.stat().st_size for p in state_dir.iterdir() if p.is_file()) if state_dir.exists() else 0
     return PieceProgress(str(state_dir), carry.iteration, cfg.num_iterations, carry.num_kept, cfg.num_samples,
@@ -610,7 +610,7 @@ def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, n
 def _like_from_state(meta: dict, arrays: Mapping[str, np.ndarray]) -> PyTree:
     """One network (chain 0's current position) in the structure recorded in the state."""
     n = sum(1 for k in arrays if k.startswith("chain_position_"))
-    return _hmc._rebuild(meta["structure"], [arrays[f"chain_position_{i}"][0] for i in range(n)])
+    return _hmc.rebuild_tree(meta["structure"], [arrays[f"chain_position_{i}"][0] for i in range(n)])
 
 
 def _per_chain_summary(folded: _Folded, spec: PermutationSpec, like: PyTree, kept: int, match_key) -> GaussianSummary:
@@ -645,7 +645,7 @@ def summaries(state_dir) -> PiecedSummaries:
         ValueError: if fewer than 2 samples have been kept.
         CorruptRunError: naming a state file that is missing, truncated or damaged.
     """
-    from symlib.inference.diagnostics import _with_diagnostics, summarize_hmc
+    from symlib.inference.diagnostics import summarize_hmc, with_diagnostics
 
     meta, arrays = load_state(state_dir)
     cfg, methods, kept = HMCConfig(**meta["config"]), tuple(meta["methods"]), int(meta["num_kept"])
@@ -674,7 +674,7 @@ def summaries(state_dir) -> PiecedSummaries:
               "segment_iteration": folded.segment_iteration, "segment_logdensity": folded.segment_logdensity, **stats}
     diagnostics = dict(health)
     for name in ("test_loglik", "true_class_prob"):
-        d = _with_diagnostics(traces[name])
+        d = with_diagnostics(traces[name])
         diagnostics[f"rhat_{name}"], diagnostics[f"ess_{name}"] = d["rhat"], d["ess"]
     progress = {"iteration": int(meta["iteration"]), "num_iterations": cfg.num_iterations, "num_kept": kept,
                 "num_samples": cfg.num_samples, "complete": bool(meta["complete"]), "pieces": meta["pieces"]}
@@ -709,11 +709,11 @@ def state_nbytes(like: PyTree, cfg: HMCConfig, n_test: int, *, num_points: int =
                            num_points, tuple(methods), check_spec(spec, like))
     folded.reference = jax.tree_util.tree_leaves(like)
     folded.stats = {k: np.zeros((cfg.num_chains, cfg.num_iterations), v.dtype) for k, v in folded.stats.items()}
-    segments = len(_hmc._plan(cfg, 1))  # at most one segment per block
+    segments = len(_hmc.plan_segments(cfg, 1))  # at most one segment per block
     folded.segment_iteration = np.zeros(segments, np.int64)
     folded.segment_logdensity = np.zeros((cfg.num_chains, segments), np.float32)
     arrays = folded.to_arrays()
-    for i, leaf in enumerate(jax.tree_util.tree_leaves(like)):  # the chain state, as _carry_to_host writes it
+    for i, leaf in enumerate(jax.tree_util.tree_leaves(like)):  # the chain state, as carry_to_host writes it
         arrays[f"chain_position_{i}"] = arrays[f"chain_grad_{i}"] = np.zeros((cfg.num_chains, *leaf.shape), leaf.dtype)
     for name in ("step_size", "logdensity", "da_0", "da_1", "da_2", "da_3", "da_4"):
         arrays[f"chain_{name}"] = np.zeros(cfg.num_chains, np.float32)

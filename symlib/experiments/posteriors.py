@@ -196,7 +196,7 @@ def _per_mode(fit: Callable, modes, keys) -> list:
     return [fit(k, _take(modes, i)) for i, k in enumerate(keys)]
 
 
-def _single_and_multi(name: str, posteriors: list, sample: Callable, key, n_samples: int, n_modes: int) -> dict:
+def single_and_multi(name: str, posteriors: list, sample: Callable, key, n_samples: int, n_modes: int) -> dict:
     """``name`` from the first posterior (``n_samples`` samples) and ``multi-name`` from all
     (``n_samples / n_modes`` each, in mode order)."""
     from symlib.inference import multi_mode_samples
@@ -251,14 +251,14 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
         nets, _ = train_many(next(keys), optunet_init, optunet_apply, M, x, y, cfg,
                              stochastic_apply=dropout_apply(optunet_apply, rate))
         nets = [_take(nets, i) for i in range(M)]
-        return _single_and_multi("Dropout", nets, lambda k, p, n: dropout_samples(k, p, n, rate=rate), next(keys), S, M)
+        return single_and_multi("Dropout", nets, lambda k, p, n: dropout_samples(k, p, n, rate=rate), next(keys), S, M)
 
     def bnn():
         fit = lambda k, p: fit_vi(k, p, categorical_loglik_fn(optunet_apply), x, y, prior_var=1.0,
                                   std_init=SETTINGS["bnn_std_init"], epochs=E, batch_size=SETTINGS["batch_size"],
                                   learning_rate=SETTINGS["bnn_learning_rate"], num_mc=SETTINGS["bnn_num_mc"])
         fits = _per_mode(fit, starts, jax.random.split(next(keys), M))
-        return _single_and_multi("BNN", fits, lambda k, q, n: sample_gaussian(k, q.mu, q.sigma, n), next(keys), S, M)
+        return single_and_multi("BNN", fits, lambda k, q, n: sample_gaussian(k, q.mu, q.sigma, n), next(keys), S, M)
 
     def sghmc():
         res = run_sghmc(next(keys), _take(starts, 0), x, y, apply_fn=optunet_apply,
@@ -274,7 +274,7 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
                           num_snapshots=snaps, rank=min(SETTINGS["swag_rank"], snaps), scale=SETTINGS["swag_scale"])
         fits = _per_mode(lambda k, p: fit_swag(k, p, x, y, scfg, apply_fn=optunet_apply), modes,
                          jax.random.split(next(keys), M))
-        return _single_and_multi("SWAG", fits, swag_sample, next(keys), S, M)
+        return single_and_multi("SWAG", fits, swag_sample, next(keys), S, M)
 
     def laplace():
         n = len(y) if profile.laplace_n_data is None else min(profile.laplace_n_data, len(y))
@@ -283,7 +283,7 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
                                   prior_precision=1.0 / cfg.prior_std ** 2, hessian=profile.laplace_hessian,
                                   batch_size=32 if profile.laplace_hessian == "full" else 128, num_data=len(y))
                 for i in range(M)]
-        return _single_and_multi("Laplace", fits, laplace_sample, next(keys), S, M)
+        return single_and_multi("Laplace", fits, laplace_sample, next(keys), S, M)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=Warning)  # Laplace's clipped eigenvalues are recorded, not lost
@@ -561,7 +561,7 @@ def _mmd_pairs_evidence(summary: dict[str, Any], t, pairs: list[tuple[str, str]]
 @claim("laurent_posteriors", "multi_mode_closer", "Laurent et al. Sec. 4.3, Table 1",
        "multi-mode estimates and deep ensembles are far closer to the reference posterior (MMD) than every "
        "single-mode estimate, with and without symmetries")
-def _multi_mode_closer(summary: dict[str, Any]) -> Evidence:
+def multi_mode_closer(summary: dict[str, Any]) -> Evidence:
     t = threshold("laurent_posteriors.multi_mode_closer")
     single, multi = _method_groups(summary)
     return _mmd_pairs_evidence(summary, t, [(s, m) for s in single for m in multi],
@@ -570,7 +570,7 @@ def _multi_mode_closer(summary: dict[str, Any]) -> Evidence:
 
 @claim("laurent_posteriors", "ensemble_closest", "Laurent et al. Table 1",
        "deep ensembles (other networks of the same pool) are the closest to the reference (MMD 0.0)")
-def _ensemble_closest(summary: dict[str, Any]) -> Evidence:
+def ensemble_closest(summary: dict[str, Any]) -> Evidence:
     t = threshold("laurent_posteriors.ensemble_closest")
     others = [m for m in summary.get("methods", METHODS) if m != "DE"]
     return _mmd_pairs_evidence(summary, t, [(m, "DE") for m in others], "MMD(method) - MMD(DE) for every method")
@@ -610,21 +610,21 @@ def _metric_claim(summary: dict[str, Any], t, metrics: list[tuple[str, float, st
 @claim("laurent_posteriors", "single_mode_better_ece", "Laurent et al. Sec. 4.3, Table 1",
        "techniques focusing solely on estimating a single mode often exhibit a better (lower) ECE than multi-mode "
        "ones; read as: lower on average over the methods")
-def _single_mode_better_ece(summary: dict[str, Any]) -> Evidence:
+def single_mode_better_ece(summary: dict[str, Any]) -> Evidence:
     return _metric_claim(summary, threshold("laurent_posteriors.single_mode_better_ece"), [("ece", 1.0, "ECE")])
 
 
 @claim("laurent_posteriors", "multi_mode_better_ood_detection", "Laurent et al. Sec. 4.3, Table 1",
        "multi-mode techniques, notably multi-SWAG and deep ensembles, outperform the others in OOD detection: "
        "higher AUPR and lower FPR95")
-def _multi_mode_better_ood(summary: dict[str, Any]) -> Evidence:
+def multi_mode_better_ood(summary: dict[str, Any]) -> Evidence:
     return _metric_claim(summary, threshold("laurent_posteriors.multi_mode_better_ood_detection"),
                          [("aupr", 1.0, "AUPR"), ("fpr95", -1.0, "FPR95")])
 
 
 @claim("laurent_posteriors", "multi_mode_higher_mi", "Laurent et al. Sec. 4.3, Table 1",
        "mono-mode methods yield lower in- and out-of-distribution mutual information than multi-mode methods")
-def _multi_mode_higher_mi(summary: dict[str, Any]) -> Evidence:
+def multi_mode_higher_mi(summary: dict[str, Any]) -> Evidence:
     return _metric_claim(summary, threshold("laurent_posteriors.multi_mode_higher_mi"),
                          [("mi_id", 1.0, "ID MI"), ("mi_ood", 1.0, "OOD MI")])
 
@@ -729,7 +729,7 @@ def network_bootstrap_cv_ratio(pairs: np.ndarray, a: np.ndarray, b: np.ndarray, 
 @claim("functional_collapse", "ood_more_dispersed", "Laurent et al. Sec. 5.1, Fig. 3 and App. D.2, Fig. 7",
        "the pairwise mutual information varies more out of distribution than in distribution; read as: a larger "
        "coefficient of variation (scale-free)")
-def _ood_more_dispersed(summary: dict[str, Any]) -> Evidence:
+def ood_more_dispersed(summary: dict[str, Any]) -> Evidence:
     t = threshold("functional_collapse.ood_more_dispersed")
     cv_id = summary.get("cv_id", summary["std_id"] / summary["mean_id"])
     cv_ood = summary.get("cv_ood", summary["std_ood"] / summary["mean_ood"])

@@ -55,10 +55,10 @@ import numpy as np
 
 from symlib.experiments import cache
 from symlib.experiments.claims import claim
-from symlib.experiments.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS, _ensemble_closest, _multi_mode_better_ood,
-                                           _multi_mode_closer, _multi_mode_higher_mi, _ood_more_dispersed,
-                                           _single_and_multi, _single_mode_better_ece, collapse_pairs,
-                                           collapse_summary, sample_groups, uncertainty_metrics)
+from symlib.experiments.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS, collapse_pairs, collapse_summary,
+                                           ensemble_closest, multi_mode_better_ood, multi_mode_closer,
+                                           multi_mode_higher_mi, ood_more_dispersed, sample_groups,
+                                           single_and_multi, single_mode_better_ece, uncertainty_metrics)
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import register, run
 
@@ -538,7 +538,7 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
         nets = refresh_statistics(nets, x_bn)
         nets = [jax.tree_util.tree_map(lambda a: a[i], nets) for i in range(M)]
         sample = lambda k, p, n: dropout_samples(k, p, n, rate=rate, layer="head")  # noqa: E731
-        return _single_and_multi("Dropout", nets, sample, next(keys), S, M)
+        return single_and_multi("Dropout", nets, sample, next(keys), S, M)
 
     def bnn():
         loglik = categorical_loglik_fn(_train_apply)  # one object: the modes share a compiled loop
@@ -546,8 +546,8 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
                                   std_init=SETTINGS["bnn_std_init"], epochs=2 * cfg.epochs, batch_size=bs,
                                   learning_rate=SETTINGS["bnn_learning_rate"], num_mc=SETTINGS["bnn_num_mc"])
         fits = [fit(k, m) for k, m in zip(jax.random.split(next(keys), M), modes)]
-        return _single_and_multi("BNN", fits, refreshed(lambda k, q, n: sample_gaussian(k, q.mu, q.sigma, n)),
-                                 next(keys), S, M)
+        return single_and_multi("BNN", fits, refreshed(lambda k, q, n: sample_gaussian(k, q.mu, q.sigma, n)),
+                                next(keys), S, M)
 
     def sghmc():
         epochs = max(cfg.epochs, -(-2 * S // (len(y) // bs)))  # at least 2 S draws (burn-in: the first half)
@@ -563,13 +563,13 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
                                      cfg.epochs > 1 else 0, num_snapshots=snaps,
                                      rank=min(SETTINGS["swag_rank"], snaps), scale=SETTINGS["swag_scale"])
         fits = [fit_swag(k, m, x, y, scfg, apply_fn=_train_apply) for k, m in zip(jax.random.split(next(keys), M), modes)]
-        return _single_and_multi("SWAG", fits, refreshed(swag_sample), next(keys), S, M)
+        return single_and_multi("SWAG", fits, refreshed(swag_sample), next(keys), S, M)
 
     def laplace():
         fits = [(m, last_layer_kfac(_features(m, d["x_train"]), m["head"]["kernel"], m["head"]["bias"],
                                     prior_precision=1.0 / cfg.prior_std ** 2)) for m in modes]
         sample = lambda k, fit, n: _with_head(fit[0], kfac_sample(k, fit[1], n))  # noqa: E731
-        return _single_and_multi("Laplace", fits, sample, next(keys), S, M)
+        return single_and_multi("Laplace", fits, sample, next(keys), S, M)
 
     zoo = [(("Dropout", "multi-Dropout"), dropout), (("BNN", "multi-BNN"), bnn), (("SGHMC",), sghmc),
            (("SWAG", "multi-SWAG"), swag), (("Laplace", "multi-Laplace"), laplace)]
@@ -740,18 +740,18 @@ for _task in TASKS:
 for _task in TASKS:
     claim(f"rn18_posteriors_{_task}", "multi_mode_closer", f"Laurent et al. Sec. 4.3, Table 1 ({_task})",
           "multi-mode estimates and deep ensembles are far closer to the reference posterior (MMD) than every "
-          "single-mode estimate, with and without symmetries")(_multi_mode_closer)
+          "single-mode estimate, with and without symmetries")(multi_mode_closer)
     claim(f"rn18_posteriors_{_task}", "ensemble_closest", f"Laurent et al. Table 1 ({_task})",
           "deep ensembles (other networks of the same pool) are the closest to the reference (MMD 0.0)")(
-        _ensemble_closest)
+        ensemble_closest)
     for _name, _check, _text in (
-            ("single_mode_better_ece", _single_mode_better_ece,
+            ("single_mode_better_ece", single_mode_better_ece,
              "single-mode techniques often exhibit a better (lower) ECE than multi-mode ones"),
-            ("multi_mode_better_ood_detection", _multi_mode_better_ood,
+            ("multi_mode_better_ood_detection", multi_mode_better_ood,
              "multi-mode techniques outperform the others in OOD detection: higher AUPR and lower FPR95"),
-            ("multi_mode_higher_mi", _multi_mode_higher_mi,
+            ("multi_mode_higher_mi", multi_mode_higher_mi,
              "mono-mode methods yield lower in- and out-of-distribution mutual information than multi-mode methods")):
         claim(f"rn18_posteriors_{_task}", _name, f"Laurent et al. Sec. 4.3, Table 1 ({_task})", _text)(_check)
     claim(f"rn18_collapse_{_task}", "ood_more_dispersed", f"Laurent et al. {COLLAPSE_FIGURES[_task]}",
           "the pairwise mutual information varies more out of distribution than in distribution")(
-        _ood_more_dispersed)
+        ood_more_dispersed)

@@ -152,12 +152,13 @@ def function_space_diagnostics(samples, x_test, y_test, apply_fn: Callable = mlp
     loglik, probs = np.concatenate(loglik, axis=1), np.concatenate(probs, axis=1)
     return {
         "point_indices": np.asarray(point_indices),
-        "test_loglik": _with_diagnostics(loglik),
-        "true_class_prob": _with_diagnostics(probs),
+        "test_loglik": with_diagnostics(loglik),
+        "true_class_prob": with_diagnostics(probs),
     }
 
 
-def _with_diagnostics(values: np.ndarray) -> dict[str, np.ndarray]:
+def with_diagnostics(values: np.ndarray) -> dict[str, np.ndarray]:
+    """``values`` (chains, draws, ...) with their R-hat and ESS (NaN where too few chains or draws)."""
     nan = np.full(values.shape[2:], np.nan)
     return {
         "values": values,

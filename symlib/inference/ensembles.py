@@ -21,7 +21,7 @@ import numpy as np
 from symlib.core.checks import positive_int
 from symlib.core.models import Params, check_sizes, mlp_init
 from symlib.core.checks import check_key
-from symlib.inference.training import TrainConfig, _check_inputs, fit_map_many
+from symlib.inference.training import TrainConfig, check_mlp_inputs, fit_map_many
 
 
 class EnsembleResult(NamedTuple):
@@ -76,7 +76,7 @@ def train_ensemble(key: jax.Array, sizes: Sequence[int], x, y, cfg: TrainConfig,
     except (TypeError, ValueError) as e:
         raise type(e)(f"{e}. train_ensemble trains symlib's MLPs from their layer sizes; for any other model use "
                       "symlib.inference.train_many(key, init_fn, apply_fn, num_members, x, y, cfg)") from None
-    _check_inputs(x, y, cfg, sizes)  # before any work: same checks (and messages) as fit_map_many
+    check_mlp_inputs(x, y, cfg, sizes)  # before any work: same checks (and messages) as fit_map_many
     check_key(key, "key")
     init_keys, data_keys = member_keys(key, num_members)
     params0 = jax.vmap(lambda k: mlp_init(k, sizes))(init_keys)

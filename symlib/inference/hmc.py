@@ -315,7 +315,7 @@ def _shard_local_data(x: np.ndarray, y: np.ndarray, mesh: Mesh):
         the sha256 digests of every process's rows (``(processes, 32)`` uint8).
     """
     local_devices = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
-    digest = np.frombuffer(bytes.fromhex(_fingerprint(x, y)), np.uint8)
+    digest = np.frombuffer(bytes.fromhex(hash_parts(x, y)), np.uint8)
     info = allgather(np.concatenate([np.array([x.shape[0], len(local_devices), int(y.max())], np.int64),
                                      digest.astype(np.int64)]))
     if len(set(info[:, 1].tolist())) != 1 or info[0, 1] == 0:
@@ -333,7 +333,7 @@ def _shard_local_data(x: np.ndarray, y: np.ndarray, mesh: Mesh):
     return arrays, int(info[:, 2].max()), info[:, 3:].astype(np.uint8)
 
 
-def _fingerprint(*parts) -> str:
+def hash_parts(*parts) -> str:
     """sha256 hex digest of ``parts``: arrays by shape, dtype and bytes, anything else by ``repr``."""
     h = hashlib.sha256()
     for part in parts:
@@ -397,14 +397,14 @@ def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, appl
     name = getattr(apply_fn, "__qualname__", repr(apply_fn))
     if not process_local:
         fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), int(y.max()))
-        fingerprint = _fingerprint(x, y, fn.prior_var, fn.temperature, name)
+        fingerprint = hash_parts(x, y, fn.prior_var, fn.temperature, name)
         return LogDensity(fn, _shard_data(x, y, mesh), mesh, fingerprint)
     data, max_label, digests = _shard_local_data(x, y, mesh)
     fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), max_label)
     if len(digests) == 1:
-        fingerprint = _fingerprint(x, y, fn.prior_var, fn.temperature, name)
+        fingerprint = hash_parts(x, y, fn.prior_var, fn.temperature, name)
     else:
-        fingerprint = _fingerprint("process_local", digests, fn.prior_var, fn.temperature, name)
+        fingerprint = hash_parts("process_local", digests, fn.prior_var, fn.temperature, name)
     return LogDensity(fn, data, mesh, fingerprint)
 
 
@@ -755,7 +755,7 @@ class _Segment:
         return sum(self.blocks)
 
 
-def _plan(cfg: HMCConfig, chunk_size: int) -> list[_Segment]:
+def plan_segments(cfg: HMCConfig, chunk_size: int) -> list[_Segment]:
     """Burn-in in blocks of ``thin`` iterations (the remainder first), then sampling blocks of
     ``thin`` iterations, grouped ``chunk_size`` blocks per segment (= per file)."""
     segments, start = [], 0
@@ -786,7 +786,7 @@ def _state_file(segment: int) -> str:
     return f"state_{segment:05d}.npz"
 
 
-def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> str:
+def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> str:
     """Write ``arrays`` to ``path`` atomically; returns the sha256 hex digest of the file."""
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
@@ -795,7 +795,8 @@ def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _save_json(path: Path, obj) -> None:
+def save_json(path: Path, obj) -> None:
+    """Write ``obj`` to ``path`` as JSON, atomically."""
     atomic_write(path, lambda f: f.write(json.dumps(obj, indent=1).encode()))
 
 
@@ -805,7 +806,7 @@ def _recompute_advice(path: Path) -> str:
             f"previous checkpoint, or delete the run directory {path.parent} to start over.")
 
 
-def _read_verified(path: Path, checksums: dict[str, str]) -> bytes:
+def read_verified(path: Path, checksums: dict[str, str]) -> bytes:
     """The bytes of ``path`` after checking them against ``checksums[path.name]``.
 
     Raises:
@@ -828,7 +829,7 @@ def _read_verified(path: Path, checksums: dict[str, str]) -> bytes:
 
 def _load_npz(out_dir: Path, name: str, meta: dict):
     """``np.load`` of a verified file of the run in ``out_dir`` (use as a context manager)."""
-    return np.load(io.BytesIO(_read_verified(out_dir / name, meta["checksums"])))
+    return np.load(io.BytesIO(read_verified(out_dir / name, meta["checksums"])))
 
 
 _META_KEYS = ("identity", "config", "chunk_size", "next_segment", "num_burnin_chunks", "num_sample_chunks",
@@ -867,7 +868,7 @@ def _require_meta(out_dir: Path) -> dict:
     return meta
 
 
-def _skeleton(tree) -> Any:
+def tree_skeleton(tree) -> Any:
     """JSON description of a pytree's containers (leaves numbered), or None if unsupported."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     numbered = jax.tree_util.tree_unflatten(treedef, list(range(len(leaves))))
@@ -889,15 +890,16 @@ def _skeleton(tree) -> Any:
         return None
 
 
-def _rebuild(skeleton, leaves: list):
+def rebuild_tree(skeleton, leaves: list):
+    """The pytree that :func:`tree_skeleton` described, with ``leaves`` at its numbered leaves."""
     kind, value = next(iter(skeleton.items()))
     if kind == "leaf":
         return leaves[value]
     if kind == "dict":
-        return {k: _rebuild(v, leaves) for k, v in value.items()}
+        return {k: rebuild_tree(v, leaves) for k, v in value.items()}
     if kind == "none":
         return None
-    items = [_rebuild(v, leaves) for v in value]
+    items = [rebuild_tree(v, leaves) for v in value]
     return tuple(items) if kind == "tuple" else items
 
 
@@ -905,7 +907,7 @@ def _unflatten_like(like, meta: dict, leaves: list):
     if like is not None:
         return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(like), leaves)
     if meta.get("structure") is not None:
-        return _rebuild(meta["structure"], leaves)
+        return rebuild_tree(meta["structure"], leaves)
     return leaves
 
 
@@ -1014,15 +1016,16 @@ def _key_parts(key) -> tuple:
     return "raw", np.asarray(key)
 
 
-def _identity(cfg: HMCConfig, chunk_size: int, key, positions, logdensity: LogDensity) -> dict[str, Any]:
+def run_identity(cfg: HMCConfig, chunk_size: int, key, positions, logdensity: LogDensity) -> dict[str, Any]:
+    """The fields of a run's identity (see :func:`run_fingerprint`), each a digest or a description."""
     leaves = [np.asarray(a) for a in jax.tree_util.tree_leaves(positions)]
-    structure = _skeleton(positions) or str(jax.tree_util.tree_structure(positions))
+    structure = tree_skeleton(positions) or str(jax.tree_util.tree_structure(positions))
     return {
-        "config": _fingerprint(json.dumps(cfg.identity_dict(), sort_keys=True)),
+        "config": hash_parts(json.dumps(cfg.identity_dict(), sort_keys=True)),
         "chunk_size": chunk_size,
         "data": logdensity.fingerprint,
-        "initial_state": _fingerprint(json.dumps(structure, sort_keys=True), *leaves),
-        "key": _fingerprint(*_key_parts(key)),
+        "initial_state": hash_parts(json.dumps(structure, sort_keys=True), *leaves),
+        "key": hash_parts(*_key_parts(key)),
         "sampler_version": SAMPLER_VERSION,
     }
 
@@ -1054,8 +1057,8 @@ def run_fingerprint(key, init_params, logdensity: Callable, cfg: HMCConfig, *, c
         TypeError: if ``cfg`` is not an :class:`HMCConfig` or ``logdensity`` is not callable.
         ValueError: for a bad ``chunk_size`` or ``init_params`` (as :func:`run_hmc`).
     """
-    run = _prepare_run(key, init_params, logdensity, cfg, chunk_size, init_per_chain)
-    return _identity(cfg, run.chunk_size, key, run.positions, run.logdensity)
+    run = prepare_run(key, init_params, logdensity, cfg, chunk_size, init_per_chain)
+    return run_identity(cfg, run.chunk_size, key, run.positions, run.logdensity)
 
 
 def _identity_mismatch(out_dir: Path, meta: dict, identity: dict, cfg: HMCConfig) -> str | None:
@@ -1092,7 +1095,7 @@ class _Carry:
     num_sample_chunks: int
 
 
-def _carry_at(plan: list[_Segment], segment: int, state, da_state, step_size) -> _Carry:
+def carry_at(plan: list[_Segment], segment: int, state, da_state, step_size) -> _Carry:
     """A carry before ``plan[segment]``, its counters read off the plan."""
     done = plan[:segment]
     num_burnin_chunks = sum(seg.kind == "burnin" for seg in done)
@@ -1101,7 +1104,8 @@ def _carry_at(plan: list[_Segment], segment: int, state, da_state, step_size) ->
                   num_burnin_chunks, len(done) - num_burnin_chunks)
 
 
-def _carry_to_host(carry: _Carry) -> dict[str, np.ndarray]:
+def carry_to_host(carry: _Carry) -> dict[str, np.ndarray]:
+    """A checkpoint's arrays (numpy) of ``carry``: step size, log density, positions, dual averaging."""
     arrays = {"step_size": np.asarray(carry.step_size), "logdensity": np.asarray(carry.state.logdensity)}
     for i, leaf in enumerate(jax.tree_util.tree_leaves(carry.state.position)):
         arrays[f"position_{i}"] = np.asarray(leaf)
@@ -1112,7 +1116,7 @@ def _carry_to_host(carry: _Carry) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _state_from_host(z, like_state, like_da) -> tuple:
+def state_from_host(z, like_state, like_da) -> tuple:
     """(HMC state, dual-averaging state, step size) from a checkpoint's arrays."""
     treedef = jax.tree_util.tree_structure(like_state.position)
     n = treedef.num_leaves
@@ -1145,11 +1149,12 @@ def _chain_positions(init_params, num_chains: int, init_per_chain: bool | None):
     return jax.tree.map(lambda a: jnp.broadcast_to(jnp.asarray(a), (num_chains, *jnp.shape(a))), init_params)
 
 
-def _chain_keys(key, num_chains: int) -> jax.Array:
+def per_chain_keys(key, num_chains: int) -> jax.Array:
+    """One key per chain: ``key`` folded with the chain index."""
     return jax.vmap(lambda c: jax.random.fold_in(key, c))(jnp.arange(num_chains))
 
 
-def _strong(tree):
+def strong_types(tree):
     """Device arrays with strong (not weak) types, as after a round trip through numpy, so
     that fresh and resumed runs hit the same compiled programs."""
     return jax.tree.map(lambda a: jnp.asarray(np.asarray(a)), tree)
@@ -1175,15 +1180,16 @@ class _Run:
         state = _init_states(self.logdensity, self.logdensity.replicate(self.positions))
         step_size = jnp.full((self.cfg.num_chains,), self.cfg.step_size, jnp.float32)
         da_state = _init_dual_averaging(step_size, self.cfg.target_accept)
-        return _carry_at(self.plan, 0, *_strong((state, da_state, step_size)))
+        return carry_at(self.plan, 0, *strong_types((state, da_state, step_size)))
 
 
-def _prepare_run(key, init_params, logdensity, cfg, chunk_size, init_per_chain) -> _Run:
+def prepare_run(key, init_params, logdensity, cfg, chunk_size, init_per_chain) -> _Run:
+    """The validated arguments of :func:`run_hmc`, with the initial positions and the segment plan."""
     if not isinstance(cfg, HMCConfig):
         raise TypeError(f"cfg must be an HMCConfig, got {type(cfg).__name__}")
     chunk_size = positive_int(chunk_size, "chunk_size")
     positions = _chain_positions(init_params, cfg.num_chains, init_per_chain)
-    return _Run(cfg, chunk_size, _as_logdensity(logdensity), positions, _plan(cfg, chunk_size))
+    return _Run(cfg, chunk_size, _as_logdensity(logdensity), positions, plan_segments(cfg, chunk_size))
 
 
 class _InMemory:
@@ -1217,9 +1223,9 @@ class _RunDir:
 
     def __init__(self, path: Path, run: _Run, key):
         self.path, self.run = path, run
-        self.identity = _identity(run.cfg, run.chunk_size, key, run.positions, run.logdensity)
-        self.run_hash = _fingerprint(json.dumps(self.identity, sort_keys=True))
-        self.structure = _skeleton(run.like)
+        self.identity = run_identity(run.cfg, run.chunk_size, key, run.positions, run.logdensity)
+        self.run_hash = hash_parts(json.dumps(self.identity, sort_keys=True))
+        self.structure = tree_skeleton(run.like)
         self.checksums: dict[str, str] = {}
 
     def open(self) -> _Carry:
@@ -1242,8 +1248,8 @@ class _RunDir:
         carry = fresh
         if segment > 0:
             with _load_npz(self.path, _state_file(segment), meta) as z:
-                state = _state_from_host(z, fresh.state, fresh.da_state)
-            carry = _carry_at(plan, segment, *_strong(state))
+                state = state_from_host(z, fresh.state, fresh.da_state)
+            carry = carry_at(plan, segment, *strong_types(state))
         barrier("symlib.hmc.open")  # every process has read the stored run before process 0 writes
         return carry
 
@@ -1263,7 +1269,7 @@ class _RunDir:
             if not path.exists():
                 done = i
                 break
-            _read_verified(path, meta["checksums"])
+            read_verified(path, meta["checksums"])
         while done > 0 and not (self.path / _state_file(done)).exists():
             done -= 1
         return done
@@ -1274,7 +1280,7 @@ class _RunDir:
             arrays = dict(stats, first_iteration=np.int64(seg.start), run_hash=np.str_(self.run_hash))
             if kept is not None:
                 arrays.update({f"leaf_{i}": leaf for i, leaf in enumerate(jax.tree_util.tree_leaves(kept))})
-            self.checksums[_segment_file(seg)] = _save_npz(self.path / _segment_file(seg), arrays)
+            self.checksums[_segment_file(seg)] = save_npz(self.path / _segment_file(seg), arrays)
         self.checkpoint(carry)
 
     def checkpoint(self, carry: _Carry) -> None:
@@ -1286,7 +1292,7 @@ class _RunDir:
 
     def _write_checkpoint(self, carry: _Carry) -> None:
         name = _state_file(carry.segment)
-        self.checksums[name] = _save_npz(self.path / name, _carry_to_host(carry))
+        self.checksums[name] = save_npz(self.path / name, carry_to_host(carry))
         cfg = self.run.cfg
         meta = {
             "format_version": _FORMAT_VERSION,
@@ -1305,13 +1311,13 @@ class _RunDir:
             "complete": carry.iteration == cfg.num_iterations,
             "checksums": dict(sorted(self.checksums.items())),
         }
-        _save_json(self.path / "state.json", meta)
+        save_json(self.path / "state.json", meta)
 
     def result(self, carry: _Carry) -> HMCResult:
         return load_result(self.path, like=self.run.like)
 
 
-class _ProgressMeter:
+class ProgressMeter:
     """Advances the progress bar block by block and shows the running mean acceptance. It
     reads the acceptance back from the device only when the bar is shown."""
 
@@ -1331,7 +1337,7 @@ class _ProgressMeter:
         self.bar.close()
 
 
-def _run_segment(seg: _Segment, carry: _Carry, logdensity, chain_keys, cfg: HMCConfig, meter: _ProgressMeter):
+def run_segment(seg: _Segment, carry: _Carry, logdensity, chain_keys, cfg: HMCConfig, meter: ProgressMeter):
     """Run one segment's blocks; returns the new carry, host stats and host samples (or None)."""
     adapt = cfg.adapt_step_size and seg.kind == "burnin"
     if cfg.adapt_step_size and seg.kind == "samples" and carry.iteration == cfg.num_burnin:
@@ -1365,10 +1371,10 @@ def _sample(run: _Run, carry: _Carry, chain_keys, sink, progress: bool | None, o
     # the same placement for fresh and resumed runs (and as the blocks' outputs): one compiled program
     carry.state, carry.da_state, carry.step_size, chain_keys = run.logdensity.replicate(
         (carry.state, carry.da_state, carry.step_size, chain_keys))
-    meter = _ProgressMeter(run.cfg.num_iterations, carry.iteration, progress if is_writer() else False)
+    meter = ProgressMeter(run.cfg.num_iterations, carry.iteration, progress if is_writer() else False)
     try:
         for seg in run.plan[carry.segment:]:
-            carry, stats, kept = _run_segment(seg, carry, run.logdensity, chain_keys, run.cfg, meter)
+            carry, stats, kept = run_segment(seg, carry, run.logdensity, chain_keys, run.cfg, meter)
             sink.store(seg, carry, stats, kept)
             if on_chunk is not None:
                 on_chunk({"kind": seg.kind, "index": seg.index, "iteration": carry.iteration})
@@ -1412,8 +1418,8 @@ def run_hmc(key, init_params, logdensity: Callable, cfg: HMCConfig, *, out_dir=N
         CorruptRunError: naming a stored file that is missing, truncated, damaged or
             without checksum (delete it and call again to recompute it).
     """
-    run = _prepare_run(key, init_params, logdensity, cfg, chunk_size, init_per_chain)
-    chain_keys = _chain_keys(key, cfg.num_chains)
+    run = prepare_run(key, init_params, logdensity, cfg, chunk_size, init_per_chain)
+    chain_keys = per_chain_keys(key, cfg.num_chains)
     sink = _InMemory(run) if out_dir is None else _RunDir(Path(out_dir), run, key)
     carry = _sample(run, sink.open(), chain_keys, sink, progress, on_chunk)
     result = sink.result(carry)

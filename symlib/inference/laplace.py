@@ -59,7 +59,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from symlib.core.checks import check_finite, check_finite_tree, check_key, positive_float, positive_int
-from symlib.inference.training import _check_data
+from symlib.inference._loop import check_network_data
 
 __all__ = ["HESSIANS", "LaplaceWarning", "LaplacePosterior", "laplace_posterior", "laplace_sample",
            "laplace_covariance", "KFACPosterior", "last_layer_kfac", "kfac_sample", "kfac_precision"]
@@ -197,7 +197,7 @@ def laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, p
     batch_size = positive_int(batch_size, "batch_size")
     floor = tau if min_eigenvalue is None else positive_float(min_eigenvalue, "min_eigenvalue")
     check_finite_tree(params, "params")
-    _check_data(apply_fn, params, x, y, "params")
+    check_network_data(apply_fn, params, x, y, "params")
     x, y = jnp.asarray(x), jnp.asarray(y)
     n = int(x.shape[0])
     total = n if num_data is None else positive_int(num_data, "num_data")

@@ -70,8 +70,8 @@ import numpy as np
 
 from symlib.core.checks import check_key, positive_float, positive_int
 from symlib.inference.hmc import log_prior
-from symlib.inference.training import _epoch_bar, _report_epoch
-from symlib.inference.vi import _check_data, categorical_loglik_fn, check_loglik
+from symlib.inference._loop import check_minibatch_data, epoch_bar, report_epoch
+from symlib.inference.vi import categorical_loglik_fn, check_loglik
 from symlib.core.progress import progress_enabled
 
 PyTree = Any
@@ -164,7 +164,7 @@ def _sghmc(key, params0, x, y, step_size, alpha, temperature, *, loglik_fn, prio
         carry, _ = jax.lax.scan(draw, carry, (index * steps + jnp.arange(steps), order,
                                               jax.random.split(step_key, steps)))
         if progress:
-            jax.debug.callback(_report_epoch, index)
+            jax.debug.callback(report_epoch, index)
         return carry, None
 
     (_, buffer), _ = jax.lax.scan(epoch, (sampler.init(params0), buffer0),
@@ -224,7 +224,7 @@ def run_sghmc(key: jax.Array, params0: PyTree, x, y, *, apply_fn: Callable | Non
         raise ValueError("give exactly one of apply_fn (a classifier) and loglik_fn")
     if loglik_fn is None:
         loglik_fn = categorical_loglik_fn(apply_fn)
-    n = _check_data(x, y, batch_size, epochs, 1, None)
+    n = check_minibatch_data(x, y, batch_size, epochs, 1, None)
     step_size = positive_float(step_size, "step_size")
     prior_std = positive_float(prior_std, "prior_std")
     temperature = positive_float(temperature, "temperature")
@@ -240,7 +240,7 @@ def run_sghmc(key: jax.Array, params0: PyTree, x, y, *, apply_fn: Callable | Non
     check_loglik(loglik_fn, params0, x, y, batch_size, "params0")
     alpha = friction / step_size
     show = progress_enabled(progress)
-    with _epoch_bar(int(epochs), show, "sghmc"):
+    with epoch_bar(int(epochs), show, "sghmc"):
         samples = _sghmc(key, params0, x, y, step_size, alpha, temperature, loglik_fn=loglik_fn,
                          prior_var=prior_std**2, epochs=int(epochs), batch_size=int(batch_size),
                          num_samples=int(num_samples), first=first, thinning=thinning,

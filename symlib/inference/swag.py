@@ -47,8 +47,8 @@ from jax.flatten_util import ravel_pytree
 
 from symlib.core.checks import check_finite_tree, check_key, positive_float, positive_int
 from symlib.core.models import mlp_apply
-from symlib.inference.training import (TrainConfig, _check_fit, _epoch_bar, _report_epoch, epoch_steps,
-                                       learning_rate_at)
+from symlib.inference._loop import epoch_bar, report_epoch
+from symlib.inference.training import TrainConfig, check_fit, epoch_steps, learning_rate_at
 from symlib.core.progress import progress_enabled
 
 __all__ = ["SWAGConfig", "SWAGPosterior", "fit_swag", "swag_from_snapshots", "swag_sample", "swag_covariance",
@@ -327,7 +327,7 @@ def _swag_run(params0, key, x, y, cfg: SWAGConfig, apply_fn, progress: bool):
         slot = jnp.clip((index - first) // every, 0, k - 1)
         snaps = jax.lax.cond(take, lambda s: s.at[slot].set(ravel_pytree(state[0])[0]), lambda s: s, snaps)
         if progress:
-            jax.debug.callback(_report_epoch, index, jnp.mean(losses))
+            jax.debug.callback(report_epoch, index, jnp.mean(losses))
         return (state, snaps), jnp.mean(losses)
 
     carry0 = ((params0, opt.init(params0)), jnp.zeros((k, flat0.size), flat0.dtype))
@@ -365,10 +365,10 @@ def fit_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg: S
         TypeError: if ``cfg`` is not a :class:`SWAGConfig`.
     """
     _check_config(cfg)
-    _check_fit(apply_fn, params0, x, y, cfg.train_config(), 0)
+    check_fit(apply_fn, params0, x, y, cfg.train_config(), 0)
     check_key(key, "key")
     show = progress_enabled(progress)
-    with _epoch_bar(cfg.epochs, show):
+    with epoch_bar(cfg.epochs, show):
         snaps, losses = _swag_run_jit(params0, key, x, y, cfg, apply_fn, show)
     _, unravel = ravel_pytree(params0)
     post = swag_from_snapshots(jax.vmap(unravel)(snaps), cfg.rank, cfg.scale)

@@ -27,8 +27,6 @@ crops as they are.
 """
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from functools import partial
 from typing import NamedTuple
 
@@ -39,11 +37,12 @@ import optax
 
 from jax.sharding import NamedSharding, PartitionSpec
 
-from symlib.core.checks import check_finite, check_key, check_labels, positive_float, positive_int
+from symlib.core.checks import check_key, positive_float, positive_int
 from symlib.core.distributed import global_mesh, put_global
 from symlib.core.losses import accuracy, nll
 from symlib.core.models import Params, check_mlp_data, check_mlp_params, mlp_apply, mlp_init
-from symlib.core.progress import progress_bar, progress_enabled
+from symlib.core.progress import progress_enabled
+from symlib.inference._loop import check_network_data, epoch_bar, report_epoch
 
 OPTIMIZERS = ("adam", "sgd")
 #: data augmentations of ``TrainConfig.augment`` (besides ``None``)
@@ -305,7 +304,7 @@ def _check_config(cfg: TrainConfig, n: int) -> None:
         raise ValueError(f"lr_milestones {cfg.lr_milestones} must be increasing epochs in 1..{epochs - 1}")
 
 
-def _check_inputs(x: jax.Array, y: jax.Array, cfg: TrainConfig, sizes) -> None:
+def check_mlp_inputs(x: jax.Array, y: jax.Array, cfg: TrainConfig, sizes) -> None:
     """Check the data against the network's layer ``sizes``, and ``cfg``, before training.
 
     Raises:
@@ -317,84 +316,15 @@ def _check_inputs(x: jax.Array, y: jax.Array, cfg: TrainConfig, sizes) -> None:
         raise ValueError(f"augment={cfg.augment!r} needs NHWC images; an MLP takes flat vectors (n, d)")
 
 
-def _one_network(params: Params, batch_dims: int, name: str):
-    """Shapes (``jax.ShapeDtypeStruct``) of one network of ``params``, after ``batch_dims`` leading axes.
-
-    Raises:
-        ValueError: naming ``name`` if it holds no arrays or its leaves disagree on the leading axes.
-    """
-    leaves = jax.tree_util.tree_leaves(params)
-    if not leaves:
-        raise ValueError(f"{name} holds no arrays")
-    lead = {tuple(np.shape(a))[:batch_dims] for a in leaves}
-    if len(lead) != 1 or any(np.ndim(a) < batch_dims for a in leaves):
-        raise ValueError(f"{name}: every leaf must share the {batch_dims} leading (network) axes, got {sorted(lead)}")
-    return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[batch_dims:], jnp.result_type(a)), params)
-
-
-def _check_data(apply_fn, params: Params, x, y, name: str = "params0", batch_dims: int = 0) -> None:
-    """Check ``x``/``y`` against a network given by ``apply_fn`` (basic checks; MLPs are checked fully).
-
-    ``x`` must be finite with ``n`` examples on its first axis, ``y`` ``n`` integer labels
-    in ``[0, classes)``, ``classes`` the width of the logits that ``apply_fn`` returns for
-    one example (found with ``jax.eval_shape``: nothing is computed).
-
-    Raises:
-        ValueError: naming ``x`` or ``y``; or whatever ``apply_fn`` raises for inputs it cannot take.
-    """
-    if apply_fn is mlp_apply:
-        check_mlp_data(check_mlp_params(params, name, batch_dims=batch_dims), x, y)
-        return
-    one = _one_network(params, batch_dims, name)
-    x_shape = tuple(np.shape(x))
-    if len(x_shape) < 2 or np.ndim(y) != 1 or np.shape(y)[0] != x_shape[0]:
-        raise ValueError(f"expected x of shape (n, ...) and y of shape (n,), got {x_shape} and {np.shape(y)}")
-    check_finite(x, "x")
-    logits = jax.eval_shape(apply_fn, one, jax.ShapeDtypeStruct((1,) + x_shape[1:], jnp.result_type(x)))
-    if len(logits.shape) != 2 or logits.shape[0] != 1:
-        raise ValueError(f"apply_fn must return logits (n, classes); for one example it returned shape {logits.shape}")
-    check_labels(y, logits.shape[1], "y")
-
-
-def _check_fit(apply_fn, params0: Params, x, y, cfg: TrainConfig, batch_dims: int) -> None:
+def check_fit(apply_fn, params0: Params, x, y, cfg: TrainConfig, batch_dims: int) -> None:
     """All checks of :func:`fit_map` / :func:`fit_map_many` before any work."""
     if apply_fn is mlp_apply:
-        _check_inputs(x, y, cfg, check_mlp_params(params0, "params0", batch_dims=batch_dims))
+        check_mlp_inputs(x, y, cfg, check_mlp_params(params0, "params0", batch_dims=batch_dims))
         return
-    _check_data(apply_fn, params0, x, y, "params0", batch_dims)
+    check_network_data(apply_fn, params0, x, y, "params0", batch_dims)
     _check_config(cfg, x.shape[0])
     if cfg.augment is not None and np.ndim(x) != 4:
         raise ValueError(f"augment={cfg.augment!r} needs NHWC images x (n, h, w, c), got shape {np.shape(x)}")
-
-
-# The bar of the fit_map call running now (innermost last); the compiled loop reports to
-# it through a host callback, since a compiled function cannot hold a Python object.
-_EPOCH_BARS: list = []
-
-
-def _report_epoch(epoch, loss=None) -> None:
-    """Host callback at the end of every epoch: advance the bar, show the objective (if given)."""
-    if _EPOCH_BARS:
-        bar = _EPOCH_BARS[-1]
-        if loss is not None:
-            bar.set_postfix(objective=f"{float(loss):.4f}", refresh=False)
-        bar.update(int(epoch) + 1 - bar.n)
-
-
-@contextlib.contextmanager
-def _epoch_bar(epochs: int, enabled: bool, desc: str = "train") -> Iterator[None]:
-    """A progress bar (label ``desc``) over ``epochs`` that :func:`_report_epoch` updates."""
-    if not enabled:
-        yield
-        return
-    bar = progress_bar(epochs, desc, enabled=True, unit="epoch")
-    _EPOCH_BARS.append(bar)
-    try:
-        yield
-        jax.effects_barrier()  # every epoch's callback has run
-    finally:
-        _EPOCH_BARS.remove(bar)
-        bar.close()
 
 
 def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply_fn=mlp_apply, observe=None,
@@ -467,7 +397,7 @@ def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progr
         index, key = inputs
         carry, losses, seen = run_epoch(carry, key)
         if progress:
-            jax.debug.callback(_report_epoch, index, jnp.mean(losses))
+            jax.debug.callback(report_epoch, index, jnp.mean(losses))
         kept = carry[0] if keep_trajectory else (None if observe_epoch is None else observe_epoch(carry[0]))
         return carry, (jnp.mean(losses), kept, seen)
 
@@ -516,10 +446,10 @@ def fit_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cf
         TypeError: if ``cfg`` is not a :class:`TrainConfig` or ``params0`` not a dict of
             layers (MLP).
     """
-    _check_fit(apply_fn, params0, x, y, cfg, 0)
+    check_fit(apply_fn, params0, x, y, cfg, 0)
     check_key(data_key, "data_key")
     show = progress_enabled(progress)
-    with _epoch_bar(cfg.epochs, show):
+    with epoch_bar(cfg.epochs, show):
         params, losses, traj, _ = _fit(params0, data_key, x, y, cfg, keep_trajectory, show, apply_fn=apply_fn,
                                        stochastic_apply=stochastic_apply)
     return (params, losses, traj) if keep_trajectory else (params, losses)
@@ -629,7 +559,7 @@ def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, 
         ValueError: as for :func:`fit_map`; also if ``params0`` is not a stack of networks
             or ``data_keys`` does not hold one key per network.
     """
-    _check_fit(apply_fn, params0, x, y, cfg, 1)
+    check_fit(apply_fn, params0, x, y, cfg, 1)
     n_nets = jax.tree_util.tree_leaves(params0)[0].shape[0]
     check_key(data_keys, "data_keys", n_nets)
     params, losses, per_epoch, per_step = _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch,
@@ -697,6 +627,6 @@ def evaluate(params: Params, x: jax.Array, y: jax.Array, apply_fn=mlp_apply) -> 
     Raises:
         ValueError: naming ``x`` or ``y`` if they do not fit the network.
     """
-    _check_data(apply_fn, params, x, y, "params")
+    check_network_data(apply_fn, params, x, y, "params")
     logits = apply_fn(params, x)
     return {"nll": float(nll(logits, y)), "accuracy": float(accuracy(logits, y))}

@@ -63,10 +63,10 @@ import numpy as np
 import optax
 from flax import nnx
 
-from symlib.core.checks import check_finite, check_finite_tree, check_key, positive_float, positive_int
+from symlib.core.checks import check_finite_tree, check_key, positive_float
 from symlib.core.noise import normal_vector, perturb, split_like
 from symlib.core.models import Params, check_mlp_data, check_mlp_params, check_sizes, mlp_apply, mlp_init
-from symlib.inference.training import _check_data as _check_network_data
+from symlib.inference._loop import check_minibatch_data, check_network_data
 
 PyTree = Any
 LogLikFn = Callable[[PyTree, jax.Array, jax.Array], jax.Array]
@@ -301,23 +301,6 @@ class VIResult(NamedTuple):
     elbo_history: np.ndarray
 
 
-def _check_data(x, y, batch_size: int, epochs: int, num_mc: int, n_data) -> int:
-    """Check the data and loop sizes of :func:`fit_vi`; return the ``N`` of the likelihood scaling."""
-    if jnp.ndim(x) < 1 or jnp.ndim(y) < 1 or jnp.shape(x)[0] != jnp.shape(y)[0]:
-        raise ValueError("x and y must share their leading (example) axis, got shapes "
-                         f"{jnp.shape(x)} and {jnp.shape(y)}")
-    n = int(jnp.shape(x)[0])
-    if n < 1:
-        raise ValueError("no training examples")
-    check_finite(x, "x")
-    check_finite(y, "y")
-    positive_int(epochs, "epochs")
-    if positive_int(batch_size, "batch_size") > n:
-        raise ValueError(f"batch_size={batch_size!r} must be between 1 and the {n} training examples")
-    positive_int(num_mc, "num_mc")
-    return n if n_data is None else positive_int(n_data, "n_data")
-
-
 _STATIC = ("graphdef", "loglik_fn", "batch_size", "n_data", "temperature", "num_mc", "learning_rate")
 LOOPS = ("scan", "python")
 
@@ -439,7 +422,7 @@ def fit_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, 
             not return a scalar for) a minibatch, or, with :func:`categorical_loglik`,
             data that do not fit the MLP.
     """
-    n_data = _check_data(x, y, batch_size, epochs, num_mc, n_data)
+    n_data = check_minibatch_data(x, y, batch_size, epochs, num_mc, n_data)
     if loop not in LOOPS:
         raise ValueError(f"loop must be one of {LOOPS}, got {loop!r}")
     positive_float(temperature, "temperature")
@@ -491,7 +474,7 @@ def check_loglik(loglik_fn: LogLikFn, params: PyTree, x, y, batch_size: int, nam
     if loglik_fn is categorical_loglik:
         check_mlp_data(check_mlp_params(params, name), x, y)
     elif isinstance(loglik_fn, CategoricalLogLik):
-        _check_network_data(loglik_fn.apply_fn, params, x, y, name)
+        check_network_data(loglik_fn.apply_fn, params, x, y, name)
     try:
         out = jax.eval_shape(loglik_fn, params, x[:batch_size], y[:batch_size])
     except (TypeError, ValueError, IndexError) as e:

@@ -1,0 +1,106 @@
+"""Helpers shared by the fitting loops of :mod:`symlib.inference` (package-private).
+
+The checks of the data against a network (:func:`check_network_data`) and of the
+minibatch loop sizes (:func:`check_minibatch_data`), and the epoch progress bar that a
+compiled loop advances through a host callback (:func:`epoch_bar`, :func:`report_epoch`).
+Only modules of :mod:`symlib.inference` import from here.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from symlib.core.checks import check_finite, check_labels, positive_int
+from symlib.core.models import Params, check_mlp_data, check_mlp_params, mlp_apply
+from symlib.core.progress import progress_bar
+
+
+def _one_network(params: Params, batch_dims: int, name: str):
+    """Shapes (``jax.ShapeDtypeStruct``) of one network of ``params``, after ``batch_dims`` leading axes.
+
+    Raises:
+        ValueError: naming ``name`` if it holds no arrays or its leaves disagree on the leading axes.
+    """
+    leaves = jax.tree_util.tree_leaves(params)
+    if not leaves:
+        raise ValueError(f"{name} holds no arrays")
+    lead = {tuple(np.shape(a))[:batch_dims] for a in leaves}
+    if len(lead) != 1 or any(np.ndim(a) < batch_dims for a in leaves):
+        raise ValueError(f"{name}: every leaf must share the {batch_dims} leading (network) axes, got {sorted(lead)}")
+    return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[batch_dims:], jnp.result_type(a)), params)
+
+
+def check_network_data(apply_fn, params: Params, x, y, name: str = "params0", batch_dims: int = 0) -> None:
+    """Check ``x``/``y`` against a network given by ``apply_fn`` (basic checks; MLPs are checked fully).
+
+    ``x`` must be finite with ``n`` examples on its first axis, ``y`` ``n`` integer labels
+    in ``[0, classes)``, ``classes`` the width of the logits that ``apply_fn`` returns for
+    one example (found with ``jax.eval_shape``: nothing is computed).
+
+    Raises:
+        ValueError: naming ``x`` or ``y``; or whatever ``apply_fn`` raises for inputs it cannot take.
+    """
+    if apply_fn is mlp_apply:
+        check_mlp_data(check_mlp_params(params, name, batch_dims=batch_dims), x, y)
+        return
+    one = _one_network(params, batch_dims, name)
+    x_shape = tuple(np.shape(x))
+    if len(x_shape) < 2 or np.ndim(y) != 1 or np.shape(y)[0] != x_shape[0]:
+        raise ValueError(f"expected x of shape (n, ...) and y of shape (n,), got {x_shape} and {np.shape(y)}")
+    check_finite(x, "x")
+    logits = jax.eval_shape(apply_fn, one, jax.ShapeDtypeStruct((1,) + x_shape[1:], jnp.result_type(x)))
+    if len(logits.shape) != 2 or logits.shape[0] != 1:
+        raise ValueError(f"apply_fn must return logits (n, classes); for one example it returned shape {logits.shape}")
+    check_labels(y, logits.shape[1], "y")
+
+
+def check_minibatch_data(x, y, batch_size: int, epochs: int, num_mc: int, n_data) -> int:
+    """Check the data and loop sizes of :func:`~symlib.inference.vi.fit_vi` (and of
+    :func:`~symlib.inference.sgmcmc.run_sghmc`, ``num_mc=1``); return the ``N`` of the likelihood scaling."""
+    if jnp.ndim(x) < 1 or jnp.ndim(y) < 1 or jnp.shape(x)[0] != jnp.shape(y)[0]:
+        raise ValueError("x and y must share their leading (example) axis, got shapes "
+                         f"{jnp.shape(x)} and {jnp.shape(y)}")
+    n = int(jnp.shape(x)[0])
+    if n < 1:
+        raise ValueError("no training examples")
+    check_finite(x, "x")
+    check_finite(y, "y")
+    positive_int(epochs, "epochs")
+    if positive_int(batch_size, "batch_size") > n:
+        raise ValueError(f"batch_size={batch_size!r} must be between 1 and the {n} training examples")
+    positive_int(num_mc, "num_mc")
+    return n if n_data is None else positive_int(n_data, "n_data")
+
+
+# The bar of the fitting call running now (innermost last); the compiled loop reports to
+# it through a host callback, since a compiled function cannot hold a Python object.
+_EPOCH_BARS: list = []
+
+
+def report_epoch(epoch, loss=None) -> None:
+    """Host callback at the end of every epoch: advance the bar, show the objective (if given)."""
+    if _EPOCH_BARS:
+        bar = _EPOCH_BARS[-1]
+        if loss is not None:
+            bar.set_postfix(objective=f"{float(loss):.4f}", refresh=False)
+        bar.update(int(epoch) + 1 - bar.n)
+
+
+@contextlib.contextmanager
+def epoch_bar(epochs: int, enabled: bool, desc: str = "train") -> Iterator[None]:
+    """A progress bar (label ``desc``) over ``epochs`` that :func:`report_epoch` updates."""
+    if not enabled:
+        yield
+        return
+    bar = progress_bar(epochs, desc, enabled=True, unit="epoch")
+    _EPOCH_BARS.append(bar)
+    try:
+        yield
+        jax.effects_barrier()  # every epoch's callback has run
+    finally:
+        _EPOCH_BARS.remove(bar)
+        bar.close()
