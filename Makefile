@@ -1,5 +1,5 @@
 # make book : venv + install + execute every notebook (quick profile) + HTML in _build/html/
-# make test : unit tests, nbval over every notebook, book build with warnings as errors (CI)
+# make test : unit tests, nbval over every notebook, book build (stored outputs) with warnings as errors (CI)
 # make test-fast : unit tests not marked slow (development)
 PYTHON ?= python3
 VENV ?= .venv
@@ -33,10 +33,16 @@ test-fast: install
 nbval: install
 	$(PY) -m pytest --nbval-lax --nbval-current-env notebooks
 
+# The book build with warnings as errors, on the outputs stored in the notebooks: nbval (the
+# step before) has just executed every notebook and compared them, so the check does not
+# execute them a second time (`make book` does execute them). _config-stored-outputs.yml is
+# _config.yml with execution off (generated; it must sit beside _config.yml for its paths).
 # check_pages.py: every built page in headless Chromium (skipped with a message where none is
 # installed, a failure under CI=true); screenshots in _build/screenshots/.
 book-check: install
-	$(VENV)/bin/jupyter-book build . -W --keep-going
+	sed 's/^  execute_notebooks: cache$$/  execute_notebooks: "off"/' _config.yml > _config-stored-outputs.yml
+	grep -q '^  execute_notebooks: "off"$$' _config-stored-outputs.yml || { echo "error: _config.yml has no 'execute_notebooks: cache' line to turn off" >&2; exit 1; }
+	$(VENV)/bin/jupyter-book build . -W --keep-going --config _config-stored-outputs.yml
 	$(PY) scripts/check_book.py _build/html
 	$(PY) scripts/check_pages.py _build/html
 

@@ -1,0 +1,33 @@
+"""nbval run over the chapters: print each notebook's execution time at the end.
+
+`make nbval` (part of `make test`) executes every notebook with the run's artifact cache,
+in book order, so on a fresh cache these are the chapters' empty-cache times (a chapter
+that reuses an earlier one's artifacts is timed as in a fresh book build). The budget is
+120 s a chapter on 2 CPU cores (book/running.md); a chapter over it is marked, not failed:
+timings are too noisy for a test.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+BUDGET_S = 120.0
+_seconds: dict[str, float] = defaultdict(float)
+
+
+def pytest_runtest_logreport(report):
+    """Add each cell's setup, call and teardown time to its notebook's total."""
+    path = report.nodeid.split("::")[0]
+    if path.endswith(".ipynb"):
+        _seconds[Path(path).stem] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The table of notebook times, with the total."""
+    if not _seconds:
+        return
+    tr = terminalreporter
+    tr.section("notebook execution times (nbval, this run's cache)")
+    for name, s in _seconds.items():
+        tr.write_line(f"{name:<40} {s:7.1f} s" + ("   over the 120 s budget" if s > BUDGET_S else ""))
+    tr.write_line(f"{'total':<40} {sum(_seconds.values()):7.1f} s")
