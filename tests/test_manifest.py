@@ -96,6 +96,14 @@ def test_items_are_well_formed():
             assert manifest.item_claims(item), f"{where}: its experiments have claims, none judges it"
 
 
+def test_every_registered_claim_judges_a_report_row():
+    """A claim registered for an experiment appears in some row of chapter 14's report
+    (else a verdict of ours could be missing from the page a reader scans)."""
+    shown = {f"{c.experiment}:{c.name}" for item in MANIFEST for c in manifest.item_claims(item)}
+    registered = {f"{exp}:{c.name}" for exp, cs in symlib.experiments.claims.CLAIMS.items() for c in cs}
+    assert registered - shown == set(), f"claims in no report row: {sorted(registered - shown)}"
+
+
 def test_manifest_counts():
     per_paper = {p: sum(i.paper == p for i in MANIFEST) for p in PAPERS}
     assert all(n >= 4 for n in per_paper.values()), per_paper

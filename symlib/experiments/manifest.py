@@ -146,6 +146,9 @@ def _laurent_t1(method: str) -> str:
 
 _SINGLE_MMD = [TABLE1_MNIST[m][0] for m in ("Dropout", "BNN", "SGHMC", "SWAG", "Laplace")]
 _MULTI_MMD = [TABLE1_MNIST[m][0] for m in ("multi-Dropout", "multi-BNN", "multi-SWAG", "multi-Laplace")]
+#: the claims of Laurent et al.'s Table 1 (Sec. 4.3), registered for every posterior experiment
+LAURENT_TABLE1_CLAIMS = ("multi_mode_closer", "ensemble_closest", "single_mode_better_ece",
+                         "multi_mode_better_ood_detection", "multi_mode_higher_mi")
 
 MANIFEST: tuple[Item, ...] = (
     # ------------------------------------------------------------------ Xiao et al. (2023)
@@ -189,11 +192,12 @@ MANIFEST: tuple[Item, ...] = (
     Item("rossi2023", "Sec. 5.1 MLP barriers", "marginalised loss barriers between two VI solutions along the "
          "Wasserstein geodesic, before and after alignment, against width (main-text figure; its number is not in "
          "the appendix, summary and poster we have)", "figure", part="MLP, MNIST and Fashion-MNIST",
-         chapter="notebooks/07_vi_alignment_barriers", experiments=("vi_alignment",),
-         claims=tuple(f"vi_alignment:{c}" for c in ("alignment_lowers_every_barrier", "alignment_removes_barrier_mnist",
-                                                    "barrier_falls_with_width_mnist",
-                                                    "alignment_removes_barrier_fashion_mnist",
-                                                    "barrier_falls_with_width_fashion_mnist")),
+         chapter="notebooks/07_vi_alignment_barriers", experiments=("vi_alignment", "vi_alignment_robustness"),
+         claims=(*(f"vi_alignment:{c}" for c in ("alignment_lowers_every_barrier", "alignment_removes_barrier_mnist",
+                                                 "barrier_falls_with_width_mnist",
+                                                 "alignment_removes_barrier_fashion_mnist",
+                                                 "barrier_falls_with_width_fashion_mnist")),
+                 "vi_alignment_robustness:removes_barrier_every_setting"),
          keys=("vi_alignment:widths/mnist", "vi_alignment:marginal/*/test/aligned"),
          paper_value=f"aligned barrier: {ROSSI_SEC51_CLAIMS['mnist_aligned_barrier']}; falls with width: "
                      f"{ROSSI_SEC51_CLAIMS['barrier_decreases_with_width']} (numbers only in the figure)"),
@@ -203,7 +207,9 @@ MANIFEST: tuple[Item, ...] = (
     Item("rossi2023", "Sec. 5.1 ResNet20 barriers", "the same for ResNet20 on CIFAR-10 (main-text figure)", "figure",
          chapter="notebooks/07_vi_alignment_barriers", experiments=("vi_alignment_resnet20",),
          quick_inconclusive="a Fashion-MNIST stand-in whose two VI ResNet20s stay near chance; chapter 7 gives "
-                            "the larger stand-ins tried on 2 CPU cores", claims=("vi_alignment_resnet20:alignment_lowers_every_barrier",),
+                            "the larger stand-ins tried on 2 CPU cores",
+         claims=("vi_alignment_resnet20:alignment_lowers_every_barrier",
+                 "vi_alignment_resnet20:wider_lower_only_after_alignment"),
          keys=("vi_alignment_resnet20:marginal/*/test/*",),
          paper_value="nearly-zero barrier after alignment; wider models lower barriers only after alignment",
          paper_profile="needs CIFAR-10 data and a GPU (widths 1, 2, 4, 8)"),
@@ -233,15 +239,16 @@ MANIFEST: tuple[Item, ...] = (
     Item("laurent2024", "Figure 1", "posterior of the output weights of 10,000 2-2-1 perceptrons: raw, unit-normed, "
          "and with permutations removed", "figure", chapter="notebooks/09_toy_posterior_symmetries",
          experiments=("toy_perceptrons",),
-         claims=("toy_perceptrons:few_dropped", "toy_perceptrons:functions_unchanged"),
+         claims=tuple(f"toy_perceptrons:{c}" for c in ("few_dropped", "functions_unchanged", "raw_symmetric",
+                                                        "mode_duplicated", "scaling_regroups")),
          keys=("toy_perceptrons:dropped_fraction", "toy_perceptrons:max_logit_diff"),
          paper_value=f"raw: {LAURENT_FIG1_CLAIMS['raw_density']}; canonical: "
                      f"{LAURENT_FIG1_CLAIMS['canonical_density']}; dropped {LAURENT_FIG1_CLAIMS['dropped_networks']}"),
     Item("laurent2024", "Figure 2", "mass of trained OptuNets against their min-mass equivalents, and the largest "
          "weight of each layer", "figure", chapter="notebooks/10_min_mass",
          experiments=("laurent_optunets", "laurent_mlps"),
-         claims=("laurent_optunets:min_mass_convex", "laurent_optunets:corollary1_lower_loss",
-                 "laurent_mlps:min_mass_convex", "laurent_mlps:corollary1_lower_loss"),
+         claims=tuple(f"{e}:{c}" for e in ("laurent_optunets", "laurent_mlps")
+                      for c in ("above_min_mass", "min_mass_convex", "corollary1_lower_loss", "largest_weight")),
          keys=("laurent_optunets:min_mass/mass_before", "laurent_optunets:min_mass/mass_after"),
          paper_value=f"above the min-mass point: {LAURENT_FIG2_CLAIMS['above_min_mass']}; largest weight: "
                      f"{LAURENT_FIG2_CLAIMS['largest_weight_after_min_mass']}"),
@@ -254,7 +261,8 @@ MANIFEST: tuple[Item, ...] = (
     Item("laurent2024", "Figure 4", "Kendall's tau between successive sorting permutations during training",
          "figure", part="left: OptuNet, MNIST", chapter="notebooks/11_permutation_frequency",
          experiments=("laurent_optunets", "laurent_mlps"),
-         claims=("laurent_optunets:ordering_freezes", "laurent_mlps:ordering_freezes"),
+         claims=tuple(f"{e}:{c}" for e in ("laurent_optunets", "laurent_mlps")
+                      for c in ("swaps_in_high_lr_phases", "ordering_freezes")),
          paper_value=f"{LAURENT_FIG4_CLAIMS['where_units_swap']}; last phase: {LAURENT_FIG4_CLAIMS['last_phase']}"),
     Item("laurent2024", "Figure 4", "the same for ResNet-18 on CIFAR-100", "figure", part="right: ResNet-18",
          paper_value="much variation while the learning rate is high, none in the last phase",
@@ -267,7 +275,10 @@ MANIFEST: tuple[Item, ...] = (
          reason="not attempted: no caption or data in the texts we have; OptuNet itself is symlib.core.cnn"),
     Item("laurent2024", "Figure 7", "functional collapse of OptuNet on MNIST / Fashion-MNIST: pairwise MI in and "
          "out of distribution and their correlation", "figure", chapter="notebooks/13_functional_collapse",
-         experiments=("functional_collapse",), keys=("functional_collapse:cv_id", "functional_collapse:cv_ood",
+         experiments=("functional_collapse",),
+         claims=tuple(f"functional_collapse:{c}" for c in ("ood_more_dispersed", "positive_correlation",
+                                                           "collapse_frequency")),
+         keys=("functional_collapse:cv_id", "functional_collapse:cv_ood",
                                                      "functional_collapse:pearson_r"),
          paper_value="OOD MI more dispersed than ID; some positive ID/OOD correlation"),
     Item("laurent2024", "Figure 8", "functional collapse of ResNet-18 on TinyImageNet / Textures", "figure",
@@ -276,13 +287,14 @@ MANIFEST: tuple[Item, ...] = (
          paper_profile="needs TinyImageNet and Textures data and a GPU"),
     Item("laurent2024", "Figure 9", "layer-wise marginals of an MLP's weights, with KS p-values, before and after "
          "removing the symmetries", "figure", chapter="notebooks/10_min_mass", experiments=("laurent_mlps",),
-         claims=("laurent_mlps:marginals_differ_after",),
+         claims=("laurent_mlps:marginals_identical_before", "laurent_mlps:marginals_differ_after"),
          keys=("laurent_mlps:marginals/share_below_005/*",),
          paper_value=f"before: {LAURENT_FIG2_CLAIMS['marginals_before_removal']}; after: "
                      f"{LAURENT_FIG2_CLAIMS['marginals_after_removal']} (energy-efficiency MLP; ours: MNIST MLPs)"),
     Item("laurent2024", "Table 1", "MMD to the reference posterior with and without symmetries, accuracy, ECE, Brier, "
          "AUPR, FPR95, ID / OOD mutual information of ten posterior estimates", "table", part="MNIST / OptuNet",
          chapter="notebooks/12_posterior_estimates", experiments=("laurent_posteriors",),
+         claims=tuple(f"laurent_posteriors:{c}" for c in LAURENT_TABLE1_CLAIMS),
          keys=tuple(f"laurent_posteriors:mmd/MMD/{m}/median" for m in ("Laplace", "multi-Laplace", "DE")),
          paper_value=f"single-mode MMD {min(_SINGLE_MMD)}-{max(_SINGLE_MMD)}, multi-mode {min(_MULTI_MMD)}-"
                      f"{max(_MULTI_MMD)}, DE 0.0; e.g. Laplace {_laurent_t1('Laplace')}",
@@ -290,10 +302,12 @@ MANIFEST: tuple[Item, ...] = (
     Item("laurent2024", "Table 1", "the same block for ResNet-18 on CIFAR-100 (OOD: SVHN)", "table",
          part="CIFAR-100 / ResNet-18", paper_value="single-mode MMD 4.5-9.0, multi-mode 0.6-6.1, DE 0.0",
          chapter="notebooks/12_posterior_estimates", experiments=("rn18_posteriors_cifar100",), paper_only=True,
+         claims=tuple(f"rn18_posteriors_cifar100:{c}" for c in LAURENT_TABLE1_CLAIMS),
          paper_profile="needs CIFAR-100 and SVHN data and a GPU (1,100 ResNet-18)"),
     Item("laurent2024", "Table 1", "the same block for ResNet-18 on TinyImageNet (OOD: Textures)", "table",
          part="TinyImageNet / ResNet-18", paper_value="single-mode MMD 5.5-9.8, multi-mode 0.5-6.7, DE 0.0",
          chapter="notebooks/12_posterior_estimates", experiments=("rn18_posteriors_tiny_imagenet",), paper_only=True,
+         claims=tuple(f"rn18_posteriors_tiny_imagenet:{c}" for c in LAURENT_TABLE1_CLAIMS),
          paper_profile="needs TinyImageNet and Textures data and a GPU"),
     Item("laurent2024", "Table 2", "median, mean and max of the layer-wise MMDs with and without symmetries "
          "(App. B.4)", "table", part="MNIST / OptuNet", chapter="notebooks/12_posterior_estimates",
