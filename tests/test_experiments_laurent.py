@@ -7,7 +7,7 @@ import pytest
 from _helpers import random_mlp, stack_trees
 
 from symlib.experiments import SUMMARIES, claims
-from symlib.experiments.laurent import mass_along_line, mass_hessian, toy_symmetry_tests
+from symlib.experiments.laurent import mass_along_line, mass_hessian, toy_bootstrap, toy_symmetry_tests
 from symlib.symmetry.scaling import apply_scaling, mass, min_mass
 
 
@@ -47,9 +47,13 @@ def test_toy_summary_of_an_artifact_and_its_claims():
     w = _toy_weights(rng, n=400)
     art = {"loss": np.r_[np.full(400, 0.01), [0.5]], "kept": np.arange(400), "max_logit_diff": 1e-13,
            **{k: w[k] for k in ("raw", "unit_norm", "canonical")}}
+    art["bootstrap"] = toy_bootstrap({k: w[k] for k in ("raw", "unit_norm", "canonical")}, resamples=20)
     summary = json.loads(json.dumps(SUMMARIES["toy_perceptrons"](art)))
     assert summary["nets"] == 401 and summary["kept"] == 400 and summary["networks"] == 400
-    assert len(summary["bootstrap"]["mode_margin"]) == len(summary["bootstrap"]["regroup_gain"]) > 0
+    assert len(summary["bootstrap"]["mode_margin"]) == len(summary["bootstrap"]["regroup_gain"]) == 20
+    # the stored bootstrap is the one toy_symmetry_tests computes itself from the same weights
+    again = toy_symmetry_tests({k: w[k] for k in ("raw", "unit_norm", "canonical")}, resamples=20)
+    assert again["bootstrap"] == summary["bootstrap"] and again["mode_margin"] == summary["mode_margin"]
     outcomes = {o.claim.name: o for o in claims.evaluate("toy_perceptrons", summary)}
     assert outcomes["mode_duplicated"].holds and outcomes["functions_unchanged"].holds
     assert not outcomes["few_dropped"].holds  # 1 of 401 dropped: too few networks to say "less than 1%"

@@ -155,10 +155,12 @@ def _toy_summary(art: dict[str, Any]) -> dict[str, Any]:
     return {"nets": int(len(loss)), "kept": int(len(art["kept"])),
             "dropped_fraction": float(1 - len(art["kept"]) / len(loss)),
             "max_logit_diff": float(art["max_logit_diff"]),
-            **toy_symmetry_tests({form: np.asarray(art[form]) for form in OUTPUT_WEIGHT_FORMS})}
+            **toy_symmetry_tests({form: np.asarray(art[form]) for form in OUTPUT_WEIGHT_FORMS},
+                                 bootstrap=art["bootstrap"])}
 
 
-def toy_symmetry_tests(weights: dict[str, np.ndarray], resamples: int | None = None) -> dict[str, Any]:
+def toy_symmetry_tests(weights: dict[str, np.ndarray], resamples: int | None = None,
+                       bootstrap: dict[str, Any] | None = None) -> dict[str, Any]:
     """Tests and modes of the output-weight difference ``d = w1 - w2`` of the toy perceptrons.
 
     * **Sign test** (two-sided binomial): H0 ``P(w1 > w2) = 1/2`` on the raw weights
@@ -178,6 +180,9 @@ def toy_symmetry_tests(weights: dict[str, np.ndarray], resamples: int | None = N
     Args:
         weights: ``(networks, 2)`` output weights by form (``OUTPUT_WEIGHT_FORMS``).
         resamples: bootstrap resamples (default :data:`TOY_BOOTSTRAP`).
+        bootstrap: :func:`toy_bootstrap` of these weights, computed before (the experiment
+            stores it in its artifact, so that every summary of it does not repeat the
+            resampling, about half a minute); computed here when None.
 
     Returns:
         JSON-able dict: ``sign_test_p``, ``split_half_ks_p``, ``fraction_w1_gt_w2`` (raw),
@@ -216,7 +221,10 @@ def toy_symmetry_tests(weights: dict[str, np.ndarray], resamples: int | None = N
     out["fraction_w1_gt_w2"] = float(np.mean(d > 0))
     out["w1_gt_w2"] = int(np.sum(d > 0))
     out["networks"] = int(len(d))
-    out.update(toy_bootstrap(weights, TOY_BOOTSTRAP if resamples is None else resamples))
+    if bootstrap is None:
+        bootstrap = toy_bootstrap(weights, TOY_BOOTSTRAP if resamples is None else resamples)
+    out.update({"mode_margin": float(bootstrap["mode_margin"]), "regroup_gain": float(bootstrap["regroup_gain"]),
+                "bootstrap": {k: [float(v) for v in np.asarray(r)] for k, r in bootstrap["bootstrap"].items()}})
     return out
 
 
@@ -286,8 +294,9 @@ def toy_perceptrons(profile: Profile) -> dict[str, Any]:
         profile: the run profile (unused: the sizes are the paper's in every profile).
 
     Returns:
-        The artifact: ``x``, ``y``, ``loss``, ``kept``, ``max_logit_diff`` and the output
-        weights in each of ``OUTPUT_WEIGHT_FORMS``.
+        The artifact: ``x``, ``y``, ``loss``, ``kept``, ``max_logit_diff``, the output
+        weights in each of ``OUTPUT_WEIGHT_FORMS`` and ``bootstrap`` (:func:`toy_bootstrap`
+        of those weights).
     """
     from symlib.experiments.toy import sort_by_output_weight, train_perceptrons, two_gaussians
     from symlib.symmetry.scaling import check_function_unchanged, unit_norm
@@ -304,8 +313,9 @@ def toy_perceptrons(profile: Profile) -> dict[str, Any]:
         max_diff = max(max_diff, check_function_unchanged(net, canonical, key=int(i), n=64))
         for k, v in (("raw", net), ("unit_norm", scaled), ("canonical", canonical)):
             out[k].append(v["dense_1"]["kernel"][:, 0])
-    return {"x": x, "y": y, "loss": loss, "kept": keep, "max_logit_diff": max_diff,
-            **{k: np.asarray(v) for k, v in out.items()}}
+    forms = {k: np.asarray(v) for k, v in out.items()}
+    return {"x": x, "y": y, "loss": loss, "kept": keep, "max_logit_diff": max_diff, **forms,
+            "bootstrap": toy_bootstrap(forms)}
 
 
 #: a KS or sign test p-value below this rejects the symmetry (level 1% per test; shown in
@@ -868,19 +878,11 @@ def laurent_mlps(profile: Profile) -> dict[str, Any]:
 # What the saved paper-profile runs can and cannot test (registered so that
 # tests/test_claims.py accepts exactly these verdicts; the chapters say why). Each of them
 # predates the summaries' per-unit values (2026-11-25): a claim that needs an interval over
-# networks or runs is "not tested" on them until they are rerun.
+# networks or runs is "not tested" on them until they are rerun (toy_perceptrons was rerun
+# on 2026-11-26 and tests all its claims).
 
 _BEFORE_UNITS = ("the saved summary (run before 2026-11-25) keeps {what}, not the per-{unit} values that an interval "
                  "over {unit}s needs: not tested on this run; ")
-difference("toy_perceptrons", "paper", "mode_duplicated",
-           _BEFORE_UNITS.format(what="the KDE modes of all networks", unit="network")
-           + "its numbers are in the paper's direction (highest mode of w1 - w2 at 5.21, a mode 0.10 from its "
-             "mirror, bandwidth 0.73); the toy run is the same in every profile, so a rerun (about 2 minutes) tests it",
-           verdict=Verdict.NOT_TESTED)
-difference("toy_perceptrons", "paper", "scaling_regroups",
-           _BEFORE_UNITS.format(what="the concentrations of all networks", unit="network")
-           + "its numbers are in the paper's direction (share near the highest mode: raw 0.251, unit-norm 0.320); "
-             "a rerun (about 2 minutes) tests it", verdict=Verdict.NOT_TESTED)
 for _label, _n in (("paper", 256), ("paper-64nets", 64)):
     difference("laurent_mlps", _label, "largest_weight",
                _BEFORE_UNITS.format(what="each layer's largest weight averaged over the networks", unit="network")
