@@ -22,9 +22,9 @@ book: install
 	$(VENV)/bin/jupyter-book build . --keep-going
 	@echo "Open _build/html/index.html"
 
-# --durations: every run lists its slowest tests (candidates for the `slow` marker).
+# --durations: every run lists its 40 slowest tests (candidates for the `slow` marker).
 unit: install
-	$(PY) -m pytest tests --durations=15
+	$(PY) -m pytest tests --durations=40
 
 # The inner loop of development: unit tests without those marked slow (CI runs `make test`).
 test-fast: install

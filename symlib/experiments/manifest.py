@@ -884,7 +884,7 @@ def report_html(rows: Sequence[ReportRow]) -> str:
     Returns:
         The HTML.
     """
-    widths = (None, "16%", "9%", "18%", "13%", "22%", "22%")
+    widths = (None, "15%", "11%", "18%", "12%", "22%", "22%")  # "chapter" fits its column
     cols = "".join(f'<col style="width:{w}">' for w in widths[1:])
     head = "".join(f"<th>{_html(h)}</th>" for h in HEADERS[1:])
     body = "".join("<tr>" + "".join(f"<td>{_html(c)}</td>" for c in row.cells[1:]) + "</tr>" for row in rows)

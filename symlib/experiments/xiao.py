@@ -1713,8 +1713,8 @@ difference("not_paths", "paper", "not_along_path",
 for _exp in ("ensemble", "vi"):
     difference(_exp, "quick", "accuracy_as_table1",
                "the quick profile trains on 2,000 MNIST images (the paper: full MNIST) with 128 hidden units (of 512): "
-               "its test accuracy is about 92%, some 6 points below Table 1; the claim is judged on the "
-               "paper-profile run in book/results")
+               "its test accuracy is several points below Table 1's (the claims table gives it); the claim is "
+               "judged on the paper-profile run in book/results")
 difference("not_sweep", "paper-10nots-2runs", "not_nearly_equal",
            "NoT(P') exceeds NoT(P) by 109 transpositions on average (the correlation, r = 0.989, holds): the two "
            "networks started from the same W_init (NoT(P) = 0) end 172 and 181 transpositions apart, yet in one "
@@ -1857,7 +1857,7 @@ difference("compact_representation", "quick", "bayesian_sigma_near_prior",
            "known-posterior check: the weights of the always-zero input pixels have exact posterior sigma 1, but "
            "the quick profile's short HMC chains give them a sigma well below 1 (chapter 05 prints the medians), as "
            "for the other first-layer weights; the chains started from a He initialisation and diffused only part of the "
-           "way to the prior's scale (VI's are at 1.0). A large share of weights near the prior is no evidence "
+           "way to the prior's scale (VI's are at it). A large share of weights near the prior is no evidence "
            "when the sampler has not reached it", verdict=Verdict.DIFFERS)
 difference("compact_representation", "quick", "rebasin_shrinks_sigma_hmc",
            "HMC's sigma_r is larger than sigma_d per hidden unit in the quick profile (chapter 05 prints both): its weights are "
