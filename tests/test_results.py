@@ -85,8 +85,9 @@ def test_saved_paper_scale_optunet_run_shows_its_claims():
     assert saved is not None and saved[0].startswith("nets 8, ")
     table = saved[1]
     assert "labelled reduction" in table.headers[2] and "paper-8nets profile" in table.headers[2]
-    # the min-mass claims are exact worst cases over the 8 networks; the saved summary keeps no per-network
-    # or per-run values for the others, which are registered as not tested on this run (claims.difference)
-    documented = "not tested (documented: see the chapter)"
-    assert [row[-1] for row in table.rows] == ["holds"] * 3 + [documented] * 3
-    assert all("needs" in row[3] for row in table.rows[:3])
+    # the min-mass claims are exact worst cases over the 8 networks; the others are judged on their
+    # per-network and per-run values (rerun 2026-11-26); ordering_freezes is registered as the paper's
+    # direction, not significant with 8 runs (claims.difference)
+    documented = "same direction, not significant (documented: see the chapter)"
+    assert [row[-1] for row in table.rows] == ["holds"] * 5 + [documented]
+    assert all("needs" in row[3] for row in table.rows)
