@@ -23,12 +23,13 @@ book: install
 	@echo "Open _build/html/index.html"
 
 # --durations: every run lists its 40 slowest tests (candidates for the `slow` marker).
+# -n 2: two pytest-xdist workers (the tests are independent; 2 cores: about 6.5 instead of 9 minutes).
 unit: install
-	$(PY) -m pytest tests --durations=40
+	$(PY) -m pytest tests -n 2 --durations=40
 
 # The inner loop of development: unit tests without those marked slow (CI runs `make test`).
 test-fast: install
-	$(PY) -m pytest tests -m "not slow" -q
+	$(PY) -m pytest tests -n 2 -m "not slow" -q
 
 nbval: install
 	$(PY) -m pytest --nbval-lax --nbval-current-env notebooks

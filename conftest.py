@@ -1,4 +1,4 @@
-"""nbval run over the chapters: print each notebook's execution time at the end.
+"""pytest hooks for the nbval run over notebooks/ (`make nbval`): print each notebook's execution time at the end.
 
 `make nbval` (part of `make test`) executes every notebook with the run's artifact cache,
 in book order, so on a fresh cache these are the chapters' empty-cache times (a chapter
