@@ -24,6 +24,7 @@ def _probs_ok(res):
     assert 0 <= res.test.accuracy <= 1 and res.test.nll > 0
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_ensemble_and_vi():
     ens = experiments.run("ensemble", TINY, verbose=False)
     assert isinstance(ens, experiments.EnsembleResult)
@@ -200,6 +201,7 @@ def test_paper_constants_are_quoted_unchanged():
     assert experiments.LAURENT_FIG1_CLAIMS["dropped_networks"] == "less than 1%"
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_laurent_optunets_trains_counts_swaps_and_reloads():
     tiny = dataclasses.replace(TINY, optunet_nets=2, optunet_epochs=4)
     res = experiments.run("laurent_optunets", tiny, verbose=False)
@@ -217,6 +219,7 @@ def test_laurent_optunets_trains_counts_swaps_and_reloads():
     assert d["x_train"].shape == (300, 28, 28, 1) and abs(float(d["x_train"].mean())) < 0.2
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_vi_alignment_resnet20_runs_and_keeps_the_vi_alignment_layout():
     tiny = dataclasses.replace(TINY, resnet_n_train=128, resnet_epochs=1, resnet_n_eval=32, resnet_batch_size=64,
                                resnet_n_lambdas=3, resnet_samples=2)
@@ -236,6 +239,7 @@ def test_vi_alignment_resnet20_runs_and_keeps_the_vi_alignment_layout():
         experiments.rossi.load_resnet_data(dataclasses.replace(tiny, resnet_dataset="svhn"))
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_train_many_blocks_resumes_and_matches_train_many(tmp_path, monkeypatch):
     """registry.train_many_blocks / fit_many_blocks: the networks of train_many, trained in
     cached blocks, with the observers' outputs; a run killed after the first block resumes

@@ -57,6 +57,7 @@ def test_time_alignments_on_planted_posteriors():
         rossi.time_alignments({}, depth=2)
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_vi_alignment_keeps_posteriors_and_timings_read_them(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
     tiny = dataclasses.replace(get_profile("quick"), name="tiny", n_train=600, n_val=0, n_test=100,

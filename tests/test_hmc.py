@@ -563,6 +563,7 @@ _SHARDED_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_sharded_equals_unsharded():
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run([sys.executable, "-c", _SHARDED_SCRIPT], env=env, cwd=REPO, capture_output=True,

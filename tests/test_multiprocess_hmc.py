@@ -81,6 +81,7 @@ def _reference():
     return {f"leaf_{i}": np.asarray(a) for i, a in enumerate(jax.tree_util.tree_leaves(res.samples))}, res, ld
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_two_processes_equal_one_and_resume(tmp_path):
     _launch(tmp_path, "first")
     full = [_load(tmp_path / f"full_p{i}.npz") for i in range(2)]

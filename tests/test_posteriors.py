@@ -43,6 +43,7 @@ def _nets(rng, n, scale=1.0, shift=0.0):
     return jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64) * scale + shift, p)
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_mmd_scores_separate_a_shifted_sample_and_mark_min_mass_of_dropped_units():
     rng = np.random.default_rng(1)
     ref, same, far = _nets(rng, 12), _nets(rng, 10), _nets(rng, 10, shift=0.5)

@@ -13,6 +13,7 @@ from functools import partial
 
 import jax
 import numpy as np
+import pytest
 from _helpers import random_mlp, stack_trees
 from flax import nnx
 from hypothesis import given, settings
@@ -85,6 +86,7 @@ def test_predictive_is_permutation_invariant(case):
     _close(predict_from_samples(permuted, x), predict_from_samples(stack, x))
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 @SETTINGS
 @given(mlps(), st.floats(0.2, 1.0), st.sampled_from([1, 3]))
 def test_elbo_and_kl_term_are_permutation_invariant(case, temperature, num_mc):

@@ -132,6 +132,7 @@ def test_resnet18_shapes_and_hidden_keys(r18):
         assert h.shape == (2, 32 >> s, 32 >> s, 64 * 2 ** s) and sizes[name] == 64 * 2 ** s
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_flat_params_and_vmap(r20):
     x = images(1, 2, 3, 8)
     out = resnet20_apply(r20, x)
@@ -288,6 +289,7 @@ def test_weight_matching_recovers_a_planted_permutation(r20):
     assert res.objective[-1] == pytest.approx(self_objective, rel=1e-9)
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_wasserstein_alignment_undoes_a_planted_permutation_of_a_noisy_posterior(r20):
     """q1 = a random permutation of q0 plus noise (30% of each layer's weight scale): after
     alignment the squared distance of the means is the noise's own, and the function is kept."""

@@ -83,6 +83,7 @@ def tiny_mnist():
     return x, jax.random.randint(jax.random.key(3), (64,), 0, 10), optunet_init(jax.random.key(4))
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_optunet_smoke(tiny_mnist):
     x, y, params0 = tiny_mnist
     res = run_sghmc(jax.random.key(5), params0, x, y, apply_fn=optunet_apply, step_size=1e-3, epochs=2,

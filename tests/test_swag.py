@@ -63,6 +63,7 @@ def linear_apply(params, x):
     return x @ params["kernel"] + params["bias"]
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_fit_swag_snapshots_are_the_sgd_trajectory_and_mean_near_map():
     """With a constant learning rate and no momentum the SWAG phase is fit_map's SGD run:
     the snapshots are its parameters after epochs 2, 4, 6; started at the MAP optimum

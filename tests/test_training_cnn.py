@@ -32,6 +32,7 @@ def test_standardize_gives_zero_mean_unit_variance(dataset):
         standardize(x, "svhn")
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_many_optunets_learn_and_equal_one_by_one(mnist):
     x, y, xt, yt = mnist
     params, losses = train_many(jax.random.key(0), optunet_init, optunet_apply, 3, x, y, CFG)
@@ -131,6 +132,7 @@ def test_laurent_recipe_weight_decay_is_pytorch_sgd_weight_decay(mnist):
         TrainConfig.laurent_optunet(0)
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_vi_and_hmc_take_optunet(mnist):
     """Bayes by backprop and HMC with OptuNet's apply function: finite, improving ELBO, the
     posterior in OptuNet's layout; HMC samples in that layout and a finite log density."""
