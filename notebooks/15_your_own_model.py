@@ -73,8 +73,8 @@ start = time.time()
 
 # %%
 class SmallCNN(nn.Module):
-    channels: tuple = (32, 64)
-    hidden: int = 128
+    channels: tuple = (16, 32)
+    hidden: int = 64
 
     @nn.compact
     def __call__(self, x):
@@ -124,7 +124,7 @@ def train(model, seed, epochs=6, batch_size=50, learning_rate=1e-2):
 # the model only as its variables and this `apply_fn`.
 
 # %%
-widths = {"narrow": ((16, 32), 64), "wide": ((32, 64), 128)}
+widths = {"narrow": ((8, 16), 32), "wide": ((16, 32), 64)}
 models = {w: SmallCNN(c, h) for w, (c, h) in widths.items()}
 nets = {w: (train(m, 0), train(m, 1)) for w, m in models.items()}
 apply_fns = {w: m.apply for w, m in models.items()}

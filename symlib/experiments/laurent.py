@@ -192,9 +192,8 @@ def toy_symmetry_tests(weights: dict[str, np.ndarray], resamples: int | None = N
         ValueError: if a form is missing or is not ``(networks, 2)`` with at least 8 networks.
     """
     from scipy import stats
-    from scipy.stats import gaussian_kde
 
-    from symlib.experiments.toy import count_modes
+    from symlib.experiments.toy import kde_on_grid, modes_of_density
 
     out: dict[str, Any] = {"modes": {}, "highest_mode": {}, "bandwidth": {}, "concentration": {}}
     for form in OUTPUT_WEIGHT_FORMS:
@@ -204,15 +203,11 @@ def toy_symmetry_tests(weights: dict[str, np.ndarray], resamples: int | None = N
         if w.ndim != 2 or w.shape[1] != 2 or w.shape[0] < 8:
             raise ValueError(f"weights[{form!r}] must have shape (networks >= 8, 2), got {w.shape}")
         d = w[:, 0] - w[:, 1]
-        kde = gaussian_kde(d)
-        g = np.linspace(d.min(), d.max(), 400)
-        modes = count_modes(d)
-        top = float(g[np.argmax(kde(g))])
-        iqr = float(np.subtract(*np.percentile(d, [75, 25])))
-        out["modes"][form] = [float(m) for m in modes]
-        out["highest_mode"][form] = top
-        out["bandwidth"][form] = float(kde.factor * np.std(d, ddof=1))
-        out["concentration"][form] = float(np.mean(np.abs(d - top) <= 0.1 * iqr))
+        g, f, h = kde_on_grid(d)
+        out["modes"][form] = [float(m) for m in modes_of_density(g, f)]
+        out["highest_mode"][form] = float(g[np.argmax(f)])
+        out["bandwidth"][form] = h
+        out["concentration"][form] = _concentration(d, g, f)
     d = np.asarray(weights["raw"], np.float64) @ np.array([1.0, -1.0])
     nonzero = d[d != 0]
     half = len(d) // 2
@@ -233,31 +228,35 @@ def toy_symmetry_tests(weights: dict[str, np.ndarray], resamples: int | None = N
 TOY_BOOTSTRAP = 200
 
 
-def _mode_margin(d: np.ndarray) -> float:
-    """How clearly the highest mode of the KDE of ``d`` is duplicated: the smaller of
+def _mode_margin(g: np.ndarray, f: np.ndarray, h: float) -> float:
+    """How clearly the highest mode of a KDE density ``f`` on points ``g`` (bandwidth ``h``,
+    :func:`symlib.experiments.toy.kde_on_grid`) is duplicated: the smaller of
     ``|mode| / bandwidth - 1`` (off the diagonal by more than a bandwidth) and
     ``1 - distance(-mode, nearest mode) / bandwidth`` (a mode within a bandwidth of its
     mirror); positive when both hold."""
-    from scipy.stats import gaussian_kde
+    from symlib.experiments.toy import modes_of_density
 
-    from symlib.experiments.toy import count_modes
-
-    kde = gaussian_kde(d)
-    g = np.linspace(d.min(), d.max(), 400)
-    top = float(g[np.argmax(kde(g))])
-    h = float(kde.factor * np.std(d, ddof=1))
-    modes = count_modes(d)
+    top = float(g[np.argmax(f)])
+    modes = modes_of_density(g, f)
     mirror = float(np.min(np.abs(modes + top))) if modes.size else np.inf
     return float(min(abs(top) / h - 1.0, 1.0 - mirror / h))
 
 
-def _concentration(d: np.ndarray) -> float:
-    from scipy.stats import gaussian_kde
-
-    g = np.linspace(d.min(), d.max(), 400)
-    top = g[np.argmax(gaussian_kde(d)(g))]
+def _concentration(d: np.ndarray, g: np.ndarray, f: np.ndarray) -> float:
+    """Share of ``d`` within a tenth of its interquartile range of the highest point of its
+    density ``f`` on ``g``."""
+    top = g[np.argmax(f)]
     iqr = float(np.subtract(*np.percentile(d, [75, 25])))
     return float(np.mean(np.abs(d - top) <= 0.1 * iqr))
+
+
+def _toy_statistics(raw: np.ndarray, unit: np.ndarray) -> tuple[float, float]:
+    """``(mode_margin, regroup_gain)`` of the raw and unit-norm differences (one KDE of each)."""
+    from symlib.experiments.toy import kde_on_grid
+
+    g, f, h = kde_on_grid(raw)
+    gu, fu, _ = kde_on_grid(unit)
+    return _mode_margin(g, f, h), _concentration(unit, gu, fu) - _concentration(raw, g, f)
 
 
 def toy_bootstrap(weights: dict[str, np.ndarray], resamples: int = TOY_BOOTSTRAP, seed: int = 0) -> dict[str, Any]:
@@ -278,10 +277,11 @@ def toy_bootstrap(weights: dict[str, np.ndarray], resamples: int = TOY_BOOTSTRAP
     boot = {"mode_margin": [], "regroup_gain": []}
     for _ in range(resamples):
         i = rng.integers(0, len(raw), len(raw))
-        boot["mode_margin"].append(_mode_margin(raw[i]))
-        boot["regroup_gain"].append(_concentration(unit[i]) - _concentration(raw[i]))
-    return {"mode_margin": _mode_margin(raw), "regroup_gain": _concentration(unit) - _concentration(raw),
-            "bootstrap": boot}
+        margin, gain = _toy_statistics(raw[i], unit[i])
+        boot["mode_margin"].append(margin)
+        boot["regroup_gain"].append(gain)
+    margin, gain = _toy_statistics(raw, unit)
+    return {"mode_margin": margin, "regroup_gain": gain, "bootstrap": boot}
 
 
 @register("toy_perceptrons", lambda profile: {"nets": TOY_NETS, "max_loss": TOY_MAX_LOSS},

@@ -127,6 +127,29 @@ def sort_by_output_weight(params):
     return apply_permutation(mlp_permutation_spec(1), {"P_0": perm}, params), perm
 
 
+def kde_on_grid(values: np.ndarray, grid: int = 400) -> tuple[np.ndarray, np.ndarray, float]:
+    """A Gaussian-KDE density of ``values`` (Scott's bandwidth) on ``grid`` points between
+    the sample's extremes.
+
+    Returns:
+        ``(points, density, bandwidth)``; the bandwidth in the units of ``values``.
+    """
+    from scipy.stats import gaussian_kde
+
+    values = np.asarray(values, float)
+    kde = gaussian_kde(values)
+    g = np.linspace(values.min(), values.max(), grid)
+    return g, kde(g), float(kde.factor * np.std(values, ddof=1))
+
+
+def modes_of_density(points: np.ndarray, density: np.ndarray, min_height: float = 0.1) -> np.ndarray:
+    """Local maxima of a density on increasing ``points`` higher than ``min_height`` times
+    the highest (see :func:`count_modes`)."""
+    f = np.asarray(density)
+    peaks = [j for j in range(1, len(f) - 1) if f[j] > f[j - 1] and f[j] >= f[j + 1] and f[j] > min_height * f.max()]
+    return np.asarray(points)[peaks]
+
+
 def count_modes(values: np.ndarray, grid: int = 400, min_height: float = 0.1) -> np.ndarray:
     """Locations of the modes of a Gaussian-KDE density of ``values`` (Scott's bandwidth):
     local maxima higher than ``min_height`` times the highest.
@@ -139,10 +162,5 @@ def count_modes(values: np.ndarray, grid: int = 400, min_height: float = 0.1) ->
     Returns:
         The modes' locations, increasing.
     """
-    from scipy.stats import gaussian_kde
-
-    values = np.asarray(values, float)
-    g = np.linspace(values.min(), values.max(), grid)
-    f = gaussian_kde(values)(g)
-    peaks = [j for j in range(1, grid - 1) if f[j] > f[j - 1] and f[j] >= f[j + 1] and f[j] > min_height * f.max()]
-    return g[peaks]
+    g, f, _ = kde_on_grid(values, grid)
+    return modes_of_density(g, f, min_height)
