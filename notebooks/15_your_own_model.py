@@ -173,9 +173,12 @@ print(f"largest change of a logit under random permutations from the spec: {inva
 # The largest change of a logit is {glue:text}`own_invariance`, float32 rounding.
 #
 # A model that **flattens** its last feature map into the dense layer (instead of pooling
-# it) has a symmetry that a `PermutationSpec` cannot express: a channel permutation of the
-# map permutes the dense kernel's rows in blocks tiled over the spatial positions. The
-# derivation then leaves those axes unpermuted and says why:
+# it) permutes the dense kernel's rows in blocks: a permutation of the map's `C` channels
+# moves row `s * C + c` to row `s * C + p[c]` at every spatial position `s`. The derived
+# spec says so with a *view*: it sees the kernel `(H * W * C, units)` as
+# `(H * W, C, units)`, and every symlib tool reshapes the kernel to its view before
+# permuting. The check below permutes the derived spec's channels at random and compares
+# the logits.
 
 # %%
 class FlattenCNN(nn.Module):
@@ -188,12 +191,14 @@ class FlattenCNN(nn.Module):
 
 
 flat_model = FlattenCNN()
-flat_variables = flat_model.init(jax.random.key(0), x[:1])
-flat_report = symmetry.flax_derive_report(flat_model, flat_variables, x[:8])
-print("permuted:", {p: n for p, n in flat_report.spec.axes.items() if any(n)})
-print("stopped by the flatten:",
-      sorted({f"{p} axis {ax}" for (p, ax), why in flat_report.stopped.items()
-              if any("flatten" in w for w in why)}))
+flat_params = flat_model.init(jax.random.key(0), x[:1])["params"]
+flat_spec = symmetry.permutation_spec_from_flax(flat_model, flat_params, x[:8])
+print("Dense_0/kernel: stored", flat_params["Dense_0"]["kernel"].shape,
+      "viewed as", flat_spec.views["Dense_0/kernel"], "with axes", flat_spec.axes["Dense_0/kernel"])
+flat_error = symmetry.check_spec_invariance(
+    flat_spec, flat_params, lambda p, xb: flat_model.apply({"params": p}, xb), x_test[:256])
+print(f"largest change of a logit under random permutations from the spec: {flat_error:.2e}")
+assert "P_Conv_0" in flat_spec.axes["Dense_0/kernel"], flat_spec.axes
 
 # %% [markdown]
 # ## Re-basin: the loss barrier before and after weight matching

@@ -28,6 +28,7 @@ from symlib.symmetry import (
     apply_channel_scaling,
     apply_permutation,
     check_scaling_spec,
+    check_spec,
     derive_report,
     flatten_params,
     mlp_permutation_spec,
@@ -226,8 +227,9 @@ ZOO = {
     "mlp1": (MLP((5,)), VEC, 1, 1),
     "mlp2": (MLP((5, 4)), VEC, 2, 2),
     "mlp3": (MLP((5, 4, 6)), VEC, 3, 3),
-    # the second convolution's channels are flattened into the dense rows: neither permuted nor rescaled
-    "pool_cnn": (PoolCNN(), IMG, 2, 2),
+    # the second convolution's channels are flattened into the dense rows: permuted in blocks
+    # (a view of the dense kernel), not rescaled
+    "pool_cnn": (PoolCNN(), IMG, 3, 2),
     "res_ln": (ResLN(), IMG, 3, 3),
     # the concatenated branches are not permuted
     "concat": (Concat(), VEC, 1, 1),
@@ -277,13 +279,61 @@ def test_zoo_weight_matching_recovers_planted_permutation(name):
         np.testing.assert_array_equal(np.asarray(back[path]), np.asarray(leaf), err_msg=path)
 
 
-def test_flatten_is_reported():
+def test_flatten_permutes_the_dense_rows_in_blocks():
+    """A flattened NHWC map of C channels: the dense kernel (H*W*C, out) is viewed as
+    (H*W, C, out), so its row s*C + c moves with channel c at every position s."""
     model, x = PoolCNN(), IMG
+    params = _init(model, x)["params"]
+    report = flax_derive_report(model, params, x)
+    spec = report.spec
+    assert spec.views == {"Dense_0/kernel": (4, 5, 6)}  # 2 x 2 positions, 5 channels, 6 units
+    assert spec.axes["Dense_0/kernel"] == (None, "P_Conv_1", "P_Dense_0")
+    assert spec.axes["Conv_1/kernel"][3] == "P_Conv_1"
+    assert ("Dense_0/kernel", 0) not in report.stopped
+    perms = {n: np.arange(k) for n, k in check_spec(spec, params).items()}
+    perms["P_Conv_1"] = np.array([2, 0, 4, 1, 3])
+    moved = apply_permutation(spec, perms, params)["Dense_0"]["kernel"]
+    rows = (np.arange(4)[:, None] * 5 + perms["P_Conv_1"][None, :]).reshape(-1)
+    np.testing.assert_array_equal(np.asarray(moved), np.asarray(params["Dense_0"]["kernel"])[rows])
+
+
+class ChannelsFirstFlatten(nn.Module):
+    """A PyTorch-style flatten: NHWC -> NCHW, then flatten (row c*H*W + s)."""
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.relu(nn.Conv(3, (3, 3), strides=(2, 2))(x))
+        x = x.transpose(0, 3, 1, 2).reshape(x.shape[0], -1)
+        x = nn.relu(nn.Dense(4)(x))
+        return nn.Dense(2)(x)
+
+
+class FlattenAlsoReturned(nn.Module):
+    """The flattened map is also a model output: its channels may not be permuted."""
+
+    @nn.compact
+    def __call__(self, x):
+        h = nn.relu(nn.Conv(3, (3, 3), strides=(2, 2))(x)).reshape(x.shape[0], -1)
+        return nn.Dense(2)(h), h
+
+
+def test_channels_first_flatten_and_a_flatten_that_is_an_output():
+    x = IMG
+    model = ChannelsFirstFlatten()
+    params = _init(model, x)["params"]
+    spec = permutation_spec_from_flax(model, params, x)
+    assert spec.views == {"Dense_0/kernel": (3, 16, 4)}  # channel slowest: (C, H*W, out)
+    assert spec.axes["Dense_0/kernel"] == ("P_Conv_0", None, "P_Dense_0")
+    trees = [{"params": params}] + [{"params": apply_permutation(spec, random_permutations(s, spec, params), params)}
+                                    for s in range(3)]
+    out = _outputs(model.apply, trees, x)
+    for k in range(1, 4):
+        np.testing.assert_allclose(out[k], out[0], **TOL)
+    model = FlattenAlsoReturned()
     report = flax_derive_report(model, _init(model, x)["params"], x)
-    assert report.spec.axes["Conv_1/kernel"][3] is None
-    assert any("flatten" in r for r in report.stopped[("Conv_1/kernel", 3)])
-    assert any("flatten" in r for r in report.stopped[("Dense_0/kernel", 0)])
-    assert report.spec.axes["Dense_0/kernel"][1] is not None
+    assert report.spec.views == {}
+    assert report.spec.axes["Conv_0/kernel"][3] is None
+    assert any("model output" in r for r in report.stopped[("Conv_0/kernel", 3)])
 
 
 def test_concatenation_is_reported():

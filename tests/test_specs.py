@@ -333,3 +333,95 @@ def test_param_distance():
     assert param_distance(b, b) == 0.0
     with pytest.raises(ValueError, match="differ"):
         param_distance(a, {"dense_0": {"kernel": np.zeros((2, 2))}})
+
+
+# --------------------------------------------------------------------------- views (flatten)
+def _flatten_net(rng):
+    """A conv feature map of 3 channels at 4 positions, flattened (NHWC) into a dense layer."""
+    return {"conv/kernel": rng.normal(size=(2, 3)), "conv/bias": rng.normal(size=3),
+            "dense/kernel": rng.normal(size=(12, 5)), "dense/bias": rng.normal(size=5),
+            "out/kernel": rng.normal(size=(5, 2))}
+
+
+FLATTEN_SPEC = PermutationSpec(
+    {"conv/kernel": (None, "P_c"), "conv/bias": ("P_c",), "dense/kernel": (None, "P_c", "P_d"),
+     "dense/bias": ("P_d",), "out/kernel": ("P_d", None)},
+    views={"dense/kernel": (4, 3, 5)})
+
+
+def _flatten_apply(p, x):
+    """x: (batch, 4 positions, 2 features) -> conv (per position) -> flatten -> dense -> out."""
+    h = np.maximum(x @ p["conv/kernel"] + p["conv/bias"], 0).reshape(len(x), -1)
+    return np.maximum(h @ p["dense/kernel"] + p["dense/bias"], 0) @ p["out/kernel"]
+
+
+def test_views_permute_flattened_rows_in_blocks():
+    rng = np.random.default_rng(0)
+    p = _flatten_net(rng)
+    assert check_spec(FLATTEN_SPEC, p) == {"P_c": 3, "P_d": 5}
+    perm = {"P_c": np.array([2, 0, 1]), "P_d": np.arange(5)}
+    q = apply_permutation(FLATTEN_SPEC, perm, p)
+    rows = (np.arange(4)[:, None] * 3 + perm["P_c"][None, :]).reshape(-1)
+    np.testing.assert_array_equal(q["dense/kernel"], p["dense/kernel"][rows])
+    assert q["dense/kernel"].shape == (12, 5)
+    x = rng.normal(size=(7, 4, 2))
+    np.testing.assert_allclose(_flatten_apply(q, x), _flatten_apply(p, x), rtol=1e-12)
+    # a random permutation is a symmetry; its inverse undoes it; jax leaves work too
+    r = random_permutations(1, FLATTEN_SPEC, p)
+    back = apply_permutation(FLATTEN_SPEC, {n: np.argsort(v) for n, v in r.items()},
+                             apply_permutation(FLATTEN_SPEC, r, p))
+    for k in p:
+        np.testing.assert_array_equal(back[k], p[k])
+    jq = apply_permutation(FLATTEN_SPEC, perm, {k: jnp.asarray(v) for k, v in p.items()})
+    np.testing.assert_allclose(np.asarray(jq["dense/kernel"]), q["dense/kernel"], rtol=1e-6)
+
+
+def test_views_with_matching_and_batch_axes():
+    from symlib.symmetry import apply_permutation_many, weight_matching, weight_matching_many
+
+    rng = np.random.default_rng(1)
+    a = _flatten_net(rng)
+    planted = random_permutations(2, FLATTEN_SPEC, a)
+    b = apply_permutation(FLATTEN_SPEC, planted, a)
+    res = weight_matching(0, FLATTEN_SPEC, a, b)
+    back = apply_permutation(FLATTEN_SPEC, res.perms, b)
+    for k in a:
+        np.testing.assert_array_equal(back[k], a[k])
+    stack = {k: np.stack([b[k], a[k]]) for k in a}
+    many = weight_matching_many(0, FLATTEN_SPEC, a, stack)
+    aligned = apply_permutation_many(FLATTEN_SPEC, many.perms, stack)
+    for k in a:
+        np.testing.assert_array_equal(aligned[k], np.stack([a[k], a[k]]))
+    batched = apply_permutation(FLATTEN_SPEC, planted, stack, batch_dims=1)
+    np.testing.assert_array_equal(batched["dense/kernel"][1], b["dense/kernel"])
+
+
+def test_views_are_checked():
+    axes = dict(FLATTEN_SPEC.axes)
+    with pytest.raises(ValueError, match="not a parameter of the spec"):
+        PermutationSpec(axes, views={"nope/kernel": (4, 3, 5)})
+    with pytest.raises(ValueError, match="has 2 axes but axes"):
+        PermutationSpec(axes, views={"dense/kernel": (12, 5)})
+    with pytest.raises(ValueError, match="positive ints"):
+        PermutationSpec(axes, views={"dense/kernel": (4, 0, 5)})
+    p = _flatten_net(np.random.default_rng(0))
+    p["dense/kernel"] = np.zeros((10, 5))
+    with pytest.raises(ValueError, match=r"'dense/kernel' has shape \(10, 5\), which the spec views as \(4, 3, 5\)"):
+        check_spec(FLATTEN_SPEC, p)
+
+
+def test_views_with_wasserstein_alignment():
+    from symlib.symmetry import apply_alignment, composite_spec, wasserstein_alignment
+
+    rng = np.random.default_rng(3)
+    mu = _flatten_net(rng)
+    sigma = {k: np.exp(rng.normal(size=v.shape) - 2) for k, v in mu.items()}
+    assert composite_spec(FLATTEN_SPEC, ["mu", "sigma"]).views == {"mu/dense/kernel": (4, 3, 5),
+                                                                   "sigma/dense/kernel": (4, 3, 5)}
+    planted = random_permutations(4, FLATTEN_SPEC, mu)
+    q1 = apply_alignment(FLATTEN_SPEC, planted, (mu, sigma))
+    res = wasserstein_alignment(0, FLATTEN_SPEC, (mu, sigma), q1)
+    m2, s2 = apply_alignment(FLATTEN_SPEC, res.perms, q1)
+    for k in mu:
+        np.testing.assert_array_equal(m2[k], mu[k])
+        np.testing.assert_array_equal(s2[k], sigma[k])

@@ -31,7 +31,9 @@ from symlib.symmetry.specs import (  # noqa: F401
     mlp_permutation_spec,
     param_distance,
     random_permutations,
+    to_views,
     unflatten_params,
+    view_shape,
 )
 from symlib.symmetry.architectures import (  # noqa: F401
     optunet_permutation_spec,
@@ -142,7 +144,9 @@ __all__ = [
     "mlp_permutation_spec",
     "param_distance",
     "random_permutations",
+    "to_views",
     "unflatten_params",
+    "view_shape",
     "optunet_permutation_spec",
     "resnet18_permutation_spec",
     "resnet20_permutation_spec",

@@ -203,7 +203,8 @@ def composite_spec(spec: PermutationSpec, prefixes: Sequence[str]) -> Permutatio
     if len(set(prefixes)) != len(prefixes):
         raise ValueError(f"prefixes must be distinct, got {prefixes}")
     return PermutationSpec({f"{pre}/{path}": names for pre in prefixes for path, names in spec.axes.items()},
-                           blocks=dict(spec.blocks))
+                           blocks=dict(spec.blocks),
+                           views={f"{pre}/{path}": view for pre in prefixes for path, view in spec.views.items()})
 
 
 def apply_alignment(spec: PermutationSpec, perms: Mapping[str, Any], q) -> tuple[PyTree, PyTree]:

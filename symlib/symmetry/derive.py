@@ -32,17 +32,25 @@ constant arrays, the spatial axes of convolutions and pooling windows, the input
 channels of grouped convolutions, axes sliced, padded, reversed, sorted, gathered or
 returned as positions (``argmax``), the concatenation axis (the result's axis is a
 concatenation of several permutations, which a :class:`PermutationSpec` cannot express),
-and an axis that a ``reshape`` merges with or splits into other axes of size > 1 (a
-flatten of an NHWC feature map: a channel permutation of the map is then a permutation
-of the dense kernel's rows *tiled* over the ``H*W`` positions, ``row = p * C + c``, which
-a :class:`PermutationSpec` cannot express; OptuNet of :mod:`symlib.core.cnn` avoids the
-question with a global average pool, and the derived spec of a flattening CNN leaves
-the last convolution's output channels and the dense kernel's rows unpermuted, with the
-reason recorded). A class of joined nodes becomes a permutation of the spec when no node
+and an axis that a ``reshape`` both splits and merges (``(6, 4) -> (4, 6)``). A class of
+joined nodes becomes a permutation of the spec when no node
 in it is stopped, it holds at least one parameter axis and its size exceeds one. The
 output channels of a grouped convolution (``feature_group_count = g``) may only move
 within their ``g`` blocks (``PermutationSpec.blocks``), as in
-:func:`~symlib.symmetry.architectures.optunet_permutation_spec`. A primitive the analysis
+:func:`~symlib.symmetry.architectures.optunet_permutation_spec`.
+
+**Flatten.** A ``reshape`` that merges axes (a flatten of an NHWC map, ``(H, W, C) ->
+H*W*C``) or splits one keeps each merged axis as a *factor* of the long axis: the long
+axis, seen as ``(outer, size, inner)`` in C order, has the merged axis as its middle
+factor, and that factor node is joined with it. Classes of long axes that are joined (the
+flattened features and the dense kernel's rows they are contracted with) have their
+equal factors joined too. The long axis as a whole is stopped; a parameter axis whose
+class has free factors is seen by the spec through a view
+(``PermutationSpec.views``): the dense kernel ``(H*W*C, out)`` as ``(H*W, C, out)``
+with the channels' permutation on the middle axis, so that row ``s*C + c`` moves with
+channel ``c`` at every position ``s`` (a channels-first flatten gives ``(C, H*W, out)``).
+A factor of a long axis stopped for another reason (the flattened map is also an output)
+is stopped with it. Scaling specs stay stopped at a flatten. A primitive the analysis
 does not know (``scan``, ``while``, collectives, ``fft``...) raises
 :class:`UnsupportedOperationError` naming it. Random numbers (dropout masks) are treated
 as fresh values that take the permutation of whatever they are combined with: the
@@ -86,7 +94,8 @@ feature axes. For scaling, products of two activations are never rescaled.
 
 **Not supported:** recurrent layers and loops (``scan``, ``while``: refused by name);
 embeddings and any indexing (``gather``, ``dynamic_slice``: their axes are stopped);
-permutations across a concatenation or a flatten (stopped, as above); symmetries other
+permutations across a concatenation (stopped, as above); a flatten for scaling specs;
+symmetries other
 than permutations of whole axes (e.g. the sign symmetry of ``tanh`` units, rotations).
 """
 from __future__ import annotations
@@ -197,6 +206,11 @@ class _Graph:
         self.reduced: list = []  # scale mode: nodes of values reduced (normalisations)
         self.edges: dict[int, list[int]] = {}  # id(var) -> ids of the values computed from it
         self.kernel_inputs: set[int] = set()  # ids of the activations read by a kernel
+        # perm mode, flatten: a factor of an axis (axis viewed as (outer, size, inner)) is a node
+        # (vid, axis, outer, inner); every class of equal-length axes keeps its factors by
+        # (outer, inner), and classes joined have their equal factors joined
+        self.subs: dict = {}  # class root -> {(outer, inner): factor node}
+        self.sub_of: dict = {}  # factor node -> the node of the whole axis
 
     def vid(self, v):
         """Identity of a traced value in the current subprogram call."""
@@ -227,6 +241,21 @@ class _Graph:
             self.size[key] = _shape(v)[axis]
         return key
 
+    def factor(self, v, axis: int, outer: int, inner: int):
+        """The node of the factor of axis ``axis`` of ``v`` seen as ``(outer, size, inner)``."""
+        key = (self.vid(v), axis, outer, inner)
+        if key not in self.parent:
+            self.keep.append(v)
+            self.parent[key] = key
+            self.size[key] = _shape(v)[axis] // (outer * inner)
+            whole = self.sub_of[key] = self.node(v, axis)
+            known = self.subs.setdefault(self.find(whole), {})
+            if (outer, inner) in known:
+                self.union(known[(outer, inner)], key)
+            else:
+                known[(outer, inner)] = key
+        return key
+
     def find(self, a):
         while self.parent[a] != a:
             self.parent[a] = self.parent[self.parent[a]]
@@ -242,6 +271,49 @@ class _Graph:
             self.reasons.setdefault(ra, []).extend(self.reasons.pop(rb))
         if rb in self.blocks:
             self.blocks.setdefault(ra, set()).update(self.blocks.pop(rb))
+        moved = self.subs.pop(rb, None)
+        if moved:
+            known = self.subs.setdefault(ra, {})
+            for k, key in moved.items():
+                if k in known:
+                    self.union(known[k], key)  # factors are shorter than the axis: never ra's class
+                else:
+                    known[k] = key
+
+    def free_factors(self, root, n: int) -> list | None:
+        """The factors of an axis of length ``n`` in class ``root`` (stopped as a whole) that
+        may be permuted, as ``[(size, factor root or None), ...]`` tiling the axis in C
+        order; None when there are none or they overlap."""
+        free = []
+        for (outer, inner), key in self.subs.get(root, {}).items():
+            r, size = self.find(key), n // (outer * inner)
+            if size > 1 and r not in self.reasons:
+                free.append((outer, size, r))
+        out, pos = [], 1
+        for outer, size, r in sorted(free, key=lambda f: f[0]):
+            if outer < pos or outer % pos:
+                return None
+            if outer > pos:
+                out.append((outer // pos, None))
+            out.append((size, r))
+            pos = outer * size
+        if not out or n % pos:
+            return None
+        if n > pos:
+            out.append((n // pos, None))
+        return out
+
+    def stop_blocked_factors(self) -> None:
+        """Stop every factor of an axis stopped for another reason than the flatten itself
+        (a model output, a slice...): permuting the factor would permute that axis."""
+        changed = True
+        while changed:
+            changed = False
+            for key, whole in self.sub_of.items():
+                why = [r for r in self.reasons.get(self.find(whole), ()) if not r.startswith(_FLATTEN)]
+                if why and self.find(key) not in self.reasons:
+                    self.reasons[self.find(key)] = [f"{why[0]}, after a reshape"]
+                    changed = True
 
     def link(self, a, i, b, j) -> None:
         """Join axis i of value a with axis j of value b when both are values of equal length."""
@@ -514,6 +586,21 @@ def _conv(g: _Graph, eqn) -> None:
         g.stop(lhs, ls[1], f"input channels of a grouped convolution ({groups} groups)")
 
 
+_FLATTEN = "reshape merges the axis with others (flatten) or splits it"
+
+
+def _merge_factors(g: _Graph, parts, group: list, big: list, whole, axis: int) -> None:
+    """Perm mode: the axes ``group`` of ``parts`` are merged into (or split from) axis
+    ``axis`` of ``whole``; each part of length > 1 is joined with its factor of the whole
+    axis (C order), which as a whole cannot be permuted."""
+    shape = _shape(parts)
+    for i in big:
+        outer = math.prod(shape[k] for k in group if k < i)
+        inner = math.prod(shape[k] for k in group if k > i)
+        g.union(g.node(parts, i), g.factor(whole, axis, outer, inner))
+    g.stop(whole, axis, _FLATTEN)
+
+
 def _structural(g: _Graph, eqn, name: str) -> bool:
     """Shape operations shared by both modes; False if ``name`` is not one of them."""
     p = eqn.params
@@ -540,6 +627,10 @@ def _structural(g: _Graph, eqn, name: str) -> bool:
             big_j = [j for j in gj if _shape(out)[j] > 1]
             if len(big_i) == 1 and len(big_j) == 1:
                 g.link(x, big_i[0], out, big_j[0])
+            elif g.mode == "perm" and len(big_i) > 1 and len(big_j) == 1:  # merge (flatten)
+                _merge_factors(g, x, gi, big_i, out, big_j[0])
+            elif g.mode == "perm" and len(big_i) == 1 and len(big_j) > 1:  # split
+                _merge_factors(g, out, gj, big_j, x, big_i[0])
             else:
                 for i in big_i:
                     g.stop(x, i, "reshape merges the axis with others (flatten) or splits it")
@@ -827,10 +918,10 @@ def _plain(apply_fn: Callable, kwargs: Mapping) -> Callable:
     return fn
 
 
-def _class_names(g: _Graph, members: dict, flat: Mapping, prefix: str | None = None) -> dict:
+def _class_names(members: dict, ndims: Mapping[str, int], prefix: str | None = None) -> dict:
     names, used = {}, set()
     for root, where in members.items():
-        outputs = [(p, a) for p, a in where if a == np.ndim(flat[p]) - 1]
+        outputs = [(p, a) for p, a in where if a == ndims[p] - 1]
         path, axis = outputs[0] if outputs else where[0]
         if prefix and path.startswith(prefix):
             path = path[len(prefix):]
@@ -847,15 +938,33 @@ def _class_names(g: _Graph, members: dict, flat: Mapping, prefix: str | None = N
 def _perm_report(g: _Graph, flat: Mapping, paths: list, pvars: list, keep_prefix: str | None = None) -> DeriveReport:
     members: dict = {}
     stopped: dict = {}
-    for path, v in zip(paths, pvars):
+    views: dict = {}
+    g.stop_blocked_factors()
+    for path, v in zip(paths, pvars):  # factors of one axis that overlap (two reshapes): none of them moves
         for i, n in enumerate(_shape(v)):
             root = g.find(g.node(v, i))
-            if root in g.reasons:
+            if root in g.reasons and g.subs.get(root) and g.free_factors(root, n) is None:
+                for key in g.subs[root].values():
+                    if g.find(key) not in g.reasons:
+                        g.reasons[g.find(key)] = ["an axis reshaped in incompatible ways"]
+    g.stop_blocked_factors()
+    for path, v in zip(paths, pvars):
+        view = []  # (length, class root or None) per axis of the spec's view of the parameter
+        for i, n in enumerate(_shape(v)):
+            root = g.find(g.node(v, i))
+            factors = g.free_factors(root, n) if root in g.reasons else [(n, root)]
+            if root in g.reasons and factors is None:
                 stopped[(path, i)] = tuple(g.reasons[root])
+                factors = [(n, None)]
             elif n == 1:
                 stopped[(path, i)] = ("size 1",)
-            else:
-                members.setdefault(root, []).append((path, i))
+                factors = [(n, None)]
+            view.extend(factors)
+        if len(view) != len(_shape(v)):
+            views[path] = tuple(size for size, _ in view)
+        for k, (_, root) in enumerate(view):
+            if root is not None:
+                members.setdefault(root, []).append((path, k))
     blocks = {}
     for root, where in list(members.items()):
         gs = g.blocks.get(root, set())
@@ -865,8 +974,9 @@ def _perm_report(g: _Graph, flat: Mapping, paths: list, pvars: list, keep_prefix
             del members[root]
         elif gs:
             blocks[root] = max(gs)
-    names = _class_names(g, members, flat, keep_prefix)
-    axes = {path: [None] * np.ndim(flat[path]) for path in paths}
+    ndims = {path: len(views.get(path, _shape(v))) for path, v in zip(paths, pvars)}
+    names = _class_names(members, ndims, keep_prefix)
+    axes = {path: [None] * ndims[path] for path in paths}
     for root, where in members.items():
         for path, i in where:
             axes[path][i] = names[root]
@@ -874,10 +984,11 @@ def _perm_report(g: _Graph, flat: Mapping, paths: list, pvars: list, keep_prefix
     if keep_prefix is not None:
         strip = len(keep_prefix)
         axes = {p[strip:]: a for p, a in axes.items() if p.startswith(keep_prefix)}
+        views = {p[strip:]: a for p, a in views.items() if p.startswith(keep_prefix)}
         stopped = {(p[strip:], i): r for (p, i), r in stopped.items() if p.startswith(keep_prefix)}
         used = {n for a in axes.values() for n in a if n}
         spec_blocks = {n: b for n, b in spec_blocks.items() if n in used}
-    return DeriveReport(PermutationSpec(axes, blocks=spec_blocks), stopped)
+    return DeriveReport(PermutationSpec(axes, blocks=spec_blocks, views=views), stopped)
 
 
 def derive_report(apply_fn: Callable, params: Mapping, *example_args, **example_kwargs) -> DeriveReport:
@@ -999,7 +1110,8 @@ def _scaling_from_graph(g: _Graph, flat: Mapping, paths: list, pvars: list, keep
         groups[root] = tuple(dict.fromkeys(ents))
     order = {p: k for k, p in enumerate(paths)}
     ranked = sorted(groups, key=lambda r: min(order[p] for p, _, s in groups[r] if s == 1))
-    names = _class_names(g, {r: [(p, a) for p, a, s in groups[r] if s == 1] for r in ranked}, flat, keep_prefix)
+    names = _class_names({r: [(p, a) for p, a, s in groups[r] if s == 1] for r in ranked},
+                         {p: np.ndim(leaf) for p, leaf in flat.items()}, keep_prefix)
     strip = (lambda p: p[len(keep_prefix):]) if keep_prefix else (lambda p: p)
     out = {names[r]: tuple((strip(p), a, s) for p, a, s in sorted(groups[r], key=lambda e: (-e[2], order[e[0]])))
            for r in ranked}

@@ -17,6 +17,7 @@ stack of networks, HMC samples); they are shared by all leaves and never permute
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,9 @@ __all__ = [
     "mlp_permutation_spec",
     "param_distance",
     "random_permutations",
+    "to_views",
     "unflatten_params",
+    "view_shape",
 ]
 
 
@@ -56,10 +59,19 @@ class PermutationSpec:
     permutation may only move units within ``g`` equal, contiguous blocks (the output
     channels of a grouped convolution: channel ``o`` of ``c`` belongs to group
     ``o // (c // g)``). Every tool that builds or checks permutations honours it.
+
+    ``views`` (optional) maps a path to the shape in which the spec sees that parameter:
+    a C-order reshape of the stored leaf (after any batch axes), with the same number of
+    elements; ``axes[path]`` then has one entry per axis of the view. This expresses a
+    flatten: the kernel ``(H*W*C, out)`` of a dense layer reading a flattened NHWC map of
+    ``C`` channels is viewed as ``(H*W, C, out)`` with axes ``(None, "P_conv", "P_dense")``,
+    so a permutation of the channels is applied at every spatial position (row
+    ``s*C + c``). Every tool reshapes the leaf to its view, permutes, and reshapes back.
     """
 
     axes: dict[str, tuple[str | None, ...]]
     blocks: dict[str, int] = field(default_factory=dict)
+    views: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.axes, Mapping):
@@ -84,6 +96,20 @@ class PermutationSpec:
             if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 1:
                 raise ValueError(f"blocks[{name!r}] must be a positive int (number of groups), got {g!r}")
         object.__setattr__(self, "blocks", {n: int(g) for n, g in self.blocks.items()})
+        if not isinstance(self.views, Mapping):
+            raise TypeError(f"views must be a dict of parameter path -> shape, got {self.views!r}")
+        views = {}
+        for path, view in self.views.items():
+            if path not in clean:
+                raise ValueError(f"views names {path!r}, which is not a parameter of the spec")
+            if isinstance(view, (str, bytes)) or not isinstance(view, (tuple, list)) or any(
+                    isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1 for d in view):
+                raise ValueError(f"views[{path!r}] must be a tuple of positive ints (a shape), got {view!r}")
+            if len(view) != len(clean[path]):
+                raise ValueError(f"views[{path!r}] = {tuple(view)} has {len(view)} axes but axes[{path!r}] lists "
+                                 f"{len(clean[path])}: {clean[path]}")
+            views[path] = tuple(int(d) for d in view)
+        object.__setattr__(self, "views", views)
 
     @property
     def perm_names(self) -> list[str]:
@@ -99,6 +125,31 @@ class PermutationSpec:
                 if name is not None:
                     out.setdefault(name, []).append((path, axis))
         return out
+
+
+def view_shape(spec: PermutationSpec, path: str, shape: tuple[int, ...], batch_dims: int = 0) -> tuple[int, ...]:
+    """The shape in which ``spec`` sees a leaf of ``shape`` at ``path`` (its
+    :attr:`PermutationSpec.views` entry after the ``batch_dims`` leading axes, or ``shape``).
+
+    Raises:
+        ValueError: if the view does not hold as many elements as the leaf.
+    """
+    view = spec.views.get(path)
+    shape = tuple(int(d) for d in shape)
+    if view is None:
+        return shape
+    if len(shape) < batch_dims or math.prod(shape[batch_dims:]) != math.prod(view):
+        raise ValueError(f"parameter {path!r} has shape {shape}, which the spec views as {view}"
+                         + (f" after {batch_dims} batch axes" if batch_dims else "")
+                         + f": the view needs {math.prod(view)} elements")
+    return shape[:batch_dims] + view
+
+
+def to_views(spec: PermutationSpec, flat: Mapping[str, Any], batch_dims: int = 0) -> dict[str, Any]:
+    """The leaves of a flat parameter dict reshaped to the spec's views
+    (:attr:`PermutationSpec.views`); leaves without a view come back as they are."""
+    return {p: (leaf.reshape(view_shape(spec, p, _shape(leaf), batch_dims)) if p in spec.views else leaf)
+            for p, leaf in flat.items()}
 
 
 def mlp_permutation_spec(num_hidden_layers: int) -> PermutationSpec:
@@ -233,8 +284,9 @@ def check_spec(spec: PermutationSpec, params: Mapping, batch_dims: int = 0) -> d
         what = (f"parameter(s) {missing} are in the spec but missing from params" if missing else
                 f"parameter(s) {extra} are in params but not in the spec")
         raise ValueError(f"{what}; the spec's paths are {sorted(spec.axes)}, the params' paths are {sorted(flat)}")
+    shapes = {}
     for path, names in spec.axes.items():
-        shape = _shape(flat[path])
+        shape = shapes[path] = view_shape(spec, path, _shape(flat[path]), batch_dims)
         if len(shape) != batch_dims + len(names):
             raise ValueError(
                 f"parameter {path!r} has shape {shape}: {len(shape)} axes, but the spec lists "
@@ -244,7 +296,7 @@ def check_spec(spec: PermutationSpec, params: Mapping, batch_dims: int = 0) -> d
     first: dict[str, tuple[str, int]] = {}
     for name, where in spec.perm_to_axes.items():
         for path, axis in where:
-            size = int(_shape(flat[path])[batch_dims + axis])
+            size = int(shapes[path][batch_dims + axis])
             if name not in sizes:
                 sizes[name], first[name] = size, (path, axis)
             elif size != sizes[name]:
@@ -359,6 +411,9 @@ def apply_permutation(spec: PermutationSpec, perms: Mapping[str, Any], params: M
     flat = flatten_params(params)
     out = {}
     for path, leaf in flat.items():
+        stored = _shape(leaf)
+        if path in spec.views:
+            leaf = leaf.reshape(view_shape(spec, path, stored, batch_dims))
         for axis, name in enumerate(spec.axes[path]):
             if name is None:
                 continue
@@ -367,7 +422,7 @@ def apply_permutation(spec: PermutationSpec, perms: Mapping[str, Any], params: M
                 leaf = np.take(leaf, perm, axis=batch_dims + axis)
             else:
                 leaf = jnp.take(leaf, perm, axis=batch_dims + axis)
-        out[path] = leaf
+        out[path] = leaf.reshape(stored) if path in spec.views else leaf
     return unflatten_params(out) if nested else out
 
 

@@ -18,7 +18,7 @@ from symlib.symmetry.alignment import wasserstein_alignment
 from symlib.symmetry.matching import weight_matching
 from symlib.symmetry.permutations import as_generator
 from symlib.symmetry.scaling import mass_gradient, mass_terms
-from symlib.symmetry.specs import flatten_params, mlp_permutation_spec
+from symlib.symmetry.specs import flatten_params, mlp_permutation_spec, to_views
 
 
 def reference_weight_matching(key, spec, params_a, params_b, max_iter=100, tol=1e-12):
@@ -40,8 +40,8 @@ def reference_weight_matching(key, spec, params_a, params_b, max_iter=100, tol=1
         ``(perms, objective history, seconds in the LAP solver, number of LAP solves)``,
         with ``perms`` a dict from permutation name to index array.
     """
-    fa = {k: np.asarray(v, np.float64) for k, v in flatten_params(params_a).items()}
-    fb = {k: np.asarray(v, np.float64) for k, v in flatten_params(params_b).items()}
+    fa = {k: np.asarray(v, np.float64) for k, v in to_views(spec, flatten_params(params_a)).items()}
+    fb = {k: np.asarray(v, np.float64) for k, v in to_views(spec, flatten_params(params_b)).items()}
     rng = as_generator(key)
     names = spec.perm_names
     perms = {}

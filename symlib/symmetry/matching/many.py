@@ -28,6 +28,7 @@ from symlib.symmetry.specs import (
     check_perm_names,
     check_spec,
     flatten_params,
+    to_views,
     unflatten_params,
 )
 
@@ -62,7 +63,9 @@ def apply_permutation_many(spec: PermutationSpec, perms_stack: Mapping[str, Any]
         raise ValueError(f"leaves of params_stack disagree on the stack size: {sorted(ms)}")
     m = ms.pop() if ms else 0
     checked = {name: _check_perm_rows(spec, name, p, m, sizes[name]) for name, p in perms_stack.items()}
-    out = {path: _permute_leaf_rows(leaf, spec.axes[path], checked, sizes, m) for path, leaf in flat.items()}
+    viewed = to_views(spec, flat, batch_dims=1)
+    out = {path: _permute_leaf_rows(leaf, spec.axes[path], checked, sizes, m).reshape(np.shape(flat[path]))
+           for path, leaf in viewed.items()}
     nested = any(isinstance(v, Mapping) for v in params_stack.values())
     return unflatten_params(out) if nested else out
 
@@ -122,8 +125,8 @@ class _ManyProblem:
     def build(cls, spec: PermutationSpec, params_ref: Mapping, params_stack: Mapping, precision: str) -> _ManyProblem:
         """Check the inputs (``ValueError`` naming the parameter) and set up the terms."""
         sizes = check_pair(spec, params_ref, params_stack, batch_dims_b=1)
-        ref = as_f64(flatten_params(params_ref), "params_ref")
-        stack = {p: np.asarray(v) for p, v in flatten_params(params_stack).items()}
+        ref = as_f64(to_views(spec, flatten_params(params_ref)), "params_ref")
+        stack = {p: np.asarray(v) for p, v in to_views(spec, flatten_params(params_stack), batch_dims=1).items()}
         check_finite_params(stack, "params_stack")
         terms = build_terms(spec, {p: ref[p].shape for p in ref})
         dtype = np.dtype(precision)

@@ -65,7 +65,7 @@ from symlib.symmetry import permutations as _perm
 from symlib.symmetry.matching.common import (MatchResult, Tally, Term, as_f64, build_terms, check_iter, check_pair,
                                              is_linear, objective, sweep_order, sweep_rng, term_deps)
 from symlib.symmetry.matching.lap import LapWorkers, assignment_gain, check_lap_solver, lap_solver_used, thread_count
-from symlib.symmetry.specs import PermutationSpec, check_blocks, flatten_params
+from symlib.symmetry.specs import PermutationSpec, check_blocks, flatten_params, to_views
 
 
 def _init_perms(init_perms, sizes: Mapping[str, int], spec: PermutationSpec) -> dict[str, np.ndarray]:
@@ -307,8 +307,8 @@ def weight_matching(
     num_threads = thread_count(num_threads)
     lap_solver = check_lap_solver(lap_solver)
     sizes = check_pair(spec, params_a, params_b)
-    fa = as_f64(flatten_params(params_a), "params_a")
-    fb = as_f64(flatten_params(params_b), "params_b")
+    fa = as_f64(to_views(spec, flatten_params(params_a)), "params_a")
+    fb = as_f64(to_views(spec, flatten_params(params_b)), "params_b")
     perms = _init_perms(init_perms, sizes, spec)
     names = list(spec.perm_names)
     rng = sweep_rng(key)
