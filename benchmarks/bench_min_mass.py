@@ -5,6 +5,10 @@ the hidden units applied first, spread ``--spread`` in log-space, so that there 
 something to remove), times
 
 * ``symlib.symmetry.scaling.min_mass`` (method auto, and method newton),
+* ``symlib.symmetry.channel_scaling.min_mass_spec`` on the MLP's scaling spec: the
+  chain solver chosen automatically (``auto``), and the general dense-Hessian Newton
+  (``dense``) that any spec can use (``--dense-width`` caps the width it is timed at:
+  its Hessian has ``(3 W)^2`` entries),
 * scipy L-BFGS-B on the same convex log-scale objective with the analytic gradient,
 * cvxpy (the paper's tool) with exponential cones, unless ``--no-cvxpy`` or cvxpy is not
   installed; ``--cvxpy-width`` lets cvxpy run on a narrower network when the full one is
@@ -21,6 +25,7 @@ import time
 
 import numpy as np
 
+from symlib.symmetry import channel_scaling as C
 from symlib.symmetry import scaling as S
 from symlib.testing import reference as R
 
@@ -41,7 +46,7 @@ def timed(fn, repeat=1):
     return best, out
 
 
-def run(width, spread, seed, with_cvxpy, repeat):
+def run(width, spread, seed, with_cvxpy, repeat, dense_width=512):
     rng = np.random.default_rng(seed)
     sizes = [784, width, width, width, 10]
     params = he_mlp(rng, sizes)
@@ -57,6 +62,14 @@ def run(width, spread, seed, with_cvxpy, repeat):
           f"converged {r_auto.converged}  rel. diff vs newton {(r_auto.mass - ref) / ref:+.2e}")
     print(f"  min_mass newton : {t_newt:9.4f} s  mass {r_newt.mass:.12g}  iters {r_newt.iterations:4d}  "
           f"converged {r_newt.converged}")
+    spec = C.mlp_scaling_spec(len(sizes) - 2)
+    t_spec, r_spec = timed(lambda: C.min_mass_spec(spec, params, tol=1e-10, max_iter=10_000), repeat)
+    print(f"  spec, {r_spec.solver:6s}  : {t_spec:9.4f} s  mass {r_spec.mass:.12g}  iters {r_spec.iterations:4d}  "
+          f"rel. diff vs newton {(r_spec.mass - ref) / ref:+.2e}  time / min_mass auto {t_spec / t_auto:5.2f}x")
+    if width <= dense_width:
+        t_dense, r_dense = timed(lambda: C.min_mass_spec(spec, params, method="dense"), 1)
+        print(f"  spec, dense   : {t_dense:9.4f} s  mass {r_dense.mass:.12g}  iters {r_dense.iterations:4d}  "
+              f"rel. diff vs newton {(r_dense.mass - ref) / ref:+.2e}  time / min_mass auto {t_dense / t_auto:7.1f}x")
     print(f"  scipy L-BFGS-B  : {t_lb:9.4f} s  mass {f_lb:.12g}  iters {nit:4d}  "
           f"rel. diff {(r_auto.mass - f_lb) / f_lb:+.2e}  speed-up {t_lb / t_auto:7.1f}x")
     if with_cvxpy:
@@ -74,6 +87,8 @@ def main():
     ap.add_argument("--no-cvxpy", action="store_true")
     ap.add_argument("--cvxpy-width", type=int, default=None,
                     help="run cvxpy only on a network of this width (all methods re-timed on it)")
+    ap.add_argument("--dense-width", type=int, default=512,
+                    help="time min_mass_spec(method='dense') only up to this width")
     args = ap.parse_args()
     try:
         import cvxpy  # noqa: F401
@@ -82,9 +97,9 @@ def main():
     except ImportError:
         print("cvxpy not installed: scipy L-BFGS-B is the only baseline")
         have_cvxpy = False
-    run(args.width, args.spread, args.seed, have_cvxpy and args.cvxpy_width is None, args.repeat)
+    run(args.width, args.spread, args.seed, have_cvxpy and args.cvxpy_width is None, args.repeat, args.dense_width)
     if have_cvxpy and args.cvxpy_width is not None:
-        run(args.cvxpy_width, args.spread, args.seed, True, args.repeat)
+        run(args.cvxpy_width, args.spread, args.seed, True, args.repeat, args.dense_width)
 
 
 if __name__ == "__main__":

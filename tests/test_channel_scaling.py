@@ -8,6 +8,7 @@ from symlib.core.cnn import optunet_init
 from symlib.core.models import mlp_init
 from symlib.symmetry.architectures import optunet_permutation_spec
 from symlib.symmetry.channel_scaling import (
+    chain_kernels,
     ScalingSpec,
     apply_channel_scaling,
     check_scaling_spec,
@@ -93,9 +94,44 @@ def test_min_mass_agrees_with_the_mlp_solver():
         {"h0": (("dense_0/kernel", 1, 1), ("dense_0/bias", 0, 1), ("dense_1/kernel", 0, -1)),
          "h1": (("dense_1/kernel", 1, 1), ("dense_1/bias", 0, 1), ("dense_2/kernel", 0, -1))},
         ("dense_0/kernel", "dense_1/kernel", "dense_2/kernel"))
-    ours, ref = min_mass_spec(spec, mlp), min_mass(mlp, method="newton", tol=1e-14)
+    ours, ref = min_mass_spec(spec, mlp, method="dense"), min_mass(mlp, method="newton", tol=1e-14)
+    assert ours.solver == "dense"
     assert abs(ours.mass - ref.mass) < 1e-12 * ref.mass
     assert _max_diff(ours.params, ref.params) < 1e-9
+    # the same spec is a chain: "auto" uses the MLP's solver, with its result
+    chained = min_mass_spec(spec, mlp, tol=1e-10, max_iter=10_000)
+    same = min_mass(mlp)
+    assert chained.solver == "chain"
+    assert chained.mass == same.mass and _max_diff(chained.params, same.params) < 1e-12  # same log-scales
+    for name, s in zip(spec.groups, same.scales):
+        np.testing.assert_array_equal(chained.scales[name], s)
+
+
+def test_chain_specs_are_recognised_whatever_the_names():
+    import flax.linen as nn
+
+    from symlib.symmetry import scaling_spec_from_flax
+
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            for width in (7, 6):
+                x = nn.relu(nn.Dense(width)(x))
+            return nn.Dense(3)(x)
+
+    x = np.ones((2, 5), np.float32)
+    params = jax.tree_util.tree_map(np.asarray, MLP().init(jax.random.key(0), x)["params"])
+    params = jax.tree_util.tree_map(lambda a: a + np.random.default_rng(0).normal(size=a.shape), params)
+    spec = scaling_spec_from_flax(MLP(), params, x)
+    assert chain_kernels(spec, params) == ["Dense_0/kernel", "Dense_1/kernel", "Dense_2/kernel"]
+    chain, dense = min_mass_spec(spec, params), min_mass_spec(spec, params, method="dense")
+    assert (chain.solver, dense.solver) == ("chain", "dense")
+    assert abs(chain.mass - dense.mass) < 1e-10 * dense.mass
+    assert chain_kernels(SPEC, _f64(optunet_init(jax.random.key(0)))) is None  # grouped conv: not a chain
+    with pytest.raises(ValueError, match="needs a chain spec"):
+        min_mass_spec(SPEC, _f64(optunet_init(jax.random.key(0))), method="bcd")
+    with pytest.raises(ValueError, match="method must be"):
+        min_mass_spec(spec, params, method="lbfgs")
 
 
 def test_unit_norm_and_identifiable_are_canonical(net, images):

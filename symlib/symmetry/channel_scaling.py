@@ -18,8 +18,10 @@ the parameters listed in ``mass_paths`` (kernels; biases excluded, as in Definit
 **Min-mass.** With log-scales ``u``, the mass of the rescaled network is
 ``M(u) = sum_k w_k^2 exp(2 s_k(u))``, ``s_k`` linear in ``u``: a convex function, strictly
 convex when no unit is degenerate (every unit has non-zero incoming and outgoing mass).
-:func:`min_mass_spec` minimises it by damped Newton steps on the exact Hessian (float64,
-``jax.hessian``), fine for networks with up to a few thousand rescalable units.
+:func:`min_mass_spec` minimises it: for a chain spec (an MLP's shape, any parameter
+names: :func:`chain_kernels`) with the block-tridiagonal solver of
+:func:`symlib.symmetry.scaling.min_mass_chain`, otherwise by damped Newton steps on the
+exact Hessian (float64, ``jax.hessian``), fine up to a few thousand rescalable units.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ __all__ = [
     "ScalingSpec",
     "SpecMinMassResult",
     "apply_channel_scaling",
+    "chain_kernels",
     "check_scaling_spec",
     "identifiable_spec",
     "min_mass_spec",
@@ -376,8 +379,9 @@ class SpecMinMassResult:
             is ``params``.
         mass: the mass after rescaling.
         mass_before: the mass of the input.
-        iterations: Newton steps taken.
-        converged: whether half the squared Newton decrement fell below ``tol * mass``.
+        iterations: Newton steps taken (BCD sweeps plus Newton steps for the chain solver).
+        converged: whether the solver's stopping rule was met (``tol``).
+        solver: ``"chain"`` or ``"dense"`` (see :func:`min_mass_spec`).
     """
 
     params: dict
@@ -386,6 +390,7 @@ class SpecMinMassResult:
     mass_before: float
     iterations: int
     converged: bool
+    solver: str = "dense"
 
 
 def _x64():
@@ -413,30 +418,94 @@ def _mass_functions(spec: ScalingSpec, cuts: tuple[int, ...]):
     return _MASS_FUNCTIONS[key]
 
 
-def min_mass_spec(spec: ScalingSpec, params: Mapping, tol: float = 1e-12, max_iter: int = 100) -> SpecMinMassResult:
+def chain_kernels(spec: ScalingSpec, params: Mapping) -> list[str] | None:
+    """The kernels of ``spec``, input to output, when it is a *chain* (an MLP's shape,
+    whatever the parameter names), else None.
+
+    A chain: the mass is made of 2-D kernels ``K_0 .. K_L``; group ``l`` (in the spec's
+    order) scales the columns of ``K_l`` (+1), the rows of ``K_{l+1}`` (-1) and
+    possibly 1-D parameters of its own (+1, biases), one factor per position (no
+    repeated blocks). :func:`min_mass_spec` then uses the block-tridiagonal solver of
+    :func:`symlib.symmetry.scaling.min_mass_chain`.
+    """
+    flat = flatten_params(params)
+    kernels = list(spec.mass_paths)
+    if len(kernels) != len(spec.groups) + 1 or any(p not in flat or np.ndim(flat[p]) != 2 for p in kernels):
+        return None
+    for l, entries in enumerate(spec.groups.values()):
+        ins = {(p, a % 2) for p, a, s in entries if s == 1 and p in kernels}
+        outs = {(p, a % 2) for p, a, s in entries if s == -1}
+        others = [(p, a) for p, a, s in entries if s == 1 and p not in kernels]
+        if ins != {(kernels[l], 1)} or outs != {(kernels[l + 1], 0)}:
+            return None
+        n = np.shape(flat[kernels[l]])[1]
+        if np.shape(flat[kernels[l + 1]])[0] != n or any(
+                p not in flat or np.ndim(flat[p]) != 1 or np.shape(flat[p])[0] != n for p, _ in others):
+            return None
+    return kernels
+
+
+def min_mass_spec(spec: ScalingSpec, params: Mapping, tol: float = 1e-12, max_iter: int = 100,
+                  method: str = "auto") -> SpecMinMassResult:
     """The min-mass representative of ``params``' scaling orbit (Definition C.6), for any spec.
 
-    Damped Newton on the log-scales from ``u = 0`` with the exact Hessian in float64 and
-    Armijo backtracking; stops when half the squared Newton decrement is ``<= tol * M``.
+    * ``method="dense"``: damped Newton on the log-scales from ``u = 0`` with the exact
+      Hessian in float64 (``jax.hessian``) and Armijo backtracking; stops when half the
+      squared Newton decrement is ``<= tol * M``. Any spec, up to a few thousand units.
+    * ``"bcd"`` / ``"newton"``: the chain solver of
+      :func:`symlib.symmetry.scaling.min_mass_chain` (block-coordinate descent, or Newton
+      on the block-tridiagonal Hessian, cost linear in the depth), for a chain spec
+      (:func:`chain_kernels`: an MLP's, with any parameter names).
+    * ``"auto"`` (default): the chain solver's ``"auto"`` for a chain spec, ``"dense"``
+      otherwise.
 
     Args:
         spec: the scaling spec (e.g. :func:`optunet_scaling_spec`).
         params: one network.
         tol: relative tolerance on the mass (positive).
-        max_iter: most Newton steps (positive integer).
+        max_iter: most Newton steps (and most BCD sweeps of the chain solver).
+        method: ``"auto"``, ``"dense"``, ``"bcd"`` or ``"newton"``.
 
     Returns:
         A :class:`SpecMinMassResult`.
 
     Raises:
         ValueError: if ``params`` do not fit ``spec``, hold nan/inf, or a unit is
-            degenerate (naming the group and units).
+            degenerate (naming the group and units); for an unknown ``method``, or
+            ``"bcd"``/``"newton"`` with a spec that is not a chain.
     """
+    from symlib.symmetry.scaling import min_mass_chain
+
     tol = positive_float(tol, "tol")
     max_iter = positive_int(max_iter, "max_iter")
+    if method not in ("auto", "dense", "bcd", "newton"):
+        raise ValueError(f"method must be 'auto', 'dense', 'bcd' or 'newton', got {method!r}")
     sizes = check_scaling_spec(spec, params)
     flat = _float64(params)
     _raise_if_degenerate(spec, flat, sizes)
+    names = list(spec.groups)
+    kernels = chain_kernels(spec, flat) if method != "dense" else None
+    if method in ("bcd", "newton") and kernels is None:
+        raise ValueError(f"method {method!r} needs a chain spec (an MLP's shape, see chain_kernels); this spec is "
+                         "not one: use method='dense' or 'auto'")
+    if kernels is not None:
+        before = float(sum(np.sum(np.square(flat[p])) for p in kernels))
+        logs, steps, converged = min_mass_chain([np.square(flat[p]) for p in kernels], tol, max_iter,
+                                                "auto" if method == "auto" else method)
+        u = dict(zip(names, logs))
+        solver = "chain"
+    else:
+        u, before, steps, converged = _dense_newton(spec, flat, sizes, tol, max_iter)
+        solver = "dense"
+    final = _scaled(spec, flat, u)
+    return SpecMinMassResult(params=_restore(params, final), scales={n: np.exp(x) for n, x in u.items()},
+                             mass=float(sum(np.sum(np.square(final[p])) for p in spec.mass_paths)),
+                             mass_before=before, iterations=steps, converged=converged, solver=solver)
+
+
+def _dense_newton(spec: ScalingSpec, flat: Mapping[str, np.ndarray], sizes: Mapping[str, int], tol: float,
+                  max_iter: int) -> tuple[dict[str, np.ndarray], float, int, bool]:
+    """Damped Newton with the exact Hessian: ``(log-scales, mass before, steps, converged)``."""
     names = list(spec.groups)
     cuts = tuple(int(c) for c in np.cumsum([sizes[n] for n in names])[:-1])
     f, grad, hess = _mass_functions(spec, cuts)
@@ -458,10 +527,7 @@ def min_mass_spec(spec: ScalingSpec, params: Mapping, tol: float = 1e-12, max_it
                 converged = True
                 break
         u = {n: np.asarray(x) for n, x in zip(names, jnp.split(v, cuts))}
-    final = _scaled(spec, flat, u)
-    return SpecMinMassResult(params=_restore(params, final), scales={n: np.exp(x) for n, x in u.items()},
-                             mass=float(sum(np.sum(np.square(final[p])) for p in spec.mass_paths)),
-                             mass_before=before, iterations=steps, converged=converged)
+    return u, before, steps, converged
 
 
 def _packed(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray] | None):

@@ -73,6 +73,7 @@ __all__ = [
     "identifiable",
     "mass",
     "min_mass",
+    "min_mass_chain",
     "sort_neurons",
     "unit_norm",
 ]
@@ -538,8 +539,45 @@ def min_mass(
     if len(p64) == 1:
         return MinMassResult(_restore(params, p64), [], [], before, before, 0, True)
     _raise_if_degenerate(p64, "the min-mass problem")
-    W = [np.square(layer["kernel"]) for layer in p64.values()]
-    u = [np.zeros(w) for w in _hidden_widths(p64)]
+    u, iterations, converged = min_mass_chain([np.square(layer["kernel"]) for layer in p64.values()], tol, max_iter,
+                                              method)
+    return _min_mass_result(params, p64, u, before, iterations, converged)
+
+
+def min_mass_chain(squares: Sequence[np.ndarray], tol: float = 1e-10, max_iter: int = 10_000,
+                   method: str = "auto") -> tuple[list[np.ndarray], int, bool]:
+    """The min-mass log-scales of a chain of kernels (the solver of :func:`min_mass`).
+
+    A chain: kernel ``l`` (squared, ``squares[l]``, shape ``(d_l, d_{l+1})``) has its
+    columns scaled by the units of hidden layer ``l`` and its rows by those of layer
+    ``l - 1``; the mass is ``sum_l sum(squares[l] * exp(2 (u_l[None, :] - u_{l-1}[:, None])))``.
+    Any :class:`~symlib.symmetry.channel_scaling.ScalingSpec` of this shape (an MLP's,
+    whatever its parameter names) is solved with it by
+    :func:`~symlib.symmetry.channel_scaling.min_mass_spec`.
+
+    Args:
+        squares: the squared kernels, input to output (float64, no degenerate unit: see
+            :func:`degenerate_neurons`).
+        tol: relative tolerance on the mass (positive).
+        max_iter: most BCD sweeps, and most Newton steps.
+        method: ``"auto"``, ``"bcd"`` or ``"newton"`` (as in :func:`min_mass`).
+
+    Returns:
+        ``(log_scales, iterations, converged)``: one array per hidden layer, BCD sweeps
+        plus Newton steps, and whether the stopping rule was met.
+    """
+    tol = positive_float(tol, "tol")
+    max_iter = positive_int(max_iter, "max_iter")
+    if method not in _MIN_MASS_METHODS:
+        raise ValueError(f"method must be 'auto', 'bcd' or 'newton', got {method!r}")
+    W = [np.asarray(w, np.float64) for w in squares]
+    for a, b in zip(W[:-1], W[1:]):
+        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+            raise ValueError(f"squares must be a chain of 2-D kernels, got shapes {[w.shape for w in W]}")
+    u = [np.zeros(w.shape[1]) for w in W[:-1]]
+    if not u:
+        return [], 0, True
+    before = float(sum(np.sum(w) for w in W))
     iterations, converged = 0, False
     if method != "newton":
         max_sweeps = max_iter if method == "bcd" else min(max_iter, _AUTO_MAX_SWEEPS)
@@ -547,7 +585,7 @@ def min_mass(
     if not converged and method != "bcd":
         u, steps, converged = _run_newton(W, u, tol, max_iter)
         iterations += steps
-    return _min_mass_result(params, p64, u, before, iterations, converged)
+    return u, iterations, converged
 
 
 # --------------------------------------------------------------------------- canonical forms
