@@ -63,8 +63,8 @@ from symlib.experiments.laurent import LINE_T
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table, paper_vs_ours
 from symlib.inference.training import LAURENT_OPTUNET
-from symlib.symmetry.channel_scaling import (min_mass_spec, optunet_scaling_spec, spec_mass_along,
-                                             spec_mass_hessian)
+from symlib.symmetry.channel_scaling import (min_mass_spec, optunet_scaling_spec, mass_along_spec,
+                                             mass_hessian_spec)
 from symlib.symmetry.scaling import check_function_unchanged, identifiable, min_mass, sort_neurons
 
 plotting.set_style()
@@ -233,7 +233,7 @@ display(Table(["change of the training objective per network", "mean", "min", "m
 # reads from), so the mass $M(u) = \sum_k w_k^2 e^{2 s_k(u)}$ is a sum of exponentials of
 # linear forms: convex, and strictly convex exactly when its Hessian is positive definite,
 # which the paper's non-degeneracy condition ensures. We check it numerically on every
-# network: the smallest eigenvalue of the Hessian (`spec_mass_hessian`) relative to the
+# network: the smallest eigenvalue of the Hessian (`mass_hessian_spec`) relative to the
 # largest, at the trained network ($u = 0$), halfway to the optimum and at the optimum
 # $u^*$; and the mass along {glue:text}`ch10_lines_per_net` random unit directions through
 # $u^*$ ({glue:text}`ch10_line_points` points on $[-1, 1]$),
@@ -256,7 +256,7 @@ u0 = {name: np.log(v) for name, v in solved[0].scales.items()}
 zero = {name: np.zeros_like(v) for name, v in u0.items()}
 t = np.linspace(-0.5, 1.5, 81)
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.4), constrained_layout=True)
-axes[0].plot(t, spec_mass_along(spec, net0, zero, u0, t))
+axes[0].plot(t, mass_along_spec(spec, net0, zero, u0, t))
 axes[0].axvline(0, color="0.5", ls=":", lw=1)
 axes[0].axvline(1, color="0.5", ls=":", lw=1)
 axes[0].set_xlabel("t (log-scales t u*: 0 trained, 1 min-mass)")
@@ -267,11 +267,11 @@ for _ in range(LINES_SHOWN):
     v = {name: rng.normal(size=x.shape) for name, x in u0.items()}
     norm = np.sqrt(sum(np.sum(x**2) for x in v.values()))
     unit = {n: x / norm for n, x in v.items()}
-    axes[1].plot(LINE_T, spec_mass_along(spec, net0, u0, unit, LINE_T), lw=1)
+    axes[1].plot(LINE_T, mass_along_spec(spec, net0, u0, unit, LINE_T), lw=1)
 axes[1].set_xlabel("distance from u* along a random unit direction")
 axes[1].set_title("OptuNet 0: random lines through u*")
 for k, u in enumerate((None, u0)):
-    axes[2].semilogy(np.linalg.eigvalsh(spec_mass_hessian(spec, net0, u)), "o", ms=4,
+    axes[2].semilogy(np.linalg.eigvalsh(mass_hessian_spec(spec, net0, u)), "o", ms=4,
                      label=("trained" if k == 0 else "min-mass"))
 axes[2].set_xlabel(f"eigenvalue index ({len(np.concatenate(list(u0.values())))} rescalable units)")
 axes[2].set_ylabel("Hessian eigenvalue")

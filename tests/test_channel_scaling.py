@@ -10,13 +10,13 @@ from symlib.symmetry.architectures import optunet_permutation_spec
 from symlib.symmetry.channel_scaling import (
     chain_kernels,
     ScalingSpec,
-    apply_channel_scaling,
+    apply_scaling_spec,
     check_scaling_spec,
     identifiable_spec,
     min_mass_spec,
     optunet_scaling_spec,
-    sort_by_first_weight,
-    spec_mass,
+    sort_neurons_spec,
+    mass_spec,
     unit_norm_spec,
 )
 from symlib.symmetry.scaling import min_mass
@@ -55,7 +55,7 @@ def test_optunet_groups(net):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_random_rescaling_keeps_the_function(net, images, seed):
-    scaled = apply_channel_scaling(SPEC, net, _random_scales(seed, net))
+    scaled = apply_scaling_spec(SPEC, net, _random_scales(seed, net))
     assert _max_diff(scaled, net) > 1e-3
     np.testing.assert_allclose(optunet_logits64(scaled, images), optunet_logits64(net, images), atol=1e-12)
 
@@ -63,18 +63,18 @@ def test_random_rescaling_keeps_the_function(net, images, seed):
 def test_rescaling_the_incoming_side_alone_changes_the_function(net, images):
     """The check can fail: without its outgoing side a rescaling is not a symmetry."""
     half = ScalingSpec({"conv_1": (("conv_1/kernel", 3, 1), ("dense_1/bias", 0, -1))}, SPEC.mass_paths)
-    scaled = apply_channel_scaling(half, net, {"conv_1": np.linspace(0.5, 2.0, 10)})
+    scaled = apply_scaling_spec(half, net, {"conv_1": np.linspace(0.5, 2.0, 10)})
     assert np.abs(optunet_logits64(scaled, images) - optunet_logits64(net, images)).max() > 1e-4
 
 
 def test_min_mass_is_the_same_for_the_whole_orbit(net, images):
     a = min_mass_spec(SPEC, net)
-    b = min_mass_spec(SPEC, apply_channel_scaling(SPEC, net, _random_scales(5, net)))
+    b = min_mass_spec(SPEC, apply_scaling_spec(SPEC, net, _random_scales(5, net)))
     assert a.converged and b.converged and a.mass < a.mass_before
     assert abs(a.mass - b.mass) < 1e-10 * a.mass
     assert _max_diff(a.params, b.params) < 1e-9
     np.testing.assert_allclose(optunet_logits64(a.params, images), optunet_logits64(net, images), atol=1e-12)
-    np.testing.assert_allclose(spec_mass(SPEC, a.params), a.mass)
+    np.testing.assert_allclose(mass_spec(SPEC, a.params), a.mass)
 
 
 def test_min_mass_balances_incoming_and_outgoing_mass(net):
@@ -136,7 +136,7 @@ def test_chain_specs_are_recognised_whatever_the_names():
 
 def test_unit_norm_and_identifiable_are_canonical(net, images):
     pspec = optunet_permutation_spec()
-    rescaled = apply_channel_scaling(SPEC, net, _random_scales(8, net))
+    rescaled = apply_scaling_spec(SPEC, net, _random_scales(8, net))
     assert _max_diff(unit_norm_spec(SPEC, net), unit_norm_spec(SPEC, rescaled)) < 1e-12
     other = apply_permutation(pspec, random_permutations(7, pspec, net), rescaled)
     for scaling in ("min_mass", "unit_norm"):
@@ -148,13 +148,13 @@ def test_unit_norm_and_identifiable_are_canonical(net, images):
 
 
 def test_sorting_is_descending_within_groups(net):
-    sorted_net, perms = sort_by_first_weight(optunet_permutation_spec(), net)
+    sorted_net, perms = sort_neurons_spec(optunet_permutation_spec(), net)
     key = sorted_net["conv_1"]["kernel"][0, 0, 0]
     assert (np.diff(key[:5]) <= 0).all() and (np.diff(key[5:]) <= 0).all()
     assert (perms["P_conv_1"][:5] < 5).all()
     assert (np.diff(sorted_net["dense_0"]["kernel"][0]) <= 0).all()
     mlp = _f64(mlp_init(jax.random.PRNGKey(1), [4, 6, 3]))
-    s, _ = sort_by_first_weight(mlp_permutation_spec(1), mlp)
+    s, _ = sort_neurons_spec(mlp_permutation_spec(1), mlp)
     assert (np.diff(s["dense_0"]["kernel"][0]) <= 0).all()
 
 
@@ -168,26 +168,26 @@ def test_errors_name_the_problem(net):
     with pytest.raises(ValueError, match="group 'dense_0'.*outgoing"):
         min_mass_spec(SPEC, dead)
     with pytest.raises(ValueError, match="positive"):
-        apply_channel_scaling(SPEC, net, {**_random_scales(0, net), "conv_0": np.array([1.0, -1.0])})
+        apply_scaling_spec(SPEC, net, {**_random_scales(0, net), "conv_0": np.array([1.0, -1.0])})
     with pytest.raises(ValueError, match="missing"):
-        apply_channel_scaling(SPEC, net, {"conv_0": np.ones(2)})
+        apply_scaling_spec(SPEC, net, {"conv_0": np.ones(2)})
     with pytest.raises(ValueError, match="incoming"):
         ScalingSpec({"g": (("a", 0, -1),)}, ())
 
 
 def test_mass_hessian_is_positive_definite_and_lines_are_convex(net):
-    from symlib.symmetry.channel_scaling import spec_mass_along, spec_mass_hessian
+    from symlib.symmetry.channel_scaling import mass_along_spec, mass_hessian_spec
 
     res = min_mass_spec(SPEC, net)
     logs = {n: np.log(s) for n, s in res.scales.items()}
     for where in (None, logs):
-        ev = np.linalg.eigvalsh(spec_mass_hessian(SPEC, net, where))
+        ev = np.linalg.eigvalsh(mass_hessian_spec(SPEC, net, where))
         assert ev[0] > 1e-8 * ev[-1]
     rng = np.random.default_rng(0)
     direction = {n: rng.normal(size=s.shape) for n, s in logs.items()}
     t = np.linspace(-1, 1, 21)
-    m = spec_mass_along(SPEC, net, logs, direction, t)
+    m = mass_along_spec(SPEC, net, logs, direction, t)
     assert np.argmin(m) == 10 and np.all(np.diff(m, 2) > 0)
     np.testing.assert_allclose(m[10], res.mass, rtol=1e-12)
     with pytest.raises(ValueError, match="missing"):
-        spec_mass_hessian(SPEC, net, {"conv_0": np.zeros(2)})
+        mass_hessian_spec(SPEC, net, {"conv_0": np.zeros(2)})

@@ -25,7 +25,7 @@ from symlib.core.cnn import optunet_apply, optunet_init
 from symlib.core.models import mlp_apply, mlp_init
 from symlib.core.resnet import resnet18_apply, resnet18_init, resnet20_apply, resnet20_init
 from symlib.symmetry import (
-    apply_channel_scaling,
+    apply_scaling_spec,
     apply_permutation,
     check_scaling_spec,
     check_spec,
@@ -261,7 +261,7 @@ def test_zoo_scaling_leaves_outputs_unchanged(name):
     sizes = check_scaling_spec(spec, params)
     rng = np.random.default_rng(0)
     scales = {g: np.exp(rng.uniform(-1, 1, n)) for g, n in sizes.items()}
-    scaled = apply_channel_scaling(spec, params, scales)
+    scaled = apply_scaling_spec(spec, params, scales)
     out = _outputs(model.apply, [{"params": params}, {"params": scaled}], x)
     np.testing.assert_allclose(out[1], out[0], **TOL)
 
@@ -393,7 +393,7 @@ def test_batch_norm_scaling():
     assert set(spec.mass_paths) == {"params/Conv_0/kernel", "params/Conv_1/kernel", "params/Dense_0/kernel",
                                     "params/BatchNorm_0/scale", "params/BatchNorm_1/scale"}
     sizes = check_scaling_spec(spec, variables)
-    scaled = apply_channel_scaling(spec, variables, {g: np.exp(np.random.default_rng(2).uniform(-1, 1, n))
+    scaled = apply_scaling_spec(spec, variables, {g: np.exp(np.random.default_rng(2).uniform(-1, 1, n))
                                                       for g, n in sizes.items()})
     np.testing.assert_allclose(model.apply(scaled, x), model.apply(variables, x), **TOL)
     train = lambda v: model.apply(v, x, train=True, mutable=["batch_stats"], rngs={"dropout": jax.random.key(8)})
@@ -483,7 +483,7 @@ def test_activations_apply_fn(act):
     assert s.mass_paths == ("a/kernel", "b/kernel", "c/kernel")
     scales = {g: np.exp(np.random.default_rng(1).uniform(-1, 1, 4 if "a/kernel" in str(e) else 5))
               for g, e in s.groups.items()}
-    np.testing.assert_allclose(f(apply_channel_scaling(s, p, scales), x), f(p, x), **TOL)
+    np.testing.assert_allclose(f(apply_scaling_spec(s, p, scales), x), f(p, x), **TOL)
 
 
 def test_tied_weights():

@@ -17,7 +17,7 @@ from symlib.evaluation.mmd import (
 from symlib.symmetry.architectures import optunet_permutation_spec
 from symlib.symmetry.canonical import remove_symmetries
 from symlib.symmetry.channel_scaling import (
-    apply_channel_scaling,
+    apply_scaling_spec,
     check_scaling_spec,
     mlp_scaling_spec,
     optunet_scaling_spec,
@@ -246,7 +246,7 @@ def _disguise(seed, sspec, pspec, params):
     """A random rescaling and permutation of ``params`` (same function)."""
     rng = np.random.default_rng(seed)
     scales = {n: np.exp(rng.normal(size=k)) for n, k in check_scaling_spec(sspec, params).items()}
-    scaled = apply_channel_scaling(sspec, params, scales)
+    scaled = apply_scaling_spec(sspec, params, scales)
     return apply_permutation(pspec, random_permutations(seed, pspec, params), scaled)
 
 

@@ -177,11 +177,11 @@ def _optunet(seed):
 
 
 def test_spec_statistics_equal_the_mlp_ones():
-    from symlib.symmetry.neuron_order import spec_statistics
+    from symlib.symmetry.neuron_order import neuron_statistics_spec
     p = _net(3)
     spec = mlp_permutation_spec(len(SIZES) - 2)
     for scaling in ("unit_norm", None):
-        ours = spec_statistics(_mlp_scaling_spec(len(SIZES) - 2), spec, p, "max", scaling)
+        ours = neuron_statistics_spec(_mlp_scaling_spec(len(SIZES) - 2), spec, p, "max", scaling)
         for a, b in zip(ours, neuron_statistics(p, "max", scaling)):
             np.testing.assert_allclose(a, b, rtol=1e-5)
 
@@ -189,19 +189,19 @@ def test_spec_statistics_equal_the_mlp_ones():
 def test_spec_statistics_of_optunet_read_the_unit_norm_kernels():
     from symlib.symmetry.architectures import optunet_permutation_spec
     from symlib.symmetry.channel_scaling import optunet_scaling_spec, unit_norm_spec
-    from symlib.symmetry.neuron_order import spec_statistics
+    from symlib.symmetry.neuron_order import neuron_statistics_spec
     p = _optunet(0)
     un = unit_norm_spec(optunet_scaling_spec(), p)
-    s_conv, s_dense = spec_statistics(optunet_scaling_spec(), optunet_permutation_spec(), p)
+    s_conv, s_dense = neuron_statistics_spec(optunet_scaling_spec(), optunet_permutation_spec(), p)
     np.testing.assert_allclose(s_conv, np.asarray(un["conv_1"]["kernel"]).reshape(-1, 10).max(0), rtol=1e-5)
     np.testing.assert_allclose(s_dense, np.asarray(un["dense_0"]["kernel"]).max(0), rtol=1e-5)
     # unit norm removes any rescaling: the statistics do not change
-    from symlib.symmetry.channel_scaling import apply_channel_scaling
+    from symlib.symmetry.channel_scaling import apply_scaling_spec
     rng = np.random.default_rng(1)
-    q = apply_channel_scaling(optunet_scaling_spec(), p, {"conv_0": rng.uniform(0.2, 5, 2),
+    q = apply_scaling_spec(optunet_scaling_spec(), p, {"conv_0": rng.uniform(0.2, 5, 2),
                                                           "conv_1": rng.uniform(0.2, 5, 10),
                                                           "dense_0": rng.uniform(0.2, 5, 3)})
-    for a, b in zip(spec_statistics(optunet_scaling_spec(), optunet_permutation_spec(), q), (s_conv, s_dense)):
+    for a, b in zip(neuron_statistics_spec(optunet_scaling_spec(), optunet_permutation_spec(), q), (s_conv, s_dense)):
         np.testing.assert_allclose(a, b, rtol=1e-4)
 
 
@@ -221,21 +221,21 @@ def test_blocked_discordant_pairs_count_pairs_within_blocks(blocks):
 def test_spec_swap_counter_counts_a_permutation_within_groups():
     from symlib.symmetry.architectures import optunet_permutation_spec
     from symlib.symmetry.channel_scaling import optunet_scaling_spec
-    from symlib.symmetry.neuron_order import spec_statistics, spec_statistics_observer, spec_swap_counter
+    from symlib.symmetry.neuron_order import neuron_statistics_spec, statistics_observer_spec, swap_counter_spec
     from symlib.symmetry.specs import random_permutations
     sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
-    count = spec_swap_counter(sspec, pspec)
-    assert count is spec_swap_counter(sspec, pspec) and spec_statistics_observer(sspec, pspec) is not count
+    count = swap_counter_spec(sspec, pspec)
+    assert count is swap_counter_spec(sspec, pspec) and statistics_observer_spec(sspec, pspec) is not count
     p = _optunet(2)
     perms = random_permutations(0, pspec, p)
     q = apply_permutation(pspec, perms, p)
     got = np.asarray(jax.jit(count)(p, q))
-    before = spec_statistics(sspec, pspec, p)
-    after = spec_statistics(sspec, pspec, q)
+    before = neuron_statistics_spec(sspec, pspec, p)
+    after = neuron_statistics_spec(sspec, pspec, q)
     want = [sum((x[i] - x[j]) * (y[i] - y[j]) < 0 for i in range(len(x)) for j in range(i + 1, len(x))
                 if i // (len(x) // g) == j // (len(x) // g))
             for x, y, g in zip(map(np.asarray, before), map(np.asarray, after), (2, 1))]
     np.testing.assert_array_equal(got, want)
     assert int(jax.jit(count)(p, p).sum()) == 0
     with pytest.raises(ValueError, match="unknown statistic"):
-        spec_swap_counter(sspec, pspec, "median")
+        swap_counter_spec(sspec, pspec, "median")

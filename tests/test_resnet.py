@@ -320,17 +320,17 @@ def test_wasserstein_alignment_undoes_a_planted_permutation_of_a_noisy_posterior
 
 @pytest.mark.parametrize("arch", ["resnet20", "resnet18"])
 def test_scaling_spec_rescales_without_changing_the_function(arch, r20, r18):
-    from symlib.symmetry.channel_scaling import (apply_channel_scaling, check_scaling_spec, resnet18_scaling_spec,
-                                                 resnet20_scaling_spec, spec_mass)
+    from symlib.symmetry.channel_scaling import (apply_scaling_spec, check_scaling_spec, resnet18_scaling_spec,
+                                                 resnet20_scaling_spec, mass_spec)
     net, apply, sspec = ((r20, resnet20_apply, resnet20_scaling_spec()) if arch == "resnet20"
                          else (r18, resnet18_apply, resnet18_scaling_spec()))
     sizes = check_scaling_spec(sspec, net)
     perm_sizes = check_spec(resnet20_permutation_spec() if arch == "resnet20" else resnet18_permutation_spec(), net)
     assert sizes == perm_sizes
     rng = np.random.default_rng(4)
-    q = apply_channel_scaling(sspec, net, {n: rng.uniform(0.3, 3.0, k) for n, k in sizes.items()})
+    q = apply_scaling_spec(sspec, net, {n: rng.uniform(0.3, 3.0, k) for n, k in sizes.items()})
     assert relative_change(apply, net, q, images(6, 2, 3)) < 1e-4
-    assert abs(spec_mass(sspec, q) - spec_mass(sspec, net)) > 1e-3 * spec_mass(sspec, net)
+    assert abs(mass_spec(sspec, q) - mass_spec(sspec, net)) > 1e-3 * mass_spec(sspec, net)
 
 
 def test_min_mass_on_resnet20_keeps_the_function():

@@ -44,7 +44,7 @@ class OptuNetsResult(ExperimentResult):
         test_accuracy: test accuracy of each network.
         converged: networks at or above :data:`CONVERGED_ACCURACY` test accuracy.
         swaps: ``(nets, epochs, steps, permutations)`` pairs of sorted units that changed
-            places in each step (:func:`symlib.symmetry.neuron_order.spec_swap_counter`).
+            places in each step (:func:`symlib.symmetry.neuron_order.swap_counter_spec`).
         epoch_stats: per permutation, ``(nets, epochs, units)`` sorting statistics at the end
             of every epoch.
         perm_names: the permutations of :func:`symlib.symmetry.architectures.optunet_permutation_spec`.
@@ -117,7 +117,7 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
     from symlib.inference.training import LAURENT_OPTUNET, TrainConfig, learning_rate_at
     from symlib.symmetry.architectures import optunet_permutation_spec
     from symlib.symmetry.channel_scaling import optunet_scaling_spec
-    from symlib.symmetry.neuron_order import spec_statistics_observer, spec_swap_counter
+    from symlib.symmetry.neuron_order import statistics_observer_spec, swap_counter_spec
 
     d = optunet_data(profile)
     x, y = d["x_train"], d["y_train"]
@@ -126,8 +126,8 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
     # blocks of OPTUNET_BLOCK networks, each kept in the artifact cache: a killed run resumes
     params, losses, seen = train_many_blocks("laurent_optunets", _config(profile), jax.random.key(2024), optunet_init,
                                              optunet_apply, profile.optunet_nets, x, y, cfg,
-                                             block_size=OPTUNET_BLOCK, observe=spec_swap_counter(sspec, pspec),
-                                             observe_epoch=spec_statistics_observer(sspec, pspec))
+                                             block_size=OPTUNET_BLOCK, observe=swap_counter_spec(sspec, pspec),
+                                             observe_epoch=statistics_observer_spec(sspec, pspec))
     logits = jax.vmap(optunet_apply, in_axes=(0, None))(params, d["x_test"])
     acc = np.mean(np.asarray(logits.argmax(-1)) == np.asarray(d["y_test"])[None], axis=1)
     sizes = [int(s.shape[-1]) for s in seen["epoch"]]
@@ -141,13 +141,13 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
 
 def _lines(spec, net, log_scales: dict, rng: np.random.Generator, count: int) -> tuple[int, int]:
     """Of ``count`` random lines through the optimum: how many are convex, how many smallest there."""
-    from symlib.symmetry.channel_scaling import spec_mass_along
+    from symlib.symmetry.channel_scaling import mass_along_spec
 
     at_optimum = convex = 0
     for _ in range(count):
         v = {n: rng.normal(size=u.shape) for n, u in log_scales.items()}
         norm = np.sqrt(sum(np.sum(x**2) for x in v.values()))
-        m = spec_mass_along(spec, net, log_scales, {n: x / norm for n, x in v.items()}, LINE_T)
+        m = mass_along_spec(spec, net, log_scales, {n: x / norm for n, x in v.items()}, LINE_T)
         at_optimum += int(np.argmin(m) == len(LINE_T) // 2)
         convex += int(np.all(np.diff(m, 2) >= -1e-12 * m.max()))
     return at_optimum, convex
@@ -172,7 +172,7 @@ def optunet_summary(art: dict[str, Any]) -> dict[str, Any]:
 
     from symlib.core.cnn import OPTUNET_SHAPES, optunet_apply
     from symlib.core.models import unstack
-    from symlib.symmetry.channel_scaling import min_mass_spec, optunet_scaling_spec, spec_mass_hessian
+    from symlib.symmetry.channel_scaling import min_mass_spec, optunet_scaling_spec, mass_hessian_spec
 
     res = OptuNetsResult.from_artifact(art)
     keep = np.flatnonzero(res.converged)
@@ -192,7 +192,7 @@ def optunet_summary(art: dict[str, Any]) -> dict[str, Any]:
     for net, s in zip(nets, solved):
         logs = {n: np.log(v) for n, v in s.scales.items()}
         for where, u in (("trained", None), ("halfway", {n: v / 2 for n, v in logs.items()}), ("min-mass", logs)):
-            ev = np.linalg.eigvalsh(spec_mass_hessian(spec, net, u))
+            ev = np.linalg.eigvalsh(mass_hessian_spec(spec, net, u))
             eig[where].append(ev[0] / ev[-1])
         a, c = _lines(spec, net, logs, rng, 8)
         at_opt, convex, lines = at_opt + a, convex + c, lines + 8

@@ -1,7 +1,15 @@
 """symlib.symmetry: permutations (cycles, number of transpositions), permutation specs,
 weight and activation matching, Wasserstein/KL alignment of mean-field posteriors, ReLU
 scaling symmetries (min-mass, unit-norm, sorting; for MLPs and, through scaling specs, CNNs), the
-permutation specs of the CNNs, symmetry-free stacks of samples, and neuron order during training."""
+permutation specs of the CNNs, symmetry-free stacks of samples, and neuron order during training.
+
+Naming: a function that works on any network through a spec has the name of the MLP
+function it generalises with the suffix ``_spec`` and takes the spec(s) first
+(``min_mass`` / ``min_mass_spec``, ``apply_scaling`` / ``apply_scaling_spec``,
+``unit_norm`` / ``unit_norm_spec``, ``identifiable`` / ``identifiable_spec``,
+``sort_neurons`` / ``sort_neurons_spec``, ``neuron_statistics`` / ``neuron_statistics_spec``,
+``swap_counter`` / ``swap_counter_spec``, ``mass`` / ``mass_spec``). Permutation tools
+(matching, alignment, ``apply_permutation``) always take a ``PermutationSpec``."""
 from symlib.symmetry.permutations import (  # noqa: F401
     as_generator,
     compose,
@@ -43,7 +51,7 @@ from symlib.symmetry.architectures import (  # noqa: F401
 from symlib.symmetry.channel_scaling import (  # noqa: F401
     ScalingSpec,
     SpecMinMassResult,
-    apply_channel_scaling,
+    apply_scaling_spec,
     check_scaling_spec,
     identifiable_spec,
     min_mass_spec,
@@ -51,10 +59,10 @@ from symlib.symmetry.channel_scaling import (  # noqa: F401
     optunet_scaling_spec,
     resnet18_scaling_spec,
     resnet20_scaling_spec,
-    sort_by_first_weight,
-    spec_mass,
-    spec_mass_along,
-    spec_mass_hessian,
+    sort_neurons_spec,
+    mass_spec,
+    mass_along_spec,
+    mass_hessian_spec,
     unit_norm_spec,
     unit_norm_traced,
 )
@@ -112,9 +120,9 @@ from symlib.symmetry.neuron_order import (  # noqa: F401
     phase_summary,
     statistics_observer,
     swap_counter,
-    spec_statistics,
-    spec_statistics_observer,
-    spec_swap_counter,
+    neuron_statistics_spec,
+    statistics_observer_spec,
+    swap_counter_spec,
 )
 
 __all__ = [
@@ -152,7 +160,7 @@ __all__ = [
     "resnet20_permutation_spec",
     "ScalingSpec",
     "SpecMinMassResult",
-    "apply_channel_scaling",
+    "apply_scaling_spec",
     "check_scaling_spec",
     "identifiable_spec",
     "min_mass_spec",
@@ -160,10 +168,10 @@ __all__ = [
     "optunet_scaling_spec",
     "resnet18_scaling_spec",
     "resnet20_scaling_spec",
-    "sort_by_first_weight",
-    "spec_mass",
-    "spec_mass_along",
-    "spec_mass_hessian",
+    "sort_neurons_spec",
+    "mass_spec",
+    "mass_along_spec",
+    "mass_hessian_spec",
     "unit_norm_spec",
     "unit_norm_traced",
     "DeriveReport",
@@ -209,7 +217,7 @@ __all__ = [
     "phase_summary",
     "statistics_observer",
     "swap_counter",
-    "spec_statistics",
-    "spec_statistics_observer",
-    "spec_swap_counter",
+    "neuron_statistics_spec",
+    "statistics_observer_spec",
+    "swap_counter_spec",
 ]

@@ -8,7 +8,7 @@ computing the same function as the original.
 * ``"unit_norm_sort"``, the paper's NS: every unit's incoming weights rescaled to unit
   L2 norm in all layers but the last (:func:`~symlib.symmetry.channel_scaling.unit_norm_spec`),
   then units sorted by their first incoming weight, descending
-  (:func:`~symlib.symmetry.channel_scaling.sort_by_first_weight`); that composition is
+  (:func:`~symlib.symmetry.channel_scaling.sort_neurons_spec`); that composition is
   :func:`~symlib.symmetry.channel_scaling.identifiable_spec` with ``scaling="unit_norm"``.
 * ``"min_mass_sort"``: the min-mass representative (Definition C.6,
   :func:`~symlib.symmetry.channel_scaling.min_mass_spec`), then the same sort.

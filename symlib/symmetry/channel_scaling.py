@@ -39,7 +39,7 @@ from symlib.symmetry.specs import PermutationSpec, apply_permutation, block_of, 
 __all__ = [
     "ScalingSpec",
     "SpecMinMassResult",
-    "apply_channel_scaling",
+    "apply_scaling_spec",
     "chain_kernels",
     "check_scaling_spec",
     "identifiable_spec",
@@ -48,10 +48,10 @@ __all__ = [
     "optunet_scaling_spec",
     "resnet18_scaling_spec",
     "resnet20_scaling_spec",
-    "sort_by_first_weight",
-    "spec_mass",
-    "spec_mass_along",
-    "spec_mass_hessian",
+    "sort_neurons_spec",
+    "mass_spec",
+    "mass_along_spec",
+    "mass_hessian_spec",
     "unit_norm_spec",
     "unit_norm_traced",
 ]
@@ -316,7 +316,7 @@ def _scaled(spec: ScalingSpec, flat: Mapping[str, np.ndarray], log_scales: Mappi
             for path, x in flat.items()}
 
 
-def apply_channel_scaling(spec: ScalingSpec, params: Mapping, scales: Mapping[str, np.ndarray]):
+def apply_scaling_spec(spec: ScalingSpec, params: Mapping, scales: Mapping[str, np.ndarray]):
     """Rescale the unit groups of ``spec`` by positive ``scales`` (the function is unchanged).
 
     Args:
@@ -336,7 +336,7 @@ def apply_channel_scaling(spec: ScalingSpec, params: Mapping, scales: Mapping[st
     return _restore(params, _scaled(spec, _float64(params), logs))
 
 
-def spec_mass(spec: ScalingSpec, params: Mapping) -> float:
+def mass_spec(spec: ScalingSpec, params: Mapping) -> float:
     """The mass: sum of squares of the parameters in ``spec.mass_paths`` (float64)."""
     check_scaling_spec(spec, params)
     flat = flatten_params(params)
@@ -375,7 +375,7 @@ class SpecMinMassResult:
 
     Attributes:
         params: the min-mass network (structure and array types of the input).
-        scales: group name -> factors, so that ``apply_channel_scaling(spec, input, scales)``
+        scales: group name -> factors, so that ``apply_scaling_spec(spec, input, scales)``
             is ``params``.
         mass: the mass after rescaling.
         mass_before: the mass of the input.
@@ -544,7 +544,7 @@ def _packed(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndar
     return {p: flat[p] ** 2 for p in spec.mass_paths}, cuts, v
 
 
-def spec_mass_hessian(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray] | None = None):
+def mass_hessian_spec(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray] | None = None):
     """Hessian of the mass in the log-scales (Proposition 2: positive definite without degenerate units).
 
     Args:
@@ -562,7 +562,7 @@ def spec_mass_hessian(spec: ScalingSpec, params: Mapping, log_scales: Mapping[st
         return np.asarray(hess(jnp.asarray(v), sq))
 
 
-def spec_mass_along(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray],
+def mass_along_spec(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray],
                     direction: Mapping[str, np.ndarray], t) -> np.ndarray:
     """The mass at log-scales ``log_scales + t * direction`` for every ``t`` (a line through log-scale space).
 
@@ -652,7 +652,7 @@ def key_axis(spec: PermutationSpec, name: str) -> tuple[str, int]:
     raise ValueError(f"permutation {name!r} acts on no kernel's output axis; there is no incoming weight to sort by")
 
 
-def sort_by_first_weight(spec: PermutationSpec, params: Mapping,
+def sort_neurons_spec(spec: PermutationSpec, params: Mapping,
                          statistic: Callable[[np.ndarray], np.ndarray] | None = None):
     """Laurent et al.'s permutation canonical form: sort units by their first incoming weight, descending.
 
@@ -690,7 +690,7 @@ def sort_by_first_weight(spec: PermutationSpec, params: Mapping,
 
 def identifiable_spec(scaling_spec: ScalingSpec, perm_spec: PermutationSpec, params: Mapping,
                       scaling: str = "min_mass"):
-    """Remove the scaling symmetry (``"min_mass"`` or ``"unit_norm"``), then sort (:func:`sort_by_first_weight`).
+    """Remove the scaling symmetry (``"min_mass"`` or ``"unit_norm"``), then sort (:func:`sort_neurons_spec`).
 
     Args:
         scaling_spec: the scaling spec.
@@ -710,4 +710,4 @@ def identifiable_spec(scaling_spec: ScalingSpec, perm_spec: PermutationSpec, par
         params = unit_norm_spec(scaling_spec, params)
     else:
         raise ValueError(f"scaling must be 'min_mass' or 'unit_norm', got {scaling!r}")
-    return sort_by_first_weight(perm_spec, params)[0]
+    return sort_neurons_spec(perm_spec, params)[0]

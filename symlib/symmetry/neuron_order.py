@@ -38,8 +38,8 @@ import numpy as np
 from symlib.core.checks import check_finite, mlp_layer_names
 
 __all__ = ["STATISTICS", "discordant_pairs", "discordant_pairs_batch", "kendall_tau_from_discordant", "neuron_statistics",
-           "epoch_swaps", "phase_summary", "statistics_observer", "swap_counter", "spec_statistics",
-           "spec_swap_counter", "spec_statistics_observer"]
+           "epoch_swaps", "phase_summary", "statistics_observer", "swap_counter", "neuron_statistics_spec",
+           "swap_counter_spec", "statistics_observer_spec"]
 
 #: statistics of a unit's incoming (scaled) kernel column that do not depend on the row order
 STATISTICS = {
@@ -228,14 +228,14 @@ def statistics_observer(statistic: str = "max", scaling: str | None = "unit_norm
     return lambda params: neuron_statistics(params, statistic, scaling)
 
 
-def spec_statistics(scaling_spec, perm_spec, params: Mapping, statistic: str = "max",
+def neuron_statistics_spec(scaling_spec, perm_spec, params: Mapping, statistic: str = "max",
                     scaling: str | None = "unit_norm") -> list[jax.Array]:
     """:func:`neuron_statistics` for any architecture, through its specs (OptuNet's included).
 
     With ``scaling="unit_norm"`` the network is first put in unit-norm form through
     ``scaling_spec`` (:func:`symlib.symmetry.channel_scaling.unit_norm_traced`). Then, for
     every permutation of ``perm_spec`` in order, the units are the output axis of the
-    kernel that produces them (the kernel :func:`~symlib.symmetry.channel_scaling.sort_by_first_weight`
+    kernel that produces them (the kernel :func:`~symlib.symmetry.channel_scaling.sort_neurons_spec`
     reads) and each unit's statistic is taken over all its incoming weights (for a
     convolution channel: its whole kernel). Jittable.
 
@@ -277,7 +277,7 @@ def _spec_observer(kind: str, scaling_spec, perm_spec, statistic: str, scaling):
         blocks = [int(perm_spec.blocks.get(n, 1)) for n in perm_spec.perm_names]
 
         def stats(params):
-            return spec_statistics(scaling_spec, perm_spec, params, statistic, scaling)
+            return neuron_statistics_spec(scaling_spec, perm_spec, params, statistic, scaling)
 
         def count(before, after):
             return jnp.stack([discordant_pairs(b, a, g) for b, a, g in zip(stats(before), stats(after), blocks)]
@@ -288,10 +288,10 @@ def _spec_observer(kind: str, scaling_spec, perm_spec, statistic: str, scaling):
     return _SPEC_OBSERVERS[key][0]
 
 
-def spec_swap_counter(scaling_spec, perm_spec, statistic: str = "max", scaling: str | None = "unit_norm"):
+def swap_counter_spec(scaling_spec, perm_spec, statistic: str = "max", scaling: str | None = "unit_norm"):
     """:func:`swap_counter` for any architecture: ``f(before, after) -> int array (permutations,)``,
     the pairs of units of every permutation of ``perm_spec`` whose order by
-    :func:`spec_statistics` changed in the step; for a blocked permutation (grouped
+    :func:`neuron_statistics_spec` changed in the step; for a blocked permutation (grouped
     convolution) only pairs within a block count. The same spec objects and arguments give
     the same function object (a static argument of the compiled training loop).
 
@@ -301,9 +301,9 @@ def spec_swap_counter(scaling_spec, perm_spec, statistic: str = "max", scaling: 
     return _spec_observer("count", scaling_spec, perm_spec, statistic, scaling)
 
 
-def spec_statistics_observer(scaling_spec, perm_spec, statistic: str = "max", scaling: str | None = "unit_norm"):
-    """:func:`statistics_observer` for any architecture: ``f(params) ->`` :func:`spec_statistics`,
-    for ``observe_epoch``; cached like :func:`spec_swap_counter`.
+def statistics_observer_spec(scaling_spec, perm_spec, statistic: str = "max", scaling: str | None = "unit_norm"):
+    """:func:`statistics_observer` for any architecture: ``f(params) ->`` :func:`neuron_statistics_spec`,
+    for ``observe_epoch``; cached like :func:`swap_counter_spec`.
 
     Raises:
         ValueError: for an unknown statistic or scaling.
