@@ -100,12 +100,12 @@ def _hmc_piece(args, argv: list[str] | None, started: float) -> int:
     """The ``hmc-piece`` command (see :func:`build_parser`)."""
     import jax
 
-    from symlib.evaluation.hmc_pieces import advance, state_nbytes
+    from symlib.experiments.hmc_pieces import advance, state_nbytes
     from symlib.experiments import results, xiao
     from symlib.experiments.profiles import get_profile
 
     if args.status:
-        from symlib.evaluation.hmc_pieces import load_state
+        from symlib.experiments.hmc_pieces import load_state
 
         meta, _ = load_state(args.state)
         cfg = meta["config"]

@@ -1,6 +1,7 @@
 """symlib's layering (pyproject's [tool.importlinter] contracts), checked on every test run:
-each subpackage imports only the layers below it, `core` imports no other subpackage, and
-no library subpackage imports the book's `experiments`."""
+each subpackage imports only the layers below it, `core` imports no other subpackage,
+`data`, `symmetry` and `inference` are independent peers, `evaluation` never imports
+`inference`, and no library subpackage imports the book's `experiments`."""
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,7 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess:
 def test_contracts_hold():
     res = _lint_imports(ROOT)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "BROKEN" not in res.stdout and "Contracts: 2 kept, 0 broken." in res.stdout, res.stdout
+    assert "BROKEN" not in res.stdout and "Contracts: 3 kept, 0 broken." in res.stdout, res.stdout
 
 
 def test_top_level_holds_at_most_two_modules():
@@ -49,3 +50,22 @@ def test_contracts_catch_a_library_module_importing_experiments(tmp_path, culpri
     res = _lint_imports(tmp_path)
     assert res.returncode != 0, res.stdout
     assert "BROKEN" in res.stdout and "symlib.experiments" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("culprit, imported", [
+    ("evaluation/metrics.py", "symlib.inference.vi"),        # evaluation never imports inference
+    ("inference/vi.py", "symlib.symmetry.specs"),            # the peers are independent
+    ("symmetry/specs.py", "symlib.data.mnist"),
+])
+def test_contracts_catch_peers_and_evaluation_importing_inference(tmp_path, culprit, imported):
+    shutil.copytree(ROOT / "symlib", tmp_path / "symlib", ignore=shutil.ignore_patterns("_data", "__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    target = tmp_path / "symlib" / culprit
+    target.write_text(target.read_text() + textwrap.dedent(f"""
+
+        def _reaches_across():
+            import {imported}  # noqa: F401
+        """))
+    res = _lint_imports(tmp_path)
+    assert res.returncode != 0, res.stdout
+    assert "BROKEN" in res.stdout, res.stdout

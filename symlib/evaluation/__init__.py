@@ -1,7 +1,7 @@
 """symlib.evaluation: predictives, metrics, interpolation and loss barriers, Gaussian
 summaries of samples (also running ones), pruning, per-unit marginals, and the MMD between
-posterior samples. :mod:`symlib.evaluation.hmc_pieces` (full-batch HMC in pieces with
-running summaries) is imported on its own."""
+posterior samples. It does not import :mod:`symlib.inference` (full-batch HMC in pieces
+with running summaries, which needs both, is :mod:`symlib.experiments.hmc_pieces`)."""
 from symlib.evaluation.metrics import (  # noqa: F401
     accuracy,
     nll,
