@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import datetime
 import io
-import json
 import os
 import shlex
 import sys
@@ -384,14 +383,10 @@ def _array_file(iteration: int) -> str:
 
 def _read_json(state_dir: Path) -> dict | None:
     path = state_dir / _STATE_JSON
-    if not path.exists():
+    meta = _hmc.read_json(path, "truncated or damaged. Restore the state directory from a copy (e.g. its last "
+                                f"commit), or delete {state_dir} to start the run over.")
+    if meta is None:
         return None
-    try:
-        meta = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CorruptRunError(f"{path} is not valid JSON ({err}): truncated or damaged. Restore the state "
-                              f"directory from a copy (e.g. its last commit), or delete {state_dir} to start the run "
-                              "over.") from err
     if not isinstance(meta, dict) or meta.get("format_version") != _FORMAT_VERSION or "sha256" not in meta:
         raise CorruptRunError(f"{path} is not the state of a pieced HMC run in format {_FORMAT_VERSION}; "
                               f"delete {state_dir} to start over")

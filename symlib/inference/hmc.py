@@ -836,6 +836,20 @@ _META_KEYS = ("identity", "config", "chunk_size", "next_segment", "num_burnin_ch
               "num_leaves", "state_file", "checksums")
 
 
+def read_json(path: Path, advice: str) -> Any:
+    """The JSON in ``path``, or None when there is no such file.
+
+    Raises:
+        CorruptRunError: if it is not valid JSON, with ``advice`` (what to do about it).
+    """
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise CorruptRunError(f"{path} is not valid JSON ({err}): {advice}") from err
+
+
 def _read_meta(out_dir: Path) -> dict | None:
     """The run's ``state.json``, or ``None`` if there is none.
 
@@ -844,13 +858,10 @@ def _read_meta(out_dir: Path) -> dict | None:
         ValueError: if it was written in another storage format.
     """
     path = out_dir / "state.json"
-    if not path.exists():
+    meta = read_json(path, f"truncated, or not an HMC output directory? Delete the run directory {out_dir} to "
+                           "start over.")
+    if meta is None:
         return None
-    try:
-        meta = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CorruptRunError(f"{path} is not valid JSON ({err}): truncated, or not an HMC output directory? "
-                              f"Delete the run directory {out_dir} to start over.") from err
     if not isinstance(meta, dict) or meta.get("format_version") != _FORMAT_VERSION:
         version = meta.get("format_version") if isinstance(meta, dict) else None
         raise ValueError(f"{out_dir} holds an HMC run in storage format {version}, but this symlib reads format "
