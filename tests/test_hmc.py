@@ -209,6 +209,34 @@ def test_jitter_is_in_the_identity_and_no_jitter_keeps_the_old_one():
         assert run_fingerprint(key, init, ld, jittered)["config"] != fp["config"]
 
 
+@pytest.mark.parametrize("jitter", [{}, dict(step_size_jitter=0.3, num_leapfrog_jitter=2)])
+def test_the_public_kernel_is_run_hmcs_kernel(jitter):
+    """A loop of one's own over jittered_hmc's init/step gives run_hmc's chain (no burn-in,
+    thin 1, fixed step size); without jitter a step is blackjax.hmc's step."""
+    import blackjax
+
+    ld, init = _mlp_problem()
+    cfg = HMCConfig(step_size=0.05, num_leapfrog=4, num_burnin=0, num_samples=5, thin=1, **jitter)
+    key = jax.random.key(3)
+    res = run_hmc(key, init, ld, cfg)
+    kernel = hmc.jittered_hmc(ld, 4, **jitter)
+    state, chain_key = kernel.init(init), hmc.per_chain_keys(key, 1)[0]
+    eps = jnp.asarray(0.05, jnp.float32)
+    for t in range(5):
+        state, _ = jax.jit(kernel.step)(jax.random.fold_in(chain_key, t), state, eps)
+        for got, want in zip(jax.tree_util.tree_leaves(state.position),
+                             jax.tree_util.tree_leaves(jax.tree_util.tree_map(lambda a: a[0, t], res.samples))):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-7)
+    if not jitter:
+        dim = sum(a.size for a in jax.tree_util.tree_leaves(init))
+        plain = blackjax.hmc(ld, 0.05, inverse_mass_matrix=jnp.ones(dim), num_integration_steps=4)
+        k = jax.random.key(9)
+        a, _ = kernel.step(k, kernel.init(init), 0.05)
+        b, _ = plain.step(k, plain.init(init))
+        for u, v in zip(jax.tree_util.tree_leaves(a.position), jax.tree_util.tree_leaves(b.position)):
+            np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+
+
 # ---------------------------------------------------------------------------- storage and resumption
 
 

@@ -65,7 +65,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import blackjax
 import jax
@@ -85,8 +85,10 @@ __all__ = [
     "HMCConfig",
     "HMCResult",
     "HMCWarning",
+    "JitteredHMC",
     "LogDensity",
     "iter_sample_chunks",
+    "jittered_hmc",
     "load_result",
     "load_samples",
     "log_prior",
@@ -669,6 +671,52 @@ def _jittered(key, eps, *, num_leapfrog, step_size_jitter, num_leapfrog_jitter):
     return eps, num_leapfrog
 
 
+class JitteredHMC(NamedTuple):
+    """A jittered HMC kernel in BlackJAX's style (:func:`jittered_hmc`).
+
+    Attributes:
+        init: ``init(position) -> state`` (a ``blackjax`` HMC state).
+        step: ``step(key, state, step_size) -> (state, info)``: one iteration with step
+            size ``step_size`` before jitter (``info`` is BlackJAX's HMC info).
+    """
+
+    init: Callable
+    step: Callable
+
+
+def jittered_hmc(logdensity: Callable, num_leapfrog: int, *, step_size_jitter: float = 0.0,
+                 num_leapfrog_jitter: int = 0) -> JitteredHMC:
+    """The HMC kernel of :func:`run_hmc`, for a loop of one's own: identity mass matrix,
+    ``num_leapfrog`` leapfrog steps, and per iteration a step size and a number of steps
+    jittered as :class:`HMCConfig` says (uniform ``eps * (1 + step_size_jitter * U(-1, 1))``
+    and ``num_leapfrog +- num_leapfrog_jitter``), drawn from the iteration's key
+    independently of the momentum and of the accept/reject decision. Without jitter an
+    iteration is exactly ``blackjax.hmc(logdensity, eps, ...).step(key, state)``.
+
+    Args:
+        logdensity: ``logdensity(position) -> scalar`` (e.g. a :class:`LogDensity`).
+        num_leapfrog: leapfrog steps per iteration (before jitter).
+        step_size_jitter: relative half-width of the step-size jitter, in ``[0, 1)``.
+        num_leapfrog_jitter: half-width of the step-count jitter, below ``num_leapfrog``.
+
+    Returns:
+        A :class:`JitteredHMC` (``init``, ``step``); both can be jitted and vmapped.
+    """
+
+    def init(position):
+        return blackjax.hmc.init(position, logdensity)
+
+    def step(key, state, step_size):
+        eps, steps = _jittered(key, jnp.asarray(step_size), num_leapfrog=num_leapfrog,
+                               step_size_jitter=step_size_jitter, num_leapfrog_jitter=num_leapfrog_jitter)
+        leaves = jax.tree_util.tree_leaves(state.position)
+        inverse_mass = jnp.ones(_dimension(state.position), leaves[0].dtype)
+        hmc = blackjax.hmc(logdensity, eps, inverse_mass_matrix=inverse_mass, num_integration_steps=steps)
+        return hmc.step(key, state)
+
+    return JitteredHMC(init, step)
+
+
 def _chain_block(logdensity, state, da_state, step_size, chain_key, start, num_active, adapt, *, block_len,
                  num_leapfrog, target_accept, step_size_jitter=0.0, num_leapfrog_jitter=0):
     """HMC iterations ``start .. start + num_active - 1`` of one chain, in a scan of length
@@ -684,17 +732,15 @@ def _chain_block(logdensity, state, da_state, step_size, chain_key, start, num_a
     ``num_active`` are real.
     """
     dtype = jnp.result_type(state.logdensity)
-    inverse_mass = jnp.ones(_dimension(state.position), jax.tree_util.tree_leaves(state.position)[0].dtype)
+    kernel = jittered_hmc(logdensity, num_leapfrog, step_size_jitter=step_size_jitter,
+                          num_leapfrog_jitter=num_leapfrog_jitter)
     _, da_update, _ = blackjax.adaptation.step_size.dual_averaging_adaptation(target_accept)
 
     def transition(carry, t):
         state, da, eps = carry
         eps = jnp.where(adapt, jnp.exp(da.log_step_size).astype(eps.dtype), eps)
         key = jax.random.fold_in(chain_key, t)
-        eps_t, steps_t = _jittered(key, eps, num_leapfrog=num_leapfrog, step_size_jitter=step_size_jitter,
-                                   num_leapfrog_jitter=num_leapfrog_jitter)
-        hmc = blackjax.hmc(logdensity, eps_t, inverse_mass_matrix=inverse_mass, num_integration_steps=steps_t)
-        new_state, info = hmc.step(key, state)
+        new_state, info = kernel.step(key, state, eps)
         acceptance = info.acceptance_rate.astype(dtype)
         energy_error = (info.energy - (-state.logdensity + _kinetic_energy(info.momentum))).astype(dtype)
         da = jax.tree.map(partial(jnp.where, adapt), da_update(da, acceptance), da)
@@ -725,7 +771,7 @@ def _run_block(logdensity, state, da_state, step_size, chain_keys, start, num_ac
 
 @jax.jit
 def _init_states(logdensity, positions):
-    return _replicated(logdensity, jax.vmap(lambda p: blackjax.hmc.init(p, logdensity))(positions))
+    return _replicated(logdensity, jax.vmap(jittered_hmc(logdensity, 1).init)(positions))
 
 
 def _init_dual_averaging(step_size: jax.Array, target_accept: float):
