@@ -296,7 +296,7 @@ def test_resume_refuses_another_run_and_names_the_difference(tmp_path, monkeypat
         with pytest.raises(ValueError, match=pattern) as err:
             run_hmc(args["key"], args["init"], args["ld"], args["cfg"], out_dir=tmp_path, chunk_size=args["chunk_size"])
         assert "Choose another out_dir" in str(err.value) and f"delete {tmp_path}" in str(err.value)
-    monkeypatch.setattr(hmc, "SAMPLER_VERSION", SAMPLER_VERSION + 1)
+    monkeypatch.setattr(hmc.store, "SAMPLER_VERSION", SAMPLER_VERSION + 1)  # read by the run identity
     with pytest.raises(ValueError, match=rf"sampler version \(SAMPLER_VERSION\) \(sampler_version: stored "
                                          rf"{SAMPLER_VERSION}, requested {SAMPLER_VERSION + 1}\)"):
         run_hmc(key, init, ld, cfg, out_dir=tmp_path, chunk_size=2)

@@ -137,7 +137,7 @@ def test_jittered_step_size_is_independent_of_the_acceptance_decision():
 def test_the_check_catches_a_jitter_drawn_from_blackjax_accept_key(monkeypatch):
     """The check above can fail: drawing the jitter from ``fold_in(k, 1)`` (BlackJAX's
     accept/reject key) biases the variance by about -13%, far more than its MCSE."""
-    monkeypatch.setattr(hmc, "_jitter_keys", lambda k: (jax.random.fold_in(k, 1), jax.random.fold_in(k, 2)))
+    monkeypatch.setattr(hmc.kernel, "_jitter_keys", lambda k: (jax.random.fold_in(k, 1), jax.random.fold_in(k, 2)))
     jax.clear_caches()
     try:
         x = _one_dim_run()

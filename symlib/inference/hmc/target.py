@@ -1,0 +1,310 @@
+"""The target of :func:`~symlib.inference.hmc.run_hmc`: :class:`LogDensity` (any log density, with
+the fingerprint of its data) and :func:`make_logdensity`, the (tempered) log posterior of an
+MLP on a data set, data-parallel over devices with ``jax.sharding``."""
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from symlib.core.checks import check_finite, mlp_layer_names, positive_float
+from symlib.core.models import mlp_apply
+from symlib.core.distributed import allgather, global_mesh, put_global
+
+
+# --------------------------------------------------------------------------------------
+# Target densities
+# --------------------------------------------------------------------------------------
+
+
+@jax.tree_util.register_pytree_node_class
+class LogDensity:
+    """A log density ``params -> scalar`` that carries its data as pytree leaves.
+
+    ``fn(params, *data)`` is the density; ``data`` (arrays, possibly sharded) are passed to
+    jitted samplers as arguments instead of being baked into the program as constants.
+    ``mesh`` is the device mesh the data live on (``None``: wherever JAX puts them) and
+    ``fingerprint`` a hash of the data and settings, used to refuse resuming a run on a
+    different target (``None``: the data cannot be checked).
+    """
+
+    def __init__(self, fn: Callable, data: tuple = (), mesh: Mesh | None = None, fingerprint: str | None = None):
+        self.fn, self.data, self.mesh, self.fingerprint = fn, tuple(data), mesh, fingerprint
+
+    def __call__(self, params):
+        return _call_logdensity(self, params)
+
+    def replicate(self, tree):
+        """Place ``tree`` replicated on this density's mesh.
+
+        Args:
+            tree: a pytree of arrays.
+
+        Returns:
+            ``tree`` with every leaf replicated on :attr:`mesh` (``tree`` itself without a mesh).
+        """
+        if self.mesh is None:
+            return tree
+        return put_global(tree, NamedSharding(self.mesh, P()))
+
+    def tree_flatten(self):
+        """JAX pytree protocol.
+
+        Returns:
+            The data arrays (the leaves) and ``(fn, mesh, fingerprint)`` (static).
+        """
+        return self.data, (self.fn, self.mesh, self.fingerprint)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        """JAX pytree protocol: the inverse of :meth:`tree_flatten`.
+
+        Args:
+            aux: ``(fn, mesh, fingerprint)``.
+            children: the data arrays.
+
+        Returns:
+            A :class:`LogDensity`.
+        """
+        return cls(aux[0], tuple(children), aux[1], aux[2])
+
+
+def replicated(logdensity: LogDensity, tree):
+    """Constrain the outputs of a jitted function to be replicated on the density's mesh, so
+    that every process holds (and can read) the whole chain state."""
+    if logdensity.mesh is None:
+        return tree
+    sharding = NamedSharding(logdensity.mesh, P())
+    return jax.tree.map(lambda a: jax.lax.with_sharding_constraint(a, sharding), tree)
+
+
+@jax.jit
+def _call_logdensity(logdensity: LogDensity, params):
+    return logdensity.fn(params, *logdensity.data)
+
+
+def as_logdensity(logdensity: Callable) -> LogDensity:
+    if isinstance(logdensity, LogDensity):
+        return logdensity
+    if not callable(logdensity):
+        raise TypeError(f"logdensity must be callable, got {type(logdensity).__name__}")
+    return LogDensity(logdensity)
+
+
+@dataclass(frozen=True)
+class _BNNLogPosterior:
+    """Tempered log posterior of a classifier: log N(params; 0, prior_var I) + loglik / T."""
+
+    prior_var: float
+    temperature: float
+    apply_fn: Callable
+    example_shape: tuple
+    max_label: int
+
+    def __call__(self, params, x, y, mask):
+        logits = self._logits(params, x)
+        logp = jax.nn.log_softmax(logits, axis=-1)
+        per_example = jnp.take_along_axis(logp, y[:, None], axis=-1)[:, 0]
+        loglik = jnp.sum(jnp.where(mask, per_example, 0.0))
+        return log_prior(params, self.prior_var) + loglik / self.temperature
+
+    def _logits(self, params, x):
+        if self.apply_fn is mlp_apply:
+            if len(self.example_shape) != 1:
+                raise ValueError(f"the MLP takes x of shape (n, features), got examples of shape {self.example_shape}")
+            _check_mlp_params(params, self.example_shape[0])
+        try:
+            logits = self.apply_fn(params, x)
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"apply_fn(params, x) failed for x of shape (n, {', '.join(map(str, self.example_shape))}): {err}. "
+                "Check that the parameters fit the data (input width, layer shapes)."
+            ) from err
+        if logits.ndim != 2 or logits.shape[0] != x.shape[0]:
+            raise ValueError(f"apply_fn must return logits of shape (n, classes); got {logits.shape} for x of shape {x.shape}")
+        if logits.shape[1] <= self.max_label:
+            raise ValueError(
+                f"labels go up to {self.max_label} but the network has {logits.shape[1]} outputs; "
+                "labels must lie in [0, number of classes)"
+            )
+        return logits
+
+
+def _check_mlp_params(params, num_features: int) -> None:
+    """Clear layout and shape errors for parameters of :func:`symlib.core.models.mlp_apply`
+    (other ``apply_fn`` are checked by calling them)."""
+    mlp_layer_names(params)
+    kernel = params["dense_0"]["kernel"]
+    if kernel.ndim != 2:
+        raise ValueError(f"expected the parameters of one MLP (2-D kernels), got dense_0/kernel of shape {kernel.shape}")
+    if kernel.shape[0] != num_features:
+        raise ValueError(
+            f"params do not fit x: dense_0/kernel has input width {kernel.shape[0]} but x has {num_features} features"
+        )
+
+
+def log_prior(params, prior_var: float = 1.0) -> jax.Array:
+    """Log density of the isotropic Gaussian prior, summed over every parameter.
+
+    Args:
+        params: a pytree of arrays.
+        prior_var: the prior variance of every parameter.
+
+    Returns:
+        ``log N(params; 0, prior_var I)`` as a scalar.
+    """
+    leaves = jax.tree_util.tree_leaves(params)
+    dim = sum(leaf.size for leaf in leaves)
+    sq = sum(jnp.sum(jnp.square(leaf)) for leaf in leaves)
+    return -0.5 * sq / prior_var - 0.5 * dim * math.log(2.0 * math.pi * prior_var)
+
+
+def _validate_data(x, y) -> tuple[np.ndarray, np.ndarray]:
+    x, y = np.asarray(x), np.asarray(y)
+    if x.ndim < 2:
+        raise ValueError(f"x must have an example axis and at least one feature axis (e.g. (n, features) or "
+                         f"(n, height, width, channels) images), got shape {x.shape}")
+    if not np.issubdtype(x.dtype, np.floating):
+        raise ValueError(f"x must be floating point, got dtype {x.dtype}")
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (one integer label per example), got shape {y.shape}")
+    if not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"y must hold integer class labels, got dtype {y.dtype}")
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"x has {x.shape[0]} examples but y has {y.shape[0]} labels")
+    if x.shape[0] == 0:
+        raise ValueError("the data set is empty")
+    check_finite(x, "x")
+    if y.min() < 0:
+        raise ValueError(f"labels must be >= 0, got min label {y.min()}")
+    return x, y.astype(np.int32)
+
+
+def _data_mesh(devices) -> Mesh:
+    if devices is None:  # every device of every process, each process's devices in one block
+        return global_mesh("data")
+    devices = list(devices)
+    if not devices:
+        raise ValueError("devices is empty")
+    return Mesh(np.array(devices), ("data",))
+
+
+def _shard_data(x: np.ndarray, y: np.ndarray, mesh: Mesh):
+    """Pad the examples to a multiple of the device count (mask 0 on padding) and shard them."""
+    n, n_dev = x.shape[0], mesh.devices.size
+    pad = (-n) % n_dev
+    mask = np.concatenate([np.ones(n, bool), np.zeros(pad, bool)])
+    x = np.concatenate([x, np.zeros((pad,) + x.shape[1:], x.dtype)])
+    y = np.concatenate([y, np.zeros(pad, y.dtype)])
+    sharding = NamedSharding(mesh, P("data"))
+    return tuple(jax.device_put(a, sharding) for a in (x, y, mask))
+
+
+def _shard_local_data(x: np.ndarray, y: np.ndarray, mesh: Mesh):
+    """Global arrays from each process's own rows (see ``make_logdensity(process_local=True)``).
+
+    Every process pads its rows to the same count, a multiple of its number of devices
+    (mask 0 on padding); the global arrays hold process 0's block, then process 1's, ...
+
+    Returns:
+        ``(x, y, mask)`` sharded along the mesh, the largest label of all processes, and
+        the sha256 digests of every process's rows (``(processes, 32)`` uint8).
+    """
+    local_devices = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
+    digest = np.frombuffer(bytes.fromhex(hash_parts(x, y)), np.uint8)
+    info = allgather(np.concatenate([np.array([x.shape[0], len(local_devices), int(y.max())], np.int64),
+                                     digest.astype(np.int64)]))
+    if len(set(info[:, 1].tolist())) != 1 or info[0, 1] == 0:
+        raise ValueError(f"process_local=True needs the mesh to hold the same number of devices of every process, "
+                         f"got {info[:, 1].tolist()} (processes in order)")
+    n_dev = int(info[0, 1])
+    rows = -(-int(info[:, 0].max()) // n_dev) * n_dev  # rows per process, padding included
+    pad = rows - x.shape[0]
+    mask = np.concatenate([np.ones(x.shape[0], bool), np.zeros(pad, bool)])
+    x = np.concatenate([x, np.zeros((pad,) + x.shape[1:], x.dtype)])
+    y = np.concatenate([y, np.zeros(pad, y.dtype)])
+    sharding = NamedSharding(mesh, P("data"))
+    arrays = tuple(jax.make_array_from_process_local_data(sharding, a, (rows * info.shape[0],) + a.shape[1:])
+                   for a in (x, y, mask))
+    return arrays, int(info[:, 2].max()), info[:, 3:].astype(np.uint8)
+
+
+def hash_parts(*parts) -> str:
+    """sha256 hex digest of ``parts``: arrays by shape, dtype and bytes, anything else by ``repr``."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            h.update(str((part.shape, part.dtype.str)).encode())
+            h.update(np.ascontiguousarray(part).tobytes())
+        else:
+            h.update(repr(part).encode())
+    return h.hexdigest()
+
+
+def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, apply_fn: Callable = mlp_apply,
+                    devices=None, *, process_local: bool = False) -> LogDensity:
+    """Full-batch tempered log posterior of a classifier.
+
+    The density is ``params -> log N(params; 0, prior_var I) + sum_i log p(y_i | x_i) / T``
+    with ``p(y | x) = softmax(apply_fn(params, x))[y]``. The examples are sharded over
+    ``devices``, padded to a multiple of their number with masked rows; parameters are
+    replicated.
+
+    **Several processes** (after :func:`jax.distributed.initialize`, e.g. through
+    :func:`symlib.core.distributed.initialize_from_env`): ``devices=None`` means the
+    devices of every process, and every process calls this function (and then
+    :func:`run_hmc`) with the same arguments, except for the data with ``process_local``:
+
+    * ``process_local=False`` (default): every process passes the whole data set; each
+      places only the rows of its own devices.
+    * ``process_local=True``: every process passes only its own rows (e.g.
+      ``x[process_rows(n)]``, :func:`symlib.core.distributed.process_rows`); the data
+      set is their concatenation in process order. Each process pads its rows to a common
+      count. The density's fingerprint then hashes the list of per-process hashes (in one
+      process: the same fingerprint as ``process_local=False``), so a stored run resumes
+      with the same split of the data over processes only.
+
+    Args:
+        x: inputs, a floating array of shape ``(n, features)`` (an MLP) or ``(n, ...)``
+            for other networks (e.g. NHWC images for :func:`symlib.core.cnn.optunet_apply`),
+            without NaN or inf.
+        y: integer labels ``>= 0`` of shape ``(n,)``.
+        prior_var: variance of the Gaussian prior on every parameter.
+        temperature: the log-likelihood is divided by it (``T``).
+        apply_fn: ``apply_fn(params, x) -> logits`` of shape ``(n, classes)``.
+        devices: devices to shard the examples over (default: all devices of the default
+            backend, of every process). With ``process_local``, leave it ``None``.
+        process_local: ``x`` and ``y`` are this process's rows only (see above).
+
+    Returns:
+        A :class:`LogDensity` whose ``fingerprint`` hashes the data, ``prior_var``,
+        ``temperature`` and the name of ``apply_fn``.
+
+    Raises:
+        ValueError: for malformed data (shapes, dtypes, NaN/inf, negative labels), a
+            non-positive ``prior_var`` or ``temperature``, an empty ``devices``; and, when
+            the density is first called, for parameters that do not fit ``x`` (for
+            :func:`symlib.core.models.mlp_apply`: not the ``dense_0..dense_{L-1}`` layout, or the
+            wrong input width) or too few classes for the labels.
+    """
+    x, y = _validate_data(x, y)
+    prior_var, temperature = positive_float(prior_var, "prior_var"), positive_float(temperature, "temperature")
+    mesh = _data_mesh(devices)
+    name = getattr(apply_fn, "__qualname__", repr(apply_fn))
+    if not process_local:
+        fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), int(y.max()))
+        fingerprint = hash_parts(x, y, fn.prior_var, fn.temperature, name)
+        return LogDensity(fn, _shard_data(x, y, mesh), mesh, fingerprint)
+    data, max_label, digests = _shard_local_data(x, y, mesh)
+    fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), max_label)
+    if len(digests) == 1:
+        fingerprint = hash_parts(x, y, fn.prior_var, fn.temperature, name)
+    else:
+        fingerprint = hash_parts("process_local", digests, fn.prior_var, fn.temperature, name)
+    return LogDensity(fn, data, mesh, fingerprint)
