@@ -1,4 +1,4 @@
-"""The claims of Xiao et al. (2023) (symlib/experiments/xiao.py) on synthetic summaries.
+"""The claims of Xiao et al. (2023) (symlib/experiments/xiao/) on synthetic summaries.
 
 For every claim: a summary like the paper's picture, where it must hold; one where the
 effect is absent or reversed, where it must not; and noise alone (the two quantities the

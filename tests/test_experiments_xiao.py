@@ -1,4 +1,4 @@
-"""Helpers of the Xiao et al. experiments (symlib/experiments/xiao.py); the claims' own tests
+"""Helpers of the Xiao et al. experiments (symlib/experiments/xiao/); the claims' own tests
 are in tests/test_claims_xiao.py."""
 import dataclasses
 
@@ -55,8 +55,8 @@ def test_agreement_by_chains_uses_the_first_n_chains(monkeypatch):
     nets = [mlp_init(k, [784, 8, 10]) for k in jax.random.split(jax.random.key(0), 8)]
     stack = jax.tree_util.tree_map(lambda *a: np.stack(a).reshape((4, 2) + a[0].shape), *nets)
     asked = []
-    monkeypatch.setattr(xiao, "hmc_samples", lambda p: asked.append(p.hmc_chains) or stack)
-    monkeypatch.setattr(xiao, "load_bnn_data", lambda p: data)
+    monkeypatch.setattr(xiao.posteriors, "hmc_samples", lambda p: asked.append(p.hmc_chains) or stack)
+    monkeypatch.setattr(xiao.posteriors, "load_bnn_data", lambda p: data)
     profile = dataclasses.replace(get_profile("quick"), mc_samples=4)
     out = xiao.agreement_by_chains(profile, counts=(1, 2, 4))
     assert asked == [4]  # one HMC run with the most chains

@@ -98,7 +98,7 @@ define("exact_zero", 1e-9, "below",
 
 
 # ============================================================================ Xiao et al. (2023)
-# (claims in symlib/experiments/xiao.py)
+# (claims in symlib/experiments/xiao/claims.py)
 # Xiao et al. give Figs. 1-3 without numbers, so most readings are qualitative. The values
 # below are those of the boolean checks fixed before the first runs (chapters 02-05); on
 # 2026-11-25 they became thresholds on effects with intervals over independent units

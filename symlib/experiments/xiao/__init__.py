@@ -1,0 +1,85 @@
+"""Experiments of Xiao et al. (2023), "A compact representation for Bayesian neural
+networks by removing permutation symmetry", and the paper's reference numbers.
+
+Registered experiments: ``mlp_map_pair`` (two MAP-trained MLPs), ``rebasin_barriers``
+(Fig. 1), ``not_sweep`` and ``not_paths`` (Fig. 2), ``ensemble``, ``vi``, ``hmc`` (App. A)
+and ``compact_representation`` (Table 1, Fig. 3). Each returns a typed result (a frozen
+dataclass below) from :func:`symlib.experiments.run`.
+
+Parts: :mod:`~symlib.experiments.xiao.settings` (the paper's numbers, claims and settings),
+:mod:`~symlib.experiments.xiao.results` (typed results),
+:mod:`~symlib.experiments.xiao.runs` (Fig. 1-2), :mod:`~symlib.experiments.xiao.posteriors`
+(App. A, Table 1, Fig. 3) and :mod:`~symlib.experiments.xiao.claims`; every public name is
+also here.
+"""
+from __future__ import annotations
+
+from symlib.experiments.xiao.settings import (  # noqa: F401
+    XIAO_SEC1_CLAIMS,
+    XIAO_FIG1_CLAIMS,
+    XIAO_FIG2_CLAIMS,
+    XIAO_TABLE1,
+    XIAO_TABLE1_SETTING,
+    XIAO_FIG3_CLAIMS,
+    MLP_SEEDS,
+    MATCHING_METHODS,
+    SPLITS,
+    PRUNE_FRACTIONS,
+)
+from symlib.experiments.xiao.results import (  # noqa: F401
+    PredictiveScore,
+    TrainedNet,
+    MapPairResult,
+    RebasinResult,
+    NoTSweepResult,
+    NoTTrace,
+    NoTPathsResult,
+    EnsembleResult,
+    VIResult,
+    HMCDiagnostics,
+    HMCResult,
+    Table1Row,
+    PruningCurves,
+    CompactResult,
+)
+from symlib.experiments.xiao.runs import (  # noqa: F401
+    mlp_map_pair,
+    pair_seeds,
+    rebasin_barriers,
+    barrier_replicates,
+    pair_barrier_lists,
+    not_grid,
+    not_sweep,
+    REPAIRED_ACTIVITY_IMAGES,
+    repaired_units_summary,
+    describe_repaired,
+    not_paths_replicates,
+    not_paths,
+)
+from symlib.experiments.xiao.posteriors import (  # noqa: F401
+    ensemble,
+    vi,
+    HMCBudget,
+    hmc_budget,
+    hmc_run_dir,
+    hmc,
+    hmc_samples,
+    PIECES_CHAINS,
+    PIECES_SAMPLES,
+    PIECES_CHUNK,
+    MATCH_EXAMPLES,
+    hmc_pieces_run,
+    hmc_pieces_summary,
+    table1_row,
+    NEAR_PRIOR_FACTOR,
+    near_prior_fraction,
+    always_zero_pixels,
+    unit_sigma_medians,
+    pixel_sigma_medians,
+    compact_representation,
+    CHAIN_COUNTS,
+    agreement_by_chains,
+)
+from symlib.experiments.xiao.claims import (  # noqa: F401
+    NEAR_PRIOR_COLUMNS,
+)

@@ -1,0 +1,569 @@
+"""Xiao et al. (2023), App. A, Table 1 and Fig. 3: the posterior approximations (deep
+ensemble, mean-field VI, full-batch HMC and its paper run in pieces), the compact Gaussian
+summaries q_d and q_r, and their agreement by number of chains."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from symlib.core.models import mlp_init
+from symlib.experiments import cache
+from symlib.experiments.profiles import Profile
+from symlib.experiments.registry import data_config, load_bnn_data, mlp_config, register, run
+from symlib.inference.hmc import SAMPLER_VERSION
+from symlib.inference.training import TrainConfig
+from symlib.experiments.xiao.results import CompactResult, EnsembleResult, HMCResult, VIResult
+from symlib.experiments.xiao.settings import PRUNE_FRACTIONS
+
+
+
+# ---------------------------------------------------------------------------------------
+# Posterior approximations (App. A): ensemble, VI, HMC
+# ---------------------------------------------------------------------------------------
+
+def _ensemble_config(profile: Profile) -> dict[str, Any]:
+    return {**mlp_config(profile), "ensemble_members": profile.ensemble_members, "bnn_n_train": profile.bnn_n_train,
+            "bnn_epochs": profile.bnn_epochs}
+
+
+def _predictive_summary(res: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: float(v) for k, v in res["test"].items()}
+    if "test_probs" in res:
+        out["n_test"] = int(np.asarray(res["test_probs"]).shape[0])
+    return out
+
+
+def _test_metrics(probs: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    probs = np.asarray(probs, np.float64)
+    return {"accuracy": float(np.mean(probs.argmax(1) == y)),
+            "nll": float(-np.mean(np.log(np.clip(probs[np.arange(len(y)), y], 1e-12, None))))}
+
+
+@register("ensemble", _ensemble_config, "deep ensemble: K MAP/Adam members trained at once (Xiao et al. App. A)",
+          summary=_predictive_summary, result=EnsembleResult)
+def ensemble(profile: Profile) -> dict[str, Any]:
+    """Train ``ensemble_members`` MLPs at once on the ``bnn_n_train`` examples.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The artifact: ``params`` (stacked), ``epoch_loss``, ``test_probs`` and ``test``.
+    """
+    from symlib.evaluation.predictive import predict_from_samples
+    from symlib.inference.ensembles import train_ensemble
+
+    d = load_bnn_data(profile)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    cfg = TrainConfig.from_profile(profile)._replace(epochs=profile.bnn_epochs)
+    res = train_ensemble(jax.random.key(0), sizes, d["x_train"], d["y_train"], cfg, profile.ensemble_members)
+    probs = predict_from_samples(res.params, d["x_test"])
+    return {"params": jax.device_get(res.params), "epoch_loss": np.asarray(res.epoch_losses),
+            "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"])}
+
+
+def _vi_config(profile: Profile) -> dict[str, Any]:
+    keys = ("vi_epochs", "vi_batch_size", "vi_learning_rate", "vi_std_init", "mc_samples")
+    return {**data_config(profile), "hidden": profile.hidden, "prior_std": profile.prior_std,
+            "bnn_n_train": profile.bnn_n_train, **{k: getattr(profile, k) for k in keys}}
+
+
+@register("vi", _vi_config, "mean-field Gaussian VI (Bayes by backprop, Flax NNX) of the MLP",
+          summary=_predictive_summary, result=VIResult)
+def vi(profile: Profile) -> dict[str, Any]:
+    """Fit mean-field Gaussian VI to the ``bnn_n_train`` examples.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The artifact: ``mu``, ``sigma``, ``elbo_history``, ``test_probs`` and ``test``.
+    """
+    from symlib.evaluation.predictive import predict_from_gaussian
+    from symlib.inference.vi import fit_mlp_vi
+
+    d = load_bnn_data(profile)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    res = fit_mlp_vi(jax.random.key(0), sizes, d["x_train"], d["y_train"], prior_var=profile.prior_std**2,
+                     std_init=profile.vi_std_init, epochs=profile.vi_epochs, batch_size=profile.vi_batch_size,
+                     learning_rate=profile.vi_learning_rate)
+    probs = predict_from_gaussian(jax.random.key(1), res.mu, res.sigma, d["x_test"], profile.mc_samples)
+    return {"mu": jax.device_get(res.mu), "sigma": jax.device_get(res.sigma),
+            "elbo_history": np.asarray(res.elbo_history), "test_probs": np.asarray(probs),
+            "test": _test_metrics(probs, d["y_test"])}
+
+
+def _hmc_config(profile: Profile) -> dict[str, Any]:
+    keys = ("bnn_n_train", "hmc_chains", "hmc_step_size", "hmc_adapt", "hmc_leapfrog", "hmc_burnin",
+            "hmc_samples", "hmc_thin")
+    return {**data_config(profile), "hidden": profile.hidden, "prior_std": profile.prior_std,
+            **{k: getattr(profile, k) for k in keys}}
+
+
+@dataclass(frozen=True)
+class HMCBudget:
+    """The HMC run of a profile, read from its fields (the one place that states it).
+
+    Attributes:
+        images: training images the posterior conditions on (``bnn_n_train``).
+        chains: independent chains (``hmc_chains``), each from its own initialisation.
+        samples_per_chain: kept samples per chain (``hmc_samples``).
+        warmup: burn-in (warm-up) iterations per chain, step size adapted if ``adapt``.
+        thin: iterations per kept sample.
+        leapfrog: leapfrog steps per iteration.
+        adapt: whether the step size adapts during warm-up.
+    """
+
+    images: int
+    chains: int
+    samples_per_chain: int
+    warmup: int
+    thin: int
+    leapfrog: int
+    adapt: bool
+
+    @property
+    def samples(self) -> int:
+        """Kept samples over all chains."""
+        return self.chains * self.samples_per_chain
+
+    @property
+    def gradients(self) -> int:
+        """Full-batch gradient evaluations over all chains (warm-up included)."""
+        return self.chains * (self.warmup + self.samples_per_chain * self.thin) * self.leapfrog
+
+    def __str__(self) -> str:
+        return (f"full-batch HMC on {self.images:,} images of the training set: {self.chains} chains x {self.samples_per_chain:,} "
+                f"kept samples = {self.samples:,} samples (one every {self.thin} iterations) after {self.warmup:,} "
+                f"warm-up iterations per chain{' (step size adapted)' if self.adapt else ''}, {self.leapfrog} leapfrog "
+                f"steps per iteration, about {_about(self.gradients)} full-batch gradients")
+
+
+def _about(n: int) -> str:
+    """``"8 million"`` or ``"11,200"``."""
+    return f"{n / 1e6:.2g} million" if n >= 1e6 else f"{n:,}"
+
+
+def hmc_budget(profile: Profile) -> HMCBudget:
+    """The HMC budget of ``profile`` (images, chains, kept samples, warm-up), from its
+    ``bnn_n_train`` and ``hmc_*`` fields; ``str()`` of it is the sentence the manifest,
+    the chapters and ``book/running.md`` show. The paper (App. A) keeps 1,000 samples after
+    600 burn-in epochs, one every 10, of 500 leapfrog steps; it does not give its chains.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The :class:`HMCBudget`.
+    """
+    return HMCBudget(images=profile.bnn_n_train, chains=profile.hmc_chains, samples_per_chain=profile.hmc_samples,
+                     warmup=profile.hmc_burnin, thin=profile.hmc_thin, leapfrog=profile.hmc_leapfrog,
+                     adapt=bool(profile.hmc_adapt))
+
+
+def hmc_run_dir(profile: Profile) -> Path:
+    """Where the HMC chains of ``profile`` are written chunk by chunk (and resumed from).
+
+    The folder is keyed by the experiment's config and ``SAMPLER_VERSION`` only, not by
+    the code version, so editing unrelated code does not orphan finished chains.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        ``<cache dir>/hmc_chains-<key>``.
+    """
+    key = cache.config_key("hmc", {**_hmc_config(profile), "sampler_version": SAMPLER_VERSION})
+    return cache.cache_dir() / f"hmc_chains-{key}"
+
+
+def _hmc_summary(res: dict[str, Any]) -> dict[str, Any]:
+    out = _predictive_summary(res)
+    out.update({k: np.asarray(v).tolist() for k, v in res["diagnostics"].items()})
+    return out
+
+
+def _hmc_setup(profile: Profile, chains: int, samples: int):
+    """The data, HMC config, initial positions (one per chain, from key 0) and target of
+    the ``hmc`` experiment, with ``chains`` x ``samples`` kept samples."""
+    from symlib.inference.hmc import HMCConfig, make_logdensity
+
+    d = load_bnn_data(profile)
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    cfg = HMCConfig(step_size=profile.hmc_step_size, num_leapfrog=profile.hmc_leapfrog, num_burnin=profile.hmc_burnin,
+                    num_samples=samples, thin=profile.hmc_thin, num_chains=chains, adapt_step_size=profile.hmc_adapt)
+    inits = [mlp_init(k, sizes) for k in jax.random.split(jax.random.key(0), chains)]
+    init = jax.tree_util.tree_map(lambda *a: jax.numpy.stack(a), *inits)
+    return d, cfg, init, make_logdensity(d["x_train"], d["y_train"], prior_var=profile.prior_std**2)
+
+
+@register("hmc", _hmc_config, "full-batch HMC (BlackJAX) on the BNN posterior, chains written to disk and resumable",
+          summary=_hmc_summary, result=HMCResult)
+def hmc(profile: Profile) -> dict[str, Any]:
+    """Full-batch HMC on the ``bnn_n_train`` examples.
+
+    Chains start from independent random initialisations; samples stay in
+    :func:`hmc_run_dir` (load them with :func:`hmc_samples`).
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The artifact: per-iteration ``stats``, ``step_size``, ``test_probs``, ``test`` and ``diagnostics``.
+    """
+    from symlib.evaluation.predictive import predict_from_samples
+    from symlib.inference.diagnostics import function_space_diagnostics
+    from symlib.inference.hmc import load_samples, run_hmc
+
+    d, cfg, init, logdensity = _hmc_setup(profile, profile.hmc_chains, profile.hmc_samples)
+    result = run_hmc(jax.random.key(1), init, logdensity, cfg, out_dir=hmc_run_dir(profile), init_per_chain=True)
+    samples = load_samples(hmc_run_dir(profile))
+    flat = jax.tree_util.tree_map(lambda a: a.reshape((-1,) + a.shape[2:]), samples)  # (chains * samples, ...)
+    probs = predict_from_samples(flat, d["x_test"])
+    diag = function_space_diagnostics(samples, d["x_test"], d["y_test"])
+    return {"stats": {k: np.asarray(v) for k, v in result.stats.items()}, "step_size": np.asarray(result.step_size),
+            "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"]),
+            "diagnostics": {"mean_acceptance": result.mean_acceptance, "num_divergences": result.num_divergences,
+                            **{f"{stat}_{q}": np.asarray(diag[q][stat]) for q in ("test_loglik", "true_class_prob")
+                               for stat in ("rhat", "ess")}}}
+
+
+def hmc_samples(profile: Profile) -> dict[str, Any]:
+    """The kept HMC samples of ``profile`` (runs the experiment first if needed).
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        A parameter tree with leading ``(chains, samples)`` axes, read from disk.
+    """
+    from symlib.inference.hmc import load_samples
+
+    run("hmc", profile)
+    return load_samples(hmc_run_dir(profile))
+
+
+#: Xiao et al.'s HMC run in pieces (issue 17): 2 chains x 500 kept samples, 1,000 in all as
+#: in the paper (App. A), with the paper profile's other settings (500 leapfrog steps,
+#: 600 burn-in iterations, thinning 10, 784-512-10 on 50,000 images)
+PIECES_CHAINS, PIECES_SAMPLES = 2, 500
+
+#: kept samples per segment of the pieced run (a piece ends at a segment boundary): 50
+#: iterations, about 25,000 gradients per chain
+PIECES_CHUNK = 5
+
+#: training examples over which activations are correlated for q_r (activation matching):
+#: enough for a stable correlation estimate; matching 1,000 samples over 50,000 would take
+#: an hour on a CPU
+MATCH_EXAMPLES = 5000
+
+
+def hmc_pieces_run(profile: Profile, chains: int = PIECES_CHAINS, samples: int = PIECES_SAMPLES,
+                   chunk_size: int = PIECES_CHUNK):
+    """The pieced HMC run of ``profile`` (:mod:`symlib.experiments.hmc_pieces`): the chains of
+    the ``hmc`` experiment (same data, initialisations, key and sampler settings) with
+    ``chains`` x ``samples`` kept samples, summarised on the fly against the test set, with
+    q_r by weight and by activation matching (the first ``MATCH_EXAMPLES`` training images).
+
+    Args:
+        profile: the run profile.
+        chains: number of chains.
+        samples: kept samples per chain.
+        chunk_size: kept samples per segment.
+
+    Returns:
+        A :class:`symlib.experiments.hmc_pieces.PiecedHMC` (advance it with
+        :func:`symlib.experiments.hmc_pieces.advance`).
+    """
+    from symlib.experiments.hmc_pieces import PiecedHMC
+
+    d, cfg, init, logdensity = _hmc_setup(profile, chains, samples)
+    return PiecedHMC(jax.random.key(1), init, logdensity, cfg, d["x_test"], d["y_test"],
+                     x_match=d["x_train"][:MATCH_EXAMPLES], chunk_size=chunk_size, init_per_chain=True)
+
+
+def hmc_pieces_summary(profile: Profile, state_dir) -> dict[str, Any]:
+    """Table 1's HMC columns, the test score and the diagnostics of a pieced run so far.
+
+    The columns are those of ``compact_representation``: ``"HMC sample"`` (the exact
+    predictive of the kept samples), ``"HMC q_d"``, ``"HMC q_r"`` (activation matching, the
+    paper's), ``"HMC q_r (weight)"`` and ``"HMC q_r (per chain)"``, each Gaussian's
+    predictive from ``profile.mc_samples`` draws (the same keys as there).
+
+    Args:
+        profile: the run profile (for the test data and ``mc_samples``).
+        state_dir: the pieced run's state directory.
+
+    Returns:
+        A JSON-friendly dict: ``table``, ``test``, ``diagnostics``, ``median_sigma``,
+        ``near_prior``, ``progress`` and ``pieces`` (provenance of every piece).
+    """
+    from symlib.experiments.hmc_pieces import summaries
+    from symlib.evaluation.predictive import predict_from_gaussian
+
+    d = load_bnn_data(profile)
+    s = summaries(state_dir)
+    x, y, p_hmc = d["x_test"], d["y_test"], s.test_probs
+    table = {"HMC sample": table1_row(p_hmc, p_hmc, x, y)}
+    fits = {"HMC q_d": s.q_d, "HMC q_r": s.q_r.get("activation"), "HMC q_r (weight)": s.q_r["weight"],
+            "HMC q_r (per chain)": s.q_r["weight (per chain)"]}
+    fits = {col: fit for col, fit in fits.items() if fit is not None}
+    key = jax.random.key(5)
+    for col, fit in fits.items():
+        key, sub = jax.random.split(key)
+        probs = predict_from_gaussian(sub, fit.mu, fit.sigma, x, profile.mc_samples)
+        table[col] = table1_row(np.asarray(probs), p_hmc, x, y, fit.mu)
+    sigma = {col: np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(fit.sigma)])
+             for col, fit in fits.items()}
+    progress = {k: v for k, v in s.progress.items() if k != "pieces"}
+    return {"table": {col: {k: float(v) for k, v in row.items()} for col, row in table.items()},
+            "test": s.test, "n_test": len(y), "prior_std": profile.prior_std,
+            "diagnostics": {k: np.asarray(v).tolist() for k, v in s.diagnostics.items()},
+            "median_sigma": {col: float(np.median(v)) for col, v in sigma.items()},
+            "near_prior": {col: near_prior_fraction(v, profile.prior_std) for col, v in sigma.items()},
+            "progress": progress, "pieces": s.progress["pieces"]}
+
+
+# ---------------------------------------------------------------------------------------
+# The compact representation (Sec. 3, Table 1, Fig. 3)
+# ---------------------------------------------------------------------------------------
+
+def table1_row(probs, p_hmc, x, y, mean_params=None) -> dict[str, float]:
+    """One column of Table 1: a predictive scored against the HMC predictive.
+
+    Args:
+        probs: ``(n, classes)`` predictive probabilities on the test inputs ``x``.
+        p_hmc: the HMC predictive on ``x``.
+        x: the test inputs.
+        y: the test labels.
+        mean_params: the mean network, if any (for ``accuracy_mean``).
+
+    Returns:
+        ``agreement``, ``tv``, ``accuracy_samples`` (%) and, with ``mean_params``,
+        ``accuracy_mean`` (%).
+    """
+    from symlib.evaluation import metrics
+    from symlib.evaluation.predictive import predict_single
+
+    out = {"agreement": metrics.agreement(probs, p_hmc), "tv": metrics.total_variation(probs, p_hmc),
+           "accuracy_samples": 100 * metrics.accuracy_from_probs(probs, y)}
+    if mean_params is not None:
+        out["accuracy_mean"] = 100 * metrics.accuracy_from_probs(np.asarray(predict_single(mean_params, x)), y)
+    return out
+
+
+def _compact_config(profile: Profile) -> dict[str, Any]:
+    return {**_hmc_config(profile), **_ensemble_config(profile), **_vi_config(profile)}
+
+
+#: "close to the prior's sigma" in Fig. 3 (ii): within this factor of ``prior_std``
+NEAR_PRIOR_FACTOR = 1.5
+
+
+def near_prior_fraction(sigma: np.ndarray, prior_std: float) -> float:
+    """Share of the weights whose sigma lies within a factor ``NEAR_PRIOR_FACTOR`` of the prior's.
+
+    Args:
+        sigma: per-weight standard deviations (any shape).
+        prior_std: the prior's standard deviation.
+
+    Returns:
+        The share of entries with ``|log(sigma / prior_std)| < log(NEAR_PRIOR_FACTOR)``.
+
+    Raises:
+        ValueError: if ``prior_std`` is not positive or ``sigma`` is empty or holds a
+            negative or NaN entry.
+    """
+    sigma = np.asarray(sigma, np.float64)
+    if not prior_std > 0:
+        raise ValueError(f"prior_std must be positive, got {prior_std!r}")
+    if sigma.size == 0 or np.isnan(sigma).any() or (sigma < 0).any():
+        raise ValueError("sigma must be a non-empty array of non-negative standard deviations")
+    with np.errstate(divide="ignore"):
+        return float(np.mean(np.abs(np.log(sigma / prior_std)) < np.log(NEAR_PRIOR_FACTOR)))
+
+
+def always_zero_pixels(x_train) -> np.ndarray:
+    """Indices of the input pixels that are 0 in every training image.
+
+    The likelihood does not depend on the first-layer weights of such a pixel, so under an
+    isotropic Gaussian prior their exact posterior is the prior: a sampler that reached the
+    posterior gives them the prior's standard deviation (the known-posterior check of
+    ``compact_representation.bayesian_sigma_near_prior``).
+
+    Args:
+        x_train: ``(n, pixels)`` training inputs (the images the posterior conditions on).
+
+    Returns:
+        The sorted pixel indices.
+    """
+    x = np.asarray(x_train)
+    return np.flatnonzero(np.all(x.reshape(x.shape[0], -1) == 0, axis=0))
+
+
+def unit_sigma_medians(sigma: Mapping[str, Any]) -> np.ndarray:
+    """Per hidden unit of a one-hidden-layer MLP, the median sigma of its weights (its
+    incoming kernel column, its bias and its outgoing kernel row).
+
+    Args:
+        sigma: per-weight standard deviations in the MLP layout (``dense_0``, ``dense_1``).
+
+    Returns:
+        ``(hidden,)`` medians.
+    """
+    k0, b0 = np.asarray(sigma["dense_0"]["kernel"]), np.asarray(sigma["dense_0"]["bias"])
+    k1 = np.asarray(sigma["dense_1"]["kernel"])
+    return np.median(np.concatenate([k0, b0[None, :], k1.T], axis=0), axis=0)
+
+
+def pixel_sigma_medians(sigma: Mapping[str, Any], pixels: np.ndarray) -> np.ndarray:
+    """Per input pixel in ``pixels``, the median sigma of its first-layer weights (one per
+    hidden unit)."""
+    return np.median(np.asarray(sigma["dense_0"]["kernel"])[np.asarray(pixels, int)], axis=1)
+
+
+def _compact_summary(res: dict[str, Any]) -> dict[str, Any]:
+    prior_std = float(res.get("prior_std", 1.0))
+    out = {"table": {col: {k: float(v) for k, v in m.items()} for col, m in res["table"].items()},
+           "pruning": {k: np.asarray(v).tolist() for k, v in res["pruning"].items()},
+           "median_sigma": {k: float(v) for k, v in res["median_sigma"].items()},
+           "near_prior": {k: near_prior_fraction(v, prior_std) for k, v in res["sigma"].items()},
+           "n_test": int(res.get("n_test", 0)), "prior_std": prior_std}
+    if "unit_sigma" in res:  # per hidden unit and per always-zero pixel (rebasin_shrinks_sigma, near_prior)
+        out["unit_log_sigma"] = {k: np.log(np.asarray(v, np.float64)).tolist() for k, v in res["unit_sigma"].items()}
+        out["zero_pixel_sigma"] = {k: np.asarray(v, np.float64).tolist() for k, v in res["zero_pixel_sigma"].items()}
+    return out
+
+
+@register("compact_representation", _compact_config,
+          "Xiao et al. Table 1 and Fig. 3: q_d vs q_r for HMC and ensembles, VI, sigma histograms, pruning, stitching",
+          summary=_compact_summary, result=CompactResult)
+def compact_representation(profile: Profile) -> dict[str, Any]:
+    """Table 1 and Fig. 3 from the ``hmc``, ``ensemble`` and ``vi`` experiments.
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The artifact: ``table``, ``pruning``, ``sigma``, ``median_sigma``, ``hmc_test`` and
+        ``hmc_diagnostics`` (see :class:`CompactResult`).
+    """
+    from symlib.evaluation import pruning, summaries
+    from symlib.evaluation.predictive import predict_from_gaussian, predict_from_samples
+    from symlib.symmetry.specs import mlp_permutation_spec
+
+    d = load_bnn_data(profile)
+    # activation statistics for matching: at most 5,000 training examples (enough for a
+    # stable correlation estimate; matching 1,000 samples over 50,000 would take an hour on a CPU)
+    x, y, x_match = d["x_test"], d["y_test"], d["x_train"][:MATCH_EXAMPLES]
+    spec = mlp_permutation_spec(1)
+    hmc_res, ens_res, vi_res = (run(name, profile).artifact for name in ("hmc", "ensemble", "vi"))
+    stack = jax.tree_util.tree_map(lambda a: np.asarray(a).reshape((-1,) + a.shape[2:]), hmc_samples(profile))
+    sample_sets = {"HMC": stack, "Ensemble": ens_res["params"]}
+    p_hmc = np.asarray(hmc_res["test_probs"])
+
+    def row(probs, mean_params=None):
+        return table1_row(probs, p_hmc, x, y, mean_params)
+
+    table, fitted, key = {}, {}, jax.random.key(5)
+    for name, samples in sample_sets.items():
+        table[f"{name} sample"] = row(np.asarray(predict_from_samples(samples, x)))
+        fitted[f"{name} q_d"] = summaries.direct_summary(samples)
+        fitted[f"{name} q_r"] = summaries.rebasin_summary(samples, spec, method="activation", data=x_match)
+        fitted[f"{name} q_r (weight)"] = summaries.rebasin_summary(samples, spec, method="weight")
+        cols = [f"{name} q_d", f"{name} q_r", f"{name} q_r (weight)"]
+        if name == "HMC":  # one permutation per chain (a chain does not hop between permutation modes)
+            chains = np.repeat(np.arange(profile.hmc_chains), profile.hmc_samples)
+            fitted["HMC q_r (per chain)"] = summaries.grouped_rebasin_summary(samples, chains, spec, method="weight")
+            cols.append("HMC q_r (per chain)")
+        for col in cols:
+            key, sub = jax.random.split(key)
+            probs = predict_from_gaussian(sub, fitted[col].mu, fitted[col].sigma, x, profile.mc_samples)
+            table[col] = row(np.asarray(probs), fitted[col].mu)
+    table["VI q"] = row(np.asarray(vi_res["test_probs"]), vi_res["mu"])
+
+    stitched_mu, stitched_sigma = pruning.stitch(fitted["Ensemble q_r"], fitted["HMC q_r"], spec)
+    curves = {"ensemble": (fitted["Ensemble q_r"].mu, fitted["Ensemble q_r"].sigma),
+              "hmc": (fitted["HMC q_r"].mu, fitted["HMC q_r"].sigma),
+              "ensemble mu + hmc sigma": (stitched_mu, stitched_sigma),
+              "vi": (vi_res["mu"], vi_res["sigma"])}
+    prune = {"keep_fraction": np.asarray(PRUNE_FRACTIONS)}
+    for name, (mu, sigma) in curves.items():
+        prune[name] = np.asarray(pruning.pruning_curve(mu, sigma, x, y, PRUNE_FRACTIONS)["accuracy"])
+
+    def leaves(tree):
+        return np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(tree)])
+
+    sigma_trees = {col: fitted[col].sigma
+                   for col in ("HMC q_d", "HMC q_r", "HMC q_r (per chain)", "Ensemble q_d", "Ensemble q_r")}
+    sigma_trees["VI q"] = vi_res["sigma"]
+    sigmas = {col: leaves(tree) for col, tree in sigma_trees.items()}
+    zero = always_zero_pixels(d["x_train"])
+    return {"table": table, "pruning": prune, "sigma": sigmas, "n_test": len(y), "prior_std": profile.prior_std,
+            "median_sigma": {k: float(np.median(v)) for k, v in sigmas.items()},
+            "unit_sigma": {col: unit_sigma_medians(t) for col, t in sigma_trees.items()},
+            "zero_pixels": zero, "zero_pixel_sigma": {col: pixel_sigma_medians(t, zero) for col, t in sigma_trees.items()},
+            "hmc_test": hmc_res["test"], "hmc_diagnostics": hmc_res["diagnostics"]}
+
+
+#: numbers of HMC chains of :func:`agreement_by_chains` (beyond the paper: issue 28, item 5)
+CHAIN_COUNTS = (1, 2, 4, 8, 16)
+
+
+def agreement_by_chains(profile: Profile, counts: Sequence[int] = CHAIN_COUNTS) -> dict[str, np.ndarray]:
+    """Agreement of q_d and q_r with the HMC predictive as a function of the number of chains.
+
+    Beyond the paper (which does not say how many chains it ran): a chain does not cross
+    permutation modes, so q_d fails only when the samples come from several chains. This
+    runs the ``hmc`` experiment of ``profile`` with ``max(counts)`` chains (cached like any
+    run) and, for each ``n`` in ``counts``, fits q_d and q_r (activation matching, as in
+    Table 1) to the samples of the first ``n`` chains and scores their predictives against
+    the predictive of those same samples (:func:`table1_row`, as Table 1 does).
+
+    Args:
+        profile: the run profile (its other HMC settings are kept).
+        counts: numbers of chains, each at most ``max(counts)``.
+
+    Returns:
+        Arrays over ``counts``: ``chains``, ``samples`` (kept samples used),
+        ``agreement_q_d``, ``agreement_q_r``, ``tv_q_d``, ``tv_q_r``, ``accuracy_mean_q_d``,
+        ``accuracy_mean_q_r`` (%) and ``accuracy_samples`` (% of the samples' predictive).
+    """
+    import dataclasses
+
+    from symlib.evaluation import summaries
+    from symlib.evaluation.predictive import predict_from_gaussian, predict_from_samples
+    from symlib.symmetry.specs import mlp_permutation_spec
+
+    counts = [int(n) for n in counts]
+    if not counts or min(counts) < 1:
+        raise ValueError(f"counts must be positive numbers of chains, got {counts}")
+    big = dataclasses.replace(profile, hmc_chains=max(counts))
+    samples = hmc_samples(big)  # (chains, samples, ...)
+    d = load_bnn_data(profile)
+    x, y, x_match = d["x_test"], d["y_test"], d["x_train"][:MATCH_EXAMPLES]
+    spec = mlp_permutation_spec(1)
+    out: dict[str, list] = {k: [] for k in ("chains", "samples", "agreement_q_d", "agreement_q_r", "tv_q_d", "tv_q_r",
+                                            "accuracy_mean_q_d", "accuracy_mean_q_r", "accuracy_samples")}
+    key = jax.random.key(5)
+    for n in counts:
+        sub = jax.tree_util.tree_map(lambda a: np.asarray(a[:n]).reshape((-1,) + a.shape[2:]), samples)
+        p_hmc = np.asarray(predict_from_samples(sub, x))
+        fits = {"q_d": summaries.direct_summary(sub),
+                "q_r": summaries.rebasin_summary(sub, spec, method="activation", data=x_match)}
+        out["chains"].append(n)
+        out["samples"].append(int(jax.tree_util.tree_leaves(sub)[0].shape[0]))
+        out["accuracy_samples"].append(table1_row(p_hmc, p_hmc, x, y)["accuracy_samples"])
+        for name, fit in fits.items():
+            key, sub_key = jax.random.split(key)
+            probs = np.asarray(predict_from_gaussian(sub_key, fit.mu, fit.sigma, x, profile.mc_samples))
+            row = table1_row(probs, p_hmc, x, y, fit.mu)
+            out[f"agreement_{name}"].append(row["agreement"])
+            out[f"tv_{name}"].append(row["tv"])
+            out[f"accuracy_mean_{name}"].append(row["accuracy_mean"])
+    return {k: np.asarray(v) for k, v in out.items()}
