@@ -237,7 +237,7 @@ define("compact_representation.stitched_pruning_wins", 0.0, "above",
 
 
 # ============================================================================ Rossi et al. (2023)
-# (claims in symlib/experiments/rossi.py)
+# (claims in symlib/experiments/rossi/claims.py)
 # Rossi et al. give their barriers and timings as figures without numbers, so the readings
 # are qualitative. The values below are those of the boolean checks registered on
 # 2026-11-23 before any run; on 2026-11-25 they became thresholds on effects with

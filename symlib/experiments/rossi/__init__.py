@@ -1,0 +1,69 @@
+"""Experiments of Rossi et al. (2023), "Permutation invariance of variational
+posteriors", and the paper's reference claims.
+
+Registered experiments: ``vi_alignment`` (Sec. 5.1): ``align_pairs`` independent pairs of
+mean-field VI MLPs per width and dataset, Wasserstein alignment, and the marginalised loss
+along the W2 geodesic, naive and aligned (:func:`symlib.experiments.run` returns a
+:class:`VIAlignmentResult`); ``vi_alignment_robustness``: the same at one width under two
+prior variances x two temperatures; and
+``vi_alignment_timings`` (App. C, Fig. A2): the wall time of aligning those trained
+posteriors, beside weight matching of their means (a :class:`VIAlignmentTimings`); and
+``vi_alignment_resnet20`` (Sec. 5.1): the same as ``vi_alignment`` for ResNet20 with
+LayerNorm, on CIFAR-10 in the paper profile and on Fashion-MNIST as the quick stand-in.
+
+The paper's claims about them are registered with :func:`symlib.experiments.claims.claim`
+at the end of the module, each returning Evidence over the independent units (posterior
+pairs, repeated timings) against a threshold of :mod:`symlib.experiments.thresholds`:
+alignment lowers every barrier and removes more than half of it, barriers fall as width
+grows, the result holds across prior variances and temperatures, and for ResNet20 wider is
+lower only after alignment (Sec. 5.1); and the timing statements of App. C.
+
+Parts: :mod:`~symlib.experiments.rossi.settings`, :mod:`~symlib.experiments.rossi.runs`,
+:mod:`~symlib.experiments.rossi.tables` and :mod:`~symlib.experiments.rossi.claims`; every
+public name is also here.
+"""
+from __future__ import annotations
+
+from symlib.experiments.rossi.settings import (  # noqa: F401
+    ROSSI_VI_SETTINGS,
+    ROSSI_TRAINING_AS_EXTRACTED,
+    TIMING_REPEATS,
+    ROSSI_APPC_CLAIMS,
+    ROSSI_SEC51_CLAIMS,
+    ALIGN_DATASETS,
+    SPLITS,
+)
+from symlib.experiments.rossi.runs import (  # noqa: F401
+    AlignedVIPair,
+    VIAlignmentResult,
+    align_and_compare,
+    fit_and_align_pair,
+    vi_alignment,
+    ROBUSTNESS_PRIOR_VARS,
+    ROBUSTNESS_TEMPERATURES,
+    ROBUSTNESS_DATASET,
+    vi_alignment_robustness,
+    load_resnet_data,
+    resnet20_loglik,
+    vi_alignment_resnet20,
+    VIAlignmentTimings,
+    TIMED_COLUMNS,
+    time_alignments,
+    vi_alignment_timings,
+)
+from symlib.experiments.rossi.tables import (  # noqa: F401
+    mean_se,
+    format_mean_se,
+    barrier_table_rows,
+    BARRIER_TABLE_HEADERS,
+    timing_table_rows,
+    TIMING_TABLE_HEADERS,
+    QUICK_BEFORE_REPLICATES,
+    RESNET_STANDIN_TRIALS,
+    RESNET_STANDIN_HEADERS,
+)
+from symlib.experiments.rossi.claims import (  # noqa: F401
+    barrier_reduction,
+    RESNET_MIN_ACCURACY,
+    TIMING_CLAIMS_MACHINE_DEPENDENT,
+)

@@ -1,0 +1,345 @@
+"""Rossi et al. (2023): the registered claims (Evidence over pairs, repeats and widths) and the
+registered differences of our runs."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from symlib.experiments.claims import (Evidence, Verdict, claim, worst, difference, interval_evidence, mean_of_units,
+                                      not_tested, share_of_units)
+from symlib.experiments.registry import pick
+from symlib.experiments.thresholds import threshold
+from symlib.experiments.rossi.settings import SPLITS
+
+
+
+# ----------------------------------------------------------------------------- claims
+#
+# Each claim returns Evidence over independent units: posterior pairs (or series of pairs,
+# one network pair per width) for the barriers, repeats for the timings. The thresholds
+# and our readings of the paper's words are in symlib.experiments.thresholds (Rossi
+# section). A summary with one pair per width (the runs saved before replicates) gives an
+# infinite interval, so at best "same direction, not significant".
+
+_SEC51 = "Rossi et al. (2023), Sec. 5.1"
+_APPC = "Rossi et al. (2023), App. C, Fig. A2"
+def _check_summary_keys(summary: Mapping[str, Any], keys: Sequence[str], experiment: str) -> None:
+    missing = [k for k in keys if k not in summary]
+    if missing:
+        raise ValueError(f"summary of {experiment!r} lacks {missing} (has {sorted(summary)})")
+
+
+def _pair_barriers(summary: Mapping[str, Any], experiment: str) -> dict[str, Any]:
+    """``[dataset][split][kind]``: per width, the barrier of every independent pair; from
+    ``marginal_pairs``, or one pair per width from ``marginal`` (runs without replicates)."""
+    _check_summary_keys(summary, ("widths", "marginal"), experiment)
+    if "marginal_pairs" in summary:
+        return summary["marginal_pairs"]
+    return {ds: {split: {kind: [[float(v)] for v in b[kind]] for kind in b} for split, b in per_split.items()}
+            for ds, per_split in summary["marginal"].items()}
+
+
+def _pairs_text(n: Sequence[int]) -> str:
+    lo, hi = min(n), max(n)
+    return f"{lo} pair{'s' if hi > 1 else ''}" if lo == hi else f"{lo}-{hi} pairs"
+
+
+def _slope(widths: Sequence[int], values: Sequence[float]) -> float:
+    """Least-squares slope of ``values`` against log2(widths): nats per doubling."""
+    return float(np.polyfit(np.log2(np.asarray(widths, dtype=float)), np.asarray(values, dtype=float), 1)[0])
+
+
+def _series_slopes(widths: Sequence[int], per_width: Sequence[Sequence[float]]) -> list[float]:
+    """One slope per series of independent pairs (pair k at every width)."""
+    n = min(len(v) for v in per_width)
+    return [_slope(widths, [v[k] for v in per_width]) for k in range(n)]
+
+
+def barrier_reduction(summary: Mapping[str, Any], experiment: str = "vi_alignment") -> Evidence:
+    """``alignment_lowers_every_barrier``: naive minus aligned barrier, mean over pairs, worst cell."""
+    t = threshold("vi_alignment.alignment_lowers_every_barrier")
+    pairs = _pair_barriers(summary, experiment)
+    cells, sizes = [], []
+    for ds, per_split in pairs.items():
+        for split, b in per_split.items():
+            for w, naive, aligned in zip(summary["widths"][ds], b["naive"], b["aligned"]):
+                d = np.asarray(naive, dtype=float) - np.asarray(aligned, dtype=float)
+                sizes.append(d.size)
+                cells.append((mean_of_units(d, t, "posterior pairs", ""), f"{ds} {split} width {w}",
+                              float(np.mean(naive)), float(np.mean(aligned))))
+    if not cells:
+        return not_tested(t, f"the summary of {experiment!r} holds no barrier")
+    least = worst([c[0] for c in cells])
+    where, naive, aligned = next((c[1], c[2], c[3]) for c in cells if c[0] is least)
+    lowered = sum(c[0].effect > 0 for c in cells)
+    return Evidence(least.effect, least.low, least.high, t, f"{_pairs_text(sizes)} per cell (worst of {len(cells)} "
+                    "dataset-split-width cells)",
+                    f"alignment lowers the mean barrier in {lowered} of {len(cells)} cells; least clear: {where}, "
+                    f"{naive:.3f} naive -> {aligned:.3f} aligned nats (mean over {_pairs_text(sizes)})")
+
+
+def _removed_share(dataset: str):
+    def check(summary: Mapping[str, Any]) -> Evidence:
+        t = threshold("vi_alignment.alignment_removes_barrier")
+        b = pick(_pair_barriers(summary, "vi_alignment"), dataset, "dataset")
+        widest = max(summary["widths"][dataset])
+        evs, parts = [], []
+        for split in SPLITS:
+            naive, aligned = np.asarray(b[split]["naive"][-1], float), np.asarray(b[split]["aligned"][-1], float)
+            share = 1.0 - aligned / naive
+            evs.append(mean_of_units(share, t, "posterior pairs", ""))
+            parts.append(f"{split}: {naive.mean():.3f} naive -> {aligned.mean():.3f} aligned nats "
+                         f"({100 * share.mean():.0f}% removed)")
+        w = worst(evs)
+        return Evidence(w.effect, w.low, w.high, t, f"{w.units} at width {widest} (worse of train, test)",
+                        f"width {widest}, mean over {w.units}: " + "; ".join(parts))
+    return check
+
+
+def _falls(dataset: str):
+    def check(summary: Mapping[str, Any]) -> Evidence:
+        t = threshold("vi_alignment.barrier_falls_with_width")
+        widths = summary["widths"][dataset]
+        b = pick(_pair_barriers(summary, "vi_alignment"), dataset, "dataset")
+        if len(widths) < 2:
+            return not_tested(t, f"{dataset}: one width ({widths}); a trend needs two")
+        evs, parts = [], []
+        for split in SPLITS:
+            for kind in ("naive", "aligned"):
+                slopes = _series_slopes(widths, b[split][kind])
+                evs.append(mean_of_units(slopes, t, "series of independent pairs", ""))
+                means = [float(np.mean(v)) for v in b[split][kind]]
+                parts.append(f"{split} {kind} {', '.join(f'{m:.3f}' for m in means)} "
+                             f"(slope {np.mean(slopes):+.3f}/doubling)")
+        w = worst(evs)
+        return Evidence(w.effect, w.low, w.high, t, f"{w.units} (worst of train/test x naive/aligned)",
+                        f"widths {', '.join(map(str, widths))}, mean barriers: " + "; ".join(parts))
+    return check
+
+
+@claim("vi_alignment", "alignment_lowers_every_barrier", f"{_SEC51}; poster",
+       "loss barriers always appear between two VI solutions, and alignment lowers them "
+       "(MLPs, MNIST and Fashion-MNIST)")
+def _alignment_lowers_every_barrier(summary: Mapping[str, Any]) -> Evidence:
+    return barrier_reduction(summary, "vi_alignment")
+
+
+for _ds, _label in (("mnist", "MNIST"), ("fashion_mnist", "Fashion-MNIST")):
+    claim("vi_alignment", f"alignment_removes_barrier_{_ds}", _SEC51,
+          f"{_label} MLP: after alignment the barrier is (nearly) zero; read as: at the widest width alignment "
+          "removes more than half of the naive barrier (train and test)")(_removed_share(_ds))
+    claim("vi_alignment", f"barrier_falls_with_width_{_ds}", _SEC51,
+          f"{_label} MLP: wider models provide lower barriers, with and without alignment (train and test)")(
+        _falls(_ds))
+
+
+#: Validity check of the ResNet20 claims (set on 2026-11-25, after seeing the quick stand-in's
+#: networks at chance): a barrier between networks that have not learned (test accuracy of
+#: either model average at most twice chance, 0.2 for 10 classes) is noise, so the claims
+#: are "not tested" on such a run.
+RESNET_MIN_ACCURACY = 0.2
+
+
+def _resnet_untrained(summary: Mapping[str, Any]) -> str | None:
+    acc = summary.get("endpoint_accuracy")
+    if not acc:
+        return None
+    lowest = min(min(min(v) for v in per_w) for per_w in acc.values())
+    if lowest <= RESNET_MIN_ACCURACY:
+        return (f"the VI networks have not learned: the lowest test accuracy of a pair's model averages is "
+                f"{lowest:.2f} (at most {RESNET_MIN_ACCURACY:g}, twice chance), so a barrier between them is noise")
+    return None
+
+
+@claim("vi_alignment_resnet20", "alignment_lowers_every_barrier", f"{_SEC51}; poster",
+       "ResNet20: a loss barrier appears between two VI solutions and alignment lowers it "
+       "(nearly zero on CIFAR-10 in the paper)")
+def _resnet_lowers(summary: Mapping[str, Any]) -> Evidence:
+    why = _resnet_untrained(summary)
+    if why:
+        return not_tested(threshold("vi_alignment.alignment_lowers_every_barrier"), why)
+    return barrier_reduction(summary, "vi_alignment_resnet20")
+
+
+@claim("vi_alignment_resnet20", "wider_lower_only_after_alignment", _SEC51,
+       "ResNet20: unlike MLPs, wider models have lower barriers only after alignment")
+def _resnet_wider_lower(summary: Mapping[str, Any]) -> Evidence:
+    t = threshold("vi_alignment_resnet20.wider_lower_only_after_alignment")
+    why = _resnet_untrained(summary)
+    if why:
+        return not_tested(t, why)
+    pairs = _pair_barriers(summary, "vi_alignment_resnet20")
+    evs, parts = [], []
+    for ds, per_split in pairs.items():
+        widths = summary["widths"][ds]
+        if len(widths) < 2:
+            return not_tested(t, f"{ds}: one width ({', '.join(map(str, widths))}); a width trend needs at least two")
+        for split, b in per_split.items():
+            aligned = _series_slopes(widths, b["aligned"])
+            naive = _series_slopes(widths, b["naive"])
+            evs.append(mean_of_units(aligned, t, "series of independent pairs", ""))
+            evs.append(mean_of_units(np.subtract(aligned, naive), t, "series of independent pairs", ""))
+            parts.append(f"{ds} {split}: slope aligned {np.mean(aligned):+.3f}, naive {np.mean(naive):+.3f} "
+                         "nats/doubling")
+    w = worst(evs)
+    return Evidence(w.effect, w.low, w.high, t, f"{w.units} (worst of aligned, aligned - naive; train, test)",
+                    f"widths {', '.join(map(str, widths))}: " + "; ".join(parts))
+
+
+@claim("vi_alignment_robustness", "removes_barrier_every_setting", f"{_SEC51}; Rossi et al. (2023) summary",
+       "the alignment result holds for different prior variances and temperatures: read as: alignment removes "
+       "more than half of the naive barrier in every (prior variance, temperature) setting")
+def _robust(summary: Mapping[str, Any]) -> Evidence:
+    t = threshold("vi_alignment_robustness.removes_barrier_every_setting")
+    _check_summary_keys(summary, ("settings", "marginal_pairs", "width"), "vi_alignment_robustness")
+    evs, parts = [], []
+    for i, st in enumerate(summary["settings"]):
+        shares = []
+        for split in SPLITS:
+            naive = np.asarray(summary["marginal_pairs"][split]["naive"][i], float)
+            aligned = np.asarray(summary["marginal_pairs"][split]["aligned"][i], float)
+            share = 1.0 - aligned / naive
+            evs.append(mean_of_units(share, t, "posterior pairs", ""))
+            shares.append(f"{100 * share.mean():.0f}%")
+        parts.append(f"prior var {st['prior_var']:g}, T {st['temperature']:g}: {' / '.join(shares)}")
+    if not evs:
+        return not_tested(t, "the summary holds no setting")
+    w = worst(evs)
+    return Evidence(w.effect, w.low, w.high, t, f"{w.units} per setting (worst of {len(evs)} setting-splits)",
+                    f"{summary.get('dataset', '')} width {summary['width']}, share removed (train / test): "
+                    + "; ".join(parts))
+
+
+# ---- timings: a verdict only when the difference exceeds the spread of the repeats
+
+
+def _repeats_of(summary: Mapping[str, Any], dataset: str, column: str) -> np.ndarray | None:
+    """``(widths, repeats)`` timings of one column, or None for a summary without repeats."""
+    rep = summary["table"][dataset].get(f"{column}_repeats")
+    return None if rep is None else np.asarray(rep, dtype=float)
+
+
+_NO_REPEATS = ("the summary keeps one timing per call (the minimum of {n} repeats), not the repeats themselves, "
+               "so the spread between repeats cannot be told")
+
+
+def _ratio_evidence(num: np.ndarray, den: np.ndarray, t) -> Evidence:
+    """Median ratio and the range the repeats allow: [min num / max den, max num / min den]."""
+    return interval_evidence(float(np.median(num) / np.median(den)), float(num.min() / den.max()),
+                             float(num.max() / den.min()), t, "", "")
+
+
+@claim("vi_alignment_timings", "within_a_minute", _APPC,
+       "in the majority of cases the alignment completes within a minute")
+def _within_a_minute(summary: Mapping[str, Any]) -> Evidence:
+    t = threshold("vi_alignment_timings.within_a_minute")
+    _check_summary_keys(summary, ("widths", "table"), "vi_alignment_timings")
+    reps = [_repeats_of(summary, ds, "w2_seconds") for ds in summary["table"]]
+    if any(r is None for r in reps):
+        return not_tested(t, _NO_REPEATS.format(n=summary.get("repeats", "?")))
+    slowest = np.concatenate([r.max(axis=1) for r in reps])
+    under = int(np.sum(slowest < 60.0))
+    return share_of_units(under, slowest.size, t, "alignments (dataset, width)",
+                          f"{under} of {slowest.size} alignments under 60 s in every repeat (slowest repeat "
+                          f"{slowest.max():.2f} s)")
+
+
+@claim("vi_alignment_timings", "time_grows_with_width", _APPC,
+       "aligning wider networks is more demanding: the alignment time grows with the width")
+def _time_grows_with_width(summary: Mapping[str, Any]) -> Evidence:
+    t = threshold("vi_alignment_timings.time_grows_with_width")
+    _check_summary_keys(summary, ("widths", "table"), "vi_alignment_timings")
+    evs, parts = [], []
+    for ds in summary["table"]:
+        r = _repeats_of(summary, ds, "w2_cpu_seconds")
+        if r is None:
+            return not_tested(t, _NO_REPEATS.format(n=summary.get("repeats", "?")))
+        if r.shape[0] < 2:
+            return not_tested(t, f"{ds}: one width; growth needs two")
+        evs += [_ratio_evidence(r[i + 1], r[i], t) for i in range(r.shape[0] - 1)]
+        parts.append(f"{ds}: " + ", ".join(f"{np.median(x):.3f} [{x.min():.3f}-{x.max():.3f}]" for x in r)
+                     + " s CPU")
+    w = worst(evs)
+    return Evidence(w.effect, w.low, w.high, t, f"{r.shape[1]} repeats per width (smallest of {len(evs)} "
+                    "doublings; interval = range of the repeats)", "median [min-max] per width: " + "; ".join(parts))
+
+
+@claim("vi_alignment_timings", "vi_costlier_than_weight_matching", _APPC,
+       "for wide networks, aligning VI solutions is more demanding than matching weights of SGD solutions "
+       "(stand-in: matching the VI means)")
+def _vi_costlier(summary: Mapping[str, Any]) -> Evidence:
+    t = threshold("vi_alignment_timings.vi_costlier_than_weight_matching")
+    _check_summary_keys(summary, ("widths", "table"), "vi_alignment_timings")
+    evs, parts = [], []
+    for ds, cols in summary["table"].items():
+        w2, wm = _repeats_of(summary, ds, "w2_cpu_seconds"), _repeats_of(summary, ds, "wm_cpu_seconds")
+        if w2 is None or wm is None:
+            return not_tested(t, _NO_REPEATS.format(n=summary.get("repeats", "?")))
+        evs.append(_ratio_evidence(w2[-1], wm[-1], t))
+        parts.append(f"{ds} width {summary['widths'][ds][-1]}: {np.median(w2[-1]):.3f} vs {np.median(wm[-1]):.3f} s "
+                     f"CPU (medians; {evs[-1].effect:.2f}x, repeats allow {evs[-1].low:.2f}-{evs[-1].high:.2f}x)")
+    w = worst(evs)
+    return Evidence(w.effect, w.low, w.high, t, f"{w2.shape[1]} repeats each (smaller over {len(evs)} datasets; "
+                    "interval = range of the repeats)", "; ".join(parts))
+
+
+# What the reduced paper-scale run found (chapters 07 and 08 show the numbers): registered so
+# that tests/test_claims.py accepts exactly these verdicts on the saved files.
+_REDUCED = "paper-4widths-16samples"
+_ONE_PAIR = ("the saved run has one VI posterior pair per width (it predates replicates), so the interval over "
+             "pairs is unbounded: ")
+difference("vi_alignment", _REDUCED, "alignment_lowers_every_barrier",
+           _ONE_PAIR + "alignment lowers every one of the 16 barriers (by 1.5 to 2.3 nats), same direction as "
+           "the paper, not significant by our rule", verdict=Verdict.SAME_DIRECTION)
+difference("vi_alignment", _REDUCED, "alignment_removes_barrier_mnist",
+           _ONE_PAIR + "at width 1,024 alignment removes 98% of the MNIST barrier (train and test), same direction "
+           "as the paper, not significant by our rule", verdict=Verdict.SAME_DIRECTION)
+difference("vi_alignment", _REDUCED, "alignment_removes_barrier_fashion_mnist",
+           _ONE_PAIR + "at width 1,024 alignment removes 94% of the Fashion-MNIST barrier (train and test), same "
+           "direction as the paper, not significant by our rule", verdict=Verdict.SAME_DIRECTION)
+difference("vi_alignment", _REDUCED, "barrier_falls_with_width_mnist",
+           "at the paper's widths and 100 epochs on 50,000 images the aligned barrier falls with width (train "
+           "0.061, 0.050, 0.031, 0.042 nats at widths 128 to 1,024), but the naive one grows (train 1.78, 1.84, "
+           "1.97, 2.37; slope +0.19 nats per doubling), so 'with and without alignment' does not hold; our "
+           "posteriors have a tenth of the paper's training steps")
+difference("vi_alignment", _REDUCED, "barrier_falls_with_width_fashion_mnist",
+           "the aligned barrier falls from width 128 to 512 (train 0.110, 0.075, 0.044 nats) and rises at 1,024 "
+           "(0.128), and the naive one grows at every doubling (1.65, 1.71, 1.74, 2.08), so the naive trend is "
+           "positive; with a tenth of the paper's training steps the widest posteriors fit worst, the likely reason")
+for _name in ("within_a_minute", "time_grows_with_width", "vi_costlier_than_weight_matching"):
+    difference("vi_alignment_timings", _REDUCED, _name,
+               "the saved run keeps one timing per call (the minimum of 5 repeats), not the repeats, so the spread "
+               "between repeats, which our timing claims need, is unknown: not tested on that run",
+               verdict=Verdict.NOT_TESTED)
+
+# What the quick profile finds (chapter 07 shows the numbers; the runs are seeded, so these
+# verdicts are reproducible; the timing claims are not, see TIMING_CLAIMS_MACHINE_DEPENDENT).
+_QUICK_WIDTH = ("3 independent pairs per width at widths 32, 64, 128 (20 epochs on 4,500 images): the aligned barrier "
+                "falls clearly with width, but the naive one falls by less than the pairs differ (the claims table "
+                "gives the slope per doubling and its interval over the 3 series; ")
+difference("vi_alignment", "quick", "barrier_falls_with_width_mnist",
+           _QUICK_WIDTH + "MNIST), so 'with and without alignment' is in the paper's direction but not significant; "
+           "more pairs or wider, better-trained networks would be needed", verdict=Verdict.SAME_DIRECTION)
+difference("vi_alignment", "quick", "barrier_falls_with_width_fashion_mnist",
+           _QUICK_WIDTH + "Fashion-MNIST), so 'with and without alignment' is in the paper's direction but not "
+           "significant", verdict=Verdict.SAME_DIRECTION)
+difference("vi_alignment_robustness", "quick", "removes_barrier_every_setting",
+           "at width 64 on MNIST (20 epochs on 4,500 images, 3 pairs per setting) alignment removes about half of "
+           "the barrier in every setting, the paper's own setting included (chapter 07 "
+           "tabulates the shares): the settings agree with each other, as the paper says, but at this width and "
+           "training no setting reaches the 'nearly zero' of the paper")
+
+#: Timing claims whose quick-profile verdict depends on the machine and its load: at the
+#: quick widths an alignment takes tens of milliseconds, and whether a ratio clears the range
+#: of the repeats changes between executions (both "same direction" and "holds"/"differs"
+#: were seen on the 2-core machine). Chapter 08 shows and glues them, and asserts the others.
+TIMING_CLAIMS_MACHINE_DEPENDENT = ("time_grows_with_width", "vi_costlier_than_weight_matching")
+difference("vi_alignment_resnet20", "quick", "alignment_lowers_every_barrier",
+           "the quick stand-in (Fashion-MNIST, width 1, 256 images x 2 epochs, one pair) trains two ResNet20 "
+           "posteriors that stay at chance (the chapter prints their test accuracy), so their barrier is noise: not tested; the "
+           "claim needs the paper profile (CIFAR-10, 100 epochs, a GPU)", verdict=Verdict.NOT_TESTED)
+difference("vi_alignment_resnet20", "quick", "wider_lower_only_after_alignment",
+           "the quick stand-in runs one width (1) with networks at chance, so there is no width trend to judge: not "
+           "tested; the claim needs the paper profile's widths 1, 2, 4, 8 on CIFAR-10", verdict=Verdict.NOT_TESTED)

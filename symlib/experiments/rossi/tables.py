@@ -1,0 +1,91 @@
+"""Rossi et al. (2023): the rows of the barrier and timing tables that chapters 07-08 show."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from symlib.experiments.rossi.settings import SPLITS
+
+
+
+# ------------------------------------------------------------------ display helpers (chapters 07, 08)
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error over independent units (the error is NaN for one unit)."""
+    v = np.asarray(values, dtype=float).reshape(-1)
+    if v.size == 0:
+        raise ValueError("mean_se needs at least one value")
+    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else float("nan")
+
+
+def format_mean_se(values: Sequence[float], digits: int = 3) -> str:
+    """``"0.123 ± 0.010"`` (mean ± standard error over the units), or the value for one unit."""
+    m, se = mean_se(values)
+    return f"{m:.{digits}f}" if not np.isfinite(se) else f"{m:.{digits}f} ± {se:.{digits}f}"
+
+
+def barrier_table_rows(summary: Mapping[str, Any]) -> list[tuple]:
+    """Rows ``(dataset, width, pairs, train naive, train aligned, test naive, test aligned,
+    share removed (test), ELBO per example, endpoint test loss)`` of a ``vi_alignment``
+    summary, each cell the mean ± standard error over the independent pairs."""
+    rows = []
+    for ds, widths in summary["widths"].items():
+        mp = summary["marginal_pairs"][ds]
+        for i, w in enumerate(widths):
+            cells = [format_mean_se(mp[split][kind][i]) for split in SPLITS for kind in ("naive", "aligned")]
+            share = 1 - np.asarray(mp["test"]["aligned"][i]) / np.asarray(mp["test"]["naive"][i])
+            rows.append((ds, w, len(mp["test"]["naive"][i]), *cells, format_mean_se(100 * share, 0) + "%",
+                         format_mean_se(summary["elbo"][ds][i], 2), format_mean_se(summary["endpoint_loss"][ds][i])))
+    return rows
+
+
+BARRIER_TABLE_HEADERS = ["dataset", "width", "pairs", "train naive", "train aligned", "test naive", "test aligned",
+                         "test barrier removed", "ELBO per example", "test loss at the endpoints"]
+
+
+def timing_table_rows(summary: Mapping[str, Any], dataset: str) -> list[tuple]:
+    """Rows ``(width, W2 CPU median [min-max], sweeps, WM CPU median [min-max], sweeps, W2 wall
+    median, W2^2 before, after)`` of a ``vi_alignment_timings`` summary with repeats."""
+    from symlib.evaluation.stats import repeat_spread
+
+    cols = summary["table"][dataset]
+
+    def spread(name: str, i: int) -> str:
+        med, lo, hi = repeat_spread(cols[f"{name}_repeats"][i])
+        return f"{med:.3f} [{lo:.3f}-{hi:.3f}]"
+
+    return [(w, spread("w2_cpu_seconds", i), int(cols["w2_sweeps"][i]), spread("wm_cpu_seconds", i),
+             int(cols["wm_sweeps"][i]), spread("w2_seconds", i), f"{cols['w2_sq_identity'][i]:.1f}",
+             f"{cols['w2_sq'][i]:.1f}") for i, w in enumerate(summary["widths"][dataset])]
+
+
+TIMING_TABLE_HEADERS = ["width", "W2 alignment CPU (s), median [min-max]", "sweeps",
+                        "matching of the means CPU (s), median [min-max]", "sweeps", "W2 alignment wall (s)",
+                        "W2^2 before", "W2^2 after"]
+
+#: The quick profile's alignment settings before replicated pairs (up to 2026-11-24), for
+#: chapter 07's account of where the budget of the replicates came from: one pair per width
+#: at four widths, MNIST on 9,000 images, barriers on 2,000 images per split, and a larger
+#: ResNet20 stand-in.
+QUICK_BEFORE_REPLICATES = {"align_pairs": 1, "align_widths": (32, 64, 128, 256), "align_n_train": 9_000,
+                           "align_n_eval": 2_000, "resnet_n_train": 512, "resnet_n_eval": 128,
+                           "resnet_n_lambdas": 5, "resnet_samples": 4}
+
+
+#: ResNet20 stand-ins tried on 2026-11-23 (Fashion-MNIST, width 1, two fits, alignment and
+#: curves on 256 images; ``dataclasses.replace`` of the quick profile with these settings,
+#: passed to :func:`vi_alignment_resnet20`, on the book's 2-core machine while other jobs
+#: ran). A record of runs too long for a chapter, printed by notebook 07 (not re-run).
+RESNET_STANDIN_TRIALS = (
+    ("3,000 images x 3 epochs, batch 64, Adam 1e-3", "688 s", "about 0.57 / 0.57", "2.15 -> 2.39", "2.00 -> 2.25"),
+    ("2,000 images x 4 epochs, batch 64, Adam 3e-3", "293 s", "0.16 / 0.46", "1.61 -> 2.23", "1.49 -> 2.03"),
+    ("the same, temperature 0.04 (the KL weight per image of 50,000 images)", "403 s", "0.13 / 0.47",
+     "1.32 -> 2.84", "1.21 -> 2.73"),
+    ("1,024 images x 3 epochs, batch 32, Adam 1e-2, temperature 0.02", "143 s (fits only)",
+     "0.12 / 0.10 (mean networks)", "-", "-"),
+)
+RESNET_STANDIN_HEADERS = ["training", "time", "test accuracy of q0 / q1", "barrier train naive -> aligned",
+                          "test naive -> aligned"]
