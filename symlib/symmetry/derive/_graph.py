@@ -1,0 +1,232 @@
+"""The graph of :mod:`symlib.symmetry.derive`: a union-find over the (value, axis) nodes of a
+traced program, with stop reasons, block constraints, factors of flattened axes and the
+scaling records; the primitive sets the rules dispatch on."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from jax.extend import core as jcore
+
+from symlib.symmetry.specs import PermutationSpec
+
+
+
+class UnsupportedOperationError(ValueError):
+    """The traced model holds a primitive that the derivation cannot analyse."""
+
+
+@dataclass(frozen=True)
+class DeriveReport:
+    """What :func:`derive_report` found.
+
+    Attributes:
+        spec: the derived :class:`PermutationSpec`.
+        stopped: for every parameter axis left unpermuted, ``(path, axis) ->`` the reasons
+            (operations, with the enclosing ``jit``/``custom_jvp`` names) that stopped
+            its class, e.g. ``("model output",)`` or ``("reshape merges the axis with
+            others (flatten)",)``; ``("size 1",)`` for an axis of length one.
+    """
+
+    spec: PermutationSpec
+    stopped: dict[tuple[str, int], tuple[str, ...]] = field(default_factory=dict)
+
+
+UNARY = {
+    "neg", "sign", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p", "expm1", "tanh",
+    "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "abs",
+    "sqrt", "rsqrt", "cbrt", "integer_pow", "square", "erf", "erfc", "erf_inv", "lgamma", "digamma", "not",
+    "convert_element_type", "copy", "copy_p", "reduce_precision", "real", "imag", "conj", "population_count",
+    "clz", "bitcast_convert_type", "stop_gradient", "optimization_barrier", "sharding_constraint",
+}
+BINARY = {
+    "add", "add_any", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and", "or", "xor",
+    "eq", "ne", "lt", "le", "gt", "ge", "shift_left", "shift_right_logical", "shift_right_arithmetic",
+    "select_n", "clamp",
+}
+COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
+# unary ops that commute with multiplication by a positive number
+HOMOGENEOUS_UNARY = {"neg", "convert_element_type", "copy", "copy_p", "reduce_precision", "abs", "stop_gradient",
+                      "optimization_barrier", "sharding_constraint"}
+REDUCE = {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor",
+           "argmax", "argmin"}
+CUMULATIVE = {"cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"}
+WINDOW = {"reduce_window_sum", "reduce_window_max", "reduce_window_min", "reduce_window"}
+RANDOM = {"random_seed", "random_bits", "random_wrap", "random_unwrap", "random_split", "random_fold_in",
+           "threefry2x32", "rng_bit_generator", "random_clone", "rng_uniform"}
+STOP_ALL = {"gather", "scatter", "scatter-add", "scatter_add", "scatter_mul", "scatter_min", "scatter_max",
+             "dynamic_slice", "dynamic_update_slice", "sort", "rev", "top_k", "iota", "split",
+             "select_and_scatter_add", "select_and_gather_add"}
+CALLS = {"pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
+          "remat", "checkpoint", "remat2", "custom_lin"}
+
+
+def is_literal(v) -> bool:
+    return isinstance(v, jcore.Literal)
+
+
+def aval_shape(v) -> tuple[int, ...]:
+    return tuple(getattr(v.aval, "shape", ()))
+
+
+class Graph:
+    """Union-find over (value, axis) nodes with stop reasons, block constraints and scaling records."""
+
+    def __init__(self, mode: str):
+        self.mode = mode  # "perm" or "scale"
+        self.parent: dict = {}
+        self.size: dict = {}
+        self.reasons: dict = {}
+        self.blocks: dict = {}
+        self.keep: list = []  # keeps traced Vars alive so their ids stay unique
+        self.kind: dict[int, str] = {}  # id(var) -> "data" | "param" | "const"
+        self.view: dict[int, tuple[str, tuple]] = {}  # id(var) -> (param path, leaf axis of each var axis)
+        self.records: list = []  # scale mode: (node, path, axis, power)
+        self.unary_breaks: list = []  # scale mode: (node, name)
+        self.kernels: list[str] = []
+        self.origin: dict = {}  # vid -> parameter path, for values that are a parameter reshaped or broadcast
+        self.multipliers: set[str] = set()  # scale mode: parameters multiplied into a unit (norms' scale)
+        self.kernel_uses: dict[str, int] = {}  # scale mode: how many dot/conv read each kernel
+        self.zero: set = set()  # vids of values known to be zero (literal 0 passed into a jit, its broadcasts)
+        self.context: list[str] = []
+        self.scopes: list[int] = [0]  # one scope per call of a subprogram (a jitted function's jaxpr is shared)
+        self.next_scope = 1
+        self.reduced: list = []  # scale mode: nodes of values reduced (normalisations)
+        self.edges: dict[int, list[int]] = {}  # id(var) -> ids of the values computed from it
+        self.kernel_inputs: set[int] = set()  # ids of the activations read by a kernel
+        # perm mode, flatten: a factor of an axis (axis viewed as (outer, size, inner)) is a node
+        # (vid, axis, outer, inner); every class of equal-length axes keeps its factors by
+        # (outer, inner), and classes joined have their equal factors joined
+        self.subs: dict = {}  # class root -> {(outer, inner): factor node}
+        self.sub_of: dict = {}  # factor node -> the node of the whole axis
+
+    def vid(self, v):
+        """Identity of a traced value in the current subprogram call."""
+        return (self.scopes[-1], id(v))
+
+    def edge(self, a, b) -> None:
+        if not is_literal(a):
+            self.edges.setdefault(self.vid(a), []).append(self.vid(b))
+
+    def reaches_kernel(self, start: int) -> bool:
+        seen, todo = {start}, [start]
+        while todo:
+            v = todo.pop()
+            if v in self.kernel_inputs:
+                return True
+            for w in self.edges.get(v, ()):
+                if w not in seen:
+                    seen.add(w)
+                    todo.append(w)
+        return False
+
+    # --- union-find --------------------------------------------------------------------------
+    def node(self, v, axis: int):
+        key = (self.vid(v), axis)
+        if key not in self.parent:
+            self.keep.append(v)
+            self.parent[key] = key
+            self.size[key] = aval_shape(v)[axis]
+        return key
+
+    def factor(self, v, axis: int, outer: int, inner: int):
+        """The node of the factor of axis ``axis`` of ``v`` seen as ``(outer, size, inner)``."""
+        key = (self.vid(v), axis, outer, inner)
+        if key not in self.parent:
+            self.keep.append(v)
+            self.parent[key] = key
+            self.size[key] = aval_shape(v)[axis] // (outer * inner)
+            whole = self.sub_of[key] = self.node(v, axis)
+            known = self.subs.setdefault(self.find(whole), {})
+            if (outer, inner) in known:
+                self.union(known[(outer, inner)], key)
+            else:
+                known[(outer, inner)] = key
+        return key
+
+    def find(self, a):
+        while self.parent[a] != a:
+            self.parent[a] = self.parent[self.parent[a]]
+            a = self.parent[a]
+        return a
+
+    def union(self, a, b) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return
+        self.parent[rb] = ra
+        if rb in self.reasons:
+            self.reasons.setdefault(ra, []).extend(self.reasons.pop(rb))
+        if rb in self.blocks:
+            self.blocks.setdefault(ra, set()).update(self.blocks.pop(rb))
+        moved = self.subs.pop(rb, None)
+        if moved:
+            known = self.subs.setdefault(ra, {})
+            for k, key in moved.items():
+                if k in known:
+                    self.union(known[k], key)  # factors are shorter than the axis: never ra's class
+                else:
+                    known[k] = key
+
+    def free_factors(self, root, n: int) -> list | None:
+        """The factors of an axis of length ``n`` in class ``root`` (stopped as a whole) that
+        may be permuted, as ``[(size, factor root or None), ...]`` tiling the axis in C
+        order; None when there are none or they overlap."""
+        free = []
+        for (outer, inner), key in self.subs.get(root, {}).items():
+            r, size = self.find(key), n // (outer * inner)
+            if size > 1 and r not in self.reasons:
+                free.append((outer, size, r))
+        out, pos = [], 1
+        for outer, size, r in sorted(free, key=lambda f: f[0]):
+            if outer < pos or outer % pos:
+                return None
+            if outer > pos:
+                out.append((outer // pos, None))
+            out.append((size, r))
+            pos = outer * size
+        if not out or n % pos:
+            return None
+        if n > pos:
+            out.append((n // pos, None))
+        return out
+
+    def stop_blocked_factors(self) -> None:
+        """Stop every factor of an axis stopped for another reason than the flatten itself
+        (a model output, a slice...): permuting the factor would permute that axis."""
+        changed = True
+        while changed:
+            changed = False
+            for key, whole in self.sub_of.items():
+                why = [r for r in self.reasons.get(self.find(whole), ()) if not r.startswith(FLATTEN)]
+                if why and self.find(key) not in self.reasons:
+                    self.reasons[self.find(key)] = [f"{why[0]}, after a reshape"]
+                    changed = True
+
+    def link(self, a, i, b, j) -> None:
+        """Join axis i of value a with axis j of value b when both are values of equal length."""
+        if is_literal(a) or is_literal(b):
+            return
+        if aval_shape(a)[i] == aval_shape(b)[j]:
+            self.union(self.node(a, i), self.node(b, j))
+
+    def stop(self, v, axis: int, reason: str) -> None:
+        if is_literal(v) or not aval_shape(v):
+            return
+        where = f" (in {' > '.join(self.context)})" if self.context else ""
+        reasons = self.reasons.setdefault(self.find(self.node(v, axis)), [])
+        if reason + where not in reasons:
+            reasons.append(reason + where)
+
+    def stop_all(self, v, reason: str) -> None:
+        for i in range(len(aval_shape(v))):
+            self.stop(v, i, reason)
+
+    def stopped(self, v, axis: int) -> bool:
+        return self.find(self.node(v, axis)) in self.reasons
+
+    def pinned(self, v) -> bool:
+        """Scale mode: every axis of ``v`` of length > 1 is in a stopped class (``v`` is never rescaled)."""
+        return all(self.stopped(v, i) for i, n in enumerate(aval_shape(v)) if n > 1)
+
+
+FLATTEN = "reshape merges the axis with others (flatten) or splits it"
