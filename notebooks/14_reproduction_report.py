@@ -56,7 +56,7 @@ import numpy as np
 from IPython.display import HTML, display
 from myst_nb import glue
 
-from symlib.experiments import claims, manifest, plotting, results, scales
+from symlib.experiments import claims, manifest, plotting, report_page, results, scales
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table
 
@@ -65,7 +65,7 @@ profile = get_profile("quick")
 print("quick-profile numbers read from the artifact cache;", profile.describe())
 quick = manifest.quick_summaries("quick")
 paper_runs = manifest.saved_runs(results.results_dir())
-rows = manifest.report_rows(quick, paper_runs)
+rows = report_page.report_rows(quick, paper_runs)
 n_saved = sum(len(v) for v in paper_runs.values())
 print(f"quick results found in the cache: {len(quick)} experiments; saved results in book/results: {n_saved}; "
       f"manifest items: {len(rows)}")
@@ -76,7 +76,7 @@ glue("ch14_quick", len(quick), display=False)
 
 def paper_section(paper: str) -> HTML:
     name = manifest.PAPERS[paper][1]
-    return HTML(manifest.report_html([r for r in rows if r.paper == name]))
+    return HTML(report_page.report_html([r for r in rows if r.paper == name]))
 
 
 # %% [markdown]
@@ -116,7 +116,7 @@ paper_section("laurent2024")
 # experiments register no claim about them.
 
 # %% tags=["hide-input"]
-counts = manifest.counts_by_scale(rows)
+counts = report_page.counts_by_scale(rows)
 scale_cols = [*scales.KINDS, "none"]
 verdicts = [v.value for v in claims.Verdict] + sorted({v for (_, s, v) in counts if s == "none"})
 papers = [manifest.PAPERS[k][1] for k in manifest.PAPERS]

@@ -195,13 +195,13 @@ def test_the_reports_table_fits_a_1280_px_window(driver, tmp_path):
     import dataclasses
 
     import symlib.experiments  # noqa: F401  (registers the experiments)
-    from symlib.experiments import manifest
+    from symlib.experiments import report_page
 
-    rows = manifest.report_rows({}, {})
+    rows = report_page.report_rows({}, {})
     long = dataclasses.replace(rows[0], label="Figure 1 (" + "a_very_long_unbreakable_part_name_" * 4 + ")",
                                scale="labelled reduction: " + "16 of the paper's 1,000 networks, " * 4,
                                our_number="x" * 200, details=(("t", "y" * 500),))
-    html = manifest.report_html([*rows, long])
+    html = report_page.report_html([*rows, long])
     found = _check(driver, tmp_path, {"report.html": _page(f"<main style='width:760px;margin:auto'>{html}</main>")})
     problems = [p for p in found["report.html"] if not p.startswith("link: ")]  # the chapters are not in the fixture
     assert problems == [], problems

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
-from symlib.experiments import manifest, scales
+from symlib.experiments import manifest, report_page, scales
 from symlib.experiments.manifest import MANIFEST, PAPERS, Item
 from symlib.experiments.thresholds import Threshold
 
@@ -189,23 +189,23 @@ def test_status_comes_from_the_claims_with_the_scale(synthetic_claims):
         "not tested (quick miniature; quick: too small to test: networks near chance)")
     assert manifest.item_status(too_small, {"rebasin_barriers": _barriers(0.001)}, good) == (
         "holds (paper scale; paper) | not tested (quick miniature; quick: too small to test: networks near chance)")
-    row = manifest.report_rows({}, good, [fig1])[0]
+    row = report_page.report_rows({}, good, [fig1])[0]
     assert row.chapter == "[2](02_rebasin_barriers.html)" and row.scale == "paper scale" and row.verdict == "holds"
     assert row.our_number == "synthetic_barrier: 0.001 (all pairs (worst case))"
     details = dict(row.details)
-    assert details["ours (quick profile)"] == manifest.NOT_CACHED and "1 x H100 (gpu), 2026-01-02" in str(row.details)
+    assert details["ours (quick profile)"] == report_page.NOT_CACHED and "1 x H100 (gpu), 2026-01-02" in str(row.details)
     rn18 = next(i for i in MANIFEST if i.paper == "laurent2024" and i.part == "CIFAR-100 / ResNet-18")
-    assert rn18.paper_only and dict(manifest.report_rows({}, {}, [rn18])[0].details)["ours (quick profile)"] == (
-        manifest.PAPER_ONLY)
+    assert rn18.paper_only and dict(report_page.report_rows({}, {}, [rn18])[0].details)["ours (quick profile)"] == (
+        report_page.PAPER_ONLY)
     not_attempted = Item("xiao2023", "Figure 9", "x", "figure", paper_value="y", reason="not attempted: no data")
-    row = manifest.report_rows({}, {}, [not_attempted])[0]
+    row = report_page.report_rows({}, {}, [not_attempted])[0]
     assert (row.scale, row.verdict) == ("-", "not attempted") and ("status", "not attempted: no data") in row.details
 
 
 def test_no_status_says_reproduced_and_every_verdict_names_its_scale(synthetic_claims):
     record = {"device": "cpu", "date": "2026-01-02"}
     runs = {"rebasin_barriers": {"paper": {**record, "summary": _barriers(0.001)}}}
-    rows = manifest.report_rows({"rebasin_barriers": _barriers(0.001)}, runs)
+    rows = report_page.report_rows({"rebasin_barriers": _barriers(0.001)}, runs)
     for row in rows:
         assert "reproduced" not in " ".join(row.cells).lower(), row.cells
         assert "reproduced" not in manifest.item_status(next(i for i in MANIFEST if i.label == row.label
@@ -213,10 +213,10 @@ def test_no_status_says_reproduced_and_every_verdict_names_its_scale(synthetic_c
                                                         {"rebasin_barriers": _barriers(0.001)}, runs).lower()
         if row.runs:
             assert row.scale.split(":")[0] in scales.KINDS and row.verdict in {v.value for v in manifest.Verdict}
-    counts = manifest.counts_by_scale(rows)
+    counts = report_page.counts_by_scale(rows)
     assert counts[("Xiao et al. (2023)", "paper scale", "holds")] == 1
     assert counts[("Xiao et al. (2023)", "quick miniature", "holds")] == 1
-    html = manifest.report_html(rows[:3])
+    html = report_page.report_html(rows[:3])
     assert html.count("<details") == 3 and "table-layout:fixed" in html and '<a href="02_rebasin_barriers.html">' in html
 
 
@@ -269,10 +269,10 @@ def test_a_saved_hmc_pieces_run_fills_table1_and_figure3(tmp_path, monkeypatch):
     monkeypatch.setitem(claims.CLAIMS, "hmc_pieces", [c])
     [run] = manifest.run_verdicts(t1, {}, runs)
     assert run.verdict is manifest.Verdict.HOLDS
-    row = manifest.report_rows({}, runs, [t1])[0]
+    row = report_page.report_rows({}, runs, [t1])[0]
     assert row.verdict == "holds" and row.our_number == "qr_agrees: 0.1 (all)"
     monkeypatch.setitem(claims.CLAIMS, "hmc_pieces", [])
-    assert manifest.report_rows({}, runs, [t1])[0].our_number == "HMC q_d/agreement 0.9"
+    assert report_page.report_rows({}, runs, [t1])[0].our_number == "HMC q_d/agreement 0.9"
     complete = {**summary, "progress": {"num_kept": 500, "num_samples": 500}}
     assert scales.scale_of("hmc_pieces", "paper", {"summary": complete}).kind == scales.PAPER
 
@@ -317,8 +317,8 @@ def test_check_book_accepts_the_report_html_and_refuses_a_reproduced_status():
     spec = importlib.util.spec_from_file_location("check_book", REPO / "scripts" / "check_book.py")
     check_book = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(check_book)
-    rows = manifest.report_rows({}, {})
-    page = "".join(manifest.report_html([r for r in rows if r.paper == PAPERS[p][1]]) for p in PAPERS)
+    rows = report_page.report_rows({}, {})
+    page = "".join(report_page.report_html([r for r in rows if r.paper == PAPERS[p][1]]) for p in PAPERS)
     assert check_book.report_problems(page) == []
     assert len(check_book.report_problems(page.replace("not run", "reproduced (quick profile)"))) == 1
     assert len(check_book.report_problems("<p>nothing</p>")) == 2

@@ -1,0 +1,225 @@
+"""The reproduction report's page (chapter 14): one short row per item of
+:mod:`symlib.experiments.manifest` (:func:`report_rows`), the counts per paper, scale and
+verdict (:func:`counts_by_scale`) and the HTML of the table with collapsible details
+(:func:`report_html`)."""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from symlib.experiments.claims import Verdict
+
+from symlib.experiments.manifest import (MANIFEST, PAPERS, Item, RunVerdict, format_value, item_status, ours,
+                                         paper_profile_cell, summary_values,
+                                         run_verdicts)
+
+
+NOT_CACHED = "quick result not cached"
+#: the quick cell of an item whose experiments only run in the paper profile
+PAPER_ONLY = "paper profile only"
+
+#: the short row of every item in the report (:func:`report_rows`)
+HEADERS = ("paper", "item", "chapter", "scale", "verdict", "paper's number", "our number")
+
+def chapter_link(item: Item) -> str:
+    """A Markdown link from the report's page to the item's chapter in the built book.
+
+    MyST renders a link in a notebook's output as it is (no cross-reference), so it points
+    at ``NN_name.html`` beside the report's page, not at the ``.ipynb``.
+
+    Args:
+        item: a manifest item.
+
+    Returns:
+        ``"[N](NN_name.html)"``, or ``"-"`` for an item without a chapter.
+    """
+    if item.chapter is None:
+        return "-"
+    name = Path(item.chapter).name
+    return f"[{int(name.split('_', 1)[0])}]({name}.html)"
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1].rstrip(" ,;:") + "…"
+
+
+def key_number(item: Item, summaries: Mapping[str, Mapping[str, Any]], run: RunVerdict | None = None) -> str:
+    """Our headline number for ``item`` on one run: the first tested claim's effect with its
+    interval, else the first value of :attr:`Item.keys` in ``summaries`` (a saved result of
+    :attr:`Item.saved_as` read with the first experiment's keys).
+
+    Args:
+        item: a manifest item.
+        summaries: experiment (or saved result) -> summary of one run.
+        run: that run's verdicts.
+
+    Returns:
+        ``"claim: effect [interval] over units"`` or ``"label value"``, or "" when there is none.
+    """
+    if run is not None:
+        for o in run.outcomes:
+            if o.evidence.untested is None:
+                return f"{o.claim.name}: {o.evidence.interval_text()}"
+    for ref in item.keys:
+        exp, path = ref.split(":", 1)
+        for name in (exp, *item.saved_as) if exp == (item.experiments or ("",))[0] else (exp,):
+            if name in summaries:
+                found = summary_values(summaries[name], path)
+                if found:
+                    label, value = found[0]
+                    return f"{label} {format_value(value)}"
+    return ""
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """One item of the report: a short row (:data:`HEADERS`) and its details.
+
+    Attributes:
+        paper: the paper's short name.
+        label: the item's id and part.
+        chapter: :func:`chapter_link`.
+        scale: the scale of the run whose verdict is shown (the largest there is), or "-".
+        verdict: that run's verdict (:class:`symlib.experiments.claims.Verdict`), or the
+            item's status when no claim was evaluated ("not run", "not attempted", ...).
+        paper_number: the paper's key number or finding.
+        our_number: ours on that run.
+        runs: every run's verdicts.
+        details: ``(title, text)`` pairs: what it shows, the paper's value, ours on each
+            run, every claim's verdict with our numbers.
+    """
+
+    paper: str
+    label: str
+    chapter: str
+    scale: str
+    verdict: str
+    paper_number: str
+    our_number: str
+    runs: tuple[RunVerdict, ...]
+    details: tuple[tuple[str, str], ...]
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        """The short row, in the order of :data:`HEADERS`."""
+        return (self.paper, self.label, self.chapter, self.scale, self.verdict, self.paper_number, self.our_number)
+
+
+def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str, Mapping[str, Mapping[str, Any]]],
+                items: Sequence[Item] = MANIFEST) -> list[ReportRow]:
+    """One :class:`ReportRow` per item.
+
+    Args:
+        quick: :func:`quick_summaries`.
+        paper_runs: :func:`saved_runs`.
+        items: the items (default the whole manifest).
+
+    Returns:
+        The rows.
+    """
+    from symlib.experiments.registry import SUMMARIES
+
+    rows = []
+    for item in items:
+        if not item.attempted or (item.kind in ("illustration", "setup") and not item.experiments):
+            mine = "n/a" if item.attempted else "not attempted"
+        elif not item.experiments:
+            mine = "n/a"
+        elif not any(e in SUMMARIES for e in item.experiments):
+            mine = "in the chapter (its experiments have no summary)"
+        elif item.paper_only:
+            mine = PAPER_ONLY
+        elif not any(e in quick for e in item.experiments):
+            mine = NOT_CACHED
+        else:
+            mine = ours(item, quick) or "(see the chapter)"
+        runs = run_verdicts(item, quick, paper_runs)
+        head = runs[0] if runs else None
+        if head is None:  # the status's first words; the reason is in the details
+            status = item_status(item, quick, paper_runs)
+            scale, verdict, number = "-", re.split(r"[:;(,]", status, maxsplit=1)[0].strip(), ""
+        else:
+            if head.run == "quick":
+                sums = quick
+            else:
+                sums = {e: paper_runs[e][head.run]["summary"] for e in (*item.experiments, *item.saved_as)
+                        if head.run in paper_runs.get(e, {})}
+            scale = head.scale.short
+            verdict = head.verdict.value if head.outcomes else f"{Verdict.NOT_TESTED.value} ({head.note})"
+            number = key_number(item, sums, head)
+        details = [("what it shows", item.caption), ("the paper", item.paper_value),
+                   ("ours (quick profile)", mine), ("ours (saved runs: paper profile, reductions, stand-ins)", paper_profile_cell(item, paper_runs))]
+        for r in runs:
+            where = f"{r.run} run ({r.scale.label}" + (f"; {r.provenance}" if r.provenance else "") + ")"
+            details.append((f"verdict on the {where}: {r.verdict.value if r.outcomes else 'not tested'}",
+                            "; ".join(r.details()) or r.note or r.counts))
+        if not runs:
+            details.append(("status", item_status(item, quick, paper_runs)))
+        rows.append(ReportRow(PAPERS[item.paper][1], item.label, chapter_link(item), scale, verdict,
+                              _short(item.paper_number or item.paper_value, 64), _short(number, 80), tuple(runs),
+                              tuple(details)))
+    return rows
+
+
+def counts_by_scale(rows: Sequence[ReportRow]) -> dict[tuple[str, str, str], int]:
+    """How many item runs have each verdict, per paper and scale.
+
+    Every run of every item counts once (an item judged at the paper's scale and in the quick
+    profile counts in both scales); an item with no run counts under the scale ``"none"``
+    with its status ("not run", "not attempted", "illustration", "setup", "no claim").
+
+    Args:
+        rows: :func:`report_rows`.
+
+    Returns:
+        ``(paper, scale kind, verdict) -> count``.
+    """
+    out: dict[tuple[str, str, str], int] = {}
+    for row in rows:
+        if row.runs:
+            keys = [(row.paper, r.scale.kind, r.verdict.value) for r in row.runs]
+        else:
+            status = {"shown in its chapter": "no claim", "illustration, redrawn in its chapter": "illustration"}.get(
+                row.verdict, row.verdict)
+            keys = [(row.paper, "none", status)]
+        for k in keys:
+            out[k] = out.get(k, 0) + 1
+    return out
+
+
+def _html(text: str) -> str:
+    import html
+
+    out = html.escape(str(text))
+    return re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", r'<a href="\2">\1</a>', out)  # chapter links
+
+
+def report_html(rows: Sequence[ReportRow]) -> str:
+    """The rows as an HTML table that fits a 1280-pixel window (fixed layout, wrapped cells),
+    followed by one collapsible ``<details>`` per item with the long text.
+
+    Args:
+        rows: :func:`report_rows` (of one paper, typically).
+
+    Returns:
+        The HTML.
+    """
+    widths = (None, "15%", "11%", "18%", "12%", "22%", "22%")  # "chapter" fits its column
+    cols = "".join(f'<col style="width:{w}">' for w in widths[1:])
+    head = "".join(f"<th>{_html(h)}</th>" for h in HEADERS[1:])
+    body = "".join("<tr>" + "".join(f"<td>{_html(c)}</td>" for c in row.cells[1:]) + "</tr>" for row in rows)
+    style = ('style="table-layout:fixed;width:100%;border-collapse:collapse;overflow-wrap:anywhere;'
+             'word-break:break-word;font-size:0.85em"')
+    table = f'<table class="report-table" {style}><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead>' \
+            f"<tbody>{body}</tbody></table>"
+    blocks = []
+    for row in rows:
+        inner = "".join(f"<p><b>{_html(t)}</b>: {_html(x)}</p>" for t, x in row.details)
+        scale = f" ({_html(row.scale)})" if row.runs else ""
+        blocks.append(f'<details style="overflow-wrap:anywhere"><summary>{_html(row.label)}: '
+                      f"{_html(row.verdict)}{scale}</summary>{inner}</details>")
+    return table + "\n" + "\n".join(blocks)
