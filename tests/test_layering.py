@@ -69,3 +69,66 @@ def test_contracts_catch_peers_and_evaluation_importing_inference(tmp_path, culp
     res = _lint_imports(tmp_path)
     assert res.returncode != 0, res.stdout
     assert "BROKEN" in res.stdout, res.stdout
+
+
+def import_cycles(root: Path) -> list[list[str]]:
+    """Cycles among the modules under ``root / "symlib"``: every ``import`` of a symlib module,
+    at module level or inside a function (a circle through a lazy import is still a circle
+    for whoever reads or splits the code). ``from package import submodule`` counts as an
+    import of the submodule only."""
+    import ast
+
+    mods = {}
+    for p in (root / "symlib").rglob("*.py"):
+        parts = list(p.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = p
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for m, p in mods.items():
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom) and n.level == 0 and (n.module or "").startswith("symlib"):
+                subs = [a for a in n.names if f"{n.module}.{a.name}" in mods]
+                edges[m].update(f"{n.module}.{a.name}" for a in subs)
+                if n.module in mods and len(subs) < len(n.names):
+                    edges[m].add(n.module)
+            elif isinstance(n, ast.Import):
+                edges[m].update(a.name for a in n.names if a.name in mods)
+    index, low, stack, on, cycles = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_import_cycles():
+    assert import_cycles(ROOT) == []
+
+
+def test_the_cycle_check_can_fail(tmp_path):
+    shutil.copytree(ROOT / "symlib", tmp_path / "symlib", ignore=shutil.ignore_patterns("_data", "__pycache__"))
+    target = tmp_path / "symlib" / "experiments" / "table.py"
+    target.write_text(target.read_text() + "\n\ndef _lazy():\n    from symlib.experiments import claims  # noqa: F401\n")
+    assert ["symlib.experiments.claims", "symlib.experiments.table"] in import_cycles(tmp_path)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from symlib.experiments.registry import SUMMARIES
-from symlib.experiments.report import Table
+from symlib.experiments.table import Table
 from symlib.experiments.thresholds import Threshold
 
 Summary = Mapping[str, Any]

@@ -41,6 +41,7 @@ from symlib.experiments.xiao.results import (  # noqa: F401
     Table1Row,
     PruningCurves,
     CompactResult,
+    repaired_units_summary,
 )
 from symlib.experiments.xiao.runs import (  # noqa: F401
     mlp_map_pair,
@@ -51,7 +52,6 @@ from symlib.experiments.xiao.runs import (  # noqa: F401
     not_grid,
     not_sweep,
     REPAIRED_ACTIVITY_IMAGES,
-    repaired_units_summary,
     describe_repaired,
     not_paths_replicates,
     not_paths,

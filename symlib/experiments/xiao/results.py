@@ -2,6 +2,7 @@
 their artifacts)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,8 +256,6 @@ class NoTPathsResult(ExperimentResult):
         Raises:
             KeyError: for an artifact computed before this was recorded.
         """
-        from symlib.experiments.xiao.runs import repaired_units_summary  # runs builds these results
-
         return repaired_units_summary(self.artifact["permuted"]["repaired"])
 
 
@@ -436,3 +435,28 @@ class CompactResult(ExperimentResult):
                    median_sigma={k: np.float64(v) for k, v in artifact["median_sigma"].items()},
                    hmc_test=PredictiveScore.from_dict(artifact["hmc_test"]),
                    hmc_diagnostics=HMCDiagnostics.from_dict(artifact["hmc_diagnostics"]))
+
+
+def repaired_units_summary(rep: Mapping[str, Any]) -> dict[str, Any]:
+    """How the units that weight matching re-pairs over training differ from those it keeps.
+
+    Args:
+        rep: ``m_init``, ``m_final``, ``active_fraction`` and ``out_norm`` (see
+            :func:`_repaired_units`, the ``repaired`` entry of a ``not_paths`` artifact).
+
+    Returns:
+        ``units``; ``repaired`` (count); ``dead_repaired`` / ``dead_kept`` (never active on the
+        images, among re-paired / kept units); ``median_active_repaired`` / ``_kept`` and
+        ``median_out_norm_repaired`` / ``_kept``; ``active_half`` (units active at least as
+        often as the median unit) and ``active_half_kept`` (of them, kept).
+    """
+    moved = np.asarray(rep["m_final"]) != np.asarray(rep["m_init"])
+    act, norm = np.asarray(rep["active_fraction"]), np.asarray(rep["out_norm"])
+    dead = act == 0
+    active_half = act >= np.median(act)
+    med = lambda v, m: float(np.median(v[m])) if m.any() else float("nan")  # noqa: E731
+    return {"units": int(moved.size), "repaired": int(moved.sum()),
+            "dead_repaired": int((dead & moved).sum()), "dead_kept": int((dead & ~moved).sum()),
+            "median_active_repaired": med(act, moved), "median_active_kept": med(act, ~moved),
+            "median_out_norm_repaired": med(norm, moved), "median_out_norm_kept": med(norm, ~moved),
+            "active_half": int(active_half.sum()), "active_half_kept": int((active_half & ~moved).sum())}

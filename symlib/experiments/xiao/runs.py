@@ -13,7 +13,8 @@ from symlib.experiments import cache
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import load_data, mlp_config, register, run
 from symlib.inference.training import TrainConfig, evaluate, fit_map
-from symlib.experiments.xiao.results import MapPairResult, NoTPathsResult, NoTSweepResult, RebasinResult
+from symlib.experiments.xiao.results import (MapPairResult, NoTPathsResult, NoTSweepResult, RebasinResult,
+                                            repaired_units_summary)
 from symlib.experiments.xiao.settings import MATCHING_METHODS, MLP_SEEDS, SPLITS
 
 
@@ -310,31 +311,6 @@ def _repaired_units(spec, init_0, init_1, final_0, final_1, x: np.ndarray, epoch
     return {"m_init": np.asarray(m_init), "m_final": np.asarray(m_final),
             "active_fraction": np.asarray((hidden > 0).mean(0)),
             "out_norm": np.asarray(np.linalg.norm(np.asarray(final_0["dense_1"]["kernel"]), axis=1))}
-
-
-def repaired_units_summary(rep: Mapping[str, Any]) -> dict[str, Any]:
-    """How the units that weight matching re-pairs over training differ from those it keeps.
-
-    Args:
-        rep: ``m_init``, ``m_final``, ``active_fraction`` and ``out_norm`` (see
-            :func:`_repaired_units`, the ``repaired`` entry of a ``not_paths`` artifact).
-
-    Returns:
-        ``units``; ``repaired`` (count); ``dead_repaired`` / ``dead_kept`` (never active on the
-        images, among re-paired / kept units); ``median_active_repaired`` / ``_kept`` and
-        ``median_out_norm_repaired`` / ``_kept``; ``active_half`` (units active at least as
-        often as the median unit) and ``active_half_kept`` (of them, kept).
-    """
-    moved = np.asarray(rep["m_final"]) != np.asarray(rep["m_init"])
-    act, norm = np.asarray(rep["active_fraction"]), np.asarray(rep["out_norm"])
-    dead = act == 0
-    active_half = act >= np.median(act)
-    med = lambda v, m: float(np.median(v[m])) if m.any() else float("nan")  # noqa: E731
-    return {"units": int(moved.size), "repaired": int(moved.sum()),
-            "dead_repaired": int((dead & moved).sum()), "dead_kept": int((dead & ~moved).sum()),
-            "median_active_repaired": med(act, moved), "median_active_kept": med(act, ~moved),
-            "median_out_norm_repaired": med(norm, moved), "median_out_norm_kept": med(norm, ~moved),
-            "active_half": int(active_half.sum()), "active_half_kept": int((active_half & ~moved).sum())}
 
 
 def describe_repaired(s: Mapping[str, Any]) -> str:

@@ -71,7 +71,6 @@ from symlib.inference.hmc.config import (  # noqa: F401
     STATS,
     CorruptRunError,
     HMCConfig,
-    HMCResult,
     HMCWarning,
 )
 from symlib.inference.hmc.driver import (  # noqa: F401
@@ -88,6 +87,7 @@ from symlib.inference.hmc.driver import (  # noqa: F401
 )
 from symlib.inference.hmc.kernel import JitteredHMC, jittered_hmc  # noqa: F401
 from symlib.inference.hmc.store import (  # noqa: F401
+    HMCResult,
     iter_sample_chunks,
     load_result,
     load_samples,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -155,95 +154,3 @@ def _check_real(value, name: str) -> None:
 
 def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
-
-
-class HMCResult:
-    """Output of :func:`run_hmc`.
-
-    ``samples``: pytree like the initial position with leading ``(num_chains, num_samples)``
-    axes (numpy; loaded from ``out_dir`` on first access when the run was stored there).
-    ``stats``: dict of ``(num_chains, num_iterations)`` arrays ``acceptance_rate``,
-    ``is_divergent``, ``energy_error`` (burn-in included). ``step_size``: final step size
-    per chain. ``config``: the :class:`HMCConfig`. ``out_dir``: where the run is stored, or ``None``.
-    """
-
-    def __init__(self, samples, stats, step_size, cfg: HMCConfig, out_dir: Path | None = None, like=None):
-        self._samples, self.stats, self.step_size, self.config = samples, stats, np.asarray(step_size), cfg
-        self.out_dir, self._like = out_dir, like
-
-    @property
-    def samples(self):
-        """The kept samples (read from ``out_dir`` and checked against their checksums on first access)."""
-        if self._samples is None:
-            from symlib.inference.hmc.store import load_samples  # the store reads results of this module
-
-            self._samples = load_samples(self.out_dir, like=self._like)
-        return self._samples
-
-    @property
-    def num_iterations(self) -> int:
-        """Burn-in plus sampling iterations of the config."""
-        return self.config.num_iterations
-
-    @property
-    def num_burnin(self) -> int:
-        """Burn-in iterations of the config."""
-        return self.config.num_burnin
-
-    @property
-    def mean_acceptance(self) -> float:
-        """Mean acceptance probability after burn-in, over chains and iterations."""
-        return float(np.mean(self.stats["acceptance_rate"][:, self.num_burnin:]))
-
-    @property
-    def num_divergences(self) -> int:
-        """Divergent transitions after burn-in, summed over chains."""
-        return int(np.sum(self.stats["is_divergent"][:, self.num_burnin:]))
-
-    @property
-    def num_burnin_divergences(self) -> int:
-        """Divergent transitions during burn-in, summed over chains."""
-        return int(np.sum(self.stats["is_divergent"][:, : self.num_burnin]))
-
-    def summary(self) -> dict[str, Any]:
-        """Acceptance, divergences and step size in one dict.
-
-        Returns:
-            ``mean_acceptance``, ``num_divergences``, ``num_burnin_divergences``,
-            ``step_size`` (list, one per chain), ``num_chains``, ``num_samples``, ``num_iterations``.
-        """
-        return {
-            "mean_acceptance": self.mean_acceptance,
-            "num_divergences": self.num_divergences,
-            "num_burnin_divergences": self.num_burnin_divergences,
-            "step_size": self.step_size.tolist(),
-            "num_chains": self.config.num_chains,
-            "num_samples": self.config.num_samples,
-            "num_iterations": self.num_iterations,
-        }
-
-    def warning_messages(self) -> list[str]:
-        """Human-readable problems with the run.
-
-        Returns:
-            One message per problem (acceptance after burn-in below 0.2 or above 0.99,
-            divergent transitions); empty when the run looks fine.
-        """
-        msgs, acc, eps = [], self.mean_acceptance, _fmt_steps(self.step_size)
-        n_iter = self.config.num_chains * self.config.num_samples * self.config.thin
-        if acc < 0.2:
-            msgs.append(f"mean acceptance after burn-in is {acc:.3f} (< 0.2) with step size {eps}: "
-                        "the step size is probably too large; try a smaller one")
-        elif acc > 0.99:
-            msgs.append(f"mean acceptance after burn-in is {acc:.3f} (> 0.99) with step size {eps}: "
-                        "the step size may be needlessly small (slow exploration); try a larger one")
-        div, div_burn = self.num_divergences, self.num_burnin_divergences
-        if div or (div_burn and not self.config.adapt_step_size):
-            msgs.append(f"{div} of {n_iter} transitions after burn-in diverged ({div_burn} during burn-in) "
-                        f"with step size {eps}: try a smaller step size")
-        return msgs
-
-
-def _fmt_steps(step_size: np.ndarray) -> str:
-    vals = np.unique(np.round(np.asarray(step_size, float), 8))
-    return f"{vals[0]:.4g}" if vals.size == 1 else f"{vals.min():.4g}..{vals.max():.4g}"

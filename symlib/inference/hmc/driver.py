@@ -16,9 +16,9 @@ import numpy as np
 from symlib.core.checks import check_finite_tree, positive_int
 from symlib.core.progress import progress_bar
 from symlib.core.distributed import barrier, is_writer
-from symlib.inference.hmc.config import STATS, HMCConfig, HMCResult, HMCWarning
+from symlib.inference.hmc.config import STATS, HMCConfig, HMCWarning
 from symlib.inference.hmc.kernel import final_step_size, init_dual_averaging, init_states, run_block
-from symlib.inference.hmc.store import (FORMAT_VERSION, Segment, concat_stats, identity_mismatch, load_npz, load_result,
+from symlib.inference.hmc.store import (FORMAT_VERSION, HMCResult, Segment, concat_stats, identity_mismatch, load_npz, load_result,
                                        plan_segments, read_meta, read_verified, run_identity, save_json, save_npz,
                                        segment_file, state_file, tree_skeleton)
 from symlib.inference.hmc.target import LogDensity, as_logdensity, hash_parts

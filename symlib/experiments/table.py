@@ -1,0 +1,36 @@
+"""A small table for the notebooks and the library's reports: Markdown in Jupyter (and the
+book), aligned text elsewhere. Its own module so that :mod:`symlib.experiments.claims` and
+:mod:`symlib.experiments.report` can both use it without importing each other."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class Table:
+    """A small table that renders as Markdown in Jupyter (and the book) and as text elsewhere.
+
+    Args:
+        headers: the column headers.
+        rows: the rows, one cell per header (cells are shown with ``str``).
+
+    Raises:
+        ValueError: if a row has another number of cells than ``headers``.
+    """
+
+    def __init__(self, headers: Sequence[str], rows: Sequence[Sequence[object]]):
+        bad = [r for r in rows if len(r) != len(headers)]
+        if bad:
+            raise ValueError(f"every row needs {len(headers)} cells ({list(headers)}), got {bad[0]!r}")
+        self.headers = [str(h) for h in headers]
+        self.rows = [[str(c) for c in r] for r in rows]
+
+    def _repr_markdown_(self) -> str:
+        esc = lambda s: s.replace("|", r"\|")  # noqa: E731
+        lines = ["| " + " | ".join(map(esc, self.headers)) + " |", "|" + "---|" * len(self.headers)]
+        lines += ["| " + " | ".join(map(esc, r)) + " |" for r in self.rows]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        widths = [max(len(x) for x in col) for col in zip(self.headers, *self.rows)]
+        fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+        return "\n".join([fmt(self.headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in self.rows])
