@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.names:
             start = time.time()
             # whether this command computes the artifact or finds it (the completed-marker) in the cache
-            computed = not artifact_paths(name, experiments.EXPERIMENTS[name][1](profile))[1].exists()
+            computed = not artifact_paths(name, experiments.EXPERIMENTS[name].config_of(profile))[1].exists()
             result = experiments.run(name, profile)
             elapsed = time.time() - start
             print(f"{name}: done in {elapsed:.1f} s (artifact cache: {cache_dir()})")

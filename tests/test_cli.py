@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from symlib.__main__ import main
+from symlib.experiments.registry import Experiment
 
 
 def test_list(capsys):
@@ -32,8 +33,9 @@ def test_run_writes_cached_artifact_and_summary(tmp_path, monkeypatch, capsys):
         return {"value": np.arange(3.0)}
 
     monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setitem(experiments.EXPERIMENTS, "tiny", (tiny, lambda p: {"hidden": p.hidden}, "a test experiment"))
-    monkeypatch.setitem(experiments.SUMMARIES, "tiny", lambda art: {"total": float(art["value"].sum())})
+    monkeypatch.setitem(experiments.EXPERIMENTS, "tiny", Experiment(
+        "tiny", tiny, lambda p: {"hidden": p.hidden}, "a test experiment",
+        summary=lambda art: {"total": float(art["value"].sum())}))
     assert main(["run", "tiny", "--profile", "quick", "--out", str(tmp_path / "res")]) == 0
     first = capsys.readouterr()
     assert main(["run", "tiny", "--profile", "quick"]) == 0
@@ -65,7 +67,7 @@ def test_run_help_lists_every_experiment_with_its_description(capsys):
         main(["run", "--help"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
-    for name, (_, _, doc) in experiments.EXPERIMENTS.items():
+    for name, doc in ((n, e.doc) for n, e in experiments.EXPERIMENTS.items()):
         line = next((ln for ln in out.splitlines() if ln.split()[:1] == [name]), None)
         assert line is not None, f"{name} missing from `run --help`"
         assert doc in line
@@ -81,7 +83,8 @@ def test_lookup_never_computes(tmp_path, monkeypatch):
         return {"value": np.arange(3.0)}
 
     monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
-    monkeypatch.setitem(experiments.EXPERIMENTS, "tiny", (tiny, lambda p: {"hidden": p.hidden}, "a test experiment"))
+    monkeypatch.setitem(experiments.EXPERIMENTS, "tiny",
+                        Experiment("tiny", tiny, lambda p: {"hidden": p.hidden}, "a test experiment"))
     assert experiments.lookup("tiny", "quick") is None and calls == []
     experiments.run("tiny", "quick", verbose=False)
     found = experiments.lookup("tiny", "quick")
@@ -99,10 +102,10 @@ def test_run_reduced_profile_is_labelled(tmp_path, monkeypatch, capsys):
 
     seen = []
     monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setitem(experiments.EXPERIMENTS, "tiny", (lambda p: seen.append(p) or {"value": np.ones(2)},
-                                                         lambda p: {"hidden": p.hidden, "widths": p.align_widths},
-                                                         "a test experiment"))
-    monkeypatch.setitem(experiments.SUMMARIES, "tiny", lambda art: {"total": float(art["value"].sum())})
+    monkeypatch.setitem(experiments.EXPERIMENTS, "tiny", Experiment(
+        "tiny", lambda p: seen.append(p) or {"value": np.ones(2)},
+        lambda p: {"hidden": p.hidden, "widths": p.align_widths}, "a test experiment",
+        summary=lambda art: {"total": float(art["value"].sum())}))
     argv = ["run", "tiny", "--profile", "paper", "--set", "hidden=16", "--set", "align_widths=8,16",
             "--label", "paper-small", "--out", str(tmp_path / "res")]
     assert main(argv) == 0

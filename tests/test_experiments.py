@@ -110,7 +110,8 @@ def test_toy_helpers():
 
 
 def test_unregistered_result_type_keeps_the_artifact(monkeypatch):
-    monkeypatch.setitem(experiments.EXPERIMENTS, "plain", (lambda p: {"v": np.arange(2.0)}, lambda p: {}, "doc"))
+    monkeypatch.setitem(experiments.EXPERIMENTS, "plain",
+                        experiments.registry.Experiment("plain", lambda p: {"v": np.arange(2.0)}, lambda p: {}, "doc"))
     res = experiments.run("plain", TINY, verbose=False)
     assert type(res) is experiments.ExperimentResult
     np.testing.assert_array_equal(res.artifact["v"], [0.0, 1.0])

@@ -87,7 +87,7 @@ def test_rn18_tables_and_tasks():
     assert pr.TABLE1["cifar100"]["DE"][2] == 75.9 and pr.APPENDIX_B4["cifar100"]["BNN"][4] == 10.2
     assert {"rn18_bank_cifar100", "rn18_posteriors_cifar100", "rn18_posteriors_tiny_imagenet",
             "rn18_collapse_cifar100", "rn18_collapse_tiny_imagenet"} <= set(registry.EXPERIMENTS)
-    assert registry.EXPERIMENTS["rn18_collapse_tiny_imagenet"][1](profiles.get_profile("paper"))["task"] == "tiny_imagenet"
+    assert registry.EXPERIMENTS["rn18_collapse_tiny_imagenet"].config_of(profiles.get_profile("paper"))["task"] == "tiny_imagenet"
 
 
 def test_rn18_tiny_imagenet_ood_set_is_textures_at_64(monkeypatch):

@@ -29,7 +29,7 @@ from symlib.experiments.posteriors import (METHODS, MULTI, NS_VARIANTS, SINGLE, 
                                            laurent_posteriors, optunet_bank, posterior_samples)
 from symlib.experiments.posteriors_resnet import TASKS as RN18_TASKS
 from symlib.experiments.posteriors_resnet import resnet_bank, resnet_collapse, resnet_posteriors
-from symlib.experiments.registry import (EXPERIMENTS, RESULT_TYPES, SUMMARIES, ExperimentResult, data_config,
+from symlib.experiments.registry import (EXPERIMENTS, RESULT_TYPES, SUMMARIES, Experiment, ExperimentResult, data_config,
                                          describe, fit_many_blocks, load_align_data, load_bnn_data, load_data, lookup,
                                          mlp_config, register, run, train_many_blocks)
 from symlib.experiments.rossi import (ALIGN_DATASETS, ROSSI_SEC51_CLAIMS, ROSSI_VI_SETTINGS, AlignedVIPair,
@@ -44,7 +44,7 @@ from symlib.experiments.xiao import (MATCHING_METHODS, MLP_SEEDS, PRUNE_FRACTION
 
 __all__ = [
     # registry
-    "EXPERIMENTS", "SUMMARIES", "RESULT_TYPES", "ExperimentResult", "register", "run", "lookup", "describe",
+    "EXPERIMENTS", "SUMMARIES", "RESULT_TYPES", "Experiment", "ExperimentResult", "register", "run", "lookup", "describe",
     "train_many_blocks", "fit_many_blocks",
     "load_data", "load_bnn_data", "load_align_data", "data_config", "mlp_config",
     # Xiao et al. (2023)

@@ -24,16 +24,9 @@ from symlib import data
 from symlib.experiments import cache
 from symlib.experiments.profiles import Profile, get_profile
 
-Experiment = Callable[[Profile], dict[str, Any]]
+Compute = Callable[[Profile], dict[str, Any]]
 ConfigOf = Callable[[Profile], dict[str, Any]]
 Summary = Callable[[dict[str, Any]], dict[str, Any]]
-
-#: experiment name -> (function computing the artifact, function giving its config, one-line description)
-EXPERIMENTS: dict[str, tuple[Experiment, ConfigOf, str]] = {}
-#: experiment name -> function turning its artifact into a small JSON-able summary
-SUMMARIES: dict[str, Summary] = {}
-#: experiment name -> typed result class (a subclass of :class:`ExperimentResult`)
-RESULT_TYPES: dict[str, type[ExperimentResult]] = {}
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -68,6 +61,56 @@ class ExperimentResult:
         return cls(artifact=artifact)
 
 
+@dataclass(frozen=True)
+class Experiment:
+    """One registered experiment (:func:`register`).
+
+    Attributes:
+        name: its name (also the cache file's prefix).
+        compute: ``compute(profile) -> artifact``.
+        config_of: ``config_of(profile)``, the part of the profile the artifact depends on.
+        doc: one-line description.
+        summary: turns the artifact into a small JSON-able summary (None: no summary).
+        result: the typed result class built from the artifact.
+    """
+
+    name: str
+    compute: Compute
+    config_of: ConfigOf
+    doc: str
+    summary: Summary | None = None
+    result: type[ExperimentResult] = ExperimentResult
+
+
+#: experiment name -> its :class:`Experiment` record
+EXPERIMENTS: dict[str, Experiment] = {}
+
+
+class _Field(Mapping):
+    """A read-only view of one field of the registered experiments that have it."""
+
+    def __init__(self, field_name: str):
+        self._field = field_name
+
+    def __getitem__(self, name: str):
+        value = getattr(EXPERIMENTS[name], self._field) if name in EXPERIMENTS else None
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __iter__(self):
+        return (n for n, e in EXPERIMENTS.items() if getattr(e, self._field) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+#: experiment name -> its summary function (a view of :data:`EXPERIMENTS`)
+SUMMARIES: Mapping[str, Summary] = _Field("summary")
+#: experiment name -> its typed result class (a view of :data:`EXPERIMENTS`)
+RESULT_TYPES: Mapping[str, type[ExperimentResult]] = _Field("result")
+
+
 def pick(options: Mapping[K, V], key: K, what: str) -> V:
     """``options[key]``, with a clear error for a key that is not there.
 
@@ -88,7 +131,7 @@ def pick(options: Mapping[K, V], key: K, what: str) -> V:
 
 
 def register(name: str, config_of: ConfigOf, doc: str, summary: Summary | None = None,
-             result: type[ExperimentResult] | None = None) -> Callable[[Experiment], Experiment]:
+             result: type[ExperimentResult] | None = None) -> Callable[[Compute], Compute]:
     """Decorator registering ``fn(profile) -> artifact`` under ``name``.
 
     Args:
@@ -105,24 +148,20 @@ def register(name: str, config_of: ConfigOf, doc: str, summary: Summary | None =
         The decorator; it returns the function unchanged.
     """
 
-    def wrap(fn: Experiment) -> Experiment:
-        EXPERIMENTS[name] = (fn, config_of, doc)
-        if summary is not None:
-            SUMMARIES[name] = summary
-        if result is not None:
-            RESULT_TYPES[name] = result
+    def wrap(fn: Compute) -> Compute:
+        EXPERIMENTS[name] = Experiment(name, fn, config_of, doc, summary, result or ExperimentResult)
         return fn
 
     return wrap
 
 
 def _resolve(name: str, profile: Profile | str | None) -> tuple[Experiment, dict[str, Any], Profile]:
-    """The experiment's function, its cache config under ``profile``, and the profile."""
+    """The experiment, its cache config under ``profile``, and the profile."""
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
     profile = profile if isinstance(profile, Profile) else get_profile(profile)
-    fn, config_of, _ = EXPERIMENTS[name]
-    return fn, config_of(profile), profile
+    exp = EXPERIMENTS[name]
+    return exp, exp.config_of(profile), profile
 
 
 def run(name: str, profile: Profile | str | None = None, *, verbose: bool = True) -> ExperimentResult:
@@ -141,9 +180,9 @@ def run(name: str, profile: Profile | str | None = None, *, verbose: bool = True
     Raises:
         ValueError: for an unknown experiment or profile name.
     """
-    fn, config, profile = _resolve(name, profile)
-    artifact = cache.cached(name, config, lambda: fn(profile), verbose=verbose)
-    return RESULT_TYPES.get(name, ExperimentResult).from_artifact(artifact)
+    exp, config, profile = _resolve(name, profile)
+    artifact = cache.cached(name, config, lambda: exp.compute(profile), verbose=verbose)
+    return exp.result.from_artifact(artifact)
 
 
 def lookup(name: str, profile: Profile | str | None = None) -> ExperimentResult | None:
@@ -163,12 +202,12 @@ def lookup(name: str, profile: Profile | str | None = None) -> ExperimentResult 
     Raises:
         ValueError: for an unknown experiment or profile name.
     """
-    _, config, _ = _resolve(name, profile)
+    exp, config, _ = _resolve(name, profile)
     try:
         artifact = cache.load(name, config)
     except cache.CorruptArtifactError:
         return None
-    return None if artifact is None else RESULT_TYPES.get(name, ExperimentResult).from_artifact(artifact)
+    return None if artifact is None else exp.result.from_artifact(artifact)
 
 
 def train_many_blocks(name: str, config: Mapping[str, Any], key, init_fn, apply_fn, n_networks: int, x, y, cfg,
@@ -283,7 +322,7 @@ def describe() -> str:
     Returns:
         ``"<name> <description>"`` lines, sorted by name.
     """
-    return "\n".join(f"{name:24s} {doc}" for name, (_, _, doc) in sorted(EXPERIMENTS.items()))
+    return "\n".join(f"{name:24s} {exp.doc}" for name, exp in sorted(EXPERIMENTS.items()))
 
 
 def data_config(profile: Profile) -> dict[str, Any]:
