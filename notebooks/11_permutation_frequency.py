@@ -211,7 +211,7 @@ glue("ch11_pp_mlp_nets_reduced", results.load("laurent_mlps", "paper-64nets")["s
      display=False)
 SEC52 = ("swaps_in_high_lr_phases", "ordering_freezes")
 display(report.show_saved_run("laurent_optunets",
-                              "256 OptuNets x 60 epochs: about 7.5 hours on a CPU",
+                              "256 OptuNets x 60 epochs: about 6 hours on a 2-core CPU",
                               keep=lambda c: c in SEC52))
 
 # %% [markdown]
