@@ -237,6 +237,42 @@ def test_the_public_kernel_is_run_hmcs_kernel(jitter):
             np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
 
 
+def test_a_sink_of_ones_own_gets_every_kept_sample():
+    """run_hmc(sink=): a running-mean sink that keeps no sample sees the samples the default
+    in-memory sink keeps, chunk by chunk, and gives its own result."""
+    ld, init = _mlp_problem()
+    cfg = HMCConfig(step_size=0.05, num_leapfrog=4, num_burnin=2, num_samples=5, thin=1, num_chains=2)
+    key = jax.random.key(4)
+    ref = run_hmc(key, init, ld, cfg, chunk_size=2)
+
+    class RunningMean:
+        def __init__(self, run):
+            self.inner, self.total, self.count, self.segments = hmc.InMemorySink(run), None, 0, []
+
+        def open(self):
+            return self.inner.open()
+
+        def store(self, seg, carry, stats, kept):
+            self.segments.append(seg.kind)
+            if kept is not None:
+                part = jax.tree_util.tree_map(lambda a: np.asarray(a).sum(axis=(0, 1)), kept)
+                self.total = part if self.total is None else jax.tree_util.tree_map(np.add, self.total, part)
+                chains, k = np.shape(jax.tree_util.tree_leaves(kept)[0])[:2]
+                self.count += chains * k
+            self.inner.store(seg, carry, stats, None)
+
+        def result(self, carry):
+            return self
+
+    out = run_hmc(key, init, ld, cfg, chunk_size=2, sink=RunningMean)
+    assert out.count == 2 * 5 and out.segments.count("samples") == 3  # chunks of 2, 2 and 1 samples
+    want = jax.tree_util.tree_map(lambda a: np.asarray(a).mean(axis=(0, 1)), ref.samples)
+    for got, w in zip(jax.tree_util.tree_leaves(out.total), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(got / out.count, w, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="out_dir or sink"):
+        run_hmc(key, init, ld, cfg, out_dir="somewhere", sink=RunningMean)
+
+
 # ---------------------------------------------------------------------------- storage and resumption
 
 

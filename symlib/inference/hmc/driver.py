@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -61,7 +61,7 @@ def run_fingerprint(key, init_params, logdensity: Callable, cfg: HMCConfig, *, c
 
 
 @dataclass
-class _Carry:
+class Carry:
     """Everything a block needs to continue the chains (all with a leading chain axis)."""
 
     state: Any  # blackjax HMCState
@@ -74,16 +74,16 @@ class _Carry:
     num_sample_chunks: int
 
 
-def carry_at(plan: list[Segment], segment: int, state, da_state, step_size) -> _Carry:
+def carry_at(plan: list[Segment], segment: int, state, da_state, step_size) -> Carry:
     """A carry before ``plan[segment]``, its counters read off the plan."""
     done = plan[:segment]
     num_burnin_chunks = sum(seg.kind == "burnin" for seg in done)
     num_kept = sum(len(seg.blocks) for seg in done if seg.kind == "samples")
-    return _Carry(state, da_state, step_size, sum(seg.num_iters for seg in done), segment, num_kept,
+    return Carry(state, da_state, step_size, sum(seg.num_iters for seg in done), segment, num_kept,
                   num_burnin_chunks, len(done) - num_burnin_chunks)
 
 
-def carry_to_host(carry: _Carry) -> dict[str, np.ndarray]:
+def carry_to_host(carry: Carry) -> dict[str, np.ndarray]:
     """A checkpoint's arrays (numpy) of ``carry``: step size, log density, positions, dual averaging."""
     arrays = {"step_size": np.asarray(carry.step_size), "logdensity": np.asarray(carry.state.logdensity)}
     for i, leaf in enumerate(jax.tree_util.tree_leaves(carry.state.position)):
@@ -140,7 +140,7 @@ def strong_types(tree):
 
 
 @dataclass
-class _Run:
+class Run:
     """The validated arguments of :func:`run_hmc`."""
 
     cfg: HMCConfig
@@ -154,7 +154,7 @@ class _Run:
         """The initial position of the first chain: the structure of one sample."""
         return jax.tree.map(lambda a: a[0], self.positions)
 
-    def fresh_carry(self) -> _Carry:
+    def fresh_carry(self) -> Carry:
         """The carry before the first iteration."""
         state = init_states(self.logdensity, self.logdensity.replicate(self.positions))
         step_size = jnp.full((self.cfg.num_chains,), self.cfg.step_size, jnp.float32)
@@ -162,37 +162,58 @@ class _Run:
         return carry_at(self.plan, 0, *strong_types((state, da_state, step_size)))
 
 
-def prepare_run(key, init_params, logdensity, cfg, chunk_size, init_per_chain) -> _Run:
+def prepare_run(key, init_params, logdensity, cfg, chunk_size, init_per_chain) -> Run:
     """The validated arguments of :func:`run_hmc`, with the initial positions and the segment plan."""
     if not isinstance(cfg, HMCConfig):
         raise TypeError(f"cfg must be an HMCConfig, got {type(cfg).__name__}")
     chunk_size = positive_int(chunk_size, "chunk_size")
     positions = _chain_positions(init_params, cfg.num_chains, init_per_chain)
-    return _Run(cfg, chunk_size, as_logdensity(logdensity), positions, plan_segments(cfg, chunk_size))
+    return Run(cfg, chunk_size, as_logdensity(logdensity), positions, plan_segments(cfg, chunk_size))
 
 
-class _InMemory:
-    """Where a run without ``out_dir`` keeps its statistics and samples."""
+class Sink(Protocol):
+    """Where :func:`run_hmc` hands the chains, segment by segment (``run_hmc(..., sink=)``).
 
-    def __init__(self, run: _Run):
+    A sink is made for one prepared :class:`Run` (the validated arguments, the initial
+    positions and the segment plan). :meth:`open` gives the carry to start from (a fresh
+    one, or a checkpoint when the sink resumes a stored run); :meth:`store` receives each
+    segment's last carry, its per-iteration statistics (:data:`STATS`, arrays
+    ``(chains, iterations)``) and its kept samples (a pytree with leading axes
+    ``(chains, k)``, or None during burn-in); :meth:`result` turns the final carry into
+    what :func:`run_hmc` returns (an :class:`HMCResult` for the built-in sinks, which
+    :func:`run_hmc` then checks for a bad step size; a summary of a sink's own). :class:`InMemorySink` (the default) keeps everything in memory,
+    :class:`RunDirSink` (``out_dir=``) writes checksummed chunks and checkpoints.
+    """
+
+    def open(self) -> Carry: ...
+
+    def store(self, seg: Segment, carry: Carry, stats: dict, kept) -> None: ...
+
+    def result(self, carry: Carry) -> Any: ...
+
+
+class InMemorySink:
+    """Where a run without ``out_dir`` keeps its statistics and samples (a :class:`Sink`)."""
+
+    def __init__(self, run: Run):
         self.run, self.stats, self.kept = run, {k: [] for k in STATS}, []
 
-    def open(self) -> _Carry:
+    def open(self) -> Carry:
         return self.run.fresh_carry()
 
-    def store(self, seg: Segment, carry: _Carry, stats: dict, kept) -> None:
+    def store(self, seg: Segment, carry: Carry, stats: dict, kept) -> None:
         for k in STATS:
             self.stats[k].append(stats[k])
         if kept is not None:
             self.kept.append(kept)
 
-    def result(self, carry: _Carry) -> HMCResult:
+    def result(self, carry: Carry) -> HMCResult:
         samples = jax.tree.map(lambda *a: np.concatenate(a, axis=1), *self.kept)
         cfg = self.run.cfg
         return HMCResult(samples, concat_stats(self.stats, cfg.num_chains), np.asarray(carry.step_size), cfg)
 
 
-class _RunDir:
+class RunDirSink:
     """A run stored in ``out_dir``: opens (or resumes) it, writes chunks and checkpoints
     with their checksums, and loads the result.
 
@@ -200,14 +221,14 @@ class _RunDir:
     process 0 (:func:`~symlib.core.distributed.is_writer`) writes, and the others wait
     at a barrier after every checkpoint until it is on disk."""
 
-    def __init__(self, path: Path, run: _Run, key):
+    def __init__(self, path: Path, run: Run, key):
         self.path, self.run = path, run
         self.identity = run_identity(run.cfg, run.chunk_size, key, run.positions, run.logdensity)
         self.run_hash = hash_parts(json.dumps(self.identity, sort_keys=True))
         self.structure = tree_skeleton(run.like)
         self.checksums: dict[str, str] = {}
 
-    def open(self) -> _Carry:
+    def open(self) -> Carry:
         """The carry to continue from: a fresh one for a new run, else the latest usable checkpoint."""
         self.path.mkdir(parents=True, exist_ok=True)
         meta = read_meta(self.path)
@@ -253,7 +274,7 @@ class _RunDir:
             done -= 1
         return done
 
-    def store(self, seg: Segment, carry: _Carry, stats: dict, kept) -> None:
+    def store(self, seg: Segment, carry: Carry, stats: dict, kept) -> None:
         """Write the segment's file, then the checkpoint after it."""
         if is_writer():
             arrays = dict(stats, first_iteration=np.int64(seg.start), run_hash=np.str_(self.run_hash))
@@ -262,14 +283,14 @@ class _RunDir:
             self.checksums[segment_file(seg)] = save_npz(self.path / segment_file(seg), arrays)
         self.checkpoint(carry)
 
-    def checkpoint(self, carry: _Carry) -> None:
+    def checkpoint(self, carry: Carry) -> None:
         """Write ``state_<segment>.npz``, then point ``state.json`` at it (process 0 only;
         every process returns once it is written)."""
         if is_writer():
             self._write_checkpoint(carry)
         barrier(f"symlib.hmc.checkpoint.{carry.segment}")
 
-    def _write_checkpoint(self, carry: _Carry) -> None:
+    def _write_checkpoint(self, carry: Carry) -> None:
         name = state_file(carry.segment)
         self.checksums[name] = save_npz(self.path / name, carry_to_host(carry))
         cfg = self.run.cfg
@@ -292,7 +313,7 @@ class _RunDir:
         }
         save_json(self.path / "state.json", meta)
 
-    def result(self, carry: _Carry) -> HMCResult:
+    def result(self, carry: Carry) -> HMCResult:
         return load_result(self.path, like=self.run.like)
 
 
@@ -316,7 +337,7 @@ class ProgressMeter:
         self.bar.close()
 
 
-def run_segment(seg: Segment, carry: _Carry, logdensity, chain_keys, cfg: HMCConfig, meter: ProgressMeter):
+def run_segment(seg: Segment, carry: Carry, logdensity, chain_keys, cfg: HMCConfig, meter: ProgressMeter):
     """Run one segment's blocks; returns the new carry, host stats and host samples (or None)."""
     adapt = cfg.adapt_step_size and seg.kind == "burnin"
     if cfg.adapt_step_size and seg.kind == "samples" and carry.iteration == cfg.num_burnin:
@@ -345,7 +366,7 @@ def run_segment(seg: Segment, carry: _Carry, logdensity, chain_keys, cfg: HMCCon
     return carry, host_stats, host_kept
 
 
-def _sample(run: _Run, carry: _Carry, chain_keys, sink, progress: bool | None, on_chunk) -> _Carry:
+def _sample(run: Run, carry: Carry, chain_keys, sink, progress: bool | None, on_chunk) -> Carry:
     """Run the remaining segments of the plan, handing each to ``sink``."""
     # the same placement for fresh and resumed runs (and as the blocks' outputs): one compiled program
     carry.state, carry.da_state, carry.step_size, chain_keys = run.logdensity.replicate(
@@ -364,7 +385,7 @@ def _sample(run: _Run, carry: _Carry, chain_keys, sink, progress: bool | None, o
 
 def run_hmc(key, init_params, logdensity: Callable, cfg: HMCConfig, *, out_dir=None, chunk_size: int = 50,
             progress: bool | None = None, init_per_chain: bool | None = None,
-            on_chunk: Callable[[dict], None] | None = None) -> HMCResult:
+            on_chunk: Callable[[dict], None] | None = None, sink: Callable[[Run], Sink] | None = None) -> HMCResult:
     """Sample ``logdensity`` (any function of a pytree) with HMC; see the module docstring.
 
     Emits :class:`HMCWarning` for low or high acceptance or for divergences after the run.
@@ -385,9 +406,12 @@ def run_hmc(key, init_params, logdensity: Callable, cfg: HMCConfig, *, out_dir=N
             or as one start for all chains (``False``).
         on_chunk: called as ``on_chunk(info)`` after each chunk is stored, with ``info``
             holding ``kind``, ``index`` and ``iteration``.
+        sink: ``sink(run) -> Sink``, where the chains go instead of memory or ``out_dir``
+            (e.g. running summaries that never keep the samples); not with ``out_dir``.
 
     Returns:
-        An :class:`HMCResult`; with ``out_dir`` its samples are read from disk when first used.
+        An :class:`HMCResult` (with ``out_dir`` its samples are read from disk when first
+        used), or the ``result`` of a ``sink`` of one's own.
 
     Raises:
         TypeError: if ``cfg`` is not an :class:`HMCConfig` or ``logdensity`` is not callable.
@@ -399,9 +423,15 @@ def run_hmc(key, init_params, logdensity: Callable, cfg: HMCConfig, *, out_dir=N
     """
     run = prepare_run(key, init_params, logdensity, cfg, chunk_size, init_per_chain)
     chain_keys = per_chain_keys(key, cfg.num_chains)
-    sink = _InMemory(run) if out_dir is None else _RunDir(Path(out_dir), run, key)
-    carry = _sample(run, sink.open(), chain_keys, sink, progress, on_chunk)
-    result = sink.result(carry)
-    for msg in result.warning_messages():
-        warnings.warn(msg, HMCWarning, stacklevel=2)
+    if sink is not None and out_dir is not None:
+        raise ValueError("give out_dir or sink, not both (RunDirSink is the sink of out_dir)")
+    if sink is not None:
+        to = sink(run)
+    else:
+        to = InMemorySink(run) if out_dir is None else RunDirSink(Path(out_dir), run, key)
+    carry = _sample(run, to.open(), chain_keys, to, progress, on_chunk)
+    result = to.result(carry)
+    if isinstance(result, HMCResult):
+        for msg in result.warning_messages():
+            warnings.warn(msg, HMCWarning, stacklevel=2)
     return result
