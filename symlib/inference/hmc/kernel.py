@@ -65,12 +65,21 @@ class JitteredHMC(NamedTuple):
 
     Attributes:
         init: ``init(position) -> state`` (a ``blackjax`` HMC state).
-        step: ``step(key, state, step_size) -> (state, info)``: one iteration with step
-            size ``step_size`` before jitter (``info`` is BlackJAX's HMC info).
+        step: ``step(key, state, step_size, inverse_mass_matrix=None) -> (state, info)``:
+            one iteration with step size ``step_size`` before jitter (``info`` is
+            BlackJAX's HMC info); the mass matrix is the identity
+            (:func:`identity_mass`) unless given. A loop that makes many steps computes
+            it once, outside the loop, as :func:`run_hmc` does: the compiled program, and
+            so the rounding of every leapfrog step, depends on where it is made.
     """
 
     init: Callable
     step: Callable
+
+
+def identity_mass(position) -> jax.Array:
+    """The identity inverse mass matrix (its diagonal) of a position pytree."""
+    return jnp.ones(_dimension(position), jax.tree_util.tree_leaves(position)[0].dtype)
 
 
 def jittered_hmc(logdensity: Callable, num_leapfrog: int, *, step_size_jitter: float = 0.0,
@@ -95,12 +104,12 @@ def jittered_hmc(logdensity: Callable, num_leapfrog: int, *, step_size_jitter: f
     def init(position):
         return blackjax.hmc.init(position, logdensity)
 
-    def step(key, state, step_size):
+    def step(key, state, step_size, inverse_mass_matrix=None):
         eps, steps = _jittered(key, jnp.asarray(step_size), num_leapfrog=num_leapfrog,
                                step_size_jitter=step_size_jitter, num_leapfrog_jitter=num_leapfrog_jitter)
-        leaves = jax.tree_util.tree_leaves(state.position)
-        inverse_mass = jnp.ones(_dimension(state.position), leaves[0].dtype)
-        hmc = blackjax.hmc(logdensity, eps, inverse_mass_matrix=inverse_mass, num_integration_steps=steps)
+        if inverse_mass_matrix is None:
+            inverse_mass_matrix = identity_mass(state.position)
+        hmc = blackjax.hmc(logdensity, eps, inverse_mass_matrix=inverse_mass_matrix, num_integration_steps=steps)
         return hmc.step(key, state)
 
     return JitteredHMC(init, step)
@@ -121,6 +130,7 @@ def _chain_block(logdensity, state, da_state, step_size, chain_key, start, num_a
     ``num_active`` are real.
     """
     dtype = jnp.result_type(state.logdensity)
+    inverse_mass = identity_mass(state.position)  # once per block, outside the scan (see JitteredHMC)
     kernel = jittered_hmc(logdensity, num_leapfrog, step_size_jitter=step_size_jitter,
                           num_leapfrog_jitter=num_leapfrog_jitter)
     _, da_update, _ = blackjax.adaptation.step_size.dual_averaging_adaptation(target_accept)
@@ -129,7 +139,7 @@ def _chain_block(logdensity, state, da_state, step_size, chain_key, start, num_a
         state, da, eps = carry
         eps = jnp.where(adapt, jnp.exp(da.log_step_size).astype(eps.dtype), eps)
         key = jax.random.fold_in(chain_key, t)
-        new_state, info = kernel.step(key, state, eps)
+        new_state, info = kernel.step(key, state, eps, inverse_mass)
         acceptance = info.acceptance_rate.astype(dtype)
         energy_error = (info.energy - (-state.logdensity + _kinetic_energy(info.momentum))).astype(dtype)
         da = jax.tree.map(partial(jnp.where, adapt), da_update(da, acceptance), da)
