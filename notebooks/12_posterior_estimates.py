@@ -121,7 +121,8 @@ glue("ch12_bank_lr", f"{bank_train_config(profile, 1).learning_rate:g}", display
 # - **Dropout** (`symlib.inference.dropout`): the input of the last layer dropped with
 #   rate {glue:text}`ch12_dropout` in training and in sampling; a sample is the network with
 #   one dropout mask applied to the last layer's rows (the weight-space view of MC
-#   dropout), trained from scratch with the bank's recipe.
+#   dropout), trained with the bank's recipe: from scratch in the paper profile, continued
+#   from the modes for `post_method_epochs` epochs in the quick profile (as BNN and SGHMC).
 # - **BNN**: mean-field Bayes by backprop (`fit_vi`, {glue:text}`ch12_bnn_mc` ELBO samples,
 #   a standard normal prior, no weight decay).
 # - **SGHMC**: BlackJAX's `sghmc` with `blackjax.sgmcmc.gradients.grad_estimator`.
@@ -143,7 +144,7 @@ glue("ch12_bank_lr", f"{bank_train_config(profile, 1).learning_rate:g}", display
 display(Table(["method", f"seconds ({profile.name} profile, this machine)"],
               [(m, f"{summary['seconds'][m]:.1f}") for m in summary["methods"] if m != "DE"]))
 print("settings:", SETTINGS)
-print(f"profile: {profile.post_method_epochs} epoch(s) of BNN and SGHMC, started from the modes: "
+print(f"profile: {profile.post_method_epochs} epoch(s) of Dropout, BNN and SGHMC, started from the modes: "
       f"{profile.post_warm_start}; SGHMC {profile.sghmc_leapfrog} steps a draw; Laplace Hessian: "
       f"{profile.laplace_hessian} over {profile.laplace_n_data or 'all'} training images")
 
@@ -381,8 +382,8 @@ print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts:
 # {glue:text}`ch12_samples` samples instead of {paper}`100` (so the MMD estimates are
 # noisy); the bank uses Adam for {glue:text}`ch12_bank_epochs` epochs instead of the
 # authors' SGD recipe for {paper}`60` (reference accuracy {glue:text}`ch12_reference_acc`;
-# the previous chapter's runs at the paper's scale reach the authors' range); BNN and SGHMC
-# run for `post_method_epochs` epochs started from the trained modes instead of from
+# the previous chapter's runs at the paper's scale reach the authors' range); Dropout, BNN and
+# SGHMC run for `post_method_epochs` epochs started from the trained modes instead of from
 # scratch; Laplace uses the generalised Gauss-Newton matrix on a random
 # {glue:text}`ch12_laplace_n` of the {glue:text}`ch12_n_train` training images, scaled to
 # all of them, in the quick profile (the full Hessian on every image, the paper's, in the

@@ -1,11 +1,18 @@
 """Fixtures shared by the data tests (tests/test_data.py, tests/test_cifar.py)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from _helpers import PROXY_VARS, LoopbackServer
+
+# XLA's on-disk compilation cache (symlib.experiments.cache.use_compilation_cache) stays off in
+# the unit tests: pytest-xdist's workers would write to one folder at once, and a test's
+# result must not depend on what an earlier run compiled. tests/test_cache.py tests it in
+# subprocesses of its own.
+os.environ.setdefault("SYMLIB_XLA_CACHE", "0")
 
 
 @pytest.fixture

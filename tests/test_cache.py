@@ -214,3 +214,50 @@ def test_cached_steps_resumes_after_an_interrupted_run(cdir):
 def test_cached_steps_rejects_duplicate_labels(cdir):
     with pytest.raises(ValueError, match="step labels must be unique"):
         cache.cached_steps("exp", {}, [1, 1], _steps_fn([]), verbose=False)
+
+
+# ------------------------------------------------------------ XLA's compiled programs
+
+_COMPILE_ONCE = """
+import json, jax, jax.numpy as jnp
+events = []
+jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
+import symlib.experiments   # switches the cache on (use_compilation_cache)
+folder = jax.config.jax_compilation_cache_dir
+y = jax.jit(lambda x: jnp.sin(x) @ x.T + 1.0)(jnp.ones((7, 5)))
+print(json.dumps({"folder": folder,
+                  "hits": events.count("/jax/compilation_cache/cache_hits"),
+                  "misses": events.count("/jax/compilation_cache/cache_misses"), "y": float(y.sum())}))
+"""
+
+
+def _compile_in_subprocess(env: dict) -> dict:
+    import os
+    import subprocess
+    import sys
+
+    full = {k: v for k, v in os.environ.items() if k not in ("SYMLIB_XLA_CACHE", "JAX_COMPILATION_CACHE_DIR")}
+    out = subprocess.run([sys.executable, "-c", _COMPILE_ONCE], env={**full, **env}, capture_output=True,
+                         text=True, timeout=120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_compiled_programs_are_shared_between_processes_through_the_artifact_cache(tmp_path):
+    env = {"SYMLIB_CACHE": str(tmp_path)}
+    first = _compile_in_subprocess(env)
+    assert first["folder"] == str(tmp_path / "xla")
+    assert first["misses"] >= 1 and first["hits"] == 0
+    assert any((tmp_path / "xla").iterdir())
+    second = _compile_in_subprocess(env)
+    assert second["hits"] >= 1 and second["misses"] == 0
+    assert second["y"] == first["y"]  # the loaded program computes what the compiled one did
+
+
+def test_compilation_cache_can_be_switched_off_and_keeps_a_users_own(tmp_path):
+    off = _compile_in_subprocess({"SYMLIB_CACHE": str(tmp_path / "a"), "SYMLIB_XLA_CACHE": "0"})
+    assert off["folder"] is None and off["hits"] == 0
+    assert not (tmp_path / "a" / "xla").exists()
+    mine = tmp_path / "mine"
+    kept = _compile_in_subprocess({"SYMLIB_CACHE": str(tmp_path / "b"), "JAX_COMPILATION_CACHE_DIR": str(mine)})
+    assert kept["folder"] == str(mine)
+    assert not (tmp_path / "b" / "xla").exists()

@@ -109,6 +109,23 @@ def test_toy_helpers():
     assert list(perm) == [1, 0] and sorted_net["dense_1"]["kernel"][0, 0] == 2.0
 
 
+@pytest.mark.parametrize("n", [2, 50, 5_000])
+def test_kde_on_grid_is_scipys_gaussian_kde(n):
+    from scipy.stats import gaussian_kde
+
+    from symlib.experiments.toy import kde_on_grid
+
+    rng = np.random.default_rng(n)
+    v = np.concatenate([rng.normal(-2, 0.5, n - n // 2), rng.normal(3, 1.5, n // 2)])
+    g, f, h = kde_on_grid(v, grid=301)
+    ref = gaussian_kde(v)
+    np.testing.assert_array_equal(g, np.linspace(v.min(), v.max(), 301))
+    assert h == pytest.approx(ref.factor * np.std(v, ddof=1), rel=1e-12)
+    np.testing.assert_allclose(f, ref(g), rtol=2e-5)
+    with pytest.raises(ValueError, match="1-D sample"):
+        kde_on_grid(v[:1])
+
+
 def test_unregistered_result_type_keeps_the_artifact(monkeypatch):
     monkeypatch.setitem(experiments.EXPERIMENTS, "plain",
                         experiments.registry.Experiment("plain", lambda p: {"v": np.arange(2.0)}, lambda p: {}, "doc"))

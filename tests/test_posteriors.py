@@ -92,3 +92,39 @@ def test_paper_tables_cover_every_method():
     assert set(TABLE1_MNIST) == set(APPENDIX_B4_MNIST) == set(METHODS)
     assert all(len(v) == 9 for v in TABLE1_MNIST.values()) and all(len(v) == 6 for v in APPENDIX_B4_MNIST.values())
     assert [TABLE1_MNIST[m][0] for m in ("Laplace", "DE")] == [10.6, 0.0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("warm", [True, False])
+def test_method_samples_gives_every_method_its_samples_and_warm_starts_dropout_from_the_modes(tmp_path, monkeypatch,
+                                                                                              warm):
+    """Every method of Table 1 on a tiny problem: ``post_samples`` samples each; with
+    ``post_warm_start`` the dropout networks continue from the modes (one short epoch keeps
+    them near), else they are trained from scratch."""
+    import dataclasses
+
+    import jax
+
+    from symlib.core.cnn import optunet_init
+    from symlib.experiments.posteriors import method_samples
+    from symlib.experiments.profiles import get_profile
+
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
+    profile = dataclasses.replace(get_profile("quick"), name="tiny", post_samples=4, post_modes=2,
+                                  post_method_epochs=1, post_warm_start=warm, bank_epochs=1, sghmc_leapfrog=2,
+                                  laplace_n_data=16)
+    rng = np.random.default_rng(0)
+    d = {"x_train": rng.normal(size=(512, 28, 28, 1)).astype(np.float32), "y_train": rng.integers(0, 10, 512)}
+    bank = {"params": jax.tree_util.tree_map(np.asarray, jax.vmap(optunet_init)(jax.random.split(jax.random.key(0), 6)))}
+    split = {"reference": np.arange(2), "ensemble": np.arange(2, 6)}
+    samples, seconds = method_samples(profile, bank, split, d)
+    assert set(samples) == set(METHODS) and set(seconds) == set(METHODS)
+    for m in METHODS:
+        assert all(np.shape(leaf)[0] == 4 for leaf in jax.tree_util.tree_leaves(samples[m])), m
+    # dropout samples keep every weight but the last layer's dropped rows: compare the first layer
+    first = np.asarray(samples["multi-Dropout"]["conv_0"]["kernel"])
+    modes = np.asarray(bank["params"]["conv_0"]["kernel"])[2:4]
+    gap = np.abs(first[::2] - modes).max()
+    # Adam (lr 1e-2) moves a weight by about the learning rate a step: 8 steps stay within
+    # 0.1; a fresh initialisation, U(-1/4, 1/4) for conv_0, lies far from the modes
+    assert (gap < 0.1) if warm else (gap > 0.2), gap

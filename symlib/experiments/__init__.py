@@ -20,6 +20,7 @@ Long experiments run their outer loop through :func:`symlib.experiments.cache.ca
 """
 from __future__ import annotations
 
+from symlib.experiments.cache import use_compilation_cache
 from symlib.experiments.laurent import (LAURENT_FIG1_CLAIMS, LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS,
                                         OUTPUT_WEIGHT_FORMS, TOY_MAX_LOSS, TOY_NETS, LaurentMLPsResult,
                                         ToyPerceptronsResult, laurent_mlps, laurent_train_config, toy_perceptrons)
@@ -45,7 +46,7 @@ from symlib.experiments.xiao import (MATCHING_METHODS, MLP_SEEDS, PRUNE_FRACTION
 __all__ = [
     # registry
     "EXPERIMENTS", "SUMMARIES", "RESULT_TYPES", "Experiment", "ExperimentResult", "register", "run", "lookup", "describe",
-    "train_many_blocks", "fit_many_blocks",
+    "train_many_blocks", "fit_many_blocks", "use_compilation_cache",
     "load_data", "load_bnn_data", "load_align_data", "data_config", "mlp_config",
     # Xiao et al. (2023)
     "mlp_map_pair", "rebasin_barriers", "not_sweep", "not_paths", "not_grid", "ensemble", "vi", "hmc",
@@ -67,3 +68,7 @@ __all__ = [
     "optunet_bank", "posterior_samples", "laurent_posteriors", "functional_collapse", "METHODS", "SINGLE", "MULTI", "NS_VARIANTS",
     "RN18_TASKS", "resnet_bank", "resnet_posteriors", "resnet_collapse",
 ]
+
+# the chapters (and `python -m symlib run`) share XLA's compiled programs through the artifact
+# cache; $SYMLIB_XLA_CACHE=0 switches it off
+use_compilation_cache()

@@ -17,6 +17,11 @@ notebooks and the book show nothing; ``python -m symlib run`` shows it on stderr
 damaged artifact at WARNING, visible everywhere.
 
 Location: ``$SYMLIB_CACHE`` or ``<$XDG_CACHE_HOME or ~/.cache>/symlib/artifacts``.
+
+The same folder keeps XLA's compiled programs (``<cache>/xla``, :func:`use_compilation_cache`,
+switched on when :mod:`symlib.experiments` is imported), so a chapter, or a later
+``python -m symlib run``, loads what an earlier process compiled instead of compiling it
+again; ``rm -rf`` of the folder empties both.
 """
 from __future__ import annotations
 
@@ -38,6 +43,7 @@ from symlib.core.io import atomic_write
 from symlib.core.pytree import flatten_dict, unflatten_dict
 
 ENV_VAR = "SYMLIB_CACHE"
+XLA_ENV_VAR = "SYMLIB_XLA_CACHE"
 T = TypeVar("T")
 _SEP = "/"
 log = logging.getLogger(__name__)
@@ -53,6 +59,43 @@ def cache_dir() -> Path:
         return Path(os.environ[ENV_VAR]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "symlib" / "artifacts"
+
+
+def use_compilation_cache(directory: Path | None = None) -> Path | None:
+    """Keep XLA's compiled programs on disk, in ``<artifact cache>/xla``, for later processes.
+
+    JAX's persistent compilation cache (``jax_compilation_cache_dir``), with every program
+    kept however short its compilation (most of a chapter's compile time is many small
+    programs). A program compiled from the same computation on the same backend and JAX
+    version is loaded instead of compiled; the numbers are those of a fresh compilation.
+    :mod:`symlib.experiments` calls this when imported, so the book's chapters share their
+    compiled programs as they share their artifacts.
+
+    Nothing is changed when ``$SYMLIB_XLA_CACHE`` is ``0`` or when a compilation cache is
+    already set (yours is kept). The folder is chosen once per process: a later change
+    of ``$SYMLIB_CACHE`` does not move it. JAX writes its entries without a lock, so
+    processes that run at the same time (pytest-xdist workers) should not share it; the
+    unit tests switch it off.
+
+    Args:
+        directory: the artifact cache (default: :func:`cache_dir`).
+
+    Returns:
+        The folder in use (ours or the one already set), or None when switched off.
+    """
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    if os.environ.get(XLA_ENV_VAR, "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    current = jax.config.jax_compilation_cache_dir
+    if current:
+        return Path(current)
+    folder = Path(directory if directory is not None else cache_dir()) / "xla"
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    compilation_cache.reset_cache()  # a compilation before this call may have found the cache off
+    return folder
 
 
 def _canonical(obj: Any) -> Any:

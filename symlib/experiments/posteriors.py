@@ -96,7 +96,7 @@ def _bank_config(profile: Profile) -> dict[str, Any]:
             "recipe": profile.bank_recipe, "block": profile.bank_block}
 
 
-def bank_train_config(profile: Profile, n_train: int):
+def bank_train_config(profile: Profile, n_train: int, epochs: int | None = None):
     """The bank's training recipe: the authors' (``bank_recipe="laurent"``:
     :meth:`~symlib.inference.training.TrainConfig.laurent_optunet` with crops) or the quick
     profile's (``"adam"``: the same weight decay, batch and learning-rate halvings, with Adam
@@ -105,6 +105,8 @@ def bank_train_config(profile: Profile, n_train: int):
     Args:
         profile: the run profile.
         n_train: training examples.
+        epochs: the number of epochs (default: ``profile.bank_epochs``); the learning-rate
+            halvings move with it.
 
     Returns:
         The :class:`~symlib.inference.training.TrainConfig`.
@@ -115,10 +117,11 @@ def bank_train_config(profile: Profile, n_train: int):
     from symlib.data import standardize
     from symlib.inference.training import TrainConfig
 
+    epochs = profile.bank_epochs if epochs is None else epochs
     if profile.bank_recipe == "laurent":
-        return TrainConfig.laurent_optunet(n_train, epochs=profile.bank_epochs, crop_fill=standardize(0.0, "mnist"))
+        return TrainConfig.laurent_optunet(n_train, epochs=epochs, crop_fill=standardize(0.0, "mnist"))
     if profile.bank_recipe == "adam":
-        return TrainConfig.laurent_optunet(n_train, epochs=profile.bank_epochs, augment=None)._replace(
+        return TrainConfig.laurent_optunet(n_train, epochs=epochs, augment=None)._replace(
             optimizer="adam", learning_rate=1e-2)
     raise ValueError(f"bank_recipe must be 'laurent' or 'adam', got {profile.bank_recipe!r}")
 
@@ -220,8 +223,9 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
     """
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.evaluation import sample_gaussian
-    from symlib.inference import (SWAGConfig, categorical_loglik_fn, dropout_apply, dropout_samples, fit_swag,
-                                  fit_vi, laplace_posterior, laplace_sample, run_sghmc, swag_sample, train_many)
+    from symlib.inference import (SWAGConfig, categorical_loglik_fn, dropout_apply, dropout_samples, fit_map_many,
+                                  fit_swag, fit_vi, laplace_posterior, laplace_sample, run_sghmc, swag_sample,
+                                  train_many)
 
     x, y = d["x_train"], d["y_train"]
     S, M, E = profile.post_samples, profile.post_modes, profile.post_method_epochs
@@ -247,9 +251,14 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
 
     rate = SETTINGS["dropout_rate"]
 
-    def dropout():  # M networks trained with last-layer dropout, from scratch with the bank's recipe
-        nets, _ = train_many(next(keys), optunet_init, optunet_apply, M, x, y, cfg,
-                             stochastic_apply=dropout_apply(optunet_apply, rate))
+    def dropout():  # M networks trained with last-layer dropout and the bank's recipe: continued from
+        # the modes for E epochs when post_warm_start (as BNN, SWAG and SGHMC), else from scratch
+        stochastic = dropout_apply(optunet_apply, rate)
+        if profile.post_warm_start:
+            nets, _ = fit_map_many(modes, jax.random.split(next(keys), M), x, y, bank_train_config(profile, len(y), E),
+                                   apply_fn=optunet_apply, stochastic_apply=stochastic)
+        else:
+            nets, _ = train_many(next(keys), optunet_init, optunet_apply, M, x, y, cfg, stochastic_apply=stochastic)
         nets = [_take(nets, i) for i in range(M)]
         return single_and_multi("Dropout", nets, lambda k, p, n: dropout_samples(k, p, n, rate=rate), next(keys), S, M)
 

@@ -85,8 +85,10 @@ class Profile:
             ``post_reference`` converged networks are the reference posterior, the next
             ``post_samples`` the deep ensemble; the first ``post_modes`` of those are the
             modes of the multi-mode methods. Every method gives ``post_samples`` samples
-            (``post_samples / post_modes`` per mode); BNN, SWAG and SGHMC train for
-            ``post_method_epochs`` epochs, started from the modes when ``post_warm_start``;
+            (``post_samples / post_modes`` per mode); Dropout, BNN, SWAG and SGHMC train for
+            ``post_method_epochs`` epochs, started from the modes when ``post_warm_start``
+            (else BNN and SGHMC from a fresh initialisation, Dropout from scratch for
+            ``bank_epochs`` with the bank's recipe);
             SGHMC takes ``sghmc_leapfrog`` steps a draw; Laplace uses ``laplace_hessian``
             summed over ``laplace_n_data`` training images scaled to the whole set (None:
             all of them).

@@ -131,15 +131,31 @@ def kde_on_grid(values: np.ndarray, grid: int = 400) -> tuple[np.ndarray, np.nda
     """A Gaussian-KDE density of ``values`` (Scott's bandwidth) on ``grid`` points between
     the sample's extremes.
 
-    Returns:
-        ``(points, density, bandwidth)``; the bandwidth in the units of ``values``.
-    """
-    from scipy.stats import gaussian_kde
+    The density is :class:`scipy.stats.gaussian_kde`'s (the same bandwidth,
+    ``n ** (-1/5)`` times the standard deviation with ``ddof=1``, and the same
+    normalisation), its kernel sum computed by one compiled float32 program (about ten
+    times faster than scipy's float64 on a CPU, which matters for the bootstrap's hundreds
+    of densities); it agrees with scipy's to about 1e-6 relative (``tests/test_experiments.py``).
 
+    Returns:
+        ``(points, density, bandwidth)``; the bandwidth in the units of ``values``; points
+        and bandwidth in float64.
+    """
     values = np.asarray(values, float)
-    kde = gaussian_kde(values)
+    if values.ndim != 1 or len(values) < 2:
+        raise ValueError(f"kde_on_grid takes a 1-D sample of at least 2 values, got shape {values.shape}")
+    bandwidth = float(len(values) ** -0.2 * np.std(values, ddof=1))
     g = np.linspace(values.min(), values.max(), grid)
-    return g, kde(g), float(kde.factor * np.std(values, ddof=1))
+    density = np.asarray(_kde_sum(jnp.asarray(g, jnp.float32), jnp.asarray(values, jnp.float32),
+                                  jnp.float32(bandwidth)), float)
+    return g, density, bandwidth
+
+
+@jax.jit
+def _kde_sum(points: jax.Array, values: jax.Array, bandwidth: jax.Array) -> jax.Array:
+    """``mean_i N(points; values_i, bandwidth^2)``."""
+    z = (points[:, None] - values[None, :]) / bandwidth
+    return jnp.exp(-0.5 * z * z).sum(axis=1) / (values.shape[0] * bandwidth * np.sqrt(2 * np.pi))
 
 
 def modes_of_density(points: np.ndarray, density: np.ndarray, min_height: float = 0.1) -> np.ndarray:
