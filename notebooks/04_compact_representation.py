@@ -174,7 +174,7 @@ glue("ch04_fn_mixed", "have" if float(diag.rhat_test_loglik) < 1.1 else "have no
 # its half-period barely moves from one iteration to the next {cite:p}`neal2011mcmc`. On an
 # ill-conditioned Gaussian this leaves one coordinate's mean off by a sizeable fraction of
 # its posterior standard deviation, with an ESS of a handful of draws
-# (`tests/test_hmc_mixing.py` shows it). The remedy is to jitter the step size or the
+# (`tests/inference/test_hmc_mixing.py` shows it). The remedy is to jitter the step size or the
 # number of leapfrog steps; `symlib.inference.hmc.HMCConfig` offers both
 # (`step_size_jitter`, `num_leapfrog_jitter`), and the test checks that with either one
 # every coordinate's mean and variance land within a few Monte Carlo standard errors. The

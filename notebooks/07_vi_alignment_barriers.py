@@ -416,7 +416,7 @@ display(Table(rossi.RESNET_STANDIN_HEADERS, list(rossi.RESNET_STANDIN_TRIALS)))
 # permutation that makes $q_1$'s weights closest to $q_0$'s need not make their functions
 # closer. The alignment itself is not at fault: on a planted problem ($q_1$ a random
 # permutation of $q_0$ plus noise) it recovers the permutation up to the noise's share and
-# keeps the function (`tests/test_resnet.py` checks this planted recovery for Wasserstein
+# keeps the function (`tests/symmetry/test_resnet.py` checks this planted recovery for Wasserstein
 # alignment and weight matching). Training two ResNet20 posteriors to convergence is a GPU
 # job: the paper profile above.
 

@@ -29,7 +29,7 @@
 #
 # - the manifest `symlib.experiments.manifest.MANIFEST`: for each item the paper's value,
 #   the chapter, the experiments and summary keys that give ours, and for an item not
-#   attempted the reason (`tests/test_manifest.py` checks it against the paper texts);
+#   attempted the reason (`tests/experiments/test_manifest.py` checks it against the paper texts);
 # - the quick-profile artifacts in the artifact cache, filled by the earlier chapters
 #   (read with `experiments.lookup`, which never computes);
 # - the results saved in `book/results/` (the paper profile, a labelled reduction of it,
@@ -38,7 +38,7 @@
 # **Scale** comes from one registry, `symlib.experiments.scales`: *paper scale*, *labelled
 # reduction* (which dimension was reduced, and by how much), *quick miniature* (every
 # quick-profile result) or *stand-in* (a setting the paper did not run).
-# `tests/test_scales.py` fails for a saved result without a scale.
+# `tests/experiments/test_scales.py` fails for a saved result without a scale.
 #
 # **Verdict** is never written by hand: it is the verdict of the paper's claims as code
 # (`symlib.experiments.claims`, the same checks the chapters assert) on a run. An item

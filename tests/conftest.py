@@ -1,4 +1,4 @@
-"""Fixtures shared by the data tests (tests/test_data.py, tests/test_cifar.py)."""
+"""Fixtures shared by the data tests (tests/data/test_data.py, tests/data/test_cifar.py)."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,7 @@ from _helpers import PROXY_VARS, LoopbackServer
 
 # XLA's on-disk compilation cache (symlib.experiments.cache.use_compilation_cache) stays off in
 # the unit tests: pytest-xdist's workers would write to one folder at once, and a test's
-# result must not depend on what an earlier run compiled. tests/test_cache.py tests it in
+# result must not depend on what an earlier run compiled. tests/experiments/test_cache.py tests it in
 # subprocesses of its own.
 os.environ.setdefault("SYMLIB_XLA_CACHE", "0")
 

@@ -12,7 +12,7 @@ gives "holds".
 Because claims read summaries, the same check runs on
 
 * the quick-profile result inside a notebook (:func:`evaluate`, :func:`claims_table`), and
-* every paper-profile file in ``book/results/`` (``tests/test_claims.py``),
+* every paper-profile file in ``book/results/`` (``tests/experiments/test_claims.py``),
 
 so a paper-scale run that contradicts a claim fails CI instead of sitting silently beside it.
 
@@ -354,7 +354,7 @@ def unexpected_failures(outcomes: Sequence[ClaimOutcome], profile: str) -> list[
     """The outcomes whose verdict is not the one expected for ``profile``: "holds", or the
     verdict of the difference registered for that profile (:func:`difference`).
 
-    A notebook asserts that this is empty; so does ``tests/test_claims.py`` for every saved
+    A notebook asserts that this is empty; so does ``tests/experiments/test_claims.py`` for every saved
     run. A registered difference that now holds is unexpected too (its text is stale).
 
     Args:

@@ -876,7 +876,7 @@ def laurent_mlps(profile: Profile) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- differences
 # What the saved paper-profile runs can and cannot test (registered so that
-# tests/test_claims.py accepts exactly these verdicts; the chapters say why). Each of them
+# tests/experiments/test_claims.py accepts exactly these verdicts; the chapters say why). Each of them
 # predates the summaries' per-unit values (2026-11-25): a claim that needs an interval over
 # networks or runs is "not tested" on them until they are rerun (toy_perceptrons was rerun
 # on 2026-11-26 and tests all its claims).

@@ -2,7 +2,7 @@
 
 The reproduction report (``notebooks/14_reproduction_report.py``) is built from this list,
 the paper-profile results in ``book/results/`` and the quick-profile artifacts in the cache;
-``tests/test_manifest.py`` checks that the list names every table and figure found in the
+``tests/experiments/test_manifest.py`` checks that the list names every table and figure found in the
 paper texts (``../shared/papers``), that every chapter exists, and that every experiment,
 claim and summary key it names is registered.
 

@@ -116,7 +116,7 @@ def paper_vs_ours(rows: Sequence[tuple[str, object, object]], profile_name: str,
 
 def _scale(name: str, profile: str, record: Mapping[str, Any] | None, short: bool = True) -> str:
     """The run's scale (:func:`symlib.experiments.scales.scale_of`), or a visible note when the
-    registry does not know it (``tests/test_scales.py`` fails for such a file in ``book/results``)."""
+    registry does not know it (``tests/experiments/test_scales.py`` fails for such a file in ``book/results``)."""
     from symlib.experiments import scales
 
     try:

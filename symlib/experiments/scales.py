@@ -11,7 +11,7 @@ Every number of ours comes from a run of one of four scales (:data:`KINDS`):
   standing in for the paper's), at whatever size.
 
 :func:`scale_of` gives the scale of a run from its experiment and profile label (and, for a
-run whose size is only known from its summary, the saved record). ``tests/test_scales.py``
+run whose size is only known from its summary, the saved record). ``tests/experiments/test_scales.py``
 fails when a saved result in ``book/results/`` or an item of the report's manifest has no
 scale, or when a reduction does not say which dimension was reduced and by how much.
 """

@@ -1,7 +1,7 @@
 """The one registry of the thresholds that turn the papers' words into verdicts.
 
 Every registered claim (:mod:`symlib.experiments.claims`) judges its effect size against a
-:class:`Threshold` read from :data:`THRESHOLDS` (``tests/test_claims.py`` checks that each
+:class:`Threshold` read from :data:`THRESHOLDS` (``tests/experiments/test_claims.py`` checks that each
 outcome's threshold *is* the registered object). A threshold quotes the paper's words, says
 how we read them and why, and records when it was set: a threshold set after seeing our
 numbers says so.

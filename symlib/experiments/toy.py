@@ -135,7 +135,7 @@ def kde_on_grid(values: np.ndarray, grid: int = 400) -> tuple[np.ndarray, np.nda
     ``n ** (-1/5)`` times the standard deviation with ``ddof=1``, and the same
     normalisation), its kernel sum computed by one compiled float32 program (about ten
     times faster than scipy's float64 on a CPU, which matters for the bootstrap's hundreds
-    of densities); it agrees with scipy's to about 1e-6 relative (``tests/test_experiments.py``).
+    of densities); it agrees with scipy's to about 1e-6 relative (``tests/experiments/test_experiments.py``).
 
     Returns:
         ``(points, density, bandwidth)``; the bandwidth in the units of ``values``; points

@@ -49,7 +49,7 @@ m1^2``). On the mirror-symmetric toy of Figure A1 (``q1`` the reflection of ``q0
 ``y = x``) the swap brings ``q1`` exactly onto ``q0``, so every one of these costs (W2,
 full KL, mean-only KL) is minimised by the swap whenever the means differ (``a != b``);
 the mean-only cost returns the identity only in the tie ``a == b`` (means on the mirror
-line), where the full KL and W2 still pick the swap (tests/test_alignment.py).
+line), where the full KL and W2 still pick the swap (tests/symmetry/test_alignment.py).
 
 Interpolation
 -------------

@@ -37,7 +37,7 @@ convolution* instead is not a symmetry when a LayerNorm follows (it normalises w
 statistics mixed over all channels of the pixel); with batch norm in inference form,
 scaling a convolution's output channel, its running ``mean`` by ``a`` and ``var`` by
 ``a**2`` is a symmetry only up to ``eps`` (``sqrt(a**2 var + eps) != a sqrt(var + eps)``).
-``tests/test_resnet.py`` checks all of these statements numerically.
+``tests/symmetry/test_resnet.py`` checks all of these statements numerically.
 """
 from __future__ import annotations
 

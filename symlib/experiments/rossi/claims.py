@@ -286,7 +286,7 @@ def _vi_costlier(summary: Mapping[str, Any]) -> Evidence:
 
 
 # What the reduced paper-scale run found (chapters 07 and 08 show the numbers): registered so
-# that tests/test_claims.py accepts exactly these verdicts on the saved files.
+# that tests/experiments/test_claims.py accepts exactly these verdicts on the saved files.
 _REDUCED = "paper-4widths-16samples"
 _ONE_PAIR = ("the saved run has one VI posterior pair per width (it predates replicates), so the interval over "
              "pairs is unbounded: ")

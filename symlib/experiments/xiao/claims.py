@@ -235,7 +235,7 @@ def _vi_accuracy(summary: Mapping[str, Any]) -> Evidence:
 
 
 # What our paper-scale runs of Fig. 2 found (chapter 03 shows the numbers): registered so that
-# tests/test_claims.py accepts exactly these verdicts on the saved files.
+# tests/experiments/test_claims.py accepts exactly these verdicts on the saved files.
 difference("not_paths", "paper", "not_stable_over_epochs",
            "at the paper's scale (512 units, 50 Adam epochs on 50,000 images, each network with its own minibatch "
            "order) each of the 5 independent (reference, permuted copy) pairs stays a pair of permuted copies for "

@@ -34,7 +34,7 @@ small integer: with JAX's partitionable threefry ``fold_in(k, i) == split(k, n)[
 BlackJAX's HMC step draws the momentum from ``split(k)[0]`` and the accept/reject uniform
 from ``split(k)[1]``. A jitter drawn from ``fold_in(k, 1)`` would equal that uniform, make
 the step size depend on the acceptance decision and bias the chain (about -13% on a
-variance; ``tests/test_hmc_mixing.py`` checks this)."""
+variance; ``tests/inference/test_hmc_mixing.py`` checks this)."""
 
 
 def _jitter_keys(key) -> tuple[jax.Array, jax.Array]:

@@ -21,7 +21,7 @@ matching function):
 
 Both are exact, so where the optimum is unique (float costs without exact ties) they give
 the same permutation, and matching the same iterates as with scipy
-(``tests/test_lap_solver.py`` checks this on random, scaled, nearly diagonal and tied
+(``tests/symmetry/test_lap_solver.py`` checks this on random, scaled, nearly diagonal and tied
 matrices and on MLP and convolutional specs). Where ties slip past the guard, the
 objective is the same optimum but the permutation may be another optimal one. Warm
 starts did not pay: the previous solve's column duals (from ``lapjv`` on the reduced

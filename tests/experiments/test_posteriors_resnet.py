@@ -1,7 +1,7 @@
 """Laurent et al. Sec. 4 at ResNet-18 scale (symlib.experiments.posteriors_resnet): the whole
 paper-profile code path end to end on CPU, at a smoke-test size.
 
-Synthetic CIFAR-100 and SVHN files in the official formats (written by tests/test_cifar.py's
+Synthetic CIFAR-100 and SVHN files in the official formats (written by tests/data/test_cifar.py's
 helpers: 20 training and 20 test images of 32x32x3, 100 classes) sit in a data directory
 with their MD5 sums patched in; ResNet-18 with ``base_width=2``, 5 bank networks, 2 samples
 per method, 1 epoch.

@@ -6,7 +6,7 @@ import pytest
 
 jupytext = pytest.importorskip("jupytext", reason="jupytext is in the 'test' extra")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "notebooks").glob("*.py"))
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 

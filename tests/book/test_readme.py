@@ -3,7 +3,7 @@ import re
 import runpy
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_readme_quickstart_runs(tmp_path, capsys, monkeypatch):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("check_prose", ROOT / "scripts" / "check_prose.py")
 check_prose = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(check_prose)

@@ -26,7 +26,7 @@ from symlib import data
 from symlib.data import ChecksumError, DataNotFoundError
 from symlib.data import subset as data_subset
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("SYMLIB_DATA_DIR") or REPO.parent / "shared" / "data")
 
 

@@ -1,5 +1,5 @@
 """Helpers of the Xiao et al. experiments (symlib/experiments/xiao/); the claims' own tests
-are in tests/test_claims_xiao.py."""
+are in tests/experiments/test_claims_xiao.py."""
 import dataclasses
 
 import numpy as np

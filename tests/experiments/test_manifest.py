@@ -14,7 +14,7 @@ from symlib.experiments import manifest, report_page, scales
 from symlib.experiments.manifest import MANIFEST, PAPERS, Item
 from symlib.experiments.thresholds import Threshold
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PAPERS_DIR = REPO.parent / "shared" / "papers"
 RESULTS = REPO / "book" / "results"
 MENTION = re.compile(r"\b(Figure|Fig\.|Table)\s*([A-Z]?)(\d+)\b")
@@ -151,7 +151,7 @@ def _barrier_check(summary):
 @pytest.fixture
 def synthetic_claims(monkeypatch):
     """The experiments' claims replaced by one synthetic claim of Fig. 1 (the real ones are
-    judged in tests/test_claims.py)."""
+    judged in tests/experiments/test_claims.py)."""
     from symlib.experiments import claims
 
     c = claims.Claim("rebasin_barriers", "synthetic_barrier", "Xiao et al. (2023), Fig. 1", "the barrier vanishes",

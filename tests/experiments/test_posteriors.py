@@ -66,7 +66,7 @@ def _summary(mmd_single, mmd_multi, de):
 @pytest.mark.parametrize("single, multi, de", [(10.0, 2.0, 0.0), (1.0, 2.0, 0.0)])
 def test_sec4_orderings_of_single_numbers_are_not_tested(single, multi, de):
     """One MMD per method with no replicates (the issue's chapter-12 case): no verdict either
-    way (tests/test_claims_laurent.py judges summaries with the jackknife replicates)."""
+    way (tests/experiments/test_claims_laurent.py judges summaries with the jackknife replicates)."""
     for name in ("multi_mode_closer", "ensemble_closest"):
         check = next(c.check for c in claims.CLAIMS["laurent_posteriors"] if c.name == name)
         ev = check(_summary(single, multi, de))

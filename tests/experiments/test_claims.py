@@ -10,7 +10,7 @@ import symlib.experiments  # noqa: F401  (registers the experiments and their cl
 from symlib.experiments import claims, thresholds
 from symlib.experiments.thresholds import THRESHOLDS, Threshold
 
-RESULTS = sorted((Path(__file__).resolve().parents[1] / "book" / "results").glob("*.json"))
+RESULTS = sorted((Path(__file__).resolve().parents[2] / "book" / "results").glob("*.json"))
 
 
 def test_there_are_saved_results():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "check_pages.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check_pages.py"
 _spec = importlib.util.spec_from_file_location("check_pages", SCRIPT)
 check_pages = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(check_pages)

@@ -42,7 +42,7 @@ def test_toy_symmetry_tests_name_bad_input():
 
 def test_toy_summary_of_an_artifact_and_its_claims():
     """The summary of a toy artifact is JSON-able, keeps its bootstrap over the networks, and
-    its claims run on it (their verdicts are tested in tests/test_claims_laurent.py)."""
+    its claims run on it (their verdicts are tested in tests/experiments/test_claims_laurent.py)."""
     rng = np.random.default_rng(2)
     w = _toy_weights(rng, n=400)
     art = {"loss": np.r_[np.full(400, 0.01), [0.5]], "kept": np.arange(400), "max_logit_diff": 1e-13,

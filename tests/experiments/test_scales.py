@@ -10,7 +10,7 @@ import symlib.experiments  # noqa: F401  (registers the experiments)
 from symlib.experiments import manifest, report, results, scales
 from symlib.experiments.scales import Scale
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAVED = sorted((REPO / "book" / "results").glob("*.json"))
 
 

@@ -1,6 +1,6 @@
 """symlib.experiments.rossi: the summaries of vi_alignment, vi_alignment_robustness and
 vi_alignment_timings, the replicated pairs, and the timing helper (the claims are tested in
-tests/test_claims_rossi.py)."""
+tests/experiments/test_claims_rossi.py)."""
 import dataclasses
 
 import numpy as np

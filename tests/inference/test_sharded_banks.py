@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 _SCRIPT = textwrap.dedent("""
     import json, jax, jax.numpy as jnp, numpy as np
@@ -58,7 +58,7 @@ def test_train_many_over_two_devices_equals_one():
 def test_mmd_blocks_dealt_to_processes_add_up():
     """The blocks of ``share = (i, 3)``, i = 0, 1, 2, are disjoint and cover the statistic:
     their sums add up to the one-process sums (what ``processes=True`` relies on; the
-    2-process run itself is in tests/test_multiprocess_hmc.py)."""
+    2-process run itself is in tests/inference/test_multiprocess_hmc.py)."""
     from symlib.evaluation import mmd
 
     rng = np.random.default_rng(0)

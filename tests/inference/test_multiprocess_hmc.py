@@ -23,7 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _multiprocess_hmc_worker import bank, mmd_samples, problem  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "_multiprocess_hmc_worker.py"
 TIMEOUT_S = 180  # a guard against a hung launch; on 2 idle cores a launch takes about 10 s
 
