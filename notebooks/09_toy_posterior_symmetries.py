@@ -44,7 +44,7 @@
 # **Deviations from the paper's setup.** The class means of App. A.1 were lost from the
 # text we have: we use $\pm(1.5, 1.5)$ with identity covariance (as the paper), keeping
 # only points on their class's side of $x_1 + x_2 = 0$ so that the classes are fully
-# separable, {glue:text}`ch09_n_per_class` points each (`symlib.experiments.toy.two_gaussians`).
+# separable, {glue:text}`ch09_n_per_class` points each (`symlib.experiments.laurent.toy.two_gaussians`).
 # The paper rescales every hidden unit to "a 3-norm" (App. A.2); we give every hidden unit's
 # incoming kernel (bias excluded) unit Euclidean norm (`symlib.symmetry.scaling.unit_norm`).
 # If the paper means a Euclidean norm equal to {paper}`3`, its output weights are ours
@@ -67,7 +67,7 @@ from symlib import experiments
 from symlib.experiments import claims, plotting, report, scales
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table, paper_vs_ours
-from symlib.experiments.toy import CLASS_MEAN, count_modes, two_gaussians
+from symlib.experiments.laurent.toy import CLASS_MEAN, count_modes, two_gaussians
 
 plotting.set_style()
 profile = get_profile()

@@ -487,7 +487,7 @@ display(report.show_saved_run("laurent_mlps", "256 MLPs x 60 epochs: about 2 hou
 # weights of the layers with fewer parameters, and (App. D.3) that the units' marginals are
 # identical before symmetry removal and differ after. The claims are library functions
 # (`symlib.experiments.claims`, registered in `symlib.experiments.laurent` and
-# `symlib.experiments.optunet`, thresholds in `symlib.experiments.thresholds`) of the
+# `symlib.experiments.laurent.optunet`, thresholds in `symlib.experiments.thresholds`) of the
 # experiments' summaries: each returns an effect, its interval over the networks and a
 # verdict. The cell after the tables asserts that each verdict is the expected one, and the
 # unit tests apply them to the paper-profile results saved in `book/results/`.

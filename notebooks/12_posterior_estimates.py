@@ -50,7 +50,7 @@ from myst_nb import glue
 
 from symlib import experiments
 from symlib.experiments import claims, plotting, scales
-from symlib.experiments.posteriors import (APPENDIX_B4_MNIST, SETTINGS, TABLE1_COLUMNS,
+from symlib.experiments.laurent.posteriors import (APPENDIX_B4_MNIST, SETTINGS, TABLE1_COLUMNS,
                                           TABLE1_MNIST, bank_train_config)
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table
@@ -238,7 +238,7 @@ display(Table(["method", *variants],
 # ## CIFAR-100 and TinyImageNet: ResNet-18 (paper profile only)
 #
 # The same experiment at the paper's other two tasks is `rn18_posteriors_cifar100` and
-# `rn18_posteriors_tiny_imagenet` (`symlib.experiments.posteriors_resnet`): a bank of
+# `rn18_posteriors_tiny_imagenet` (`symlib.experiments.laurent.posteriors_resnet`): a bank of
 # {glue:text}`ch12_rn18_nets` ResNet-18 (paper profile) trained with the authors' recipe
 # (batch norm with batch statistics, running statistics re-estimated afterwards), stored as
 # memory-mapped weights; MC dropout on the head's input (rate {glue:text}`ch12_rn18_dropout`),
@@ -262,9 +262,9 @@ display(Table(["method", *variants],
 
 # %% tags=["hide-input"]
 from symlib.experiments import results
-from symlib.experiments.posteriors_resnet import SETTINGS as SETTINGS_RN18
-from symlib.experiments.posteriors_resnet import TABLE1 as TABLE1_RN18
-from symlib.experiments.posteriors_resnet import methods_of
+from symlib.experiments.laurent.posteriors_resnet import SETTINGS as SETTINGS_RN18
+from symlib.experiments.laurent.posteriors_resnet import TABLE1 as TABLE1_RN18
+from symlib.experiments.laurent.posteriors_resnet import methods_of
 from symlib.experiments.report import paper_vs_ours
 
 glue("ch12_rn18_nets", f"{paper_profile.rn18_nets:,}", display=False)
@@ -306,7 +306,7 @@ display(rn18_table("tiny_imagenet"))
 # calibrated (ECE), while the multi-mode methods and deep ensembles detect OOD inputs better
 # (AUPR, FPR95) and have higher mutual information in and out of distribution. The claims
 # are library functions (`symlib.experiments.claims`, registered in
-# `symlib.experiments.posteriors`, thresholds in `symlib.experiments.thresholds`) of the
+# `symlib.experiments.laurent.posteriors`, thresholds in `symlib.experiments.thresholds`) of the
 # experiment's summary. Each returns an effect and its interval from a delete-a-group
 # jackknife over the independent units: the reference networks, and each method's modes
 # (multi-mode methods) or draws (single-mode methods, the deep ensemble's members). The

@@ -119,7 +119,7 @@ display(paper_vs_ours([
 # %% [markdown]
 # ## ResNet-18 on CIFAR-100 (Fig. 3; paper profile only)
 #
-# `rn18_collapse_cifar100` (`symlib.experiments.posteriors_resnet`) computes the same pairwise
+# `rn18_collapse_cifar100` (`symlib.experiments.laurent.posteriors_resnet`) computes the same pairwise
 # MI over `collapse_pairs` pairs of the ResNet-18 bank of the previous chapter's CIFAR-100
 # section ({glue:text}`ch13_rn18_nets` networks in the paper profile, trained with the
 # authors' recipe), on {glue:text}`ch13_rn18_eval` CIFAR-100 test images (ID) and as many
@@ -163,7 +163,7 @@ display(paper_vs_ours([
 # significant correlation between them; for OptuNet (App. D.2) both are more dispersed and
 # there is some positive correlation, "a high chance of functional collapse in small
 # networks". The claims are library functions (`symlib.experiments.claims`, registered in
-# `symlib.experiments.posteriors`, thresholds in `symlib.experiments.thresholds`): "more
+# `symlib.experiments.laurent.posteriors`, thresholds in `symlib.experiments.thresholds`): "more
 # dispersed out of distribution" compares the coefficients of variation, "some positive
 # correlation" asks for a correlation whose permutation test over networks excludes zero,
 # and "a non-negligible probability" of functional collapse for a share of pairs whose ID MI

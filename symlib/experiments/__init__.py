@@ -1,4 +1,4 @@
-"""Expensive experiments of the book: one function each, cached on disk, one module per paper.
+"""Expensive experiments of the book: one function each, cached on disk, one package per paper.
 
 A notebook calls :func:`run`; a GPU batch job calls ``python -m symlib run NAME``. Both
 go through the artifact cache, so the notebook loads what the batch job computed.
@@ -9,10 +9,11 @@ go through the artifact cache, so the notebook loads what the batch job computed
   the shared data loaders and config helpers;
 - :mod:`symlib.experiments.xiao`: Xiao et al. (2023), Figs. 1-3 and Table 1;
 - :mod:`symlib.experiments.rossi`: Rossi et al. (2023), Sec. 5.1;
-- :mod:`symlib.experiments.laurent`: Laurent et al. (2024), Figs. 1, 2 and 4 (MLPs).
-- :mod:`symlib.experiments.optunet`: Laurent et al. (2024), Fig. 2 and Sec. 5.2 on OptuNet.
+- :mod:`symlib.experiments.laurent`: Laurent et al. (2024): the MLPs of Figs. 1, 2 and 4
+  (``mlps``, ``toy``), OptuNet's Fig. 2 and Sec. 5.2 (``optunet``), Sec. 4-5.1
+  (``posteriors``) and its ResNet-18 scale (``posteriors_resnet``).
 
-Each paper module also holds that paper's reference numbers and claims as constants,
+Each paper package also holds that paper's reference numbers and claims as constants,
 which the notebooks quote. :mod:`symlib.experiments.manifest` lists every table and figure
 of the three papers with the experiments and claims that judge it (the reproduction report).
 Long experiments run their outer loop through :func:`symlib.experiments.cache.cached_steps`
@@ -21,15 +22,16 @@ Long experiments run their outer loop through :func:`symlib.experiments.cache.ca
 from __future__ import annotations
 
 from symlib.experiments.cache import use_compilation_cache
-from symlib.experiments.laurent import (LAURENT_FIG1_CLAIMS, LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS,
-                                        OUTPUT_WEIGHT_FORMS, TOY_MAX_LOSS, TOY_NETS, LaurentMLPsResult,
-                                        ToyPerceptronsResult, laurent_mlps, laurent_train_config, toy_perceptrons)
-from symlib.experiments.optunet import (CONVERGED_ACCURACY, OptuNetsResult, laurent_optunets, optunet_data,
-                                        swap_summary)
-from symlib.experiments.posteriors import (METHODS, MULTI, NS_VARIANTS, SINGLE, functional_collapse,
-                                           laurent_posteriors, optunet_bank, posterior_samples)
-from symlib.experiments.posteriors_resnet import TASKS as RN18_TASKS
-from symlib.experiments.posteriors_resnet import resnet_bank, resnet_collapse, resnet_posteriors
+from symlib.experiments.laurent.mlps import (LAURENT_FIG1_CLAIMS, LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS,
+                                             OUTPUT_WEIGHT_FORMS, TOY_MAX_LOSS, TOY_NETS, LaurentMLPsResult,
+                                             ToyPerceptronsResult, laurent_mlps, laurent_train_config,
+                                             toy_perceptrons)
+from symlib.experiments.laurent.optunet import (CONVERGED_ACCURACY, OptuNetsResult, laurent_optunets, optunet_data,
+                                                swap_summary)
+from symlib.experiments.laurent.posteriors import (METHODS, MULTI, NS_VARIANTS, SINGLE, functional_collapse,
+                                                   laurent_posteriors, optunet_bank, posterior_samples)
+from symlib.experiments.laurent.posteriors_resnet import TASKS as RN18_TASKS
+from symlib.experiments.laurent.posteriors_resnet import resnet_bank, resnet_collapse, resnet_posteriors
 from symlib.experiments.registry import (EXPERIMENTS, RESULT_TYPES, SUMMARIES, Experiment, ExperimentResult, data_config,
                                          describe, fit_many_blocks, load_align_data, load_bnn_data, load_data, lookup,
                                          mlp_config, register, run, train_many_blocks)

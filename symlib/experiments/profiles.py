@@ -94,7 +94,7 @@ class Profile:
             all of them).
             Metrics on ``post_n_eval`` test images of MNIST and of Fashion-MNIST (OOD);
             ``collapse_pairs`` pairs of bank networks for Sec. 5.1 (0: all pairs).
-        rn18_*: the same at ResNet-18 scale (:mod:`symlib.experiments.posteriors_resnet`,
+        rn18_*: the same at ResNet-18 scale (:mod:`symlib.experiments.laurent.posteriors_resnet`,
             CIFAR-100 and TinyImageNet; GPU only, no chapter runs them in the quick profile,
             whose values are a smoke-test size): ResNet-18 with ``rn18_base_width`` channels
             in the first stage (64), trained on the first ``rn18_n_train`` training images

@@ -12,7 +12,7 @@ import symlib.experiments  # noqa: F401  (registers the experiments and their cl
 from symlib.experiments import claims
 from symlib.experiments.claims import Verdict
 from symlib.experiments.laurent import toy_symmetry_tests
-from symlib.experiments.posteriors import METHODS, MULTI, SINGLE, collapse_summary
+from symlib.experiments.laurent.posteriors import METHODS, MULTI, SINGLE, collapse_summary
 from symlib.experiments.thresholds import THRESHOLDS
 
 HOLDS, SAME, DIFFERS, UNTESTED = Verdict.HOLDS, Verdict.SAME_DIRECTION, Verdict.DIFFERS, Verdict.NOT_TESTED

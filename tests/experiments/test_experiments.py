@@ -96,7 +96,7 @@ def test_bnn_n_train_too_large_is_an_error():
 
 
 def test_toy_helpers():
-    from symlib.experiments.toy import count_modes, sort_by_output_weight, two_gaussians
+    from symlib.experiments.laurent.toy import count_modes, sort_by_output_weight, two_gaussians
 
     x, y = two_gaussians(n_per_class=50)
     assert x.shape == (100, 2) and np.all((x.sum(1) > 0) == (y == 1))
@@ -113,7 +113,7 @@ def test_toy_helpers():
 def test_kde_on_grid_is_scipys_gaussian_kde(n):
     from scipy.stats import gaussian_kde
 
-    from symlib.experiments.toy import kde_on_grid
+    from symlib.experiments.laurent.toy import kde_on_grid
 
     rng = np.random.default_rng(n)
     v = np.concatenate([rng.normal(-2, 0.5, n - n // 2), rng.normal(3, 1.5, n // 2)])

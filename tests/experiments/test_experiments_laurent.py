@@ -161,7 +161,7 @@ def test_sec52_claims_hold_and_fail():
 def test_optunet_summary_leaves_out_unconverged_nets_and_its_claims_run():
     import jax
     from symlib.core.cnn import optunet_init
-    from symlib.experiments.optunet import OptuNetsResult, optunet_summary
+    from symlib.experiments.laurent.optunet import OptuNetsResult, optunet_summary
     rng = np.random.default_rng(1)
     nets = [jax.tree_util.tree_map(np.asarray, optunet_init(jax.random.key(i))) for i in range(3)]
     swaps, (s_conv, s_dense) = _swap_run(rng, runs=3, widths=(10, 3))
@@ -185,7 +185,7 @@ def test_optunet_summary_leaves_out_unconverged_nets_and_its_claims_run():
 
 
 def test_posterior_units_groups_and_matching():
-    from symlib.experiments.posteriors import disjoint_pairs, reference_groups, sample_groups
+    from symlib.experiments.laurent.posteriors import disjoint_pairs, reference_groups, sample_groups
     assert sample_groups("multi-SWAG", 10, 5).tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
     assert sample_groups("SWAG", 4, 5).tolist() == [0, 1, 2, 3] and sample_groups("DE", 3, 5).tolist() == [0, 1, 2]
     assert np.all(np.bincount(sample_groups("SGHMC", 100, 10)) == 5)  # at most 20 groups of independent draws
@@ -198,7 +198,7 @@ def test_posterior_units_groups_and_matching():
 
 
 def test_network_bootstrap_keeps_pairs_of_resampled_networks():
-    from symlib.experiments.posteriors import network_bootstrap_cv_ratio
+    from symlib.experiments.laurent.posteriors import network_bootstrap_cv_ratio
     rng = np.random.default_rng(3)
     i, j = np.triu_indices(12, k=1)
     a = 1 + 0.1 * rng.normal(size=i.size)
@@ -211,7 +211,7 @@ def test_network_bootstrap_keeps_pairs_of_resampled_networks():
 def test_mmd_scores_jackknife_over_reference_and_sample_groups():
     import jax
     from symlib.core.cnn import optunet_init
-    from symlib.experiments.posteriors import mmd_scores, sample_groups
+    from symlib.experiments.laurent.posteriors import mmd_scores, sample_groups
     nets = [jax.tree_util.tree_map(np.asarray, optunet_init(jax.random.key(i))) for i in range(10)]
     ref, smp = stack_trees(nets[:6]), stack_trees(nets[6:])
     scores, jack = mmd_scores(ref, {"multi-SWAG": smp}, nets[0], groups={"multi-SWAG": sample_groups("multi-SWAG", 4, 2)},

@@ -1,9 +1,9 @@
-"""The pieces of Laurent et al.'s Sec. 4 / 5.1 experiments (symlib.experiments.posteriors)."""
+"""The pieces of Laurent et al.'s Sec. 4 / 5.1 experiments (symlib.experiments.laurent.posteriors)."""
 import numpy as np
 import pytest
 
 from symlib.experiments import claims
-from symlib.experiments.posteriors import (APPENDIX_B4_MNIST, METHODS, MULTI, SINGLE, TABLE1_MNIST, bank_split,
+from symlib.experiments.laurent.posteriors import (APPENDIX_B4_MNIST, METHODS, MULTI, SINGLE, TABLE1_MNIST, bank_split,
                                            collapse_pairs, collapse_summary, mmd_scores, uncertainty_metrics)
 
 
@@ -106,7 +106,7 @@ def test_method_samples_gives_every_method_its_samples_and_warm_starts_dropout_f
     import jax
 
     from symlib.core.cnn import optunet_init
-    from symlib.experiments.posteriors import method_samples
+    from symlib.experiments.laurent.posteriors import method_samples
     from symlib.experiments.profiles import get_profile
 
     monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))

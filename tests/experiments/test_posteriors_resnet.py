@@ -1,4 +1,4 @@
-"""Laurent et al. Sec. 4 at ResNet-18 scale (symlib.experiments.posteriors_resnet): the whole
+"""Laurent et al. Sec. 4 at ResNet-18 scale (symlib.experiments.laurent.posteriors_resnet): the whole
 paper-profile code path end to end on CPU, at a smoke-test size.
 
 Synthetic CIFAR-100 and SVHN files in the official formats (written by tests/data/test_cifar.py's
@@ -16,8 +16,8 @@ import pytest
 from _helpers import unreachable_url
 from symlib import data
 from symlib.experiments import claims, profiles, registry
-from symlib.experiments import posteriors_resnet as pr
-from symlib.experiments.posteriors import TABLE1_COLUMNS
+from symlib.experiments.laurent import posteriors_resnet as pr
+from symlib.experiments.laurent.posteriors import TABLE1_COLUMNS
 
 pytestmark = pytest.mark.usefixtures("isolated_data_env")  # see conftest.py
 

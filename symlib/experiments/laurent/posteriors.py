@@ -21,7 +21,7 @@ claims over the networks (a bootstrap of networks, a network-level permutation t
 matching of disjoint pairs), never over pairs that share networks.
 
 The networks of the bank that pass the authors' convergence rule
-(:data:`~symlib.experiments.optunet.CONVERGED_ACCURACY`) are split in order: the first
+(:data:`~symlib.experiments.laurent.optunet.CONVERGED_ACCURACY`) are split in order: the first
 ``post_reference`` are the reference posterior, the next ``post_samples`` the deep
 ensemble (never in the reference: its MMD is not 0 by construction but an estimate of 0);
 the first ``post_modes`` ensemble members are the modes of the multi-mode methods, and the
@@ -39,7 +39,7 @@ import numpy as np
 
 from symlib.experiments.cache import cached_steps
 from symlib.experiments.claims import Evidence, Verdict, claim, difference, interval_evidence, not_tested, worst
-from symlib.experiments.optunet import CONVERGED_ACCURACY, optunet_data
+from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY, optunet_data
 from symlib.experiments.profiles import Profile
 from symlib.experiments.thresholds import threshold
 from symlib.experiments.registry import data_config, load_align_data, register, run, train_many_blocks
@@ -216,7 +216,7 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
         profile: the run profile (``post_*``, ``sghmc_leapfrog``, ``laplace_hessian``, ``laplace_n_data``).
         bank: the ``optunet_bank`` artifact.
         split: :func:`bank_split`'s indices.
-        d: the training data (:func:`~symlib.experiments.optunet.optunet_data`).
+        d: the training data (:func:`~symlib.experiments.laurent.optunet.optunet_data`).
 
     Returns:
         ``(samples, seconds)``, both keyed by method (:data:`METHODS`).

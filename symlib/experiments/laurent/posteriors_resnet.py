@@ -1,6 +1,6 @@
 """Laurent et al. (2024) Sec. 4 and 5.1 at ResNet-18 scale: CIFAR-100 and TinyImageNet.
 
-The OptuNet experiments of :mod:`symlib.experiments.posteriors` (Table 1's MNIST block)
+The OptuNet experiments of :mod:`symlib.experiments.laurent.posteriors` (Table 1's MNIST block)
 carried to the paper's other two tasks, for the paper profile on a GPU (the quick profile
 never runs them). Registered experiments, one set per task (``cifar100``,
 ``tiny_imagenet``):
@@ -55,7 +55,7 @@ import numpy as np
 
 from symlib.experiments import cache
 from symlib.experiments.claims import claim
-from symlib.experiments.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS, collapse_pairs, collapse_summary,
+from symlib.experiments.laurent.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS, collapse_pairs, collapse_summary,
                                            ensemble_closest, multi_mode_better_ood, multi_mode_closer,
                                            multi_mode_higher_mi, ood_more_dispersed, sample_groups,
                                            single_and_multi, single_mode_better_ece, uncertainty_metrics)

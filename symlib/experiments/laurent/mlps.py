@@ -2,7 +2,7 @@
 network posteriors", and the paper's reference claims.
 
 Registered experiments: ``toy_perceptrons`` (Fig. 1, App. A; helpers in
-:mod:`symlib.experiments.toy`) and ``laurent_mlps`` (Fig. 2, Fig. 4, App. D.3: many ReLU
+:mod:`symlib.experiments.laurent.toy`) and ``laurent_mlps`` (Fig. 2, Fig. 4, App. D.3: many ReLU
 MLPs trained with the OptuNet recipe). :func:`symlib.experiments.run` returns a
 :class:`ToyPerceptronsResult` or a :class:`LaurentMLPsResult`.
 
@@ -170,7 +170,7 @@ def toy_symmetry_tests(weights: dict[str, np.ndarray], resamples: int | None = N
       networks against ``-d`` over the second half, two independent samples (the networks
       are trained independently). Testing ``d`` against ``-d`` of the *same* networks would
       compare a sample with a transform of itself, and its p-value would mean nothing.
-    * **Modes** of a Gaussian KDE of ``d`` (:func:`symlib.experiments.toy.count_modes`),
+    * **Modes** of a Gaussian KDE of ``d`` (:func:`symlib.experiments.laurent.toy.count_modes`),
       the KDE's bandwidth (Scott's rule), the highest mode, and the **concentration**:
       the share of networks whose ``d`` lies within a tenth of ``d``'s interquartile range
       of the highest mode (scale-free, so raw and unit-norm weights compare).
@@ -193,7 +193,7 @@ def toy_symmetry_tests(weights: dict[str, np.ndarray], resamples: int | None = N
     """
     from scipy import stats
 
-    from symlib.experiments.toy import kde_on_grid, modes_of_density
+    from symlib.experiments.laurent.toy import kde_on_grid, modes_of_density
 
     out: dict[str, Any] = {"modes": {}, "highest_mode": {}, "bandwidth": {}, "concentration": {}}
     for form in OUTPUT_WEIGHT_FORMS:
@@ -230,11 +230,11 @@ TOY_BOOTSTRAP = 200
 
 def _mode_margin(g: np.ndarray, f: np.ndarray, h: float) -> float:
     """How clearly the highest mode of a KDE density ``f`` on points ``g`` (bandwidth ``h``,
-    :func:`symlib.experiments.toy.kde_on_grid`) is duplicated: the smaller of
+    :func:`symlib.experiments.laurent.toy.kde_on_grid`) is duplicated: the smaller of
     ``|mode| / bandwidth - 1`` (off the diagonal by more than a bandwidth) and
     ``1 - distance(-mode, nearest mode) / bandwidth`` (a mode within a bandwidth of its
     mirror); positive when both hold."""
-    from symlib.experiments.toy import modes_of_density
+    from symlib.experiments.laurent.toy import modes_of_density
 
     top = float(g[np.argmax(f)])
     modes = modes_of_density(g, f)
@@ -252,7 +252,7 @@ def _concentration(d: np.ndarray, g: np.ndarray, f: np.ndarray) -> float:
 
 def _toy_statistics(raw: np.ndarray, unit: np.ndarray) -> tuple[float, float]:
     """``(mode_margin, regroup_gain)`` of the raw and unit-norm differences (one KDE of each)."""
-    from symlib.experiments.toy import kde_on_grid
+    from symlib.experiments.laurent.toy import kde_on_grid
 
     g, f, h = kde_on_grid(raw)
     gu, fu, _ = kde_on_grid(unit)
@@ -298,7 +298,7 @@ def toy_perceptrons(profile: Profile) -> dict[str, Any]:
         weights in each of ``OUTPUT_WEIGHT_FORMS`` and ``bootstrap`` (:func:`toy_bootstrap`
         of those weights).
     """
-    from symlib.experiments.toy import sort_by_output_weight, train_perceptrons, two_gaussians
+    from symlib.experiments.laurent.toy import sort_by_output_weight, train_perceptrons, two_gaussians
     from symlib.symmetry.scaling import check_function_unchanged, unit_norm
 
     x, y = two_gaussians()
