@@ -16,8 +16,8 @@ DEFAULT = "quick"
 
 
 @dataclass(frozen=True)
-class Profile:
-    """Sizes and hyperparameters shared by the experiments of the book.
+class SharedProfile:
+    """The data split and the MNIST MLP that the three papers' experiments share.
 
     Attributes:
         name: profile name.
@@ -28,6 +28,27 @@ class Profile:
         epochs, batch_size, learning_rate: Adam/MAP training of MLPs.
         prior_std: std of the isotropic Gaussian prior (MAP = weight decay).
         n_lambdas: points on the interpolation path between two networks (barriers).
+    """
+
+    name: str
+    description: str
+    data_source: str
+    n_train: int
+    n_val: int
+    n_test: int
+    hidden: int
+    epochs: int
+    batch_size: int
+    learning_rate: float
+    prior_std: float
+    n_lambdas: int
+
+
+@dataclass(frozen=True)
+class XiaoProfile(SharedProfile):
+    """Sizes of Xiao et al.'s experiments (:mod:`symlib.experiments.xiao`), with the shared ones.
+
+    Attributes:
         not_points: NoT values in the sweep of Xiao et al. Fig. 2 (0 = every value
             0 .. hidden-1); not_runs: random initialisations in that sweep, and independent
             (reference, permuted copy) pairs in ``not_paths``.
@@ -48,6 +69,33 @@ class Profile:
             a larger learning rate (5e-3): with 40 epochs at 1e-3 (600 steps) Adam can move
             ``rho`` by at most about 0.6 and every sigma stayed near its 0.01 initial value.
         ensemble_members: deep-ensemble size; mc_samples: Monte-Carlo samples per predictive.
+    """
+
+    not_points: int
+    not_runs: int
+    rebasin_pairs: int
+    bnn_n_train: int
+    hmc_chains: int
+    hmc_step_size: float
+    hmc_adapt: bool
+    hmc_leapfrog: int
+    hmc_burnin: int
+    hmc_samples: int
+    hmc_thin: int
+    bnn_epochs: int
+    vi_epochs: int
+    vi_batch_size: int
+    vi_learning_rate: float
+    vi_std_init: float
+    ensemble_members: int
+    mc_samples: int
+
+
+@dataclass(frozen=True)
+class RossiProfile(SharedProfile):
+    """Sizes of Rossi et al.'s experiments (:mod:`symlib.experiments.rossi`), with the shared ones.
+
+    Attributes:
         align_*: Rossi et al.'s VI alignment experiments: MLPs with ``align_depth`` hidden
             layers of each width in ``align_widths`` (paper, Table 2: 3 x 512), mean-field VI
             with prior variance ``align_prior_var``, temperature 1, batch 500, std init 0.01
@@ -63,6 +111,32 @@ class Profile:
             stand-in (a minute or two; the networks stay near chance), shown in chapter 07
             with the larger stand-ins we tried and why none of them can test the paper's
             claim on 2 CPU cores.
+    """
+
+    align_widths: tuple[int, ...]
+    align_depth: int
+    align_epochs: int
+    align_prior_var: float
+    align_samples: int
+    align_n_eval: int
+    align_pairs: int
+    align_sweep_width: int
+    align_n_train: int | None
+    resnet_dataset: str
+    resnet_widths: tuple[int, ...]
+    resnet_n_train: int
+    resnet_epochs: int
+    resnet_batch_size: int
+    resnet_n_eval: int
+    resnet_n_lambdas: int
+    resnet_samples: int
+
+
+@dataclass(frozen=True)
+class LaurentProfile(SharedProfile):
+    """Sizes of Laurent et al.'s experiments (:mod:`symlib.experiments.laurent`), with the shared ones.
+
+    Attributes:
         laurent_*: Laurent et al.'s trained checkpoints (Fig. 2, App. D.3, Sec. 5.2):
             ``laurent_nets`` ReLU MLPs 784-``laurent_hidden``-10 trained at once with their
             OptuNet recipe (App. B.1: SGD, learning rate 0.04 halved after a quarter and after
@@ -107,53 +181,6 @@ class Profile:
             on ``rn18_n_eval`` test and OOD images (10,000).
     """
 
-    name: str
-    description: str
-    data_source: str
-    n_train: int
-    n_val: int
-    n_test: int
-    hidden: int
-    epochs: int
-    batch_size: int
-    learning_rate: float
-    prior_std: float
-    n_lambdas: int
-    not_points: int
-    not_runs: int
-    rebasin_pairs: int
-    bnn_n_train: int
-    hmc_chains: int
-    hmc_step_size: float
-    hmc_adapt: bool
-    hmc_leapfrog: int
-    hmc_burnin: int
-    hmc_samples: int
-    hmc_thin: int
-    bnn_epochs: int
-    vi_epochs: int
-    vi_batch_size: int
-    vi_learning_rate: float
-    vi_std_init: float
-    ensemble_members: int
-    mc_samples: int
-    align_widths: tuple[int, ...]
-    align_depth: int
-    align_epochs: int
-    align_prior_var: float
-    align_samples: int
-    align_n_eval: int
-    align_pairs: int
-    align_sweep_width: int
-    align_n_train: int | None
-    resnet_dataset: str
-    resnet_widths: tuple[int, ...]
-    resnet_n_train: int
-    resnet_epochs: int
-    resnet_batch_size: int
-    resnet_n_eval: int
-    resnet_n_lambdas: int
-    resnet_samples: int
     laurent_nets: int
     laurent_hidden: tuple[int, ...]
     laurent_epochs: int
@@ -187,6 +214,37 @@ class Profile:
     rn18_samples: int
     rn18_modes: int
     rn18_bn_images: int
+
+#: each paper's profile class, by the name of its experiments' package
+PAPER_PROFILES = {"xiao": XiaoProfile, "rossi": RossiProfile, "laurent": LaurentProfile}
+
+
+@dataclass(frozen=True)
+class Profile(LaurentProfile, RossiProfile, XiaoProfile):
+    """The book's profile: the three papers' profiles composed, every field of each.
+
+    The fields come in the order shared, Xiao, Rossi, Laurent (see :class:`SharedProfile`,
+    :class:`XiaoProfile`, :class:`RossiProfile` and :class:`LaurentProfile` for what each
+    means). A paper's experiments read only its own fields and the shared ones
+    (``tests/experiments/test_config.py`` checks it); :meth:`paper` gives that part alone.
+    """
+
+    def paper(self, name: str) -> SharedProfile:
+        """This profile's part for one paper: its fields and the shared ones.
+
+        Args:
+            name: ``"xiao"``, ``"rossi"`` or ``"laurent"``.
+
+        Returns:
+            The :class:`XiaoProfile`, :class:`RossiProfile` or :class:`LaurentProfile`.
+
+        Raises:
+            ValueError: for another name.
+        """
+        if name not in PAPER_PROFILES:
+            raise ValueError(f"unknown paper {name!r}; papers: {', '.join(PAPER_PROFILES)}")
+        cls = PAPER_PROFILES[name]
+        return cls(**{f.name: getattr(self, f.name) for f in dataclasses.fields(cls)})
 
     def to_dict(self) -> dict:
         """The profile's fields.
