@@ -264,12 +264,12 @@ report.show_saved_run("functional_collapse", "a bank of 1,000 OptuNets: more tha
 # correlation one could tell from zero; the pattern is closer to the paper's ResNet-18
 # finding (no significant correlation) than to its OptuNet one. Functional collapse is rare
 # here too: {glue:text}`ch13_s_below_half` of {glue:text}`ch13_s_pairs` pairs have an ID MI
-# below half the mean. The saved summary predates the claims' intervals over networks (it
-# keeps the spreads and the correlation, not the pairs with their networks), so the claims
-# table above gives the verdict for this run: {glue:text}`ch13_s_v_ood_more_dispersed`
-# (dispersion), {glue:text}`ch13_s_v_positive_correlation` (correlation) and
-# {glue:text}`ch13_s_v_collapse_frequency` (collapse frequency). Re-running it (an hour on
-# two CPU cores) would give them their intervals.
+# below half the mean. The claims table above judges the three claims over the networks
+# (the ratio of the two coefficients of variation with a bootstrap over networks, the
+# correlation with a permutation test that moves networks, not pairs, and the collapse
+# frequency on disjoint pairs): {glue:text}`ch13_s_v_ood_more_dispersed` (dispersion),
+# {glue:text}`ch13_s_v_positive_correlation` (correlation) and
+# {glue:text}`ch13_s_v_collapse_frequency` (collapse frequency).
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.
