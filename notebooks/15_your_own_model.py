@@ -249,11 +249,10 @@ plotting.interpolation_curves(curves, title="Test loss along the linear path fro
 
 # %%
 orders = []
-spec_wide = symmetry.permutation_spec_from_flax(models["wide"], nets["wide"][0], x[:8])
-for seed in range(5):
-    match = symmetry.weight_matching(seed, spec_wide, *nets["wide"])
-    end = symmetry.apply_permutation(spec_wide, match.perms, nets["wide"][1])
-    curve = evaluation.interpolation_curve(nets["wide"][0], end, x_test, y_test, 11, apply_fn=models["wide"].apply)
+for seed in range(5):  # the wide pair (a, b) and its derived spec, from above
+    match = symmetry.weight_matching(seed, spec, a, b)
+    curve = evaluation.interpolation_curve(a, symmetry.apply_permutation(spec, match.perms, b), x_test, y_test, 11,
+                                           apply_fn=model.apply)
     orders.append((seed, match.objective[-1], evaluation.loss_barrier(curve["lambda"], curve["loss"])))
 display(Table(["key of the sweep order", "J after matching", "barrier (nats)"],
               [[k, f"{j:.1f}", f"{b:.3f}"] for k, j, b in orders]))
