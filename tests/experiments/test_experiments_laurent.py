@@ -221,3 +221,15 @@ def test_mmd_scores_jackknife_over_reference_and_sample_groups():
         assert len(per["multi-SWAG"]["reference"]) == 3 and len(per["multi-SWAG"]["samples"]) == 2, variant
     assert np.isfinite(scores["MMD"]["multi-SWAG"]["median"])
     assert mmd_scores(ref, {"multi-SWAG": smp}, nets[0]).keys() == scores.keys()  # without groups: the scores only
+
+
+def test_optunet_block_size_follows_the_backend(monkeypatch):
+    """Blocks of 32 OptuNets on a CPU (cache-friendly), 256 on an accelerator; network i is the
+    same either way (its keys come from its index), so only the speed changes."""
+    import jax
+
+    from symlib.experiments.laurent import optunet
+
+    assert jax.default_backend() == "cpu" and optunet.optunet_block() == optunet.OPTUNET_BLOCK == 32
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert optunet.optunet_block() == optunet.OPTUNET_BLOCK_ACCELERATOR == 256

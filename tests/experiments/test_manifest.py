@@ -311,6 +311,20 @@ def test_status_lists_every_saved_run_and_documented_reasons(synthetic_claims):
     assert small.details()[0].endswith("why: the small run's nets are too narrow")
 
 
+def test_one_verdict_per_scale_within_a_run_label():
+    """Laurent's Figure 2 reads laurent_optunets (its paper profile a reduction: 256 of the
+    paper's 1,000 OptuNets) and laurent_mlps (a stand-in) under the one label "paper": each gets
+    its own verdict and scale, the reduction first, instead of one verdict under the stand-in."""
+    fig2 = next(i for i in MANIFEST if i.paper == "laurent2024" and i.id == "Figure 2")
+    runs = manifest.saved_runs(REPO / "book" / "results")
+    verdicts = manifest.run_verdicts(fig2, {}, runs)
+    paper = [r for r in verdicts if r.run == "paper"]
+    assert [r.scale.kind for r in paper] == [scales.REDUCTION, scales.STAND_IN]
+    assert {o.claim.experiment for o in paper[0].outcomes} == {"laurent_optunets"}
+    assert {o.claim.experiment for o in paper[1].outcomes} == {"laurent_mlps"}
+    assert verdicts[0] is paper[0]  # the largest reduction leads the row
+
+
 def test_check_book_accepts_the_report_html_and_refuses_a_reproduced_status():
     import importlib.util
 

@@ -19,9 +19,9 @@ section of :mod:`symlib.experiments.thresholds`, over its independent units: the
 min-mass claims, whose optimum is computed, not sampled; a Student-t interval over networks
 for the largest weights), the runs (a bootstrap for the swap claims) and the weight
 positions (Clopper-Pearson for the KS shares). Summaries saved before 2026-11-25 lack the
-per-unit values; the claims that need them are "not tested" on those runs (the registered
-differences at the end of the module). :func:`mass_hessian` and :func:`mass_along_line` are
-the numerical checks of Proposition 2.
+per-unit values; the claims that need them are "not tested" on such runs (none is saved
+now). :func:`mass_hessian` and :func:`mass_along_line` are the numerical checks of
+Proposition 2.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import jax
 import numpy as np
 
 from symlib.core.models import mlp_init
-from symlib.experiments.claims import (Evidence, Verdict, claim, worst, difference, exact, interval_evidence,
+from symlib.experiments.claims import (Evidence, claim, worst, exact, interval_evidence,
                                        mean_of_units, not_tested, share_of_units)
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import ExperimentResult, data_config, fit_many_blocks, load_data, pick, register
@@ -875,25 +875,7 @@ def laurent_mlps(profile: Profile) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- differences
-# What the saved paper-profile runs can and cannot test (registered so that
-# tests/experiments/test_claims.py accepts exactly these verdicts; the chapters say why). Each of them
-# predates the summaries' per-unit values (2026-11-25): a claim that needs an interval over
-# networks or runs is "not tested" on them until they are rerun (toy_perceptrons was rerun
-# on 2026-11-26 and tests all its claims).
-
-_BEFORE_UNITS = ("the saved summary (run before 2026-11-25) keeps {what}, not the per-{unit} values that an interval "
-                 "over {unit}s needs: not tested on this run; ")
-# (the 64-network run was rerun on 2026-11-26 with those values: all its claims hold)
-for _label, _n in (("paper", 256),):
-    difference("laurent_mlps", _label, "largest_weight",
-               _BEFORE_UNITS.format(what="each layer's largest weight averaged over the networks", unit="network")
-               + f"the means over its {_n} networks are in the paper's direction (the smallest layer's largest "
-                 "weight x1.22, the largest layer's x0.86)", verdict=Verdict.NOT_TESTED)
-    difference("laurent_mlps", _label, "swaps_in_high_lr_phases",
-               _BEFORE_UNITS.format(what="the swap rates averaged over the runs", unit="run")
-               + "the means over runs fall from 16.5 to 2.6 (first layer) and from 8.5 to 1.2 (second) swapped "
-                 "pairs per step, in the paper's direction", verdict=Verdict.NOT_TESTED)
-    difference("laurent_mlps", _label, "ordering_freezes",
-               _BEFORE_UNITS.format(what="the net swaps averaged over the runs", unit="run")
-               + "the means over runs are 30 and 19 net swapped pairs per epoch late in training against 335 and "
-                 "182 in the first phase (9% and 11%), in the paper's direction", verdict=Verdict.NOT_TESTED)
+# None: both saved paper-profile runs keep the per-unit values (the 64-network run was rerun
+# on a CPU on 2026-11-26, the 256-network run on an H100 the same day) and every claim holds on
+# them. The code that reads summaries saved before 2026-11-25 (means only) stays, and gives
+# "not tested" on them.
