@@ -177,8 +177,12 @@ print(f"largest change of a logit under random permutations from the spec: {inva
 # moves row `s * C + c` to row `s * C + p[c]` at every spatial position `s`. The derived
 # spec says so with a *view*: it sees the kernel `(H * W * C, units)` as
 # `(H * W, C, units)`, and every symlib tool reshapes the kernel to its view before
-# permuting. The check below permutes the derived spec's channels at random and compares
-# the logits.
+# permuting. The scaling spec uses the same view: rescaling channel `c` by $\lambda$
+# divides rows `s * C + c` by $\lambda$ at every position. The checks below permute, then
+# rescale, the derived specs' units at random and compare the logits. (A concatenation, as
+# in DenseNet or Inception blocks, is handled alike: the kernel reading
+# `concatenate([a, b])` is cut into *parts*, one per branch, each permuted with its
+# branch's units; `PermutationSpec.parts`.)
 
 # %%
 class FlattenCNN(nn.Module):
@@ -198,7 +202,14 @@ print("Dense_0/kernel: stored", flat_params["Dense_0"]["kernel"].shape,
 flat_error = symmetry.check_spec_invariance(
     flat_spec, flat_params, lambda p, xb: flat_model.apply({"params": p}, xb), x_test[:256])
 print(f"largest change of a logit under random permutations from the spec: {flat_error:.2e}")
+flat_scaling = symmetry.scaling_spec_from_flax(flat_model, flat_params, x[:8])
+print("scaling spec: Dense_0/kernel viewed as", flat_scaling.views["Dense_0/kernel"],
+      "; the channels' group rescales", flat_scaling.groups["P_Conv_0"])
+flat_scale_error = symmetry.check_scaling_spec_invariance(
+    flat_scaling, flat_params, lambda p, xb: flat_model.apply({"params": p}, xb), x_test[:256])
+print(f"largest change of a logit under random rescalings from the spec: {flat_scale_error:.2e}")
 assert "P_Conv_0" in flat_spec.axes["Dense_0/kernel"], flat_spec.axes
+assert ("Dense_0/kernel", 1, -1) in flat_scaling.groups["P_Conv_0"], flat_scaling.groups
 
 # %% [markdown]
 # ## Re-basin: the loss barrier before and after weight matching

@@ -204,7 +204,8 @@ def composite_spec(spec: PermutationSpec, prefixes: Sequence[str]) -> Permutatio
         raise ValueError(f"prefixes must be distinct, got {prefixes}")
     return PermutationSpec({f"{pre}/{path}": names for pre in prefixes for path, names in spec.axes.items()},
                            blocks=dict(spec.blocks),
-                           views={f"{pre}/{path}": view for pre in prefixes for path, view in spec.views.items()})
+                           views={f"{pre}/{path}": view for pre in prefixes for path, view in spec.views.items()},
+                           parts={f"{pre}/{path}": cut for pre in prefixes for path, cut in spec.parts.items()})
 
 
 def apply_alignment(spec: PermutationSpec, perms: Mapping[str, Any], q) -> tuple[PyTree, PyTree]:

@@ -26,15 +26,15 @@ exact Hessian (float64, ``jax.hessian``), fine up to a few thousand rescalable u
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import check_finite, positive_float, positive_int
-from symlib.symmetry.specs import PermutationSpec, apply_permutation, block_of, check_spec, flatten_params, \
-    unflatten_params
+from symlib.symmetry.specs import PermutationSpec, apply_permutation, block_of, check_spec, checked_views, \
+    flatten_params, output_change, unflatten_params
 
 __all__ = [
     "ScalingSpec",
@@ -42,6 +42,7 @@ __all__ = [
     "apply_scaling_spec",
     "chain_kernels",
     "check_scaling_spec",
+    "check_scaling_spec_invariance",
     "identifiable_spec",
     "min_mass_spec",
     "mlp_scaling_spec",
@@ -65,10 +66,13 @@ class ScalingSpec:
         groups: group name -> tuple of ``(path, axis, power)`` entries, ``power`` +1
             (incoming side) or -1 (outgoing side), groups in input-to-output order.
         mass_paths: the parameters whose squares make the mass.
+        views: parameter path -> the shape in which the spec sees it (a C-order reshape of
+            the stored leaf; module docstring); ``axis`` in the entries counts the view's axes.
     """
 
     groups: dict[str, tuple[tuple[str, int, int], ...]]
     mass_paths: tuple[str, ...]
+    views: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self):
         clean = {}
@@ -81,6 +85,9 @@ class ScalingSpec:
             clean[name] = entries
         object.__setattr__(self, "groups", clean)
         object.__setattr__(self, "mass_paths", tuple(self.mass_paths))
+        known = {p for entries in clean.values() for p, _, _ in entries} | set(self.mass_paths)
+        object.__setattr__(self, "views", checked_views(self.views, known,
+                                                        "no group or mass path of the scaling spec uses"))
 
 
 def optunet_scaling_spec() -> ScalingSpec:
@@ -220,13 +227,28 @@ def resnet18_scaling_spec(groups=None) -> ScalingSpec:
     return _resnet_scaling_spec("resnet18", groups)
 
 
-def _float64(params: Mapping) -> dict[str, np.ndarray]:
+def _viewed(spec: ScalingSpec, flat: Mapping) -> dict:
+    """The leaves of a flat parameter dict reshaped to the spec's views (:attr:`ScalingSpec.views`)."""
+    out = {}
+    for path, leaf in flat.items():
+        view = spec.views.get(path)
+        if view is not None:
+            if int(np.prod(np.shape(leaf))) != int(np.prod(view)):
+                raise ValueError(f"parameter {path!r} has shape {tuple(np.shape(leaf))}, which the scaling spec views "
+                                 f"as {view}: the view needs {int(np.prod(view))} elements")
+            leaf = leaf.reshape(view)
+        out[path] = leaf
+    return out
+
+
+def _float64(spec: ScalingSpec, params: Mapping) -> dict[str, np.ndarray]:
+    """float64 leaves in the spec's views, checked finite."""
     flat = {}
     for path, leaf in flatten_params(params).items():
         arr = np.asarray(leaf, dtype=np.float64)
         check_finite(arr, path)
         flat[path] = arr
-    return flat
+    return _viewed(spec, flat)
 
 
 def check_scaling_spec(spec: ScalingSpec, params: Mapping) -> dict[str, int]:
@@ -239,7 +261,7 @@ def check_scaling_spec(spec: ScalingSpec, params: Mapping) -> dict[str, int]:
         ValueError: naming the parameter that is missing, has too few axes or an axis
             length that does not fit the group.
     """
-    flat = flatten_params(params)
+    flat = _viewed(spec, flatten_params(params))
     sizes = {}
     for name, entries in spec.groups.items():
         lengths = []
@@ -248,7 +270,8 @@ def check_scaling_spec(spec: ScalingSpec, params: Mapping) -> dict[str, int]:
                 raise ValueError(f"scaling group {name!r} acts on parameter {path!r}, which params do not have")
             shape = np.shape(flat[path])
             if not -len(shape) <= axis < len(shape):
-                raise ValueError(f"scaling group {name!r} acts on axis {axis} of {path!r}, which has shape {shape}")
+                raise ValueError(f"scaling group {name!r} acts on axis {axis} of {path!r}, which has shape {shape}"
+                                 + (" (the spec's view)" if path in spec.views else ""))
             lengths.append(shape[axis])
         n = lengths[0]
         for (path, axis, _), m in zip(entries, lengths):
@@ -260,6 +283,53 @@ def check_scaling_spec(spec: ScalingSpec, params: Mapping) -> dict[str, int]:
     if missing:
         raise ValueError(f"the mass of the scaling spec uses parameter(s) {missing}, which params do not have")
     return sizes
+
+
+def check_scaling_spec_invariance(spec: ScalingSpec, params: Mapping, apply_fn, x, key=0, trials: int = 2,
+                                  rtol: float = 1e-4, atol: float = 1e-5, spread: float = 1.0) -> float:
+    """Check that ``spec`` is a symmetry of the network: rescaling each group's units by
+    random positive factors leaves ``apply_fn(params, x)`` unchanged.
+
+    The scaling analogue of :func:`symlib.symmetry.specs.check_spec_invariance`: a
+    hand-written spec with the right shapes but an entry on the wrong layer passes
+    :func:`check_scaling_spec` and then changes the function. Each group in turn gets
+    ``trials`` draws of factors ``exp(spread * N(0, 1))``, the others stay at 1.
+
+    Args:
+        spec: the scaling spec.
+        params: parameters that fit ``spec`` (nested or flat, as ``apply_fn`` takes them).
+        apply_fn: ``apply_fn(params, x) -> outputs`` (any pytree of arrays).
+        x: a batch of inputs.
+        key: seed of the random factors (int or numpy Generator).
+        trials: draws per group.
+        rtol: relative tolerance on the outputs.
+        atol: absolute tolerance on the outputs.
+        spread: standard deviation of the log-factors.
+
+    Returns:
+        The largest absolute change of any output over all trials.
+
+    Raises:
+        ValueError: naming the group whose rescaling changed the outputs, and by how much
+            (or :func:`check_scaling_spec`'s error when the shapes do not fit).
+    """
+    sizes = check_scaling_spec(spec, params)
+    rng = key if isinstance(key, np.random.Generator) else np.random.default_rng(key)
+    ref = jax.tree_util.tree_leaves(apply_fn(params, x))
+    worst = 0.0
+    for name in spec.groups:
+        for _ in range(int(trials)):
+            scales = {n: np.ones(k) for n, k in sizes.items()}
+            scales[name] = np.exp(float(spread) * rng.standard_normal(sizes[name]))
+            diff, same = output_change(ref, apply_fn(apply_scaling_spec(spec, params, scales), x), rtol, atol)
+            worst = max(worst, diff)
+            if not same:
+                where = ", ".join(f"{p}[axis {ax}, power {pw:+d}]" for p, ax, pw in spec.groups[name])
+                raise ValueError(
+                    f"scaling group {name!r} of the spec changes the network's outputs (largest change "
+                    f"{diff:.3g}): the parameter axes it rescales together ({where}) are not a symmetry "
+                    "of apply_fn; check which layer each belongs to and that its units go through ReLU")
+    return worst
 
 
 def _expand(v, length: int, axis: int, ndim: int):
@@ -299,12 +369,13 @@ def _check_scales(scales: Mapping, sizes: Mapping[str, int]) -> dict[str, np.nda
 
 
 def _restore(template: Mapping, flat64: Mapping[str, np.ndarray]):
-    """float64 leaves back to the array type, dtype and nesting of ``template``."""
+    """float64 leaves (possibly in views) back to the shape, array type, dtype and nesting of ``template``."""
     ref = flatten_params(template)
     out = {}
     for path, x in flat64.items():
         r = ref[path]
         dtype = getattr(r, "dtype", np.float64)
+        x = np.reshape(x, np.shape(r))
         out[path] = np.asarray(x, dtype) if isinstance(r, np.ndarray) else jnp.asarray(x, dtype)
     nested = any(isinstance(v, Mapping) for v in template.values())
     return unflatten_params(out) if nested else out
@@ -333,7 +404,7 @@ def apply_scaling_spec(spec: ScalingSpec, params: Mapping, scales: Mapping[str, 
     """
     sizes = check_scaling_spec(spec, params)
     logs = {n: np.log(s) for n, s in _check_scales(scales, sizes).items()}
-    return _restore(params, _scaled(spec, _float64(params), logs))
+    return _restore(params, _scaled(spec, _float64(spec, params), logs))
 
 
 def mass_spec(spec: ScalingSpec, params: Mapping) -> float:
@@ -406,7 +477,7 @@ _MASS_FUNCTIONS: dict = {}
 
 def _mass_functions(spec: ScalingSpec, cuts: tuple[int, ...]):
     """Compiled ``M(v, squares)``, its gradient and Hessian for ``spec`` (cached per spec and sizes)."""
-    key = (repr(spec.groups), spec.mass_paths, cuts)
+    key = (repr(spec.groups), spec.mass_paths, repr(spec.views), cuts)
     if key not in _MASS_FUNCTIONS:
         names = list(spec.groups)
 
@@ -430,7 +501,7 @@ def chain_kernels(spec: ScalingSpec, params: Mapping) -> list[str] | None:
     """
     flat = flatten_params(params)
     kernels = list(spec.mass_paths)
-    if len(kernels) != len(spec.groups) + 1 or any(p not in flat or np.ndim(flat[p]) != 2 for p in kernels):
+    if any(p in spec.views for p in kernels) or len(kernels) != len(spec.groups) + 1 or any(p not in flat or np.ndim(flat[p]) != 2 for p in kernels):
         return None
     for l, entries in enumerate(spec.groups.values()):
         ins = {(p, a % 2) for p, a, s in entries if s == 1 and p in kernels}
@@ -481,7 +552,7 @@ def min_mass_spec(spec: ScalingSpec, params: Mapping, tol: float = 1e-12, max_it
     if method not in ("auto", "dense", "bcd", "newton"):
         raise ValueError(f"method must be 'auto', 'dense', 'bcd' or 'newton', got {method!r}")
     sizes = check_scaling_spec(spec, params)
-    flat = _float64(params)
+    flat = _float64(spec, params)
     _raise_if_degenerate(spec, flat, sizes)
     names = list(spec.groups)
     kernels = chain_kernels(spec, flat) if method != "dense" else None
@@ -533,7 +604,7 @@ def _dense_newton(spec: ScalingSpec, flat: Mapping[str, np.ndarray], sizes: Mapp
 def _packed(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray] | None):
     """Squared mass leaves, group sizes' cut points, and the log-scales as one float64 vector."""
     sizes = check_scaling_spec(spec, params)
-    flat = _float64(params)
+    flat = _float64(spec, params)
     names = list(spec.groups)
     cuts = tuple(int(c) for c in np.cumsum([sizes[n] for n in names])[:-1])
     if log_scales is None:
@@ -603,7 +674,7 @@ def unit_norm_spec(spec: ScalingSpec, params: Mapping, include_bias: bool = Fals
         ValueError: naming the group and units whose incoming weights are all zero.
     """
     sizes = check_scaling_spec(spec, params)
-    cur = _float64(params)
+    cur = _float64(spec, params)
     for name in spec.groups:
         sq = _side_mass(spec, cur, sizes, name, 1)
         if include_bias:
@@ -634,21 +705,23 @@ def unit_norm_traced(spec: ScalingSpec, params: Mapping) -> dict:
     Returns:
         The unit-norm network, flat (``"layer/leaf"`` keys), jax arrays.
     """
-    cur = {p: jnp.asarray(x) for p, x in flatten_params(params).items()}
+    stored = {p: jnp.asarray(x) for p, x in flatten_params(params).items()}
+    cur = _viewed(spec, stored)
     sizes = {n: cur[e[0][0]].shape[e[0][1]] for n, e in spec.groups.items()}
     for name in spec.groups:
         sq = _side_mass(spec, cur, sizes, name, 1, xp=jnp)
         logs = {n: jnp.zeros(sizes[n]) for n in spec.groups}
         logs[name] = jnp.where(sq > 0, -0.5 * jnp.log(jnp.where(sq > 0, sq, 1.0)), 0.0)
         cur = _scaled(spec, cur, logs, xp=jnp)
-    return cur
+    return {p: x.reshape(stored[p].shape) for p, x in cur.items()}
 
 
 def key_axis(spec: PermutationSpec, name: str) -> tuple[str, int]:
-    """The parameter whose last axis ``name`` permutes first: the layer producing the units."""
+    """The parameter whose last axis ``name`` permutes first: the layer producing the units
+    (a stored path: a kernel cut into parts along its input axis is returned whole)."""
     for path, axis in spec.perm_to_axes[name]:
         if axis == len(spec.axes[path]) - 1 and len(spec.axes[path]) > 1:
-            return path, axis
+            return spec.stored_path(path), axis
     raise ValueError(f"permutation {name!r} acts on no kernel's output axis; there is no incoming weight to sort by")
 
 

@@ -37,9 +37,12 @@ __all__ = [
     "check_spec",
     "check_spec_invariance",
     "flatten_params",
+    "join_parts",
     "mlp_permutation_spec",
     "param_distance",
+    "part_name",
     "random_permutations",
+    "split_parts",
     "to_views",
     "unflatten_params",
     "view_shape",
@@ -67,11 +70,21 @@ class PermutationSpec:
     ``C`` channels is viewed as ``(H*W, C, out)`` with axes ``(None, "P_conv", "P_dense")``,
     so a permutation of the channels is applied at every spatial position (row
     ``s*C + c``). Every tool reshapes the leaf to its view, permutes, and reshapes back.
+
+    ``parts`` (optional) maps a stored parameter to ``(axis, lengths)``: the parameter is
+    cut along ``axis`` into consecutive *parts* of those lengths, each a parameter of the
+    spec of its own, named ``f"{path}[{start}:{stop}]"`` in ``axes``. This expresses a
+    concatenation: a dense layer reading ``concatenate([a, b])`` of ``n_a`` and ``n_b``
+    units has the kernel ``(n_a + n_b, out)`` with parts ``"kernel[0:n_a]"`` on ``(P_a,
+    P_out)`` and ``"kernel[n_a:n_a+n_b]"`` on ``(P_b, P_out)``. Every tool cuts the leaf into
+    its parts (:func:`split_parts`), permutes them, and joins them back (:func:`join_parts`).
+    A part cannot also have a view.
     """
 
     axes: dict[str, tuple[str | None, ...]]
     blocks: dict[str, int] = field(default_factory=dict)
     views: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    parts: dict[str, tuple[int, tuple[int, ...]]] = field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.axes, Mapping):
@@ -96,20 +109,50 @@ class PermutationSpec:
             if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 1:
                 raise ValueError(f"blocks[{name!r}] must be a positive int (number of groups), got {g!r}")
         object.__setattr__(self, "blocks", {n: int(g) for n, g in self.blocks.items()})
-        if not isinstance(self.views, Mapping):
-            raise TypeError(f"views must be a dict of parameter path -> shape, got {self.views!r}")
-        views = {}
-        for path, view in self.views.items():
-            if path not in clean:
-                raise ValueError(f"views names {path!r}, which is not a parameter of the spec")
-            if isinstance(view, (str, bytes)) or not isinstance(view, (tuple, list)) or any(
-                    isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1 for d in view):
-                raise ValueError(f"views[{path!r}] must be a tuple of positive ints (a shape), got {view!r}")
+        views = checked_views(self.views, set(clean), "is not a parameter of the spec")
+        for path, view in views.items():
             if len(view) != len(clean[path]):
                 raise ValueError(f"views[{path!r}] = {tuple(view)} has {len(view)} axes but axes[{path!r}] lists "
                                  f"{len(clean[path])}: {clean[path]}")
-            views[path] = tuple(int(d) for d in view)
         object.__setattr__(self, "views", views)
+        if not isinstance(self.parts, Mapping):
+            raise TypeError(f"parts must be a dict of parameter path -> (axis, lengths), got {self.parts!r}")
+        parts = {}
+        for path, spec in self.parts.items():
+            try:
+                axis, lengths = spec
+                axis, lengths = int(axis), tuple(int(n) for n in lengths)
+            except (TypeError, ValueError):
+                raise ValueError(f"parts[{path!r}] must be (axis, lengths), got {spec!r}") from None
+            if axis < 0 or len(lengths) < 2 or any(n < 1 for n in lengths):
+                raise ValueError(f"parts[{path!r}] must be (axis >= 0, two or more positive lengths), got {spec!r}")
+            if path in clean:
+                raise ValueError(f"parts cuts {path!r} into parts, so axes must name its parts, not {path!r} itself")
+            names = [part_name(path, a, b) for a, b in _bounds(lengths)]
+            absent = [n for n in names if n not in clean]
+            if absent:
+                raise ValueError(f"parts cuts {path!r} into {names}, but axes has no entry for {absent}")
+            ndims = {len(clean[n]) for n in names}
+            if len(ndims) > 1 or axis >= ndims.pop():
+                raise ValueError(f"the parts {names} of {path!r} must list the same number of axes, more than {axis}")
+            for n in names:
+                if n in views:
+                    raise ValueError(f"part {n!r} cannot also have a view")
+            parts[path] = (axis, lengths)
+        object.__setattr__(self, "parts", parts)
+
+    @property
+    def stored_paths(self) -> list[str]:
+        """The paths of the stored parameters: those of ``axes``, each part replaced by the
+        parameter it is cut from (:attr:`parts`), in order of first appearance."""
+        return list(dict.fromkeys(self.stored_path(path) for path in self.axes))
+
+    def stored_path(self, path: str) -> str:
+        """The stored parameter that the spec's path ``path`` is (a part's: the one it is cut from)."""
+        for parent, (_, lengths) in self.parts.items():
+            if any(path == part_name(parent, a, b) for a, b in _bounds(lengths)):
+                return parent
+        return path
 
     @property
     def perm_names(self) -> list[str]:
@@ -125,6 +168,73 @@ class PermutationSpec:
                 if name is not None:
                     out.setdefault(name, []).append((path, axis))
         return out
+
+
+def checked_views(views, known: set, unknown: str) -> dict[str, tuple[int, ...]]:
+    """``views`` (path -> shape) validated: every path in ``known`` (else ``ValueError``
+    ending in ``unknown``), every shape a tuple of positive ints."""
+    if not isinstance(views, Mapping):
+        raise TypeError(f"views must be a dict of parameter path -> shape, got {views!r}")
+    out = {}
+    for path, view in views.items():
+        if path not in known:
+            raise ValueError(f"views names {path!r}, which {unknown}")
+        if isinstance(view, (str, bytes)) or not isinstance(view, (tuple, list)) or any(
+                isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1 for d in view):
+            raise ValueError(f"views[{path!r}] must be a tuple of positive ints (a shape), got {view!r}")
+        out[path] = tuple(int(d) for d in view)
+    return out
+
+
+def _bounds(lengths) -> list[tuple[int, int]]:
+    ends = np.cumsum([0] + list(lengths)).tolist()
+    return list(zip(ends[:-1], ends[1:]))
+
+
+def part_name(path: str, start: int, stop: int) -> str:
+    """The spec's name of the part ``start:stop`` of parameter ``path`` (:attr:`PermutationSpec.parts`)."""
+    return f"{path}[{start}:{stop}]"
+
+
+def split_parts(spec: PermutationSpec, flat: Mapping[str, Any], batch_dims: int = 0) -> dict[str, Any]:
+    """The leaves of a flat parameter dict with every parameter of :attr:`PermutationSpec.parts`
+    cut into its parts (keys :func:`part_name`), in place of the parameter; the others as they are.
+
+    Raises:
+        ValueError: naming the parameter whose axis is not as long as its parts together.
+    """
+    out = {}
+    for path, leaf in flat.items():
+        if path not in spec.parts:
+            out[path] = leaf
+            continue
+        axis, lengths = spec.parts[path]
+        shape = _shape(leaf)
+        k = batch_dims + axis
+        if len(shape) <= k or shape[k] != sum(lengths):
+            raise ValueError(f"parameter {path!r} has shape {shape}; the spec cuts axis {axis}"
+                             + (f" (after {batch_dims} batch axes)" if batch_dims else "")
+                             + f" into parts of lengths {list(lengths)}, {sum(lengths)} in all")
+        for a, b in _bounds(lengths):
+            out[part_name(path, a, b)] = leaf[(slice(None),) * k + (slice(a, b),)]
+    return out
+
+
+def join_parts(spec: PermutationSpec, leaves: Mapping[str, Any], batch_dims: int = 0) -> dict[str, Any]:
+    """Inverse of :func:`split_parts`: the parts of every parameter joined back along their axis,
+    in the position of the first part."""
+    out: dict[str, Any] = {}
+    owner = {part_name(p, a, b): p for p, (_, lengths) in spec.parts.items() for a, b in _bounds(lengths)}
+    for path in leaves:
+        parent = owner.get(path)
+        if parent is None:
+            out[path] = leaves[path]
+        elif parent not in out:
+            axis, lengths = spec.parts[parent]
+            pieces = [leaves[part_name(parent, a, b)] for a, b in _bounds(lengths)]
+            xp = np if all(isinstance(x, np.ndarray) for x in pieces) else jnp
+            out[parent] = xp.concatenate(pieces, axis=batch_dims + axis)
+    return out
 
 
 def view_shape(spec: PermutationSpec, path: str, shape: tuple[int, ...], batch_dims: int = 0) -> tuple[int, ...]:
@@ -146,10 +256,11 @@ def view_shape(spec: PermutationSpec, path: str, shape: tuple[int, ...], batch_d
 
 
 def to_views(spec: PermutationSpec, flat: Mapping[str, Any], batch_dims: int = 0) -> dict[str, Any]:
-    """The leaves of a flat parameter dict reshaped to the spec's views
-    (:attr:`PermutationSpec.views`); leaves without a view come back as they are."""
+    """The leaves of a flat parameter dict as the spec sees them: cut into their parts
+    (:func:`split_parts`) and reshaped to their views (:attr:`PermutationSpec.views`);
+    other leaves come back as they are. Keys are the spec's paths (``spec.axes``)."""
     return {p: (leaf.reshape(view_shape(spec, p, _shape(leaf), batch_dims)) if p in spec.views else leaf)
-            for p, leaf in flat.items()}
+            for p, leaf in split_parts(spec, flat, batch_dims).items()}
 
 
 def mlp_permutation_spec(num_hidden_layers: int) -> PermutationSpec:
@@ -278,12 +389,14 @@ def check_spec(spec: PermutationSpec, params: Mapping, batch_dims: int = 0) -> d
     if batch_dims < 0:
         raise ValueError(f"batch_dims must be non-negative, got {batch_dims}")
     flat = flatten_params(params)
-    missing = [p for p in spec.axes if p not in flat]
-    extra = [p for p in flat if p not in spec.axes]
+    stored = spec.stored_paths
+    missing = [p for p in stored if p not in flat]
+    extra = [p for p in flat if p not in set(stored)]
     if missing or extra:
         what = (f"parameter(s) {missing} are in the spec but missing from params" if missing else
                 f"parameter(s) {extra} are in params but not in the spec")
-        raise ValueError(f"{what}; the spec's paths are {sorted(spec.axes)}, the params' paths are {sorted(flat)}")
+        raise ValueError(f"{what}; the spec's paths are {sorted(stored)}, the params' paths are {sorted(flat)}")
+    flat = split_parts(spec, flat, batch_dims)
     shapes = {}
     for path, names in spec.axes.items():
         shape = shapes[path] = view_shape(spec, path, _shape(flat[path]), batch_dims)
@@ -408,7 +521,7 @@ def apply_permutation(spec: PermutationSpec, perms: Mapping[str, Any], params: M
                 raise ValueError(f"permutation {name!r}: {e}") from None
             check_blocks(spec, name, checked[name])
     nested = any(isinstance(v, Mapping) for v in params.values())
-    flat = flatten_params(params)
+    flat = split_parts(spec, flatten_params(params), batch_dims)
     out = {}
     for path, leaf in flat.items():
         stored = _shape(leaf)
@@ -423,6 +536,7 @@ def apply_permutation(spec: PermutationSpec, perms: Mapping[str, Any], params: M
             else:
                 leaf = jnp.take(leaf, perm, axis=batch_dims + axis)
         out[path] = leaf.reshape(stored) if path in spec.views else leaf
+    out = join_parts(spec, out, batch_dims)
     return unflatten_params(out) if nested else out
 
 
@@ -501,15 +615,23 @@ def check_spec_invariance(spec: PermutationSpec, params: Mapping, apply_fn, x, k
         for _ in range(int(trials)):
             perms = {n: np.arange(k) for n, k in sizes.items()}
             perms[name] = random_permutations(rng, spec, params)[name]
-            out = jax.tree_util.tree_leaves(apply_fn(apply_permutation(spec, perms, params), x))
-            for a, b in zip(ref, out):
-                a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-                diff = float(np.max(np.abs(a - b))) if a.size else 0.0
-                worst = max(worst, diff)
-                if not np.allclose(a, b, rtol=rtol, atol=atol):
-                    where = ", ".join(f"{p}[axis {ax}]" for p, ax in spec.perm_to_axes[name])
-                    raise ValueError(
-                        f"permutation {name!r} of the spec changes the network's outputs (largest change "
-                        f"{diff:.3g}): the parameter axes it permutes together ({where}) are not a symmetry "
-                        "of apply_fn; check which layer each of them belongs to")
+            diff, same = output_change(ref, apply_fn(apply_permutation(spec, perms, params), x), rtol, atol)
+            worst = max(worst, diff)
+            if not same:
+                where = ", ".join(f"{p}[axis {ax}]" for p, ax in spec.perm_to_axes[name])
+                raise ValueError(
+                    f"permutation {name!r} of the spec changes the network's outputs (largest change "
+                    f"{diff:.3g}): the parameter axes it permutes together ({where}) are not a symmetry "
+                    "of apply_fn; check which layer each of them belongs to")
     return worst
+
+
+def output_change(ref_leaves, out, rtol: float, atol: float) -> tuple[float, bool]:
+    """The largest absolute change from the leaves ``ref_leaves`` to the pytree ``out``
+    (float64), and whether every leaf is within the tolerances (``np.allclose``)."""
+    worst, same = 0.0, True
+    for a, b in zip(ref_leaves, jax.tree_util.tree_leaves(out)):
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        worst = max(worst, float(np.max(np.abs(a - b))) if a.size else 0.0)
+        same = same and bool(np.allclose(a, b, rtol=rtol, atol=atol))
+    return worst, same

@@ -82,7 +82,7 @@ def test_min_mass_balances_incoming_and_outgoing_mass(net):
     from symlib.symmetry.channel_scaling import _float64, _side_mass
 
     p = min_mass_spec(SPEC, net).params
-    flat, sizes = _float64(p), check_scaling_spec(SPEC, p)
+    flat, sizes = _float64(SPEC, p), check_scaling_spec(SPEC, p)
     for name in SPEC.groups:
         np.testing.assert_allclose(_side_mass(SPEC, flat, sizes, name, 1), _side_mass(SPEC, flat, sizes, name, -1),
                                    rtol=1e-8)
@@ -191,3 +191,37 @@ def test_mass_hessian_is_positive_definite_and_lines_are_convex(net):
     np.testing.assert_allclose(m[10], res.mass, rtol=1e-12)
     with pytest.raises(ValueError, match="missing"):
         mass_hessian_spec(SPEC, net, {"conv_0": np.zeros(2)})
+
+
+def test_scaling_spec_views_are_checked():
+    groups = {"h": (("a/kernel", 1, 1), ("b/kernel", 1, -1))}
+    with pytest.raises(ValueError, match="views names 'c/kernel'"):
+        ScalingSpec(groups, ("a/kernel", "b/kernel"), views={"c/kernel": (2, 3)})
+    with pytest.raises(ValueError, match=r"views\['b/kernel'\] must be a tuple of positive ints"):
+        ScalingSpec(groups, ("a/kernel", "b/kernel"), views={"b/kernel": (2, 0)})
+    spec = ScalingSpec(groups, ("a/kernel", "b/kernel"), views={"b/kernel": (2, 3, 4)})
+    params = {"a": {"kernel": np.ones((4, 3))}, "b": {"kernel": np.ones((6, 5))}}
+    with pytest.raises(ValueError, match=r"'b/kernel' has shape \(6, 5\), which the scaling spec views as \(2, 3, 4\)"):
+        check_scaling_spec(spec, params)
+    params["b"]["kernel"] = np.arange(24.0).reshape(6, 4) + 1
+    assert check_scaling_spec(spec, params) == {"h": 3}
+    out = apply_scaling_spec(spec, params, {"h": np.array([1.0, 2.0, 4.0])})
+    assert out["b"]["kernel"].shape == (6, 4)  # stored shape kept
+    np.testing.assert_allclose(out["b"]["kernel"], params["b"]["kernel"] / np.tile([1.0, 2.0, 4.0], 2)[:, None])
+
+
+def test_scaling_invariance_check_catches_a_wrong_entry():
+    from symlib.core.models import mlp_apply
+    from symlib.symmetry.channel_scaling import check_scaling_spec_invariance, mlp_scaling_spec
+
+    params = mlp_init(jax.random.PRNGKey(0), [4, 5, 3, 2])
+    x = np.random.default_rng(0).normal(size=(8, 4))
+    good = mlp_scaling_spec(2)
+    assert check_scaling_spec_invariance(good, params, mlp_apply, x) < 1e-4
+    # shapes fit, but group P_0 forgets its units' bias: rescaling them changes the function
+    groups = dict(good.groups)
+    groups["P_0"] = (("dense_0/kernel", 1, 1), ("dense_1/kernel", 0, -1))  # dense_0/bias left out
+    wrong = ScalingSpec(groups, good.mass_paths)
+    params["dense_0"]["bias"] = params["dense_0"]["bias"] + 0.5
+    with pytest.raises(ValueError, match=r"scaling group 'P_0' of the spec changes the network's outputs"):
+        check_scaling_spec_invariance(wrong, params, mlp_apply, x)

@@ -29,6 +29,7 @@ from symlib.symmetry import (
     apply_permutation,
     check_scaling_spec,
     check_spec,
+    check_spec_invariance,
     derive_report,
     flatten_params,
     mlp_permutation_spec,
@@ -176,6 +177,19 @@ class BNCNN(nn.Module):
         return nn.Dense(3)(x.mean(axis=(1, 2)))
 
 
+class DenseNetBlock(nn.Module):
+    """DenseNet-style: each convolution reads the concatenation of the input and all earlier
+    features (one of them twice), then LayerNorm over the channels and a mean pool."""
+
+    @nn.compact
+    def __call__(self, x):
+        h1 = nn.relu(nn.Conv(3, (3, 3))(x))
+        c1 = jnp.concatenate([x, h1], axis=-1)
+        h2 = nn.relu(nn.Conv(4, (3, 3))(c1))
+        c2 = jnp.concatenate([c1, h2, h2], axis=-1)
+        return nn.Dense(2)(nn.LayerNorm()(c2).mean(axis=(1, 2)))
+
+
 class Concat(nn.Module):
     """Two dense branches concatenated, then a dense layer."""
 
@@ -227,12 +241,15 @@ ZOO = {
     "mlp1": (MLP((5,)), VEC, 1, 1),
     "mlp2": (MLP((5, 4)), VEC, 2, 2),
     "mlp3": (MLP((5, 4, 6)), VEC, 3, 3),
-    # the second convolution's channels are flattened into the dense rows: permuted in blocks
-    # (a view of the dense kernel), not rescaled
-    "pool_cnn": (PoolCNN(), IMG, 3, 2),
+    # the second convolution's channels are flattened into the dense rows: permuted and
+    # rescaled in blocks (a view of the dense kernel)
+    "pool_cnn": (PoolCNN(), IMG, 3, 3),
     "res_ln": (ResLN(), IMG, 3, 3),
-    # the concatenated branches are not permuted
-    "concat": (Concat(), VEC, 1, 1),
+    # each concatenated branch keeps its own permutation: the reading kernel is cut into parts
+    # (scaling: not through a concatenation)
+    "concat": (Concat(), VEC, 3, 1),
+    # input, features and features twice concatenated along the channels, LayerNorm, mean pool
+    "dense_net": (DenseNetBlock(), IMG, 2, None),
     # residual stream, heads (shared by query, key, value, out), query/key features, value features
     "attention": (Attention(), jax.random.normal(jax.random.key(7), (2, 5, 3)), 4, None),
 }
@@ -336,11 +353,124 @@ def test_channels_first_flatten_and_a_flatten_that_is_an_output():
     assert any("model output" in r for r in report.stopped[("Conv_0/kernel", 3)])
 
 
-def test_concatenation_is_reported():
+def test_scaling_through_a_flatten():
+    """Rescaling channel c of the flattened map divides the dense rows s*C + c at every
+    position s: the derived scaling spec sees the dense kernel through the same view as the
+    permutation spec, and the canonical forms work through it."""
+    from symlib.symmetry import ScalingSpec, identifiable_spec, min_mass_spec
+
+    x = IMG
+    model = PoolCNN()
+    params = _init(model, x)["params"]
+    spec = scaling_spec_from_flax(model, params, x)
+    assert spec.views == {"Dense_0/kernel": (4, 5, 6)}
+    assert spec.groups["P_Conv_1"] == (("Conv_1/bias", 0, 1), ("Conv_1/kernel", 3, 1), ("Dense_0/kernel", 1, -1))
+    assert spec.groups["P_Dense_0"][-1] == ("Dense_1/kernel", 0, -1)
+    assert ("Dense_0/kernel", 2, 1) in spec.groups["P_Dense_0"]
+    hand = ScalingSpec(
+        {"c0": (("Conv_0/kernel", 3, 1), ("Conv_0/bias", 0, 1), ("Conv_1/kernel", 2, -1)),
+         "c1": (("Conv_1/kernel", 3, 1), ("Conv_1/bias", 0, 1), ("Dense_0/kernel", 1, -1)),
+         "d0": (("Dense_0/kernel", 2, 1), ("Dense_0/bias", 0, 1), ("Dense_1/kernel", 0, -1))},
+        ("Conv_0/kernel", "Conv_1/kernel", "Dense_0/kernel", "Dense_1/kernel"), views={"Dense_0/kernel": (4, 5, 6)})
+    scales = {"P_Conv_1": np.array([0.5, 2.0, 3.0, 1.0, 0.25])}
+    scales.update({g: np.ones(n) for g, n in check_scaling_spec(spec, params).items() if g not in scales})
+    moved = apply_scaling_spec(spec, params, scales)
+    rows = np.tile(scales["P_Conv_1"], 4)  # row s*5 + c belongs to channel c
+    np.testing.assert_allclose(np.asarray(moved["Dense_0"]["kernel"]),
+                               np.asarray(params["Dense_0"]["kernel"]) / rows[:, None], rtol=1e-6)
+    renamed = dict(zip(("c0", "c1", "d0"), (scales[g] for g in spec.groups)))
+    for a, b in zip(jax.tree.leaves(moved), jax.tree.leaves(apply_scaling_spec(hand, params, renamed))):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    out = _outputs(model.apply, [{"params": params}, {"params": moved}], x)
+    np.testing.assert_allclose(out[1], out[0], **TOL)
+    # min-mass through the view: the same minimum from the network and from a rescaled copy
+    rng = np.random.default_rng(1)
+    disguised = apply_scaling_spec(spec, params, {g: np.exp(rng.uniform(-1, 1, n))
+                                                  for g, n in check_scaling_spec(spec, params).items()})
+    a, b = min_mass_spec(spec, params), min_mass_spec(spec, disguised)
+    assert a.solver == "dense" and a.converged and b.converged
+    assert abs(a.mass - b.mass) < 1e-8 * a.mass and a.mass < a.mass_before
+    perm = permutation_spec_from_flax(model, params, x)
+    ca, cb = identifiable_spec(spec, perm, params), identifiable_spec(spec, perm, disguised)
+    for u, v in zip(jax.tree.leaves(ca), jax.tree.leaves(cb)):
+        np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-4, atol=1e-6)
+    # a channels-first flatten: the channel is the slowest factor of the rows
+    model = ChannelsFirstFlatten()
+    params = _init(model, x)["params"]
+    spec = scaling_spec_from_flax(model, params, x)
+    assert spec.views == {"Dense_0/kernel": (3, 16, 4)}
+    assert ("Dense_0/kernel", 0, -1) in spec.groups["P_Conv_0"]
+    scaled = apply_scaling_spec(spec, params, {g: np.exp(rng.uniform(-1, 1, n))
+                                               for g, n in check_scaling_spec(spec, params).items()})
+    out = _outputs(model.apply, [{"params": params}, {"params": scaled}], x)
+    np.testing.assert_allclose(out[1], out[0], **TOL)
+    # a flattened map that is also an output keeps its channels' scale
+    model = FlattenAlsoReturned()
+    params = _init(model, x)["params"]
+    spec = scaling_spec_from_flax(model, params, x)
+    assert spec.groups == {} and spec.views == {}
+
+
+class FlattenTanh(nn.Module):
+    """ReLU channels flattened, then tanh: no scaling symmetry."""
+
+    @nn.compact
+    def __call__(self, x):
+        h = nn.relu(nn.Conv(3, (3, 3), strides=(2, 2))(x)).reshape(x.shape[0], -1)
+        return nn.Dense(2)(jnp.tanh(h))
+
+
+def test_scaling_refuses_tanh_after_a_flatten():
+    model, x = FlattenTanh(), IMG
+    with pytest.raises(ValueError, match=r"'Conv_0/kernel' go through 'tanh'"):
+        scaling_spec_from_flax(model, _init(model, x)["params"], x)
+
+
+def test_concatenation_cuts_the_reading_kernel_into_parts():
     model, x = Concat(), VEC
+    spec = permutation_spec_from_flax(model, _init(model, x)["params"], x)
+    assert spec.parts == {"Dense_2/kernel": (0, (4, 3))}
+    assert spec.axes["Dense_2/kernel[0:4]"] == ("P_Dense_0", "P_Dense_2")
+    assert spec.axes["Dense_2/kernel[4:7]"] == ("P_Dense_1", "P_Dense_2")
+    assert "Dense_2/kernel" not in spec.axes and "Dense_2/kernel" in spec.stored_paths
+    # concatenations of concatenations: the input's channels are a part that does not move,
+    # each feature map's channels a part of its own wherever they are read, twice in one place
+    model, x = DenseNetBlock(), IMG
     report = flax_derive_report(model, _init(model, x)["params"], x)
-    assert any("concatenate" in r for r in report.stopped[("Dense_0/bias", 0)])
-    assert report.spec.axes["Dense_2/kernel"] == (None, "P_Dense_2")
+    spec = report.spec
+    assert spec.parts["Conv_1/kernel"] == (2, (2, 3))
+    assert spec.parts["Dense_0/kernel"] == (0, (2, 3, 4, 4))
+    assert [spec.axes[f"LayerNorm_0/scale[{a}]"] for a in ("0:2", "2:5", "5:9", "9:13")] == [
+        (None,), ("P_Conv_0",), ("P_Conv_1",), ("P_Conv_1",)]
+    assert any("model input" in r for r in report.stopped[("Dense_0/kernel[0:2]", 0)])
+
+
+class ConcatOutput(nn.Module):
+    """The concatenation is also a model output: neither branch may move."""
+
+    @nn.compact
+    def __call__(self, x):
+        h = jnp.concatenate([nn.relu(nn.Dense(4)(x)), nn.relu(nn.Dense(3)(x))], axis=-1)
+        return nn.Dense(2)(h), h
+
+
+class OverlappingConcats(nn.Module):
+    """Two concatenations cut one summed axis at different places: no branch may move."""
+
+    @nn.compact
+    def __call__(self, x):
+        a = jnp.concatenate([nn.relu(nn.Dense(4)(x)), nn.relu(nn.Dense(3)(x))], axis=-1)
+        b = jnp.concatenate([nn.relu(nn.Dense(2)(x)), nn.relu(nn.Dense(5)(x))], axis=-1)
+        return nn.Dense(2)(a + b)
+
+
+@pytest.mark.parametrize("model", [ConcatOutput(), OverlappingConcats()], ids=["output", "overlap"])
+def test_concatenation_that_cannot_be_cut(model):
+    x = VEC
+    params = _init(model, x)["params"]
+    report = flax_derive_report(model, params, x)
+    assert report.spec.perm_names == [] and report.spec.parts == {}
+    assert check_spec_invariance(report.spec, params, lambda p, xb: model.apply({"params": p}, xb), x) == 0.0
 
 
 def test_batch_norm_with_batch_statistics():

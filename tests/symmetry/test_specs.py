@@ -14,6 +14,7 @@ from symlib.symmetry.specs import (
     PermutationSpec,
     apply_permutation,
     check_spec,
+    check_spec_invariance,
     flatten_params,
     mlp_permutation_spec,
     param_distance,
@@ -425,3 +426,69 @@ def test_views_with_wasserstein_alignment():
     for k in mu:
         np.testing.assert_array_equal(m2[k], mu[k])
         np.testing.assert_array_equal(s2[k], sigma[k])
+
+
+def _concat_spec():
+    """Branches a (3 units) and b (4 units) concatenated into a dense layer of 5 units."""
+    return PermutationSpec(
+        {"a/kernel": (None, "Pa"), "b/kernel": (None, "Pb"), "c/kernel[0:3]": ("Pa", "Pc"),
+         "c/kernel[3:7]": ("Pb", "Pc"), "c/bias": ("Pc",), "d/kernel": ("Pc", None)},
+        parts={"c/kernel": (0, (3, 4))})
+
+
+def _concat_params(rng):
+    return {"a": {"kernel": rng.normal(size=(2, 3))}, "b": {"kernel": rng.normal(size=(2, 4))},
+            "c": {"kernel": rng.normal(size=(7, 5)), "bias": rng.normal(size=5)},
+            "d": {"kernel": rng.normal(size=(5, 1))}}
+
+
+def _concat_apply(p, x):
+    h = jnp.concatenate([jax.nn.relu(x @ p["a"]["kernel"]), jax.nn.relu(x @ p["b"]["kernel"])], axis=-1)
+    return jax.nn.relu(h @ p["c"]["kernel"] + p["c"]["bias"]) @ p["d"]["kernel"]
+
+
+def test_parts_cut_a_parameter_and_keep_the_function():
+    from symlib.symmetry import join_parts, split_parts
+
+    spec, rng = _concat_spec(), np.random.default_rng(0)
+    params = _concat_params(rng)
+    assert spec.stored_paths == ["a/kernel", "b/kernel", "c/kernel", "c/bias", "d/kernel"]
+    assert check_spec(spec, params) == {"Pa": 3, "Pb": 4, "Pc": 5}
+    flat = flatten_params(params)
+    cut = split_parts(spec, flat)
+    assert list(cut) == ["a/kernel", "b/kernel", "c/kernel[0:3]", "c/kernel[3:7]", "c/bias", "d/kernel"]
+    np.testing.assert_array_equal(cut["c/kernel[3:7]"], flat["c/kernel"][3:])
+    assert list(join_parts(spec, cut)) == list(flat)
+    np.testing.assert_array_equal(join_parts(spec, cut)["c/kernel"], flat["c/kernel"])
+    perms = {"Pa": np.array([2, 0, 1]), "Pb": np.array([3, 1, 0, 2]), "Pc": np.arange(5)}
+    moved = apply_permutation(spec, perms, params)
+    np.testing.assert_array_equal(moved["c"]["kernel"], flat["c/kernel"][[2, 0, 1, 6, 4, 3, 5]])
+    x = rng.normal(size=(6, 2))
+    np.testing.assert_allclose(_concat_apply(moved, x), _concat_apply(params, x), rtol=1e-6, atol=1e-6)
+    assert check_spec_invariance(spec, params, _concat_apply, x) < 1e-5
+    # a stack of networks (batch_dims), and traced permutations under jit
+    stack = jax.tree.map(lambda v: np.stack([v, 2 * v]), params)
+    moved_stack = apply_permutation(spec, perms, stack, batch_dims=1)
+    np.testing.assert_array_equal(moved_stack["c"]["kernel"][1], 2 * moved["c"]["kernel"])
+    jitted = jax.jit(lambda p, q: apply_permutation(spec, q, p))(params, perms)
+    np.testing.assert_allclose(np.asarray(jitted["c"]["kernel"]), moved["c"]["kernel"])
+
+
+def test_parts_are_checked():
+    axes = {"c/kernel[0:3]": ("Pa", None), "c/kernel[3:7]": ("Pb", None)}
+    with pytest.raises(ValueError, match=r"axes must name its parts, not 'c/kernel'"):
+        PermutationSpec({**axes, "c/kernel": (None, None)}, parts={"c/kernel": (0, (3, 4))})
+    with pytest.raises(ValueError, match=r"axes has no entry for \['c/kernel\[3:6\]'\]"):
+        PermutationSpec(axes, parts={"c/kernel": (0, (3, 3))})
+    with pytest.raises(ValueError, match="two or more positive lengths"):
+        PermutationSpec(axes, parts={"c/kernel": (0, (7,))})
+    with pytest.raises(ValueError, match="cannot also have a view"):
+        PermutationSpec(axes, views={"c/kernel[0:3]": (3, 1)}, parts={"c/kernel": (0, (3, 4))})
+    spec, params = _concat_spec(), _concat_params(np.random.default_rng(1))
+    params["c"]["kernel"] = np.zeros((8, 5))
+    with pytest.raises(ValueError, match=r"'c/kernel' has shape \(8, 5\); the spec cuts axis 0 into parts of "
+                                         r"lengths \[3, 4\], 7 in all"):
+        check_spec(spec, params)
+    del params["c"]["kernel"]
+    with pytest.raises(ValueError, match=r"\['c/kernel'\] are in the spec but missing from params"):
+        check_spec(spec, params)

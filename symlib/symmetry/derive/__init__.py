@@ -30,9 +30,8 @@ axis.
 Some nodes are *stopped*: the axes of the model's inputs and outputs, of captured
 constant arrays, the spatial axes of convolutions and pooling windows, the input
 channels of grouped convolutions, axes sliced, padded, reversed, sorted, gathered or
-returned as positions (``argmax``), the concatenation axis (the result's axis is a
-concatenation of several permutations, which a :class:`PermutationSpec` cannot express),
-and an axis that a ``reshape`` both splits and merges (``(6, 4) -> (4, 6)``). A class of
+returned as positions (``argmax``), the joined axis of a concatenation as a whole (see
+below), and an axis that a ``reshape`` both splits and merges (``(6, 4) -> (4, 6)``). A class of
 joined nodes becomes a permutation of the spec when no node
 in it is stopped, it holds at least one parameter axis and its size exceeds one. The
 output channels of a grouped convolution (``feature_group_count = g``) may only move
@@ -50,11 +49,24 @@ class has free factors is seen by the spec through a view
 with the channels' permutation on the middle axis, so that row ``s*C + c`` moves with
 channel ``c`` at every position ``s`` (a channels-first flatten gives ``(C, H*W, out)``).
 A factor of a long axis stopped for another reason (the flattened map is also an output)
-is stopped with it. Scaling specs stay stopped at a flatten. A primitive the analysis
+is stopped with it. Scaling specs see a flatten the same way: the dense kernel reading a
+flattened ReLU map is viewed as ``(H*W, C, out)`` (``ScalingSpec.views``) and rescaling
+channel ``c`` divides its rows at every position. A primitive the analysis
 does not know (``scan``, ``while``, collectives, ``fft``...) raises
 :class:`UnsupportedOperationError` naming it. Random numbers (dropout masks) are treated
 as fresh values that take the permutation of whatever they are combined with: the
 function is then equivariant in distribution, not for a fixed key.
+
+**Concatenation.** ``concatenate`` makes each input a *segment* of the joined axis (positions
+``start:stop``), joined with that input's axis. A parameter axis whose class is cut into
+segments that tile it (a concatenation of concatenations is expanded) is cut into *parts*
+(``PermutationSpec.parts``): the dense kernel reading ``concatenate([a, b])`` becomes
+``"kernel[0:n_a]"`` on ``a``'s permutation and ``"kernel[n_a:n_a+n_b]"`` on ``b``'s, and a value
+concatenated twice puts its permutation on both parts. A segment that may not move (the
+model's input, a constant) is a part without a permutation. Segments that overlap (two
+concatenations cut one summed axis at different places), a joined axis that is also a model
+output, or a parameter cut along two axes or also reshaped stop every segment involved. Scaling
+specs stay stopped at a concatenation.
 
 Names: a class is named ``"P_" + layer`` after the first parameter (in ``params`` order)
 whose *last* axis it permutes (a kernel's output axis or a bias), e.g. ``"P_dense_0"``;
@@ -94,8 +106,7 @@ feature axes. For scaling, products of two activations are never rescaled.
 
 **Not supported:** recurrent layers and loops (``scan``, ``while``: refused by name);
 embeddings and any indexing (``gather``, ``dynamic_slice``: their axes are stopped);
-permutations across a concatenation (stopped, as above); a flatten for scaling specs;
-symmetries other
+scaling through a concatenation (stopped, as above); symmetries other
 than permutations of whole axes (e.g. the sign symmetry of ``tanh`` units, rotations).
 """
 from __future__ import annotations
@@ -105,7 +116,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from symlib.symmetry.channel_scaling import ScalingSpec
-from symlib.symmetry.specs import PermutationSpec, flatten_params
+from symlib.symmetry.specs import PermutationSpec, flatten_params, part_name
 from symlib.symmetry.derive._graph import DeriveReport, Graph, UnsupportedOperationError, aval_shape
 from symlib.symmetry.derive._rules import trace_graph
 
@@ -145,33 +156,70 @@ def _class_names(members: dict, ndims: Mapping[str, int], prefix: str | None = N
     return names
 
 
+INCOMPATIBLE = "an axis concatenated (or reshaped) in incompatible ways"
+
+
 def _perm_report(g: Graph, flat: Mapping, paths: list, pvars: list, keep_prefix: str | None = None) -> DeriveReport:
     members: dict = {}
     stopped: dict = {}
     views: dict = {}
     g.stop_blocked_factors()
+    for root in list(g.subs):  # segments of one axis that overlap (two concatenations): none of them moves
+        root = g.find(root)
+        if g.has_segments(root) and g._tiles(root, g.size[root], 0, set()) is None:
+            for key in g.subs.get(root, {}).values():  # stopped, and (below) everything cut from them
+                why = g.reasons.setdefault(g.find(key), [])
+                if INCOMPATIBLE not in why:
+                    why.append(INCOMPATIBLE)
     for path, v in zip(paths, pvars):  # factors of one axis that overlap (two reshapes): none of them moves
         for i, n in enumerate(aval_shape(v)):
             root = g.find(g.node(v, i))
-            if root in g.reasons and g.subs.get(root) and g.free_factors(root, n) is None:
+            if root in g.reasons and g.subs.get(root) and not g.has_segments(root) and g.free_factors(root, n) is None:
                 for key in g.subs[root].values():
                     if g.find(key) not in g.reasons:
                         g.reasons[g.find(key)] = ["an axis reshaped in incompatible ways"]
     g.stop_blocked_factors()
+    parts: dict = {}
+    ndims: dict = {}
     for path, v in zip(paths, pvars):
-        view = []  # (length, class root or None) per axis of the spec's view of the parameter
-        for i, n in enumerate(aval_shape(v)):
+        shape = aval_shape(v)
+        per_axis, cuts = [], {}  # per axis: [(length, class root or None), ...]; axis -> segments
+        for i, n in enumerate(shape):
             root = g.find(g.node(v, i))
             factors = g.free_factors(root, n) if root in g.reasons else [(n, root)]
-            if root in g.reasons and factors is None:
+            segments = g.free_segments(root, n) if root in g.reasons and factors is None else None
+            if segments is not None:
+                cuts[i] = segments
+                factors = [(n, None)]
+            elif root in g.reasons and factors is None:
                 stopped[(path, i)] = tuple(g.reasons[root])
                 factors = [(n, None)]
             elif n == 1:
                 stopped[(path, i)] = ("size 1",)
                 factors = [(n, None)]
-            view.extend(factors)
-        if len(view) != len(aval_shape(v)):
+            per_axis.append(factors)
+        if len(cuts) > 1 or (cuts and any(len(f) > 1 for f in per_axis)):
+            for i in cuts:  # a PermutationSpec cuts a parameter along one axis, without a view
+                stopped[(path, i)] = ("concatenated along this axis, and cut or reshaped along another",)
+            cuts = {}
+        if cuts:
+            (i, segments), = cuts.items()
+            parts[path] = (i, tuple(b - a for a, b, _, _ in segments))
+            for a, b, seg_root, why in segments:
+                part = part_name(path, a, b)
+                roots = [f[0][1] for f in per_axis]
+                roots[i] = seg_root
+                if seg_root is None:
+                    stopped[(part, i)] = why
+                ndims[part] = len(shape)
+                for k, root in enumerate(roots):
+                    if root is not None:
+                        members.setdefault(root, []).append((part, k))
+            continue
+        view = [f for factors in per_axis for f in factors]
+        if len(view) != len(shape):
             views[path] = tuple(size for size, _ in view)
+        ndims[path] = len(view)
         for k, (_, root) in enumerate(view):
             if root is not None:
                 members.setdefault(root, []).append((path, k))
@@ -184,9 +232,8 @@ def _perm_report(g: Graph, flat: Mapping, paths: list, pvars: list, keep_prefix:
             del members[root]
         elif gs:
             blocks[root] = max(gs)
-    ndims = {path: len(views.get(path, aval_shape(v))) for path, v in zip(paths, pvars)}
     names = _class_names(members, ndims, keep_prefix)
-    axes = {path: [None] * ndims[path] for path in paths}
+    axes = {path: [None] * n for path, n in ndims.items()}
     for root, where in members.items():
         for path, i in where:
             axes[path][i] = names[root]
@@ -195,10 +242,11 @@ def _perm_report(g: Graph, flat: Mapping, paths: list, pvars: list, keep_prefix:
         strip = len(keep_prefix)
         axes = {p[strip:]: a for p, a in axes.items() if p.startswith(keep_prefix)}
         views = {p[strip:]: a for p, a in views.items() if p.startswith(keep_prefix)}
+        parts = {p[strip:]: c for p, c in parts.items() if p.startswith(keep_prefix)}
         stopped = {(p[strip:], i): r for (p, i), r in stopped.items() if p.startswith(keep_prefix)}
         used = {n for a in axes.values() for n in a if n}
         spec_blocks = {n: b for n, b in spec_blocks.items() if n in used}
-    return DeriveReport(PermutationSpec(axes, blocks=spec_blocks, views=views), stopped)
+    return DeriveReport(PermutationSpec(axes, blocks=spec_blocks, views=views, parts=parts), stopped)
 
 
 def derive_report(apply_fn: Callable, params: Mapping, *example_args, **example_kwargs) -> DeriveReport:
@@ -288,7 +336,27 @@ def permutation_spec_from_flax(module, variables: Mapping, *example_args, **exam
     return flax_derive_report(module, variables, *example_args, **example_kwargs).spec
 
 
+def _kernel_views(g: Graph, shapes: Mapping[str, tuple[int, ...]]) -> tuple[dict, dict]:
+    """Scale mode, flatten: a kernel axis contracted with (or producing) a flattened axis
+    whose factors may be rescaled is seen through a view that splits it into those factors.
+    Returns ``(tilings, views)``: ``tilings[path][leaf axis]`` is ``[(size, factor root or
+    None), ...]`` and ``views[path]`` the kernel's view shape."""
+    tilings: dict = {}
+    for nd, path, axis, _ in g.records:
+        root = g.find(nd)
+        if root in g.reasons and g.subs.get(root):
+            tiling = g.free_factors(root, shapes[path][axis])
+            if tiling and tilings.get(path, {}).get(axis, tiling) == tiling:
+                tilings.setdefault(path, {})[axis] = tiling
+    views = {path: tuple(size for i, n in enumerate(shapes[path]) for size, _ in by_axis.get(i, [(n, None)]))
+             for path, by_axis in tilings.items()}
+    return tilings, views
+
+
 def _scaling_from_graph(g: Graph, flat: Mapping, paths: list, pvars: list, keep_prefix: str | None = None) -> ScalingSpec:
+    g.stop_blocked_factors()
+    shapes = {path: aval_shape(v) for path, v in zip(paths, pvars)}
+    tilings, views = _kernel_views(g, shapes)
     entries: dict = {}
     for path, v in zip(paths, pvars):
         if path in g.kernels:
@@ -297,15 +365,25 @@ def _scaling_from_graph(g: Graph, flat: Mapping, paths: list, pvars: list, keep_
             root = g.find(g.node(v, i))
             entries.setdefault(root, []).append((path, i, 1))
     for nd, path, axis, power in g.records:
-        entries.setdefault(g.find(nd), []).append((path, axis, power))
+        by_axis = tilings.get(path, {})
+        start = sum(len(by_axis.get(i, [None])) for i in range(axis))  # the leaf axis's first view axis
+        if axis in by_axis:
+            for k, (_, root) in enumerate(by_axis[axis]):
+                if root is not None:
+                    entries.setdefault(root, []).append((path, start + k, power))
+        else:
+            entries.setdefault(g.find(nd), []).append((path, start, power))
     reduced = {g.find(nd) for nd in g.reduced}
     for nd, out_id, label in g.unary_breaks:
         root = g.find(nd)
         reasons = g.reasons.get(root, [])
-        incoming = sorted((p for p, _, s in entries.get(root, ()) if s == 1), key=lambda p: p not in g.kernels)
+        parts = [root] + [g.find(k) for k in g.subs.get(root, {}).values()]  # a flattened map's channels
+        incoming = sorted((p for r in parts for p, _, s in entries.get(r, ()) if s == 1),
+                          key=lambda p: p not in g.kernels)
         if (incoming and root not in reduced and not any(r.startswith("model output") for r in reasons)
                 and g.reaches_kernel(out_id)):
-            raise ValueError(f"no scaling symmetry: the units produced by {incoming[0]!r} go through "
+            where = incoming[0][len(keep_prefix):] if keep_prefix and incoming[0].startswith(keep_prefix) else incoming[0]
+            raise ValueError(f"no scaling symmetry: the units produced by {where!r} go through "
                              f"{label!r}, which is not positively homogeneous (only ReLU, leaky ReLU, max/average "
                              f"pooling and sums keep the scaling symmetry)")
     shared = {p for p, n in g.kernel_uses.items() if n > 1}
@@ -321,12 +399,14 @@ def _scaling_from_graph(g: Graph, flat: Mapping, paths: list, pvars: list, keep_
     order = {p: k for k, p in enumerate(paths)}
     ranked = sorted(groups, key=lambda r: min(order[p] for p, _, s in groups[r] if s == 1))
     names = _class_names({r: [(p, a) for p, a, s in groups[r] if s == 1] for r in ranked},
-                         {p: np.ndim(leaf) for p, leaf in flat.items()}, keep_prefix)
+                         {p: len(views.get(p, np.shape(leaf))) for p, leaf in flat.items()}, keep_prefix)
     strip = (lambda p: p[len(keep_prefix):]) if keep_prefix else (lambda p: p)
     out = {names[r]: tuple((strip(p), a, s) for p, a, s in sorted(groups[r], key=lambda e: (-e[2], order[e[0]])))
            for r in ranked}
     mass = tuple(strip(p) for p in paths if p in g.kernels or p in g.multipliers)
-    return ScalingSpec(groups=out, mass_paths=mass)
+    used = {p for ents in out.values() for p, _, _ in ents} | set(mass)
+    return ScalingSpec(groups=out, mass_paths=mass,
+                       views={strip(p): v for p, v in views.items() if strip(p) in used})
 
 
 def scaling_spec_from_apply(apply_fn: Callable, params: Mapping, *example_args, **example_kwargs) -> ScalingSpec:

@@ -93,7 +93,7 @@ class Graph:
         self.reduced: list = []  # scale mode: nodes of values reduced (normalisations)
         self.edges: dict[int, list[int]] = {}  # id(var) -> ids of the values computed from it
         self.kernel_inputs: set[int] = set()  # ids of the activations read by a kernel
-        # perm mode, flatten: a factor of an axis (axis viewed as (outer, size, inner)) is a node
+        # flatten: a factor of an axis (axis viewed as (outer, size, inner)) is a node
         # (vid, axis, outer, inner); every class of equal-length axes keeps its factors by
         # (outer, inner), and classes joined have their equal factors joined
         self.subs: dict = {}  # class root -> {(outer, inner): factor node}
@@ -143,6 +143,55 @@ class Graph:
                 known[(outer, inner)] = key
         return key
 
+    def segment(self, v, axis: int, start: int, stop: int):
+        """The node of positions ``start:stop`` of axis ``axis`` of ``v`` (a concatenation's
+        output: each input is one segment of the joined axis)."""
+        key = (self.vid(v), axis, "seg", start, stop)
+        if key not in self.parent:
+            self.keep.append(v)
+            self.parent[key] = key
+            self.size[key] = stop - start
+            whole = self.sub_of[key] = self.node(v, axis)
+            known = self.subs.setdefault(self.find(whole), {})
+            if ("seg", start, stop) in known:
+                self.union(known[("seg", start, stop)], key)
+            else:
+                known[("seg", start, stop)] = key
+        return key
+
+    def has_segments(self, root) -> bool:
+        return any(k[0] == "seg" for k in self.subs.get(root, {}))
+
+    def free_segments(self, root, n: int) -> list | None:
+        """The segments of an axis of length ``n`` in class ``root`` (stopped as a whole by a
+        concatenation) as ``[(start, stop, segment root or None, why stopped), ...]`` tiling the axis; None
+        when they overlap or leave gaps, when the axis is also reshaped, or when none may move."""
+        out = self._tiles(root, n, 0, set())
+        if out is None or all(r is None for _, _, r, _ in out):
+            return None
+        return out
+
+    def _tiles(self, root, n: int, offset: int, seen: set) -> list | None:
+        known = self.subs.get(root, {})
+        if not known or any(k[0] != "seg" for k in known) or root in seen:
+            return None
+        out, pos = [], 0
+        for (_, a, b), key in sorted(known.items()):
+            if a != pos:
+                return None
+            r = self.find(key)
+            reasons = self.reasons.get(r, ())
+            if reasons and self.has_segments(r) and all(x.startswith(CONCAT) for x in reasons):
+                inner = self._tiles(r, b - a, offset + a, seen | {root})  # a concatenation of concatenations
+                if inner is None:
+                    return None
+                out.extend(inner)
+            else:
+                why = tuple(reasons) or (("size 1",) if b - a == 1 else ())
+                out.append((offset + a, offset + b, None if why else r, why))
+            pos = b
+        return out if pos == n else None
+
     def find(self, a):
         while self.parent[a] != a:
             self.parent[a] = self.parent[self.parent[a]]
@@ -172,6 +221,8 @@ class Graph:
         may be permuted, as ``[(size, factor root or None), ...]`` tiling the axis in C
         order; None when there are none or they overlap."""
         free = []
+        if self.has_segments(root):
+            return None
         for (outer, inner), key in self.subs.get(root, {}).items():
             r, size = self.find(key), n // (outer * inner)
             if size > 1 and r not in self.reasons:
@@ -197,7 +248,7 @@ class Graph:
         while changed:
             changed = False
             for key, whole in self.sub_of.items():
-                why = [r for r in self.reasons.get(self.find(whole), ()) if not r.startswith(FLATTEN)]
+                why = [r for r in self.reasons.get(self.find(whole), ()) if not r.startswith((FLATTEN, CONCAT))]
                 if why and self.find(key) not in self.reasons:
                     self.reasons[self.find(key)] = [f"{why[0]}, after a reshape"]
                     changed = True
@@ -225,8 +276,15 @@ class Graph:
         return self.find(self.node(v, axis)) in self.reasons
 
     def pinned(self, v) -> bool:
-        """Scale mode: every axis of ``v`` of length > 1 is in a stopped class (``v`` is never rescaled)."""
-        return all(self.stopped(v, i) for i, n in enumerate(aval_shape(v)) if n > 1)
+        """Scale mode: every axis of ``v`` of length > 1 is in a stopped class (``v`` is never
+        rescaled); an axis stopped only by a flatten whose factors may move is not."""
+        return all(self.stopped(v, i) and not self.flattened_only(v, i) for i, n in enumerate(aval_shape(v)) if n > 1)
+
+    def flattened_only(self, v, axis: int) -> bool:
+        """The axis is stopped by a reshape alone and has factors of its own (a flattened map)."""
+        root = self.find(self.node(v, axis))
+        return bool(self.subs.get(root)) and all(r.startswith(FLATTEN) for r in self.reasons.get(root, ()))
 
 
 FLATTEN = "reshape merges the axis with others (flatten) or splits it"
+CONCAT = "concatenate joins the axis from several values"

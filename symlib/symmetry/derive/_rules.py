@@ -10,7 +10,7 @@ import numpy as np
 from jax.extend import core as jcore
 
 from symlib.symmetry.specs import flatten_params, unflatten_params
-from symlib.symmetry.derive._graph import BINARY, CALLS, COMPARE, CUMULATIVE, FLATTEN, Graph, HOMOGENEOUS_UNARY, RANDOM, REDUCE, STOP_ALL, UNARY, UnsupportedOperationError, WINDOW, aval_shape, is_literal
+from symlib.symmetry.derive._graph import BINARY, CALLS, COMPARE, CONCAT, CUMULATIVE, FLATTEN, Graph, HOMOGENEOUS_UNARY, RANDOM, REDUCE, STOP_ALL, UNARY, UnsupportedOperationError, WINDOW, aval_shape, is_literal
 
 
 
@@ -259,7 +259,7 @@ def _conv(g: Graph, eqn) -> None:
 
 
 def _merge_factors(g: Graph, parts, group: list, big: list, whole, axis: int) -> None:
-    """Perm mode: the axes ``group`` of ``parts`` are merged into (or split from) axis
+    """The axes ``group`` of ``parts`` are merged into (or split from) axis
     ``axis`` of ``whole``; each part of length > 1 is joined with its factor of the whole
     axis (C order), which as a whole cannot be permuted."""
     shape = aval_shape(parts)
@@ -296,9 +296,9 @@ def _structural(g: Graph, eqn, name: str) -> bool:
             big_j = [j for j in gj if aval_shape(out)[j] > 1]
             if len(big_i) == 1 and len(big_j) == 1:
                 g.link(x, big_i[0], out, big_j[0])
-            elif g.mode == "perm" and len(big_i) > 1 and len(big_j) == 1:  # merge (flatten)
+            elif len(big_i) > 1 and len(big_j) == 1:  # merge (flatten)
                 _merge_factors(g, x, gi, big_i, out, big_j[0])
-            elif g.mode == "perm" and len(big_i) == 1 and len(big_j) > 1:  # split
+            elif len(big_i) == 1 and len(big_j) > 1:  # split
                 _merge_factors(g, out, gj, big_j, x, big_i[0])
             else:
                 for i in big_i:
@@ -366,13 +366,22 @@ def _structural(g: Graph, eqn, name: str) -> bool:
         return True
     if name == "concatenate":
         d = p["dimension"]
+        start = 0
         for x in ins:
+            n = aval_shape(x)[d]
             for i in range(len(aval_shape(x))):
-                if i == d:
-                    g.stop(x, i, "concatenate (the joined axis would need a block-diagonal permutation)")
-                else:
+                if i != d:
                     g.link(x, i, out, i)
-        g.stop(out, d, "concatenate (the joined axis would need a block-diagonal permutation)")
+                elif g.mode == "scale":
+                    g.stop(x, i, "concatenate (scaling specs do not cut a parameter into parts)")
+            if g.mode == "perm" and n:
+                seg = g.segment(out, d, start, start + n)
+                if is_literal(x):
+                    g.reasons.setdefault(g.find(seg), []).append("concatenated with a constant")
+                else:
+                    g.union(g.node(x, d), seg)
+            start += n
+        g.stop(out, d, CONCAT if g.mode == "perm" else "concatenate (scaling specs do not cut a parameter into parts)")
         return True
     if name == "pad":
         x, value = ins

@@ -140,7 +140,7 @@ def check_pair(spec: PermutationSpec, params_a: Mapping, params_b: Mapping, batc
         raise ValueError(f"params_b does not fit the spec: {e}") from None
     fa, fb = flatten_params(params_a), flatten_params(params_b)
     lead = None
-    for path in spec.axes:
+    for path in spec.stored_paths:
         sa, sb = tuple(np.shape(fa[path])), tuple(np.shape(fb[path]))
         if sb[batch_dims_b:] != sa:
             raise ValueError(

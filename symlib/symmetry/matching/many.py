@@ -28,6 +28,8 @@ from symlib.symmetry.specs import (
     check_perm_names,
     check_spec,
     flatten_params,
+    join_parts,
+    split_parts,
     to_views,
     unflatten_params,
 )
@@ -63,9 +65,11 @@ def apply_permutation_many(spec: PermutationSpec, perms_stack: Mapping[str, Any]
         raise ValueError(f"leaves of params_stack disagree on the stack size: {sorted(ms)}")
     m = ms.pop() if ms else 0
     checked = {name: _check_perm_rows(spec, name, p, m, sizes[name]) for name, p in perms_stack.items()}
+    cut = split_parts(spec, flat, batch_dims=1)
     viewed = to_views(spec, flat, batch_dims=1)
-    out = {path: _permute_leaf_rows(leaf, spec.axes[path], checked, sizes, m).reshape(np.shape(flat[path]))
+    out = {path: _permute_leaf_rows(leaf, spec.axes[path], checked, sizes, m).reshape(np.shape(cut[path]))
            for path, leaf in viewed.items()}
+    out = join_parts(spec, out, batch_dims=1)
     nested = any(isinstance(v, Mapping) for v in params_stack.values())
     return unflatten_params(out) if nested else out
 
