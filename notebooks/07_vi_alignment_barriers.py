@@ -295,14 +295,14 @@ print(f"{len(outcomes)} claim(s) of Rossi et al. have their expected verdicts: "
 # {paper}`10,000` images. We ran the largest reduction that fitted a CPU session, a
 # **labelled reduction**: the paper's data, depth, prior, widths and epochs, with barriers
 # from {glue:text}`ch07_saved_samples` samples on {glue:text}`ch07_saved_n_eval` images of
-# each split, and **one** posterior pair per width (`paper-4widths-16samples`,
-# {glue:text}`ch07_saved_minutes` minutes on two cores; it predates the replicates).
-# Re-running it with replicated pairs would take hours on this machine and was not done.
+# each split, and **one** posterior pair per width (`paper-4widths-16samples`; its cost on
+# two cores is in {doc}`../book/running`, and the paper profile's three pairs would take
+# three times as long). Re-running it with replicated pairs would take hours on this
+# machine and was not done.
 
 # %%
 saved = results.load("vi_alignment", "paper-4widths-16samples")
 ss = saved["summary"]
-glue("ch07_saved_minutes", f"{saved['elapsed_s'] / 60:.0f}", display=False)
 glue("ch07_saved_samples", saved["command"].split("align_samples=")[1].split()[0], display=False)
 glue("ch07_saved_n_eval", f"{int(saved['command'].split('align_n_eval=')[1].split()[0]):,}", display=False)
 for ds in experiments.ALIGN_DATASETS:

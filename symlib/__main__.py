@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     from symlib import experiments
     from symlib.experiments import results
-    from symlib.experiments.cache import artifact_paths, cache_dir
+    from symlib.experiments.cache import STEPS_RUN, artifact_paths, cache_dir
     from symlib.experiments.profiles import get_profile, reduced
 
     started = time.time()
@@ -184,13 +184,14 @@ def main(argv: list[str] | None = None) -> int:
             start = time.time()
             # whether this command computes the artifact or finds it (the completed-marker) in the cache
             computed = not artifact_paths(name, experiments.EXPERIMENTS[name].config_of(profile))[1].exists()
+            STEPS_RUN.pop(name, None)
             result = experiments.run(name, profile)
             elapsed = time.time() - start
             print(f"{name}: done in {elapsed:.1f} s (artifact cache: {cache_dir()})")
             if args.out and name in experiments.SUMMARIES:
                 path = results.save(name, profile.name, experiments.SUMMARIES[name](result.artifact), directory=args.out,
                                     command="python -m symlib " + " ".join(argv if argv is not None else sys.argv[1:]),
-                                    elapsed_s=elapsed, computed=computed)
+                                    elapsed_s=elapsed, computed=computed, steps=STEPS_RUN.get(name))
                 print(f"{name}: summary written to {path}")
             elif args.out:
                 print(f"{name}: has no summary to write; its artifact is in the cache")

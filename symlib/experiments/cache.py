@@ -376,6 +376,11 @@ def cached(
     return _unflatten(_flatten(result))
 
 
+#: per experiment name, how many steps its last :func:`cached_steps` call loaded from the
+#: cache and how many it computed (read by ``python -m symlib run`` for the saved record)
+STEPS_RUN: dict[str, dict[str, int]] = {}
+
+
 def cached_steps(
     name: str,
     config: Mapping[str, Any],
@@ -419,10 +424,13 @@ def cached_steps(
     if len(set(seen)) != len(seen):
         raise ValueError(f"cached_steps({name!r}): step labels must be unique, got {labels}")
     out = []
+    tally = STEPS_RUN[name] = {"computed": 0, "loaded": 0}
     for i, (item, lab) in enumerate(zip(items, labels)):
         step_config = {**config, "step": lab}
         if verbose:
             log.info("%s: step %d of %d (%s)", name, i + 1, len(items), lab)
+        found = artifact_paths(f"{name}.step", step_config, directory)[1].exists()
         out.append(cached(f"{name}.step", step_config, functools.partial(fn, item), directory=directory,
                           verbose=verbose))
+        tally["loaded" if found else "computed"] += 1
     return out

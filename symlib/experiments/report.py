@@ -150,6 +150,11 @@ def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | No
     facts = [f"{k} {summary[k]}" if not isinstance(summary[k], float) else f"{k} {summary[k]:.3f}"
              for k in ("nets", "test_accuracy_mean", "test_accuracy_min") if k in summary]
     minutes = "" if record.get("elapsed_s") is None else f", {record['elapsed_s'] / 60:.0f} min"
+    steps = record.get("steps") or {}
+    if minutes and steps.get("loaded"):
+        total = steps["loaded"] + steps["computed"]
+        minutes += (f" for the last {steps['computed']} of its {total} steps (the other {steps['loaded']} were "
+                    "loaded from the artifact cache of an earlier, interrupted invocation)")
     scale = _scale(name, profile, record)
     line = (f"{', '.join(facts) + '; ' if facts else ''}run on {record['date']}, {record['device']}{minutes}:\n"
             f"{record['command']}\nscale: {scale}")

@@ -13,6 +13,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,8 @@ def _jsonable(obj: Any) -> Any:
 
 
 def save(name: str, profile: str, summary: dict[str, Any], *, command: str | None = None,
-         directory: Path | None = None, elapsed_s: float | None = None, computed: bool | None = None) -> Path:
+         directory: Path | None = None, elapsed_s: float | None = None, computed: bool | None = None,
+         steps: Mapping[str, int] | None = None) -> Path:
     """Write ``summary`` (numbers, lists, dicts) with its provenance.
 
     Args:
@@ -78,6 +80,9 @@ def save(name: str, profile: str, summary: dict[str, Any], *, command: str | Non
             resumed from cached steps counts its last piece, one loaded from the cache about 0).
         computed: whether this invocation computed the artifact (False: it was loaded from
             the artifact cache, e.g. computed by an earlier run of the same code); None: unknown.
+        steps: for an experiment computed in cached steps, ``{"computed": n, "loaded": m}``:
+            how many steps this invocation computed and how many it loaded from the cache
+            (an earlier, interrupted invocation's); kept as the record's ``steps``.
 
     Returns:
         The path of ``<name>-<profile>.json``.
@@ -96,6 +101,7 @@ def save(name: str, profile: str, summary: dict[str, Any], *, command: str | Non
         "date": time.strftime("%Y-%m-%d"),
         "elapsed_s": None if elapsed_s is None else round(float(elapsed_s), 1),
         "computed": computed,
+        **({"steps": {"computed": int(steps["computed"]), "loaded": int(steps["loaded"])}} if steps else {}),
         "symlib_version": code_version(),
         "package_version": __version__,
         "code_hash": code_version().rsplit("+", 1)[-1],

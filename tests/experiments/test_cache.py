@@ -194,8 +194,10 @@ def test_cached_steps_resumes_after_an_interrupted_run(cdir):
     with pytest.raises(_Stop):
         cache.cached_steps("exp", {"a": 1}, items, _steps_fn(calls, fail_at=2), verbose=False)
     assert calls == [3, 1]  # two steps finished and stored before the "kill"
+    assert cache.STEPS_RUN["exp"] == {"computed": 2, "loaded": 0}  # the interrupted call's tally
     resumed = cache.cached_steps("exp", {"a": 1}, items, _steps_fn(calls), verbose=False)
     assert calls == [3, 1, 4, 5]  # only the missing steps were computed
+    assert cache.STEPS_RUN["exp"] == {"computed": 2, "loaded": 2}
     fresh_calls = []
     monkey_dir = cdir / "fresh"
     uninterrupted = cache.cached_steps("exp", {"a": 1}, items, _steps_fn(fresh_calls), directory=monkey_dir,

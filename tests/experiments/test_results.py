@@ -77,6 +77,13 @@ def test_saved_run_claims_reads_a_saved_run_and_none_for_a_missing_one(monkeypat
     monkeypatch.setattr(claims, "evaluate", lambda name, summ: [])  # the record's numbers are not toy's
     line, _ = report.saved_run_claims("toy_perceptrons", "unit")
     assert line.startswith("nets 2, test_accuracy_mean 0.800; run on") and "2 min:\ncmd" in line
+    # a run resumed from the steps of an interrupted invocation says what its time counts
+    results.save("toy_perceptrons", "unit", {**summary, "dropped": 0}, command="cmd", elapsed_s=120.0,
+                 steps={"computed": 2, "loaded": 6})
+    assert results.load("toy_perceptrons", "unit")["steps"] == {"computed": 2, "loaded": 6}
+    line, _ = report.saved_run_claims("toy_perceptrons", "unit")
+    assert ("2 min for the last 2 of its 8 steps (the other 6 were loaded from the artifact cache of an earlier, "
+            "interrupted invocation):\ncmd") in line
 
 
 def test_saved_paper_scale_optunet_run_shows_its_claims():
