@@ -181,8 +181,8 @@ print(f"largest change of a logit under random permutations from the spec: {inva
 # divides rows `s * C + c` by $\lambda$ at every position. The checks below permute, then
 # rescale, the derived specs' units at random and compare the logits. (A concatenation, as
 # in DenseNet or Inception blocks, is handled alike: the kernel reading
-# `concatenate([a, b])` is cut into *parts*, one per branch, each permuted with its
-# branch's units; `PermutationSpec.parts`.)
+# `concatenate([a, b])` is cut into *parts*, one per branch, each permuted and rescaled
+# with its branch's units; `PermutationSpec.parts` and `ScalingSpec.parts`.)
 
 # %%
 class FlattenCNN(nn.Module):

@@ -15,6 +15,17 @@ the axis is ``m`` times longer than the group, unit ``i`` covers positions
 the ``c``-th block of 5 output channels of ``conv_1``). The *mass* is the sum of squares of
 the parameters listed in ``mass_paths`` (kernels; biases excluded, as in Definition C.6).
 
+**Views (a flatten).** ``views`` maps a parameter to the shape in which the spec sees it, a
+C-order reshape of the stored leaf as in :attr:`symlib.symmetry.specs.PermutationSpec.views`:
+the kernel ``(H*W*C, out)`` of a dense layer reading a flattened NHWC map is seen as
+``(H*W, C, out)``, and the entry ``(path, 1, -1)`` divides channel ``c``'s rows at every
+spatial position. Every tool reshapes to the view, rescales, and reshapes back.
+
+**Parts (a concatenation).** ``parts`` cuts a parameter into parts along one axis, as
+:attr:`symlib.symmetry.specs.PermutationSpec.parts` does: the kernel reading
+``concatenate([a, b])`` is seen as ``"kernel[0:n_a]"`` and ``"kernel[n_a:n_a+n_b]"``, the
+first divided by ``a``'s factors, the second by ``b``'s.
+
 **Min-mass.** With log-scales ``u``, the mass of the rescaled network is
 ``M(u) = sum_k w_k^2 exp(2 s_k(u))``, ``s_k`` linear in ``u``: a convex function, strictly
 convex when no unit is degenerate (every unit has non-zero incoming and outgoing mass).
@@ -33,8 +44,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import check_finite, positive_float, positive_int
-from symlib.symmetry.specs import PermutationSpec, apply_permutation, block_of, check_spec, checked_views, \
-    flatten_params, output_change, unflatten_params
+from symlib.symmetry.specs import PermutationSpec, apply_permutation, block_of, check_spec, checked_parts, \
+    checked_views, flatten_params, join_parts, output_change, split_parts, unflatten_params
 
 __all__ = [
     "ScalingSpec",
@@ -68,11 +79,16 @@ class ScalingSpec:
         mass_paths: the parameters whose squares make the mass.
         views: parameter path -> the shape in which the spec sees it (a C-order reshape of
             the stored leaf; module docstring); ``axis`` in the entries counts the view's axes.
+        parts: stored parameter path -> ``(axis, lengths)``: the parameter is cut into parts
+            along ``axis``, as in :attr:`symlib.symmetry.specs.PermutationSpec.parts` (a
+            concatenation); entries and ``mass_paths`` then name the parts
+            (``f"{path}[{start}:{stop}]"``), never the parameter itself.
     """
 
     groups: dict[str, tuple[tuple[str, int, int], ...]]
     mass_paths: tuple[str, ...]
     views: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    parts: dict[str, tuple[int, tuple[int, ...]]] = field(default_factory=dict)
 
     def __post_init__(self):
         clean = {}
@@ -88,6 +104,7 @@ class ScalingSpec:
         known = {p for entries in clean.values() for p, _, _ in entries} | set(self.mass_paths)
         object.__setattr__(self, "views", checked_views(self.views, known,
                                                         "no group or mass path of the scaling spec uses"))
+        object.__setattr__(self, "parts", checked_parts(self.parts, known, set(self.views)))
 
 
 def optunet_scaling_spec() -> ScalingSpec:
@@ -228,9 +245,10 @@ def resnet18_scaling_spec(groups=None) -> ScalingSpec:
 
 
 def _viewed(spec: ScalingSpec, flat: Mapping) -> dict:
-    """The leaves of a flat parameter dict reshaped to the spec's views (:attr:`ScalingSpec.views`)."""
+    """The leaves of a flat parameter dict cut into the spec's parts (:attr:`ScalingSpec.parts`)
+    and reshaped to its views (:attr:`ScalingSpec.views`)."""
     out = {}
-    for path, leaf in flat.items():
+    for path, leaf in split_parts(spec, flat).items():
         view = spec.views.get(path)
         if view is not None:
             if int(np.prod(np.shape(leaf))) != int(np.prod(view)):
@@ -368,14 +386,16 @@ def _check_scales(scales: Mapping, sizes: Mapping[str, int]) -> dict[str, np.nda
     return out
 
 
-def _restore(template: Mapping, flat64: Mapping[str, np.ndarray]):
-    """float64 leaves (possibly in views) back to the shape, array type, dtype and nesting of ``template``."""
+def _restore(spec: ScalingSpec, template: Mapping, flat64: Mapping[str, np.ndarray]):
+    """float64 leaves as the spec sees them (parts, views) back to the shape, array type,
+    dtype and nesting of ``template``."""
     ref = flatten_params(template)
+    cut = split_parts(spec, ref)
+    flat64 = join_parts(spec, {p: np.reshape(x, np.shape(cut[p])) for p, x in flat64.items()})
     out = {}
     for path, x in flat64.items():
         r = ref[path]
         dtype = getattr(r, "dtype", np.float64)
-        x = np.reshape(x, np.shape(r))
         out[path] = np.asarray(x, dtype) if isinstance(r, np.ndarray) else jnp.asarray(x, dtype)
     nested = any(isinstance(v, Mapping) for v in template.values())
     return unflatten_params(out) if nested else out
@@ -404,13 +424,13 @@ def apply_scaling_spec(spec: ScalingSpec, params: Mapping, scales: Mapping[str, 
     """
     sizes = check_scaling_spec(spec, params)
     logs = {n: np.log(s) for n, s in _check_scales(scales, sizes).items()}
-    return _restore(params, _scaled(spec, _float64(spec, params), logs))
+    return _restore(spec, params, _scaled(spec, _float64(spec, params), logs))
 
 
 def mass_spec(spec: ScalingSpec, params: Mapping) -> float:
     """The mass: sum of squares of the parameters in ``spec.mass_paths`` (float64)."""
     check_scaling_spec(spec, params)
-    flat = flatten_params(params)
+    flat = _viewed(spec, flatten_params(params))
     return float(sum(np.sum(np.square(np.asarray(flat[p], np.float64))) for p in spec.mass_paths))
 
 
@@ -477,7 +497,7 @@ _MASS_FUNCTIONS: dict = {}
 
 def _mass_functions(spec: ScalingSpec, cuts: tuple[int, ...]):
     """Compiled ``M(v, squares)``, its gradient and Hessian for ``spec`` (cached per spec and sizes)."""
-    key = (repr(spec.groups), spec.mass_paths, repr(spec.views), cuts)
+    key = (repr(spec.groups), spec.mass_paths, repr(spec.views), repr(spec.parts), cuts)
     if key not in _MASS_FUNCTIONS:
         names = list(spec.groups)
 
@@ -501,7 +521,7 @@ def chain_kernels(spec: ScalingSpec, params: Mapping) -> list[str] | None:
     """
     flat = flatten_params(params)
     kernels = list(spec.mass_paths)
-    if any(p in spec.views for p in kernels) or len(kernels) != len(spec.groups) + 1 or any(p not in flat or np.ndim(flat[p]) != 2 for p in kernels):
+    if spec.parts or any(p in spec.views for p in kernels) or len(kernels) != len(spec.groups) + 1 or any(p not in flat or np.ndim(flat[p]) != 2 for p in kernels):
         return None
     for l, entries in enumerate(spec.groups.values()):
         ins = {(p, a % 2) for p, a, s in entries if s == 1 and p in kernels}
@@ -569,7 +589,7 @@ def min_mass_spec(spec: ScalingSpec, params: Mapping, tol: float = 1e-12, max_it
         u, before, steps, converged = _dense_newton(spec, flat, sizes, tol, max_iter)
         solver = "dense"
     final = _scaled(spec, flat, u)
-    return SpecMinMassResult(params=_restore(params, final), scales={n: np.exp(x) for n, x in u.items()},
+    return SpecMinMassResult(params=_restore(spec, params, final), scales={n: np.exp(x) for n, x in u.items()},
                              mass=float(sum(np.sum(np.square(final[p])) for p in spec.mass_paths)),
                              mass_before=before, iterations=steps, converged=converged, solver=solver)
 
@@ -689,7 +709,7 @@ def unit_norm_spec(spec: ScalingSpec, params: Mapping, include_bias: bool = Fals
         logs = {n: np.zeros(sizes[n]) for n in spec.groups}
         logs[name] = -0.5 * np.log(sq)
         cur = _scaled(spec, cur, logs)
-    return _restore(params, cur)
+    return _restore(spec, params, cur)
 
 
 def unit_norm_traced(spec: ScalingSpec, params: Mapping) -> dict:
@@ -713,7 +733,8 @@ def unit_norm_traced(spec: ScalingSpec, params: Mapping) -> dict:
         logs = {n: jnp.zeros(sizes[n]) for n in spec.groups}
         logs[name] = jnp.where(sq > 0, -0.5 * jnp.log(jnp.where(sq > 0, sq, 1.0)), 0.0)
         cur = _scaled(spec, cur, logs, xp=jnp)
-    return {p: x.reshape(stored[p].shape) for p, x in cur.items()}
+    cut = split_parts(spec, stored)
+    return join_parts(spec, {p: x.reshape(cut[p].shape) for p, x in cur.items()})
 
 
 def key_axis(spec: PermutationSpec, name: str) -> tuple[str, int]:

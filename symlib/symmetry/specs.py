@@ -115,19 +115,8 @@ class PermutationSpec:
                 raise ValueError(f"views[{path!r}] = {tuple(view)} has {len(view)} axes but axes[{path!r}] lists "
                                  f"{len(clean[path])}: {clean[path]}")
         object.__setattr__(self, "views", views)
-        if not isinstance(self.parts, Mapping):
-            raise TypeError(f"parts must be a dict of parameter path -> (axis, lengths), got {self.parts!r}")
-        parts = {}
-        for path, spec in self.parts.items():
-            try:
-                axis, lengths = spec
-                axis, lengths = int(axis), tuple(int(n) for n in lengths)
-            except (TypeError, ValueError):
-                raise ValueError(f"parts[{path!r}] must be (axis, lengths), got {spec!r}") from None
-            if axis < 0 or len(lengths) < 2 or any(n < 1 for n in lengths):
-                raise ValueError(f"parts[{path!r}] must be (axis >= 0, two or more positive lengths), got {spec!r}")
-            if path in clean:
-                raise ValueError(f"parts cuts {path!r} into parts, so axes must name its parts, not {path!r} itself")
+        parts = checked_parts(self.parts, set(clean), set(views))
+        for path, (axis, lengths) in parts.items():
             names = [part_name(path, a, b) for a, b in _bounds(lengths)]
             absent = [n for n in names if n not in clean]
             if absent:
@@ -135,10 +124,6 @@ class PermutationSpec:
             ndims = {len(clean[n]) for n in names}
             if len(ndims) > 1 or axis >= ndims.pop():
                 raise ValueError(f"the parts {names} of {path!r} must list the same number of axes, more than {axis}")
-            for n in names:
-                if n in views:
-                    raise ValueError(f"part {n!r} cannot also have a view")
-            parts[path] = (axis, lengths)
         object.__setattr__(self, "parts", parts)
 
     @property
@@ -183,6 +168,30 @@ def checked_views(views, known: set, unknown: str) -> dict[str, tuple[int, ...]]
                 isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1 for d in view):
             raise ValueError(f"views[{path!r}] must be a tuple of positive ints (a shape), got {view!r}")
         out[path] = tuple(int(d) for d in view)
+    return out
+
+
+def checked_parts(parts, known: set, viewed: set) -> dict[str, tuple[int, tuple[int, ...]]]:
+    """``parts`` (path -> ``(axis, lengths)``) validated: at least two positive lengths, a
+    non-negative axis, the path itself not in ``known`` (the spec names its parts instead)
+    and no part in ``viewed``."""
+    if not isinstance(parts, Mapping):
+        raise TypeError(f"parts must be a dict of parameter path -> (axis, lengths), got {parts!r}")
+    out = {}
+    for path, cut in parts.items():
+        try:
+            axis, lengths = cut
+            axis, lengths = int(axis), tuple(int(n) for n in lengths)
+        except (TypeError, ValueError):
+            raise ValueError(f"parts[{path!r}] must be (axis, lengths), got {cut!r}") from None
+        if axis < 0 or len(lengths) < 2 or any(n < 1 for n in lengths):
+            raise ValueError(f"parts[{path!r}] must be (axis >= 0, two or more positive lengths), got {cut!r}")
+        if path in known:
+            raise ValueError(f"parts cuts {path!r} into parts, so the spec must name its parts, not {path!r} itself")
+        for a, b in _bounds(lengths):
+            if part_name(path, a, b) in viewed:
+                raise ValueError(f"part {part_name(path, a, b)!r} cannot also have a view")
+        out[path] = (axis, lengths)
     return out
 
 

@@ -225,3 +225,32 @@ def test_scaling_invariance_check_catches_a_wrong_entry():
     params["dense_0"]["bias"] = params["dense_0"]["bias"] + 0.5
     with pytest.raises(ValueError, match=r"scaling group 'P_0' of the spec changes the network's outputs"):
         check_scaling_spec_invariance(wrong, params, mlp_apply, x)
+
+
+def test_scaling_spec_parts():
+    """A kernel reading concatenate([a, b]) cut into parts, each divided by its branch's factors."""
+    groups = {"a": (("a/kernel", 1, 1), ("c/kernel[0:2]", 0, -1)),
+              "b": (("b/kernel", 1, 1), ("c/kernel[2:5]", 0, -1))}
+    mass = ("a/kernel", "b/kernel", "c/kernel[0:2]", "c/kernel[2:5]")
+    with pytest.raises(ValueError, match="the spec must name its parts, not 'c/kernel' itself"):
+        ScalingSpec(groups, mass + ("c/kernel",), parts={"c/kernel": (0, (2, 3))})
+    spec = ScalingSpec(groups, mass, parts={"c/kernel": (0, (2, 3))})
+    rng = np.random.default_rng(0)
+    params = {"a": {"kernel": rng.normal(size=(4, 2))}, "b": {"kernel": rng.normal(size=(4, 3))},
+              "c": {"kernel": rng.normal(size=(5, 1))}}
+    assert check_scaling_spec(spec, params) == {"a": 2, "b": 3}
+    scales = {"a": np.array([2.0, 4.0]), "b": np.array([0.5, 1.0, 8.0])}
+    out = apply_scaling_spec(spec, params, scales)
+    np.testing.assert_allclose(out["c"]["kernel"][:, 0], params["c"]["kernel"][:, 0] / [2.0, 4.0, 0.5, 1.0, 8.0])
+    np.testing.assert_allclose(out["a"]["kernel"], params["a"]["kernel"] * [2.0, 4.0])
+
+    def apply(p, x):
+        h = np.concatenate([np.maximum(x @ p["a"]["kernel"], 0), np.maximum(x @ p["b"]["kernel"], 0)], axis=-1)
+        return h @ p["c"]["kernel"]
+
+    x = rng.normal(size=(6, 4))
+    np.testing.assert_allclose(apply(out, x), apply(params, x), rtol=1e-10)
+    result = min_mass_spec(spec, params)
+    assert result.solver == "dense" and result.mass < result.mass_before
+    assert result.params["c"]["kernel"].shape == (5, 1)
+    np.testing.assert_allclose(apply(result.params, x), apply(params, x), rtol=1e-8)

@@ -245,11 +245,11 @@ ZOO = {
     # rescaled in blocks (a view of the dense kernel)
     "pool_cnn": (PoolCNN(), IMG, 3, 3),
     "res_ln": (ResLN(), IMG, 3, 3),
-    # each concatenated branch keeps its own permutation: the reading kernel is cut into parts
-    # (scaling: not through a concatenation)
-    "concat": (Concat(), VEC, 3, 1),
-    # input, features and features twice concatenated along the channels, LayerNorm, mean pool
-    "dense_net": (DenseNetBlock(), IMG, 2, None),
+    # each concatenated branch keeps its own permutation and scaling: the reading kernel is cut into parts
+    "concat": (Concat(), VEC, 3, 3),
+    # input, features and features twice concatenated along the channels, LayerNorm (no per-channel
+    # scaling before it: only the norm's scale rescales), mean pool
+    "dense_net": (DenseNetBlock(), IMG, 2, 1),
     # residual stream, heads (shared by query, key, value, out), query/key features, value features
     "attention": (Attention(), jax.random.normal(jax.random.key(7), (2, 5, 3)), 4, None),
 }
@@ -443,6 +443,55 @@ def test_concatenation_cuts_the_reading_kernel_into_parts():
     assert [spec.axes[f"LayerNorm_0/scale[{a}]"] for a in ("0:2", "2:5", "5:9", "9:13")] == [
         (None,), ("P_Conv_0",), ("P_Conv_1",), ("P_Conv_1",)]
     assert any("model input" in r for r in report.stopped[("Dense_0/kernel[0:2]", 0)])
+
+
+class DenseNetNoNorm(nn.Module):
+    """DenseNetBlock without the LayerNorm: every feature map's channels rescale, through parts."""
+
+    @nn.compact
+    def __call__(self, x):
+        h1 = nn.relu(nn.Conv(3, (3, 3))(x))
+        c1 = jnp.concatenate([x, h1], axis=-1)
+        h2 = nn.relu(nn.Conv(4, (3, 3))(c1))
+        return nn.Dense(2)(jnp.concatenate([c1, h2, h2], axis=-1).mean(axis=(1, 2)))
+
+
+class NestedConcatOutput(nn.Module):
+    """A concatenation of a concatenation that is a model output: nothing inside may move."""
+
+    @nn.compact
+    def __call__(self, x):
+        c1 = jnp.concatenate([x, nn.relu(nn.Dense(3)(x))], axis=-1)
+        c2 = jnp.concatenate([c1, nn.relu(nn.Dense(4)(c1))], axis=-1)
+        return nn.Dense(2)(c2), c2
+
+
+def test_scaling_through_a_concatenation():
+    from symlib.symmetry import check_scaling_spec_invariance, identifiable_spec, min_mass_spec
+
+    model, x = DenseNetNoNorm(), IMG
+    params = _init(model, x)["params"]
+    spec = scaling_spec_from_flax(model, params, x)
+    assert spec.parts == {"Conv_1/kernel": (2, (2, 3)), "Dense_0/kernel": (0, (2, 3, 4, 4))}
+    assert set(spec.groups["P_Conv_0"]) == {("Conv_0/kernel", 3, 1), ("Conv_0/bias", 0, 1),
+                                            ("Conv_1/kernel[2:5]", 2, -1), ("Dense_0/kernel[2:5]", 0, -1)}
+    assert ("Dense_0/kernel[5:9]", 0, -1) in spec.groups["P_Conv_1"]
+    assert ("Dense_0/kernel[9:13]", 0, -1) in spec.groups["P_Conv_1"]
+    assert "Dense_0/kernel[0:2]" in spec.mass_paths and "Dense_0/kernel" not in spec.mass_paths
+    apply = lambda p, xb: model.apply({"params": p}, xb)  # noqa: E731
+    assert check_scaling_spec_invariance(spec, params, apply, x) < 1e-5
+    result = min_mass_spec(spec, params)
+    assert result.converged and result.mass < result.mass_before
+    assert result.params["Dense_0"]["kernel"].shape == params["Dense_0"]["kernel"].shape
+    canonical = identifiable_spec(spec, permutation_spec_from_flax(model, params, x), params)
+    np.testing.assert_allclose(apply(canonical, x), apply(params, x), **TOL)
+
+
+def test_nested_concatenation_that_is_an_output():
+    model, x = NestedConcatOutput(), VEC
+    report = flax_derive_report(model, _init(model, x)["params"], x)
+    assert "P_Dense_0" not in report.spec.perm_names
+    assert any("model output" in r for r in report.stopped[("Dense_0/kernel", 1)])
 
 
 class ConcatOutput(nn.Module):

@@ -476,7 +476,7 @@ def test_parts_cut_a_parameter_and_keep_the_function():
 
 def test_parts_are_checked():
     axes = {"c/kernel[0:3]": ("Pa", None), "c/kernel[3:7]": ("Pb", None)}
-    with pytest.raises(ValueError, match=r"axes must name its parts, not 'c/kernel'"):
+    with pytest.raises(ValueError, match=r"the spec must name its parts, not 'c/kernel'"):
         PermutationSpec({**axes, "c/kernel": (None, None)}, parts={"c/kernel": (0, (3, 4))})
     with pytest.raises(ValueError, match=r"axes has no entry for \['c/kernel\[3:6\]'\]"):
         PermutationSpec(axes, parts={"c/kernel": (0, (3, 3))})

@@ -66,7 +66,8 @@ concatenated twice puts its permutation on both parts. A segment that may not mo
 model's input, a constant) is a part without a permutation. Segments that overlap (two
 concatenations cut one summed axis at different places), a joined axis that is also a model
 output, or a parameter cut along two axes or also reshaped stop every segment involved. Scaling
-specs stay stopped at a concatenation.
+specs cut the same parameters into the same parts (``ScalingSpec.parts``): rescaling a
+branch's units divides its part of the reading kernel.
 
 Names: a class is named ``"P_" + layer`` after the first parameter (in ``params`` order)
 whose *last* axis it permutes (a kernel's output axis or a bias), e.g. ``"P_dense_0"``;
@@ -106,8 +107,7 @@ feature axes. For scaling, products of two activations are never rescaled.
 
 **Not supported:** recurrent layers and loops (``scan``, ``while``: refused by name);
 embeddings and any indexing (``gather``, ``dynamic_slice``: their axes are stopped);
-scaling through a concatenation (stopped, as above); symmetries other
-than permutations of whole axes (e.g. the sign symmetry of ``tanh`` units, rotations).
+symmetries other than permutations of whole axes (e.g. the sign symmetry of ``tanh`` units, rotations).
 """
 from __future__ import annotations
 
@@ -156,21 +156,12 @@ def _class_names(members: dict, ndims: Mapping[str, int], prefix: str | None = N
     return names
 
 
-INCOMPATIBLE = "an axis concatenated (or reshaped) in incompatible ways"
-
-
 def _perm_report(g: Graph, flat: Mapping, paths: list, pvars: list, keep_prefix: str | None = None) -> DeriveReport:
     members: dict = {}
     stopped: dict = {}
     views: dict = {}
     g.stop_blocked_factors()
-    for root in list(g.subs):  # segments of one axis that overlap (two concatenations): none of them moves
-        root = g.find(root)
-        if g.has_segments(root) and g._tiles(root, g.size[root], 0, set()) is None:
-            for key in g.subs.get(root, {}).values():  # stopped, and (below) everything cut from them
-                why = g.reasons.setdefault(g.find(key), [])
-                if INCOMPATIBLE not in why:
-                    why.append(INCOMPATIBLE)
+    g.stop_incompatible_segments()
     for path, v in zip(paths, pvars):  # factors of one axis that overlap (two reshapes): none of them moves
         for i, n in enumerate(aval_shape(v)):
             root = g.find(g.node(v, i))
@@ -353,17 +344,61 @@ def _kernel_views(g: Graph, shapes: Mapping[str, tuple[int, ...]]) -> tuple[dict
     return tilings, views
 
 
+def _param_cuts(g: Graph, paths: list, pvars: list, views: Mapping) -> dict:
+    """Scale mode, concatenation: ``path -> (axis, segments)`` for every parameter whose
+    axis is a concatenation's (segments as :meth:`Graph.free_segments`). A parameter cut
+    along two axes, or also seen through a view, is not cut: its segments are stopped (and
+    the cuts computed again, since stopping them may change others')."""
+    axes_of: dict = {}  # path -> {leaf axis: node}: a kernel's axes as its records see them, others' own
+    for path, v in zip(paths, pvars):
+        if path not in g.kernels:
+            axes_of[path] = {i: g.node(v, i) for i in range(len(aval_shape(v)))}
+    for nd, path, axis, _ in g.records:
+        axes_of.setdefault(path, {})[axis] = nd
+    shapes = {path: aval_shape(v) for path, v in zip(paths, pvars)}
+    while True:
+        cuts, changed = {}, False
+        for path, nodes in axes_of.items():
+            found = [(i, segs) for i, nd in sorted(nodes.items()) if g.find(nd) in g.reasons
+                     and (segs := g.free_segments(g.find(nd), shapes[path][i])) is not None]
+            if len(found) == 1 and path not in views:
+                cuts[path] = found[0]
+                continue
+            for _, segs in found if len(found) > 1 or path in views else ():
+                for _, _, root, _ in segs:
+                    if root is not None:
+                        g.reasons.setdefault(root, []).append("a parameter cut along two axes, or also reshaped")
+                        changed = True
+        if not changed:
+            return cuts
+        g.stop_blocked_factors()
+
+
 def _scaling_from_graph(g: Graph, flat: Mapping, paths: list, pvars: list, keep_prefix: str | None = None) -> ScalingSpec:
     g.stop_blocked_factors()
+    g.stop_incompatible_segments()
     shapes = {path: aval_shape(v) for path, v in zip(paths, pvars)}
     tilings, views = _kernel_views(g, shapes)
+    cuts = _param_cuts(g, paths, pvars, views)
+    part_names = {path: [part_name(path, a, b) for a, b, _, _ in segs] for path, (_, segs) in cuts.items()}
     entries: dict = {}
+
+    def add(root, path: str, axis: int, power: int) -> None:
+        if path not in cuts:
+            entries.setdefault(root, []).append((path, axis, power))
+            return
+        cut_axis, segs = cuts[path]
+        for (_, _, seg_root, _), part in zip(segs, part_names[path]):
+            if axis != cut_axis:  # every part takes the factor of the whole axis
+                entries.setdefault(root, []).append((part, axis, power))
+            elif seg_root is not None:  # each part takes its own segment's
+                entries.setdefault(seg_root, []).append((part, axis, power))
+
     for path, v in zip(paths, pvars):
         if path in g.kernels:
             continue  # kernels enter through records only
         for i in range(len(aval_shape(v))):
-            root = g.find(g.node(v, i))
-            entries.setdefault(root, []).append((path, i, 1))
+            add(g.find(g.node(v, i)), path, i, 1)
     for nd, path, axis, power in g.records:
         by_axis = tilings.get(path, {})
         start = sum(len(by_axis.get(i, [None])) for i in range(axis))  # the leaf axis's first view axis
@@ -372,12 +407,12 @@ def _scaling_from_graph(g: Graph, flat: Mapping, paths: list, pvars: list, keep_
                 if root is not None:
                     entries.setdefault(root, []).append((path, start + k, power))
         else:
-            entries.setdefault(g.find(nd), []).append((path, start, power))
+            add(g.find(nd), path, start, power)
     reduced = {g.find(nd) for nd in g.reduced}
     for nd, out_id, label in g.unary_breaks:
         root = g.find(nd)
         reasons = g.reasons.get(root, [])
-        parts = [root] + [g.find(k) for k in g.subs.get(root, {}).values()]  # a flattened map's channels
+        parts = [root] + [g.find(k) for k in g.subs.get(root, {}).values()]  # a flattened or concatenated map's units
         incoming = sorted((p for r in parts for p, _, s in entries.get(r, ()) if s == 1),
                           key=lambda p: p not in g.kernels)
         if (incoming and root not in reduced and not any(r.startswith("model output") for r in reasons)
@@ -387,26 +422,32 @@ def _scaling_from_graph(g: Graph, flat: Mapping, paths: list, pvars: list, keep_
                              f"{label!r}, which is not positively homogeneous (only ReLU, leaky ReLU, max/average "
                              f"pooling and sums keep the scaling symmetry)")
     shared = {p for p, n in g.kernel_uses.items() if n > 1}
+    stored = {part: path for path, names in part_names.items() for part in names}
     groups = {}
     for root, ents in entries.items():
         if root in g.reasons or g.size[root] == 1:
             continue
-        if any(p in shared for p, _, _ in ents):
+        if any(stored.get(p, p) in shared for p, _, _ in ents):
             continue  # a kernel read twice (tied weights): each group would rescale it for both uses
         if not any(s == 1 for _, _, s in ents) or not any(s == -1 for _, _, s in ents):
             continue
         groups[root] = tuple(dict.fromkeys(ents))
     order = {p: k for k, p in enumerate(paths)}
-    ranked = sorted(groups, key=lambda r: min(order[p] for p, _, s in groups[r] if s == 1))
-    names = _class_names({r: [(p, a) for p, a, s in groups[r] if s == 1] for r in ranked},
-                         {p: len(views.get(p, np.shape(leaf))) for p, leaf in flat.items()}, keep_prefix)
+    rank = {p: (order[p], 0) for p in paths} | {part: (order[path], k + 1) for path, names in part_names.items()
+                                                 for k, part in enumerate(names)}
+    ranked = sorted(groups, key=lambda r: min(rank[p] for p, _, s in groups[r] if s == 1))
+    ndims = {p: len(views.get(p, np.shape(leaf))) for p, leaf in flat.items()}
+    ndims.update({part: ndims[stored[part]] for part in stored})
+    names = _class_names({r: [(p, a) for p, a, s in groups[r] if s == 1] for r in ranked}, ndims, keep_prefix)
     strip = (lambda p: p[len(keep_prefix):]) if keep_prefix else (lambda p: p)
-    out = {names[r]: tuple((strip(p), a, s) for p, a, s in sorted(groups[r], key=lambda e: (-e[2], order[e[0]])))
+    out = {names[r]: tuple((strip(p), a, s) for p, a, s in sorted(groups[r], key=lambda e: (-e[2], rank[e[0]])))
            for r in ranked}
-    mass = tuple(strip(p) for p in paths if p in g.kernels or p in g.multipliers)
+    mass = tuple(strip(q) for p in paths if p in g.kernels or p in g.multipliers for q in part_names.get(p, [p]))
     used = {p for ents in out.values() for p, _, _ in ents} | set(mass)
     return ScalingSpec(groups=out, mass_paths=mass,
-                       views={strip(p): v for p, v in views.items() if strip(p) in used})
+                       views={strip(p): v for p, v in views.items() if strip(p) in used},
+                       parts={strip(p): (axis, tuple(b - a for a, b, _, _ in segs)) for p, (axis, segs) in cuts.items()
+                              if any(strip(q) in used for q in part_names[p])})
 
 
 def scaling_spec_from_apply(apply_fn: Callable, params: Mapping, *example_args, **example_kwargs) -> ScalingSpec:

@@ -241,16 +241,22 @@ class Graph:
             out.append((n // pos, None))
         return out
 
+    def _real_reasons(self, root) -> list[str]:
+        """The reasons a class is stopped for, other than being flattened or concatenated itself."""
+        return [r for r in self.reasons.get(root, ()) if not r.startswith((FLATTEN, CONCAT))]
+
     def stop_blocked_factors(self) -> None:
-        """Stop every factor of an axis stopped for another reason than the flatten itself
-        (a model output, a slice...): permuting the factor would permute that axis."""
+        """Stop every factor or segment of an axis stopped for another reason than the
+        flatten or concatenation itself (a model output, a slice, a normalisation in scale
+        mode...), down through nested concatenations: moving the part would move that axis."""
         changed = True
         while changed:
             changed = False
             for key, whole in self.sub_of.items():
-                why = [r for r in self.reasons.get(self.find(whole), ()) if not r.startswith((FLATTEN, CONCAT))]
-                if why and self.find(key) not in self.reasons:
-                    self.reasons[self.find(key)] = [f"{why[0]}, after a reshape"]
+                why = self._real_reasons(self.find(whole))
+                if why and not self._real_reasons(self.find(key)):
+                    after = "a concatenation" if len(key) == 5 else "a reshape"
+                    self.reasons.setdefault(self.find(key), []).append(f"{why[0]}, after {after}")
                     changed = True
 
     def link(self, a, i, b, j) -> None:
@@ -281,10 +287,24 @@ class Graph:
         return all(self.stopped(v, i) and not self.flattened_only(v, i) for i, n in enumerate(aval_shape(v)) if n > 1)
 
     def flattened_only(self, v, axis: int) -> bool:
-        """The axis is stopped by a reshape alone and has factors of its own (a flattened map)."""
+        """The axis is stopped by a reshape or a concatenation alone and has factors or
+        segments of its own (a flattened map, a concatenation)."""
         root = self.find(self.node(v, axis))
-        return bool(self.subs.get(root)) and all(r.startswith(FLATTEN) for r in self.reasons.get(root, ()))
+        return bool(self.subs.get(root)) and all(r.startswith((FLATTEN, CONCAT)) for r in self.reasons.get(root, ()))
+
+    def stop_incompatible_segments(self) -> None:
+        """Stop the segments of every axis whose segments do not tile it (two concatenations
+        cutting one summed axis at different places, or one also reshaped), and what is cut from them."""
+        for root in list(self.subs):
+            root = self.find(root)
+            if self.has_segments(root) and self._tiles(root, self.size[root], 0, set()) is None:
+                for key in self.subs.get(root, {}).values():
+                    why = self.reasons.setdefault(self.find(key), [])
+                    if INCOMPATIBLE not in why:
+                        why.append(INCOMPATIBLE)
+        self.stop_blocked_factors()
 
 
 FLATTEN = "reshape merges the axis with others (flatten) or splits it"
 CONCAT = "concatenate joins the axis from several values"
+INCOMPATIBLE = "an axis concatenated (or reshaped) in incompatible ways"

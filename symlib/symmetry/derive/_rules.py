@@ -372,16 +372,14 @@ def _structural(g: Graph, eqn, name: str) -> bool:
             for i in range(len(aval_shape(x))):
                 if i != d:
                     g.link(x, i, out, i)
-                elif g.mode == "scale":
-                    g.stop(x, i, "concatenate (scaling specs do not cut a parameter into parts)")
-            if g.mode == "perm" and n:
+            if n:
                 seg = g.segment(out, d, start, start + n)
                 if is_literal(x):
                     g.reasons.setdefault(g.find(seg), []).append("concatenated with a constant")
                 else:
                     g.union(g.node(x, d), seg)
             start += n
-        g.stop(out, d, CONCAT if g.mode == "perm" else "concatenate (scaling specs do not cut a parameter into parts)")
+        g.stop(out, d, CONCAT)
         return True
     if name == "pad":
         x, value = ins
