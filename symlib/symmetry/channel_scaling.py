@@ -259,6 +259,13 @@ def _viewed(spec: ScalingSpec, flat: Mapping) -> dict:
     return out
 
 
+def _stored(spec: ScalingSpec, stored: Mapping, viewed: Mapping) -> dict:
+    """Inverse of :func:`_viewed`: ``viewed`` leaves back to the shapes of the flat ``stored``
+    leaves, parts joined."""
+    cut = split_parts(spec, stored)
+    return join_parts(spec, {p: x.reshape(np.shape(cut[p])) for p, x in viewed.items()})
+
+
 def _float64(spec: ScalingSpec, params: Mapping) -> dict[str, np.ndarray]:
     """float64 leaves in the spec's views, checked finite."""
     flat = {}
@@ -390,8 +397,7 @@ def _restore(spec: ScalingSpec, template: Mapping, flat64: Mapping[str, np.ndarr
     """float64 leaves as the spec sees them (parts, views) back to the shape, array type,
     dtype and nesting of ``template``."""
     ref = flatten_params(template)
-    cut = split_parts(spec, ref)
-    flat64 = join_parts(spec, {p: np.reshape(x, np.shape(cut[p])) for p, x in flat64.items()})
+    flat64 = _stored(spec, ref, flat64)
     out = {}
     for path, x in flat64.items():
         r = ref[path]
@@ -521,7 +527,9 @@ def chain_kernels(spec: ScalingSpec, params: Mapping) -> list[str] | None:
     """
     flat = flatten_params(params)
     kernels = list(spec.mass_paths)
-    if spec.parts or any(p in spec.views for p in kernels) or len(kernels) != len(spec.groups) + 1 or any(p not in flat or np.ndim(flat[p]) != 2 for p in kernels):
+    cut_or_viewed = bool(spec.parts) or any(p in spec.views for p in kernels)
+    if cut_or_viewed or len(kernels) != len(spec.groups) + 1 or any(
+            p not in flat or np.ndim(flat[p]) != 2 for p in kernels):
         return None
     for l, entries in enumerate(spec.groups.values()):
         ins = {(p, a % 2) for p, a, s in entries if s == 1 and p in kernels}
@@ -733,8 +741,7 @@ def unit_norm_traced(spec: ScalingSpec, params: Mapping) -> dict:
         logs = {n: jnp.zeros(sizes[n]) for n in spec.groups}
         logs[name] = jnp.where(sq > 0, -0.5 * jnp.log(jnp.where(sq > 0, sq, 1.0)), 0.0)
         cur = _scaled(spec, cur, logs, xp=jnp)
-    cut = split_parts(spec, stored)
-    return join_parts(spec, {p: x.reshape(cut[p].shape) for p, x in cur.items()})
+    return _stored(spec, stored, cur)
 
 
 def key_axis(spec: PermutationSpec, name: str) -> tuple[str, int]:

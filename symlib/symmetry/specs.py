@@ -134,10 +134,7 @@ class PermutationSpec:
 
     def stored_path(self, path: str) -> str:
         """The stored parameter that the spec's path ``path`` is (a part's: the one it is cut from)."""
-        for parent, (_, lengths) in self.parts.items():
-            if any(path == part_name(parent, a, b) for a, b in _bounds(lengths)):
-                return parent
-        return path
+        return _owners(self.parts).get(path, path)
 
     @property
     def perm_names(self) -> list[str]:
@@ -200,6 +197,11 @@ def _bounds(lengths) -> list[tuple[int, int]]:
     return list(zip(ends[:-1], ends[1:]))
 
 
+def _owners(parts: Mapping[str, tuple[int, tuple[int, ...]]]) -> dict[str, str]:
+    """Part name -> the stored parameter it is cut from."""
+    return {part_name(p, a, b): p for p, (_, lengths) in parts.items() for a, b in _bounds(lengths)}
+
+
 def part_name(path: str, start: int, stop: int) -> str:
     """The spec's name of the part ``start:stop`` of parameter ``path`` (:attr:`PermutationSpec.parts`)."""
     return f"{path}[{start}:{stop}]"
@@ -233,7 +235,7 @@ def join_parts(spec: PermutationSpec, leaves: Mapping[str, Any], batch_dims: int
     """Inverse of :func:`split_parts`: the parts of every parameter joined back along their axis,
     in the position of the first part."""
     out: dict[str, Any] = {}
-    owner = {part_name(p, a, b): p for p, (_, lengths) in spec.parts.items() for a, b in _bounds(lengths)}
+    owner = _owners(spec.parts)
     for path in leaves:
         parent = owner.get(path)
         if parent is None:

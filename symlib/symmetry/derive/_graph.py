@@ -283,7 +283,7 @@ class Graph:
 
     def pinned(self, v) -> bool:
         """Scale mode: every axis of ``v`` of length > 1 is in a stopped class (``v`` is never
-        rescaled); an axis stopped only by a flatten whose factors may move is not."""
+        rescaled); an axis stopped only by a flatten or a concatenation whose parts may move is not."""
         return all(self.stopped(v, i) and not self.flattened_only(v, i) for i, n in enumerate(aval_shape(v)) if n > 1)
 
     def flattened_only(self, v, axis: int) -> bool:
