@@ -31,7 +31,7 @@ first divided by ``a``'s factors, the second by ``b``'s.
 convex when no unit is degenerate (every unit has non-zero incoming and outgoing mass).
 :func:`min_mass_spec` minimises it: for a chain spec (an MLP's shape, any parameter
 names: :func:`chain_kernels`) with the block-tridiagonal solver of
-:func:`symlib.symmetry.scaling.min_mass_chain`, otherwise by damped Newton steps on the
+:func:`symlib.symmetry.mass_chain.min_mass_chain`, otherwise by damped Newton steps on the
 exact Hessian (float64, ``jax.hessian``), fine up to a few thousand rescalable units.
 """
 from __future__ import annotations
@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import check_finite, positive_float, positive_int
+from symlib.symmetry.mass_chain import min_mass_chain
 from symlib.symmetry.specs import PermutationSpec, apply_permutation, block_of, check_spec, checked_parts, \
     checked_views, flatten_params, join_parts, output_change, split_parts, unflatten_params
 
@@ -479,6 +480,7 @@ class SpecMinMassResult:
         iterations: Newton steps taken (BCD sweeps plus Newton steps for the chain solver).
         converged: whether the solver's stopping rule was met (``tol``).
         solver: ``"chain"`` or ``"dense"`` (see :func:`min_mass_spec`).
+        log_scales: group name -> ``log(scales)`` as the solver found them.
     """
 
     params: dict
@@ -488,6 +490,7 @@ class SpecMinMassResult:
     iterations: int
     converged: bool
     solver: str = "dense"
+    log_scales: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _x64():
@@ -523,7 +526,7 @@ def chain_kernels(spec: ScalingSpec, params: Mapping) -> list[str] | None:
     order) scales the columns of ``K_l`` (+1), the rows of ``K_{l+1}`` (-1) and
     possibly 1-D parameters of its own (+1, biases), one factor per position (no
     repeated blocks). :func:`min_mass_spec` then uses the block-tridiagonal solver of
-    :func:`symlib.symmetry.scaling.min_mass_chain`.
+    :func:`symlib.symmetry.mass_chain.min_mass_chain`.
     """
     flat = flatten_params(params)
     kernels = list(spec.mass_paths)
@@ -552,7 +555,7 @@ def min_mass_spec(spec: ScalingSpec, params: Mapping, tol: float = 1e-12, max_it
       Hessian in float64 (``jax.hessian``) and Armijo backtracking; stops when half the
       squared Newton decrement is ``<= tol * M``. Any spec, up to a few thousand units.
     * ``"bcd"`` / ``"newton"``: the chain solver of
-      :func:`symlib.symmetry.scaling.min_mass_chain` (block-coordinate descent, or Newton
+      :func:`symlib.symmetry.mass_chain.min_mass_chain` (block-coordinate descent, or Newton
       on the block-tridiagonal Hessian, cost linear in the depth), for a chain spec
       (:func:`chain_kernels`: an MLP's, with any parameter names).
     * ``"auto"`` (default): the chain solver's ``"auto"`` for a chain spec, ``"dense"``
@@ -573,8 +576,6 @@ def min_mass_spec(spec: ScalingSpec, params: Mapping, tol: float = 1e-12, max_it
             degenerate (naming the group and units); for an unknown ``method``, or
             ``"bcd"``/``"newton"`` with a spec that is not a chain.
     """
-    from symlib.symmetry.scaling import min_mass_chain
-
     tol = positive_float(tol, "tol")
     max_iter = positive_int(max_iter, "max_iter")
     if method not in ("auto", "dense", "bcd", "newton"):
@@ -599,7 +600,8 @@ def min_mass_spec(spec: ScalingSpec, params: Mapping, tol: float = 1e-12, max_it
     final = _scaled(spec, flat, u)
     return SpecMinMassResult(params=_restore(spec, params, final), scales={n: np.exp(x) for n, x in u.items()},
                              mass=float(sum(np.sum(np.square(final[p])) for p in spec.mass_paths)),
-                             mass_before=before, iterations=steps, converged=converged, solver=solver)
+                             mass_before=before, iterations=steps, converged=converged, solver=solver,
+                             log_scales={n: np.asarray(x, np.float64) for n, x in u.items()})
 
 
 def _dense_newton(spec: ScalingSpec, flat: Mapping[str, np.ndarray], sizes: Mapping[str, int], tol: float,
@@ -753,39 +755,90 @@ def key_axis(spec: PermutationSpec, name: str) -> tuple[str, int]:
     raise ValueError(f"permutation {name!r} acts on no kernel's output axis; there is no incoming weight to sort by")
 
 
-def sort_neurons_spec(spec: PermutationSpec, params: Mapping,
-                         statistic: Callable[[np.ndarray], np.ndarray] | None = None):
-    """Laurent et al.'s permutation canonical form: sort units by their first incoming weight, descending.
+#: Named statistics of a unit's incoming weights for :func:`sort_neurons_spec`: each maps a
+#: kernel with the units on its last axis, reshaped to ``(inputs, units)``, to ``(units,)``.
+SORT_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "max": lambda k: k.max(axis=0),
+    "min": lambda k: k.min(axis=0),
+    "mean": lambda k: k.mean(axis=0),
+    "sum": lambda k: k.sum(axis=0),
+    "norm": lambda k: np.sqrt(np.sum(k**2, axis=0)),
+    "abs_max": lambda k: np.abs(k).max(axis=0),
+}
+_TIES = ("index", "weights")
+
+
+def _statistic_fn(statistic) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The function behind a statistic's name, the callable itself, or None (first weight)."""
+    if statistic is None or callable(statistic):
+        return statistic
+    if isinstance(statistic, str):
+        if statistic not in SORT_STATISTICS:
+            raise ValueError(f"unknown statistic {statistic!r}; choose one of {sorted(SORT_STATISTICS)} or pass a "
+                             "callable")
+        return SORT_STATISTICS[statistic]
+    raise TypeError(f"statistic must be a name or a callable, got {type(statistic).__name__}")
+
+
+def _own_vectors(spec: PermutationSpec, name: str, path: str) -> list[str]:
+    """The 1-D parameters that ``name`` permutes in the same module as kernel ``path`` (its bias)."""
+    module = path.rpartition("/")[0]
+    return [spec.stored_path(p) for p, _ in spec.perm_to_axes[name]
+            if len(spec.axes[p]) == 1 and p.rpartition("/")[0] == module]
+
+
+def sort_neurons_spec(spec: PermutationSpec, params: Mapping, statistic=None, ties: str = "index"):
+    """Laurent et al.'s permutation canonical form: sort units by a statistic of their incoming weights, descending.
 
     For each permutation of ``spec`` in order, the units are the output axis of the first
-    kernel it permutes; the sort key is that kernel at index 0 of every other axis: the
-    first incoming weight of a dense unit, the top-left weight of the first input channel
-    of a convolution channel (read after the earlier permutations have been applied).
+    kernel it permutes (read after the earlier permutations have been applied). The sort key
+    is, by default, that kernel at index 0 of every other axis: the first incoming weight of
+    a dense unit, the top-left weight of the first input channel of a convolution channel.
     Units of a blocked permutation (grouped convolution) are sorted within their group.
-    Ties are broken by the original index (stable sort).
 
     Args:
         spec: the permutation spec (e.g. :func:`symlib.symmetry.architectures.optunet_permutation_spec`).
         params: one network.
-        statistic: optional ``f(kernel) -> (units,)`` replacing the first-weight key; it
-            receives the kernel with the units on its last axis.
+        statistic: None (the first weight), a name of :data:`SORT_STATISTICS` (``"max"``,
+            the largest incoming weight, is the statistic Laurent et al. found most stable,
+            Sec. 5.2), or a callable ``f(k) -> (units,)`` of the incoming kernel ``k``
+            reshaped to ``(inputs, units)``; it must not depend on the order of ``k``'s rows.
+        ties: ``"index"`` (default: equal keys keep the original order, a stable sort) or
+            ``"weights"`` (equal keys are ordered by the incoming weights themselves,
+            lexicographically and descending, then by the kernel module's bias, then by
+            the original index: only units with identical incoming weights and bias keep
+            their order, so the result does not depend on the input's order).
 
     Returns:
-        ``(sorted_params, perms)`` with ``sorted_params == apply_permutation(spec, perms, params)``.
+        ``(sorted_params, perms)`` with ``sorted_params == apply_permutation(spec, perms, params)``
+        (gather convention: new unit ``i`` is old unit ``perms[name][i]``).
 
     Raises:
-        ValueError: if ``params`` do not fit ``spec``.
+        ValueError: if ``params`` do not fit ``spec``, for an unknown statistic name or
+            ``ties``, a statistic of the wrong shape, or non-finite incoming weights (naming
+            the parameter).
+        TypeError: if ``statistic`` is neither None, a name nor a callable.
     """
+    stat = _statistic_fn(statistic)
+    if ties not in _TIES:
+        raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
     sizes = check_spec(spec, params)
     perms = {n: np.arange(sizes[n]) for n in spec.perm_names}
     for name in spec.perm_names:
         path, _ = key_axis(spec, name)
         current = flatten_params(apply_permutation(spec, perms, params))
         k = np.asarray(current[path], np.float64)
-        key = np.asarray(statistic(k)) if statistic is not None else k[(0,) * (k.ndim - 1)]
-        groups = block_of(sizes[name], spec.blocks.get(name, 1))
-        order = np.lexsort((-key, groups))  # by group, then descending key; stable for ties
-        perms[name] = perms[name][order]
+        k = k.reshape(-1, k.shape[-1])
+        check_finite(k, path)
+        key = np.asarray(stat(k), np.float64) if stat is not None else k[0]
+        if key.shape != (k.shape[1],):
+            raise ValueError(f"statistic returned shape {key.shape} for {path}, expected ({k.shape[1]},)")
+        keys = [np.arange(k.shape[1])]  # np.lexsort: the last key is the primary one
+        if ties == "weights":
+            keys += [-np.asarray(current[v], np.float64) for v in _own_vectors(spec, name, path)]
+            keys += [-k[i] for i in range(k.shape[0] - 1, -1, -1)]
+        keys += [-key, block_of(sizes[name], spec.blocks.get(name, 1))]
+        perms[name] = perms[name][np.lexsort(keys)]
     return apply_permutation(spec, perms, params), perms
 
 

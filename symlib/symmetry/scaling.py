@@ -39,6 +39,17 @@ unit-norm canonical scales), then the permutation symmetry by sorting each hidde
 units by a statistic of their incoming weights (:func:`sort_neurons`;
 :func:`identifiable`).
 
+**MLP entry points of the spec tools.** :func:`apply_scaling`, :func:`min_mass`,
+:func:`unit_norm` and :func:`sort_neurons` check the MLP layout (``dense_0 .. dense_L``) and
+name the layer and neuron in their errors, then call :func:`~symlib.symmetry.channel_scaling.apply_scaling_spec`,
+:func:`~symlib.symmetry.channel_scaling.min_mass_spec` (whose chain solver is
+:func:`~symlib.symmetry.mass_chain.min_mass_chain`), :func:`~symlib.symmetry.channel_scaling.unit_norm_spec` and
+:func:`~symlib.symmetry.channel_scaling.sort_neurons_spec` with the MLP's specs
+(:func:`~symlib.symmetry.channel_scaling.mlp_scaling_spec`,
+:func:`~symlib.symmetry.specs.mlp_permutation_spec`). For any other model, call those with
+its specs (derived by :func:`symlib.symmetry.scaling_spec_from_flax` and
+:func:`symlib.symmetry.permutation_spec_from_flax`).
+
 Every function takes one network (no batch axis) as nested dicts of numpy or jax arrays,
 computes in float64 numpy and returns leaves of the input's array type and dtype (numpy
 stays numpy, jax becomes ``jnp`` arrays). Non-finite weights are rejected with a
@@ -57,12 +68,14 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.linalg
 
 from symlib.core.checks import check_finite, mlp_layer_names, positive_float, positive_int
 from symlib.core.models import mlp_apply
 from symlib.symmetry.permutations import as_generator
-from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
+from symlib.symmetry.channel_scaling import (apply_scaling_spec, min_mass_spec, mlp_scaling_spec, sort_neurons_spec,
+                                             unit_norm_spec)
+from symlib.symmetry.mass_chain import MIN_MASS_METHODS
+from symlib.symmetry.specs import mlp_permutation_spec
 
 __all__ = [
     "HOMOGENEOUS_ACTIVATIONS",
@@ -73,7 +86,6 @@ __all__ = [
     "identifiable",
     "mass",
     "min_mass",
-    "min_mass_chain",
     "sort_neurons",
     "unit_norm",
 ]
@@ -81,13 +93,6 @@ __all__ = [
 #: activations with ``act(a * x) == a * act(x)`` for every ``a > 0`` (leaky ReLU with slope 0.01)
 HOMOGENEOUS_ACTIVATIONS = ("relu", "leaky_relu", "identity")
 
-#: BCD sweeps of ``method="auto"`` before it hands over to Newton in any case
-_AUTO_MAX_SWEEPS = 500
-#: observed BCD rate above which ``method="auto"`` switches to Newton
-_AUTO_SLOW_RATE = 0.9
-#: Armijo sufficient-decrease constant and the smallest step length tried
-_ARMIJO_C = 0.25
-_ARMIJO_MIN_STEP = 1e-12
 
 
 # --------------------------------------------------------------------------- helpers
@@ -152,22 +157,9 @@ def _restore(template: Mapping, values: Mapping) -> dict:
     return out
 
 
-def _scaled(p64: Mapping, log_scales: Sequence[np.ndarray]) -> dict:
-    """Apply scales ``exp(log_scales)`` to float64 params (no checks)."""
-    names = list(p64)
-    out = {n: {"kernel": p64[n]["kernel"].copy(), "bias": p64[n]["bias"].copy()} for n in names}
-    spec = mlp_permutation_spec(len(names) - 1)
-    axes = spec.perm_to_axes
-    for l, u in enumerate(log_scales):
-        lam = np.exp(u)
-        for path, axis in axes[f"P_{l}"]:
-            layer, leaf = path.split("/")
-            x = out[layer][leaf]
-            shape = [1] * x.ndim
-            shape[axis] = -1
-            incoming = layer == f"dense_{l}"  # dense_l is the layer producing the units of P_l
-            out[layer][leaf] = x * lam.reshape(shape) if incoming else x / lam.reshape(shape)
-    return out
+def _nested(params: Mapping, p64: Mapping) -> dict:
+    """The layers of ``params`` in the order of ``p64`` (only ``dense_l``, as the MLP specs see them)."""
+    return {n: dict(params[n]) for n in p64}
 
 
 def _hidden_widths(p64: Mapping) -> list[int]:
@@ -225,7 +217,11 @@ def apply_scaling(params: Mapping, scales: Sequence, activation: str = "relu") -
     """
     _check_activation(activation)
     p64 = _as_float64(params)
-    return _restore(params, _scaled(p64, _checked_log_scales(scales, _hidden_widths(p64))))
+    logs = _checked_log_scales(scales, _hidden_widths(p64))
+    if not logs:
+        return _restore(params, p64)
+    return apply_scaling_spec(mlp_scaling_spec(len(logs)), _nested(params, p64),
+                              {f"P_{l}": np.exp(u) for l, u in enumerate(logs)})
 
 
 def mass(params: Mapping) -> float:
@@ -308,178 +304,9 @@ class MinMassResult:
     converged: bool
 
 
-def mass_terms(W: Sequence[np.ndarray], u: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """E_l[i, j] = W_l[i, j] exp(2 (u_l[j] - u_{l-1}[i])) with u of input/output = 0."""
-    L = len(W)
-    E = []
-    for l in range(L):
-        e = W[l]
-        if l > 0:
-            e = e * np.exp(-2.0 * u[l - 1])[:, None]
-        if l < L - 1:
-            e = e * np.exp(2.0 * u[l])[None, :]
-        E.append(e)
-    return E
-
-
-def _objective(W, u) -> float:
-    """The mass ``M(u)`` of the network rescaled by ``exp(u)`` (``W``: squared kernels)."""
-    return float(sum(e.sum() for e in mass_terms(W, u)))
-
-
-def mass_gradient(E: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Gradient of ``M`` in the log-scales, per hidden layer: ``2 (incoming - outgoing mass)``."""
-    return [2.0 * (E[l].sum(axis=0) - E[l + 1].sum(axis=1)) for l in range(len(E) - 1)]
-
-
-# ------------------------------------------------- block-coordinate descent
-
-
-def _bcd_sweep(W, u) -> None:
-    """One exact block-coordinate sweep (even hidden layers, then odd), in place."""
-    H = len(u)
-    for parity in (0, 1):
-        for l in range(parity, H, 2):
-            a = W[l].sum(axis=0) if l == 0 else np.exp(-2.0 * u[l - 1]) @ W[l]
-            b = W[l + 1].sum(axis=1) if l == H - 1 else W[l + 1] @ np.exp(2.0 * u[l + 1])
-            u[l] = 0.25 * (np.log(b) - np.log(a))
-
-
-def _observed_rate(dec: float, prev_dec: float | None) -> float | None:
-    """Ratio of the last two mass decreases (``None`` before there are two)."""
-    return dec / prev_dec if prev_dec not in (None, 0.0) else None
-
-
-def _bcd_done(dec: float, rate: float | None, f: float, tol: float) -> bool:
-    """Stop BCD: no decrease, or the geometric tail ``dec * rate / (1 - rate)`` and the
-    last decrease are both within ``tol * f``."""
-    if dec <= 0.0:
-        return True
-    return rate is not None and rate < 1.0 and dec <= tol * f and dec * rate <= tol * f * (1.0 - rate)
-
-
-def _bcd_too_slow(rate: float | None, sweep: int) -> bool:
-    """``method="auto"`` hands over to Newton once BCD's rate exceeds ``_AUTO_SLOW_RATE``
-    (judged from the fourth sweep on)."""
-    return rate is not None and sweep >= 3 and rate > _AUTO_SLOW_RATE
-
-
-def _run_bcd(W, u, f: float, tol: float, max_sweeps: int, switch_when_slow: bool) -> tuple[int, bool]:
-    """BCD sweeps on ``u`` (in place) from mass ``f``; returns ``(sweeps, converged)``."""
-    prev_dec = None
-    for k in range(max_sweeps):
-        _bcd_sweep(W, u)
-        f_new = _objective(W, u)
-        dec = f - f_new
-        f = f_new
-        rate = _observed_rate(dec, prev_dec)
-        if _bcd_done(dec, rate, f, tol):
-            return k + 1, dec <= tol * f
-        if switch_when_slow and _bcd_too_slow(rate, k):
-            return k + 1, False
-        prev_dec = dec
-    return max_sweeps, False
-
-
-# ------------------------------------------------- Newton
-
-
-def _block_forward_elimination(E, diagonals, rhs) -> tuple[list, list[np.ndarray]]:
-    """Block Cholesky elimination of ``H x = rhs``, ``H`` block-tridiagonal with diagonal
-    blocks ``diag(diagonals[l])`` and off-diagonal blocks ``H[l-1, l] = -4 E_l``.
-
-    Returns the Cholesky factors of the Schur complements and the eliminated right-hand sides.
-    """
-    chol, y = [], []
-    for l, d in enumerate(diagonals):
-        S = np.diag(d)
-        r = rhs[l]
-        if l > 0:
-            U = -4.0 * E[l]  # H[l-1, l]
-            Z = scipy.linalg.cho_solve(chol[-1], U)  # S_{l-1}^{-1} U
-            S = S - U.T @ Z
-            r = r - U.T @ y[-1]
-        c = scipy.linalg.cho_factor(S, lower=True, check_finite=False)
-        chol.append(c)
-        y.append(scipy.linalg.cho_solve(c, r, check_finite=False))
-    return chol, y
-
-
-def _block_back_substitution(E, chol, y) -> list[np.ndarray]:
-    """Solution of the block-tridiagonal system from :func:`_block_forward_elimination`'s output."""
-    H = len(y)
-    x = [None] * H
-    x[H - 1] = y[H - 1]
-    for l in range(H - 2, -1, -1):
-        U = -4.0 * E[l + 1]
-        x[l] = y[l] - scipy.linalg.cho_solve(chol[l], U @ x[l + 1], check_finite=False)
-    return x
-
-
-def _newton_direction(E: Sequence[np.ndarray]) -> tuple[list[np.ndarray], float]:
-    """Newton step ``-H^{-1} g`` (per hidden layer) and the squared Newton decrement ``g' H^{-1} g``.
-
-    Hidden layer ``l`` couples only to ``l - 1`` and ``l + 1``: ``H`` is block-tridiagonal
-    with diagonal blocks ``diag(4 colsum E_l + 4 rowsum E_{l+1})`` and off-diagonal blocks
-    ``H[l, l+1] = -4 E_{l+1}``. Solved by block Cholesky elimination (forward), then back
-    substitution.
-    """
-    g = mass_gradient(E)
-    d = [4.0 * (E[l].sum(axis=0) + E[l + 1].sum(axis=1)) for l in range(len(g))]
-    chol, y = _block_forward_elimination(E, d, [-gl for gl in g])
-    step = _block_back_substitution(E, chol, y)
-    decrement = float(-sum(gl @ sl for gl, sl in zip(g, step)))
-    return step, decrement
-
-
-def _armijo_step(W, u, step, f: float, dec: float) -> tuple[list[np.ndarray], float]:
-    """Backtracking along ``step`` from ``u`` (mass ``f``, directional derivative ``-dec``)
-    until the Armijo condition holds; ``(u, f)`` unchanged if the step shrinks to nothing."""
-    t = 1.0
-    while True:
-        cand = [ul + t * sl for ul, sl in zip(u, step)]
-        f_cand = _objective(W, cand)
-        if np.isfinite(f_cand) and f_cand <= f - _ARMIJO_C * t * dec:
-            return cand, f_cand
-        t *= 0.5
-        if t < _ARMIJO_MIN_STEP:
-            return u, f
-
-
-def _run_newton(W, u, tol: float, max_steps: int) -> tuple[list[np.ndarray], int, bool]:
-    """Damped Newton steps from ``u``; returns ``(u, steps, converged)``. Stops when half the
-    squared Newton decrement is within ``tol * f`` (that step is still taken) or when a
-    step no longer lowers the mass."""
-    for k in range(max_steps):
-        E = mass_terms(W, u)
-        f = float(sum(e.sum() for e in E))
-        step, dec = _newton_direction(E)
-        if not np.isfinite(dec):
-            return u, k + 1, False
-        u, f_cand = _armijo_step(W, u, step, f, dec)
-        if 0.5 * dec <= tol * f or f_cand >= f:
-            return u, k + 1, 0.5 * dec <= tol * f or (f - f_cand) <= tol * f
-    return u, max_steps, False
-
-
 # ------------------------------------------------- min_mass
 
 
-_MIN_MASS_METHODS = ("auto", "bcd", "newton")
-
-
-def _min_mass_result(params, p64, u, before: float, iterations: int, converged: bool) -> MinMassResult:
-    """The :class:`MinMassResult` of log-scales ``u`` found for ``params`` (float64 copy ``p64``)."""
-    final = _scaled(p64, u)
-    return MinMassResult(
-        params=_restore(params, final),
-        scales=[np.exp(ul) for ul in u],
-        log_scales=[ul.copy() for ul in u],
-        mass=mass(final),
-        mass_before=before,
-        iterations=iterations,
-        converged=bool(converged),
-    )
 
 
 def min_mass(
@@ -532,60 +359,19 @@ def min_mass(
     _check_activation(activation)
     tol = positive_float(tol, "tol")
     max_iter = positive_int(max_iter, "max_iter")
-    if method not in _MIN_MASS_METHODS:
+    if method not in MIN_MASS_METHODS:
         raise ValueError(f"method must be 'auto', 'bcd' or 'newton', got {method!r}")
     p64 = _as_float64(params)
     before = mass(p64)
     if len(p64) == 1:
         return MinMassResult(_restore(params, p64), [], [], before, before, 0, True)
     _raise_if_degenerate(p64, "the min-mass problem")
-    u, iterations, converged = min_mass_chain([np.square(layer["kernel"]) for layer in p64.values()], tol, max_iter,
-                                              method)
-    return _min_mass_result(params, p64, u, before, iterations, converged)
-
-
-def min_mass_chain(squares: Sequence[np.ndarray], tol: float = 1e-10, max_iter: int = 10_000,
-                   method: str = "auto") -> tuple[list[np.ndarray], int, bool]:
-    """The min-mass log-scales of a chain of kernels (the solver of :func:`min_mass`).
-
-    A chain: kernel ``l`` (squared, ``squares[l]``, shape ``(d_l, d_{l+1})``) has its
-    columns scaled by the units of hidden layer ``l`` and its rows by those of layer
-    ``l - 1``; the mass is ``sum_l sum(squares[l] * exp(2 (u_l[None, :] - u_{l-1}[:, None])))``.
-    Any :class:`~symlib.symmetry.channel_scaling.ScalingSpec` of this shape (an MLP's,
-    whatever its parameter names) is solved with it by
-    :func:`~symlib.symmetry.channel_scaling.min_mass_spec`.
-
-    Args:
-        squares: the squared kernels, input to output (float64, no degenerate unit: see
-            :func:`degenerate_neurons`).
-        tol: relative tolerance on the mass (positive).
-        max_iter: most BCD sweeps, and most Newton steps.
-        method: ``"auto"``, ``"bcd"`` or ``"newton"`` (as in :func:`min_mass`).
-
-    Returns:
-        ``(log_scales, iterations, converged)``: one array per hidden layer, BCD sweeps
-        plus Newton steps, and whether the stopping rule was met.
-    """
-    tol = positive_float(tol, "tol")
-    max_iter = positive_int(max_iter, "max_iter")
-    if method not in _MIN_MASS_METHODS:
-        raise ValueError(f"method must be 'auto', 'bcd' or 'newton', got {method!r}")
-    W = [np.asarray(w, np.float64) for w in squares]
-    for a, b in zip(W[:-1], W[1:]):
-        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-            raise ValueError(f"squares must be a chain of 2-D kernels, got shapes {[w.shape for w in W]}")
-    u = [np.zeros(w.shape[1]) for w in W[:-1]]
-    if not u:
-        return [], 0, True
-    before = float(sum(np.sum(w) for w in W))
-    iterations, converged = 0, False
-    if method != "newton":
-        max_sweeps = max_iter if method == "bcd" else min(max_iter, _AUTO_MAX_SWEEPS)
-        iterations, converged = _run_bcd(W, u, before, tol, max_sweeps, switch_when_slow=method == "auto")
-    if not converged and method != "bcd":
-        u, steps, converged = _run_newton(W, u, tol, max_iter)
-        iterations += steps
-    return u, iterations, converged
+    hidden = len(p64) - 1
+    r = min_mass_spec(mlp_scaling_spec(hidden), _nested(params, p64), tol, max_iter, method)
+    groups = [f"P_{l}" for l in range(hidden)]
+    return MinMassResult(params=r.params, scales=[r.scales[g] for g in groups],
+                         log_scales=[r.log_scales[g].copy() for g in groups], mass=r.mass, mass_before=before,
+                         iterations=r.iterations, converged=bool(r.converged))
 
 
 # --------------------------------------------------------------------------- canonical forms
@@ -618,54 +404,23 @@ def unit_norm(params: Mapping, include_bias: bool = False, activation: str = "re
     """
     _check_activation(activation)
     p64 = _as_float64(params)
-    names = list(p64)
-    cur = {n: dict(p64[n]) for n in names}
-    for l in range(len(names) - 1):
-        k, b = cur[names[l]]["kernel"], cur[names[l]]["bias"]
-        sq = np.sum(k**2, axis=0) + (b**2 if include_bias else 0.0)
+    for l, name in enumerate(list(p64)[:-1]):
+        sq = np.sum(p64[name]["kernel"] ** 2, axis=0) + (p64[name]["bias"] ** 2 if include_bias else 0.0)
         bad = np.flatnonzero(sq == 0)
         if bad.size:
             raise ValueError(
                 f"unit_norm: hidden layer {l} (output of dense_{l}) has neuron(s) {bad[:20].tolist()} with a zero "
                 f"incoming {'kernel column and bias' if include_bias else 'kernel column'}; they cannot be normalised"
             )
-        norm = np.sqrt(sq)
-        cur[names[l]] = {"kernel": k / norm, "bias": b / norm}
-        cur[names[l + 1]] = {"kernel": cur[names[l + 1]]["kernel"] * norm[:, None], "bias": cur[names[l + 1]]["bias"]}
-    return _restore(params, cur)
-
-
-_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "max": lambda k: k.max(axis=0),
-    "min": lambda k: k.min(axis=0),
-    "mean": lambda k: k.mean(axis=0),
-    "sum": lambda k: k.sum(axis=0),
-    "norm": lambda k: np.sqrt(np.sum(k**2, axis=0)),
-    "abs_max": lambda k: np.abs(k).max(axis=0),
-}
-
-
-def _statistic_fn(statistic: str | Callable) -> Callable[[np.ndarray], np.ndarray]:
-    """The function behind a statistic's name, or the callable itself."""
-    if isinstance(statistic, str):
-        if statistic not in _STATISTICS:
-            raise ValueError(f"unknown statistic {statistic!r}; choose one of {sorted(_STATISTICS)} or pass a callable")
-        return _STATISTICS[statistic]
-    if callable(statistic):
-        return statistic
-    raise TypeError(f"statistic must be a name or a callable, got {type(statistic).__name__}")
-
-
-def _descending_order(k: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Units in descending order of ``s``; ties broken by the incoming column ``k[:, j]``
-    (lexicographically, descending), then by ``b``, then by the index."""
-    # np.lexsort: last key is primary. Descending => sort negated values.
-    keys = [np.arange(k.shape[1]), -b] + [-k[i] for i in range(k.shape[0] - 1, -1, -1)] + [-s]
-    return np.lexsort(keys).astype(np.int64)
+    if len(p64) == 1:
+        return _restore(params, p64)
+    return unit_norm_spec(mlp_scaling_spec(len(p64) - 1), _nested(params, p64), include_bias=include_bias)
 
 
 def sort_neurons(params: Mapping, statistic: str | Callable = "max") -> tuple[dict, dict[str, np.ndarray]]:
-    """Permutation canonical form: sort every hidden layer's units by a statistic of their incoming weights.
+    """Permutation canonical form of an MLP: sort every hidden layer's units by a statistic of
+    their incoming weights; :func:`~symlib.symmetry.channel_scaling.sort_neurons_spec` with
+    ``mlp_permutation_spec(L)`` and ``ties="weights"`` (any model: that function with its spec).
 
     Units are put in *descending* order of ``statistic`` of their incoming kernel column
     (``dense_l/kernel[:, j]``, biases not used). Layers are processed from the input, so
@@ -694,22 +449,9 @@ def sort_neurons(params: Mapping, statistic: str | Callable = "max") -> tuple[di
             NaN / inf weights (naming the leaf, e.g. ``dense_1/kernel``).
         TypeError: if ``statistic`` is neither a name nor a callable.
     """
-    stat = _statistic_fn(statistic)
-    p64 = _as_float64(params)
-    names = list(p64)
-    H = len(names) - 1
-    perms: dict[str, np.ndarray] = {}
-    prev = None
-    for l in range(H):
-        k, b = p64[names[l]]["kernel"], p64[names[l]]["bias"]
-        if prev is not None:
-            k = k[prev]
-        s = np.asarray(stat(k), dtype=np.float64)
-        if s.shape != (k.shape[1],):
-            raise ValueError(f"statistic returned shape {s.shape} for dense_{l}/kernel, expected ({k.shape[1]},)")
-        prev = perms[f"P_{l}"] = _descending_order(k, b, s)
-    spec = mlp_permutation_spec(H)
-    return apply_permutation(spec, perms, {n: dict(params[n]) for n in names}), perms
+    p64 = _as_float64(params)  # the MLP layout, its shapes and finite weights
+    return sort_neurons_spec(mlp_permutation_spec(len(p64) - 1), _nested(params, p64), statistic=statistic,
+                             ties="weights")
 
 
 _SCALINGS = ("min_mass", "unit_norm", None)

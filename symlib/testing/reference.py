@@ -17,7 +17,7 @@ from symlib.core.checks import mlp_layer_names
 from symlib.symmetry.alignment import wasserstein_alignment
 from symlib.symmetry.matching import weight_matching
 from symlib.symmetry.permutations import as_generator
-from symlib.symmetry.scaling import mass_gradient, mass_terms
+from symlib.symmetry.mass_chain import mass_gradient, mass_terms
 from symlib.symmetry.specs import flatten_params, mlp_permutation_spec, to_views
 
 

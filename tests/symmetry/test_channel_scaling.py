@@ -254,3 +254,42 @@ def test_scaling_spec_parts():
     assert result.solver == "dense" and result.mass < result.mass_before
     assert result.params["c"]["kernel"].shape == (5, 1)
     np.testing.assert_allclose(apply(result.params, x), apply(params, x), rtol=1e-8)
+
+
+@pytest.mark.parametrize("statistic", ["max", "norm", lambda k: k.sum(axis=0)])
+def test_sorting_by_a_statistic_does_not_depend_on_the_input_order(net, statistic):
+    """A statistic of the whole incoming kernel (units last, the other axes flattened) gives one
+    canonical form for every permutation of the network, convolutions included; with
+    ``ties="weights"`` that holds even when two units have identical incoming weights."""
+    pspec = optunet_permutation_spec()
+    twin = jax.tree.map(np.array, net)
+    twin["dense_0"]["kernel"][:, 1] = twin["dense_0"]["kernel"][:, 0]  # two identical units
+    twin["dense_0"]["bias"][1] = twin["dense_0"]["bias"][0] + 0.5  # ... told apart by their bias alone
+    for params in (net, twin):
+        ref, _ = sort_neurons_spec(pspec, params, statistic=statistic, ties="weights")
+        for seed in range(3):
+            other = apply_permutation(pspec, random_permutations(seed, pspec, params), params)
+            assert _max_diff(sort_neurons_spec(pspec, other, statistic=statistic, ties="weights")[0], ref) == 0
+    k = ref["dense_0"]["kernel"]
+    twins = [j for j in range(k.shape[1] - 1) if np.array_equal(k[:, j], k[:, j + 1])]
+    assert len(twins) == 1 and ref["dense_0"]["bias"][twins[0]] > ref["dense_0"]["bias"][twins[0] + 1]
+    mlp = _f64(mlp_init(jax.random.PRNGKey(1), [4, 6, 3]))
+    s, perms = sort_neurons_spec(mlp_permutation_spec(1), mlp, statistic="max")
+    assert (np.diff(s["dense_0"]["kernel"].max(axis=0)) <= 0).all()
+    assert _max_diff(apply_permutation(mlp_permutation_spec(1), perms, mlp), s) == 0
+
+
+def test_sorting_errors_name_the_problem(net):
+    pspec = optunet_permutation_spec()
+    with pytest.raises(ValueError, match="ties must be one of"):
+        sort_neurons_spec(pspec, net, ties="bias")
+    with pytest.raises(ValueError, match="unknown statistic 'median'"):
+        sort_neurons_spec(pspec, net, statistic="median")
+    with pytest.raises(TypeError, match="statistic must be"):
+        sort_neurons_spec(pspec, net, statistic=3)
+    with pytest.raises(ValueError, match="statistic returned shape .* for conv_1/kernel"):
+        sort_neurons_spec(pspec, net, statistic=lambda k: k)
+    bad = jax.tree.map(np.array, net)
+    bad["conv_1"]["kernel"][0, 0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="conv_1/kernel"):
+        sort_neurons_spec(pspec, bad)

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from _helpers import assert_tree_close, random_mlp
 from symlib.symmetry import scaling as S
+from symlib.symmetry.channel_scaling import SORT_STATISTICS
 from symlib.testing import reference as R
 from symlib.core.models import mlp_apply, mlp_init
 from symlib.symmetry.permutations import random_permutation
@@ -225,7 +226,7 @@ def test_sort_neurons_canonical(statistic):
     out, perms = S.sort_neurons(params, statistic)
     assert_tree_close(permute(params, perms), out)
     assert S.check_function_unchanged(params, out, key=4) < 1e-10
-    stat = S._STATISTICS[statistic]
+    stat = SORT_STATISTICS[statistic]
     for l in range(3):
         s = stat(out[f"dense_{l}"]["kernel"])
         assert np.all(np.diff(s) <= 0), "descending order"

@@ -64,6 +64,9 @@ from symlib.experiments.rossi.tables import (  # noqa: F401
 )
 from symlib.experiments.rossi.claims import (  # noqa: F401
     barrier_reduction,
+    width_slopes,
+    width_slope_rows,
+    WIDTH_SLOPE_HEADERS,
     RESNET_MIN_ACCURACY,
     TIMING_CLAIMS_MACHINE_DEPENDENT,
 )
