@@ -94,7 +94,7 @@ def test_min_mass_agrees_with_the_mlp_solver():
         {"h0": (("dense_0/kernel", 1, 1), ("dense_0/bias", 0, 1), ("dense_1/kernel", 0, -1)),
          "h1": (("dense_1/kernel", 1, 1), ("dense_1/bias", 0, 1), ("dense_2/kernel", 0, -1))},
         ("dense_0/kernel", "dense_1/kernel", "dense_2/kernel"))
-    ours, ref = min_mass_spec(spec, mlp, method="dense"), min_mass(mlp, method="newton", tol=1e-14)
+    ours, ref = min_mass_spec(spec, mlp, method="dense", tol=1e-14), min_mass(mlp, method="newton", tol=1e-14)
     assert ours.solver == "dense"
     assert abs(ours.mass - ref.mass) < 1e-12 * ref.mass
     assert _max_diff(ours.params, ref.params) < 1e-9
