@@ -29,7 +29,9 @@ folded into running summaries as soon as it is drawn, then dropped:
   the log density of every kept sample and of every chain at the end of every segment
   (a trace thinned to one value per segment through burn-in).
 
-The chains are those of :func:`symlib.inference.hmc.run_hmc` with the same key, initial
+A piece *is* :func:`symlib.inference.hmc.run_hmc` with a summary sink (:class:`PiecedSink`:
+it opens the state, folds every segment, writes the state and stops the run before a segment
+that would not fit the piece), so the chains are those of ``run_hmc`` with the same key, initial
 state, target, config and ``chunk_size``: the same compiled blocks (``thin`` iterations
 each) in the same segments (``chunk_size`` blocks each), so the draws are identical and
 :func:`summaries` equals the summaries of ``run_hmc``'s stored samples
@@ -511,10 +513,74 @@ def _open(state_dir: Path, run: PiecedHMC, prep, spec: PermutationSpec):
     return meta, folded, _hmc.carry_at(prep.plan, meta["segment"], *_hmc.strong_types(restored))
 
 
+class PiecedSink:
+    """The :class:`~symlib.inference.hmc.Sink` of one piece (:func:`advance`): opens the
+    state directory (or starts the run), folds every segment's kept samples into the running
+    summaries, writes the state after every segment, and stops the run (``proceed``) before
+    a segment that would not fit the piece's budget or counts. Its result is a
+    :class:`PieceProgress`."""
+
+    def __init__(self, state_dir: Path, run: PiecedHMC, prep, *, budget_seconds: float | None,
+                 num_iterations: int | None, num_samples: int | None, command: str | None, started: float):
+        self.state_dir, self.pieced, self.prep, self.started = state_dir, run, prep, started
+        self.budget_seconds, self.num_iterations, self.num_samples = budget_seconds, num_iterations, num_samples
+        self.command = command
+        self.spec = _spec_of(prep.like)
+
+    def open(self):
+        self.meta, self.folded, carry = _open(self.state_dir, self.pieced, self.prep, self.spec)
+        self.start_iteration, self.start_kept = carry.iteration, carry.num_kept
+        self.rate = self.meta["pieces"][-1]["seconds_per_iteration"] if self.meta["pieces"] else None
+        self.record = _piece_record(self.command, self.start_iteration)
+        self.measured = [0, 0.0]  # iterations and seconds of this piece's segments after its first (compilation)
+        return carry
+
+    def proceed(self, seg, carry) -> bool:
+        if self.num_iterations is not None and carry.iteration - self.start_iteration >= self.num_iterations:
+            return False
+        if self.num_samples is not None and carry.num_kept - self.start_kept >= self.num_samples:
+            return False
+        if (self.budget_seconds is not None and self.rate is not None
+                and time.time() + 1.2 * self.rate * seg.num_iters + 5.0 > self.started + self.budget_seconds):
+            return False
+        self.t0, self.first_kept = time.time(), carry.num_kept
+        return True
+
+    def store(self, seg, carry, stats: dict, kept) -> None:
+        meta = self.meta
+        _fold_segment(self.folded, self.pieced, self.spec, carry, stats, kept, self.first_kept)
+        if not meta["pieces"] or meta["pieces"][-1] is not self.record:
+            meta["pieces"].append(self.record)
+        self.record.update(end_iteration=carry.iteration, elapsed_s=round(time.time() - self.started, 1))
+        meta.update(iteration=carry.iteration, segment=carry.segment, num_kept=carry.num_kept,
+                    complete=carry.iteration == self.prep.cfg.num_iterations)
+        _write_state(self.state_dir, meta, {**self.folded.to_arrays(),
+                                            **{f"chain_{k}": v for k, v in _hmc.carry_to_host(carry).items()}})
+        seconds = time.time() - self.t0  # sampling, folding and writing the state
+        if carry.iteration - seg.num_iters > self.start_iteration:
+            self.measured[0] += seg.num_iters
+            self.measured[1] += seconds
+            self.rate = self.measured[1] / self.measured[0]
+        elif self.rate is None:
+            self.rate = seconds / seg.num_iters  # includes compilation: an overestimate
+        self.record["seconds_per_iteration"] = self.rate
+
+    def result(self, carry) -> PieceProgress:
+        state_dir, cfg, rate = self.state_dir, self.prep.cfg, self.rate
+        if carry.iteration > self.start_iteration:  # the last measurement
+            _hmc.save_json(state_dir / _STATE_JSON, self.meta)
+        left = cfg.num_iterations - carry.iteration
+        size = sum(p.stat().st_size for p in state_dir.iterdir() if p.is_file()) if state_dir.exists() else 0
+        return PieceProgress(str(state_dir), carry.iteration, cfg.num_iterations, carry.num_kept, cfg.num_samples,
+                             carry.iteration - self.start_iteration, time.time() - self.started, rate,
+                             None if rate is None else rate * left, left == 0, size)
+
+
 def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, num_iterations: int | None = None,
             num_samples: int | None = None, progress: bool | None = None, command: str | None = None,
             started: float | None = None) -> PieceProgress:
-    """Run the next piece of a pieced HMC run (module docstring) and save its state.
+    """Run the next piece of a pieced HMC run (module docstring) and save its state:
+    :func:`~symlib.inference.hmc.run_hmc` with a :class:`PiecedSink`.
 
     The piece loads the state of ``state_dir`` (or starts the run if there is none), runs
     segment after segment of the run's plan, folds each segment's kept samples into the
@@ -547,54 +613,13 @@ def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, n
     for value, name in ((budget_seconds, "budget_seconds"), (num_iterations, "num_iterations"),
                         (num_samples, "num_samples")):
         _positive_or_none(value, name)
-    state_dir = Path(state_dir)
-    prep = _hmc.prepare_run(run.key, run.init_params, run.logdensity, run.cfg, run.chunk_size, run.init_per_chain)
-    cfg, plan, spec = prep.cfg, prep.plan, _spec_of(prep.like)
-    meta, folded, carry = _open(state_dir, run, prep, spec)
-    start_iteration, start_kept = carry.iteration, carry.num_kept
-    chain_keys = _hmc.per_chain_keys(run.key, cfg.num_chains)
-    carry.state, carry.da_state, carry.step_size, chain_keys = prep.logdensity.replicate(
-        (carry.state, carry.da_state, carry.step_size, chain_keys))
-    rate = meta["pieces"][-1]["seconds_per_iteration"] if meta["pieces"] else None
-    record = _piece_record(command, start_iteration)
-    measured = [0, 0.0]  # iterations and seconds of this piece's segments after its first (compilation)
-    meter = _hmc.ProgressMeter(cfg.num_iterations, carry.iteration, progress)
-    try:
-        for seg in plan[carry.segment:]:
-            if num_iterations is not None and carry.iteration - start_iteration >= num_iterations:
-                break
-            if num_samples is not None and carry.num_kept - start_kept >= num_samples:
-                break
-            if (budget_seconds is not None and rate is not None
-                    and time.time() + 1.2 * rate * seg.num_iters + 5.0 > started + budget_seconds):
-                break
-            t0, first_kept = time.time(), carry.num_kept
-            carry, stats, kept = _hmc.run_segment(seg, carry, prep.logdensity, chain_keys, cfg, meter)
-            _fold_segment(folded, run, spec, carry, stats, kept, first_kept)
-            if not meta["pieces"] or meta["pieces"][-1] is not record:
-                meta["pieces"].append(record)
-            record.update(end_iteration=carry.iteration, elapsed_s=round(time.time() - started, 1))
-            meta.update(iteration=carry.iteration, segment=carry.segment, num_kept=carry.num_kept,
-                        complete=carry.iteration == cfg.num_iterations)
-            _write_state(state_dir, meta, {**folded.to_arrays(),
-                                           **{f"chain_{k}": v for k, v in _hmc.carry_to_host(carry).items()}})
-            seconds = time.time() - t0  # sampling, folding and writing the state
-            if carry.iteration - seg.num_iters > start_iteration:
-                measured[0] += seg.num_iters
-                measured[1] += seconds
-                rate = measured[1] / measured[0]
-            elif rate is None:
-                rate = seconds / seg.num_iters  # includes compilation: an overestimate
-            record["seconds_per_iteration"] = rate
-    finally:
-        meter.close()
-    if carry.iteration > start_iteration:  # the last measurement
-        _hmc.save_json(state_dir / _STATE_JSON, meta)
-    left = cfg.num_iterations - carry.iteration
-    size = sum(p.stat().st_size for p in state_dir.iterdir() if p.is_file()) if state_dir.exists() else 0
-    return PieceProgress(str(state_dir), carry.iteration, cfg.num_iterations, carry.num_kept, cfg.num_samples,
-                         carry.iteration - start_iteration, time.time() - started, rate,
-                         None if rate is None else rate * left, left == 0, size)
+
+    def sink(prep) -> PiecedSink:
+        return PiecedSink(Path(state_dir), run, prep, budget_seconds=budget_seconds, num_iterations=num_iterations,
+                          num_samples=num_samples, command=command, started=started)
+
+    return _hmc.run_hmc(run.key, run.init_params, run.logdensity, run.cfg, chunk_size=run.chunk_size,
+                        progress=progress, init_per_chain=run.init_per_chain, sink=sink)
 
 
 # --------------------------------------------------------------------------------------

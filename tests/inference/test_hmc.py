@@ -273,6 +273,45 @@ def test_a_sink_of_ones_own_gets_every_kept_sample():
         run_hmc(key, init, ld, cfg, out_dir="somewhere", sink=RunningMean)
 
 
+def test_a_sink_can_stop_the_run_and_a_later_run_continue_it():
+    """``proceed(seg, carry)`` is asked before every segment: a sink that stops after two
+    segments gets the carry of the second; a second run whose sink opens at that carry
+    finishes the chains, with the samples of one uninterrupted run."""
+    ld, init = _mlp_problem()
+    cfg = HMCConfig(step_size=0.05, num_leapfrog=4, num_burnin=2, num_samples=5, thin=1, num_chains=2)
+    key = jax.random.key(4)
+    ref = run_hmc(key, init, ld, cfg, chunk_size=2)
+    saved = {}
+
+    class Pieces(hmc.InMemorySink):
+        def __init__(self, run):
+            super().__init__(run)
+            self.asked = 0
+
+        def open(self):
+            return saved.get("carry") or super().open()
+
+        def proceed(self, seg, carry):
+            self.asked += 1
+            return "carry" in saved or self.asked <= 2
+
+        def store(self, seg, carry, stats, kept):
+            super().store(seg, carry, stats, kept)
+            saved.setdefault("kept", []).extend([] if kept is None else [kept])
+
+        def result(self, carry):
+            return carry
+
+    first = run_hmc(key, init, ld, cfg, chunk_size=2, sink=Pieces)
+    assert first.segment == 2 and first.iteration < cfg.num_iterations
+    saved["carry"] = first
+    last = run_hmc(key, init, ld, cfg, chunk_size=2, sink=Pieces)
+    assert last.iteration == cfg.num_iterations
+    samples = jax.tree_util.tree_map(lambda *a: np.concatenate(a, axis=1), *saved["kept"])
+    for got, want in zip(jax.tree_util.tree_leaves(samples), jax.tree_util.tree_leaves(ref.samples)):
+        np.testing.assert_array_equal(got, np.asarray(want))
+
+
 # ---------------------------------------------------------------------------- storage and resumption
 
 

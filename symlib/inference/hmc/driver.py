@@ -183,6 +183,11 @@ class Sink(Protocol):
     what :func:`run_hmc` returns (an :class:`HMCResult` for the built-in sinks, which
     :func:`run_hmc` then checks for a bad step size; a summary of a sink's own). :class:`InMemorySink` (the default) keeps everything in memory,
     :class:`RunDirSink` (``out_dir=``) writes checksummed chunks and checkpoints.
+
+    A sink may also define ``proceed(seg, carry) -> bool``, asked before each segment: on
+    ``False`` the run stops there and :meth:`result` gets the carry of the last segment run
+    (a run cut into pieces, e.g. to fit a time budget, that a later call continues from what
+    the sink stored; :mod:`symlib.experiments.hmc_pieces` is such a sink).
     """
 
     def open(self) -> Carry: ...
@@ -373,7 +378,10 @@ def _sample(run: Run, carry: Carry, chain_keys, sink, progress: bool | None, on_
         (carry.state, carry.da_state, carry.step_size, chain_keys))
     meter = ProgressMeter(run.cfg.num_iterations, carry.iteration, progress if is_writer() else False)
     try:
+        proceed = getattr(sink, "proceed", None)
         for seg in run.plan[carry.segment:]:
+            if proceed is not None and not proceed(seg, carry):
+                break
             carry, stats, kept = run_segment(seg, carry, run.logdensity, chain_keys, run.cfg, meter)
             sink.store(seg, carry, stats, kept)
             if on_chunk is not None:
