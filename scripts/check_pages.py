@@ -200,7 +200,17 @@ def make_driver(timeout: float = 30.0):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     options.add_experimental_option("perfLoggingPrefs", {"enableNetwork": True, "enablePage": True})
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    from selenium.common.exceptions import WebDriverException
+
+    for attempt in (1, 2):  # a Chromium starting beside another one on a loaded machine can fail once
+        try:
+            driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+            break
+        except WebDriverException as err:
+            if attempt == 2:
+                raise
+            print(f"check_pages: Chromium did not start ({str(err).splitlines()[0]}); trying once more",
+                  file=sys.stderr)
     driver.set_page_load_timeout(timeout)
     driver.set_script_timeout(timeout + 5)
     driver.execute_cdp_cmd("Network.enable", {})
