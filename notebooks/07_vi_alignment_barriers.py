@@ -168,7 +168,7 @@ plt.show()
 # ## Barriers against width (mean ± standard error over the pairs)
 
 # %% tags=["hide-input"]
-fig = plotting.barriers_against_width(summary["widths"], summary["marginal_pairs"])
+fig = rossi.barriers_against_width(summary["widths"], summary["marginal_pairs"])
 display(Table(rossi.BARRIER_TABLE_HEADERS, rossi.barrier_table_rows(summary)))
 
 # %% [markdown]
@@ -297,7 +297,7 @@ glue("ch07_paper_widths", ", ".join(f"{w:,}" for w in paper_profile.align_widths
 glue("ch07_paper_epochs", paper_profile.align_epochs, display=False)
 glue("ch07_paper_n_train", f"{paper_profile.align_n_train or paper_profile.n_train:,}", display=False)
 if ps is not None:
-    fig = plotting.barriers_against_width(ps["widths"], ps["marginal_pairs"], title="paper profile")
+    fig = rossi.barriers_against_width(ps["widths"], ps["marginal_pairs"], title="paper profile")
     plt.show()
     display(Table(rossi.BARRIER_TABLE_HEADERS, rossi.barrier_table_rows(ps)))
     display(Table(rossi.WIDTH_SLOPE_HEADERS, rossi.width_slope_rows(ps)))

@@ -119,41 +119,6 @@ def interpolation_curves(curves: dict[str, dict[str, np.ndarray]], *, title: str
     return fig
 
 
-def barriers_against_width(widths: dict[str, Sequence[int]], pairs: dict[str, dict], *,
-                           title: str | None = None) -> plt.Figure:
-    """Marginalised loss barriers against the hidden width (log2 axis), naive and aligned, train
-    (solid) and test (dashed): the mean over independent pairs with its standard error (no bar
-    for one pair). One panel per dataset (Rossi et al., Sec. 5.1).
-
-    Args:
-        widths: dataset -> its widths.
-        pairs: dataset -> split -> ``"naive"``/``"aligned"`` -> per width, the barrier of every
-            pair (``vi_alignment``'s ``marginal_pairs``).
-        title: title of the figure.
-
-    Returns:
-        The figure.
-    """
-    fig, axes = plt.subplots(1, len(widths), figsize=(5 * len(widths), 3.4), constrained_layout=True,
-                             squeeze=False)
-    for ax, (dataset, ws) in zip(axes[0], widths.items()):
-        for i, kind in enumerate(("naive", "aligned")):
-            for split, ls in (("train", "-"), ("test", "--")):
-                values = [np.asarray(v, float) for v in pairs[dataset][split][kind]]
-                se = [v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else 0.0 for v in values]
-                ax.errorbar(ws, [v.mean() for v in values], yerr=se, marker="o", ls=ls, capsize=3,
-                            color=PALETTE[i], label=f"{split}, {kind}")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ws, [str(w) for w in ws])
-        ax.set_xlabel("hidden width")
-        ax.set_ylabel("marginalised loss barrier (nats)")
-        ax.set_title(dataset)
-        ax.legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
-    return fig
-
-
 def mean_band(ax: plt.Axes, x: np.ndarray, ys: np.ndarray, label: str, color: str | None = None) -> None:
     """Mean over the rows of ``ys`` (runs) against ``x``, with a +-1 std band.
 

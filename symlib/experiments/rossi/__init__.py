@@ -52,6 +52,7 @@ from symlib.experiments.rossi.runs import (  # noqa: F401
     vi_alignment_timings,
 )
 from symlib.experiments.rossi.tables import (  # noqa: F401
+    barriers_against_width,
     mean_se,
     format_mean_se,
     barrier_table_rows,

@@ -127,12 +127,13 @@ def width_slope_rows(summary: Mapping[str, Any], experiment: str = "vi_alignment
     """Rows ``(dataset, split, barrier, series, slope per doubling, 95% interval)`` of
     :func:`width_slopes` for every dataset of a summary with at least two widths."""
     rows = []
+    pairs = _pair_barriers(summary, experiment)
     for ds, widths in summary["widths"].items():
         if len(widths) < 2:
             continue
         for (split, kind), ev in width_slopes(summary, ds, experiment).items():
-            n = len(_series_slopes(widths, _pair_barriers(summary, experiment)[ds][split][kind]))
-            rows.append((ds, split, kind, n, f"{ev.effect:+.3f}", f"[{ev.low:+.3f}, {ev.high:+.3f}]"))
+            series = min(len(v) for v in pairs[ds][split][kind])  # as _series_slopes pairs them up
+            rows.append((ds, split, kind, series, f"{ev.effect:+.3f}", f"[{ev.low:+.3f}, {ev.high:+.3f}]"))
     return rows
 
 

@@ -46,6 +46,44 @@ BARRIER_TABLE_HEADERS = ["dataset", "width", "pairs", "train naive", "train alig
                          "test barrier removed", "ELBO per example", "test loss at the endpoints"]
 
 
+def barriers_against_width(widths: Mapping[str, Sequence[int]], pairs: Mapping[str, Any], *,
+                           title: str | None = None):
+    """Marginalised loss barriers against the hidden width (log2 axis), naive and aligned, train
+    (solid) and test (dashed): :func:`mean_se` over the independent pairs (no bar for one
+    pair). One panel per dataset (Sec. 5.1).
+
+    Args:
+        widths: dataset -> its widths (a ``vi_alignment`` summary's ``widths``).
+        pairs: dataset -> split -> ``"naive"``/``"aligned"`` -> per width, the barrier of every
+            pair (its ``marginal_pairs``).
+        title: title of the figure.
+
+    Returns:
+        The matplotlib figure.
+    """
+    import matplotlib.pyplot as plt
+
+    from symlib.experiments.plotting import PALETTE
+
+    fig, axes = plt.subplots(1, len(widths), figsize=(5 * len(widths), 3.4), constrained_layout=True,
+                             squeeze=False)
+    for ax, (dataset, ws) in zip(axes[0], widths.items()):
+        for i, kind in enumerate(("naive", "aligned")):
+            for split, ls in (("train", "-"), ("test", "--")):
+                stats = [mean_se(v) for v in pairs[dataset][split][kind]]
+                ax.errorbar(ws, [m for m, _ in stats], yerr=[se for _, se in stats], marker="o", ls=ls, capsize=3,
+                            color=PALETTE[i], label=f"{split}, {kind}")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ws, [str(w) for w in ws])
+        ax.set_xlabel("hidden width")
+        ax.set_ylabel("marginalised loss barrier (nats)")
+        ax.set_title(dataset)
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
 def timing_table_rows(summary: Mapping[str, Any], dataset: str) -> list[tuple]:
     """Rows ``(width, W2 CPU median [min-max], sweeps, WM CPU median [min-max], sweeps, W2 wall
     median, W2^2 before, after)`` of a ``vi_alignment_timings`` summary with repeats."""
