@@ -67,7 +67,8 @@ def _jsonable(obj: Any) -> Any:
 
 def save(name: str, profile: str, summary: dict[str, Any], *, command: str | None = None,
          directory: Path | None = None, elapsed_s: float | None = None, computed: bool | None = None,
-         steps: Mapping[str, int] | None = None) -> Path:
+         steps: Mapping[str, int] | None = None, device: str | None = None,
+         date: str | None = None, versions: Mapping[str, str] | None = None) -> Path:
     """Write ``summary`` (numbers, lists, dicts) with its provenance.
 
     Args:
@@ -83,6 +84,11 @@ def save(name: str, profile: str, summary: dict[str, Any], *, command: str | Non
         steps: for an experiment computed in cached steps, ``{"computed": n, "loaded": m}``:
             how many steps this invocation computed and how many it loaded from the cache
             (an earlier, interrupted invocation's); kept as the record's ``steps``.
+        device: the device that computed it (default: :func:`device_description` of this
+            process's; give it for a record assembled elsewhere from a device's step files).
+        date: the date it was computed, ``YYYY-MM-DD`` (default: today).
+        versions: ``symlib_version``, ``python`` and ``jax`` of the process that computed it
+            (default: this process's; give them, like ``device``, for an assembled record).
 
     Returns:
         The path of ``<name>-<profile>.json``.
@@ -91,22 +97,27 @@ def save(name: str, profile: str, summary: dict[str, Any], *, command: str | Non
     from symlib import __version__
     from symlib.experiments.cache import code_version
 
+    versions = {"symlib_version": code_version(), "python": platform.python_version(), "jax": _jax_version(),
+                **(versions or {})}
+    unknown = set(versions) - {"symlib_version", "python", "jax"}
+    if unknown:
+        raise ValueError(f"versions has unknown keys {sorted(unknown)}; expected symlib_version, python, jax")
     directory = Path(directory) if directory is not None else results_dir()
     directory.mkdir(parents=True, exist_ok=True)
     record = {
         "experiment": name,
         "profile": profile,
         "command": command if command is not None else " ".join([Path(sys.executable).name, *sys.argv]),
-        "device": device_description(),
-        "date": time.strftime("%Y-%m-%d"),
+        "device": device if device is not None else device_description(),
+        "date": date if date is not None else time.strftime("%Y-%m-%d"),
         "elapsed_s": None if elapsed_s is None else round(float(elapsed_s), 1),
         "computed": computed,
         **({"steps": {"computed": int(steps["computed"]), "loaded": int(steps["loaded"])}} if steps else {}),
-        "symlib_version": code_version(),
-        "package_version": __version__,
-        "code_hash": code_version().rsplit("+", 1)[-1],
-        "python": platform.python_version(),
-        "jax": _jax_version(),
+        "symlib_version": versions["symlib_version"],
+        "package_version": versions["symlib_version"].rsplit("+", 1)[0] or __version__,
+        "code_hash": versions["symlib_version"].rsplit("+", 1)[-1],
+        "python": versions["python"],
+        "jax": versions["jax"],
         "summary": _jsonable(summary),
     }
     path = directory / f"{name}-{profile}.json"

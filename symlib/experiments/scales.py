@@ -115,6 +115,9 @@ REDUCTIONS: dict[tuple[str, str], str] = {
     ("vi_alignment", "paper-4widths-16samples"): "16 of the paper's 128 MC samples, 2,000 of the 10,000 test "
                                                  "images, 1 of our paper profile's 3 posterior pairs, and 100 of "
                                                  "the paper's 1,000 training epochs (all 4 widths)",
+    ("vi_alignment", "paper-1000epochs-2pairs"): "2 of the paper's 4 widths (the narrowest and the widest) and 2 of "
+                                                "our paper profile's 3 posterior pairs, trained for the paper's "
+                                                "1,000 epochs",
     ("vi_alignment_timings", "paper-4widths-16samples"): "1 of our paper profile's 3 posterior pairs, and 100 of the "
                                                          "paper's 1,000 training epochs (all 4 widths)",
 }

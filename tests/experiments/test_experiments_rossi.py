@@ -121,3 +121,37 @@ def test_vi_alignment_resumes_after_an_interrupted_run(tmp_path, monkeypatch):
     for k in flat_w:
         if not k.endswith("alignment_seconds"):
             np.testing.assert_array_equal(flat_r[k], flat_w[k], err_msg=k)
+
+
+def _two_width_summary(naive, aligned, elbo, widths=(128, 1024)):
+    """A vi_alignment summary for one dataset: per width, one barrier per pair."""
+    return {"widths": {"mnist": list(widths)},
+            "marginal_pairs": {"mnist": {split: {"naive": naive, "aligned": aligned} for split in ("train", "test")}},
+            "elbo": {"mnist": elbo}}
+
+
+def test_training_length_rows_pair_the_same_seeds_and_widths():
+    short = _two_width_summary([[1.8, 1.7, 1.9], [2.4, 2.5, 2.3]], [[0.06, 0.07, 0.05], [0.03, 0.02, 0.04]],
+                               [[-0.40, -0.41, -0.42], [-0.66, -0.65, -0.67]])
+    long = _two_width_summary([[1.9, 1.8], [2.2, 2.3]], [[0.05, 0.13], [0.04, 0.02]], [[-0.33, -0.34], [-0.52, -0.53]],
+                              widths=(128, 1024))
+    rows = rossi.training_length_rows(short, long)
+    assert len(rows) == 4 and len(rows[0]) == len(rossi.TRAINING_LENGTH_HEADERS)
+    assert rows[0] == ("mnist", 128, 0, 1.8, 1.9, 0.06, 0.05, -0.40, -0.33)
+    assert rows[3] == ("mnist", 1024, 1, 2.5, 2.3, 0.02, 0.02, -0.65, -0.53)
+    # a width only one run has is left out
+    wider = _two_width_summary([[1.9], [2.2], [2.6]], [[0.1], [0.1], [0.1]], [[-1], [-1], [-1]], widths=(128, 1024, 2048))
+    assert {r[1] for r in rossi.training_length_rows(short, wider)} == {128, 1024}
+    with pytest.raises(ValueError, match="split must be one of"):
+        rossi.training_length_rows(short, long, split="validation")
+
+
+def test_width_gaps_per_pair():
+    s = _two_width_summary([[1.8, 1.7, 1.9], [2.4, 2.5, 2.3]], [[0.06, 0.07, 0.05], [0.03, 0.02, 0.04]],
+                           [[-0.4] * 3, [-0.6] * 3])
+    np.testing.assert_allclose(rossi.width_gaps(s, "mnist", 128, 1024), [0.6, 0.8, 0.4])
+    np.testing.assert_allclose(rossi.width_gaps(s, "mnist", 128, 1024, kind="aligned"), [-0.03, -0.05, -0.01])
+    with pytest.raises(ValueError, match="width 256 is not in the summary's widths"):
+        rossi.width_gaps(s, "mnist", 256, 1024)
+    with pytest.raises(ValueError, match="kind must be"):
+        rossi.width_gaps(s, "mnist", 128, 1024, kind="both")

@@ -18,6 +18,7 @@ from symlib import data
 from symlib.experiments import claims, profiles, registry
 from symlib.experiments.laurent import posteriors_resnet as pr
 from symlib.experiments.laurent.posteriors import TABLE1_COLUMNS
+from _rgb_files import write_cifar100, write_svhn
 
 pytestmark = pytest.mark.usefixtures("isolated_data_env")  # see conftest.py
 
@@ -28,10 +29,8 @@ TINY = {"rn18_base_width": 2, "rn18_n_train": 20, "rn18_n_eval": 20, "rn18_nets"
 
 @pytest.fixture
 def tiny_profile(tmp_path, monkeypatch):
-    from test_cifar import _cifar100, _svhn
-
     root = tmp_path / "data"
-    for ds, write in (("cifar100", _cifar100), ("svhn", _svhn)):
+    for ds, write in (("cifar100", write_cifar100), ("svhn", write_svhn)):
         (root / ds).mkdir(parents=True)
         write(np.random.default_rng(0), root / ds)
         monkeypatch.setitem(data.MD5, ds, {n: data.md5_file(root / ds / n) for n in data.MD5[ds]})

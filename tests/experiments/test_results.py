@@ -98,3 +98,16 @@ def test_saved_paper_scale_optunet_run_shows_its_claims():
     documented = "same direction, not significant (documented: see the chapter)"
     assert [row[-1] for row in table.rows] == ["holds"] * 5 + [documented]
     assert all("needs" in row[3] for row in table.rows)
+
+
+def test_save_keeps_the_provenance_of_an_assembled_record(tmp_path):
+    """A record assembled here from a device's step files keeps that device's provenance."""
+    path = results.save("exp", "paper-x", {"a": 1}, command="cmd", directory=tmp_path, device="1 x H100 (gpu)",
+                        date="2026-01-02", versions={"symlib_version": "0.1.0+abc", "python": "3.12.3", "jax": "0.9"})
+    record = results.load("exp", "paper-x", directory=tmp_path)
+    assert (record["device"], record["date"], record["symlib_version"]) == ("1 x H100 (gpu)", "2026-01-02", "0.1.0+abc")
+    assert (record["package_version"], record["code_hash"], record["python"], record["jax"]) == \
+        ("0.1.0", "abc", "3.12.3", "0.9")
+    assert path.name == "exp-paper-x.json"
+    with pytest.raises(ValueError, match="unknown keys"):
+        results.save("exp", "paper-y", {}, directory=tmp_path, versions={"numpy": "2"})

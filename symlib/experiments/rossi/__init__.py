@@ -53,6 +53,9 @@ from symlib.experiments.rossi.runs import (  # noqa: F401
 )
 from symlib.experiments.rossi.tables import (  # noqa: F401
     barriers_against_width,
+    training_length_rows,
+    TRAINING_LENGTH_HEADERS,
+    width_gaps,
     mean_se,
     format_mean_se,
     barrier_table_rows,

@@ -84,6 +84,73 @@ def barriers_against_width(widths: Mapping[str, Sequence[int]], pairs: Mapping[s
     return fig
 
 
+def _width_index(summary: Mapping[str, Any], dataset: str, width: int) -> int:
+    widths = [int(w) for w in summary["widths"][dataset]]
+    if int(width) not in widths:
+        raise ValueError(f"{dataset}: width {width} is not in the summary's widths {widths}")
+    return widths.index(int(width))
+
+
+def training_length_rows(short: Mapping[str, Any], long: Mapping[str, Any], *, split: str = "train") -> list[tuple]:
+    """The same posterior pairs trained for two lengths, side by side: rows ``(dataset, width,
+    pair, naive short, naive long, aligned short, aligned long, ELBO short, ELBO long)`` of two
+    ``vi_alignment`` summaries, for every dataset, width and pair index that both have.
+
+    Pair ``k`` of every run has the same seeds (:func:`symlib.experiments.rossi.runs.fit_and_align_pair`),
+    so each row is one paired comparison: only the number of epochs differs.
+
+    Args:
+        short: the summary of the shorter training.
+        long: the summary of the longer training.
+        split: ``"train"`` or ``"test"``: the barriers' split.
+
+    Returns:
+        One row per (dataset, width, pair) found in both, barriers in nats.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    rows = []
+    for ds in [d for d in short["widths"] if d in long["widths"]]:
+        for w in long["widths"][ds]:
+            if int(w) not in [int(v) for v in short["widths"][ds]]:
+                continue
+            i, j = _width_index(short, ds, w), _width_index(long, ds, w)
+            sp, lp = short["marginal_pairs"][ds][split], long["marginal_pairs"][ds][split]
+            for k in range(min(len(sp["naive"][i]), len(lp["naive"][j]))):
+                rows.append((ds, int(w), k, sp["naive"][i][k], lp["naive"][j][k], sp["aligned"][i][k],
+                             lp["aligned"][j][k], short["elbo"][ds][i][k], long["elbo"][ds][j][k]))
+    return rows
+
+
+TRAINING_LENGTH_HEADERS = ["dataset", "width", "pair", "naive, shorter", "naive, longer", "aligned, shorter",
+                           "aligned, longer", "ELBO per example, shorter", "ELBO per example, longer"]
+
+
+def width_gaps(summary: Mapping[str, Any], dataset: str, narrow: int, wide: int, *, split: str = "train",
+               kind: str = "naive") -> np.ndarray:
+    """Per independent pair ``k``: the barrier at width ``wide`` minus the barrier at width
+    ``narrow`` (nats; above zero: the wider network's barrier is higher), for the pairs that both
+    widths have.
+
+    Args:
+        summary: a ``vi_alignment`` summary.
+        dataset: its dataset.
+        narrow: the narrower width.
+        wide: the wider width.
+        split: ``"train"`` or ``"test"``.
+        kind: ``"naive"`` or ``"aligned"``.
+
+    Returns:
+        One gap per pair, in pair order.
+    """
+    if kind not in ("naive", "aligned"):
+        raise ValueError(f"kind must be 'naive' or 'aligned', got {kind!r}")
+    pairs = summary["marginal_pairs"][dataset][split][kind]
+    lo, hi = pairs[_width_index(summary, dataset, narrow)], pairs[_width_index(summary, dataset, wide)]
+    n = min(len(lo), len(hi))
+    return np.asarray(hi[:n], dtype=float) - np.asarray(lo[:n], dtype=float)
+
+
 def timing_table_rows(summary: Mapping[str, Any], dataset: str) -> list[tuple]:
     """Rows ``(width, W2 CPU median [min-max], sweeps, WM CPU median [min-max], sweeps, W2 wall
     median, W2^2 before, after)`` of a ``vi_alignment_timings`` summary with repeats."""
