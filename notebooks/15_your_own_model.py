@@ -280,16 +280,17 @@ glue("own_orders_hi", f"{max(order_barriers):.2f}", display=False)
 # %% [markdown]
 # ## Aligning two mean-field posteriors
 #
-# `fit_vi` fits a mean-field Gaussian to any model given as a log-likelihood of
-# `(params, x, y)`; here it starts from the two trained networks. The
+# Every posterior approximation of `symlib.inference` has one shape,
+# `fit_<method>(key, params0, model, data, config)`, with the model given by its `apply_fn`.
+# `fit_vi` fits a mean-field Gaussian, here starting from the two trained networks, and
+# returns a `DiagonalGaussian`, the `(mean, std)` pair that the alignment takes. The
 # 2-Wasserstein distance between the posteriors is then minimised over the permutations of
 # the same derived spec.
 
 # %%
-loglik = inference.categorical_loglik_fn(apply_fn)
-posteriors = [inference.fit_vi(jax.random.key(10 + i), v, loglik, x, y, epochs=2, batch_size=100,
-                               learning_rate=1e-3) for i, v in enumerate((a, b))]
-q0, q1 = ((q.mu, q.sigma) for q in posteriors)
+vi_config = inference.VIConfig(epochs=2, batch_size=100, learning_rate=1e-3)
+q0, q1 = (inference.fit_vi(jax.random.key(10 + i), v, inference.Model(apply_fn), inference.Data(x, y), vi_config)
+          for i, v in enumerate((a, b)))
 alignment = symmetry.wasserstein_alignment(0, spec, q0, q1)
 w2_before, w2_after = alignment.info["w2_sq_identity"], alignment.info["w2_sq"]
 glue("own_w2_before", f"{w2_before:.1f}", display=False)

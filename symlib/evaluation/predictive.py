@@ -42,7 +42,7 @@ import numpy as np
 
 from symlib.core.checks import check_finite, check_finite_tree, positive_int
 from symlib.core.models import mlp_apply
-from symlib.core.noise import perturb, standard_normal_like
+from symlib.core.gaussian import check_gaussian, gaussian_draws, sample_gaussian  # noqa: F401 (sample_gaussian: re-exported)
 
 __all__ = ["member_probs", "predict_from_gaussian", "predict_from_samples", "predict_single", "sample_gaussian"]
 
@@ -109,21 +109,6 @@ def chunk_size(sample_chunk, num_samples: int, params_per_sample: int, *, name: 
     return int(min(sample_chunk, num_samples))
 
 
-def _check_gaussian(mu, sigma) -> None:
-    mu_def, sig_def = jax.tree_util.tree_structure(mu), jax.tree_util.tree_structure(sigma)
-    if mu_def != sig_def:
-        raise ValueError(f"mu and sigma must have the same pytree structure, got {mu_def} and {sig_def}")
-    if not jax.tree_util.tree_leaves(mu):
-        raise ValueError("mu has no parameters")
-    for m, s in zip(jax.tree_util.tree_leaves(mu), jax.tree_util.tree_leaves(sigma)):
-        if np.shape(m) != np.shape(s):
-            raise ValueError(f"mu and sigma leaves must have equal shapes, got {np.shape(m)} and {np.shape(s)}")
-    check_finite_tree(mu, "mu")
-    check_finite_tree(sigma, "sigma")
-    if any(np.any(np.asarray(s) < 0) for s in jax.tree_util.tree_leaves(sigma)):
-        raise ValueError("sigma must be non-negative (it is a standard deviation, not a log or rho)")
-
-
 def _raise_if_nonfinite(probs, what: str) -> None:
     if not bool(jnp.all(jnp.isfinite(probs))):
         raise ValueError(f"non-finite probabilities: {what} contain NaN or inf (or the logits overflowed)")
@@ -176,17 +161,6 @@ def fold_chunks(stack, num: int, chunk: int, step: Callable, combine: Callable =
         out = step(*_pad_chunk(stack, start, stop, chunk))
         total = out if total is None else combine(total, out)
     return total
-
-
-# ----------------------------------------------------------------------------- noise
-
-def _gaussian_one(key, mu, sigma):
-    """One draw of N(mu, sigma^2): :func:`~symlib.core.noise.perturb` with
-    :func:`~symlib.core.noise.standard_normal_like` noise."""
-    return perturb(mu, sigma, standard_normal_like(key, mu))
-
-
-_gaussian_many = jax.jit(jax.vmap(_gaussian_one, in_axes=(0, None, None)))
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -355,33 +329,6 @@ def member_probs(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, bat
     return out
 
 
-def sample_gaussian(key: jax.Array, mu: PyTree, sigma: PyTree, num_samples: int) -> PyTree:
-    """Draws of the diagonal Gaussian N(mu, sigma^2) over the parameters.
-
-    Draw ``i`` is ``mu + sigma * eps_i`` with ``eps_i`` one float32 standard normal vector
-    of all the weights drawn with ``jax.random.split(key, num_samples)[i]`` and cut into
-    the leaves in ``jax.tree_util`` order.
-
-    Args:
-        key: JAX PRNG key.
-        mu: means, a pytree of arrays.
-        sigma: standard deviations (``>= 0``), the same structure and shapes as ``mu``.
-        num_samples: number of draws.
-
-    Returns:
-        The draws stacked on a leading axis of every leaf (JAX arrays).
-
-    Raises:
-        ValueError: if ``mu`` and ``sigma`` differ in structure or shapes, hold NaN or inf,
-            ``sigma`` is negative, or ``num_samples`` is not a positive integer.
-    """
-    _check_gaussian(mu, sigma)
-    num_samples = positive_int(num_samples, "num_samples")
-    mu = jax.tree_util.tree_map(jnp.asarray, mu)
-    sigma = jax.tree_util.tree_map(jnp.asarray, sigma)
-    return _gaussian_many(jax.random.split(key, num_samples), mu, sigma)
-
-
 def predict_from_gaussian(key: jax.Array, mu: PyTree, sigma: PyTree, x, num_samples: int = 100, *,
                           apply_fn: ApplyFn = mlp_apply, batch_size: int = 2048,
                           sample_chunk: int | None = None) -> jax.Array:
@@ -409,7 +356,7 @@ def predict_from_gaussian(key: jax.Array, mu: PyTree, sigma: PyTree, x, num_samp
     Raises:
         ValueError: as :func:`sample_gaussian` and :func:`predict_from_samples`.
     """
-    _check_gaussian(mu, sigma)
+    check_gaussian(mu, sigma)
     num = positive_int(num_samples, "num_samples")
     x = check_x(x, mu, apply_fn)
     batch_size = positive_int(batch_size, "batch_size")
@@ -419,7 +366,7 @@ def predict_from_gaussian(key: jax.Array, mu: PyTree, sigma: PyTree, x, num_samp
     chunk = chunk_size(sample_chunk, num, n_params)
     xbs = batched(x, batch_size)
     total = fold_chunks(jax.random.split(key, num), num, chunk,
-                         lambda keys, weights: _sum_chunk(apply_fn, _gaussian_many(keys, mu, sigma), weights, xbs))
+                         lambda keys, weights: _sum_chunk(apply_fn, gaussian_draws(keys, mu, sigma), weights, xbs))
     probs = _unbatch(total, x.shape[0]) / num
     _raise_if_nonfinite(probs, "mu/sigma")
     return probs

@@ -39,6 +39,7 @@ import jax
 import numpy as np
 
 from symlib.core.pytree import tree_to_vector, vector_to_tree
+from symlib.core.gaussian import DiagonalGaussian
 from symlib.evaluation.predictive import chunk_bounds, chunk_size, params_per_sample, sample_gaussian
 from symlib.evaluation.predictive import stack_size as _leading_size
 from symlib.symmetry import permutations as _perm
@@ -92,6 +93,12 @@ class GaussianSummary:
     num_samples: int | None = None
     method: str = "direct"
     info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gaussian(self) -> DiagonalGaussian:
+        """The summary's distribution as the library's one diagonal Gaussian, ``(mu, sigma)``
+        (what VI fits and the Wasserstein alignment takes)."""
+        return DiagonalGaussian(self.mu, self.sigma)
 
     @property
     def num_params(self) -> int:

@@ -232,7 +232,7 @@ def train_many_blocks(name: str, config: Mapping[str, Any], key, init_fn, apply_
         y: integer training labels.
         cfg: the :class:`~symlib.inference.training.TrainConfig`.
         block_size: networks per block (>= 1).
-        observe: optional per-step observer (as for ``fit_map_many``).
+        observe: optional per-step observer (as for ``train_map_many``).
         observe_epoch: optional per-epoch observer.
 
     Returns:
@@ -253,7 +253,7 @@ def train_many_blocks(name: str, config: Mapping[str, Any], key, init_fn, apply_
 
 def fit_many_blocks(name: str, config: Mapping[str, Any], init_fn, init_keys, data_keys, x, y, cfg, *,
                     block_size: int, apply_fn=None, observe=None, observe_epoch=None) -> tuple:
-    """:func:`symlib.inference.training.fit_map_many` of the networks ``init_fn(init_keys[i])``
+    """:func:`symlib.inference.training.train_map_many` of the networks ``init_fn(init_keys[i])``
     with minibatch keys ``data_keys[i]``, in blocks of ``block_size`` networks, each block
     kept in the artifact cache (:func:`symlib.experiments.cache.cached_steps`).
 
@@ -268,7 +268,7 @@ def fit_many_blocks(name: str, config: Mapping[str, Any], init_fn, init_keys, da
         cfg: the :class:`~symlib.inference.training.TrainConfig`.
         block_size: networks per block (>= 1).
         apply_fn: ``apply_fn(params, x) -> logits`` of one network (default: the MLP's).
-        observe: optional per-step observer (as for ``fit_map_many``).
+        observe: optional per-step observer (as for ``train_map_many``).
         observe_epoch: optional per-epoch observer (its output a tuple or list of arrays,
             or an array).
 
@@ -282,7 +282,7 @@ def fit_many_blocks(name: str, config: Mapping[str, Any], init_fn, init_keys, da
     import jax
 
     from symlib.core.models import mlp_apply
-    from symlib.inference.training import fit_map_many
+    from symlib.inference.training import train_map_many
 
     n, b = len(init_keys), int(block_size)
     if b < 1 or n < 1 or len(data_keys) != n:
@@ -294,7 +294,7 @@ def fit_many_blocks(name: str, config: Mapping[str, Any], init_fn, init_keys, da
     def block(start: int) -> dict[str, Any]:
         stop = min(start + b, n)
         params0 = jax.vmap(init_fn)(init_keys[start:stop])
-        out = fit_map_many(params0, data_keys[start:stop], x, y, cfg, observe, observe_epoch, apply_fn)
+        out = train_map_many(params0, data_keys[start:stop], x, y, cfg, observe, observe_epoch, apply_fn)
         res = {"params": jax.tree_util.tree_map(np.asarray, out[0]), "losses": np.asarray(out[1])}
         if observed:  # a sequence of arrays is stored as a dict by index (artifacts are nested dicts)
             res["seen"] = {k: {str(i): np.asarray(a) for i, a in enumerate(v)} if isinstance(v, (list, tuple))

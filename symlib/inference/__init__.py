@@ -3,7 +3,13 @@ sampling, MC dropout (last-layer masks, in training and as weight-space samples)
 variational inference (Bayes by backprop), SWAG (diagonal + low rank), Laplace
 approximations (full Hessian or GGN; last-layer KFAC), SGHMC (BlackJAX, minibatches),
 full-batch HMC (BlackJAX; multi-chain, sharded, resumable) and its diagnostics. Every
-sampler returns its samples in the network's pytree layout, stacked on a leading axis."""
+sampler returns its samples in the network's pytree layout, stacked on a leading axis.
+
+Every posterior approximation is fitted as ``fit_<method>(key, params0, model, data, config)``
+and sampled as ``sample(key, posterior, n)`` (:mod:`symlib.inference.posterior`); the
+training loops they call (``train_map``, ``train_vi``, ``train_swag``, ``train_dropout``,
+``laplace_posterior``, ``run_sghmc``) stay public for their diagnostics and for banks of
+many networks at once."""
 from symlib.inference.training import (  # noqa: F401
     AUGMENTATIONS,
     CROP_PADDING,
@@ -15,9 +21,9 @@ from symlib.inference.training import (  # noqa: F401
     sq_norm,
     map_objective,
     epoch_steps,
-    fit_map,
+    train_map,
     train_mlp,
-    fit_map_many,
+    train_map_many,
     train_many,
     random_crop,
     random_flip,
@@ -36,7 +42,7 @@ from symlib.inference.dropout import (  # noqa: F401
     check_dropout_layer,
     dropout_masks,
     dropout_apply,
-    fit_dropout,
+    train_dropout,
     dropout_samples,
 )
 from symlib.inference.vi import (  # noqa: F401
@@ -47,17 +53,17 @@ from symlib.inference.vi import (  # noqa: F401
     MeanField,
     MeanFieldMLP,
     VIResult,
-    fit_vi,
+    train_vi,
     categorical_loglik,
     CategoricalLogLik,
     categorical_loglik_fn,
     check_loglik,
-    fit_mlp_vi,
+    train_mlp_vi,
 )
 from symlib.inference.swag import (  # noqa: F401
     SWAGConfig,
     SWAGPosterior,
-    fit_swag,
+    train_swag,
     stacked_leading_axis,
     swag_covariance,
     swag_from_snapshots,
@@ -99,6 +105,26 @@ from symlib.inference.hmc import (  # noqa: F401
     run_fingerprint,
     run_hmc,
 )
+from symlib.inference.posterior import (  # noqa: F401
+    Model,
+    Data,
+    PointEstimate,
+    Samples,
+    DropoutPosterior,
+    VIConfig,
+    LaplaceConfig,
+    SGHMCConfig,
+    DropoutConfig,
+    fit_map,
+    fit_vi,
+    fit_laplace,
+    fit_swag,
+    fit_sghmc,
+    fit_dropout,
+    sample,
+    FITS,
+)
+from symlib.core.gaussian import DiagonalGaussian  # noqa: F401
 from symlib.inference.diagnostics import (  # noqa: F401
     ess,
     function_space_diagnostics,
@@ -107,6 +133,26 @@ from symlib.inference.diagnostics import (  # noqa: F401
 )
 
 __all__ = [
+    # one shape for every posterior approximation (symlib.inference.posterior)
+    "Model",
+    "Data",
+    "DiagonalGaussian",
+    "PointEstimate",
+    "Samples",
+    "DropoutPosterior",
+    "VIConfig",
+    "LaplaceConfig",
+    "SGHMCConfig",
+    "DropoutConfig",
+    "fit_map",
+    "fit_vi",
+    "fit_laplace",
+    "fit_swag",
+    "fit_sghmc",
+    "fit_dropout",
+    "sample",
+    "FITS",
+    # the training loops and samplers they call, and the banks of many networks
     "AUGMENTATIONS",
     "CROP_PADDING",
     "LAURENT_OPTUNET",
@@ -117,9 +163,9 @@ __all__ = [
     "sq_norm",
     "map_objective",
     "epoch_steps",
-    "fit_map",
+    "train_map",
     "train_mlp",
-    "fit_map_many",
+    "train_map_many",
     "train_many",
     "random_crop",
     "random_flip",
@@ -134,7 +180,7 @@ __all__ = [
     "check_dropout_layer",
     "dropout_masks",
     "dropout_apply",
-    "fit_dropout",
+    "train_dropout",
     "dropout_samples",
     "DEFAULT_STD_INIT",
     "DEFAULT_PRIOR_VAR",
@@ -143,15 +189,15 @@ __all__ = [
     "MeanField",
     "MeanFieldMLP",
     "VIResult",
-    "fit_vi",
+    "train_vi",
     "categorical_loglik",
     "CategoricalLogLik",
     "categorical_loglik_fn",
     "check_loglik",
-    "fit_mlp_vi",
+    "train_mlp_vi",
     "SWAGConfig",
     "SWAGPosterior",
-    "fit_swag",
+    "train_swag",
     "stacked_leading_axis",
     "swag_covariance",
     "swag_from_snapshots",

@@ -12,7 +12,7 @@ so a dropout network is a random network in weight space whose other parameters 
 fixed. Both halves of this module work on that view, for any parameter pytree whose
 ``layer`` holds a 2-D ``"kernel"`` ``(in, out)``:
 
-* training (:func:`fit_dropout`, or :func:`symlib.inference.training.fit_map_many` /
+* training (:func:`train_dropout`, or :func:`symlib.inference.training.train_map_many` /
   :func:`~symlib.inference.training.train_many` with ``stochastic_apply=dropout_apply(...)``
   for many networks at once) draws a fresh mask for every example of every minibatch, as
   a dropout layer does, through :func:`dropout_apply`;
@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import check_key, positive_int
-from symlib.inference.training import TrainConfig, fit_map
+from symlib.inference.training import TrainConfig, train_map
 
 PyTree = Any
 ApplyFn = Callable[[PyTree, jax.Array], jax.Array]
@@ -135,7 +135,7 @@ class DropoutApply:
 
 
 def dropout_apply(apply_fn: ApplyFn, rate: float, layer: str = "dense_1") -> DropoutApply:
-    """The dropout network of ``apply_fn``: the ``stochastic_apply`` of :func:`~symlib.inference.training.fit_map`.
+    """The dropout network of ``apply_fn``: the ``stochastic_apply`` of :func:`~symlib.inference.training.train_map`.
 
     Args:
         apply_fn: ``apply_fn(params, x) -> logits`` of one network, whose ``params[layer]``
@@ -157,15 +157,15 @@ def dropout_apply(apply_fn: ApplyFn, rate: float, layer: str = "dense_1") -> Dro
     return DropoutApply(apply_fn, check_rate(rate), layer)
 
 
-def fit_dropout(params0: PyTree, data_key: jax.Array, x, y, cfg: TrainConfig, *, rate: float,
+def train_dropout(params0: PyTree, data_key: jax.Array, x, y, cfg: TrainConfig, *, rate: float,
                 layer: str = "dense_1", apply_fn: ApplyFn, progress: bool | None = None):
     """Train one network with dropout on the input of ``layer`` (MAP objective otherwise).
 
     The training loop, optimiser, prior and augmentation are those of
-    :func:`symlib.inference.training.fit_map`, whose objective is evaluated with a fresh
+    :func:`symlib.inference.training.train_map`, whose objective is evaluated with a fresh
     dropout mask per example and step (:func:`dropout_apply`); the minibatch order and the
-    crops are those ``fit_map`` draws from ``data_key``, so ``rate=0`` trains the same
-    network as ``fit_map`` (to float rounding: the examples go through ``vmap``).
+    crops are those ``train_map`` draws from ``data_key``, so ``rate=0`` trains the same
+    network as ``train_map`` (to float rounding: the examples go through ``vmap``).
 
     Args:
         params0: initial parameters; ``params0[layer]["kernel"]`` of shape ``(in, out)``.
@@ -176,19 +176,19 @@ def fit_dropout(params0: PyTree, data_key: jax.Array, x, y, cfg: TrainConfig, *,
         rate: dropout probability in ``[0, 1)`` (Laurent et al.: 0.2 on OptuNet).
         layer: the dense layer whose input is dropped (OptuNet's last: ``"dense_1"``).
         apply_fn: ``apply_fn(params, x) -> logits`` of one network.
-        progress: show a progress bar over the epochs, as for ``fit_map``.
+        progress: show a progress bar over the epochs, as for ``train_map``.
 
     Returns:
-        ``(params, epoch_losses)`` as for :func:`~symlib.inference.training.fit_map`; the
+        ``(params, epoch_losses)`` as for :func:`~symlib.inference.training.train_map`; the
         returned ``params`` are the deterministic weights: sample networks from them with
         :func:`dropout_samples`.
 
     Raises:
-        ValueError: naming ``rate`` or ``layer`` if invalid; and as for ``fit_map``.
+        ValueError: naming ``rate`` or ``layer`` if invalid; and as for ``train_map``.
     """
     check_dropout_layer(params0, layer, "params0")
     stochastic = dropout_apply(apply_fn, rate, layer)
-    return fit_map(params0, data_key, x, y, cfg, progress=progress, apply_fn=apply_fn, stochastic_apply=stochastic)
+    return train_map(params0, data_key, x, y, cfg, progress=progress, apply_fn=apply_fn, stochastic_apply=stochastic)
 
 
 def dropout_samples(key: jax.Array, params: PyTree, num_samples: int, *, rate: float,
@@ -203,7 +203,7 @@ def dropout_samples(key: jax.Array, params: PyTree, num_samples: int, *, rate: f
 
     Args:
         key: ``jax.random`` key of the masks.
-        params: one network's parameters (e.g. from :func:`fit_dropout`).
+        params: one network's parameters (e.g. from :func:`train_dropout`).
         num_samples: number of networks.
         rate: dropout probability in ``[0, 1)``.
         layer: the dense layer whose input is dropped.

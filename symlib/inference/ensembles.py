@@ -1,4 +1,4 @@
-"""Deep ensembles: ``K`` MAP-trained MLPs, trained at once with ``fit_map_many`` (vmap).
+"""Deep ensembles: ``K`` MAP-trained MLPs, trained at once with ``train_map_many`` (vmap).
 
 Member ``i`` gets its own key ``jax.random.split(key, K)[i]``, which (exactly as in
 :func:`symlib.inference.training.train_mlp`) is split into an ``mlp_init`` key and a data key
@@ -21,7 +21,7 @@ import numpy as np
 from symlib.core.checks import positive_int
 from symlib.core.models import Params, check_sizes, mlp_init
 from symlib.core.checks import check_key
-from symlib.inference.training import TrainConfig, check_mlp_inputs, fit_map_many
+from symlib.inference.training import TrainConfig, check_mlp_inputs, train_map_many
 
 
 class EnsembleResult(NamedTuple):
@@ -76,11 +76,11 @@ def train_ensemble(key: jax.Array, sizes: Sequence[int], x, y, cfg: TrainConfig,
     except (TypeError, ValueError) as e:
         raise type(e)(f"{e}. train_ensemble trains symlib's MLPs from their layer sizes; for any other model use "
                       "symlib.inference.train_many(key, init_fn, apply_fn, num_members, x, y, cfg)") from None
-    check_mlp_inputs(x, y, cfg, sizes)  # before any work: same checks (and messages) as fit_map_many
+    check_mlp_inputs(x, y, cfg, sizes)  # before any work: same checks (and messages) as train_map_many
     check_key(key, "key")
     init_keys, data_keys = member_keys(key, num_members)
     params0 = jax.vmap(lambda k: mlp_init(k, sizes))(init_keys)
-    params, losses = fit_map_many(params0, data_keys, x, y, cfg)
+    params, losses = train_map_many(params0, data_keys, x, y, cfg)
     return EnsembleResult(params, losses)
 
 

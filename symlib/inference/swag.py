@@ -26,7 +26,7 @@ covariance of the snapshots is then ``Dhat^T Dhat / (K - 1)`` when ``R = K``); M
 al.'s online implementation uses the running mean at the time of each snapshot instead,
 which only matters while the mean still drifts.
 
-:func:`fit_swag` runs the SGD phase with the MAP objective and minibatch loop of
+:func:`train_swag` runs the SGD phase with the MAP objective and minibatch loop of
 :mod:`symlib.inference.training` (:func:`~symlib.inference.training.map_objective`,
 :func:`~symlib.inference.training.epoch_steps`): plain SGD (optionally with momentum) on
 ``mean CE + ||W||^2 / (2 prior_std^2 N)``, the learning rate ramped linearly from
@@ -51,7 +51,7 @@ from symlib.inference._loop import epoch_bar, report_epoch
 from symlib.inference.training import TrainConfig, check_fit, epoch_steps, learning_rate_at
 from symlib.core.progress import progress_enabled
 
-__all__ = ["SWAGConfig", "SWAGPosterior", "fit_swag", "swag_from_snapshots", "swag_sample", "swag_covariance",
+__all__ = ["SWAGConfig", "SWAGPosterior", "train_swag", "swag_from_snapshots", "swag_sample", "swag_covariance",
            "stacked_leading_axis"]
 
 PyTree = Any
@@ -143,7 +143,7 @@ class SWAGPosterior(NamedTuple):
             ``ravel_pytree(mean)`` order (``(0, D)`` for ``rank = 0``).
         scale: default sampling scale.
         num_snapshots: snapshots ``K`` the estimate was built from.
-        epoch_losses: mean objective of every SWAG epoch (:func:`fit_swag`), else ``None``.
+        epoch_losses: mean objective of every SWAG epoch (:func:`train_swag`), else ``None``.
     """
 
     mean: PyTree
@@ -338,15 +338,15 @@ def _swag_run(params0, key, x, y, cfg: SWAGConfig, apply_fn, progress: bool):
 _swag_run_jit = jax.jit(_swag_run, static_argnames=("cfg", "apply_fn", "progress"))
 
 
-def fit_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg: SWAGConfig, *,
+def train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg: SWAGConfig, *,
              apply_fn=mlp_apply, progress: bool | None = False) -> SWAGPosterior:
     """Run the SWAG phase from a trained network and build the posterior (module docstring).
 
     Args:
         key: ``jax.random`` key deciding the minibatch order (and crops) of every epoch.
         params0: the trained network (e.g. a MAP fit of
-            :func:`~symlib.inference.training.fit_map`).
-        x: training inputs, as for :func:`~symlib.inference.training.fit_map`.
+            :func:`~symlib.inference.training.train_map`).
+        x: training inputs, as for :func:`~symlib.inference.training.train_map`.
         y: integer training labels ``(n,)``.
         cfg: the SWAG configuration.
         apply_fn: ``apply_fn(params, x) -> logits`` of one network (default

@@ -17,7 +17,7 @@ Training is deterministic given the initial parameters and ``data_key``, which a
 decides the minibatch order (a fresh permutation of the training set every epoch; the
 last incomplete batch is dropped) and, with ``TrainConfig.augment="crop"``, the random
 crops of every step (:func:`random_crop`; images only). :func:`train_many` initialises
-``K`` networks with ``vmap(init_fn)`` and trains them at once. :func:`fit_map` can show a progress bar over the
+``K`` networks with ``vmap(init_fn)`` and trains them at once. :func:`train_map` can show a progress bar over the
 epochs (:func:`symlib.core.progress.progress_bar`, on a terminal or when asked).
 
 A random network can stand in for ``apply_fn`` in the objective: ``stochastic_apply(params, x,
@@ -317,7 +317,7 @@ def check_mlp_inputs(x: jax.Array, y: jax.Array, cfg: TrainConfig, sizes) -> Non
 
 
 def check_fit(apply_fn, params0: Params, x, y, cfg: TrainConfig, batch_dims: int) -> None:
-    """All checks of :func:`fit_map` / :func:`fit_map_many` before any work."""
+    """All checks of :func:`train_map` / :func:`train_map_many` before any work."""
     if apply_fn is mlp_apply:
         check_mlp_inputs(x, y, cfg, check_mlp_params(params0, "params0", batch_dims=batch_dims))
         return
@@ -334,8 +334,8 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
     The minibatches are a permutation of the ``n`` examples drawn from the epoch's key
     (the last incomplete batch dropped), cropped with a child key when ``cfg.augment`` is
     ``"crop"``; every step takes the gradient of :func:`map_objective` (prior
-    ``cfg.prior_std``, ``N = n``) and applies ``opt``. :func:`fit_map` and
-    :func:`symlib.inference.swag.fit_swag` run it under ``jax.lax.scan``.
+    ``cfg.prior_std``, ``N = n``) and applies ``opt``. :func:`train_map` and
+    :func:`symlib.inference.swag.train_swag` run it under ``jax.lax.scan``.
 
     Args:
         x: training inputs ``(n, ...)``.
@@ -407,7 +407,7 @@ def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progr
     return params, losses, traj, seen
 
 
-def fit_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cfg: TrainConfig,
+def train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cfg: TrainConfig,
             keep_trajectory: bool = False, progress: bool | None = None, apply_fn=mlp_apply, *,
             stochastic_apply=None):
     """Train one network from ``params0`` by minimising the MAP objective.
@@ -459,21 +459,21 @@ def train_mlp(key: jax.Array, sizes, x, y, cfg: TrainConfig):
     """Initialise (:func:`symlib.core.models.mlp_init`) and train one MLP.
 
     Args:
-        key: ``jax.random`` key, split into the init key and the data key of :func:`fit_map`.
+        key: ``jax.random`` key, split into the init key and the data key of :func:`train_map`.
         sizes: layer widths ``[d_0, ..., d_L]``.
         x: training inputs ``(n, d_0)``.
         y: integer training labels ``(n,)`` in ``[0, d_L)``.
         cfg: the training configuration.
 
     Returns:
-        ``(params, epoch_losses)`` as for :func:`fit_map`.
+        ``(params, epoch_losses)`` as for :func:`train_map`.
 
     Raises:
-        ValueError: as for :func:`fit_map`, and for invalid ``sizes`` or ``key``.
+        ValueError: as for :func:`train_map`, and for invalid ``sizes`` or ``key``.
     """
     check_key(key, "key")
     init_key, data_key = jax.random.split(key)
-    return fit_map(mlp_init(init_key, sizes), data_key, x, y, cfg)
+    return train_map(mlp_init(init_key, sizes), data_key, x, y, cfg)
 
 
 @partial(jax.jit, static_argnames=("cfg", "observe", "observe_epoch", "apply_fn", "stochastic_apply", "mesh"))
@@ -518,7 +518,7 @@ def _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch
     return jax.tree.map(lambda a: a[:k], out)
 
 
-def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, observe=None, observe_epoch=None,
+def train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, observe=None, observe_epoch=None,
                  apply_fn=mlp_apply, *, stochastic_apply=None, devices=None):
     """Train a stack of networks at once with ``vmap``, the stack split over ``devices``.
 
@@ -541,13 +541,13 @@ def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, 
     Args:
         params0: initial parameters of ``K`` networks (leading axis ``K`` on every leaf).
         data_keys: ``K`` ``jax.random`` keys, one minibatch order per network.
-        x: training inputs (as for :func:`fit_map`), shared by all networks.
+        x: training inputs (as for :func:`train_map`), shared by all networks.
         y: integer training labels ``(n,)`` in ``[0, classes)``.
         cfg: the training configuration.
         observe: optional per-step observer.
         observe_epoch: optional per-epoch observer.
-        apply_fn: ``apply_fn(params, x) -> logits`` of one network, as for :func:`fit_map`.
-        stochastic_apply: optional random network of the training objective, as for :func:`fit_map`.
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network, as for :func:`train_map`.
+        stochastic_apply: optional random network of the training objective, as for :func:`train_map`.
         devices: the devices to split the networks over (default: all of every process;
             ``jax.devices()[:1]`` for one).
 
@@ -556,7 +556,7 @@ def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, 
         observed)``, ``observed`` a dict with keys ``"step"`` and/or ``"epoch"``.
 
     Raises:
-        ValueError: as for :func:`fit_map`; also if ``params0`` is not a stack of networks
+        ValueError: as for :func:`train_map`; also if ``params0`` is not a stack of networks
             or ``data_keys`` does not hold one key per network.
     """
     check_fit(apply_fn, params0, x, y, cfg, 1)
@@ -574,11 +574,11 @@ def fit_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, 
 
 def train_many(key: jax.Array, init_fn, apply_fn, n_networks: int, x, y, cfg: TrainConfig,
                observe=None, observe_epoch=None, *, stochastic_apply=None, devices=None):
-    """Initialise ``n_networks`` networks with ``vmap(init_fn)`` and train them at once (:func:`fit_map_many`).
+    """Initialise ``n_networks`` networks with ``vmap(init_fn)`` and train them at once (:func:`train_map_many`).
 
     Network ``i`` starts from ``init_fn(split(init_key, K)[i])`` and draws its minibatches
     (and crops) from ``split(data_key, K)[i]``, where ``init_key, data_key = split(key)``;
-    so :func:`fit_map` with those two keys trains the same network alone (to float
+    so :func:`train_map` with those two keys trains the same network alone (to float
     rounding: ``vmap`` batches the arithmetic differently).
 
     Args:
@@ -589,26 +589,26 @@ def train_many(key: jax.Array, init_fn, apply_fn, n_networks: int, x, y, cfg: Tr
         x: training inputs, shared by all networks.
         y: integer training labels ``(n,)``.
         cfg: the training configuration (e.g. :meth:`TrainConfig.laurent_optunet`).
-        observe: optional per-step observer, as for :func:`fit_map_many`.
-        observe_epoch: optional per-epoch observer, as for :func:`fit_map_many`.
+        observe: optional per-step observer, as for :func:`train_map_many`.
+        observe_epoch: optional per-epoch observer, as for :func:`train_map_many`.
         stochastic_apply: optional random network of the training objective (e.g.
-            dropout), as for :func:`fit_map`.
-        devices: the devices to split the networks over, as for :func:`fit_map_many`
+            dropout), as for :func:`train_map`.
+        devices: the devices to split the networks over, as for :func:`train_map_many`
             (default: every device of every process).
 
     Returns:
-        As for :func:`fit_map_many`: the stacked ``(params, epoch_losses)``, leading axis ``K``
+        As for :func:`train_map_many`: the stacked ``(params, epoch_losses)``, leading axis ``K``
         (and the observations if asked for).
 
     Raises:
-        ValueError: as for :func:`fit_map_many`, and if ``key`` is not a key or
+        ValueError: as for :func:`train_map_many`, and if ``key`` is not a key or
             ``n_networks`` not a positive integer.
     """
     check_key(key, "key")
     k = positive_int(n_networks, "n_networks")
     init_key, data_key = jax.random.split(key)
     params0 = jax.vmap(init_fn)(jax.random.split(init_key, k))
-    return fit_map_many(params0, jax.random.split(data_key, k), x, y, cfg, observe, observe_epoch, apply_fn,
+    return train_map_many(params0, jax.random.split(data_key, k), x, y, cfg, observe, observe_epoch, apply_fn,
                         stochastic_apply=stochastic_apply, devices=devices)
 
 

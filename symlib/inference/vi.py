@@ -44,7 +44,7 @@ definition and ``nnx.Param`` state, and the whole run (epochs x minibatches) is 
 of the objective with respect to the ``Param`` state and applies an ``optax.adam``
 update; this is much faster on CPU than a Python loop over an ``nnx.jit``-ed step, and
 independent of the ``nnx.Optimizer`` API, which changes between Flax versions. For larger
-convolutional networks on CPU, ``fit_vi(..., loop="python")`` calls one compiled step from
+convolutional networks on CPU, ``train_vi(..., loop="python")`` calls one compiled step from
 a Python loop instead (same draws): XLA runs their backward pass inside a compiled loop
 many times slower.
 """
@@ -64,6 +64,7 @@ import optax
 from flax import nnx
 
 from symlib.core.checks import check_finite_tree, check_key, positive_float
+from symlib.core.gaussian import DiagonalGaussian
 from symlib.core.noise import normal_vector, perturb, split_like
 from symlib.core.models import Params, check_mlp_data, check_mlp_params, check_sizes, mlp_apply, mlp_init
 from symlib.inference._loop import check_minibatch_data, check_network_data
@@ -300,6 +301,11 @@ class VIResult(NamedTuple):
     sigma: PyTree
     elbo_history: np.ndarray
 
+    @property
+    def gaussian(self) -> DiagonalGaussian:
+        """The fitted posterior as the library's one diagonal Gaussian, ``(mu, sigma)``."""
+        return DiagonalGaussian(self.mu, self.sigma)
+
 
 _STATIC = ("graphdef", "loglik_fn", "batch_size", "n_data", "temperature", "num_mc", "learning_rate")
 LOOPS = ("scan", "python")
@@ -373,7 +379,7 @@ def _train_python(graphdef, params, rest, key, x, y, *, epochs, **static):
     return carry[0], jnp.stack(history), model.mean(), model.std()
 
 
-def fit_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, y, *,
+def train_vi(key: jax.Array, init_mu: PyTree | MeanField, loglik_fn: LogLikFn, x, y, *,
            n_data: int | None = None, prior_var: float | None = None, std_init: float | None = None,
            epochs: int, batch_size: int, learning_rate: float | optax.Schedule,
            temperature: float = 1.0, num_mc: int = 1, loop: str = "scan") -> VIResult:
@@ -519,7 +525,7 @@ class CategoricalLogLik:
 
 
 def categorical_loglik_fn(apply_fn: Callable[[PyTree, jax.Array], jax.Array] = mlp_apply) -> LogLikFn:
-    """The ``loglik_fn`` of a classifier (:func:`fit_vi`, :func:`symlib.inference.sgmcmc.run_sghmc`).
+    """The ``loglik_fn`` of a classifier (:func:`train_vi`, :func:`symlib.inference.sgmcmc.run_sghmc`).
 
     Args:
         apply_fn: ``apply_fn(params, x) -> logits (b, classes)`` of one network (e.g.
@@ -527,7 +533,7 @@ def categorical_loglik_fn(apply_fn: Callable[[PyTree, jax.Array], jax.Array] = m
 
     Returns:
         A :class:`CategoricalLogLik`, ``(params, xb, yb) ->`` the summed log-likelihood;
-        data passed with it to :func:`fit_vi` are checked against the network.
+        data passed with it to :func:`train_vi` are checked against the network.
 
     Raises:
         ValueError: if ``apply_fn`` is not callable.
@@ -537,16 +543,16 @@ def categorical_loglik_fn(apply_fn: Callable[[PyTree, jax.Array], jax.Array] = m
     return CategoricalLogLik(apply_fn)
 
 
-def fit_mlp_vi(key: jax.Array, sizes: Sequence[int], x, y, **kwargs) -> VIResult:
+def train_mlp_vi(key: jax.Array, sizes: Sequence[int], x, y, **kwargs) -> VIResult:
     """Mean-field VI (Bayes by backprop) for the categorical MLP with layer sizes ``sizes``.
 
     Args:
         key: ``jax.random`` key, split into the ``mlp_init`` key of the initial means and
-            the :func:`fit_vi` key.
+            the :func:`train_vi` key.
         sizes: layer widths ``[d_0, ..., d_L]``.
         x: training inputs ``(n, d_0)``, finite.
         y: integer training labels ``(n,)`` in ``[0, d_L)``.
-        **kwargs: as for :func:`fit_vi` (``epochs``, ``batch_size``, ``learning_rate`` required).
+        **kwargs: as for :func:`train_vi` (``epochs``, ``batch_size``, ``learning_rate`` required).
 
     Returns:
         A :class:`VIResult`, ``mu`` and ``sigma`` in the MLP's parameter layout.
@@ -554,13 +560,13 @@ def fit_mlp_vi(key: jax.Array, sizes: Sequence[int], x, y, **kwargs) -> VIResult
     Raises:
         ValueError: naming the input: bad ``sizes`` or ``key``, ``x`` or ``y`` of the wrong
             shape, ``x`` whose width is not ``sizes[0]`` or that holds NaN or inf, labels
-            that are not integers in ``[0, sizes[-1])``; and as for :func:`fit_vi`.
+            that are not integers in ``[0, sizes[-1])``; and as for :func:`train_vi`.
     """
     sizes = check_sizes(sizes)
     check_mlp_data(sizes, x, y)
     check_key(key, "key")
     init_key, fit_key = jax.random.split(key)
-    return fit_vi(fit_key, _mlp_init(init_key, tuple(sizes)), categorical_loglik, x, y, **kwargs)
+    return train_vi(fit_key, _mlp_init(init_key, tuple(sizes)), categorical_loglik, x, y, **kwargs)
 
 
 _mlp_init = jax.jit(mlp_init, static_argnums=1)

@@ -5,7 +5,7 @@ of their incoming weights after the scaling symmetry is removed
 (:func:`symlib.symmetry.scaling.identifiable`). Following that sorting permutation along training
 shows when the network "permutes": whenever two units exchange places in the order, the
 permutation changes. This module computes, in jax so that it can run inside the compiled
-training loop (``observe`` of :func:`symlib.inference.training.fit_map_many`):
+training loop (``observe`` of :func:`symlib.inference.training.train_map_many`):
 
 * :func:`neuron_statistics`: per hidden layer, the sorting statistic of every unit after
   unit-norm scaling (the same numbers :func:`symlib.symmetry.scaling.sort_neurons` sorts when given
@@ -211,7 +211,7 @@ def swap_counter(statistic: str = "max", scaling: str | None = "unit_norm"):
 @functools.cache
 def statistics_observer(statistic: str = "max", scaling: str | None = "unit_norm"):
     """Observer ``f(params) -> list of per-layer statistics`` (:func:`neuron_statistics`),
-    for ``observe_epoch`` of :func:`symlib.inference.training.fit_map_many`; cached like
+    for ``observe_epoch`` of :func:`symlib.inference.training.train_map_many`; cached like
     :func:`swap_counter`.
 
     Args:

@@ -278,7 +278,7 @@ def test_train_many_blocks_resumes_and_matches_train_many(tmp_path, monkeypatch)
     init = functools.partial(mlp_init, sizes=[6, 5, 4, 3])
     obs = {"observe": swap_counter("max", "unit_norm"), "observe_epoch": statistics_observer("max", "unit_norm")}
     want = training.train_many(jax.random.key(3), init, mlp_apply, 4, x, y, cfg, **obs)
-    real, calls = training.fit_map_many, []
+    real, calls = training.train_map_many, []
 
     def killed_after_one_block(*args, **kwargs):
         if calls:
@@ -287,10 +287,10 @@ def test_train_many_blocks_resumes_and_matches_train_many(tmp_path, monkeypatch)
         return real(*args, **kwargs)
 
     args = ("toy", {"a": 1}, jax.random.key(3), init, mlp_apply, 4, x, y, cfg)  # two blocks of 2
-    monkeypatch.setattr(training, "fit_map_many", killed_after_one_block)
+    monkeypatch.setattr(training, "train_map_many", killed_after_one_block)
     with pytest.raises(KeyboardInterrupt):
         registry.train_many_blocks(*args, block_size=2, **obs)
-    monkeypatch.setattr(training, "fit_map_many", real)
+    monkeypatch.setattr(training, "train_map_many", real)
     assert len(list(tmp_path.glob("toy.step-*.npz"))) == 1
     got = registry.train_many_blocks(*args, block_size=2, **obs)
     assert len(list(tmp_path.glob("toy.step-*.npz"))) == 2

@@ -1,5 +1,5 @@
 """MC dropout on the input of a dense layer (symlib.inference.dropout): the weight-space
-masks, their equivalence with dropping hidden features, training through fit_map's loop."""
+masks, their equivalence with dropping hidden features, training through train_map's loop."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,9 +7,9 @@ import pytest
 
 from symlib.core.cnn import optunet_apply, optunet_hidden, optunet_init
 from symlib.core.models import mlp_apply, mlp_init
-from symlib.inference.dropout import dropout_apply, dropout_masks, dropout_samples, fit_dropout
+from symlib.inference.dropout import dropout_apply, dropout_masks, dropout_samples, train_dropout
 from symlib.inference.ensembles import multi_mode_samples
-from symlib.inference.training import TrainConfig, fit_map, fit_map_many
+from symlib.inference.training import TrainConfig, train_map, train_map_many
 
 RATE = 0.2
 
@@ -73,15 +73,15 @@ def test_training_with_rate_zero_is_fit_map_and_dropout_changes_it():
     y = jax.random.randint(jax.random.key(14), (64,), 0, 3)
     cfg = TrainConfig(epochs=3, batch_size=16, learning_rate=1e-2)
     key = jax.random.key(8)
-    ref, ref_losses = fit_map(params, key, x, y, cfg)
-    same, losses = fit_dropout(params, key, x, y, cfg, rate=0.0, apply_fn=mlp_apply)
+    ref, ref_losses = train_map(params, key, x, y, cfg)
+    same, losses = train_dropout(params, key, x, y, cfg, rate=0.0, apply_fn=mlp_apply)
     jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), ref, same)
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
-    dropped, dlosses = fit_dropout(params, key, x, y, cfg, rate=RATE, apply_fn=mlp_apply)
+    dropped, dlosses = train_dropout(params, key, x, y, cfg, rate=RATE, apply_fn=mlp_apply)
     assert np.all(np.isfinite(dlosses)) and not np.allclose(dropped["dense_1"]["kernel"], ref["dense_1"]["kernel"])
     # many networks at once through the same hook: network 0 is the one trained alone
     stack = jax.tree_util.tree_map(lambda a: jnp.stack([a, a]), params)
-    many, _ = fit_map_many(stack, jnp.stack([key, jax.random.key(9)]), x, y, cfg,
+    many, _ = train_map_many(stack, jnp.stack([key, jax.random.key(9)]), x, y, cfg,
                            stochastic_apply=dropout_apply(mlp_apply, RATE))
     jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a[0], b, rtol=1e-4, atol=1e-6), many, dropped)
 
@@ -89,7 +89,7 @@ def test_training_with_rate_zero_is_fit_map_and_dropout_changes_it():
 def test_dropout_training_of_optunet_with_crops(optunet, images):
     x, y = images
     cfg = TrainConfig(epochs=1, batch_size=32, learning_rate=1e-2, augment="crop")
-    params, losses = fit_dropout(optunet, jax.random.key(15), x, y, cfg, rate=RATE, apply_fn=optunet_apply)
+    params, losses = train_dropout(optunet, jax.random.key(15), x, y, cfg, rate=RATE, apply_fn=optunet_apply)
     assert losses.shape == (1,) and np.isfinite(losses).all()
     assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(optunet)
 
@@ -107,7 +107,7 @@ def test_bad_rate_raises(optunet, images, rate):
     with pytest.raises(ValueError, match="rate"):
         dropout_samples(jax.random.key(0), optunet, 3, rate=rate)
     with pytest.raises(ValueError, match="rate"):
-        fit_dropout(optunet, jax.random.key(0), *images, TrainConfig(1, 32), rate=rate, apply_fn=optunet_apply)
+        train_dropout(optunet, jax.random.key(0), *images, TrainConfig(1, 32), rate=rate, apply_fn=optunet_apply)
 
 
 def test_bad_layer_and_num_samples_raise(optunet):

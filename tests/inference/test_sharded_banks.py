@@ -1,4 +1,4 @@
-"""Banks of networks split over devices: ``train_many`` / ``fit_map_many`` shard the network
+"""Banks of networks split over devices: ``train_many`` / ``train_map_many`` shard the network
 axis over every device (here 2 CPU devices, ``--xla_force_host_platform_device_count=2``,
 in a subprocess) and give the one-device results; MMD's blocks dealt out to processes add
 up to the whole statistic."""

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from symlib.core.models import mlp_apply, mlp_init, mlp_sizes
-from symlib.inference.training import (TrainConfig, evaluate, fit_map, fit_map_many, learning_rate_at,
+from symlib.inference.training import (TrainConfig, evaluate, train_map, train_map_many, learning_rate_at,
                                        make_optimizer, train_mlp)
 
 
@@ -41,8 +41,8 @@ def test_training_learns_and_is_deterministic():
 def test_data_key_changes_minibatch_order_only():
     x, y = _toy()
     p0 = mlp_init(jax.random.key(3), [12, 16, 3])
-    a, la = fit_map(p0, jax.random.key(1), x, y, CFG)
-    b, lb = fit_map(p0, jax.random.key(2), x, y, CFG)
+    a, la = train_map(p0, jax.random.key(1), x, y, CFG)
+    b, lb = train_map(p0, jax.random.key(2), x, y, CFG)
     assert not np.allclose(la, lb)
 
 
@@ -51,9 +51,9 @@ def test_many_at_once_equals_one_by_one():
     inits = [mlp_init(jax.random.key(i), [12, 8, 3]) for i in range(3)]
     keys = jax.random.split(jax.random.key(9), 3)
     stacked = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *inits)
-    many, losses = fit_map_many(stacked, keys, x, y, CFG)
+    many, losses = train_map_many(stacked, keys, x, y, CFG)
     for i in range(3):
-        one, l1 = fit_map(inits[i], keys[i], x, y, CFG)
+        one, l1 = train_map(inits[i], keys[i], x, y, CFG)
         np.testing.assert_allclose(losses[i], l1, rtol=2e-5, atol=1e-6)
         jax.tree_util.tree_map(lambda s, o: np.testing.assert_allclose(s[i], o, rtol=1e-4, atol=1e-5), many, one)
 
@@ -66,7 +66,7 @@ def test_bad_inputs_named():
         train_mlp(jax.random.key(0), [12, 4, 3], x, y[:10], CFG)
 
 
-@pytest.mark.parametrize("fit", ["fit_map", "fit_map_many", "train_mlp"])
+@pytest.mark.parametrize("fit", ["train_map", "train_map_many", "train_mlp"])
 def test_data_that_does_not_fit_the_network_is_named(fit):
     x, y = _toy(n=64)
     sizes = [12, 4, 3]
@@ -74,10 +74,10 @@ def test_data_that_does_not_fit_the_network_is_named(fit):
     def run(x, y, sizes=sizes, cfg=CFG._replace(epochs=1)):
         if fit == "train_mlp":
             return train_mlp(jax.random.key(0), sizes, x, y, cfg)
-        if fit == "fit_map":
-            return fit_map(mlp_init(jax.random.key(0), sizes), jax.random.key(1), x, y, cfg)
+        if fit == "train_map":
+            return train_map(mlp_init(jax.random.key(0), sizes), jax.random.key(1), x, y, cfg)
         stack = jax.vmap(lambda k: mlp_init(k, sizes))(jax.random.split(jax.random.key(0), 2))
-        return fit_map_many(stack, jax.random.split(jax.random.key(1), 2), x, y, cfg)
+        return train_map_many(stack, jax.random.split(jax.random.key(1), 2), x, y, cfg)
 
     with pytest.raises(ValueError, match=r"y must lie in \[0, 3\) for 3 classes, got values in \[1, 3\]"):
         run(x, y + 1)
@@ -104,21 +104,21 @@ def test_bad_parameters_keys_and_config_are_named():
     p0 = mlp_init(jax.random.key(0), [12, 4, 3])
     cfg = CFG._replace(epochs=1)
     with pytest.raises(ValueError, match="data_key must be a jax.random key, got int"):
-        fit_map(p0, 0, x, y, cfg)
+        train_map(p0, 0, x, y, cfg)
     with pytest.raises(ValueError, match="key must be a jax.random key"):
         train_mlp(jax.random.split(jax.random.key(0), 2), [12, 4, 3], x, y, cfg)
     with pytest.raises(TypeError, match="cfg must be a TrainConfig, got dict"):
-        fit_map(p0, jax.random.key(1), x, y, dict(cfg._asdict()))
+        train_map(p0, jax.random.key(1), x, y, dict(cfg._asdict()))
     broken = {"dense_0": p0["dense_0"], "dense_1": {"kernel": p0["dense_1"]["kernel"][:3], "bias": p0["dense_1"]["bias"]}}
     with pytest.raises(ValueError, match=r"params0\['dense_1'\]\['kernel'\] has 3 inputs but the layer before has 4"):
-        fit_map(broken, jax.random.key(1), x, y, cfg)
+        train_map(broken, jax.random.key(1), x, y, cfg)
     with pytest.raises(ValueError, match="MLP params0 must have layers dense_0..dense_1"):
-        fit_map({"dense_0": p0["dense_0"], "layer_1": p0["dense_1"]}, jax.random.key(1), x, y, cfg)
+        train_map({"dense_0": p0["dense_0"], "layer_1": p0["dense_1"]}, jax.random.key(1), x, y, cfg)
     stack = jax.vmap(lambda k: mlp_init(k, [12, 4, 3]))(jax.random.split(jax.random.key(0), 2))
     with pytest.raises(ValueError, match="data_keys must be 2 jax.random keys stacked on a leading axis"):
-        fit_map_many(stack, jax.random.split(jax.random.key(1), 3), x, y, cfg)
+        train_map_many(stack, jax.random.split(jax.random.key(1), 3), x, y, cfg)
     with pytest.raises(ValueError, match=r"params0\['dense_0'\] must hold a kernel with 3 axes"):
-        fit_map_many(p0, jax.random.split(jax.random.key(1), 2), x, y, cfg)
+        train_map_many(p0, jax.random.split(jax.random.key(1), 2), x, y, cfg)
     with pytest.raises(ValueError, match="y must lie in"):
         evaluate(p0, x, y + 1)
 
@@ -126,10 +126,10 @@ def test_bad_parameters_keys_and_config_are_named():
 def test_progress_bar_only_when_asked(capfd):
     x, y = _toy()
     p0 = mlp_init(jax.random.key(3), [12, 4, 3])
-    loud, _ = fit_map(p0, jax.random.key(1), x, y, CFG._replace(epochs=2), progress=True)
+    loud, _ = train_map(p0, jax.random.key(1), x, y, CFG._replace(epochs=2), progress=True)
     err = capfd.readouterr().err
     assert "train: 100%" in err and "2/2" in err and "objective=" in err
-    quiet, _ = fit_map(p0, jax.random.key(1), x, y, CFG._replace(epochs=2))
+    quiet, _ = train_map(p0, jax.random.key(1), x, y, CFG._replace(epochs=2))
     jax.effects_barrier()
     assert "train" not in capfd.readouterr().err  # stderr is no terminal under pytest
     jax.tree_util.tree_map(np.testing.assert_array_equal, quiet, loud)  # the bar changes no number
@@ -153,7 +153,7 @@ def test_sgd_learning_rate_schedule_and_errors():
                        (cfg._replace(lr_milestones=(6,)), "lr_milestones"),
                        (cfg._replace(momentum=1.0), "momentum")):
         with pytest.raises(ValueError, match=match):
-            fit_map(mlp_init(jax.random.key(0), [12, 4, 3]), jax.random.key(1), x, y, bad)
+            train_map(mlp_init(jax.random.key(0), [12, 4, 3]), jax.random.key(1), x, y, bad)
 
 
 def test_prior_std_for_weight_decay_is_sgd_weight_decay():
@@ -183,14 +183,14 @@ def test_fit_map_many_observers():
     keys = jax.random.split(jax.random.key(1), 2)
     step_norm = lambda a, b: jnp.sum((a["dense_0"]["kernel"] - b["dense_0"]["kernel"]) ** 2)  # noqa: E731
     stat = lambda p: neuron_statistics(p)[0]  # noqa: E731
-    params, losses, seen = fit_map_many(inits, keys, x, y, cfg, observe=step_norm, observe_epoch=stat)
+    params, losses, seen = train_map_many(inits, keys, x, y, cfg, observe=step_norm, observe_epoch=stat)
     assert seen["step"].shape == (2, 3, 4) and seen["epoch"].shape == (2, 3, 6)
     assert np.all(np.asarray(seen["step"]) > 0)
     for i in range(2):  # the last epoch's observation is of the returned parameters
         final = jax.tree_util.tree_map(lambda a: a[i], params)
         np.testing.assert_allclose(seen["epoch"][i, -1], stat(final), rtol=1e-6)
     # observers do not change training
-    p2, l2 = fit_map_many(inits, keys, x, y, cfg)
+    p2, l2 = train_map_many(inits, keys, x, y, cfg)
     np.testing.assert_allclose(losses, l2, rtol=1e-6)
 
 
@@ -213,8 +213,8 @@ def test_random_flip_mirrors_some_images_and_cosine_nesterov_configs():
     upd_ref, _ = ref.update({"w": jnp.ones(3)}, ref.init(params), params)
     np.testing.assert_allclose(upd["w"], upd_ref["w"])  # step 0 of the cosine schedule is the initial rate
     with pytest.raises(ValueError, match="cosine' takes no lr_milestones"):
-        fit_map(mlp_init(jax.random.key(0), [2, 2]), jax.random.key(1), jnp.zeros((4, 2)), jnp.zeros(4, int),
+        train_map(mlp_init(jax.random.key(0), [2, 2]), jax.random.key(1), jnp.zeros((4, 2)), jnp.zeros(4, int),
                 cfg._replace(lr_milestones=(2,)))
     with pytest.raises(ValueError, match="unknown schedule"):
-        fit_map(mlp_init(jax.random.key(0), [2, 2]), jax.random.key(1), jnp.zeros((4, 2)), jnp.zeros(4, int),
+        train_map(mlp_init(jax.random.key(0), [2, 2]), jax.random.key(1), jnp.zeros((4, 2)), jnp.zeros(4, int),
                 cfg._replace(schedule="linear"))

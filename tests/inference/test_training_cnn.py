@@ -8,7 +8,7 @@ import pytest
 from symlib.core.cnn import as_images, optunet_apply, optunet_init
 from symlib.core.losses import nll
 from symlib.data import CHANNEL_STATS, load_split, standardize
-from symlib.inference.training import (TrainConfig, evaluate, fit_map, fit_map_many, map_objective, random_crop,
+from symlib.inference.training import (TrainConfig, evaluate, train_map, train_map_many, map_objective, random_crop,
                                        train_many)
 
 # Adam learns faster than the paper's SGD (and without crops) in a handful of steps
@@ -40,7 +40,7 @@ def test_many_optunets_learn_and_equal_one_by_one(mnist):
     init_key, data_key = jax.random.split(jax.random.key(0))
     accuracy = []
     for i, (ki, kd) in enumerate(zip(jax.random.split(init_key, 3), jax.random.split(data_key, 3))):
-        one, l1 = fit_map(optunet_init(ki), kd, x, y, CFG, apply_fn=optunet_apply)
+        one, l1 = train_map(optunet_init(ki), kd, x, y, CFG, apply_fn=optunet_apply)
         np.testing.assert_allclose(losses[i], l1, rtol=1e-4, atol=1e-5)
         jax.tree_util.tree_map(lambda s, o: np.testing.assert_allclose(s[i], o, rtol=1e-3, atol=1e-4), params, one)
         accuracy.append(evaluate(one, xt, yt, optunet_apply)["accuracy"])
@@ -55,9 +55,9 @@ def test_training_with_crops_is_deterministic_given_the_data_key(mnist):
     x, y, _, _ = mnist
     cfg = CFG._replace(epochs=1, augment="crop")
     p0 = optunet_init(jax.random.key(0))
-    a, la = fit_map(p0, jax.random.key(1), x[:256], y[:256], cfg, apply_fn=optunet_apply)
-    b, lb = fit_map(p0, jax.random.key(1), x[:256], y[:256], cfg, apply_fn=optunet_apply)
-    c, lc = fit_map(p0, jax.random.key(2), x[:256], y[:256], cfg, apply_fn=optunet_apply)
+    a, la = train_map(p0, jax.random.key(1), x[:256], y[:256], cfg, apply_fn=optunet_apply)
+    b, lb = train_map(p0, jax.random.key(1), x[:256], y[:256], cfg, apply_fn=optunet_apply)
+    c, lc = train_map(p0, jax.random.key(2), x[:256], y[:256], cfg, apply_fn=optunet_apply)
     jax.tree_util.tree_map(np.testing.assert_array_equal, (a, la), (b, lb))
     assert np.all(np.isfinite(la)) and not np.array_equal(la, lc)
 
@@ -68,29 +68,29 @@ def test_fit_map_many_takes_a_stack_and_checks_cnn_data(mnist):
     keys = jax.random.split(jax.random.key(2), 2)
     cfg = CFG._replace(epochs=1, augment="crop")
     with pytest.raises(ValueError, match=r"y must lie in \[0, 10\) for 10 classes"):
-        fit_map_many(stack, keys, x, y + 1, cfg, apply_fn=optunet_apply)
+        train_map_many(stack, keys, x, y + 1, cfg, apply_fn=optunet_apply)
     with pytest.raises(ValueError, match=r"x contains NaN or inf"):
-        fit_map_many(stack, keys, x.at[0, 3, 3, 0].set(jnp.nan), y, cfg, apply_fn=optunet_apply)
+        train_map_many(stack, keys, x.at[0, 3, 3, 0].set(jnp.nan), y, cfg, apply_fn=optunet_apply)
     with pytest.raises(ValueError, match=r"expected x of shape \(n, ...\) and y of shape \(n,\)"):
-        fit_map_many(stack, keys, x, y[:10], cfg, apply_fn=optunet_apply)
+        train_map_many(stack, keys, x, y[:10], cfg, apply_fn=optunet_apply)
     with pytest.raises(ValueError, match="OptuNet takes images"):
-        fit_map(optunet_init(jax.random.key(0)), keys[0], x.reshape(x.shape[0], -1), y, cfg._replace(augment=None),
+        train_map(optunet_init(jax.random.key(0)), keys[0], x.reshape(x.shape[0], -1), y, cfg._replace(augment=None),
                 apply_fn=optunet_apply)
     with pytest.raises(ValueError, match="augment='crop' needs NHWC images"):
-        fit_map(optunet_init(jax.random.key(0)), keys[0], x.reshape(x.shape[0], -1), y, cfg,
+        train_map(optunet_init(jax.random.key(0)), keys[0], x.reshape(x.shape[0], -1), y, cfg,
                 apply_fn=lambda p, v: optunet_apply(p, as_images(v)))
     with pytest.raises(ValueError, match="unknown augment 'flip'"):
-        fit_map(optunet_init(jax.random.key(0)), keys[0], x, y, cfg._replace(augment="flip"), apply_fn=optunet_apply)
+        train_map(optunet_init(jax.random.key(0)), keys[0], x, y, cfg._replace(augment="flip"), apply_fn=optunet_apply)
     with pytest.raises(ValueError, match="every leaf must share the 1 leading"):
-        fit_map_many({**stack, "dense_1": {"kernel": stack["dense_1"]["kernel"][:1], "bias": stack["dense_1"]["bias"]}},
+        train_map_many({**stack, "dense_1": {"kernel": stack["dense_1"]["kernel"][:1], "bias": stack["dense_1"]["bias"]}},
                      keys, x, y, cfg, apply_fn=optunet_apply)
     with pytest.raises(ValueError, match="data_keys must be 2 jax.random keys"):
-        fit_map_many(stack, jax.random.split(jax.random.key(2), 3), x, y, cfg, apply_fn=optunet_apply)
+        train_map_many(stack, jax.random.split(jax.random.key(2), 3), x, y, cfg, apply_fn=optunet_apply)
     with pytest.raises(ValueError, match="n_networks must be a positive integer"):
         train_many(jax.random.key(0), optunet_init, optunet_apply, 0, x, y, cfg)
     with pytest.raises(ValueError, match="needs NHWC images; an MLP"):  # the MLP default cannot crop
         from symlib.core.models import mlp_init
-        fit_map(mlp_init(jax.random.key(0), [784, 3, 10]), keys[0], x.reshape(x.shape[0], -1), y, cfg)
+        train_map(mlp_init(jax.random.key(0), [784, 3, 10]), keys[0], x.reshape(x.shape[0], -1), y, cfg)
 
 
 def test_random_crop_is_a_deterministic_shift_and_identity_without_padding():
@@ -137,7 +137,7 @@ def test_vi_and_hmc_take_optunet(mnist):
     """Bayes by backprop and HMC with OptuNet's apply function: finite, improving ELBO, the
     posterior in OptuNet's layout; HMC samples in that layout and a finite log density."""
     from symlib.inference.hmc import HMCConfig, make_logdensity, run_hmc
-    from symlib.inference.vi import fit_vi
+    from symlib.inference.vi import train_vi
     x, y, _, _ = mnist
     x, y = x[:256], y[:256]
 
@@ -145,7 +145,7 @@ def test_vi_and_hmc_take_optunet(mnist):
         logp = jax.nn.log_softmax(optunet_apply(p, xb), axis=-1)
         return jnp.sum(jnp.take_along_axis(logp, yb[:, None].astype(jnp.int32), axis=-1))
 
-    fit = fit_vi(jax.random.key(0), optunet_init(jax.random.key(1)), loglik, x, y, prior_var=1.0, std_init=0.01,
+    fit = train_vi(jax.random.key(0), optunet_init(jax.random.key(1)), loglik, x, y, prior_var=1.0, std_init=0.01,
                  epochs=6, batch_size=64, learning_rate=0.01)
     assert fit.sigma["conv_1"]["kernel"].shape == (5, 5, 1, 10) and np.all(np.isfinite(fit.elbo_history))
     assert fit.elbo_history[-1] > fit.elbo_history[0]

@@ -7,7 +7,7 @@ from flax import nnx
 from scipy import integrate, stats
 
 from symlib.core.models import mlp_apply, mlp_init
-from symlib.inference.vi import (MeanField, MeanFieldMLP, VIResult, categorical_loglik, fit_mlp_vi, fit_vi,
+from symlib.inference.vi import (MeanField, MeanFieldMLP, VIResult, categorical_loglik, train_mlp_vi, train_vi,
                        gaussian_kl, inverse_softplus)
 
 # ----------------------------------------------------------------------------- helpers
@@ -53,7 +53,7 @@ def test_recovers_exact_posterior_of_orthogonal_linear_regression(batch_size, te
     x, y = _orthogonal_regression()
     mean, std = _exact_posterior(x, y, temperature)
     total_steps = 2000
-    res = fit_vi(jax.random.key(1), {"w": jnp.zeros(D)}, _gauss_loglik, x, y, prior_var=PRIOR_VAR, std_init=0.1,
+    res = train_vi(jax.random.key(1), {"w": jnp.zeros(D)}, _gauss_loglik, x, y, prior_var=PRIOR_VAR, std_init=0.1,
                  epochs=total_steps * batch_size // N, batch_size=batch_size,
                  learning_rate=optax.cosine_decay_schedule(0.05, total_steps), num_mc=16,
                  temperature=temperature)
@@ -121,12 +121,12 @@ def test_fit_trains_a_module_in_place():
     x, y = _toy_classification()
     model = MeanFieldMLP([6, 8, 3], rngs=nnx.Rngs(1))
     before = model.mean()
-    res = fit_vi(jax.random.key(0), model, categorical_loglik, x, y, **FAST)
+    res = train_vi(jax.random.key(0), model, categorical_loglik, x, y, **FAST)
     jax.tree_util.tree_map(np.testing.assert_array_equal, res.mu, model.mean())
     jax.tree_util.tree_map(np.testing.assert_array_equal, res.sigma, model.std())
     assert not np.allclose(before["dense_0"]["kernel"], res.mu["dense_0"]["kernel"])
     with pytest.raises(ValueError, match="prior_var"):
-        fit_vi(jax.random.key(0), model, categorical_loglik, x, y, prior_var=1.0, **FAST)
+        train_vi(jax.random.key(0), model, categorical_loglik, x, y, prior_var=1.0, **FAST)
 
 
 # ----------------------------------------------------------------------------- MLP fit
@@ -136,9 +136,9 @@ def test_fit_mlp_vi_layout_positivity_determinism_and_learning():
     x, y = _toy_classification()
     sizes = [6, 16, 3]
     kw = dict(epochs=40, batch_size=50, learning_rate=1e-2, prior_var=1.0, std_init=0.01, num_mc=2)
-    a = fit_mlp_vi(jax.random.key(0), sizes, x, y, **kw)
-    b = fit_mlp_vi(jax.random.key(0), sizes, x, y, **kw)
-    c = fit_mlp_vi(jax.random.key(1), sizes, x, y, **kw)
+    a = train_mlp_vi(jax.random.key(0), sizes, x, y, **kw)
+    b = train_mlp_vi(jax.random.key(0), sizes, x, y, **kw)
+    c = train_mlp_vi(jax.random.key(1), sizes, x, y, **kw)
     ref = mlp_init(jax.random.key(0), sizes)
     for tree in (a.mu, a.sigma):
         assert jax.tree_util.tree_structure(tree) == jax.tree_util.tree_structure(ref)
@@ -158,8 +158,8 @@ def test_python_loop_draws_what_the_compiled_loop_draws():
     """loop="python" (one compiled step, for large CNNs on CPU) gives the scan's fit."""
     x, y = _toy_classification()
     kw = dict(epochs=3, batch_size=50, learning_rate=1e-2, num_mc=2)
-    a = fit_mlp_vi(jax.random.key(5), [6, 8, 3], x, y, **kw)
-    b = fit_mlp_vi(jax.random.key(5), [6, 8, 3], x, y, loop="python", **kw)
+    a = train_mlp_vi(jax.random.key(5), [6, 8, 3], x, y, **kw)
+    b = train_mlp_vi(jax.random.key(5), [6, 8, 3], x, y, loop="python", **kw)
     np.testing.assert_allclose(a.elbo_history, b.elbo_history, rtol=1e-5)
     for ta, tb in ((a.mu, b.mu), (a.sigma, b.sigma)):
         jax.tree_util.tree_map(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6), ta, tb)
@@ -188,18 +188,18 @@ def test_errors_are_named():
     for change, msg in cases:
         kw = dict(x=x, y=y, **FAST) | change
         with pytest.raises(ValueError, match=msg):
-            fit_vi(k, mu0, categorical_loglik, kw.pop("x"), kw.pop("y"), **kw)
+            train_vi(k, mu0, categorical_loglik, kw.pop("x"), kw.pop("y"), **kw)
     with pytest.raises(ValueError, match="scalar"):
-        fit_vi(k, mu0, lambda p, xb, yb: mlp_apply(p, xb)[:, 0], x, y, **FAST)
+        train_vi(k, mu0, lambda p, xb, yb: mlp_apply(p, xb)[:, 0], x, y, **FAST)
     nan_mu = jax.tree_util.tree_map(lambda a: a.at[0].set(jnp.nan), mu0)
     with pytest.raises(ValueError, match="init_mu"):
-        fit_vi(k, nan_mu, categorical_loglik, x, y, **FAST)
+        train_vi(k, nan_mu, categorical_loglik, x, y, **FAST)
     with pytest.raises(ValueError, match=r"y must lie in \[0, 3\) for 3 classes"):
-        fit_mlp_vi(k, [6, 4, 3], x, y + 1, **FAST)
+        train_mlp_vi(k, [6, 4, 3], x, y + 1, **FAST)
     with pytest.raises(ValueError, match="integer"):
-        fit_mlp_vi(k, [6, 4, 3], x, y.astype(np.float32), **FAST)
+        train_mlp_vi(k, [6, 4, 3], x, y.astype(np.float32), **FAST)
     with pytest.raises(ValueError, match="features"):
-        fit_mlp_vi(k, [5, 4, 3], x, y, **FAST)
+        train_mlp_vi(k, [5, 4, 3], x, y, **FAST)
     with pytest.raises(ValueError, match="softplus"):
         inverse_softplus(0.0)
 
@@ -211,26 +211,26 @@ def test_data_that_does_not_fit_the_network_is_named():
     bad_x = x.copy()
     bad_x[0, 0] = np.inf
     with pytest.raises(ValueError, match=r"x contains NaN or inf \(1 of 1200 entries\)"):
-        fit_mlp_vi(k, [6, 4, 3], bad_x, y, **FAST)
+        train_mlp_vi(k, [6, 4, 3], bad_x, y, **FAST)
     with pytest.raises(ValueError, match=r"expected x of shape \(n, d\) and y of shape \(n,\)"):
-        fit_mlp_vi(k, [6, 4, 3], x, y[:, None], **FAST)
+        train_mlp_vi(k, [6, 4, 3], x, y[:, None], **FAST)
     with pytest.raises(ValueError, match=r"sizes must list at least two positive layer widths"):
-        fit_mlp_vi(k, [6], x, y, **FAST)
+        train_mlp_vi(k, [6], x, y, **FAST)
     with pytest.raises(ValueError, match="key must be a jax.random key, got int"):
-        fit_mlp_vi(0, [6, 4, 3], x, y, **FAST)
+        train_mlp_vi(0, [6, 4, 3], x, y, **FAST)
     with pytest.raises(ValueError, match="key must be a jax.random key, got int"):
-        fit_vi(0, mu0, categorical_loglik, x, y, **FAST)
+        train_vi(0, mu0, categorical_loglik, x, y, **FAST)
     # categorical_loglik: x and y are checked against the MLP of init_mu (or of the module)
     with pytest.raises(ValueError, match=r"y must lie in \[0, 3\)"):
-        fit_vi(k, mu0, categorical_loglik, x, y + 1, **FAST)
+        train_vi(k, mu0, categorical_loglik, x, y + 1, **FAST)
     with pytest.raises(ValueError, match="x has 6 features but the network's input width is 5"):
-        fit_vi(k, MeanFieldMLP([5, 4, 3], rngs=nnx.Rngs(0)), categorical_loglik, x, y, **FAST)
+        train_vi(k, MeanFieldMLP([5, 4, 3], rngs=nnx.Rngs(0)), categorical_loglik, x, y, **FAST)
     with pytest.raises(ValueError, match="epochs must be a positive integer, got True"):
-        fit_vi(k, mu0, categorical_loglik, x, y, **(FAST | dict(epochs=True)))
+        train_vi(k, mu0, categorical_loglik, x, y, **(FAST | dict(epochs=True)))
     # any other likelihood that fails on a minibatch is reported as such, not from deep inside jax
     xr, yr = _orthogonal_regression()
     with pytest.raises(ValueError, match=r"loglik_fn\(init_mu, x\[:batch_size\], y\[:batch_size\]\) failed"):
-        fit_vi(k, {"w": jnp.zeros(D + 1)}, _gauss_loglik, xr, yr, **FAST | dict(batch_size=16))
+        train_vi(k, {"w": jnp.zeros(D + 1)}, _gauss_loglik, xr, yr, **FAST | dict(batch_size=16))
 
 
 def test_neg_elbo_is_neg_elbo_from_the_key_s_noise():
@@ -256,9 +256,9 @@ def test_bayes_by_backprop_of_optunet_through_categorical_loglik_fn():
     loglik = categorical_loglik_fn(optunet_apply)
     assert loglik == categorical_loglik_fn(optunet_apply)  # equal: one compiled loop
     params = optunet_init(jax.random.key(2))
-    res = fit_vi(jax.random.key(3), params, loglik, x, y, epochs=2, batch_size=16, learning_rate=1e-2, num_mc=3)
+    res = train_vi(jax.random.key(3), params, loglik, x, y, epochs=2, batch_size=16, learning_rate=1e-2, num_mc=3)
     assert jax.tree_util.tree_structure(res.mu) == jax.tree_util.tree_structure(params)
     assert res.elbo_history.shape == (2,) and np.isfinite(res.elbo_history).all()
     np.testing.assert_allclose(loglik(params, x, y), -64 * nll(optunet_apply(params, x), y), rtol=1e-5)
     with pytest.raises(ValueError, match="y"):  # labels checked against OptuNet's 10 classes
-        fit_vi(jax.random.key(3), params, loglik, x, y + 10, epochs=1, batch_size=16, learning_rate=1e-2)
+        train_vi(jax.random.key(3), params, loglik, x, y + 10, epochs=1, batch_size=16, learning_rate=1e-2)

@@ -222,12 +222,12 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
         ``(samples, seconds)``, both keyed by method (:data:`METHODS`).
     """
     from symlib.core.cnn import optunet_apply, optunet_init
-    from symlib.evaluation import sample_gaussian
-    from symlib.inference import (SWAGConfig, categorical_loglik_fn, dropout_apply, dropout_samples, fit_map_many,
-                                  fit_swag, fit_vi, laplace_posterior, laplace_sample, run_sghmc, swag_sample,
-                                  train_many)
+    from symlib.inference import (Data, DropoutPosterior, LaplaceConfig, Model, SGHMCConfig, SWAGConfig, VIConfig,
+                                  dropout_apply, fit_laplace, fit_sghmc, fit_swag, fit_vi, sample, train_many,
+                                  train_map_many)
 
     x, y = d["x_train"], d["y_train"]
+    model, data = Model(optunet_apply), Data(x, y)
     S, M, E = profile.post_samples, profile.post_modes, profile.post_method_epochs
     cfg = bank_train_config(profile, len(y))
     modes = _take(bank["params"], split["ensemble"][:M])
@@ -255,44 +255,41 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
         # the modes for E epochs when post_warm_start (as BNN, SWAG and SGHMC), else from scratch
         stochastic = dropout_apply(optunet_apply, rate)
         if profile.post_warm_start:
-            nets, _ = fit_map_many(modes, jax.random.split(next(keys), M), x, y, bank_train_config(profile, len(y), E),
+            nets, _ = train_map_many(modes, jax.random.split(next(keys), M), x, y, bank_train_config(profile, len(y), E),
                                    apply_fn=optunet_apply, stochastic_apply=stochastic)
         else:
             nets, _ = train_many(next(keys), optunet_init, optunet_apply, M, x, y, cfg, stochastic_apply=stochastic)
-        nets = [_take(nets, i) for i in range(M)]
-        return single_and_multi("Dropout", nets, lambda k, p, n: dropout_samples(k, p, n, rate=rate), next(keys), S, M)
+        posteriors = [DropoutPosterior(_take(nets, i), rate) for i in range(M)]
+        return single_and_multi("Dropout", posteriors, sample, next(keys), S, M)
 
     def bnn():
-        fit = lambda k, p: fit_vi(k, p, categorical_loglik_fn(optunet_apply), x, y, prior_var=1.0,
-                                  std_init=SETTINGS["bnn_std_init"], epochs=E, batch_size=SETTINGS["batch_size"],
-                                  learning_rate=SETTINGS["bnn_learning_rate"], num_mc=SETTINGS["bnn_num_mc"])
-        fits = _per_mode(fit, starts, jax.random.split(next(keys), M))
-        return single_and_multi("BNN", fits, lambda k, q, n: sample_gaussian(k, q.mu, q.sigma, n), next(keys), S, M)
+        vcfg = VIConfig(epochs=E, batch_size=SETTINGS["batch_size"], learning_rate=SETTINGS["bnn_learning_rate"],
+                        prior_var=1.0, std_init=SETTINGS["bnn_std_init"], num_mc=SETTINGS["bnn_num_mc"])
+        fits = _per_mode(lambda k, p: fit_vi(k, p, model, data, vcfg), starts, jax.random.split(next(keys), M))
+        return single_and_multi("BNN", fits, sample, next(keys), S, M)
 
     def sghmc():
-        res = run_sghmc(next(keys), _take(starts, 0), x, y, apply_fn=optunet_apply,
-                        step_size=SETTINGS["sghmc_step_size"], epochs=E, batch_size=SETTINGS["batch_size"],
-                        num_samples=S, prior_std=cfg.prior_std, friction=SETTINGS["sghmc_friction"],
-                        num_integration_steps=profile.sghmc_leapfrog)
-        return {"SGHMC": jax.tree_util.tree_map(np.asarray, res.samples)}
+        hcfg = SGHMCConfig(step_size=SETTINGS["sghmc_step_size"], epochs=E, batch_size=SETTINGS["batch_size"],
+                           num_samples=S, prior_std=cfg.prior_std, friction=SETTINGS["sghmc_friction"],
+                           num_integration_steps=profile.sghmc_leapfrog)
+        return {"SGHMC": jax.tree_util.tree_map(np.asarray, fit_sghmc(next(keys), _take(starts, 0), model, data,
+                                                                      hcfg).samples)}
 
     def swag():
         snaps = min(SETTINGS["swag_snapshots"], max(2, 2 * E))
         scfg = SWAGConfig(epochs=max(snaps, 2 * E), batch_size=SETTINGS["batch_size"],
                           learning_rate=SETTINGS["swag_learning_rate"], prior_std=cfg.prior_std,
                           num_snapshots=snaps, rank=min(SETTINGS["swag_rank"], snaps), scale=SETTINGS["swag_scale"])
-        fits = _per_mode(lambda k, p: fit_swag(k, p, x, y, scfg, apply_fn=optunet_apply), modes,
-                         jax.random.split(next(keys), M))
-        return single_and_multi("SWAG", fits, swag_sample, next(keys), S, M)
+        fits = _per_mode(lambda k, p: fit_swag(k, p, model, data, scfg), modes, jax.random.split(next(keys), M))
+        return single_and_multi("SWAG", fits, sample, next(keys), S, M)
 
     def laplace():
         n = len(y) if profile.laplace_n_data is None else min(profile.laplace_n_data, len(y))
         sub = np.sort(np.random.default_rng(3).permutation(len(y))[:n])  # a random subsample (all: every image)
-        fits = [laplace_posterior(_take(modes, i), x[sub], y[sub], apply_fn=optunet_apply,
-                                  prior_precision=1.0 / cfg.prior_std ** 2, hessian=profile.laplace_hessian,
-                                  batch_size=32 if profile.laplace_hessian == "full" else 128, num_data=len(y))
-                for i in range(M)]
-        return single_and_multi("Laplace", fits, laplace_sample, next(keys), S, M)
+        lcfg = LaplaceConfig(prior_precision=1.0 / cfg.prior_std ** 2, hessian=profile.laplace_hessian,
+                             batch_size=32 if profile.laplace_hessian == "full" else 128, num_data=len(y))
+        fits = [fit_laplace(None, _take(modes, i), model, Data(x[sub], y[sub]), lcfg) for i in range(M)]
+        return single_and_multi("Laplace", fits, sample, next(keys), S, M)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=Warning)  # Laplace's clipped eigenvalues are recorded, not lost

@@ -379,7 +379,7 @@ def _init_fn(task: str, width: int):
 
 
 def train_resnets(key, task: str, width: int, n: int, x, y, cfg, stochastic_apply) -> dict:
-    """``n`` ResNet-18 trained at once (:func:`~symlib.inference.training.fit_map_many`) from
+    """``n`` ResNet-18 trained at once (:func:`~symlib.inference.training.train_map_many`) from
     ``resnet18_init`` with keys split from ``key`` (the init is not ``vmap``-able, so the
     networks are initialised one by one and stacked), the objective evaluated with
     ``stochastic_apply`` (training mode).
@@ -388,12 +388,12 @@ def train_resnets(key, task: str, width: int, n: int, x, y, cfg, stochastic_appl
         The stacked trained networks (numpy), running statistics not yet set.
     """
     from symlib.core.resnet import resnet18_apply
-    from symlib.inference.training import fit_map_many
+    from symlib.inference.training import train_map_many
 
     init_key, data_key = jax.random.split(key)
     init = _init_fn(task, width)
     params0 = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[init(k) for k in jax.random.split(init_key, n)])
-    nets, _ = fit_map_many(params0, jax.random.split(data_key, n), x, y, cfg, apply_fn=resnet18_apply,
+    nets, _ = train_map_many(params0, jax.random.split(data_key, n), x, y, cfg, apply_fn=resnet18_apply,
                            stochastic_apply=stochastic_apply)
     return jax.tree_util.tree_map(np.asarray, nets)
 
@@ -506,11 +506,11 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
     Returns:
         Seconds per method.
     """
-    from symlib.evaluation import sample_gaussian
-    from symlib.inference import (SWAGConfig, categorical_loglik_fn, dropout_samples, fit_swag, fit_vi, kfac_sample,
-                                  last_layer_kfac, run_sghmc, swag_sample)
+    from symlib.inference import (Data, DropoutPosterior, Model, SGHMCConfig, SWAGConfig, VIConfig, fit_sghmc,
+                                  fit_swag, fit_vi, kfac_sample, last_layer_kfac, sample)
 
     x, y = jnp.asarray(d["x_train"]), jnp.asarray(d["y_train"])
+    model, data = Model(_train_apply), Data(x, y)
     S, M = profile.rn18_samples, profile.rn18_modes
     cfg = resnet_train_config(profile, task, len(y))
     bs = cfg.batch_size
@@ -528,33 +528,29 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
         for name, stack in out.items():
             write(name, stack)
 
-    def refreshed(sample):  # a sampler whose samples get their batch-norm statistics re-estimated
-        return lambda k, p, n: refresh_statistics(jax.tree_util.tree_map(np.asarray, sample(k, p, n)), x_bn)
+    def refreshed(draw_fn):  # a sampler whose samples get their batch-norm statistics re-estimated
+        return lambda k, p, n: refresh_statistics(jax.tree_util.tree_map(np.asarray, draw_fn(k, p, n)), x_bn)
 
     rate = SETTINGS["dropout_rate"]
 
     def dropout():
         nets = train_resnets(next(keys), task, profile.rn18_base_width, M, x, y, cfg, LastLayerDropoutTrain(rate))
         nets = refresh_statistics(nets, x_bn)
-        nets = [jax.tree_util.tree_map(lambda a: a[i], nets) for i in range(M)]
-        sample = lambda k, p, n: dropout_samples(k, p, n, rate=rate, layer="head")  # noqa: E731
-        return single_and_multi("Dropout", nets, sample, next(keys), S, M)
+        posteriors = [DropoutPosterior(jax.tree_util.tree_map(lambda a: a[i], nets), rate, "head") for i in range(M)]
+        return single_and_multi("Dropout", posteriors, sample, next(keys), S, M)
 
     def bnn():
-        loglik = categorical_loglik_fn(_train_apply)  # one object: the modes share a compiled loop
-        fit = lambda k, p: fit_vi(k, p, loglik, x, y, prior_var=1.0,  # noqa: E731
-                                  std_init=SETTINGS["bnn_std_init"], epochs=2 * cfg.epochs, batch_size=bs,
-                                  learning_rate=SETTINGS["bnn_learning_rate"], num_mc=SETTINGS["bnn_num_mc"])
-        fits = [fit(k, m) for k, m in zip(jax.random.split(next(keys), M), modes)]
-        return single_and_multi("BNN", fits, refreshed(lambda k, q, n: sample_gaussian(k, q.mu, q.sigma, n)),
-                                next(keys), S, M)
+        vcfg = VIConfig(epochs=2 * cfg.epochs, batch_size=bs, learning_rate=SETTINGS["bnn_learning_rate"],
+                        prior_var=1.0, std_init=SETTINGS["bnn_std_init"], num_mc=SETTINGS["bnn_num_mc"])
+        fits = [fit_vi(k, m, model, data, vcfg) for k, m in zip(jax.random.split(next(keys), M), modes)]
+        return single_and_multi("BNN", fits, refreshed(sample), next(keys), S, M)
 
     def sghmc():
         epochs = max(cfg.epochs, -(-2 * S // (len(y) // bs)))  # at least 2 S draws (burn-in: the first half)
-        res = run_sghmc(next(keys), modes[0], x, y, apply_fn=_train_apply, step_size=SETTINGS["sghmc_step_size"],
-                        epochs=epochs, batch_size=bs, num_samples=S, prior_std=cfg.prior_std,
-                        friction=SETTINGS["sghmc_friction"],
-                        num_integration_steps=SETTINGS["sghmc_integration_steps"])
+        hcfg = SGHMCConfig(step_size=SETTINGS["sghmc_step_size"], epochs=epochs, batch_size=bs, num_samples=S,
+                           prior_std=cfg.prior_std, friction=SETTINGS["sghmc_friction"],
+                           num_integration_steps=SETTINGS["sghmc_integration_steps"])
+        res = fit_sghmc(next(keys), modes[0], model, data, hcfg)
         return {"SGHMC": refresh_statistics(jax.tree_util.tree_map(np.asarray, res.samples), x_bn)}
 
     def swag():
@@ -562,8 +558,8 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
         scfg = SWAGConfig.from_train(cfg._replace(schedule="step"), ramp_epochs=max(1, cfg.epochs // 5) if
                                      cfg.epochs > 1 else 0, num_snapshots=snaps,
                                      rank=min(SETTINGS["swag_rank"], snaps), scale=SETTINGS["swag_scale"])
-        fits = [fit_swag(k, m, x, y, scfg, apply_fn=_train_apply) for k, m in zip(jax.random.split(next(keys), M), modes)]
-        return single_and_multi("SWAG", fits, refreshed(swag_sample), next(keys), S, M)
+        fits = [fit_swag(k, m, model, data, scfg) for k, m in zip(jax.random.split(next(keys), M), modes)]
+        return single_and_multi("SWAG", fits, refreshed(sample), next(keys), S, M)
 
     def laplace():
         fits = [(m, last_layer_kfac(_features(m, d["x_train"]), m["head"]["kernel"], m["head"]["bias"],

@@ -292,14 +292,14 @@ def fit_and_align_pair(profile: Profile, data: Mapping[str, np.ndarray], width: 
         As :func:`align_and_compare`, plus ``elbo_final`` (final per-example ELBO of the two
         fits) and ``posteriors`` (``mu0``, ``sigma0``, ``mu1``, ``sigma1``).
     """
-    from symlib.inference.vi import fit_mlp_vi
+    from symlib.inference.vi import train_mlp_vi
     from symlib.symmetry.specs import mlp_permutation_spec
 
     evals = {s: (data[f"x_{s}"][: profile.align_n_eval], data[f"y_{s}"][: profile.align_n_eval]) for s in SPLITS}
     sizes = [data["x_train"].shape[1], *[int(width)] * profile.align_depth, 10]
     n = profile.align_n_train
     x_train, y_train = (data["x_train"], data["y_train"]) if n is None else (data["x_train"][:n], data["y_train"][:n])
-    fits = [fit_mlp_vi(jax.random.key(100 * seed + int(width)), sizes, x_train, y_train,
+    fits = [train_mlp_vi(jax.random.key(100 * seed + int(width)), sizes, x_train, y_train,
                        prior_var=profile.align_prior_var if prior_var is None else prior_var,
                        std_init=ROSSI_VI_SETTINGS["std_init"], epochs=profile.align_epochs,
                        batch_size=ROSSI_VI_SETTINGS["batch_size"], learning_rate=profile.learning_rate,
@@ -501,7 +501,7 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
         with ``curves``, ``barrier``, ``alignment_seconds``, ``elbo_final`` (and no posteriors).
     """
     from symlib.core.resnet import resnet20_apply, resnet20_init
-    from symlib.inference.vi import fit_vi
+    from symlib.inference.vi import train_vi
     from symlib.symmetry.architectures import resnet20_permutation_spec
 
     d = load_resnet_data(profile)
@@ -511,7 +511,7 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
     evals = {"train": (d["x_train"][:m], d["y_train"][:m]), "test": (d["x_test"], d["y_test"])}
 
     def step(width: int) -> dict[str, Any]:
-        fits = [fit_vi(jax.random.key(100 * seed + width), resnet20_init(jax.random.key(1000 + 100 * seed + width),
+        fits = [train_vi(jax.random.key(100 * seed + width), resnet20_init(jax.random.key(1000 + 100 * seed + width),
                                                                           width, 10, channels),
                        resnet20_loglik, d["x_train"], d["y_train"], prior_var=profile.align_prior_var,
                        std_init=ROSSI_VI_SETTINGS["std_init"], epochs=profile.resnet_epochs,

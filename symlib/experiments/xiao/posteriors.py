@@ -85,11 +85,11 @@ def vi(profile: Profile) -> dict[str, Any]:
         The artifact: ``mu``, ``sigma``, ``elbo_history``, ``test_probs`` and ``test``.
     """
     from symlib.evaluation.predictive import predict_from_gaussian
-    from symlib.inference.vi import fit_mlp_vi
+    from symlib.inference.vi import train_mlp_vi
 
     d = load_bnn_data(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
-    res = fit_mlp_vi(jax.random.key(0), sizes, d["x_train"], d["y_train"], prior_var=profile.prior_std**2,
+    res = train_mlp_vi(jax.random.key(0), sizes, d["x_train"], d["y_train"], prior_var=profile.prior_std**2,
                      std_init=profile.vi_std_init, epochs=profile.vi_epochs, batch_size=profile.vi_batch_size,
                      learning_rate=profile.vi_learning_rate)
     probs = predict_from_gaussian(jax.random.key(1), res.mu, res.sigma, d["x_test"], profile.mc_samples)

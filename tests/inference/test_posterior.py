@@ -1,0 +1,118 @@
+"""symlib.inference.posterior: one shape for every posterior approximation. Each
+``fit_<method>(key, params0, model, data, config)`` gives bit for bit what its training loop
+gives, and ``sample(key, posterior, n)`` what the loop's own sampler draws."""
+import jax
+import numpy as np
+import pytest
+
+from symlib import inference
+from symlib.core.gaussian import DiagonalGaussian, sample_gaussian
+from symlib.core.models import mlp_apply, mlp_init
+from symlib.inference import (Data, DropoutConfig, LaplaceConfig, Model, SGHMCConfig, SWAGConfig, TrainConfig,
+                              VIConfig)
+
+SIZES = [4, 6, 3]
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(48, 4)).astype(np.float32)
+Y = RNG.integers(0, 3, 48)
+MODEL, DATA = Model(mlp_apply), Data(X, Y)
+PARAMS0 = mlp_init(jax.random.key(0), SIZES)
+
+
+def _same(a, b):
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b) and len(la) == len(lb)
+    for u, v in zip(la, lb):
+        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+
+
+def _n(stack):
+    return len(jax.tree_util.tree_leaves(stack)[0])
+
+
+def test_fit_map_is_train_map_and_samples_repeat_it():
+    cfg = TrainConfig(epochs=2, batch_size=16, learning_rate=1e-2)
+    post = inference.fit_map(jax.random.key(1), PARAMS0, MODEL, DATA, cfg)
+    _same(post.params, inference.train_map(PARAMS0, jax.random.key(1), X, Y, cfg)[0])
+    draws = inference.sample(jax.random.key(2), post, 3)
+    assert _n(draws) == 3
+    _same(jax.tree_util.tree_map(lambda a: a[2], draws), post.params)
+
+
+def test_fit_vi_is_train_vi_as_one_diagonal_gaussian():
+    cfg = VIConfig(epochs=2, batch_size=16, learning_rate=1e-2, prior_var=0.5, std_init=0.05)
+    post = inference.fit_vi(jax.random.key(3), PARAMS0, MODEL, DATA, cfg)
+    res = inference.train_vi(jax.random.key(3), PARAMS0, inference.categorical_loglik_fn(mlp_apply), X, Y,
+                             epochs=2, batch_size=16, learning_rate=1e-2, prior_var=0.5, std_init=0.05)
+    assert isinstance(post, DiagonalGaussian)
+    _same(post, res.gaussian)
+    mu, sigma = post  # unpacks as the alignment's (mu, sigma)
+    _same(mu, res.mu)
+    _same(inference.sample(jax.random.key(4), post, 5), sample_gaussian(jax.random.key(4), mu, sigma, 5))
+
+
+def test_fit_laplace_is_laplace_posterior():
+    cfg = LaplaceConfig(prior_precision=2.0, hessian="ggn", batch_size=16)
+    post = inference.fit_laplace(jax.random.key(0), PARAMS0, MODEL, DATA, cfg)
+    ref = inference.laplace_posterior(PARAMS0, X, Y, apply_fn=mlp_apply, prior_precision=2.0, hessian="ggn",
+                                      batch_size=16)
+    np.testing.assert_array_equal(post.precision, ref.precision)
+    _same(inference.sample(jax.random.key(5), post, 4), inference.laplace_sample(jax.random.key(5), ref, 4))
+
+
+def test_fit_swag_is_train_swag():
+    cfg = SWAGConfig(epochs=4, batch_size=16, learning_rate=0.05, num_snapshots=2, rank=2)
+    post = inference.fit_swag(jax.random.key(6), PARAMS0, MODEL, DATA, cfg)
+    ref = inference.train_swag(jax.random.key(6), PARAMS0, X, Y, cfg, apply_fn=mlp_apply)
+    _same(post.mean, ref.mean)
+    _same(inference.sample(jax.random.key(7), post, 3), inference.swag_sample(jax.random.key(7), ref, 3))
+
+
+def test_fit_sghmc_keeps_the_draws_and_sample_takes_the_first():
+    cfg = SGHMCConfig(step_size=1e-3, epochs=2, batch_size=16, num_samples=3, num_integration_steps=2)
+    post = inference.fit_sghmc(jax.random.key(8), PARAMS0, MODEL, DATA, cfg)
+    ref = inference.run_sghmc(jax.random.key(8), PARAMS0, X, Y, apply_fn=mlp_apply, step_size=1e-3, epochs=2,
+                              batch_size=16, num_samples=3, num_integration_steps=2)
+    _same(post.samples, ref.samples)
+    _same(inference.sample(jax.random.key(0), post, 2), jax.tree_util.tree_map(lambda a: a[:2], ref.samples))
+    with pytest.raises(ValueError, match="holds 3 samples; cannot take n=4"):
+        inference.sample(jax.random.key(0), post, 4)
+
+
+def test_fit_dropout_is_train_dropout():
+    cfg = DropoutConfig(TrainConfig(epochs=1, batch_size=16, learning_rate=1e-2), rate=0.2, layer="dense_1")
+    post = inference.fit_dropout(jax.random.key(9), PARAMS0, MODEL, DATA, cfg)
+    ref, _ = inference.train_dropout(PARAMS0, jax.random.key(9), X, Y, cfg.train, rate=0.2, apply_fn=mlp_apply)
+    _same(post.params, ref)
+    _same(inference.sample(jax.random.key(10), post, 4),
+          inference.dropout_samples(jax.random.key(10), ref, 4, rate=0.2, layer="dense_1"))
+
+
+def test_every_method_is_in_fits_and_bad_arguments_are_named():
+    assert set(inference.FITS) == {"map", "vi", "laplace", "swag", "sghmc", "dropout"}
+    cfg = TrainConfig(epochs=1, batch_size=16)
+    with pytest.raises(TypeError, match="model must be a symlib.inference.Model"):
+        inference.fit_map(jax.random.key(0), PARAMS0, mlp_apply, DATA, cfg)
+    with pytest.raises(TypeError, match=r"data must be a symlib.inference.Data\(x, y\)"):
+        inference.fit_map(jax.random.key(0), PARAMS0, MODEL, (X, Y), cfg)
+    with pytest.raises(TypeError, match="config must be a VIConfig, got TrainConfig"):
+        inference.fit_vi(jax.random.key(0), PARAMS0, MODEL, DATA, cfg)
+    with pytest.raises(TypeError, match="no sampler for a dict"):
+        inference.sample(jax.random.key(0), {"mu": 1}, 2)
+    with pytest.raises(ValueError, match="n"):
+        inference.sample(jax.random.key(0), inference.PointEstimate(PARAMS0), 0)
+
+
+def test_a_new_posterior_type_registers_its_sampler():
+    from typing import NamedTuple
+
+    from symlib.inference.posterior import draw
+
+    class Constant(NamedTuple):
+        value: float
+
+    @draw.register
+    def _(posterior: Constant, key, n):
+        return {"w": np.full((n, 2), posterior.value)}
+
+    np.testing.assert_array_equal(inference.sample(jax.random.key(0), Constant(3.0), 2)["w"], np.full((2, 2), 3.0))
