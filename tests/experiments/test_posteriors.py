@@ -128,3 +128,39 @@ def test_method_samples_gives_every_method_its_samples_and_warm_starts_dropout_f
     # Adam (lr 1e-2) moves a weight by about the learning rate a step: 8 steps stay within
     # 0.1; a fresh initialisation, U(-1/4, 1/4) for conv_0, lies far from the modes
     assert (gap < 0.1) if warm else (gap > 0.2), gap
+
+
+def test_zoo_step_gives_each_group_its_own_keys():
+    """Every architecture's method zoo runs through zoo_step: a group fits with the first key
+    of its slice and draws from the last (Laurent's Laplace, deterministic, only draws), so a
+    skipped or cached group leaves the others' keys unchanged."""
+    import jax
+
+    from symlib.experiments.laurent.posteriors import ZOO_GROUPS, ZOO_KEYS, ZooMethod, zoo_step
+    from symlib.inference import Samples
+
+    keys = jax.random.split(jax.random.key(0), ZOO_KEYS)
+    same = lambda a, b: bool((jax.random.key_data(a) == jax.random.key_data(b)).all())  # noqa: E731
+    for group, (names, (lo, hi)) in ZOO_GROUPS.items():
+        fits, draws = [], []
+
+        def fit(key):
+            fits.append(key)
+            return Samples({"w": np.zeros((4, 1))}) if len(names) == 1 else ["mode0", "mode1"]
+
+        def draw(key, posterior, n):
+            draws.append(key)
+            return {"w": np.zeros((n, 1))}
+
+        out = zoo_step(group, ZooMethod(fit, draw), keys, 4, 2)
+        assert set(out["samples"]) == set(names) and set(out["seconds"]) == set(names)
+        if hi - lo == 2 or len(names) == 1:
+            assert same(fits[0], keys[lo])
+        else:
+            assert fits == [None]
+        if len(names) == 2:  # the single-mode draw uses the first half of the last key
+            assert same(draws[0], jax.random.split(keys[hi - 1])[0]) and len(draws) == 3
+        else:
+            assert draws == []
+    with pytest.raises(ValueError, match="zoo group"):
+        zoo_step("hmc", ZooMethod(fit), keys, 4, 2)

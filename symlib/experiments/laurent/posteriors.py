@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 import numpy as np
@@ -42,7 +42,7 @@ from symlib.experiments.claims import Evidence, Verdict, claim, difference, inte
 from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY, optunet_data
 from symlib.experiments.profiles import Profile
 from symlib.experiments.thresholds import threshold
-from symlib.experiments.registry import data_config, load_align_data, register, run, train_many_blocks
+from symlib.experiments.registry import data_config, load_align_data, pick, register, run, train_many_blocks
 
 #: Table 1's rows, in the paper's order; ``MULTI`` are the multi-mode estimates and DE.
 SINGLE = ("Dropout", "BNN", "SGHMC", "SWAG", "Laplace")
@@ -209,6 +209,65 @@ def single_and_multi(name: str, posteriors: list, sample: Callable, key, n_sampl
             f"multi-{name}": multi_mode_samples(k2, sample, posteriors, n_samples // n_modes)}
 
 
+#: Table 1's methods as the zoo fits them, group -> (its names, its slice of the zoo's keys).
+#: A group draws its keys from its own slice (the first to fit, the last to sample, as they were
+#: once drawn from one shared sequence), so a group loaded from the cache, or skipped, leaves the
+#: others' keys unchanged.
+ZOO_GROUPS: dict[str, tuple[tuple[str, ...], tuple[int, int]]] = {
+    "dropout": (("Dropout", "multi-Dropout"), (0, 2)), "bnn": (("BNN", "multi-BNN"), (2, 4)),
+    "sghmc": (("SGHMC",), (4, 5)), "swag": (("SWAG", "multi-SWAG"), (5, 7)),
+    "laplace": (("Laplace", "multi-Laplace"), (7, 8))}
+#: keys of the zoo's sequence (``jax.random.split(key, ZOO_KEYS)``)
+ZOO_KEYS = 16
+
+
+class ZooMethod(NamedTuple):
+    """How one architecture fits one group of the zoo (:func:`zoo_step`).
+
+    Attributes:
+        fit: ``fit(key) -> posteriors``: one posterior per mode (a list) for a group with a
+            multi-mode variant, else one :class:`~symlib.inference.Samples`; ``key`` is
+            None for a group whose slice holds only the sampling key (Laplace, deterministic).
+        draw: ``draw(key, posterior, n)``, default :func:`symlib.inference.sample` (e.g. one
+            that re-estimates the batch-norm statistics of the draws).
+    """
+
+    fit: Callable
+    draw: Callable | None = None
+
+
+def zoo_step(group: str, method: ZooMethod, keys, n_samples: int, n_modes: int) -> dict[str, Any]:
+    """One group of the method zoo, the same for every architecture: fit, then draw ``name``
+    from the first posterior and ``multi-name`` from all (:func:`single_and_multi`), timed.
+
+    Args:
+        group: a key of :data:`ZOO_GROUPS`.
+        method: the architecture's :class:`ZooMethod` for it.
+        keys: the zoo's ``ZOO_KEYS`` keys; the group takes its slice.
+        n_samples: samples per method.
+        n_modes: modes of the multi-mode variants.
+
+    Returns:
+        ``samples`` (name -> stacked networks, numpy) and ``seconds`` (name -> seconds, the
+        group's time shared by its names). Warnings of the fits (Laplace's clipped
+        eigenvalues, which are recorded in the posterior) are silenced.
+    """
+    from symlib.inference import sample
+
+    names, (lo, hi) = pick(ZOO_GROUPS, group, "zoo group")
+    ks = list(keys[lo:hi])
+    multi = len(names) == 2
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=Warning)
+        posteriors = method.fit(ks.pop(0) if len(ks) > int(multi) else None)
+        out = (single_and_multi(names[0], posteriors, method.draw or sample, ks[0], n_samples, n_modes) if multi
+               else {names[0]: posteriors.samples})
+        jax.block_until_ready(out)
+    return {"samples": jax.tree_util.tree_map(np.asarray, out),
+            "seconds": {n: (time.perf_counter() - t0) / len(names) for n in names}}
+
+
 def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[dict, dict]:
     """Every method's samples (stacked OptuNet parameters) and its seconds.
 
@@ -223,7 +282,7 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
     """
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.inference import (Data, DropoutPosterior, LaplaceConfig, Model, SGHMCConfig, SWAGConfig, VIConfig,
-                                  dropout_apply, fit_laplace, fit_sghmc, fit_swag, fit_vi, sample, train_many,
+                                  dropout_apply, fit_laplace, fit_sghmc, fit_swag, fit_vi, train_many,
                                   train_map_many)
 
     x, y = d["x_train"], d["y_train"]
@@ -233,74 +292,52 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
     modes = _take(bank["params"], split["ensemble"][:M])
     starts = modes if profile.post_warm_start else jax.tree_util.tree_map(
         np.asarray, jax.vmap(optunet_init)(jax.random.split(jax.random.key(7), M)))
-    all_keys = jax.random.split(jax.random.key(11), 16)
-    # each method draws its keys from its own slice, in the order they were drawn from one
-    # shared sequence, so a method loaded from the cache leaves the others' keys unchanged
-    key_slices = {"dropout": (0, 2), "bnn": (2, 4), "sghmc": (4, 5), "swag": (5, 7), "laplace": (7, 8)}
     samples, seconds = {"DE": _take(bank["params"], split["ensemble"])}, {"DE": 0.0}
-    keys = iter(())
-
-    def timed(group: str, names: tuple[str, ...], fn) -> dict[str, Any]:
-        nonlocal keys
-        keys = iter(all_keys[slice(*key_slices[group])])
-        t0 = time.perf_counter()
-        out = fn()
-        jax.block_until_ready(out)
-        return {"samples": jax.tree_util.tree_map(np.asarray, out),
-                "seconds": {n: (time.perf_counter() - t0) / len(names) for n in names}}
-
     rate = SETTINGS["dropout_rate"]
 
-    def dropout():  # M networks trained with last-layer dropout and the bank's recipe: continued from
+    def dropout(key):  # M networks trained with last-layer dropout and the bank's recipe: continued from
         # the modes for E epochs when post_warm_start (as BNN, SWAG and SGHMC), else from scratch
         stochastic = dropout_apply(optunet_apply, rate)
         if profile.post_warm_start:
-            nets, _ = train_map_many(modes, jax.random.split(next(keys), M), x, y, bank_train_config(profile, len(y), E),
-                                   apply_fn=optunet_apply, stochastic_apply=stochastic)
+            nets, _ = train_map_many(modes, jax.random.split(key, M), x, y, bank_train_config(profile, len(y), E),
+                                     apply_fn=optunet_apply, stochastic_apply=stochastic)
         else:
-            nets, _ = train_many(next(keys), optunet_init, optunet_apply, M, x, y, cfg, stochastic_apply=stochastic)
-        posteriors = [DropoutPosterior(_take(nets, i), rate) for i in range(M)]
-        return single_and_multi("Dropout", posteriors, sample, next(keys), S, M)
+            nets, _ = train_many(key, optunet_init, optunet_apply, M, x, y, cfg, stochastic_apply=stochastic)
+        return [DropoutPosterior(_take(nets, i), rate) for i in range(M)]
 
-    def bnn():
+    def bnn(key):
         vcfg = VIConfig(epochs=E, batch_size=SETTINGS["batch_size"], learning_rate=SETTINGS["bnn_learning_rate"],
                         prior_var=1.0, std_init=SETTINGS["bnn_std_init"], num_mc=SETTINGS["bnn_num_mc"])
-        fits = _per_mode(lambda k, p: fit_vi(k, p, model, data, vcfg), starts, jax.random.split(next(keys), M))
-        return single_and_multi("BNN", fits, sample, next(keys), S, M)
+        return _per_mode(lambda k, p: fit_vi(k, p, model, data, vcfg), starts, jax.random.split(key, M))
 
-    def sghmc():
+    def sghmc(key):
         hcfg = SGHMCConfig(step_size=SETTINGS["sghmc_step_size"], epochs=E, batch_size=SETTINGS["batch_size"],
                            num_samples=S, prior_std=cfg.prior_std, friction=SETTINGS["sghmc_friction"],
                            num_integration_steps=profile.sghmc_leapfrog)
-        return {"SGHMC": jax.tree_util.tree_map(np.asarray, fit_sghmc(next(keys), _take(starts, 0), model, data,
-                                                                      hcfg).samples)}
+        return fit_sghmc(key, _take(starts, 0), model, data, hcfg)
 
-    def swag():
+    def swag(key):
         snaps = min(SETTINGS["swag_snapshots"], max(2, 2 * E))
         scfg = SWAGConfig(epochs=max(snaps, 2 * E), batch_size=SETTINGS["batch_size"],
                           learning_rate=SETTINGS["swag_learning_rate"], prior_std=cfg.prior_std,
                           num_snapshots=snaps, rank=min(SETTINGS["swag_rank"], snaps), scale=SETTINGS["swag_scale"])
-        fits = _per_mode(lambda k, p: fit_swag(k, p, model, data, scfg), modes, jax.random.split(next(keys), M))
-        return single_and_multi("SWAG", fits, sample, next(keys), S, M)
+        return _per_mode(lambda k, p: fit_swag(k, p, model, data, scfg), modes, jax.random.split(key, M))
 
-    def laplace():
+    def laplace(_):
         n = len(y) if profile.laplace_n_data is None else min(profile.laplace_n_data, len(y))
         sub = np.sort(np.random.default_rng(3).permutation(len(y))[:n])  # a random subsample (all: every image)
         lcfg = LaplaceConfig(prior_precision=1.0 / cfg.prior_std ** 2, hessian=profile.laplace_hessian,
                              batch_size=32 if profile.laplace_hessian == "full" else 128, num_data=len(y))
-        fits = [fit_laplace(None, _take(modes, i), model, Data(x[sub], y[sub]), lcfg) for i in range(M)]
-        return single_and_multi("Laplace", fits, sample, next(keys), S, M)
+        return [fit_laplace(None, _take(modes, i), model, Data(x[sub], y[sub]), lcfg) for i in range(M)]
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=Warning)  # Laplace's clipped eigenvalues are recorded, not lost
-        groups = (("dropout", ("Dropout", "multi-Dropout"), dropout), ("bnn", ("BNN", "multi-BNN"), bnn),
-                  ("sghmc", ("SGHMC",), sghmc), ("swag", ("SWAG", "multi-SWAG"), swag),
-                  ("laplace", ("Laplace", "multi-Laplace"), laplace))
-        # one step per method, each kept in the artifact cache: a killed run resumes
-        for step in cached_steps("posterior_samples", _post_config(profile), groups, lambda g: timed(*g),
-                                 label=lambda g: g[0]):
-            samples.update(step["samples"])
-            seconds.update({n: float(v) for n, v in step["seconds"].items()})
+    zoo = {"dropout": ZooMethod(dropout), "bnn": ZooMethod(bnn), "sghmc": ZooMethod(sghmc), "swag": ZooMethod(swag),
+           "laplace": ZooMethod(laplace)}
+    keys = jax.random.split(jax.random.key(11), ZOO_KEYS)
+    # one step per method, each kept in the artifact cache: a killed run resumes
+    for step in cached_steps("posterior_samples", _post_config(profile), list(zoo),
+                             lambda group: zoo_step(group, zoo[group], keys, S, M)):
+        samples.update(step["samples"])
+        seconds.update({n: float(v) for n, v in step["seconds"].items()})
     return {m: jax.tree_util.tree_map(np.asarray, samples[m]) for m in METHODS}, seconds
 
 

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -55,10 +54,11 @@ import numpy as np
 
 from symlib.experiments import cache
 from symlib.experiments.claims import claim
-from symlib.experiments.laurent.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS, collapse_pairs, collapse_summary,
-                                           ensemble_closest, multi_mode_better_ood, multi_mode_closer,
-                                           multi_mode_higher_mi, ood_more_dispersed, sample_groups,
-                                           single_and_multi, single_mode_better_ece, uncertainty_metrics)
+from symlib.experiments.laurent.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS, ZOO_GROUPS, ZOO_KEYS, ZooMethod,
+                                                   collapse_pairs, collapse_summary, ensemble_closest,
+                                                   multi_mode_better_ood, multi_mode_closer, multi_mode_higher_mi,
+                                                   ood_more_dispersed, sample_groups, single_mode_better_ece,
+                                                   uncertainty_metrics, zoo_step)
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import register, run
 
@@ -506,8 +506,8 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
     Returns:
         Seconds per method.
     """
-    from symlib.inference import (Data, DropoutPosterior, Model, SGHMCConfig, SWAGConfig, VIConfig, fit_sghmc,
-                                  fit_swag, fit_vi, kfac_sample, last_layer_kfac, sample)
+    from symlib.inference import (Data, DropoutPosterior, Model, Samples, SGHMCConfig, SWAGConfig, VIConfig,
+                                  fit_sghmc, fit_swag, fit_vi, kfac_sample, last_layer_kfac, sample)
 
     x, y = jnp.asarray(d["x_train"]), jnp.asarray(d["y_train"])
     model, data = Model(_train_apply), Data(x, y)
@@ -517,63 +517,52 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
     x_bn = d["x_train"][:profile.rn18_bn_images]
     ens = split["ensemble"]
     modes = [jax.tree_util.tree_map(lambda a: np.asarray(a[i], np.float32), bank) for i in ens[:M]]
-    keys = iter(jax.random.split(jax.random.key(31), 16))
     seconds: dict[str, float] = {}
-
-    def timed(names, fn):
-        t0 = time.perf_counter()
-        out = fn()
-        for name in names:
-            seconds[name] = (time.perf_counter() - t0) / len(names)
-        for name, stack in out.items():
-            write(name, stack)
 
     def refreshed(draw_fn):  # a sampler whose samples get their batch-norm statistics re-estimated
         return lambda k, p, n: refresh_statistics(jax.tree_util.tree_map(np.asarray, draw_fn(k, p, n)), x_bn)
 
     rate = SETTINGS["dropout_rate"]
 
-    def dropout():
-        nets = train_resnets(next(keys), task, profile.rn18_base_width, M, x, y, cfg, LastLayerDropoutTrain(rate))
-        nets = refresh_statistics(nets, x_bn)
-        posteriors = [DropoutPosterior(jax.tree_util.tree_map(lambda a: a[i], nets), rate, "head") for i in range(M)]
-        return single_and_multi("Dropout", posteriors, sample, next(keys), S, M)
+    def dropout(key):
+        nets = refresh_statistics(train_resnets(key, task, profile.rn18_base_width, M, x, y, cfg,
+                                                LastLayerDropoutTrain(rate)), x_bn)
+        return [DropoutPosterior(jax.tree_util.tree_map(lambda a: a[i], nets), rate, "head") for i in range(M)]
 
-    def bnn():
+    def bnn(key):
         vcfg = VIConfig(epochs=2 * cfg.epochs, batch_size=bs, learning_rate=SETTINGS["bnn_learning_rate"],
                         prior_var=1.0, std_init=SETTINGS["bnn_std_init"], num_mc=SETTINGS["bnn_num_mc"])
-        fits = [fit_vi(k, m, model, data, vcfg) for k, m in zip(jax.random.split(next(keys), M), modes)]
-        return single_and_multi("BNN", fits, refreshed(sample), next(keys), S, M)
+        return [fit_vi(k, m, model, data, vcfg) for k, m in zip(jax.random.split(key, M), modes)]
 
-    def sghmc():
+    def sghmc(key):
         epochs = max(cfg.epochs, -(-2 * S // (len(y) // bs)))  # at least 2 S draws (burn-in: the first half)
         hcfg = SGHMCConfig(step_size=SETTINGS["sghmc_step_size"], epochs=epochs, batch_size=bs, num_samples=S,
                            prior_std=cfg.prior_std, friction=SETTINGS["sghmc_friction"],
                            num_integration_steps=SETTINGS["sghmc_integration_steps"])
-        res = fit_sghmc(next(keys), modes[0], model, data, hcfg)
-        return {"SGHMC": refresh_statistics(jax.tree_util.tree_map(np.asarray, res.samples), x_bn)}
+        draws = fit_sghmc(key, modes[0], model, data, hcfg).samples
+        return Samples(refresh_statistics(jax.tree_util.tree_map(np.asarray, draws), x_bn))
 
-    def swag():
+    def swag(key):
         snaps = min(SETTINGS["swag_snapshots"], 2 * cfg.epochs)
         scfg = SWAGConfig.from_train(cfg._replace(schedule="step"), ramp_epochs=max(1, cfg.epochs // 5) if
                                      cfg.epochs > 1 else 0, num_snapshots=snaps,
                                      rank=min(SETTINGS["swag_rank"], snaps), scale=SETTINGS["swag_scale"])
-        fits = [fit_swag(k, m, model, data, scfg) for k, m in zip(jax.random.split(next(keys), M), modes)]
-        return single_and_multi("SWAG", fits, refreshed(sample), next(keys), S, M)
+        return [fit_swag(k, m, model, data, scfg) for k, m in zip(jax.random.split(key, M), modes)]
 
-    def laplace():
-        fits = [(m, last_layer_kfac(_features(m, d["x_train"]), m["head"]["kernel"], m["head"]["bias"],
+    def laplace(_):  # last-layer KFAC: a posterior of the head, drawn into copies of the mode
+        return [(m, last_layer_kfac(_features(m, d["x_train"]), m["head"]["kernel"], m["head"]["bias"],
                                     prior_precision=1.0 / cfg.prior_std ** 2)) for m in modes]
-        sample = lambda k, fit, n: _with_head(fit[0], kfac_sample(k, fit[1], n))  # noqa: E731
-        return single_and_multi("Laplace", fits, sample, next(keys), S, M)
 
-    zoo = [(("Dropout", "multi-Dropout"), dropout), (("BNN", "multi-BNN"), bnn), (("SGHMC",), sghmc),
-           (("SWAG", "multi-SWAG"), swag), (("Laplace", "multi-Laplace"), laplace)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=Warning)
-        for names, fn in zoo:
-            if names[0] in methods_of(task):
-                timed(names, fn)
+    zoo = {"dropout": ZooMethod(dropout), "bnn": ZooMethod(bnn, refreshed(sample)), "sghmc": ZooMethod(sghmc),
+           "swag": ZooMethod(swag, refreshed(sample)),
+           "laplace": ZooMethod(laplace, lambda k, fit, n: _with_head(fit[0], kfac_sample(k, fit[1], n)))}
+    keys = jax.random.split(jax.random.key(31), ZOO_KEYS)
+    for group, method in zoo.items():
+        if ZOO_GROUPS[group][0][0] in methods_of(task):
+            step = zoo_step(group, method, keys, S, M)
+            seconds.update(step["seconds"])
+            for name, stack in step["samples"].items():
+                write(name, stack)
     write("DE", jax.tree_util.tree_map(lambda a: np.asarray(a[ens], np.float32), bank))
     seconds["DE"] = 0.0
     return seconds
