@@ -127,16 +127,3 @@ def test_rn18_paper_profile_and_recipes():
     assert (t.learning_rate, t.schedule, t.lr_milestones, t.epochs, t.nesterov) == (0.2, "cosine", (), 200, False)
     with pytest.raises(ValueError, match="the bank has 4"):
         pr.bank_split_resnet(4, 3, 2)
-
-
-def test_weight_store_round_trip(tmp_path):
-    stack = {"a": {"kernel": np.arange(24, dtype=np.float32).reshape(4, 3, 2)}, "b": np.ones((4, 5), np.float32)}
-    store = pr.create_weights(tmp_path / "w", {"a": {"kernel": stack["a"]["kernel"][0]}, "b": stack["b"][0]}, 4)
-    pr.write_weights(store, 0, {"a": {"kernel": stack["a"]["kernel"][:2]}, "b": stack["b"][:2]})
-    pr.write_weights(store, 2, {"a": {"kernel": stack["a"]["kernel"][2:]}, "b": stack["b"][2:]})
-    with pytest.raises(FileNotFoundError, match="incomplete"):
-        pr.open_weights(tmp_path / "w")
-    (tmp_path / "w" / "complete").write_text("")
-    back = pr.open_weights(tmp_path / "w")
-    assert isinstance(back["a"]["kernel"], np.memmap) and np.array_equal(back["a"]["kernel"], stack["a"]["kernel"])
-    assert np.array_equal(back["b"], stack["b"])

@@ -10,7 +10,7 @@ never runs them). Registered experiments, one set per task (``cifar100``,
   (:func:`resnet_train_config`), batch norm in training mode
   (:func:`~symlib.core.resnet.resnet18_apply_train`), the running statistics set afterwards
   from ``rn18_bn_images`` training images (:func:`~symlib.core.resnet.resnet18_running_statistics`).
-  The networks are written chunk by chunk to a :func:`weight store <open_weights>` of
+  The networks are written chunk by chunk to a :func:`weight store <symlib.experiments.weights.open_weights>` of
   memory-mapped ``.npy`` files (1,100 ResNet-18 are 49 GB): a killed run resumes at the
   next chunk, and nothing downstream holds the bank in memory.
 - ``rn18_posteriors_<task>``: the method zoo of Table 1 at ResNet-18 scale, each
@@ -41,7 +41,6 @@ the authors' scale-adapted SGHMC, and the paper's Blitz priors for BNN.
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -52,7 +51,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib.experiments import cache
 from symlib.experiments.claims import claim
 from symlib.experiments.laurent.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS, ZOO_GROUPS, ZOO_KEYS, ZooMethod,
                                                    collapse_pairs, collapse_summary, ensemble_closest,
@@ -61,6 +59,7 @@ from symlib.experiments.laurent.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS
                                                    uncertainty_metrics, zoo_step)
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import register, run
+from symlib.experiments.weights import create_weights, open_weights, resume_weights, store_dir, write_weights
 
 #: the ResNet-18 tasks: classes, the image side, the OOD set (:func:`ood_images`)
 #: and the authors' recipe (App. B.1; TinyImageNet's weight decay is lost from the paper's
@@ -240,74 +239,6 @@ def resnet_train_config(profile: Profile, task: str, n_train: int):
                        milestones, 0.1, "crop_flip", 0.0, nesterov=t["nesterov"], schedule=t["schedule"])
 
 
-# ------------------------------------------------------------------ weight stores
-
-
-def _leaf_file(directory: Path, path: str) -> Path:
-    return directory / (path.replace("/", "__") + ".npy")
-
-
-def create_weights(directory: Path, template: dict, n: int) -> dict[str, np.memmap]:
-    """A new weight store: one memory-mapped float32 ``.npy`` per leaf, ``n`` networks.
-
-    Args:
-        directory: where the files go (created).
-        template: one network (nested dict), for the leaves' paths and shapes.
-        n: networks in the store.
-
-    Returns:
-        Flat path -> writable memmap of shape ``(n, *leaf shape)``.
-    """
-    from symlib.core.pytree import flatten_dict
-
-    directory.mkdir(parents=True, exist_ok=True)
-    flat = flatten_dict(template, "/")
-    layout = {"n": int(n), "leaves": {p: list(np.shape(a)) for p, a in flat.items()}}
-    (directory / "layout.json").write_text(json.dumps(layout))
-    return {p: np.lib.format.open_memmap(_leaf_file(directory, p), mode="w+", dtype=np.float32,
-                                         shape=(n, *np.shape(a))) for p, a in flat.items()}
-
-
-def write_weights(store: dict[str, np.memmap], start: int, stack: dict) -> None:
-    """Write a stack of networks (nested dict, leading axis) at ``start`` and flush."""
-    from symlib.core.pytree import flatten_dict
-
-    for p, a in flatten_dict(stack, "/").items():
-        store[p][start:start + np.shape(a)[0]] = np.asarray(a, np.float32)
-        store[p].flush()
-
-
-def open_weights(directory: Path) -> dict:
-    """A weight store's networks as a nested dict of read-only memmaps (leading axis = networks).
-
-    Args:
-        directory: a store written by :func:`create_weights`.
-
-    Returns:
-        The stack (nothing is read into memory until sliced).
-
-    Raises:
-        FileNotFoundError: if the store is missing or incomplete (no ``complete`` marker).
-    """
-    from symlib.core.pytree import unflatten_dict
-
-    if not (directory / "complete").exists():
-        raise FileNotFoundError(f"weight store {directory} is missing or incomplete; delete the experiment's "
-                                f"cached artifact (or the directory) and run it again")
-    layout = json.loads((directory / "layout.json").read_text())
-    return unflatten_dict({p: np.load(_leaf_file(directory, p), mmap_mode="r") for p in layout["leaves"]}, "/")
-
-
-#: version of the weight stores' format and of the code that fills them: the stores are keyed
-#: by the config and this, not by the code version, so that an unrelated edit does not
-#: retrain a bank of a thousand ResNet-18
-STORE_VERSION = 1
-
-
-def _store_dir(name: str, config: dict) -> Path:
-    return cache.cache_dir() / "weights" / f"{name}-{cache.config_key(name, {**config, 'store': STORE_VERSION})}"
-
-
 def _rows(stack: dict, start: int, stop: int) -> dict:
     return jax.tree_util.tree_map(lambda a: np.asarray(a[start:stop], np.float32), stack)
 
@@ -415,13 +346,11 @@ def resnet_bank(profile: Profile, task: str) -> dict[str, Any]:
     d = resnet_data(profile, task)
     cfg = resnet_train_config(profile, task, len(d["y_train"]))
     config = _bank_config(profile, task)
-    where = _store_dir(f"rn18_bank_{task}", config)
+    where = store_dir(f"rn18_bank_{task}", config)
     n, chunk, width = profile.rn18_nets, profile.rn18_chunk, profile.rn18_base_width
     template = _init_fn(task, width)(jax.random.key(0))
-    if (where / "layout.json").exists():
-        layout = json.loads((where / "layout.json").read_text())
-        store = {p: np.load(_leaf_file(where, p), mmap_mode="r+") for p in layout["leaves"]}
-    else:
+    store = resume_weights(where)
+    if store is None:
         store = create_weights(where, template, n)
     x_bn = d["x_train"][:profile.rn18_bn_images]
     t0 = time.perf_counter()
@@ -445,7 +374,7 @@ def resnet_bank(profile: Profile, task: str) -> dict[str, Any]:
 def bank_weights(profile: Profile, task: str) -> dict:
     """The trained bank (running ``rn18_bank_<task>`` if needed) as read-only memmaps."""
     run(f"rn18_bank_{task}", profile, verbose=False)
-    return open_weights(_store_dir(f"rn18_bank_{task}", _bank_config(profile, task)))
+    return open_weights(store_dir(f"rn18_bank_{task}", _bank_config(profile, task)))
 
 
 # ------------------------------------------------------------------ the methods
@@ -619,7 +548,7 @@ def resnet_posteriors(profile: Profile, task: str) -> dict[str, Any]:
     acc = run(f"rn18_bank_{task}", profile, verbose=False).artifact["test_accuracy"]
     split = bank_split_resnet(_size(bank), profile.rn18_reference, profile.rn18_samples)
     d = resnet_data(profile, task)
-    where = _store_dir(f"rn18_posteriors_{task}", _post_config(profile, task))
+    where = store_dir(f"rn18_posteriors_{task}", _post_config(profile, task))
 
     def write(method, stack):
         store = create_weights(where / method, jax.tree_util.tree_map(lambda a: np.asarray(a[0]), stack), _size(stack))
