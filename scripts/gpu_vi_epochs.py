@@ -31,15 +31,6 @@ from symlib.experiments.rossi.runs import fit_and_align_pair
 from symlib.experiments.registry import load_align_data
 
 
-def _plain(x):
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    arr = np.asarray(x)
-    return arr.tolist() if arr.ndim else arr.item()
-
-
 def run_steps(args: argparse.Namespace) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     profile = dataclasses.replace(get_profile("paper"), align_epochs=args.epochs)
@@ -53,7 +44,7 @@ def run_steps(args: argparse.Namespace) -> None:
                       "seconds": time.perf_counter() - start, "device": device_description(),
                       "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                       "command": " ".join(["python", *sys.argv]), "jax": jax.__version__, "symlib_version": code_version(),
-                      "python": platform.python_version(), "entry": _plain(entry)}
+                      "python": platform.python_version(), "entry": results.jsonable(entry)}
             (args.out / f"{dataset}-w{width}-pair{args.pair}-e{args.epochs}.json").write_text(json.dumps(record))
             print(dataset, width, f"{record['seconds']:.0f} s", {k: round(v, 3) for k, v in entry["barrier"]["marginal"].items()},
                   "elbo", np.asarray(entry["elbo_final"]).round(3), flush=True)

@@ -55,11 +55,13 @@ def _jax_version() -> str:
     return jax.__version__
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
+    """``obj`` with every array (numpy or JAX) and numpy scalar as lists and Python numbers,
+    and every key a string: what ``json.dumps`` takes."""
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if hasattr(obj, "tolist"):
         return obj.tolist()
     return obj
@@ -118,7 +120,7 @@ def save(name: str, profile: str, summary: dict[str, Any], *, command: str | Non
         "code_hash": versions["symlib_version"].rsplit("+", 1)[-1],
         "python": versions["python"],
         "jax": versions["jax"],
-        "summary": _jsonable(summary),
+        "summary": jsonable(summary),
     }
     path = directory / f"{name}-{profile}.json"
     atomic_write(path, lambda f: f.write((json.dumps(record, indent=1) + "\n").encode()))
