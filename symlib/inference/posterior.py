@@ -18,8 +18,9 @@ and returns a posterior that :func:`sample` draws networks from, stacked on a le
 :class:`PointEstimate` (MAP), :class:`~symlib.core.gaussian.DiagonalGaussian` (VI; the same
 pytree as the Gaussian summaries and the alignment's ``(mu, sigma)``),
 :class:`~symlib.inference.laplace.LaplacePosterior`,
-:class:`~symlib.inference.swag.SWAGPosterior`, :class:`Samples` (SGHMC) and
-:class:`DropoutPosterior`. A new posterior type joins :func:`sample` with
+:class:`~symlib.inference.swag.SWAGPosterior`, :class:`Samples` (SGHMC),
+:class:`DropoutPosterior` and :class:`LastLayerLaplace` (a last-layer KFAC posterior in its
+network). A new posterior type joins :func:`sample` with
 ``@draw.register`` (:func:`functools.singledispatch` on the posterior's type).
 
 The fits are the library's training loops, called with the same numbers: ``fit_map`` is
@@ -51,7 +52,7 @@ from symlib.inference.vi import DEFAULT_PRIOR_VAR, categorical_loglik_fn, train_
 
 PyTree = Any
 
-__all__ = ["Model", "Data", "PointEstimate", "Samples", "DropoutPosterior", "VIConfig", "LaplaceConfig",
+__all__ = ["Model", "Data", "PointEstimate", "Samples", "DropoutPosterior", "LastLayerLaplace", "VIConfig", "LaplaceConfig",
            "SGHMCConfig", "DropoutConfig", "fit_map", "fit_vi", "fit_laplace", "fit_swag", "fit_sghmc",
            "fit_dropout", "sample", "draw", "FITS"]
 
@@ -88,6 +89,16 @@ class DropoutPosterior(NamedTuple):
     params: PyTree
     rate: float
     layer: str = "dense_1"
+
+
+class LastLayerLaplace(NamedTuple):
+    """A network whose last dense layer ``layer`` has a Kronecker-factored Laplace posterior
+    (:func:`~symlib.inference.laplace.last_layer_kfac`, Laurent et al.'s ResNet-18): its draws
+    are copies of ``params`` with that layer drawn from ``posterior``."""
+
+    params: PyTree
+    posterior: KFACPosterior
+    layer: str = "head"
 
 
 class VIConfig(NamedTuple):
@@ -243,8 +254,11 @@ def _(posterior: LaplacePosterior, key, n):
 
 
 @draw.register
-def _(posterior: KFACPosterior, key, n):
-    return kfac_sample(key, posterior, n)
+def _(posterior: LastLayerLaplace, key, n):
+    head = kfac_sample(key, posterior.posterior, n)
+    n = positive_int(n, "n")
+    stack = jax.tree_util.tree_map(lambda a: np.broadcast_to(np.asarray(a), (n, *np.shape(a))), posterior.params)
+    return {**stack, posterior.layer: {k: np.asarray(v) for k, v in head.items()}}
 
 
 @draw.register

@@ -116,3 +116,14 @@ def test_a_new_posterior_type_registers_its_sampler():
         return {"w": np.full((n, 2), posterior.value)}
 
     np.testing.assert_array_equal(inference.sample(jax.random.key(0), Constant(3.0), 2)["w"], np.full((2, 2), 3.0))
+
+
+def test_last_layer_laplace_draws_whole_networks():
+    feats = np.maximum(X @ np.asarray(PARAMS0["dense_0"]["kernel"]) + np.asarray(PARAMS0["dense_0"]["bias"]), 0)
+    head = PARAMS0["dense_1"]
+    kfac = inference.last_layer_kfac(feats, head["kernel"], head["bias"], prior_precision=1.0)
+    post = inference.LastLayerLaplace(PARAMS0, kfac, "dense_1")
+    draws = inference.sample(jax.random.key(11), post, 3)
+    layer = inference.kfac_sample(jax.random.key(11), kfac, 3)
+    _same(draws["dense_1"], layer)
+    _same(jax.tree_util.tree_map(lambda a: a[1], draws["dense_0"]), PARAMS0["dense_0"])

@@ -412,13 +412,6 @@ def _features(params, x, batch: int = 500) -> np.ndarray:
                            for i in range(0, len(x), batch)])
 
 
-def _with_head(params, head: dict) -> dict:
-    """``params`` repeated for each head sample, with the head replaced."""
-    n = int(np.shape(head["kernel"])[0])
-    stack = jax.tree_util.tree_map(lambda a: np.broadcast_to(np.asarray(a, np.float32), (n, *np.shape(a))), params)
-    return {**stack, "head": {k: np.asarray(v, np.float32) for k, v in head.items()}}
-
-
 def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, d: dict,
                           write) -> dict[str, float]:
     """Every method's samples at ResNet-18 scale, handed to ``write(method, stack)`` as
@@ -435,8 +428,8 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
     Returns:
         Seconds per method.
     """
-    from symlib.inference import (Data, DropoutPosterior, Model, Samples, SGHMCConfig, SWAGConfig, VIConfig,
-                                  fit_sghmc, fit_swag, fit_vi, kfac_sample, last_layer_kfac, sample)
+    from symlib.inference import (Data, DropoutPosterior, LastLayerLaplace, Model, Samples, SGHMCConfig, SWAGConfig,
+                                  VIConfig, fit_sghmc, fit_swag, fit_vi, last_layer_kfac, sample)
 
     x, y = jnp.asarray(d["x_train"]), jnp.asarray(d["y_train"])
     model, data = Model(_train_apply), Data(x, y)
@@ -479,12 +472,12 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
         return [fit_swag(k, m, model, data, scfg) for k, m in zip(jax.random.split(key, M), modes)]
 
     def laplace(_):  # last-layer KFAC: a posterior of the head, drawn into copies of the mode
-        return [(m, last_layer_kfac(_features(m, d["x_train"]), m["head"]["kernel"], m["head"]["bias"],
-                                    prior_precision=1.0 / cfg.prior_std ** 2)) for m in modes]
+        return [LastLayerLaplace(m, last_layer_kfac(_features(m, d["x_train"]), m["head"]["kernel"], m["head"]["bias"],
+                                                    prior_precision=1.0 / cfg.prior_std ** 2), "head") for m in modes]
 
     zoo = {"dropout": ZooMethod(dropout), "bnn": ZooMethod(bnn, refreshed(sample)), "sghmc": ZooMethod(sghmc),
            "swag": ZooMethod(swag, refreshed(sample)),
-           "laplace": ZooMethod(laplace, lambda k, fit, n: _with_head(fit[0], kfac_sample(k, fit[1], n)))}
+           "laplace": ZooMethod(laplace)}
     keys = jax.random.split(jax.random.key(31), ZOO_KEYS)
     for group, method in zoo.items():
         if ZOO_GROUPS[group][0][0] in methods_of(task):
