@@ -6,19 +6,21 @@ Every method takes the same five things:
 - ``key``: the ``jax.random`` key of everything random in the fit (minibatch orders, crops,
   weight noise, dropout masks; the Laplace fit is deterministic and ignores it);
 - ``params0``: one network's parameters, any pytree: where the fit starts (MAP, VI, SGHMC,
-  dropout) or the trained network it is built around (Laplace, SWAG);
+  dropout) or the trained network it is built around (Laplace, SWAG); for a deep ensemble,
+  the members' starting networks stacked on a leading axis;
 - ``model``: a :class:`Model`, the network as ``apply_fn(params, x) -> logits`` (a
   categorical likelihood);
 - ``data``: a :class:`Data`, the training inputs and integer labels;
-- ``config``: the method's settings, one NamedTuple per method (:class:`TrainConfig` for MAP,
-  :class:`VIConfig`, :class:`LaplaceConfig`, :class:`SWAGConfig`, :class:`SGHMCConfig`,
+- ``config``: the method's settings, one NamedTuple per method (:class:`TrainConfig` for MAP
+  and deep ensembles, :class:`VIConfig`, :class:`LaplaceConfig`, :class:`SWAGConfig`, :class:`SGHMCConfig`,
   :class:`DropoutConfig`).
 
 and returns a posterior that :func:`sample` draws networks from, stacked on a leading axis:
-:class:`PointEstimate` (MAP), :class:`~symlib.core.gaussian.DiagonalGaussian` (VI; the same
-pytree as the Gaussian summaries and the alignment's ``(mu, sigma)``),
+:class:`PointEstimate` (MAP), :class:`Samples` (deep ensembles, SGHMC),
+:class:`~symlib.core.gaussian.DiagonalGaussian` (VI; the same pytree as the Gaussian
+summaries and the alignment's ``(mu, sigma)``),
 :class:`~symlib.inference.laplace.LaplacePosterior`,
-:class:`~symlib.inference.swag.SWAGPosterior`, :class:`Samples` (SGHMC),
+:class:`~symlib.inference.swag.SWAGPosterior`,
 :class:`DropoutPosterior` and :class:`LastLayerLaplace` (a last-layer KFAC posterior in its
 network). A new posterior type joins :func:`sample` with
 ``@draw.register`` (:func:`functools.singledispatch` on the posterior's type).
@@ -47,13 +49,13 @@ from symlib.inference.laplace import (KFACPosterior, LaplacePosterior, kfac_samp
                                       laplace_sample)
 from symlib.inference.sgmcmc import run_sghmc
 from symlib.inference.swag import SWAGConfig, SWAGPosterior, swag_sample, train_swag
-from symlib.inference.training import TrainConfig, train_map
+from symlib.inference.training import TrainConfig, train_map, train_map_many
 from symlib.inference.vi import DEFAULT_PRIOR_VAR, categorical_loglik_fn, train_vi
 
 PyTree = Any
 
 __all__ = ["Model", "Data", "PointEstimate", "Samples", "DropoutPosterior", "LastLayerLaplace", "VIConfig", "LaplaceConfig",
-           "SGHMCConfig", "DropoutConfig", "fit_map", "fit_vi", "fit_laplace", "fit_swag", "fit_sghmc",
+           "SGHMCConfig", "DropoutConfig", "fit_map", "fit_ensemble", "fit_vi", "fit_laplace", "fit_swag", "fit_sghmc",
            "fit_dropout", "sample", "draw", "FITS"]
 
 
@@ -172,6 +174,21 @@ def fit_map(key: jax.Array, params0: PyTree, model: Model, data: Data, config: T
     return PointEstimate(params)
 
 
+def fit_ensemble(key: jax.Array, params0: PyTree, model: Model, data: Data, config: TrainConfig) -> Samples:
+    """A deep ensemble: every member trained to its MAP from its own start, all at once
+    (:func:`~symlib.inference.training.train_map_many`). Here ``params0`` holds the ``K``
+    members' starting networks stacked on a leading axis (e.g. ``jax.vmap(init_fn)`` of ``K``
+    keys); member ``i`` draws its minibatch order from ``jax.random.split(key, K)[i]``. The
+    trained members are the posterior's samples."""
+    _check(model, data, config, TrainConfig)
+    leaves = jax.tree_util.tree_leaves(params0)
+    if not leaves or np.ndim(leaves[0]) == 0:
+        raise ValueError("params0 must hold the ensemble members' starting networks stacked on a leading axis")
+    params, _ = train_map_many(params0, jax.random.split(key, np.shape(leaves[0])[0]), data.x, data.y, config,
+                               apply_fn=model.apply_fn)
+    return Samples(params)
+
+
 def fit_vi(key: jax.Array, params0: PyTree, model: Model, data: Data, config: VIConfig) -> DiagonalGaussian:
     """Mean-field VI with means initialised at ``params0`` (:func:`~symlib.inference.vi.train_vi`)."""
     _check(model, data, config, VIConfig)
@@ -207,8 +224,8 @@ def fit_dropout(key: jax.Array, params0: PyTree, model: Model, data: Data, confi
 
 
 #: method name -> its fit (the posterior approximations of Laurent et al.'s Table 1 and more)
-FITS: dict[str, Callable[..., Any]] = {"map": fit_map, "vi": fit_vi, "laplace": fit_laplace, "swag": fit_swag,
-                                       "sghmc": fit_sghmc, "dropout": fit_dropout}
+FITS: dict[str, Callable[..., Any]] = {"map": fit_map, "ensemble": fit_ensemble, "vi": fit_vi, "laplace": fit_laplace,
+                                       "swag": fit_swag, "sghmc": fit_sghmc, "dropout": fit_dropout}
 
 
 @functools.singledispatch
@@ -255,6 +272,9 @@ def _(posterior: LaplacePosterior, key, n):
 
 @draw.register
 def _(posterior: LastLayerLaplace, key, n):
+    if not isinstance(posterior.params, dict) or posterior.layer not in posterior.params:
+        raise ValueError(f"LastLayerLaplace: the network has no top-level layer {posterior.layer!r} to draw "
+                         "(layer names the params' entry of the last dense layer)")
     head = kfac_sample(key, posterior.posterior, n)
     n = positive_int(n, "n")
     stack = jax.tree_util.tree_map(lambda a: np.broadcast_to(np.asarray(a), (n, *np.shape(a))), posterior.params)

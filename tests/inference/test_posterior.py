@@ -39,6 +39,18 @@ def test_fit_map_is_train_map_and_samples_repeat_it():
     _same(jax.tree_util.tree_map(lambda a: a[2], draws), post.params)
 
 
+def test_fit_ensemble_is_train_map_many_of_the_stacked_starts():
+    cfg = TrainConfig(epochs=2, batch_size=16, learning_rate=1e-2)
+    starts = jax.vmap(lambda k: mlp_init(k, SIZES))(jax.random.split(jax.random.key(5), 3))
+    post = inference.fit_ensemble(jax.random.key(1), starts, MODEL, DATA, cfg)
+    ref, _ = inference.train_map_many(starts, jax.random.split(jax.random.key(1), 3), X, Y, cfg)
+    assert isinstance(post, inference.Samples)
+    _same(post.samples, ref)
+    _same(inference.sample(jax.random.key(0), post, 2), jax.tree_util.tree_map(lambda a: a[:2], ref))
+    with pytest.raises(ValueError, match="stacked on a leading axis"):
+        inference.fit_ensemble(jax.random.key(1), {"w": np.float32(1.0)}, MODEL, DATA, cfg)
+
+
 def test_fit_vi_is_train_vi_as_one_diagonal_gaussian():
     cfg = VIConfig(epochs=2, batch_size=16, learning_rate=1e-2, prior_var=0.5, std_init=0.05)
     post = inference.fit_vi(jax.random.key(3), PARAMS0, MODEL, DATA, cfg)
@@ -89,7 +101,7 @@ def test_fit_dropout_is_train_dropout():
 
 
 def test_every_method_is_in_fits_and_bad_arguments_are_named():
-    assert set(inference.FITS) == {"map", "vi", "laplace", "swag", "sghmc", "dropout"}
+    assert set(inference.FITS) == {"map", "ensemble", "vi", "laplace", "swag", "sghmc", "dropout"}
     cfg = TrainConfig(epochs=1, batch_size=16)
     with pytest.raises(TypeError, match="model must be a symlib.inference.Model"):
         inference.fit_map(jax.random.key(0), PARAMS0, mlp_apply, DATA, cfg)
@@ -127,3 +139,5 @@ def test_last_layer_laplace_draws_whole_networks():
     layer = inference.kfac_sample(jax.random.key(11), kfac, 3)
     _same(draws["dense_1"], layer)
     _same(jax.tree_util.tree_map(lambda a: a[1], draws["dense_0"]), PARAMS0["dense_0"])
+    with pytest.raises(ValueError, match="no top-level layer 'head'"):
+        inference.sample(jax.random.key(11), inference.LastLayerLaplace(PARAMS0, kfac), 3)
