@@ -160,7 +160,10 @@ class DropoutConfig(NamedTuple):
 
 def _check(model, data, config, config_type) -> None:
     if not isinstance(model, Model):
-        raise TypeError(f"model must be a symlib.inference.Model(apply_fn), got {type(model).__name__}")
+        raise TypeError(f"model must be a symlib.inference.Model(apply_fn), got {type(model).__name__}. The fits "
+                        "take (key, params0, model, data, config); the training loops once named fit_map, "
+                        "fit_map_many, fit_vi, fit_mlp_vi, fit_swag and fit_dropout are train_map, train_map_many, "
+                        "train_vi, train_mlp_vi, train_swag and train_dropout")
     if not isinstance(data, Data):
         raise TypeError(f"data must be a symlib.inference.Data(x, y), got {type(data).__name__}")
     if not isinstance(config, config_type):

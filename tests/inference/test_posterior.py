@@ -105,6 +105,8 @@ def test_every_method_is_in_fits_and_bad_arguments_are_named():
     cfg = TrainConfig(epochs=1, batch_size=16)
     with pytest.raises(TypeError, match="model must be a symlib.inference.Model"):
         inference.fit_map(jax.random.key(0), PARAMS0, mlp_apply, DATA, cfg)
+    with pytest.raises(TypeError, match="once named fit_map, .* are train_map"):  # the loop's old call
+        inference.fit_map(PARAMS0, jax.random.key(0), X, Y, cfg)
     with pytest.raises(TypeError, match=r"data must be a symlib.inference.Data\(x, y\)"):
         inference.fit_map(jax.random.key(0), PARAMS0, MODEL, (X, Y), cfg)
     with pytest.raises(TypeError, match="config must be a VIConfig, got TrainConfig"):
