@@ -42,7 +42,7 @@ def test_any_model_through_apply_fn_matches_the_mlp_route():
 def test_another_layout_without_apply_fn_names_the_generic_route():
     x, y = _data()
     p = Tiny().init(jax.random.key(1), x)["params"]
-    with pytest.raises(ValueError, match=r"pass the model's apply_fn"):
+    with pytest.raises(ValueError, match=r"spec-driven route.*barrier\(\.\.\., apply_fn=\.\.\.\)"):
         barrier(p, p, x, y, 3)
     assert mlp_apply(mlp_init(jax.random.key(0), [4, 3]), x).shape == (20, 3)
 
@@ -72,3 +72,36 @@ def test_train_ensemble_names_the_generic_route():
     x, y = _data()
     with pytest.raises((TypeError, ValueError), match=r"train_many\(key, init_fn, apply_fn"):
         train_ensemble(jax.random.key(0), Tiny(), x, y, TrainConfig(epochs=1, batch_size=10), 2)
+
+
+def test_a_registered_layout_check_is_what_the_data_checks_run():
+    """A model's own layout check replaces the MLP's special case in every data check:
+    the predictive, the interpolation, the training loops and the HMC target run it."""
+    from symlib.core.models import _LAYOUT_CHECKS, register_layout_check
+    from symlib.evaluation import interpolation_curve, predict_single
+    from symlib.inference import TrainConfig, make_logdensity, train_map
+
+    x, y = _data()
+    model = Tiny()
+    p = model.init(jax.random.key(1), x)["params"]
+
+    def apply(params, xb):
+        return model.apply({"params": params}, xb)
+
+    def check(params, example_shape, name, batch_dims):
+        raise ValueError(f"Tiny's check: {name} with {batch_dims} network axes take no {example_shape}")
+
+    assert predict_single(p, x, apply_fn=apply).shape[0] == x.shape[0]  # unregistered: the generic route
+    register_layout_check(apply, check)
+    try:
+        msg = rf"Tiny's check: (params|params0) with 0 network axes take no \({x.shape[1]},\)"
+        with pytest.raises(ValueError, match=msg):
+            predict_single(p, x, apply_fn=apply)
+        with pytest.raises(ValueError, match=msg):
+            interpolation_curve(p, p, x, y, 3, apply_fn=apply)
+        with pytest.raises(ValueError, match=msg):
+            train_map(p, jax.random.key(2), x, y, TrainConfig(epochs=1, batch_size=4), apply_fn=apply)
+        with pytest.raises(ValueError, match=msg):
+            make_logdensity(x, y, apply_fn=apply)(p)
+    finally:
+        del _LAYOUT_CHECKS[apply]

@@ -13,7 +13,7 @@ the tools that say so; ``mlp_apply`` itself takes one network (``jax.vmap`` it).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -236,3 +236,70 @@ def mlp_apply(params: Params, x: jax.Array) -> jax.Array:
         h = jax.nn.relu(h @ params[name]["kernel"] + params[name]["bias"])
     last = params[names[-1]]
     return h @ last["kernel"] + last["bias"]
+
+
+# ----------------------------------------------------------------------------- layout checks
+# A model may register a check of its parameters against the inputs' shape, which names
+# the layer or the input width where calling the model would only fail deep inside JAX.
+# The library's data checks look the check up by ``apply_fn`` (``jax.eval_shape`` serves
+# every model without one); symlib's MLP registers :func:`check_mlp_layout` below.
+
+LayoutCheck = Callable[[Any, tuple, str, int], int]
+_LAYOUT_CHECKS: dict[Callable, LayoutCheck] = {}
+
+
+def register_layout_check(apply_fn: Callable, check: LayoutCheck) -> None:
+    """Register ``check`` as the layout check of the model ``apply_fn``.
+
+    Args:
+        apply_fn: the model, ``apply_fn(params, x) -> logits`` (looked up by identity).
+        check: ``check(params, example_shape, name, batch_dims) -> classes``; raises
+            ``ValueError`` (or ``TypeError``) naming ``name``, the layer or ``x`` unless
+            ``params``, with ``batch_dims`` leading network axes, take examples of shape
+            ``example_shape``; returns the number of logits. It reads shapes only, so it
+            also runs on traced parameters.
+
+    Raises:
+        TypeError: if either argument is not callable.
+    """
+    if not callable(apply_fn) or not callable(check):
+        raise TypeError(f"register_layout_check takes two callables, got {type(apply_fn).__name__} and "
+                        f"{type(check).__name__}")
+    _LAYOUT_CHECKS[apply_fn] = check
+
+
+def layout_check(apply_fn: Callable | None) -> LayoutCheck | None:
+    """The layout check registered for ``apply_fn`` (see :func:`register_layout_check`), or ``None``."""
+    try:
+        return _LAYOUT_CHECKS.get(apply_fn)
+    except TypeError:  # an unhashable callable has none
+        return None
+
+
+def check_mlp_layout(params: Any, example_shape: tuple, name: str = "params", batch_dims: int = 0) -> int:
+    """The layout check of :func:`mlp_apply`: ``params`` an MLP taking examples of ``example_shape``.
+
+    Args:
+        params: the parameters (``batch_dims`` leading network axes on every leaf).
+        example_shape: the shape of one example, ``(d_0,)`` for this MLP.
+        name: how messages call ``params``.
+        batch_dims: number of leading network axes.
+
+    Returns:
+        The number of classes ``d_L``.
+
+    Raises:
+        TypeError, ValueError: as :func:`check_mlp_params`; ``ValueError`` naming ``x`` if
+            its examples are not vectors of the network's input width.
+    """
+    sizes = check_mlp_params(params, name, batch_dims)
+    example_shape = tuple(example_shape)
+    if len(example_shape) != 1:
+        raise ValueError(f"the MLP takes x of shape (n, features), got examples of shape {example_shape}: "
+                         f"x must have shape (n, {sizes[0]})")
+    if example_shape[0] != sizes[0]:
+        raise ValueError(f"x has {example_shape[0]} features but the network's input width is {sizes[0]}")
+    return sizes[-1]
+
+
+register_layout_check(mlp_apply, check_mlp_layout)

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import check_finite_tree, check_labels, positive_int
-from symlib.core.models import Params, mlp_apply, mlp_sizes
+from symlib.core.models import Params, mlp_apply
 from symlib.evaluation.metrics import accuracy, nll
 from symlib.core.noise import perturb, standard_normal_like
 from symlib.evaluation.predictive import batched, check_x, chunk_size, fold_chunks
@@ -144,15 +144,7 @@ def interpolation_curve(params_0: Params, params_1: Params, x: jax.Array, y: jax
     check_finite_tree(params_0, "params_0")
     check_finite_tree(params_1, "params_1")
     xj = check_x(x, params_0, apply_fn)
-    if apply_fn is mlp_apply:
-        try:
-            classes = mlp_sizes(params_0)[-1]
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"{e}. These parameters are not symlib's MLP layout: pass the model's "
-                             "apply_fn=(params, x) -> logits to use any model") from None
-    else:
-        classes = int(jax.eval_shape(apply_fn, params_0, xj[:1]).shape[-1])
-    _check_labels_for(y, xj, classes)
+    _check_labels_for(y, xj, _num_classes(apply_fn, params_0, xj))
     loss, acc = _curve(apply_fn, params_0, params_1, xj, jnp.asarray(y), jnp.asarray(lam, jnp.float32))
     return {"lambda": lam, "loss": np.asarray(loss), "accuracy": np.asarray(acc)}
 

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import check_finite, check_finite_tree, positive_int
-from symlib.core.models import mlp_apply
+from symlib.core.models import layout_check, mlp_apply
 from symlib.core.gaussian import check_gaussian, gaussian_draws, sample_gaussian  # noqa: F401 (sample_gaussian: re-exported)
 
 __all__ = ["member_probs", "predict_from_gaussian", "predict_from_samples", "predict_single", "sample_gaussian"]
@@ -56,26 +56,16 @@ _MAX_CHUNK = 128
 
 # ----------------------------------------------------------------------------- checks
 
-def _mlp_input_width(params: PyTree) -> int | None:
-    """Input width ``d_0`` of MLP parameters in the layout of :mod:`symlib.core.models`
-    (one network or a stack: the kernel's axis -2), or ``None`` for another layout."""
-    try:
-        return int(np.shape(params["dense_0"]["kernel"])[-2])
-    except (KeyError, TypeError, IndexError):
-        return None
-
-
-def check_x(x, params: PyTree = None, apply_fn: ApplyFn | None = None) -> jax.Array:
-    """``x`` as a JAX array after checking it has examples and is finite; with
-    ``apply_fn=mlp_apply`` also that it is ``(n, d_0)`` for the MLP ``params``."""
+def check_x(x, params: PyTree = None, apply_fn: ApplyFn | None = None, batch_dims: int = 0) -> jax.Array:
+    """``x`` as a JAX array after checking it has examples and is finite; for a model with
+    a layout check (:func:`symlib.core.models.layout_check`, e.g. ``mlp_apply``) also that
+    ``params`` (with ``batch_dims`` leading network axes) take its examples."""
     if np.ndim(x) < 1 or np.shape(x)[0] < 1:
         raise ValueError(f"x must have a leading axis of at least one example, got shape {np.shape(x)}")
     check_finite(x, "x")
-    width = _mlp_input_width(params) if apply_fn is mlp_apply else None
-    if width is not None and (np.ndim(x) != 2 or np.shape(x)[1] != width):
-        got = np.shape(x)[-1] if np.ndim(x) >= 2 else None
-        raise ValueError(f"x has width {got} (shape {np.shape(x)}) but the network's input width is {width}: "
-                         f"x must have shape (n, {width})")
+    check = layout_check(apply_fn) if params is not None else None
+    if check is not None:
+        check(params, tuple(np.shape(x))[1:], "params", batch_dims)
     return jnp.asarray(x)
 
 
@@ -272,9 +262,9 @@ def predict_from_samples(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_ap
             probabilities (NaN or inf in the samples).
     """
     samples_stack = _merge_sample_dims(samples_stack, sample_dims)
-    x = check_x(x, samples_stack, apply_fn)
-    batch_size = positive_int(batch_size, "batch_size")
     num = stack_size(samples_stack)
+    x = check_x(x, samples_stack, apply_fn, batch_dims=1)
+    batch_size = positive_int(batch_size, "batch_size")
     _check_apply_on_one(apply_fn, samples_stack, x)
     chunk = chunk_size(sample_chunk, num, params_per_sample(samples_stack))
     xbs = batched(x, batch_size)
@@ -309,9 +299,9 @@ def member_probs(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, bat
         ValueError: as :func:`predict_from_samples`.
     """
     samples_stack = _merge_sample_dims(samples_stack, sample_dims)
-    x = check_x(x, samples_stack, apply_fn)
-    batch_size = positive_int(batch_size, "batch_size")
     num = stack_size(samples_stack)
+    x = check_x(x, samples_stack, apply_fn, batch_dims=1)
+    batch_size = positive_int(batch_size, "batch_size")
     _check_apply_on_one(apply_fn, samples_stack, x)
     chunk = chunk_size(sample_chunk, num, params_per_sample(samples_stack))
     xbs = batched(x, batch_size)

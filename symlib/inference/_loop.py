@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import check_finite, check_labels, positive_int
-from symlib.core.models import Params, check_mlp_data, check_mlp_params, mlp_apply
+from symlib.core.models import Params, layout_check
 from symlib.core.progress import progress_bar
 
 
@@ -35,27 +35,32 @@ def _one_network(params: Params, batch_dims: int, name: str):
 
 
 def check_network_data(apply_fn, params: Params, x, y, name: str = "params0", batch_dims: int = 0) -> None:
-    """Check ``x``/``y`` against a network given by ``apply_fn`` (basic checks; MLPs are checked fully).
+    """Check ``x``/``y`` against a network given by ``apply_fn``, before any work.
 
     ``x`` must be finite with ``n`` examples on its first axis, ``y`` ``n`` integer labels
-    in ``[0, classes)``, ``classes`` the width of the logits that ``apply_fn`` returns for
-    one example (found with ``jax.eval_shape``: nothing is computed).
+    in ``[0, classes)``, ``classes`` the width of the logits. A model with a registered
+    layout check (:func:`symlib.core.models.layout_check`; symlib's MLP has one) is
+    checked by it, which names the layer or the input width; any other by
+    ``jax.eval_shape`` of ``apply_fn`` on one example (nothing is computed).
 
     Raises:
-        ValueError: naming ``x`` or ``y``; or whatever ``apply_fn`` raises for inputs it cannot take.
+        ValueError: naming ``x``, ``y``, ``name`` or its layer; or whatever ``apply_fn``
+            raises for inputs it cannot take.
     """
-    if apply_fn is mlp_apply:
-        check_mlp_data(check_mlp_params(params, name, batch_dims=batch_dims), x, y)
-        return
-    one = _one_network(params, batch_dims, name)
     x_shape = tuple(np.shape(x))
     if len(x_shape) < 2 or np.ndim(y) != 1 or np.shape(y)[0] != x_shape[0]:
         raise ValueError(f"expected x of shape (n, ...) and y of shape (n,), got {x_shape} and {np.shape(y)}")
+    check = layout_check(apply_fn)
+    if check is not None:
+        classes = check(params, x_shape[1:], name, batch_dims)
+    else:
+        one = _one_network(params, batch_dims, name)
+        logits = jax.eval_shape(apply_fn, one, jax.ShapeDtypeStruct((1,) + x_shape[1:], jnp.result_type(x)))
+        if len(logits.shape) != 2 or logits.shape[0] != 1:
+            raise ValueError(f"apply_fn must return logits (n, classes); for one example it returned shape {logits.shape}")
+        classes = logits.shape[1]
     check_finite(x, "x")
-    logits = jax.eval_shape(apply_fn, one, jax.ShapeDtypeStruct((1,) + x_shape[1:], jnp.result_type(x)))
-    if len(logits.shape) != 2 or logits.shape[0] != 1:
-        raise ValueError(f"apply_fn must return logits (n, classes); for one example it returned shape {logits.shape}")
-    check_labels(y, logits.shape[1], "y")
+    check_labels(y, classes, "y")
 
 
 def check_minibatch_data(x, y, batch_size: int, epochs: int, num_mc: int, n_data) -> int:

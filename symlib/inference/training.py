@@ -40,7 +40,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 from symlib.core.checks import check_key, positive_float, positive_int
 from symlib.core.distributed import global_mesh, put_global
 from symlib.core.losses import accuracy, nll
-from symlib.core.models import Params, check_mlp_data, check_mlp_params, mlp_apply, mlp_init
+from symlib.core.models import Params, check_mlp_data, mlp_apply, mlp_init
 from symlib.core.progress import progress_enabled
 from symlib.inference._loop import check_network_data, epoch_bar, report_epoch
 
@@ -318,9 +318,6 @@ def check_mlp_inputs(x: jax.Array, y: jax.Array, cfg: TrainConfig, sizes) -> Non
 
 def check_fit(apply_fn, params0: Params, x, y, cfg: TrainConfig, batch_dims: int) -> None:
     """All checks of :func:`train_map` / :func:`train_map_many` before any work."""
-    if apply_fn is mlp_apply:
-        check_mlp_inputs(x, y, cfg, check_mlp_params(params0, "params0", batch_dims=batch_dims))
-        return
     check_network_data(apply_fn, params0, x, y, "params0", batch_dims)
     _check_config(cfg, x.shape[0])
     if cfg.augment is not None and np.ndim(x) != 4:

@@ -66,7 +66,7 @@ from flax import nnx
 from symlib.core.checks import check_finite_tree, check_key, positive_float
 from symlib.core.gaussian import DiagonalGaussian
 from symlib.core.noise import normal_vector, perturb, split_like
-from symlib.core.models import Params, check_mlp_data, check_mlp_params, check_sizes, mlp_apply, mlp_init
+from symlib.core.models import Params, check_mlp_data, check_sizes, mlp_apply, mlp_init
 from symlib.inference._loop import check_minibatch_data, check_network_data
 
 PyTree = Any
@@ -478,7 +478,7 @@ def check_loglik(loglik_fn: LogLikFn, params: PyTree, x, y, batch_size: int, nam
         ValueError: naming the data or ``loglik_fn`` when they do not fit together.
     """
     if loglik_fn is categorical_loglik:
-        check_mlp_data(check_mlp_params(params, name), x, y)
+        check_network_data(mlp_apply, params, x, y, name)
     elif isinstance(loglik_fn, CategoricalLogLik):
         check_network_data(loglik_fn.apply_fn, params, x, y, name)
     try:

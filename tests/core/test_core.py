@@ -131,3 +131,39 @@ def test_noise_is_one_flat_draw_cut_into_leaves():
     mu = jax.tree_util.tree_map(lambda a: a + 1.0, like)
     draw = noise.perturb(mu, sigma, eps)
     np.testing.assert_allclose(np.asarray(draw["dense_1"]["bias"]), 1.0 + 2.0 * np.asarray(eps["dense_1"]["bias"]))
+
+
+def test_mlp_layout_check_names_the_width_and_returns_the_classes():
+    from symlib.core.models import check_mlp_layout, layout_check, mlp_apply
+
+    params = mlp_init(jax.random.key(0), [4, 3, 2])
+    assert layout_check(mlp_apply) is check_mlp_layout
+    assert check_mlp_layout(params, (4,)) == 2
+    stack = jax.tree_util.tree_map(lambda a: jnp.stack([a, a, a]), params)
+    assert check_mlp_layout(stack, (4,), "samples", batch_dims=1) == 2
+    with pytest.raises(ValueError, match="x has 5 features but the network's input width is 4"):
+        check_mlp_layout(params, (5,))
+    with pytest.raises(ValueError, match=r"the MLP takes x of shape \(n, features\), got examples of shape \(2, 2\)"):
+        check_mlp_layout(params, (2, 2))
+    with pytest.raises(ValueError, match=r"samples\['dense_0'\] must hold a kernel with 3 axes"):
+        check_mlp_layout(params, (4,), "samples", batch_dims=1)
+
+
+def test_layout_checks_are_looked_up_by_apply_fn():
+    from symlib.core.models import _LAYOUT_CHECKS, layout_check, register_layout_check
+
+    def apply(params, x):
+        return x @ params["w"]
+
+    def check(params, example_shape, name, batch_dims):
+        raise ValueError(f"{name} do not take {example_shape}")
+
+    assert layout_check(apply) is None and layout_check(None) is None
+    with pytest.raises(TypeError, match="two callables"):
+        register_layout_check(apply, "not a check")
+    register_layout_check(apply, check)
+    try:
+        assert layout_check(apply) is check
+    finally:
+        del _LAYOUT_CHECKS[apply]
+    assert layout_check(apply) is None

@@ -77,7 +77,7 @@ def test_curve_errors_name_the_input():
         barrier(a, b, x, y.at[0].set(-1), 3)
     with pytest.raises(ValueError, match=r"y must have shape \(20,\)"):
         interpolation_curve(a, b, x, y[:5], 3)
-    with pytest.raises(ValueError, match=r"x has width 5 .* input width is 6"):
+    with pytest.raises(ValueError, match=r"x has 5 features but the network's input width is 6"):
         interpolation_curve(a, b, x[:, :5], y, 3)
 
 
@@ -168,7 +168,7 @@ def test_marginal_curve_errors_name_the_input():
         marginal_loss_curve(key, q0, q1, x, y.at[2].set(3), 3, num_samples=2)
     with pytest.raises(ValueError, match=r"y must have shape \(20,\)"):
         marginal_loss_curve(key, q0, q1, x, y[:3], 3, num_samples=2)
-    with pytest.raises(ValueError, match=r"x has width 4 .* input width is 5"):
+    with pytest.raises(ValueError, match=r"x has 4 features but the network's input width is 5"):
         marginal_loss_curve(key, q0, q1, x[:, :4], y, 3, num_samples=2)
     with pytest.raises(ValueError, match="sample_chunk"):
         marginal_loss_curve(key, q0, q1, x, y, 3, num_samples=2, sample_chunk=0)

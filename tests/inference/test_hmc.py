@@ -557,7 +557,7 @@ def test_make_logdensity_validates_inputs():
     with pytest.raises(ValueError, match="prior_var"):
         make_logdensity(x, y, prior_var=0.0)
     ld = make_logdensity(x, y)
-    with pytest.raises(ValueError, match="input width 4 but x has 3 features"):
+    with pytest.raises(ValueError, match="x has 3 features but the network's input width is 4"):
         ld(mlp_init(jax.random.key(0), [4, 5, 3]))
     with pytest.raises(ValueError, match="labels go up to 2 but the network has 2 outputs"):
         ld(mlp_init(jax.random.key(0), [3, 5, 2]))

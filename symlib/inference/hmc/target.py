@@ -13,8 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from symlib.core.checks import check_finite, mlp_layer_names, positive_float
-from symlib.core.models import mlp_apply
+from symlib.core.checks import check_finite, positive_float
+from symlib.core.models import layout_check, mlp_apply
 from symlib.core.distributed import allgather, global_mesh, put_global
 
 
@@ -115,10 +115,9 @@ class _BNNLogPosterior:
         return log_prior(params, self.prior_var) + loglik / self.temperature
 
     def _logits(self, params, x):
-        if self.apply_fn is mlp_apply:
-            if len(self.example_shape) != 1:
-                raise ValueError(f"the MLP takes x of shape (n, features), got examples of shape {self.example_shape}")
-            _check_mlp_params(params, self.example_shape[0])
+        check = layout_check(self.apply_fn)
+        if check is not None:  # shapes only: runs on traced parameters
+            check(params, self.example_shape, "params", 0)
         try:
             logits = self.apply_fn(params, x)
         except (TypeError, ValueError) as err:
@@ -134,19 +133,6 @@ class _BNNLogPosterior:
                 "labels must lie in [0, number of classes)"
             )
         return logits
-
-
-def _check_mlp_params(params, num_features: int) -> None:
-    """Clear layout and shape errors for parameters of :func:`symlib.core.models.mlp_apply`
-    (other ``apply_fn`` are checked by calling them)."""
-    mlp_layer_names(params)
-    kernel = params["dense_0"]["kernel"]
-    if kernel.ndim != 2:
-        raise ValueError(f"expected the parameters of one MLP (2-D kernels), got dense_0/kernel of shape {kernel.shape}")
-    if kernel.shape[0] != num_features:
-        raise ValueError(
-            f"params do not fit x: dense_0/kernel has input width {kernel.shape[0]} but x has {num_features} features"
-        )
 
 
 def log_prior(params, prior_var: float = 1.0) -> jax.Array:
