@@ -1,5 +1,6 @@
-"""Command line: ``python -m symlib list``, ``python -m symlib run NAME [--profile P]`` and
-``python -m symlib hmc-piece --state DIR [--minutes M]`` (Xiao et al.'s HMC in pieces)."""
+"""Command line: ``python -m symlib list``, ``python -m symlib run NAME [--profile P]``,
+``python -m symlib hmc-piece --state DIR [--minutes M]`` (Xiao et al.'s HMC in pieces) and
+``python -m symlib gpu prepare|next|fold|status`` (the GPU queue)."""
 from __future__ import annotations
 
 import argparse
@@ -93,7 +94,56 @@ def build_parser(experiment_list: str) -> argparse.ArgumentParser:
                        help="once the run is complete, write its summary as DIR/hmc_pieces-<profile>.json")
     piece.add_argument("--status", action="store_true",
                        help="only check the state against its checksum and print its progress and pieces")
+    gpu = sub.add_parser("gpu", help="the GPU queue: prepare the carry, run the next steps, fold what came back",
+                         description="The GPU queue (gpu/queue.json; symlib.experiments.gpu_queue): the papers' "
+                                     "headline runs in order, advanced one resumable step at a time on a lent GPU. "
+                                     "See book/running.md, 'The GPU queue'.")
+    gsub = gpu.add_subparsers(dest="gpu_command", required=True)
+    g_prep = gsub.add_parser("prepare", help="here: data, wheels and the commit into .gpu-carry/")
+    g_prep.add_argument("--data-dir", default=None, help="folder with mnist/ and fashion_mnist/ (default: "
+                                                        "$SYMLIB_DATA_DIR, then the data cache)")
+    g_prep.add_argument("--no-wheels", action="store_true", help="skip downloading the device's wheels")
+    g_prep.add_argument("--datasets", nargs="+", default=["mnist", "fashion_mnist"],
+                        help="the datasets to carry (default both; the carry and the tree travel within 64 MiB)")
+    g_next = gsub.add_parser("next", help="on the device: the first unfinished job's next steps within MINUTES")
+    g_next.add_argument("--minutes", type=float, required=True, help="wall time of this call, process start included")
+    g_next.add_argument("--out", required=True, metavar="DIR", help="where the steps are written as they finish ($OUT)")
+    g_next.add_argument("--job", default=None, help="run this job instead of the first unfinished one")
+    g_fold = gsub.add_parser("fold", help="here: fold a device call's return into the queue and book/results")
+    g_fold.add_argument("returned", metavar="DIR", help="the folder the device call's files came back in")
+    g_fold.add_argument("--results", default=None, metavar="DIR", help="where saved results go (default book/results)")
+    g_stat = gsub.add_parser("status", help="each job's steps, GPU-minutes spent and left")
+    for p in (g_prep, g_next, g_fold, g_stat):
+        p.add_argument("--queue", default="gpu/queue.json", help="the queue file (default gpu/queue.json)")
     return parser
+
+
+def _gpu(args, argv: list[str] | None, started: float) -> int:
+    """The ``gpu`` commands (see :func:`build_parser`)."""
+    from pathlib import Path
+
+    from symlib.experiments import gpu_queue
+
+    queue = Path(args.queue)
+    try:
+        if args.gpu_command == "prepare":
+            carry = gpu_queue.prepare(queue.resolve().parent.parent, args.data_dir, wheels=not args.no_wheels,
+                                      datasets=tuple(args.datasets))
+            print(f"prepared {carry}: carry it ('{gpu_queue.CARRY}') in the device call; book/running.md gives the call")
+        elif args.gpu_command == "next":
+            command = "python -m symlib " + " ".join(argv if argv is not None else sys.argv[1:])
+            gpu_queue.next_steps(queue, Path(args.out), args.minutes, started=started, command=command,
+                                 job_name=args.job)
+        elif args.gpu_command == "fold":
+            counts = gpu_queue.fold(Path(args.returned), queue, args.results)
+            print(f"folded: {counts['new']} new step(s), {counts['already']} already there, "
+                  f"{counts['results']} saved result(s)")
+        if args.gpu_command in ("fold", "status"):
+            print("\n".join(gpu_queue.status_lines(queue)))
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _hmc_piece(args, argv: list[str] | None, started: float) -> int:
@@ -158,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     parser = build_parser(experiments.describe())
     args = parser.parse_args(argv)
+    if args.command == "gpu":
+        return _gpu(args, argv, started)
     if args.command == "hmc-piece":
         try:
             get_profile(args.profile)

@@ -32,9 +32,9 @@ from symlib.experiments.laurent.posteriors import (METHODS, MULTI, NS_VARIANTS, 
                                                    laurent_posteriors, optunet_bank, posterior_samples)
 from symlib.experiments.laurent.posteriors_resnet import TASKS as RN18_TASKS
 from symlib.experiments.laurent.posteriors_resnet import resnet_bank, resnet_collapse, resnet_posteriors
-from symlib.experiments.registry import (EXPERIMENTS, RESULT_TYPES, SUMMARIES, Experiment, ExperimentResult, data_config,
-                                         describe, fit_many_blocks, load_align_data, load_bnn_data, load_data, lookup,
-                                         mlp_config, register, run, train_many_blocks)
+from symlib.experiments.registry import (EXPERIMENTS, RESULT_TYPES, SUMMARIES, Blocks, Experiment, ExperimentResult,
+                                         blocks_of, data_config, describe, fit_many_blocks, load_align_data, load_bnn_data, load_data, lookup,
+                                         mlp_config, register, run, run_blocks, train_many_blocks)
 from symlib.experiments.rossi import (ALIGN_DATASETS, ROSSI_SEC51_CLAIMS, ROSSI_VI_SETTINGS, AlignedVIPair,
                                       VIAlignmentResult, vi_alignment)
 from symlib.experiments.xiao import (MATCHING_METHODS, MLP_SEEDS, PRUNE_FRACTIONS, XIAO_FIG1_CLAIMS,
@@ -48,7 +48,7 @@ from symlib.experiments.xiao import (MATCHING_METHODS, MLP_SEEDS, PRUNE_FRACTION
 __all__ = [
     # registry
     "EXPERIMENTS", "SUMMARIES", "RESULT_TYPES", "Experiment", "ExperimentResult", "register", "run", "lookup", "describe",
-    "train_many_blocks", "fit_many_blocks", "use_compilation_cache",
+    "train_many_blocks", "fit_many_blocks", "Blocks", "blocks_of", "run_blocks", "use_compilation_cache",
     "load_data", "load_bnn_data", "load_align_data", "data_config", "mlp_config",
     # Xiao et al. (2023)
     "mlp_map_pair", "rebasin_barriers", "not_sweep", "not_paths", "not_grid", "ensemble", "vi", "hmc",

@@ -426,7 +426,7 @@ def cached_steps(
     out = []
     tally = STEPS_RUN[name] = {"computed": 0, "loaded": 0}
     for i, (item, lab) in enumerate(zip(items, labels)):
-        step_config = {**config, "step": lab}
+        step_config = _step_config(config, lab)
         if verbose:
             log.info("%s: step %d of %d (%s)", name, i + 1, len(items), lab)
         found = artifact_paths(f"{name}.step", step_config, directory)[1].exists()
@@ -434,3 +434,27 @@ def cached_steps(
                           verbose=verbose))
         tally["loaded" if found else "computed"] += 1
     return out
+
+
+def _step_config(config: Mapping[str, Any], label: Any) -> dict[str, Any]:
+    """The cache config of the step labelled ``label`` of :func:`cached_steps`."""
+    return {**config, "step": _canonical(label)}
+
+
+def save_step(name: str, config: Mapping[str, Any], label: Any, tree: Mapping[str, Any],
+              directory: Path | None = None) -> Path:
+    """Store ``tree`` as the step ``label`` of :func:`cached_steps` ``(name, config, ...)``,
+    so that a later run of that experiment loads it instead of computing it (a step computed
+    elsewhere, e.g. on a lent GPU by :mod:`symlib.experiments.gpu_queue`).
+
+    Args:
+        name: the experiment's name (as given to :func:`cached_steps`).
+        config: its configuration (as given to :func:`cached_steps`).
+        label: the step's label (``label(item)`` there).
+        tree: the step's artifact.
+        directory: the cache folder (default: :func:`cache_dir`).
+
+    Returns:
+        The path of the stored data file.
+    """
+    return save(f"{name}.step", _step_config(config, label), tree, directory)

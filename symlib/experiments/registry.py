@@ -210,16 +210,107 @@ def lookup(name: str, profile: Profile | str | None = None) -> ExperimentResult 
     return None if artifact is None else exp.result.from_artifact(artifact)
 
 
+@dataclass(frozen=True, eq=False)
+class Blocks:
+    """Networks trained in blocks of ``block_size``, each block one cached step of ``name``.
+
+    The one description of a bank of networks that both :func:`run_blocks` (the experiment,
+    on any machine, resuming from the artifact cache) and the GPU queue
+    (:mod:`symlib.experiments.gpu_queue`, one block at a time on a lent device) train from.
+
+    Attributes:
+        name: the experiment's name (the steps are cached as ``<name>.step``).
+        config: the experiment's cache config (``block_size`` is added to it).
+        init_fn: ``init_fn(key) -> params`` of one network.
+        init_keys: one initialisation key per network.
+        data_keys: one minibatch key per network.
+        x: training inputs.
+        y: integer training labels.
+        cfg: the :class:`~symlib.inference.training.TrainConfig`.
+        block_size: networks per block (>= 1).
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network (default: the MLP's).
+        observe: optional per-step observer (as for ``train_map_many``).
+        observe_epoch: optional per-epoch observer (its output a tuple or list of arrays,
+            or an array).
+    """
+
+    name: str
+    config: Mapping[str, Any]
+    init_fn: Callable
+    init_keys: Any
+    data_keys: Any
+    x: Any
+    y: Any
+    cfg: Any
+    block_size: int
+    apply_fn: Callable | None = None
+    observe: Callable | None = None
+    observe_epoch: Callable | None = None
+
+    def __post_init__(self):
+        n, b = len(self.init_keys), int(self.block_size)
+        if b < 1 or n < 1 or len(self.data_keys) != n:
+            raise ValueError(f"block_size and the number of networks must be at least 1 and the key arrays of equal "
+                             f"length, got block_size={self.block_size}, {n} init keys, {len(self.data_keys)} data keys")
+
+    @property
+    def cache_config(self) -> dict[str, Any]:
+        """The config of the steps in the cache (``config`` with ``block_size``)."""
+        return {**self.config, "block_size": int(self.block_size)}
+
+    @property
+    def starts(self) -> list[int]:
+        """The first network of every block: the blocks' step labels."""
+        return list(range(0, len(self.init_keys), int(self.block_size)))
+
+    def train(self, start: int) -> dict[str, Any]:
+        """Train the block of networks ``start`` to ``start + block_size`` (or the last).
+
+        Returns:
+            The block's artifact: ``params`` (stacked), ``losses`` per network and epoch and,
+            with an observer, ``seen`` (a sequence of arrays stored as a dict by index).
+        """
+        import jax
+
+        from symlib.core.models import mlp_apply
+        from symlib.inference.training import train_map_many
+
+        stop = min(start + int(self.block_size), len(self.init_keys))
+        params0 = jax.vmap(self.init_fn)(self.init_keys[start:stop])
+        out = train_map_many(params0, self.data_keys[start:stop], self.x, self.y, self.cfg, self.observe,
+                             self.observe_epoch, mlp_apply if self.apply_fn is None else self.apply_fn)
+        res = {"params": jax.tree_util.tree_map(np.asarray, out[0]), "losses": np.asarray(out[1])}
+        if self.observe is not None or self.observe_epoch is not None:
+            res["seen"] = {k: {str(i): np.asarray(a) for i, a in enumerate(v)} if isinstance(v, (list, tuple))
+                           else np.asarray(v) for k, v in out[2].items()}
+        return res
+
+
+def blocks_of(name: str, config: Mapping[str, Any], key, init_fn, apply_fn, n_networks: int, x, y, cfg, *,
+              block_size: int, observe=None, observe_epoch=None) -> Blocks:
+    """The :class:`Blocks` of the networks :func:`symlib.inference.training.train_many` would
+    train from ``key``: network ``i`` gets the initialisation and data keys it gets there, so
+    the networks are the same (to float rounding where a block is smaller than
+    ``n_networks``: ``vmap`` batches the arithmetic differently).
+
+    Raises:
+        ValueError: if ``block_size`` or ``n_networks`` is below 1.
+    """
+    import jax
+
+    if int(n_networks) < 1:
+        raise ValueError(f"n_networks must be at least 1, got {n_networks}")
+    init_key, data_key = jax.random.split(key)
+    return Blocks(name, config, init_fn, jax.random.split(init_key, int(n_networks)),
+                  jax.random.split(data_key, int(n_networks)), x, y, cfg, block_size, apply_fn, observe, observe_epoch)
+
+
 def train_many_blocks(name: str, config: Mapping[str, Any], key, init_fn, apply_fn, n_networks: int, x, y, cfg,
                       *, block_size: int, observe=None, observe_epoch=None) -> tuple:
     """:func:`symlib.inference.training.train_many` in blocks of ``block_size`` networks,
-    each block kept in the artifact cache (:func:`fit_many_blocks`), so a killed run resumes
-    with its first unfinished block.
-
-    Network ``i`` gets the initialisation and data keys it gets from ``train_many(key, ...)``,
-    so the networks are the same (to float rounding where a block is smaller than
-    ``n_networks``: ``vmap`` batches the arithmetic differently); with ``n_networks <=
-    block_size`` it is one call of the same size as ``train_many``'s.
+    each block kept in the artifact cache (:func:`run_blocks` of :func:`blocks_of`), so a
+    killed run resumes with its first unfinished block; with ``n_networks <= block_size`` it
+    is one call of the same size as ``train_many``'s.
 
     Args:
         name: the experiment's name (the steps are cached as ``<name>.step``).
@@ -236,83 +327,54 @@ def train_many_blocks(name: str, config: Mapping[str, Any], key, init_fn, apply_
         observe_epoch: optional per-epoch observer.
 
     Returns:
-        As :func:`fit_many_blocks`.
+        As :func:`run_blocks`.
 
     Raises:
         ValueError: if ``block_size`` or ``n_networks`` is below 1.
     """
-    import jax
-
-    if int(n_networks) < 1:
-        raise ValueError(f"n_networks must be at least 1, got {n_networks}")
-    init_key, data_key = jax.random.split(key)
-    return fit_many_blocks(name, config, init_fn, jax.random.split(init_key, int(n_networks)),
-                           jax.random.split(data_key, int(n_networks)), x, y, cfg, block_size=block_size,
-                           apply_fn=apply_fn, observe=observe, observe_epoch=observe_epoch)
+    return run_blocks(blocks_of(name, config, key, init_fn, apply_fn, n_networks, x, y, cfg, block_size=block_size,
+                                observe=observe, observe_epoch=observe_epoch))
 
 
 def fit_many_blocks(name: str, config: Mapping[str, Any], init_fn, init_keys, data_keys, x, y, cfg, *,
                     block_size: int, apply_fn=None, observe=None, observe_epoch=None) -> tuple:
     """:func:`symlib.inference.training.train_map_many` of the networks ``init_fn(init_keys[i])``
     with minibatch keys ``data_keys[i]``, in blocks of ``block_size`` networks, each block
-    kept in the artifact cache (:func:`symlib.experiments.cache.cached_steps`).
-
-    Args:
-        name: the experiment's name (the steps are cached as ``<name>.step``).
-        config: the experiment's cache config (``block_size`` is added to it).
-        init_fn: ``init_fn(key) -> params`` of one network.
-        init_keys: one initialisation key per network.
-        data_keys: one minibatch key per network.
-        x: training inputs.
-        y: integer training labels.
-        cfg: the :class:`~symlib.inference.training.TrainConfig`.
-        block_size: networks per block (>= 1).
-        apply_fn: ``apply_fn(params, x) -> logits`` of one network (default: the MLP's).
-        observe: optional per-step observer (as for ``train_map_many``).
-        observe_epoch: optional per-epoch observer (its output a tuple or list of arrays,
-            or an array).
-
-    Returns:
-        ``(params, epoch_losses)`` as numpy arrays stacked over all networks, and the
-        observations (``"step"`` and/or ``"epoch"``) when an observer was given.
+    kept in the artifact cache: :func:`run_blocks` of the :class:`Blocks` of these arguments
+    (see there).
 
     Raises:
         ValueError: if ``block_size`` is below 1, or the key arrays differ in length.
     """
+    return run_blocks(Blocks(name, config, init_fn, init_keys, data_keys, x, y, cfg, block_size, apply_fn, observe,
+                             observe_epoch))
+
+
+def run_blocks(blocks: Blocks) -> tuple:
+    """Train every block of ``blocks``, each kept in the artifact cache as soon as it is done
+    (:func:`symlib.experiments.cache.cached_steps`), and join them.
+
+    Args:
+        blocks: the networks and how to train them.
+
+    Returns:
+        ``(params, epoch_losses)`` as numpy arrays stacked over all networks, and the
+        observations (``"step"`` and/or ``"epoch"``) when an observer was given.
+    """
     import jax
 
-    from symlib.core.models import mlp_apply
-    from symlib.inference.training import train_map_many
-
-    n, b = len(init_keys), int(block_size)
-    if b < 1 or n < 1 or len(data_keys) != n:
-        raise ValueError(f"block_size and the number of networks must be at least 1 and the key arrays of equal "
-                         f"length, got block_size={block_size}, {n} init keys, {len(data_keys)} data keys")
-    apply_fn = mlp_apply if apply_fn is None else apply_fn
-    observed = observe is not None or observe_epoch is not None
-
-    def block(start: int) -> dict[str, Any]:
-        stop = min(start + b, n)
-        params0 = jax.vmap(init_fn)(init_keys[start:stop])
-        out = train_map_many(params0, data_keys[start:stop], x, y, cfg, observe, observe_epoch, apply_fn)
-        res = {"params": jax.tree_util.tree_map(np.asarray, out[0]), "losses": np.asarray(out[1])}
-        if observed:  # a sequence of arrays is stored as a dict by index (artifacts are nested dicts)
-            res["seen"] = {k: {str(i): np.asarray(a) for i, a in enumerate(v)} if isinstance(v, (list, tuple))
-                           else np.asarray(v) for k, v in out[2].items()}
-        return res
-
-    blocks = cache.cached_steps(name, {**config, "block_size": b}, range(0, n, b), block, label=int)
+    done = cache.cached_steps(blocks.name, blocks.cache_config, blocks.starts, blocks.train, label=int)
     cat = lambda *a: np.concatenate(a)  # noqa: E731
-    params = jax.tree_util.tree_map(cat, *[blk["params"] for blk in blocks])
-    losses = cat(*[blk["losses"] for blk in blocks])
-    if not observed:
+    params = jax.tree_util.tree_map(cat, *[blk["params"] for blk in done])
+    losses = cat(*[blk["losses"] for blk in done])
+    if blocks.observe is None and blocks.observe_epoch is None:
         return params, losses
     seen = {}
-    for k, v in blocks[0]["seen"].items():
+    for k, v in done[0]["seen"].items():
         if isinstance(v, Mapping):
-            seen[k] = [cat(*[blk["seen"][k][str(i)] for blk in blocks]) for i in range(len(v))]
+            seen[k] = [cat(*[blk["seen"][k][str(i)] for blk in done]) for i in range(len(v))]
         else:
-            seen[k] = cat(*[blk["seen"][k] for blk in blocks])
+            seen[k] = cat(*[blk["seen"][k] for blk in done])
     return params, losses, seen
 
 

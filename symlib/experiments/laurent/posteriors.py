@@ -42,7 +42,8 @@ from symlib.experiments.claims import Evidence, Verdict, claim, difference, inte
 from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY, optunet_data
 from symlib.experiments.profiles import Profile
 from symlib.experiments.thresholds import threshold
-from symlib.experiments.registry import data_config, load_align_data, pick, register, run, train_many_blocks
+from symlib.experiments.registry import (Blocks, blocks_of, data_config, load_align_data, pick, register, run,
+                                         run_blocks)
 
 #: Table 1's rows, in the paper's order; ``MULTI`` are the multi-mode estimates and DE.
 SINGLE = ("Dropout", "BNN", "SGHMC", "SWAG", "Laplace")
@@ -126,10 +127,31 @@ def bank_train_config(profile: Profile, n_train: int, epochs: int | None = None)
     raise ValueError(f"bank_recipe must be 'laurent' or 'adam', got {profile.bank_recipe!r}")
 
 
+def bank_blocks(profile: Profile, data: dict[str, np.ndarray] | None = None) -> Blocks:
+    """The bank's ``bank_nets`` OptuNets (:func:`bank_train_config`) as blocks of
+    ``bank_block`` networks: what :func:`optunet_bank` trains, and what the GPU queue's job
+    ``laurent-bank`` trains a block at a time (:mod:`symlib.experiments.gpu_queue`).
+
+    Args:
+        profile: the run profile.
+        data: the profile's data as :func:`~symlib.experiments.laurent.optunet.optunet_data`
+            gives it (default: loaded here).
+
+    Returns:
+        The :class:`~symlib.experiments.registry.Blocks`.
+    """
+    from symlib.core.cnn import optunet_apply, optunet_init
+
+    d = optunet_data(profile) if data is None else data
+    return blocks_of("optunet_bank", _bank_config(profile), jax.random.key(4), optunet_init, optunet_apply,
+                     profile.bank_nets, d["x_train"], d["y_train"], bank_train_config(profile, len(d["y_train"])),
+                     block_size=profile.bank_block)
+
+
 @register("optunet_bank", _bank_config,
           "Laurent et al. Sec. 4: a bank of independently trained OptuNets (the reference posterior's pool)")
 def optunet_bank(profile: Profile) -> dict[str, Any]:
-    """Train ``bank_nets`` OptuNets at once (:func:`bank_train_config`).
+    """Train ``bank_nets`` OptuNets at once (:func:`bank_blocks`).
 
     Args:
         profile: the run profile.
@@ -137,15 +159,12 @@ def optunet_bank(profile: Profile) -> dict[str, Any]:
     Returns:
         ``params`` (stacked), ``test_accuracy`` per network, ``seconds``.
     """
-    from symlib.core.cnn import optunet_apply, optunet_init
+    from symlib.core.cnn import optunet_apply
 
     d = optunet_data(profile)
-    cfg = bank_train_config(profile, len(d["y_train"]))
     t0 = time.perf_counter()
     # blocks of bank_block networks, each kept in the artifact cache: a killed run resumes
-    params, _ = train_many_blocks("optunet_bank", _bank_config(profile), jax.random.key(4), optunet_init,
-                                  optunet_apply, profile.bank_nets, d["x_train"], d["y_train"], cfg,
-                                  block_size=profile.bank_block)
+    params, _ = run_blocks(bank_blocks(profile, d))
     params = jax.tree_util.tree_map(np.asarray, params)
     seconds = time.perf_counter() - t0
     logits = jax.vmap(optunet_apply, in_axes=(0, None))(params, d["x_test"])

@@ -1,0 +1,499 @@
+"""The GPU queue: the papers' headline runs, in order, advanced one resumable step at a time
+on a GPU that is lent now and then, for a few minutes, with no network.
+
+The queue is a versioned file in the repository (``gpu/queue.json``): an ordered list of jobs,
+each with its GPU-minute estimate and its progress. Its steps live beside it, one folder per
+job (``gpu/<job>/step-NNNN.npz`` and ``.json``: the step's arrays, their checksum and their
+provenance: device, date, git commit, command, versions). Three commands move it on
+(``python -m symlib gpu ...``, :func:`symlib.__main__.main`):
+
+- ``prepare`` (here, once): the data and the wheels the device lacks, in an ignored folder
+  (``.gpu-carry/``) that the device call carries, with the commit it was prepared at.
+- ``next --minutes M --out DIR`` (on the device): the first unfinished job's next steps, as
+  many as fit in ``M`` minutes, each written to ``DIR`` as soon as it is done (a tar of the
+  step files, split into parts under the 16 MiB a returned file may have, with a manifest of
+  their SHA-256 sums and a log), so a call killed mid-step keeps its finished steps.
+- ``fold DIR`` (here): checks every part against the manifest (a damaged part is refused by
+  name), adds the new steps to the job's folder (a step already there with the same checksum
+  is skipped: folding twice changes nothing), copies saved results to ``book/results/``,
+  updates the queue's progress and prints the GPU-minutes left.
+
+A step's arrays are keyed by the job's definition, not by symlib's source hash (unlike the
+artifact cache), so edits to unrelated code do not discard GPU work; a job whose definition
+changes is a new job (its ``version``). Before a run that needs a finished job (a job's
+``needs``), ``next`` puts that job's steps into the artifact cache where the experiment
+looks for them (:func:`symlib.experiments.cache.save_step`).
+
+Job kinds: ``blocks`` (a bank of networks trained in blocks, :class:`~symlib.experiments.registry.Blocks`,
+one block a step; ``target`` names the function ``profile -> Blocks``), ``experiments``
+(registered experiments run in one step, their summaries saved like ``python -m symlib run
+--out``), and ``planned`` (listed with its estimate; no runner yet: ``next`` stops there and
+says so).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import io
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from symlib.core.io import atomic_write
+from symlib.core.pytree import flatten_dict, unflatten_dict
+
+QUEUE_VERSION = 1
+KINDS = ("blocks", "experiments", "planned")
+#: the largest file a device call may return is 16 MiB: parts are cut below it
+PART_BYTES = 15 * 2**20
+#: a device call returns at most 8 files (manifest, log and at most this many parts)
+MAX_PARTS = 5
+#: margin on a step's expected seconds before starting it within the minutes given
+MARGIN = 1.25
+CARRY = ".gpu-carry"
+#: the packages a lent GPU's image lacks (book/running.md), fetched as wheels by ``prepare``
+DEVICE_WHEELS = ("blackjax==1.7.1", "pooch==1.9.0", "platformdirs==4.14.8", "lapx==0.11.1")
+DATASETS = ("mnist", "fashion_mnist")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    atomic_write(Path(path), lambda f: f.write((json.dumps(obj, indent=1) + "\n").encode()))
+
+
+def load_queue(path: Path) -> dict[str, Any]:
+    """The queue file, checked: its version, unique job names, known kinds, ``needs`` earlier.
+
+    Raises:
+        ValueError: naming the first problem found.
+    """
+    path = Path(path)
+    try:
+        queue = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"cannot read the GPU queue {path}: {err}") from err
+    if queue.get("version") != QUEUE_VERSION:
+        raise ValueError(f"{path}: queue version {queue.get('version')!r}, this symlib reads version {QUEUE_VERSION}")
+    seen: set[str] = set()
+    for job in queue.get("jobs", []):
+        name = job.get("name")
+        if not name or name in seen:
+            raise ValueError(f"{path}: job names must be present and unique, got {name!r}")
+        if job.get("kind") not in KINDS:
+            raise ValueError(f"{path}: job {name!r} has kind {job.get('kind')!r}; kinds: {', '.join(KINDS)}")
+        for field in ("title", "estimate_gpu_minutes", "steps"):
+            if field not in job:
+                raise ValueError(f"{path}: job {name!r} lacks {field!r}")
+        missing = [n for n in job.get("needs", []) if n not in seen]
+        if missing:
+            raise ValueError(f"{path}: job {name!r} needs {missing}, which must come before it in the queue")
+        seen.add(name)
+    return queue
+
+
+def job_hash(job: Mapping[str, Any]) -> str:
+    """Hash of what a job computes (its definition without progress, estimate or notes)."""
+    keep = {k: v for k, v in job.items() if k in ("name", "version", "kind", "target", "experiments", "profile",
+                                                    "set", "label", "steps")}
+    return _sha256(json.dumps(keep, sort_keys=True).encode())[:16]
+
+
+def job_profile(job: Mapping[str, Any]):
+    """The job's profile: ``profile``, reduced by ``set`` under ``label`` when given."""
+    from symlib.experiments.profiles import get_profile, reduced
+
+    base = get_profile(job.get("profile", "paper"))
+    if job.get("set"):
+        return reduced(base, {k: str(v) for k, v in job["set"].items()}, job["label"])
+    return base
+
+
+def _target(job: Mapping[str, Any]) -> Callable:
+    module, _, name = job["target"].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def job_blocks(job: Mapping[str, Any]):
+    """The :class:`~symlib.experiments.registry.Blocks` of a ``blocks`` job (data loaded).
+
+    Raises:
+        ValueError: if the job's declared ``steps`` is not its number of blocks.
+    """
+    blocks = _target(job)(job_profile(job))
+    if len(blocks.starts) != int(job["steps"]):
+        raise ValueError(f"job {job['name']!r} declares {job['steps']} steps but its profile gives "
+                         f"{len(blocks.starts)} blocks; correct the queue file (and its version)")
+    return blocks
+
+
+def folded_steps(state: Path) -> dict[int, dict[str, Any]]:
+    """The steps folded into a job's folder: index -> the step's metadata."""
+    out = {}
+    for meta_path in sorted(Path(state).glob("step-*.json")):
+        meta = json.loads(meta_path.read_text())
+        out[int(meta["index"])] = meta
+    return out
+
+
+def load_step(state: Path, index: int) -> dict[str, Any]:
+    """A folded step's arrays, checked against the SHA-256 in its metadata.
+
+    Raises:
+        ValueError: if the arrays file is missing or does not match its checksum.
+    """
+    meta = json.loads((Path(state) / f"step-{index:04d}.json").read_text())
+    path = Path(state) / f"step-{index:04d}.npz"
+    if not path.exists() or _sha256(path.read_bytes()) != meta["sha256"]:
+        raise ValueError(f"{path} is missing or does not match the SHA-256 in its .json; restore it from git")
+    with np.load(path) as z:
+        return unflatten_dict({k: z[k] for k in z.files})
+
+
+def install_steps(job: Mapping[str, Any], state: Path, directory: Path | None = None) -> int:
+    """Put a ``blocks`` job's folded steps into the artifact cache, where its experiment
+    (:func:`~symlib.experiments.registry.run_blocks`) finds them instead of training them.
+
+    Returns:
+        How many steps were installed.
+    """
+    from symlib.experiments.cache import save_step
+
+    if job["kind"] != "blocks":
+        return 0
+    steps = folded_steps(state)
+    if not steps:
+        return 0
+    blocks = job_blocks(job)
+    for index in steps:
+        save_step(blocks.name, blocks.cache_config, blocks.starts[index], load_step(state, index), directory)
+    return len(steps)
+
+
+def git_commit(root: Path) -> dict[str, Any]:
+    """``{"commit", "clean"}`` of the checkout at ``root``: from git, or (on a device that got
+    the working tree without ``.git``) from what ``prepare`` wrote in ``.gpu-carry``."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True)
+        return {"commit": commit.stdout.strip(), "clean": not dirty.stdout.strip(), "from": "git"}
+    except (OSError, subprocess.CalledProcessError):
+        saved = Path(root) / CARRY / "provenance.json"
+        if saved.exists():
+            return {**json.loads(saved.read_text()), "from": "gpu prepare"}
+        return {"commit": None, "clean": None, "from": "unknown"}
+
+
+def provenance(command: str, root: Path) -> dict[str, Any]:
+    """Device, date, commit, command and versions of this process."""
+    import jax
+
+    from symlib.experiments.cache import code_version
+    from symlib.experiments.results import device_description
+
+    return {"device": device_description(), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+            **git_commit(root), "command": command, "symlib_version": code_version(), "jax": jax.__version__,
+            "python": platform.python_version(),
+            "matmul_precision": os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", "default")}
+
+
+class Bundle:
+    """What a device call returns for one job: its step files in one tar, rewritten after every
+    step (so a call killed later keeps them), cut into parts under :data:`PART_BYTES`, and a
+    ``manifest.json`` with the parts' SHA-256 sums, written last."""
+
+    def __init__(self, out: Path, job: Mapping[str, Any]):
+        self.out, self.job, self.files = Path(out), job, {}
+        self.out.mkdir(parents=True, exist_ok=True)
+
+    def add(self, name: str, data: bytes) -> None:
+        self.files[name] = data
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for fname, blob in self.files.items():
+                info = tarfile.TarInfo(fname)
+                info.size = len(blob)
+                tar.addfile(info, io.BytesIO(blob))
+        blob = buf.getvalue()
+        parts = [blob[i:i + PART_BYTES] for i in range(0, len(blob), PART_BYTES)]
+        if len(parts) > MAX_PARTS:
+            raise RuntimeError(f"the return for job {self.job['name']!r} would need {len(parts)} parts of at most "
+                               f"{PART_BYTES >> 20} MiB (a device call returns 8 files): make its steps smaller")
+        names = []
+        for i, part in enumerate(parts):
+            pname = f"{self.job['name']}.tar.part-{i:02d}"
+            atomic_write(self.out / pname, lambda f, p=part: f.write(p))
+            names.append({"name": pname, "sha256": _sha256(part), "bytes": len(part)})
+        _write_json(self.out / "manifest.json", {"queue_version": QUEUE_VERSION, "job": self.job["name"],
+                                                 "job_hash": job_hash(self.job), "parts": names,
+                                                 "sha256": _sha256(blob), "files": sorted(self.files)})
+
+
+def _npz_bytes(tree: Mapping[str, Any]) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **{k: np.asarray(v) for k, v in flatten_dict(tree).items()})
+    return buf.getvalue()
+
+
+def _log(out: Path, line: str) -> None:
+    print(line, flush=True)
+    with open(Path(out) / "gpu-log.txt", "a") as f:
+        f.write(line + "\n")
+
+
+def first_unfinished(queue: Mapping[str, Any], root: Path) -> dict[str, Any] | None:
+    """The first job of the queue with a step not yet folded (None when all are done)."""
+    for job in queue["jobs"]:
+        if len(folded_steps(root / job["name"])) < int(job["steps"]):
+            return job
+    return None
+
+
+def next_steps(queue_path: Path, out: Path, minutes: float, *, started: float | None = None,
+               command: str = "", job_name: str | None = None) -> list[int]:
+    """Run the first unfinished job's next steps (or ``job_name``'s) within ``minutes`` of
+    ``started`` (default: now), each written to ``out`` as soon as it is done.
+
+    Returns:
+        The indices of the steps run.
+
+    Raises:
+        ValueError: for a planned job (no runner), a job whose ``needs`` are unfinished, or
+            an unknown ``job_name``.
+    """
+    queue_path = Path(queue_path)
+    root = queue_path.parent
+    queue = load_queue(queue_path)
+    started = time.time() if started is None else started
+    jobs = {j["name"]: j for j in queue["jobs"]}
+    if job_name is not None and job_name not in jobs:
+        raise ValueError(f"no job {job_name!r} in {queue_path}; jobs: {', '.join(jobs)}")
+    job = jobs[job_name] if job_name else first_unfinished(queue, root)
+    if job is None:
+        print("every job of the queue is done")
+        return []
+    if job["kind"] == "planned":
+        raise ValueError(f"the next job, {job['name']!r} ({job['title']}), has no runner yet: {job.get('note', '')}")
+    for need in job.get("needs", []):
+        if len(folded_steps(root / need)) < int(jobs[need]["steps"]):
+            raise ValueError(f"job {job['name']!r} needs job {need!r}, which is not finished")
+        install_steps(jobs[need], root / need)
+    out = Path(out)
+    bundle = Bundle(out, job)
+    done = folded_steps(root / job["name"])
+    todo = [i for i in range(int(job["steps"])) if i not in done]
+    expected = (job.get("progress", {}).get("seconds_per_step")
+                or 60.0 * float(job["estimate_gpu_minutes"]) / max(int(job["steps"]), 1))
+    prov = provenance(command, root.parent)
+    _log(out, f"job {job['name']}: {len(done)} of {job['steps']} steps folded; this call: up to {minutes:g} min "
+              f"on {prov['device']} (commit {prov['commit']}, matmul precision {prov['matmul_precision']})")
+    blocks = job_blocks(job) if job["kind"] == "blocks" else None
+    ran = []
+    for index in todo:
+        elapsed = time.time() - started
+        if elapsed + MARGIN * expected > 60.0 * minutes:
+            _log(out, f"stopping: step {index} needs about {expected:.0f} s, {60 * minutes - elapsed:.0f} s left")
+            break
+        t0 = time.perf_counter()
+        if blocks is not None:
+            files = {f"step-{index:04d}.npz": _npz_bytes(blocks.train(blocks.starts[index]))}
+        else:
+            files = _run_experiments(job, prov["command"])
+        seconds = time.perf_counter() - t0
+        meta = {"job": job["name"], "job_hash": job_hash(job), "index": index, "seconds": round(seconds, 2),
+                **prov, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                "files": {name: _sha256(data) for name, data in files.items()}}
+        if blocks is not None:
+            meta.update(label=int(blocks.starts[index]), sha256=meta["files"][f"step-{index:04d}.npz"])
+        for name, data in files.items():
+            bundle.add(name, data)
+        bundle.add(f"step-{index:04d}.json", (json.dumps(meta, indent=1) + "\n").encode())
+        ran.append(index)
+        expected = max(expected if len(ran) == 1 else 0.0, seconds)
+        _log(out, f"step {index} of {job['steps']} done in {seconds:.1f} s")
+    return ran
+
+
+def _run_experiments(job: Mapping[str, Any], command: str) -> dict[str, bytes]:
+    """An ``experiments`` job's one step: each experiment run, its summary saved as a record."""
+    import tempfile
+
+    from symlib import experiments
+    from symlib.experiments import results
+
+    profile = job_profile(job)
+    files = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in job["experiments"]:
+            start = time.time()
+            result = experiments.run(name, profile)
+            path = results.save(name, profile.name, experiments.SUMMARIES[name](result.artifact), directory=tmp,
+                                command=command, elapsed_s=time.time() - start, computed=True)
+            files[f"result-{path.name}"] = path.read_bytes()
+    return files
+
+
+def read_return(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The manifest and the files of what a device call returned, every part checked.
+
+    Raises:
+        ValueError: naming a missing or damaged part, or a damaged whole.
+    """
+    directory = Path(directory)
+    try:
+        manifest = json.loads((directory / "manifest.json").read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"{directory}/manifest.json is missing or damaged ({err}): nothing to fold") from err
+    blob = b""
+    for part in manifest["parts"]:
+        path = directory / part["name"]
+        if not path.exists():
+            raise ValueError(f"part {part['name']} is missing from {directory}")
+        data = path.read_bytes()
+        if _sha256(data) != part["sha256"]:
+            raise ValueError(f"part {part['name']} does not match its SHA-256 in the manifest (damaged in transfer?); "
+                             f"nothing was folded")
+        blob += data
+    if _sha256(blob) != manifest["sha256"]:
+        raise ValueError(f"the joined parts in {directory} do not match the manifest's SHA-256; nothing was folded")
+    files = {}
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r") as tar:
+        for member in tar.getmembers():
+            if not member.isfile() or "/" in member.name or member.name.startswith("."):
+                raise ValueError(f"unexpected entry {member.name!r} in the returned tar; nothing was folded")
+            files[member.name] = tar.extractfile(member).read()
+    return manifest, files
+
+
+def fold(directory: Path, queue_path: Path, results_dir: Path | None = None) -> dict[str, int]:
+    """Fold what a device call returned into the job's folder, ``book/results/`` and the
+    queue's progress. Idempotent: a step already folded with the same checksum is skipped.
+
+    Returns:
+        ``{"new": steps added, "already": steps already there, "results": records copied}``.
+
+    Raises:
+        ValueError: for a damaged return, a return made for another version of the job, or
+            a step already folded with a different checksum.
+    """
+    queue_path = Path(queue_path)
+    queue = load_queue(queue_path)
+    manifest, files = read_return(directory)
+    jobs = {j["name"]: j for j in queue["jobs"]}
+    job = jobs.get(manifest["job"])
+    if job is None or job_hash(job) != manifest["job_hash"]:
+        raise ValueError(f"the return in {directory} was made for job {manifest['job']!r} as defined by hash "
+                         f"{manifest['job_hash']}, which is not the queue's job now: nothing was folded")
+    state = queue_path.parent / job["name"]
+    results_dir = Path(results_dir) if results_dir is not None else queue_path.parent.parent / "book" / "results"
+    metas = {n: json.loads(b) for n, b in files.items() if n.startswith("step-") and n.endswith(".json")}
+    for name, meta in metas.items():  # check everything before writing anything
+        for fname, sha in meta["files"].items():
+            if fname not in files or _sha256(files[fname]) != sha:
+                raise ValueError(f"{fname} of {name} is missing or does not match its SHA-256; nothing was folded")
+            target = (results_dir / fname[len("result-"):]) if fname.startswith("result-") else state / fname
+            if target.exists() and _sha256(target.read_bytes()) != sha:
+                raise ValueError(f"{target} exists with other contents than step {meta['index']} of this return "
+                                 f"(computed twice?); move it away to fold this return")
+    counts = {"new": 0, "already": 0, "results": 0}
+    for name, meta in sorted(metas.items()):
+        if (state / name).exists():
+            counts["already"] += 1
+            continue
+        for fname in meta["files"]:
+            target = (results_dir / fname[len("result-"):]) if fname.startswith("result-") else state / fname
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, lambda f, b=files[fname]: f.write(b))
+            counts["results"] += fname.startswith("result-")
+        atomic_write(state / name, lambda f, b=files[name]: f.write(b))
+        counts["new"] += 1
+    update_progress(queue_path)
+    return counts
+
+
+def update_progress(queue_path: Path) -> dict[str, Any]:
+    """Recompute every job's ``progress`` from its folder and write the queue file."""
+    queue = load_queue(queue_path)
+    for job in queue["jobs"]:
+        steps = folded_steps(Path(queue_path).parent / job["name"])
+        secs = [float(m["seconds"]) for m in steps.values()]
+        job["progress"] = {"steps_done": len(steps), "gpu_seconds": round(sum(secs), 1),
+                           "seconds_per_step": round(float(np.median(secs)), 1) if secs else None,
+                           "devices": sorted({m["device"] for m in steps.values()})}
+    _write_json(queue_path, queue)
+    return queue
+
+
+def minutes_left(job: Mapping[str, Any]) -> float:
+    """GPU-minutes a job still needs: its remaining steps at the measured rate, else its estimate."""
+    prog = job.get("progress") or {}
+    left = int(job["steps"]) - int(prog.get("steps_done", 0))
+    per = prog.get("seconds_per_step") or 60.0 * float(job["estimate_gpu_minutes"]) / max(int(job["steps"]), 1)
+    return left * per / 60.0
+
+
+def status_lines(queue_path: Path) -> list[str]:
+    """One line per job (steps done, GPU-minutes spent and left), and the total left."""
+    queue = load_queue(queue_path)
+    lines = []
+    for job in queue["jobs"]:
+        prog = job.get("progress") or {}
+        lines.append(f"{job['name']:24s} {job['kind']:11s} {prog.get('steps_done', 0):>3}/{job['steps']:<3} steps  "
+                     f"{prog.get('gpu_seconds', 0) / 60:6.1f} GPU-min spent  {minutes_left(job):6.1f} left  "
+                     f"{job['title']}")
+    lines.append(f"left in all: about {sum(minutes_left(j) for j in queue['jobs']):.0f} GPU-minutes "
+                 f"(estimates where no step has run yet)")
+    return lines
+
+
+def prepare(root: Path, data_dir: Path | None, wheels: bool = True, datasets: tuple[str, ...] = DATASETS) -> Path:
+    """Fill ``<root>/.gpu-carry``: the files of ``datasets`` (the working tree and the carry
+    travel within 64 MiB: Fashion-MNIST alone is 30 MB, so carry only what the job needs), the wheels the device
+    lacks (:data:`DEVICE_WHEELS`, for its Python 3.12; needs the package registry) and the
+    commit now checked out.
+
+    Returns:
+        The carry folder.
+
+    Raises:
+        ValueError: if ``data_dir`` lacks a dataset, or the carry folder is not ignored by git.
+    """
+    root = Path(root)
+    carry = root / CARRY
+    ignored = subprocess.run(["git", "check-ignore", "-q", CARRY + "/"], cwd=root).returncode == 0
+    if not ignored:
+        raise ValueError(f"{carry} is not ignored by git: add '/{CARRY}/' to .gitignore first")
+    from symlib.data.files import data_search_dirs
+
+    shutil.rmtree(carry / "data", ignore_errors=True)
+    for name in datasets:
+        dirs = data_search_dirs(name, data_dir)
+        src = next((d for d in dirs if len(list(d.glob("*.gz"))) >= 4), dirs[0])
+        found = sorted(Path(src).glob("*.gz"))
+        if len(found) < 4:
+            raise ValueError(f"{src} holds {len(found)} of the 4 {name} files; pass --data-dir")
+        dst = carry / "data" / name
+        dst.mkdir(parents=True, exist_ok=True)
+        for f in found:
+            shutil.copy2(f, dst / f.name)
+    if wheels:
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                        "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
+                        "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
+                        "-d", str(carry / "whl"), *DEVICE_WHEELS], check=True)
+    prov = {k: v for k, v in git_commit(root).items() if k != "from"}
+    _write_json(carry / "provenance.json", prov)
+    return carry
