@@ -183,17 +183,27 @@ def install_steps(job: Mapping[str, Any], state: Path, directory: Path | None = 
 
 
 def git_commit(root: Path) -> dict[str, Any]:
-    """``{"commit", "clean"}`` of the checkout at ``root``: from git, or (on a device that got
-    the working tree without ``.git``) from what ``prepare`` wrote in ``.gpu-carry``."""
+    """``{"commit", "clean", "from"}`` of the code this process runs.
+
+    On a device, what ``prepare`` wrote in ``.gpu-carry/provenance.json`` (a lent machine's
+    copy of ``.git`` can be older than the working tree it was sent: seen on 2026-11-27, when
+    it named the session's starting commit), marked not clean if the sources changed since
+    (their hash, :func:`~symlib.experiments.cache.code_version`, differs); elsewhere git's.
+    """
+    from symlib.experiments.cache import code_version
+
+    saved = Path(root) / CARRY / "provenance.json"
+    if saved.exists():
+        prov = json.loads(saved.read_text())
+        same = prov.get("symlib_version") == code_version()
+        return {"commit": prov.get("commit"), "clean": bool(prov.get("clean")) and same,
+                "from": "gpu prepare" + ("" if same else " (the sources changed since: not that commit)")}
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                                capture_output=True, text=True, check=True)
         return {"commit": commit.stdout.strip(), "clean": not dirty.stdout.strip(), "from": "git"}
     except (OSError, subprocess.CalledProcessError):
-        saved = Path(root) / CARRY / "provenance.json"
-        if saved.exists():
-            return {**json.loads(saved.read_text()), "from": "gpu prepare"}
         return {"commit": None, "clean": None, "from": "unknown"}
 
 
@@ -494,6 +504,10 @@ def prepare(root: Path, data_dir: Path | None, wheels: bool = True, datasets: tu
                         "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                         "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
                         "-d", str(carry / "whl"), *DEVICE_WHEELS], check=True)
+    from symlib.experiments.cache import code_version
+
+    saved = carry / "provenance.json"
+    saved.unlink(missing_ok=True)  # git's answer here, not an older prepare's
     prov = {k: v for k, v in git_commit(root).items() if k != "from"}
-    _write_json(carry / "provenance.json", prov)
+    _write_json(saved, {**prov, "symlib_version": code_version()})
     return carry

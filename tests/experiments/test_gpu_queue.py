@@ -1,0 +1,196 @@
+"""The GPU queue (symlib.experiments.gpu_queue, `python -m symlib gpu ...`) end to end on CPU,
+with a tiny bank of OptuNets: a call killed mid-step keeps its finished steps and the next one
+resumes, a damaged part is refused by name, folding twice changes nothing, and the folded steps
+are what the experiment itself loads."""
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from symlib.__main__ import main
+from symlib.experiments import cache, gpu_queue, registry
+from symlib.experiments.profiles import get_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY_JOB = {"name": "tiny-bank", "version": 1, "title": "a tiny bank", "kind": "blocks",
+            "target": "symlib.experiments.laurent.posteriors:bank_blocks", "profile": "quick",
+            "set": {"bank_nets": 4, "bank_block": 2, "bank_epochs": 1, "n_train": 600}, "label": "quick-tiny",
+            "steps": 2, "estimate_gpu_minutes": 0.1}
+LATER = {"name": "later", "version": 1, "title": "a later job", "kind": "planned", "steps": 1,
+         "estimate_gpu_minutes": 1, "note": "no runner written yet"}
+
+
+@pytest.fixture
+def queue(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "repo" / "gpu" / "queue.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"version": 1, "jobs": [TINY_JOB, LATER]}))
+    return path
+
+
+def _next(queue, out, minutes=5.0):
+    return gpu_queue.next_steps(queue, out, minutes, command="test")
+
+
+def test_killed_call_keeps_its_steps_and_the_next_resumes(queue, tmp_path, monkeypatch):
+    calls = []
+    train = registry.Blocks.train
+
+    def killed_at_second(self, start):
+        calls.append(start)
+        if len(calls) == 2:
+            raise KeyboardInterrupt("the call's time ran out")
+        return train(self, start)
+
+    monkeypatch.setattr(registry.Blocks, "train", killed_at_second)
+    with pytest.raises(KeyboardInterrupt):
+        _next(queue, tmp_path / "ret1")
+    manifest = json.loads((tmp_path / "ret1" / "manifest.json").read_text())
+    assert manifest["files"] == ["step-0000.json", "step-0000.npz"]
+    assert gpu_queue.fold(tmp_path / "ret1", queue)["new"] == 1
+
+    monkeypatch.setattr(registry.Blocks, "train", lambda self, start: (calls.append(start), train(self, start))[1])
+    calls.clear()
+    assert _next(queue, tmp_path / "ret2") == [1]
+    assert calls == [2]  # only the missing block was trained
+    assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 1, "already": 0, "results": 0}
+    job = gpu_queue.load_queue(queue)["jobs"][0]
+    assert job["progress"]["steps_done"] == 2 and gpu_queue.minutes_left(job) == 0
+
+    # folding the same returns again changes nothing
+    before = {p: p.read_bytes() for p in queue.parent.rglob("*") if p.is_file()}
+    assert gpu_queue.fold(tmp_path / "ret1", queue) == {"new": 0, "already": 1, "results": 0}
+    assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 0, "already": 1, "results": 0}
+    assert {p: p.read_bytes() for p in queue.parent.rglob("*") if p.is_file()} == before
+
+    # the experiment loads the folded blocks from the cache, and they are the blocks an
+    # uninterrupted run trains
+    monkeypatch.setattr(registry.Blocks, "train", train)
+    assert gpu_queue.install_steps(job, queue.parent / "tiny-bank") == 2
+    blocks = gpu_queue.job_blocks(job)
+    resumed = registry.run_blocks(blocks)
+    assert cache.STEPS_RUN["optunet_bank"] == {"computed": 0, "loaded": 2}
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "fresh"))
+    direct = registry.run_blocks(blocks)
+    assert cache.STEPS_RUN["optunet_bank"] == {"computed": 2, "loaded": 0}
+    for a, b in zip(jax.tree_util.tree_leaves(resumed), jax.tree_util.tree_leaves(direct)):
+        np.testing.assert_array_equal(a, b)
+
+    # the queue moves on to the next job, which has no runner: said by name
+    with pytest.raises(ValueError, match="'later'.*no runner yet: no runner written yet"):
+        _next(queue, tmp_path / "ret3")
+
+
+def test_step_metadata_carries_provenance(queue, tmp_path):
+    _next(queue, tmp_path / "ret")
+    gpu_queue.fold(tmp_path / "ret", queue)
+    meta = json.loads((queue.parent / "tiny-bank" / "step-0001.json").read_text())
+    for field in ("device", "date", "commit", "clean", "command", "symlib_version", "jax", "matmul_precision",
+                  "seconds", "sha256"):
+        assert field in meta, field
+    assert meta["label"] == 2 and meta["command"] == "test"
+    step = gpu_queue.load_step(queue.parent / "tiny-bank", 1)
+    assert step["params"]["conv_0"]["kernel"].shape[0] == 2 and step["losses"].shape == (2, 1)
+
+
+def test_damaged_part_is_refused_by_name(queue, tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_queue, "PART_BYTES", 4096)  # several parts
+    _next(queue, tmp_path / "ret")
+    parts = json.loads((tmp_path / "ret" / "manifest.json").read_text())["parts"]
+    assert len(parts) >= 3 and all(p["bytes"] <= 4096 for p in parts)
+    second = tmp_path / "ret" / parts[1]["name"]
+    data = bytearray(second.read_bytes())
+    data[100] ^= 0xFF
+    second.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=f"part {parts[1]['name']} does not match its SHA-256"):
+        gpu_queue.fold(tmp_path / "ret", queue)
+    assert not (queue.parent / "tiny-bank").exists()  # nothing folded
+    second.unlink()
+    with pytest.raises(ValueError, match=f"part {parts[1]['name']} is missing"):
+        gpu_queue.fold(tmp_path / "ret", queue)
+    assert main(["gpu", "fold", str(tmp_path / "ret"), "--queue", str(queue)]) == 1
+
+
+def test_return_of_another_job_version_is_refused(queue, tmp_path):
+    _next(queue, tmp_path / "ret")
+    changed = {**TINY_JOB, "set": {**TINY_JOB["set"], "bank_epochs": 2}}
+    queue.write_text(json.dumps({"version": 1, "jobs": [changed, LATER]}))
+    with pytest.raises(ValueError, match="not the queue's job now: nothing was folded"):
+        gpu_queue.fold(tmp_path / "ret", queue)
+
+
+def test_a_step_that_does_not_fit_the_minutes_is_not_started(queue, tmp_path, capsys):
+    assert gpu_queue.next_steps(queue, tmp_path / "ret", 0.05, command="test") == []
+    assert "stopping: step 0 needs about" in (tmp_path / "ret" / "gpu-log.txt").read_text()
+
+
+def test_queue_file_is_checked(tmp_path):
+    bad = tmp_path / "q.json"
+    bad.write_text(json.dumps({"version": 1, "jobs": [{**LATER, "needs": ["tiny-bank"]}, TINY_JOB]}))
+    with pytest.raises(ValueError, match="must come before it"):
+        gpu_queue.load_queue(bad)
+    bad.write_text(json.dumps({"version": 1, "jobs": [{**LATER, "kind": "magic"}]}))
+    with pytest.raises(ValueError, match="kind 'magic'"):
+        gpu_queue.load_queue(bad)
+    bad.write_text(json.dumps({"version": 2, "jobs": []}))
+    with pytest.raises(ValueError, match="version 2"):
+        gpu_queue.load_queue(bad)
+    wrong_steps = tmp_path / "w.json"
+    wrong_steps.write_text(json.dumps({"version": 1, "jobs": [{**TINY_JOB, "steps": 3}]}))
+    with pytest.raises(ValueError, match="declares 3 steps but its profile gives 2 blocks"):
+        gpu_queue.job_blocks(gpu_queue.load_queue(wrong_steps)["jobs"][0])
+
+
+def test_the_repository_queue(capsys):
+    """gpu/queue.json: every job of issue 44's queue in order, the bank's steps those of the
+    paper profile, its folded steps intact, the progress that of its folder."""
+    path = ROOT / "gpu" / "queue.json"
+    queue = gpu_queue.load_queue(path)
+    names = [j["name"] for j in queue["jobs"]]
+    assert names == ["laurent-bank", "laurent-table1", "laurent-fig7-collapse", "laurent-fig2-1000", "hmc-precision",
+                     "xiao-hmc-reduction", "xiao-hmc-1000", "rossi-grid-512", "rossi-1000epochs", "gpu-unit-tests"]
+    bank = queue["jobs"][0]
+    paper = get_profile("paper")
+    assert bank["steps"] == math.ceil(paper.bank_nets / paper.bank_block)
+    folded = gpu_queue.folded_steps(ROOT / "gpu" / "laurent-bank")
+    assert bank["progress"]["steps_done"] == len(folded)
+    for index, meta in folded.items():
+        step = gpu_queue.load_step(ROOT / "gpu" / "laurent-bank", index)  # checks the SHA-256
+        assert meta["label"] == index * paper.bank_block and meta["job_hash"] == gpu_queue.job_hash(bank)
+        assert step["losses"].shape == (min(paper.bank_block, paper.bank_nets - meta["label"]), paper.bank_epochs)
+        assert np.all(np.isfinite(step["losses"]))
+    assert main(["gpu", "status", "--queue", str(path)]) == 0
+    assert "left in all: about" in capsys.readouterr().out
+
+
+def test_prepare_fills_an_ignored_carry(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # no downloaded copy is found instead
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    data = tmp_path / "data"
+    for name in ("mnist", "fashion_mnist"):
+        (data / name).mkdir(parents=True)
+        for f in ("a", "b", "c", "d"):
+            (data / name / f"{f}.gz").write_bytes(b"x")
+    with pytest.raises(ValueError, match="not ignored by git"):
+        gpu_queue.prepare(repo, data, wheels=False)
+    (repo / ".gitignore").write_text("/.gpu-carry/\n")
+    with pytest.raises(ValueError, match="holds 0 of the 4"):
+        gpu_queue.prepare(repo, tmp_path / "nowhere", wheels=False, datasets=("mnist",))
+    carry = gpu_queue.prepare(repo, data, wheels=False, datasets=("mnist",))
+    assert sorted(p.name for p in (carry / "data" / "mnist").iterdir()) == ["a.gz", "b.gz", "c.gz", "d.gz"]
+    assert not (carry / "data" / "fashion_mnist").exists()
+    prov = json.loads((carry / "provenance.json").read_text())
+    assert prov["commit"] is None or len(prov["commit"]) == 40
+    # on the device, the carried provenance is what the step records; changed sources are not clean
+    (carry / "provenance.json").write_text(json.dumps({"commit": "f" * 40, "clean": True,
+                                                       "symlib_version": cache.code_version()}))
+    assert gpu_queue.git_commit(repo) == {"commit": "f" * 40, "clean": True, "from": "gpu prepare"}
+    (carry / "provenance.json").write_text(json.dumps({"commit": "f" * 40, "clean": True, "symlib_version": "old"}))
+    assert gpu_queue.git_commit(repo)["clean"] is False
