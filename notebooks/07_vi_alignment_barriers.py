@@ -435,7 +435,7 @@ for o in claims.evaluate("vi_alignment", ls):
 # pair, {glue:text}`ch07_paper_epochs` → {glue:text}`ch07_long_epochs` epochs: MNIST
 # {glue:text}`ch07_long_mnist_gaps`, Fashion-MNIST {glue:text}`ch07_long_fashion_mnist_gaps`).
 # But the gap stays positive in every pair: at the paper's training length the naive barrier
-# still grows with the width, and the width claims still differ (MNIST
+# still grows with the width, and the width claims still do not hold (MNIST
 # {glue:text}`ch07_lv_barrier_falls_with_width_mnist`, slope per doubling
 # {glue:text}`ch07_le_barrier_falls_with_width_mnist`, the worst of train and test, naive and
 # aligned, over the two series; Fashion-MNIST

@@ -116,7 +116,8 @@ plt.show()
 # repeat at the wider width over the slowest at the narrower to the reverse); (iii) at the
 # widest width, aligning the posteriors costs more CPU time than matching the means alone
 # (the same kind of ratio). A ratio whose range of repeats straddles one is "same
-# direction, not significant" or "differs", never "holds".
+# direction, not significant" or "opposite direction, not significant", never "holds" or
+# "differs".
 
 # %% tags=["nbval-ignore-output"]
 outcomes = claims.evaluate("vi_alignment_timings", summary)

@@ -45,7 +45,8 @@
 # holds on a run only when every one of its claims holds there, that is when the whole
 # interval of each effect (over the independent units: seeds, networks, network pairs,
 # repeated timings) lies on the paper's side of its threshold; the weakest claim decides
-# otherwise ("differs", then "same direction, not significant", then "not tested"). The row
+# otherwise ("differs", then "opposite direction, not significant", then "same direction, not
+# significant", then "not tested"). The row
 # shows the largest scale there is; the details list every run. See "How to read the
 # verdicts" on the {doc}`landing page <../book/intro>`.
 
@@ -79,15 +80,33 @@ def paper_section(paper: str) -> HTML:
     return HTML(report_page.report_html([r for r in rows if r.paper == name]))
 
 
+def forest(paper: str) -> None:
+    name = manifest.PAPERS[paper][1]
+    entries = sorted((e for e in report_page.forest_entries(rows) if e.paper == name),
+                     key=lambda e: scales.KINDS.index(e.scale))
+    plotting.forest(entries, title=f"{name}: every tested claim on every run, against its threshold")
+    plt.show()
+
+
 # %% [markdown]
 # The report covers {glue:text}`ch14_items` items, judged on {glue:text}`ch14_saved` saved
 # results and on the quick-profile results of {glue:text}`ch14_quick` experiments found in
 # the cache.
 #
+# Below each paper's table, a forest plot shows every claim tested on every run at once: the
+# effect (dot) and its interval (bar) minus the claim's threshold, turned so that the paper's
+# side is always to the right of the vertical line, on a symmetric-log axis because the
+# claims' units differ; colours are the verdicts, thin grey lines separate the scales (paper
+# scale, labelled reduction, stand-in, quick miniature, top to bottom), and an arrow marks an
+# unbounded interval (one unit). A bar wholly right of the line holds, wholly left differs.
+#
 # ## Xiao et al. (2023)
 
 # %% tags=["hide-input"]
 paper_section("xiao2023")
+
+# %% tags=["hide-input"]
+forest("xiao2023")
 
 # %% [markdown]
 # ## Rossi et al. (2023)
@@ -98,11 +117,17 @@ paper_section("xiao2023")
 # %% tags=["hide-input"]
 paper_section("rossi2023")
 
+# %% tags=["hide-input"]
+forest("rossi2023")
+
 # %% [markdown]
 # ## Laurent et al. (2024)
 
 # %% tags=["hide-input"]
 paper_section("laurent2024")
+
+# %% tags=["hide-input"]
+forest("laurent2024")
 
 # %% [markdown]
 # ## Synthesis
@@ -125,10 +150,10 @@ display(Table(["paper", "scale", *shown],
               [(p, s, *(counts.get((p, s, v), "") for v in shown)) for p in papers for s in scale_cols
                if any(counts.get((p, s, v)) for v in shown)]))
 
-# the verdicts in fixed colours (holds, same direction, differs, not tested), the statuses of
-# items without a run in greys
-colours = dict(zip(verdicts, ["#1b9e77", "#e6ab02", "#d95f02", "#7570b3", "#bdbdbd", "#969696", "#737373",
-                              "#525252", "#d9d9d9", "#252525"]))
+# the verdicts in fixed colours (holds, same direction, opposite direction, differs, not
+# tested), the statuses of items without a run in greys
+colours = dict(zip(verdicts, ["#1b9e77", "#e6ab02", "#fdae61", "#d95f02", "#7570b3", "#bdbdbd", "#969696",
+                              "#737373", "#525252", "#d9d9d9", "#252525"]))
 fig, axes = plt.subplots(1, len(papers), figsize=(11, 3.6), sharey=True, constrained_layout=True)
 for ax, paper in zip(axes, papers):
     bottom = np.zeros(len(scale_cols))

@@ -43,10 +43,11 @@ __all__ = ["Claim", "ClaimOutcome", "Evidence", "Verdict", "CLAIMS", "DIFFERENCE
 
 
 class Verdict(str, enum.Enum):
-    """A claim's verdict on one summary."""
+    """A claim's verdict on one summary: the symmetric rule of :attr:`Evidence.verdict`."""
 
     HOLDS = "holds"
     SAME_DIRECTION = "same direction, not significant"
+    OPPOSITE_DIRECTION = "opposite direction, not significant"
     DIFFERS = "differs"
     NOT_TESTED = "not tested"
 
@@ -88,15 +89,21 @@ class Evidence:
 
     @property
     def verdict(self) -> Verdict:
-        """Holds when the whole interval is beyond the threshold, same direction when only
-        the estimate is, differs otherwise; not tested when ``untested`` is set."""
+        """The symmetric rule: *holds* when the whole interval lies strictly on the paper's
+        side of the threshold, *differs* when it lies strictly on the other side, and in
+        between *same direction, not significant* (the estimate on the paper's side) or
+        *opposite direction, not significant* (the estimate on the threshold or the other
+        side); *not tested* when ``untested`` is set. An interval that touches the threshold
+        is in between; an exact value (``low == effect == high``) is judged by itself."""
         if self.untested is not None:
             return Verdict.NOT_TESTED
         t = self.threshold
-        if not t.beyond(self.effect):
+        near, far = (self.low, self.high) if t.direction == "above" else (self.high, self.low)
+        if t.beyond(near):
+            return Verdict.HOLDS
+        if t.opposite(far):
             return Verdict.DIFFERS
-        near = self.low if t.direction == "above" else self.high
-        return Verdict.HOLDS if t.beyond(near) else Verdict.SAME_DIRECTION
+        return Verdict.SAME_DIRECTION if t.beyond(self.effect) else Verdict.OPPOSITE_DIRECTION
 
     def interval_text(self) -> str:
         """``"0.41 [0.3, 0.52] over 3 network pairs"``, or the exact value with its units."""
@@ -305,7 +312,7 @@ def documented_difference(experiment: str, profile: str, name: str) -> str | Non
     return entry[1] if entry else None
 
 
-_RANK = {Verdict.DIFFERS: 0, Verdict.SAME_DIRECTION: 1, Verdict.HOLDS: 2}
+_RANK = {Verdict.DIFFERS: 0, Verdict.OPPOSITE_DIRECTION: 1, Verdict.SAME_DIRECTION: 2, Verdict.HOLDS: 3}
 
 
 def worst(evidence: Sequence[Evidence]) -> Evidence:

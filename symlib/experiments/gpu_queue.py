@@ -182,37 +182,12 @@ def install_steps(job: Mapping[str, Any], state: Path, directory: Path | None = 
     return len(steps)
 
 
-def git_commit(root: Path) -> dict[str, Any]:
-    """``{"commit", "clean", "from"}`` of the code this process runs.
-
-    On a device, what ``prepare`` wrote in ``.gpu-carry/provenance.json`` (a lent machine's
-    copy of ``.git`` can be older than the working tree it was sent: seen on 2026-11-27, when
-    it named the session's starting commit), marked not clean if the sources changed since
-    (their hash, :func:`~symlib.experiments.cache.code_version`, differs); elsewhere git's.
-    """
-    from symlib.experiments.cache import code_version
-
-    saved = Path(root) / CARRY / "provenance.json"
-    if saved.exists():
-        prov = json.loads(saved.read_text())
-        same = prov.get("symlib_version") == code_version()
-        return {"commit": prov.get("commit"), "clean": bool(prov.get("clean")) and same,
-                "from": "gpu prepare" + ("" if same else " (the sources changed since: not that commit)")}
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True)
-        return {"commit": commit.stdout.strip(), "clean": not dirty.stdout.strip(), "from": "git"}
-    except (OSError, subprocess.CalledProcessError):
-        return {"commit": None, "clean": None, "from": "unknown"}
-
-
 def provenance(command: str, root: Path) -> dict[str, Any]:
     """Device, date, commit, command and versions of this process."""
     import jax
 
     from symlib.experiments.cache import code_version
-    from symlib.experiments.results import device_description
+    from symlib.experiments.results import device_description, git_commit
 
     return {"device": device_description(), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             **git_commit(root), "command": command, "symlib_version": code_version(), "jax": jax.__version__,
@@ -508,6 +483,8 @@ def prepare(root: Path, data_dir: Path | None, wheels: bool = True, datasets: tu
 
     saved = carry / "provenance.json"
     saved.unlink(missing_ok=True)  # git's answer here, not an older prepare's
+    from symlib.experiments.results import git_commit
+
     prov = {k: v for k, v in git_commit(root).items() if k != "from"}
     _write_json(saved, {**prov, "symlib_version": code_version()})
     return carry

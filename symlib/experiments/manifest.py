@@ -443,8 +443,8 @@ def ours(item: Item, summaries: Mapping[str, Mapping[str, Any]]) -> str:
 
 def combine(verdicts: Sequence[Verdict]) -> Verdict:
     """An item's verdict on one run from its claims' verdicts: "holds" only when every claim
-    holds; otherwise the weakest: "differs" before "same direction, not significant" before
-    "not tested" (no claim at all is "not tested").
+    holds; otherwise the weakest: "differs" before "opposite direction, not significant" before
+    "same direction, not significant" before "not tested" (no claim at all is "not tested").
 
     Args:
         verdicts: the claims' verdicts (:class:`symlib.experiments.claims.Verdict`).
@@ -453,7 +453,7 @@ def combine(verdicts: Sequence[Verdict]) -> Verdict:
         The item's verdict.
     """
     found = set(verdicts)
-    for v in (Verdict.DIFFERS, Verdict.SAME_DIRECTION, Verdict.NOT_TESTED):
+    for v in (Verdict.DIFFERS, Verdict.OPPOSITE_DIRECTION, Verdict.SAME_DIRECTION, Verdict.NOT_TESTED):
         if v in found:
             return v
     return Verdict.HOLDS if found else Verdict.NOT_TESTED

@@ -291,3 +291,58 @@ def swap_figure(swaps: np.ndarray, epoch_stats: Sequence[np.ndarray], units: Seq
     axes[1].set_title("net change of the ordering")
     axes[1].legend(fontsize=8, loc="lower right")
     return fig
+
+
+#: the verdicts' colours in the report's figures (holds, same direction, opposite direction,
+#: differs, not tested)
+VERDICT_COLOURS = {"holds": "#1b9e77", "same direction, not significant": "#e6ab02",
+                   "opposite direction, not significant": "#fdae61", "differs": "#d95f02", "not tested": "#7570b3"}
+
+
+def forest(entries: Sequence, *, title: str | None = None, linthresh: float = 1e-2) -> plt.Figure:
+    """A forest plot of claims: per entry (:class:`symlib.experiments.report_page.ForestEntry`)
+    the effect minus its threshold and the interval, signed so that the paper's side is to the
+    right of the line at 0, on a symmetric-log axis (the claims' units differ), coloured by
+    verdict, grouped by scale as the entries come; an unbounded end is drawn as an arrow.
+
+    Args:
+        entries: the entries, in the order to show them (top to bottom).
+        title: the figure's title.
+        linthresh: the symmetric-log axis's linear range around 0.
+
+    Returns:
+        The figure.
+    """
+    n = len(entries)
+    fig, ax = plt.subplots(figsize=(9.0, 1.3 + 0.19 * max(n, 1)), layout="constrained")
+    finite = [abs(v) for e in entries for v in (e.effect, e.low, e.high) if np.isfinite(v)]
+    edge = 10 ** np.ceil(np.log10(max(max(finite, default=1.0), 10 * linthresh)))
+    for i, e in enumerate(entries):
+        y = n - 1 - i
+        c = VERDICT_COLOURS.get(e.verdict, "#969696")
+        lo, hi = max(e.low, -edge), min(e.high, edge)
+        ax.plot([lo, hi], [y, y], color=c, lw=1.6, solid_capstyle="butt")
+        ax.plot([e.effect], [y], "o", color=c, ms=4)
+        for end, bound, marker in ((e.low, -edge, "<"), (e.high, edge, ">")):
+            if not np.isfinite(end):
+                ax.plot([bound], [y], marker, color=c, ms=5)
+    ax.axvline(0.0, color="k", lw=0.8)
+    ax.set_xscale("symlog", linthresh=linthresh)
+    ax.set_xlim(-edge * 1.3, edge * 1.3)
+    ax.set_yticks(range(n), [f"{e.label} ({e.run})" for e in reversed(entries)], fontsize=6.5)
+    ax.set_ylim(-0.7, n - 0.3)
+    starts = [i for i in range(n) if i == 0 or entries[i].scale != entries[i - 1].scale]
+    for k, i in enumerate(starts):  # each scale's group: a line above it and its name at the right
+        stop = starts[k + 1] if k + 1 < len(starts) else n
+        if i:
+            ax.axhline(n - i - 0.5, color="#525252", lw=0.8, ls="--")
+        ax.text(1.01, n - 1 - (i + stop - 1) / 2, entries[i].scale, transform=ax.get_yaxis_transform(),
+                rotation=-90, va="center", ha="left", fontsize=7.5, color="#525252")
+    ax.set_xlabel("effect minus threshold, in each claim's units (symmetric log scale)\n"
+                  "right of 0: the paper's side of the threshold", fontsize=8)
+    handles = [plt.Line2D([], [], color=c, marker="o", lw=1.6, label=v) for v, c in VERDICT_COLOURS.items()
+               if any(e.verdict == v for e in entries)]
+    fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncol=len(handles), frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig

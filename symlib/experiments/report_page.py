@@ -1,7 +1,8 @@
 """The reproduction report's page (chapter 14): one short row per item of
 :mod:`symlib.experiments.manifest` (:func:`report_rows`), the counts per paper, scale and
-verdict (:func:`counts_by_scale`) and the HTML of the table with collapsible details
-(:func:`report_html`)."""
+verdict (:func:`counts_by_scale`), the HTML of the table with collapsible details
+(:func:`report_html`) and every tested claim's effect against its threshold
+(:func:`forest_entries`, drawn by :func:`symlib.experiments.plotting.forest`)."""
 from __future__ import annotations
 
 import re
@@ -48,9 +49,10 @@ def _short(text: str, width: int = 60) -> str:
 
 
 def key_number(item: Item, summaries: Mapping[str, Mapping[str, Any]], run: RunVerdict | None = None) -> str:
-    """Our headline number for ``item`` on one run: the first tested claim's effect with its
-    interval, else the first value of :attr:`Item.keys` in ``summaries`` (a saved result of
-    :attr:`Item.saved_as` read with the first experiment's keys).
+    """Our headline number for ``item`` on one run: the effect and interval of the claim that
+    decides the run's verdict (the first tested claim with that verdict), else the first value
+    of :attr:`Item.keys` in ``summaries`` (a saved result of :attr:`Item.saved_as` read with
+    the first experiment's keys).
 
     Args:
         item: a manifest item.
@@ -61,9 +63,11 @@ def key_number(item: Item, summaries: Mapping[str, Mapping[str, Any]], run: RunV
         ``"claim: effect [interval] over units"`` or ``"label value"``, or "" when there is none.
     """
     if run is not None:
-        for o in run.outcomes:
-            if o.evidence.untested is None:
-                return f"{o.claim.name}: {o.evidence.interval_text()}"
+        tested = [o for o in run.outcomes if o.evidence.untested is None]
+        deciding = [o for o in tested if o.verdict is run.verdict] or tested
+        if deciding:
+            o = deciding[0]
+            return f"{o.claim.name}: {o.evidence.interval_text()}"
     for ref in item.keys:
         exp, path = ref.split(":", 1)
         for name in (exp, *item.saved_as) if exp == (item.experiments or ("",))[0] else (exp,):
@@ -223,3 +227,56 @@ def report_html(rows: Sequence[ReportRow]) -> str:
         blocks.append(f'<details style="overflow-wrap:anywhere"><summary>{_html(row.label)}: '
                       f"{_html(row.verdict)}{scale}</summary>{inner}</details>")
     return table + "\n" + "\n".join(blocks)
+
+
+@dataclass(frozen=True)
+class ForestEntry:
+    """One tested claim on one run, as the forest plot shows it: the effect and its interval
+    minus the threshold, signed so that the paper's side is positive (in the claim's units).
+
+    Attributes:
+        paper: the paper's short name.
+        scale: the run's scale kind (:data:`symlib.experiments.scales.KINDS`).
+        run: the run's profile label.
+        label: ``"experiment.claim"``.
+        effect: the signed distance of the effect from the threshold.
+        low: the signed distance of the interval's end nearest the other side (may be ``-inf``).
+        high: that of the end furthest on the paper's side (may be ``inf``).
+        verdict: the verdict's text.
+    """
+
+    paper: str
+    scale: str
+    run: str
+    label: str
+    effect: float
+    low: float
+    high: float
+    verdict: str
+
+
+def forest_entries(rows: Sequence[ReportRow]) -> list[ForestEntry]:
+    """Every tested claim of every run in ``rows`` once (items that share a claim share the
+    entry), in the order of the rows, the runs and the claims.
+
+    Args:
+        rows: :func:`report_rows`.
+
+    Returns:
+        The entries.
+    """
+    out, seen = [], set()
+    for row in rows:
+        for run in row.runs:
+            for o in run.outcomes:
+                ev = o.evidence
+                key = (o.claim.experiment, o.claim.name, run.run)
+                if ev.untested is not None or key in seen:
+                    continue
+                seen.add(key)
+                t = ev.threshold
+                sign = 1.0 if t.direction == "above" else -1.0
+                ends = sorted((sign * (ev.low - t.value), sign * (ev.high - t.value)))
+                out.append(ForestEntry(row.paper, run.scale.kind, run.run, f"{o.claim.experiment}.{o.claim.name}",
+                                       sign * (ev.effect - t.value), ends[0], ends[1], o.verdict.value))
+    return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -29,11 +30,7 @@ def results_dir() -> Path:
     """
     if os.environ.get(ENV_VAR):
         return Path(os.environ[ENV_VAR]).expanduser()
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / "_toc.yml").exists():
-            return folder / "book" / "results"
-    return here / "book" / "results"
+    return repository_root() / "book" / "results"
 
 
 def device_description() -> str:
@@ -47,6 +44,38 @@ def device_description() -> str:
     dev = jax.devices()[0]
     kind = getattr(dev, "device_kind", dev.platform)
     return f"{len(jax.devices())} x {kind} ({dev.platform}); host {platform.machine()} with {os.cpu_count()} cores"
+
+
+def git_commit(root: Path) -> dict[str, Any]:
+    """``{"commit", "clean", "from"}`` of the code this process runs, from the checkout at ``root``.
+
+    Where ``python -m symlib gpu prepare`` left ``.gpu-carry/provenance.json`` for these very
+    sources (the same :func:`~symlib.experiments.cache.code_version`), that record: a lent
+    machine's copy of ``.git`` can be older than the working tree it was sent (seen on
+    2026-11-27, when it named the session's starting commit). Otherwise git's answer, and
+    ``None`` values where there is no git.
+    """
+    from symlib.experiments.cache import code_version
+
+    saved = Path(root) / ".gpu-carry" / "provenance.json"
+    if saved.exists():
+        prov = json.loads(saved.read_text())
+        if prov.get("symlib_version") == code_version():
+            return {"commit": prov.get("commit"), "clean": bool(prov.get("clean")), "from": "gpu prepare"}
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True)
+        return {"commit": commit.stdout.strip(), "clean": not dirty.stdout.strip(), "from": "git"}
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": None, "clean": None, "from": "unknown"}
+
+
+def repository_root() -> Path:
+    """The repository holding the working directory (the folder with ``_toc.yml``), else the
+    working directory."""
+    here = Path.cwd().resolve()
+    return next((f for f in (here, *here.parents) if (f / "_toc.yml").exists()), here)
 
 
 def _jax_version() -> str:
@@ -70,7 +99,8 @@ def jsonable(obj: Any) -> Any:
 def save(name: str, profile: str, summary: dict[str, Any], *, command: str | None = None,
          directory: Path | None = None, elapsed_s: float | None = None, computed: bool | None = None,
          steps: Mapping[str, int] | None = None, device: str | None = None,
-         date: str | None = None, versions: Mapping[str, str] | None = None) -> Path:
+         date: str | None = None, versions: Mapping[str, str] | None = None,
+         commit: Mapping[str, Any] | None = None) -> Path:
     """Write ``summary`` (numbers, lists, dicts) with its provenance.
 
     Args:
@@ -91,6 +121,8 @@ def save(name: str, profile: str, summary: dict[str, Any], *, command: str | Non
         date: the date it was computed, ``YYYY-MM-DD`` (default: today).
         versions: ``symlib_version``, ``python`` and ``jax`` of the process that computed it
             (default: this process's; give them, like ``device``, for an assembled record).
+        commit: ``{"commit", "clean", "from"}`` of the code that computed it (default:
+            :func:`git_commit` of :func:`repository_root`; give it for an assembled record).
 
     Returns:
         The path of ``<name>-<profile>.json``.
@@ -115,6 +147,8 @@ def save(name: str, profile: str, summary: dict[str, Any], *, command: str | Non
         "elapsed_s": None if elapsed_s is None else round(float(elapsed_s), 1),
         "computed": computed,
         **({"steps": {"computed": int(steps["computed"]), "loaded": int(steps["loaded"])}} if steps else {}),
+        **{k: v for k, v in (commit if commit is not None else git_commit(repository_root())).items()
+           if k in ("commit", "clean")},
         "symlib_version": versions["symlib_version"],
         "package_version": versions["symlib_version"].rsplit("+", 1)[0] or __version__,
         "code_hash": versions["symlib_version"].rsplit("+", 1)[-1],

@@ -60,8 +60,9 @@ class Scale:
     @property
     def label(self) -> str:
         """The kind with its details: ``"labelled reduction: 16 of the paper's 1,000 networks"``,
-        ``"stand-in (<what for>); reduced: <...>"``."""
-        text = self.kind + (f" ({self.stand_in})" if self.stand_in else "")
+        ``"stand-in (<what for>); reduced: <...>"``, ``"quick miniature (stand-in: <what for>)"``."""
+        what = f"stand-in: {self.stand_in}" if self.stand_in and self.kind == QUICK else self.stand_in
+        text = self.kind + (f" ({what})" if what else "")
         if self.reduced:
             text += ("; reduced: " if self.kind == STAND_IN else ": ") + self.reduced
         return text
@@ -172,11 +173,11 @@ def scale_of(experiment: str, profile: str, record: Mapping[str, Any] | None = N
         KeyError: for a run the registry does not know (register it here).
     """
     stand_in = STAND_INS.get(experiment) or PROFILE_STAND_INS.get((experiment, profile))
+    if profile == "quick":  # the run's own label decides the kind: a quick run is a quick miniature
+        return Scale(QUICK, stand_in=stand_in or "")
     reduced = REDUCTIONS.get((experiment, profile), "")
     if stand_in:
         return Scale(STAND_IN, reduced, stand_in)
-    if profile == "quick":
-        return Scale(QUICK)
     if reduced:
         return Scale(REDUCTION, reduced)
     if experiment in FROM_RECORD:

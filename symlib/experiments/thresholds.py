@@ -7,10 +7,11 @@ how we read them and why, and records when it was set: a threshold set after see
 numbers says so.
 
 Direction: ``"above"`` means the paper's claim is ``effect > value``, ``"below"`` means
-``effect < value``. The verdict (:class:`symlib.experiments.claims.Verdict`) is *holds* when
-the whole interval of the effect over the independent units lies on the paper's side,
-*same direction, not significant* when only the estimate does, *differs* when the estimate
-does not, and *not tested* when the summary cannot test the claim.
+``effect < value``. The verdict (:class:`symlib.experiments.claims.Verdict`) follows one
+symmetric rule: *holds* when the whole interval of the effect over the independent units lies
+on the paper's side, *differs* when it lies wholly on the other side, *same direction, not
+significant* or *opposite direction, not significant* in between (by the side of the
+estimate), and *not tested* when the summary cannot test the claim.
 """
 from __future__ import annotations
 
@@ -45,6 +46,10 @@ class Threshold:
     def beyond(self, x: float) -> bool:
         """Whether ``x`` lies strictly on the paper's side of the boundary."""
         return bool(x > self.value) if self.direction == "above" else bool(x < self.value)
+
+    def opposite(self, x: float) -> bool:
+        """Whether ``x`` lies strictly on the other side of the boundary from the paper's."""
+        return bool(x < self.value) if self.direction == "above" else bool(x > self.value)
 
     def describe(self) -> str:
         """``"> 0.5"`` or ``"< 0.1"``."""

@@ -92,22 +92,62 @@ def _toy_claims(monkeypatch):
         return claims.mean_of_units(summary["values"], BELOW, "seeds", f"values {summary['values']}")
 
 
-def test_verdicts_follow_the_interval():
-    ev = claims.interval_evidence
-    assert ev(1.0, 0.5, 1.5, ABOVE, "3 pairs", "").verdict is claims.Verdict.HOLDS
-    assert ev(1.0, -0.5, 1.5, ABOVE, "3 pairs", "").verdict is claims.Verdict.SAME_DIRECTION
-    assert ev(-1.0, -1.5, 0.5, ABOVE, "3 pairs", "").verdict is claims.Verdict.DIFFERS
-    assert ev(0.0, 0.0, 0.0, ABOVE, "all", "").verdict is claims.Verdict.DIFFERS  # on the boundary: not beyond
-    assert ev(9.0, 8.0, 9.9, BELOW, "3 pairs", "").verdict is claims.Verdict.HOLDS
-    assert ev(9.0, 8.0, 10.5, BELOW, "3 pairs", "").verdict is claims.Verdict.SAME_DIRECTION
-    assert claims.exact(1e-12, BELOW, "all nets (worst case)", "").verdict is claims.Verdict.HOLDS
-    assert claims.not_tested(ABOVE, "too few units").verdict is claims.Verdict.NOT_TESTED
+def test_verdicts_follow_the_symmetric_rule():
+    """holds / differs only when the whole interval is strictly on one side; in between, the
+    estimate's side names the inconclusive class; the boundaries pinned both ways."""
+    ev, V, inf = claims.interval_evidence, claims.Verdict, float("inf")
+    cases = [  # (effect, low, high, threshold, verdict)
+        (1.0, 0.5, 1.5, ABOVE, V.HOLDS),
+        (1.0, -0.5, 1.5, ABOVE, V.SAME_DIRECTION),
+        (-1.0, -1.5, 0.5, ABOVE, V.OPPOSITE_DIRECTION),  # the old rule's "differs"
+        (-1.0, -1.5, -0.5, ABOVE, V.DIFFERS),
+        (1.0, 0.0, 1.5, ABOVE, V.SAME_DIRECTION),  # touching the threshold from the paper's side
+        (-1.0, -1.5, 0.0, ABOVE, V.OPPOSITE_DIRECTION),  # touching it from the other side
+        (0.0, -1.0, 1.0, ABOVE, V.OPPOSITE_DIRECTION),  # an estimate on the threshold is not beyond it
+        (0.0, 0.0, 0.0, ABOVE, V.OPPOSITE_DIRECTION),  # a degenerate exact value on the threshold
+        (2.0, 2.0, 2.0, ABOVE, V.HOLDS),
+        (-2.0, -2.0, -2.0, ABOVE, V.DIFFERS),
+        (5.0, -inf, inf, ABOVE, V.SAME_DIRECTION),  # one unit: an unbounded interval
+        (-5.0, -inf, inf, ABOVE, V.OPPOSITE_DIRECTION),
+        (-5.0, -inf, -1.0, ABOVE, V.DIFFERS),  # an infinite bound on the far side still differs
+        (5.0, 1.0, inf, ABOVE, V.HOLDS),
+        (9.0, 8.0, 9.9, BELOW, V.HOLDS),
+        (9.0, 8.0, 10.5, BELOW, V.SAME_DIRECTION),
+        (11.0, 9.0, 12.0, BELOW, V.OPPOSITE_DIRECTION),
+        (11.0, 10.5, 12.0, BELOW, V.DIFFERS),
+        (11.0, 10.0, 12.0, BELOW, V.OPPOSITE_DIRECTION),  # touching
+        (10.0, 10.0, 10.0, BELOW, V.OPPOSITE_DIRECTION),
+        (12.0, 10.5, inf, BELOW, V.DIFFERS),
+    ]
+    for effect, low, high, t, verdict in cases:
+        assert ev(effect, low, high, t, "3 pairs", "").verdict is verdict, (effect, low, high, t.direction)
+    assert claims.exact(1e-12, BELOW, "all nets (worst case)", "").verdict is V.HOLDS
+    assert claims.not_tested(ABOVE, "too few units").verdict is V.NOT_TESTED
     with pytest.raises(ValueError, match="does not contain the effect"):
         ev(1.0, 1.2, 1.5, ABOVE, "3 pairs", "")
     with pytest.raises(ValueError, match="not finite"):
         claims.exact(float("nan"), ABOVE, "all", "")
     with pytest.raises(TypeError, match="registered Threshold"):
         claims.exact(1.0, 0.0, "all", "")
+
+
+def test_the_rule_is_symmetric():
+    """Mirroring an interval about the threshold swaps holds with differs and same with
+    opposite direction (except an estimate on the threshold, which is never 'beyond')."""
+    V = claims.Verdict
+    mirror = {V.HOLDS: V.DIFFERS, V.DIFFERS: V.HOLDS, V.SAME_DIRECTION: V.OPPOSITE_DIRECTION,
+              V.OPPOSITE_DIRECTION: V.SAME_DIRECTION}
+    rng = np.random.default_rng(1)
+    for _ in range(500):
+        effect = float(rng.normal())
+        if effect == 0.0:
+            continue
+        low, high = effect - abs(rng.normal()), effect + abs(rng.normal())
+        a = claims.interval_evidence(effect, low, high, ABOVE, "pairs", "").verdict
+        b = claims.interval_evidence(-effect, -high, -low, ABOVE, "pairs", "").verdict
+        assert mirror[a] is b
+        c = claims.interval_evidence(10.0 - effect, 10.0 - high, 10.0 - low, BELOW, "pairs", "").verdict
+        assert c is a  # the same question asked with the other direction
 
 
 def test_noise_alone_never_holds():
@@ -133,7 +173,8 @@ def test_claims_hold_and_fail_with_their_numbers(monkeypatch):
     assert table.headers[2] == "ours (quick profile, quick miniature)"
     assert "needs > 0" in table.rows[0][3] and "over 3 seeds" in table.rows[0][3]
     counts = claims.verdict_counts(claims.evaluate("toy", {"values": [-1.0, -1.2, -0.9]}))
-    assert counts == {"holds": 1, "same direction, not significant": 0, "differs": 1, "not tested": 0}
+    assert counts == {"holds": 1, "same direction, not significant": 0, "opposite direction, not significant": 0,
+                      "differs": 1, "not tested": 0}
 
 
 def test_a_registered_difference_is_expected_and_a_stale_one_is_not(monkeypatch):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from symlib.__main__ import main
-from symlib.experiments import cache, gpu_queue, registry
+from symlib.experiments import cache, gpu_queue, registry, results
 from symlib.experiments.profiles import get_profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -191,6 +191,6 @@ def test_prepare_fills_an_ignored_carry(tmp_path, monkeypatch):
     # on the device, the carried provenance is what the step records; changed sources are not clean
     (carry / "provenance.json").write_text(json.dumps({"commit": "f" * 40, "clean": True,
                                                        "symlib_version": cache.code_version()}))
-    assert gpu_queue.git_commit(repo) == {"commit": "f" * 40, "clean": True, "from": "gpu prepare"}
+    assert results.git_commit(repo) == {"commit": "f" * 40, "clean": True, "from": "gpu prepare"}
     (carry / "provenance.json").write_text(json.dumps({"commit": "f" * 40, "clean": True, "symlib_version": "old"}))
-    assert gpu_queue.git_commit(repo)["clean"] is False
+    assert results.git_commit(repo)["from"] != "gpu prepare"  # other sources than those prepared: git's answer

@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
@@ -336,3 +337,34 @@ def test_check_book_accepts_the_report_html_and_refuses_a_reproduced_status():
     assert check_book.report_problems(page) == []
     assert len(check_book.report_problems(page.replace("not run", "reproduced (quick profile)"))) == 1
     assert len(check_book.report_problems("<p>nothing</p>")) == 2
+
+
+def test_forest_entries_turn_every_claim_to_the_papers_side():
+    """The forest plot's entries: one per tested claim and run (items sharing a claim share it),
+    effect and interval minus the threshold, positive on the paper's side for either direction,
+    unbounded ends kept; the figure draws them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from symlib.experiments import plotting, report_page, results as saved_results
+
+    paper_runs = manifest.saved_runs(saved_results.results_dir())
+    rows = report_page.report_rows({}, paper_runs)
+    entries = report_page.forest_entries(rows)
+    keys = [(e.label, e.run) for e in entries]
+    assert len(keys) == len(set(keys)) and entries
+    tested = {(f"{o.claim.experiment}.{o.claim.name}", r.run): o for row in rows for r in row.runs
+              for o in r.outcomes if o.evidence.untested is None}
+    assert set(keys) == set(tested)
+    for e in entries:
+        ev = tested[(e.label, e.run)].evidence
+        assert e.low <= e.effect <= e.high
+        assert (e.low > 0) == (e.verdict == "holds") and (e.high < 0) == (e.verdict == "differs")
+        side = 1 if ev.threshold.direction == "above" else -1
+        assert np.isclose(e.effect, side * (ev.effect - ev.threshold.value))
+    assert any(not np.isfinite(e.low) for e in entries)  # a one-pair run's unbounded interval
+    fig = plotting.forest(entries[:12], title="test")
+    assert len(fig.axes[0].get_yticklabels()) == 12
+    plt.close(fig)

@@ -1,4 +1,5 @@
 
+import json
 import numpy as np
 import pytest
 
@@ -111,3 +112,16 @@ def test_save_keeps_the_provenance_of_an_assembled_record(tmp_path):
     assert path.name == "exp-paper-x.json"
     with pytest.raises(ValueError, match="unknown keys"):
         results.save("exp", "paper-y", {}, directory=tmp_path, versions={"numpy": "2"})
+
+
+def test_save_records_the_commit(tmp_path):
+    """Every saved record names the git commit of the code and whether the tree was clean: this
+    checkout's by default, the device's (as gpu prepare recorded it) for an assembled record."""
+    path = results.save("exp", "paper-c", {"a": 1}, command="cmd", directory=tmp_path)
+    record = json.loads(path.read_text())
+    here = results.git_commit(results.repository_root())
+    assert (record["commit"], record["clean"]) == (here["commit"], here["clean"])
+    assert record["commit"] is None or len(record["commit"]) == 40
+    path = results.save("exp", "paper-d", {"a": 1}, command="cmd", directory=tmp_path,
+                        commit={"commit": "a" * 40, "clean": True, "from": "gpu prepare"})
+    assert (json.loads(path.read_text())["commit"], json.loads(path.read_text())["clean"]) == ("a" * 40, True)

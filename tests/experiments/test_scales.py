@@ -73,7 +73,10 @@ def test_scale_labels():
         Scale(scales.STAND_IN)
     with pytest.raises(ValueError):
         Scale("big")
-    assert scales.scale_of("vi_alignment_resnet20", "quick").kind == scales.STAND_IN
+    # a quick run is a quick miniature whatever it stands in for (said in its label)
+    assert scales.scale_of("vi_alignment_resnet20", "quick").kind == scales.QUICK
+    assert scales.scale_of("vi_alignment_resnet20", "quick").label.startswith("quick miniature (stand-in: ResNet20")
+    assert scales.scale_of("vi_alignment_resnet20", "quick").short == "quick miniature"
     assert scales.scale_of("rebasin_barriers", "quick").kind == scales.QUICK
     assert scales.scale_of("laurent_mlps", "paper").kind == scales.STAND_IN
     assert scales.scale_of("laurent_optunets", "paper-16nets").reduced == "16 of the paper's 1,000 networks"
@@ -114,6 +117,6 @@ def test_paper_vs_ours_names_the_scales():
     record = {"experiment": "laurent_mlps", "profile": "paper-64nets", "device": "cpu", "date": "2026-01-02"}
     column = PaperProfile.from_saved(record, ["1"])
     table = paper_vs_ours([("q", "p", "o")], "quick", column, scale=scales.scale_label("laurent_mlps", "quick"))
-    assert table.headers[2].startswith("ours (quick profile, stand-in (")
+    assert table.headers[2].startswith("ours (quick profile, quick miniature (stand-in: MNIST ReLU MLPs")
     assert table.headers[3] == "ours (paper profile, stand-in: 64 of the 256 networks of our paper profile, cpu, 2026-01-02)"
     assert PaperProfile.from_saved({"device": "cpu", "date": "d"}, ["1"]).header() == "ours (paper profile, cpu, d)"
