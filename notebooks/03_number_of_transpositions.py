@@ -293,8 +293,8 @@ for o in outcomes:
 #
 # ### At the paper's scale
 #
-# The paper's Figure 2 trains {paper}`512`-unit networks on MNIST for each of the
-# {paper}`512` NoT values ({paper}`0` to {paper}`511`). With our paper profile's training
+# The paper's Figure 2 trains {paper}`512`-unit networks on MNIST for each NoT value from
+# {paper}`0` to {paper}`511`. With our paper profile's training
 # (Adam for {glue:text}`ch03_pp_epochs` epochs, the recipe of the ensemble members of
 # App. A, on {glue:text}`ch03_pp_n_train` images at batch {glue:text}`ch03_pp_batch`, the
 # last two our choice; the paper does not state the recipe of Fig. 2) a network of the

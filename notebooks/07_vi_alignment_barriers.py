@@ -73,7 +73,7 @@ print(f"alignment experiments: {profile.align_depth} hidden layers of widths {li
 #
 # Rossi et al. list their hyperparameters in App. B, Table 1. The text extraction we work
 # from scrambles that table's columns, so we quote it with that caveat: batch
-# {paper}`500`, temperature {paper}`1`, one weight sample per training step,
+# {paper}`500`, temperature {paper}`1.0`, one weight sample per training step,
 # {paper}`128` test samples, VI standard deviations initialised at {paper}`0.01`, prior
 # variance {paper}`0.01` and {paper}`512` base features for the MNIST MLP, and, in the
 # MNIST MLP column, a learning rate printed as {paper}`0.0000001` and
@@ -108,10 +108,10 @@ glue("ch07_n_train", ", ".join(f"{n:,}" for n in sorted(set(n_train_used.values(
 glue("ch07_lr", f"{profile.learning_rate:g}", display=False)
 
 # %% [markdown]
-# The largest gap is the amount of training. At batch {paper}`500` the paper's
-# {paper}`1,000` epochs on {paper}`60,000` images are {paper}`120,000` gradient steps per
-# posterior; this profile takes {glue:text}`ch07_steps` steps per posterior. The learning
-# rate as printed would not move the weights in our step budget; we use Adam at
+# The largest gap is the amount of training. The paper trains for {paper}`1,000` epochs
+# on the full training set at batch {paper}`500` (the table above gives the images);
+# this profile takes {glue:text}`ch07_steps` steps per posterior. The learning rate as
+# printed would not move the weights in our step budget; we use Adam at
 # {glue:text}`ch07_lr`, the rate of every other training in this book. Our posteriors are
 # therefore much less converged than the paper's.
 #
@@ -185,7 +185,7 @@ display(Table(rossi.BARRIER_TABLE_HEADERS, rossi.barrier_table_rows(summary)))
 # temperatures (the values are not in the text we have). We test the alignment result at
 # width {glue:text}`ch07_sweep_width` on MNIST under a grid of two prior variances by two
 # temperatures: prior variance {paper}`0.01` (the paper's) or
-# {glue:text}`ch07_pv_other`, and temperature {paper}`1` (the paper's) or
+# {glue:text}`ch07_pv_other`, and temperature {paper}`1.0` (the paper's) or
 # {glue:text}`ch07_t_other` (a cold posterior), with {glue:text}`ch07_pairs` pairs per
 # setting. The paper's corner is reused from the run above; the three others are fitted
 # by the experiment `vi_alignment_robustness` with the same seeds. This grid is a **quick
@@ -207,11 +207,12 @@ glue("ch07_t_other", f"{rossi.ROBUSTNESS_TEMPERATURES[1]:g}", display=False)
 # %% [markdown]
 # ## Synthesis: the paper's claims, as code
 #
-# {cite:t}`rossi2023permutation` state (Sec. 5.1; {paper}`3 x 512` MLPs in their Table 2; the
-# barriers are in figures without numbers) that loss barriers always appear between two
-# VI solutions, that after Wasserstein alignment the barrier is zero for MLPs, and that
-# "wider models generally provide lower barriers: for MLPs this holds true with and
-# without alignment". These claims are library functions registered in
+# {cite:t}`rossi2023permutation` state (Sec. 5.1; MLPs of three hidden layers of
+# {paper}`512` units in their Table 2; the barriers are in figures without numbers) that
+# loss barriers always appear between two VI solutions, that after Wasserstein alignment the
+# barrier is zero for MLPs, and that "wider models generally provide lower barriers: for
+# MLPs this holds true with and without alignment". These claims are library functions
+# registered in
 # `symlib.experiments.rossi`, with thresholds in `symlib.experiments.thresholds` (Rossi
 # section, each with the paper's words, our reading and when it was set). Each claim is
 # judged on the independent pairs: the effect of every pair, a Student-t interval over the
@@ -269,10 +270,10 @@ print(f"{len(outcomes)} claim(s) of Rossi et al. have their expected verdicts: "
 #
 # The likely reason for what falls short is training, not the alignment: the quick
 # profile fits each posterior with a few hundred Adam steps (table above) against the
-# paper's {paper}`120,000`. The ELBO per example is dominated by the KL term of an
-# unconverged posterior against a tight prior, and it falls with width (more weights, the
-# same data): under-trained posteriors of different seeds differ by more than a
-# permutation.
+# paper's {paper}`1,000` epochs on the full training set. The ELBO per example is dominated
+# by the KL term of an unconverged posterior against a tight prior, and it falls with width
+# (more weights, the same data): under-trained posteriors of different seeds differ by more
+# than a permutation.
 
 # %% [markdown]
 # ## The same claims in the paper profile (GPU)
@@ -280,8 +281,9 @@ print(f"{len(outcomes)} claim(s) of Rossi et al. have their expected verdicts: "
 # The paper profile fits {glue:text}`ch07_paper_pairs` independent posterior pairs per
 # dataset and width, at widths {glue:text}`ch07_paper_widths`, on the training sets (the
 # first {glue:text}`ch07_paper_n_train` images; the rest is the validation split) for
-# {glue:text}`ch07_paper_epochs` epochs, and evaluates every barrier with {paper}`128`
-# samples on {paper}`10,000` images of each split. It is the paper's setup except for the
+# {glue:text}`ch07_paper_epochs` epochs, and evaluates every barrier with the paper's
+# {paper}`128` samples on as many images of each split as the test set has (the table of
+# settings above gives the count). It is the paper's setup except for the
 # training (the paper's column of the table of settings above): a **labelled reduction**
 # to a tenth of the paper's epochs as extracted. It ran on one GPU;
 # the cell reads the saved file and says where and when.
@@ -462,17 +464,19 @@ for o in claims.evaluate("vi_alignment", ls):
 # %% [markdown]
 # ## ResNet20 (Sec. 5.1): the paper profile, and why the quick profile cannot show it
 #
-# {cite:t}`rossi2023permutation` repeat the experiment with ResNet20 (LayerNorm instead of
-# batch norm, App. B, Table 3) on CIFAR-10 and report a "nearly-zero barrier" after
+# {cite:t}`rossi2023permutation` repeat the experiment with ResNet20 (App. B, Table 3; its
+# normalisation layers are not in the text we have, and ours uses LayerNorm, see
+# `symlib.core.resnet`) on CIFAR-10 and report a "nearly-zero barrier" after
 # alignment, and that for ResNet20, unlike MLPs, wider models have lower barriers *only
 # after* alignment. `symlib` runs this as the experiment `vi_alignment_resnet20`: the same
 # VI fits, Wasserstein alignment through `resnet20_permutation_spec()` (the residual
 # stream of each stage is one permutation shared by every layer that writes to it) and the
 # same marginalised curves. Both claims are registered on it: alignment lowers the barrier,
 # and wider is lower only after alignment (read as: the aligned barrier's slope against
-# $\log_2$ width is negative, and more negative than the naive one's). The paper profile is
-# the paper's setup (CIFAR-10, widths {paper}`1, 2, 4, 8`, {paper}`100` epochs at batch
-# {paper}`500`) and needs the CIFAR-10 archive and a GPU:
+# $\log_2$ width is negative, and more negative than the naive one's). The paper profile
+# runs it on CIFAR-10 at the paper's batch {paper}`500` with {paper}`128` test samples; the
+# widths and the number of epochs are our choice (the text we have gives neither for
+# ResNet20; `symlib.experiments.profiles` has them). It needs the CIFAR-10 archive and a GPU:
 #
 # ```bash
 # SYMLIB_PROFILE=paper python -m symlib run vi_alignment_resnet20 --out book/results

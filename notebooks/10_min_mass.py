@@ -89,22 +89,24 @@ glue("ch10_mlp_hidden", " and ".join(map(str, profile.laurent_hidden)), display=
 # %% [markdown]
 # ## Many trained OptuNets
 #
-# OptuNet (the authors' optuMNIST code, `symlib.core.cnn`): a {paper}`4x4` convolution to
-# {paper}`2` channels, ReLU, {paper}`3x3` max-pool, a grouped {paper}`5x5` convolution to
-# {paper}`10` channels ({paper}`2` groups), ReLU, global average pool, a dense layer to
-# {paper}`3` units with ReLU and a dense layer to the {paper}`10` classes. By our count
+# OptuNet (`symlib.core.cnn`; the paper gives no layer sizes, these are the authors'
+# optuMNIST code's): a {repo}`4x4` convolution to {repo}`2` channels, ReLU, {repo}`3x3`
+# max-pool, a grouped {repo}`5x5` convolution to {repo}`10` channels ({repo}`2` groups),
+# ReLU, global average pool, a dense layer to {repo}`3` units with ReLU and a dense layer to
+# the {repo}`10` classes. By our count
 # (`symlib.core.cnn.OPTUNET_SHAPES`) that is **{glue:text}`ch10_optunet_params` parameters**
 # ({glue:text}`ch10_layer_params`); the paper's text says {paper}`392`, which no variant of
-# the code's layers we tried gives. The recipe is the authors' (SGD, learning rate
-# {paper}`0.04` without momentum, halved at a quarter and at half of training, batch
-# {paper}`64`, weight decay {paper}`2e-4`, random {paper}`28x28` crops of the images padded
-# by {paper}`4` black pixels, pixels standardised with mean {paper}`0.1307` and standard
-# deviation {paper}`0.3081`). `optunet_nets` networks train at once with `vmap`
+# the code's layers we tried gives. The recipe is the authors' (App. B.1: SGD, learning
+# rate {paper}`0.04` without momentum, halved at a quarter and at half of training, batch
+# {paper}`64`, random crops of size {paper}`28` of the images padded by {paper}`4` black
+# pixels; from their code, because the extracted text lost the value or does not give it:
+# weight decay {repo}`2e-4`, pixels standardised with mean {repo}`0.1307` and standard
+# deviation {repo}`0.3081`). `optunet_nets` networks train at once with `vmap`
 # (`symlib.inference.training.train_many`) from independent initialisations and minibatch
-# orders. The authors stop and discard a run whose accuracy is below {paper}`15%` after
-# epoch {paper}`3`; we train every run to the end and leave out of the analyses those below
-# the same accuracy at the end (the count is printed). The same networks serve the next
-# chapter, through the artifact cache.
+# orders. The authors' code stops and discards a run whose accuracy is below {repo}`15%`
+# from epoch index {repo}`3` (counted from zero) on; we train every run to the end and leave
+# out of the analyses those below the same accuracy at the end (the count is printed). The
+# same networks serve the next chapter, through the artifact cache.
 
 # %%
 res = experiments.run("laurent_optunets", profile)
@@ -138,10 +140,10 @@ axes[1].set_title(f"{profile.n_test} MNIST test images");
 
 # %% [markdown]
 # OptuNet learns slowly: it sits near the chance loss ($\ln 10$) for the first hundreds of
-# steps, and the authors' repository states {paper}`75%` to {paper}`85%` accuracy for one
-# network after their {paper}`60` epochs on the {paper}`60,000` MNIST images (about
-# {paper}`56,000` steps). The quick profile trains {glue:text}`ch10_optunet_nets` networks
-# for {glue:text}`ch10_optunet_epochs` epochs of the shipped {glue:text}`ch10_n_train`-image
+# steps, and the authors' repository states {repo}`75%` to {repo}`85%` accuracy for one
+# network after their {paper}`60` epochs on the {paper}`60,000` MNIST images at batch
+# {paper}`64`. The quick profile trains {glue:text}`ch10_optunet_nets` networks for
+# {glue:text}`ch10_optunet_epochs` epochs of the shipped {glue:text}`ch10_n_train`-image
 # split ({glue:text}`ch10_optunet_steps` steps each), so its networks are less accurate
 # (printed above); the runs at the paper's scale at the end of the chapter reach the
 # authors' range. The min-mass problem does not depend on accuracy: every trained network
@@ -150,9 +152,9 @@ axes[1].set_title(f"{profile.n_test} MNIST test images");
 # ## Mass before and after the min-mass problem (Figure 2)
 #
 # OptuNet's scaling spec (`optunet_scaling_spec`) lists the rescalable units: the
-# {paper}`2` channels of the first convolution (outgoing side: the {paper}`5` channels of
-# their group in the second), the {paper}`10` channels of the second and the {paper}`3`
-# hidden dense units (with their biases).
+# {repo}`2` channels of the first convolution (outgoing side: the channels of their group
+# in the second), the {repo}`10` channels of the second and the {repo}`3` hidden dense units
+# (with their biases).
 
 # %%
 spec = optunet_scaling_spec()
@@ -200,7 +202,7 @@ glue("ch10_dense_weights", " and ".join(str(w) for w in mm["layer_weights"][2:])
 # - the data term is unchanged (the function is; largest logit change printed above);
 # - the kernel part of the penalty drops by $\frac{\mathrm{wd}}{2}\,(M_{\text{before}} - M_{\text{after}})$,
 #   the mass change of Corollary 1;
-# - the hidden biases' part (OptuNet's convolutions have none: only the {paper}`3` dense units')
+# - the hidden biases' part (OptuNet's convolutions have none: only the {repo}`3` dense units')
 #   changes by $\frac{\mathrm{wd}}{2}\sum_j b_j^2(\lambda_j^2 - 1)$, which the min-mass
 #   problem ignores and which can have either sign.
 #
@@ -428,7 +430,7 @@ axes[0].legend();
 # so all three are labelled reductions. All are saved in `book/results/`, and the unit tests
 # check the claims on each. Their mean accuracies, {glue:text}`ch10_pp_acc`,
 # {glue:text}`ch10_s8_acc` and {glue:text}`ch10_s16_acc`, are in the range the authors'
-# repository gives ({paper}`75%` to {paper}`85%`). Of the {glue:text}`ch10_pp_nets`,
+# repository gives ({repo}`75%` to {repo}`85%`). Of the {glue:text}`ch10_pp_nets`,
 # {glue:text}`ch10_pp_dropped` stayed below the convergence threshold and are left out, as in
 # the quick profile ({glue:text}`ch10_s16_dropped` of the {glue:text}`ch10_s16_nets`); the
 # lowest of the others reached {glue:text}`ch10_pp_min_acc`.
@@ -585,9 +587,10 @@ print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts:
 # Differences from the paper's setup: the quick profile trains
 # {glue:text}`ch10_optunet_nets` OptuNets for {glue:text}`ch10_optunet_epochs` epochs of the
 # {glue:text}`ch10_n_train`-image split ({glue:text}`ch10_optunet_steps` SGD steps each,
-# where the authors spend about {paper}`56,000` on {paper}`60,000` images; mean accuracy
-# {glue:text}`ch10_quick_acc`); the paper profile trains `optunet_nets` networks for the
-# full {paper}`60` epochs. The runs of the paper's recipe with {glue:text}`ch10_pp_nets`,
+# where the authors train {paper}`60` epochs on {paper}`60,000` images at batch {paper}`64`;
+# mean accuracy {glue:text}`ch10_quick_acc`); the paper profile trains `optunet_nets`
+# networks for the full {paper}`60` epochs. The runs of the paper's recipe with
+# {glue:text}`ch10_pp_nets`,
 # {glue:text}`ch10_s8_nets` and {glue:text}`ch10_s16_nets` networks (tables above;
 # {glue:text}`ch10_pp_acc`, {glue:text}`ch10_s8_acc` and {glue:text}`ch10_s16_acc` mean
 # accuracy) lower the mass of every converged network, by {glue:text}`ch10_pp_dec`,

@@ -61,12 +61,12 @@ glue("ch11_mlp_hidden", " and ".join(map(str, profile.laurent_hidden)), display=
 # training. The compiled training loop counts, after every step, the pairs of units whose
 # order changed (`symlib.symmetry.neuron_order.swap_counter_spec`, which reads the
 # architecture from its permutation and scaling specs). OptuNet has two permuted layers: the
-# {paper}`10` channels of the grouped convolution, which can only be permuted within their
-# group of {paper}`5` (so $2 \times \binom{5}{2} = 20$ pairs can swap, not
-# $\binom{10}{2} = 45$), and the {paper}`3` hidden dense units ($\binom{3}{2} = 3$ pairs).
-# The first convolution's {paper}`2` channels are left out: permuting them would also swap
+# {repo}`10` channels of the grouped convolution, which can only be permuted within their
+# group ($10 / 2 = 5$ channels, so $2 \times \binom{5}{2} = 20$ pairs can swap, not
+# $\binom{10}{2} = 45$), and the {repo}`3` hidden dense units ($\binom{3}{2} = 3$ pairs).
+# The first convolution's {repo}`2` channels are left out: permuting them would also swap
 # the groups of the second convolution, a symmetry the spec does not list. Runs below
-# {paper}`15%` test accuracy are left out (the authors' rule; see the previous chapter).
+# {repo}`15%` test accuracy are left out (the authors' rule; see the previous chapter).
 
 # %%
 res = experiments.run("laurent_optunets", profile)
@@ -276,10 +276,10 @@ print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts:
 # Differences from the paper, measured rather than assumed away: the quick profile trains
 # {glue:text}`ch11_runs` OptuNets for {glue:text}`ch11_epochs` epochs of a
 # {glue:text}`ch11_n_train`-image split ({glue:text}`ch11_steps` SGD steps each,
-# {glue:text}`ch11_acc` test accuracy; the authors' repository gives {paper}`75%` to
-# {paper}`85%` for one OptuNet) where the paper trains on {paper}`60,000` images for
-# {paper}`60` epochs (about {paper}`56,000` steps); few runs make the averages coarse (a
-# single net swap of the {paper}`3` dense units moves the mean). At the paper's scale (tables
+# {glue:text}`ch11_acc` test accuracy; the authors' repository gives {repo}`75%` to
+# {repo}`85%` for one OptuNet) where the paper trains on {paper}`60,000` images for
+# {paper}`60` epochs at batch {paper}`64`; few runs make the averages coarse (a single net
+# swap of the {repo}`3` dense units moves the mean). At the paper's scale (tables
 # above) the swap rates per step over the three phases are, with the
 # {glue:text}`ch11_pp_nets` OptuNets of the paper profile ({glue:text}`ch11_pp_acc`
 # accuracy), {glue:text}`ch11_pp_conv_rates` for the channel pairs and
@@ -288,11 +288,11 @@ print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts:
 # {glue:text}`ch11_s8_conv_rates` for the channel pairs and
 # {glue:text}`ch11_s8_dense_rates` for the dense units; with {glue:text}`ch11_s16_nets`
 # ({glue:text}`ch11_s16_acc` accuracy) {glue:text}`ch11_s16_conv_rates` and
-# {glue:text}`ch11_s16_dense_rates`. The first convolution's {paper}`2` channels are not
+# {glue:text}`ch11_s16_dense_rates`. The first convolution's {repo}`2` channels are not
 # followed (their permutation is not a symmetry by itself, see above). The ResNet-18 panel
 # of Fig. 4 (right) needs CIFAR-100 and a GPU. The claim "nearly never permute late" is
 # checked against the first learning-rate phase's mean net change per epoch, not against
-# the first two epochs alone, which few OptuNet runs can leave at zero for the {paper}`3` dense units
+# the first two epochs alone, which few OptuNet runs can leave at zero for the {repo}`3` dense units
 # (as printed above).
 
 # %% [markdown]

@@ -92,7 +92,7 @@ glue("ch12_bank_epochs", profile.bank_epochs, display=False)
 # {glue:text}`ch12_n_train`-image split (chapter on min mass), so the quick profile trains
 # more, shorter runs instead: Adam at {glue:text}`ch12_bank_lr` without crops for
 # `bank_epochs` epochs, keeping the recipe's weight decay, batch and learning-rate
-# halvings. Networks below {paper}`15%` test accuracy are left out (the authors'
+# halvings. Networks below {repo}`15%` test accuracy are left out (the authors'
 # convergence rule). The first `post_reference` converged networks are the reference; the
 # next `post_samples` the deep ensemble; the first `post_modes` of those are the modes of
 # the multi-mode methods, and the first mode is the mode of every single-mode method.
@@ -153,12 +153,12 @@ print(f"profile: {profile.post_method_epochs} epoch(s) of Dropout, BNN and SGHMC
 #
 # MMD: the unbiased MMD² (`symlib.evaluation.mmd2_unbiased`) between each layer's
 # flattened weights in the method's sample and in the reference, for the authors' bank
-# of {paper}`20` kernels ({paper}`10` Gaussian, {paper}`10` Laplace; bandwidths from the
+# of {paper}`20` kernels ({repo}`10` Gaussian, {repo}`10` Laplace; bandwidths from the
 # pairwise distances), the median over kernels, averaged over OptuNet's layers weighted by
 # their parameter counts (`posterior_mmd`). The paper does not state the units of its MMD
 # column; ours is the MMD² itself, so compare the ordering, not the values or their
 # ratios. The metrics are the paper's library's definitions (`symlib.evaluation`: ECE with
-# {paper}`15` bins, Brier summed over classes, AUPR and FPR95 with OOD positive and minus
+# {repo}`15` bins, Brier summed over classes, AUPR and FPR95 with OOD positive and minus
 # the top probability as score, MI in nats) on `post_n_eval` MNIST test images and as many
 # Fashion-MNIST test images (OOD), in percent as in the paper (MI times a hundred).
 
@@ -211,7 +211,7 @@ display(Table(["method", "MMD paper", f"MMD ours ({profile.name})", "NS paper",
 
 # %% [markdown]
 # Inconsistencies in the paper's own numbers, for readers comparing the two tables: Table
-# 1 and App. B.4 differ by {paper}`0.1`-{paper}`0.2` in places (Dropout's MMD is
+# 1 and App. B.4 differ slightly in places (Dropout's MMD is
 # {paper}`15.0` in Table 1 and {paper}`14.9` in B.4; SWAG {paper}`16.0` vs {paper}`15.9`);
 # the CIFAR-100 BNN's NS in Table 1 ({paper}`10.2`) is B.4's mean, not its median;
 # TinyImageNet's SWAG NS values look swapped between the two tables; Sec. 4.3 discusses
@@ -356,7 +356,7 @@ print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts:
 # an estimate of zero). The gap is not the
 # paper's: the smallest single-mode MMD² is {glue:text}`ch12_gap_MMD` times the largest
 # multi-mode one (NS: {glue:text}`ch12_gap_NS` times), where the paper's smallest
-# single-mode MMD, {paper}`10.6`, is about {paper}`3.8` times its largest multi-mode one,
+# single-mode MMD, {paper}`10.6`, is several times its largest multi-mode one,
 # {paper}`2.8` (NS: {paper}`9.5` against {paper}`2.5`). The two ratios cannot be compared
 # anyway: ours is a ratio of MMD², the paper's of a quantity whose units it does not state
 # (if it is the MMD itself, its ratio squared is the one to set beside ours).
@@ -389,10 +389,10 @@ print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts:
 # all of them, in the quick profile (the full Hessian on every image, the paper's, in the
 # paper profile); SWAG collects {glue:text}`ch12_swag_snaps_q` snapshots instead of
 # {paper}`20`; SGHMC is BlackJAX's plain SGHMC at step {glue:text}`ch12_sghmc_step`, not
-# the scale-adapted sampler with a Gamma hyperprior of the paper's code (its step
-# {paper}`1e-2` diverges without that preconditioner); our MMD is the MMD² in its own
-# units. Accuracies are lower than the paper's throughout because the networks are trained
-# far less.
+# the scale-adapted sampler with a Gamma hyperprior of the library the authors used
+# (JavierAntoran/Bayesian-Neural-Networks; its default step {repo}`1e-2` diverges without
+# that preconditioner); our MMD is the MMD² in its own units. Accuracies are lower than the
+# paper's throughout because the networks are trained far less.
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

@@ -250,7 +250,7 @@ report.show_saved_run("functional_collapse", "a bank of 1,000 OptuNets: more tha
 # minutes on {glue:text}`ch13_s_device`, shared with other jobs). {glue:text}`ch13_s_converged` of the
 # {glue:text}`ch13_s_bank` OptuNets trained past chance (the authors' convergence threshold;
 # the other {glue:text}`ch13_s_failed` stayed at chance, which this small network with its
-# {paper}`3`-unit bottleneck sometimes does), giving {glue:text}`ch13_s_pairs` pairs. The
+# {repo}`3`-unit bottleneck sometimes does), giving {glue:text}`ch13_s_pairs` pairs. The
 # OOD MI has the larger standard deviation ({glue:text}`ch13_s_std_ood:.3f` against
 # {glue:text}`ch13_s_std_id:.3f` nats) and the larger mean ({glue:text}`ch13_s_mean_ood:.2f`
 # and {glue:text}`ch13_s_mean_id:.2f` nats); relative to the mean the two spreads are

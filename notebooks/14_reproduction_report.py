@@ -98,7 +98,10 @@ def forest(paper: str) -> None:
 # side is always to the right of the vertical line, on a symmetric-log axis because the
 # claims' units differ; colours are the verdicts, thin grey lines separate the scales (paper
 # scale, labelled reduction, stand-in, quick miniature, top to bottom), and an arrow marks an
-# unbounded interval (one unit). A bar wholly right of the line holds, wholly left differs.
+# unbounded interval (one unit). A bar wholly right of the line means the claim holds, wholly
+# left that it differs, unless its dot is hollow: an interval over the test images or units of
+# one run of a method says nothing of the spread between runs, so it is at most "not
+# significant".
 #
 # ## Xiao et al. (2023)
 

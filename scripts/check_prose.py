@@ -1,26 +1,35 @@
 """Check that no markdown cell of a chapter states a number or a verdict of ours by hand.
 
-    python scripts/check_prose.py [notebooks/NN_name.py ...]   (default: every notebook)
+    python scripts/check_prose.py [notebooks/NN_name.py | book/page.md ...]
+    (default: every notebook, and the landing page book/intro.md)
 
-The rule (docs: ``book/running.md``, "Numbers in the prose"):
+The rule (docs: ``book/running.md``, "Claims, verdicts and numbers in the prose"):
 
 * a number of ours reaches the prose only through myst-nb's glue (``{glue:text}`key``` after
   ``glue("key", value, display=False)`` in a code cell), or is printed by a cell;
-* a number quoted from a paper (a value or a setting) is marked ``{paper}`98.66%```
-  (``book/_ext/paper_role.py`` renders it as plain text);
+* a number quoted from a paper (a value or a setting) is marked ``{paper}`98.66%```, one
+  taken from the authors' code ``{repo}`2e-4``` (``book/_ext/paper_role.py`` renders both
+  as plain text), and the value must be registered in ``symlib/experiments/paper_facts.py``
+  (a paper fact with its quote, a repo fact with its file): an unregistered value is reported;
 * a verdict (holds, does not hold, reproduced, differs, ...) is glued or printed too, unless
   the sentence only states a criterion (``if``, ``when``, ``whether``, ``unless``, ...).
+
+A markdown page (``book/intro.md``: plain MyST, no executed cells, so nothing can be glued)
+follows the number rules: every number on it is a paper's or the code's, with its role, or a
+reference; numbers of ours belong in the chapters and the reproduction report.
 
 What is not a number of ours: references (``Fig. 2``, ``Sec. 3.1``, ``App. D.2``, ``chapter
 07``, ``Table 1 (ii)``), citation years, names with digits (``ResNet20``, ``CIFAR-10``,
 ``float64``, ``dense_1``), list markers, math (``$...$``), inline code and code blocks, link
-targets, and the contents of roles (``{glue:text}``, ``{paper}``, ``{cite}``, ``{doc}``, ...).
+targets, and the contents of roles (``{glue:text}``, ``{paper}``, ``{repo}``, ``{cite}``,
+``{doc}``, ...).
 Everything else with a digit is reported, with the cell and the line.
 
 Exit status 1 when anything is reported.
 """
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -28,6 +37,21 @@ from pathlib import Path
 import jupytext
 
 ROOT = Path(__file__).resolve().parents[1]
+PAGES = (ROOT / "book" / "intro.md",)
+
+
+def _load_paper_facts():
+    """symlib.experiments.paper_facts, loaded from its file (stdlib only) so that the check
+    needs neither JAX nor an installed symlib."""
+    spec = importlib.util.spec_from_file_location(
+        "symlib_paper_facts", ROOT / "symlib" / "experiments" / "paper_facts.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module          # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+paper_facts = _load_paper_facts()
 
 _REF_WORDS = (r"Tables?|Figs?\.|Figures?|Secs?\.|Sections?|App\.|Appendix|Appendices|Eqs?\.|Equations?|Props?\."
               r"|Propositions?|Cor\.|Corollary|Def\.|Definition|Lemma|Theorem|Thm\.|Alg\.|Algorithm|[Cc]hapters?"
@@ -67,14 +91,47 @@ def strip_allowed(text: str) -> str:
     return text
 
 
-def markdown_problems(text: str) -> list[str]:
-    """The hand-written numbers and verdicts in one markdown cell.
+_CODE = [re.compile(r"```.*?```", re.S), re.compile(r"<!--.*?-->", re.S), re.compile(r"``.+?``", re.S)]
+_SOURCED = re.compile(r"\{(paper|repo)\}`([^`]*)`")
+
+
+def role_problems(text: str) -> list[str]:
+    """The ``{paper}`` and ``{repo}`` values of one markdown cell that the registry
+    (``symlib/experiments/paper_facts.py``) does not hold.
+
+    Args:
+        text: the cell's markdown (a role shown as code, inside double backticks or a code
+            block, is not read).
+
+    Returns:
+        One message per unregistered value, with its line number in the cell.
+    """
+    for pattern in _CODE:
+        text = pattern.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    registered = {"paper": paper_facts.paper_values(), "repo": paper_facts.repo_values()}
+    found = []
+    for m in _SOURCED.finditer(text):
+        role, value = m.group(1), m.group(2)
+        if value not in registered[role]:
+            line = text.count("\n", 0, m.start()) + 1
+            what = ("a paper fact with its quote" if role == "paper" else "a repo fact with its file")
+            found.append(f"line {line}: {{{role}}}`{value}` is not registered as {what} in "
+                         f"symlib/experiments/paper_facts.py")
+    return found
+
+
+def markdown_problems(text: str, verdicts: bool = True) -> list[str]:
+    """The hand-written numbers and verdicts, and the unregistered quoted values, in one
+    markdown cell.
 
     Args:
         text: the cell's markdown.
+        verdicts: also report verdicts written by hand (the chapters; a page of the book
+            follows the number rules only).
 
     Returns:
-        One message per offending line: the numbers or the verdict found, and the line.
+        One message per offending line (the numbers or the verdict found, and the line) and
+        per unregistered ``{paper}`` or ``{repo}`` value.
     """
     found = []
     original_lines = text.splitlines()
@@ -82,11 +139,12 @@ def markdown_problems(text: str) -> list[str]:
         numbers = [m.group(0).strip() for m in _NUMBER.finditer(line)]
         shown = original_lines[i].strip() if i < len(original_lines) else line.strip()
         if numbers:
-            found.append(f"number(s) {numbers} not glued or marked {{paper}}: {shown[:160]}")
-        for sentence in re.split(r"(?<=[.;:!?])\s+", line):
+            found.append(f"line {i + 1}: number(s) {numbers} not glued or marked {{paper}}/{{repo}}: {shown[:160]}")
+        for sentence in re.split(r"(?<=[.;:!?])\s+", line) if verdicts else ():
             if _VERDICT.search(sentence) and not _CRITERION.search(sentence):
-                found.append(f"verdict '{_VERDICT.search(sentence).group(0)}' written by hand: {shown[:160]}")
-    return found
+                found.append(f"line {i + 1}: verdict '{_VERDICT.search(sentence).group(0)}' written by hand: "
+                             f"{shown[:160]}")
+    return found + role_problems(text)
 
 
 def notebook_problems(path: Path) -> list[str]:
@@ -99,17 +157,26 @@ def notebook_problems(path: Path) -> list[str]:
     return out
 
 
+def page_problems(path: Path) -> list[str]:
+    """The problems of one markdown page of the book (``book/intro.md``): the number rules
+    and the registry of quoted values, not the verdict rule (the page defines the verdicts)."""
+    return [f"{path.name}, {p}" for p in markdown_problems(path.read_text(encoding="utf-8"), verdicts=False)]
+
+
 def main(argv: list[str]) -> int:
-    """Check the notebooks named in ``argv`` (default: all) and print the problems.
+    """Check the notebooks and pages named in ``argv`` (default: every notebook and
+    ``book/intro.md``) and print the problems.
 
     Returns:
         0 when nothing is found, else 1.
     """
-    paths = [Path(a) for a in argv[1:]] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
-    found = [p for path in paths for p in notebook_problems(path)]
+    paths = [Path(a) for a in argv[1:]] or [*sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py")), *PAGES]
+    found = [p for path in paths for p in (page_problems(path) if path.suffix == ".md" else notebook_problems(path))]
     for p in found:
         print(p)
-    print(f"check_prose: {len(paths)} notebook(s), {len(found)} hand-written number(s) or verdict(s)")
+    pages = sum(path.suffix == ".md" for path in paths)
+    print(f"check_prose: {len(paths) - pages} notebook(s), {pages} page(s), {len(found)} hand-written number(s), "
+          "verdict(s) or unregistered quoted value(s)")
     return 1 if found else 0
 
 

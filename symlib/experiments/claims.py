@@ -22,6 +22,7 @@ paper does.
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -38,7 +39,7 @@ Summary = Mapping[str, Any]
 
 __all__ = ["Claim", "ClaimOutcome", "Evidence", "Verdict", "CLAIMS", "DIFFERENCES", "claim", "difference",
            "documented_difference", "evaluate", "unexpected_failures", "check_summary", "check_result",
-           "claims_table", "exact", "mean_of_units", "bootstrap_of_units", "share_of_units", "not_tested",
+           "claims_table", "exact", "one_run", "gated", "mean_of_units", "bootstrap_of_units", "share_of_units", "not_tested",
            "interval_evidence", "verdict_counts", "worst", "glue_outcomes", "print_differences"]
 
 
@@ -66,6 +67,10 @@ class Evidence:
             (worst case)"``.
         detail: the numbers behind the verdict, in one line.
         untested: why the summary cannot test the claim (then the verdict is "not tested").
+        one_run: the interval runs over the test points, units or pixels of one run of the
+            method (one set of samples, one fit), not over independent runs of it: it says
+            nothing of the run-to-run spread, so the verdict is at most "same direction" or
+            "opposite direction, not significant" (:func:`one_run`).
     """
 
     effect: float
@@ -75,6 +80,7 @@ class Evidence:
     units: str
     detail: str
     untested: str | None = None
+    one_run: bool = False
 
     def __post_init__(self):
         if not isinstance(self.threshold, Threshold):
@@ -94,14 +100,15 @@ class Evidence:
         between *same direction, not significant* (the estimate on the paper's side) or
         *opposite direction, not significant* (the estimate on the threshold or the other
         side); *not tested* when ``untested`` is set. An interval that touches the threshold
-        is in between; an exact value (``low == effect == high``) is judged by itself."""
+        is in between; an exact value (``low == effect == high``) is judged by itself. Evidence
+        from :func:`one_run` is never "holds" or "differs"."""
         if self.untested is not None:
             return Verdict.NOT_TESTED
         t = self.threshold
         near, far = (self.low, self.high) if t.direction == "above" else (self.high, self.low)
-        if t.beyond(near):
+        if t.beyond(near) and not self.one_run:
             return Verdict.HOLDS
-        if t.opposite(far):
+        if t.opposite(far) and not self.one_run:
             return Verdict.DIFFERS
         return Verdict.SAME_DIRECTION if t.beyond(self.effect) else Verdict.OPPOSITE_DIRECTION
 
@@ -112,6 +119,40 @@ class Evidence:
         if self.low == self.effect == self.high:
             return f"{self.effect:.3g} ({self.units})"
         return f"{self.effect:.3g} [{self.low:.3g}, {self.high:.3g}] over {self.units}"
+
+
+def one_run(ev: Evidence) -> Evidence:
+    """``ev`` marked as judged within one run of the method (its interval over the test
+    points, hidden units or pixels of one set of samples or one fit): the verdict is at most
+    "same direction" or "opposite direction, not significant", and the units say "one run".
+
+    Args:
+        ev: the evidence (a not-tested one is returned as it is).
+
+    Returns:
+        The marked evidence.
+    """
+    if ev.untested is not None:
+        return ev
+    units = ev.units if "one run" in ev.units else f"{ev.units} (one run)"
+    return dataclasses.replace(ev, units=units, one_run=True)
+
+
+def gated(ev: Evidence, failed: Sequence[str]) -> Evidence:
+    """``ev``, or "not tested" when the run failed a validity gate (a sampler that has not
+    converged, a miniature outside the paper's regime): the same whichever way the effect
+    points, with the gates' reasons and the effect that was not judged in the detail.
+
+    Args:
+        ev: the claim's evidence.
+        failed: one sentence per failed gate (empty: the run passed every gate).
+
+    Returns:
+        ``ev`` or a not-tested Evidence on the same threshold.
+    """
+    if not failed or ev.untested is not None:
+        return ev
+    return not_tested(ev.threshold, "; ".join(failed), f"not judged: {ev.interval_text()}; {ev.detail}")
 
 
 def exact(effect: float, threshold: Threshold, units: str, detail: str) -> Evidence:

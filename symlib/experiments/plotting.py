@@ -303,7 +303,8 @@ def forest(entries: Sequence, *, title: str | None = None, linthresh: float = 1e
     """A forest plot of claims: per entry (:class:`symlib.experiments.report_page.ForestEntry`)
     the effect minus its threshold and the interval, signed so that the paper's side is to the
     right of the line at 0, on a symmetric-log axis (the claims' units differ), coloured by
-    verdict, grouped by scale as the entries come; an unbounded end is drawn as an arrow.
+    verdict, grouped by scale as the entries come; an unbounded end is drawn as an arrow, and
+    an interval within one run (never "holds" or "differs") has a hollow dot.
 
     Args:
         entries: the entries, in the order to show them (top to bottom).
@@ -322,14 +323,15 @@ def forest(entries: Sequence, *, title: str | None = None, linthresh: float = 1e
         c = VERDICT_COLOURS.get(e.verdict, "#969696")
         lo, hi = max(e.low, -edge), min(e.high, edge)
         ax.plot([lo, hi], [y, y], color=c, lw=1.6, solid_capstyle="butt")
-        ax.plot([e.effect], [y], "o", color=c, ms=4)
+        ax.plot([e.effect], [y], "o", color=c, ms=4, mfc="white" if e.one_run else c)
         for end, bound, marker in ((e.low, -edge, "<"), (e.high, edge, ">")):
             if not np.isfinite(end):
                 ax.plot([bound], [y], marker, color=c, ms=5)
     ax.axvline(0.0, color="k", lw=0.8)
     ax.set_xscale("symlog", linthresh=linthresh)
     ax.set_xlim(-edge * 1.3, edge * 1.3)
-    ax.set_yticks(range(n), [f"{e.label} ({e.run})" for e in reversed(entries)], fontsize=6.5)
+    ax.set_yticks(range(n), [f"{e.label} ({e.run}{', one run' if e.one_run else ''})" for e in reversed(entries)],
+                  fontsize=6.5)
     ax.set_ylim(-0.7, n - 0.3)
     starts = [i for i in range(n) if i == 0 or entries[i].scale != entries[i - 1].scale]
     for k, i in enumerate(starts):  # each scale's group: a line above it and its name at the right

@@ -243,6 +243,8 @@ class ForestEntry:
         low: the signed distance of the interval's end nearest the other side (may be ``-inf``).
         high: that of the end furthest on the paper's side (may be ``inf``).
         verdict: the verdict's text.
+        one_run: the interval is over the test points or units of one run
+            (:func:`symlib.experiments.claims.one_run`).
     """
 
     paper: str
@@ -253,6 +255,7 @@ class ForestEntry:
     low: float
     high: float
     verdict: str
+    one_run: bool = False
 
 
 def forest_entries(rows: Sequence[ReportRow]) -> list[ForestEntry]:
@@ -278,5 +281,6 @@ def forest_entries(rows: Sequence[ReportRow]) -> list[ForestEntry]:
                 sign = 1.0 if t.direction == "above" else -1.0
                 ends = sorted((sign * (ev.low - t.value), sign * (ev.high - t.value)))
                 out.append(ForestEntry(row.paper, run.scale.kind, run.run, f"{o.claim.experiment}.{o.claim.name}",
-                                       sign * (ev.effect - t.value), ends[0], ends[1], o.verdict.value))
+                                       sign * (ev.effect - t.value), ends[0], ends[1], o.verdict.value,
+                                       ev.one_run))
     return out

@@ -518,3 +518,26 @@ define("functional_collapse.collapse_frequency", 0.01, "above",
 
 
 # ---------------------------------------------------------------------------- end of Laurent et al.
+
+
+# ============================================================================ validity gates
+# Not the papers' claims: conditions under which a run can test a claim at all. A run that
+# fails a gate gives "not tested, because ..." for every claim the gate guards, whichever way
+# the claim's effect points (claims.gated).
+
+define("gate.hmc_rhat", 1.1, "below",
+       "(no paper's words: a validity gate of ours) the chains of a Markov chain Monte Carlo run agree with "
+       "each other when the potential scale reduction factor R-hat is close to 1; 1.1 is the conventional "
+       "limit of Gelman and Rubin's diagnostic",
+       "effect: R-hat across the chains of the test log-likelihood of the HMC samples (the quantity the Table 1 "
+       "and Fig. 3 claims read, through the HMC predictive and the samples' spread); every claim of "
+       "compact_representation that reads the HMC samples is not tested above it",
+       "2026-11-27, before the quick and paper runs it judges (issue 43)")
+
+define("gate.hmc_ess", 100.0, "above",
+       "(no paper's words: a validity gate of ours) an average or spread estimated from autocorrelated samples "
+       "is as precise as one from its effective sample size (ESS) of independent draws; about 100 is the "
+       "usual floor below which R-hat itself is unreliable",
+       "effect: the effective sample size of the test log-likelihood over all chains; the same claims are not "
+       "tested below it",
+       "2026-11-27, before the quick and paper runs it judges (issue 43)")

@@ -1,6 +1,8 @@
 """scripts/check_prose.py (run by ``make test``): a number or a verdict of ours written by hand
 in a chapter's markdown is reported, the same sentence with ``{glue:text}`` / ``{paper}``
-roles is not; and every chapter of the book passes."""
+roles is not; a ``{paper}`` or ``{repo}`` value that symlib.experiments.paper_facts does not
+register is reported; the landing page follows the number rules; and every chapter of the
+book and the landing page pass."""
 from __future__ import annotations
 
 import importlib.util
@@ -73,6 +75,79 @@ def test_only_markdown_cells_are_read(tmp_path):
     path = _notebook(tmp_path, "Nothing to report here.")
     path.write_text(path.read_text() + "\n# %%\nprint('the claim holds: 0.012')\n")
     assert check_prose.notebook_problems(path) == []
+
+
+@pytest.mark.parametrize("role, value", [("paper", "97.8%"), ("paper", "3.8"), ("repo", "0.5"), ("repo", "1,000")])
+def test_an_unregistered_quoted_value_is_reported(tmp_path, role, value):
+    """A value in ``{paper}`` that no paper fact quotes (a ratio of ours, a setting the paper
+    does not state) fails, and so does a ``{repo}`` value that no repo fact holds (``1,000``
+    is a paper's value, not the code's); the message names the chapter, the cell and the value."""
+    path = _notebook(tmp_path, f"The paper reports {{{role}}}`{value}` for its ensemble.")
+    problems = check_prose.notebook_problems(path)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("99_synthetic.py, cell 1: line 1: ") and f"{{{role}}}`{value}`" in problems[0]
+    assert "not registered" in problems[0]
+    assert check_prose.main(["check_prose", str(path)]) == 1
+
+
+def test_registered_paper_and_repo_values_pass(tmp_path):
+    text = ("The authors train for {paper}`60` epochs at learning rate {paper}`0.04` with weight decay "
+            "{repo}`2e-4` (their code), the paper's {paper}`1,000` checkpoints.")
+    path = _notebook(tmp_path, text)
+    assert check_prose.notebook_problems(path) == []
+    assert check_prose.main(["check_prose", str(path)]) == 0
+
+
+def test_a_role_shown_as_code_is_not_read(tmp_path):
+    path = _notebook(tmp_path, "Mark a paper's number as `` {paper}`97.8%` `` in the prose.")
+    assert check_prose.notebook_problems(path) == []
+
+
+PAGE = """# A landing page
+
+Every chapter is executed with the `quick` profile ({doc}`running`); see Fig. 2 and
+Sec. 3.1 of {cite:t}`xiao2023compact`, and chapters 2, 3 and 7.
+
+| paper | chapter | numbers shown |
+| --- | --- | --- |
+| Sec. 5.1, Tables 1-2 | {doc}`7. VI <../notebooks/07_vi_alignment_barriers>` | {sentence} |
+
+```bash
+make book   # 3 minutes
+```
+"""
+
+
+@pytest.mark.parametrize("sentence, reported", [
+    ("alignment removes 93-98% of the barrier", ["93", "98%"]),
+    ("a bank of 24 OptuNets (of the paper's {paper}`1,000`)", ["24"]),
+    ("a bank of OptuNets smaller than the paper's {paper}`1,000`", []),
+    ("the paper's {paper}`120,000` steps", ["{paper}`120,000`"]),
+])
+def test_a_hand_typed_number_on_a_page_is_reported(tmp_path, sentence, reported):
+    path = tmp_path / "intro.md"
+    path.write_text(PAGE.replace("{sentence}", sentence))
+    problems = check_prose.page_problems(path)
+    assert len(problems) == (1 if reported else 0), problems
+    for shown in reported:
+        assert shown in problems[0] and problems[0].startswith("intro.md, line 8: ")
+    assert check_prose.main(["check_prose", str(path)]) == (1 if reported else 0)
+
+
+def test_a_page_may_define_the_verdicts(tmp_path):
+    """The landing page defines "holds" and "differs": the verdict rule is the chapters'."""
+    path = tmp_path / "intro.md"
+    path.write_text(PAGE.replace("{sentence}", "holds: the whole interval lies on the paper's side"))
+    assert check_prose.page_problems(path) == []
+
+
+def test_the_default_run_reads_the_chapters_and_the_landing_page():
+    assert ROOT / "book" / "intro.md" in check_prose.PAGES
+
+
+def test_the_landing_page_passes_the_number_rules():
+    problems = check_prose.page_problems(ROOT / "book" / "intro.md")
+    assert not problems, f"{len(problems)} hand-written number(s) on the landing page:\n" + "\n".join(problems)
 
 
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))

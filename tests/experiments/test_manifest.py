@@ -361,7 +361,9 @@ def test_forest_entries_turn_every_claim_to_the_papers_side():
     for e in entries:
         ev = tested[(e.label, e.run)].evidence
         assert e.low <= e.effect <= e.high
-        assert (e.low > 0) == (e.verdict == "holds") and (e.high < 0) == (e.verdict == "differs")
+        assert (e.low > 0 and not e.one_run) == (e.verdict == "holds")
+        assert (e.high < 0 and not e.one_run) == (e.verdict == "differs")
+        assert e.one_run == tested[(e.label, e.run)].evidence.one_run
         side = 1 if ev.threshold.direction == "above" else -1
         assert np.isclose(e.effect, side * (ev.effect - ev.threshold.value))
     assert any(not np.isfinite(e.low) for e in entries)  # a one-pair run's unbounded interval

@@ -434,6 +434,11 @@ def _compact_summary(res: dict[str, Any]) -> dict[str, Any]:
            "median_sigma": {k: float(v) for k, v in res["median_sigma"].items()},
            "near_prior": {k: near_prior_fraction(v, prior_std) for k, v in res["sigma"].items()},
            "n_test": int(res.get("n_test", 0)), "prior_std": prior_std}
+    diag = res.get("hmc_diagnostics", {})
+    if "rhat_test_loglik" in diag:  # the HMC convergence gate (claims: gate.hmc_rhat, gate.hmc_ess)
+        out["hmc_convergence"] = {"rhat_test_loglik": float(np.max(diag["rhat_test_loglik"])),
+                                  "ess_test_loglik": float(np.min(diag["ess_test_loglik"])),
+                                  "mean_acceptance": float(np.mean(diag["mean_acceptance"]))}
     if "unit_sigma" in res:  # per hidden unit and per always-zero pixel (rebasin_shrinks_sigma, near_prior)
         out["unit_log_sigma"] = {k: np.log(np.asarray(v, np.float64)).tolist() for k, v in res["unit_sigma"].items()}
         out["zero_pixel_sigma"] = {k: np.asarray(v, np.float64).tolist() for k, v in res["zero_pixel_sigma"].items()}
