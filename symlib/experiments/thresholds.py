@@ -541,3 +541,11 @@ define("gate.hmc_ess", 100.0, "above",
        "effect: the effective sample size of the test log-likelihood over all chains; the same claims are not "
        "tested below it",
        "2026-11-27, before the quick and paper runs it judges (issue 43)")
+
+define("gate.laurent_mnist_regime", 10.0, "below",
+       "(no paper's words: a validity gate of ours) Table 1's MNIST block compares posterior estimates of "
+       "OptuNets whose deep ensemble reaches 95.3% test accuracy (Table 1, DE)",
+       "effect: Table 1's deep-ensemble accuracy minus ours, in points; a run whose deep ensemble is 10 points "
+       "or more below it is a miniature outside the paper's regime (a bank of under-trained networks), and the "
+       "Sec. 4.3 claims of laurent_posteriors are not tested on it",
+       "2026-11-27, before the paper-profile run it judges and after seeing the quick miniature (issue 43)")

@@ -261,12 +261,28 @@ def _posterior_summary(rng, mmd_single=0.15, mmd_multi=0.03, mmd_de=0.0, metrics
 
 
 #: (single-mode value, multi-mode value) of each metric where the paper's orderings hold
-PAPER_WAY = {"ece": (0.05, 0.15), "aupr": (0.7, 0.9), "fpr95": (0.7, 0.3), "mi_id": (0.05, 0.2), "mi_ood": (0.1, 0.5)}
+PAPER_WAY = {"ece": (0.05, 0.15), "aupr": (0.7, 0.9), "fpr95": (0.7, 0.3), "mi_id": (0.05, 0.2), "mi_ood": (0.1, 0.5),
+             "acc": (0.9, 0.94)}  # a deep ensemble in the paper's regime (gate.laurent_mnist_regime)
 
 
 def test_posterior_claims_hold():
     v = _verdicts("laurent_posteriors", _posterior_summary(np.random.default_rng(8), metrics=PAPER_WAY))
     assert v == {k: HOLDS for k in THRESHOLD_OF["laurent_posteriors"]}
+
+
+def test_posterior_claims_outside_the_regime_are_not_tested_either_way():
+    """A planted miniature whose deep ensemble is far below Table 1's accuracy: the paper's
+    orderings and their reversal both give "not tested", naming the regime gate."""
+    small = {k: (0.55, 0.6) if k == "acc" else v for k, v in PAPER_WAY.items()}
+    reversed_ = {**small, "ece": (0.15, 0.05), "aupr": (0.9, 0.7), "mi_ood": (0.5, 0.1)}
+    for metrics, mmd in ((small, {}), (reversed_, {"mmd_single": 0.03, "mmd_multi": 0.15, "mmd_de": 0.1})):
+        out = claims.evaluate("laurent_posteriors", _posterior_summary(np.random.default_rng(8), metrics=metrics, **mmd))
+        for o in out:
+            assert o.verdict is UNTESTED and "outside the paper's regime" in o.evidence.untested, o.claim.name
+            assert "60.0%" in o.evidence.untested and o.detail.startswith("not judged: ")
+    # the ResNet-18 tasks register the same checks without the MNIST gate
+    assert set(_verdicts("rn18_posteriors_tiny_imagenet", _posterior_summary(np.random.default_rng(8),
+                                                                             metrics=small)).values()) == {HOLDS}
 
 
 @pytest.mark.parametrize("name, kw", [
@@ -286,14 +302,15 @@ def test_posterior_claims_never_hold_on_noise():
     for seed in range(5):
         # every method from one distribution: the same MMD and metrics up to noise of the jackknife's size
         s = _posterior_summary(np.random.default_rng(10 + seed), mmd_single=0.1, mmd_multi=0.1, mmd_de=0.1,
-                               se=0.01, spread=0.01)
+                               se=0.01, spread=0.01, metrics={"acc": (0.94, 0.94)})  # in the paper's regime
         v = _verdicts("laurent_posteriors", s)
         assert not any(x is HOLDS for x in v.values()), (seed, v)
 
 
 def test_a_gap_within_the_jackknife_spread_is_not_significant():
     # the issue's case: an ordering of single noisy numbers; the gap is a tenth of its standard error
-    s = _posterior_summary(np.random.default_rng(11), mmd_single=0.101, mmd_multi=0.1, mmd_de=0.0, se=0.01)
+    s = _posterior_summary(np.random.default_rng(11), mmd_single=0.101, mmd_multi=0.1, mmd_de=0.0, se=0.01,
+                           metrics=PAPER_WAY)
     assert _verdicts("laurent_posteriors", s)["multi_mode_closer"] is SAME
 
 
