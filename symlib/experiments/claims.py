@@ -464,6 +464,8 @@ def claims_table(outcomes: Sequence[ClaimOutcome], profile_name: str, scale: str
         v = o.verdict.value
         if o.verdict is not Verdict.HOLDS and documented_difference(o.claim.experiment, profile_name, o.claim.name):
             v += " (documented: see the chapter)"
+        if o.evidence.threshold.read_after_data:
+            v += " (threshold read after seeing the data)"
         return v
 
     def effect(o: ClaimOutcome) -> str:

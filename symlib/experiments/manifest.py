@@ -276,8 +276,8 @@ MANIFEST: tuple[Item, ...] = (
     Item("laurent2024", "Figure 7", "functional collapse of OptuNet on MNIST / Fashion-MNIST: pairwise MI in and "
          "out of distribution and their correlation", "figure", chapter="notebooks/13_functional_collapse",
          experiments=("functional_collapse",),
-         claims=tuple(f"functional_collapse:{c}" for c in ("ood_more_dispersed", "positive_correlation",
-                                                           "collapse_frequency")),
+         claims=tuple(f"functional_collapse:{c}" for c in ("ood_more_dispersed", "ood_variance_larger",
+                                                           "positive_correlation", "collapse_frequency")),
          keys=("functional_collapse:cv_id", "functional_collapse:cv_ood",
                                                      "functional_collapse:pearson_r"),
          paper_value="OOD MI more dispersed than ID; some positive ID/OOD correlation"),
@@ -505,7 +505,8 @@ class RunVerdict:
         out = []
         for o in self.outcomes:
             why = documented_difference(o.claim.experiment, self.run, o.claim.name)
-            out.append(f"{o.verdict.value}: {o.claim.statement} (ours: {o.detail}; "
+            late = " [threshold read after seeing the data]" if o.evidence.threshold.read_after_data else ""
+            out.append(f"{o.verdict.value}{late}: {o.claim.statement} (ours: {o.detail}; "
                        f"{o.evidence.interval_text()})" + (f"; why: {why}" if why else ""))
         if self.missing:
             out.append(f"{', '.join(self.missing)} not in this run")

@@ -55,6 +55,17 @@ class Threshold:
         """``"> 0.5"`` or ``"< 0.1"``."""
         return f"{'>' if self.direction == 'above' else '<'} {self.value:g}"
 
+    @property
+    def set_date(self) -> str:
+        """The date the value was set (``YYYY-MM-DD``, the start of :attr:`set_on`)."""
+        return self.set_on[:10]
+
+    @property
+    def read_after_data(self) -> bool:
+        """Whether the reading was fixed after seeing numbers it judges (:attr:`set_on` says
+        "after seeing"): such a verdict is marked wherever it is shown."""
+        return "after seeing" in self.set_on
+
 
 #: key -> threshold; filled below, one section per paper
 THRESHOLDS: dict[str, Threshold] = {}
@@ -143,6 +154,15 @@ define("not_sweep.distance_and_barrier_grow", 0.5, "above",
        "over runs with its Student-t interval (upper end capped at 1), the worse of distance and barrier; "
        "'strongly' read as rho above 0.5",
        "2026-11-22, before any run (as 'pooled rho > 0.5'); one rho per run with an interval since 2026-11-25")
+
+define("not_paths.not_path_smooth", 0.5, "below",
+       "the NoT remains flat in the vicinity of either trained model, and changes smoothly and monotonically in "
+       "between (Sec. 2, Fig. 2 right)",
+       "effect: per independent pair, the largest change of NoT between consecutive points of the path as a share "
+       "of NoT's range along the path; the mean over pairs with its Student-t interval. 'Smoothly' read as: no "
+       "single step carries half of the change or more (a path that is flat and then jumps is not smooth, "
+       "however monotone; not_along_path judges the flatness and monotonicity)",
+       "2026-11-27, after seeing our numbers (the quick path jumps by most of its range at one point; issue 43)")
 
 define("not_paths.not_along_path", 0.01, "below",
        "the NoT remains flat in the vicinity of either trained model, and changes smoothly and monotonically in "
@@ -497,6 +517,13 @@ define("functional_collapse.ood_more_dispersed", 1.0, "above",
        "the networks (a resample of networks keeps the pairs of distinct resampled networks, weighted by "
        "their multiplicities). Replaces the comparison of raw standard deviations (issue 28)",
        "2026-11-25, after seeing our numbers (the saved run's CVs 0.232 and 0.232)")
+
+define("functional_collapse.ood_variance_larger", 1.0, "above",
+       "In Figure 3 (center), we see that the variance of the out-of-distribution MI is higher (Sec. 5.1)",
+       "effect: the standard deviation of the pairwise MI out of distribution over that in distribution, the "
+       "paper's words read literally (beside ood_more_dispersed's scale-free reading); interval: the same "
+       "percentile bootstrap over the networks",
+       "2026-11-27, after seeing our numbers (the saved run's standard deviations, OOD about twice ID; issue 43)")
 
 define("functional_collapse.positive_correlation", 0.0, "above",
        "in the case of OptuNet ... there seems to be some positive correlation between the in-distribution MI "

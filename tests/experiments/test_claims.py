@@ -1,6 +1,7 @@
 """The papers' claims as code (symlib.experiments.claims): the framework, and every
 paper-profile result saved under book/results/ checked against its experiment's claims."""
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -240,3 +241,25 @@ def test_quick_profile_differences_quote_no_numbers_of_ours():
              if key[1] == "quick" and numeric.search(why)}
     assert not stale, f"quick-profile differences quoting numbers: {stale}"
     assert numeric.search("train naive 1.71 nats") and numeric.search("removes 47% of it")  # the check can fail
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.name)
+def test_thresholds_precede_the_runs_they_judge_or_say_so(path):
+    """Every threshold that judges a saved run was set on or before the run's date, or its
+    set_on says it was read after seeing the data (then the verdict is marked wherever shown)."""
+    record = json.loads(path.read_text())
+    for o in claims.evaluate(record["experiment"], record["summary"]):
+        t = o.evidence.threshold
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", t.set_date), (t.key, t.set_on)
+        assert t.set_date <= record["date"][:10] or t.read_after_data, \
+            f"{path.name}: {t.key} was set on {t.set_date}, after the run of {record['date']}, without saying so"
+
+
+def test_a_late_reading_is_marked_in_the_tables(monkeypatch):
+    late = Threshold("toy.late", 0.0, "above", "positive", "above zero", "2026-11-26, after seeing our numbers")
+    monkeypatch.setattr(claims, "CLAIMS", {})
+    claims.claim("toy", "late", "Someone (2024)", "the value is positive")(
+        lambda s: claims.mean_of_units(s["values"], late, "seeds", ""))
+    table = claims.claims_table(claims.evaluate("toy", {"values": [1.0, 1.1, 0.9]}), "quick")
+    assert table.rows[0][-1] == "holds (threshold read after seeing the data)"
+    assert late.read_after_data and not ABOVE.read_after_data

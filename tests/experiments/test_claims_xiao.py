@@ -34,7 +34,7 @@ def test_every_xiao_claim_reads_its_own_registered_threshold():
     assert names == {
         "rebasin_barriers": ["rebasin_removes_barrier"],
         "not_sweep": ["not_after_training", "not_nearly_equal", "distance_and_barrier_grow"],
-        "not_paths": ["not_along_path", "not_stable_over_epochs"],
+        "not_paths": ["not_along_path", "not_path_smooth", "not_stable_over_epochs"],
         "ensemble": ["accuracy_as_table1"],
         "vi": ["accuracy_as_table1"],
         "compact_representation": ["qr_beats_qd_hmc", "qr_beats_qd_ensemble", "ensemble_qr_beats_hmc_qr",
@@ -182,6 +182,17 @@ def test_not_along_path_fails_on_a_dip_or_a_jump_at_the_start():
     assert _verdict("not_paths", "not_along_path", _paths(dip=10)) is DIFFERS
     jump = [np.r_[0, np.full(20, 40)] for _ in range(3)]
     assert _verdict("not_paths", "not_along_path", _paths(traces=jump)) is DIFFERS
+
+
+def test_not_path_smooth_fails_on_a_path_that_jumps():
+    """Flat, then most of the change in one step, then flat: monotone and flat near both ends
+    (not_along_path holds), but not smooth."""
+    assert _verdict("not_paths", "not_path_smooth", _paths()) is HOLDS
+    jump = [np.r_[np.zeros(10), 5 + k, np.full(10, 60 + k)].astype(int) for k in range(3)]
+    assert _verdict("not_paths", "not_along_path", _paths(traces=jump)) is HOLDS
+    out = _outcomes("not_paths", _paths(traces=jump))["not_path_smooth"]
+    assert out.verdict is DIFFERS and "largest single step of NoT per pair 55, 55, 55" in out.detail
+    assert _verdict("not_paths", "not_path_smooth", _paths(traces=[np.zeros(21, int)] * 3)) is HOLDS  # no change
 
 
 def test_not_stable_over_epochs_fails_on_drift():

@@ -198,13 +198,13 @@ def test_posterior_units_groups_and_matching():
 
 
 def test_network_bootstrap_keeps_pairs_of_resampled_networks():
-    from symlib.experiments.laurent.posteriors import network_bootstrap_cv_ratio
+    from symlib.experiments.laurent.posteriors import network_bootstrap_ratio
     rng = np.random.default_rng(3)
     i, j = np.triu_indices(12, k=1)
     a = 1 + 0.1 * rng.normal(size=i.size)
-    est, reps = network_bootstrap_cv_ratio(np.stack([i, j], 1), a, 2 * a, 12, resamples=200)
+    est, reps = network_bootstrap_ratio(np.stack([i, j], 1), a, 2 * a, 12, resamples=200)
     assert est == pytest.approx(1.0) and np.allclose(reps, 1.0)  # a scale change leaves the CV unchanged
-    est, reps = network_bootstrap_cv_ratio(np.stack([i, j], 1), a, 1 + 3 * (a - 1), 12, resamples=200)
+    est, reps = network_bootstrap_ratio(np.stack([i, j], 1), a, 1 + 3 * (a - 1), 12, resamples=200)
     assert est == pytest.approx(3.0 / np.mean(1 + 3 * (a - 1)) * np.mean(a), rel=1e-6) and reps.size == 200
 
 

@@ -653,6 +653,16 @@ def _corollary1(summary: dict[str, Any]) -> Evidence:
     why = _min_mass_invalid(mm)
     if why:
         return not_tested(t, why, detail)
+    unwitnessed = int(np.sum(total >= 0))
+    if unwitnessed and np.any(dB > 0):
+        # the kernel-only min-mass point is our only witness; where it raises the penalised
+        # hidden biases by more than it lowers the kernels it shows nothing either way: the
+        # corollary (some rescaling lowers the whole penalty unless the point is optimal for it)
+        # needs the minimiser of the whole penalty, which the summary does not keep
+        return not_tested(t, f"the kernel-only min-mass rescaling, our witness, raises the whole penalty of "
+                             f"{unwitnessed} of {len(total)} networks through their hidden biases; it cannot "
+                             "witness a lower-loss network there, nor refute one (the minimiser of kernels and "
+                             "biases together would be needed)", detail)
     return exact(total.max(), t, f"all {len(total)} networks (worst case)", detail)
 
 

@@ -797,27 +797,56 @@ def _pair_data(summary: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndar
             np.asarray(summary["mi_ood_pairs"], float), int(summary["networks"]))
 
 
-def network_bootstrap_cv_ratio(pairs: np.ndarray, a: np.ndarray, b: np.ndarray, n: int, resamples: int = 2000,
-                               seed: int = 0) -> tuple[float, np.ndarray]:
-    """CV(b) / CV(a) of values on pairs of networks, and its replicates over bootstrap
+def network_bootstrap_ratio(pairs: np.ndarray, a: np.ndarray, b: np.ndarray, n: int, spread: str = "cv",
+                            resamples: int = 2000, seed: int = 0) -> tuple[float, np.ndarray]:
+    """spread(b) / spread(a) of values on pairs of networks, and its replicates over bootstrap
     resamples of the *networks*: a resample draws ``n`` networks with replacement and keeps
     every pair of two distinct drawn networks, weighted by the product of their multiplicities
-    (pairs that share a network are not independent, so pairs are never resampled alone)."""
-    def cv_ratio(w):
-        def cv(v):
-            m = np.sum(w * v) / np.sum(w)
-            return np.sqrt(np.sum(w * (v - m) ** 2) / np.sum(w)) / m
-        return cv(b) / cv(a)
+    (pairs that share a network are not independent, so pairs are never resampled alone).
 
-    est = cv_ratio(np.ones(len(a)))
+    Args:
+        pairs: ``(pairs, 2)`` network indices of each pair.
+        a: a value per pair (the denominator's).
+        b: a value per pair (the numerator's).
+        n: the number of networks.
+        spread: ``"cv"`` (standard deviation over mean, scale-free) or ``"std"`` (standard deviation).
+        resamples: bootstrap resamples.
+        seed: the resampling seed.
+
+    Raises:
+        ValueError: for another ``spread``.
+    """
+    if spread not in ("cv", "std"):
+        raise ValueError(f"spread must be 'cv' or 'std', got {spread!r}")
+
+    def ratio(w):
+        def measure(v):
+            m = np.sum(w * v) / np.sum(w)
+            sd = np.sqrt(np.sum(w * (v - m) ** 2) / np.sum(w))
+            return sd / m if spread == "cv" else sd
+        return measure(b) / measure(a)
+
+    est = ratio(np.ones(len(a)))
     rng = np.random.default_rng(seed)
     reps = []
     for _ in range(resamples):
         count = np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
         w = count[pairs[:, 0]] * count[pairs[:, 1]]
         if np.count_nonzero(w) >= 3:
-            reps.append(cv_ratio(w))
+            reps.append(ratio(w))
     return float(est), np.asarray(reps)
+
+
+def _spread_ratio_evidence(summary: dict[str, Any], t, spread: str, detail: str) -> Evidence:
+    data = _pair_data(summary)
+    if data is None:
+        return not_tested(t, _NO_PAIRS, detail)
+    pairs, a, b, n = data
+    est, reps = network_bootstrap_ratio(pairs, a, b, n, spread)
+    alpha = (1 - t.level) / 2
+    lo, hi = np.quantile(reps, [alpha, 1 - alpha]) if reps.size else (-np.inf, np.inf)
+    return interval_evidence(est, min(lo, est), max(hi, est), t, f"{n} networks ({reps.size} bootstrap resamples "
+                             "of networks)", detail + f"; {'CV' if spread == 'cv' else 'std'} ratio OOD / ID {est:.3f}")
 
 
 @claim("functional_collapse", "ood_more_dispersed", "Laurent et al. Sec. 5.1, Fig. 3 and App. D.2, Fig. 7",
@@ -829,15 +858,17 @@ def ood_more_dispersed(summary: dict[str, Any]) -> Evidence:
     cv_ood = summary.get("cv_ood", summary["std_ood"] / summary["mean_ood"])
     detail = (f"over {summary['pairs']} pairs: CV OOD {cv_ood:.3f} vs ID {cv_id:.3f} (std {summary['std_ood']:.4f} "
               f"vs {summary['std_id']:.4f} nats, means {summary['mean_ood']:.4f} vs {summary['mean_id']:.4f})")
-    data = _pair_data(summary)
-    if data is None:
-        return not_tested(t, _NO_PAIRS, detail)
-    pairs, a, b, n = data
-    est, reps = network_bootstrap_cv_ratio(pairs, a, b, n)
-    alpha = (1 - t.level) / 2
-    lo, hi = np.quantile(reps, [alpha, 1 - alpha]) if reps.size else (-np.inf, np.inf)
-    return interval_evidence(est, min(lo, est), max(hi, est), t, f"{n} networks ({reps.size} bootstrap resamples "
-                             "of networks)", detail + f"; CV ratio OOD / ID {est:.3f}")
+    return _spread_ratio_evidence(summary, t, "cv", detail)
+
+
+@claim("functional_collapse", "ood_variance_larger", "Laurent et al. Sec. 5.1, Fig. 3 (center)",
+       "the variance of the out-of-distribution MI is higher than that of the in-distribution MI, as the paper "
+       "words it (the raw spread; ood_more_dispersed is the scale-free reading)")
+def ood_variance_larger(summary: dict[str, Any]) -> Evidence:
+    t = threshold("functional_collapse.ood_variance_larger")
+    detail = (f"over {summary['pairs']} pairs: std OOD {summary['std_ood']:.4f} vs ID {summary['std_id']:.4f} nats "
+              f"(means {summary['mean_ood']:.4f} vs {summary['mean_id']:.4f})")
+    return _spread_ratio_evidence(summary, t, "std", detail)
 
 
 @claim("functional_collapse", "positive_correlation", "Laurent et al. App. D.2, Fig. 7 (OptuNet)",

@@ -191,6 +191,21 @@ def _claim_not_along_path(summary: Mapping[str, Any]) -> Evidence:
                          f"{len(nl0)} points; largest single jump per pair {', '.join(map(str, jumps))}"), len(viol))
 
 
+@claim("not_paths", "not_path_smooth", "Xiao et al. (2023), Sec. 2, Fig. 2 (d)",
+       "along the interpolation path the NoT changes smoothly between the two trained networks: no single step "
+       "of the path carries most of the change")
+def _claim_not_path_smooth(summary: Mapping[str, Any]) -> Evidence:
+    t = threshold("not_paths.not_path_smooth")
+    rep = not_paths_replicates(summary)
+    jumps = [float(np.max(np.abs(np.diff(nl)))) if len(nl) > 1 else 0.0 for nl in rep["not_lambda"]]
+    ranges = [float(np.ptp(nl)) for nl in rep["not_lambda"]]
+    shares = np.asarray([j / max(r, 1.0) for j, r in zip(jumps, ranges)])
+    return _units(mean_of_units(shares, t, "pairs",
+                                f"largest single step of NoT per pair {', '.join(f'{j:.0f}' for j in jumps)} of its "
+                                f"range {', '.join(f'{r:.0f}' for r in ranges)} over "
+                                f"{len(rep['not_lambda'][0])} points of the path"), len(shares))
+
+
 @claim("not_paths", "not_stable_over_epochs", "Xiao et al. (2023), Sec. 2, Fig. 2 (d)",
        "the NoT of the permutation matching the two networks is remarkably stable over training")
 def _claim_not_stable_over_epochs(summary: Mapping[str, Any]) -> Evidence:
