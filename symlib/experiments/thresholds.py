@@ -131,6 +131,15 @@ define("rebasin_barriers.rebasin_removes_barrier", 0.5, "above",
        "2026-11-22, before any run (as 'raw > 0 and matched < raw / 2' on one pair); a mean over pairs with its "
        "interval since 2026-11-25")
 
+define("rebasin_barriers.matched_barrier_nearly_zero", 0.05, "below",
+       "applying this permutation essentially removes the loss barrier when linearly interpolating between the "
+       "weights of the two neural networks (Sec. 1, Fig. 1)",
+       "effect: the barrier left after matching, in nats (test or training loss), per independent pair of "
+       "networks, the mean over pairs with its Student-t interval, the worst of train/test x weight/activation "
+       "matching; 'essentially removes' read absolutely as a barrier under 0.05 nats (a twentieth of a nat of "
+       "mean cross-entropy), beside rebasin_removes_barrier's share removed",
+       "2026-11-27, after seeing our numbers (the quick and saved barriers; issue 43)")
+
 define("not_sweep.not_after_training", 0.95, "above",
        "even when the two networks are trained with different random seeds for the sampling of minibatches, NoT "
        "remains almost exactly unaffected by training (Sec. 2, Fig. 2 left)",
@@ -283,6 +292,14 @@ define("vi_alignment.alignment_removes_barrier", 0.5, "above",
        "the mean over independent posterior pairs with its Student-t interval, the worse of train and test; "
        "'(nearly) zero' read as in chapter 02 for Xiao et al.: at least half of the barrier removed",
        "2026-11-23, before any run; an interval over pairs since 2026-11-25")
+
+define("vi_alignment.aligned_barrier_nearly_zero", 0.05, "below",
+       "after alignment the barrier is (nearly) zero for MLPs (Sec. 5.1; poster: 'zero loss barrier')",
+       "effect: the aligned marginalised barrier at the widest width, in nats, the mean over independent "
+       "posterior pairs with its Student-t interval, the worse of train and test; '(nearly) zero' read "
+       "absolutely as under 0.05 nats, the same as rebasin_barriers.matched_barrier_nearly_zero, beside "
+       "alignment_removes_barrier's share removed",
+       "2026-11-27, after seeing our numbers (the saved runs' aligned barriers; issue 43)")
 
 define("vi_alignment.barrier_falls_with_width", 0.0, "below",
        "wider models generally provide lower barriers: for MLPs this holds true with and without alignment (Sec. 5.1)",

@@ -32,7 +32,7 @@ def _verdict(experiment, name, summary):
 def test_every_xiao_claim_reads_its_own_registered_threshold():
     names = {e: [c.name for c in claims.CLAIMS[e]] for e in XIAO}
     assert names == {
-        "rebasin_barriers": ["rebasin_removes_barrier"],
+        "rebasin_barriers": ["rebasin_removes_barrier", "matched_barrier_nearly_zero"],
         "not_sweep": ["not_after_training", "not_nearly_equal", "distance_and_barrier_grow"],
         "not_paths": ["not_along_path", "not_path_smooth", "not_stable_over_epochs"],
         "ensemble": ["accuracy_as_table1"],
@@ -67,6 +67,16 @@ def test_rebasin_removes_barrier():
     one = {f"barrier_{s}": {"no matching": 0.2, "weight matching": 0.001, "activation matching": 0.002}
            for s in ("train", "test")}
     assert _verdict("rebasin_barriers", name, one) is SAME
+
+
+def test_matched_barrier_nearly_zero():
+    name = "matched_barrier_nearly_zero"
+    assert _verdict("rebasin_barriers", name, _barriers()) is HOLDS
+    # most of a large barrier removed, but a tenth of a nat left: the share holds, the absolute reading differs
+    big = _barriers(raw=(2.0, 2.2, 1.8), weight=(0.1, 0.11, 0.09), activation=(0.1, 0.12, 0.11))
+    assert _verdict("rebasin_barriers", "rebasin_removes_barrier", big) is HOLDS
+    o = _outcomes("rebasin_barriers", big)[name]
+    assert o.verdict is DIFFERS and "nats" in o.detail
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -85,6 +85,25 @@ def _rebasin_removes_barrier(summary: Mapping[str, Any]) -> Evidence:
                  f"; least removed: {w.detail}, {100 * w.effect:.0f}%")
 
 
+@claim("rebasin_barriers", "matched_barrier_nearly_zero", "Xiao et al. (2023), Sec. 1, Fig. 1",
+       "after the rebasin permutation the loss barrier is essentially gone: the matched barrier itself is nearly "
+       "zero (the absolute reading, beside rebasin_removes_barrier's share removed)")
+def _matched_barrier_nearly_zero(summary: Mapping[str, Any]) -> Evidence:
+    """The matched barrier in nats, per independent pair; mean over pairs, worst of train/test x
+    weight/activation matching (threshold ``rebasin_barriers.matched_barrier_nearly_zero``)."""
+    t = threshold("rebasin_barriers.matched_barrier_nearly_zero")
+    evs, n = [], 1
+    for split in SPLITS:
+        b = pair_barrier_lists(summary, split)
+        for m in ("weight matching", "activation matching"):
+            matched = np.asarray(b[m], float)
+            n = matched.size
+            evs.append(mean_of_units(matched, t, "network pairs", f"{split}, {m}: {_mean_se(matched)} nats"))
+    w = worst(evs)
+    return _with(w, f"{_n_text(n, 'independent network pair')} (worst of train/test x weight/activation)",
+                 f"matched barrier, mean +- SE over {_n_text(n, 'pair')}, worst: {w.detail}")
+
+
 def _mean_correlation(r: Sequence[float], t) -> Evidence:
     """The mean of correlations (one per independent unit) with its Student-t interval, the
     upper end capped at 1. (Fisher's z would blow up a run whose correlation is exactly 1, as
