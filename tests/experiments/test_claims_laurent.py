@@ -129,10 +129,10 @@ def test_toy_claims_untested_without_bootstrap(toy_mirrored):
 
 
 def _min_mass(rng, nets=12, decrease=0.1, bias_change=0.05, halfway=1e-2, bad_lines=0, small=1.3, big=0.8,
-              spread=0.05):
+              spread=0.05, middle=1.1):
     before = rng.uniform(100, 200, nets)
     trained = rng.uniform(1, 2, (nets, 3))
-    ratio = np.exp(np.log([big, 1.0, small]) + spread * rng.normal(size=(nets, 3)))
+    ratio = np.exp(np.log([big, middle, small]) + spread * rng.normal(size=(nets, 3)))
     return {"all_converged": True, "max_logit_change": 1e-14, "mass_before": before.tolist(),
             "mass_after": (before * (1 - decrease)).tolist(), "hidden_bias_sq_before": np.ones(nets).tolist(),
             "hidden_bias_sq_after": (1 + bias_change + 0.01 * rng.random(nets)).tolist(),
@@ -194,6 +194,7 @@ def test_corollary1_is_not_tested_where_the_witness_raises_the_biases():
     ("min_mass_convex", {"halfway": -1e-3}),  # an indefinite Hessian
     ("min_mass_convex", {"bad_lines": 3}),  # lines smallest away from the optimum
     ("largest_weight", {"small": 0.8}),  # the smallest layer's largest weight falls
+    ("largest_weight", {"middle": 0.8}),  # the other smaller-than-average layer's falls
     ("largest_weight", {"small": 20.0}),  # unfeasible
     ("marginals_identical_before", {"before": 0.3}),
     ("marginals_differ_after", {"after": 0.05}),

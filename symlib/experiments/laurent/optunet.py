@@ -230,6 +230,15 @@ for _mlp_claim in CLAIMS["laurent_mlps"]:
 
 
 
+# largest_weight, re-read on 2026-11-27 as every smaller-than-average layer (issue 43).
+for _label in ("paper", "paper-8nets", "paper-16nets"):
+    difference("laurent_optunets", _label, "largest_weight",
+               "read as the paper's plural, 'the layers with fewer parameters' (every layer smaller than the "
+               "average: conv_0, dense_0, dense_1), the claim differs: the min-mass rescaling raises the largest "
+               "weight of conv_0 (about x1.4 to x1.6) and lowers that of the largest layer conv_1 (about x0.6), but "
+               "it lowers that of dense_0 (about x0.9) and leaves dense_1's about where it was; the earlier "
+               "reading (the smallest layer alone) holds")
+
 # The 8-network run (rerun on 2026-11-26): ordering_freezes in the paper's direction only.
 # The 16-network run, rerun on 2026-11-26, tests and holds all six claims.
 difference("laurent_optunets", "paper-8nets", "ordering_freezes",
