@@ -892,6 +892,10 @@ def laurent_mlps(profile: Profile) -> dict[str, Any]:
 # on 2026-11-26, the 256-network run on an H100 the same day). The code that reads summaries
 # saved before 2026-11-25 (means only) stays, and gives "not tested" on them.
 # largest_weight, re-read on 2026-11-27 as every smaller-than-average layer (issue 43):
+difference("laurent_mlps", "quick", "largest_weight",
+           "read as every layer smaller than the average, the claim differs in the quick profile as at paper scale: "
+           "the smallest layer's largest weight rises, but the middle layer's falls (the claims table gives the "
+           "ratios)")
 for _label in ("paper", "paper-64nets"):
     difference("laurent_mlps", _label, "largest_weight",
                "read as the paper's plural, 'the layers with fewer parameters' (every layer smaller than the "

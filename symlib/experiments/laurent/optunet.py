@@ -231,6 +231,10 @@ for _mlp_claim in CLAIMS["laurent_mlps"]:
 
 
 # largest_weight, re-read on 2026-11-27 as every smaller-than-average layer (issue 43).
+difference("laurent_optunets", "quick", "largest_weight",
+           "read as every layer smaller than the average, the quick profile's few OptuNets raise the smallest "
+           "layer's largest weight but not clearly the other small layers' (the claims table gives the least clear "
+           "layer): opposite direction, not significant", verdict=Verdict.OPPOSITE_DIRECTION)
 for _label in ("paper", "paper-8nets", "paper-16nets"):
     difference("laurent_optunets", _label, "largest_weight",
                "read as the paper's plural, 'the layers with fewer parameters' (every layer smaller than the "

@@ -458,6 +458,11 @@ def _stitched_pruning_wins(summary: Mapping[str, Any]) -> Evidence:
                                + ", ".join(parts))), hmc_gate(summary))  # HMC's sigma_r prunes
 
 
+difference("not_paths", "quick", "not_path_smooth",
+           "in the quick profile NoT stays flat near both networks and is monotone (not_along_path holds), but it "
+           "makes most of its change in one step of the path, in every pair (the claims table gives the share): "
+           "a jump, not a smooth change")
+
 # The quick profile's HMC (hmc_budget of the quick profile, chapters 04 and 05) has not
 # converged (gate.hmc_rhat, gate.hmc_ess): every claim that reads its samples is not tested,
 # whichever way its effect points; chapter 05 still shows the numbers (the known-posterior
