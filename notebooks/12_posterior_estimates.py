@@ -368,7 +368,9 @@ print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts:
 # {glue:text}`ch12_v_multi_mode_better_ood_detection`; higher mutual information in and out
 # of distribution, {glue:text}`ch12_v_multi_mode_higher_mi`. The claims table gives each
 # effect with its interval; a verdict short of "holds" is one where the interval over the
-# units does not exclude the other side.
+# units does not exclude the other side, or where the run cannot test the claim at all (a
+# validity gate: a bank far less accurate than the paper's is outside the regime its
+# orderings speak of, and the claims table then gives the effect it did not judge).
 #
 # Removing the symmetries lowers the MMD² of {glue:text}`ch12_ns_lower` estimates here
 # (not of: {glue:text}`ch12_ns_not_lower`). Among the two other ways of removing them,

@@ -113,9 +113,10 @@ class Evidence:
         return Verdict.SAME_DIRECTION if t.beyond(self.effect) else Verdict.OPPOSITE_DIRECTION
 
     def interval_text(self) -> str:
-        """``"0.41 [0.3, 0.52] over 3 network pairs"``, or the exact value with its units."""
+        """``"0.41 [0.3, 0.52] over 3 network pairs"``, the exact value with its units, or for a
+        claim that was not tested ``"not judged: <why>"``."""
         if self.untested is not None:
-            return "not tested"
+            return f"not judged: {self.untested}"
         if self.low == self.effect == self.high:
             return f"{self.effect:.3g} ({self.units})"
         return f"{self.effect:.3g} [{self.low:.3g}, {self.high:.3g}] over {self.units}"
