@@ -53,6 +53,27 @@ def random_mlp(rng: np.random.Generator, sizes, bias_scale=1.0) -> dict:
     }
 
 
+def conv_spec_pair(rng: np.random.Generator):
+    """A generic permutation spec with 4-D kernels (two convolutions and a head) and two random
+    networks of it: ``(spec, params_a, params_b)``."""
+    from symlib.symmetry.specs import PermutationSpec
+
+    spec = PermutationSpec({
+        "c0/kernel": (None, None, None, "P_a"),
+        "c0/bias": ("P_a",),
+        "c1/kernel": (None, None, "P_a", "P_b"),
+        "c1/bias": ("P_b",),
+        "head/kernel": ("P_b", None),
+    })
+
+    def conv():
+        return {"c0": {"kernel": rng.normal(size=(3, 3, 3, 24)), "bias": rng.normal(size=(24,))},
+                "c1": {"kernel": rng.normal(size=(3, 3, 24, 40)), "bias": rng.normal(size=(40,))},
+                "head": {"kernel": rng.normal(size=(40, 5))}}
+
+    return spec, conv(), conv()
+
+
 def stack_trees(trees):
     """Stack pytrees of arrays on a new leading axis (numpy)."""
     import jax

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _helpers import random_mlp
+from _helpers import conv_spec_pair, random_mlp
 from symlib.symmetry import apply_permutation
 from symlib.symmetry.matching import weight_matching
 from symlib.symmetry.specs import PermutationSpec, mlp_permutation_spec
@@ -59,21 +59,8 @@ def test_baseline_same_permutations_as_weight_matching_mlp(bench, sizes):
 
 
 def test_baseline_same_permutations_conv_spec(bench):
-    rng = np.random.default_rng(5)
-    spec = PermutationSpec({
-        "c0/kernel": (None, None, None, "P_a"),
-        "c0/bias": ("P_a",),
-        "c1/kernel": (None, None, "P_a", "P_b"),
-        "c1/bias": ("P_b",),
-        "head/kernel": ("P_b", None),
-    })
-
-    def conv(rng):
-        return {"c0": {"kernel": rng.normal(size=(3, 3, 3, 24)), "bias": rng.normal(size=(24,))},
-                "c1": {"kernel": rng.normal(size=(3, 3, 24, 40)), "bias": rng.normal(size=(40,))},
-                "head": {"kernel": rng.normal(size=(40, 5))}}
-
-    _check_same(bench, spec, conv(rng), conv(rng), 4)
+    spec, a, b = conv_spec_pair(np.random.default_rng(5))
+    _check_same(bench, spec, a, b, 4)
 
 
 def test_baseline_max_iter_and_blocks(bench):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from _helpers import random_mlp, stack_trees
+from _helpers import conv_spec_pair, random_mlp, stack_trees
 
 from symlib.core.cnn import optunet_init
 from symlib.symmetry.architectures import optunet_permutation_spec
@@ -25,7 +25,7 @@ from symlib.symmetry.matching import (
     weight_matching_many,
 )
 from symlib.symmetry.matching.lap import solve_lap, solve_lap_block, ties_likely
-from symlib.symmetry.specs import PermutationSpec, mlp_permutation_spec
+from symlib.symmetry.specs import mlp_permutation_spec
 from symlib.testing.reference import reference_weight_matching
 
 pytest.importorskip("lap")
@@ -187,21 +187,7 @@ def test_weight_matching_lapjv_conv_specs(lapjv_calls):
     a, b = (jax.tree_util.tree_map(lambda w: np.asarray(w, np.float64), optunet_init(jax.random.PRNGKey(s)))
             for s in (0, 1))
     _assert_same(weight_matching(3, spec, a, b), weight_matching(3, spec, a, b, lap_solver="scipy"))
-    rng = np.random.default_rng(5)
-    spec = PermutationSpec({
-        "c0/kernel": (None, None, None, "P_a"),
-        "c0/bias": ("P_a",),
-        "c1/kernel": (None, None, "P_a", "P_b"),
-        "c1/bias": ("P_b",),
-        "head/kernel": ("P_b", None),
-    })
-
-    def conv(rng):
-        return {"c0": {"kernel": rng.normal(size=(3, 3, 3, 24)), "bias": rng.normal(size=(24,))},
-                "c1": {"kernel": rng.normal(size=(3, 3, 24, 40)), "bias": rng.normal(size=(40,))},
-                "head": {"kernel": rng.normal(size=(40, 5))}}
-
-    a, b = conv(rng), conv(rng)
+    spec, a, b = conv_spec_pair(np.random.default_rng(5))
     res = weight_matching(4, spec, a, b)
     _assert_same(res, weight_matching(4, spec, a, b, lap_solver="scipy"))
     assert lapjv_calls
