@@ -135,9 +135,10 @@ forest("laurent2024")
 # %% [markdown]
 # ## Synthesis
 #
-# The counts below are recomputed at every build. Each run of an item counts once, under
-# its scale: an item judged both on a labelled reduction and in the quick profile counts in
-# both columns, so a verdict in miniature is never added to one at the paper's scale. Items
+# The counts below are recomputed at every build. Each item counts once per scale: an item
+# judged both on a labelled reduction and in the quick profile counts in both columns, so a
+# verdict in miniature is never added to one at the paper's scale, and an item with two
+# reductions counts once among the reductions (with its first run's verdict). Items
 # with no run count under "none" with their status: "not run" (code and tests exist, the run
 # needs data or a GPU that no build of the book had), "not attempted" (the reason is in the
 # item's details), illustrations and setup tables (nothing to judge), and items whose
@@ -168,11 +169,11 @@ for ax, paper in zip(axes, papers):
         bottom += n
     ax.set_xticks(range(len(scale_cols)), [s.replace(" ", "\n", 1) for s in scale_cols], fontsize=7)
     ax.set_title(paper, fontsize=9)
-axes[0].set_ylabel("item runs")
+axes[0].set_ylabel("items")
 handles = {h.get_label(): h for ax in axes for h in ax.get_legend_handles_labels()[0]}
 fig.legend([handles[v] for v in verdicts if v in handles], [v for v in verdicts if v in handles], fontsize=7,
            loc="outside right center")
-fig.suptitle("verdicts of the papers' claims per scale (each run of an item counts once)", fontsize=10)
+fig.suptitle("verdicts of the papers' claims per scale (each item counts once per scale)", fontsize=10)
 plt.show()
 
 toc = (results.results_dir().parents[1] / "_toc.yml").read_text()

@@ -170,11 +170,13 @@ def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str,
 
 
 def counts_by_scale(rows: Sequence[ReportRow]) -> dict[tuple[str, str, str], int]:
-    """How many item runs have each verdict, per paper and scale.
+    """How many items have each verdict, per paper and scale: one count per item and scale.
 
-    Every run of every item counts once (an item judged at the paper's scale and in the quick
-    profile counts in both scales); an item with no run counts under the scale ``"none"``
-    with its status ("not run", "not attempted", "illustration", "setup", "no claim").
+    An item judged at the paper's scale and in the quick profile counts in both scales; an
+    item with several runs of one scale (two labelled reductions) counts once there, with the
+    verdict of its first run of that scale (the rows' order: the paper's profile first, then
+    by label); an item with no run counts under the scale ``"none"`` with its status ("not
+    run", "not attempted", "illustration", "setup", "no claim").
 
     Args:
         rows: :func:`report_rows`.
@@ -185,7 +187,10 @@ def counts_by_scale(rows: Sequence[ReportRow]) -> dict[tuple[str, str, str], int
     out: dict[tuple[str, str, str], int] = {}
     for row in rows:
         if row.runs:
-            keys = [(row.paper, r.scale.kind, r.verdict.value) for r in row.runs]
+            first = {}
+            for r in row.runs:
+                first.setdefault(r.scale.kind, r)
+            keys = [(row.paper, kind, r.verdict.value) for kind, r in first.items()]
         else:
             status = {"shown in its chapter": "no claim", "illustration, redrawn in its chapter": "illustration"}.get(
                 row.verdict, row.verdict)

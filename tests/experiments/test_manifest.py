@@ -221,6 +221,26 @@ def test_no_status_says_reproduced_and_every_verdict_names_its_scale(synthetic_c
     assert html.count("<details") == 3 and "table-layout:fixed" in html and '<a href="02_rebasin_barriers.html">' in html
 
 
+def test_an_item_counts_once_per_scale(synthetic_claims):
+    """Two labelled reductions of one item count once among the reductions (the first run's
+    verdict), beside its quick run."""
+    record = {"device": "cpu", "date": "2026-01-02"}
+    scales.REDUCTIONS[("rebasin_barriers", "paper-1seed")] = "1 of the paper's 2 seeds"
+    scales.REDUCTIONS[("rebasin_barriers", "paper-2seeds")] = "2 of the paper's 4 seeds"
+    try:
+        runs = {"rebasin_barriers": {"paper-1seed": {**record, "summary": _barriers(0.001)},
+                                     "paper-2seeds": {**record, "summary": _barriers(0.001)}}}
+        rows = [r for r in report_page.report_rows({"rebasin_barriers": _barriers(0.001)}, runs)
+                if r.paper == "Xiao et al. (2023)" and r.runs]
+        counts = report_page.counts_by_scale(rows)
+    finally:
+        del scales.REDUCTIONS[("rebasin_barriers", "paper-1seed")], scales.REDUCTIONS[("rebasin_barriers", "paper-2seeds")]
+    assert sum(len(r.runs) for r in rows) > len(rows)  # more runs than items
+    reductions = sum(v for (p, s, _), v in counts.items() if s == "labelled reduction")
+    quick = sum(v for (p, s, _), v in counts.items() if s == "quick miniature")
+    assert reductions == len(rows) and quick == len(rows)
+
+
 def test_a_reduction_is_labelled_with_what_it_reduced(synthetic_claims):
     fig1 = next(i for i in MANIFEST if i.paper == "xiao2023" and i.id == "Figure 1")
     record = {"device": "cpu", "date": "2026-01-02", "summary": _barriers(0.001)}
