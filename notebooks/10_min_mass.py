@@ -561,8 +561,9 @@ print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts:
 # lower-loss equivalent for those networks. Corollary 1 itself is not refuted: a rescaling
 # that minimises kernels and biases together (also convex in the log-scales) would give one
 # wherever the trained point is not already its optimum, but our check uses the min-mass point
-# as its witness, and the saved summary keeps no weights to compute another. The smaller runs
-# did not show it.
+# as its witness, and the saved summary keeps no weights to compute another: where the witness
+# raises the whole penalty the check leaves the corollary untested. The smaller runs did not
+# show it.
 #
 # The largest weights ({glue:text}`ch10_opt_v_largest_weight` for OptuNets,
 # {glue:text}`ch10_mlp_v_largest_weight` for MLPs): for OptuNet the first convolution
@@ -570,9 +571,9 @@ print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts:
 # grouped convolution ({glue:text}`ch10_params_conv_1`) by {glue:text}`ch10_ratio_conv_1`,
 # and the two dense layers ({glue:text}`ch10_params_dense_0` and
 # {glue:text}`ch10_params_dense_1` parameters) by {glue:text}`ch10_ratio_dense_0` and
-# {glue:text}`ch10_ratio_dense_1`. The claim compares the smallest layer with the largest;
-# whether every small layer gains, as "the layers with fewer parameters" could also be read,
-# the ratios show.
+# {glue:text}`ch10_ratio_dense_1`. The claim reads the paper's plural, "the layers with
+# fewer parameters": every layer smaller than the average must gain and the largest must not
+# (a reading fixed after seeing these ratios, and marked so in the tables).
 #
 # The layer-wise marginals (App. D.3): before symmetry removal
 # {glue:text}`ch10_ks_raw_share:.1%` of the Kolmogorov-Smirnov p-values between the first

@@ -195,7 +195,9 @@ print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts:
 # against {glue:text}`ch13_std_id:.4f` nats) but also the larger mean
 # ({glue:text}`ch13_mean_ood:.3f` against {glue:text}`ch13_mean_id:.3f`); relative to the
 # mean, the coefficients of variation are {glue:text}`ch13_cv_ood:.3f` (OOD) and
-# {glue:text}`ch13_cv_id:.3f` (ID). More dispersed out of distribution:
+# {glue:text}`ch13_cv_id:.3f` (ID). The paper's words read literally, a higher variance out
+# of distribution: {glue:text}`ch13_v_ood_variance_larger`
+# ({glue:text}`ch13_e_ood_variance_larger`); relative to the mean, more dispersed:
 # {glue:text}`ch13_v_ood_more_dispersed` ({glue:text}`ch13_e_ood_more_dispersed`). The
 # correlation between the ID and the OOD MI is Pearson r = {glue:text}`ch13_pearson_r:.3f`
 # (Spearman {glue:text}`ch13_spearman_rho:.3f`); some positive correlation:
@@ -264,10 +266,11 @@ report.show_saved_run("functional_collapse", "a bank of 1,000 OptuNets: more tha
 # correlation one could tell from zero; the pattern is closer to the paper's ResNet-18
 # finding (no significant correlation) than to its OptuNet one. Functional collapse is rare
 # here too: {glue:text}`ch13_s_below_half` of {glue:text}`ch13_s_pairs` pairs have an ID MI
-# below half the mean. The claims table above judges the three claims over the networks
-# (the ratio of the two coefficients of variation with a bootstrap over networks, the
-# correlation with a permutation test that moves networks, not pairs, and the collapse
-# frequency on disjoint pairs): {glue:text}`ch13_s_v_ood_more_dispersed` (dispersion),
+# below half the mean. The claims table above judges the four claims over the networks
+# (the ratios of the two standard deviations and of the two coefficients of variation with a
+# bootstrap over networks, the correlation with a permutation test that moves networks, not
+# pairs, and the collapse frequency on disjoint pairs):
+# {glue:text}`ch13_s_v_ood_variance_larger` (variance), {glue:text}`ch13_s_v_ood_more_dispersed` (dispersion),
 # {glue:text}`ch13_s_v_positive_correlation` (correlation) and
 # {glue:text}`ch13_s_v_collapse_frequency` (collapse frequency).
 

@@ -263,3 +263,29 @@ def test_a_late_reading_is_marked_in_the_tables(monkeypatch):
     table = claims.claims_table(claims.evaluate("toy", {"values": [1.0, 1.1, 0.9]}), "quick")
     assert table.rows[0][-1] == "holds (threshold read after seeing the data)"
     assert late.read_after_data and not ABOVE.read_after_data
+
+
+def _shuffled(obj, rng):
+    """``obj`` with the keys of every dict, at every depth, in a random order."""
+    if isinstance(obj, dict):
+        keys = list(obj)
+        rng.shuffle(keys)
+        return {k: _shuffled(obj[k], rng) for k in keys}
+    if isinstance(obj, list):
+        return [_shuffled(v, rng) for v in obj]
+    return obj
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.name)
+def test_verdicts_do_not_depend_on_key_order(path):
+    """Every claim on every saved summary gives the same effect, interval and verdict with the
+    summary's keys shuffled at every depth."""
+    record = json.loads(path.read_text())
+    rng = np.random.default_rng(0)
+    base = claims.evaluate(record["experiment"], record["summary"])
+    for _ in range(2):
+        again = claims.evaluate(record["experiment"], _shuffled(record["summary"], rng))
+        for a, b in zip(base, again):
+            assert a.claim.name == b.claim.name and a.verdict is b.verdict, (a.claim.name, a.verdict, b.verdict)
+            np.testing.assert_allclose([a.evidence.effect, a.evidence.low, a.evidence.high],
+                                       [b.evidence.effect, b.evidence.low, b.evidence.high], equal_nan=True)
