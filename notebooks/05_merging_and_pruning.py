@@ -61,7 +61,12 @@ glue("ch05_profile", profile.name, display=False)
 
 # %%
 res = experiments.run("compact_representation", profile)
-sig, med = res.sigma, res.median_sigma  # by approximation (the rows of Table 1)
+summary = experiments.SUMMARIES["compact_representation"](res.artifact)
+first = res.replicates[0]  # the histograms show the first of the independent runs
+sig = first.sigma  # by approximation (the rows of Table 1)
+med = summary["median_sigma"]  # the medians, averaged over the runs
+print(f"{len(res.replicates)} independent runs of {res.chains_per_replicate} HMC chains, one ensemble and one "
+      "VI fit each; the histograms show the first run, the pruning curves and the claims all runs")
 
 # %% [markdown]
 # ## Standard deviations before and after re-basin (Figure 3, left)
@@ -78,11 +83,11 @@ columns = {"HMC": (("HMC q_d", "q_d"), ("HMC q_r", "q_r"),
 for ax, (method, cols) in zip(axes[:2], columns.items()):
     for (col, kind), color in zip(cols, plotting.PALETTE):
         ax.hist(sig[col], bins=bins, histtype="step", lw=1.5, color=color,
-                label=f"{sigma_labels[kind]} (median {med[col]:.3g})")
-    ax.set_title(method)
+                label=f"{sigma_labels[kind]} (median {first.median_sigma[col]:.3g})")
+    ax.set_title(f"{method} (run 1 of {len(res.replicates)})")
 axes[2].hist(sig["VI q"], bins=bins, histtype="step", lw=1.5, color=plotting.PALETTE[3],
-             label=f"VI (median {med['VI q']:.3g})")
-axes[2].set_title("mean-field VI")
+             label=f"VI (median {first.median_sigma['VI q']:.3g})")
+axes[2].set_title(f"mean-field VI (run 1 of {len(res.replicates)})")
 for ax in axes:
     ax.set_xscale("log")
     ax.set_xlabel(r"per-weight standard deviation $\sigma$")
@@ -96,22 +101,24 @@ axes[0].set_ylabel("number of weights");
 # others to zero, and evaluate the mean network on the test set.
 
 # %% tags=["hide-input"]
-prune = res.pruning
+prune = res.pruning()  # by curve: mean accuracy over the runs and its standard error
+keep = prune["keep_fraction"][0]
 labels = {"ensemble": "ensemble only", "hmc": "HMC only",
           "ensemble mu + hmc sigma": r"ensemble $\mu_r$ + HMC $\sigma_r$",
           "vi": "VI"}
 fig, ax = plt.subplots(figsize=(5.5, 3.6), constrained_layout=True)
 for i, (key, label) in enumerate(labels.items()):
-    ax.plot(100 * (1 - prune.keep_fraction), 100 * prune.accuracy[key], "o-", ms=3, label=label,
-            color=plotting.PALETTE[i])
+    mean, se = prune[key]
+    ax.errorbar(100 * (1 - keep), 100 * mean, yerr=100 * se, fmt="o-", ms=3, capsize=2, label=label,
+                color=plotting.PALETTE[i])
 ax.set_xlabel("weights pruned (%)")
 ax.set_ylabel("test accuracy of the mean (%)")
-ax.set_title("Pruning the weights with the largest sigma")
+ax.set_title(f"Pruning the weights with the largest sigma (mean +- SE, {len(res.replicates)} runs)")
 ax.legend();
 
 # %% tags=["hide-input"]
-rows = [(f"{100 * (1 - f):.0f}%", *(f"{100 * prune.accuracy[k][i]:.2f}" for k in labels))
-        for i, f in enumerate(prune.keep_fraction)]
+rows = [(f"{100 * (1 - f):.0f}%", *(f"{100 * prune[k][0][i]:.2f} +- {100 * prune[k][1][i]:.2f}" for k in labels))
+        for i, f in enumerate(keep)]
 display(Table(["pruned", *labels.values()], rows))
 
 # %% [markdown]
@@ -127,9 +134,8 @@ display(Table(["pruned", *labels.values()], rows))
 # interval over the independent units it names, the threshold and the verdict:
 
 # %% tags=["hide-input"]
-summary = experiments.SUMMARIES["compact_representation"](res.artifact)
 every = claims.evaluate("compact_representation", summary)
-fig3 = [o for o in every if "Table 1" not in o.claim.source]
+fig3 = [o for o in every if "Fig. 3" in o.claim.source]
 fig3_names = {o.claim.name for o in fig3}
 display(claims.claims_table(fig3, profile.name,
                             scale="quick miniature" if profile.name == "quick" else None))
@@ -145,7 +151,7 @@ saved_table = report.show_saved_run("compact_representation",
 if saved_table is not None:
     display(saved_table)
 near = summary["near_prior"]
-display(Table(["quantity", f"ours ({profile.name} profile)"], [
+display(Table(["quantity", f"ours ({profile.name} profile, mean over {len(res.replicates)} runs)"], [
     ("median sigma: HMC q_d / HMC q_r (per sample) / HMC q_r (per chain)",
      f"{med['HMC q_d']:.3g} / {med['HMC q_r']:.3g} / {med['HMC q_r (per chain)']:.3g}"),
     ("median sigma: ensemble q_d / q_r", f"{med['Ensemble q_d']:.3g} / {med['Ensemble q_r']:.3g}"),
@@ -159,7 +165,8 @@ for key, name in (("HMC q_d", "hmc_d"), ("HMC q_r", "hmc_r"), ("VI q", "vi")):
 
 # %% [markdown]
 # To look inside HMC's $\sigma_r$ versus $\sigma_d$, the cell below recomputes both summaries
-# from the stored samples and splits the first-layer weights by whether their pixel is zero
+# from all the stored samples (every chain pooled, not the runs the claims are judged over)
+# and splits the first-layer weights by whether their pixel is zero
 # in every training image (then their exact posterior is the prior, $N(0, 1)$). It also
 # measures how consistently per-sample matching permutes the samples of one chain, and
 # recomputes both summaries from one sample per chain (independent draws).

@@ -1,7 +1,7 @@
 """Check that no markdown cell of a chapter states a number or a verdict of ours by hand.
 
     python scripts/check_prose.py [notebooks/NN_name.py | book/page.md ...]
-    (default: every notebook, and the landing page book/intro.md)
+    (default: every notebook, the landing page book/intro.md and book/running.md)
 
 The rule (docs: ``book/running.md``, "Claims, verdicts and numbers in the prose"):
 
@@ -14,9 +14,10 @@ The rule (docs: ``book/running.md``, "Claims, verdicts and numbers in the prose"
 * a verdict (holds, does not hold, reproduced, differs, ...) is glued or printed too, unless
   the sentence only states a criterion (``if``, ``when``, ``whether``, ``unless``, ...).
 
-A markdown page (``book/intro.md``: plain MyST, no executed cells, so nothing can be glued)
-follows the number rules: every number on it is a paper's or the code's, with its role, or a
-reference; numbers of ours belong in the chapters and the reproduction report.
+A markdown page (``book/intro.md``, ``book/running.md``: plain MyST, no executed cells, so
+nothing can be glued) follows the number rules: every number on it is a paper's or the code's,
+with its role, or a reference; numbers of ours belong in the chapters and the reproduction
+report, or in the tables ``book/_ext/records.py`` generates from the runs' records.
 
 What is not a number of ours: references (``Fig. 2``, ``Sec. 3.1``, ``App. D.2``, ``chapter
 07``, ``Table 1 (ii)``), citation years, names with digits (``ResNet20``, ``CIFAR-10``,
@@ -37,7 +38,7 @@ from pathlib import Path
 import jupytext
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = (ROOT / "book" / "intro.md",)
+PAGES = (ROOT / "book" / "intro.md", ROOT / "book" / "running.md")
 
 
 def _load_paper_facts():

@@ -5,12 +5,21 @@
 Reads the py:percent source with jupytext, executes it in the notebooks/ folder with the
 current Python's kernel, keeps only ``tags`` in cell metadata (no timings or other
 run-dependent metadata), and writes the .ipynb; the pair stays in sync.
+
+    python scripts/execute_notebooks.py --record "make sync, empty cache, nothing else running" notebooks/*.py
+
+also appends the execution's seconds per chapter, with the date, the commit (and whether the
+tree was clean) and the words given, to ``book/timings.json``, the record that
+``book/running.md`` shows (``book/_ext/records.py``) and that states the time budgets.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import jupytext
@@ -39,6 +48,39 @@ def execute(src: Path, timeout: int) -> float:
     return elapsed
 
 
+TIMINGS = Path(__file__).resolve().parents[1] / "book" / "timings.json"
+
+
+def record_timings(seconds: dict[str, float], how: str, path: Path = TIMINGS) -> dict:
+    """Append one execution (seconds per chapter) to the timings record.
+
+    Args:
+        seconds: chapter name (the notebook's stem) -> wall seconds.
+        how: how it was run (cache state, machine load), in words.
+        path: the record (a JSON object with ``budget`` and ``runs``).
+
+    Returns:
+        The run appended.
+
+    Raises:
+        ValueError: if ``how`` is empty or ``seconds`` is.
+    """
+    if not how.strip() or not seconds:
+        raise ValueError("a timing record needs the chapters' seconds and how they were run")
+    root = path.parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+
+    data = json.loads(path.read_text())
+    run = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": git("rev-parse", "HEAD"),
+           "clean": git("status", "--porcelain", "--untracked-files=no") == "", "how": how.strip(),
+           "chapters": {k: round(float(v), 1) for k, v in seconds.items()}}
+    data["runs"].append(run)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
     """Execute the notebooks named on the command line.
 
@@ -51,11 +93,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sources", nargs="+", type=Path, help="notebooks/NN_name.py files")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per cell (default 900)")
+    parser.add_argument("--record", metavar="HOW", help="append the seconds per chapter to "
+                        "book/timings.json, with HOW (e.g. 'empty cache, nothing else running')")
     args = parser.parse_args(argv)
     for src in args.sources:
         if src.suffix != ".py" or not src.exists():
             parser.error(f"{src}: expected an existing notebooks/NN_name.py source")
-        print(f"{src}: executed in {execute(src, args.timeout):.1f} s", flush=True)
+    seconds = {}
+    for src in args.sources:
+        seconds[src.stem] = execute(src, args.timeout)
+        print(f"{src}: executed in {seconds[src.stem]:.1f} s", flush=True)
+    print(f"total: {sum(seconds.values()):.1f} s")
+    if args.record:
+        record_timings(seconds, args.record)
+        print(f"recorded in {TIMINGS}")
     return 0
 
 

@@ -171,6 +171,7 @@ MANIFEST: tuple[Item, ...] = (
          paper_value=("agreement / TV: HMC q_d " + _t1("HMC q_d") + ", q_r " + _t1("HMC q_r") + "; ensemble q_d "
                       + _t1("Ensemble q_d") + ", q_r " + _t1("Ensemble q_r") + "; VI " + _t1("VI q")),
          paper_number="HMC q_r agreement / TV " + _t1("HMC q_r"),
+         claims=("compact_representation:qd_falls_with_chains",),
          paper_profile=NEEDS_GPU_HMC, saved_as=("hmc_pieces",)),
     Item("xiao2023", "Table 1", "test accuracy of the deep ensemble's and VI's predictives, from their own runs "
          "(the columns of Table 1 that need no HMC)", "table", part="ensemble and VI accuracy",

@@ -203,12 +203,17 @@ define("vi.accuracy_as_table1", 1.0, "below",
        "as for ensemble.accuracy_as_table1, on mean-field VI's predictive (one fit)",
        "2026-11-23, before the paper-profile runs; an interval since 2026-11-25")
 
+_OVER_RUNS = ("; since 2026-11-27 (issue 43) the interval is over independent runs (the profile's "
+              "xiao_replicates: disjoint groups of HMC chains, each with its own ensemble and VI fit; the "
+              "Student-t interval of the per-run effect), and a single run keeps the within-run interval with "
+              "its verdict capped at 'same direction, not significant'")
+
 _QR_READING = ("effect: agreement with the HMC predictive of q_r minus that of q_d (Eq. 1, share of test images "
                "with the same most probable class); interval: the normal interval of a difference of two "
                "proportions over the test images, unpaired (conservative: the two agree on most images); one "
                "set of samples, so the spread over sampler runs is not in it. 'Much better' read as at least 0.1 "
                "higher (the paper's gaps are 0.70 for HMC and 0.46 for the ensemble); TV and the mean network's "
-               "accuracy are reported beside it")
+               "accuracy are reported beside it") + _OVER_RUNS
 
 define("compact_representation.qr_beats_qd_hmc", 0.1, "above",
        "q_r(W) has much better performance than q_d(W) for both HMC and ensemble (Sec. 3.1, Table 1 (i))",
@@ -225,13 +230,13 @@ define("compact_representation.ensemble_qr_beats_hmc_qr", 0.0, "above",
        "Table 1 (ii))",
        "effect: agreement with the HMC predictive of the ensemble's q_r minus that of HMC's q_r (paper: 0.9868 "
        "vs 0.8249), with the unpaired normal interval over the test images as for qr_beats_qd_hmc; 'outperforms' "
-       "read as a positive difference",
+       "read as a positive difference" + _OVER_RUNS,
        "2026-11-25, before evaluating it on any run (Table 1 (ii) was shown but not asserted until then)")
 
 _SHRINK_READING = ("effect: the mean over hidden units of log(median sigma of the unit's weights) under q_r minus "
                    "the same under q_d (Fig. 3 left: the histogram of sigma_r lies left of sigma_d), with the "
                    "Welch interval over the hidden units of each fit (the units a permutation exchanges; one set "
-                   "of samples, so the spread over sampler runs is not in it); 'reduces' read as below 0")
+                   "of samples, so the spread over sampler runs is not in it); 'reduces' read as below 0") + _OVER_RUNS
 
 define("compact_representation.rebasin_shrinks_sigma_hmc", 0.0, "below",
        "permuting all samples into the same basin reduces variances overall, as expected (Sec. 3.2, Fig. 3 "
@@ -252,7 +257,7 @@ define("compact_representation.bayesian_sigma_near_prior", 0.405465, "below",
        "|mean over those pixels of log(median sampled sigma of the pixel's weights / prior_std)|, with the "
        "Student-t interval over the pixels, the worst of HMC q_d, HMC q_r and VI q; 'close' read as within a "
        "factor 1.5 (|log| < log 1.5 = 0.405), the factor of the share of weights near the prior reported beside "
-       "it. A sampler whose chains never reach the prior's scale on these weights cannot support the claim",
+       "it. A sampler whose chains never reach the prior's scale on these weights cannot support the claim" + _OVER_RUNS,
        "2026-11-25, after chapter 05 showed 0.571 for these weights in the quick profile (issue 28); the factor "
        "1.5 was fixed on 2026-11-23 before any run")
 
@@ -263,9 +268,20 @@ define("compact_representation.stitched_pruning_wins", 0.0, "above",
        "the pruning levels (every kept fraction below 1), the smaller over ensemble-alone and HMC-alone; "
        "interval: the normal interval of a difference of two accuracies over the test images, unpaired, with the "
        "errors of the levels taken as fully correlated (conservative); 'significantly' read as the whole "
-       "interval above 0",
+       "interval above 0" + _OVER_RUNS,
        "2026-11-23, before any run (as 'mean gain > 2 binomial standard errors'); an interval since 2026-11-25")
 
+
+define("compact_representation.qd_falls_with_chains", 0.0, "above",
+       "(no paper's words: a finding of ours, chapter 04; the paper does not say how many chains it pooled) a "
+       "chain does not cross permutation modes, so q_d's agreement with the predictive of the samples it "
+       "summarises falls as samples from more chains are pooled",
+       "effect: per independent run (a disjoint group of chains), q_d's agreement for the run's first chain "
+       "alone with that chain's predictive minus q_d's agreement for all the run's chains pooled; the "
+       "Student-t interval over the runs; 'falls' read as above 0. No convergence gate: the claim compares a "
+       "summary with the predictive of the very samples it summarises, whatever distribution they come from",
+       "2026-11-27, after seeing chapter 04's agreement_by_chains table of the quick run (1 chain: q_d 0.980; "
+       "16 chains: 0.129), before the replicated runs it judges (marked in the report as read after seeing data)")
 
 # ---------------------------------------------------------------------------- end of Xiao et al.
 
@@ -462,12 +478,32 @@ define("laurent.marginals_differ_after", 0.10, "above",
        "an interval since 2026-11-25")
 
 define("laurent.swaps_in_high_lr_phases", 0.5, "below",
-       "the variations of the permutation set are scarce yet gathered around points of instability ... a lot of "
-       "variation during the phases with a high learning rate (Sec. 5.2, Fig. 4)",
+       "(the ResNet-18 panel's words, tested on our MNIST networks as a claim of ours: the paper says the MNIST "
+       "panel differs) The results differ for the ResNet-18 (right) since the number of degrees of freedom is "
+       "much higher. We see a lot of variation during the phases with a high learning rate (Sec. 5.2, Fig. 4)",
        "effect: the mean over runs (networks) of the swapped pairs per step in the last learning-rate phase "
        "over that in the first, with its percentile bootstrap over the runs; the worst permutation; 'mostly' "
-       "read as less than half the first phase's rate",
+       "read as less than half the first phase's rate; since 2026-11-27 (issue 43) a claim of ours about MNIST "
+       "networks, beside the MNIST panel's own claims swaps_scarce and swaps_gathered",
        "2026-11-24, before the OptuNet runs (as a ratio of means); a bootstrap over runs since 2026-11-25")
+
+define("laurent.swaps_scarce", 0.1, "below",
+       "We see that on MNIST (left), the variations of the permutation set are scarce yet gathered around points "
+       "of instability (Sec. 5.2, Fig. 4, left)",
+       "effect: the share of SGD steps at which the sorting permutation changes (at least one pair of units "
+       "swaps), per run over all of training; the mean over runs (networks) with its Student-t interval; the "
+       "worst permutation; 'scarce' read as fewer than one step in ten",
+       "2026-11-27, before any run it judges (issue 43: the MNIST panel's own sentence)")
+
+define("laurent.swaps_gathered", 2.0, "above",
+       "We see that on MNIST (left), the variations of the permutation set are scarce yet gathered around points "
+       "of instability. These instabilities are due to the sorting mechanism (Sec. 5.2, Fig. 4, left)",
+       "effect: per run, the share of steps with a change that have another change within 10 steps, over the "
+       "share expected if each learning-rate phase's changes fell at random steps of that phase (so the "
+       "concentration in the high learning-rate phases does not count; 1: no clustering); the mean over runs "
+       "with at least two changes, with its Student-t interval; the worst permutation; 'gathered' read as at "
+       "least twice the chance rate",
+       "2026-11-27, before any run it judges (issue 43: the MNIST panel's own sentence)")
 
 define("laurent.ordering_freezes", 0.15, "below",
        "we see that the weights nearly never permute in the last phase of the training (Sec. 5.2, Fig. 4, left)",

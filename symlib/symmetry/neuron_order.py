@@ -39,7 +39,7 @@ from symlib.core.checks import check_finite, mlp_layer_names
 
 __all__ = ["STATISTICS", "discordant_pairs", "discordant_pairs_batch", "kendall_tau_from_discordant", "neuron_statistics",
            "epoch_swaps", "phase_summary", "statistics_observer", "swap_counter", "neuron_statistics_spec",
-           "swap_counter_spec", "statistics_observer_spec"]
+           "swap_counter_spec", "statistics_observer_spec", "swap_bursts"]
 
 #: statistics of a unit's incoming (scaled) kernel column that do not depend on the row order
 STATISTICS = {
@@ -379,3 +379,60 @@ def phase_summary(swaps: np.ndarray, epoch_stats, milestones, blocks=None) -> li
                          "per_epoch_sum": float(per_step.sum(axis=2).mean()), "net_per_epoch": net_mean,
                          "net_tau": float(kendall_tau_from_discordant(net_mean, n, blocks[l]))})
     return rows
+
+
+def swap_bursts(swaps, milestones, window: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """How rare the changes of the sorting permutation are, and how gathered in time.
+
+    A step *changes* the ordering of a layer when at least one pair of its units swaps. Per
+    run and layer this returns the share of steps that change it, and a clustering ratio: the
+    share of changing steps with another changing step at most ``window`` steps away, over the
+    share expected if each learning-rate phase's changes fell at random steps of that phase
+    (for ``n_k`` changes among ``T_k`` steps of phase ``k``, a change has a neighbour with
+    probability ``1 - (1 - 2 window / (T_k - 1)) ** (n_k - 1)``; the expectation weighs the
+    phases by their changes). A ratio of 1 is no clustering beyond the phases' own rates;
+    changes in bursts give more.
+
+    Args:
+        swaps: ``(runs, epochs, steps, layers)`` swapped pairs per step (:func:`swap_counter`).
+        milestones: epochs at which a new learning-rate phase starts, increasing.
+        window: the neighbourhood, in steps (positive).
+
+    Returns:
+        ``(share, ratio)``, each ``(runs, layers)``; the ratio is NaN for a run and layer with
+        fewer than two changes (or none expected to neighbour one another).
+
+    Raises:
+        ValueError: if ``swaps`` is not 4-d, holds a negative, NaN or inf count, or
+            ``window`` is not a positive integer.
+    """
+    swaps = np.asarray(swaps, np.float64)
+    if swaps.ndim != 4:
+        raise ValueError(f"swaps must be (runs, epochs, steps, layers), got shape {swaps.shape}")
+    check_finite(swaps, "swaps")
+    if (swaps < 0).any():
+        raise ValueError("swaps holds a negative count")
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
+        raise ValueError(f"window must be a positive integer, got {window!r}")
+    runs, epochs, steps, layers = swaps.shape
+    changed = (swaps > 0).reshape(runs, epochs * steps, layers)
+    phase = np.repeat(np.searchsorted(np.asarray(milestones), np.arange(epochs), side="right"), steps)
+    phase_steps = np.bincount(phase)
+    share = changed.mean(axis=1)
+    ratio = np.full((runs, layers), np.nan)
+    for r in range(runs):
+        for l in range(layers):
+            idx = np.flatnonzero(changed[r, :, l])
+            if idx.size < 2:
+                continue
+            near = np.zeros(idx.size, bool)
+            close = np.diff(idx) <= window
+            near[1:] |= close
+            near[:-1] |= close
+            n_k = np.bincount(phase[idx], minlength=phase_steps.size)
+            t_k = np.maximum(phase_steps - 1, 1)
+            p_k = np.where(n_k >= 2, 1 - (1 - np.minimum(1.0, 2 * window / t_k)) ** np.maximum(n_k - 1, 0), 0.0)
+            expected = float(np.sum(n_k * p_k) / idx.size)
+            if expected > 0:
+                ratio[r, l] = float(near.mean()) / expected
+    return share, ratio

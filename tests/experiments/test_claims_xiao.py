@@ -39,7 +39,7 @@ def test_every_xiao_claim_reads_its_own_registered_threshold():
         "vi": ["accuracy_as_table1"],
         "compact_representation": ["qr_beats_qd_hmc", "qr_beats_qd_ensemble", "ensemble_qr_beats_hmc_qr",
                                    "rebasin_shrinks_sigma_hmc", "rebasin_shrinks_sigma_ensemble",
-                                   "bayesian_sigma_near_prior", "stitched_pruning_wins"],
+                                   "bayesian_sigma_near_prior", "stitched_pruning_wins", "qd_falls_with_chains"],
     }
     summaries = {"rebasin_barriers": _barriers(), "not_sweep": _sweep(), "not_paths": _paths(),
                  "ensemble": _accuracy(98.66), "vi": _accuracy(98.11), "compact_representation": _compact()}
@@ -250,13 +250,14 @@ RNG = np.random.default_rng(1)
 UNITS = 128
 
 
-def _compact(hmc_r=0.72, hmc_d=0.15, ens_r=0.93, ens_d=0.62, n_test=2000, shrink=np.log(0.8), zero_sigma=1.0,
-             vi_zero_sigma=1.0, stitched_gain=0.2, seed=0, rhat=1.01, ess=800.0):
+def _run(hmc_r=0.72, hmc_d=0.15, ens_r=0.93, ens_d=0.62, shrink=np.log(0.8), zero_sigma=1.0, vi_zero_sigma=1.0,
+         stitched_gain=0.2, seed=0, rhat=1.01, ess=800.0, first_chain=0.98):
+    """One run of compact_representation's summary (one group of chains, one ensemble, one VI fit)."""
     rng = np.random.default_rng(seed)
 
     def col(agreement):
-        return {"agreement": agreement, "tv": 1 - agreement, "accuracy_samples": 100 * agreement,
-                "accuracy_mean": 100 * agreement}
+        a = agreement + rng.normal(0, 0.003)  # run-to-run spread
+        return {"agreement": a, "tv": 1 - a, "accuracy_samples": 100 * a, "accuracy_mean": 100 * a}
 
     base = rng.normal(np.log(0.5), 0.2, (4, UNITS))
     unit = {"HMC q_d": base[0], "HMC q_r": base[1] + shrink, "Ensemble q_d": base[2] - 3,
@@ -265,27 +266,49 @@ def _compact(hmc_r=0.72, hmc_d=0.15, ens_r=0.93, ens_d=0.62, n_test=2000, shrink
     zp = {c: zero_sigma * np.exp(rng.normal(0, 0.05, pixels)) for c in ("HMC q_d", "HMC q_r")}
     zp["VI q"] = vi_zero_sigma * np.exp(rng.normal(0, 0.05, pixels))
     ens, hmc = np.array([0.9, 0.5, 0.3, 0.1]), np.array([0.9, 0.45, 0.35, 0.12])
+    gain = stitched_gain + rng.normal(0, 0.003)
     return {"table": {"HMC q_d": col(hmc_d), "HMC q_r": col(hmc_r), "Ensemble q_d": col(ens_d),
                       "Ensemble q_r": col(ens_r)},
             "median_sigma": {k: float(np.exp(np.median(v))) for k, v in unit.items()},
             "near_prior": {"HMC q_d": 0.3, "HMC q_r": 0.3, "VI q": 0.9},
             "pruning": {"keep_fraction": [1.0, 0.5, 0.3, 0.1], "ensemble": ens.tolist(), "hmc": hmc.tolist(),
-                        "ensemble mu + hmc sigma": np.r_[0.9, np.maximum(ens, hmc)[1:] + stitched_gain].tolist()},
-            "n_test": n_test, "prior_std": 1.0,
-            "hmc_convergence": {"rhat_test_loglik": rhat, "ess_test_loglik": ess, "mean_acceptance": 0.8},
+                        "ensemble mu + hmc sigma": np.r_[0.9, np.maximum(ens, hmc)[1:] + gain].tolist()},
+            "hmc_convergence": {"rhat_test_loglik": rhat, "ess_test_loglik": ess},
+            "first_chain_qd_agreement": first_chain,
             "unit_log_sigma": {k: v.tolist() for k, v in unit.items()},
             "zero_pixel_sigma": {k: v.tolist() for k, v in zp.items()}}
 
 
-def test_compact_claims_hold_on_the_papers_picture():
+def _compact(runs=1, n_test=2000, chains=5, seed=0, **kw):
+    """A compact_representation summary of ``runs`` independent runs."""
+    return {"replicates": [_run(seed=seed + 1000 * i, **kw) for i in range(runs)], "chains_per_replicate": chains,
+            "n_test": n_test, "prior_std": 1.0}
+
+
+#: the paper's claims of Table 1 and Fig. 3 (qd_falls_with_chains is ours)
+PAPERS = ("qr_beats_qd_hmc", "qr_beats_qd_ensemble", "ensemble_qr_beats_hmc_qr", "rebasin_shrinks_sigma_hmc",
+          "rebasin_shrinks_sigma_ensemble", "bayesian_sigma_near_prior", "stitched_pruning_wins")
+
+
+def test_compact_claims_on_one_run_are_at_most_the_same_direction():
     """Within one set of samples the intervals lie on the paper's side, but they run over the
     test images, hidden units or pixels of one run: "same direction, not significant"."""
     out = _outcomes("compact_representation", _compact())
-    assert all(o.verdict is SAME and o.evidence.one_run for o in out.values()), \
+    assert all(out[k].verdict is SAME and out[k].evidence.one_run for k in PAPERS), \
         {k: (o.verdict, o.detail) for k, o in out.items()}
     t = {k: o.evidence.threshold for k, o in out.items()}
-    assert all((o.evidence.low > t[k].value) if t[k].direction == "above" else (o.evidence.high < t[k].value)
-               for k, o in out.items())
+    assert all((out[k].evidence.low > t[k].value) if t[k].direction == "above" else (out[k].evidence.high < t[k].value)
+               for k in PAPERS)
+    assert out["qd_falls_with_chains"].verdict is UNTESTED  # one group of chains gives no interval over runs
+
+
+def test_compact_claims_over_independent_runs_hold_on_the_papers_picture():
+    out = _outcomes("compact_representation", _compact(runs=3))
+    for k, o in out.items():
+        assert o.verdict is HOLDS and not o.evidence.one_run, (k, o.detail)
+        assert o.evidence.units.startswith("3 independent runs"), o.evidence.units
+    assert "5 HMC chains" in out["qr_beats_qd_hmc"].evidence.units  # the verdict names the chains it pools
+    assert "per run: " in out["qr_beats_qd_hmc"].detail
 
 
 @pytest.mark.parametrize("edit, name", [
@@ -298,15 +321,21 @@ def test_compact_claims_hold_on_the_papers_picture():
     (dict(vi_zero_sigma=0.2), "bayesian_sigma_near_prior"),
     (dict(zero_sigma=2.0), "bayesian_sigma_near_prior"),
     (dict(stitched_gain=-0.05), "stitched_pruning_wins"),
+    (dict(first_chain=0.1), "qd_falls_with_chains"),  # pooling chains does not lower q_d's agreement
 ])
-def test_each_compact_claim_fails_when_its_effect_is_absent(edit, name):
-    # one run: at most "opposite direction, not significant"
-    assert _verdict("compact_representation", name, _compact(**edit)) is OPPOSITE
+@pytest.mark.parametrize("runs", [1, 3])
+def test_each_compact_claim_fails_when_its_effect_is_absent(edit, name, runs):
+    # one run: at most "opposite direction, not significant"; three runs: differs
+    expected = {1: OPPOSITE, 3: DIFFERS}[runs]
+    if name == "qd_falls_with_chains" and runs == 1:
+        expected = UNTESTED
+    o = _outcomes("compact_representation", _compact(runs=runs, **edit))[name]
+    assert o.verdict is expected, o.detail
 
 
 def test_near_prior_fails_at_the_chapters_value_whatever_the_share_of_weights():
     s = _compact(zero_sigma=0.571)
-    s["near_prior"] = {"HMC q_d": 0.9, "HMC q_r": 0.9, "VI q": 0.9}  # 'lots of weights' near the prior
+    s["replicates"][0]["near_prior"] = {"HMC q_d": 0.9, "HMC q_r": 0.9, "VI q": 0.9}  # 'lots of weights' near it
     o = _outcomes("compact_representation", s)["bayesian_sigma_near_prior"]
     assert o.verdict is OPPOSITE and "HMC q_d 0.57" in o.detail
 
@@ -316,13 +345,15 @@ HMC_READING = ("qr_beats_qd_hmc", "qr_beats_qd_ensemble", "ensemble_qr_beats_hmc
                "bayesian_sigma_near_prior", "stitched_pruning_wins")
 
 
+@pytest.mark.parametrize("runs", [1, 3])
 @pytest.mark.parametrize("gate", [dict(rhat=2.56), dict(ess=15.0), dict(rhat=1.3, ess=40.0)])
-def test_unconverged_hmc_is_not_tested_whichever_way_the_effect_points(gate):
+def test_unconverged_hmc_is_not_tested_whichever_way_the_effect_points(gate, runs):
     """A planted unconverged run: the paper's picture (every effect on the paper's side) and its
     opposite (every effect on the other side) both give "not tested", naming the gate."""
-    favourable = _outcomes("compact_representation", _compact(**gate))
-    unfavourable = _outcomes("compact_representation", _compact(hmc_r=0.2, ens_r=0.6, ens_d=0.5, shrink=0.3,
-                                                                zero_sigma=0.571, stitched_gain=-0.05, **gate))
+    favourable = _outcomes("compact_representation", _compact(runs=runs, **gate))
+    unfavourable = _outcomes("compact_representation", _compact(runs=runs, hmc_r=0.2, ens_r=0.6, ens_d=0.5,
+                                                                shrink=0.3, zero_sigma=0.571, stitched_gain=-0.05,
+                                                                **gate))
     for out in (favourable, unfavourable):
         for name in HMC_READING:
             assert out[name].verdict is UNTESTED, (name, out[name].detail)
@@ -332,27 +363,40 @@ def test_unconverged_hmc_is_not_tested_whichever_way_the_effect_points(gate):
         assert out["rebasin_shrinks_sigma_ensemble"].verdict is not UNTESTED
     assert _outcomes("compact_representation", _compact())["qr_beats_qd_hmc"].verdict is SAME  # converged
     s = _compact()
-    del s["hmc_convergence"]  # a summary without diagnostics cannot show convergence
+    del s["replicates"][0]["hmc_convergence"]  # a summary without diagnostics cannot show convergence
     assert _verdict("compact_representation", "qr_beats_qd_hmc", s) is UNTESTED
 
 
+def test_one_unconverged_run_gates_every_run():
+    s = _compact(runs=3)
+    s["replicates"][1]["hmc_convergence"]["rhat_test_loglik"] = 1.8
+    o = _outcomes("compact_representation", s)["qr_beats_qd_hmc"]
+    assert o.verdict is UNTESTED and "1.80 (the worst of 3 runs)" in o.evidence.untested
+
+
 @pytest.mark.parametrize("seed", SEEDS)
-def test_compact_claims_never_hold_on_noise(seed):
+@pytest.mark.parametrize("runs", [1, 3])
+def test_compact_claims_never_hold_on_noise(seed, runs):
     """q_r and q_d alike (same agreement, same sigma distribution), the stitched curve no better."""
-    s = _compact(hmc_r=0.5, hmc_d=0.5, ens_r=0.5, ens_d=0.5, shrink=0.0, stitched_gain=0.0, seed=100 + seed)
-    base = np.random.default_rng(seed).normal(np.log(0.5), 0.2, (2, UNITS))  # q_r and q_d: one distribution
-    for method in ("HMC", "Ensemble"):
-        s["unit_log_sigma"][f"{method} q_d"], s["unit_log_sigma"][f"{method} q_r"] = base[0].tolist(), base[1].tolist()
+    s = _compact(runs=runs, hmc_r=0.5, hmc_d=0.5, ens_r=0.5, ens_d=0.5, shrink=0.0, stitched_gain=0.0,
+                 first_chain=0.5, seed=100 + seed)
+    rng = np.random.default_rng(seed)
+    for run in s["replicates"]:
+        base = rng.normal(np.log(0.5), 0.2, (2, UNITS))  # q_r and q_d: one distribution
+        for method in ("HMC", "Ensemble"):
+            run["unit_log_sigma"][f"{method} q_d"], run["unit_log_sigma"][f"{method} q_r"] = \
+                base[0].tolist(), base[1].tolist()
+        hmc = np.asarray(run["pruning"]["hmc"])  # the stitched curve: HMC's, up to noise
+        run["pruning"]["ensemble mu + hmc sigma"] = (hmc + rng.normal(0, 0.01, hmc.size)).tolist()
     out = _outcomes("compact_representation", s)
-    for name in ("qr_beats_qd_hmc", "qr_beats_qd_ensemble", "ensemble_qr_beats_hmc_qr", "rebasin_shrinks_sigma_hmc",
-                 "rebasin_shrinks_sigma_ensemble", "stitched_pruning_wins"):
+    for name in (*PAPERS[:5], "stitched_pruning_wins", "qd_falls_with_chains"):
         assert out[name].verdict is not HOLDS, (name, out[name].detail)
 
 
 def test_near_prior_on_a_few_noisy_pixels_is_not_a_verdict():
     """Sampled sigmas spread around the prior's on two pixels: no interval within the factor."""
     s = _compact()
-    s["zero_pixel_sigma"] = {c: [0.5, 1.9] for c in xiao.NEAR_PRIOR_COLUMNS}
+    s["replicates"][0]["zero_pixel_sigma"] = {c: [0.5, 1.9] for c in xiao.NEAR_PRIOR_COLUMNS}
     assert _verdict("compact_representation", "bayesian_sigma_near_prior", s) is not HOLDS
 
 
@@ -362,11 +406,20 @@ def test_small_test_sets_leave_table1_at_the_same_direction():
 
 
 def test_compact_claims_without_the_new_fields_are_not_tested():
-    s = _compact()
-    del s["unit_log_sigma"], s["zero_pixel_sigma"]
+    s = _compact(runs=3)
+    for run in s["replicates"]:
+        del run["unit_log_sigma"], run["zero_pixel_sigma"], run["first_chain_qd_agreement"]
     out = _outcomes("compact_representation", s)
-    for name in ("rebasin_shrinks_sigma_hmc", "rebasin_shrinks_sigma_ensemble", "bayesian_sigma_near_prior"):
+    for name in ("rebasin_shrinks_sigma_hmc", "rebasin_shrinks_sigma_ensemble", "bayesian_sigma_near_prior",
+                 "qd_falls_with_chains"):
         assert out[name].verdict is UNTESTED
+
+
+def test_qd_falls_with_chains_needs_pooled_chains():
+    assert _verdict("compact_representation", "qd_falls_with_chains", _compact(runs=3, chains=1)) is UNTESTED
+    o = _outcomes("compact_representation", _compact(runs=3))["qd_falls_with_chains"]
+    assert o.evidence.effect == pytest.approx(0.98 - 0.15, abs=0.02)
+    assert "pooled against its first chain alone" in o.evidence.units
 
 
 def test_always_zero_pixels_and_per_unit_sigma():

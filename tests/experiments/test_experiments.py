@@ -1,4 +1,5 @@
 """The registered experiments end to end, on a tiny profile (seconds, not minutes)."""
+import copy
 import dataclasses
 
 import numpy as np
@@ -10,7 +11,8 @@ from symlib.experiments.profiles import get_profile
 TINY = dataclasses.replace(
     get_profile("quick"), name="tiny", n_train=300, n_val=0, n_test=200, hidden=8, epochs=2, batch_size=50,
     n_lambdas=3, not_points=3, not_runs=2, bnn_n_train=100, hmc_chains=2, hmc_leapfrog=3, hmc_burnin=4,
-    hmc_samples=4, hmc_thin=1, bnn_epochs=2, vi_batch_size=50, ensemble_members=2, mc_samples=4)
+    hmc_samples=4, hmc_thin=1, bnn_epochs=2, vi_batch_size=50, ensemble_members=2, mc_samples=4,
+    xiao_replicates=2)
 
 
 @pytest.fixture(autouse=True)
@@ -180,15 +182,44 @@ def test_rebasin_and_compact_results_read_named_fields():
 
     diag = {"mean_acceptance": np.asarray(0.8), "num_divergences": np.asarray(2),
             **{f"{s}_{q}": np.ones(1) for s in ("rhat", "ess") for q in ("test_loglik", "true_class_prob")}}
+    run = {"table": {"HMC sample": {"agreement": 1.0, "tv": 0.0, "accuracy_samples": 90.0},
+                     "VI q": {"agreement": 0.9, "tv": 0.1, "accuracy_samples": 89.0, "accuracy_mean": 88.0}},
+           "pruning": {"keep_fraction": np.asarray([1.0, 0.5]), "vi": np.asarray([0.9, 0.8])},
+           "sigma": {"VI q": np.ones(4)}, "median_sigma": {"VI q": 1.0}}
+    later = copy.deepcopy(run)
+    later["table"]["VI q"]["agreement"], later["pruning"]["vi"] = 0.8, np.asarray([0.9, 0.6])
+    # stored by run index; read in index order whatever the key order ("10" after "9")
+    runs = {str(i): copy.deepcopy(run) for i in range(11)}
+    runs["10"] = later
     compact = experiments.CompactResult.from_artifact({
-        "table": {"HMC sample": {"agreement": 1.0, "tv": 0.0, "accuracy_samples": 90.0},
-                  "VI q": {"agreement": 0.9, "tv": 0.1, "accuracy_samples": 89.0, "accuracy_mean": 88.0}},
-        "pruning": {"keep_fraction": np.asarray([1.0, 0.5]), "vi": np.asarray([0.9, 0.8])},
-        "sigma": {"VI q": np.ones(4)}, "median_sigma": {"VI q": 1.0},
+        "replicates": dict(reversed(list(runs.items()))), "chains_per_replicate": 5,
         "hmc_test": {"accuracy": 0.9, "nll": 0.3}, "hmc_diagnostics": diag})
-    assert compact.table["HMC sample"].accuracy_mean is None and compact.table["VI q"].accuracy_mean == 88.0
-    assert list(compact.pruning.accuracy) == ["vi"] and compact.pruning.keep_fraction[1] == 0.5
+    assert compact.replicates[-1].table["VI q"].agreement == 0.8 and len(compact.replicates) == 11
+    first = compact.replicates[0]
+    assert first.table["HMC sample"].accuracy_mean is None and first.table["VI q"].accuracy_mean == 88.0
+    assert list(first.pruning.accuracy) == ["vi"] and first.pruning.keep_fraction[1] == 0.5
     assert compact.hmc_diagnostics.num_divergences == 2 and compact.hmc_test.nll == 0.3
+    table = compact.table()
+    assert table["VI q"]["agreement"][0] == pytest.approx((10 * 0.9 + 0.8) / 11)
+    assert table["VI q"]["agreement"][1] == pytest.approx(np.std([0.9] * 10 + [0.8], ddof=1) / np.sqrt(11))
+    assert table["HMC sample"]["accuracy_mean"] == (None, None)
+    mean, se = compact.pruning()["vi"]
+    assert mean[1] == pytest.approx((10 * 0.8 + 0.6) / 11) and se[0] == pytest.approx(0, abs=1e-12)
+
+
+@pytest.mark.slow  # about 10 s on 2 cores
+def test_compact_representation_runs_over_disjoint_chain_groups():
+    res = experiments.run("compact_representation", TINY, verbose=False)
+    assert len(res.replicates) == TINY.xiao_replicates and res.chains_per_replicate == 1
+    assert {"HMC q_d", "HMC q_r", "Ensemble q_r", "VI q"} <= set(res.replicates[1].table)
+    # each run is scored against its own chains' predictive, so the runs differ
+    assert res.replicates[0].median_sigma["HMC q_d"] != res.replicates[1].median_sigma["HMC q_d"]
+    s = experiments.SUMMARIES["compact_representation"](res.artifact)
+    assert len(s["replicates"]) == 2 and s["chains_per_replicate"] == 1
+    assert s["table"]["VI q"]["agreement"] == pytest.approx(np.mean([r["table"]["VI q"]["agreement"]
+                                                                     for r in s["replicates"]]))
+    with pytest.raises(ValueError, match="xiao_replicates must be a positive divisor of hmc_chains"):
+        experiments.run("compact_representation", dataclasses.replace(TINY, xiao_replicates=3), verbose=False)
 
 
 def test_map_pair_and_laurent_results_read_named_fields():

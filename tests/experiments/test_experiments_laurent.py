@@ -177,8 +177,11 @@ def test_optunet_summary_leaves_out_unconverged_nets_and_its_claims_run():
     assert summary["min_mass"]["layer_params"] == [32, 250, 33, 40]
     assert summary["swaps"]["pairs"] == [20, 3]
     outcomes = {o.claim.name: o for o in claims.evaluate("laurent_optunets", summary)}
-    assert {"above_min_mass", "min_mass_convex", "corollary1_lower_loss", "largest_weight",
-            "swaps_in_high_lr_phases", "ordering_freezes"} == set(outcomes)
+    assert {"above_min_mass", "min_mass_convex", "corollary1_lower_loss", "largest_weight", "swaps_scarce",
+            "swaps_gathered", "swaps_in_high_lr_phases", "ordering_freezes"} == set(outcomes)
+    pr = summary["swaps"]["per_run"]
+    assert len(pr["steps_with_swap"]) == 2 and len(pr["steps_with_swap"][0]) == 2  # per permutation, per run
+    assert all(x is None or x >= 0 for x in pr["burst_ratio"][0])
     assert outcomes["min_mass_convex"].holds and outcomes["swaps_in_high_lr_phases"].holds
     with pytest.raises(ValueError, match="none of the 3 OptuNets reached 15%"):
         optunet_summary({**art, "test_accuracy": np.full(3, 0.1)})

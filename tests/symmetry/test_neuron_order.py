@@ -239,3 +239,54 @@ def test_spec_swap_counter_counts_a_permutation_within_groups():
     assert int(jax.jit(count)(p, p).sum()) == 0
     with pytest.raises(ValueError, match="unknown statistic"):
         swap_counter_spec(sspec, pspec, "median")
+
+
+# ------------------------------------------------------------------ swap_bursts (Fig. 4, left)
+
+def _changes(steps_total, at, epochs=4, layers=1):
+    """A (1, epochs, steps, layers) count array with one swap at each flat step in ``at``."""
+    x = np.zeros(steps_total)
+    x[np.asarray(at, int)] = 1
+    return np.repeat(x.reshape(1, epochs, steps_total // epochs, 1), layers, axis=3)
+
+
+def test_swap_bursts_share_and_clustering():
+    from symlib.symmetry.neuron_order import swap_bursts
+
+    # 40 changes in four tight bursts of 10 consecutive steps, in 4,000 steps of one phase
+    burst = np.concatenate([np.arange(10) + s for s in (300, 1300, 2300, 3300)])
+    share, ratio = swap_bursts(_changes(4000, burst), milestones=[], window=10)
+    assert share[0, 0] == pytest.approx(40 / 4000)
+    expected = 1 - (1 - 20 / 3999) ** 39  # the chance that a random change has a neighbour
+    assert ratio[0, 0] == pytest.approx(1 / expected)
+    assert ratio[0, 0] > 5
+    # the same number of changes evenly spaced 100 steps apart: none has a neighbour
+    _, spread = swap_bursts(_changes(4000, np.arange(40) * 100), milestones=[], window=10)
+    assert spread[0, 0] == 0
+
+
+def test_swap_bursts_discount_the_phases_own_rates():
+    """Changes dense in the first phase and rare later, at random within each phase: no
+    clustering beyond the phases' rates (ratio near 1), though globally they are gathered."""
+    from symlib.symmetry.neuron_order import swap_bursts
+
+    rng = np.random.default_rng(0)
+    first = rng.choice(1000, 200, replace=False)
+    later = 1000 + rng.choice(3000, 30, replace=False)
+    _, ratio = swap_bursts(_changes(4000, np.sort(np.r_[first, later])), milestones=[1], window=5)
+    assert 0.8 < ratio[0, 0] < 1.2
+
+
+def test_swap_bursts_undefined_and_bad_input():
+    from symlib.symmetry.neuron_order import swap_bursts
+
+    share, ratio = swap_bursts(_changes(400, [7], layers=2), milestones=[2])
+    assert share.shape == ratio.shape == (1, 2) and np.isnan(ratio).all()  # one change: nothing to cluster
+    with pytest.raises(ValueError, match="swaps must be"):
+        swap_bursts(np.zeros((2, 3, 4)), [1])
+    with pytest.raises(ValueError, match="window must be a positive integer"):
+        swap_bursts(_changes(400, [1, 2]), [1], window=0)
+    bad = _changes(400, [1, 2])
+    bad[0, 0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="swaps"):
+        swap_bursts(bad, [1])

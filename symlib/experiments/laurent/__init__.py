@@ -39,10 +39,11 @@ from symlib.experiments.laurent.mlps import (  # noqa: F401
     UNFEASIBLE_RATIO,
     swap_summary,
     SWAP_RATE_DROP,
+    BURST_WINDOW,
     LATE_NET_FRACTION,
     laurent_mlps,
 )
 # the other parts register their experiments and claims when imported, after the MLPs' claims
 from symlib.experiments.laurent import optunet, posteriors, posteriors_resnet, toy  # noqa: F401,E402
 
-__all__ = ["TOY_MAX_LOSS", "TOY_NETS", "LAURENT_FIG1_CLAIMS", "LAURENT_FIG2_CLAIMS", "LAURENT_FIG4_CLAIMS", "OUTPUT_WEIGHT_FORMS", "ToyPerceptronsResult", "LaurentMLPsResult", "toy_symmetry_tests", "TOY_BOOTSTRAP", "toy_bootstrap", "toy_perceptrons", "SYMMETRY_TEST_LEVEL", "laurent_train_config", "LAURENT_MLP_BLOCK", "mass_hessian", "mass_along_line", "LINE_T", "min_mass_entry", "MARGINALS_MAX_SHARE", "UNFEASIBLE_RATIO", "swap_summary", "SWAP_RATE_DROP", "LATE_NET_FRACTION", "laurent_mlps"]
+__all__ = ["TOY_MAX_LOSS", "TOY_NETS", "LAURENT_FIG1_CLAIMS", "LAURENT_FIG2_CLAIMS", "LAURENT_FIG4_CLAIMS", "OUTPUT_WEIGHT_FORMS", "ToyPerceptronsResult", "LaurentMLPsResult", "toy_symmetry_tests", "TOY_BOOTSTRAP", "toy_bootstrap", "toy_perceptrons", "SYMMETRY_TEST_LEVEL", "laurent_train_config", "LAURENT_MLP_BLOCK", "mass_hessian", "mass_along_line", "LINE_T", "min_mass_entry", "MARGINALS_MAX_SHARE", "UNFEASIBLE_RATIO", "swap_summary", "SWAP_RATE_DROP", "BURST_WINDOW", "LATE_NET_FRACTION", "laurent_mlps"]

@@ -40,6 +40,7 @@ from symlib.experiments.xiao.results import (  # noqa: F401
     HMCResult,
     Table1Row,
     PruningCurves,
+    CompactRun,
     CompactResult,
     repaired_units_summary,
 )
@@ -76,6 +77,7 @@ from symlib.experiments.xiao.posteriors import (  # noqa: F401
     always_zero_pixels,
     unit_sigma_medians,
     pixel_sigma_medians,
+    chain_groups,
     compact_representation,
     CHAIN_COUNTS,
     agreement_by_chains,

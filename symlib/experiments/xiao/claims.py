@@ -305,39 +305,84 @@ difference("not_sweep", "paper-10nots-2runs", "not_nearly_equal",
            "matching re-pairs about a third of the units without a change of function")
 
 
+def _compact_runs(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The independent runs of a ``compact_representation`` summary, each with the summary's
+    shared fields (``n_test``, ``prior_std``, ...)."""
+    common = {k: v for k, v in summary.items() if k != "replicates"}
+    return [{**common, **rep} for rep in summary["replicates"]]
+
+
+def _runs_text(summary: Mapping[str, Any], what: str) -> str:
+    """``"4 independent runs (4 HMC chains each)"``: the units of a claim over the runs."""
+    n = len(summary["replicates"])
+    return f"{_n_text(n, 'independent run')} ({what})"
+
+
+def _over_runs(summary: Mapping[str, Any], key: str, one, what: str) -> Evidence:
+    """A claim over the independent runs of a ``compact_representation`` summary.
+
+    ``one(run)`` is the claim's evidence within one run (its interval over that run's test
+    images, hidden units or pixels, capped by :func:`one_run`). With several runs the effect is
+    the mean of the per-run effects and the interval the Student-t interval over the runs; with
+    one run, ``one``'s evidence as it is.
+    """
+    evs = [one(r) for r in _compact_runs(summary)]
+    untested = [e for e in evs if e.untested is not None]
+    if untested:
+        return untested[0]
+    if len(evs) == 1:
+        return evs[0]
+    effects = [e.effect for e in evs]
+    ev = mean_of_units(effects, threshold(key), "", "")
+    return _with(ev, _runs_text(summary, what),
+                 f"per run: {', '.join(f'{e:.3g}' for e in effects)}; run 1: {evs[0].detail}")
+
+
+def _hmc_runs_text(summary: Mapping[str, Any]) -> str:
+    return f"{summary.get('chains_per_replicate', '?')} HMC chains, one ensemble each"
+
+
 def hmc_gate(summary: Mapping[str, Any]) -> list[str]:
     """The HMC convergence gates (``gate.hmc_rhat``, ``gate.hmc_ess``) that a
-    ``compact_representation`` summary fails, one sentence each (empty: it passes)."""
-    conv = summary.get("hmc_convergence")
-    if conv is None:
+    ``compact_representation`` summary fails, one sentence each (empty: it passes). Each run is
+    judged on its own chains; the worst run decides."""
+    convs = [r.get("hmc_convergence") for r in summary["replicates"]]
+    if any(c is None for c in convs):
         return ["the summary records no HMC convergence diagnostics, so whether the sampler converged is unknown"]
+    worst_rhat = max(float(c["rhat_test_loglik"]) for c in convs)
+    worst_ess = min(float(c["ess_test_loglik"]) for c in convs)
+    of = f" (the worst of {len(convs)} runs)" if len(convs) > 1 else ""
     out = []
     rhat, ess = threshold("gate.hmc_rhat"), threshold("gate.hmc_ess")
-    if not rhat.beyond(conv["rhat_test_loglik"]):
-        out.append(f"the HMC chains have not converged: R-hat of the test log-likelihood "
-                   f"{conv['rhat_test_loglik']:.2f} (needs {rhat.describe()})")
-    if not ess.beyond(conv["ess_test_loglik"]):
+    if not rhat.beyond(worst_rhat):
+        out.append(f"the HMC chains have not converged: R-hat of the test log-likelihood {worst_rhat:.2f}{of} "
+                   f"(needs {rhat.describe()})")
+    if not ess.beyond(worst_ess):
         out.append(f"the HMC samples are too few: effective sample size of the test log-likelihood "
-                   f"{conv['ess_test_loglik']:.0f} (needs {ess.describe()})")
+                   f"{worst_ess:.0f}{of} (needs {ess.describe()})")
     return out
 
 
-def _table_column(summary: Mapping[str, Any], col: str) -> Mapping[str, float]:
-    return pick(summary["table"], col, "Table 1 column")
+def _table_column(run: Mapping[str, Any], col: str) -> Mapping[str, float]:
+    return pick(run["table"], col, "Table 1 column")
 
 
-def _agreement_gap(summary: Mapping[str, Any], better: str, worse: str, key: str) -> Evidence:
-    t = threshold(key)
-    n = int(summary.get("n_test", 0))
-    b, w = _table_column(summary, better), _table_column(summary, worse)
+def _agreement_gap_one(run: Mapping[str, Any], better: str, worse: str, t) -> Evidence:
+    n = int(run.get("n_test", 0))
+    b, w = _table_column(run, better), _table_column(run, worse)
     if n < 1:
         return not_tested(t, "the summary does not record the number of test images")
     d, lo, hi = _proportion_difference(b["agreement"], w["agreement"], n, t.level)
     mean_acc = (f"; accuracy of the mean {b['accuracy_mean']:.2f}% vs {w['accuracy_mean']:.2f}%"
                 if "accuracy_mean" in b and "accuracy_mean" in w else "")
-    ev = one_run(interval_evidence(d, lo, hi, t, f"{n:,} test images (unpaired; one set of samples, one run)",
-                                   f"agreement with HMC {b['agreement']:.3f} ({better}) vs {w['agreement']:.3f} "
-                                   f"({worse}); TV {b['tv']:.3f} vs {w['tv']:.3f}{mean_acc}"))
+    return one_run(interval_evidence(d, lo, hi, t, f"{n:,} test images (unpaired; one set of samples, one run)",
+                                     f"agreement with HMC {b['agreement']:.3f} ({better}) vs {w['agreement']:.3f} "
+                                     f"({worse}); TV {b['tv']:.3f} vs {w['tv']:.3f}{mean_acc}"))
+
+
+def _agreement_gap(summary: Mapping[str, Any], better: str, worse: str, key: str) -> Evidence:
+    t = threshold(key)
+    ev = _over_runs(summary, key, lambda r: _agreement_gap_one(r, better, worse, t), _hmc_runs_text(summary))
     return gated(ev, hmc_gate(summary))  # every column is judged against the HMC predictive
 
 
@@ -360,20 +405,21 @@ def _ensemble_qr_beats_hmc_qr(summary: Mapping[str, Any]) -> Evidence:
 
 
 def _shrinks(summary: Mapping[str, Any], method: str, key: str) -> Evidence:
-    ev = _shrinks_evidence(summary, method, key)
+    t = threshold(key)
+    what = _hmc_runs_text(summary) if method == "HMC" else "one deep ensemble each"
+    ev = _over_runs(summary, key, lambda r: _shrinks_one(r, method, t), what)
     return gated(ev, hmc_gate(summary)) if method == "HMC" else ev
 
 
-def _shrinks_evidence(summary: Mapping[str, Any], method: str, key: str) -> Evidence:
+def _shrinks_one(run: Mapping[str, Any], method: str, t) -> Evidence:
     from symlib.evaluation.stats import difference_interval
 
-    t = threshold(key)
-    m = summary["median_sigma"]
+    m = run["median_sigma"]
     d_col, r_col = f"{method} q_d", f"{method} q_r"
     medians = f"median sigma over all weights: {m[r_col]:.3g} (q_r) vs {m[d_col]:.3g} (q_d)"
-    if "unit_log_sigma" not in summary:
+    if "unit_log_sigma" not in run:
         return not_tested(t, "the summary has no per-hidden-unit sigma (saved before 2026-11-25)", medians)
-    r, d = (np.asarray(summary["unit_log_sigma"][c], float) for c in (r_col, d_col))
+    r, d = (np.asarray(run["unit_log_sigma"][c], float) for c in (r_col, d_col))
     eff, lo, hi = difference_interval(r, d, t.level)
     return one_run(interval_evidence(eff, lo, hi, t, f"{r.size} hidden units per fit (Welch; one set of samples, "
                                      f"one run)", f"{medians}; mean log unit-median sigma {r.mean():.3f} (q_r) vs "
@@ -397,23 +443,16 @@ def _rebasin_shrinks_sigma_ensemble(summary: Mapping[str, Any]) -> Evidence:
 NEAR_PRIOR_COLUMNS = ("HMC q_d", "HMC q_r", "VI q")
 
 
-@claim("compact_representation", "bayesian_sigma_near_prior", "Xiao et al. (2023), Sec. 3.2, Fig. 3 left (ii)",
-       "HMC and VI have lots of weights with a standard deviation close to the prior's (1), "
-       "not affected by re-basin in HMC; checked where the posterior is known: the weights of the always-zero "
-       "input pixels, whose exact posterior is the prior")
-def _bayesian_sigma_near_prior(summary: Mapping[str, Any]) -> Evidence:
-    """|mean over always-zero pixels of log(median sigma / prior_std)|, worst of
-    ``NEAR_PRIOR_COLUMNS``; the share of all weights within 1.5x of the prior beside it."""
+def _near_prior_one(run: Mapping[str, Any], t) -> Evidence:
     from symlib.evaluation.stats import mean_interval
 
-    t = threshold("compact_representation.bayesian_sigma_near_prior")
-    share = ", ".join(f"{k}: {100 * summary['near_prior'][k]:.1f}%" for k in NEAR_PRIOR_COLUMNS
-                      if k in summary.get("near_prior", {}))
+    share = ", ".join(f"{k}: {100 * run['near_prior'][k]:.1f}%" for k in NEAR_PRIOR_COLUMNS
+                      if k in run.get("near_prior", {}))
     share_text = f"share of all weights within 1.5x of the prior's sigma: {share}"
-    zp = summary.get("zero_pixel_sigma")
+    zp = run.get("zero_pixel_sigma")
     if not zp or not len(zp[NEAR_PRIOR_COLUMNS[0]]):
         return not_tested(t, "the summary has no always-zero input pixel (no known-posterior weights)", share_text)
-    prior = float(summary["prior_std"])
+    prior = float(run["prior_std"])
     evs, parts = [], []
     for col in NEAR_PRIOR_COLUMNS:
         log_ratio = np.log(np.asarray(zp[col], float) / prior)
@@ -423,22 +462,30 @@ def _bayesian_sigma_near_prior(summary: Mapping[str, Any]) -> Evidence:
         parts.append(f"{col} {np.exp(m):.3f}")
     w = worst(evs)
     n = len(zp[NEAR_PRIOR_COLUMNS[0]])
-    return gated(one_run(_with(w, f"{n} always-zero input pixels (worst: {w.detail}; one run)",
+    return one_run(_with(w, f"{n} always-zero input pixels (worst: {w.detail}; one run)",
                          f"sigma of the always-zero pixels' weights / prior's (exact: 1), geometric mean over {n} "
-                         f"pixels: " + ", ".join(parts) + f"; {share_text}")), hmc_gate(summary))
+                         f"pixels: " + ", ".join(parts) + f"; {share_text}"))
 
 
-@claim("compact_representation", "stitched_pruning_wins", "Xiao et al. (2023), Sec. 3.2, Fig. 3 right",
-       "pruning the ensemble's mu_r by HMC's sigma_r significantly outperforms pruning with the ensemble "
-       "alone or HMC alone")
-def _stitched_pruning_wins(summary: Mapping[str, Any]) -> Evidence:
-    """Mean gain in test accuracy over the pruning levels against each single-method curve;
-    the smaller gain, with the test images' binomial error (levels fully correlated)."""
+@claim("compact_representation", "bayesian_sigma_near_prior", "Xiao et al. (2023), Sec. 3.2, Fig. 3 left (ii)",
+       "HMC and VI have lots of weights with a standard deviation close to the prior's (1), "
+       "not affected by re-basin in HMC; checked where the posterior is known: the weights of the always-zero "
+       "input pixels, whose exact posterior is the prior")
+def _bayesian_sigma_near_prior(summary: Mapping[str, Any]) -> Evidence:
+    """|mean over always-zero pixels of log(median sigma / prior_std)|, worst of
+    ``NEAR_PRIOR_COLUMNS`` within a run; over runs, the mean of that worst (the share of all
+    weights within 1.5x of the prior beside it)."""
+    key = "compact_representation.bayesian_sigma_near_prior"
+    t = threshold(key)
+    ev = _over_runs(summary, key, lambda r: _near_prior_one(r, t), _hmc_runs_text(summary) + " and one VI fit")
+    return gated(ev, hmc_gate(summary))
+
+
+def _stitched_one(run: Mapping[str, Any], t) -> Evidence:
     from scipy import stats
 
-    t = threshold("compact_representation.stitched_pruning_wins")
-    p = summary["pruning"]
-    n = int(summary.get("n_test", 0))
+    p = run["pruning"]
+    n = int(run.get("n_test", 0))
     if n < 1:
         return not_tested(t, "the summary does not record the number of test images")
     keep = np.asarray(p["keep_fraction"])
@@ -453,9 +500,46 @@ def _stitched_pruning_wins(summary: Mapping[str, Any]) -> Evidence:
         evs.append(interval_evidence(gain, gain - z * se, gain + z * se, t, "", f"{k} alone"))
         parts.append(f"{100 * gain:+.1f} points vs {k} alone")
     w = worst(evs)
-    return gated(one_run(_with(w, f"{n:,} test images (unpaired; {int(pruned.sum())} pruning levels, one set of "
-                                  f"samples, one run)", f"mean gain over {int(pruned.sum())} pruning levels: "
-                               + ", ".join(parts))), hmc_gate(summary))  # HMC's sigma_r prunes
+    return one_run(_with(w, f"{n:,} test images (unpaired; {int(pruned.sum())} pruning levels, one set of "
+                            f"samples, one run)", f"mean gain over {int(pruned.sum())} pruning levels: "
+                         + ", ".join(parts)))
+
+
+@claim("compact_representation", "stitched_pruning_wins", "Xiao et al. (2023), Sec. 3.2, Fig. 3 right",
+       "pruning the ensemble's mu_r by HMC's sigma_r significantly outperforms pruning with the ensemble "
+       "alone or HMC alone")
+def _stitched_pruning_wins(summary: Mapping[str, Any]) -> Evidence:
+    """Mean gain in test accuracy over the pruning levels against each single-method curve;
+    the smaller gain (within one run, with the test images' binomial error, levels fully
+    correlated), over the runs."""
+    key = "compact_representation.stitched_pruning_wins"
+    t = threshold(key)
+    ev = _over_runs(summary, key, lambda r: _stitched_one(r, t), _hmc_runs_text(summary))
+    return gated(ev, hmc_gate(summary))  # HMC's sigma_r prunes
+
+
+@claim("compact_representation", "qd_falls_with_chains", "ours (beyond Xiao et al. (2023), Sec. 3.1)",
+       "q_d's agreement with the predictive of the samples it summarises falls as samples from more HMC chains "
+       "are pooled (a chain does not cross permutation modes)")
+def _qd_falls_with_chains(summary: Mapping[str, Any]) -> Evidence:
+    """Per run, q_d's agreement for the run's first chain alone (against that chain's own
+    predictive) minus q_d's agreement for all the run's chains pooled; over the runs."""
+    t = threshold("compact_representation.qd_falls_with_chains")
+    runs = _compact_runs(summary)
+    if any("first_chain_qd_agreement" not in r for r in runs):
+        return not_tested(t, "the summary has no one-chain q_d agreement (saved before 2026-11-27)")
+    chains = int(summary.get("chains_per_replicate", 0))
+    if chains < 2:
+        return not_tested(t, "each run holds one chain: nothing is pooled")
+    if len(runs) < 2:
+        return not_tested(t, "one run: one group of chains gives no interval over runs")
+    one = np.asarray([float(r["first_chain_qd_agreement"]) for r in runs])
+    pooled = np.asarray([float(_table_column(r, "HMC q_d")["agreement"]) for r in runs])
+    ev = mean_of_units(one - pooled, t, "", "")
+    return _with(ev, _runs_text(summary, f"{chains} HMC chains each, pooled against its first chain alone"),
+                 f"q_d's agreement, mean over runs: {one.mean():.3f} for one chain against its own predictive, "
+                 f"{pooled.mean():.3f} for {chains} chains pooled; per run "
+                 + ", ".join(f"{a:.3f} -> {b:.3f}" for a, b in zip(one, pooled)))
 
 
 difference("not_paths", "quick", "not_path_smooth",
@@ -479,8 +563,3 @@ for _name, _what in (("qr_beats_qd_hmc", "q_r agrees with the HMC predictive bet
                                                    "is the prior's, get a sigma well below it")):
     difference("compact_representation", "quick", _name, _UNCONVERGED + f"unjudged, {_what} (chapters 04 and 05)",
                verdict=Verdict.NOT_TESTED)
-difference("compact_representation", "quick", "rebasin_shrinks_sigma_ensemble",
-           "within the quick profile's one ensemble re-basin shrinks sigma per hidden unit (chapter 05 gives the "
-           "numbers), the paper's direction, but the interval runs over the hidden units of that one set of "
-           "samples, not over independent ensembles: same direction, not significant",
-           verdict=Verdict.SAME_DIRECTION)

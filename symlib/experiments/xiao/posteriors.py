@@ -17,7 +17,7 @@ from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import data_config, load_bnn_data, mlp_config, register, run
 from symlib.inference.hmc import SAMPLER_VERSION
 from symlib.inference.training import TrainConfig
-from symlib.experiments.xiao.results import CompactResult, EnsembleResult, HMCResult, VIResult
+from symlib.experiments.xiao.results import CompactResult, EnsembleResult, HMCResult, VIResult, runs_in_order
 from symlib.experiments.xiao.settings import PRUNE_FRACTIONS
 
 
@@ -42,6 +42,19 @@ def _test_metrics(probs: np.ndarray, y: np.ndarray) -> dict[str, float]:
     probs = np.asarray(probs, np.float64)
     return {"accuracy": float(np.mean(probs.argmax(1) == y)),
             "nll": float(-np.mean(np.log(np.clip(probs[np.arange(len(y)), y], 1e-12, None))))}
+
+
+def _train_ensembles(profile: Profile, d: Mapping[str, Any], key: jax.Array, ensembles: int) -> list[Any]:
+    """``ensembles`` independent deep ensembles of ``profile.ensemble_members`` MLPs, trained at
+    once from ``key`` (every member has its own initialisation and minibatch order)."""
+    from symlib.inference.ensembles import train_ensemble
+
+    m = profile.ensemble_members
+    cfg = TrainConfig.from_profile(profile)._replace(epochs=profile.bnn_epochs)
+    res = train_ensemble(key, [d["x_train"].shape[1], profile.hidden, 10], d["x_train"], d["y_train"], cfg,
+                         m * ensembles)
+    params = jax.device_get(res.params)
+    return [jax.tree_util.tree_map(lambda a, i=i: a[i * m:(i + 1) * m], params) for i in range(ensembles)]
 
 
 @register("ensemble", _ensemble_config, "deep ensemble: K MAP/Adam members trained at once (Xiao et al. App. A)",
@@ -73,10 +86,25 @@ def _vi_config(profile: Profile) -> dict[str, Any]:
             "bnn_n_train": profile.bnn_n_train, **{k: getattr(profile, k) for k in keys}}
 
 
+def _fit_vi(profile: Profile, d: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """One mean-field VI fit of the MLP (training key ``2 seed``, predictive key ``2 seed + 1``)."""
+    from symlib.evaluation.predictive import predict_from_gaussian
+    from symlib.inference.vi import train_mlp_vi
+
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    res = train_mlp_vi(jax.random.key(2 * seed), sizes, d["x_train"], d["y_train"], prior_var=profile.prior_std**2,
+                       std_init=profile.vi_std_init, epochs=profile.vi_epochs, batch_size=profile.vi_batch_size,
+                       learning_rate=profile.vi_learning_rate)
+    probs = predict_from_gaussian(jax.random.key(2 * seed + 1), res.mu, res.sigma, d["x_test"], profile.mc_samples)
+    return {"mu": jax.device_get(res.mu), "sigma": jax.device_get(res.sigma),
+            "elbo_history": np.asarray(res.elbo_history), "test_probs": np.asarray(probs),
+            "test": _test_metrics(probs, d["y_test"])}
+
+
 @register("vi", _vi_config, "mean-field Gaussian VI (Bayes by backprop, Flax NNX) of the MLP",
           summary=_predictive_summary, result=VIResult)
 def vi(profile: Profile) -> dict[str, Any]:
-    """Fit mean-field Gaussian VI to the ``bnn_n_train`` examples.
+    """Fit mean-field Gaussian VI to the ``bnn_n_train`` examples (seed 0).
 
     Args:
         profile: the run profile.
@@ -84,18 +112,7 @@ def vi(profile: Profile) -> dict[str, Any]:
     Returns:
         The artifact: ``mu``, ``sigma``, ``elbo_history``, ``test_probs`` and ``test``.
     """
-    from symlib.evaluation.predictive import predict_from_gaussian
-    from symlib.inference.vi import train_mlp_vi
-
-    d = load_bnn_data(profile)
-    sizes = [d["x_train"].shape[1], profile.hidden, 10]
-    res = train_mlp_vi(jax.random.key(0), sizes, d["x_train"], d["y_train"], prior_var=profile.prior_std**2,
-                     std_init=profile.vi_std_init, epochs=profile.vi_epochs, batch_size=profile.vi_batch_size,
-                     learning_rate=profile.vi_learning_rate)
-    probs = predict_from_gaussian(jax.random.key(1), res.mu, res.sigma, d["x_test"], profile.mc_samples)
-    return {"mu": jax.device_get(res.mu), "sigma": jax.device_get(res.sigma),
-            "elbo_history": np.asarray(res.elbo_history), "test_probs": np.asarray(probs),
-            "test": _test_metrics(probs, d["y_test"])}
+    return _fit_vi(profile, load_bnn_data(profile), seed=0)
 
 
 def _hmc_config(profile: Profile) -> dict[str, Any]:
@@ -358,7 +375,8 @@ def table1_row(probs, p_hmc, x, y, mean_params=None) -> dict[str, float]:
 
 
 def _compact_config(profile: Profile) -> dict[str, Any]:
-    return {**_hmc_config(profile), **_ensemble_config(profile), **_vi_config(profile)}
+    return {**_hmc_config(profile), **_ensemble_config(profile), **_vi_config(profile),
+            "xiao_replicates": profile.xiao_replicates}
 
 
 #: "close to the prior's sigma" in Fig. 3 (ii): within this factor of ``prior_std``
@@ -427,97 +445,162 @@ def pixel_sigma_medians(sigma: Mapping[str, Any], pixels: np.ndarray) -> np.ndar
     return np.median(np.asarray(sigma["dense_0"]["kernel"])[np.asarray(pixels, int)], axis=1)
 
 
+def _replicate_summary(rep: Mapping[str, Any], prior_std: float) -> dict[str, Any]:
+    """The JSON summary of one independent run of ``compact_representation``."""
+    diag = rep["hmc_diagnostics"]
+    return {"table": {col: {k: float(v) for k, v in m.items()} for col, m in rep["table"].items()},
+            "pruning": {k: np.asarray(v).tolist() for k, v in rep["pruning"].items()},
+            "median_sigma": {k: float(v) for k, v in rep["median_sigma"].items()},
+            "near_prior": {k: near_prior_fraction(v, prior_std) for k, v in rep["sigma"].items()},
+            # the HMC convergence gate (claims: gate.hmc_rhat, gate.hmc_ess) over this run's chains
+            "hmc_convergence": {"rhat_test_loglik": float(np.max(diag["rhat_test_loglik"])),
+                                "ess_test_loglik": float(np.min(diag["ess_test_loglik"]))},
+            "first_chain_qd_agreement": float(rep["first_chain_qd_agreement"]),
+            # per hidden unit and per always-zero pixel (rebasin_shrinks_sigma, bayesian_sigma_near_prior)
+            "unit_log_sigma": {k: np.log(np.asarray(v, np.float64)).tolist() for k, v in rep["unit_sigma"].items()},
+            "zero_pixel_sigma": {k: np.asarray(v, np.float64).tolist() for k, v in rep["zero_pixel_sigma"].items()}}
+
+
+def _mean_over(dicts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The mean over runs of nested dicts of numbers with the same keys."""
+    first = dicts[0]
+    if isinstance(first, Mapping):
+        return {k: _mean_over([d[k] for d in dicts]) for k in first}
+    return float(np.mean([float(v) for v in dicts]))
+
+
 def _compact_summary(res: dict[str, Any]) -> dict[str, Any]:
-    prior_std = float(res.get("prior_std", 1.0))
-    out = {"table": {col: {k: float(v) for k, v in m.items()} for col, m in res["table"].items()},
-           "pruning": {k: np.asarray(v).tolist() for k, v in res["pruning"].items()},
-           "median_sigma": {k: float(v) for k, v in res["median_sigma"].items()},
-           "near_prior": {k: near_prior_fraction(v, prior_std) for k, v in res["sigma"].items()},
-           "n_test": int(res.get("n_test", 0)), "prior_std": prior_std}
-    diag = res.get("hmc_diagnostics", {})
-    if "rhat_test_loglik" in diag:  # the HMC convergence gate (claims: gate.hmc_rhat, gate.hmc_ess)
-        out["hmc_convergence"] = {"rhat_test_loglik": float(np.max(diag["rhat_test_loglik"])),
-                                  "ess_test_loglik": float(np.min(diag["ess_test_loglik"])),
-                                  "mean_acceptance": float(np.mean(diag["mean_acceptance"]))}
-    if "unit_sigma" in res:  # per hidden unit and per always-zero pixel (rebasin_shrinks_sigma, near_prior)
-        out["unit_log_sigma"] = {k: np.log(np.asarray(v, np.float64)).tolist() for k, v in res["unit_sigma"].items()}
-        out["zero_pixel_sigma"] = {k: np.asarray(v, np.float64).tolist() for k, v in res["zero_pixel_sigma"].items()}
-    return out
+    prior_std = float(res["prior_std"])
+    reps = [_replicate_summary(rep, prior_std) for rep in runs_in_order(res["replicates"])]
+    return {"replicates": reps, "chains_per_replicate": int(res["chains_per_replicate"]),
+            "n_test": int(res["n_test"]), "prior_std": prior_std,
+            # the headline numbers (the reproduction report's values): means over the runs
+            **{k: _mean_over([r[k] for r in reps]) for k in ("table", "median_sigma", "near_prior")}}
+
+
+def chain_groups(profile: Profile) -> list[np.ndarray]:
+    """The HMC chains of ``profile`` split into ``xiao_replicates`` disjoint groups, in order:
+    each group is an independent HMC run (its chains have their own initialisations and keys).
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        ``xiao_replicates`` arrays of chain indices.
+
+    Raises:
+        ValueError: if ``xiao_replicates`` is not a positive divisor of ``hmc_chains``.
+    """
+    r, c = profile.xiao_replicates, profile.hmc_chains
+    if not (isinstance(r, int) and r >= 1 and c % r == 0):
+        raise ValueError(f"xiao_replicates must be a positive divisor of hmc_chains ({c}), got {r!r}")
+    return list(np.arange(c).reshape(r, c // r))
+
+
+def _compact_run(key: jax.Array, profile: Profile, d: Mapping[str, Any], chains: Any, ens_params: Any,
+                 vi_fit: Mapping[str, Any], zero: np.ndarray) -> dict[str, Any]:
+    """Table 1 and Fig. 3 for one independent run: the HMC samples of one group of chains
+    (leading ``(chains, samples)`` axes), one deep ensemble and one VI fit."""
+    from symlib.evaluation import metrics, pruning, summaries
+    from symlib.evaluation.predictive import predict_from_gaussian, predict_from_samples
+    from symlib.inference.diagnostics import function_space_diagnostics
+    from symlib.symmetry.specs import mlp_permutation_spec
+
+    # activation statistics for matching: at most MATCH_EXAMPLES training examples
+    x, y, x_match = d["x_test"], d["y_test"], d["x_train"][:MATCH_EXAMPLES]
+    spec = mlp_permutation_spec(1)
+    n_chains, n_samples = jax.tree_util.tree_leaves(chains)[0].shape[:2]
+    stack = jax.tree_util.tree_map(lambda a: np.asarray(a).reshape((-1,) + a.shape[2:]), chains)
+    p_hmc = np.asarray(predict_from_samples(stack, x))
+
+    def row(probs, mean_params=None):
+        return table1_row(probs, p_hmc, x, y, mean_params)
+
+    table, fitted = {}, {}
+    for name, samples in {"HMC": stack, "Ensemble": ens_params}.items():
+        table[f"{name} sample"] = row(p_hmc if name == "HMC" else np.asarray(predict_from_samples(samples, x)))
+        fitted[f"{name} q_d"] = summaries.direct_summary(samples)
+        fitted[f"{name} q_r"] = summaries.rebasin_summary(samples, spec, method="activation", data=x_match)
+        fitted[f"{name} q_r (weight)"] = summaries.rebasin_summary(samples, spec, method="weight")
+        cols = [f"{name} q_d", f"{name} q_r", f"{name} q_r (weight)"]
+        if name == "HMC":  # one permutation per chain (a chain does not hop between permutation modes)
+            fitted["HMC q_r (per chain)"] = summaries.grouped_rebasin_summary(
+                samples, np.repeat(np.arange(n_chains), n_samples), spec, method="weight")
+            cols.append("HMC q_r (per chain)")
+        for col in cols:
+            key, sub = jax.random.split(key)
+            probs = predict_from_gaussian(sub, fitted[col].mu, fitted[col].sigma, x, profile.mc_samples)
+            table[col] = row(np.asarray(probs), fitted[col].mu)
+    table["VI q"] = row(np.asarray(vi_fit["test_probs"]), vi_fit["mu"])
+
+    stitched_mu, stitched_sigma = pruning.stitch(fitted["Ensemble q_r"], fitted["HMC q_r"], spec)
+    curves = {"ensemble": (fitted["Ensemble q_r"].mu, fitted["Ensemble q_r"].sigma),
+              "hmc": (fitted["HMC q_r"].mu, fitted["HMC q_r"].sigma),
+              "ensemble mu + hmc sigma": (stitched_mu, stitched_sigma),
+              "vi": (vi_fit["mu"], vi_fit["sigma"])}
+    prune = {"keep_fraction": np.asarray(PRUNE_FRACTIONS)}
+    for name, (mu, sigma) in curves.items():
+        prune[name] = np.asarray(pruning.pruning_curve(mu, sigma, x, y, PRUNE_FRACTIONS)["accuracy"])
+
+    sigma_trees = {col: fitted[col].sigma
+                   for col in ("HMC q_d", "HMC q_r", "HMC q_r (per chain)", "Ensemble q_d", "Ensemble q_r")}
+    sigma_trees["VI q"] = vi_fit["sigma"]
+    sigmas = {col: np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(t)])
+              for col, t in sigma_trees.items()}
+    diag = function_space_diagnostics(chains, x, y)["test_loglik"]
+    # q_d of the run's first chain alone against that chain's predictive (claim qd_falls_with_chains)
+    first = jax.tree_util.tree_map(lambda a: np.asarray(a)[0], chains)
+    fit = summaries.direct_summary(first)
+    probs = np.asarray(predict_from_gaussian(key, fit.mu, fit.sigma, x, profile.mc_samples))
+    single = metrics.agreement(probs, np.asarray(predict_from_samples(first, x)))
+    return {"table": table, "pruning": prune, "sigma": sigmas, "first_chain_qd_agreement": float(single),
+            "median_sigma": {k: float(np.median(v)) for k, v in sigmas.items()},
+            "unit_sigma": {col: unit_sigma_medians(t) for col, t in sigma_trees.items()},
+            "zero_pixel_sigma": {col: pixel_sigma_medians(t, zero) for col, t in sigma_trees.items()},
+            "hmc_diagnostics": {"rhat_test_loglik": np.asarray(diag["rhat"]), "ess_test_loglik": np.asarray(diag["ess"])}}
 
 
 @register("compact_representation", _compact_config,
           "Xiao et al. Table 1 and Fig. 3: q_d vs q_r for HMC and ensembles, VI, sigma histograms, pruning, stitching",
           summary=_compact_summary, result=CompactResult)
 def compact_representation(profile: Profile) -> dict[str, Any]:
-    """Table 1 and Fig. 3 from the ``hmc``, ``ensemble`` and ``vi`` experiments.
+    """Table 1 and Fig. 3 over ``profile.xiao_replicates`` independent runs.
+
+    Run ``r`` takes the ``r``-th group of :func:`chain_groups` of the ``hmc`` experiment's
+    chains, its own deep ensemble (run 0: the ``ensemble`` experiment's; the others trained
+    here at once from key 1) and its own VI fit (run 0: the ``vi`` experiment's; run ``r``:
+    seed ``r``), and scores every approximation against the predictive of that run's HMC
+    samples, as Table 1 does.
 
     Args:
         profile: the run profile.
 
     Returns:
-        The artifact: ``table``, ``pruning``, ``sigma``, ``median_sigma``, ``hmc_test`` and
-        ``hmc_diagnostics`` (see :class:`CompactResult`).
+        The artifact: ``replicates`` (by run index ``"0"``, ``"1"``, ...: ``table``, ``pruning``, ``sigma``,
+        ``median_sigma``, ``unit_sigma``, ``zero_pixel_sigma``, ``hmc_diagnostics``),
+        ``chains_per_replicate``, ``n_test``, ``prior_std``, ``zero_pixels``, and the pooled
+        ``hmc_test`` and ``hmc_diagnostics`` of all the chains (see :class:`CompactResult`).
     """
-    from symlib.evaluation import pruning, summaries
-    from symlib.evaluation.predictive import predict_from_gaussian, predict_from_samples
-    from symlib.symmetry.specs import mlp_permutation_spec
-
     d = load_bnn_data(profile)
-    # activation statistics for matching: at most 5,000 training examples (enough for a
-    # stable correlation estimate; matching 1,000 samples over 50,000 would take an hour on a CPU)
-    x, y, x_match = d["x_test"], d["y_test"], d["x_train"][:MATCH_EXAMPLES]
-    spec = mlp_permutation_spec(1)
+    groups = chain_groups(profile)
     hmc_res, ens_res, vi_res = (run(name, profile).artifact for name in ("hmc", "ensemble", "vi"))
-    stack = jax.tree_util.tree_map(lambda a: np.asarray(a).reshape((-1,) + a.shape[2:]), hmc_samples(profile))
-    sample_sets = {"HMC": stack, "Ensemble": ens_res["params"]}
-    p_hmc = np.asarray(hmc_res["test_probs"])
-
-    def row(probs, mean_params=None):
-        return table1_row(probs, p_hmc, x, y, mean_params)
-
-    table, fitted, key = {}, {}, jax.random.key(5)
-    for name, samples in sample_sets.items():
-        table[f"{name} sample"] = row(np.asarray(predict_from_samples(samples, x)))
-        fitted[f"{name} q_d"] = summaries.direct_summary(samples)
-        fitted[f"{name} q_r"] = summaries.rebasin_summary(samples, spec, method="activation", data=x_match)
-        fitted[f"{name} q_r (weight)"] = summaries.rebasin_summary(samples, spec, method="weight")
-        cols = [f"{name} q_d", f"{name} q_r", f"{name} q_r (weight)"]
-        if name == "HMC":  # one permutation per chain (a chain does not hop between permutation modes)
-            chains = np.repeat(np.arange(profile.hmc_chains), profile.hmc_samples)
-            fitted["HMC q_r (per chain)"] = summaries.grouped_rebasin_summary(samples, chains, spec, method="weight")
-            cols.append("HMC q_r (per chain)")
-        for col in cols:
-            key, sub = jax.random.split(key)
-            probs = predict_from_gaussian(sub, fitted[col].mu, fitted[col].sigma, x, profile.mc_samples)
-            table[col] = row(np.asarray(probs), fitted[col].mu)
-    table["VI q"] = row(np.asarray(vi_res["test_probs"]), vi_res["mu"])
-
-    stitched_mu, stitched_sigma = pruning.stitch(fitted["Ensemble q_r"], fitted["HMC q_r"], spec)
-    curves = {"ensemble": (fitted["Ensemble q_r"].mu, fitted["Ensemble q_r"].sigma),
-              "hmc": (fitted["HMC q_r"].mu, fitted["HMC q_r"].sigma),
-              "ensemble mu + hmc sigma": (stitched_mu, stitched_sigma),
-              "vi": (vi_res["mu"], vi_res["sigma"])}
-    prune = {"keep_fraction": np.asarray(PRUNE_FRACTIONS)}
-    for name, (mu, sigma) in curves.items():
-        prune[name] = np.asarray(pruning.pruning_curve(mu, sigma, x, y, PRUNE_FRACTIONS)["accuracy"])
-
-    def leaves(tree):
-        return np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(tree)])
-
-    sigma_trees = {col: fitted[col].sigma
-                   for col in ("HMC q_d", "HMC q_r", "HMC q_r (per chain)", "Ensemble q_d", "Ensemble q_r")}
-    sigma_trees["VI q"] = vi_res["sigma"]
-    sigmas = {col: leaves(tree) for col, tree in sigma_trees.items()}
+    chains = hmc_samples(profile)
+    r = len(groups)
+    ensembles = [ens_res["params"]] + (_train_ensembles(profile, d, jax.random.key(1), r - 1) if r > 1 else [])
+    vi_fits = [vi_res] + [_fit_vi(profile, d, seed=i) for i in range(1, r)]
     zero = always_zero_pixels(d["x_train"])
-    return {"table": table, "pruning": prune, "sigma": sigmas, "n_test": len(y), "prior_std": profile.prior_std,
-            "median_sigma": {k: float(np.median(v)) for k, v in sigmas.items()},
-            "unit_sigma": {col: unit_sigma_medians(t) for col, t in sigma_trees.items()},
-            "zero_pixels": zero, "zero_pixel_sigma": {col: pixel_sigma_medians(t, zero) for col, t in sigma_trees.items()},
+    reps = []
+    for i, (group, ens, fit) in enumerate(zip(groups, ensembles, vi_fits)):
+        group_chains = jax.tree_util.tree_map(lambda a, g=group: np.asarray(a)[g], chains)
+        reps.append(_compact_run(jax.random.fold_in(jax.random.key(5), i), profile, d, group_chains, ens, fit, zero))
+    return {"replicates": {str(i): rep for i, rep in enumerate(reps)}, "chains_per_replicate": len(groups[0]),
+            "n_test": len(d["y_test"]),
+            "prior_std": profile.prior_std, "zero_pixels": zero,
             "hmc_test": hmc_res["test"], "hmc_diagnostics": hmc_res["diagnostics"]}
 
 
 #: numbers of HMC chains of :func:`agreement_by_chains` (beyond the paper: issue 28, item 5)
-CHAIN_COUNTS = (1, 2, 4, 8, 16)
+CHAIN_COUNTS = (1, 3, 5, 15)
 
 
 def agreement_by_chains(profile: Profile, counts: Sequence[int] = CHAIN_COUNTS) -> dict[str, np.ndarray]:

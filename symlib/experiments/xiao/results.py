@@ -2,7 +2,7 @@
 their artifacts)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -401,40 +401,93 @@ class PruningCurves:
 
 
 @dataclass(frozen=True, eq=False)
-class CompactResult(ExperimentResult):
-    """``compact_representation`` (Table 1, Fig. 3): q_d and q_r of HMC and an ensemble, VI.
+class CompactRun:
+    """One independent run of ``compact_representation``: one group of HMC chains, one deep
+    ensemble and one VI fit.
 
     Attributes:
         table: Table 1 by approximation (``"HMC sample"``, ``"HMC q_d"``, ``"HMC q_r"``,
             ``"HMC q_r (weight)"``, ``"HMC q_r (per chain)"``, the same for ``"Ensemble"``
-            without the per-chain row, and ``"VI q"``).
+            without the per-chain row, and ``"VI q"``), scored against this run's HMC predictive.
         pruning: the pruning curves of Fig. 3 (right).
         sigma: all per-weight standard deviations, flattened, by approximation.
         median_sigma: their medians, by approximation.
-        hmc_test: test score of the HMC predictive.
-        hmc_diagnostics: the HMC chains' diagnostics.
     """
 
     table: dict[str, Table1Row]
     pruning: PruningCurves
     sigma: dict[str, np.ndarray]
     median_sigma: dict[str, float]
+
+    @classmethod
+    def from_artifact(cls, rep: Mapping[str, Any]) -> CompactRun:
+        table = {col: Table1Row(agreement=np.float64(m["agreement"]), tv=np.float64(m["tv"]),
+                                accuracy_samples=np.float64(m["accuracy_samples"]),
+                                accuracy_mean=np.float64(m["accuracy_mean"]) if "accuracy_mean" in m else None)
+                 for col, m in rep["table"].items()}
+        prune = rep["pruning"]
+        pruning = PruningCurves(keep_fraction=np.asarray(prune["keep_fraction"]),
+                                accuracy={k: np.asarray(v) for k, v in prune.items() if k != "keep_fraction"})
+        return cls(table=table, pruning=pruning, sigma=dict(rep["sigma"]),
+                   median_sigma={k: np.float64(v) for k, v in rep["median_sigma"].items()})
+
+
+def runs_in_order(replicates: Mapping[str, Any]) -> list[Any]:
+    """The runs of a ``compact_representation`` artifact (stored by their index ``"0"``,
+    ``"1"``, ...), in index order whatever the order of the keys."""
+    return [replicates[k] for k in sorted(replicates, key=int)]
+
+
+def _mean_se(values: Sequence[float | None]) -> tuple[float | None, float | None]:
+    """Mean and standard error over runs (``None`` for a quantity a column lacks; SE ``None``
+    with one run)."""
+    if values[0] is None:
+        return None, None
+    v = np.asarray(values, np.float64)
+    return float(v.mean()), (float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else None)
+
+
+@dataclass(frozen=True, eq=False)
+class CompactResult(ExperimentResult):
+    """``compact_representation`` (Table 1, Fig. 3) over independent runs (the profile's
+    ``xiao_replicates``).
+
+    Attributes:
+        replicates: the runs (:class:`CompactRun`), each with its own chains, ensemble and VI fit.
+        chains_per_replicate: HMC chains pooled in each run.
+        hmc_test: test score of the predictive of all the HMC chains pooled.
+        hmc_diagnostics: the diagnostics of all the HMC chains.
+    """
+
+    replicates: tuple[CompactRun, ...]
+    chains_per_replicate: int
     hmc_test: PredictiveScore
     hmc_diagnostics: HMCDiagnostics
 
     @classmethod
     def from_artifact(cls, artifact: dict[str, Any]) -> CompactResult:
-        table = {col: Table1Row(agreement=np.float64(m["agreement"]), tv=np.float64(m["tv"]),
-                                accuracy_samples=np.float64(m["accuracy_samples"]),
-                                accuracy_mean=np.float64(m["accuracy_mean"]) if "accuracy_mean" in m else None)
-                 for col, m in artifact["table"].items()}
-        prune = artifact["pruning"]
-        pruning = PruningCurves(keep_fraction=prune["keep_fraction"],
-                                accuracy={k: v for k, v in prune.items() if k != "keep_fraction"})
-        return cls(artifact=artifact, table=table, pruning=pruning, sigma=dict(artifact["sigma"]),
-                   median_sigma={k: np.float64(v) for k, v in artifact["median_sigma"].items()},
+        return cls(artifact=artifact, replicates=tuple(CompactRun.from_artifact(r) for r in runs_in_order(artifact["replicates"])),
+                   chains_per_replicate=int(artifact["chains_per_replicate"]),
                    hmc_test=PredictiveScore.from_dict(artifact["hmc_test"]),
                    hmc_diagnostics=HMCDiagnostics.from_dict(artifact["hmc_diagnostics"]))
+
+    def table(self) -> dict[str, dict[str, tuple[float | None, float | None]]]:
+        """Table 1 over the runs: by approximation and metric (``agreement``, ``tv``,
+        ``accuracy_samples``, ``accuracy_mean``), the mean and its standard error."""
+        cols = self.replicates[0].table
+        return {col: {m: _mean_se([getattr(r.table[col], m) for r in self.replicates])
+                      for m in ("agreement", "tv", "accuracy_samples", "accuracy_mean")} for col in cols}
+
+    def pruning(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The pruning curves over the runs: by curve, the mean accuracy at each kept fraction
+        and its standard error (zeros with one run); ``"keep_fraction"`` maps to the fractions."""
+        curves = self.replicates[0].pruning.accuracy
+        out = {"keep_fraction": (self.replicates[0].pruning.keep_fraction,) * 2}
+        for k in curves:
+            a = np.stack([r.pruning.accuracy[k] for r in self.replicates])
+            se = a.std(0, ddof=1) / np.sqrt(len(a)) if len(a) > 1 else np.zeros(a.shape[1])
+            out[k] = (a.mean(0), se)
+        return out
 
 
 def repaired_units_summary(rep: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,123 @@
+"""Sphinx extension: tables generated at build time from the records the runs leave behind.
+
+``book/running.md`` is a page of instructions; the numbers it shows about runs (how long each
+chapter took, which paper-scale runs were saved, on which device, how far the GPU queue is)
+are not typed by hand but read from the files the runs wrote, so they cannot go stale:
+
+* ``{saved-runs}``: every record in ``book/results/*.json`` (``symlib.experiments.results.save``):
+  experiment, label, device, date, elapsed seconds and command;
+* ``{book-timings}``: every execution of the chapters recorded in ``book/timings.json``
+  (``scripts/execute_notebooks.py`` appends one after executing every chapter), with the budgets;
+* ``{gpu-queue}``: the jobs of ``gpu/queue.json`` (``symlib.experiments.gpu_queue``), steps folded,
+  GPU-minutes spent and left, and the devices and dates of the folded steps.
+
+``scripts/check_prose.py`` checks the page's own text; these tables are generated.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
+
+
+def _table(headers: list[str], rows: list[list[str]], caption: str) -> list[nodes.Node]:
+    """A docutils table with a header row, and its caption as a paragraph above it."""
+    table = nodes.table(classes=["records-table"])
+    group = nodes.tgroup(cols=len(headers))
+    table += group
+    group.extend(nodes.colspec(colwidth=1) for _ in headers)
+
+    def row(cells: list[str]) -> nodes.row:
+        r = nodes.row()
+        for c in cells:
+            entry = nodes.entry()
+            entry += nodes.paragraph(text=c)
+            r += entry
+        return r
+
+    head = nodes.thead()
+    head += row(headers)
+    body = nodes.tbody()
+    body.extend(row(r) for r in rows)
+    group += head
+    group += body
+    return [nodes.paragraph(text=caption), table]
+
+
+class SavedRuns(SphinxDirective):
+    """The records of ``book/results/*.json``, one row each."""
+
+    def run(self) -> list[nodes.Node]:
+        root = Path(self.env.srcdir)
+        self.env.note_dependency(str(root / "book" / "results"))
+        rows = []
+        for path in sorted((root / "book" / "results").glob("*.json")):
+            rec = json.loads(path.read_text())
+            if "experiment" not in rec:
+                continue
+            elapsed = rec.get("elapsed_s")
+            rows.append([rec["experiment"], rec.get("profile", ""), rec.get("device", ""), str(rec.get("date", "")),
+                         "" if elapsed is None else f"{float(elapsed):,.0f}", rec.get("command", "")])
+        return _table(["experiment", "label", "device", "date", "elapsed (s)", "command"], rows,
+                      f"Generated from the {len(rows)} records in book/results/ at build time.")
+
+
+#: executions shown by ``{book-timings}`` (the most recent; the file keeps every one)
+SHOWN_TIMINGS = 5
+
+
+class BookTimings(SphinxDirective):
+    """The chapter timings of ``book/timings.json``: one column per execution."""
+
+    def run(self) -> list[nodes.Node]:
+        root = Path(self.env.srcdir)
+        path = root / "book" / "timings.json"
+        self.env.note_dependency(str(path))
+        data = json.loads(path.read_text())
+        runs = data["runs"][-SHOWN_TIMINGS:]
+        chapters = sorted({c for r in runs for c in r["chapters"]})
+        rows = [[c, *(f"{r['chapters'][c]:.0f}" if c in r["chapters"] else "" for r in runs)] for c in chapters]
+        rows.append(["total", *(f"{sum(r['chapters'].values()):.0f} ({sum(r['chapters'].values()) / 60:.1f} min)"
+                                for r in runs)])
+        headers = ["chapter", *(f"{i + 1}: {r['date']}, {r['commit'][:7]}" for i, r in enumerate(runs))]
+        notes = "; ".join(f"{i + 1}: {r['how']}" for i, r in enumerate(runs))
+        budget = data["budget"]
+        caption = (f"Seconds per chapter of the last {len(runs)} of {len(data['runs'])} recorded executions, "
+                   f"generated from book/timings.json at build time. Budgets: "
+                   f"{budget['chapter_s']:.0f} s a chapter, {budget['book_s'] / 60:.0f} minutes for the book. "
+                   f"Executions: {notes}.")
+        return _table(headers, rows, caption)
+
+
+class GPUQueue(SphinxDirective):
+    """The jobs of ``gpu/queue.json`` with their progress."""
+
+    def run(self) -> list[nodes.Node]:
+        from symlib.experiments import gpu_queue
+
+        root = Path(self.env.srcdir)
+        path = root / "gpu" / "queue.json"
+        self.env.note_dependency(str(path))
+        queue = gpu_queue.load_queue(path)
+        rows = []
+        for job in queue["jobs"]:
+            steps = gpu_queue.folded_steps(path.parent / job["name"])
+            prog = job.get("progress") or {}
+            dates = sorted(str(m["date"])[:10] for m in steps.values())
+            where = "; ".join(sorted({m["device"] for m in steps.values()}))
+            rows.append([job["name"], job["kind"], f"{len(steps)} of {job['steps']}",
+                         f"{prog.get('gpu_seconds', 0) / 60:.1f}", f"{gpu_queue.minutes_left(job):.1f}",
+                         f"{where} ({dates[0]} to {dates[-1]})" if steps else "", job["title"]])
+        left = sum(gpu_queue.minutes_left(j) for j in queue["jobs"])
+        return _table(["job", "kind", "steps folded", "GPU-min spent", "GPU-min left", "device (dates)", "what"],
+                      rows, f"Generated from gpu/queue.json and its step files at build time: about {left:.0f} "
+                            "GPU-minutes left (estimates where no step has run yet).")
+
+
+def setup(app):
+    app.add_directive("saved-runs", SavedRuns)
+    app.add_directive("book-timings", BookTimings)
+    app.add_directive("gpu-queue", GPUQueue)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
