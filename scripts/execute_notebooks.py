@@ -51,13 +51,23 @@ def execute(src: Path, timeout: int) -> float:
 TIMINGS = Path(__file__).resolve().parents[1] / "book" / "timings.json"
 
 
-def record_timings(seconds: dict[str, float], how: str, path: Path = TIMINGS) -> dict:
+def git_state(root: Path = TIMINGS.parents[1]) -> dict:
+    """The commit checked out in ``root`` and whether its tracked files are unmodified."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD"), "clean": git("status", "--porcelain", "--untracked-files=no") == ""}
+
+
+def record_timings(seconds: dict[str, float], how: str, path: Path = TIMINGS, state: dict | None = None) -> dict:
     """Append one execution (seconds per chapter) to the timings record.
 
     Args:
         seconds: chapter name (the notebook's stem) -> wall seconds.
         how: how it was run (cache state, machine load), in words.
         path: the record (a JSON object with ``budget`` and ``runs``).
+        state: the :func:`git_state` the chapters ran from (taken before executing them, since
+            the execution rewrites the .ipynb files); default: the state now.
 
     Returns:
         The run appended.
@@ -67,14 +77,9 @@ def record_timings(seconds: dict[str, float], how: str, path: Path = TIMINGS) ->
     """
     if not how.strip() or not seconds:
         raise ValueError("a timing record needs the chapters' seconds and how they were run")
-    root = path.parents[1]
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
-
+    state = state or git_state(path.parents[1])
     data = json.loads(path.read_text())
-    run = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": git("rev-parse", "HEAD"),
-           "clean": git("status", "--porcelain", "--untracked-files=no") == "", "how": how.strip(),
+    run = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), **state, "how": how.strip(),
            "chapters": {k: round(float(v), 1) for k, v in seconds.items()}}
     data["runs"].append(run)
     path.write_text(json.dumps(data, indent=1) + "\n")
@@ -99,13 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     for src in args.sources:
         if src.suffix != ".py" or not src.exists():
             parser.error(f"{src}: expected an existing notebooks/NN_name.py source")
+    state = git_state() if args.record else None
     seconds = {}
     for src in args.sources:
         seconds[src.stem] = execute(src, args.timeout)
         print(f"{src}: executed in {seconds[src.stem]:.1f} s", flush=True)
     print(f"total: {sum(seconds.values()):.1f} s")
     if args.record:
-        record_timings(seconds, args.record)
+        record_timings(seconds, args.record, state=state)
         print(f"recorded in {TIMINGS}")
     return 0
 
