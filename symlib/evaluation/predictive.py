@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib.core.checks import check_finite, check_finite_tree, positive_int
+from symlib.core.checks import check_finite, check_finite_tree, positive_int, warn_raw_images
 from symlib.core.models import layout_check, mlp_apply
 from symlib.core.gaussian import check_gaussian, gaussian_draws, sample_gaussian  # noqa: F401 (sample_gaussian: re-exported)
 
@@ -63,6 +63,7 @@ def check_x(x, params: PyTree = None, apply_fn: ApplyFn | None = None, batch_dim
     if np.ndim(x) < 1 or np.shape(x)[0] < 1:
         raise ValueError(f"x must have a leading axis of at least one example, got shape {np.shape(x)}")
     check_finite(x, "x")
+    warn_raw_images(x)
     check = layout_check(apply_fn) if params is not None else None
     if check is not None:
         check(params, tuple(np.shape(x))[1:], "params", batch_dims)

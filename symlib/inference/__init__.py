@@ -125,6 +125,7 @@ from symlib.inference.posterior import (  # noqa: F401
     fit_dropout,
     sample,
     FITS,
+    NonFiniteFitError,
 )
 from symlib.core.gaussian import DiagonalGaussian  # noqa: F401
 from symlib.inference.diagnostics import (  # noqa: F401
@@ -156,6 +157,7 @@ __all__ = [
     "fit_dropout",
     "sample",
     "FITS",
+    "NonFiniteFitError",
     # the training loops and samplers they call, and the banks of many networks
     "AUGMENTATIONS",
     "CROP_PADDING",

@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from symlib.core.checks import positive_int
+from symlib.core.checks import check_finite_tree, positive_int, warn_raw_images
 from symlib.core.gaussian import DiagonalGaussian, sample_gaussian
 from symlib.inference.dropout import dropout_samples, train_dropout
 from symlib.inference.laplace import (KFACPosterior, LaplacePosterior, kfac_sample, laplace_posterior,
@@ -56,7 +56,7 @@ PyTree = Any
 
 __all__ = ["Model", "Data", "PointEstimate", "Samples", "DropoutPosterior", "LastLayerLaplace", "VIConfig", "LaplaceConfig",
            "SGHMCConfig", "DropoutConfig", "fit_map", "fit_ensemble", "fit_vi", "fit_laplace", "fit_swag", "fit_sghmc",
-           "fit_dropout", "sample", "draw", "FITS"]
+           "fit_dropout", "sample", "draw", "FITS", "NonFiniteFitError"]
 
 
 class Model(NamedTuple):
@@ -158,7 +158,29 @@ class DropoutConfig(NamedTuple):
     layer: str = "dense_1"
 
 
-def _check(model, data, config, config_type) -> None:
+class NonFiniteFitError(FloatingPointError):
+    """A fit whose loss, parameters or samples became NaN or inf; the message names where
+    and what to change."""
+
+
+def _first_bad(values) -> int | None:
+    """The 0-based index of the first non-finite entry of a 1-d history, or None."""
+    bad = np.flatnonzero(~np.isfinite(np.asarray(values, np.float64).reshape(len(values), -1)).all(axis=1))
+    return int(bad[0]) if bad.size else None
+
+
+def _finite_result(tree, method: str, what: str, fix: str, history=None, unit: str = "epoch") -> None:
+    """Raise :class:`NonFiniteFitError` if ``tree`` (the fit's result) holds NaN or inf,
+    naming the first non-finite entry of ``history`` (a loss per ``unit``) and the fix."""
+    if all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree_util.tree_leaves(tree)):
+        return
+    where = ""
+    if history is not None and (k := _first_bad(history)) is not None:
+        where = f" (the loss was first non-finite at {unit} {k + 1})"
+    raise NonFiniteFitError(f"{method}: the {what} became NaN or inf{where}; {fix}")
+
+
+def _check(model, data, config, config_type, params0=None) -> None:
     if not isinstance(model, Model):
         raise TypeError(f"model must be a symlib.inference.Model(apply_fn), got {type(model).__name__}. The fits "
                         "take (key, params0, model, data, config); the training loops once named fit_map, "
@@ -168,12 +190,17 @@ def _check(model, data, config, config_type) -> None:
         raise TypeError(f"data must be a symlib.inference.Data(x, y), got {type(data).__name__}")
     if not isinstance(config, config_type):
         raise TypeError(f"config must be a {config_type.__name__}, got {type(config).__name__}")
+    if params0 is not None:
+        check_finite_tree(params0, "params0")
+    warn_raw_images(data.x, "data.x")
 
 
 def fit_map(key: jax.Array, params0: PyTree, model: Model, data: Data, config: TrainConfig) -> PointEstimate:
     """MAP training from ``params0`` (:func:`~symlib.inference.training.train_map`, ``key`` its data key)."""
-    _check(model, data, config, TrainConfig)
-    params, _ = train_map(params0, key, data.x, data.y, config, apply_fn=model.apply_fn)
+    _check(model, data, config, TrainConfig, params0)
+    params, losses = train_map(params0, key, data.x, data.y, config, apply_fn=model.apply_fn)
+    _finite_result(params, "fit_map", "parameters", f"lower the learning rate (config.learning_rate="
+                   f"{config.learning_rate!r})", losses)
     return PointEstimate(params)
 
 
@@ -183,46 +210,66 @@ def fit_ensemble(key: jax.Array, params0: PyTree, model: Model, data: Data, conf
     members' starting networks stacked on a leading axis (e.g. ``jax.vmap(init_fn)`` of ``K``
     keys); member ``i`` draws its minibatch order from ``jax.random.split(key, K)[i]``. The
     trained members are the posterior's samples."""
-    _check(model, data, config, TrainConfig)
+    _check(model, data, config, TrainConfig, params0)
     leaves = jax.tree_util.tree_leaves(params0)
     if not leaves or np.ndim(leaves[0]) == 0:
         raise ValueError("params0 must hold the ensemble members' starting networks stacked on a leading axis")
-    params, _ = train_map_many(params0, jax.random.split(key, np.shape(leaves[0])[0]), data.x, data.y, config,
-                               apply_fn=model.apply_fn)
+    params, losses = train_map_many(params0, jax.random.split(key, np.shape(leaves[0])[0]), data.x, data.y, config,
+                                    apply_fn=model.apply_fn)
+    _finite_result(params, "fit_ensemble", "members' parameters", f"lower the learning rate "
+                   f"(config.learning_rate={config.learning_rate!r})", np.asarray(losses).T)
     return Samples(params)
 
 
 def fit_vi(key: jax.Array, params0: PyTree, model: Model, data: Data, config: VIConfig) -> DiagonalGaussian:
     """Mean-field VI with means initialised at ``params0`` (:func:`~symlib.inference.vi.train_vi`)."""
-    _check(model, data, config, VIConfig)
-    res = train_vi(key, params0, categorical_loglik_fn(model.apply_fn), data.x, data.y, **config._asdict())
+    _check(model, data, config, VIConfig, params0)
+    import warnings
+
+    with warnings.catch_warnings():  # a non-finite ELBO is an error here, named below
+        warnings.filterwarnings("ignore", "the ELBO became non-finite", RuntimeWarning)
+        res = train_vi(key, params0, categorical_loglik_fn(model.apply_fn), data.x, data.y, **config._asdict())
+    _finite_result(tuple(res.gaussian), "fit_vi", "posterior's means or standard deviations",
+                   f"lower the learning rate (config.learning_rate={config.learning_rate!r})", res.elbo_history)
     return res.gaussian
 
 
 def fit_laplace(key: jax.Array, params0: PyTree, model: Model, data: Data, config: LaplaceConfig) -> LaplacePosterior:
     """Laplace around the trained network ``params0``
     (:func:`~symlib.inference.laplace.laplace_posterior`; deterministic, ``key`` unused)."""
-    _check(model, data, config, LaplaceConfig)
+    _check(model, data, config, LaplaceConfig, params0)
     return laplace_posterior(params0, data.x, data.y, apply_fn=model.apply_fn, **config._asdict())
 
 
 def fit_swag(key: jax.Array, params0: PyTree, model: Model, data: Data, config: SWAGConfig) -> SWAGPosterior:
     """SWAG from the trained network ``params0`` (:func:`~symlib.inference.swag.train_swag`)."""
-    _check(model, data, config, SWAGConfig)
-    return train_swag(key, params0, data.x, data.y, config, apply_fn=model.apply_fn)
+    _check(model, data, config, SWAGConfig, params0)
+    post = train_swag(key, params0, data.x, data.y, config, apply_fn=model.apply_fn)
+    _finite_result(post, "fit_swag", "SWAG moments", "lower the learning rate (config.learning_rate="
+                   f"{config.learning_rate!r})")
+    return post
 
 
 def fit_sghmc(key: jax.Array, params0: PyTree, model: Model, data: Data, config: SGHMCConfig) -> Samples:
     """SGHMC from ``params0`` (:func:`~symlib.inference.sgmcmc.run_sghmc`); the kept draws."""
-    _check(model, data, config, SGHMCConfig)
-    return Samples(run_sghmc(key, params0, data.x, data.y, apply_fn=model.apply_fn, **config._asdict()).samples)
+    _check(model, data, config, SGHMCConfig, params0)
+    res = run_sghmc(key, params0, data.x, data.y, apply_fn=model.apply_fn, **config._asdict())
+    leaves = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(res.samples)]
+    bad = _first_bad(np.concatenate([leaf.reshape(leaf.shape[0], -1) for leaf in leaves], axis=1))
+    if bad is not None:
+        raise NonFiniteFitError(f"fit_sghmc: the samples became NaN or inf (first at kept sample {bad + 1} of "
+                                f"{leaves[0].shape[0]}, draw {int(res.draw_indices[bad]) + 1}); lower the step size "
+                                f"(config.step_size={config.step_size!r})")
+    return Samples(res.samples)
 
 
 def fit_dropout(key: jax.Array, params0: PyTree, model: Model, data: Data, config: DropoutConfig) -> DropoutPosterior:
     """Training with dropout from ``params0`` (:func:`~symlib.inference.dropout.train_dropout`)."""
-    _check(model, data, config, DropoutConfig)
-    params, _ = train_dropout(params0, key, data.x, data.y, config.train, rate=config.rate, layer=config.layer,
-                              apply_fn=model.apply_fn)
+    _check(model, data, config, DropoutConfig, params0)
+    params, losses = train_dropout(params0, key, data.x, data.y, config.train, rate=config.rate, layer=config.layer,
+                                   apply_fn=model.apply_fn)
+    _finite_result(params, "fit_dropout", "parameters", f"lower the learning rate (config.train.learning_rate="
+                   f"{config.train.learning_rate!r})", losses)
     return DropoutPosterior(params, config.rate, config.layer)
 
 

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from symlib.core.checks import check_finite_tree
 from symlib.core.pytree import SEP, flatten_dict, unflatten_dict
 from symlib.symmetry import permutations as _perm
 
@@ -615,12 +616,16 @@ def check_spec_invariance(spec: PermutationSpec, params: Mapping, apply_fn, x, k
             how much (or :func:`check_spec`'s error when the shapes do not fit).
     """
     sizes = check_spec(spec, params)
+    check_finite_tree(params, "params")  # NaN weights give NaN outputs, which no spec can keep equal
     rng = _perm.as_generator(key)
     if perturb:
         params = jax.tree_util.tree_map(
             lambda v: (np.asarray(v) + (perturb * float(np.std(v)) + perturb / 10)
                        * rng.standard_normal(np.shape(v))).astype(np.asarray(v).dtype), params)
     ref = jax.tree_util.tree_leaves(apply_fn(params, x))
+    if not all(np.all(np.isfinite(np.asarray(r))) for r in ref):
+        raise ValueError("the outputs of apply_fn(params, x) are not finite (NaN or inf) before any permutation, "
+                         "so the check cannot compare them: look at x and at the model, not at the spec")
     worst = 0.0
     for name in spec.perm_names:
         for _ in range(int(trials)):

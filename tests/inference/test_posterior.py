@@ -143,3 +143,56 @@ def test_last_layer_laplace_draws_whole_networks():
     _same(jax.tree_util.tree_map(lambda a: a[1], draws["dense_0"]), PARAMS0["dense_0"])
     with pytest.raises(ValueError, match="no top-level layer 'head'"):
         inference.sample(jax.random.key(11), inference.LastLayerLaplace(PARAMS0, kfac), 3)
+
+
+# ------------------------------------------------------------------ nothing silent (issue 45)
+
+def test_a_fit_refuses_a_non_finite_start():
+    bad = jax.tree_util.tree_map(lambda a: a, PARAMS0)
+    bad["dense_0"]["kernel"] = np.asarray(bad["dense_0"]["kernel"]).copy()
+    bad["dense_0"]["kernel"][0, 0] = np.nan
+    for fit, cfg in ((inference.fit_map, TrainConfig(epochs=1, batch_size=16, learning_rate=1e-2)),
+                     (inference.fit_vi, VIConfig(epochs=1, batch_size=16, learning_rate=1e-2)),
+                     (inference.fit_sghmc, SGHMCConfig(step_size=1e-3, epochs=2, batch_size=16, num_samples=2))):
+        with pytest.raises(ValueError, match=r"params0\['dense_0'\]\['kernel'\].*NaN"):
+            fit(jax.random.key(0), bad, MODEL, DATA, cfg)
+
+
+def test_a_diverging_fit_stops_naming_the_step_and_the_fix():
+    with pytest.raises(inference.NonFiniteFitError, match=r"fit_map: the parameters became NaN or inf \(the loss "
+                                                          r"was first non-finite at epoch \d+\); lower the learning rate"):
+        inference.fit_map(jax.random.key(1), PARAMS0, MODEL, DATA,
+                          TrainConfig(epochs=3, batch_size=16, learning_rate=1e30))
+    with pytest.raises(inference.NonFiniteFitError, match=r"fit_sghmc: the samples became NaN or inf \(first at kept "
+                                                          r"sample \d+ of 3, draw \d+\); lower the step size"):
+        inference.fit_sghmc(jax.random.key(2), PARAMS0, MODEL, DATA,
+                            SGHMCConfig(step_size=1e3, epochs=4, batch_size=16, num_samples=3))
+    with pytest.raises(inference.NonFiniteFitError, match=r"fit_vi: .* lower the learning rate"):
+        inference.fit_vi(jax.random.key(3), PARAMS0, MODEL, DATA,
+                         VIConfig(epochs=2, batch_size=16, learning_rate=1e30))
+
+
+def test_metrics_on_logits_check_concrete_labels():
+    from symlib import evaluation
+
+    logits = np.zeros((3, 3), np.float32)
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 3\) for 3 classes"):
+        evaluation.nll(logits, np.array([0, 1, 3]))  # was nan, with an accuracy that counted the label as wrong
+
+    with pytest.raises(ValueError, match="labels must have shape"):
+        evaluation.accuracy(logits, np.array([0, 1]))
+    with pytest.raises(ValueError, match="integer class indices"):
+        evaluation.nll(logits, np.array([0.0, 1.0, 2.0]))
+    assert float(jax.jit(evaluation.nll)(logits, np.array([0, 1, 2]))) == pytest.approx(np.log(3))  # traced: no check
+
+
+def test_raw_uint8_images_get_a_warning():
+    """Issue 45: uint8 images 0..255 went through a fit and a barrier without a word."""
+    from symlib import evaluation
+
+    raw = (np.abs(X) * 100).astype(np.uint8)
+    with pytest.warns(UserWarning, match=r"data.x holds uint8 values \(up to \d+\).*data.x / 255.0"):
+        inference.fit_map(jax.random.key(1), PARAMS0, MODEL, Data(raw, Y),
+                          TrainConfig(epochs=1, batch_size=16, learning_rate=1e-3))
+    with pytest.warns(UserWarning, match=r"x holds uint8 values"):
+        evaluation.interpolation_curve(PARAMS0, PARAMS0, raw, Y, 3)

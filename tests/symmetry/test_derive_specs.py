@@ -364,7 +364,7 @@ def test_scaling_through_a_flatten():
     params = _init(model, x)["params"]
     spec = scaling_spec_from_flax(model, params, x)
     assert spec.views == {"Dense_0/kernel": (4, 5, 6)}
-    assert spec.groups["P_Conv_1"] == (("Conv_1/bias", 0, 1), ("Conv_1/kernel", 3, 1), ("Dense_0/kernel", 1, -1))
+    assert spec.groups["P_Conv_1"] == (("Conv_1/kernel", 3, 1), ("Conv_1/bias", 0, 1), ("Dense_0/kernel", 1, -1))  # forward order
     assert spec.groups["P_Dense_0"][-1] == ("Dense_1/kernel", 0, -1)
     assert ("Dense_0/kernel", 2, 1) in spec.groups["P_Dense_0"]
     hand = ScalingSpec(
@@ -704,3 +704,20 @@ def test_output_and_softmax_axes():
     report = derive_report(f, p, jnp.ones((2, 3)))
     assert report.spec.axes == {"a": (None, "P_a_1"), "b": ("P_a_1", None)}
     assert report.stopped[("b", 1)] == ("model output",)
+
+
+def test_silent_cases_get_an_error_naming_the_problem():
+    """Issue 45: an empty example batch is refused before the trace (it raised JAX's
+    ZeroDivisionError from inside the model); NaN parameters are named by the invariance
+    check instead of being blamed on the spec."""
+    model, x = ZOO["mlp2"][0], ZOO["mlp2"][1]
+    params = _init(model, x)["params"]
+    with pytest.raises(ValueError, match=r"example input 0 has no examples \(shape \(0, 6\)\)"):
+        permutation_spec_from_flax(model, params, x[:0])
+    spec = permutation_spec_from_flax(model, params, x)
+    bad = jax.tree.map(np.array, params)
+    bad["Dense_0"]["kernel"][0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"params\['Dense_0'\]\['kernel'\].*NaN"):
+        check_spec_invariance(spec, {"params": bad}["params"], lambda p, v: model.apply({"params": p}, v), x)
+    with pytest.raises(ValueError, match="outputs of apply_fn.*are not finite"):
+        check_spec_invariance(spec, params, lambda p, v: model.apply({"params": p}, v) * np.nan, x)

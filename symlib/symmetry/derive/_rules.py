@@ -538,6 +538,35 @@ def _call(g: Graph, eqn, sub, consts, label: str) -> None:
 # --- tracing -------------------------------------------------------------------------------------
 
 
+def _first_uses(jaxpr, invars) -> dict:
+    """For each of ``invars`` used by ``jaxpr``, the position of its first use in the forward
+    computation: the index of the equation that reads it, followed, when that equation calls
+    a sub-jaxpr (a jit, a custom derivative, a scan) taking it as an argument, by the position
+    of its first use inside. Positions compare lexicographically in the order of execution, so
+    the order they give depends only on the computation, not on how the parameters are keyed."""
+    first: dict = {}
+
+    def walk(jx, names: dict, prefix: tuple) -> None:
+        for k, eqn in enumerate(jx.eqns):
+            sub, _ = _subjaxpr(eqn)
+            mapped = sub is not None and len(sub.invars) == len(eqn.invars)
+            inner: dict = {}
+            for j, v in enumerate(eqn.invars):
+                if is_literal(v) or v not in names or names[v] in first:
+                    continue
+                if mapped:
+                    inner[sub.invars[j]] = names[v]
+                else:
+                    first[names[v]] = (*prefix, k)
+            if inner:
+                walk(sub, inner, (*prefix, k))
+                for top in inner.values():  # passed to the call but not read inside it
+                    first.setdefault(top, (*prefix, k))
+
+    walk(jaxpr, {v: i for i, v in enumerate(invars)}, ())
+    return first
+
+
 def trace_graph(mode: str, fn: Callable, params: Mapping, args: tuple):
     """Trace ``fn(params, *args) -> (output, state)`` and build the graph.
 
@@ -546,6 +575,10 @@ def trace_graph(mode: str, fn: Callable, params: Mapping, args: tuple):
     """
     if not isinstance(params, Mapping):
         raise TypeError(f"params must be a (nested) dict of arrays, got {type(params).__name__}")
+    for i, leaf in enumerate(jax.tree_util.tree_leaves(args)):  # an empty batch: refused before the trace
+        if np.ndim(leaf) >= 1 and np.shape(leaf)[0] == 0:
+            raise ValueError(f"example input {i} has no examples (shape {np.shape(leaf)}): pass a batch of at least "
+                             "one example (the values do not matter, only the shapes)")
     flat = flatten_params(params)
     paths = list(flat)
     nested = any(isinstance(v, Mapping) for v in params.values())
@@ -564,6 +597,12 @@ def trace_graph(mode: str, fn: Callable, params: Mapping, args: tuple):
     jaxpr = closed.jaxpr
     g = Graph(mode)
     pvars = jaxpr.invars[:len(paths)]
+    # the parameters in the order the computation first reads them (unread ones last, by path):
+    # every result that follows the order of the parameters (the classes' order and names, the
+    # scaling groups' order) then depends on the function, not on the dict's key order
+    first = _first_uses(jaxpr, pvars)
+    forward = sorted(range(len(paths)), key=lambda i: (i not in first, first.get(i, ()), paths[i]))
+    paths, pvars = [paths[i] for i in forward], [pvars[i] for i in forward]
     for path, v in zip(paths, pvars):
         g.kind[g.vid(v)] = "param"
         g.view[g.vid(v)] = (path, tuple(range(len(aval_shape(v)))))
