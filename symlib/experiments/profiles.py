@@ -58,7 +58,7 @@ class XiaoProfile(SharedProfile):
             600 burn-in iterations, one sample kept every 10 iterations, 1,000 samples);
             ``hmc_samples`` kept per chain, step size adapted during burn-in if ``hmc_adapt``.
             Chains start from independent initialisations, so each sits in its own
-            permutation mode; the quick profile spends its budget on 12 short chains (5 samples
+            permutation mode; the quick profile spends its budget on 9 short chains (5 samples
             each) rather than 2 long ones, so that the direct summary mixes modes.
         bnn_n_train: training examples (the first of the profile's training split) seen by
             every posterior approximation (HMC, VI, deep ensemble), so they can be compared.
@@ -292,7 +292,7 @@ PROFILES: dict[str, Profile] = {
         not_runs=3,
         rebasin_pairs=3,
         bnn_n_train=2_000,
-        hmc_chains=12,  # 3 runs of 4 chains; xiao.agreement_by_chains (1, 2, 4, 12 chains) reuses this run
+        hmc_chains=9,  # 3 runs of 3 chains; xiao.agreement_by_chains (1, 3, 9 chains) reuses this run
         hmc_step_size=1e-3,
         hmc_adapt=True,
         hmc_leapfrog=20,
@@ -306,7 +306,7 @@ PROFILES: dict[str, Profile] = {
         vi_std_init=0.01,
         ensemble_members=5,
         mc_samples=100,
-        xiao_replicates=3,  # 3 disjoint groups of 4 of the 12 chains, 3 ensembles, 3 VI fits
+        xiao_replicates=3,  # 3 disjoint groups of 3 of the 9 chains, 3 ensembles, 3 VI fits
         align_widths=(32, 64, 128),
         align_depth=3,
         align_epochs=20,

@@ -600,7 +600,7 @@ def compact_representation(profile: Profile) -> dict[str, Any]:
 
 
 #: numbers of HMC chains of :func:`agreement_by_chains` (beyond the paper: issue 28, item 5)
-CHAIN_COUNTS = (1, 2, 4, 12)
+CHAIN_COUNTS = (1, 3, 9)
 
 
 def agreement_by_chains(profile: Profile, counts: Sequence[int] = CHAIN_COUNTS) -> dict[str, np.ndarray]:
