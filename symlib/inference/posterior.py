@@ -45,8 +45,8 @@ import numpy as np
 from symlib.core.checks import check_finite_tree, positive_int, warn_raw_images
 from symlib.core.gaussian import DiagonalGaussian, sample_gaussian
 from symlib.inference.dropout import dropout_samples, train_dropout
-from symlib.inference.laplace import (KFACPosterior, LaplacePosterior, kfac_sample, laplace_posterior,
-                                      laplace_sample)
+from symlib.inference.laplace import (MAX_FULL_PARAMS, KFACPosterior, LaplacePosterior, kfac_sample,
+                                      laplace_posterior, laplace_sample)
 from symlib.inference.sgmcmc import run_sghmc
 from symlib.inference.swag import SWAGConfig, SWAGPosterior, swag_sample, train_swag
 from symlib.inference.training import TrainConfig, train_map, train_map_many
@@ -125,13 +125,15 @@ class LaplaceConfig(NamedTuple):
     """Laplace around the trained network (:func:`~symlib.inference.laplace.laplace_posterior`):
     ``prior_precision``, ``hessian`` ``"full"`` or ``"ggn"``, accumulation ``batch_size``,
     eigenvalue floor ``min_eigenvalue`` (None: the prior precision), ``num_data`` the
-    likelihood's ``N`` (None: ``len(x)``)."""
+    likelihood's ``N`` (None: ``len(x)``), ``max_params`` the size above which it refuses
+    (None: no limit)."""
 
     prior_precision: float
     hessian: str = "full"
     batch_size: int = 32
     min_eigenvalue: float | None = None
     num_data: int | None = None
+    max_params: int | None = MAX_FULL_PARAMS
 
 
 class SGHMCConfig(NamedTuple):

@@ -194,3 +194,29 @@ def test_bad_inputs_name_the_argument():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a positive-definite precision warns about nothing
         laplace_posterior(params, x, y, apply_fn=linear_apply, prior_precision=1.0, hessian="ggn", batch_size=7)
+
+
+def test_a_dense_laplace_too_large_is_refused_before_any_work():
+    """Issue 45: a full Laplace on a 26.7k-parameter CNN ran for minutes without a word. Above
+    max_params it is refused at once, with the memory and work it would take and the
+    alternatives; max_params=None runs it anyway."""
+    import time
+
+    from symlib.core.models import mlp_apply, mlp_init
+    from symlib.inference import laplace_posterior
+    from symlib.inference.laplace import MAX_FULL_PARAMS
+
+    big = mlp_init(jax.random.key(0), [100, 100, 10])  # 11,110 parameters
+    x, y = np.zeros((4, 100), np.float32), np.zeros(4, int)
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"dense full Laplace on 11,110 parameters needs a 11,110 x 11,110 float64 "
+                                         r"precision \(0.99 GB\).*last-layer Laplace.*max_params=None"):
+        laplace_posterior(big, x, y, apply_fn=mlp_apply, prior_precision=1.0)
+    assert time.perf_counter() - start < 1.0 and MAX_FULL_PARAMS == 10_000
+    small = mlp_init(jax.random.key(0), [3, 4, 2])
+    with pytest.raises(ValueError, match="above max_params=10"):
+        laplace_posterior(small, np.zeros((4, 3), np.float32), np.zeros(4, int), apply_fn=mlp_apply,
+                          prior_precision=1.0, max_params=10)
+    post = laplace_posterior(small, np.zeros((4, 3), np.float32), np.zeros(4, int), apply_fn=mlp_apply,
+                             prior_precision=1.0, max_params=None)
+    assert post.precision.shape == (26, 26)
