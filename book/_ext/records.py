@@ -22,18 +22,22 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 
-def _table(headers: list[str], rows: list[list[str]], caption: str) -> list[nodes.Node]:
-    """A docutils table with a header row, and its caption as a paragraph above it."""
-    table = nodes.table(classes=["records-table"])
+def _table(headers: list[str], rows: list[list], caption: str, widths: list[int] | None = None) -> list[nodes.Node]:
+    """A docutils table with a header row, and its caption as a paragraph above it. A cell is a
+    string (text) or a docutils node (e.g. ``nodes.literal`` for a command, which must keep its
+    ``--`` rather than be typeset as a dash); ``widths`` are relative column widths."""
+    table = nodes.table(classes=["records-table"] + (["colwidths-given"] if widths else []))
     group = nodes.tgroup(cols=len(headers))
     table += group
-    group.extend(nodes.colspec(colwidth=1) for _ in headers)
+    group.extend(nodes.colspec(colwidth=w) for w in (widths or [1] * len(headers)))
 
-    def row(cells: list[str]) -> nodes.row:
+    def row(cells: list) -> nodes.row:
         r = nodes.row()
         for c in cells:
             entry = nodes.entry()
-            entry += nodes.paragraph(text=c)
+            para = nodes.paragraph()
+            para += c if isinstance(c, nodes.Node) else nodes.Text(c)
+            entry += para
             r += entry
         return r
 
@@ -59,9 +63,11 @@ class SavedRuns(SphinxDirective):
                 continue
             elapsed = rec.get("elapsed_s")
             rows.append([rec["experiment"], rec.get("profile", ""), rec.get("device", ""), str(rec.get("date", "")),
-                         "" if elapsed is None else f"{float(elapsed):,.0f}", rec.get("command", "")])
+                         "" if elapsed is None else f"{float(elapsed):,.0f}",
+                         nodes.literal(text=rec.get("command", ""))])
         return _table(["experiment", "label", "device", "date", "elapsed (s)", "command"], rows,
-                      f"Generated from the {len(rows)} records in book/results/ at build time.")
+                      f"Generated from the {len(rows)} records in book/results/ at build time.",
+                      widths=[3, 3, 4, 2, 2, 8])
 
 
 #: executions shown by ``{book-timings}`` (the most recent; the file keeps every one)
