@@ -36,6 +36,7 @@ module of one's own, or a log-likelihood other than the categorical one.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -226,8 +227,6 @@ def fit_ensemble(key: jax.Array, params0: PyTree, model: Model, data: Data, conf
 def fit_vi(key: jax.Array, params0: PyTree, model: Model, data: Data, config: VIConfig) -> DiagonalGaussian:
     """Mean-field VI with means initialised at ``params0`` (:func:`~symlib.inference.vi.train_vi`)."""
     _check(model, data, config, VIConfig, params0)
-    import warnings
-
     with warnings.catch_warnings():  # a non-finite ELBO is an error here, named below
         warnings.filterwarnings("ignore", "the ELBO became non-finite", RuntimeWarning)
         res = train_vi(key, params0, categorical_loglik_fn(model.apply_fn), data.x, data.y, **config._asdict())

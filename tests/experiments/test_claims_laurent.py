@@ -460,3 +460,17 @@ def test_swap_ratio_with_a_run_that_never_swapped_early():
     pr["last_per_step"][1], pr["late_net_per_epoch"][1] = [0.0, 0.002, 0.001], [0.0, 0.01, 0.0]
     v = _verdicts("laurent_optunets", s)
     assert v["swaps_in_high_lr_phases"] is SAME and v["ordering_freezes"] is SAME
+
+
+def test_swap_claims_do_not_depend_on_key_order():
+    """Fig. 4's claims (swaps_scarce and swaps_gathered among them; no saved run has their
+    counts yet) give the same verdicts and intervals with the summary's keys shuffled."""
+    from test_claims import _shuffled
+
+    s = _trained(np.random.default_rng(21))
+    base = claims.evaluate("laurent_optunets", s)
+    again = claims.evaluate("laurent_optunets", _shuffled(s, np.random.default_rng(0)))
+    for a, b in zip(base, again):
+        assert a.claim.name == b.claim.name and a.verdict is b.verdict, a.claim.name
+        np.testing.assert_allclose([a.evidence.effect, a.evidence.low, a.evidence.high],
+                                   [b.evidence.effect, b.evidence.low, b.evidence.high], equal_nan=True)

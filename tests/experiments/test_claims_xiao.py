@@ -446,3 +446,19 @@ def test_hmc_budget_is_read_from_the_profile():
         assert b.samples == p.hmc_chains * p.hmc_samples
         assert manifest.hmc_budget(p) == str(b) and f"{p.bnn_n_train:,} images" in str(b)
     assert xiao.hmc_budget(get_profile("paper")).samples == 1_000  # App. A: 1,000 HMC samples
+
+
+def test_compact_and_swap_claims_do_not_depend_on_key_order():
+    """The replicated compact summary (no saved run covers it yet) gives the same effects,
+    intervals and verdicts with its dicts' keys shuffled at every depth."""
+    from test_claims import _shuffled
+
+    s = _compact(runs=3)
+    base = claims.evaluate("compact_representation", s)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        again = claims.evaluate("compact_representation", _shuffled(copy.deepcopy(s), rng))
+        for a, b in zip(base, again):
+            assert a.claim.name == b.claim.name and a.verdict is b.verdict, a.claim.name
+            np.testing.assert_allclose([a.evidence.effect, a.evidence.low, a.evidence.high],
+                                       [b.evidence.effect, b.evidence.low, b.evidence.high], equal_nan=True)
