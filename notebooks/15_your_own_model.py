@@ -37,7 +37,9 @@
 # - the min-mass identifiable form {cite:p}`laurent2024symmetry`: one representative per
 #   orbit of the permutation and scaling symmetries;
 # - predictives of a two-member deep ensemble and of the variational posterior, with
-#   accuracy, NLL and ECE.
+#   accuracy, NLL and ECE;
+# - the same route for models written in `flax.nnx` and in Equinox: their conversion to
+#   parameters and an `apply_fn`, derived specs, weight matching, the barrier and a fit.
 #
 # Scale: a **stand-in** of our own (a shipped subset of MNIST, small CNNs, a few epochs);
 # the papers ran none of these settings. The page executes identically in every profile.
@@ -288,6 +290,25 @@ glue("own_orders_above", f"{above} of the {KEYS}", display=False)
 # barrier.
 
 # %% [markdown]
+# Activation matching needs no more from the model: given the model's own `apply` (logits
+# out), `activation_matching` finds, in the traced computation, the activation that carries
+# each permutation of the derived spec (here the post-ReLU feature maps and hidden units) and
+# matches B's units to A's by the correlation of those activations over the training images.
+
+# %%
+act = symmetry.activation_matching(spec, a, b, x, apply_fn=model.apply)
+curve = evaluation.interpolation_curve(a, symmetry.apply_permutation(spec, act.perms, b), x_test, y_test, 11,
+                                       apply_fn=model.apply)
+barrier_act = evaluation.loss_barrier(curve["lambda"], curve["loss"])
+print(f"wide pair: barrier {barriers[('wide', 'naive')]:.3f} nats naive, {barriers[('wide', 'weight matching')]:.3f} "
+      f"after weight matching, {barrier_act:.3f} after activation matching")
+glue("own_barrier_wide_act", f"{barrier_act:.2f}", display=False)
+
+# %% [markdown]
+# Activation matching takes the wide pair's barrier to {glue:text}`own_barrier_wide_act`
+# nats (one pair, an illustration, as above).
+
+# %% [markdown]
 # ## Aligning two mean-field posteriors
 #
 # Every posterior approximation of `symlib.inference` has one shape,
@@ -385,6 +406,136 @@ rows = [[name, f"{float(evaluation.accuracy_from_probs(p, y_test)):.3f}",
 display(Table(["predictive", "accuracy", "NLL (nats)", "ECE (15 bins)"], rows))
 
 # %% [markdown]
+# ## Models in flax.nnx and Equinox
+#
+# symlib never imports a model's framework. Its spec tools (derivation, matching,
+# `apply_permutation`, the invariance check) read the parameters as a dict of arrays, nested
+# or flat with `/`-joined paths; the barrier, the fits and the predictives take any pytree
+# with its `apply_fn`. A model written in `flax.nnx` or in Equinox therefore reaches symlib
+# through a few lines of conversion, written once:
+#
+# - `flax.nnx`: `nnx.split(model)` gives the module's graph definition and its `nnx.State`;
+#   `nnx.to_pure_dict` turns the state into plain nested dicts, and `apply_fn` rebuilds the
+#   module with `nnx.merge(graphdef, params)`, which takes the plain dicts back. (The spec
+#   tools need the plain dicts: they do not read an `nnx.State`, a mapping of its own type.)
+# - Equinox: `eqx.partition(model, eqx.is_array)` separates the arrays from the rest of the
+#   module; the arrays go into a flat dict keyed by their paths (`layers/0/weight`), and
+#   `apply_fn` puts them back with `eqx.combine` and maps the module, which takes one
+#   example, over the batch with `jax.vmap`. (An Equinox module itself is refused by the spec
+#   tools with a `TypeError` naming the dict they need.)
+#
+# Both models below are MLPs with two hidden ReLU layers on the flattened images, the
+# Equinox one the library's own `eqx.nn.MLP`. Scale: a miniature, to show the route (small
+# networks, this page's MNIST subset, a few epochs); none of its numbers is a result.
+
+# %%
+import equinox as eqx
+from flax import nnx
+
+
+class NnxMLP(nnx.Module):
+    def __init__(self, rngs, hidden=64):
+        self.fc1 = nnx.Linear(784, hidden, rngs=rngs)
+        self.fc2 = nnx.Linear(hidden, hidden, rngs=rngs)
+        self.out = nnx.Linear(hidden, 10, rngs=rngs)
+
+    def __call__(self, x):
+        return self.out(nnx.relu(self.fc2(nnx.relu(self.fc1(x)))))
+
+
+def from_nnx(module):
+    """(params, apply_fn) of an nnx module; params: plain nested dicts of arrays."""
+    graphdef, state = nnx.split(module)
+    return nnx.to_pure_dict(state), lambda params, xb: nnx.merge(graphdef, params)(xb)
+
+
+def from_equinox(module):
+    """(params, apply_fn) of an Equinox module; params: a flat dict keyed by the arrays' paths."""
+    arrays, static = eqx.partition(module, eqx.is_array)
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(arrays)
+    names = [jax.tree_util.keystr(path, simple=True, separator="/") for path, _ in leaves]
+
+    def apply_fn(params, xb):
+        net = eqx.combine(jax.tree_util.tree_unflatten(treedef, [params[n] for n in names]), static)
+        return jax.vmap(net)(xb)                                  # the module takes one example
+
+    return {n: leaf for n, (_, leaf) in zip(names, leaves)}, apply_fn
+
+
+frameworks = {
+    "flax.nnx": lambda seed: from_nnx(NnxMLP(nnx.Rngs(seed))),
+    "Equinox": lambda seed: from_equinox(
+        eqx.nn.MLP(784, 10, 64, 2, activation=jax.nn.relu, key=jax.random.key(seed))),
+}
+x_flat, x_test_flat = x.reshape(len(x), -1), x_test.reshape(len(x_test), -1)
+starts, fw_specs, fw_invariance = {}, {}, {}
+for fw, make in frameworks.items():
+    (p0, fw_apply), (p1, _) = make(0), make(1)
+    starts[fw] = (p0, p1, fw_apply)
+    fw_specs[fw] = symmetry.permutation_spec_from_apply(fw_apply, p0, x_flat[:8])
+    fw_invariance[fw] = symmetry.check_spec_invariance(fw_specs[fw], p0, fw_apply, x_test_flat[:256])
+    print(f"{fw}: largest change of a logit under random permutations from the spec: {fw_invariance[fw]:.1e}")
+    for path, names in fw_specs[fw].axes.items():
+        print(f"  {path:16s} {names}")
+
+# %% [markdown]
+# `flax.nnx` stores a dense kernel as (inputs, outputs), Equinox a weight as (outputs,
+# inputs); the derived specs put each hidden layer's permutation on the axis its framework
+# uses, and random permutations from them leave the logits unchanged up to float32 rounding.
+#
+# Two networks per framework are trained with `fit_map` from two starts; weight matching
+# (the best of {glue:text}`own_keys` sweep orders by `J`, as above) aligns B to A, and a
+# copy of A permuted at random is matched back to A as a control.
+
+# %%
+fw_config = inference.TrainConfig(epochs=5, batch_size=100, learning_rate=1e-2)
+fw_results = {}
+for fw, (p0, p1, fw_apply) in starts.items():
+    spec_f, model_f = fw_specs[fw], inference.Model(fw_apply)
+    fa, fb = (inference.fit_map(jax.random.key(20 + i), p, model_f, inference.Data(x_flat, y), fw_config).params
+              for i, p in enumerate((p0, p1)))
+    best = max((symmetry.weight_matching(k, spec_f, fa, fb) for k in range(KEYS)), key=lambda m: m.objective[-1])
+    copy_a = symmetry.apply_permutation(spec_f, symmetry.random_permutations(5, spec_f, fa), fa)
+    copy_back = symmetry.apply_permutation(spec_f, symmetry.weight_matching(0, spec_f, fa, copy_a).perms, copy_a)
+    fw_results[fw] = {
+        "accuracy": [float((fw_apply(v, x_test_flat).argmax(-1) == y_test).mean()) for v in (fa, fb)],
+        "naive": evaluation.barrier(fa, fb, x_test_flat, y_test, 11, apply_fn=fw_apply),
+        "matched": evaluation.barrier(fa, symmetry.apply_permutation(spec_f, best.perms, fb), x_test_flat, y_test,
+                                      11, apply_fn=fw_apply),
+        "copy naive": evaluation.barrier(fa, copy_a, x_test_flat, y_test, 11, apply_fn=fw_apply),
+        "copy matched": evaluation.barrier(fa, copy_back, x_test_flat, y_test, 11, apply_fn=fw_apply),
+        "copy distance": symmetry.param_distance(fa, copy_back),
+    }
+display(Table(["framework", "test accuracy (A, B)", "barrier A-B (nats)", "A-B after matching",
+               "barrier A-copy (nats)", "A-copy after matching", "distance A-copy after matching"],
+              [[fw, ", ".join(f"{a:.3f}" for a in r["accuracy"]), f"{r['naive']:.3f}", f"{r['matched']:.3f}",
+                f"{r['copy naive']:.3f}", f"{r['copy matched']:.1e}", f"{r['copy distance']:.1e}"]
+               for fw, r in fw_results.items()]))
+for fw, tag in (("flax.nnx", "nnx"), ("Equinox", "eqx")):
+    glue(f"own_{tag}_naive", f"{fw_results[fw]['naive']:.2f}", display=False)
+    glue(f"own_{tag}_matched", f"{fw_results[fw]['matched']:.2f}", display=False)
+    glue(f"own_{tag}_copy", f"{fw_results[fw]['copy naive']:.2f}", display=False)
+glue("own_fw_copy_distance", f"{max(r['copy distance'] for r in fw_results.values()):.1e}", display=False)
+glue("own_fw_copy_barrier", f"{max(abs(r['copy matched']) for r in fw_results.values()):.1e}", display=False)
+
+# %% [markdown]
+# For the `flax.nnx` pair weight matching takes the barrier from {glue:text}`own_nnx_naive`
+# to {glue:text}`own_nnx_matched` nats, for the Equinox pair from
+# {glue:text}`own_eqx_naive` to {glue:text}`own_eqx_matched` (one pair each, an
+# illustration). The randomly permuted copies of A start with a barrier of
+# {glue:text}`own_nnx_copy` and {glue:text}`own_eqx_copy` nats; matching recovers them to a
+# distance of at most {glue:text}`own_fw_copy_distance` from A, with a barrier of at most
+# {glue:text}`own_fw_copy_barrier` nats. The cell below asserts these properties.
+
+# %%
+for fw, r in fw_results.items():
+    assert fw_invariance[fw] < 1e-4, (fw, fw_invariance[fw])
+    assert min(r["accuracy"]) > 0.5, (fw, r)                               # chance: 0.1
+    assert r["copy naive"] > 0.1 and r["copy distance"] < 1e-6 and abs(r["copy matched"]) < 1e-4, (fw, r)
+    assert np.isfinite(r["naive"]) and r["matched"] < r["naive"], (fw, r)
+print("flax.nnx and Equinox: specs, matching, barriers and fits as asserted")
+
+# %% [markdown]
 # ## Synthesis
 #
 # On a model symlib had never seen, the derived specs pass the invariance check, weight
@@ -392,7 +543,8 @@ display(Table(["predictive", "accuracy", "NLL (nats)", "ECE (15 bins)"], rows))
 # wide network, Wasserstein alignment lowers the
 # distance between the posteriors, and the identifiable form maps a permuted and rescaled
 # copy back onto the original. The cell below asserts these four properties, so this page
-# fails its test if one stops being true. The narrow network's barrier is shown, not
+# fails its test if one stops being true (the section on `flax.nnx` and Equinox asserts its
+# own: the same route, derived specs, matching, barrier and fit, for models written there). The narrow network's barrier is shown, not
 # asserted: it is the width effect, a property of the models, not of the library.
 
 # %%

@@ -109,6 +109,8 @@ def build_parser(experiment_list: str) -> argparse.ArgumentParser:
     g_next.add_argument("--minutes", type=float, required=True, help="wall time of this call, process start included")
     g_next.add_argument("--out", required=True, metavar="DIR", help="where the steps are written as they finish ($OUT)")
     g_next.add_argument("--job", default=None, help="run this job instead of the first unfinished one")
+    g_next.add_argument("--here", action="store_true", help="the first unfinished job that runs on this machine "
+                                                            "(\"where\": \"here\"), not on the device")
     g_fold = gsub.add_parser("fold", help="here: fold a device call's return into the queue and book/results")
     g_fold.add_argument("returned", metavar="DIR", help="the folder the device call's files came back in")
     g_fold.add_argument("--results", default=None, metavar="DIR", help="where saved results go (default book/results)")
@@ -133,7 +135,7 @@ def _gpu(args, argv: list[str] | None, started: float) -> int:
         elif args.gpu_command == "next":
             command = "python -m symlib " + " ".join(argv if argv is not None else sys.argv[1:])
             gpu_queue.next_steps(queue, Path(args.out), args.minutes, started=started, command=command,
-                                 job_name=args.job)
+                                 job_name=args.job, here=args.here)
         elif args.gpu_command == "fold":
             counts = gpu_queue.fold(Path(args.returned), queue, args.results)
             print(f"folded: {counts['new']} new step(s), {counts['already']} already there, "

@@ -113,13 +113,17 @@ class GPUQueue(SphinxDirective):
             prog = job.get("progress") or {}
             dates = sorted(str(m["date"])[:10] for m in steps.values())
             where = "; ".join(sorted({m["device"] for m in steps.values()}))
-            rows.append([job["name"], job["kind"], f"{len(steps)} of {job['steps']}",
+            runs_on = "GPU" if job.get("where", "device") == "device" else "here"
+            rows.append([job["name"], f"{job['kind']} ({runs_on})", f"{len(steps)} of {job['steps']}",
                          f"{prog.get('gpu_seconds', 0) / 60:.1f}", f"{gpu_queue.minutes_left(job):.1f}",
                          f"{where} ({dates[0]} to {dates[-1]})" if steps else "", job["title"]])
-        left = sum(gpu_queue.minutes_left(j) for j in queue["jobs"])
-        return _table(["job", "kind", "steps folded", "GPU-min spent", "GPU-min left", "device (dates)", "what"],
+        gpu = [j for j in queue["jobs"] if j.get("where", "device") == "device"]
+        left = sum(gpu_queue.minutes_left(j) for j in gpu)
+        here = sum(gpu_queue.minutes_left(j) for j in queue["jobs"] if j not in gpu)
+        return _table(["job", "kind (runs on)", "steps folded", "min spent", "min left", "device (dates)", "what"],
                       rows, f"Generated from gpu/queue.json and its step files at build time: about {left:.0f} "
-                            "GPU-minutes left (estimates where no step has run yet).")
+                            f"GPU-minutes left, and about {here:.0f} minutes on a 2-core CPU for the jobs that run "
+                            "here (estimates where no step has run yet).")
 
 
 def setup(app):

@@ -13,6 +13,7 @@ from typing import Any
 import jax
 import numpy as np
 from flax import traverse_util
+from flax.core import FrozenDict
 from jax.flatten_util import ravel_pytree
 
 __all__ = ["SEP", "flatten_dict", "unflatten_dict", "tree_to_vector", "vector_to_tree", "ravel"]
@@ -22,6 +23,9 @@ PyTree = Any
 
 
 def _check_keys(tree: Mapping, where: str = "the root") -> None:
+    if not isinstance(tree, (dict, FrozenDict)):
+        raise TypeError(f"expected nested dicts of arrays, got a {type(tree).__name__} at {where!r} (a mapping that "
+                        "is not a dict; for a flax.nnx State convert it first with nnx.to_pure_dict(state))")
     for key, value in tree.items():
         if not isinstance(key, str) or not key:
             raise TypeError(f"keys must be non-empty strings, got {key!r} under {where!r}")

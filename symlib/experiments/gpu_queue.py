@@ -24,11 +24,18 @@ changes is a new job (its ``version``). Before a run that needs a finished job (
 ``needs``), ``next`` puts that job's steps into the artifact cache where the experiment
 looks for them (:func:`symlib.experiments.cache.save_step`).
 
-Job kinds: ``blocks`` (a bank of networks trained in blocks, :class:`~symlib.experiments.registry.Blocks`,
-one block a step; ``target`` names the function ``profile -> Blocks``), ``experiments``
-(registered experiments run in one step, their summaries saved like ``python -m symlib run
---out``), and ``planned`` (listed with its estimate; no runner yet: ``next`` stops there and
-says so).
+Job kinds: ``blocks`` (an experiment's cached steps, one a step; ``target`` names the
+function ``profile -> steps``, where ``steps`` has ``name``, ``cache_config``, ``starts``
+(the steps' labels) and ``train(label)``: a :class:`~symlib.experiments.registry.Blocks` of
+networks, or Laurent et al.'s method zoo, :class:`~symlib.experiments.laurent.posteriors.ZooSteps`),
+``experiments`` (registered experiments run in one step, their summaries saved like ``python
+-m symlib run --out``), and ``planned`` (listed with its estimate; no runner yet: ``next``
+stops there and says so).
+
+A job runs ``where`` ``"device"`` (the default) or ``"here"``: a job that needs no GPU once the
+jobs it ``needs`` are folded (scoring samples, or data the device's carry cannot hold beside
+the rest: the working tree and the carry travel within 64 MiB) runs on this machine with
+``next --here``, and is folded like a device call's return; ``next`` on the device skips it.
 """
 from __future__ import annotations
 
@@ -54,10 +61,13 @@ from symlib.core.pytree import flatten_dict, unflatten_dict
 
 QUEUE_VERSION = 1
 KINDS = ("blocks", "experiments", "planned")
+WHERE = ("device", "here")
 #: the largest file a device call may return is 16 MiB: parts are cut below it
 PART_BYTES = 15 * 2**20
-#: a device call returns at most 8 files (manifest, log and at most this many parts)
-MAX_PARTS = 5
+#: a device call returns at most 8 files: the log, and a manifest and parts per job
+MAX_FILES = 8
+#: parts of one job's return at most
+MAX_PARTS = MAX_FILES - 2
 #: margin on a step's expected seconds before starting it within the minutes given
 MARGIN = 1.25
 CARRY = ".gpu-carry"
@@ -94,7 +104,10 @@ def load_queue(path: Path) -> dict[str, Any]:
             raise ValueError(f"{path}: job names must be present and unique, got {name!r}")
         if job.get("kind") not in KINDS:
             raise ValueError(f"{path}: job {name!r} has kind {job.get('kind')!r}; kinds: {', '.join(KINDS)}")
-        for field in ("title", "estimate_gpu_minutes", "steps"):
+        if job.get("where", "device") not in WHERE:
+            raise ValueError(f"{path}: job {name!r} has where {job.get('where')!r}; one of: {', '.join(WHERE)}")
+        for field in ("title", "steps", "estimate_gpu_minutes") + (("estimate_minutes_here",) if job.get("where") == "here"
+                                                                  else ()):
             if field not in job:
                 raise ValueError(f"{path}: job {name!r} lacks {field!r}")
         missing = [n for n in job.get("needs", []) if n not in seen]
@@ -107,7 +120,7 @@ def load_queue(path: Path) -> dict[str, Any]:
 def job_hash(job: Mapping[str, Any]) -> str:
     """Hash of what a job computes (its definition without progress, estimate or notes)."""
     keep = {k: v for k, v in job.items() if k in ("name", "version", "kind", "target", "experiments", "profile",
-                                                    "set", "label", "steps")}
+                                                    "set", "label", "steps", "needs")}
     return _sha256(json.dumps(keep, sort_keys=True).encode())[:16]
 
 
@@ -127,10 +140,11 @@ def _target(job: Mapping[str, Any]) -> Callable:
 
 
 def job_blocks(job: Mapping[str, Any]):
-    """The :class:`~symlib.experiments.registry.Blocks` of a ``blocks`` job (data loaded).
+    """The steps of a ``blocks`` job (data loaded): a :class:`~symlib.experiments.registry.Blocks`
+    or any object with ``name``, ``cache_config``, ``starts`` and ``train(label)``.
 
     Raises:
-        ValueError: if the job's declared ``steps`` is not its number of blocks.
+        ValueError: if the job's declared ``steps`` is not its number of steps.
     """
     blocks = _target(job)(job_profile(job))
     if len(blocks.starts) != int(job["steps"]):
@@ -196,12 +210,13 @@ def provenance(command: str, root: Path) -> dict[str, Any]:
 
 
 class Bundle:
-    """What a device call returns for one job: its step files in one tar, rewritten after every
-    step (so a call killed later keeps them), cut into parts under :data:`PART_BYTES`, and a
-    ``manifest.json`` with the parts' SHA-256 sums, written last."""
+    """What a device call returns for one job (in ``out/<job>/``): its step files in one tar,
+    rewritten after every step (so a call killed later keeps them), cut into at most
+    ``max_parts`` parts under :data:`PART_BYTES`, and a ``manifest.json`` with the parts'
+    SHA-256 sums, written last."""
 
-    def __init__(self, out: Path, job: Mapping[str, Any]):
-        self.out, self.job, self.files = Path(out), job, {}
+    def __init__(self, out: Path, job: Mapping[str, Any], max_parts: int = MAX_PARTS):
+        self.out, self.job, self.files, self.max_parts, self.num_parts = Path(out), job, {}, max_parts, 0
         self.out.mkdir(parents=True, exist_ok=True)
 
     def add(self, name: str, data: bytes) -> None:
@@ -214,14 +229,16 @@ class Bundle:
                 tar.addfile(info, io.BytesIO(blob))
         blob = buf.getvalue()
         parts = [blob[i:i + PART_BYTES] for i in range(0, len(blob), PART_BYTES)]
-        if len(parts) > MAX_PARTS:
+        if len(parts) > self.max_parts:
             raise RuntimeError(f"the return for job {self.job['name']!r} would need {len(parts)} parts of at most "
-                               f"{PART_BYTES >> 20} MiB (a device call returns 8 files): make its steps smaller")
+                               f"{PART_BYTES >> 20} MiB, {self.max_parts} left (a device call returns "
+                               f"{MAX_FILES} files): make its steps smaller")
         names = []
         for i, part in enumerate(parts):
             pname = f"{self.job['name']}.tar.part-{i:02d}"
             atomic_write(self.out / pname, lambda f, p=part: f.write(p))
             names.append({"name": pname, "sha256": _sha256(part), "bytes": len(part)})
+        self.num_parts = len(parts)
         _write_json(self.out / "manifest.json", {"queue_version": QUEUE_VERSION, "job": self.job["name"],
                                                  "job_hash": job_hash(self.job), "parts": names,
                                                  "sha256": _sha256(blob), "files": sorted(self.files)})
@@ -239,25 +256,35 @@ def _log(out: Path, line: str) -> None:
         f.write(line + "\n")
 
 
-def first_unfinished(queue: Mapping[str, Any], root: Path) -> dict[str, Any] | None:
-    """The first job of the queue with a step not yet folded (None when all are done)."""
+def first_unfinished(queue: Mapping[str, Any], root: Path, where: str = "device",
+                     done_now: Mapping[str, set[int]] | None = None) -> dict[str, Any] | None:
+    """The first job of the queue that runs ``where``, has a runner (not ``planned``) and a
+    step neither folded nor in ``done_now`` (job -> steps run in this call); None when all
+    are done."""
     for job in queue["jobs"]:
-        if len(folded_steps(root / job["name"])) < int(job["steps"]):
+        if job["kind"] == "planned" or job.get("where", "device") != where:
+            continue
+        if len(set(folded_steps(root / job["name"])) | set((done_now or {}).get(job["name"], ()))) < int(job["steps"]):
             return job
     return None
 
 
 def next_steps(queue_path: Path, out: Path, minutes: float, *, started: float | None = None,
-               command: str = "", job_name: str | None = None) -> list[int]:
-    """Run the first unfinished job's next steps (or ``job_name``'s) within ``minutes`` of
-    ``started`` (default: now), each written to ``out`` as soon as it is done.
+               command: str = "", job_name: str | None = None, here: bool = False) -> dict[str, list[int]]:
+    """Run the queue's next steps within ``minutes`` of ``started`` (default: now), each written
+    to ``out/<job>/`` as soon as it is done: the first unfinished job's steps, then, while time
+    and the return's :data:`MAX_FILES` files allow, the next job's (a step of a ``blocks`` job
+    run here is also put into the artifact cache, so a later job of the same call that needs
+    it finds it). Jobs are taken among the device's, or with ``here`` among those that run
+    on this machine (``"where": "here"``); ``planned`` jobs (no runner yet) are skipped and
+    named. With ``job_name`` only that job runs.
 
     Returns:
-        The indices of the steps run.
+        ``{job: indices of the steps run}``, in the order run.
 
     Raises:
-        ValueError: for a planned job (no runner), a job whose ``needs`` are unfinished, or
-            an unknown ``job_name``.
+        ValueError: for a ``job_name`` that is unknown or planned, or a job whose ``needs``
+            are unfinished.
     """
     queue_path = Path(queue_path)
     root = queue_path.parent
@@ -266,35 +293,70 @@ def next_steps(queue_path: Path, out: Path, minutes: float, *, started: float | 
     jobs = {j["name"]: j for j in queue["jobs"]}
     if job_name is not None and job_name not in jobs:
         raise ValueError(f"no job {job_name!r} in {queue_path}; jobs: {', '.join(jobs)}")
-    job = jobs[job_name] if job_name else first_unfinished(queue, root)
-    if job is None:
-        print("every job of the queue is done")
-        return []
-    if job["kind"] == "planned":
-        raise ValueError(f"the next job, {job['name']!r} ({job['title']}), has no runner yet: {job.get('note', '')}")
-    for need in job.get("needs", []):
-        if len(folded_steps(root / need)) < int(jobs[need]["steps"]):
-            raise ValueError(f"job {job['name']!r} needs job {need!r}, which is not finished")
-        install_steps(jobs[need], root / need)
+    if job_name is not None and jobs[job_name]["kind"] == "planned":
+        job = jobs[job_name]
+        raise ValueError(f"job {job['name']!r} ({job['title']}) has no runner yet: {job.get('note', '')}")
     out = Path(out)
-    bundle = Bundle(out, job)
+    out.mkdir(parents=True, exist_ok=True)
+    where = "here" if here else "device"
+    done_now: dict[str, set[int]] = {}
+    files_left = MAX_FILES - 1  # the log
+    prov = provenance(command, root.parent)
+    while True:
+        job = jobs[job_name] if job_name else first_unfinished(queue, root, where, done_now)
+        if job is None or (job_name and job["name"] in done_now):
+            planned = [j["name"] for j in queue["jobs"] if j["kind"] == "planned"
+                       and len(folded_steps(root / j["name"])) < int(j["steps"])]
+            _log(out, f"every job of the queue that runs {'here' if here else 'on the device'} is done"
+                      + (f"; planned jobs without a runner yet: {', '.join(planned)}" if planned else ""))
+            break
+        for need in job.get("needs", []):
+            if len(set(folded_steps(root / need)) | done_now.get(need, set())) < int(jobs[need]["steps"]):
+                if done_now:  # this call ran out of time or files before the job's inputs were complete
+                    _log(out, f"stopping: job {job['name']!r} needs job {need!r}, which is not finished")
+                    return {name: sorted(v) for name, v in done_now.items()}
+                raise ValueError(f"job {job['name']!r} needs job {need!r}, which is not finished")
+            if need not in done_now:
+                install_steps(jobs[need], root / need)
+        bundle = Bundle(out / job["name"], job, max_parts=files_left - 1)
+        ran, finished = _advance(job, root, bundle, out, started, minutes, prov)
+        done_now.setdefault(job["name"], set()).update(ran)
+        files_left -= 1 + bundle.num_parts if ran else 0
+        if not ran:
+            shutil.rmtree(out / job["name"], ignore_errors=True)
+        if not finished or job_name or files_left < 2:
+            break
+    return {name: sorted(v) for name, v in done_now.items()}
+
+
+def _advance(job: Mapping[str, Any], root: Path, bundle: Bundle, out: Path, started: float, minutes: float,
+             prov: Mapping[str, Any]) -> tuple[list[int], bool]:
+    """One job's missing steps, as many as fit in the time left.
+
+    Returns:
+        ``(indices run, whether the job has no step left)``.
+    """
+    from symlib.experiments.cache import save_step
+
     done = folded_steps(root / job["name"])
     todo = [i for i in range(int(job["steps"])) if i not in done]
     expected = (job.get("progress", {}).get("seconds_per_step")
-                or 60.0 * float(job["estimate_gpu_minutes"]) / max(int(job["steps"]), 1))
-    prov = provenance(command, root.parent)
-    _log(out, f"job {job['name']}: {len(done)} of {job['steps']} steps folded; this call: up to {minutes:g} min "
-              f"on {prov['device']} (commit {prov['commit']}, matmul precision {prov['matmul_precision']})")
+                or 60.0 * estimate_minutes(job) / max(int(job["steps"]), 1))
+    _log(out, f"job {job['name']}: {len(done)} of {job['steps']} steps folded; up to {minutes:g} min from the call's "
+              f"start on {prov['device']} (commit {prov['commit']}, matmul precision {prov['matmul_precision']})")
     blocks = job_blocks(job) if job["kind"] == "blocks" else None
     ran = []
     for index in todo:
         elapsed = time.time() - started
         if elapsed + MARGIN * expected > 60.0 * minutes:
-            _log(out, f"stopping: step {index} needs about {expected:.0f} s, {60 * minutes - elapsed:.0f} s left")
-            break
+            _log(out, f"stopping: step {index} of {job['name']} needs about {expected:.0f} s, "
+                      f"{60 * minutes - elapsed:.0f} s left")
+            return ran, False
         t0 = time.perf_counter()
         if blocks is not None:
-            files = {f"step-{index:04d}.npz": _npz_bytes(blocks.train(blocks.starts[index]))}
+            tree = blocks.train(blocks.starts[index])
+            save_step(blocks.name, blocks.cache_config, blocks.starts[index], tree)  # for a later job of this call
+            files = {f"step-{index:04d}.npz": _npz_bytes(tree)}
         else:
             files = _run_experiments(job, prov["command"])
         seconds = time.perf_counter() - t0
@@ -302,14 +364,14 @@ def next_steps(queue_path: Path, out: Path, minutes: float, *, started: float | 
                 **prov, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                 "files": {name: _sha256(data) for name, data in files.items()}}
         if blocks is not None:
-            meta.update(label=int(blocks.starts[index]), sha256=meta["files"][f"step-{index:04d}.npz"])
+            meta.update(label=blocks.starts[index], sha256=meta["files"][f"step-{index:04d}.npz"])
         for name, data in files.items():
             bundle.add(name, data)
         bundle.add(f"step-{index:04d}.json", (json.dumps(meta, indent=1) + "\n").encode())
         ran.append(index)
         expected = max(expected if len(ran) == 1 else 0.0, seconds)
-        _log(out, f"step {index} of {job['steps']} done in {seconds:.1f} s")
-    return ran
+        _log(out, f"step {index} of {job['name']} ({job['steps']} steps) done in {seconds:.1f} s")
+    return ran, True
 
 
 def _run_experiments(job: Mapping[str, Any], command: str) -> dict[str, bytes]:
@@ -363,9 +425,27 @@ def read_return(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     return manifest, files
 
 
+def returned_bundles(directory: Path) -> list[Path]:
+    """The job folders of a call's return: ``directory`` itself if it holds a
+    ``manifest.json``, else its subfolders that do (one a job, in name order).
+
+    Raises:
+        ValueError: if there is none.
+    """
+    directory = Path(directory)
+    if (directory / "manifest.json").exists():
+        return [directory]
+    found = sorted(d for d in directory.iterdir() if (d / "manifest.json").exists()) if directory.is_dir() else []
+    if not found:
+        raise ValueError(f"{directory} holds no manifest.json, nor any folder with one: nothing to fold")
+    return found
+
+
 def fold(directory: Path, queue_path: Path, results_dir: Path | None = None) -> dict[str, int]:
-    """Fold what a device call returned into the job's folder, ``book/results/`` and the
-    queue's progress. Idempotent: a step already folded with the same checksum is skipped.
+    """Fold what a device call returned (every job's folder of it, :func:`returned_bundles`)
+    into the jobs' folders, ``book/results/`` and the queue's progress. Idempotent: a step
+    already folded with the same checksum is skipped. Every job's return is checked before
+    any is folded.
 
     Returns:
         ``{"new": steps added, "already": steps already there, "results": records copied}``.
@@ -374,6 +454,18 @@ def fold(directory: Path, queue_path: Path, results_dir: Path | None = None) -> 
         ValueError: for a damaged return, a return made for another version of the job, or
             a step already folded with a different checksum.
     """
+    bundles = returned_bundles(directory)
+    for bundle in bundles:
+        read_return(bundle)
+    counts = {"new": 0, "already": 0, "results": 0}
+    for bundle in bundles:
+        for k, v in _fold_one(bundle, queue_path, results_dir).items():
+            counts[k] += v
+    return counts
+
+
+def _fold_one(directory: Path, queue_path: Path, results_dir: Path | None) -> dict[str, int]:
+    """:func:`fold` of one job's return."""
     queue_path = Path(queue_path)
     queue = load_queue(queue_path)
     manifest, files = read_return(directory)
@@ -422,11 +514,17 @@ def update_progress(queue_path: Path) -> dict[str, Any]:
     return queue
 
 
+def estimate_minutes(job: Mapping[str, Any]) -> float:
+    """A job's estimated minutes on the machine it runs on: ``estimate_gpu_minutes`` (one
+    H100) for a device job, ``estimate_minutes_here`` (this 2-core machine) for one that runs here."""
+    return float(job["estimate_minutes_here" if job.get("where") == "here" else "estimate_gpu_minutes"])
+
+
 def minutes_left(job: Mapping[str, Any]) -> float:
     """GPU-minutes a job still needs: its remaining steps at the measured rate, else its estimate."""
     prog = job.get("progress") or {}
     left = int(job["steps"]) - int(prog.get("steps_done", 0))
-    per = prog.get("seconds_per_step") or 60.0 * float(job["estimate_gpu_minutes"]) / max(int(job["steps"]), 1)
+    per = prog.get("seconds_per_step") or 60.0 * estimate_minutes(job) / max(int(job["steps"]), 1)
     return left * per / 60.0
 
 
@@ -436,11 +534,14 @@ def status_lines(queue_path: Path) -> list[str]:
     lines = []
     for job in queue["jobs"]:
         prog = job.get("progress") or {}
+        unit = "GPU-min" if job.get("where", "device") == "device" else "min here"
         lines.append(f"{job['name']:24s} {job['kind']:11s} {prog.get('steps_done', 0):>3}/{job['steps']:<3} steps  "
-                     f"{prog.get('gpu_seconds', 0) / 60:6.1f} GPU-min spent  {minutes_left(job):6.1f} left  "
+                     f"{prog.get('gpu_seconds', 0) / 60:6.1f} {unit} spent  {minutes_left(job):6.1f} left  "
                      f"{job['title']}")
-    lines.append(f"left in all: about {sum(minutes_left(j) for j in queue['jobs']):.0f} GPU-minutes "
-                 f"(estimates where no step has run yet)")
+    device = [j for j in queue["jobs"] if j.get("where", "device") == "device"]
+    lines.append(f"left in all: about {sum(minutes_left(j) for j in device):.0f} GPU-minutes "
+                 f"(estimates where no step has run yet), and about "
+                 f"{sum(minutes_left(j) for j in queue['jobs'] if j not in device):.0f} minutes here")
     return lines
 
 

@@ -1,14 +1,16 @@
 """Helpers shared by the fitting loops of :mod:`symlib.inference` (package-private).
 
 The checks of the data against a network (:func:`check_network_data`) and of the
-minibatch loop sizes (:func:`check_minibatch_data`), and the epoch progress bar that a
-compiled loop advances through a host callback (:func:`epoch_bar`, :func:`report_epoch`).
+minibatch loop sizes (:func:`check_minibatch_data`), the split of a network into its
+weights and its model state (:func:`check_state`, :func:`split_state`, :func:`merge_state`),
+and the epoch progress bar that a compiled loop advances through a host callback
+(:func:`epoch_bar`, :func:`report_epoch`).
 Only modules of :mod:`symlib.inference` import from here.
 """
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -32,6 +34,55 @@ def _one_network(params: Params, batch_dims: int, name: str):
     if len(lead) != 1 or any(np.ndim(a) < batch_dims for a in leaves):
         raise ValueError(f"{name}: every leaf must share the {batch_dims} leading (network) axes, got {sorted(lead)}")
     return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[batch_dims:], jnp.result_type(a)), params)
+
+
+def check_state(params, state, name: str = "params0") -> tuple[str, ...]:
+    """The names of the model state entries of ``params``, checked.
+
+    Model state (e.g. a Flax model's ``"batch_stats"``) is a set of top-level entries of the
+    network's pytree that are no weights: never differentiated, never given a posterior spread.
+
+    Args:
+        params: the network's pytree (a mapping when ``state`` is not empty).
+        state: the names of its top-level entries that are model state.
+        name: the name of ``params`` in error messages.
+
+    Returns:
+        ``state`` as a tuple of strings.
+
+    Raises:
+        ValueError: naming the entry of ``state`` that is not a top-level key of ``params``.
+    """
+    if isinstance(state, str):
+        raise ValueError(f"state must be a tuple of top-level keys, e.g. ({state!r},), got the string {state!r}")
+    state = tuple(state)
+    if not state:
+        return state
+    if not isinstance(params, Mapping):
+        raise ValueError(f"state={state} names top-level entries, but {name} is a {type(params).__name__}, not a "
+                         "mapping (e.g. a Flax variables dict {'params': ..., 'batch_stats': ...})")
+    for key in state:
+        if key not in params:
+            raise ValueError(f"state entry {key!r} is not a top-level key of {name} (its keys: {sorted(params)})")
+    if len(state) == len(params):
+        raise ValueError(f"state={state} names every top-level entry of {name}: nothing is left to fit")
+    return state
+
+
+def split_state(params, state: tuple[str, ...]):
+    """``(weights, fixed)``: ``params`` without and with only its ``state`` entries (``params``
+    itself and ``{}`` when ``state`` is empty)."""
+    if not state:
+        return params, {}
+    return {k: v for k, v in params.items() if k not in state}, {k: params[k] for k in state}
+
+
+def merge_state(weights, fixed):
+    """The network of ``weights`` and the state entries ``fixed`` (``weights`` itself when
+    ``fixed`` is empty): the inverse of :func:`split_state`."""
+    if not fixed:
+        return weights
+    return {**weights, **fixed}
 
 
 def check_network_data(apply_fn, params: Params, x, y, name: str = "params0", batch_dims: int = 0) -> None:
@@ -96,12 +147,12 @@ def report_epoch(epoch, loss=None) -> None:
 
 
 @contextlib.contextmanager
-def epoch_bar(epochs: int, enabled: bool, desc: str = "train") -> Iterator[None]:
-    """A progress bar (label ``desc``) over ``epochs`` that :func:`report_epoch` updates."""
+def epoch_bar(epochs: int, enabled: bool, desc: str = "train", unit: str = "epoch") -> Iterator[None]:
+    """A progress bar (label ``desc``) over ``epochs`` (or other ``unit``) that :func:`report_epoch` updates."""
     if not enabled:
         yield
         return
-    bar = progress_bar(epochs, desc, enabled=True, unit="epoch")
+    bar = progress_bar(epochs, desc, enabled=True, unit=unit)
     _EPOCH_BARS.append(bar)
     try:
         yield

@@ -28,6 +28,14 @@ float rounding (``lambda < min_eigenvalue - 1e-5 * max|lambda|``) is recorded in
 ``LaplacePosterior.num_clipped`` and announced with a :class:`LaplaceWarning`. Samples are
 ``theta* + V diag(lambda)^{-1/2} z``, ``z ~ N(0, I_D)``.
 
+*Model state.* With ``state`` (top-level entries of the network that are no weights, e.g. a
+Flax model's ``("batch_stats",)``), ``theta`` is the weights only: the curvature is taken with
+the state held fixed at its values in ``params`` (the network's evaluation mode), ``D`` counts
+the weights, and every sample carries the state unchanged (no spread).
+
+*Progress.* The dense accumulation shows a progress bar over its minibatches on a terminal
+(or when asked, ``progress=True``; :func:`symlib.core.progress.progress_enabled`).
+
 **Last-layer KFAC** (Laurent et al.'s ResNet-18; Ritter, Botev and Barber, ICLR 2018). For
 the last dense layer ``logits = a W + b`` (``a`` the ``(d,)`` features, ``W`` ``(d, C)``),
 the bias is handled as one more row of the kernel: ``abar = [a, 1]`` and
@@ -59,7 +67,9 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from symlib.core.checks import check_finite, check_finite_tree, check_key, positive_float, positive_int
-from symlib.inference._loop import check_network_data
+from symlib.core.progress import progress_enabled
+from symlib.inference._loop import (check_network_data, check_state, epoch_bar, merge_state, report_epoch,
+                                   split_state)
 
 __all__ = ["HESSIANS", "MAX_FULL_PARAMS", "dense_cost", "LaplaceWarning", "LaplacePosterior", "laplace_posterior", "laplace_sample",
            "laplace_covariance", "KFACPosterior", "last_layer_kfac", "kfac_sample", "kfac_precision"]
@@ -85,7 +95,9 @@ _CLIP_RTOL = 1e-5
 
 
 class LaplaceWarning(UserWarning):
-    """Eigenvalues of a Laplace precision were raised to make it positive definite."""
+    """Eigenvalues of a Laplace precision were raised to make it positive definite, or (from
+    :func:`~symlib.inference.posterior.fit_laplace`) the sampled predictive's accuracy fell far
+    below the MAP network's."""
 
 
 class LaplacePosterior(NamedTuple):
@@ -101,6 +113,9 @@ class LaplacePosterior(NamedTuple):
         hessian: ``"full"`` or ``"ggn"``.
         prior_precision: the prior's precision ``tau``.
         num_data: examples ``N`` the likelihood was summed over.
+        state: the top-level entries of ``mean`` that are model state: outside the Gaussian
+            (``D`` and the ``ravel_pytree`` order are those of the other entries), carried
+            unchanged by every sample.
     """
 
     mean: PyTree
@@ -111,6 +126,7 @@ class LaplacePosterior(NamedTuple):
     hessian: str
     prior_precision: float
     num_data: int
+    state: tuple[str, ...] = ()
 
 
 def _nll_terms(logits: jax.Array, y: jax.Array) -> jax.Array:
@@ -118,9 +134,10 @@ def _nll_terms(logits: jax.Array, y: jax.Array) -> jax.Array:
     return -jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1)[:, 0]
 
 
-@partial(jax.jit, static_argnames=("apply_fn", "hessian", "batch_size"))
-def _curvature(params, x, y, *, apply_fn, hessian: str, batch_size: int):
-    """The summed ``(D, D)`` curvature ``H`` over all examples, in minibatches."""
+@partial(jax.jit, static_argnames=("apply_fn", "hessian", "batch_size", "progress"))
+def _curvature(params, fixed, x, y, *, apply_fn, hessian: str, batch_size: int, progress: bool = False):
+    """The summed ``(D, D)`` curvature ``H`` over all examples, in minibatches, of the
+    weights ``params`` with the model state ``fixed`` held (``{}``: none)."""
     flat, unravel = ravel_pytree(params)
     n = x.shape[0]
     steps = -(-n // batch_size)
@@ -128,7 +145,7 @@ def _curvature(params, x, y, *, apply_fn, hessian: str, batch_size: int):
     xb = jnp.concatenate([x, jnp.repeat(x[:1], pad, axis=0)]).reshape((steps, batch_size) + x.shape[1:])
     yb = jnp.concatenate([y, jnp.repeat(y[:1], pad)]).reshape(steps, batch_size)
     wb = jnp.concatenate([jnp.ones(n, flat.dtype), jnp.zeros(pad, flat.dtype)]).reshape(steps, batch_size)
-    logits_of = lambda f, xs: apply_fn(unravel(f), xs)  # noqa: E731
+    logits_of = lambda f, xs: apply_fn(merge_state(unravel(f), fixed), xs)  # noqa: E731
 
     leaves, treedef = jax.tree_util.tree_flatten(params)
     sizes = [leaf.size for leaf in leaves]
@@ -144,7 +161,7 @@ def _curvature(params, x, y, *, apply_fn, hessian: str, batch_size: int):
             def tail_grad(theta_b, b=b):
                 def loss(tail):
                     tree = jax.tree_util.tree_unflatten(treedef, leaves[:b] + tail)
-                    return jnp.sum(ws * _nll_terms(apply_fn(tree, xs), ys))
+                    return jnp.sum(ws * _nll_terms(apply_fn(merge_state(tree, fixed), xs), ys))
                 return ravel_pytree(jax.grad(loss)([theta_b] + leaves[b + 1:]))[0]
 
             cols = jax.jacfwd(tail_grad)(leaf).reshape(flat.size - starts[b], sizes[b])
@@ -164,16 +181,21 @@ def _curvature(params, x, y, *, apply_fn, hessian: str, batch_size: int):
     block = full if hessian == "full" else ggn
 
     def body(acc, inputs):
-        return acc + block(*inputs), None
+        index, batch = inputs
+        acc = acc + block(*batch)
+        if progress:
+            jax.debug.callback(report_epoch, index)
+        return acc, None
 
-    acc, _ = jax.lax.scan(body, jnp.zeros((flat.size, flat.size), flat.dtype), (xb, yb, wb))
+    acc, _ = jax.lax.scan(body, jnp.zeros((flat.size, flat.size), flat.dtype), (jnp.arange(steps), (xb, yb, wb)))
     return acc
 
 
 def laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, prior_precision: float,
                       hessian: str = "full", batch_size: int = 32,
                       min_eigenvalue: float | None = None, num_data: int | None = None,
-                      max_params: int | None = MAX_FULL_PARAMS) -> LaplacePosterior:
+                      max_params: int | None = MAX_FULL_PARAMS, state: tuple[str, ...] = (),
+                      progress: bool | None = None) -> LaplacePosterior:
     """Laplace approximation around ``params`` with the full Hessian or the GGN (module docstring).
 
     Args:
@@ -194,6 +216,11 @@ def laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, p
         max_params: refuse networks with more parameters than this (default
             :data:`MAX_FULL_PARAMS`; ``None``: no limit), before any work: the error states the
             memory and work it would take and names the alternatives.
+        state: top-level entries of ``params`` that are model state (e.g. a Flax model's
+            ``("batch_stats",)``): held fixed at their values in ``params``, outside the
+            Gaussian, carried unchanged by the samples (module docstring).
+        progress: show a ``"laplace"`` progress bar over the accumulation's minibatches;
+            ``None``: on a terminal only.
 
     Returns:
         The :class:`LaplacePosterior`.
@@ -214,7 +241,9 @@ def laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, p
     batch_size = positive_int(batch_size, "batch_size")
     floor = tau if min_eigenvalue is None else positive_float(min_eigenvalue, "min_eigenvalue")
     check_finite_tree(params, "params")
-    num_params = int(sum(np.size(leaf) for leaf in jax.tree_util.tree_leaves(params)))
+    state = check_state(params, state, "params")
+    weights, fixed = split_state(params, state)
+    num_params = int(sum(np.size(leaf) for leaf in jax.tree_util.tree_leaves(weights)))
     if max_params is not None and num_params > positive_int(max_params, "max_params"):
         raise ValueError(f"a dense {hessian} Laplace on {num_params:,} parameters needs {dense_cost(num_params)}, "
                          f"above max_params={max_params:,}: use a last-layer Laplace "
@@ -226,8 +255,11 @@ def laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, p
     total = n if num_data is None else positive_int(num_data, "num_data")
     if total < n:
         raise ValueError(f"num_data ({total}) must be at least the number of examples in x ({n})")
-    h = _curvature(params, x, y, apply_fn=apply_fn, hessian=hessian,
-                   batch_size=min(batch_size, n))
+    batch_size = min(batch_size, n)
+    show = progress_enabled(progress)
+    with epoch_bar(-(-n // batch_size), show, desc=f"laplace ({hessian})", unit="batch"):
+        h = _curvature(weights, fixed, x, y, apply_fn=apply_fn, hessian=hessian, batch_size=batch_size,
+                       progress=show)
     h = np.asarray(h, np.float64) * (total / n)
     if not np.all(np.isfinite(h)):
         raise ValueError(f"the {hessian} curvature has nan/inf entries: apply_fn gives non-finite logits or "
@@ -239,7 +271,7 @@ def laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, p
         warnings.warn(f"the {hessian} Laplace precision had {clipped} of {lam.size} eigenvalues below "
                       f"{floor:g} (smallest {lam.min():.3g}); they were raised to {floor:g}", LaplaceWarning,
                       stacklevel=2)
-    return LaplacePosterior(params, precision, np.maximum(lam, floor), vec, clipped, hessian, tau, total)
+    return LaplacePosterior(params, precision, np.maximum(lam, floor), vec, clipped, hessian, tau, total, state)
 
 
 def laplace_covariance(posterior: LaplacePosterior) -> np.ndarray:
@@ -279,10 +311,15 @@ def laplace_sample(key: jax.Array, posterior: LaplacePosterior, num_samples: int
         TypeError: if ``posterior`` is not a :class:`LaplacePosterior`.
     """
     num = _check_sampling(key, num_samples, posterior, LaplacePosterior)
-    mean, unravel = ravel_pytree(posterior.mean)
+    weights, fixed = split_state(posterior.mean, posterior.state)
+    mean, unravel = ravel_pytree(weights)
     factor = jnp.asarray(posterior.eigenvectors / np.sqrt(posterior.eigenvalues), mean.dtype)
     z = jax.random.normal(key, (num, mean.size), mean.dtype)
-    return jax.vmap(unravel)(mean + z @ factor.T)
+    draws = jax.vmap(unravel)(mean + z @ factor.T)
+    if not fixed:
+        return draws
+    stack = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(jnp.asarray(a), (num, *jnp.shape(a))), fixed)
+    return {k: stack[k] if k in stack else draws[k] for k in posterior.mean}
 
 
 class KFACPosterior(NamedTuple):

@@ -25,6 +25,20 @@ summaries and the alignment's ``(mu, sigma)``),
 network). A new posterior type joins :func:`sample` with
 ``@draw.register`` (:func:`functools.singledispatch` on the posterior's type).
 
+**Model state.** A network's pytree may hold entries that are no weights: a Flax model's
+variables dict ``{"params": ..., "batch_stats": ...}`` holds BatchNorm's running statistics.
+:class:`Model` names them (``state=("batch_stats",)``) and gives the training-mode forward
+(``train_apply_fn``); then every fit differentiates, and puts a posterior on, the weights
+only, and every sampled network carries the state:
+
+- MAP, deep ensembles and SWAG train in the model's training mode and take the state the
+  forward returns at every step (BatchNorm's running statistics updated as the model
+  defines); SWAG's posterior holds the statistics of the end of its run, with no spread;
+- VI, Laplace (dense or last layer) and SGHMC hold the state fixed at ``params0``'s values
+  (the evaluation mode of ``apply_fn``): VI's standard deviations are exactly 0 there, the
+  Laplace and SGHMC samples carry it unchanged;
+- MC dropout uses the model's own dropout (:func:`fit_dropout`).
+
 The fits are the library's training loops, called with the same numbers: ``fit_map`` is
 :func:`~symlib.inference.training.train_map`, ``fit_vi`` is
 :func:`~symlib.inference.vi.train_vi` with ``categorical_loglik_fn(model.apply_fn)``, and so
@@ -35,19 +49,22 @@ module of one's own, or a log-likelihood other than the categorical one.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import check_finite_tree, positive_int, warn_raw_images
 from symlib.core.gaussian import DiagonalGaussian, sample_gaussian
 from symlib.inference.dropout import dropout_samples, train_dropout
-from symlib.inference.laplace import (MAX_FULL_PARAMS, KFACPosterior, LaplacePosterior, kfac_sample,
-                                      laplace_posterior, laplace_sample)
+from symlib.inference._loop import check_state
+from symlib.inference.laplace import (MAX_FULL_PARAMS, KFACPosterior, LaplacePosterior, LaplaceWarning, kfac_sample,
+                                      laplace_posterior, laplace_sample, last_layer_kfac)
 from symlib.inference.sgmcmc import run_sghmc
 from symlib.inference.swag import SWAGConfig, SWAGPosterior, swag_sample, train_swag
 from symlib.inference.training import TrainConfig, train_map, train_map_many
@@ -55,15 +72,41 @@ from symlib.inference.vi import DEFAULT_PRIOR_VAR, categorical_loglik_fn, train_
 
 PyTree = Any
 
-__all__ = ["Model", "Data", "PointEstimate", "Samples", "DropoutPosterior", "LastLayerLaplace", "VIConfig", "LaplaceConfig",
+__all__ = ["Model", "Data", "PointEstimate", "Samples", "DropoutPosterior", "DropoutDraw", "LastLayerLaplace", "VIConfig",
+           "LaplaceConfig", "PREDICTIVE_ACCURACY_DROP",
            "SGHMCConfig", "DropoutConfig", "fit_map", "fit_ensemble", "fit_vi", "fit_laplace", "fit_swag", "fit_sghmc",
            "fit_dropout", "sample", "draw", "FITS", "NonFiniteFitError"]
 
 
 class Model(NamedTuple):
-    """A classifier: ``apply_fn(params, x) -> logits`` of one network (categorical likelihood)."""
+    """A classifier (categorical likelihood): its forward passes and which entries of its
+    pytree are model state.
+
+    Attributes:
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network, deterministic: the
+            evaluation mode (running statistics, no dropout), e.g.
+            ``lambda v, x: module.apply(v, x, train=False)`` for a ``flax.linen`` module.
+        state: the top-level entries of ``params`` that are model state, not weights (e.g.
+            ``("batch_stats",)``): never differentiated, never given a posterior spread
+            (module docstring); every name must be a top-level key of ``params0``.
+        train_apply_fn: ``train_apply_fn(params, x, key) -> (logits, new_state)``, the
+            training-mode forward (the model's own dropout drawn from ``key``, BatchNorm on the
+            batch's statistics) and the updated state entries (a dict over ``state``'s names;
+            ``{}`` without state), e.g. ``lambda v, x, k: module.apply(v, x, train=True,
+            mutable=["batch_stats"], rngs={"dropout": k})``. MAP, ensembles, SWAG and dropout
+            train with it. ``None``: they train with ``apply_fn``, the state held fixed.
+        dropout_apply_fn: ``dropout_apply_fn(params, x, key) -> logits``, MC dropout's
+            prediction: the model's own dropout on (drawn from ``key``), its state in
+            evaluation mode (running statistics), e.g. ``lambda v, x, k: module.apply(v, x,
+            train=False, mc_dropout=True, rngs={"dropout": k})`` for a module whose
+            ``nn.Dropout`` is ``deterministic=not (train or mc_dropout)``. With it
+            :func:`fit_dropout` uses the model's dropout instead of a layer name.
+    """
 
     apply_fn: Callable[[PyTree, jax.Array], jax.Array]
+    state: tuple[str, ...] = ()
+    train_apply_fn: Callable[[PyTree, jax.Array, jax.Array], tuple[jax.Array, dict]] | None = None
+    dropout_apply_fn: Callable[[PyTree, jax.Array, jax.Array], jax.Array] | None = None
 
 
 class Data(NamedTuple):
@@ -86,18 +129,69 @@ class Samples(NamedTuple):
     samples: PyTree
 
 
-class DropoutPosterior(NamedTuple):
-    """MC dropout: the trained deterministic weights, the rate and the dropped layer's name."""
+class DropoutDraw(NamedTuple):
+    """MC-dropout networks drawn with the model's own dropout (:class:`DropoutPosterior`
+    with a ``dropout_apply_fn``): the trained network ``params`` and the dropout key of every
+    draw, ``rng`` (raw key data, :func:`jax.random.key_data`). Stacked on a leading axis by
+    :func:`sample`; evaluate ONE draw with :attr:`DropoutPosterior.predict_fn`."""
 
     params: PyTree
-    rate: float
-    layer: str = "dense_1"
+    rng: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class DropoutPredict:
+    """``(draw, x) -> logits`` of one :class:`DropoutDraw`: the model's
+    ``dropout_apply_fn(draw.params, x, key)`` with the draw's key. Frozen and hashable, so it
+    can be the ``apply_fn`` of :func:`symlib.evaluation.predict_from_samples`."""
+
+    dropout_apply_fn: Callable[[PyTree, jax.Array, jax.Array], jax.Array]
+
+    def __call__(self, draw: DropoutDraw, x: jax.Array) -> jax.Array:
+        return self.dropout_apply_fn(draw.params, x, jax.random.wrap_key_data(draw.rng))
+
+
+class DropoutPosterior(NamedTuple):
+    """MC dropout: the trained weights and how dropout is drawn at prediction time.
+
+    Two routes (:func:`fit_dropout`):
+
+    - the model's own dropout (``dropout_apply_fn``, a :class:`Model` field; ``rate`` and
+      ``layer`` ``None``): a draw is a :class:`DropoutDraw`, the network and one dropout key.
+      Evaluate draws with :attr:`predict_fn` (``predict_from_samples(sample(key, post, n), x,
+      apply_fn=post.predict_fn)``): every draw's key draws the masks of the model's own
+      ``nn.Dropout`` layers, a fresh mask per input of a batch (the same for the same
+      position in every batch of that draw). Any dropout layout works and the state (running
+      statistics) is used as the model defines; but a draw is not a network in weight space,
+      so the weight-space tools (alignment, MMD) do not take it, and ``model.apply_fn`` does
+      not evaluate it.
+    - a layer name (``rate``, ``layer``; symlib's pure-function networks, whose ``layer`` is a
+      top-level dense layer): a draw is a network in weight space, ``params`` with one mask
+      on the rows of ``params[layer]["kernel"]`` (:func:`~symlib.inference.dropout.dropout_samples`),
+      evaluated with the model's ``apply_fn``; only that layer's input is dropped.
+    """
+
+    params: PyTree
+    rate: float | None
+    layer: str | None = "dense_1"
+    dropout_apply_fn: Callable[[PyTree, jax.Array, jax.Array], jax.Array] | None = None
+
+    @property
+    def predict_fn(self) -> DropoutPredict:
+        """``(draw, x) -> logits`` of one :class:`DropoutDraw` (the model's-dropout route)."""
+        if self.dropout_apply_fn is None:
+            raise ValueError("this DropoutPosterior drops a layer's input: its draws are networks in weight space; "
+                             "evaluate them with the model's apply_fn")
+        return DropoutPredict(self.dropout_apply_fn)
 
 
 class LastLayerLaplace(NamedTuple):
     """A network whose last dense layer ``layer`` has a Kronecker-factored Laplace posterior
     (:func:`~symlib.inference.laplace.last_layer_kfac`, Laurent et al.'s ResNet-18): its draws
-    are copies of ``params`` with that layer drawn from ``posterior``."""
+    are copies of ``params`` with that layer drawn from ``posterior``; everything else (other
+    layers, model state such as BatchNorm statistics) is carried unchanged. ``layer`` is the
+    layer's path in ``params``, its keys joined by ``/`` (``"head"``; ``"params/Dense_1"`` in a
+    Flax variables dict)."""
 
     params: PyTree
     posterior: KFACPosterior
@@ -127,7 +221,10 @@ class LaplaceConfig(NamedTuple):
     ``prior_precision``, ``hessian`` ``"full"`` or ``"ggn"``, accumulation ``batch_size``,
     eigenvalue floor ``min_eigenvalue`` (None: the prior precision), ``num_data`` the
     likelihood's ``N`` (None: ``len(x)``), ``max_params`` the size above which it refuses
-    (None: no limit)."""
+    (None: no limit). ``last_layer``: the path (keys joined by ``/``) of the network's last
+    dense layer, for a last-layer KFAC Laplace instead (:class:`LastLayerLaplace`; then
+    ``hessian``, ``min_eigenvalue``, ``num_data`` and ``max_params`` are not used and
+    ``batch_size`` is the feature extraction's)."""
 
     prior_precision: float
     hessian: str = "full"
@@ -135,6 +232,7 @@ class LaplaceConfig(NamedTuple):
     min_eigenvalue: float | None = None
     num_data: int | None = None
     max_params: int | None = MAX_FULL_PARAMS
+    last_layer: str | None = None
 
 
 class SGHMCConfig(NamedTuple):
@@ -153,12 +251,14 @@ class SGHMCConfig(NamedTuple):
 
 
 class DropoutConfig(NamedTuple):
-    """MC dropout (:func:`~symlib.inference.dropout.train_dropout`): the MAP training
-    ``train``, the dropout ``rate`` and the ``layer`` whose input is dropped."""
+    """MC dropout: the MAP training ``train``; for a model without ``dropout_apply_fn``
+    (:func:`~symlib.inference.dropout.train_dropout`), the dropout ``rate`` and the top-level
+    ``layer`` whose input is dropped (None: ``"dense_1"``). A model with a ``dropout_apply_fn``
+    uses its own dropout (its rate and layers): leave ``rate`` and ``layer`` None."""
 
     train: TrainConfig
-    rate: float
-    layer: str = "dense_1"
+    rate: float | None = None
+    layer: str | None = None
 
 
 class NonFiniteFitError(FloatingPointError):
@@ -193,15 +293,24 @@ def _check(model, data, config, config_type, params0=None) -> None:
         raise TypeError(f"data must be a symlib.inference.Data(x, y), got {type(data).__name__}")
     if not isinstance(config, config_type):
         raise TypeError(f"config must be a {config_type.__name__}, got {type(config).__name__}")
+    for name in ("train_apply_fn", "dropout_apply_fn"):
+        if getattr(model, name) is not None and not callable(getattr(model, name)):
+            raise TypeError(f"model.{name} must be callable or None, got {getattr(model, name)!r}")
     if params0 is not None:
+        check_state(params0, model.state, "params0")
         check_finite_tree(params0, "params0")
     warn_raw_images(data.x, "data.x")
 
 
 def fit_map(key: jax.Array, params0: PyTree, model: Model, data: Data, config: TrainConfig) -> PointEstimate:
-    """MAP training from ``params0`` (:func:`~symlib.inference.training.train_map`, ``key`` its data key)."""
+    """MAP training from ``params0`` (:func:`~symlib.inference.training.train_map`, ``key`` its data key).
+
+    The gradient is over the weights; with ``model.train_apply_fn`` the loss is the training
+    mode's and the model state (``model.state``) is replaced at every step by what it returns
+    (BatchNorm's running statistics updated as the model defines), else the state is held."""
     _check(model, data, config, TrainConfig, params0)
-    params, losses = train_map(params0, key, data.x, data.y, config, apply_fn=model.apply_fn)
+    params, losses = train_map(params0, key, data.x, data.y, config, apply_fn=model.apply_fn,
+                               stochastic_apply=model.train_apply_fn, state=model.state)
     _finite_result(params, "fit_map", "parameters", f"lower the learning rate (config.learning_rate="
                    f"{config.learning_rate!r})", losses)
     return PointEstimate(params)
@@ -212,49 +321,185 @@ def fit_ensemble(key: jax.Array, params0: PyTree, model: Model, data: Data, conf
     (:func:`~symlib.inference.training.train_map_many`). Here ``params0`` holds the ``K``
     members' starting networks stacked on a leading axis (e.g. ``jax.vmap(init_fn)`` of ``K``
     keys); member ``i`` draws its minibatch order from ``jax.random.split(key, K)[i]``. The
-    trained members are the posterior's samples."""
+    trained members are the posterior's samples. Model state as for :func:`fit_map`."""
     _check(model, data, config, TrainConfig, params0)
     leaves = jax.tree_util.tree_leaves(params0)
     if not leaves or np.ndim(leaves[0]) == 0:
         raise ValueError("params0 must hold the ensemble members' starting networks stacked on a leading axis")
     params, losses = train_map_many(params0, jax.random.split(key, np.shape(leaves[0])[0]), data.x, data.y, config,
-                                    apply_fn=model.apply_fn)
+                                    apply_fn=model.apply_fn, stochastic_apply=model.train_apply_fn,
+                                    state=model.state)
     _finite_result(params, "fit_ensemble", "members' parameters", f"lower the learning rate "
                    f"(config.learning_rate={config.learning_rate!r})", np.asarray(losses).T)
     return Samples(params)
 
 
 def fit_vi(key: jax.Array, params0: PyTree, model: Model, data: Data, config: VIConfig) -> DiagonalGaussian:
-    """Mean-field VI with means initialised at ``params0`` (:func:`~symlib.inference.vi.train_vi`)."""
+    """Mean-field VI with means initialised at ``params0`` (:func:`~symlib.inference.vi.train_vi`).
+
+    The likelihood is ``model.apply_fn``'s (evaluation mode). The model state
+    (``model.state``) is held fixed at ``params0``'s values: not optimised, standard deviation
+    exactly 0, carried unchanged by every draw."""
     _check(model, data, config, VIConfig, params0)
     with warnings.catch_warnings():  # a non-finite ELBO is an error here, named below
         warnings.filterwarnings("ignore", "the ELBO became non-finite", RuntimeWarning)
-        res = train_vi(key, params0, categorical_loglik_fn(model.apply_fn), data.x, data.y, **config._asdict())
+        res = train_vi(key, params0, categorical_loglik_fn(model.apply_fn), data.x, data.y, **config._asdict(),
+                       state=model.state)
     _finite_result(tuple(res.gaussian), "fit_vi", "posterior's means or standard deviations",
                    f"lower the learning rate (config.learning_rate={config.learning_rate!r})", res.elbo_history)
     return res.gaussian
 
 
-def fit_laplace(key: jax.Array, params0: PyTree, model: Model, data: Data, config: LaplaceConfig) -> LaplacePosterior:
-    """Laplace around the trained network ``params0``
-    (:func:`~symlib.inference.laplace.laplace_posterior`; deterministic, ``key`` unused)."""
+#: :func:`fit_laplace` warns when the sampled predictive's accuracy on (up to) :data:`PREDICTIVE_CHECK_POINTS`
+#: training points is more than this below the MAP network's (an absolute drop: 0.1 = 10 percentage points)
+PREDICTIVE_ACCURACY_DROP = 0.1
+#: training points and draws of that check (the points spread evenly over the training set)
+PREDICTIVE_CHECK_POINTS, PREDICTIVE_CHECK_DRAWS = 256, 32
+
+
+def _path(layer: str) -> list[str]:
+    return layer.split("/")
+
+
+def _get_layer(params, layer: str):
+    node = params
+    for i, k in enumerate(_path(layer)):
+        if not isinstance(node, Mapping) or k not in node:
+            where = "top-level layer" if i == 0 else "layer"
+            raise ValueError(f"the network has no {where} {('/'.join(_path(layer)[:i + 1]))!r} (layer names "
+                             "the path of the last dense layer, keys joined by '/', e.g. 'params/Dense_1')")
+        node = node[k]
+    if not isinstance(node, Mapping) or "kernel" not in node or np.ndim(node["kernel"]) < 2:
+        raise ValueError(f"layer {layer!r} is not a dense layer with a 'kernel' (in, out)")
+    return node
+
+
+def _with_layer(params, layer: str, value):
+    keys = _path(layer)
+    if len(keys) == 1:
+        return {**params, keys[0]: value}
+    return {**params, keys[0]: _with_layer(params[keys[0]], "/".join(keys[1:]), value)}
+
+
+@jax.jit
+def _accuracy(logits, y):
+    return jnp.mean(jnp.argmax(logits, axis=-1) == y)
+
+
+@functools.partial(jax.jit, static_argnames=("apply_fn", "layer", "batch_size"))
+def _features(params, x, *, apply_fn, layer: str, batch_size: int):
+    head = _get_layer(params, layer)
+
+    def one(xi):
+        first = lambda k: apply_fn(_with_layer(params, layer, {**head, "kernel": k}), xi[None])[0, 0]  # noqa: E731
+        return jax.grad(first)(head["kernel"])[:, 0]
+
+    return jax.lax.map(one, x, batch_size=batch_size)
+
+
+def _last_layer_features(params, layer: str, apply_fn, x, batch_size: int) -> np.ndarray:
+    """The inputs ``(N, d)`` of the last dense layer ``layer`` on ``x``: the gradient of each
+    example's first logit with respect to the layer's kernel is ``features_i e_0^T`` (one
+    forward pass per example; the backward pass stops at the layer)."""
+    head = _get_layer(params, layer)
+    kernel = jnp.asarray(head["kernel"])
+    feats = np.asarray(_features(params, jnp.asarray(x), apply_fn=apply_fn, layer=layer,
+                                 batch_size=min(batch_size, len(x))))
+    k = min(len(feats), 64)  # the layer must be the last: logits = features @ kernel + bias
+    logits = np.asarray(apply_fn(params, jnp.asarray(x[:k])), np.float64)
+    rebuilt = feats[:k] @ np.asarray(kernel, np.float64) + np.asarray(head.get("bias", 0.0), np.float64)
+    if logits.shape != rebuilt.shape or not np.allclose(rebuilt, logits, rtol=1e-3,
+                                                          atol=1e-3 * max(1.0, float(np.abs(logits).max()))):
+        raise ValueError(f"layer {layer!r} is not the network's last dense layer: the logits are not "
+                         "features @ kernel + bias")
+    return feats
+
+
+def _check_predictive(key, posterior, params0, model: Model, data: Data, config: LaplaceConfig, feats=None) -> None:
+    """Warn (:class:`~symlib.inference.laplace.LaplaceWarning`) when the sampled predictive's
+    accuracy on a few training points falls more than :data:`PREDICTIVE_ACCURACY_DROP` below
+    the MAP network's."""
+    n = len(data.y)
+    idx = np.unique(np.linspace(0, n - 1, min(n, PREDICTIVE_CHECK_POINTS)).round().astype(int))
+    x, y = jnp.asarray(np.asarray(data.x)[idx]), jnp.asarray(np.asarray(data.y)[idx])
+    key = jax.random.key(0) if key is None else key
+    s = PREDICTIVE_CHECK_DRAWS
+    if isinstance(posterior, LastLayerLaplace):  # the features once, the head's draws on them
+        head = kfac_sample(key, posterior.posterior, s)
+        logits = jnp.einsum("nd,sdc->snc", jnp.asarray(feats[idx]), head["kernel"])
+        logits = logits + (head["bias"][:, None] if "bias" in head else 0.0)
+        map_logits = model.apply_fn(params0, x)
+    else:
+        draws = sample(key, posterior, s)
+        logits = jax.lax.map(lambda p: model.apply_fn(p, x), draws)
+        map_logits = model.apply_fn(params0, x)
+    probs = jnp.mean(jax.nn.softmax(logits, axis=-1), axis=0)
+    acc, ref = float(_accuracy(probs, y)), float(_accuracy(map_logits, y))
+    if acc < ref - PREDICTIVE_ACCURACY_DROP:
+        fix = ("raise the prior precision (config.prior_precision=" f"{config.prior_precision!r})")
+        if config.last_layer is None:
+            fix += (", use hessian='ggn'" if config.hessian == "full" else "") + " or a last-layer Laplace " \
+                   "(config.last_layer)"
+        warnings.warn(f"fit_laplace: the sampled predictive's accuracy ({acc:.1%}) is far below the MAP network's "
+                      f"({ref:.1%}) on {len(idx)} training points ({s} draws; the threshold is "
+                      f"{PREDICTIVE_ACCURACY_DROP:.0%} lower): the posterior is too wide for its draws to classify; "
+                      f"{fix}", LaplaceWarning, stacklevel=3)
+
+
+def fit_laplace(key: jax.Array, params0: PyTree, model: Model, data: Data,
+                config: LaplaceConfig) -> LaplacePosterior | LastLayerLaplace:
+    """Laplace around the trained network ``params0``: dense
+    (:func:`~symlib.inference.laplace.laplace_posterior`), or with ``config.last_layer`` a
+    last-layer KFAC (:func:`~symlib.inference.laplace.last_layer_kfac` on the layer's inputs,
+    read off ``model.apply_fn``: a :class:`LastLayerLaplace`). The model state
+    (``model.state``) is held fixed at ``params0``'s values (evaluation mode): no curvature,
+    no spread, carried unchanged by every draw.
+
+    The fit is deterministic; ``key`` (None: ``jax.random.key(0)``) only draws the
+    :data:`PREDICTIVE_CHECK_DRAWS` networks of a check on :data:`PREDICTIVE_CHECK_POINTS`
+    training points: a :class:`~symlib.inference.laplace.LaplaceWarning` names both
+    accuracies when the sampled predictive's is more than :data:`PREDICTIVE_ACCURACY_DROP`
+    below the MAP network's (a posterior too wide for its draws to classify; e.g. a dense
+    Laplace at prior precision 1 on a CNN collapses to chance), with the fix."""
     _check(model, data, config, LaplaceConfig, params0)
-    return laplace_posterior(params0, data.x, data.y, apply_fn=model.apply_fn, **config._asdict())
+    feats = None
+    if config.last_layer is not None:
+        if config.num_data is not None:
+            raise ValueError("config.num_data is the dense Laplace's subsample scaling; a last-layer Laplace takes "
+                             "the features of every example in data")
+        feats = _last_layer_features(params0, config.last_layer, model.apply_fn, data.x,
+                                     positive_int(config.batch_size, "batch_size"))
+        head = _get_layer(params0, config.last_layer)
+        post = LastLayerLaplace(params0, last_layer_kfac(feats, head["kernel"], head.get("bias"),
+                                                         prior_precision=config.prior_precision), config.last_layer)
+    else:
+        kwargs = {k: v for k, v in config._asdict().items() if k != "last_layer"}
+        post = laplace_posterior(params0, data.x, data.y, apply_fn=model.apply_fn, state=model.state, **kwargs)
+    _check_predictive(key, post, params0, model, data, config, feats)
+    return post
 
 
 def fit_swag(key: jax.Array, params0: PyTree, model: Model, data: Data, config: SWAGConfig) -> SWAGPosterior:
-    """SWAG from the trained network ``params0`` (:func:`~symlib.inference.swag.train_swag`)."""
+    """SWAG from the trained network ``params0`` (:func:`~symlib.inference.swag.train_swag`).
+
+    Model state as for :func:`fit_map` (trained in ``model.train_apply_fn``'s training mode,
+    the state updated every step); the posterior holds the state of the end of the run with
+    no spread (zero variance and deviations), so every draw carries it."""
     _check(model, data, config, SWAGConfig, params0)
-    post = train_swag(key, params0, data.x, data.y, config, apply_fn=model.apply_fn)
+    post = train_swag(key, params0, data.x, data.y, config, apply_fn=model.apply_fn,
+                      stochastic_apply=model.train_apply_fn, state=model.state)
     _finite_result(post, "fit_swag", "SWAG moments", "lower the learning rate (config.learning_rate="
                    f"{config.learning_rate!r})")
     return post
 
 
 def fit_sghmc(key: jax.Array, params0: PyTree, model: Model, data: Data, config: SGHMCConfig) -> Samples:
-    """SGHMC from ``params0`` (:func:`~symlib.inference.sgmcmc.run_sghmc`); the kept draws."""
+    """SGHMC from ``params0`` (:func:`~symlib.inference.sgmcmc.run_sghmc`); the kept draws.
+
+    The likelihood is ``model.apply_fn``'s (evaluation mode); the model state
+    (``model.state``) is held fixed at ``params0``'s values and carried by every draw."""
     _check(model, data, config, SGHMCConfig, params0)
-    res = run_sghmc(key, params0, data.x, data.y, apply_fn=model.apply_fn, **config._asdict())
+    res = run_sghmc(key, params0, data.x, data.y, apply_fn=model.apply_fn, **config._asdict(), state=model.state)
     leaves = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(res.samples)]
     bad = _first_bad(np.concatenate([leaf.reshape(leaf.shape[0], -1) for leaf in leaves], axis=1))
     if bad is not None:
@@ -265,13 +510,43 @@ def fit_sghmc(key: jax.Array, params0: PyTree, model: Model, data: Data, config:
 
 
 def fit_dropout(key: jax.Array, params0: PyTree, model: Model, data: Data, config: DropoutConfig) -> DropoutPosterior:
-    """Training with dropout from ``params0`` (:func:`~symlib.inference.dropout.train_dropout`)."""
+    """MC dropout: training with dropout from ``params0``, dropout again at prediction time.
+
+    Two routes (:class:`DropoutPosterior`):
+
+    - ``model.dropout_apply_fn`` given: the model's own dropout (its ``nn.Dropout`` layers and
+      rates; ``config.rate`` and ``config.layer`` must be None). Training is :func:`fit_map`'s
+      (``model.train_apply_fn``, the model's dropout and state updates, a fresh key per step;
+      without it ``dropout_apply_fn`` with the state held); the draws are
+      :class:`DropoutDraw`\\ s, evaluated with the posterior's ``predict_fn``.
+    - otherwise the input of the top-level dense layer ``config.layer`` (None: ``"dense_1"``) is
+      dropped at ``config.rate`` (:func:`~symlib.inference.dropout.train_dropout`): for
+      symlib's pure-function networks only, so refused for a model with a ``train_apply_fn``
+      or state (its own dropout would be ignored); the draws are networks in weight space.
+    """
     _check(model, data, config, DropoutConfig, params0)
-    params, losses = train_dropout(params0, key, data.x, data.y, config.train, rate=config.rate, layer=config.layer,
-                                   apply_fn=model.apply_fn)
+    if model.dropout_apply_fn is not None:
+        if config.rate is not None or config.layer is not None:
+            raise ValueError("the model has a dropout_apply_fn: it drops with its own nn.Dropout layers and rates; "
+                             "leave config.rate and config.layer None")
+        train_fn = model.train_apply_fn if model.train_apply_fn is not None else model.dropout_apply_fn
+        params, losses = train_map(params0, key, data.x, data.y, config.train, apply_fn=model.apply_fn,
+                                   stochastic_apply=train_fn, state=model.state)
+        posterior = DropoutPosterior(params, None, None, model.dropout_apply_fn)
+    else:
+        if model.train_apply_fn is not None or model.state:
+            raise ValueError("a model with a train_apply_fn or state has its own dropout: give its MC-dropout "
+                             "forward as model.dropout_apply_fn (dropout on, state in evaluation mode); the layer "
+                             "route (config.rate, config.layer) is for symlib's pure-function networks")
+        if config.rate is None:
+            raise ValueError("config.rate is required when the model has no dropout_apply_fn (the layer route)")
+        layer = "dense_1" if config.layer is None else config.layer
+        params, losses = train_dropout(params0, key, data.x, data.y, config.train, rate=config.rate, layer=layer,
+                                       apply_fn=model.apply_fn)
+        posterior = DropoutPosterior(params, config.rate, layer)
     _finite_result(params, "fit_dropout", "parameters", f"lower the learning rate (config.train.learning_rate="
                    f"{config.train.learning_rate!r})", losses)
-    return DropoutPosterior(params, config.rate, config.layer)
+    return posterior
 
 
 #: method name -> its fit (the posterior approximations of Laurent et al.'s Table 1 and more)
@@ -323,13 +598,15 @@ def _(posterior: LaplacePosterior, key, n):
 
 @draw.register
 def _(posterior: LastLayerLaplace, key, n):
-    if not isinstance(posterior.params, dict) or posterior.layer not in posterior.params:
-        raise ValueError(f"LastLayerLaplace: the network has no top-level layer {posterior.layer!r} to draw "
-                         "(layer names the params' entry of the last dense layer)")
+    top = _path(posterior.layer)[0]
+    if not isinstance(posterior.params, dict) or top not in posterior.params:
+        raise ValueError(f"LastLayerLaplace: the network has no top-level layer {top!r} to draw "
+                         "(layer names the path of the last dense layer, keys joined by '/')")
+    _get_layer(posterior.params, posterior.layer)
     head = kfac_sample(key, posterior.posterior, n)
     n = positive_int(n, "n")
     stack = jax.tree_util.tree_map(lambda a: np.broadcast_to(np.asarray(a), (n, *np.shape(a))), posterior.params)
-    return {**stack, posterior.layer: {k: np.asarray(v) for k, v in head.items()}}
+    return _with_layer(stack, posterior.layer, {k: np.asarray(v) for k, v in head.items()})
 
 
 @draw.register
@@ -348,4 +625,9 @@ def _(posterior: Samples, key, n):
 
 @draw.register
 def _(posterior: DropoutPosterior, key, n):
-    return dropout_samples(key, posterior.params, n, rate=posterior.rate, layer=posterior.layer)
+    if posterior.dropout_apply_fn is None:
+        return dropout_samples(key, posterior.params, n, rate=posterior.rate, layer=posterior.layer)
+    n = positive_int(n, "n")
+    stack = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(jnp.asarray(a), (n, *jnp.shape(a))), posterior.params)
+    keys = jax.random.split(key, n)
+    return DropoutDraw(stack, jax.random.key_data(keys) if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key) else keys)

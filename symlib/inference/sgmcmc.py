@@ -70,7 +70,7 @@ import numpy as np
 
 from symlib.core.checks import check_key, positive_float, positive_int
 from symlib.inference.hmc import log_prior
-from symlib.inference._loop import check_minibatch_data, epoch_bar, report_epoch
+from symlib.inference._loop import check_minibatch_data, check_state, epoch_bar, merge_state, report_epoch, split_state
 from symlib.inference.vi import categorical_loglik_fn, check_loglik
 from symlib.core.progress import progress_enabled
 
@@ -131,14 +131,14 @@ def sghmc_schedule(total_draws: int, num_samples: int, burn_in: int | None = Non
 
 @partial(jax.jit, static_argnames=("loglik_fn", "prior_var", "epochs", "batch_size", "num_samples", "first",
                                    "thinning", "num_integration_steps", "progress"))
-def _sghmc(key, params0, x, y, step_size, alpha, temperature, *, loglik_fn, prior_var, epochs, batch_size,
+def _sghmc(key, params0, fixed, x, y, step_size, alpha, temperature, *, loglik_fn, prior_var, epochs, batch_size,
            num_samples, first, thinning, num_integration_steps, progress):
     n = x.shape[0]
     steps = n // batch_size
 
     def example_loglik(params, example):  # BlackJAX vmaps it over the minibatch's examples
         xi, yi = example
-        return loglik_fn(params, xi[None], yi[None])
+        return loglik_fn(merge_state(params, fixed), xi[None], yi[None])
 
     grad_fn = blackjax.sgmcmc.gradients.grad_estimator(lambda p: log_prior(p, prior_var), example_loglik, n)
     sampler = blackjax.sghmc(grad_fn, num_integration_steps=num_integration_steps, alpha=alpha)
@@ -176,7 +176,7 @@ def run_sghmc(key: jax.Array, params0: PyTree, x, y, *, apply_fn: Callable | Non
               loglik_fn: Callable | None = None, step_size: float, epochs: int, batch_size: int,
               num_samples: int, burn_in: int | None = None, thinning: int | None = None,
               prior_std: float = 1.0, friction: float = 0.05, num_integration_steps: int = 50,
-              temperature: float = 1.0, progress: bool | None = None) -> SGHMCResult:
+              temperature: float = 1.0, progress: bool | None = None, state: tuple[str, ...] = ()) -> SGHMCResult:
     """Sample a network's posterior by SGHMC (:func:`blackjax.sghmc`; see the module docstring).
 
     The run makes ``epochs * (n // batch_size)`` draws, one per minibatch (each of
@@ -207,6 +207,9 @@ def run_sghmc(key: jax.Array, params0: PyTree, x, y, *, apply_fn: Callable | Non
             refreshed at every draw: see the module docstring for the bias of few steps).
         temperature: posterior temperature ``T`` (1: the Bayes posterior).
         progress: show an ``"sghmc"`` progress bar over the epochs; ``None``: on a terminal only.
+        state: top-level entries of ``params0`` that are model state (e.g. a Flax model's
+            ``("batch_stats",)``): held fixed at their values in ``params0`` (the network's
+            evaluation mode), not sampled, no prior; every kept sample carries them unchanged.
 
     Returns:
         An :class:`SGHMCResult`; ``.samples`` holds ``num_samples`` networks stacked on a
@@ -238,13 +241,17 @@ def run_sghmc(key: jax.Array, params0: PyTree, x, y, *, apply_fn: Callable | Non
     x, y = jnp.asarray(x), jnp.asarray(y)
     params0 = jax.tree_util.tree_map(jnp.asarray, params0)
     check_loglik(loglik_fn, params0, x, y, batch_size, "params0")
+    weights, fixed = split_state(params0, check_state(params0, state))
     alpha = friction / step_size
     show = progress_enabled(progress)
     with epoch_bar(int(epochs), show, "sghmc"):
-        samples = _sghmc(key, params0, x, y, step_size, alpha, temperature, loglik_fn=loglik_fn,
+        samples = _sghmc(key, weights, fixed, x, y, step_size, alpha, temperature, loglik_fn=loglik_fn,
                          prior_var=prior_std**2, epochs=int(epochs), batch_size=int(batch_size),
                          num_samples=int(num_samples), first=first, thinning=thinning,
                          num_integration_steps=int(num_integration_steps), progress=show)
+    if fixed:
+        held = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (int(num_samples), *jnp.shape(a))), fixed)
+        samples = {k: held[k] if k in held else samples[k] for k in params0}
     if not all(bool(jnp.all(jnp.isfinite(a))) for a in jax.tree_util.tree_leaves(samples)):
         warnings.warn("SGHMC diverged (NaN or inf in the samples); lower step_size", RuntimeWarning, stacklevel=2)
     return SGHMCResult(samples, first + thinning * np.arange(int(num_samples)), float(alpha))

@@ -34,6 +34,14 @@ which only matters while the mean still drifts.
 then held, and one snapshot at the end of every ``snapshot_every``-th epoch, the last at
 the final epoch. :func:`swag_from_snapshots` builds the posterior from any stack of
 snapshots.
+
+*Model state.* With ``state`` (e.g. a Flax model's ``("batch_stats",)``, see
+:func:`train_swag`) the named top-level entries are no weights: the SGD phase takes no
+gradient of them and, with a training-mode ``stochastic_apply`` that returns them, updates
+them every step the way the model defines (BatchNorm's running statistics). The posterior
+holds them at their values at the end of the run with no spread (zero variance, zero
+deviations): every sample carries those same statistics. (Maddox et al. re-estimate the
+statistics of every sample on the training data instead; that is left to the caller.)
 """
 from __future__ import annotations
 
@@ -47,7 +55,7 @@ from jax.flatten_util import ravel_pytree
 
 from symlib.core.checks import check_finite_tree, check_key, positive_float, positive_int
 from symlib.core.models import mlp_apply
-from symlib.inference._loop import epoch_bar, report_epoch
+from symlib.inference._loop import check_state, epoch_bar, report_epoch, split_state
 from symlib.inference.training import TrainConfig, check_fit, epoch_steps, learning_rate_at
 from symlib.core.progress import progress_enabled
 
@@ -311,35 +319,50 @@ def _swag_optimizer(cfg: SWAGConfig, steps_per_epoch: int) -> optax.GradientTran
     return optax.sgd(schedule, momentum=cfg.momentum or None)
 
 
-def _swag_run(params0, key, x, y, cfg: SWAGConfig, apply_fn, progress: bool):
+def _swag_run(params0, key, x, y, cfg: SWAGConfig, apply_fn, progress: bool, stochastic_apply=None, state=()):
     train = cfg.train_config()
     opt = _swag_optimizer(cfg, x.shape[0] // cfg.batch_size)
-    run_epoch = epoch_steps(x, y, train, opt, apply_fn)
+    run_epoch = epoch_steps(x, y, train, opt, apply_fn, stochastic_apply=stochastic_apply, state=state)
     flat0 = ravel_pytree(params0)[0]
     k, every = cfg.num_snapshots, cfg.interval()
     first = cfg.epochs - 1 - (k - 1) * every  # 0-based epoch of the first snapshot
 
     def epoch(carry, inputs):
         index, epoch_key = inputs
-        state, snaps = carry
-        state, losses, _ = run_epoch(state, epoch_key)
+        run, snaps = carry
+        run, losses, _ = run_epoch(run, epoch_key)
         take = (index >= first) & ((index - first) % every == 0)
         slot = jnp.clip((index - first) // every, 0, k - 1)
-        snaps = jax.lax.cond(take, lambda s: s.at[slot].set(ravel_pytree(state[0])[0]), lambda s: s, snaps)
+        snaps = jax.lax.cond(take, lambda s: s.at[slot].set(ravel_pytree(run[0])[0]), lambda s: s, snaps)
         if progress:
             jax.debug.callback(report_epoch, index, jnp.mean(losses))
-        return (state, snaps), jnp.mean(losses)
+        return (run, snaps), jnp.mean(losses)
 
-    carry0 = ((params0, opt.init(params0)), jnp.zeros((k, flat0.size), flat0.dtype))
-    (_, snaps), losses = jax.lax.scan(epoch, carry0, (jnp.arange(cfg.epochs), jax.random.split(key, cfg.epochs)))
-    return snaps, losses
+    carry0 = ((params0, opt.init(split_state(params0, state)[0])), jnp.zeros((k, flat0.size), flat0.dtype))
+    ((last, _), snaps), losses = jax.lax.scan(epoch, carry0, (jnp.arange(cfg.epochs),
+                                                              jax.random.split(key, cfg.epochs)))
+    return snaps, losses, split_state(last, state)[1]
 
 
-_swag_run_jit = jax.jit(_swag_run, static_argnames=("cfg", "apply_fn", "progress"))
+_swag_run_jit = jax.jit(_swag_run, static_argnames=("cfg", "apply_fn", "progress", "stochastic_apply", "state"))
+
+
+def _hold_state(post: SWAGPosterior, fixed: dict) -> SWAGPosterior:
+    """``post`` with the model state entries ``fixed`` as its mean there and no spread
+    (zero variance and zero deviations): every sample carries ``fixed``."""
+    if not fixed:
+        return post
+    mean = {**post.mean, **fixed}
+    variance = {**post.variance, **jax.tree_util.tree_map(jnp.zeros_like, fixed)}
+    in_state = {k: jax.tree_util.tree_map(lambda a, on=(k in fixed): jnp.full(jnp.shape(a), on, jnp.float32), v)
+                for k, v in post.mean.items()}
+    mask = ravel_pytree(in_state)[0] > 0
+    return post._replace(mean=mean, variance=variance, deviations=jnp.where(mask, 0.0, post.deviations))
 
 
 def train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg: SWAGConfig, *,
-             apply_fn=mlp_apply, progress: bool | None = False) -> SWAGPosterior:
+             apply_fn=mlp_apply, progress: bool | None = False, stochastic_apply=None,
+             state: tuple[str, ...] = ()) -> SWAGPosterior:
     """Run the SWAG phase from a trained network and build the posterior (module docstring).
 
     Args:
@@ -352,6 +375,11 @@ def train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg:
         apply_fn: ``apply_fn(params, x) -> logits`` of one network (default
             :func:`~symlib.core.models.mlp_apply`); a static argument of the compiled loop.
         progress: show a ``"train"`` progress bar over the epochs; ``None``: on a terminal.
+        stochastic_apply: optional training-mode forward ``(params, x, key) -> logits`` or
+            ``-> (logits, new_state)``, as for :func:`~symlib.inference.training.train_map`.
+        state: the top-level entries of ``params0`` that are model state (module docstring):
+            no gradient; updated by a ``stochastic_apply`` that returns them, else held; the
+            posterior holds their final values with no spread.
 
     Returns:
         The :class:`SWAGPosterior` of the ``cfg.num_snapshots`` snapshots, rank
@@ -366,10 +394,11 @@ def train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg:
     """
     _check_config(cfg)
     check_fit(apply_fn, params0, x, y, cfg.train_config(), 0)
+    state = check_state(params0, state)
     check_key(key, "key")
     show = progress_enabled(progress)
     with epoch_bar(cfg.epochs, show):
-        snaps, losses = _swag_run_jit(params0, key, x, y, cfg, apply_fn, show)
+        snaps, losses, fixed = _swag_run_jit(params0, key, x, y, cfg, apply_fn, show, stochastic_apply, state)
     _, unravel = ravel_pytree(params0)
     post = swag_from_snapshots(jax.vmap(unravel)(snaps), cfg.rank, cfg.scale)
-    return post._replace(epoch_losses=losses)
+    return _hold_state(post, fixed)._replace(epoch_losses=losses)

@@ -42,7 +42,8 @@ from symlib.core.distributed import global_mesh, put_global
 from symlib.core.losses import accuracy, nll
 from symlib.core.models import Params, check_mlp_data, mlp_apply, mlp_init
 from symlib.core.progress import progress_enabled
-from symlib.inference._loop import check_network_data, epoch_bar, report_epoch
+from symlib.inference._loop import (check_network_data, check_state, epoch_bar, merge_state, report_epoch,
+                                   split_state)
 
 OPTIMIZERS = ("adam", "sgd")
 #: data augmentations of ``TrainConfig.augment`` (besides ``None``)
@@ -325,7 +326,7 @@ def check_fit(apply_fn, params0: Params, x, y, cfg: TrainConfig, batch_dims: int
 
 
 def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply_fn=mlp_apply, observe=None,
-                stochastic_apply=None):
+                stochastic_apply=None, state: tuple[str, ...] = ()):
     """One epoch of minibatch optimisation of :func:`map_objective`, for use inside compiled loops.
 
     The minibatches are a permutation of the ``n`` examples drawn from the epoch's key
@@ -343,7 +344,15 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
         observe: optional ``observe(params_before, params_after)``, evaluated every step.
         stochastic_apply: optional ``stochastic_apply(params, x, key) -> logits`` used for
             training instead of ``apply_fn`` (e.g. MC dropout), with a fresh key per step
-            (a child of the epoch's key).
+            (a child of the epoch's key); or ``-> (logits, new_state)``, a training-mode
+            forward (a Flax model's ``nn.Dropout`` and ``BatchNorm`` on the batch's
+            statistics) whose ``new_state`` (a dict over some of ``state``'s names) replaces
+            those entries of the network after every step (the running statistics updated
+            the way the model defines).
+        state: top-level entries of the network that are model state, not weights (e.g.
+            ``("batch_stats",)``): no gradient, no prior term, not seen by ``opt`` (whose state
+            is over the weights: initialise it with ``opt.init(split_state(params, state)[0])``);
+            held as they are unless ``stochastic_apply`` returns new values.
 
     Returns:
         ``run(carry, key) -> (carry, losses, seen)``, ``carry = (params, opt_state)``,
@@ -352,7 +361,18 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
     """
     n = x.shape[0]
     steps = n // cfg.batch_size
-    loss_grad = jax.value_and_grad(map_objective)
+
+    def objective(weights, fixed, xb, yb, noise_key):
+        # map_objective over the weights; the forward's new model state (if any) as the aux
+        net = merge_state(weights, fixed)
+        out = apply_fn(net, xb) if noise_key is None else stochastic_apply(net, xb, noise_key)
+        logits, new = out if isinstance(out, tuple) else (out, {})
+        if set(new) - set(state):
+            raise ValueError(f"stochastic_apply returned the state entries {sorted(set(new) - set(state))}, "
+                             f"which are not declared model state (state={state})")
+        return nll(logits, yb) + sq_norm(weights) / (2.0 * cfg.prior_std**2 * n), new
+
+    loss_grad = jax.value_and_grad(objective, has_aux=True)
 
     def batch(idx, crop_key):
         if crop_key is None:
@@ -363,13 +383,13 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
         return xb, y[idx]
 
     def step(carry, inputs):
-        params, state = carry
+        params, opt_state = carry
         idx, crop_key, noise_key = inputs
-        fn = apply_fn if noise_key is None else (lambda p, xb: stochastic_apply(p, xb, noise_key))
-        loss, grads = loss_grad(params, *batch(idx, crop_key), n, cfg.prior_std, fn)
-        updates, state = opt.update(grads, state, params)
-        new = optax.apply_updates(params, updates)
-        return (new, state), (loss if observe is None else (loss, observe(params, new)))
+        weights, fixed = split_state(params, state)
+        (loss, new_state), grads = loss_grad(weights, fixed, *batch(idx, crop_key), noise_key)
+        updates, opt_state = opt.update(grads, opt_state, weights)
+        new = merge_state(optax.apply_updates(weights, updates), {**fixed, **new_state})
+        return (new, opt_state), (loss if observe is None else (loss, observe(params, new)))
 
     def run(carry, key):
         order = jax.random.permutation(key, n)[: steps * cfg.batch_size].reshape(steps, cfg.batch_size)
@@ -384,11 +404,11 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
 
 
 @partial(jax.jit, static_argnames=("cfg", "keep_trajectory", "progress", "observe", "observe_epoch", "apply_fn",
-                                   "stochastic_apply"))
+                                   "stochastic_apply", "state"))
 def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progress: bool = False,
-         observe=None, observe_epoch=None, apply_fn=mlp_apply, stochastic_apply=None):
+         observe=None, observe_epoch=None, apply_fn=mlp_apply, stochastic_apply=None, state=()):
     opt = make_optimizer(cfg, x.shape[0] // cfg.batch_size)
-    run_epoch = epoch_steps(x, y, cfg, opt, apply_fn, observe, stochastic_apply)
+    run_epoch = epoch_steps(x, y, cfg, opt, apply_fn, observe, stochastic_apply, state)
 
     def epoch(carry, inputs):
         index, key = inputs
@@ -399,14 +419,14 @@ def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progr
         return carry, (jnp.mean(losses), kept, seen)
 
     keys = jax.random.split(data_key, cfg.epochs)
-    (params, _), (losses, traj, seen) = jax.lax.scan(epoch, (params0, opt.init(params0)),
+    (params, _), (losses, traj, seen) = jax.lax.scan(epoch, (params0, opt.init(split_state(params0, state)[0])),
                                                      (jnp.arange(cfg.epochs), keys))
     return params, losses, traj, seen
 
 
 def train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cfg: TrainConfig,
             keep_trajectory: bool = False, progress: bool | None = None, apply_fn=mlp_apply, *,
-            stochastic_apply=None):
+            stochastic_apply=None, state: tuple[str, ...] = ()):
     """Train one network from ``params0`` by minimising the MAP objective.
 
     Args:
@@ -430,6 +450,13 @@ def train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, 
             ``x`` and ``y``); its key at every step is a child of that epoch's key in
             ``data_key`` that leaves the minibatch order and the crops unchanged. A static
             argument of the compiled loop, like ``apply_fn`` (hashable, equal when equivalent).
+            With ``state``, it may return ``(logits, new_state)``: a training-mode forward
+            (e.g. a Flax model's ``module.apply(v, x, train=True, mutable=["batch_stats"],
+            rngs={"dropout": key})``) whose new state replaces the network's after every step
+            (:func:`epoch_steps`).
+        state: the top-level entries of ``params0`` that are model state (e.g. a Flax
+            model's ``("batch_stats",)``): no gradient and no prior term; updated by a
+            ``stochastic_apply`` that returns them, else held fixed.
 
     Returns:
         ``(params, epoch_losses)``, the final parameters and the mean objective of every
@@ -444,11 +471,12 @@ def train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, 
             layers (MLP).
     """
     check_fit(apply_fn, params0, x, y, cfg, 0)
+    state = check_state(params0, state)
     check_key(data_key, "data_key")
     show = progress_enabled(progress)
     with epoch_bar(cfg.epochs, show):
         params, losses, traj, _ = _fit(params0, data_key, x, y, cfg, keep_trajectory, show, apply_fn=apply_fn,
-                                       stochastic_apply=stochastic_apply)
+                                       stochastic_apply=stochastic_apply, state=state)
     return (params, losses, traj) if keep_trajectory else (params, losses)
 
 
@@ -473,16 +501,16 @@ def train_mlp(key: jax.Array, sizes, x, y, cfg: TrainConfig):
     return train_map(mlp_init(init_key, sizes), data_key, x, y, cfg)
 
 
-@partial(jax.jit, static_argnames=("cfg", "observe", "observe_epoch", "apply_fn", "stochastic_apply", "mesh"))
+@partial(jax.jit, static_argnames=("cfg", "observe", "observe_epoch", "apply_fn", "stochastic_apply", "mesh", "state"))
 def _fit_many_sharded(params0, data_keys, x, y, cfg: TrainConfig, observe, observe_epoch, apply_fn, stochastic_apply,
-                      mesh):
+                      mesh, state=()):
     """``vmap`` of :func:`_fit` on every device's block of networks (``shard_map``: each
     device trains its own networks with no communication; left to XLA's partitioner, the
     loop gathered the data and the convolutions' activations at every step), then the
     results gathered, replicated, so that every process holds all of them."""
     def block(p, k, x, y):
         return jax.vmap(lambda p1, k1: _fit(p1, k1, x, y, cfg, False, False, observe, observe_epoch, apply_fn,
-                                            stochastic_apply))(p, k)
+                                            stochastic_apply, state))(p, k)
 
     nets = PartitionSpec("networks")
     out = jax.shard_map(block, mesh=mesh, in_specs=(nets, nets, PartitionSpec(), PartitionSpec()),
@@ -492,7 +520,7 @@ def _fit_many_sharded(params0, data_keys, x, y, cfg: TrainConfig, observe, obser
 
 
 def _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch, apply_fn, stochastic_apply,
-                           devices):
+                           devices, state=()):
     """The ``K`` networks split over ``devices`` (every device of every process by default):
     the stack is padded to a multiple of the device count with copies of network 0,
     sharded along a 1-D mesh ``("networks",)``, trained, gathered and cut back to ``K``.
@@ -500,7 +528,7 @@ def _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch
     mesh = global_mesh("networks", devices)
     if mesh.size == 1:
         return jax.vmap(lambda p, k: _fit(p, k, x, y, cfg, False, False, observe, observe_epoch, apply_fn,
-                                          stochastic_apply))(params0, data_keys)
+                                          stochastic_apply, state))(params0, data_keys)
     k = jax.tree_util.tree_leaves(params0)[0].shape[0]
     pad = (-k) % mesh.size
 
@@ -511,12 +539,13 @@ def _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch
     sharded, replicated = NamedSharding(mesh, PartitionSpec("networks")), NamedSharding(mesh, PartitionSpec())
     params0, data_keys = put_global((params0, data_keys), sharded)
     x, y = put_global((x, y), replicated)
-    out = _fit_many_sharded(params0, data_keys, x, y, cfg, observe, observe_epoch, apply_fn, stochastic_apply, mesh)
+    out = _fit_many_sharded(params0, data_keys, x, y, cfg, observe, observe_epoch, apply_fn, stochastic_apply, mesh,
+                            state)
     return jax.tree.map(lambda a: a[:k], out)
 
 
 def train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, observe=None, observe_epoch=None,
-                 apply_fn=mlp_apply, *, stochastic_apply=None, devices=None):
+                 apply_fn=mlp_apply, *, stochastic_apply=None, devices=None, state: tuple[str, ...] = ()):
     """Train a stack of networks at once with ``vmap``, the stack split over ``devices``.
 
     **Several devices or processes.** The networks are independent, so the stack is
@@ -547,6 +576,7 @@ def train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig
         stochastic_apply: optional random network of the training objective, as for :func:`train_map`.
         devices: the devices to split the networks over (default: all of every process;
             ``jax.devices()[:1]`` for one).
+        state: the top-level entries of the networks that are model state, as for :func:`train_map`.
 
     Returns:
         Stacked ``(params, epoch_losses)``; with an observer, ``(params, epoch_losses,
@@ -557,10 +587,11 @@ def train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig
             or ``data_keys`` does not hold one key per network.
     """
     check_fit(apply_fn, params0, x, y, cfg, 1)
+    state = check_state(params0, state)
     n_nets = jax.tree_util.tree_leaves(params0)[0].shape[0]
     check_key(data_keys, "data_keys", n_nets)
     params, losses, per_epoch, per_step = _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch,
-                                                                 apply_fn, stochastic_apply, devices)
+                                                                 apply_fn, stochastic_apply, devices, state)
     if observe is None and observe_epoch is None:
         return params, losses
     observed = {"step": per_step} if observe is not None else {}

@@ -74,6 +74,8 @@ from symlib.symmetry import derive, matching
 from symlib.symmetry.derive import (  # noqa: F401
     DeriveReport,
     UnsupportedOperationError,
+    activation_sites,
+    capture_activations,
     derive_report,
     flax_derive_report,
     permutation_spec_from_apply,

@@ -50,13 +50,13 @@ def test_killed_call_keeps_its_steps_and_the_next_resumes(queue, tmp_path, monke
     monkeypatch.setattr(registry.Blocks, "train", killed_at_second)
     with pytest.raises(KeyboardInterrupt):
         _next(queue, tmp_path / "ret1")
-    manifest = json.loads((tmp_path / "ret1" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "ret1" / "tiny-bank" / "manifest.json").read_text())
     assert manifest["files"] == ["step-0000.json", "step-0000.npz"]
     assert gpu_queue.fold(tmp_path / "ret1", queue)["new"] == 1
 
     monkeypatch.setattr(registry.Blocks, "train", lambda self, start: (calls.append(start), train(self, start))[1])
     calls.clear()
-    assert _next(queue, tmp_path / "ret2") == [1]
+    assert _next(queue, tmp_path / "ret2") == {"tiny-bank": [1]}
     assert calls == [2]  # only the missing block was trained
     assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 1, "already": 0, "results": 0}
     job = gpu_queue.load_queue(queue)["jobs"][0]
@@ -81,9 +81,11 @@ def test_killed_call_keeps_its_steps_and_the_next_resumes(queue, tmp_path, monke
     for a, b in zip(jax.tree_util.tree_leaves(resumed), jax.tree_util.tree_leaves(direct)):
         np.testing.assert_array_equal(a, b)
 
-    # the queue moves on to the next job, which has no runner: said by name
+    # the next job has no runner: skipped and named (and refused by name when asked for)
+    assert _next(queue, tmp_path / "ret3") == {}
+    assert "planned jobs without a runner yet: later" in (tmp_path / "ret3" / "gpu-log.txt").read_text()
     with pytest.raises(ValueError, match="'later'.*no runner yet: no runner written yet"):
-        _next(queue, tmp_path / "ret3")
+        gpu_queue.next_steps(queue, tmp_path / "ret4", 5.0, job_name="later")
 
 
 def test_step_metadata_carries_provenance(queue, tmp_path):
@@ -101,9 +103,9 @@ def test_step_metadata_carries_provenance(queue, tmp_path):
 def test_damaged_part_is_refused_by_name(queue, tmp_path, monkeypatch):
     monkeypatch.setattr(gpu_queue, "PART_BYTES", 4096)  # several parts
     _next(queue, tmp_path / "ret")
-    parts = json.loads((tmp_path / "ret" / "manifest.json").read_text())["parts"]
+    parts = json.loads((tmp_path / "ret" / "tiny-bank" / "manifest.json").read_text())["parts"]
     assert len(parts) >= 3 and all(p["bytes"] <= 4096 for p in parts)
-    second = tmp_path / "ret" / parts[1]["name"]
+    second = tmp_path / "ret" / "tiny-bank" / parts[1]["name"]
     data = bytearray(second.read_bytes())
     data[100] ^= 0xFF
     second.write_bytes(bytes(data))
@@ -125,8 +127,9 @@ def test_return_of_another_job_version_is_refused(queue, tmp_path):
 
 
 def test_a_step_that_does_not_fit_the_minutes_is_not_started(queue, tmp_path, capsys):
-    assert gpu_queue.next_steps(queue, tmp_path / "ret", 0.05, command="test") == []
-    assert "stopping: step 0 needs about" in (tmp_path / "ret" / "gpu-log.txt").read_text()
+    assert gpu_queue.next_steps(queue, tmp_path / "ret", 0.05, command="test") == {"tiny-bank": []}
+    assert "stopping: step 0 of tiny-bank needs about" in (tmp_path / "ret" / "gpu-log.txt").read_text()
+    assert not (tmp_path / "ret" / "tiny-bank").exists()  # nothing to fold
 
 
 def test_queue_file_is_checked(tmp_path):
@@ -152,8 +155,9 @@ def test_the_repository_queue(capsys):
     path = ROOT / "gpu" / "queue.json"
     queue = gpu_queue.load_queue(path)
     names = [j["name"] for j in queue["jobs"]]
-    assert names == ["laurent-bank", "laurent-table1", "laurent-fig7-collapse", "laurent-fig2-1000", "hmc-precision",
-                     "xiao-hmc-reduction", "xiao-hmc-1000", "rossi-grid-512", "rossi-1000epochs", "gpu-unit-tests"]
+    assert names == ["laurent-bank", "laurent-table1", "laurent-table1-scores", "laurent-fig7-collapse",
+                     "laurent-fig2-1000", "hmc-precision", "xiao-hmc-reduction", "xiao-hmc-1000", "rossi-grid-512",
+                     "rossi-1000epochs", "gpu-unit-tests"]
     bank = queue["jobs"][0]
     paper = get_profile("paper")
     assert bank["steps"] == math.ceil(paper.bank_nets / paper.bank_block)
@@ -194,3 +198,52 @@ def test_prepare_fills_an_ignored_carry(tmp_path, monkeypatch):
     assert results.git_commit(repo) == {"commit": "f" * 40, "clean": True, "from": "gpu prepare"}
     (carry / "provenance.json").write_text(json.dumps({"commit": "f" * 40, "clean": True, "symlib_version": "old"}))
     assert results.git_commit(repo)["from"] != "gpu prepare"  # other sources than those prepared: git's answer
+
+
+def _accuracy_experiment(monkeypatch):
+    """A registered experiment of the tiny bank's networks, for this test only."""
+    from symlib.experiments.laurent.posteriors import _bank_config
+
+    def accuracy(profile):
+        return {"accuracy": registry.run("optunet_bank", profile, verbose=False).artifact["test_accuracy"]}
+
+    exp = registry.Experiment("tiny_accuracy", accuracy, _bank_config, "the tiny bank's accuracies",
+                              lambda art: {"mean_accuracy": float(np.mean(art["accuracy"]))}, registry.ExperimentResult)
+    monkeypatch.setitem(registry.EXPERIMENTS, "tiny_accuracy", exp)
+    return {"name": "tiny-accuracy", "version": 1, "title": "the tiny bank's accuracies", "kind": "experiments",
+            "experiments": ["tiny_accuracy"], "needs": ["tiny-bank"], "profile": "quick", "set": TINY_JOB["set"],
+            "label": TINY_JOB["label"], "steps": 1, "estimate_gpu_minutes": 0.1}
+
+
+def test_one_call_runs_a_job_and_then_the_next_that_needs_it(queue, tmp_path, monkeypatch):
+    job = _accuracy_experiment(monkeypatch)
+    queue.write_text(json.dumps({"version": 1, "jobs": [TINY_JOB, job, LATER]}))
+    assert _next(queue, tmp_path / "ret") == {"tiny-bank": [0, 1], "tiny-accuracy": [0]}
+    # the second job found the first's blocks of this call in the cache instead of training them
+    assert cache.STEPS_RUN["optunet_bank"] == {"computed": 0, "loaded": 2}
+    assert sorted(p.name for p in (tmp_path / "ret").iterdir()) == ["gpu-log.txt", "tiny-accuracy", "tiny-bank"]
+    assert sum(1 for p in (tmp_path / "ret").rglob("*") if p.is_file()) <= gpu_queue.MAX_FILES
+    counts = gpu_queue.fold(tmp_path / "ret", queue, tmp_path / "results")
+    assert counts == {"new": 3, "already": 0, "results": 1}
+    record = json.loads((tmp_path / "results" / "tiny_accuracy-quick-tiny.json").read_text())
+    assert 0 <= record["summary"]["mean_accuracy"] <= 1
+    assert gpu_queue.fold(tmp_path / "ret", queue, tmp_path / "results") == {"new": 0, "already": 3, "results": 0}
+    assert [j["progress"]["steps_done"] for j in gpu_queue.load_queue(queue)["jobs"]] == [2, 1, 0]
+
+
+def test_a_job_that_runs_here_is_skipped_on_the_device(queue, tmp_path, monkeypatch):
+    job = {**_accuracy_experiment(monkeypatch), "where": "here", "estimate_minutes_here": 0.5}
+    queue.write_text(json.dumps({"version": 1, "jobs": [TINY_JOB, job, LATER]}))
+    assert _next(queue, tmp_path / "dev") == {"tiny-bank": [0, 1]}
+    with pytest.raises(ValueError, match="'tiny-accuracy' needs job 'tiny-bank', which is not finished"):
+        gpu_queue.next_steps(queue, tmp_path / "here0", 5.0, here=True)
+    gpu_queue.fold(tmp_path / "dev", queue, tmp_path / "results")
+    assert gpu_queue.next_steps(queue, tmp_path / "here", 5.0, here=True) == {"tiny-accuracy": [0]}
+    assert gpu_queue.fold(tmp_path / "here", queue, tmp_path / "results")["results"] == 1
+    lines = gpu_queue.status_lines(queue)
+    assert "min here" in lines[1] and lines[-1].endswith("minutes here")
+    bad = {**job}
+    del bad["estimate_minutes_here"]
+    queue.write_text(json.dumps({"version": 1, "jobs": [TINY_JOB, bad]}))
+    with pytest.raises(ValueError, match="lacks 'estimate_minutes_here'"):
+        gpu_queue.load_queue(queue)

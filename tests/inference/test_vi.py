@@ -7,8 +7,8 @@ from flax import nnx
 from scipy import integrate, stats
 
 from symlib.core.models import mlp_apply, mlp_init
-from symlib.inference.vi import (MeanField, MeanFieldMLP, VIResult, categorical_loglik, train_mlp_vi, train_vi,
-                       gaussian_kl, inverse_softplus)
+from symlib.inference.vi import (MeanField, MeanFieldMLP, VIResult, categorical_loglik, categorical_loglik_fn,
+                                  train_mlp_vi, train_vi, gaussian_kl, inverse_softplus)
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -163,6 +163,15 @@ def test_python_loop_draws_what_the_compiled_loop_draws():
     np.testing.assert_allclose(a.elbo_history, b.elbo_history, rtol=1e-5)
     for ta, tb in ((a.mu, b.mu), (a.sigma, b.sigma)):
         jax.tree_util.tree_map(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6), ta, tb)
+
+
+def test_python_loop_leaves_the_callers_params0_usable():
+    """The compiled step donates its carry; the caller's jax arrays must not be the ones donated."""
+    x, y = _toy_classification()
+    mu0 = jax.tree_util.tree_map(jnp.asarray, mlp_init(jax.random.key(0), [6, 4, 3]))
+    train_vi(jax.random.key(1), mu0, categorical_loglik_fn(mlp_apply), x, y, epochs=1, batch_size=50,
+             learning_rate=1e-2, loop="python")
+    assert all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree_util.tree_leaves(mu0))
 
 
 def test_errors_are_named():

@@ -288,23 +288,47 @@ def zoo_step(group: str, method: ZooMethod, keys, n_samples: int, n_modes: int) 
             "seconds": {n: (time.perf_counter() - t0) / len(names) for n in names}}
 
 
-def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[dict, dict]:
-    """Every method's samples (stacked OptuNet parameters) and its seconds.
+class ZooSteps(NamedTuple):
+    """The method zoo as the cached steps of ``posterior_samples``, one group of
+    :data:`ZOO_GROUPS` a step: what :func:`method_samples` runs (resuming from the artifact
+    cache) and what the GPU queue's job ``laurent-table1`` runs a group at a time on a lent
+    device (:mod:`symlib.experiments.gpu_queue`, which takes any object with these four
+    members, as it takes a :class:`~symlib.experiments.registry.Blocks`).
+
+    Attributes:
+        name: the experiment whose steps these are (``posterior_samples``).
+        cache_config: its cache config.
+        starts: the steps' labels, the groups in order.
+        train: ``train(group)``: the group's :func:`zoo_step` artifact.
+    """
+
+    name: str
+    cache_config: dict[str, Any]
+    starts: list[str]
+    train: Callable[[str], dict[str, Any]]
+
+
+def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = None,
+              d: dict | None = None) -> ZooSteps:
+    """Every method group of Table 1 on OptuNet as a step (:class:`ZooSteps`).
 
     Args:
         profile: the run profile (``post_*``, ``sghmc_leapfrog``, ``laplace_hessian``, ``laplace_n_data``).
-        bank: the ``optunet_bank`` artifact.
-        split: :func:`bank_split`'s indices.
-        d: the training data (:func:`~symlib.experiments.laurent.optunet.optunet_data`).
+        bank: the ``optunet_bank`` artifact (default: run, or loaded from the cache, here).
+        split: :func:`bank_split`'s indices (default: from ``bank``).
+        d: the training data (default: :func:`~symlib.experiments.laurent.optunet.optunet_data`).
 
     Returns:
-        ``(samples, seconds)``, both keyed by method (:data:`METHODS`).
+        The steps; nothing is fitted until a step's ``train`` is called.
     """
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.inference import (Data, DropoutPosterior, LaplaceConfig, Model, SGHMCConfig, SWAGConfig, VIConfig,
                                   dropout_apply, fit_laplace, fit_sghmc, fit_swag, fit_vi, train_many,
                                   train_map_many)
 
+    bank = run("optunet_bank", profile, verbose=False).artifact if bank is None else bank
+    split = bank_split(bank["test_accuracy"], profile.post_reference, profile.post_samples) if split is None else split
+    d = optunet_data(profile) if d is None else d
     x, y = d["x_train"], d["y_train"]
     model, data = Model(optunet_apply), Data(x, y)
     S, M, E = profile.post_samples, profile.post_modes, profile.post_method_epochs
@@ -312,7 +336,6 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
     modes = _take(bank["params"], split["ensemble"][:M])
     starts = modes if profile.post_warm_start else jax.tree_util.tree_map(
         np.asarray, jax.vmap(optunet_init)(jax.random.split(jax.random.key(7), M)))
-    samples, seconds = {"DE": _take(bank["params"], split["ensemble"])}, {"DE": 0.0}
     rate = SETTINGS["dropout_rate"]
 
     def dropout(key):  # M networks trained with last-layer dropout and the bank's recipe: continued from
@@ -353,9 +376,27 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
     zoo = {"dropout": ZooMethod(dropout), "bnn": ZooMethod(bnn), "sghmc": ZooMethod(sghmc), "swag": ZooMethod(swag),
            "laplace": ZooMethod(laplace)}
     keys = jax.random.split(jax.random.key(11), ZOO_KEYS)
-    # one step per method, each kept in the artifact cache: a killed run resumes
-    for step in cached_steps("posterior_samples", _post_config(profile), list(zoo),
-                             lambda group: zoo_step(group, zoo[group], keys, S, M)):
+    return ZooSteps("posterior_samples", _post_config(profile), list(zoo),
+                    lambda group: zoo_step(group, zoo[group], keys, S, M))
+
+
+def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[dict, dict]:
+    """Every method's samples (stacked OptuNet parameters) and its seconds: the deep
+    ensemble from the bank, the other methods from :func:`zoo_steps`, one group a step kept
+    in the artifact cache (a killed run resumes; steps computed on a lent GPU are found there).
+
+    Args:
+        profile: the run profile.
+        bank: the ``optunet_bank`` artifact.
+        split: :func:`bank_split`'s indices.
+        d: the training data (:func:`~symlib.experiments.laurent.optunet.optunet_data`).
+
+    Returns:
+        ``(samples, seconds)``, both keyed by method (:data:`METHODS`).
+    """
+    samples, seconds = {"DE": _take(bank["params"], split["ensemble"])}, {"DE": 0.0}
+    steps = zoo_steps(profile, bank, split, d)
+    for step in cached_steps(steps.name, steps.cache_config, steps.starts, steps.train):
         samples.update(step["samples"])
         seconds.update({n: float(v) for n, v in step["seconds"].items()})
     return {m: jax.tree_util.tree_map(np.asarray, samples[m]) for m in METHODS}, seconds

@@ -265,6 +265,61 @@ def hmc_samples(profile: Profile) -> dict[str, Any]:
     return load_samples(hmc_run_dir(profile))
 
 
+#: the precision study's HMC runs (:func:`hmc_precision`): the profile's sampler (its step
+#: size adapted during burn-in, its leapfrog steps, data and network) with 2 chains of 30
+#: burn-in and 70 kept iterations each, at every precision: 100 iterations, 100,000 gradients
+#: per chain at the paper's 500 leapfrog steps (about 4 minutes at float32 on an H100)
+PRECISION_CHAINS, PRECISION_BURNIN, PRECISION_KEPT = 2, 30, 70
+
+
+def _precision_config(profile: Profile) -> dict[str, Any]:
+    return {**_hmc_config(profile), "chains": PRECISION_CHAINS, "burnin": PRECISION_BURNIN, "kept": PRECISION_KEPT}
+
+
+def _precision_summary(art: dict[str, Any]) -> dict[str, Any]:
+    from symlib.inference.hmc import choose_precision
+
+    study = {"precisions": [str(p) for p in np.atleast_1d(art["precisions"])], "at_start": art["at_start"], "at_end": art["at_end"],
+             "runs": art["runs"]}
+    chosen, reasons = choose_precision(study)
+
+    def errors(part):
+        return {p: {"logdensity_abs_error_max": float(np.max(v["logdensity_abs_error"])),
+                    "grad_rel_error_max": float(np.max(v["grad_rel_error"])),
+                    "seconds_per_gradient": float(v["seconds_per_gradient"])} for p, v in art[part].items()}
+
+    return {"chosen": chosen, "reasons": reasons, "at_start": errors("at_start"), "at_end": errors("at_end"),
+            "runs": {p: {**{k: np.asarray(v).tolist() for k, v in r.items() if k != "warnings"},
+                         "warnings": [str(np.asarray(w)) for _, w in sorted(r.get("warnings", {}).items(), key=lambda kv: int(kv[0]))]}
+                     for p, r in art["runs"].items()}}
+
+
+@register("hmc_precision", _precision_config,
+          "HMC at float32, TF32 and bfloat16 matrix products on the same chains: log-density and gradient errors, "
+          "acceptance, energy errors (issue 44's precision study; decides the GPU's precision)",
+          summary=_precision_summary)
+def hmc_precision(profile: Profile) -> dict[str, Any]:
+    """The precision study (:func:`symlib.inference.hmc.precision_study`) on the ``hmc``
+    experiment's target and starts (``PRECISION_CHAINS`` of its chains), with
+    ``PRECISION_BURNIN`` + ``PRECISION_KEPT`` iterations (thinning 1).
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The study: ``precisions``, ``at_start``, ``at_end`` and ``runs`` (lists of warnings as text).
+    """
+    from dataclasses import replace
+
+    from symlib.inference.hmc import precision_study
+
+    _, cfg, init, logdensity = _hmc_setup(profile, PRECISION_CHAINS, PRECISION_KEPT)
+    cfg = replace(cfg, num_burnin=PRECISION_BURNIN, thin=1, adapt_step_size=True)
+    study = precision_study(jax.random.key(0), init, logdensity, cfg)
+    return {**study, "runs": {p: {**r, "warnings": {str(i): w for i, w in enumerate(r["warnings"])}}
+                              for p, r in study["runs"].items()}}
+
+
 #: Xiao et al.'s HMC run in pieces (issue 17): 2 chains x 500 kept samples, 1,000 in all as
 #: in the paper (App. A), with the paper profile's other settings (500 leapfrog steps,
 #: 600 burn-in iterations, thinning 10, 784-512-10 on 50,000 images)

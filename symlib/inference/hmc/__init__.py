@@ -64,7 +64,10 @@ checkpoint before it.
 * :mod:`~symlib.inference.hmc.config`: :class:`HMCConfig`, :class:`HMCResult`;
 * :mod:`~symlib.inference.hmc.driver`: :func:`run_hmc`, writing to memory or to a run
   directory, and the pieces (``prepare_run``, ``run_segment``, ``carry_at``...) that
-  :mod:`symlib.experiments.hmc_pieces` drives one piece at a time.
+  :mod:`symlib.experiments.hmc_pieces` drives one piece at a time;
+* :mod:`~symlib.inference.hmc.precision`: :func:`precision_study` and :func:`choose_precision`,
+  the measurements that decide the matrix-product precision (float32, TF32, bfloat16) of a
+  run on a GPU.
 """
 from symlib.inference.hmc.config import (  # noqa: F401
     SAMPLER_VERSION,
@@ -106,6 +109,11 @@ from symlib.inference.hmc.store import (  # noqa: F401
     tree_skeleton,
 )
 from symlib.inference.hmc.target import LogDensity, hash_parts, log_prior, make_logdensity  # noqa: F401
+from symlib.inference.hmc.precision import (  # noqa: F401
+    choose_precision,
+    density_errors,
+    precision_study,
+)
 
 __all__ = [
     "SAMPLER_VERSION",
@@ -126,4 +134,7 @@ __all__ = [
     "make_logdensity",
     "run_fingerprint",
     "run_hmc",
+    "choose_precision",
+    "density_errors",
+    "precision_study",
 ]

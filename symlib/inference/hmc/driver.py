@@ -111,7 +111,7 @@ def state_from_host(z, like_state, like_da) -> tuple:
 # --------------------------------------------------------------------------------------
 
 
-def _chain_positions(init_params, num_chains: int, init_per_chain: bool | None):
+def chain_positions(init_params, num_chains: int, init_per_chain: bool | None):
     """Initial positions with a leading chain axis (see :func:`run_hmc`)."""
     leaves = jax.tree_util.tree_leaves(init_params)
     if not leaves:
@@ -167,7 +167,7 @@ def prepare_run(key, init_params, logdensity, cfg, chunk_size, init_per_chain) -
     if not isinstance(cfg, HMCConfig):
         raise TypeError(f"cfg must be an HMCConfig, got {type(cfg).__name__}")
     chunk_size = positive_int(chunk_size, "chunk_size")
-    positions = _chain_positions(init_params, cfg.num_chains, init_per_chain)
+    positions = chain_positions(init_params, cfg.num_chains, init_per_chain)
     return Run(cfg, chunk_size, as_logdensity(logdensity), positions, plan_segments(cfg, chunk_size))
 
 

@@ -105,6 +105,13 @@ permutation in every head (per-head permutations are a larger symmetry that a
 :class:`PermutationSpec` cannot express); a head-splitting ``reshape`` instead stops the
 feature axes. For scaling, products of two activations are never rescaled.
 
+**Activations.** The same trace tells where the units of each permutation are computed:
+:func:`activation_sites` picks, for every permutation of
+a spec, the value of the computation that
+:func:`~symlib.symmetry.matching.activation_matching` correlates when given the model's
+ordinary forward function (the post-activation of a layer, a residual stream after its last
+block, the attention weights of the heads; see that module).
+
 **Not supported:** recurrent layers and loops (``scan``, ``while``: refused by name);
 embeddings and any indexing (``gather``, ``dynamic_slice``: their axes are stopped);
 symmetries other than permutations of whole axes (e.g. the sign symmetry of ``tanh`` units, rotations).
@@ -119,11 +126,14 @@ from symlib.symmetry.channel_scaling import ScalingSpec
 from symlib.symmetry.specs import PermutationSpec, flatten_params, part_name
 from symlib.symmetry.derive._graph import DeriveReport, Graph, UnsupportedOperationError, aval_shape
 from symlib.symmetry.derive._rules import trace_graph
+from symlib.symmetry.derive._activations import activation_sites, capture_activations
 
 
 __all__ = [
     "DeriveReport",
     "UnsupportedOperationError",
+    "activation_sites",
+    "capture_activations",
     "derive_report",
     "flax_derive_report",
     "permutation_spec_from_apply",

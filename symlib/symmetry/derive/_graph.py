@@ -73,6 +73,7 @@ class Graph:
 
     def __init__(self, mode: str):
         self.mode = mode  # "perm" or "scale"
+        self.program = None  # the traced ClosedJaxpr (set by trace_graph)
         self.parent: dict = {}
         self.size: dict = {}
         self.reasons: dict = {}

@@ -596,6 +596,7 @@ def trace_graph(mode: str, fn: Callable, params: Mapping, args: tuple):
     closed, (output, _) = jax.make_jaxpr(wrapped, return_shape=True)([flat[k] for k in paths], list(arg_leaves))
     jaxpr = closed.jaxpr
     g = Graph(mode)
+    g.program = closed
     pvars = jaxpr.invars[:len(paths)]
     # the parameters in the order the computation first reads them (unread ones last, by path):
     # every result that follows the order of the parameters (the classes' order and names, the

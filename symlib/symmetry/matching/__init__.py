@@ -2,7 +2,9 @@
 
 Everything is read from a :class:`~symlib.symmetry.specs.PermutationSpec`; no layer name is
 hard-coded (except in :func:`activation_matching` when its ``apply_fn`` returns a list of
-an MLP's hidden layers: layer ``l`` is then the spec's ``"P_l"``). MLPs and convolutional
+an MLP's hidden layers: layer ``l`` is then the spec's ``"P_l"``; given the model's
+ordinary forward function instead, it finds the activations of every permutation in the
+traced computation). MLPs and convolutional
 networks (:mod:`symlib.core.cnn`, :mod:`symlib.symmetry.architectures`) are treated alike:
 a convolution kernel ``(kh, kw, c_in, c_out)`` is one more parameter whose last axis (and,
 in the next layer, whose input axis) a permutation acts on.
@@ -33,7 +35,8 @@ Modules
 * :mod:`~symlib.symmetry.matching.weight`: pairwise :func:`weight_matching` (coordinate ascent,
   its cost cache and sweeps).
 * :mod:`~symlib.symmetry.matching.activation`: :func:`activation_matching` (correlation of
-  activations streamed over a data set).
+  activations streamed over a data set; given, or captured from the model's computation at
+  the sites of :func:`symlib.symmetry.derive.activation_sites`).
 * :mod:`~symlib.symmetry.matching.many`: :func:`weight_matching_many` and
   :func:`apply_permutation_many` (a stack of networks to one reference).
 * :mod:`~symlib.symmetry.matching.lap`: the linear assignment (LAP) solvers every tool uses

@@ -2,13 +2,16 @@
 
 The Pearson correlation of hidden units of A and B over a data set (streamed in batches,
 only sums kept), one LAP per permutation maximising the total correlation. ``apply_fn``
-names the activations each permutation acts on (a dict by permutation name, or for an MLP
-a list by hidden layer); convolutional features count every spatial position as an
-example.
+either names the activations each permutation acts on (a dict by permutation name, or for
+an MLP a list by hidden layer) or is the model's ordinary forward function, whose
+activations are then found in its traced computation
+(:func:`~symlib.symmetry.derive.activation_sites`); convolutional features
+count every spatial position as an example.
 """
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -19,6 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import positive_int
+from symlib.symmetry.derive import activation_sites, capture_activations
+from symlib.symmetry.derive._activations import Sites
 from symlib.symmetry.matching.common import MatchResult, check_finite_params, check_pair
 from symlib.symmetry.matching.lap import check_lap_solver, lap_solver_used, solve_lap
 from symlib.symmetry.specs import PermutationSpec, flatten_params
@@ -86,6 +91,85 @@ def _hidden_pair(apply_fn, pa, pb, x):
     return apply_fn(pa, x), apply_fn(pb, x), jnp.all(jnp.isfinite(x))
 
 
+def _captured_pair(sites: Sites, pa, pb, x):
+    """The activations at ``sites`` of A and B on ``x``, and whether ``x`` is all finite."""
+    return capture_activations(sites, pa, x), capture_activations(sites, pb, x), jnp.all(jnp.isfinite(x))
+
+
+def _site_rows(h, axis: int, others, perms: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+    """A site's activations as float64 ``(rows, units)``: with ``perms``, every other permuted
+    axis (``others``: ``(axis, name)``) first aligned by its match (B's heads put in A's order),
+    then the permuted ``axis`` last and all other axes flattened into rows."""
+    h = np.asarray(h, np.float64)
+    for a, name in others if perms is not None else ():
+        h = np.take(h, perms[name], axis=a)
+    h = np.moveaxis(h, axis, -1)
+    return h.reshape(-1, h.shape[-1])
+
+
+class _Reader:
+    """The activations of A and B on a batch, as float64 ``(rows, units)`` by permutation name.
+
+    Given activations (``apply_fn`` returns a dict or list) are used as they are (one
+    round). Captured ones (``apply_fn`` returns the model's output) are read at the sites of
+    :func:`activation_sites`, traced once per batch shape; a permutation whose site has
+    other permuted axes (the heads, for per-head features) is matched in a later ``round``
+    than those, with B's other axes aligned by their matches.
+    """
+
+    def __init__(self, spec: PermutationSpec, sizes: Mapping[str, int], apply_fn: Callable, pa, x):
+        self.spec, self.sizes, self.apply_fn, self.pa = spec, sizes, apply_fn, pa
+        out = jax.eval_shape(apply_fn, pa, x)
+        if not isinstance(out, (Mapping, list, tuple, jax.ShapeDtypeStruct)):
+            raise TypeError(f"apply_fn must return the model's output (one array), a list of hidden activations "
+                            f"or a dict of permutation name -> activations, got {type(out).__name__}")
+        self.captured = isinstance(out, jax.ShapeDtypeStruct)
+        if not self.captured:
+            self.pair = functools.partial(_hidden_pair, apply_fn)
+            self.rounds = [list(spec.perm_names)]
+            return
+        self.traced: dict = {}
+        where = self._traced(x)[0]
+        deps = {name: {m for _, m in where[name].others} for name in spec.perm_names}
+        self.rounds = []
+        while len(done := [n for r in self.rounds for n in r]) < len(deps):
+            now = [n for n in spec.perm_names if n not in done and deps[n] <= set(done)]
+            if not now:
+                left = {n: sorted(deps[n]) for n in spec.perm_names if n not in done}
+                raise ValueError(f"cannot order the matches: the activations of each of {left} carry a "
+                                 f"permutation that is not matched before them")
+            self.rounds.append(now)
+
+    def _traced(self, x) -> tuple[dict, Callable]:
+        """The sites for batches of ``x``'s shape and the jitted capture of A and B there."""
+        key = (tuple(x.shape), str(x.dtype))
+        if key not in self.traced:
+            sites = activation_sites(self.apply_fn, self.spec, self.pa, x)
+            if self.traced:
+                first = next(iter(self.traced.values()))[0]
+                if [(s.eqn, s.out) for s in first.values()] != [(s.eqn, s.out) for s in sites.sites.values()]:
+                    raise ValueError(f"apply_fn computes differently for a batch of shape {key[0]}: its activations "
+                                     f"are not where they are for the first batch; pass batches of equal shape")
+            self.traced[key] = (sites.sites, jax.jit(functools.partial(_captured_pair, sites)))
+        return self.traced[key]
+
+    def read(self, pa, pb, x, first_example: int, names, perms: Mapping[str, np.ndarray]):
+        """Activations of A and B on the batch ``x`` for the permutations ``names``, ``perms``
+        the matches of the earlier rounds; ``ValueError`` if ``x`` is not finite."""
+        if self.captured:
+            where, pair = self._traced(x)
+        else:
+            pair = self.pair
+        ha, hb, finite = pair(pa, pb, x)
+        if not bool(finite):
+            raise ValueError(f"data holds non-finite values (nan or inf) in examples "
+                             f"{first_example}..{first_example + x.shape[0] - 1}")
+        if not self.captured:
+            return _as_rows(self.spec, self.sizes, ha), _as_rows(self.spec, self.sizes, hb)
+        return ({n: _site_rows(ha[n], where[n].axis, where[n].others) for n in names},
+                {n: _site_rows(hb[n], where[n].axis, where[n].others, perms) for n in names})
+
+
 @dataclass
 class _LayerSums:
     """Running float64 sums of one hidden layer's activations in A and B, over ``count`` rows.
@@ -133,27 +217,16 @@ class _LayerSums:
         return cov / (np.outer(np.sqrt(var_a), np.sqrt(var_b)) + eps)
 
 
-def _hidden_batch(hidden: Callable, pa, pb, x, first_example: int, spec: PermutationSpec,
-                  sizes: Mapping[str, int]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """float64 ``(rows, units)`` activations of A and B on the batch ``x`` by permutation name
-    (:func:`_as_rows`); ``ValueError`` if ``x`` is not finite."""
-    ha, hb, finite = hidden(pa, pb, x)
-    if not bool(finite):
-        raise ValueError(f"data holds non-finite values (nan or inf) in examples "
-                         f"{first_example}..{first_example + x.shape[0] - 1}")
-    return _as_rows(spec, sizes, ha), _as_rows(spec, sizes, hb)
-
-
-def _stream_layer_sums(hidden: Callable, pa, pb, data, batch_size: int, spec: PermutationSpec,
-                       sizes: Mapping[str, int]) -> tuple[dict[str, _LayerSums], int]:
-    """Stream ``data`` through A and B; returns the sums by permutation name and the example count."""
+def _stream_layer_sums(reader: _Reader, pa, pb, data, batch_size: int, names,
+                       perms: Mapping[str, np.ndarray]) -> tuple[dict[str, _LayerSums], int]:
+    """Stream ``data`` through A and B; returns the sums of the permutations ``names`` and the example count."""
     count = 0
     layers: dict[str, _LayerSums] | None = None
     for x in _batches(data, batch_size):
         x = jnp.asarray(x)
         if x.shape[0] == 0:
             continue
-        ha, hb = _hidden_batch(hidden, pa, pb, x, count, spec, sizes)
+        ha, hb = reader.read(pa, pb, x, count, names, perms)
         if layers is None:
             layers = {name: _LayerSums.start(ha[name], hb[name]) for name in ha}
         for name, layer in layers.items():
@@ -162,6 +235,21 @@ def _stream_layer_sums(hidden: Callable, pa, pb, data, batch_size: int, spec: Pe
     if count == 0:
         raise ValueError("data holds no examples")
     return layers, count
+
+
+def _first_batch(data, batch_size: int):
+    """The first non-empty batch of ``data`` and ``data`` to stream from the start again (a
+    one-shot iterator is consumed: its batches are chained back); ``ValueError`` if none."""
+    if hasattr(data, "shape") and hasattr(data, "__getitem__"):
+        if int(data.shape[0]) == 0:
+            raise ValueError("data holds no examples")
+        return jnp.asarray(data[:batch_size]), data
+    it, seen = iter(data), []
+    for x in it:
+        seen.append(x)
+        if np.shape(x)[0]:
+            return jnp.asarray(x), (data if it is not data else itertools.chain(seen, it))
+    raise ValueError("data holds no examples")
 
 
 class _LayerMatch(NamedTuple):
@@ -191,20 +279,44 @@ def activation_matching(
 ) -> MatchResult:
     """Match hidden units of two networks by the correlation of their activations over ``data``.
 
-    ``apply_fn(params, x)`` gives the hidden activations that every permutation of the
-    spec acts on, either as a dict ``{permutation name: activations}`` naming exactly the
+    ``apply_fn(params, x)`` is either the model's ordinary forward function, returning its
+    output (one array, e.g. the logits), or a function returning the hidden activations
+    that every permutation of the spec acts on.
+
+    *The model's output* (``mlp_apply``, ``partial(optunet_apply, conv="xla")``,
+    ``resnet20_apply``, ``lambda p, x: model.apply({"params": p}, x)`` for a flax module):
+    the activations of every permutation are captured from the traced computation, as
+    :mod:`symlib.symmetry.derive` sees it (every ``jit`` inlined). For each permutation,
+    the value used is one computed from the input by arithmetic (not a reshape, transpose,
+    broadcast, pad, slice, concatenation or cast) that carries the permutation on one of
+    its axes, with the fewest other axes that the spec permutes, then the most entries per
+    unit (before any pooling or mean over positions), then the last computed: an MLP's or
+    convolution's post-activation (for a BatchNorm'd convolution the ReLU after the norm),
+    a residual stream after the last block adding to it, the heads of attention their
+    attention weights, per-head query/key features the scaled queries and per-head value
+    features the heads' outputs
+    (:func:`~symlib.symmetry.derive.activation_sites`). A value's other
+    permuted axes (the heads of a per-head feature) are aligned by their own matches first:
+    those permutations are matched in an earlier pass over ``data``. The spec may be
+    derived (:func:`~symlib.symmetry.derive.permutation_spec_from_apply`,
+    :func:`~symlib.symmetry.derive.permutation_spec_from_flax`) or written by hand with the
+    same parameter paths; a convolution must be ``lax.conv_general_dilated`` (OptuNet:
+    ``conv="xla"``). The activations are recomputed (no output is needed), and the
+    program is traced once per batch shape.
+
+    *Given activations*: a dict ``{permutation name: activations}`` naming exactly the
     spec's permutations (any architecture; activations of layers the spec does not permute
-    are simply left out), or as a list ``[h_0, ..., h_{L-1}]`` by MLP hidden layer, layer
+    are simply left out), or a list ``[h_0, ..., h_{L-1}]`` by MLP hidden layer, layer
     ``l`` permuted by the spec's ``"P_l"``. Activations are ``(batch, ..., units)``, the
-    units last; all other axes are flattened into examples, so a convolutional feature
-    map ``(n, h, w, c)`` counts every spatial position as an example, ``(n * h * w, c)``.
-    For OptuNet (:func:`symlib.core.cnn.optunet_hidden`, keyed by layer) with
+    units last. For OptuNet (:func:`symlib.core.cnn.optunet_hidden`, keyed by layer) with
     :func:`~symlib.symmetry.architectures.optunet_permutation_spec`::
 
         def apply_fn(params, x):
             h = optunet_hidden(params, x)
             return {"P_conv_1": h["conv_1"], "P_dense_0": h["dense_0"]}
 
+    Either way all axes but the units are flattened into rows, so a convolutional feature
+    map ``(n, h, w, c)`` counts every spatial position as an example, ``(n * h * w, c)``.
     Only running sums of the activations are kept (float64, shifted by the first batch's
     means for accuracy). For every permutation the Pearson correlation ``corr[i, j] =
     cov(a_i, b_j) / (std(a_i) std(b_j) + eps)`` is formed and one LAP maximises ``sum_i
@@ -216,33 +328,41 @@ def activation_matching(
 
     Args:
         spec: the permutation spec.
-        params_a: the reference network A.
+        params_a: the reference network A (for a flax module with batch statistics, the
+            whole variables dict, with ``apply_fn=module.apply``).
         params_b: the network B to permute, with the same shapes as A.
         data: an array whose leading axis holds the examples (``(N, d_0)`` vectors,
             ``(N, h, w, c)`` images; cut into batches of ``batch_size``) or an iterable
-            of batches.
+            of batches (a list, not a one-shot iterator, when captured activations need
+            more than one pass, above).
         batch_size: examples per batch when ``data`` is an array (a positive int).
-        apply_fn: ``apply_fn(params, x)`` returns the hidden activations, a dict keyed by
-            permutation name or a list by MLP hidden layer (above; default
-            :func:`symlib.core.models.mlp_hidden`, the list form).
+        apply_fn: ``apply_fn(params, x)`` returns the model's output (one array) or the
+            hidden activations, a dict keyed by permutation name or a list by MLP hidden
+            layer (above; default :func:`symlib.core.models.mlp_hidden`, the list form).
         eps: added to the product of standard deviations.
         lap_solver: ``"auto"`` or ``"scipy"``, as in :func:`weight_matching`.
 
     Returns:
         A :class:`MatchResult` with ``objective`` the matched total correlation of every
-        permutation (list form: ``P_0, P_1, ...``; dict form: the spec's order),
+        permutation (list form: ``P_0, P_1, ...``; otherwise the spec's order),
         ``info["mean_correlation"]`` the means per unit, ``info["num_examples"]`` the
         number of examples seen and ``info["num_rows"]`` the rows (examples times spatial
-        positions) per permutation.
+        positions, times heads for a per-head feature) per permutation.
 
     Raises:
         ValueError: if ``batch_size`` is not a positive int or ``lap_solver`` is unknown; if
             A or B does not fit ``spec`` or holds nan or inf (naming the parameter); if ``data`` holds nan or
             inf or no examples; if ``apply_fn``'s dict does not name exactly the spec's
             permutations, its list does not match a spec ``P_0 .. P_{L-1}``, or the
-            activations' last axis is not the permutation's size (naming it).
+            activations' last axis is not the permutation's size (naming it); for captured
+            activations, naming the permutations whose activations no computed value carries,
+            if two permutations of the spec act on one hidden axis of the model, if the
+            batches' shapes change where the activations are, or if ``data`` is a one-shot
+            iterator and more than one pass is needed.
+        UnsupportedOperationError: (a ``ValueError``) naming a primitive of ``apply_fn``
+            that the tracing cannot analyse, for captured activations.
         TypeError: if ``spec`` is not a :class:`~symlib.symmetry.specs.PermutationSpec`,
-            or ``apply_fn`` returns neither a dict nor a list.
+            or ``apply_fn`` returns neither an array, a dict nor a list.
     """
     t_start = time.perf_counter()
     batch_size = positive_int(batch_size, "batch_size")
@@ -252,16 +372,30 @@ def activation_matching(
     check_finite_params(flatten_params(params_b), "params_b")
     if apply_fn is None:
         from symlib.core.models import mlp_hidden as apply_fn
-    hidden = functools.partial(_hidden_pair, apply_fn)
     pa = jax.tree_util.tree_map(jnp.asarray, params_a)
     pb = jax.tree_util.tree_map(jnp.asarray, params_b)
 
     t_cost = time.perf_counter()
-    layers, count = _stream_layer_sums(hidden, pa, pb, data, batch_size, spec, sizes)
-    cost_time = time.perf_counter() - t_cost
-
-    matches = {name: _match_layer(layer.correlation(eps), spec.blocks.get(name, 1), lap_solver)
-               for name, layer in layers.items()}
+    reiterable = hasattr(data, "shape") or iter(data) is not data
+    x0, data = _first_batch(data, batch_size)
+    reader = _Reader(spec, sizes, apply_fn, pa, x0)
+    if len(reader.rounds) > 1 and not reiterable:
+        raise ValueError(f"the activations of {reader.rounds[1:]} carry permutations matched before them "
+                         f"({reader.rounds[0]}), so data is streamed {len(reader.rounds)} times: pass an array "
+                         f"or a list of batches, not a one-shot iterator")
+    matches: dict[str, _LayerMatch] = {}
+    num_rows: dict[str, int] = {}
+    cost_time = 0.0
+    for names in reader.rounds:
+        layers, count = _stream_layer_sums(reader, pa, pb, data, batch_size, names,
+                                           {name: match.perm for name, match in matches.items()})
+        cost_time += time.perf_counter() - t_cost
+        for name, layer in layers.items():
+            matches[name] = _match_layer(layer.correlation(eps), spec.blocks.get(name, 1), lap_solver)
+            num_rows[name] = layer.count
+        t_cost = time.perf_counter()
+    order = list(spec.perm_names) if reader.captured else list(matches)
+    matches = {name: matches[name] for name in order}
     return MatchResult(
         # names may be listed by the spec in another order; return them in spec order
         perms={name: matches[name].perm for name in spec.perm_names},
@@ -274,7 +408,7 @@ def activation_matching(
         info={
             "mean_correlation": [match.total_correlation / max(len(match.perm), 1) for match in matches.values()],
             "num_examples": count,
-            "num_rows": {name: layer.count for name, layer in layers.items()},
+            "num_rows": {name: num_rows[name] for name in order},
             "lap_solver": lap_solver_used(lap_solver),
         },
     )
