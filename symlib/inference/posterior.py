@@ -36,7 +36,8 @@ only, and every sampled network carries the state:
   defines); SWAG's posterior holds the statistics of the end of its run, with no spread;
 - VI, Laplace (dense or last layer) and SGHMC hold the state fixed at ``params0``'s values
   (the evaluation mode of ``apply_fn``): VI's standard deviations are exactly 0 there, the
-  Laplace and SGHMC samples carry it unchanged;
+  Laplace and SGHMC samples carry it unchanged (full-batch HMC too:
+  :func:`~symlib.inference.hmc.make_logdensity`'s ``state`` holds it fixed);
 - MC dropout uses the model's own dropout (:func:`fit_dropout`).
 
 The fits are the library's training loops, called with the same numbers: ``fit_map`` is

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import jax
@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from symlib.core.checks import check_finite, positive_float
+from symlib.core.checks import check_finite, check_finite_tree, positive_float
 from symlib.core.models import layout_check, mlp_apply
 from symlib.core.distributed import allgather, global_mesh, put_global
 
@@ -107,8 +107,15 @@ class _BNNLogPosterior:
     example_shape: tuple
     max_label: int
 
-    def __call__(self, params, x, y, mask):
-        logits = self._logits(params, x)
+    def __call__(self, params, x, y, mask, *state):
+        if state:  # model state held fixed (make_logdensity's ``state``): the network is params and state
+            if not isinstance(params, Mapping) or set(params) & set(state[0]):
+                raise ValueError(f"with a fixed state ({sorted(state[0])}) the position must be a dict of the "
+                                 f"weights' entries only, got {type(params).__name__} "
+                                 f"{sorted(params) if isinstance(params, Mapping) else ''}")
+            logits = self._logits({**params, **state[0]}, x)
+        else:
+            logits = self._logits(params, x)
         logp = jax.nn.log_softmax(logits, axis=-1)
         per_example = jnp.take_along_axis(logp, y[:, None], axis=-1)[:, 0]
         loglik = jnp.sum(jnp.where(mask, per_example, 0.0))
@@ -234,13 +241,19 @@ def hash_parts(*parts) -> str:
 
 
 def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, apply_fn: Callable = mlp_apply,
-                    devices=None, *, process_local: bool = False) -> LogDensity:
+                    devices=None, *, process_local: bool = False, state: Mapping | None = None) -> LogDensity:
     """Full-batch tempered log posterior of a classifier.
 
     The density is ``params -> log N(params; 0, prior_var I) + sum_i log p(y_i | x_i) / T``
     with ``p(y | x) = softmax(apply_fn(params, x))[y]``. The examples are sharded over
     ``devices``, padded to a multiple of their number with masked rows; parameters are
     replicated.
+
+    **Model state** (``state``, e.g. ``{"batch_stats": ...}`` of a Flax model with BatchNorm):
+    held fixed, as the other fits of :mod:`symlib.inference` hold it: the density is over the
+    remaining entries of the network's dict (the weights; the prior is on them only) and
+    ``apply_fn`` gets ``{**params, **state}``, so HMC samples the weights, and a sampled
+    network is a sample merged with ``state``.
 
     **Several processes** (after :func:`jax.distributed.initialize`, e.g. through
     :func:`symlib.core.distributed.initialize_from_env`): ``devices=None`` means the
@@ -267,6 +280,8 @@ def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, appl
         devices: devices to shard the examples over (default: all devices of the default
             backend, of every process). With ``process_local``, leave it ``None``.
         process_local: ``x`` and ``y`` are this process's rows only (see above).
+        state: top-level entries of the network held fixed (above), replicated on the
+            devices; part of the fingerprint.
 
     Returns:
         A :class:`LogDensity` whose ``fingerprint`` hashes the data, ``prior_var``,
@@ -283,14 +298,23 @@ def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, appl
     prior_var, temperature = positive_float(prior_var, "prior_var"), positive_float(temperature, "temperature")
     mesh = _data_mesh(devices)
     name = getattr(apply_fn, "__qualname__", repr(apply_fn))
+    fixed, state_parts = (), ()
+    if state is not None:
+        if not isinstance(state, Mapping) or not state:
+            raise ValueError(f"state must be a non-empty dict of the network's fixed entries (e.g. "
+                             f"{{'batch_stats': ...}}), got {state!r:.80}")
+        check_finite_tree(state, "state")
+        leaves, treedef = jax.tree_util.tree_flatten(dict(state))
+        fixed = (put_global(dict(state), NamedSharding(mesh, P())),)
+        state_parts = ("state", str(treedef), *[np.asarray(leaf) for leaf in leaves])
     if not process_local:
         fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), int(y.max()))
-        fingerprint = hash_parts(x, y, fn.prior_var, fn.temperature, name)
-        return LogDensity(fn, _shard_data(x, y, mesh), mesh, fingerprint)
+        fingerprint = hash_parts(x, y, fn.prior_var, fn.temperature, name, *state_parts)
+        return LogDensity(fn, _shard_data(x, y, mesh) + fixed, mesh, fingerprint)
     data, max_label, digests = _shard_local_data(x, y, mesh)
     fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), max_label)
     if len(digests) == 1:
-        fingerprint = hash_parts(x, y, fn.prior_var, fn.temperature, name)
+        fingerprint = hash_parts(x, y, fn.prior_var, fn.temperature, name, *state_parts)
     else:
-        fingerprint = hash_parts("process_local", digests, fn.prior_var, fn.temperature, name)
-    return LogDensity(fn, data, mesh, fingerprint)
+        fingerprint = hash_parts("process_local", digests, fn.prior_var, fn.temperature, name, *state_parts)
+    return LogDensity(fn, data + fixed, mesh, fingerprint)
