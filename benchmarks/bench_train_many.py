@@ -48,6 +48,7 @@ import numpy as np
 from symlib.core.cnn import as_images, optunet_apply, optunet_init
 from symlib.data import load_split, standardize
 from symlib.inference.training import TrainConfig, train_many
+from symlib.experiments.laurent.optunet import optunet_train_config
 
 BANK = {"networks": 1000, "epochs": 60, "images": 60_000}
 
@@ -67,9 +68,9 @@ def time_stack(k: int, x, y, cfg: TrainConfig, repeats: int) -> float:
 def scaling_worker(k: int, x, y, cfg: TrainConfig, repeats: int, images: int) -> None:
     """One process of a ``--processes`` run: :func:`time_stack` on all processes' devices;
     process 0 prints ``RESULT <json>``."""
-    from symlib.core.distributed import barrier, is_writer
+    from symlib.core.distributed import is_writer, sync_processes
 
-    barrier("bench.start")
+    sync_processes("bench.start")
     best = time_stack(k, x, y, cfg, repeats)
     if is_writer():
         detail = f"{k} OptuNets x {images} images x {cfg.epochs} epoch(s) in {best:.2f} s (best of {repeats})"
@@ -100,7 +101,7 @@ def main(argv=None) -> None:
         return
     d = load_split("mnist", "subset", n_train=args.images, n_test=0)
     x, y = as_images(standardize(d["x_train"], "mnist")), jnp.asarray(d["y_train"])
-    cfg = TrainConfig.laurent_optunet(len(y), epochs=args.epochs, crop_fill=standardize(0.0, "mnist"))
+    cfg = optunet_train_config(len(y), epochs=args.epochs, crop_fill=standardize(0.0, "mnist"))
     if args.scaling_worker:
         return scaling_worker(args.stacks[0], x, y, cfg, args.repeats, args.images)
     print(f"device {jax.devices()[0].device_kind} ({jax.default_backend()}), {os.cpu_count()} CPU cores; "

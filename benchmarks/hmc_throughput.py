@@ -149,7 +149,7 @@ def bench_one(n: int, args) -> dict:
 def scaling_worker(args) -> None:
     """One process of a ``--processes`` run: ``run_hmc`` on this process's rows, timed
     (best of ``--repeats`` after a compilation run); process 0 prints ``RESULT <json>``."""
-    from symlib.core.distributed import barrier, is_writer, process_rows
+    from symlib.core.distributed import is_writer, process_rows, sync_processes
 
     n = args.n[0]
     rng = np.random.default_rng(0)
@@ -165,7 +165,7 @@ def scaling_worker(args) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HMCWarning)
         for r in range(args.repeats + 1):  # the first run compiles
-            barrier(f"bench.{r}")
+            sync_processes(f"bench.{r}")
             t = time.perf_counter()
             run_hmc(jax.random.key(1), params, logdensity, cfg, progress=False)
             times.append(time.perf_counter() - t)

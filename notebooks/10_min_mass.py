@@ -62,7 +62,7 @@ from symlib.experiments import claims, plotting, report, results, scales
 from symlib.experiments.laurent import LINE_T
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table, paper_vs_ours
-from symlib.inference.training import LAURENT_OPTUNET
+from symlib.experiments.laurent.optunet import LAURENT_OPTUNET
 from symlib.symmetry.channel_scaling import (min_mass_spec, optunet_scaling_spec, mass_along_spec,
                                              mass_hessian_spec)
 from symlib.symmetry.scaling import check_function_unchanged, identifiable, min_mass, sort_neurons

@@ -9,7 +9,9 @@ are not typed by hand but read from the files the runs wrote, so they cannot go 
 * ``{book-timings}``: every execution of the chapters recorded in ``book/timings.json``
   (``scripts/execute_notebooks.py`` appends one after executing every chapter), with the budgets;
 * ``{gpu-queue}``: the jobs of ``gpu/queue.json`` (``symlib.experiments.gpu_queue``), steps folded,
-  GPU-minutes spent and left, and the devices and dates of the folded steps.
+  GPU-minutes spent and left, and the devices and dates of the folded steps;
+* ``{chapter-shares}``: what the chapters' code lines do, compute, formatting, plotting and
+  hidden (``scripts/chapter_shares.py``).
 
 ``scripts/check_prose.py`` checks the page's own text; these tables are generated.
 """
@@ -126,8 +128,35 @@ class GPUQueue(SphinxDirective):
                             "here (estimates where no step has run yet).")
 
 
+class ChapterShares(SphinxDirective):
+    """What the chapters' code lines do (``scripts/chapter_shares.py``), one row a chapter."""
+
+    def run(self) -> list[nodes.Node]:
+        import importlib.util
+
+        root = Path(self.env.srcdir)
+        script = root / "scripts" / "chapter_shares.py"
+        self.env.note_dependency(str(script))
+        spec = importlib.util.spec_from_file_location("chapter_shares", script)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        shares = mod.book_shares(root / "notebooks")
+        for path in (root / "notebooks").glob("[0-9][0-9]_*.py"):
+            self.env.note_dependency(str(path))
+        rows = [[name, str(c["lines"]), *(f"{mod.percent(c, k):.0f}%" for k in ("compute", "format", "plot", "import",
+                                                                               "hidden"))]
+                for name, c in shares.items()]
+        total = shares["all"]
+        shown = mod.percent(total, "format") + mod.percent(total, "plot")
+        return _table(["chapter", "code lines", "compute", "print, format, glue", "plot", "imports", "in hidden cells"],
+                      rows, f"Generated from the chapters' sources at build time by scripts/chapter_shares.py: "
+                            f"formatting and plotting are {shown:.0f}% of the code lines (goal: at most 25%), hidden "
+                            f"cells hold {mod.percent(total, 'hidden'):.0f}% (goal: at most 40%).")
+
+
 def setup(app):
     app.add_directive("saved-runs", SavedRuns)
     app.add_directive("book-timings", BookTimings)
     app.add_directive("gpu-queue", GPUQueue)
+    app.add_directive("chapter-shares", ChapterShares)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -26,7 +26,7 @@ _EXPORTS = {
     "noise": ["num_params", "normal_vector", "split_like", "standard_normal_like", "perturb"],
     "io": ["atomic_write"],
     "progress": ["progress_bar", "progress_enabled"],
-    "distributed": ["initialize_from_env", "is_writer", "barrier", "allgather", "global_mesh", "process_rows",
+    "distributed": ["initialize_from_env", "is_writer", "sync_processes", "allgather", "global_mesh", "process_rows",
                     "put_global", "ProcessInfo"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -19,7 +19,7 @@ imports only JAX.
   SLURM / Open MPI job, which JAX detects itself) and does nothing in a plain single
   process, so a script calls it unconditionally.
 * :func:`is_writer` (process 0) tells the one process that writes shared files;
-  :func:`barrier` makes the others wait until it has.
+  :func:`sync_processes` makes the others wait until it has.
 * :func:`process_rows` is the block of a data set's rows a process holds, for
   :func:`symlib.inference.hmc.make_logdensity` with ``process_local=True``.
 * :func:`allgather` gathers host values (numpy) from every process.
@@ -47,7 +47,7 @@ __all__ = [
     "ENV_VARS",
     "ProcessInfo",
     "allgather",
-    "barrier",
+    "sync_processes",
     "global_mesh",
     "initialize_from_env",
     "is_writer",
@@ -152,8 +152,9 @@ def is_writer() -> bool:
     return jax.process_index() == 0
 
 
-def barrier(name: str) -> None:
-    """Wait until every process has reached the barrier ``name`` (nothing in one process).
+def sync_processes(name: str) -> None:
+    """Wait until every process has reached the synchronisation point ``name`` (a process barrier; nothing in one
+    process). Not the loss barrier of :func:`symlib.evaluation.barrier`.
 
     Every process must call it, with the same ``name``, in the same order.
 

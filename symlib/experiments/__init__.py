@@ -39,9 +39,9 @@ from symlib.experiments.rossi import (ALIGN_DATASETS, ROSSI_SEC51_CLAIMS, ROSSI_
                                       VIAlignmentResult, vi_alignment)
 from symlib.experiments.xiao import (MATCHING_METHODS, MLP_SEEDS, PRUNE_FRACTIONS, XIAO_FIG1_CLAIMS,
                                      XIAO_FIG2_CLAIMS, XIAO_FIG3_CLAIMS, XIAO_SEC1_CLAIMS, XIAO_TABLE1,
-                                     XIAO_TABLE1_SETTING, CompactResult, EnsembleResult, HMCDiagnostics, HMCResult,
+                                     XIAO_TABLE1_SETTING, CompactResult, EnsembleRun, HMCDiagnostics, HMCRun,
                                      MapPairResult, NoTPathsResult, NoTSweepResult, NoTTrace, PredictiveScore,
-                                     PruningCurves, RebasinResult, Table1Row, TrainedNet, VIResult,
+                                     PruningCurves, RebasinResult, Table1Row, TrainedNet, VIRun,
                                      compact_representation, ensemble, hmc, hmc_run_dir, hmc_samples, mlp_map_pair,
                                      not_grid, not_paths, not_sweep, rebasin_barriers, vi)
 
@@ -57,7 +57,7 @@ __all__ = [
     "XIAO_SEC1_CLAIMS", "XIAO_FIG1_CLAIMS", "XIAO_FIG2_CLAIMS", "XIAO_TABLE1", "XIAO_TABLE1_SETTING",
     "XIAO_FIG3_CLAIMS",
     "TrainedNet", "MapPairResult", "RebasinResult", "NoTSweepResult", "NoTTrace", "NoTPathsResult",
-    "PredictiveScore", "EnsembleResult", "VIResult", "HMCDiagnostics", "HMCResult", "Table1Row", "PruningCurves",
+    "PredictiveScore", "EnsembleRun", "VIRun", "HMCDiagnostics", "HMCRun", "Table1Row", "PruningCurves",
     "CompactResult",
     # Rossi et al. (2023)
     "vi_alignment", "ALIGN_DATASETS", "ROSSI_VI_SETTINGS", "ROSSI_SEC51_CLAIMS", "AlignedVIPair",

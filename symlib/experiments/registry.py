@@ -413,6 +413,20 @@ def mlp_config(profile: Profile) -> dict[str, Any]:
     return {**data_config(profile), **{k: getattr(profile, k) for k in keys}}
 
 
+def map_train_config(profile: Profile):
+    """The profile's MAP training of an MLP (Xiao et al.'s Adam recipe, App. A).
+
+    Args:
+        profile: the run profile (``epochs``, ``batch_size``, ``learning_rate``, ``prior_std``).
+
+    Returns:
+        The :class:`~symlib.inference.training.TrainConfig`, its other fields at their defaults.
+    """
+    from symlib.inference.training import TrainConfig
+
+    return TrainConfig(profile.epochs, profile.batch_size, profile.learning_rate, profile.prior_std)
+
+
 def load_data(profile: Profile, dataset: str = "mnist") -> dict[str, np.ndarray]:
     """The profile's deterministic train/validation/test split of ``dataset``.
 

@@ -13,7 +13,6 @@ many networks at once."""
 from symlib.inference.training import (  # noqa: F401
     AUGMENTATIONS,
     CROP_PADDING,
-    LAURENT_OPTUNET,
     OPTIMIZERS,
     TrainConfig,
     learning_rate_at,
@@ -36,7 +35,6 @@ from symlib.inference.ensembles import (  # noqa: F401
     multi_mode_samples,
 )
 from symlib.inference.dropout import (  # noqa: F401
-    LAURENT_OPTUNET_DROPOUT,
     DropoutApply,
     check_rate,
     check_dropout_layer,
@@ -82,7 +80,6 @@ from symlib.inference.laplace import (  # noqa: F401
     last_layer_kfac,
 )
 from symlib.inference.sgmcmc import (  # noqa: F401
-    LAURENT_SGHMC,
     SGHMCResult,
     sghmc_schedule,
     run_sghmc,
@@ -163,7 +160,6 @@ __all__ = [
     # the training loops and samplers they call, and the banks of many networks
     "AUGMENTATIONS",
     "CROP_PADDING",
-    "LAURENT_OPTUNET",
     "OPTIMIZERS",
     "TrainConfig",
     "learning_rate_at",
@@ -182,7 +178,6 @@ __all__ = [
     "member_keys",
     "train_ensemble",
     "multi_mode_samples",
-    "LAURENT_OPTUNET_DROPOUT",
     "DropoutApply",
     "check_rate",
     "check_dropout_layer",
@@ -220,7 +215,6 @@ __all__ = [
     "laplace_posterior",
     "laplace_sample",
     "last_layer_kfac",
-    "LAURENT_SGHMC",
     "SGHMCResult",
     "sghmc_schedule",
     "run_sghmc",

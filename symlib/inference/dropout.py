@@ -39,9 +39,6 @@ from symlib.inference.training import TrainConfig, train_map
 PyTree = Any
 ApplyFn = Callable[[PyTree, jax.Array], jax.Array]
 
-#: Laurent et al.'s dropout rate on OptuNet's last layer (MNIST)
-LAURENT_OPTUNET_DROPOUT = 0.2
-
 
 def check_rate(rate) -> float:
     """The dropout probability as a float.
@@ -172,7 +169,7 @@ def train_dropout(params0: PyTree, data_key: jax.Array, x, y, cfg: TrainConfig, 
         data_key: ``jax.random`` key of the minibatch order, the crops and the masks.
         x: training inputs, finite (NHWC images for OptuNet).
         y: integer training labels ``(n,)``.
-        cfg: the training configuration (e.g. :meth:`TrainConfig.laurent_optunet`).
+        cfg: the training configuration (e.g. :func:`symlib.experiments.laurent.optunet.optunet_train_config`).
         rate: dropout probability in ``[0, 1)`` (Laurent et al.: 0.2 on OptuNet).
         layer: the dense layer whose input is dropped (OptuNet's last: ``"dense_1"``).
         apply_fn: ``apply_fn(params, x) -> logits`` of one network.

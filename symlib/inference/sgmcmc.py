@@ -76,9 +76,6 @@ from symlib.core.progress import progress_enabled
 
 PyTree = Any
 
-#: the SGHMC settings of Laurent et al. (from J. Antorán's ``H_SA_SGHMC``; see the module docstring)
-LAURENT_SGHMC = {"step_size": 1e-2, "friction": 0.05, "prior_std": 0.1}
-
 
 class SGHMCResult(NamedTuple):
     """``samples``: the kept positions stacked on a leading axis (the network's pytree

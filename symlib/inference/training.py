@@ -10,8 +10,8 @@ isotropic Gaussian prior N(0, prior_std^2 I)::
 (plain SGD on this objective is SGD with weight decay ``wd = 1 / (prior_std^2 N)``; see
 :meth:`TrainConfig.prior_std_for_weight_decay`). The optimiser is Adam (default) or SGD with
 optional momentum, with a piecewise-constant learning rate multiplied by ``lr_factor`` at
-each epoch of ``lr_milestones`` (Laurent et al.'s recipe: SGD, 0.04, halved at epochs 15
-and 30 of 60).
+each epoch of ``lr_milestones`` (Laurent et al.'s recipe, SGD at 0.04 halved at epochs 15
+and 30 of 60, is :func:`symlib.experiments.laurent.optunet.optunet_train_config`).
 
 Training is deterministic given the initial parameters and ``data_key``, which alone
 decides the minibatch order (a fresh permutation of the training set every epoch; the
@@ -52,11 +52,6 @@ AUGMENTATIONS = ("crop", "crop_flip")
 SCHEDULES = ("step", "cosine")
 #: zero padding of the ``"crop"`` augmentation (pixels on every side; PyTorch's ``RandomCrop(28, padding=4)``)
 CROP_PADDING = 4
-#: Laurent et al.'s OptuNet recipe (their ``optumnist-v1.py``): SGD without momentum
-LAURENT_OPTUNET = {"batch_size": 64, "learning_rate": 0.04, "weight_decay": 2e-4, "epochs": 60,
-                   "lr_milestones": (15, 30), "lr_factor": 0.5}
-
-
 class TrainConfig(NamedTuple):
     """Hyper-parameters of MAP training (a hashable static argument of the compiled loop).
 
@@ -95,59 +90,6 @@ class TrainConfig(NamedTuple):
     crop_fill: float = 0.0
     nesterov: bool = False
     schedule: str = "step"
-
-    @classmethod
-    def from_profile(cls, profile) -> "TrainConfig":
-        """The Adam configuration of an experiment profile.
-
-        Args:
-            profile: anything with ``epochs``, ``batch_size``, ``learning_rate`` and ``prior_std``.
-
-        Returns:
-            A :class:`TrainConfig` with the other fields at their defaults.
-        """
-        return cls(profile.epochs, profile.batch_size, profile.learning_rate, profile.prior_std)
-
-    @classmethod
-    def laurent_optunet(cls, n_train: int, epochs: int = 60, augment: str | None = "crop",
-                        crop_fill: float = 0.0) -> "TrainConfig":
-        """Laurent et al.'s recipe for OptuNet (:data:`LAURENT_OPTUNET`).
-
-        SGD with learning rate 0.04 and no momentum, batch 64, weight decay 2e-4, learning
-        rate halved at epochs 15 and 30 of 60, random 28x28 crops of the images padded by
-        4 black pixels. The authors standardise MNIST with mean 0.1307 and standard deviation
-        0.3081 after the crop; with images standardised beforehand
-        (:func:`symlib.data.standardize`), pass ``crop_fill=standardize(0.0, "mnist")``.
-        With ``epochs != 60`` the milestones move to ``epochs // 4`` and
-        ``epochs // 2`` (those in ``1..epochs-1``).
-
-        The weight decay becomes the Gaussian prior of :func:`map_objective`: with
-        ``prior_std = 1 / sqrt(wd N)`` (:meth:`prior_std_for_weight_decay`, ``N = n_train``)
-        the prior term ``||W||^2 / (2 prior_std^2 N) = wd ||W||^2 / 2`` has gradient
-        ``W / (prior_std^2 N) = wd * W``, added to the gradient of the *mean*
-        cross-entropy. That is exactly PyTorch's ``SGD(lr, weight_decay=wd)`` on
-        ``CrossEntropyLoss()`` (mean reduction), which steps ``W <- W - lr (g + wd W)``;
-        as there, every parameter (biases included) is decayed.
-
-        Args:
-            n_train: number of training examples ``N``, >= 1.
-            epochs: passes over the training set (60 in the paper).
-            augment: ``"crop"`` (the paper) or ``None``.
-            crop_fill: value of the padded pixels (see above).
-
-        Returns:
-            The :class:`TrainConfig`.
-
-        Raises:
-            ValueError: if ``n_train < 1`` or ``epochs`` is not a positive integer.
-        """
-        r = LAURENT_OPTUNET
-        epochs = positive_int(epochs, "epochs")
-        milestones = (15, 30) if epochs == r["epochs"] else tuple(sorted({epochs // 4, epochs // 2} - {0}))
-        return cls(epochs, r["batch_size"], r["learning_rate"],
-                   cls.prior_std_for_weight_decay(r["weight_decay"], n_train), optimizer="sgd",
-                   lr_milestones=milestones, lr_factor=r["lr_factor"], augment=augment,
-                   crop_fill=float(crop_fill))
 
     @staticmethod
     def prior_std_for_weight_decay(weight_decay: float, n_train: int) -> float:
@@ -616,7 +558,7 @@ def train_many(key: jax.Array, init_fn, apply_fn, n_networks: int, x, y, cfg: Tr
         n_networks: number of networks ``K``, >= 1.
         x: training inputs, shared by all networks.
         y: integer training labels ``(n,)``.
-        cfg: the training configuration (e.g. :meth:`TrainConfig.laurent_optunet`).
+        cfg: the training configuration (e.g. :func:`symlib.experiments.laurent.optunet.optunet_train_config`).
         observe: optional per-step observer, as for :func:`train_map_many`.
         observe_epoch: optional per-epoch observer, as for :func:`train_map_many`.
         stochastic_apply: optional random network of the training objective (e.g.

@@ -29,7 +29,7 @@ def _probs_ok(res):
 @pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_ensemble_and_vi():
     ens = experiments.run("ensemble", TINY, verbose=False)
-    assert isinstance(ens, experiments.EnsembleResult)
+    assert isinstance(ens, experiments.EnsembleRun)
     assert ens.params["dense_0"]["kernel"].shape == (2, 784, 8)
     _probs_ok(ens)
     vi = experiments.run("vi", TINY, verbose=False)

@@ -111,7 +111,7 @@ def main(results: Path, mode: str) -> None:
         values = mmd_kernel_bank(*mmd_samples(), chunk_size=16, processes=True).values
         extra.update({f"mmd_{k}": v for k, v in values.items()})
         _save(results / f"cut_p{pid}.npz", res, extra)
-    distributed.barrier("worker.done")
+    distributed.sync_processes("worker.done")
     print(f"process {pid} of {jax.process_count()}: {mode} done", file=sys.stderr)
 
 

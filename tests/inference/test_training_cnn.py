@@ -8,6 +8,7 @@ import pytest
 from symlib.core.cnn import as_images, optunet_apply, optunet_init
 from symlib.core.losses import nll
 from symlib.data import CHANNEL_STATS, load_split, standardize
+from symlib.experiments.laurent.optunet import optunet_train_config
 from symlib.inference.training import (TrainConfig, evaluate, train_map, train_map_many, map_objective, random_crop,
                                        train_many)
 
@@ -113,14 +114,14 @@ def test_random_crop_is_a_deterministic_shift_and_identity_without_padding():
 
 
 def test_laurent_recipe_weight_decay_is_pytorch_sgd_weight_decay(mnist):
-    """The prior term of map_objective with TrainConfig.laurent_optunet's prior_std has gradient
+    """The prior term of map_objective with optunet_train_config's prior_std has gradient
     2e-4 * W: SGD on it is PyTorch's SGD(lr=0.04, weight_decay=2e-4) on the mean cross-entropy."""
     x, y, _, _ = mnist
     n = x.shape[0]
-    cfg = TrainConfig.laurent_optunet(n)
+    cfg = optunet_train_config(n)
     assert cfg == TrainConfig(60, 64, 0.04, (2e-4 * n) ** -0.5, "sgd", 0.0, (15, 30), 0.5, "crop")
-    assert TrainConfig.laurent_optunet(n, epochs=8, augment=None).lr_milestones == (2, 4)
-    assert TrainConfig.laurent_optunet(n, epochs=1).lr_milestones == ()
+    assert optunet_train_config(n, epochs=8, augment=None).lr_milestones == (2, 4)
+    assert optunet_train_config(n, epochs=1).lr_milestones == ()
     params = optunet_init(jax.random.key(3))
     xb, yb = x[:64], y[:64]
     grads = jax.jit(lambda p: (jax.grad(map_objective)(p, xb, yb, n, cfg.prior_std, optunet_apply),
@@ -129,7 +130,7 @@ def test_laurent_recipe_weight_decay_is_pytorch_sgd_weight_decay(mnist):
     jax.tree_util.tree_map(lambda a, b, w: np.testing.assert_allclose(a, b + 2e-4 * w, rtol=1e-5, atol=1e-8),
                            g_map, g_ce, params)
     with pytest.raises(ValueError, match="weight_decay must be > 0 and n_train >= 1"):
-        TrainConfig.laurent_optunet(0)
+        optunet_train_config(0)
 
 
 @pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)

@@ -2,7 +2,7 @@
 
 Registered experiment ``laurent_optunets``: ``optunet_nets`` OptuNets
 (:func:`symlib.core.cnn.optunet_init`, 355 parameters) trained with ``vmap`` by the authors'
-recipe (:meth:`symlib.inference.training.TrainConfig.laurent_optunet`: SGD 0.04, weight
+recipe (:func:`optunet_train_config`: SGD 0.04, weight
 decay 2e-4, learning rate halved at a quarter and half of training, batch 64, random
 crops) for ``optunet_epochs`` epochs on the profile's MNIST training split. Its summary
 solves the min-mass problem of every network through OptuNet's scaling spec
@@ -23,6 +23,53 @@ from symlib.experiments.claims import CLAIMS, Verdict, claim, difference
 from symlib.experiments.laurent.mlps import LINE_T, min_mass_entry, swap_summary
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import ExperimentResult, data_config, load_data, register, train_many_blocks
+
+#: Laurent et al.'s OptuNet recipe (their ``optumnist-v1.py``): SGD without momentum
+LAURENT_OPTUNET = {"batch_size": 64, "learning_rate": 0.04, "weight_decay": 2e-4, "epochs": 60,
+                   "lr_milestones": (15, 30), "lr_factor": 0.5}
+
+
+def optunet_train_config(n_train: int, epochs: int = 60, augment: str | None = "crop", crop_fill: float = 0.0):
+    """Laurent et al.'s recipe for OptuNet (:data:`LAURENT_OPTUNET`).
+
+    SGD with learning rate 0.04 and no momentum, batch 64, weight decay 2e-4, learning
+    rate halved at epochs 15 and 30 of 60, random 28x28 crops of the images padded by
+    4 black pixels. The authors standardise MNIST with mean 0.1307 and standard deviation
+    0.3081 after the crop; with images standardised beforehand
+    (:func:`symlib.data.standardize`), pass ``crop_fill=standardize(0.0, "mnist")``.
+    With ``epochs != 60`` the milestones move to ``epochs // 4`` and
+    ``epochs // 2`` (those in ``1..epochs-1``).
+
+    The weight decay becomes the Gaussian prior of
+    :func:`~symlib.inference.training.map_objective`: with ``prior_std = 1 / sqrt(wd N)``
+    (:meth:`~symlib.inference.training.TrainConfig.prior_std_for_weight_decay`, ``N = n_train``) the prior term ``||W||^2 / (2 prior_std^2 N) = wd ||W||^2 / 2`` has gradient
+    ``W / (prior_std^2 N) = wd * W``, added to the gradient of the *mean*
+    cross-entropy. That is exactly PyTorch's ``SGD(lr, weight_decay=wd)`` on
+    ``CrossEntropyLoss()`` (mean reduction), which steps ``W <- W - lr (g + wd W)``;
+    as there, every parameter (biases included) is decayed.
+
+    Args:
+        n_train: number of training examples ``N``, >= 1.
+        epochs: passes over the training set (60 in the paper).
+        augment: ``"crop"`` (the paper) or ``None``.
+        crop_fill: value of the padded pixels (see above).
+
+    Returns:
+        The :class:`~symlib.inference.training.TrainConfig`.
+
+    Raises:
+        ValueError: if ``n_train < 1`` or ``epochs`` is not a positive integer.
+    """
+    from symlib.core.checks import positive_int
+    from symlib.inference.training import TrainConfig
+
+    r = LAURENT_OPTUNET
+    epochs = positive_int(epochs, "epochs")
+    milestones = (15, 30) if epochs == r["epochs"] else tuple(sorted({epochs // 4, epochs // 2} - {0}))
+    return TrainConfig(epochs, r["batch_size"], r["learning_rate"],
+                       TrainConfig.prior_std_for_weight_decay(r["weight_decay"], n_train), optimizer="sgd",
+                       lr_milestones=milestones, lr_factor=r["lr_factor"], augment=augment, crop_fill=float(crop_fill))
+
 
 #: OptuNet's layers with weights, input to output, and their weight counts (kernels only)
 OPTUNET_LAYERS = ("conv_0", "conv_1", "dense_0", "dense_1")
@@ -123,14 +170,14 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
     """
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.data import standardize
-    from symlib.inference.training import LAURENT_OPTUNET, TrainConfig, learning_rate_at
+    from symlib.inference.training import learning_rate_at
     from symlib.symmetry.architectures import optunet_permutation_spec
     from symlib.symmetry.channel_scaling import optunet_scaling_spec
     from symlib.symmetry.neuron_order import statistics_observer_spec, swap_counter_spec
 
     d = optunet_data(profile)
     x, y = d["x_train"], d["y_train"]
-    cfg = TrainConfig.laurent_optunet(len(y), epochs=profile.optunet_epochs, crop_fill=standardize(0.0, "mnist"))
+    cfg = optunet_train_config(len(y), epochs=profile.optunet_epochs, crop_fill=standardize(0.0, "mnist"))
     sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
     # blocks of optunet_block() networks, each kept in the artifact cache: a killed run resumes
     params, losses, seen = train_many_blocks("laurent_optunets", _config(profile), jax.random.key(2024), optunet_init,

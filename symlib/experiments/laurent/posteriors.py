@@ -40,7 +40,7 @@ import numpy as np
 from symlib.experiments.cache import cached_steps
 from symlib.experiments.claims import (Evidence, Verdict, claim, difference, gated, interval_evidence, not_tested, one_run,
                                        worst)
-from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY, optunet_data
+from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY, optunet_data, optunet_train_config
 from symlib.experiments.profiles import Profile
 from symlib.experiments.thresholds import threshold
 from symlib.experiments.registry import (Blocks, blocks_of, data_config, load_align_data, pick, register, run,
@@ -100,7 +100,7 @@ def _bank_config(profile: Profile) -> dict[str, Any]:
 
 def bank_train_config(profile: Profile, n_train: int, epochs: int | None = None):
     """The bank's training recipe: the authors' (``bank_recipe="laurent"``:
-    :meth:`~symlib.inference.training.TrainConfig.laurent_optunet` with crops) or the quick
+    :func:`~symlib.experiments.laurent.optunet.optunet_train_config` with crops) or the quick
     profile's (``"adam"``: the same weight decay, batch and learning-rate halvings, with Adam
     at 1e-2 and no crops).
 
@@ -117,13 +117,12 @@ def bank_train_config(profile: Profile, n_train: int, epochs: int | None = None)
         ValueError: for another recipe.
     """
     from symlib.data import standardize
-    from symlib.inference.training import TrainConfig
 
     epochs = profile.bank_epochs if epochs is None else epochs
     if profile.bank_recipe == "laurent":
-        return TrainConfig.laurent_optunet(n_train, epochs=epochs, crop_fill=standardize(0.0, "mnist"))
+        return optunet_train_config(n_train, epochs=epochs, crop_fill=standardize(0.0, "mnist"))
     if profile.bank_recipe == "adam":
-        return TrainConfig.laurent_optunet(n_train, epochs=epochs, augment=None)._replace(
+        return optunet_train_config(n_train, epochs=epochs, augment=None)._replace(
             optimizer="adam", learning_rate=1e-2)
     raise ValueError(f"bank_recipe must be 'laurent' or 'adam', got {profile.bank_recipe!r}")
 

@@ -14,10 +14,9 @@ import numpy as np
 from symlib.core.models import mlp_init
 from symlib.experiments import cache
 from symlib.experiments.profiles import Profile
-from symlib.experiments.registry import data_config, load_bnn_data, mlp_config, register, run
+from symlib.experiments.registry import data_config, load_bnn_data, map_train_config, mlp_config, register, run
 from symlib.inference.hmc import SAMPLER_VERSION
-from symlib.inference.training import TrainConfig
-from symlib.experiments.xiao.results import CompactResult, EnsembleResult, HMCResult, VIResult, runs_in_order
+from symlib.experiments.xiao.results import CompactResult, EnsembleRun, HMCRun, VIRun, runs_in_order
 from symlib.experiments.xiao.settings import PRUNE_FRACTIONS
 
 
@@ -50,7 +49,7 @@ def _train_ensembles(profile: Profile, d: Mapping[str, Any], key: jax.Array, ens
     from symlib.inference.ensembles import train_ensemble
 
     m = profile.ensemble_members
-    cfg = TrainConfig.from_profile(profile)._replace(epochs=profile.bnn_epochs)
+    cfg = map_train_config(profile)._replace(epochs=profile.bnn_epochs)
     res = train_ensemble(key, [d["x_train"].shape[1], profile.hidden, 10], d["x_train"], d["y_train"], cfg,
                          m * ensembles)
     params = jax.device_get(res.params)
@@ -58,7 +57,7 @@ def _train_ensembles(profile: Profile, d: Mapping[str, Any], key: jax.Array, ens
 
 
 @register("ensemble", _ensemble_config, "deep ensemble: K MAP/Adam members trained at once (Xiao et al. App. A)",
-          summary=_predictive_summary, result=EnsembleResult)
+          summary=_predictive_summary, result=EnsembleRun)
 def ensemble(profile: Profile) -> dict[str, Any]:
     """Train ``ensemble_members`` MLPs at once on the ``bnn_n_train`` examples.
 
@@ -73,7 +72,7 @@ def ensemble(profile: Profile) -> dict[str, Any]:
 
     d = load_bnn_data(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
-    cfg = TrainConfig.from_profile(profile)._replace(epochs=profile.bnn_epochs)
+    cfg = map_train_config(profile)._replace(epochs=profile.bnn_epochs)
     res = train_ensemble(jax.random.key(0), sizes, d["x_train"], d["y_train"], cfg, profile.ensemble_members)
     probs = predict_from_samples(res.params, d["x_test"])
     return {"params": jax.device_get(res.params), "epoch_loss": np.asarray(res.epoch_losses),
@@ -102,7 +101,7 @@ def _fit_vi(profile: Profile, d: Mapping[str, Any], seed: int) -> dict[str, Any]
 
 
 @register("vi", _vi_config, "mean-field Gaussian VI (Bayes by backprop, Flax NNX) of the MLP",
-          summary=_predictive_summary, result=VIResult)
+          summary=_predictive_summary, result=VIRun)
 def vi(profile: Profile) -> dict[str, Any]:
     """Fit mean-field Gaussian VI to the ``bnn_n_train`` examples (seed 0).
 
@@ -220,7 +219,7 @@ def _hmc_setup(profile: Profile, chains: int, samples: int):
 
 
 @register("hmc", _hmc_config, "full-batch HMC (BlackJAX) on the BNN posterior, chains written to disk and resumable",
-          summary=_hmc_summary, result=HMCResult)
+          summary=_hmc_summary, result=HMCRun)
 def hmc(profile: Profile) -> dict[str, Any]:
     """Full-batch HMC on the ``bnn_n_train`` examples.
 

@@ -260,7 +260,7 @@ class NoTPathsResult(ExperimentResult):
 
 
 @dataclass(frozen=True, eq=False)
-class EnsembleResult(ExperimentResult):
+class EnsembleRun(ExperimentResult):
     """``ensemble``: a deep ensemble of MAP-trained MLPs.
 
     Attributes:
@@ -276,13 +276,13 @@ class EnsembleResult(ExperimentResult):
     test: PredictiveScore
 
     @classmethod
-    def from_artifact(cls, artifact: dict[str, Any]) -> EnsembleResult:
+    def from_artifact(cls, artifact: dict[str, Any]) -> EnsembleRun:
         return cls(artifact=artifact, params=artifact["params"], epoch_loss=artifact["epoch_loss"],
                    test_probs=artifact["test_probs"], test=PredictiveScore.from_dict(artifact["test"]))
 
 
 @dataclass(frozen=True, eq=False)
-class VIResult(ExperimentResult):
+class VIRun(ExperimentResult):
     """``vi``: a mean-field Gaussian variational posterior.
 
     Attributes:
@@ -300,7 +300,7 @@ class VIResult(ExperimentResult):
     test: PredictiveScore
 
     @classmethod
-    def from_artifact(cls, artifact: dict[str, Any]) -> VIResult:
+    def from_artifact(cls, artifact: dict[str, Any]) -> VIRun:
         return cls(artifact=artifact, mu=artifact["mu"], sigma=artifact["sigma"],
                    elbo_history=artifact["elbo_history"], test_probs=artifact["test_probs"],
                    test=PredictiveScore.from_dict(artifact["test"]))
@@ -344,7 +344,7 @@ class HMCDiagnostics:
 
 
 @dataclass(frozen=True, eq=False)
-class HMCResult(ExperimentResult):
+class HMCRun(ExperimentResult):
     """``hmc``: full-batch HMC on the BNN posterior (samples stay on disk, see
     :func:`hmc_samples`).
 
@@ -363,7 +363,7 @@ class HMCResult(ExperimentResult):
     diagnostics: HMCDiagnostics
 
     @classmethod
-    def from_artifact(cls, artifact: dict[str, Any]) -> HMCResult:
+    def from_artifact(cls, artifact: dict[str, Any]) -> HMCRun:
         return cls(artifact=artifact, stats=artifact["stats"], step_size=artifact["step_size"],
                    test_probs=artifact["test_probs"], test=PredictiveScore.from_dict(artifact["test"]),
                    diagnostics=HMCDiagnostics.from_dict(artifact["diagnostics"]))

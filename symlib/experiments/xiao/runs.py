@@ -11,8 +11,8 @@ import numpy as np
 from symlib.core.models import mlp_init
 from symlib.experiments import cache
 from symlib.experiments.profiles import Profile
-from symlib.experiments.registry import load_data, mlp_config, register, run
-from symlib.inference.training import TrainConfig, evaluate, train_map
+from symlib.experiments.registry import load_data, map_train_config, mlp_config, register, run
+from symlib.inference.training import evaluate, train_map
 from symlib.experiments.xiao.results import (MapPairResult, NoTPathsResult, NoTSweepResult, RebasinResult,
                                             repaired_units_summary)
 from symlib.experiments.xiao.settings import MATCHING_METHODS, MLP_SEEDS, SPLITS
@@ -35,7 +35,7 @@ def mlp_map_pair(profile: Profile) -> dict[str, Any]:
         The artifact: per ``seed<k>``, ``params``, ``epoch_loss``, ``test_nll`` and ``test_accuracy``.
     """
     d = load_data(profile)
-    cfg = TrainConfig.from_profile(profile)
+    cfg = map_train_config(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
     out: dict[str, Any] = {}
     for seed in MLP_SEEDS:
@@ -76,7 +76,7 @@ def pair_seeds(pair: int) -> tuple[int, int]:
 
 def _train_mlp(profile: Profile, d: Mapping[str, Any], seed: int) -> dict[str, Any]:
     """One MLP trained as in :func:`mlp_map_pair` (same keys from ``seed``)."""
-    cfg = TrainConfig.from_profile(profile)
+    cfg = map_train_config(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
     init_key, data_key = jax.random.split(jax.random.key(seed))
     params, _ = train_map(mlp_init(init_key, sizes), data_key, d["x_train"], d["y_train"], cfg)
@@ -229,7 +229,7 @@ def not_sweep(profile: Profile) -> dict[str, Any]:
     from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, param_distance
 
     d = load_data(profile)
-    cfg = TrainConfig.from_profile(profile)
+    cfg = map_train_config(profile)
     spec = mlp_permutation_spec(1)
     ks = not_grid(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
@@ -369,7 +369,7 @@ def not_paths(profile: Profile) -> dict[str, Any]:
     from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
 
     d = load_data(profile)
-    cfg = TrainConfig.from_profile(profile)
+    cfg = map_train_config(profile)
     spec = mlp_permutation_spec(1)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
     k = (profile.hidden - 1) // 2  # a permutation of intermediate size

@@ -15,7 +15,7 @@ import numpy as np
 
 from symlib.core.checks import check_finite_tree, positive_int
 from symlib.core.progress import progress_bar
-from symlib.core.distributed import barrier, is_writer
+from symlib.core.distributed import is_writer, sync_processes
 from symlib.inference.hmc.config import STATS, HMCConfig, HMCWarning
 from symlib.inference.hmc.kernel import final_step_size, init_dual_averaging, init_states, run_block
 from symlib.inference.hmc.store import (FORMAT_VERSION, HMCResult, Segment, concat_stats, identity_mismatch, load_npz, load_result,
@@ -240,7 +240,7 @@ class RunDirSink:
         fresh = self.run.fresh_carry()
         if meta is None:
             self._refuse_leftovers()
-            barrier("symlib.hmc.open")  # every process has looked before process 0 writes
+            sync_processes("symlib.hmc.open")  # every process has looked before process 0 writes
             self.checkpoint(fresh)
             return fresh
         mismatch = identity_mismatch(self.path, meta, self.identity, self.run.cfg)
@@ -255,7 +255,7 @@ class RunDirSink:
             with load_npz(self.path, state_file(segment), meta) as z:
                 state = state_from_host(z, fresh.state, fresh.da_state)
             carry = carry_at(plan, segment, *strong_types(state))
-        barrier("symlib.hmc.open")  # every process has read the stored run before process 0 writes
+        sync_processes("symlib.hmc.open")  # every process has read the stored run before process 0 writes
         return carry
 
     def _refuse_leftovers(self) -> None:
@@ -293,7 +293,7 @@ class RunDirSink:
         every process returns once it is written)."""
         if is_writer():
             self._write_checkpoint(carry)
-        barrier(f"symlib.hmc.checkpoint.{carry.segment}")
+        sync_processes(f"symlib.hmc.checkpoint.{carry.segment}")
 
     def _write_checkpoint(self, carry: Carry) -> None:
         name = state_file(carry.segment)
