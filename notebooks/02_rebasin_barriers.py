@@ -179,26 +179,16 @@ if paper_run is not None:
 
 # %% tags=["hide-input"]
 outcomes = claims.evaluate("rebasin_barriers", summary)
-display(claims.claims_table(outcomes, profile.name,
-                            scale=scales.scale_label("rebasin_barriers", profile.name)))
+claims.epilogue(outcomes, profile.name, prefix="ch02", glue=glue,
+                scale=scales.scale_label("rebasin_barriers", profile.name))
 threshold = THRESHOLDS["rebasin_barriers.rebasin_removes_barrier"]
 glue("ch02_threshold", f"{threshold.value:g}", display=False)
 glue("ch02_zero_threshold", f"{THRESHOLDS['rebasin_barriers.matched_barrier_nearly_zero'].value:g}", display=False)
-for o in outcomes:
-    glue(f"ch02_v_{o.claim.name}", o.verdict.value, display=False)
-    glue(f"ch02_e_{o.claim.name}", o.evidence.interval_text(), display=False)
-    why = claims.documented_difference(o.claim.experiment, profile.name, o.claim.name)
-    if why:
-        print(f"{o.claim.name} ({o.verdict.value}): {why}")
 saved_outcomes = []
 if paper_run is not None:
     saved_outcomes = claims.evaluate("rebasin_barriers", paper_run["summary"])
-    display(claims.claims_table(saved_outcomes, paper_run["profile"],
-                                scale=scales.scale_label("rebasin_barriers", paper_run["profile"],
-                                                         paper_run)))
-    for o in saved_outcomes:
-        glue(f"ch02_pp_v_{o.claim.name}", o.verdict.value, display=False)
-        glue(f"ch02_pp_e_{o.claim.name}", o.evidence.interval_text(), display=False)
+    claims.epilogue(saved_outcomes, paper_run["profile"], prefix="ch02_pp", glue=glue,
+                    scale=scales.scale_label("rebasin_barriers", paper_run["profile"], paper_run))
 
 # %% [markdown]
 # **What the replicated run says.** In this run matching removes a share

@@ -275,11 +275,8 @@ paper_vs_ours([
 # %% tags=["hide-input"]
 outcomes = [o for name, res in (("not_sweep", sweep), ("not_paths", paths))
             for o in claims.evaluate(name, experiments.SUMMARIES[name](res.artifact))]
-display(claims.claims_table(outcomes, profile.name,
-                            scale=scales.scale_label("not_sweep", profile.name)))
+claims.epilogue(outcomes, profile.name, prefix="ch03", glue=glue, scale=scales.scale_label("not_sweep", profile.name))
 for o in outcomes:
-    glue(f"ch03_v_{o.claim.name}", o.verdict.value, display=False)
-    glue(f"ch03_e_{o.claim.name}", o.evidence.interval_text(), display=False)
     glue(f"ch03_t_{o.claim.name}", f"{o.evidence.threshold.value:g}", display=False)
 
 # %% [markdown]

@@ -376,14 +376,8 @@ for name in ("ensemble", "vi"):
 summary = experiments.SUMMARIES["compact_representation"](res.artifact)
 outcomes = [o for o in claims.evaluate("compact_representation", summary)
             if "Table 1" in o.claim.source]
-display(claims.claims_table(outcomes, profile.name,
-                            scale="quick miniature" if profile.name == "quick" else None))
-for o in outcomes:
-    glue(f"ch04_v_{o.claim.name}", o.verdict.value, display=False)
-    glue(f"ch04_e_{o.claim.name}", o.evidence.interval_text(), display=False)
-    why = claims.documented_difference(o.claim.experiment, profile.name, o.claim.name)
-    if why:
-        print(f"{o.claim.name} ({o.verdict.value}): {why}")
+claims.epilogue(outcomes, profile.name, prefix="ch04", glue=glue,
+                scale="quick miniature" if profile.name == "quick" else None)
 gap = THRESHOLDS["compact_representation.qr_beats_qd_hmc"].value
 glue("ch04_gap_threshold", f"{gap:g}", display=False)
 
@@ -478,10 +472,7 @@ ax.legend();
 
 # %% tags=["hide-input"]
 ours = [o for o in claims.evaluate("compact_representation", summary) if o.claim.name == "qd_falls_with_chains"]
-display(claims.claims_table(ours, profile.name,
-                            scale="quick miniature" if profile.name == "quick" else None))
-glue("ch04_v_qd_falls_with_chains", ours[0].verdict.value, display=False)
-glue("ch04_e_qd_falls_with_chains", ours[0].evidence.interval_text(), display=False)
+claims.epilogue(ours, profile.name, prefix="ch04", glue=glue, scale="quick miniature" if profile.name == "quick" else None)
 
 # %% [markdown]
 # Over the runs the fall is {glue:text}`ch04_e_qd_falls_with_chains`: the claim

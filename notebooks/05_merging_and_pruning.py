@@ -137,14 +137,7 @@ display(Table(["pruned", *labels.values()], rows))
 every = claims.evaluate("compact_representation", summary)
 fig3 = [o for o in every if "Fig. 3" in o.claim.source]
 fig3_names = {o.claim.name for o in fig3}
-display(claims.claims_table(fig3, profile.name,
-                            scale="quick miniature" if profile.name == "quick" else None))
-for o in fig3:
-    glue(f"ch05_v_{o.claim.name}", o.verdict.value, display=False)
-    glue(f"ch05_e_{o.claim.name}", o.evidence.interval_text(), display=False)
-    why = claims.documented_difference(o.claim.experiment, profile.name, o.claim.name)
-    if why:
-        print(f"{o.claim.name} ({o.verdict.value}): {why}")
+claims.epilogue(fig3, profile.name, prefix="ch05", glue=glue, scale="quick miniature" if profile.name == "quick" else None)
 saved_table = report.show_saved_run("compact_representation",
                                      "full-batch HMC on the full training set: a GPU",
                                      keep=lambda name: name in fig3_names)

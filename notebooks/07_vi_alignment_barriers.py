@@ -228,15 +228,8 @@ glue("ch07_t_other", f"{rossi.ROBUSTNESS_TEMPERATURES[1]:g}", display=False)
 
 # %% tags=["hide-input"]
 outcomes = claims.evaluate("vi_alignment", summary) + claims.evaluate("vi_alignment_robustness", sweep_summary)
-display(claims.claims_table(outcomes, profile.name, scale="quick miniature" if profile.name == "quick" else None))
-for o in outcomes:
-    glue(f"ch07_v_{o.claim.name}", o.verdict.value, display=False)
-    if o.evidence.untested is None:
-        glue(f"ch07_e_{o.claim.name}", o.evidence.interval_text(), display=False)
-for o in outcomes:
-    why = claims.documented_difference(o.claim.experiment, profile.name, o.claim.name)
-    if why:
-        print(f"{o.claim.name} ({o.verdict.value}): {why}")
+claims.epilogue(outcomes, profile.name, prefix="ch07", glue=glue,
+                scale="quick miniature" if profile.name == "quick" else None)
 
 # %% tags=["nbval-check-output"]
 assert claims.unexpected_failures(outcomes, profile.name) == [], [
@@ -507,11 +500,8 @@ print(f"{profile.name} profile: {profile.resnet_n_train:,} training images, {pro
 display(Table(["dataset", "width", "test accuracy of q0 / q1", "train naive", "train aligned", "test naive",
                "test aligned"], rn_rows))
 rn_outcomes = claims.evaluate("vi_alignment_resnet20", SUMMARIES["vi_alignment_resnet20"](rn.artifact))
-display(claims.claims_table(rn_outcomes, profile.name, scale="stand-in" if profile.name == "quick" else None))
-for o in rn_outcomes:
-    why = claims.documented_difference(o.claim.experiment, profile.name, o.claim.name)
-    if why:
-        print(f"{o.claim.name} ({o.verdict.value}): {why}")
+claims.epilogue(rn_outcomes, profile.name, prefix="ch07_rn", glue=glue,
+                scale="stand-in" if profile.name == "quick" else None)
 saved_rn = report.saved_run_claims("vi_alignment_resnet20", "paper")
 print("paper profile: " + ("not run (needs the CIFAR-10 archive and a GPU)" if saved_rn is None else saved_rn[0]))
 if saved_rn is not None:

@@ -121,10 +121,8 @@ plt.show()
 
 # %% tags=["nbval-ignore-output"]
 outcomes = claims.evaluate("vi_alignment_timings", summary)
-display(claims.claims_table(outcomes, profile.name, scale="quick miniature" if profile.name == "quick" else None))
-for o in outcomes:
-    glue(f"ch08_v_{o.claim.name}", o.verdict.value, display=False)
-    glue(f"ch08_e_{o.claim.name}", o.evidence.interval_text(), display=False)
+claims.epilogue(outcomes, profile.name, prefix="ch08", glue=glue,
+                scale="quick miniature" if profile.name == "quick" else None)
 
 # %% [markdown]
 # **On this execution (quick miniature):** claim (i)

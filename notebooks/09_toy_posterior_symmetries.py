@@ -215,11 +215,9 @@ display(paper_vs_ours([
 
 # %% tags=["hide-input"]
 outcomes = claims.evaluate("toy_perceptrons", summary)
-display(claims.claims_table(outcomes, profile.name, scale=SCALE))
+claims.epilogue(outcomes, profile.name, prefix="ch09", glue=glue, scale=SCALE)
 for o in outcomes:
-    glue(f"ch09_v_{o.claim.name}", o.verdict.value, display=False)
     glue(f"ch09_t_{o.claim.name}_value", o.evidence.threshold.value, display=False)
-    glue(f"ch09_e_{o.claim.name}", o.evidence.interval_text(), display=False)
 
 # %% tags=["nbval-check-output"]
 unexpected = claims.unexpected_failures(outcomes, profile.name)

@@ -520,14 +520,11 @@ display(report.show_saved_run("laurent_mlps",
 # %% tags=["hide-input"]
 opt_outcomes = [o for o in claims.evaluate("laurent_optunets", summary)
                 if o.claim.name not in SEC52]
-display(claims.claims_table(opt_outcomes, profile.name,
-                            scale=scales.scale_label("laurent_optunets", profile.name)))
-display(claims.claims_table(mlp_outcomes, profile.name,
-                            scale=scales.scale_label("laurent_mlps", profile.name)))
-claims.glue_outcomes(opt_outcomes, "ch10_opt", glue)    # ch10_opt_v_<claim>, ch10_opt_e_<claim>
-claims.glue_outcomes(mlp_outcomes, "ch10_mlp", glue)
+claims.epilogue(opt_outcomes, profile.name, prefix="ch10_opt", glue=glue,  # ch10_opt_v_<claim>, ch10_opt_e_<claim>
+                scale=scales.scale_label("laurent_optunets", profile.name))
+claims.epilogue(mlp_outcomes, profile.name, prefix="ch10_mlp", glue=glue,
+                scale=scales.scale_label("laurent_mlps", profile.name))
 outcomes = opt_outcomes + mlp_outcomes
-claims.print_differences(outcomes, profile.name)
 
 # %% tags=["nbval-check-output"]
 unexpected = claims.unexpected_failures(outcomes, profile.name)

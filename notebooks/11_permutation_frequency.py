@@ -250,15 +250,12 @@ display(report.show_saved_run("laurent_mlps",
 # %% tags=["hide-input"]
 opt_outcomes = [o for o in claims.evaluate("laurent_optunets", summary) if o.claim.name in SEC52]
 mlp_outcomes = [o for o in claims.evaluate("laurent_mlps", summary_mlp) if o.claim.name in SEC52]
-display(claims.claims_table(opt_outcomes, profile.name,
-                            scale=scales.scale_label("laurent_optunets", profile.name)))
-display(claims.claims_table(mlp_outcomes, profile.name,
-                            scale=scales.scale_label("laurent_mlps", profile.name)))
-claims.glue_outcomes(opt_outcomes, "ch11_opt", glue)    # ch11_opt_v_<claim>, ch11_opt_e_<claim>
+claims.epilogue(opt_outcomes, profile.name, prefix="ch11_opt", glue=glue,  # ch11_opt_v_<claim>, ch11_opt_e_<claim>
+                scale=scales.scale_label("laurent_optunets", profile.name))
+claims.epilogue(mlp_outcomes, profile.name, prefix="ch11_mlp", glue=glue,
+                scale=scales.scale_label("laurent_mlps", profile.name))
 glue("ch11_burst_window", experiments.laurent.BURST_WINDOW, display=False)
-claims.glue_outcomes(mlp_outcomes, "ch11_mlp", glue)
 outcomes = opt_outcomes + mlp_outcomes
-claims.print_differences(outcomes, profile.name)
 
 # %% tags=["nbval-check-output"]
 unexpected = claims.unexpected_failures(outcomes, profile.name)

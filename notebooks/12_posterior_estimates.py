@@ -321,14 +321,7 @@ display(rn18_table("tiny_imagenet"))
 
 # %% tags=["hide-input"]
 outcomes = claims.evaluate("laurent_posteriors", summary)
-display(claims.claims_table(outcomes, profile.name, scale=SCALE))
-for o in outcomes:
-    glue(f"ch12_v_{o.claim.name}", o.verdict.value, display=False)
-    glue(f"ch12_e_{o.claim.name}", o.evidence.interval_text(), display=False)
-for o in outcomes:
-    why = claims.documented_difference(o.claim.experiment, profile.name, o.claim.name)
-    if why:
-        print(f"{o.claim.name} ({o.verdict.value}): {why}")
+claims.epilogue(outcomes, profile.name, prefix="ch12", glue=glue, scale=SCALE)
 single, multi = summary["single"], summary["multi"]  # multi: the multi-mode methods and DE
 for variant in ("MMD", "NS"):
     per = summary["mmd"][variant]

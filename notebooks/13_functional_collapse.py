@@ -163,7 +163,7 @@ display(paper_vs_ours([
 # significant correlation between them; for OptuNet (App. D.2) both are more dispersed and
 # there is some positive correlation, "a high chance of functional collapse in small
 # networks". The claims are library functions (`symlib.experiments.claims`, registered in
-# `symlib.experiments.laurent.posteriors`, thresholds in `symlib.experiments.thresholds`): "more
+# `symlib.experiments.laurent.collapse`, thresholds in `symlib.experiments.thresholds`): "more
 # dispersed out of distribution" compares the coefficients of variation, "some positive
 # correlation" asks for a correlation whose permutation test over networks excludes zero,
 # and "a non-negligible probability" of functional collapse for a share of pairs whose ID MI
@@ -173,15 +173,9 @@ display(paper_vs_ours([
 
 # %% tags=["hide-input"]
 outcomes = claims.evaluate("functional_collapse", summary)
-display(claims.claims_table(outcomes, profile.name, scale=SCALE))
+claims.epilogue(outcomes, profile.name, prefix="ch13", glue=glue, scale=SCALE)
 for o in outcomes:
-    glue(f"ch13_v_{o.claim.name}", o.verdict.value, display=False)
-    glue(f"ch13_e_{o.claim.name}", o.evidence.interval_text(), display=False)
     glue(f"ch13_t_{o.claim.name}", o.evidence.threshold.value, display=False)
-for o in outcomes:
-    why = claims.documented_difference(o.claim.experiment, profile.name, o.claim.name)
-    if why:
-        print(f"{o.claim.name} ({o.verdict.value}): {why}")
 
 # %% tags=["nbval-check-output"]
 unexpected = claims.unexpected_failures(outcomes, profile.name)

@@ -22,14 +22,15 @@ Long experiments run their outer loop through :func:`symlib.experiments.cache.ca
 from __future__ import annotations
 
 from symlib.experiments.cache import use_compilation_cache
-from symlib.experiments.laurent.mlps import (LAURENT_FIG1_CLAIMS, LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS,
-                                             OUTPUT_WEIGHT_FORMS, TOY_MAX_LOSS, TOY_NETS, LaurentMLPsResult,
-                                             ToyPerceptronsResult, laurent_mlps, laurent_train_config,
-                                             toy_perceptrons)
+from symlib.experiments.laurent.perceptrons import (LAURENT_FIG1_CLAIMS, OUTPUT_WEIGHT_FORMS, TOY_MAX_LOSS, TOY_NETS,
+                                                    ToyPerceptronsResult, toy_perceptrons)
+from symlib.experiments.laurent.mlps import (LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS, LaurentMLPsResult, laurent_mlps,
+                                             laurent_train_config)
 from symlib.experiments.laurent.optunet import (CONVERGED_ACCURACY, OptuNetsResult, laurent_optunets, optunet_data,
                                                 swap_summary)
-from symlib.experiments.laurent.posteriors import (METHODS, MULTI, NS_VARIANTS, SINGLE, functional_collapse,
-                                                   laurent_posteriors, optunet_bank, posterior_samples)
+from symlib.experiments.laurent.collapse import functional_collapse
+from symlib.experiments.laurent.posteriors import (METHODS, MULTI, NS_VARIANTS, SINGLE, laurent_posteriors, optunet_bank,
+                                                   posterior_samples)
 from symlib.experiments.laurent.posteriors_resnet import TASKS as RN18_TASKS
 from symlib.experiments.laurent.posteriors_resnet import resnet_bank, resnet_collapse, resnet_posteriors
 from symlib.experiments.registry import (EXPERIMENTS, RESULT_TYPES, SUMMARIES, Blocks, Experiment, ExperimentResult,

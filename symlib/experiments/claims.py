@@ -40,7 +40,7 @@ Summary = Mapping[str, Any]
 __all__ = ["Claim", "ClaimOutcome", "Evidence", "Verdict", "CLAIMS", "DIFFERENCES", "claim", "difference",
            "documented_difference", "evaluate", "unexpected_failures", "check_summary", "check_result",
            "claims_table", "exact", "one_run", "gated", "mean_of_units", "bootstrap_of_units", "share_of_units", "not_tested",
-           "interval_evidence", "verdict_counts", "worst", "glue_outcomes", "print_differences"]
+           "interval_evidence", "verdict_counts", "worst", "glue_outcomes", "print_differences", "epilogue"]
 
 
 class Verdict(str, enum.Enum):
@@ -397,6 +397,28 @@ def print_differences(outcomes: Sequence[ClaimOutcome], profile: str) -> None:
         why = documented_difference(o.claim.experiment, profile, o.claim.name)
         if why:
             print(f"{o.claim.experiment}.{o.claim.name} ({o.verdict.value}): {why}")
+
+
+def epilogue(outcomes: Sequence[ClaimOutcome], profile: str, *, prefix: str, glue, scale: str | None = None,
+             display=None) -> None:
+    """A chapter's claims in one call: their table (:func:`claims_table`, displayed), each
+    outcome glued (:func:`glue_outcomes`: ``{prefix}_v_{claim}`` and ``{prefix}_e_{claim}``) and
+    the registered reason of every documented difference printed (:func:`print_differences`).
+    The chapter then asserts :func:`unexpected_failures` in a cell of its own.
+
+    Args:
+        outcomes: from :func:`evaluate`.
+        profile: the profile label of the run they were evaluated on.
+        prefix: the chapter's glue prefix (``"ch13"``).
+        glue: myst-nb's ``glue`` (passed in so the library needs no book extra).
+        scale: the run's scale label for the table's header (:func:`claims_table`).
+        display: the function that shows the table (default: IPython's ``display``).
+    """
+    if display is None:
+        from IPython.display import display
+    display(claims_table(outcomes, profile, scale=scale))
+    glue_outcomes(outcomes, prefix, glue)
+    print_differences(outcomes, profile)
 
 
 def unexpected_failures(outcomes: Sequence[ClaimOutcome], profile: str) -> list[ClaimOutcome]:

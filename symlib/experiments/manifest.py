@@ -31,7 +31,8 @@ from typing import Any
 
 from symlib.experiments.claims import (CLAIMS, Claim, ClaimOutcome, Verdict, documented_difference, evaluate,
                                        verdict_counts)
-from symlib.experiments.laurent.mlps import LAURENT_FIG1_CLAIMS, LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS
+from symlib.experiments.laurent.mlps import LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS
+from symlib.experiments.laurent.perceptrons import LAURENT_FIG1_CLAIMS
 from symlib.experiments.laurent.posteriors import APPENDIX_B4_MNIST, TABLE1_MNIST
 from symlib.experiments.profiles import Profile, get_profile
 from symlib.experiments.rossi import ROSSI_APPC_CLAIMS, ROSSI_SEC51_CLAIMS, ROSSI_VI_SETTINGS

@@ -370,7 +370,7 @@ define("vi_alignment_timings.vi_costlier_than_weight_matching", 1.0, "above",
 
 
 # ============================================================================ Laurent et al. (2024)
-# (claims in symlib/experiments/laurent/mlps.py, posteriors.py, optunet.py)
+# (claims in symlib/experiments/laurent/perceptrons.py, mlps.py, posteriors.py, collapse.py, optunet.py)
 # Laurent et al. state most of their claims on figures without numbers, so the readings are
 # ours. The boolean rules registered on 2026-11-23/24 (before the paper-profile runs) became,
 # on 2026-11-25, thresholds on effects with intervals over the independent units: networks

@@ -12,7 +12,8 @@ import symlib.experiments  # noqa: F401  (registers the experiments and their cl
 from symlib.experiments import claims
 from symlib.experiments.claims import Verdict
 from symlib.experiments.laurent import toy_symmetry_tests
-from symlib.experiments.laurent.posteriors import METHODS, MULTI, ONE_FIT, SINGLE, collapse_summary
+from symlib.experiments.laurent.collapse import collapse_summary
+from symlib.experiments.laurent.posteriors import METHODS, MULTI, ONE_FIT, SINGLE
 from symlib.experiments.thresholds import THRESHOLDS
 
 HOLDS, SAME, DIFFERS, UNTESTED = Verdict.HOLDS, Verdict.SAME_DIRECTION, Verdict.DIFFERS, Verdict.NOT_TESTED
@@ -474,3 +475,25 @@ def test_swap_claims_do_not_depend_on_key_order():
         assert a.claim.name == b.claim.name and a.verdict is b.verdict, a.claim.name
         np.testing.assert_allclose([a.evidence.effect, a.evidence.low, a.evidence.high],
                                    [b.evidence.effect, b.evidence.low, b.evidence.high], equal_nan=True)
+
+
+def test_epilogue_shows_glues_and_explains_in_one_call(capsys, monkeypatch):
+    """claims.epilogue: the table displayed, every outcome glued under the prefix, and the
+    reason of each registered difference printed (one registered here for the test)."""
+    outcomes = claims.evaluate("toy_perceptrons", _toy_summary(_toy_weights(np.random.default_rng(0),
+                                                                            mirrored=False)))
+    first = outcomes[0]
+    monkeypatch.setitem(claims.DIFFERENCES, ("toy_perceptrons", "quick", first.claim.name),
+                        (first.verdict, "a reason registered by the test"))
+    shown, glued = [], {}
+    claims.epilogue(outcomes, "quick", prefix="chX", glue=lambda k, v, display: glued.__setitem__(k, v),
+                    scale="quick miniature", display=shown.append)
+    assert len(shown) == 1 and "quick miniature" in shown[0]._repr_markdown_()
+    for o in outcomes:
+        assert glued[f"chX_v_{o.claim.name}"] == o.verdict.value
+        assert glued[f"chX_e_{o.claim.name}"] == o.evidence.interval_text()
+    printed = capsys.readouterr().out
+    assert f"toy_perceptrons.{first.claim.name} ({first.verdict.value}): a reason registered by the test" in printed
+    for o in outcomes:
+        why = claims.documented_difference(o.claim.experiment, "quick", o.claim.name)
+        assert (why is not None) == (f"toy_perceptrons.{o.claim.name} (" in printed)

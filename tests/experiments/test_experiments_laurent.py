@@ -188,7 +188,8 @@ def test_optunet_summary_leaves_out_unconverged_nets_and_its_claims_run():
 
 
 def test_posterior_units_groups_and_matching():
-    from symlib.experiments.laurent.posteriors import disjoint_pairs, reference_groups, sample_groups
+    from symlib.experiments.laurent.collapse import disjoint_pairs
+    from symlib.experiments.laurent.posteriors import reference_groups, sample_groups
     assert sample_groups("multi-SWAG", 10, 5).tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
     assert sample_groups("SWAG", 4, 5).tolist() == [0, 1, 2, 3] and sample_groups("DE", 3, 5).tolist() == [0, 1, 2]
     assert np.all(np.bincount(sample_groups("SGHMC", 100, 10)) == 5)  # at most 20 groups of independent draws
@@ -201,7 +202,7 @@ def test_posterior_units_groups_and_matching():
 
 
 def test_network_bootstrap_keeps_pairs_of_resampled_networks():
-    from symlib.experiments.laurent.posteriors import network_bootstrap_ratio
+    from symlib.experiments.laurent.collapse import network_bootstrap_ratio
     rng = np.random.default_rng(3)
     i, j = np.triu_indices(12, k=1)
     a = 1 + 0.1 * rng.normal(size=i.size)

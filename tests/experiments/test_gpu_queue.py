@@ -202,12 +202,12 @@ def test_prepare_fills_an_ignored_carry(tmp_path, monkeypatch):
 
 def _accuracy_experiment(monkeypatch):
     """A registered experiment of the tiny bank's networks, for this test only."""
-    from symlib.experiments.laurent.posteriors import _bank_config
+    from symlib.experiments.laurent.posteriors import bank_config
 
     def accuracy(profile):
         return {"accuracy": registry.run("optunet_bank", profile, verbose=False).artifact["test_accuracy"]}
 
-    exp = registry.Experiment("tiny_accuracy", accuracy, _bank_config, "the tiny bank's accuracies",
+    exp = registry.Experiment("tiny_accuracy", accuracy, bank_config, "the tiny bank's accuracies",
                               lambda art: {"mean_accuracy": float(np.mean(art["accuracy"]))}, registry.ExperimentResult)
     monkeypatch.setitem(registry.EXPERIMENTS, "tiny_accuracy", exp)
     return {"name": "tiny-accuracy", "version": 1, "title": "the tiny bank's accuracies", "kind": "experiments",

@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 
 from symlib.experiments import claims
+from symlib.experiments.laurent.collapse import collapse_pairs, collapse_summary
 from symlib.experiments.laurent.posteriors import (APPENDIX_B4_MNIST, METHODS, MULTI, SINGLE, TABLE1_MNIST, bank_split,
-                                           collapse_pairs, collapse_summary, mmd_scores, uncertainty_metrics)
+                                                   mmd_scores, uncertainty_metrics)
 
 
 def test_bank_split_takes_converged_networks_in_order_and_names_a_short_bank():

@@ -1,5 +1,6 @@
-"""Laurent et al. (2024) Sec. 4 and 5.1: posterior estimates of OptuNet against a reference
-posterior of independently trained networks, with and without symmetries.
+"""Laurent et al. (2024) Sec. 4: posterior estimates of OptuNet against a reference
+posterior of independently trained networks, with and without symmetries (Sec. 5.1,
+``functional_collapse`` on the same bank, is :mod:`symlib.experiments.laurent.collapse`).
 
 Registered experiments:
 
@@ -9,16 +10,11 @@ Registered experiments:
   samples in the network's layout, scored by the layer-wise MMD to the reference sample
   (raw, and after removing symmetries: the paper's "NS" and our variants) and by the
   uncertainty metrics of Table 1 on MNIST (in distribution) and Fashion-MNIST (OOD).
-- ``functional_collapse``: Sec. 5.1 / App. D.2, the mutual information of two-member
-  ensembles of bank networks, in and out of distribution.
-
-The claims (Sec. 4.3, Table 1; Sec. 5.1, App. D.2) return
+The claims (Sec. 4.3, Table 1) return
 :class:`~symlib.experiments.claims.Evidence` over their independent units: the MMD
 orderings and the metric orderings with a delete-a-group jackknife over the reference
 networks and each method's units (a multi-mode method's modes, the ensemble's members, a
-single-mode method's draws), which ``laurent_posteriors`` computes; the functional-collapse
-claims over the networks (a bootstrap of networks, a network-level permutation test, a
-matching of disjoint pairs), never over pairs that share networks.
+single-mode method's draws), which ``laurent_posteriors`` computes.
 
 The networks of the bank that pass the authors' convergence rule
 (:data:`~symlib.experiments.laurent.optunet.CONVERGED_ACCURACY`) are split in order: the first
@@ -93,7 +89,8 @@ SETTINGS = {"dropout_rate": 0.2, "bnn_num_mc": 3, "bnn_learning_rate": 1e-3, "bn
 
 
 
-def _bank_config(profile: Profile) -> dict[str, Any]:
+def bank_config(profile: Profile) -> dict[str, Any]:
+    """The part of ``profile`` that decides the OptuNet bank (its cache config)."""
     return {**data_config(profile), "nets": profile.bank_nets, "epochs": profile.bank_epochs,
             "recipe": profile.bank_recipe, "block": profile.bank_block}
 
@@ -143,12 +140,12 @@ def bank_blocks(profile: Profile, data: dict[str, np.ndarray] | None = None) -> 
     from symlib.core.cnn import optunet_apply, optunet_init
 
     d = optunet_data(profile) if data is None else data
-    return blocks_of("optunet_bank", _bank_config(profile), jax.random.key(4), optunet_init, optunet_apply,
+    return blocks_of("optunet_bank", bank_config(profile), jax.random.key(4), optunet_init, optunet_apply,
                      profile.bank_nets, d["x_train"], d["y_train"], bank_train_config(profile, len(d["y_train"])),
                      block_size=profile.bank_block)
 
 
-@register("optunet_bank", _bank_config,
+@register("optunet_bank", bank_config,
           "Laurent et al. Sec. 4: a bank of independently trained OptuNets (the reference posterior's pool)")
 def optunet_bank(profile: Profile) -> dict[str, Any]:
     """Train ``bank_nets`` OptuNets at once (:func:`bank_blocks`).
@@ -194,7 +191,8 @@ def bank_split(accuracy: np.ndarray, n_reference: int, n_ensemble: int) -> dict[
     return {"reference": converged[:n_reference], "ensemble": converged[n_reference:need], "converged": converged}
 
 
-def _take(stack, idx):
+def take_nets(stack, idx):
+    """The networks ``idx`` of a stack (numpy leaves)."""
     return jax.tree_util.tree_map(lambda a: np.asarray(a)[np.asarray(idx)], stack)
 
 
@@ -215,7 +213,7 @@ def ood_data(profile: Profile) -> dict[str, np.ndarray]:
 
 
 def _per_mode(fit: Callable, modes, keys) -> list:
-    return [fit(k, _take(modes, i)) for i, k in enumerate(keys)]
+    return [fit(k, take_nets(modes, i)) for i, k in enumerate(keys)]
 
 
 def single_and_multi(name: str, posteriors: list, sample: Callable, key, n_samples: int, n_modes: int) -> dict:
@@ -332,7 +330,7 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
     model, data = Model(optunet_apply), Data(x, y)
     S, M, E = profile.post_samples, profile.post_modes, profile.post_method_epochs
     cfg = bank_train_config(profile, len(y))
-    modes = _take(bank["params"], split["ensemble"][:M])
+    modes = take_nets(bank["params"], split["ensemble"][:M])
     starts = modes if profile.post_warm_start else jax.tree_util.tree_map(
         np.asarray, jax.vmap(optunet_init)(jax.random.split(jax.random.key(7), M)))
     rate = SETTINGS["dropout_rate"]
@@ -345,7 +343,7 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
                                      apply_fn=optunet_apply, stochastic_apply=stochastic)
         else:
             nets, _ = train_many(key, optunet_init, optunet_apply, M, x, y, cfg, stochastic_apply=stochastic)
-        return [DropoutPosterior(_take(nets, i), rate) for i in range(M)]
+        return [DropoutPosterior(take_nets(nets, i), rate) for i in range(M)]
 
     def bnn(key):
         vcfg = VIConfig(epochs=E, batch_size=SETTINGS["batch_size"], learning_rate=SETTINGS["bnn_learning_rate"],
@@ -356,7 +354,7 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
         hcfg = SGHMCConfig(step_size=SETTINGS["sghmc_step_size"], epochs=E, batch_size=SETTINGS["batch_size"],
                            num_samples=S, prior_std=cfg.prior_std, friction=SETTINGS["sghmc_friction"],
                            num_integration_steps=profile.sghmc_leapfrog)
-        return fit_sghmc(key, _take(starts, 0), model, data, hcfg)
+        return fit_sghmc(key, take_nets(starts, 0), model, data, hcfg)
 
     def swag(key):
         snaps = min(SETTINGS["swag_snapshots"], max(2, 2 * E))
@@ -370,7 +368,7 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
         sub = np.sort(np.random.default_rng(3).permutation(len(y))[:n])  # a random subsample (all: every image)
         lcfg = LaplaceConfig(prior_precision=1.0 / cfg.prior_std ** 2, hessian=profile.laplace_hessian,
                              batch_size=32 if profile.laplace_hessian == "full" else 128, num_data=len(y))
-        return [fit_laplace(None, _take(modes, i), model, Data(x[sub], y[sub]), lcfg) for i in range(M)]
+        return [fit_laplace(None, take_nets(modes, i), model, Data(x[sub], y[sub]), lcfg) for i in range(M)]
 
     zoo = {"dropout": ZooMethod(dropout), "bnn": ZooMethod(bnn), "sghmc": ZooMethod(sghmc), "swag": ZooMethod(swag),
            "laplace": ZooMethod(laplace)}
@@ -393,7 +391,7 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
     Returns:
         ``(samples, seconds)``, both keyed by method (:data:`METHODS`).
     """
-    samples, seconds = {"DE": _take(bank["params"], split["ensemble"])}, {"DE": 0.0}
+    samples, seconds = {"DE": take_nets(bank["params"], split["ensemble"])}, {"DE": 0.0}
     steps = zoo_steps(profile, bank, split, d)
     for step in cached_steps(steps.name, steps.cache_config, steps.starts, steps.train):
         samples.update(step["samples"])
@@ -506,7 +504,7 @@ def reference_groups(n: int, groups: int = REFERENCE_JACKKNIFE_GROUPS) -> np.nda
 def _post_config(profile: Profile) -> dict[str, Any]:
     keys = ("post_reference", "post_samples", "post_modes", "post_method_epochs", "post_warm_start",
             "sghmc_leapfrog", "laplace_hessian", "laplace_n_data")
-    return {**_bank_config(profile), **{k: getattr(profile, k) for k in keys}, "settings": SETTINGS}
+    return {**bank_config(profile), **{k: getattr(profile, k) for k in keys}, "settings": SETTINGS}
 
 
 @register("posterior_samples", _post_config,
@@ -526,7 +524,7 @@ def posterior_samples(profile: Profile) -> dict[str, Any]:
     split = bank_split(bank["test_accuracy"], profile.post_reference, profile.post_samples)
     samples, seconds = method_samples(profile, bank, split, optunet_data(profile))
     return {"samples": samples, "seconds": seconds, "split": {k: np.asarray(v) for k, v in split.items()},
-            "reference": _take(bank["params"], split["reference"]),
+            "reference": take_nets(bank["params"], split["reference"]),
             "reference_accuracy": np.asarray(bank["test_accuracy"])[split["reference"]]}
 
 
@@ -561,7 +559,7 @@ def laurent_posteriors(profile: Profile) -> dict[str, Any]:
         reps = [uncertainty_metrics(p_id[g != u], ev["y_id"], p_ood[g != u]) for u in np.unique(g)]
         metrics_jk[name] = {k: np.asarray([float(r[k]) for r in reps]) for k in metrics[name]}
     n_ref = int(jax.tree_util.tree_leaves(post["reference"])[0].shape[0])
-    mmd, mmd_jk = mmd_scores(post["reference"], post["samples"], _take(post["reference"], 0), groups=groups,
+    mmd, mmd_jk = mmd_scores(post["reference"], post["samples"], take_nets(post["reference"], 0), groups=groups,
                              reference_groups=reference_groups(n_ref))
     return {"metrics": metrics, "mmd": mmd, "seconds": post["seconds"], "split": post["split"],
             "reference_accuracy": post["reference_accuracy"], "metrics_jackknife": metrics_jk,
@@ -780,243 +778,6 @@ claim("laurent_posteriors", "multi_mode_higher_mi", "Laurent et al. Sec. 4.3, Ta
        "mono-mode methods yield lower in- and out-of-distribution mutual information than multi-mode methods")(mnist_regime(multi_mode_higher_mi))
 
 
-# ------------------------------------------------------------------ Sec. 5.1
-
-
-def _collapse_config(profile: Profile) -> dict[str, Any]:
-    return {**_bank_config(profile), "post_n_eval": profile.post_n_eval, "pairs": profile.collapse_pairs}
-
-
-def collapse_pairs(n: int, n_pairs: int, seed: int = 0) -> np.ndarray:
-    """Pairs ``(i, j)``, ``i < j``, of ``n`` networks: all of them (``n_pairs = 0`` or at
-    least their number), else ``n_pairs`` distinct ones drawn at random."""
-    i, j = np.triu_indices(n, k=1)
-    pairs = np.stack([i, j], axis=1)
-    if 0 < n_pairs < len(pairs):
-        pairs = pairs[np.sort(np.random.default_rng(seed).choice(len(pairs), n_pairs, replace=False))]
-    return pairs
-
-
-@register("functional_collapse", _collapse_config,
-          "Laurent et al. Sec. 5.1 / App. D.2: mutual information of two-member ensembles of bank OptuNets, "
-          "MNIST (ID) vs Fashion-MNIST (OOD)", summary=lambda art: collapse_summary(art))
-def functional_collapse(profile: Profile) -> dict[str, Any]:
-    """The mean over the test set of the two-member ensemble's mutual information, for
-    pairs of converged bank networks, on MNIST and on Fashion-MNIST.
-
-    Args:
-        profile: the run profile.
-
-    Returns:
-        ``pairs`` (bank indices), ``mi_id`` and ``mi_ood`` per pair (nats).
-    """
-    from symlib.core.cnn import optunet_apply
-    from symlib.evaluation import member_probs, pairwise_mutual_information
-
-    bank = run("optunet_bank", profile, verbose=False).artifact
-    conv = np.flatnonzero(np.asarray(bank["test_accuracy"]) >= CONVERGED_ACCURACY)
-    nets = _take(bank["params"], conv)
-    ev = ood_data(profile)
-    pairs = collapse_pairs(len(conv), profile.collapse_pairs)
-    out = {"pairs": conv[pairs]}
-    for part in ("id", "ood"):
-        probs = member_probs(nets, ev[f"x_{part}"], apply_fn=optunet_apply)
-        out[f"mi_{part}"] = pairwise_mutual_information(probs, pairs)
-    return out
-
-
-def collapse_summary(art: dict[str, Any]) -> dict[str, Any]:
-    """Spread of the pairwise MI in and out of distribution and their correlation."""
-    from scipy import stats
-
-    a, b = np.asarray(art["mi_id"], np.float64), np.asarray(art["mi_ood"], np.float64)
-    r = stats.pearsonr(a, b)
-    rho = stats.spearmanr(a, b)
-    nets, index = np.unique(np.asarray(art["pairs"]), return_inverse=True)
-    return {"pairs": int(len(a)), "mean_id": float(a.mean()), "std_id": float(a.std()), "mean_ood": float(b.mean()),
-            "std_ood": float(b.std()), "cv_id": float(a.std() / a.mean()), "cv_ood": float(b.std() / b.mean()),
-            "pearson_r": float(r.statistic), "pearson_p": float(r.pvalue), "spearman_rho": float(rho.statistic),
-            "below_half_id": float(np.mean(a < a.mean() / 2)),
-            # per pair, with its two networks numbered 0 .. networks - 1: the claims' units are
-            # the networks (pairs that share one are not independent)
-            "networks": int(len(nets)), "pair_index": index.reshape(-1, 2).tolist(),
-            "mi_id_pairs": a.tolist(), "mi_ood_pairs": b.tolist()}
-
-
-_NO_PAIRS = ("the summary keeps the spread and the correlation over pairs, not the pairs with their networks (it "
-             "predates 2026-11-25), so there is no interval over networks")
-
-
-def _pair_data(summary: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
-    if "pair_index" not in summary:
-        return None
-    return (np.asarray(summary["pair_index"], int), np.asarray(summary["mi_id_pairs"], float),
-            np.asarray(summary["mi_ood_pairs"], float), int(summary["networks"]))
-
-
-def network_bootstrap_ratio(pairs: np.ndarray, a: np.ndarray, b: np.ndarray, n: int, spread: str = "cv",
-                            resamples: int = 2000, seed: int = 0) -> tuple[float, np.ndarray]:
-    """spread(b) / spread(a) of values on pairs of networks, and its replicates over bootstrap
-    resamples of the *networks*: a resample draws ``n`` networks with replacement and keeps
-    every pair of two distinct drawn networks, weighted by the product of their multiplicities
-    (pairs that share a network are not independent, so pairs are never resampled alone).
-
-    Args:
-        pairs: ``(pairs, 2)`` network indices of each pair.
-        a: a value per pair (the denominator's).
-        b: a value per pair (the numerator's).
-        n: the number of networks.
-        spread: ``"cv"`` (standard deviation over mean, scale-free) or ``"std"`` (standard deviation).
-        resamples: bootstrap resamples.
-        seed: the resampling seed.
-
-    Raises:
-        ValueError: for another ``spread``.
-    """
-    if spread not in ("cv", "std"):
-        raise ValueError(f"spread must be 'cv' or 'std', got {spread!r}")
-
-    def ratio(w):
-        def measure(v):
-            m = np.sum(w * v) / np.sum(w)
-            sd = np.sqrt(np.sum(w * (v - m) ** 2) / np.sum(w))
-            return sd / m if spread == "cv" else sd
-        return measure(b) / measure(a)
-
-    est = ratio(np.ones(len(a)))
-    rng = np.random.default_rng(seed)
-    reps = []
-    for _ in range(resamples):
-        count = np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
-        w = count[pairs[:, 0]] * count[pairs[:, 1]]
-        if np.count_nonzero(w) >= 3:
-            reps.append(ratio(w))
-    return float(est), np.asarray(reps)
-
-
-def _spread_ratio_evidence(summary: dict[str, Any], t, spread: str, detail: str) -> Evidence:
-    data = _pair_data(summary)
-    if data is None:
-        return not_tested(t, _NO_PAIRS, detail)
-    pairs, a, b, n = data
-    est, reps = network_bootstrap_ratio(pairs, a, b, n, spread)
-    alpha = (1 - t.level) / 2
-    lo, hi = np.quantile(reps, [alpha, 1 - alpha]) if reps.size else (-np.inf, np.inf)
-    return interval_evidence(est, min(lo, est), max(hi, est), t, f"{n} networks ({reps.size} bootstrap resamples "
-                             "of networks)", detail + f"; {'CV' if spread == 'cv' else 'std'} ratio OOD / ID {est:.3f}")
-
-
-@claim("functional_collapse", "ood_more_dispersed", "Laurent et al. Sec. 5.1, Fig. 3 and App. D.2, Fig. 7",
-       "the pairwise mutual information varies more out of distribution than in distribution; read as: a larger "
-       "coefficient of variation (scale-free)")
-def ood_more_dispersed(summary: dict[str, Any]) -> Evidence:
-    t = threshold("functional_collapse.ood_more_dispersed")
-    cv_id = summary.get("cv_id", summary["std_id"] / summary["mean_id"])
-    cv_ood = summary.get("cv_ood", summary["std_ood"] / summary["mean_ood"])
-    detail = (f"over {summary['pairs']} pairs: CV OOD {cv_ood:.3f} vs ID {cv_id:.3f} (std {summary['std_ood']:.4f} "
-              f"vs {summary['std_id']:.4f} nats, means {summary['mean_ood']:.4f} vs {summary['mean_id']:.4f})")
-    return _spread_ratio_evidence(summary, t, "cv", detail)
-
-
-@claim("functional_collapse", "ood_variance_larger", "Laurent et al. Sec. 5.1, Fig. 3 (center)",
-       "the variance of the out-of-distribution MI is higher than that of the in-distribution MI, as the paper "
-       "words it (the raw spread; ood_more_dispersed is the scale-free reading)")
-def ood_variance_larger(summary: dict[str, Any]) -> Evidence:
-    t = threshold("functional_collapse.ood_variance_larger")
-    detail = (f"over {summary['pairs']} pairs: std OOD {summary['std_ood']:.4f} vs ID {summary['std_id']:.4f} nats "
-              f"(means {summary['mean_ood']:.4f} vs {summary['mean_id']:.4f})")
-    return _spread_ratio_evidence(summary, t, "std", detail)
-
-
-@claim("functional_collapse", "positive_correlation", "Laurent et al. App. D.2, Fig. 7 (OptuNet)",
-       "for OptuNet, some positive correlation between the in-distribution and the OOD mutual information")
-def _positive_correlation(summary: dict[str, Any]) -> Evidence:
-    from symlib.evaluation.stats import mantel_null, mantel_test
-
-    t = threshold("functional_collapse.positive_correlation")
-    detail = (f"Pearson r = {summary['pearson_r']:.3f} (Spearman {summary['spearman_rho']:.3f}) over "
-              f"{summary['pairs']} pairs")
-    data = _pair_data(summary)
-    if data is None:
-        return not_tested(t, _NO_PAIRS, detail)
-    pairs, a, b, n = data
-    if len(a) != n * (n - 1) // 2:
-        return not_tested(t, f"the permutation test needs every pair of the {n} networks ({n * (n - 1) // 2}); the "
-                             f"summary has {len(a)}", detail)
-    r, p = mantel_test(pairs, a, b)
-    null = mantel_null(pairs, a, b, seed=1)
-    alpha = (1 - t.level) / 2
-    q_lo, q_hi = np.quantile(null, [alpha, 1 - alpha])
-    return interval_evidence(r, min(r, r - q_hi), max(r, r - q_lo), t,
-                             f"{n} networks (network-level permutation test, {null.size} relabellings)",
-                             detail + f"; network-level permutation p = {p:.3f} (one-sided)")
-
-
-@claim("functional_collapse", "collapse_frequency", "Laurent et al. App. D.2, Fig. 7 (OptuNet)",
-       "a non-negligible share of pairs of small networks collapse functionally: their in-distribution mutual "
-       "information is less than half the mean over pairs")
-def _collapse_frequency(summary: dict[str, Any]) -> Evidence:
-    from symlib.experiments.claims import share_of_units
-
-    t = threshold("functional_collapse.collapse_frequency")
-    detail = f"{100 * summary['below_half_id']:.1f}% of all {summary['pairs']} pairs below half the mean ID MI"
-    data = _pair_data(summary)
-    if data is None:
-        return not_tested(t, _NO_PAIRS, detail)
-    pairs, a, _, n = data
-    collapsed = a < a.mean() / 2
-    disjoint = disjoint_pairs(pairs)
-    k = int(np.sum(collapsed[disjoint]))
-    return share_of_units(k, len(disjoint), t, "disjoint pairs of networks (no network in two)",
-                          detail + f"; {k} of {len(disjoint)} disjoint pairs (a matching of the {n} networks)")
-
-
-def disjoint_pairs(pairs: np.ndarray) -> list[int]:
-    """Indices of a greedy matching among ``pairs``: in order, every pair whose two networks
-    are in no pair taken before (all pairs present: (0, 1), (2, 3), ...)."""
-    used, out = set(), []
-    for k, (i, j) in enumerate(np.asarray(pairs, int)):
-        if i not in used and j not in used:
-            used.update((int(i), int(j)))
-            out.append(k)
-    return out
-
-
-# The paper-profile reduction (24 OptuNets x 60 epochs with the authors' recipe on 50,000
-# images, 21 converged, 210 pairs; rerun on 2026-11-26 with the per-pair values), judged
-# over networks.
-difference("functional_collapse", "paper-24nets", "ood_more_dispersed",
-           "the OOD MI's standard deviation over pairs is twice the ID one, but so is its mean: the coefficients "
-           "of variation are equal within noise (the claims table gives both and their ratio), so the OOD MI is "
-           "not more dispersed relative to its size on these 21 networks; the ratio's interval over networks "
-           "spans 1: opposite direction, not significant", verdict=Verdict.OPPOSITE_DIRECTION)
-difference("functional_collapse", "paper-24nets", "positive_correlation",
-           "the correlation of ID and OOD MI over the 210 pairs is positive but small, and the network-level "
-           "permutation test (the claims table gives r and p) does not reject zero: the paper's direction, not "
-           "significant once the pairs' shared networks are accounted for", verdict=Verdict.SAME_DIRECTION)
-difference("functional_collapse", "paper-24nets", "collapse_frequency",
-           "one of the 210 pairs has an ID MI below half the mean, and none of the disjoint pairs (the claims table "
-           "gives the counts): no evidence of a non-negligible collapse frequency among 21 converged networks "
-           "(the paper does not give its share either); with 10 disjoint pairs the share's interval reaches 0.3: "
-           "opposite direction, not significant", verdict=Verdict.OPPOSITE_DIRECTION)
-
-# What the quick profile finds (chapter 13 shows the numbers; the runs are seeded, so these
-# verdicts are reproducible): 30 converged OptuNets of the quick bank (8 epochs of Adam on
-# the quick MNIST subset), all 435 pairs.
-difference("functional_collapse", "quick", "ood_more_dispersed",
-           "on the quick bank's converged networks the OOD MI's coefficient of variation is larger than the ID one, "
-           "but the bootstrap interval of their ratio over networks reaches below 1 (the claims table gives both): "
-           "the paper's direction, not significant at this size", verdict=Verdict.SAME_DIRECTION)
-difference("functional_collapse", "quick", "positive_correlation",
-           "the correlation over the pairs of the quick bank's networks is positive, but the network-level "
-           "permutation test (the claims table gives r and p) does not reject zero: the paper's direction, not "
-           "significant once the pairs' shared networks are accounted for", verdict=Verdict.SAME_DIRECTION)
-difference("functional_collapse", "quick", "collapse_frequency",
-           "under one percent of the pairs of the quick bank's networks have an ID MI below half the mean, and none "
-           "of the disjoint pairs (the claims table gives the counts): no evidence of a non-negligible collapse "
-           "frequency at this size (the paper does not give its share either); the share's interval over the "
-           "disjoint pairs still reaches far above the threshold: opposite direction, not significant",
-           verdict=Verdict.OPPOSITE_DIRECTION)
 # laurent_posteriors, quick profile: 16 reference networks of the quick bank (8 epochs of Adam
 # on the quick MNIST subset), far less accurate than the paper's: the regime gate
 # (gate.laurent_mnist_regime) leaves every Sec. 4.3 claim not tested, whichever way it points;

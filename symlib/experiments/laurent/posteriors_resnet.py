@@ -52,10 +52,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from symlib.experiments.claims import claim
+from symlib.experiments.laurent.collapse import collapse_pairs, collapse_summary, ood_more_dispersed
 from symlib.experiments.laurent.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS, ZOO_GROUPS, ZOO_KEYS, ZooMethod,
-                                                   collapse_pairs, collapse_summary, ensemble_closest,
-                                                   multi_mode_better_ood, multi_mode_closer, multi_mode_higher_mi,
-                                                   ood_more_dispersed, sample_groups, single_mode_better_ece,
+                                                   ensemble_closest, multi_mode_better_ood, multi_mode_closer,
+                                                   multi_mode_higher_mi, sample_groups, single_mode_better_ece,
                                                    uncertainty_metrics, zoo_step)
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import register, run
