@@ -10,6 +10,7 @@ Registered experiments:
   samples in the network's layout, scored by the layer-wise MMD to the reference sample
   (raw, and after removing symmetries: the paper's "NS" and our variants) and by the
   uncertainty metrics of Table 1 on MNIST (in distribution) and Fashion-MNIST (OOD).
+
 The claims (Sec. 4.3, Table 1) return
 :class:`~symlib.experiments.claims.Evidence` over their independent units: the MMD
 orderings and the metric orderings with a delete-a-group jackknife over the reference
