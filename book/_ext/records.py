@@ -143,15 +143,16 @@ class ChapterShares(SphinxDirective):
         shares = mod.book_shares(root / "notebooks")
         for path in (root / "notebooks").glob("[0-9][0-9]_*.py"):
             self.env.note_dependency(str(path))
-        rows = [[name, str(c["lines"]), *(f"{mod.percent(c, k):.0f}%" for k in ("compute", "format", "plot", "import",
-                                                                               "hidden"))]
+        rows = [[name.replace("_", " "), str(c["lines"]),
+                 *(f"{mod.percent(c, k):.0f}%" for k in ("compute", "format", "plot", "import", "hidden"))]
                 for name, c in shares.items()]
         total = shares["all"]
         shown = mod.percent(total, "format") + mod.percent(total, "plot")
         return _table(["chapter", "code lines", "compute", "print, format, glue", "plot", "imports", "in hidden cells"],
                       rows, f"Generated from the chapters' sources at build time by scripts/chapter_shares.py: "
                             f"formatting and plotting are {shown:.0f}% of the code lines (goal: at most 25%), hidden "
-                            f"cells hold {mod.percent(total, 'hidden'):.0f}% (goal: at most 40%).")
+                            f"cells hold {mod.percent(total, 'hidden'):.0f}% (goal: at most 40%).",
+                      widths=[5, 2, 2, 2, 2, 2, 2])
 
 
 def setup(app):
