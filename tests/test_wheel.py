@@ -9,6 +9,7 @@ time of ``import symlib.symmetry`` in that environment (the figure quoted in the
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -32,8 +33,15 @@ def installed(tmp_path_factory):
     """(python of a clean venv with the symlib wheel installed, a working directory outside the repo)."""
     base = tmp_path_factory.mktemp("wheel")
     dist = base / "dist"
+    # Build from a private copy of what the wheel is made of: setuptools writes build/ and
+    # *.egg-info/ beside pyproject.toml, and two pytest-xdist workers building in the checkout
+    # at once remove each other's build/bdist.* (a CI run failed so).
+    src = base / "src"
+    shutil.copytree(ROOT / "symlib", src / "symlib", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
     # --no-build-isolation: build with the setuptools of this environment (no download needed)
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)])
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(src)])
     wheels = list(dist.glob("symlib-*.whl"))
     assert len(wheels) == 1, wheels
     env_dir = base / "venv"
