@@ -1,14 +1,14 @@
-"""Min-mass (Definition C.6 of Laurent et al., ICLR 2024): symlib.symmetry.scaling.min_mass vs baselines.
+"""Min-mass (Definition C.6 of Laurent et al., ICLR 2024): symlib.symmetry.min_mass vs baselines.
 
 On one He-initialised 784-W-W-W-10 ReLU MLP (default W = 512; random positive rescaling of
 the hidden units applied first, spread ``--spread`` in log-space, so that there is
 something to remove), times
 
-* ``symlib.symmetry.scaling.min_mass`` (method auto, and method newton),
-* ``symlib.symmetry.channel_scaling.min_mass_spec`` on the MLP's scaling spec: the
-  chain solver chosen automatically (``auto``), and the general dense-Hessian Newton
-  (``dense``) that any spec can use (``--dense-width`` caps the width it is timed at:
-  its Hessian has ``(3 W)^2`` entries),
+* ``symlib.symmetry.min_mass`` on the MLP's scaling spec (``mlp_scaling_spec(3)``): the
+  chain solver that ``method="auto"`` picks for a chain spec (BCD, then Newton when it
+  slows down), its Newton alone (``newton``), and the general dense-Hessian Newton
+  (``dense``) that any spec can use (``--dense-width`` caps the width it is timed at: its
+  Hessian has ``(3 W)^2`` entries),
 * scipy L-BFGS-B on the same convex log-scale objective with the analytic gradient,
 * cvxpy (the paper's tool) with exponential cones, unless ``--no-cvxpy`` or cvxpy is not
   installed; ``--cvxpy-width`` lets cvxpy run on a narrower network when the full one is
@@ -25,7 +25,6 @@ import time
 
 import numpy as np
 
-from symlib.symmetry import channel_scaling as C
 from symlib.symmetry import scaling as S
 from symlib.testing import reference as R
 
@@ -49,26 +48,24 @@ def timed(fn, repeat=1):
 def run(width, spread, seed, with_cvxpy, repeat, dense_width=512):
     rng = np.random.default_rng(seed)
     sizes = [784, width, width, width, 10]
+    spec = S.mlp_scaling_spec(len(sizes) - 2)
     params = he_mlp(rng, sizes)
-    params = S.apply_scaling(params, [np.exp(spread * rng.normal(size=w)) for w in sizes[1:-1]])
+    params = S.apply_scaling(spec, params, {f"P_{l}": np.exp(spread * rng.normal(size=w))
+                                            for l, w in enumerate(sizes[1:-1])})
     n_par = sum(p["kernel"].size + p["bias"].size for p in params.values())
     print(f"[{'-'.join(map(str, sizes))}]  {n_par:,} parameters, {sum(sizes[1:-1])} log-scales, "
-          f"mass before {S.mass(params):.6g}")
-    t_auto, r_auto = timed(lambda: S.min_mass(params), repeat)
-    t_newt, r_newt = timed(lambda: S.min_mass(params, method="newton"), repeat)
+          f"mass before {S.mass(spec, params):.6g}")
+    t_auto, r_auto = timed(lambda: S.min_mass(spec, params), repeat)
+    t_newt, r_newt = timed(lambda: S.min_mass(spec, params, method="newton"), repeat)
     t_lb, (f_lb, nit) = timed(lambda: R.min_mass_lbfgs(params), 1)
     ref = r_newt.mass
     print(f"  min_mass auto   : {t_auto:9.4f} s  mass {r_auto.mass:.12g}  iters {r_auto.iterations:4d}  "
           f"converged {r_auto.converged}  rel. diff vs newton {(r_auto.mass - ref) / ref:+.2e}")
     print(f"  min_mass newton : {t_newt:9.4f} s  mass {r_newt.mass:.12g}  iters {r_newt.iterations:4d}  "
           f"converged {r_newt.converged}")
-    spec = C.mlp_scaling_spec(len(sizes) - 2)
-    t_spec, r_spec = timed(lambda: C.min_mass_spec(spec, params, tol=1e-10, max_iter=10_000), repeat)
-    print(f"  spec, {r_spec.solver:6s}  : {t_spec:9.4f} s  mass {r_spec.mass:.12g}  iters {r_spec.iterations:4d}  "
-          f"rel. diff vs newton {(r_spec.mass - ref) / ref:+.2e}  time / min_mass auto {t_spec / t_auto:5.2f}x")
     if width <= dense_width:
-        t_dense, r_dense = timed(lambda: C.min_mass_spec(spec, params, method="dense"), 1)
-        print(f"  spec, dense   : {t_dense:9.4f} s  mass {r_dense.mass:.12g}  iters {r_dense.iterations:4d}  "
+        t_dense, r_dense = timed(lambda: S.min_mass(spec, params, method="dense"), 1)
+        print(f"  min_mass dense  : {t_dense:9.4f} s  mass {r_dense.mass:.12g}  iters {r_dense.iterations:4d}  "
               f"rel. diff vs newton {(r_dense.mass - ref) / ref:+.2e}  time / min_mass auto {t_dense / t_auto:7.1f}x")
     print(f"  scipy L-BFGS-B  : {t_lb:9.4f} s  mass {f_lb:.12g}  iters {nit:4d}  "
           f"rel. diff {(r_auto.mass - f_lb) / f_lb:+.2e}  speed-up {t_lb / t_auto:7.1f}x")
@@ -88,7 +85,7 @@ def main():
     ap.add_argument("--cvxpy-width", type=int, default=None,
                     help="run cvxpy only on a network of this width (all methods re-timed on it)")
     ap.add_argument("--dense-width", type=int, default=512,
-                    help="time min_mass_spec(method='dense') only up to this width")
+                    help="time min_mass(method='dense') only up to this width")
     args = ap.parse_args()
     try:
         import cvxpy  # noqa: F401

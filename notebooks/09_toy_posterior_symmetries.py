@@ -46,7 +46,7 @@
 # only points on their class's side of $x_1 + x_2 = 0$ so that the classes are fully
 # separable, {glue:text}`ch09_n_per_class` points each (`symlib.experiments.laurent.toy.two_gaussians`).
 # The paper rescales every hidden unit to "a 3-norm" (App. A.2); we give every hidden unit's
-# incoming kernel (bias excluded) unit Euclidean norm (`symlib.symmetry.scaling.unit_norm`).
+# incoming kernel (bias excluded) unit Euclidean norm (`symlib.symmetry.unit_norm`).
 # If the paper means a Euclidean norm equal to {paper}`3`, its output weights are ours
 # divided by {paper}`3`: the same picture with other axis labels. If it means the $\ell_3$
 # norm, each unit's factor is ours times

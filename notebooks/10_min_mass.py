@@ -28,8 +28,8 @@
 # problem* asks for exactly that rescaling: minimise the sum of squared weights (the
 # "mass", biases excluded) over all positive per-unit scales. It is strictly convex in the
 # log-scales (Proposition 2), so it has a unique solution, which
-# `symlib.symmetry.channel_scaling.min_mass_spec` computes exactly for any network described
-# by a scaling spec. If trained networks are not already at that point, then (Corollary 1)
+# `symlib.symmetry.min_mass` computes exactly for any network described by a scaling
+# spec. If trained networks are not already at that point, then (Corollary 1)
 # infinitely many equivalent networks have a lower regularised training loss: the
 # scaling symmetry survives weight decay.
 #
@@ -56,16 +56,15 @@ from myst_nb import glue
 
 from symlib import experiments
 from symlib.core.cnn import OPTUNET_SHAPES
-from symlib.core.models import unstack
+from symlib.core.models import mlp_apply, unstack
 from symlib.evaluation.marginals import first_last_pvalues, unit_weights
 from symlib.experiments import claims, plotting, report, results, scales
 from symlib.experiments.laurent import LINE_T
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table, paper_vs_ours
 from symlib.experiments.laurent.optunet import LAURENT_OPTUNET
-from symlib.symmetry.channel_scaling import (min_mass_spec, optunet_scaling_spec, mass_along_spec,
-                                             mass_hessian_spec)
-from symlib.symmetry.scaling import check_function_unchanged, identifiable, min_mass, sort_neurons
+from symlib.symmetry import (function_change, identifiable, mass_along, mass_hessian, min_mass, mlp_permutation_spec,
+                             mlp_scaling_spec, optunet_scaling_spec, sort_neurons)
 
 plotting.set_style()
 profile = get_profile()
@@ -158,7 +157,7 @@ axes[1].set_title(f"{profile.n_test} MNIST test images");
 
 # %%
 spec = optunet_scaling_spec()
-solved = [min_mass_spec(spec, net) for net in nets]
+solved = [min_mass(spec, net) for net in nets]
 before = np.array([s.mass_before for s in solved])
 after = np.array([s.mass for s in solved])
 decrease = (before - after) / before
@@ -235,7 +234,7 @@ display(Table(["change of the training objective per network", "mean", "min", "m
 # reads from), so the mass $M(u) = \sum_k w_k^2 e^{2 s_k(u)}$ is a sum of exponentials of
 # linear forms: convex, and strictly convex exactly when its Hessian is positive definite,
 # which the paper's non-degeneracy condition ensures. We check it numerically on every
-# network: the smallest eigenvalue of the Hessian (`mass_hessian_spec`) relative to the
+# network: the smallest eigenvalue of the Hessian (`mass_hessian`) relative to the
 # largest, at the trained network ($u = 0$), halfway to the optimum and at the optimum
 # $u^*$; and the mass along {glue:text}`ch10_lines_per_net` random unit directions through
 # $u^*$ ({glue:text}`ch10_line_points` points on $[-1, 1]$),
@@ -258,7 +257,7 @@ u0 = {name: np.log(v) for name, v in solved[0].scales.items()}
 zero = {name: np.zeros_like(v) for name, v in u0.items()}
 t = np.linspace(-0.5, 1.5, 81)
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.4), constrained_layout=True)
-axes[0].plot(t, mass_along_spec(spec, net0, zero, u0, t))
+axes[0].plot(t, mass_along(spec, net0, zero, u0, t))
 axes[0].axvline(0, color="0.5", ls=":", lw=1)
 axes[0].axvline(1, color="0.5", ls=":", lw=1)
 axes[0].set_xlabel("t (log-scales t u*: 0 trained, 1 min-mass)")
@@ -269,11 +268,11 @@ for _ in range(LINES_SHOWN):
     v = {name: rng.normal(size=x.shape) for name, x in u0.items()}
     norm = np.sqrt(sum(np.sum(x**2) for x in v.values()))
     unit = {n: x / norm for n, x in v.items()}
-    axes[1].plot(LINE_T, mass_along_spec(spec, net0, u0, unit, LINE_T), lw=1)
+    axes[1].plot(LINE_T, mass_along(spec, net0, u0, unit, LINE_T), lw=1)
 axes[1].set_xlabel("distance from u* along a random unit direction")
 axes[1].set_title("OptuNet 0: random lines through u*")
 for k, u in enumerate((None, u0)):
-    axes[2].semilogy(np.linalg.eigvalsh(mass_hessian_spec(spec, net0, u)), "o", ms=4,
+    axes[2].semilogy(np.linalg.eigvalsh(mass_hessian(spec, net0, u)), "o", ms=4,
                      label=("trained" if k == 0 else "min-mass"))
 axes[2].set_xlabel(f"eigenvalue index ({len(np.concatenate(list(u0.values())))} rescalable units)")
 axes[2].set_ylabel("Hessian eigenvalue")
@@ -295,7 +294,8 @@ res_mlp = experiments.run("laurent_mlps", profile)
 summary_mlp = experiments.SUMMARIES["laurent_mlps"](res_mlp.artifact)
 mlps = unstack(res_mlp.params, np.float64)
 mlp_layers = [f"dense_{l}" for l in range(len(mlps[0]))]
-solved_mlp = [min_mass(net) for net in mlps]
+mlp_scaling, mlp_perms = mlp_scaling_spec(len(mlp_layers) - 1), mlp_permutation_spec(len(mlp_layers) - 1)
+solved_mlp = [min_mass(mlp_scaling, net) for net in mlps]
 mlp_largest = {name: np.array([[np.abs(n[l]["kernel"]).max() for l in mlp_layers] for n in group])
                for name, group in (("trained", mlps), ("min-mass", [s.params for s in solved_mlp]))}
 mlp_before = np.array([s.mass_before for s in solved_mlp])
@@ -324,15 +324,15 @@ display(claims.claims_table(mlp_outcomes, profile.name,
 # (i.i.d. initial weights, a training procedure that treats units alike), so across
 # checkpoints the first and the last unit of a layer have weights with the same marginal
 # distribution. The identifiable network (min-mass scaling, then units sorted by their
-# largest incoming weight; `symlib.symmetry.scaling.identifiable`) gives each rank its own
+# largest incoming weight; `symlib.symmetry.identifiable`) gives each rank its own
 # distribution. For every layer and weight position we compare the first unit's weight
 # with the last unit's by a two-sample Kolmogorov-Smirnov test, the two samples taken
 # from disjoint halves of the checkpoints so that they are independent.
 
 # %%
-canonical = [identifiable(net) for net in mlps]
-perm_only = [sort_neurons(net)[0] for net in mlps]
-assert max(check_function_unchanged(a, b, key=i)
+canonical = [identifiable(mlp_scaling, mlp_perms, net) for net in mlps]
+perm_only = [sort_neurons(mlp_perms, net)[0] for net in mlps]
+assert max(function_change(mlp_apply, a, b, np.random.default_rng(i).normal(size=(256, sizes[0])))
            for i, (a, b) in enumerate(zip(mlps, canonical))) < 1e-9
 forms = {"trained (raw)": mlps, "permutation removed": perm_only,
          "scaling and permutation removed": canonical}

@@ -59,7 +59,7 @@ glue("ch11_mlp_hidden", " and ".join(map(str, profile.laurent_hidden)), display=
 # The OptuNets of the min-mass chapter (shared through the artifact cache): the authors'
 # recipe, SGD with learning rate {paper}`0.04` halved after a quarter and after half of
 # training. The compiled training loop counts, after every step, the pairs of units whose
-# order changed (`symlib.symmetry.neuron_order.swap_counter_spec`, which reads the
+# order changed (`symlib.symmetry.neuron_order.swap_counter`, which reads the
 # architecture from its permutation and scaling specs). OptuNet has two permuted layers: the
 # {repo}`10` channels of the grouped convolution, which can only be permuted within their
 # group ($10 / 2 = 5$ channels, so $2 \times \binom{5}{2} = 20$ pairs can swap, not

@@ -352,19 +352,19 @@ for group, entries in scaling_spec.groups.items():
     path, axis, _ = entries[0]                                   # (parameter, axis, +1 in / -1 out)
     scales[group] = np.exp(rng.normal(0.0, 1.0, size=flat_a[path].shape[axis]))
 disguised = symmetry.apply_permutation(spec, symmetry.random_permutations(1, spec, a),
-                                       symmetry.apply_scaling_spec(scaling_spec, a, scales))
+                                       symmetry.apply_scaling(scaling_spec, a, scales))
 disguised = jax.tree_util.tree_map(lambda leaf: leaf, disguised)  # keys now in alphabetical order
 spec_d = symmetry.permutation_spec_from_flax(model, disguised, x[:8])
 scaling_spec_d = symmetry.scaling_spec_from_flax(model, disguised, x[:8])
 assert spec_d.perm_names == spec.perm_names and list(scaling_spec_d.groups) == list(scaling_spec.groups)
 print("permutations, in the order the model computes them:", spec.perm_names)
-canonical_a = symmetry.identifiable_spec(scaling_spec, spec, a)
-canonical_disguised = symmetry.identifiable_spec(scaling_spec_d, spec_d, disguised)
+canonical_a = symmetry.identifiable(scaling_spec, spec, a)
+canonical_disguised = symmetry.identifiable(scaling_spec_d, spec_d, disguised)
 gap_raw = symmetry.param_distance(a, disguised)
 gap_canonical = symmetry.param_distance(canonical_a, canonical_disguised)
 fn_change = float(jnp.abs(apply_fn(canonical_a, x_test) - apply_fn(a, x_test)).max())
-mass_before = symmetry.mass_spec(scaling_spec, a)
-mass_after = symmetry.mass_spec(scaling_spec, canonical_a)
+mass_before = symmetry.mass(scaling_spec, a)
+mass_after = symmetry.mass(scaling_spec, canonical_a)
 display(Table(["quantity", "value"], [
     ["weight distance, A to its disguised copy", f"{gap_raw:.3g}"],
     ["weight distance, identifiable forms of both", f"{gap_canonical:.2g}"],

@@ -1,5 +1,6 @@
 """Any model through apply_fn: interpolation_curve / barrier on a flax.linen model with its own
-layout; the MLP-only functions name that generic route in their errors."""
+layout, the scaling tools through its derived specs; the MLP-only functions name that generic
+route in their errors."""
 import flax.linen as nn
 import jax
 import numpy as np
@@ -47,23 +48,24 @@ def test_another_layout_without_apply_fn_names_the_generic_route():
     assert mlp_apply(mlp_init(jax.random.key(0), [4, 3]), x).shape == (20, 3)
 
 
-@pytest.mark.parametrize("fn", ["min_mass", "sort_neurons", "identifiable"])
-def test_mlp_only_scaling_functions_name_the_generic_route(fn):
-    import symlib.symmetry.scaling as scaling
+def test_scaling_tools_take_any_model_through_its_derived_specs():
+    """min_mass, sort_neurons and identifiable take specs, so a flax.linen model with its own
+    layout goes through them with the specs derived from it; the function is kept."""
+    from symlib.symmetry import (function_change, identifiable, min_mass, permutation_spec_from_flax,
+                                 scaling_spec_from_flax, sort_neurons)
 
     x, _ = _data()
-    p = Tiny().init(jax.random.key(1), x)["params"]
-    with pytest.raises(ValueError, match="spec-driven route"):
-        getattr(scaling, fn)(p)
+    model = Tiny()
+    p = model.init(jax.random.key(1), x)["params"]
+    sspec, pspec = scaling_spec_from_flax(model, p, x), permutation_spec_from_flax(model, p, x)
 
+    def apply(q, xb):
+        return model.apply({"params": q}, xb)
 
-def test_check_function_unchanged_names_the_generic_route():
-    from symlib.symmetry.scaling import check_function_unchanged
-
-    x, _ = _data()
-    p = Tiny().init(jax.random.key(1), x)["params"]
-    with pytest.raises(ValueError, match="spec-driven route"):
-        check_function_unchanged(p, p)
+    solved = min_mass(sspec, p)
+    assert solved.solver == "chain" and solved.mass < solved.mass_before
+    for q in (solved.params, sort_neurons(pspec, p)[0], identifiable(sspec, pspec, p)):
+        assert set(q) == {"Dense_0", "Dense_1"} and function_change(apply, p, q, x) < 1e-5  # float32 weights
 
 
 def test_train_ensemble_names_the_generic_route():

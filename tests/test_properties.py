@@ -25,11 +25,17 @@ from symlib.evaluation.pruning import keep_mask, prune_by_sigma
 from symlib.inference.training import sq_norm
 from symlib.inference.vi import MeanField, categorical_loglik, gaussian_kl
 from symlib.symmetry.alignment import kl_diag, wasserstein2_sq
-from symlib.symmetry.scaling import apply_scaling
+from symlib.symmetry.scaling import apply_scaling as _apply_scaling
+from symlib.symmetry.scaling import mlp_scaling_spec
 from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, random_permutations
 
 SETTINGS = settings(max_examples=20, deadline=None)
 N_TEST = 16
+
+
+def apply_scaling(params, scales):
+    """Rescale an MLP's hidden units by one array per hidden layer (:func:`symlib.symmetry.scaling.apply_scaling`)."""
+    return _apply_scaling(mlp_scaling_spec(len(scales)), params, {f"P_{l}": s for l, s in enumerate(scales)})
 
 
 # A few architectures (one or two hidden layers, a width-1 layer), so that the compiled

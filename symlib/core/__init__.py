@@ -8,7 +8,7 @@ progress bar) does not import JAX.
 """
 from __future__ import annotations
 
-import importlib
+from symlib.core.exports import lazy_exports
 
 _EXPORTS = {
     "models": ["Params", "layer_names", "mlp_apply", "mlp_hidden", "mlp_init", "mlp_sizes", "unstack", "check_sizes",
@@ -29,18 +29,4 @@ _EXPORTS = {
     "distributed": ["initialize_from_env", "is_writer", "sync_processes", "allgather", "global_mesh", "process_rows",
                     "put_global", "ProcessInfo"],
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-
-__all__ = [name for names in _EXPORTS.values() for name in names]
-
-
-def __getattr__(name: str):
-    if name in _MODULE_OF:
-        value = getattr(importlib.import_module(f"symlib.core.{_MODULE_OF[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'symlib.core' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

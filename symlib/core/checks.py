@@ -130,9 +130,9 @@ def check_labels(labels: Any, num_classes: int, name: str = "labels") -> np.ndar
 
 #: appended to the layout errors of symlib's MLP-only functions: where any model goes instead
 GENERIC_ROUTE = (". This function takes symlib's MLP layout only; for any other model use the spec-driven "
-                 "route: a PermutationSpec / ScalingSpec of the model (symlib.symmetry.specs, channel_scaling) "
-                 "with its apply_fn(params, x), e.g. symlib.symmetry.min_mass_spec, identifiable_spec, "
-                 "sort_neurons_spec, check_spec_invariance, and symlib.evaluation.barrier(..., apply_fn=...)")
+                 "route: a PermutationSpec / ScalingSpec of the model (symlib.symmetry.specs, symlib.symmetry.scaling) "
+                 "with its apply_fn(params, x), e.g. symlib.symmetry.min_mass, identifiable, "
+                 "sort_neurons, check_spec_invariance, and symlib.evaluation.barrier(..., apply_fn=...)")
 
 
 def mlp_layer_names(params: Any, name: str = "params") -> list[str]:

@@ -13,7 +13,8 @@ shipped subset), :mod:`~symlib.data.mnist` (:func:`load_mnist`),
 (:func:`load_tiny_imagenet`), :mod:`~symlib.data.textures` (:func:`load_textures`) and
 :mod:`~symlib.data.splits`
 (:func:`preprocess`, :func:`train_val_split`, :func:`load_split`). Everything public is
-importable from ``symlib.data`` itself.
+importable from ``symlib.data`` itself (each name loaded on first use, from the table
+``_EXPORTS``).
 
 Where the data comes from
 -------------------------
@@ -62,87 +63,22 @@ place, :func:`preprocess`; :func:`load_split` returns ready-to-use arrays.
 :func:`standardize` maps them to zero mean and unit variance per channel where a
 paper's code does (OptuNet).
 """
-
 from __future__ import annotations
 
-from symlib.data.cifar import CIFAR100_LABELS, CIFAR_MEMBERS, load_cifar10, load_cifar100, read_cifar
-from symlib.data.downloads import MIRRORS, download
-from symlib.data.files import (
-    ALL_DATASETS,
-    DATASET_FILES,
-    DATASETS,
-    ENV_DATA_DIR,
-    FILES,
-    RGB_DATASETS,
-    TEXTURES,
-    TINY_IMAGENET,
-    MD5,
-    N_EXAMPLES,
-    SOURCES,
-    SPLITS,
-    ChecksumError,
-    DataNotFoundError,
-    cache_dir,
-    data_search_dirs,
-    find_files,
-    md5_file,
-    verify_file,
-)
-from symlib.data.idx import idx_bytes, read_idx
-from symlib.data.mnist import load_mnist
-from symlib.data.splits import CHANNEL_STATS, load_split, preprocess, standardize, train_val_split
-from symlib.data.svhn import load_svhn, read_svhn
-from symlib.data.textures import TEXTURES_CLASSES, TEXTURES_SPLITS, load_textures, read_textures
-from symlib.data.tiny_imagenet import (TINY_IMAGENET_CLASSES, TINY_IMAGENET_SPLITS, load_tiny_imagenet,
-                                       read_tiny_imagenet)
-from symlib.data.subset import SUBSET_MANIFEST, subset_indices, subset_manifest
+from symlib.core.exports import lazy_exports
 
-__all__ = [
-    "DATASETS",
-    "RGB_DATASETS",
-    "TINY_IMAGENET",
-    "TINY_IMAGENET_CLASSES",
-    "TINY_IMAGENET_SPLITS",
-    "TEXTURES",
-    "TEXTURES_CLASSES",
-    "TEXTURES_SPLITS",
-    "ALL_DATASETS",
-    "SPLITS",
-    "SOURCES",
-    "FILES",
-    "DATASET_FILES",
-    "CIFAR_MEMBERS",
-    "CIFAR100_LABELS",
-    "MD5",
-    "MIRRORS",
-    "N_EXAMPLES",
-    "ENV_DATA_DIR",
-    "SUBSET_MANIFEST",
-    "DataNotFoundError",
-    "ChecksumError",
-    "read_idx",
-    "idx_bytes",
-    "data_search_dirs",
-    "cache_dir",
-    "find_files",
-    "md5_file",
-    "verify_file",
-    "download",
-    "load_mnist",
-    "load_cifar10",
-    "load_cifar100",
-    "load_svhn",
-    "load_tiny_imagenet",
-    "load_textures",
-    "read_cifar",
-    "read_svhn",
-    "read_tiny_imagenet",
-    "read_textures",
-    "subset_manifest",
-    "subset_indices",
-    "preprocess",
-    "CHANNEL_STATS",
-    "standardize",
-    "train_val_split",
-    "load_split",
-]
+_EXPORTS = {
+    "files": ["DATASETS", "RGB_DATASETS", "TINY_IMAGENET", "TEXTURES", "ALL_DATASETS", "SPLITS", "SOURCES", "FILES",
+              "DATASET_FILES", "MD5", "N_EXAMPLES", "ENV_DATA_DIR", "DataNotFoundError", "ChecksumError",
+              "data_search_dirs", "cache_dir", "find_files", "md5_file", "verify_file"],
+    "idx": ["read_idx", "idx_bytes"],
+    "downloads": ["MIRRORS", "download"],
+    "subset": ["SUBSET_MANIFEST", "subset_manifest", "subset_indices"],
+    "mnist": ["load_mnist"],
+    "cifar": ["CIFAR_MEMBERS", "CIFAR100_LABELS", "load_cifar10", "load_cifar100", "read_cifar"],
+    "svhn": ["load_svhn", "read_svhn"],
+    "tiny_imagenet": ["TINY_IMAGENET_CLASSES", "TINY_IMAGENET_SPLITS", "load_tiny_imagenet", "read_tiny_imagenet"],
+    "textures": ["TEXTURES_CLASSES", "TEXTURES_SPLITS", "load_textures", "read_textures"],
+    "splits": ["preprocess", "CHANNEL_STATS", "standardize", "train_val_split", "load_split"],
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

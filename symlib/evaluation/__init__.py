@@ -1,130 +1,28 @@
 """symlib.evaluation: predictives, metrics, interpolation and loss barriers, Gaussian
 summaries of samples (also running ones), pruning, per-unit marginals, and the MMD between
 posterior samples. It does not import :mod:`symlib.inference` (full-batch HMC in pieces
-with running summaries, which needs both, is :mod:`symlib.experiments.hmc_pieces`)."""
-from symlib.evaluation.metrics import (  # noqa: F401
-    accuracy,
-    nll,
-    agreement,
-    total_variation,
-    accuracy_from_probs,
-    nll_from_probs,
-    brier,
-    ece,
-    ood_aupr,
-    fpr95,
-    mutual_information,
-    pair_mutual_information,
-    pairwise_mutual_information,
-)
-from symlib.evaluation.predictive import (  # noqa: F401
-    member_probs,
-    predict_from_gaussian,
-    predict_from_samples,
-    predict_single,
-    sample_gaussian,
-)
-from symlib.evaluation.interpolation import (  # noqa: F401
-    barrier,
-    interpolate,
-    interpolation_curve,
-    loss_barrier,
-    marginal_barrier,
-    marginal_loss_curve,
-    midpoint_barrier,
-)
-from symlib.evaluation.summaries import (  # noqa: F401
-    GaussianSummary,
-    METHODS,
-    direct_summary,
-    flatten_summary,
-    grouped_rebasin_summary,
-    rebasin_summary,
-    summary_to_samples,
-    tree_to_vector,
-    vector_to_tree,
-)
-from symlib.evaluation.running import RunningMoments  # noqa: F401
-from symlib.evaluation.stats import (  # noqa: F401
-    bootstrap_interval,
-    difference_interval,
-    mantel_null,
-    mantel_test,
-    mean_interval,
-    proportion_interval,
-    repeat_spread,
-)
-from symlib.evaluation.pruning import (  # noqa: F401
-    keep_mask,
-    num_kept,
-    prune_by_sigma,
-    pruning_curve,
-    stitch,
-)
-from symlib.evaluation.marginals import (  # noqa: F401
-    first_last_pvalues,
-    unit_weights,
-)
-from symlib.evaluation.mmd import (  # noqa: F401
-    KERNELS,
-    MMDBank,
-    PosteriorMMD,
-    mmd2_unbiased,
-    mmd_bandwidths,
-    mmd_kernel_bank,
-    pairwise_distances,
-    posterior_mmd,
-)
+with running summaries, which needs both, is :mod:`symlib.experiments.hmc_pieces`).
 
-__all__ = [
-    "accuracy",
-    "nll",
-    "agreement",
-    "total_variation",
-    "accuracy_from_probs",
-    "nll_from_probs",
-    "brier",
-    "ece",
-    "ood_aupr",
-    "fpr95",
-    "mutual_information",
-    "pair_mutual_information",
-    "pairwise_mutual_information",
-    "member_probs",
-    "predict_from_gaussian",
-    "predict_from_samples",
-    "predict_single",
-    "sample_gaussian",
-    "barrier",
-    "interpolate",
-    "interpolation_curve",
-    "loss_barrier",
-    "marginal_barrier",
-    "marginal_loss_curve",
-    "midpoint_barrier",
-    "GaussianSummary",
-    "METHODS",
-    "direct_summary",
-    "flatten_summary",
-    "grouped_rebasin_summary",
-    "rebasin_summary",
-    "summary_to_samples",
-    "tree_to_vector",
-    "vector_to_tree",
-    "RunningMoments",
-    "keep_mask",
-    "num_kept",
-    "prune_by_sigma",
-    "pruning_curve",
-    "stitch",
-    "first_last_pvalues",
-    "unit_weights",
-    "KERNELS",
-    "MMDBank",
-    "PosteriorMMD",
-    "mmd2_unbiased",
-    "mmd_bandwidths",
-    "mmd_kernel_bank",
-    "pairwise_distances",
-    "posterior_mmd",
-]
+Names are loaded on first use, from the table ``_EXPORTS``."""
+from __future__ import annotations
+
+from symlib.core.exports import lazy_exports
+
+_EXPORTS = {
+    "metrics": ["accuracy", "nll", "agreement", "total_variation", "accuracy_from_probs", "nll_from_probs", "brier",
+                "ece", "ood_aupr", "fpr95", "mutual_information", "pair_mutual_information",
+                "pairwise_mutual_information"],
+    "predictive": ["member_probs", "predict_from_gaussian", "predict_from_samples", "predict_single", "sample_gaussian"],
+    "interpolation": ["barrier", "interpolate", "interpolation_curve", "loss_barrier", "marginal_barrier",
+                      "marginal_loss_curve", "midpoint_barrier"],
+    "summaries": ["GaussianSummary", "METHODS", "direct_summary", "flatten_summary", "grouped_rebasin_summary",
+                  "rebasin_summary", "summary_to_samples", "tree_to_vector", "vector_to_tree"],
+    "running": ["RunningMoments"],
+    "stats": ["bootstrap_interval", "difference_interval", "mantel_null", "mantel_test", "mean_interval",
+              "proportion_interval", "repeat_spread"],
+    "pruning": ["keep_mask", "num_kept", "prune_by_sigma", "pruning_curve", "stitch"],
+    "marginals": ["first_last_pvalues", "unit_weights"],
+    "mmd": ["KERNELS", "MMDBank", "PosteriorMMD", "mmd2_unbiased", "mmd_bandwidths", "mmd_kernel_bank",
+            "pairwise_distances", "posterior_mmd"],
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -3,7 +3,7 @@
 A corollary of Proposition 1 (Laurent et al., 2024): when the initial weights of a layer
 are i.i.d. and training treats hidden units alike, swapping two hidden units leaves the
 distribution of the trained weights unchanged, so every unit's weights have the same
-marginal distribution. Removing the symmetries (:func:`symlib.symmetry.scaling.identifiable`)
+marginal distribution. Removing the symmetries (:func:`symlib.symmetry.canonical.identifiable`)
 gives each position in the sorted order its own distribution.
 
 :func:`first_last_pvalues` tests this with two-sample Kolmogorov-Smirnov tests, one per

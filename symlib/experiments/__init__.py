@@ -18,59 +18,51 @@ which the notebooks quote. :mod:`symlib.experiments.manifest` lists every table 
 of the three papers with the experiments and claims that judge it (the reproduction report).
 Long experiments run their outer loop through :func:`symlib.experiments.cache.cached_steps`
 (or :func:`fit_many_blocks` for banks of networks), so a killed run resumes.
+
+The names above are loaded on first use, from the table ``_EXPORTS``. Importing the package imports
+the three paper packages, which register their experiments and claims.
 """
 from __future__ import annotations
 
-from symlib.experiments.cache import use_compilation_cache
-from symlib.experiments.laurent.perceptrons import (LAURENT_FIG1_CLAIMS, OUTPUT_WEIGHT_FORMS, TOY_MAX_LOSS, TOY_NETS,
-                                                    ToyPerceptronsResult, toy_perceptrons)
-from symlib.experiments.laurent.mlps import (LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS, LaurentMLPsResult, laurent_mlps,
-                                             laurent_train_config)
-from symlib.experiments.laurent.optunet import (CONVERGED_ACCURACY, OptuNetsResult, laurent_optunets, optunet_data,
-                                                swap_summary)
-from symlib.experiments.laurent.collapse import functional_collapse
-from symlib.experiments.laurent.posteriors import (METHODS, MULTI, NS_VARIANTS, SINGLE, laurent_posteriors, optunet_bank,
-                                                   posterior_samples)
-from symlib.experiments.laurent.posteriors_resnet import TASKS as RN18_TASKS
-from symlib.experiments.laurent.posteriors_resnet import resnet_bank, resnet_collapse, resnet_posteriors
-from symlib.experiments.registry import (EXPERIMENTS, RESULT_TYPES, SUMMARIES, Blocks, Experiment, ExperimentResult,
-                                         blocks_of, data_config, describe, fit_many_blocks, load_align_data, load_bnn_data, load_data, lookup,
-                                         mlp_config, register, run, run_blocks, train_many_blocks)
-from symlib.experiments.rossi import (ALIGN_DATASETS, ROSSI_SEC51_CLAIMS, ROSSI_VI_SETTINGS, AlignedVIPair,
-                                      VIAlignmentResult, vi_alignment)
-from symlib.experiments.xiao import (MATCHING_METHODS, MLP_SEEDS, PRUNE_FRACTIONS, XIAO_FIG1_CLAIMS,
-                                     XIAO_FIG2_CLAIMS, XIAO_FIG3_CLAIMS, XIAO_SEC1_CLAIMS, XIAO_TABLE1,
-                                     XIAO_TABLE1_SETTING, CompactResult, EnsembleRun, HMCDiagnostics, HMCRun,
-                                     MapPairResult, NoTPathsResult, NoTSweepResult, NoTTrace, PredictiveScore,
-                                     PruningCurves, RebasinResult, Table1Row, TrainedNet, VIRun,
-                                     compact_representation, ensemble, hmc, hmc_run_dir, hmc_samples, mlp_map_pair,
-                                     not_grid, not_paths, not_sweep, rebasin_barriers, vi)
+from symlib.core.exports import lazy_exports
 
-__all__ = [
-    # registry
-    "EXPERIMENTS", "SUMMARIES", "RESULT_TYPES", "Experiment", "ExperimentResult", "register", "run", "lookup", "describe",
-    "train_many_blocks", "fit_many_blocks", "Blocks", "blocks_of", "run_blocks", "use_compilation_cache",
-    "load_data", "load_bnn_data", "load_align_data", "data_config", "mlp_config",
+from symlib.experiments.cache import use_compilation_cache
+
+_EXPORTS = {
+    "registry": ["EXPERIMENTS", "SUMMARIES", "RESULT_TYPES", "Experiment", "ExperimentResult", "register", "run",
+                 "lookup", "describe", "train_many_blocks", "fit_many_blocks", "Blocks", "blocks_of", "run_blocks",
+                 "load_data", "load_bnn_data", "load_align_data", "data_config", "mlp_config"],
+    "cache": ["use_compilation_cache"],
     # Xiao et al. (2023)
-    "mlp_map_pair", "rebasin_barriers", "not_sweep", "not_paths", "not_grid", "ensemble", "vi", "hmc",
-    "hmc_run_dir", "hmc_samples", "compact_representation",
-    "MLP_SEEDS", "MATCHING_METHODS", "PRUNE_FRACTIONS",
-    "XIAO_SEC1_CLAIMS", "XIAO_FIG1_CLAIMS", "XIAO_FIG2_CLAIMS", "XIAO_TABLE1", "XIAO_TABLE1_SETTING",
-    "XIAO_FIG3_CLAIMS",
-    "TrainedNet", "MapPairResult", "RebasinResult", "NoTSweepResult", "NoTTrace", "NoTPathsResult",
-    "PredictiveScore", "EnsembleRun", "VIRun", "HMCDiagnostics", "HMCRun", "Table1Row", "PruningCurves",
-    "CompactResult",
+    "xiao.runs": ["mlp_map_pair", "rebasin_barriers", "not_sweep", "not_paths", "not_grid"],
+    "xiao.posteriors": ["ensemble", "vi", "hmc", "hmc_run_dir", "hmc_samples", "compact_representation"],
+    "xiao.settings": ["MLP_SEEDS", "MATCHING_METHODS", "PRUNE_FRACTIONS", "XIAO_SEC1_CLAIMS", "XIAO_FIG1_CLAIMS",
+                      "XIAO_FIG2_CLAIMS", "XIAO_TABLE1", "XIAO_TABLE1_SETTING", "XIAO_FIG3_CLAIMS"],
+    "xiao.results": ["TrainedNet", "MapPairResult", "RebasinResult", "NoTSweepResult", "NoTTrace", "NoTPathsResult",
+                     "PredictiveScore", "EnsembleRun", "VIRun", "HMCDiagnostics", "HMCRun", "Table1Row", "PruningCurves",
+                     "CompactResult"],
     # Rossi et al. (2023)
-    "vi_alignment", "ALIGN_DATASETS", "ROSSI_VI_SETTINGS", "ROSSI_SEC51_CLAIMS", "AlignedVIPair",
-    "VIAlignmentResult",
+    "rossi.runs": ["vi_alignment", "AlignedVIPair", "VIAlignmentResult"],
+    "rossi.settings": ["ALIGN_DATASETS", "ROSSI_VI_SETTINGS", "ROSSI_SEC51_CLAIMS"],
     # Laurent et al. (2024)
-    "toy_perceptrons", "laurent_mlps", "laurent_train_config", "TOY_MAX_LOSS", "TOY_NETS", "OUTPUT_WEIGHT_FORMS",
-    "LAURENT_FIG1_CLAIMS", "LAURENT_FIG2_CLAIMS", "LAURENT_FIG4_CLAIMS", "ToyPerceptronsResult",
-    "LaurentMLPsResult",
-    "CONVERGED_ACCURACY", "OptuNetsResult", "laurent_optunets", "optunet_data", "swap_summary",
-    "optunet_bank", "posterior_samples", "laurent_posteriors", "functional_collapse", "METHODS", "SINGLE", "MULTI", "NS_VARIANTS",
-    "RN18_TASKS", "resnet_bank", "resnet_posteriors", "resnet_collapse",
-]
+    "laurent.perceptrons": ["toy_perceptrons", "TOY_MAX_LOSS", "TOY_NETS", "OUTPUT_WEIGHT_FORMS", "LAURENT_FIG1_CLAIMS",
+                            "ToyPerceptronsResult"],
+    "laurent.mlps": ["laurent_mlps", "laurent_train_config", "LAURENT_FIG2_CLAIMS", "LAURENT_FIG4_CLAIMS",
+                     "LaurentMLPsResult"],
+    "laurent.optunet": ["CONVERGED_ACCURACY", "OptuNetsResult", "laurent_optunets", "optunet_data", "swap_summary"],
+    "laurent.posteriors": ["optunet_bank", "posterior_samples", "laurent_posteriors", "METHODS", "SINGLE", "MULTI",
+                           "NS_VARIANTS"],
+    "laurent.collapse": ["functional_collapse"],
+    "laurent.posteriors_resnet": ["RN18_TASKS", "resnet_bank", "resnet_posteriors", "resnet_collapse"],
+}
+#: the names exported under another name than their module's
+_RENAMED = {"RN18_TASKS": "TASKS"}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), renamed=_RENAMED)
+
+
+# the paper packages register their experiments (registry.EXPERIMENTS) and claims (claims.CLAIMS)
+# when imported: eagerly, in this order (the registries' order)
+from symlib.experiments import laurent, rossi, xiao  # noqa: E402,F401
 
 # the chapters (and `python -m symlib run`) share XLA's compiled programs through the artifact
 # cache; $SYMLIB_XLA_CACHE=0 switches it off

@@ -245,7 +245,7 @@ def swap_figure(swaps: np.ndarray, epoch_stats: Sequence[np.ndarray], units: Seq
 
     Args:
         swaps: ``(runs, epochs, steps, groups)`` swapped pairs per step
-            (:func:`symlib.symmetry.neuron_order.swap_counter` or ``swap_counter_spec``).
+            (:func:`symlib.symmetry.neuron_order.swap_counter`).
         epoch_stats: per group ``(runs, epochs, units)`` sorting statistics at each epoch's end.
         units: units per group.
         blocks: blocks per group (units ordered within blocks; 1 for a dense layer).

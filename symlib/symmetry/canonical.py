@@ -1,41 +1,195 @@
-"""Symmetry-free representatives of a stack of posterior samples ("NS" of Laurent et al., ICLR 2024).
+"""Canonical forms: one representative of every network's symmetry orbit (Laurent et al., ICLR 2024).
 
-Table 1's "NS" MMD compares posteriors after removing the symmetries of every sample
-(App. C.2): :func:`remove_symmetries` applies one canonical form to each network of a
-stack (leading axis = samples) and returns the stack of canonical networks, each
-computing the same function as the original.
+* :func:`sort_neurons`: the permutation canonical form, every layer's units sorted by a
+  statistic of their incoming weights, descending (``"max"`` by default, the statistic the
+  paper found most stable during training, Sec. 5.2).
+* :func:`identifiable`: Proposition 1's identifiable network, the scaling symmetry removed
+  (min-mass, Definition C.6, or unit-norm scales: :mod:`symlib.symmetry.scaling`), then the
+  units sorted.
+* :func:`remove_symmetries`: a stack of posterior samples mapped to their canonical forms,
+  Table 1's "NS" (App. C.2):
 
-* ``"unit_norm_sort"``, the paper's NS: every unit's incoming weights rescaled to unit
-  L2 norm in all layers but the last (:func:`~symlib.symmetry.channel_scaling.unit_norm_spec`),
-  then units sorted by their first incoming weight, descending
-  (:func:`~symlib.symmetry.channel_scaling.sort_neurons_spec`); that composition is
-  :func:`~symlib.symmetry.channel_scaling.identifiable_spec` with ``scaling="unit_norm"``.
-* ``"min_mass_sort"``: the min-mass representative (Definition C.6,
-  :func:`~symlib.symmetry.channel_scaling.min_mass_spec`), then the same sort.
-* ``"rebasin"``: every sample permuted to match a ``reference`` network (Git Re-Basin
-  weight matching, :func:`~symlib.symmetry.matching.weight_matching_many`); it removes
-  permutations only, not the scaling symmetry, and depends on the reference.
+  - ``"unit_norm_sort"``, the paper's NS: every unit's incoming weights rescaled to unit L2
+    norm in all layers but the last (:func:`~symlib.symmetry.scaling.unit_norm`), then units
+    sorted by their first incoming weight, descending (:func:`sort_neurons` with
+    ``statistic=None``, ``ties="index"``): :func:`identifiable` with ``scaling="unit_norm"``;
+  - ``"min_mass_sort"``: the min-mass representative
+    (:func:`~symlib.symmetry.scaling.min_mass`), then the same sort;
+  - ``"rebasin"``: every sample permuted to match a ``reference`` network (Git Re-Basin
+    weight matching, :func:`~symlib.symmetry.matching.weight_matching_many`); it removes
+    permutations only, not the scaling symmetry, and depends on the reference.
 
-Specs: OptuNet :func:`~symlib.symmetry.channel_scaling.optunet_scaling_spec` and
-:func:`~symlib.symmetry.architectures.optunet_permutation_spec`; MLPs
-:func:`~symlib.symmetry.channel_scaling.mlp_scaling_spec` and
-:func:`~symlib.symmetry.specs.mlp_permutation_spec`.
+Specs: MLPs :func:`~symlib.symmetry.scaling.mlp_scaling_spec` and
+:func:`~symlib.symmetry.specs.mlp_permutation_spec`; OptuNet and the ResNets in
+:mod:`symlib.symmetry.architectures`; any other model's derived by
+:func:`symlib.symmetry.scaling_spec_from_flax` and :func:`symlib.symmetry.permutation_spec_from_flax`.
 """
+
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import jax.numpy as jnp
 import numpy as np
 
-from symlib.symmetry.channel_scaling import ScalingSpec, identifiable_spec
+from symlib.core.checks import check_finite
 from symlib.symmetry.matching import apply_permutation_many, weight_matching_many
-from symlib.symmetry.specs import PermutationSpec, flatten_params, unflatten_params
+from symlib.symmetry.scaling import ScalingSpec, min_mass, unit_norm
+from symlib.symmetry.specs import PermutationSpec, apply_permutation, block_of, check_spec, flatten_params, \
+    unflatten_params
 
-__all__ = ["NS_METHODS", "remove_symmetries"]
+__all__ = ["NS_METHODS", "SORT_STATISTICS", "identifiable", "remove_symmetries", "sort_neurons"]
 
 #: the canonical forms of :func:`remove_symmetries`
 NS_METHODS = ("unit_norm_sort", "min_mass_sort", "rebasin")
+
+
+def key_axis(spec: PermutationSpec, name: str) -> tuple[str, int]:
+    """The parameter whose last axis ``name`` permutes first: the layer producing the units
+    (a stored path: a kernel cut into parts along its input axis is returned whole)."""
+    for path, axis in spec.perm_to_axes[name]:
+        if axis == len(spec.axes[path]) - 1 and len(spec.axes[path]) > 1:
+            return spec.stored_path(path), axis
+    raise ValueError(f"permutation {name!r} acts on no kernel's output axis; there is no incoming weight to sort by")
+
+
+#: Named statistics of a unit's incoming weights for :func:`sort_neurons`: each maps a
+#: kernel with the units on its last axis, reshaped to ``(inputs, units)``, to ``(units,)``.
+SORT_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "max": lambda k: k.max(axis=0),
+    "min": lambda k: k.min(axis=0),
+    "mean": lambda k: k.mean(axis=0),
+    "sum": lambda k: k.sum(axis=0),
+    "norm": lambda k: np.sqrt(np.sum(k**2, axis=0)),
+    "abs_max": lambda k: np.abs(k).max(axis=0),
+}
+_TIES = ("index", "weights")
+
+
+def _statistic_fn(statistic) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The function behind a statistic's name, the callable itself, or None (first weight)."""
+    if statistic is None or callable(statistic):
+        return statistic
+    if isinstance(statistic, str):
+        if statistic not in SORT_STATISTICS:
+            raise ValueError(f"unknown statistic {statistic!r}; choose one of {sorted(SORT_STATISTICS)} or pass a "
+                             "callable")
+        return SORT_STATISTICS[statistic]
+    raise TypeError(f"statistic must be a name or a callable, got {type(statistic).__name__}")
+
+
+def _own_vectors(spec: PermutationSpec, name: str, path: str) -> list[str]:
+    """The 1-D parameters that ``name`` permutes in the same module as kernel ``path`` (its bias)."""
+    module = path.rpartition("/")[0]
+    return [spec.stored_path(p) for p, _ in spec.perm_to_axes[name]
+            if len(spec.axes[p]) == 1 and p.rpartition("/")[0] == module]
+
+
+def sort_neurons(spec: PermutationSpec, params: Mapping, statistic="max", ties: str = "weights"):
+    """Laurent et al.'s permutation canonical form: sort units by a statistic of their incoming weights, descending.
+
+    For each permutation of ``spec`` in order, the units are the output axis of the first
+    kernel it permutes (read after the earlier permutations have been applied), and the sort
+    key is ``statistic`` of each unit's incoming weights (biases not used). Units of a
+    blocked permutation (grouped convolution) are sorted within their group. Only permutes,
+    never rescales: valid for any element-wise activation.
+
+    Args:
+        spec: the permutation spec (e.g. :func:`symlib.symmetry.architectures.optunet_permutation_spec`).
+        params: one network.
+        statistic: a name of :data:`SORT_STATISTICS` (default ``"max"``, the largest
+            incoming weight, the statistic Laurent et al. found most stable, Sec. 5.2), a
+            callable ``f(k) -> (units,)`` of the incoming kernel ``k`` reshaped to
+            ``(inputs, units)`` (it must not depend on the order of ``k``'s rows), or None:
+            that kernel at index 0 of every other axis (the first incoming weight of a dense
+            unit, the top-left weight of the first input channel of a convolution channel;
+            the paper's NS of Table 1, :func:`remove_symmetries`).
+        ties: ``"index"`` (equal keys keep the original order, a stable sort) or
+            ``"weights"`` (default: equal keys are ordered by the incoming weights themselves,
+            lexicographically and descending, then by the kernel module's bias, then by
+            the original index: only units with identical incoming weights and bias keep
+            their order, so the result does not depend on the input's order).
+
+    Returns:
+        ``(sorted_params, perms)`` with ``sorted_params == apply_permutation(spec, perms, params)``
+        (gather convention: new unit ``i`` is old unit ``perms[name][i]``).
+
+    Raises:
+        ValueError: if ``params`` do not fit ``spec``, for an unknown statistic name or
+            ``ties``, a statistic of the wrong shape, or non-finite weights (naming the
+            parameter).
+        TypeError: if ``statistic`` is neither None, a name nor a callable.
+    """
+    stat = _statistic_fn(statistic)
+    if ties not in _TIES:
+        raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
+    sizes = check_spec(spec, params)
+    for path, leaf in flatten_params(params).items():
+        check_finite(np.asarray(leaf, np.float64), path)
+    perms = {n: np.arange(sizes[n]) for n in spec.perm_names}
+    for name in spec.perm_names:
+        path, _ = key_axis(spec, name)
+        current = flatten_params(apply_permutation(spec, perms, params))
+        k = np.asarray(current[path], np.float64)
+        k = k.reshape(-1, k.shape[-1])
+        check_finite(k, path)
+        key = np.asarray(stat(k), np.float64) if stat is not None else k[0]
+        if key.shape != (k.shape[1],):
+            raise ValueError(f"statistic returned shape {key.shape} for {path}, expected ({k.shape[1]},)")
+        keys = [np.arange(k.shape[1])]  # np.lexsort: the last key is the primary one
+        if ties == "weights":
+            for v in _own_vectors(spec, name, path):
+                check_finite(np.asarray(current[v], np.float64), v)
+                keys.append(-np.asarray(current[v], np.float64))
+            keys += [-k[i] for i in range(k.shape[0] - 1, -1, -1)]
+        keys += [-key, block_of(sizes[name], spec.blocks.get(name, 1))]
+        perms[name] = perms[name][np.lexsort(keys)]
+    return apply_permutation(spec, perms, params), perms
+
+
+_SCALINGS = ("min_mass", "unit_norm", None)
+
+
+def identifiable(scaling_spec: ScalingSpec, perm_spec: PermutationSpec, params: Mapping, scaling: str | None = "min_mass",
+                 statistic="max", ties: str = "weights", activation: str = "relu", **min_mass_kw):
+    """Proposition 1's identifiable network: remove the scaling symmetry, then sort the units
+    (:func:`sort_neurons`).
+
+    The result does not depend on any prior positive rescaling or permutation of the units
+    (up to ties in ``statistic`` when ``ties="index"``), and computes the same function.
+
+    Args:
+        scaling_spec: the scaling spec.
+        perm_spec: the permutation spec.
+        params: one network.
+        scaling: ``"min_mass"`` (default: :func:`~symlib.symmetry.scaling.min_mass`, the
+            min-mass representative of the scaling orbit), ``"unit_norm"``
+            (:func:`~symlib.symmetry.scaling.unit_norm`, the paper's "unit-normed neurons"),
+            or ``None`` (permutations only).
+        statistic: the sorting statistic of :func:`sort_neurons` (default ``"max"``, the
+            largest incoming weight, which Laurent et al. found the most stable, Sec. 5.2).
+        ties: how :func:`sort_neurons` orders equal statistics (default ``"weights"``: the
+            result does not depend on the input's order).
+        activation: the hidden activation, one of
+            :data:`~symlib.symmetry.scaling.HOMOGENEOUS_ACTIVATIONS` (checked only with a
+            scaling: sorting alone is valid for any activation).
+        **min_mass_kw: passed to :func:`~symlib.symmetry.scaling.min_mass` (``tol``,
+            ``max_iter``, ``method``).
+
+    Returns:
+        The canonical network (same function, leaves of the input's array type and dtype).
+
+    Raises:
+        ValueError: for another ``scaling``, a non-homogeneous ``activation`` with a
+            scaling, and the errors of the steps.
+    """
+    if scaling not in _SCALINGS:
+        raise ValueError(f"scaling must be 'min_mass', 'unit_norm' or None, got {scaling!r}")
+    if scaling == "min_mass":
+        params = min_mass(scaling_spec, params, activation=activation, **min_mass_kw).params
+    elif scaling == "unit_norm":
+        params = unit_norm(scaling_spec, params, activation=activation)
+    return sort_neurons(perm_spec, params, statistic=statistic, ties=ties)[0]
 
 
 def _stack_size(flat: Mapping) -> int:
@@ -89,9 +243,11 @@ def remove_symmetries(samples_stack: Mapping, scaling_spec: ScalingSpec | None, 
     if scaling_spec is None:
         raise ValueError(f"method {method!r} needs a scaling_spec")
     flat = flatten_params(samples_stack)
-    scaling = "unit_norm" if method == "unit_norm_sort" else "min_mass"
-    canon = [flatten_params(identifiable_spec(scaling_spec, perm_spec, {p: leaf[s] for p, leaf in flat.items()},
-                                              scaling=scaling))
+    # min-mass to a relative tolerance of 1e-12 whatever the solver: the canonical samples are
+    # compared with each other (the chain solver's default, 1e-10, leaves log-scales at ~1e-5)
+    kw = {"scaling": "unit_norm"} if method == "unit_norm_sort" else {"scaling": "min_mass", "tol": 1e-12}
+    canon = [flatten_params(identifiable(scaling_spec, perm_spec, {p: leaf[s] for p, leaf in flat.items()},
+                                         statistic=None, ties="index", **kw))
              for s in range(_stack_size(flat))]
     out = {p: _stack([c[p] for c in canon]) for p in flat}
     nested = any(isinstance(v, Mapping) for v in samples_stack.values())

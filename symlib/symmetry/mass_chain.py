@@ -1,8 +1,7 @@
 """The min-mass problem of a chain of kernels (an MLP's, or any chain spec's): exact
 block-coordinate descent and damped Newton on the block-tridiagonal Hessian.
 
-The solver behind :func:`symlib.symmetry.scaling.min_mass` and the chain case of
-:func:`symlib.symmetry.channel_scaling.min_mass_spec`; the mathematics is in the docstring
+The chain solver behind :func:`symlib.symmetry.scaling.min_mass`; the mathematics is in the docstring
 of :mod:`symlib.symmetry.scaling`. Works on the squared kernels ``W_l = K_l ** 2`` (float64)
 and the log-scales ``u_l`` of the hidden units, one array per hidden layer.
 """
@@ -187,9 +186,9 @@ def min_mass_chain(squares: Sequence[np.ndarray], tol: float = 1e-10, max_iter: 
     A chain: kernel ``l`` (squared, ``squares[l]``, shape ``(d_l, d_{l+1})``) has its
     columns scaled by the units of hidden layer ``l`` and its rows by those of layer
     ``l - 1``; the mass is ``sum_l sum(squares[l] * exp(2 (u_l[None, :] - u_{l-1}[:, None])))``.
-    Any :class:`~symlib.symmetry.channel_scaling.ScalingSpec` of this shape (an MLP's,
+    Any :class:`~symlib.symmetry.scaling.ScalingSpec` of this shape (an MLP's,
     whatever its parameter names) is solved with it by
-    :func:`~symlib.symmetry.channel_scaling.min_mass_spec`.
+    :func:`~symlib.symmetry.scaling.min_mass`.
 
     Args:
         squares: the squared kernels, input to output (float64, no degenerate unit: see

@@ -2,18 +2,19 @@
 
 The identifiable network of Proposition 1 sorts each hidden layer's units by a statistic
 of their incoming weights after the scaling symmetry is removed
-(:func:`symlib.symmetry.scaling.identifiable`). Following that sorting permutation along training
-shows when the network "permutes": whenever two units exchange places in the order, the
-permutation changes. This module computes, in jax so that it can run inside the compiled
-training loop (``observe`` of :func:`symlib.inference.training.train_map_many`):
+(:func:`symlib.symmetry.canonical.identifiable`). Following that sorting permutation along
+training shows when the network "permutes": whenever two units exchange places in the
+order, the permutation changes. This module computes, in jax so that it can run inside the
+compiled training loop (``observe`` of :func:`symlib.inference.training.train_map_many`),
+for any network through its specs (an MLP's: ``mlp_scaling_spec(L)``, ``mlp_permutation_spec(L)``):
 
-* :func:`neuron_statistics`: per hidden layer, the sorting statistic of every unit after
-  unit-norm scaling (the same numbers :func:`symlib.symmetry.scaling.sort_neurons` sorts when given
-  ``symlib.symmetry.scaling.unit_norm(params)``);
+* :func:`neuron_statistics`: per permutation (hidden layer), the sorting statistic of every
+  unit after unit-norm scaling (the numbers :func:`symlib.symmetry.canonical.sort_neurons`
+  sorts when given ``symlib.symmetry.scaling.unit_norm(scaling_spec, params)``);
 * :func:`discordant_pairs`: how many pairs of units are in opposite order in two
   statistic vectors (the pairs that swapped);
 * :func:`swap_counter`: the observer counting, for one optimisation step, the swapped
-  pairs of every hidden layer;
+  pairs of every hidden layer; :func:`statistics_observer`, the statistics once an epoch;
 * :func:`kendall_tau_from_discordant`: Kendall's tau between the two orderings,
   ``1 - 4 D / (n (n - 1))`` (1 when nothing moved).
 
@@ -35,11 +36,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib.core.checks import check_finite, mlp_layer_names
+from symlib.core.checks import check_finite
 
 __all__ = ["STATISTICS", "discordant_pairs", "discordant_pairs_batch", "kendall_tau_from_discordant", "neuron_statistics",
-           "epoch_swaps", "phase_summary", "statistics_observer", "swap_counter", "neuron_statistics_spec",
-           "swap_counter_spec", "statistics_observer_spec", "swap_bursts"]
+           "epoch_swaps", "phase_summary", "statistics_observer", "swap_counter", "swap_bursts"]
 
 #: statistics of a unit's incoming (scaled) kernel column that do not depend on the row order
 STATISTICS = {
@@ -58,55 +58,10 @@ def _check_args(statistic, scaling) -> None:
         raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
 
 
-def _hidden_layers(params: Mapping) -> list[str]:
-    """Names of the layers that produce hidden units (all but the last), layout checked."""
-    names = mlp_layer_names(params)
-    if len(names) < 2:
-        raise ValueError(f"need an MLP with at least one hidden layer, got layers {names}")
-    return names[:-1]
-
-
 def _check_finite_if_concrete(x, name: str) -> None:
     """:func:`symlib.core.checks.check_finite` unless ``x`` is traced (inside jit / vmap)."""
     if not isinstance(x, jax.core.Tracer):
         check_finite(x, name)
-
-
-def neuron_statistics(params: Mapping, statistic: str = "max", scaling: str | None = "unit_norm") -> list[jax.Array]:
-    """One array per hidden layer: ``statistic`` of each unit's incoming kernel column.
-
-    With ``scaling="unit_norm"`` the columns are first normalised as in
-    :func:`symlib.symmetry.scaling.unit_norm` (layer by layer from the input: the rows of layer
-    ``l``'s kernel are multiplied by layer ``l-1``'s norms, then each column is divided by
-    its norm). A unit with an all-zero incoming column keeps statistic 0 instead of NaN.
-    Jittable; the NaN check applies to concrete arrays only.
-
-    Args:
-        params: one MLP (``dense_0 .. dense_{L-1}``), with at least one hidden layer.
-        statistic: a name in :data:`STATISTICS`.
-        scaling: ``"unit_norm"`` or ``None`` (the raw kernels).
-
-    Returns:
-        One array of shape ``(width_l,)`` per hidden layer.
-
-    Raises:
-        ValueError: for an unknown statistic or scaling, an MLP without hidden layer, or
-            a hidden kernel holding NaN or inf (naming it, e.g. ``dense_0/kernel``).
-    """
-    _check_args(statistic, scaling)
-    stat = STATISTICS[statistic]
-    out, prev_norm = [], None
-    for name in _hidden_layers(params):
-        _check_finite_if_concrete(params[name]["kernel"], f"{name}/kernel")
-        k = jnp.asarray(params[name]["kernel"])
-        if scaling == "unit_norm":
-            if prev_norm is not None:
-                k = k * prev_norm[:, None]
-            norm = jnp.sqrt(jnp.sum(k**2, axis=0))
-            k = k / jnp.where(norm > 0, norm, 1.0)
-            prev_norm = norm
-        out.append(stat(k))
-    return out
 
 
 def discordant_pairs(a: jax.Array, b: jax.Array, blocks: int = 1) -> jax.Array:
@@ -181,82 +136,44 @@ def kendall_tau_from_discordant(d, n, blocks=1):
     return np.where(pairs > 0, 1.0 - 2.0 * d / np.where(pairs > 0, pairs, 1.0), 1.0)
 
 
-@functools.cache
-def swap_counter(statistic: str = "max", scaling: str | None = "unit_norm"):
-    """Observer ``f(params_before, params_after) -> int array (hidden layers,)``: the pairs
-    of units of each hidden layer whose order by :func:`neuron_statistics` changed in the
-    step. Cached, so the same arguments give the same function object (a static argument
-    of the compiled training loop). Inside jit the weights are not checked for NaN.
-
-    Args:
-        statistic: a name in :data:`STATISTICS`.
-        scaling: ``"unit_norm"`` or ``None``.
-
-    Returns:
-        The observer function.
-
-    Raises:
-        ValueError: for an unknown statistic or scaling.
-    """
-    _check_args(statistic, scaling)
-
-    def count(before, after):
-        sb = neuron_statistics(before, statistic, scaling)
-        sa = neuron_statistics(after, statistic, scaling)
-        return jnp.stack([discordant_pairs(b, a) for b, a in zip(sb, sa)]).astype(jnp.int32)
-
-    return count
-
-
-@functools.cache
-def statistics_observer(statistic: str = "max", scaling: str | None = "unit_norm"):
-    """Observer ``f(params) -> list of per-layer statistics`` (:func:`neuron_statistics`),
-    for ``observe_epoch`` of :func:`symlib.inference.training.train_map_many`; cached like
-    :func:`swap_counter`.
-
-    Args:
-        statistic: the statistic, as for :func:`swap_counter`.
-        scaling: the scaling, as for :func:`swap_counter`.
-
-    Returns:
-        The observer ``f(params)``.
-
-    Raises:
-        ValueError: as :func:`swap_counter`.
-    """
-    _check_args(statistic, scaling)
-    return lambda params: neuron_statistics(params, statistic, scaling)
-
-
-def neuron_statistics_spec(scaling_spec, perm_spec, params: Mapping, statistic: str = "max",
-                    scaling: str | None = "unit_norm") -> list[jax.Array]:
-    """:func:`neuron_statistics` for any architecture, through its specs (OptuNet's included).
+def neuron_statistics(scaling_spec, perm_spec, params: Mapping, statistic: str = "max",
+                      scaling: str | None = "unit_norm") -> list[jax.Array]:
+    """One array per permutation of ``perm_spec``: ``statistic`` of each unit's incoming weights.
 
     With ``scaling="unit_norm"`` the network is first put in unit-norm form through
-    ``scaling_spec`` (:func:`symlib.symmetry.channel_scaling.unit_norm_traced`). Then, for
-    every permutation of ``perm_spec`` in order, the units are the output axis of the
-    kernel that produces them (the kernel :func:`~symlib.symmetry.channel_scaling.sort_neurons_spec`
-    reads) and each unit's statistic is taken over all its incoming weights (for a
-    convolution channel: its whole kernel). Jittable.
+    ``scaling_spec`` (:func:`symlib.symmetry.scaling.unit_norm_traced`: group by group from
+    the input, each unit's incoming weights divided by their norm and its outgoing weights
+    multiplied by it). Then, for every permutation of ``perm_spec`` in order, the units are the
+    output axis of the kernel that produces them (the kernel
+    :func:`~symlib.symmetry.canonical.sort_neurons` reads) and each unit's statistic is taken
+    over all its incoming weights (for a convolution channel: its whole kernel). A unit whose
+    incoming weights are all zero keeps its scale. Jittable; the NaN check applies to
+    concrete arrays only.
 
     Args:
-        scaling_spec: a :class:`~symlib.symmetry.channel_scaling.ScalingSpec` (ignored when
-            ``scaling`` is ``None``).
-        perm_spec: a :class:`~symlib.symmetry.specs.PermutationSpec`.
+        scaling_spec: a :class:`~symlib.symmetry.scaling.ScalingSpec` (ignored, and may be
+            None, when ``scaling`` is ``None``), e.g. ``mlp_scaling_spec(L)``.
+        perm_spec: a :class:`~symlib.symmetry.specs.PermutationSpec`, e.g. ``mlp_permutation_spec(L)``.
         params: one network.
         statistic: a name in :data:`STATISTICS`.
-        scaling: ``"unit_norm"`` or ``None``.
+        scaling: ``"unit_norm"`` or ``None`` (the raw kernels).
 
     Returns:
         One ``(units,)`` array per permutation of ``perm_spec``, in ``perm_spec.perm_names`` order.
 
     Raises:
-        ValueError: for an unknown statistic or scaling, or a permutation that produces no kernel's units.
+        ValueError: for an unknown statistic or scaling, params that do not fit the specs
+            (naming the parameter), a permutation that produces no kernel's units, or a
+            concrete kernel holding NaN or inf (naming it).
     """
-    from symlib.symmetry.channel_scaling import key_axis, unit_norm_traced
-    from symlib.symmetry.specs import flatten_params
+    from symlib.symmetry.canonical import key_axis
+    from symlib.symmetry.scaling import check_scaling_spec, unit_norm_traced
+    from symlib.symmetry.specs import check_spec, flatten_params
 
     _check_args(statistic, scaling)
+    check_spec(perm_spec, params)  # shapes only: also at trace time under jit
+    if scaling is not None:
+        check_scaling_spec(scaling_spec, params)
     flat = unit_norm_traced(scaling_spec, params) if scaling == "unit_norm" else flatten_params(params)
     out = []
     for name in perm_spec.perm_names:
@@ -267,48 +184,58 @@ def neuron_statistics_spec(scaling_spec, perm_spec, params: Mapping, statistic: 
     return out
 
 
-_SPEC_OBSERVERS: dict = {}
+_OBSERVERS: dict = {}
 
 
-def _spec_observer(kind: str, scaling_spec, perm_spec, statistic: str, scaling):
+def _observer(kind: str, scaling_spec, perm_spec, statistic: str, scaling):
     _check_args(statistic, scaling)
-    key = (kind, id(scaling_spec), id(perm_spec), statistic, scaling)
-    if key not in _SPEC_OBSERVERS:
+    # equal specs give the same function object (specs are frozen dataclasses; their repr is their value)
+    key = (kind, repr(scaling_spec) if scaling is not None else None, repr(perm_spec), statistic, scaling)
+    if key not in _OBSERVERS:
         blocks = [int(perm_spec.blocks.get(n, 1)) for n in perm_spec.perm_names]
 
         def stats(params):
-            return neuron_statistics_spec(scaling_spec, perm_spec, params, statistic, scaling)
+            return neuron_statistics(scaling_spec, perm_spec, params, statistic, scaling)
 
         def count(before, after):
             return jnp.stack([discordant_pairs(b, a, g) for b, a, g in zip(stats(before), stats(after), blocks)]
                              ).astype(jnp.int32)
 
-        # the specs are kept alive with the observer, so their ids stay theirs
-        _SPEC_OBSERVERS[key] = (count if kind == "count" else stats, scaling_spec, perm_spec)
-    return _SPEC_OBSERVERS[key][0]
+        _OBSERVERS[key] = count if kind == "count" else stats
+    return _OBSERVERS[key]
 
 
-def swap_counter_spec(scaling_spec, perm_spec, statistic: str = "max", scaling: str | None = "unit_norm"):
-    """:func:`swap_counter` for any architecture: ``f(before, after) -> int array (permutations,)``,
-    the pairs of units of every permutation of ``perm_spec`` whose order by
-    :func:`neuron_statistics_spec` changed in the step; for a blocked permutation (grouped
-    convolution) only pairs within a block count. The same spec objects and arguments give
-    the same function object (a static argument of the compiled training loop).
+def swap_counter(scaling_spec, perm_spec, statistic: str = "max", scaling: str | None = "unit_norm"):
+    """Observer ``f(params_before, params_after) -> int array (permutations,)``: the pairs of
+    units of every permutation of ``perm_spec`` whose order by :func:`neuron_statistics`
+    changed in the step, for ``observe`` of :func:`symlib.inference.training.train_map_many`;
+    for a blocked permutation (grouped convolution) only pairs within a block count. Equal
+    specs and arguments give the same function object (a static argument of the compiled
+    training loop). Inside jit the weights are not checked for NaN.
+
+    Args:
+        scaling_spec: the scaling spec (as for :func:`neuron_statistics`).
+        perm_spec: the permutation spec.
+        statistic: a name in :data:`STATISTICS`.
+        scaling: ``"unit_norm"`` or ``None``.
+
+    Returns:
+        The observer function.
 
     Raises:
         ValueError: for an unknown statistic or scaling.
     """
-    return _spec_observer("count", scaling_spec, perm_spec, statistic, scaling)
+    return _observer("count", scaling_spec, perm_spec, statistic, scaling)
 
 
-def statistics_observer_spec(scaling_spec, perm_spec, statistic: str = "max", scaling: str | None = "unit_norm"):
-    """:func:`statistics_observer` for any architecture: ``f(params) ->`` :func:`neuron_statistics_spec`,
-    for ``observe_epoch``; cached like :func:`swap_counter_spec`.
+def statistics_observer(scaling_spec, perm_spec, statistic: str = "max", scaling: str | None = "unit_norm"):
+    """Observer ``f(params) ->`` :func:`neuron_statistics`, for ``observe_epoch`` of
+    :func:`symlib.inference.training.train_map_many`; cached like :func:`swap_counter`.
 
     Raises:
         ValueError: for an unknown statistic or scaling.
     """
-    return _spec_observer("stats", scaling_spec, perm_spec, statistic, scaling)
+    return _observer("stats", scaling_spec, perm_spec, statistic, scaling)
 
 
 def epoch_swaps(epoch_stats, blocks=None) -> list[np.ndarray]:

@@ -1,101 +1,107 @@
-"""Scaling symmetries of ReLU MLPs, the min-mass problem and identifiable networks.
-
-Laurent, Aldea & Franchi, "A Symmetry-Aware Exploration of BNN Posteriors" (ICLR 2024),
-Section 3 and Appendix C.7.
+"""Scaling symmetries of ReLU networks, the min-mass problem and unit-norm canonical scales,
+for any network described by a :class:`ScalingSpec` (Laurent, Aldea & Franchi, "A
+Symmetry-Aware Exploration of BNN Posteriors", ICLR 2024, Section 3 and Appendix C.7).
 
 **Scaling symmetry.** ReLU is positively homogeneous (``relu(a x) = a relu(x)`` for
-``a > 0``), so multiplying hidden unit ``j`` of hidden layer ``l`` by ``lambda > 0`` on its
-incoming side (column ``j`` of ``dense_l/kernel`` and ``dense_l/bias[j]``) and dividing its
-outgoing side (row ``j`` of ``dense_{l+1}/kernel``) by ``lambda`` leaves the network function
-unchanged (:func:`apply_scaling`). Hidden layer ``l`` is the output of ``dense_l``; its units
-live on the axes that the permutation ``"P_l"`` of
-:func:`symlib.symmetry.specs.mlp_permutation_spec` acts on, and that spec is what this module reads.
+``a > 0``), so multiplying a hidden unit's incoming side (its kernel column, its bias, a
+norm's scale) by ``a > 0`` and dividing its outgoing side (the kernel rows that read it) by
+``a`` leaves the network's function unchanged (:func:`apply_scaling`).
 
-**Min-mass problem** (Definition C.6). The *mass* of a network is the sum of its squared
-kernel weights, biases excluded (:func:`mass`). With log-scales ``u_l = log(lambda_l)``
-(``u`` of the input and output layers fixed at 0), the mass of the rescaled network is
+**Scaling spec.** A unit group (the units of one layer) is a list of entries
+``(path, axis, power)``: rescaling the group by positive ``a`` (one factor per unit)
+multiplies parameter ``path`` along ``axis`` by ``a ** power``. ``power = +1`` marks the
+incoming side, ``-1`` the outgoing side. When the axis is ``m`` times longer than the group,
+unit ``i`` covers positions ``i*m .. i*m + m - 1`` (a grouped convolution: OptuNet's
+``conv_0`` channel ``c`` feeds the ``c``-th block of 5 output channels of ``conv_1``). The
+*mass* is the sum of squares of the parameters listed in ``mass_paths`` (kernels; biases
+excluded, as in Definition C.6). Built-in specs: :func:`mlp_scaling_spec` (groups
+``P_0 .. P_{L-1}``, the names of :func:`~symlib.symmetry.specs.mlp_permutation_spec`),
+and, in :mod:`symlib.symmetry.architectures`, the OptuNet and ResNet specs;
+any other model's spec is derived by :func:`symlib.symmetry.scaling_spec_from_flax` or
+:func:`symlib.symmetry.scaling_spec_from_apply`.
 
-    M(u) = sum_l sum_{i,j} K_l[i, j]^2 exp(2 (u_l[j] - u_{l-1}[i])),
+**Views (a flatten).** ``views`` maps a parameter to the shape in which the spec sees it, a
+C-order reshape of the stored leaf as in :attr:`symlib.symmetry.specs.PermutationSpec.views`:
+the kernel ``(H*W*C, out)`` of a dense layer reading a flattened NHWC map is seen as
+``(H*W, C, out)``, and the entry ``(path, 1, -1)`` divides channel ``c``'s rows at every
+spatial position. Every tool reshapes to the view, rescales, and reshapes back.
 
-strictly convex in ``u`` when no neuron is degenerate (Proposition 7), so it has a unique
-minimiser. :func:`min_mass` finds it by a few sweeps of exact block-coordinate descent
-(units of one layer do not interact, and the optimum of one unit given its neighbours is
-``u_l[j] = log(B_j / A_j) / 4`` with ``A_j = sum_i K_l[i,j]^2 exp(-2 u_{l-1}[i])`` and
-``B_j = sum_k K_{l+1}[j,k]^2 exp(2 u_{l+1}[k])``), switching to damped Newton steps
-when BCD slows down. The Hessian is
-a grounded weighted graph Laplacian, block-tridiagonal across layers; each Newton system is
-solved exactly by block Cholesky elimination (cost ``sum_l width_l^3``).
+**Parts (a concatenation).** ``parts`` cuts a parameter into parts along one axis, as
+:attr:`symlib.symmetry.specs.PermutationSpec.parts` does: the kernel reading
+``concatenate([a, b])`` is seen as ``"kernel[0:n_a]"`` and ``"kernel[n_a:n_a+n_b]"``, the
+first divided by ``a``'s factors, the second by ``b``'s.
 
-A neuron is *degenerate* when all its incoming kernel weights or all its outgoing kernel
-weights are zero: the mass can then be decreased forever by pushing its scale to 0 or
-infinity, and there is no minimiser. Exactly these neurons break the problem (when none is
-degenerate, every unit is linked to the input and to the output by non-zero weights, which
-makes ``M`` coercive and its Hessian positive definite). :func:`min_mass` and
-:func:`unit_norm` raise ``ValueError`` naming the layers and neuron indices; prune such
-neurons first (:mod:`symlib.evaluation.pruning`) or perturb them.
+**Min-mass problem** (Definition C.6). With log-scales ``u`` (one per unit), the mass of the
+rescaled network is ``M(u) = sum_k w_k^2 exp(2 s_k(u))``, ``s_k`` linear in ``u``: convex,
+and strictly convex, with a unique minimiser, when no unit is *degenerate*
+(Proposition 7). A unit is degenerate when its incoming or its outgoing mass is zero: the mass
+then falls forever as its scale runs off to 0 or infinity (:func:`degenerate_neurons`;
+:func:`min_mass` raises naming them: prune them first, :mod:`symlib.evaluation.pruning`, or
+perturb them). :func:`min_mass` picks the solver from the spec:
 
-**Identifiable network** (Proposition 1): remove the scaling symmetry (min-mass or
-unit-norm canonical scales), then the permutation symmetry by sorting each hidden layer's
-units by a statistic of their incoming weights (:func:`sort_neurons`;
-:func:`identifiable`).
+- a *chain* (an MLP's shape, whatever the parameter names: :func:`chain_kernels`): for a
+  layer-by-layer MLP ``M(u) = sum_l sum_{i,j} K_l[i, j]^2 exp(2 (u_l[j] - u_{l-1}[i]))``,
+  minimised by exact block-coordinate descent (the units of one layer do not interact, and one
+  unit's optimum given its neighbours is ``u_l[j] = log(B_j / A_j) / 4`` with ``A_j = sum_i
+  K_l[i,j]^2 exp(-2 u_{l-1}[i])`` and ``B_j = sum_k K_{l+1}[j,k]^2 exp(2 u_{l+1}[k])``),
+  switching to damped Newton steps when BCD slows down; the Hessian is a grounded weighted
+  graph Laplacian, block-tridiagonal across layers, solved exactly by block Cholesky
+  elimination (cost ``sum_l width_l^3``; :func:`symlib.symmetry.mass_chain.min_mass_chain`);
+- any other spec: damped Newton on the exact Hessian (float64, ``jax.hessian``), fine up to a
+  few thousand rescalable units.
 
-**MLP entry points of the spec tools.** :func:`apply_scaling`, :func:`min_mass`,
-:func:`unit_norm` and :func:`sort_neurons` check the MLP layout (``dense_0 .. dense_L``) and
-name the layer and neuron in their errors, then call :func:`~symlib.symmetry.channel_scaling.apply_scaling_spec`,
-:func:`~symlib.symmetry.channel_scaling.min_mass_spec` (whose chain solver is
-:func:`~symlib.symmetry.mass_chain.min_mass_chain`), :func:`~symlib.symmetry.channel_scaling.unit_norm_spec` and
-:func:`~symlib.symmetry.channel_scaling.sort_neurons_spec` with the MLP's specs
-(:func:`~symlib.symmetry.channel_scaling.mlp_scaling_spec`,
-:func:`~symlib.symmetry.specs.mlp_permutation_spec`). For any other model, call those with
-its specs (derived by :func:`symlib.symmetry.scaling_spec_from_flax` and
-:func:`symlib.symmetry.permutation_spec_from_flax`).
+**Canonical forms** built on these (unit-norm or min-mass scales, then sorted units) are in
+:mod:`symlib.symmetry.canonical` (:func:`~symlib.symmetry.canonical.identifiable`).
 
-Every function takes one network (no batch axis) as nested dicts of numpy or jax arrays,
-computes in float64 numpy and returns leaves of the input's array type and dtype (numpy
-stays numpy, jax becomes ``jnp`` arrays). Non-finite weights are rejected with a
+Every function takes one network (no batch axis), nested or flat dicts of numpy or jax
+arrays, computes in float64 numpy and returns leaves of the input's array type and dtype
+(numpy stays numpy, jax becomes ``jnp`` arrays). Non-finite weights are rejected with a
 ``ValueError`` naming the leaf.
 
 **Activation.** Rescaling preserves the function only for positively homogeneous
-activations (:data:`HOMOGENEOUS_ACTIVATIONS`). Every operation that rescales or compares
-functions takes ``activation="relu"`` (the activation of :mod:`symlib.core.models`) and
-raises ``ValueError`` naming any other activation, e.g. ``"tanh"``.
+activations (:data:`HOMOGENEOUS_ACTIVATIONS`). Every operation that rescales takes
+``activation="relu"`` and raises ``ValueError`` naming any other activation, e.g. ``"tanh"``.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib.core.checks import check_finite, mlp_layer_names, positive_float, positive_int
-from symlib.core.models import mlp_apply
-from symlib.symmetry.permutations import as_generator
-from symlib.symmetry.channel_scaling import (apply_scaling_spec, min_mass_spec, mlp_scaling_spec, sort_neurons_spec,
-                                             unit_norm_spec)
-from symlib.symmetry.mass_chain import MIN_MASS_METHODS
-from symlib.symmetry.specs import mlp_permutation_spec
+from symlib.core.checks import check_finite, positive_float, positive_int
+from symlib.symmetry.mass_chain import MIN_MASS_METHODS, min_mass_chain
+from symlib.symmetry.specs import checked_parts, checked_views, flatten_params, join_parts, output_change, \
+    split_parts, unflatten_params
 
 __all__ = [
     "HOMOGENEOUS_ACTIVATIONS",
     "MinMassResult",
+    "ScalingSpec",
     "apply_scaling",
-    "check_function_unchanged",
+    "chain_kernels",
+    "check_scaling_spec",
+    "check_scaling_spec_invariance",
     "degenerate_neurons",
-    "identifiable",
+    "function_change",
     "mass",
+    "mass_along",
+    "mass_hessian",
     "min_mass",
-    "sort_neurons",
+    "mlp_scaling_spec",
     "unit_norm",
+    "unit_norm_traced",
 ]
 
 #: activations with ``act(a * x) == a * act(x)`` for every ``a > 0`` (leaky ReLU with slope 0.01)
 HOMOGENEOUS_ACTIVATIONS = ("relu", "leaky_relu", "identity")
 
-
-
-# --------------------------------------------------------------------------- helpers
+#: default tolerance and most iterations of :func:`min_mass` per solver: the chain solver's
+#: BCD converges linearly (10,000 sweeps at most), dense Newton quadratically (a tighter
+#: tolerance costs one more step)
+MIN_MASS_DEFAULTS = {"chain": (1e-10, 10_000), "dense": (1e-12, 100)}
 
 
 def _check_activation(activation) -> None:
@@ -109,175 +115,329 @@ def _check_activation(activation) -> None:
     )
 
 
-def _layer_names(params: Mapping) -> list[str]:
-    """Layer names of one network, after checking the layout and the shapes of its leaves."""
-    names = mlp_layer_names(params)
-    for n in names:
-        k, b = np.shape(params[n]["kernel"]), np.shape(params[n]["bias"])
-        if len(k) != 2 or b != (k[1],):
-            raise ValueError(
-                f"layer {n!r}: kernel must be (d_in, d_out) and bias (d_out,), got {k} and {b} "
-                "(one network; no batch axis)"
-            )
-    for a, b in zip(names[:-1], names[1:]):
-        if np.shape(params[a]["kernel"])[1] != np.shape(params[b]["kernel"])[0]:
-            raise ValueError(
-                f"{a}/kernel has {np.shape(params[a]['kernel'])[1]} outputs but {b}/kernel has "
-                f"{np.shape(params[b]['kernel'])[0]} inputs"
-            )
-    return names
+@dataclass(frozen=True)
+class ScalingSpec:
+    """The rescalable unit groups of a ReLU network and the parameters that make its mass.
+
+    Attributes:
+        groups: group name -> tuple of ``(path, axis, power)`` entries, ``power`` +1
+            (incoming side) or -1 (outgoing side), groups in input-to-output order.
+        mass_paths: the parameters whose squares make the mass.
+        views: parameter path -> the shape in which the spec sees it (a C-order reshape of
+            the stored leaf; module docstring); ``axis`` in the entries counts the view's axes.
+        parts: stored parameter path -> ``(axis, lengths)``: the parameter is cut into parts
+            along ``axis``, as in :attr:`symlib.symmetry.specs.PermutationSpec.parts` (a
+            concatenation); entries and ``mass_paths`` then name the parts
+            (``f"{path}[{start}:{stop}]"``), never the parameter itself.
+    """
+
+    groups: dict[str, tuple[tuple[str, int, int], ...]]
+    mass_paths: tuple[str, ...]
+    views: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    parts: dict[str, tuple[int, tuple[int, ...]]] = field(default_factory=dict)
+
+    def __post_init__(self):
+        clean = {}
+        for name, entries in self.groups.items():
+            entries = tuple((str(p), int(a), int(s)) for p, a, s in entries)
+            if not any(s == 1 for _, _, s in entries) or not any(s == -1 for _, _, s in entries):
+                raise ValueError(f"scaling group {name!r} needs an incoming (+1) and an outgoing (-1) entry")
+            if any(s not in (1, -1) for _, _, s in entries):
+                raise ValueError(f"scaling group {name!r}: powers must be +1 or -1, got {entries}")
+            clean[name] = entries
+        object.__setattr__(self, "groups", clean)
+        object.__setattr__(self, "mass_paths", tuple(self.mass_paths))
+        known = {p for entries in clean.values() for p, _, _ in entries} | set(self.mass_paths)
+        object.__setattr__(self, "views", checked_views(self.views, known,
+                                                        "no group or mass path of the scaling spec uses"))
+        object.__setattr__(self, "parts", checked_parts(self.parts, known, set(self.views)))
 
 
-def _as_float64(params: Mapping) -> dict[str, dict[str, np.ndarray]]:
-    """One network as float64 numpy leaves, layers in order; checks layout, shapes and finiteness."""
-    out = {}
-    for n in _layer_names(params):
-        out[n] = {}
-        for leaf in ("kernel", "bias"):
-            x = np.asarray(params[n][leaf], dtype=np.float64)
-            check_finite(x, f"{n}/{leaf}")
-            out[n][leaf] = x
-    return out
+def mlp_scaling_spec(num_hidden_layers: int) -> ScalingSpec:
+    """The scaling symmetries of a ReLU MLP (:mod:`symlib.core.models`) as a :class:`ScalingSpec`.
 
-
-def _restore(template: Mapping, values: Mapping) -> dict:
-    """``values`` (float64 numpy) cast back to the array type and dtype of ``template``."""
-    out = {}
-    for n, layer in values.items():
-        out[n] = {}
-        for leaf, x in layer.items():
-            ref = template[n][leaf]
-            dtype = getattr(ref, "dtype", None)
-            if dtype is None or not np.issubdtype(np.dtype(dtype), np.floating):
-                dtype = np.float64
-            if isinstance(ref, np.ndarray) or np.isscalar(ref) or isinstance(ref, (list, tuple)):
-                out[n][leaf] = np.asarray(x, dtype=dtype)
-            else:
-                out[n][leaf] = jnp.asarray(x, dtype=dtype)
-    return out
-
-
-def _nested(params: Mapping, p64: Mapping) -> dict:
-    """The layers of ``params`` in the order of ``p64`` (only ``dense_l``, as the MLP specs see them)."""
-    return {n: dict(params[n]) for n in p64}
-
-
-def _hidden_widths(p64: Mapping) -> list[int]:
-    """Number of units of every hidden layer (the outputs of all layers but the last)."""
-    return [p64[n]["kernel"].shape[1] for n in list(p64)[:-1]]
-
-
-def _checked_log_scales(scales: Sequence, widths: Sequence[int]) -> list[np.ndarray]:
-    """``log(scales)`` after checking one positive finite array of the right width per hidden layer."""
-    if isinstance(scales, (np.ndarray, str)) or not isinstance(scales, Sequence):
-        raise ValueError(
-            f"scales must be a list with one array per hidden layer ({len(widths)}), got {type(scales).__name__}"
-        )
-    if len(scales) != len(widths):
-        raise ValueError(f"scales must hold one array per hidden layer: expected {len(widths)}, got {len(scales)}")
-    logs = []
-    for l, (s, w) in enumerate(zip(scales, widths)):
-        s = np.asarray(s, dtype=np.float64)
-        if s.shape != (w,):
-            raise ValueError(f"scales[{l}] (hidden layer {l}, output of dense_{l}) must have shape ({w},), got {s.shape}")
-        check_finite(s, f"scales[{l}] (hidden layer {l})")
-        if np.any(s <= 0):
-            bad = np.flatnonzero(s <= 0)
-            raise ValueError(
-                f"scales[{l}] (hidden layer {l}) must be positive; non-positive at neuron(s) {bad[:10].tolist()}"
-            )
-        logs.append(np.log(s))
-    return logs
-
-
-# --------------------------------------------------------------------------- scaling
-
-
-def apply_scaling(params: Mapping, scales: Sequence, activation: str = "relu") -> dict:
-    """Rescale the hidden units of an MLP by positive ``scales`` (function unchanged).
-
-    Unit ``j`` of hidden layer ``l``: column ``j`` of ``dense_l/kernel`` and
-    ``dense_l/bias[j]`` are multiplied by ``scales[l][j]``, row ``j`` of
-    ``dense_{l+1}/kernel`` is divided by it. The axes come from the ``"P_l"`` entry of
-    :func:`symlib.symmetry.specs.mlp_permutation_spec`'s ``perm_to_axes``.
+    Hidden unit ``j`` of layer ``l`` (group ``"P_l"``, the name of its permutation in
+    :func:`~symlib.symmetry.specs.mlp_permutation_spec`) rescales column ``j`` of
+    ``dense_l/kernel`` and ``dense_l/bias[j]`` by ``a`` and row ``j`` of
+    ``dense_{l+1}/kernel`` by ``1/a``; the mass is the sum of the kernels' squares. A chain
+    (:func:`chain_kernels`): :func:`min_mass` solves it with the block-tridiagonal solver.
 
     Args:
-        params: one network (``dense_0 .. dense_{L-1}``, each ``kernel`` and ``bias``).
-        scales: one positive array per hidden layer (``len(params) - 1`` of them, the
-            ``l``-th of shape ``(width_l,)``).
+        num_hidden_layers: number of hidden layers ``L`` (>= 1).
+
+    Returns:
+        A :class:`ScalingSpec` with groups ``P_0 .. P_{L-1}``.
+
+    Raises:
+        ValueError: if ``num_hidden_layers`` is not a positive integer.
+    """
+    L = positive_int(num_hidden_layers, "num_hidden_layers")
+    groups = {f"P_{l}": ((f"dense_{l}/kernel", 1, 1), (f"dense_{l}/bias", 0, 1), (f"dense_{l + 1}/kernel", 0, -1))
+              for l in range(L)}
+    return ScalingSpec(groups=groups, mass_paths=tuple(f"dense_{l}/kernel" for l in range(L + 1)))
+
+
+def _viewed(spec: ScalingSpec, flat: Mapping) -> dict:
+    """The leaves of a flat parameter dict cut into the spec's parts (:attr:`ScalingSpec.parts`)
+    and reshaped to its views (:attr:`ScalingSpec.views`)."""
+    out = {}
+    for path, leaf in split_parts(spec, flat).items():
+        view = spec.views.get(path)
+        if view is not None:
+            if int(np.prod(np.shape(leaf))) != int(np.prod(view)):
+                raise ValueError(f"parameter {path!r} has shape {tuple(np.shape(leaf))}, which the scaling spec views "
+                                 f"as {view}: the view needs {int(np.prod(view))} elements")
+            leaf = leaf.reshape(view)
+        out[path] = leaf
+    return out
+
+
+def _stored(spec: ScalingSpec, stored: Mapping, viewed: Mapping) -> dict:
+    """Inverse of :func:`_viewed`: ``viewed`` leaves back to the shapes of the flat ``stored``
+    leaves, parts joined."""
+    cut = split_parts(spec, stored)
+    return join_parts(spec, {p: x.reshape(np.shape(cut[p])) for p, x in viewed.items()})
+
+
+def _float64(spec: ScalingSpec, params: Mapping) -> dict[str, np.ndarray]:
+    """float64 leaves in the spec's views, checked finite."""
+    flat = {}
+    for path, leaf in flatten_params(params).items():
+        arr = np.asarray(leaf, dtype=np.float64)
+        check_finite(arr, path)
+        flat[path] = arr
+    return _viewed(spec, flat)
+
+
+def check_scaling_spec(spec: ScalingSpec, params: Mapping) -> dict[str, int]:
+    """Check ``params`` against ``spec``; return the number of units of every group.
+
+    The size of a group is the axis length of its first entry; every other entry's axis
+    must be a multiple of it.
+
+    Raises:
+        ValueError: naming the parameter that is missing, has too few axes or an axis
+            length that does not fit the group.
+    """
+    flat = _viewed(spec, flatten_params(params))
+    sizes = {}
+    for name, entries in spec.groups.items():
+        lengths = []
+        for path, axis, _ in entries:
+            if path not in flat:
+                raise ValueError(f"scaling group {name!r} acts on parameter {path!r}, which params do not have")
+            shape = np.shape(flat[path])
+            if not -len(shape) <= axis < len(shape):
+                raise ValueError(f"scaling group {name!r} acts on axis {axis} of {path!r}, which has shape {shape}"
+                                 + (" (the spec's view)" if path in spec.views else ""))
+            lengths.append(shape[axis])
+        n = lengths[0]
+        for (path, axis, _), m in zip(entries, lengths):
+            if m % n:
+                raise ValueError(f"scaling group {name!r} has {n} units but axis {axis} of {path!r} has length {m}, "
+                                 f"not a multiple of {n}")
+        sizes[name] = n
+    missing = [p for p in spec.mass_paths if p not in flat]
+    if missing:
+        raise ValueError(f"the mass of the scaling spec uses parameter(s) {missing}, which params do not have")
+    return sizes
+
+
+def check_scaling_spec_invariance(spec: ScalingSpec, params: Mapping, apply_fn, x, key=0, trials: int = 2,
+                                  rtol: float = 1e-4, atol: float = 1e-5, spread: float = 1.0) -> float:
+    """Check that ``spec`` is a symmetry of the network: rescaling each group's units by
+    random positive factors leaves ``apply_fn(params, x)`` unchanged.
+
+    The scaling analogue of :func:`symlib.symmetry.specs.check_spec_invariance`: a
+    hand-written spec with the right shapes but an entry on the wrong layer passes
+    :func:`check_scaling_spec` and then changes the function. Each group in turn gets
+    ``trials`` draws of factors ``exp(spread * N(0, 1))``, the others stay at 1.
+
+    Args:
+        spec: the scaling spec.
+        params: parameters that fit ``spec`` (nested or flat, as ``apply_fn`` takes them).
+        apply_fn: ``apply_fn(params, x) -> outputs`` (any pytree of arrays).
+        x: a batch of inputs.
+        key: seed of the random factors (int or numpy Generator).
+        trials: draws per group.
+        rtol: relative tolerance on the outputs.
+        atol: absolute tolerance on the outputs.
+        spread: standard deviation of the log-factors.
+
+    Returns:
+        The largest absolute change of any output over all trials.
+
+    Raises:
+        ValueError: naming the group whose rescaling changed the outputs, and by how much
+            (or :func:`check_scaling_spec`'s error when the shapes do not fit).
+    """
+    sizes = check_scaling_spec(spec, params)
+    rng = key if isinstance(key, np.random.Generator) else np.random.default_rng(key)
+    ref = jax.tree_util.tree_leaves(apply_fn(params, x))
+    worst = 0.0
+    for name in spec.groups:
+        for _ in range(int(trials)):
+            scales = {n: np.ones(k) for n, k in sizes.items()}
+            scales[name] = np.exp(float(spread) * rng.standard_normal(sizes[name]))
+            diff, same = output_change(ref, apply_fn(apply_scaling(spec, params, scales), x), rtol, atol)
+            worst = max(worst, diff)
+            if not same:
+                where = ", ".join(f"{p}[axis {ax}, power {pw:+d}]" for p, ax, pw in spec.groups[name])
+                raise ValueError(
+                    f"scaling group {name!r} of the spec changes the network's outputs (largest change "
+                    f"{diff:.3g}): the parameter axes it rescales together ({where}) are not a symmetry "
+                    "of apply_fn; check which layer each belongs to and that its units go through ReLU")
+    return worst
+
+
+def _expand(v, length: int, axis: int, ndim: int):
+    """Per-unit values ``v`` along ``axis`` of a leaf with ``ndim`` axes (repeated per block)."""
+    xp = jnp if isinstance(v, jax.Array) else np  # numpy stays float64 outside x64 mode
+    v = xp.repeat(v, length // v.shape[0]) if length != v.shape[0] else v
+    shape = [1] * ndim
+    shape[axis] = length
+    return xp.reshape(v, shape)
+
+
+def _log_factor(spec: ScalingSpec, path: str, shape, u: Mapping):
+    """Sum of ``power * u`` over the entries acting on ``path``, broadcastable to ``shape``."""
+    out = 0.0
+    for name, entries in spec.groups.items():
+        for p, axis, power in entries:
+            if p == path:
+                out = out + power * _expand(u[name], shape[axis], axis % len(shape), len(shape))
+    return out
+
+
+def _check_scales(scales: Mapping, sizes: Mapping[str, int]) -> dict[str, np.ndarray]:
+    if not isinstance(scales, Mapping):
+        raise TypeError(f"scales must be a dict: group name -> positive factors (groups {list(sizes)}), got "
+                        f"{type(scales).__name__}")
+    unknown = [n for n in scales if n not in sizes]
+    missing = [n for n in sizes if n not in scales]
+    if unknown or missing:
+        raise ValueError(f"scales must name exactly the groups {list(sizes)}; unknown {unknown}, missing {missing}")
+    out = {}
+    for name, s in scales.items():
+        s = np.asarray(s, dtype=np.float64)
+        if s.shape != (sizes[name],):
+            raise ValueError(f"scales[{name!r}] must have shape ({sizes[name]},), got {s.shape}")
+        check_finite(s, f"scales[{name!r}]")
+        if np.any(s <= 0):
+            raise ValueError(f"scales[{name!r}] must be positive; non-positive at unit(s) {np.flatnonzero(s <= 0)[:10].tolist()}")
+        out[name] = s
+    return out
+
+
+def _restore(spec: ScalingSpec, template: Mapping, flat64: Mapping[str, np.ndarray]):
+    """float64 leaves as the spec sees them (parts, views) back to the shape, array type,
+    dtype and nesting of ``template``."""
+    ref = flatten_params(template)
+    flat64 = _stored(spec, ref, flat64)
+    out = {}
+    for path, x in flat64.items():
+        r = ref[path]
+        dtype = getattr(r, "dtype", np.float64)
+        out[path] = np.asarray(x, dtype) if isinstance(r, np.ndarray) else jnp.asarray(x, dtype)
+    nested = any(isinstance(v, Mapping) for v in template.values())
+    return unflatten_params(out) if nested else out
+
+
+def _scaled(spec: ScalingSpec, flat: Mapping[str, np.ndarray], log_scales: Mapping[str, np.ndarray], xp=np) -> dict:
+    touched = {p for entries in spec.groups.values() for p, _, _ in entries}
+    return {path: (xp.asarray(x * xp.exp(_log_factor(spec, path, x.shape, log_scales))) if path in touched else x)
+            for path, x in flat.items()}
+
+
+def apply_scaling(spec: ScalingSpec, params: Mapping, scales: Mapping[str, np.ndarray], activation: str = "relu"):
+    """Rescale the unit groups of ``spec`` by positive ``scales`` (the function is unchanged).
+
+    Unit ``j`` of an MLP's hidden layer ``l`` (group ``"P_l"`` of :func:`mlp_scaling_spec`):
+    column ``j`` of ``dense_l/kernel`` and ``dense_l/bias[j]`` are multiplied by
+    ``scales["P_l"][j]``, row ``j`` of ``dense_{l+1}/kernel`` is divided by it.
+
+    Args:
+        spec: the scaling spec.
+        params: one network.
+        scales: group name -> positive factors, one per unit.
         activation: the hidden activation, one of :data:`HOMOGENEOUS_ACTIVATIONS`.
 
     Returns:
-        The rescaled network, leaves of the input's array type and dtype.
+        The rescaled network (leaves of the input's array type and dtype).
 
     Raises:
-        ValueError: for a non-homogeneous ``activation``, non-finite weights, a wrong
-            number of scale arrays, a wrong shape, or non-positive / non-finite scales
-            (naming the layer).
+        ValueError: if ``params`` do not fit ``spec`` (naming the parameter), a scale
+            array is missing, of the wrong shape, or not positive and finite, or for a
+            non-homogeneous ``activation``.
     """
     _check_activation(activation)
-    p64 = _as_float64(params)
-    logs = _checked_log_scales(scales, _hidden_widths(p64))
-    if not logs:
-        return _restore(params, p64)
-    return apply_scaling_spec(mlp_scaling_spec(len(logs)), _nested(params, p64),
-                              {f"P_{l}": np.exp(u) for l, u in enumerate(logs)})
+    sizes = check_scaling_spec(spec, params)
+    logs = {n: np.log(s) for n, s in _check_scales(scales, sizes).items()}
+    return _restore(spec, params, _scaled(spec, _float64(spec, params), logs))
 
 
-def mass(params: Mapping) -> float:
-    """Mass of a network, the sum of its squared kernel weights (Definition C.6).
-
-    Args:
-        params: one network; biases do not enter the mass.
-
-    Returns:
-        The mass, computed in float64.
+def mass(spec: ScalingSpec, params: Mapping) -> float:
+    """The mass of a network (Definition C.6): the sum of squares of the parameters in
+    ``spec.mass_paths`` (the kernels; biases excluded), in float64.
 
     Raises:
-        ValueError: if the layout or the shapes of ``params`` are wrong.
+        ValueError: if ``params`` do not fit ``spec`` or hold nan/inf (naming the parameter).
     """
-    names = _layer_names(params)
-    return float(sum(np.sum(np.square(np.asarray(params[n]["kernel"], dtype=np.float64))) for n in names))
+    check_scaling_spec(spec, params)
+    flat = _float64(spec, params)
+    return float(sum(np.sum(np.square(flat[p])) for p in spec.mass_paths))
 
 
-def degenerate_neurons(params: Mapping) -> dict[int, np.ndarray]:
-    """Hidden units whose incoming or outgoing kernel weights are all zero.
+def _side_mass(spec: ScalingSpec, flat: Mapping[str, np.ndarray], sizes: Mapping[str, int], name: str,
+               power: int, xp=np) -> np.ndarray:
+    """Per unit of group ``name``: the mass on its incoming (+1) or outgoing (-1) side."""
+    out = 0.0
+    for path, axis, pw in spec.groups[name]:
+        if pw != power or path not in spec.mass_paths:
+            continue
+        sq = xp.square(flat[path])
+        axis = axis % sq.ndim
+        per_pos = sq.sum(axis=tuple(a for a in range(sq.ndim) if a != axis))
+        out = out + per_pos.reshape(sizes[name], -1).sum(axis=1)
+    return out + xp.zeros(sizes[name])
 
-    Args:
-        params: one network.
 
-    Returns:
-        Hidden layer index -> indices of its degenerate units (only layers that have some).
-
-    Raises:
-        ValueError: if the layout or the shapes of ``params`` are wrong.
-    """
-    names = _layer_names(params)
+def _degenerate(spec: ScalingSpec, flat, sizes) -> dict[str, dict[str, np.ndarray]]:
+    """Group name -> {"incoming" / "outgoing": indices of the units with zero mass on that side}."""
     out = {}
-    for l in range(len(names) - 1):
-        k_in = np.asarray(params[names[l]]["kernel"])
-        k_out = np.asarray(params[names[l + 1]]["kernel"])
-        bad = np.flatnonzero(~np.any(k_in != 0, axis=0) | ~np.any(k_out != 0, axis=1))
-        if bad.size:
-            out[l] = bad
+    for name in spec.groups:
+        for power, side in ((1, "incoming"), (-1, "outgoing")):
+            bad = np.flatnonzero(_side_mass(spec, flat, sizes, name, power) == 0)
+            if bad.size:
+                out.setdefault(name, {})[side] = bad
     return out
 
 
-def _raise_if_degenerate(params: Mapping, what: str) -> None:
-    bad = degenerate_neurons(params)
-    if bad:
-        listing = "; ".join(
-            f"hidden layer {l} (dense_{l} -> dense_{l + 1}): neuron(s) {idx[:20].tolist()}"
-            + (f" and {idx.size - 20} more" if idx.size > 20 else "")
-            for l, idx in bad.items()
-        )
-        raise ValueError(
-            f"{what} is undefined for degenerate neurons (all incoming or all outgoing kernel weights zero; "
-            f"their scale would run off to 0 or infinity): {listing}. Prune or perturb them first."
-        )
+def degenerate_neurons(spec: ScalingSpec, params: Mapping) -> dict[str, np.ndarray]:
+    """The units whose incoming or outgoing mass is zero (all their incoming, or all their
+    outgoing, kernel weights zero): the min-mass problem has no minimiser with them.
+
+    Args:
+        spec: the scaling spec.
+        params: one network.
+
+    Returns:
+        Group name -> sorted indices of its degenerate units (only groups that have some).
+
+    Raises:
+        ValueError: if ``params`` do not fit ``spec`` or hold nan/inf (naming the parameter).
+    """
+    sizes = check_scaling_spec(spec, params)
+    return {name: np.unique(np.concatenate(list(sides.values())))
+            for name, sides in _degenerate(spec, _float64(spec, params), sizes).items()}
 
 
-# --------------------------------------------------------------------------- min-mass
+def _raise_if_degenerate(spec: ScalingSpec, flat, sizes) -> None:
+    problems = [f"group {name!r}: unit(s) {bad[:20].tolist()} have zero {side} mass"
+                for name, sides in _degenerate(spec, flat, sizes).items() for side, bad in sides.items()]
+    if problems:
+        raise ValueError("the min-mass problem has no minimiser for degenerate units (their scale would run off "
+                         "to 0 or infinity): " + "; ".join(problems) + ". Prune or perturb them first.")
 
 
 @dataclass(frozen=True)
@@ -285,224 +445,28 @@ class MinMassResult:
     """Output of :func:`min_mass`.
 
     Attributes:
-        params: the min-mass network (same structure and array types as the input).
-        scales: one array per hidden layer, such that ``apply_scaling(input, scales)`` is
-            ``params``.
-        log_scales: ``log(scales)``, one array per hidden layer.
+        params: the min-mass network (structure and array types of the input).
+        scales: group name -> factors, so that ``apply_scaling(spec, input, scales)``
+            is ``params``.
         mass: the mass after rescaling.
         mass_before: the mass of the input.
-        iterations: block-coordinate sweeps plus Newton steps.
-        converged: whether the stopping rule of the method was met (relative to ``tol``).
+        iterations: Newton steps taken (BCD sweeps plus Newton steps for the chain solver).
+        converged: whether the solver's stopping rule was met (``tol``).
+        solver: ``"chain"`` or ``"dense"`` (see :func:`min_mass`).
+        log_scales: group name -> ``log(scales)`` as the solver found them.
     """
 
     params: dict
-    scales: list
-    log_scales: list
+    scales: dict[str, np.ndarray]
     mass: float
     mass_before: float
     iterations: int
     converged: bool
-
-
-# ------------------------------------------------- min_mass
-
-
-
-
-def min_mass(
-    params: Mapping,
-    tol: float = 1e-10,
-    max_iter: int = 10_000,
-    method: str = "auto",
-    activation: str = "relu",
-) -> MinMassResult:
-    """Exact solution of the min-mass problem (Definition C.6).
-
-    Minimises the mass ``M(u)`` (see the module docstring) over the log-scales ``u`` of
-    the hidden units, to ``M(u) - min M <= tol * M(u)`` (estimated), by
-
-    * ``"bcd"``: exact block-coordinate descent, sweeping even then odd hidden layers,
-      each unit set to its closed-form conditional optimum. Linear convergence; a sweep
-      costs about two passes over the kernels. Stops once the last decrease ``D_k`` and
-      the observed rate ``r = D_k / D_{k-1} < 1`` give ``D_k * r / (1 - r) <= tol * M``
-      (and ``D_k <= tol * M``), or after ``max_iter`` sweeps.
-    * ``"newton"``: damped Newton from ``u = 0``: block-tridiagonal Hessian solved
-      exactly by block Cholesky (cost ``sum_l width_l^3`` per step), Armijo
-      backtracking; stops when half the squared Newton decrement is ``<= tol * M``
-      (that step is still taken: quadratic convergence puts the result at machine
-      precision), or after ``max_iter`` steps.
-    * ``"auto"`` (default): BCD while it converges fast (rate below 0.9; for He-init
-      784-512x3-10 it takes about 20 sweeps, ~20 ms), Newton from there when BCD slows
-      down (ill-conditioned, e.g. trained, networks) or after 500 sweeps.
-
-    The tolerance is on the mass; near the optimum the mass gap is quadratic in the
-    log-scale error, so BCD's log-scales are accurate to about ``sqrt(tol)`` (1e-5 to
-    1e-6 at the default), Newton's to machine precision. Use ``method="newton"`` (or a
-    smaller ``tol``) when the canonical weights must match to more digits. Biases are
-    rescaled with the incoming side (``bias_j * lambda_j``) but do not enter the mass.
-
-    Args:
-        params: one network. A network without hidden layers is returned as is.
-        tol: relative tolerance on the mass (positive).
-        max_iter: most BCD sweeps, and most Newton steps (positive integer).
-        method: ``"auto"``, ``"bcd"`` or ``"newton"``.
-        activation: the hidden activation, one of :data:`HOMOGENEOUS_ACTIVATIONS`.
-
-    Returns:
-        A :class:`MinMassResult`; its ``iterations`` counts BCD sweeps plus Newton steps.
-
-    Raises:
-        ValueError: if a neuron is degenerate (no minimiser; see
-            :func:`degenerate_neurons`), for non-finite weights, a non-homogeneous
-            ``activation``, an unknown ``method`` or a non-positive ``tol`` / ``max_iter``.
-    """
-    _check_activation(activation)
-    tol = positive_float(tol, "tol")
-    max_iter = positive_int(max_iter, "max_iter")
-    if method not in MIN_MASS_METHODS:
-        raise ValueError(f"method must be 'auto', 'bcd' or 'newton', got {method!r}")
-    p64 = _as_float64(params)
-    before = mass(p64)
-    if len(p64) == 1:
-        return MinMassResult(_restore(params, p64), [], [], before, before, 0, True)
-    _raise_if_degenerate(p64, "the min-mass problem")
-    hidden = len(p64) - 1
-    r = min_mass_spec(mlp_scaling_spec(hidden), _nested(params, p64), tol, max_iter, method)
-    groups = [f"P_{l}" for l in range(hidden)]
-    return MinMassResult(params=r.params, scales=[r.scales[g] for g in groups],
-                         log_scales=[r.log_scales[g].copy() for g in groups], mass=r.mass, mass_before=before,
-                         iterations=r.iterations, converged=bool(r.converged))
-
-
-# --------------------------------------------------------------------------- canonical forms
-
-
-def unit_norm(params: Mapping, include_bias: bool = False, activation: str = "relu") -> dict:
-    """Canonical scaling: every hidden unit's incoming weight vector gets unit L2 norm.
-
-    Layer by layer from the input: hidden layer ``l``'s scales are applied first to the
-    rows of ``dense_l/kernel`` (the previous layer's scales), then each unit ``j`` is
-    divided by the norm of its incoming vector, column ``j`` of ``dense_l/kernel``
-    (plus ``dense_l/bias[j]`` if ``include_bias``); the factor moves to row ``j`` of
-    ``dense_{l+1}/kernel``. The output layer absorbs all scales, so the function is
-    unchanged, and the result does not depend on any prior positive rescaling.
-
-    Args:
-        params: one network.
-        include_bias: normalise the kernel column and the bias together; ``False``
-            (default) normalises the kernel column only, matching the mass of
-            Definition C.6 which excludes biases.
-        activation: the hidden activation, one of :data:`HOMOGENEOUS_ACTIVATIONS`.
-
-    Returns:
-        The unit-norm network, leaves of the input's array type and dtype.
-
-    Raises:
-        ValueError: naming the layer and neurons whose incoming vector is zero (zero
-            outgoing weights are harmless here), for non-finite weights or a
-            non-homogeneous ``activation``.
-    """
-    _check_activation(activation)
-    p64 = _as_float64(params)
-    for l, name in enumerate(list(p64)[:-1]):
-        sq = np.sum(p64[name]["kernel"] ** 2, axis=0) + (p64[name]["bias"] ** 2 if include_bias else 0.0)
-        bad = np.flatnonzero(sq == 0)
-        if bad.size:
-            raise ValueError(
-                f"unit_norm: hidden layer {l} (output of dense_{l}) has neuron(s) {bad[:20].tolist()} with a zero "
-                f"incoming {'kernel column and bias' if include_bias else 'kernel column'}; they cannot be normalised"
-            )
-    if len(p64) == 1:
-        return _restore(params, p64)
-    return unit_norm_spec(mlp_scaling_spec(len(p64) - 1), _nested(params, p64), include_bias=include_bias)
-
-
-def sort_neurons(params: Mapping, statistic: str | Callable = "max") -> tuple[dict, dict[str, np.ndarray]]:
-    """Permutation canonical form of an MLP: sort every hidden layer's units by a statistic of
-    their incoming weights; :func:`~symlib.symmetry.channel_scaling.sort_neurons_spec` with
-    ``mlp_permutation_spec(L)`` and ``ties="weights"`` (any model: that function with its spec).
-
-    Units are put in *descending* order of ``statistic`` of their incoming kernel column
-    (``dense_l/kernel[:, j]``, biases not used). Layers are processed from the input, so
-    the incoming columns are read after the previous layer has been sorted. Ties in the
-    statistic are broken deterministically by the incoming column itself
-    (lexicographically, descending, in the already-sorted row order), then by the bias,
-    then by the original index (only units with identical incoming weights and bias are
-    left in their original order). Only permutes, never rescales: valid for any
-    element-wise activation, so there is no ``activation`` argument.
-
-    Args:
-        params: one network.
-        statistic: ``"max"`` (default), the maximum incoming weight, which the paper
-            found the most stable statistic during training (Section 5.2); or ``"min"``,
-            ``"mean"``, ``"sum"``, ``"norm"``, ``"abs_max"``; or a callable mapping a
-            kernel ``(d_in, d_out)`` to ``(d_out,)`` values that must not depend on the
-            order of the kernel's rows.
-
-    Returns:
-        ``(sorted_params, perms)`` with ``perms = {"P_l": index array}`` and
-        ``sorted_params == apply_permutation(mlp_permutation_spec(L), perms, params)``
-        (gather convention: new unit ``i`` is old unit ``perms["P_l"][i]``).
-
-    Raises:
-        ValueError: for an unknown statistic name, a statistic of the wrong shape, or
-            NaN / inf weights (naming the leaf, e.g. ``dense_1/kernel``).
-        TypeError: if ``statistic`` is neither a name nor a callable.
-    """
-    p64 = _as_float64(params)  # the MLP layout, its shapes and finite weights
-    return sort_neurons_spec(mlp_permutation_spec(len(p64) - 1), _nested(params, p64), statistic=statistic,
-                             ties="weights")
-
-
-_SCALINGS = ("min_mass", "unit_norm", None)
-
-
-def identifiable(
-    params: Mapping,
-    scaling: str | None = "min_mass",
-    statistic: str | Callable = "max",
-    activation: str = "relu",
-    **min_mass_kw,
-) -> dict:
-    """Proposition 1's identifiable network: remove the scaling symmetry, then sort the units.
-
-    The result does not depend on any prior positive rescaling or permutation of the
-    hidden units (up to ties in ``statistic``), and computes the same function.
-
-    Args:
-        params: one network.
-        scaling: ``"min_mass"`` (default: :func:`min_mass`, the min-mass representative
-            of the scaling orbit), ``"unit_norm"`` (:func:`unit_norm`, the paper's
-            "unit-normed neurons"), or ``None`` (permutations only).
-        statistic: the sorting statistic of :func:`sort_neurons`.
-        activation: the hidden activation, one of :data:`HOMOGENEOUS_ACTIVATIONS`
-            (checked only when ``scaling`` is not ``None``: sorting alone is valid for
-            any activation).
-        **min_mass_kw: passed to :func:`min_mass` (``tol``, ``max_iter``, ``method``).
-
-    Returns:
-        The identifiable network, leaves of the input's array type and dtype.
-
-    Raises:
-        ValueError: for an unknown ``scaling``, a non-homogeneous ``activation`` with a
-            scaling, and the errors of :func:`min_mass` / :func:`unit_norm` /
-            :func:`sort_neurons`.
-    """
-    if scaling not in _SCALINGS:
-        raise ValueError(f"scaling must be 'min_mass', 'unit_norm' or None, got {scaling!r}")
-    if scaling == "min_mass":
-        params = min_mass(params, activation=activation, **min_mass_kw).params
-    elif scaling == "unit_norm":
-        params = unit_norm(params, activation=activation)
-    return sort_neurons(params, statistic)[0]
-
-
-# --------------------------------------------------------------------------- function check
+    solver: str = "dense"
+    log_scales: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _x64():
-    """Context in which JAX computes in float64 (``jax.enable_x64`` from JAX 0.8 on,
-    ``jax.experimental.enable_x64`` before)."""
     if hasattr(jax, "enable_x64"):
         return jax.enable_x64(True)
     from jax.experimental import enable_x64  # JAX < 0.8
@@ -510,68 +474,326 @@ def _x64():
     return enable_x64(True)
 
 
-_mlp_apply_jit = jax.jit(mlp_apply)
-
-#: hidden activations other than ReLU; :mod:`symlib.core.models` has ReLU MLPs only
-_OTHER_ACTIVATIONS = {
-    "leaky_relu": jax.nn.leaky_relu,  # negative slope 0.01
-    "identity": lambda h: h,
-}
+_MASS_FUNCTIONS: dict = {}
 
 
-def _apply_other_activation(p64: Mapping, x, act: Callable):
-    """Logits of an MLP whose hidden activation is ``act`` (not ReLU): same layers as
-    :func:`symlib.core.models.mlp_apply`."""
-    names = list(p64)
-    h = x
-    for n in names[:-1]:
-        h = act(h @ p64[n]["kernel"] + p64[n]["bias"])
-    return h @ p64[names[-1]]["kernel"] + p64[names[-1]]["bias"]
+def _mass_functions(spec: ScalingSpec, cuts: tuple[int, ...]):
+    """Compiled ``M(v, squares)``, its gradient and Hessian for ``spec`` (cached per spec and sizes)."""
+    key = (repr(spec.groups), spec.mass_paths, repr(spec.views), repr(spec.parts), cuts)
+    if key not in _MASS_FUNCTIONS:
+        names = list(spec.groups)
+
+        def mass_of(v, sq):
+            u = dict(zip(names, jnp.split(v, cuts)))
+            return sum(jnp.sum(sq[p] * jnp.exp(2.0 * _log_factor(spec, p, sq[p].shape, u))) for p in spec.mass_paths)
+
+        _MASS_FUNCTIONS[key] = (jax.jit(mass_of), jax.jit(jax.grad(mass_of)), jax.jit(jax.hessian(mass_of)))
+    return _MASS_FUNCTIONS[key]
 
 
-def _forward(p64: Mapping, x: np.ndarray, activation: str) -> np.ndarray:
-    """Logits of a float64 network on float64 inputs, computed by JAX in float64.
+def chain_kernels(spec: ScalingSpec, params: Mapping) -> list[str] | None:
+    """The kernels of ``spec``, input to output, when it is a *chain* (an MLP's shape,
+    whatever the parameter names), else None.
 
-    ReLU networks go through the model's own :func:`symlib.core.models.mlp_apply`.
-    JAX computes in float32 unless 64-bit mode is on (it is off by default), and float32
-    round-off (about 1e-7 relative) would hide or fake the differences that
-    :func:`check_function_unchanged` measures, so the network is evaluated inside
-    :func:`jax.enable_x64`.
+    A chain: the mass is made of 2-D kernels ``K_0 .. K_L``; group ``l`` (in the spec's
+    order) scales the columns of ``K_l`` (+1), the rows of ``K_{l+1}`` (-1) and
+    possibly 1-D parameters of its own (+1, biases), one factor per position (no
+    repeated blocks). :func:`min_mass` then uses the block-tridiagonal solver of
+    :func:`symlib.symmetry.mass_chain.min_mass_chain`.
     """
-    with _x64():
-        if activation == "relu":
-            out = _mlp_apply_jit(p64, x)
-        else:
-            out = _apply_other_activation(p64, jnp.asarray(x), _OTHER_ACTIVATIONS[activation])
-        return np.asarray(out)
+    flat = flatten_params(params)
+    kernels = list(spec.mass_paths)
+    cut_or_viewed = bool(spec.parts) or any(p in spec.views for p in kernels)
+    if cut_or_viewed or len(kernels) != len(spec.groups) + 1 or any(
+            p not in flat or np.ndim(flat[p]) != 2 for p in kernels):
+        return None
+    for l, entries in enumerate(spec.groups.values()):
+        ins = {(p, a % 2) for p, a, s in entries if s == 1 and p in kernels}
+        outs = {(p, a % 2) for p, a, s in entries if s == -1}
+        others = [(p, a) for p, a, s in entries if s == 1 and p not in kernels]
+        if ins != {(kernels[l], 1)} or outs != {(kernels[l + 1], 0)}:
+            return None
+        n = np.shape(flat[kernels[l]])[1]
+        if np.shape(flat[kernels[l + 1]])[0] != n or any(
+                p not in flat or np.ndim(flat[p]) != 1 or np.shape(flat[p])[0] != n for p, _ in others):
+            return None
+    return kernels
 
 
-def check_function_unchanged(a: Mapping, b: Mapping, key=0, n: int = 256, activation: str = "relu") -> float:
-    """Max absolute logit difference of networks ``a`` and ``b`` on ``n`` standard normal inputs.
+def min_mass(spec: ScalingSpec, params: Mapping, tol: float | None = None, max_iter: int | None = None,
+             method: str = "auto", activation: str = "relu") -> MinMassResult:
+    """The min-mass representative of ``params``' scaling orbit (Definition C.6), for any spec.
 
-    Evaluated in float64 (ReLU networks by :func:`symlib.core.models.mlp_apply` under
-    :func:`jax.enable_x64`), so that float32 round-off does not hide or fake differences.
+    * ``method="dense"``: damped Newton on the log-scales from ``u = 0`` with the exact
+      Hessian in float64 (``jax.hessian``) and Armijo backtracking; stops when half the
+      squared Newton decrement is ``<= tol * M``. Any spec, up to a few thousand units.
+    * ``"bcd"`` / ``"newton"``: the chain solver of
+      :func:`symlib.symmetry.mass_chain.min_mass_chain` (module docstring), for a chain spec
+      (:func:`chain_kernels`: an MLP's, with any parameter names). ``"bcd"``: exact
+      block-coordinate descent, sweeping even then odd layers, each unit set to its
+      closed-form conditional optimum; linear convergence, a sweep costs about two passes over
+      the kernels; stops once the last decrease ``D_k`` and the observed rate
+      ``r = D_k / D_{k-1} < 1`` give ``D_k * r / (1 - r) <= tol * M``. ``"newton"``: damped
+      Newton from ``u = 0`` on the block-tridiagonal Hessian (block Cholesky, cost
+      ``sum_l width_l^3`` a step), stopping as the dense method does (that step is still
+      taken: quadratic convergence puts the result at machine precision).
+    * ``"auto"`` (default): for a chain spec, BCD while it converges fast (rate below 0.9;
+      for a He-initialised 784-512x3-10 MLP about 20 sweeps, ~20 ms), Newton from there
+      when BCD slows down (ill-conditioned, e.g. trained, networks) or after 500 sweeps;
+      ``"dense"`` for any other spec.
+
+    Near the optimum the mass gap is quadratic in the log-scale error, so BCD's log-scales
+    are accurate to about ``sqrt(tol)`` (1e-5 to 1e-6 at the chain default), Newton's to
+    machine precision: use ``method="newton"`` (or a smaller ``tol``) when canonical weights
+    must match to more digits. Biases are rescaled with the incoming side but do not enter
+    the mass.
 
     Args:
-        a: one network.
-        b: a network of the same layer sizes.
-        key: a jax key, an int seed or a numpy Generator, for the inputs.
-        n: number of inputs (positive integer).
+        spec: the scaling spec (e.g. :func:`mlp_scaling_spec`,
+            :func:`~symlib.symmetry.architectures.optunet_scaling_spec`).
+        params: one network.
+        tol: relative tolerance on the mass (positive); None: the solver's default
+            (:data:`MIN_MASS_DEFAULTS`: 1e-10 for the chain solver, 1e-12 for dense Newton).
+        max_iter: most Newton steps (and most BCD sweeps of the chain solver); None: the
+            solver's default (10,000 for the chain solver, 100 for dense Newton).
+        method: ``"auto"``, ``"dense"``, ``"bcd"`` or ``"newton"``.
         activation: the hidden activation, one of :data:`HOMOGENEOUS_ACTIVATIONS`.
 
     Returns:
-        ``max |logits_a - logits_b|`` over the inputs and outputs.
+        A :class:`MinMassResult`.
 
     Raises:
-        ValueError: for a non-homogeneous ``activation``, a non-positive ``n``, networks
-            of different layer sizes, or non-finite weights (naming the leaf).
+        ValueError: if ``params`` do not fit ``spec``, hold nan/inf, or a unit is
+            degenerate (naming the group and units: :func:`degenerate_neurons`); for an
+            unknown ``method``, ``"bcd"``/``"newton"`` with a spec that is not a chain, a
+            non-positive ``tol`` / ``max_iter`` or a non-homogeneous ``activation``.
     """
     _check_activation(activation)
-    n = positive_int(n, "n")
-    a64, b64 = _as_float64(a), _as_float64(b)
-    shapes_a = [np.shape(layer["kernel"]) for layer in a64.values()]
-    shapes_b = [np.shape(layer["kernel"]) for layer in b64.values()]
-    if shapes_a != shapes_b:
-        raise ValueError(f"networks a and b must have the same layer shapes, got kernels {shapes_a} and {shapes_b}")
-    x = as_generator(key).normal(size=(n, shapes_a[0][0]))
-    return float(np.max(np.abs(_forward(a64, x, activation) - _forward(b64, x, activation))))
+    if method not in ("dense",) + MIN_MASS_METHODS:
+        raise ValueError(f"method must be 'auto', 'dense', 'bcd' or 'newton', got {method!r}")
+    sizes = check_scaling_spec(spec, params)
+    flat = _float64(spec, params)
+    _raise_if_degenerate(spec, flat, sizes)
+    names = list(spec.groups)
+    kernels = chain_kernels(spec, flat) if method != "dense" else None
+    if method in ("bcd", "newton") and kernels is None:
+        raise ValueError(f"method {method!r} needs a chain spec (an MLP's shape, see chain_kernels); this spec is "
+                         "not one: use method='dense' or 'auto'")
+    default_tol, default_iter = MIN_MASS_DEFAULTS["chain" if kernels is not None else "dense"]
+    tol = positive_float(default_tol if tol is None else tol, "tol")
+    max_iter = positive_int(default_iter if max_iter is None else max_iter, "max_iter")
+    if kernels is not None:
+        before = float(sum(np.sum(np.square(flat[p])) for p in kernels))
+        logs, steps, converged = min_mass_chain([np.square(flat[p]) for p in kernels], tol, max_iter,
+                                                "auto" if method == "auto" else method)
+        u = dict(zip(names, logs))
+        solver = "chain"
+    else:
+        u, before, steps, converged = _dense_newton(spec, flat, sizes, tol, max_iter)
+        solver = "dense"
+    final = _scaled(spec, flat, u)
+    return MinMassResult(params=_restore(spec, params, final), scales={n: np.exp(x) for n, x in u.items()},
+                             mass=float(sum(np.sum(np.square(final[p])) for p in spec.mass_paths)),
+                             mass_before=before, iterations=steps, converged=converged, solver=solver,
+                             log_scales={n: np.asarray(x, np.float64) for n, x in u.items()})
+
+
+def _dense_newton(spec: ScalingSpec, flat: Mapping[str, np.ndarray], sizes: Mapping[str, int], tol: float,
+                  max_iter: int) -> tuple[dict[str, np.ndarray], float, int, bool]:
+    """Damped Newton with the exact Hessian: ``(log-scales, mass before, steps, converged)``."""
+    names = list(spec.groups)
+    cuts = tuple(int(c) for c in np.cumsum([sizes[n] for n in names])[:-1])
+    f, grad, hess = _mass_functions(spec, cuts)
+    sq = {p: flat[p] ** 2 for p in spec.mass_paths}
+    with _x64():
+        v = jnp.zeros(sum(sizes.values()), jnp.float64)
+        before = fv = float(f(v, sq))
+        converged, steps = False, 0
+        for steps in range(1, max_iter + 1):
+            g, H = np.asarray(grad(v, sq)), np.asarray(hess(v, sq))
+            d = -np.linalg.solve(H, g)
+            dec = float(-g @ d)
+            t = 1.0
+            while t > 1e-12 and float(f(v + t * d, sq)) > fv - 0.25 * t * dec:
+                t *= 0.5
+            v = v + t * d
+            fv = float(f(v, sq))
+            if 0.5 * dec <= tol * fv:
+                converged = True
+                break
+        u = {n: np.asarray(x) for n, x in zip(names, jnp.split(v, cuts))}
+    return u, before, steps, converged
+
+
+def _packed(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray] | None):
+    """Squared mass leaves, group sizes' cut points, and the log-scales as one float64 vector."""
+    sizes = check_scaling_spec(spec, params)
+    flat = _float64(spec, params)
+    names = list(spec.groups)
+    cuts = tuple(int(c) for c in np.cumsum([sizes[n] for n in names])[:-1])
+    if log_scales is None:
+        v = np.zeros(sum(sizes.values()))
+    else:
+        scales = _check_scales({n: np.exp(np.asarray(u, np.float64)) for n, u in log_scales.items()}, sizes)
+        v = np.concatenate([np.log(scales[n]) for n in names])
+    return {p: flat[p] ** 2 for p in spec.mass_paths}, cuts, v
+
+
+def mass_hessian(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray] | None = None):
+    """Hessian of the mass in the log-scales (Proposition 2: positive definite without degenerate units).
+
+    Args:
+        spec: the scaling spec.
+        params: one network.
+        log_scales: group name -> log-scales at which to evaluate (zeros, the network as
+            it is, when None).
+
+    Returns:
+        The ``(U, U)`` Hessian, ``U`` the number of rescalable units, groups in spec order.
+    """
+    sq, cuts, v = _packed(spec, params, log_scales)
+    _, _, hess = _mass_functions(spec, cuts)
+    with _x64():
+        return np.asarray(hess(jnp.asarray(v), sq))
+
+
+def mass_along(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray],
+                    direction: Mapping[str, np.ndarray], t) -> np.ndarray:
+    """The mass at log-scales ``log_scales + t * direction`` for every ``t`` (a line through log-scale space).
+
+    Args:
+        spec: the scaling spec.
+        params: one network.
+        log_scales: group name -> origin of the line.
+        direction: group name -> direction (same shapes).
+        t: positions along the line.
+
+    Returns:
+        ``M(origin + t direction)`` for each ``t``.
+    """
+    sq, cuts, v = _packed(spec, params, log_scales)
+    _, _, d = _packed(spec, params, direction)
+    f, _, _ = _mass_functions(spec, cuts)
+    with _x64():
+        return np.array([float(f(jnp.asarray(v + ti * d), sq)) for ti in np.asarray(t, float)])
+
+
+def unit_norm(spec: ScalingSpec, params: Mapping, include_bias: bool = False, activation: str = "relu"):
+    """Laurent et al.'s scaling canonical form: every unit's incoming weights get unit L2 norm.
+
+    Groups are processed in the order of ``spec.groups`` (input to output), each after the
+    earlier groups' factors have been applied, so a unit's incoming weights are read in
+    their final form. The incoming weights are the entries with power +1 among
+    ``spec.mass_paths`` (and, with ``include_bias``, the other +1 entries too).
+
+    Args:
+        spec: the scaling spec.
+        params: one network.
+        include_bias: also count the incoming bias (and other non-mass +1 entries); False
+            (default) normalises the kernel weights only, as the mass of Definition C.6,
+            which excludes biases.
+        activation: the hidden activation, one of :data:`HOMOGENEOUS_ACTIVATIONS`.
+
+    Returns:
+        The unit-norm network (same function, array types of the input); it does not
+        depend on any prior positive rescaling.
+
+    Raises:
+        ValueError: naming the group and units whose incoming weights are all zero (zero
+            outgoing weights are harmless here), for non-finite weights or a
+            non-homogeneous ``activation``.
+    """
+    _check_activation(activation)
+    sizes = check_scaling_spec(spec, params)
+    cur = _float64(spec, params)
+    for name in spec.groups:
+        sq = _side_mass(spec, cur, sizes, name, 1)
+        if include_bias:
+            for path, axis, pw in spec.groups[name]:
+                if pw == 1 and path not in spec.mass_paths:
+                    x = np.square(cur[path])
+                    axis = axis % x.ndim
+                    sq = sq + x.sum(axis=tuple(a for a in range(x.ndim) if a != axis)).reshape(sizes[name], -1).sum(1)
+        bad = np.flatnonzero(sq == 0)
+        if bad.size:
+            raise ValueError(f"unit_norm: group {name!r} has unit(s) {bad[:20].tolist()} with zero incoming weights")
+        logs = {n: np.zeros(sizes[n]) for n in spec.groups}
+        logs[name] = -0.5 * np.log(sq)
+        cur = _scaled(spec, cur, logs)
+    return _restore(spec, params, cur)
+
+
+def unit_norm_traced(spec: ScalingSpec, params: Mapping) -> dict:
+    """:func:`unit_norm` in jax, jittable (for observers inside a compiled training loop).
+
+    Group by group from the input, each unit's incoming entries (power +1) are divided by the
+    norm of its incoming mass weights and its outgoing entries (power -1) multiplied by it.
+    No checks and no float64: the leaves keep their dtype. A unit whose incoming weights are
+    all zero keeps its scale (instead of raising).
+
+    Args:
+        spec: the scaling spec.
+        params: one network (nested or flat; jax or numpy leaves).
+
+    Returns:
+        The unit-norm network, flat (``"layer/leaf"`` keys), jax arrays.
+    """
+    stored = {p: jnp.asarray(x) for p, x in flatten_params(params).items()}
+    cur = _viewed(spec, stored)
+    sizes = {n: cur[e[0][0]].shape[e[0][1]] for n, e in spec.groups.items()}
+    for name, entries in spec.groups.items():
+        sq = _side_mass(spec, cur, sizes, name, 1, xp=jnp)
+        norm = jnp.sqrt(jnp.where(sq > 0, sq, 1.0))
+        for path, axis, power in entries:
+            x = cur[path]
+            factor = _expand(norm, x.shape[axis], axis % x.ndim, x.ndim)
+            cur[path] = x / factor if power == 1 else x * factor
+    return _stored(spec, stored, cur)
+
+
+def _float64_tree(tree, name: str):
+    """Every leaf of ``tree`` as float64 numpy, checked finite (named ``name/layer/leaf``)."""
+    def cast(path, leaf):
+        arr = np.asarray(leaf, np.float64)
+        keys = [str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path]
+        check_finite(arr, "/".join([name, *keys]))
+        return arr
+    return jax.tree_util.tree_map_with_path(cast, tree)
+
+
+def function_change(apply_fn: Callable, a, b, x) -> float:
+    """The largest absolute change of ``apply_fn``'s outputs between networks ``a`` and ``b``
+    on inputs ``x``, computed in float64.
+
+    The check that a rescaling, a permutation or a canonical form kept the function: both
+    networks and the inputs are cast to float64 and ``jax.jit(apply_fn)`` runs inside
+    :func:`jax.enable_x64`, because float32 round-off (about 1e-7 relative) would hide or fake
+    the differences measured here.
+
+    Args:
+        apply_fn: ``apply_fn(params, x) -> outputs`` (any pytree of arrays), jittable.
+        a: one network.
+        b: a network of the same structure and shapes.
+        x: a batch of inputs.
+
+    Returns:
+        ``max |apply_fn(a, x) - apply_fn(b, x)|`` over every output.
+
+    Raises:
+        ValueError: for networks of different structures or shapes, non-finite weights or
+            inputs (naming the leaf, e.g. ``b/dense_1/bias``), or an empty ``x``.
+    """
+    a64, b64 = _float64_tree(a, "a"), _float64_tree(b, "b")
+    shapes_a = jax.tree_util.tree_map(np.shape, a64)
+    shapes_b = jax.tree_util.tree_map(np.shape, b64)
+    if jax.tree_util.tree_structure(a64) != jax.tree_util.tree_structure(b64) or shapes_a != shapes_b:
+        raise ValueError(f"networks a and b must have the same structure and shapes, got {shapes_a} and {shapes_b}")
+    x64 = np.asarray(x, np.float64)
+    if x64.size == 0:
+        raise ValueError(f"x must hold at least one input, got shape {x64.shape}")
+    check_finite(x64, "x")
+    f = jax.jit(apply_fn)
+    with _x64():
+        out_a = jax.tree_util.tree_leaves(f(a64, x64))
+        out_b = jax.tree_util.tree_leaves(f(b64, x64))
+        return float(max(np.max(np.abs(np.asarray(p) - np.asarray(q))) for p, q in zip(out_a, out_b)))

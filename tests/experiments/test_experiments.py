@@ -300,6 +300,7 @@ def test_train_many_blocks_resumes_and_matches_train_many(tmp_path, monkeypatch)
     import symlib.inference.training as training
     from symlib.core.models import mlp_apply, mlp_init
     from symlib.experiments import registry
+    from symlib.symmetry import mlp_permutation_spec, mlp_scaling_spec
     from symlib.symmetry.neuron_order import statistics_observer, swap_counter
 
     monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
@@ -307,7 +308,8 @@ def test_train_many_blocks_resumes_and_matches_train_many(tmp_path, monkeypatch)
     x, y = rng.normal(size=(96, 6)).astype(np.float32), rng.integers(0, 3, 96)
     cfg = training.TrainConfig(epochs=2, batch_size=32, learning_rate=0.01)
     init = functools.partial(mlp_init, sizes=[6, 5, 4, 3])
-    obs = {"observe": swap_counter("max", "unit_norm"), "observe_epoch": statistics_observer("max", "unit_norm")}
+    specs = mlp_scaling_spec(2), mlp_permutation_spec(2)
+    obs = {"observe": swap_counter(*specs), "observe_epoch": statistics_observer(*specs)}
     want = training.train_many(jax.random.key(3), init, mlp_apply, 4, x, y, cfg, **obs)
     real, calls = training.train_map_many, []
 

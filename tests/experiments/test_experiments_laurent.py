@@ -8,7 +8,7 @@ from _helpers import random_mlp, stack_trees
 
 from symlib.experiments import SUMMARIES, claims
 from symlib.experiments.laurent import mass_along_line, mass_hessian, toy_bootstrap, toy_symmetry_tests
-from symlib.symmetry.scaling import apply_scaling, mass, min_mass
+from symlib.symmetry.scaling import apply_scaling, mass, min_mass, mlp_scaling_spec
 
 
 def _toy_weights(rng, n=4000, shift=0.0, share=0.5):
@@ -67,7 +67,8 @@ def test_mass_hessian_matches_finite_differences():
     flat = np.concatenate(u)
 
     def m(x):
-        return mass(apply_scaling(net, [np.exp(x[:3]), np.exp(x[3:])]))
+        spec = mlp_scaling_spec(2)
+        return mass(spec, apply_scaling(spec, net, {"P_0": np.exp(x[:3]), "P_1": np.exp(x[3:])}))
 
     h, n = 1e-4, len(flat)
     fd = np.empty((n, n))
@@ -92,12 +93,12 @@ def test_mass_hessian_singular_for_an_isolated_unit_and_bad_input():
 
 def test_mass_along_line_minimum_at_min_mass():
     net = random_mlp(np.random.default_rng(4), [5, 4, 4, 3])
-    s = min_mass(net, method="newton")
+    s = min_mass(mlp_scaling_spec(2), net, method="newton")
     direction = [np.ones(4) / 4, -np.ones(4) / 4]
     t = np.linspace(-1, 1, 21)
-    line = mass_along_line(net, s.log_scales, direction, t)
+    line = mass_along_line(net, [s.log_scales["P_0"], s.log_scales["P_1"]], direction, t)
     assert np.argmin(line) == 10 and np.isclose(line[10], s.mass)
-    np.testing.assert_allclose(mass_along_line(net, [np.zeros(4)] * 2, direction, [0.0]), [mass(net)])
+    np.testing.assert_allclose(mass_along_line(net, [np.zeros(4)] * 2, direction, [0.0]), [mass(mlp_scaling_spec(2), net)])
 
 
 def test_laurent_summary_on_small_networks_and_its_claims():

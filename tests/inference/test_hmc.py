@@ -33,7 +33,7 @@ from symlib.inference.hmc import (
     run_fingerprint,
     run_hmc,
 )
-from symlib.symmetry.scaling import apply_scaling
+from symlib.symmetry.scaling import apply_scaling, mlp_scaling_spec
 from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, random_permutations
 
 REPO = Path(__file__).resolve().parents[2]
@@ -626,7 +626,7 @@ def test_logdensity_permutation_invariant_and_only_likelihood_rescaling_invarian
 
     signs = [rng.choice([-1.0, 1.0], size=w) for w in _SYM_SIZES[1:-1]]
     scales = [np.exp(s * rng.uniform(0.3, 1.0, size=s.size)) for s in signs]  # each at least 35% away from 1
-    scaled = apply_scaling(params, scales)
+    scaled = apply_scaling(mlp_scaling_spec(len(scales)), params, {f"P_{l}": v for l, v in enumerate(scales)})
     prior_change = -(_sq_norm(scaled) - _sq_norm(params)) / (2 * 0.5)
     assume(abs(prior_change) > 0.05)
     loglik = value - float(log_prior(params, 0.5))

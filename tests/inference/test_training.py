@@ -175,6 +175,7 @@ def test_prior_std_for_weight_decay_is_sgd_weight_decay():
 
 
 def test_fit_map_many_observers():
+    from symlib.symmetry import mlp_permutation_spec, mlp_scaling_spec
     from symlib.symmetry.neuron_order import neuron_statistics
 
     x, y = _toy(n=128)
@@ -182,7 +183,7 @@ def test_fit_map_many_observers():
     inits = jax.vmap(lambda k: mlp_init(k, [12, 6, 3]))(jax.random.split(jax.random.key(0), 2))
     keys = jax.random.split(jax.random.key(1), 2)
     step_norm = lambda a, b: jnp.sum((a["dense_0"]["kernel"] - b["dense_0"]["kernel"]) ** 2)  # noqa: E731
-    stat = lambda p: neuron_statistics(p)[0]  # noqa: E731
+    stat = lambda p: neuron_statistics(mlp_scaling_spec(1), mlp_permutation_spec(1), p)[0]  # noqa: E731
     params, losses, seen = train_map_many(inits, keys, x, y, cfg, observe=step_norm, observe_epoch=stat)
     assert seen["step"].shape == (2, 3, 4) and seen["epoch"].shape == (2, 3, 6)
     assert np.all(np.asarray(seen["step"]) > 0)

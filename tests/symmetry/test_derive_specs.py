@@ -25,7 +25,7 @@ from symlib.core.cnn import optunet_apply, optunet_init
 from symlib.core.models import mlp_apply, mlp_init
 from symlib.core.resnet import resnet18_apply, resnet18_init, resnet20_apply, resnet20_init
 from symlib.symmetry import (
-    apply_scaling_spec,
+    apply_scaling,
     apply_permutation,
     check_scaling_spec,
     check_spec,
@@ -278,7 +278,7 @@ def test_zoo_scaling_leaves_outputs_unchanged(name):
     sizes = check_scaling_spec(spec, params)
     rng = np.random.default_rng(0)
     scales = {g: np.exp(rng.uniform(-1, 1, n)) for g, n in sizes.items()}
-    scaled = apply_scaling_spec(spec, params, scales)
+    scaled = apply_scaling(spec, params, scales)
     out = _outputs(model.apply, [{"params": params}, {"params": scaled}], x)
     np.testing.assert_allclose(out[1], out[0], **TOL)
 
@@ -357,7 +357,7 @@ def test_scaling_through_a_flatten():
     """Rescaling channel c of the flattened map divides the dense rows s*C + c at every
     position s: the derived scaling spec sees the dense kernel through the same view as the
     permutation spec, and the canonical forms work through it."""
-    from symlib.symmetry import ScalingSpec, identifiable_spec, min_mass_spec
+    from symlib.symmetry import ScalingSpec, identifiable, min_mass
 
     x = IMG
     model = PoolCNN()
@@ -374,24 +374,24 @@ def test_scaling_through_a_flatten():
         ("Conv_0/kernel", "Conv_1/kernel", "Dense_0/kernel", "Dense_1/kernel"), views={"Dense_0/kernel": (4, 5, 6)})
     scales = {"P_Conv_1": np.array([0.5, 2.0, 3.0, 1.0, 0.25])}
     scales.update({g: np.ones(n) for g, n in check_scaling_spec(spec, params).items() if g not in scales})
-    moved = apply_scaling_spec(spec, params, scales)
+    moved = apply_scaling(spec, params, scales)
     rows = np.tile(scales["P_Conv_1"], 4)  # row s*5 + c belongs to channel c
     np.testing.assert_allclose(np.asarray(moved["Dense_0"]["kernel"]),
                                np.asarray(params["Dense_0"]["kernel"]) / rows[:, None], rtol=1e-6)
     renamed = dict(zip(("c0", "c1", "d0"), (scales[g] for g in spec.groups)))
-    for a, b in zip(jax.tree.leaves(moved), jax.tree.leaves(apply_scaling_spec(hand, params, renamed))):
+    for a, b in zip(jax.tree.leaves(moved), jax.tree.leaves(apply_scaling(hand, params, renamed))):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     out = _outputs(model.apply, [{"params": params}, {"params": moved}], x)
     np.testing.assert_allclose(out[1], out[0], **TOL)
     # min-mass through the view: the same minimum from the network and from a rescaled copy
     rng = np.random.default_rng(1)
-    disguised = apply_scaling_spec(spec, params, {g: np.exp(rng.uniform(-1, 1, n))
+    disguised = apply_scaling(spec, params, {g: np.exp(rng.uniform(-1, 1, n))
                                                   for g, n in check_scaling_spec(spec, params).items()})
-    a, b = min_mass_spec(spec, params), min_mass_spec(spec, disguised)
+    a, b = min_mass(spec, params), min_mass(spec, disguised)
     assert a.solver == "dense" and a.converged and b.converged
     assert abs(a.mass - b.mass) < 1e-8 * a.mass and a.mass < a.mass_before
     perm = permutation_spec_from_flax(model, params, x)
-    ca, cb = identifiable_spec(spec, perm, params), identifiable_spec(spec, perm, disguised)
+    ca, cb = identifiable(spec, perm, params), identifiable(spec, perm, disguised)
     for u, v in zip(jax.tree.leaves(ca), jax.tree.leaves(cb)):
         np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-4, atol=1e-6)
     # a channels-first flatten: the channel is the slowest factor of the rows
@@ -400,7 +400,7 @@ def test_scaling_through_a_flatten():
     spec = scaling_spec_from_flax(model, params, x)
     assert spec.views == {"Dense_0/kernel": (3, 16, 4)}
     assert ("Dense_0/kernel", 0, -1) in spec.groups["P_Conv_0"]
-    scaled = apply_scaling_spec(spec, params, {g: np.exp(rng.uniform(-1, 1, n))
+    scaled = apply_scaling(spec, params, {g: np.exp(rng.uniform(-1, 1, n))
                                                for g, n in check_scaling_spec(spec, params).items()})
     out = _outputs(model.apply, [{"params": params}, {"params": scaled}], x)
     np.testing.assert_allclose(out[1], out[0], **TOL)
@@ -467,7 +467,7 @@ class NestedConcatOutput(nn.Module):
 
 
 def test_scaling_through_a_concatenation():
-    from symlib.symmetry import check_scaling_spec_invariance, identifiable_spec, min_mass_spec
+    from symlib.symmetry import check_scaling_spec_invariance, identifiable, min_mass
 
     model, x = DenseNetNoNorm(), IMG
     params = _init(model, x)["params"]
@@ -480,10 +480,10 @@ def test_scaling_through_a_concatenation():
     assert "Dense_0/kernel[0:2]" in spec.mass_paths and "Dense_0/kernel" not in spec.mass_paths
     apply = lambda p, xb: model.apply({"params": p}, xb)  # noqa: E731
     assert check_scaling_spec_invariance(spec, params, apply, x) < 1e-5
-    result = min_mass_spec(spec, params)
+    result = min_mass(spec, params)
     assert result.converged and result.mass < result.mass_before
     assert result.params["Dense_0"]["kernel"].shape == params["Dense_0"]["kernel"].shape
-    canonical = identifiable_spec(spec, permutation_spec_from_flax(model, params, x), params)
+    canonical = identifiable(spec, permutation_spec_from_flax(model, params, x), params)
     np.testing.assert_allclose(apply(canonical, x), apply(params, x), **TOL)
 
 
@@ -572,7 +572,7 @@ def test_batch_norm_scaling():
     assert set(spec.mass_paths) == {"params/Conv_0/kernel", "params/Conv_1/kernel", "params/Dense_0/kernel",
                                     "params/BatchNorm_0/scale", "params/BatchNorm_1/scale"}
     sizes = check_scaling_spec(spec, variables)
-    scaled = apply_scaling_spec(spec, variables, {g: np.exp(np.random.default_rng(2).uniform(-1, 1, n))
+    scaled = apply_scaling(spec, variables, {g: np.exp(np.random.default_rng(2).uniform(-1, 1, n))
                                                       for g, n in sizes.items()})
     np.testing.assert_allclose(model.apply(scaled, x), model.apply(variables, x), **TOL)
     train = lambda v: model.apply(v, x, train=True, mutable=["batch_stats"], rngs={"dropout": jax.random.key(8)})
@@ -662,7 +662,7 @@ def test_activations_apply_fn(act):
     assert s.mass_paths == ("a/kernel", "b/kernel", "c/kernel")
     scales = {g: np.exp(np.random.default_rng(1).uniform(-1, 1, 4 if "a/kernel" in str(e) else 5))
               for g, e in s.groups.items()}
-    np.testing.assert_allclose(f(apply_scaling_spec(s, p, scales), x), f(p, x), **TOL)
+    np.testing.assert_allclose(f(apply_scaling(s, p, scales), x), f(p, x), **TOL)
 
 
 def test_tied_weights():

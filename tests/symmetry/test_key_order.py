@@ -18,14 +18,14 @@ import pytest
 
 from symlib.symmetry import (
     apply_permutation,
-    apply_scaling_spec,
+    apply_scaling,
     check_scaling_spec,
     flatten_params,
     permutation_spec_from_flax,
     random_permutations,
     scaling_spec_from_flax,
 )
-from symlib.symmetry.channel_scaling import identifiable_spec
+from symlib.symmetry import identifiable
 
 from test_derive_specs import RELU_ZOO, ZOO  # the zoo of flax.linen models
 
@@ -123,12 +123,12 @@ def test_identifiable_form_of_a_permuted_rescaled_copy_is_the_same(name, scaling
     pspec, sspec = permutation_spec_from_flax(model, params, x), scaling_spec_from_flax(model, params, x)
     sizes = check_scaling_spec(sspec, params)
     rng = np.random.default_rng(3)
-    copy = apply_scaling_spec(sspec, params, {g: np.exp(rng.uniform(-1, 1, n)) for g, n in sizes.items()})
+    copy = apply_scaling(sspec, params, {g: np.exp(rng.uniform(-1, 1, n)) for g, n in sizes.items()})
     copy = apply_permutation(pspec, random_permutations(4, pspec, copy), copy)
     copy = shuffled(jax.tree_util.tree_map(lambda a: a, copy), np.random.default_rng(5))
     pspec_b, sspec_b = permutation_spec_from_flax(model, copy, x), scaling_spec_from_flax(model, copy, x)
-    a = flatten_params(identifiable_spec(sspec, pspec, params, scaling=scaling))
-    b = flatten_params(identifiable_spec(sspec_b, pspec_b, copy, scaling=scaling))
+    a = flatten_params(identifiable(sspec, pspec, params, scaling=scaling))
+    b = flatten_params(identifiable(sspec_b, pspec_b, copy, scaling=scaling))
     tol = 1e-6 if scaling == "unit_norm" else 1e-4  # min-mass: an iterative solve, to its tolerance
     for path in a:
         np.testing.assert_allclose(np.asarray(b[path]), np.asarray(a[path]), rtol=tol, atol=tol, err_msg=path)

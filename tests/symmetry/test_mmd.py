@@ -16,14 +16,14 @@ from symlib.evaluation.mmd import (
 )
 from symlib.symmetry.architectures import optunet_permutation_spec
 from symlib.symmetry.canonical import remove_symmetries
-from symlib.symmetry.channel_scaling import (
-    apply_scaling_spec,
+from symlib.symmetry import (
+    apply_scaling,
     check_scaling_spec,
+    function_change,
     mlp_scaling_spec,
     optunet_scaling_spec,
-    unit_norm_spec,
+    unit_norm,
 )
-from symlib.symmetry.scaling import unit_norm
 from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, random_permutations
 from symlib.testing.reference import mmd2_brute_force
 
@@ -246,7 +246,7 @@ def _disguise(seed, sspec, pspec, params):
     """A random rescaling and permutation of ``params`` (same function)."""
     rng = np.random.default_rng(seed)
     scales = {n: np.exp(rng.normal(size=k)) for n, k in check_scaling_spec(sspec, params).items()}
-    scaled = apply_scaling_spec(sspec, params, scales)
+    scaled = apply_scaling(sspec, params, scales)
     return apply_permutation(pspec, random_permutations(seed, pspec, params), scaled)
 
 
@@ -303,9 +303,12 @@ def test_ns_mlp(method):
     assert_tree_close(again, canon, rtol=1e-6, atol=1e-8)
 
 
-def test_mlp_scaling_spec_matches_the_mlp_tools():
+def test_mlp_scaling_spec_unit_norm_normalises_every_hidden_unit():
     net = random_mlp(np.random.default_rng(1), [5, 4, 3, 2])
-    assert_tree_close(unit_norm_spec(mlp_scaling_spec(2), net), unit_norm(net), rtol=1e-12)
+    un = unit_norm(mlp_scaling_spec(2), net)
+    for l in range(2):
+        np.testing.assert_allclose(np.linalg.norm(un[f"dense_{l}"]["kernel"], axis=0), 1.0, rtol=1e-12)
+    assert function_change(mlp_apply, net, un, np.random.default_rng(2).normal(size=(6, 5))) < 1e-12
     with pytest.raises(ValueError, match="num_hidden_layers"):
         mlp_scaling_spec(0)
 

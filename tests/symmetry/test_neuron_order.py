@@ -4,13 +4,31 @@ import numpy as np
 import pytest
 from _helpers import random_mlp
 
-from symlib.symmetry.neuron_order import (discordant_pairs, discordant_pairs_batch, kendall_tau_from_discordant, neuron_statistics,
-                                 epoch_swaps, phase_summary, statistics_observer, swap_counter)
+from symlib.symmetry.canonical import sort_neurons
+from symlib.symmetry.neuron_order import (discordant_pairs, discordant_pairs_batch, kendall_tau_from_discordant,
+                                          epoch_swaps, phase_summary)
+from symlib.symmetry.neuron_order import neuron_statistics as _neuron_statistics
+from symlib.symmetry.neuron_order import statistics_observer as _statistics_observer
+from symlib.symmetry.neuron_order import swap_counter as _swap_counter
 from symlib.symmetry.permutations import kendall_tau
-from symlib.symmetry.scaling import apply_scaling, sort_neurons, unit_norm
+from symlib.symmetry.scaling import apply_scaling, mlp_scaling_spec, unit_norm
 from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
 
 SIZES = [7, 9, 6, 4]
+#: the specs of the test MLP (two hidden layers)
+SPECS = (mlp_scaling_spec(len(SIZES) - 2), mlp_permutation_spec(len(SIZES) - 2))
+
+
+def neuron_statistics(params, *args):
+    return _neuron_statistics(*SPECS, params, *args)
+
+
+def swap_counter(*args):
+    return _swap_counter(*SPECS, *args)
+
+
+def statistics_observer(*args):
+    return _statistics_observer(*SPECS, *args)
 
 
 def _net(seed=0):
@@ -19,12 +37,12 @@ def _net(seed=0):
 
 def test_statistics_match_scaling_module():
     p = _net()
-    un = unit_norm(p)
+    un = unit_norm(SPECS[0], p)
     for l, s in enumerate(neuron_statistics(p, "max", "unit_norm")):
         np.testing.assert_allclose(s, un[f"dense_{l}"]["kernel"].max(axis=0), rtol=1e-6)
     for l, s in enumerate(neuron_statistics(p, "max", None)):
         np.testing.assert_allclose(s, p[f"dense_{l}"]["kernel"].max(axis=0), rtol=1e-6)
-    _, perms = sort_neurons(un, "max")
+    _, perms = sort_neurons(SPECS[1], un, "max")
     for l, s in enumerate(neuron_statistics(p)):
         np.testing.assert_array_equal(np.argsort(-np.asarray(s), kind="stable"), perms[f"P_{l}"])
 
@@ -32,7 +50,7 @@ def test_statistics_match_scaling_module():
 def test_statistics_invariant_to_scaling_and_equivariant_to_permutation():
     rng = np.random.default_rng(1)
     p = _net(1)
-    scaled = apply_scaling(p, [np.exp(rng.normal(size=n)) for n in SIZES[1:-1]])
+    scaled = apply_scaling(SPECS[0], p, {f"P_{l}": np.exp(rng.normal(size=n)) for l, n in enumerate(SIZES[1:-1])})
     for a, b in zip(neuron_statistics(p), neuron_statistics(scaled)):
         np.testing.assert_allclose(a, b, rtol=1e-5)
     np.testing.assert_array_equal(swap_counter()(p, scaled), 0)
@@ -76,7 +94,7 @@ def test_zero_column_gives_zero_not_nan_and_errors():
         neuron_statistics(p, "max", "min_mass")
     with pytest.raises(ValueError, match="statistic"):
         swap_counter("median")
-    with pytest.raises(ValueError, match="hidden layer"):
+    with pytest.raises(ValueError, match=r"missing from params"):
         neuron_statistics({"dense_0": p["dense_0"]})
 
 
@@ -156,52 +174,48 @@ def test_nan_under_jit_is_not_checked():
 
 def test_layout_is_checked():
     p = _net()
-    with pytest.raises(ValueError, match=r"layers dense_0..dense_1, got \['dense_0', 'dense_5'\]"):
-        neuron_statistics({"dense_0": p["dense_0"], "dense_5": p["dense_1"]})
-    with pytest.raises(TypeError, match="params must be a dict of layers"):
-        neuron_statistics([p["dense_0"], p["dense_1"]])
+    with pytest.raises(ValueError, match=r"\['dense_1/kernel', 'dense_1/bias'\] are in the spec but missing"):
+        neuron_statistics({"dense_0": p["dense_0"], "dense_5": p["dense_1"], "dense_2": p["dense_2"]})
+    with pytest.raises(ValueError, match=r"axis 0 of 'dense_1/kernel' \(size 6\); the sizes must agree"):
+        neuron_statistics({**p, "dense_1": {"kernel": np.ones((6, 6)), "bias": np.ones(6)}})
+    # under jit the shapes are checked when the observer is traced
+    with pytest.raises(ValueError, match="missing from params"):
+        jax.jit(statistics_observer())({"dense_0": p["dense_0"], "dense_1": p["dense_1"]})
 
 
 # --------------------------------------------------------------------------- any architecture (specs)
-
-def _mlp_scaling_spec(n_hidden):
-    from symlib.symmetry.channel_scaling import ScalingSpec
-    groups = {f"dense_{l}": ((f"dense_{l}/kernel", 1, 1), (f"dense_{l}/bias", 0, 1), (f"dense_{l + 1}/kernel", 0, -1))
-              for l in range(n_hidden)}
-    return ScalingSpec(groups, tuple(f"dense_{l}/kernel" for l in range(n_hidden + 1)))
-
 
 def _optunet(seed):
     from symlib.core.cnn import optunet_init
     return optunet_init(jax.random.key(seed))
 
 
-def test_spec_statistics_equal_the_mlp_ones():
-    from symlib.symmetry.neuron_order import neuron_statistics_spec
+def test_mlp_statistics_equal_the_layer_by_layer_unit_norm():
+    """The spec route gives an MLP's statistics as normalising layer by layer does: rows of
+    layer l times layer l-1's norms, then every column divided by its norm."""
     p = _net(3)
-    spec = mlp_permutation_spec(len(SIZES) - 2)
-    for scaling in ("unit_norm", None):
-        ours = neuron_statistics_spec(_mlp_scaling_spec(len(SIZES) - 2), spec, p, "max", scaling)
-        for a, b in zip(ours, neuron_statistics(p, "max", scaling)):
-            np.testing.assert_allclose(a, b, rtol=1e-5)
+    ours = neuron_statistics(p, "max", "unit_norm")
+    prev = None
+    for l, s in enumerate(ours):
+        k = np.asarray(p[f"dense_{l}"]["kernel"], np.float64)
+        k = k if prev is None else k * prev[:, None]
+        prev = np.sqrt(np.sum(k**2, axis=0))
+        np.testing.assert_allclose(s, (k / prev).max(axis=0), rtol=1e-5)
 
 
 def test_spec_statistics_of_optunet_read_the_unit_norm_kernels():
-    from symlib.symmetry.architectures import optunet_permutation_spec
-    from symlib.symmetry.channel_scaling import optunet_scaling_spec, unit_norm_spec
-    from symlib.symmetry.neuron_order import neuron_statistics_spec
+    from symlib.symmetry.architectures import optunet_permutation_spec, optunet_scaling_spec
     p = _optunet(0)
-    un = unit_norm_spec(optunet_scaling_spec(), p)
-    s_conv, s_dense = neuron_statistics_spec(optunet_scaling_spec(), optunet_permutation_spec(), p)
+    un = unit_norm(optunet_scaling_spec(), p)
+    s_conv, s_dense = _neuron_statistics(optunet_scaling_spec(), optunet_permutation_spec(), p)
     np.testing.assert_allclose(s_conv, np.asarray(un["conv_1"]["kernel"]).reshape(-1, 10).max(0), rtol=1e-5)
     np.testing.assert_allclose(s_dense, np.asarray(un["dense_0"]["kernel"]).max(0), rtol=1e-5)
     # unit norm removes any rescaling: the statistics do not change
-    from symlib.symmetry.channel_scaling import apply_scaling_spec
     rng = np.random.default_rng(1)
-    q = apply_scaling_spec(optunet_scaling_spec(), p, {"conv_0": rng.uniform(0.2, 5, 2),
+    q = apply_scaling(optunet_scaling_spec(), p, {"conv_0": rng.uniform(0.2, 5, 2),
                                                           "conv_1": rng.uniform(0.2, 5, 10),
                                                           "dense_0": rng.uniform(0.2, 5, 3)})
-    for a, b in zip(neuron_statistics_spec(optunet_scaling_spec(), optunet_permutation_spec(), q), (s_conv, s_dense)):
+    for a, b in zip(_neuron_statistics(optunet_scaling_spec(), optunet_permutation_spec(), q), (s_conv, s_dense)):
         np.testing.assert_allclose(a, b, rtol=1e-4)
 
 
@@ -219,26 +233,26 @@ def test_blocked_discordant_pairs_count_pairs_within_blocks(blocks):
 
 
 def test_spec_swap_counter_counts_a_permutation_within_groups():
-    from symlib.symmetry.architectures import optunet_permutation_spec
-    from symlib.symmetry.channel_scaling import optunet_scaling_spec
-    from symlib.symmetry.neuron_order import neuron_statistics_spec, statistics_observer_spec, swap_counter_spec
+    from symlib.symmetry.architectures import optunet_permutation_spec, optunet_scaling_spec
     from symlib.symmetry.specs import random_permutations
     sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
-    count = swap_counter_spec(sspec, pspec)
-    assert count is swap_counter_spec(sspec, pspec) and statistics_observer_spec(sspec, pspec) is not count
+    count = _swap_counter(sspec, pspec)
+    # equal specs (new objects) give the same observer: one compiled training loop
+    assert count is _swap_counter(optunet_scaling_spec(), optunet_permutation_spec())
+    assert _statistics_observer(sspec, pspec) is not count
     p = _optunet(2)
     perms = random_permutations(0, pspec, p)
     q = apply_permutation(pspec, perms, p)
     got = np.asarray(jax.jit(count)(p, q))
-    before = neuron_statistics_spec(sspec, pspec, p)
-    after = neuron_statistics_spec(sspec, pspec, q)
+    before = _neuron_statistics(sspec, pspec, p)
+    after = _neuron_statistics(sspec, pspec, q)
     want = [sum((x[i] - x[j]) * (y[i] - y[j]) < 0 for i in range(len(x)) for j in range(i + 1, len(x))
                 if i // (len(x) // g) == j // (len(x) // g))
             for x, y, g in zip(map(np.asarray, before), map(np.asarray, after), (2, 1))]
     np.testing.assert_array_equal(got, want)
     assert int(jax.jit(count)(p, p).sum()) == 0
     with pytest.raises(ValueError, match="unknown statistic"):
-        swap_counter_spec(sspec, pspec, "median")
+        _swap_counter(sspec, pspec, "median")
 
 
 # ------------------------------------------------------------------ swap_bursts (Fig. 4, left)

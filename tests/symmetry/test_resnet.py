@@ -315,29 +315,29 @@ def test_wasserstein_alignment_undoes_a_planted_permutation_of_a_noisy_posterior
     np.testing.assert_allclose(resnet20_apply(mu1_aligned, x), resnet20_apply(mu1_noisy, x), atol=1e-4)
 
 
-# --------------------------------------------------------------------------- scaling specs (channel_scaling)
+# --------------------------------------------------------------------------- scaling specs (symlib.symmetry.scaling)
 
 
 @pytest.mark.parametrize("arch", ["resnet20", "resnet18"])
 def test_scaling_spec_rescales_without_changing_the_function(arch, r20, r18):
-    from symlib.symmetry.channel_scaling import (apply_scaling_spec, check_scaling_spec, resnet18_scaling_spec,
-                                                 resnet20_scaling_spec, mass_spec)
+    from symlib.symmetry import (apply_scaling, check_scaling_spec, resnet18_scaling_spec,
+                                                 resnet20_scaling_spec, mass)
     net, apply, sspec = ((r20, resnet20_apply, resnet20_scaling_spec()) if arch == "resnet20"
                          else (r18, resnet18_apply, resnet18_scaling_spec()))
     sizes = check_scaling_spec(sspec, net)
     perm_sizes = check_spec(resnet20_permutation_spec() if arch == "resnet20" else resnet18_permutation_spec(), net)
     assert sizes == perm_sizes
     rng = np.random.default_rng(4)
-    q = apply_scaling_spec(sspec, net, {n: rng.uniform(0.3, 3.0, k) for n, k in sizes.items()})
+    q = apply_scaling(sspec, net, {n: rng.uniform(0.3, 3.0, k) for n, k in sizes.items()})
     assert relative_change(apply, net, q, images(6, 2, 3)) < 1e-4
-    assert abs(mass_spec(sspec, q) - mass_spec(sspec, net)) > 1e-3 * mass_spec(sspec, net)
+    assert abs(mass(sspec, q) - mass(sspec, net)) > 1e-3 * mass(sspec, net)
 
 
 def test_min_mass_on_resnet20_keeps_the_function():
-    from symlib.symmetry.channel_scaling import min_mass_spec, resnet20_scaling_spec
+    from symlib.symmetry import min_mass, resnet20_scaling_spec
     net = unflatten_params({k: np.asarray(v, np.float64) for k, v in
                             flatten_params(randomized(resnet20_init(jax.random.PRNGKey(5), 1, 10, 1), 5)).items()})
-    res = min_mass_spec(resnet20_scaling_spec(), net)
+    res = min_mass(resnet20_scaling_spec(), net)
     assert res.converged and res.mass < res.mass_before
     with jax.enable_x64(True):
         x = jnp.asarray(np.asarray(images(7, 2, 1, size=16)), jnp.float64)
@@ -345,7 +345,7 @@ def test_min_mass_on_resnet20_keeps_the_function():
 
 
 def test_scaling_spec_refuses_channels_before_a_norm():
-    from symlib.symmetry.channel_scaling import resnet18_scaling_spec, resnet20_scaling_spec
+    from symlib.symmetry import resnet18_scaling_spec, resnet20_scaling_spec
     with pytest.raises(ValueError, match=r"'stage_1/block_1/conv_0' have no scaling symmetry.*"
                                          r"'stage_1/block_1/norm_0' \(LayerNorm\).*group 'P_stage_1_block_1'"):
         resnet20_scaling_spec(["stage_1/block_1/conv_0"])

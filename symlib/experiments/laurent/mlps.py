@@ -230,28 +230,32 @@ def _laurent_summary(res: dict[str, Any]) -> dict[str, Any]:
     Hessian eigenvalues, random lines, largest weights) and the KS tests of the marginals."""
     from symlib.core.models import unstack
     from symlib.evaluation.marginals import first_last_pvalues
-    from symlib.symmetry.scaling import check_function_unchanged, identifiable, min_mass, sort_neurons
+    from symlib.core.models import mlp_apply
+    from symlib.symmetry import identifiable, min_mass, mlp_permutation_spec, mlp_scaling_spec, sort_neurons
+    from symlib.symmetry.scaling import function_change
 
     nets = unstack(res["params"], np.float64)
     L = len(nets[0])
     layers = [f"dense_{l}" for l in range(L)]
-    solved = [min_mass(net) for net in nets]
+    sspec, pspec = mlp_scaling_spec(L - 1), mlp_permutation_spec(L - 1)
+    solved = [min_mass(sspec, net) for net in nets]
     rng = np.random.default_rng(0)
     eig = {"trained": [], "halfway": [], "min-mass": []}
     line_min_at_optimum, line_convex, lines = 0, 0, 0
     for net, s in zip(nets, solved):
-        for where, u in (("trained", None), ("halfway", [x / 2 for x in s.log_scales]), ("min-mass", s.log_scales)):
+        logs = [s.log_scales[g] for g in sspec.groups]
+        for where, u in (("trained", None), ("halfway", [x / 2 for x in logs]), ("min-mass", logs)):
             ev = np.linalg.eigvalsh(mass_hessian(net, u))
             eig[where].append(ev[0] / ev[-1])
         for _ in range(8):
-            v = [rng.normal(size=x.shape) for x in s.log_scales]
+            v = [rng.normal(size=x.shape) for x in logs]
             norm = np.sqrt(sum(np.sum(x**2) for x in v))
-            m = mass_along_line(net, s.log_scales, [x / norm for x in v], LINE_T)
+            m = mass_along_line(net, logs, [x / norm for x in v], LINE_T)
             lines += 1
             line_min_at_optimum += int(np.argmin(m) == len(LINE_T) // 2)
             line_convex += int(np.all(np.diff(m, 2) >= -1e-12 * m.max()))
-    forms = {"raw": nets, "permutation removed": [sort_neurons(n)[0] for n in nets],
-             "scaling and permutation removed": [identifiable(n) for n in nets]}
+    forms = {"raw": nets, "permutation removed": [sort_neurons(pspec, n)[0] for n in nets],
+             "scaling and permutation removed": [identifiable(sspec, pspec, n) for n in nets]}
     pvals = {k: [first_last_pvalues(g, l) for l in range(L)] for k, g in forms.items()}
     sizes = np.asarray(res["sizes"])
     return {"nets": int(len(res["test_accuracy"])), "test_accuracy_mean": float(np.mean(res["test_accuracy"])),
@@ -265,8 +269,10 @@ def _laurent_summary(res: dict[str, Any]) -> dict[str, Any]:
                 layer_weights=[int(a * b) for a, b in zip(sizes[:-1], sizes[1:])],
                 layer_params=[int(a * b + b) for a, b in zip(sizes[:-1], sizes[1:])], eig=eig,
                 lines=(lines, line_min_at_optimum, line_convex),
-                max_logit_change=max(check_function_unchanged(n, s.params, key=i, n=64)
-                                     for i, (n, s) in enumerate(zip(nets, solved)))),
+                max_logit_change=max(
+                    function_change(mlp_apply, n, s.params,
+                                    np.random.default_rng(i).normal(size=(64, n["dense_0"]["kernel"].shape[0])))
+                    for i, (n, s) in enumerate(zip(nets, solved)))),
             "marginals": {
                 "positions": [int(len(p)) for p in pvals["raw"]],
                 "share_below_005": {k: float(np.mean(np.concatenate(v) < 0.05)) for k, v in pvals.items()},
@@ -600,6 +606,7 @@ def laurent_mlps(profile: Profile) -> dict[str, Any]:
     from symlib.core.models import mlp_apply
     from symlib.evaluation.metrics import accuracy
     from symlib.inference.training import learning_rate_at
+    from symlib.symmetry import mlp_permutation_spec, mlp_scaling_spec
     from symlib.symmetry.neuron_order import statistics_observer, swap_counter
 
     d = load_data(profile)
@@ -607,12 +614,13 @@ def laurent_mlps(profile: Profile) -> dict[str, Any]:
     cfg = laurent_train_config(profile, x.shape[0])
     sizes = [x.shape[1], *profile.laurent_hidden, 10]
     n = profile.laurent_nets
+    specs = mlp_scaling_spec(len(sizes) - 2), mlp_permutation_spec(len(sizes) - 2)
     # blocks of LAURENT_MLP_BLOCK networks, each kept in the artifact cache: a killed run resumes
     params, losses, seen = fit_many_blocks("laurent_mlps", _laurent_config(profile), lambda k: mlp_init(k, sizes),
                                            jax.random.split(jax.random.key(5000), n),
                                            jax.random.split(jax.random.key(6000), n), x, y, cfg,
-                                           block_size=LAURENT_MLP_BLOCK, observe=swap_counter("max", "unit_norm"),
-                                           observe_epoch=statistics_observer("max", "unit_norm"))
+                                           block_size=LAURENT_MLP_BLOCK, observe=swap_counter(*specs, "max", "unit_norm"),
+                                           observe_epoch=statistics_observer(*specs, "max", "unit_norm"))
     acc = jax.vmap(lambda p: accuracy(mlp_apply(p, d["x_test"]), d["y_test"]))(params)
     return {"params": jax.device_get(params), "epoch_loss": np.asarray(losses),
             "swaps": np.asarray(seen["step"]), "test_accuracy": np.asarray(acc),

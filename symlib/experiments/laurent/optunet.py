@@ -6,7 +6,7 @@ recipe (:func:`optunet_train_config`: SGD 0.04, weight
 decay 2e-4, learning rate halved at a quarter and half of training, batch 64, random
 crops) for ``optunet_epochs`` epochs on the profile's MNIST training split. Its summary
 solves the min-mass problem of every network through OptuNet's scaling spec
-(:func:`symlib.symmetry.channel_scaling.min_mass_spec`) and carries the numbers of the
+(:func:`symlib.symmetry.scaling.min_mass`) and carries the numbers of the
 Fig. 2 / Prop. 2 / Cor. 1 claims, which are the claims of ``laurent_mlps`` registered for
 this experiment too.
 """
@@ -91,7 +91,7 @@ class OptuNetsResult(ExperimentResult):
         test_accuracy: test accuracy of each network.
         converged: networks at or above :data:`CONVERGED_ACCURACY` test accuracy.
         swaps: ``(nets, epochs, steps, permutations)`` pairs of sorted units that changed
-            places in each step (:func:`symlib.symmetry.neuron_order.swap_counter_spec`).
+            places in each step (:func:`symlib.symmetry.neuron_order.swap_counter`).
         epoch_stats: per permutation, ``(nets, epochs, units)`` sorting statistics at the end
             of every epoch.
         perm_names: the permutations of :func:`symlib.symmetry.architectures.optunet_permutation_spec`.
@@ -171,9 +171,8 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.data import standardize
     from symlib.inference.training import learning_rate_at
-    from symlib.symmetry.architectures import optunet_permutation_spec
-    from symlib.symmetry.channel_scaling import optunet_scaling_spec
-    from symlib.symmetry.neuron_order import statistics_observer_spec, swap_counter_spec
+    from symlib.symmetry.architectures import optunet_permutation_spec, optunet_scaling_spec
+    from symlib.symmetry.neuron_order import statistics_observer, swap_counter
 
     d = optunet_data(profile)
     x, y = d["x_train"], d["y_train"]
@@ -182,8 +181,8 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
     # blocks of optunet_block() networks, each kept in the artifact cache: a killed run resumes
     params, losses, seen = train_many_blocks("laurent_optunets", _config(profile), jax.random.key(2024), optunet_init,
                                              optunet_apply, profile.optunet_nets, x, y, cfg,
-                                             block_size=optunet_block(), observe=swap_counter_spec(sspec, pspec),
-                                             observe_epoch=statistics_observer_spec(sspec, pspec))
+                                             block_size=optunet_block(), observe=swap_counter(sspec, pspec),
+                                             observe_epoch=statistics_observer(sspec, pspec))
     logits = jax.vmap(optunet_apply, in_axes=(0, None))(params, d["x_test"])
     acc = np.mean(np.asarray(logits.argmax(-1)) == np.asarray(d["y_test"])[None], axis=1)
     sizes = [int(s.shape[-1]) for s in seen["epoch"]]
@@ -197,13 +196,13 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
 
 def _lines(spec, net, log_scales: dict, rng: np.random.Generator, count: int) -> tuple[int, int]:
     """Of ``count`` random lines through the optimum: how many are convex, how many smallest there."""
-    from symlib.symmetry.channel_scaling import mass_along_spec
+    from symlib.symmetry.scaling import mass_along
 
     at_optimum = convex = 0
     for _ in range(count):
         v = {n: rng.normal(size=u.shape) for n, u in log_scales.items()}
         norm = np.sqrt(sum(np.sum(x**2) for x in v.values()))
-        m = mass_along_spec(spec, net, log_scales, {n: x / norm for n, x in v.items()}, LINE_T)
+        m = mass_along(spec, net, log_scales, {n: x / norm for n, x in v.items()}, LINE_T)
         at_optimum += int(np.argmin(m) == len(LINE_T) // 2)
         convex += int(np.all(np.diff(m, 2) >= -1e-12 * m.max()))
     return at_optimum, convex
@@ -224,11 +223,10 @@ def optunet_summary(art: dict[str, Any]) -> dict[str, Any]:
     Raises:
         ValueError: if no network converged (nothing to analyse).
     """
-    import jax.numpy as jnp
-
     from symlib.core.cnn import OPTUNET_SHAPES, optunet_apply
     from symlib.core.models import unstack
-    from symlib.symmetry.channel_scaling import min_mass_spec, optunet_scaling_spec, mass_hessian_spec
+    from symlib.symmetry.architectures import optunet_scaling_spec
+    from symlib.symmetry.scaling import function_change, mass_hessian, min_mass
 
     res = OptuNetsResult.from_artifact(art)
     keep = np.flatnonzero(res.converged)
@@ -237,18 +235,16 @@ def optunet_summary(art: dict[str, Any]) -> dict[str, Any]:
                          f"(best {res.test_accuracy.max():.3f}); train longer (optunet_epochs)")
     spec = optunet_scaling_spec()
     nets = [unstack(art["params"], np.float64)[i] for i in keep]
-    solved = [min_mass_spec(spec, net) for net in nets]
+    solved = [min_mass(spec, net) for net in nets]
     x = np.random.default_rng(0).normal(size=(64, 28, 28, 1))
-    with jax.enable_x64(True):
-        apply = jax.jit(optunet_apply)
-        change = max(float(jnp.max(jnp.abs(apply(n, x) - apply(s.params, x)))) for n, s in zip(nets, solved))
+    change = max(function_change(optunet_apply, n, s.params, x) for n, s in zip(nets, solved))
     rng = np.random.default_rng(0)
     eig = {"trained": [], "halfway": [], "min-mass": []}
     at_opt = convex = lines = 0
     for net, s in zip(nets, solved):
         logs = {n: np.log(v) for n, v in s.scales.items()}
         for where, u in (("trained", None), ("halfway", {n: v / 2 for n, v in logs.items()}), ("min-mass", logs)):
-            ev = np.linalg.eigvalsh(mass_hessian_spec(spec, net, u))
+            ev = np.linalg.eigvalsh(mass_hessian(spec, net, u))
             eig[where].append(ev[0] / ev[-1])
         a, c = _lines(spec, net, logs, rng, 8)
         at_opt, convex, lines = at_opt + a, convex + c, lines + 8

@@ -234,7 +234,8 @@ def toy_perceptrons(profile: Profile) -> dict[str, Any]:
         of those weights).
     """
     from symlib.experiments.laurent.toy import sort_by_output_weight, train_perceptrons, two_gaussians
-    from symlib.symmetry.scaling import check_function_unchanged, unit_norm
+    from symlib.core.models import mlp_apply
+    from symlib.symmetry.scaling import function_change, mlp_scaling_spec, unit_norm
 
     x, y = two_gaussians()
     params, loss = train_perceptrons(jax.random.key(0), x, y, TOY_NETS)
@@ -243,9 +244,10 @@ def toy_perceptrons(profile: Profile) -> dict[str, Any]:
     max_diff = 0.0
     for i in keep:
         net = jax.tree_util.tree_map(lambda a: np.asarray(a[i], np.float64), params)
-        scaled = unit_norm(net)
+        scaled = unit_norm(mlp_scaling_spec(1), net)
         canonical, _ = sort_by_output_weight(scaled)
-        max_diff = max(max_diff, check_function_unchanged(net, canonical, key=int(i), n=64))
+        inputs = np.random.default_rng(int(i)).normal(size=(64, net["dense_0"]["kernel"].shape[0]))
+        max_diff = max(max_diff, function_change(mlp_apply, net, canonical, inputs))
         for k, v in (("raw", net), ("unit_norm", scaled), ("canonical", canonical)):
             out[k].append(v["dense_1"]["kernel"][:, 0])
     forms = {k: np.asarray(v) for k, v in out.items()}

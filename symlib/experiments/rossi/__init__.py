@@ -20,57 +20,28 @@ lower only after alignment (Sec. 5.1); and the timing statements of App. C.
 
 Parts: :mod:`~symlib.experiments.rossi.settings`, :mod:`~symlib.experiments.rossi.runs`,
 :mod:`~symlib.experiments.rossi.tables` and :mod:`~symlib.experiments.rossi.claims`; every
-public name is also here.
+public name is also here (loaded on first use, from the table ``_EXPORTS``). Importing the package
+imports every part: they register the experiments and claims.
 """
 from __future__ import annotations
 
-from symlib.experiments.rossi.settings import (  # noqa: F401
-    ROSSI_VI_SETTINGS,
-    ROSSI_TRAINING_AS_EXTRACTED,
-    TIMING_REPEATS,
-    ROSSI_APPC_CLAIMS,
-    ROSSI_SEC51_CLAIMS,
-    ALIGN_DATASETS,
-    SPLITS,
-)
-from symlib.experiments.rossi.runs import (  # noqa: F401
-    AlignedVIPair,
-    VIAlignmentResult,
-    align_and_compare,
-    fit_and_align_pair,
-    vi_alignment,
-    ROBUSTNESS_PRIOR_VARS,
-    ROBUSTNESS_TEMPERATURES,
-    ROBUSTNESS_DATASET,
-    vi_alignment_robustness,
-    load_resnet_data,
-    resnet20_loglik,
-    vi_alignment_resnet20,
-    VIAlignmentTimings,
-    TIMED_COLUMNS,
-    time_alignments,
-    vi_alignment_timings,
-)
-from symlib.experiments.rossi.tables import (  # noqa: F401
-    barriers_against_width,
-    training_length_rows,
-    TRAINING_LENGTH_HEADERS,
-    width_gaps,
-    mean_se,
-    format_mean_se,
-    barrier_table_rows,
-    BARRIER_TABLE_HEADERS,
-    timing_table_rows,
-    TIMING_TABLE_HEADERS,
-    QUICK_BEFORE_REPLICATES,
-    RESNET_STANDIN_TRIALS,
-    RESNET_STANDIN_HEADERS,
-)
-from symlib.experiments.rossi.claims import (  # noqa: F401
-    barrier_reduction,
-    width_slopes,
-    width_slope_rows,
-    WIDTH_SLOPE_HEADERS,
-    RESNET_MIN_ACCURACY,
-    TIMING_CLAIMS_MACHINE_DEPENDENT,
-)
+from symlib.core.exports import lazy_exports
+
+_EXPORTS = {
+    "settings": ["ROSSI_VI_SETTINGS", "ROSSI_TRAINING_AS_EXTRACTED", "TIMING_REPEATS", "ROSSI_APPC_CLAIMS",
+                 "ROSSI_SEC51_CLAIMS", "ALIGN_DATASETS", "SPLITS"],
+    "runs": ["AlignedVIPair", "VIAlignmentResult", "align_and_compare", "fit_and_align_pair", "vi_alignment",
+             "ROBUSTNESS_PRIOR_VARS", "ROBUSTNESS_TEMPERATURES", "ROBUSTNESS_DATASET", "vi_alignment_robustness",
+             "load_resnet_data", "resnet20_loglik", "vi_alignment_resnet20", "VIAlignmentTimings", "TIMED_COLUMNS",
+             "time_alignments", "vi_alignment_timings"],
+    "tables": ["barriers_against_width", "training_length_rows", "TRAINING_LENGTH_HEADERS", "width_gaps", "mean_se",
+               "format_mean_se", "barrier_table_rows", "BARRIER_TABLE_HEADERS", "timing_table_rows",
+               "TIMING_TABLE_HEADERS", "QUICK_BEFORE_REPLICATES", "RESNET_STANDIN_TRIALS", "RESNET_STANDIN_HEADERS"],
+    "claims": ["barrier_reduction", "width_slopes", "width_slope_rows", "WIDTH_SLOPE_HEADERS", "RESNET_MIN_ACCURACY",
+               "TIMING_CLAIMS_MACHINE_DEPENDENT"],
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+
+# the parts register their experiments (runs) and claims (claims) when imported: eagerly, in this order
+from symlib.experiments.rossi import settings, runs, tables, claims  # noqa: E402,F401

@@ -10,78 +10,31 @@ Parts: :mod:`~symlib.experiments.xiao.settings` (the paper's numbers, claims and
 :mod:`~symlib.experiments.xiao.results` (typed results),
 :mod:`~symlib.experiments.xiao.runs` (Fig. 1-2), :mod:`~symlib.experiments.xiao.posteriors`
 (App. A, Table 1, Fig. 3) and :mod:`~symlib.experiments.xiao.claims`; every public name is
-also here.
+also here (loaded on first use, from the table ``_EXPORTS``). Importing the package imports every
+part: they register the experiments and claims.
 """
 from __future__ import annotations
 
-from symlib.experiments.xiao.settings import (  # noqa: F401
-    XIAO_SEC1_CLAIMS,
-    XIAO_FIG1_CLAIMS,
-    XIAO_FIG2_CLAIMS,
-    XIAO_TABLE1,
-    XIAO_TABLE1_SETTING,
-    XIAO_FIG3_CLAIMS,
-    MLP_SEEDS,
-    MATCHING_METHODS,
-    SPLITS,
-    PRUNE_FRACTIONS,
-)
-from symlib.experiments.xiao.results import (  # noqa: F401
-    PredictiveScore,
-    TrainedNet,
-    MapPairResult,
-    RebasinResult,
-    NoTSweepResult,
-    NoTTrace,
-    NoTPathsResult,
-    EnsembleRun,
-    VIRun,
-    HMCDiagnostics,
-    HMCRun,
-    Table1Row,
-    PruningCurves,
-    CompactRun,
-    CompactResult,
-    repaired_units_summary,
-)
-from symlib.experiments.xiao.runs import (  # noqa: F401
-    mlp_map_pair,
-    pair_seeds,
-    rebasin_barriers,
-    barrier_replicates,
-    pair_barrier_lists,
-    not_grid,
-    not_sweep,
-    REPAIRED_ACTIVITY_IMAGES,
-    describe_repaired,
-    not_paths_replicates,
-    not_paths,
-)
-from symlib.experiments.xiao.posteriors import (  # noqa: F401
-    ensemble,
-    vi,
-    HMCBudget,
-    hmc_budget,
-    hmc_run_dir,
-    hmc,
-    hmc_samples,
-    PIECES_CHAINS,
-    PIECES_SAMPLES,
-    PIECES_CHUNK,
-    MATCH_EXAMPLES,
-    hmc_pieces_run,
-    hmc_pieces_summary,
-    table1_row,
-    NEAR_PRIOR_FACTOR,
-    near_prior_fraction,
-    always_zero_pixels,
-    unit_sigma_medians,
-    pixel_sigma_medians,
-    chain_groups,
-    compact_representation,
-    CHAIN_COUNTS,
-    agreement_by_chains,
-)
-from symlib.experiments.xiao.claims import (  # noqa: F401
-    NEAR_PRIOR_COLUMNS,
-)
+from symlib.core.exports import lazy_exports
+
+_EXPORTS = {
+    "settings": ["XIAO_SEC1_CLAIMS", "XIAO_FIG1_CLAIMS", "XIAO_FIG2_CLAIMS", "XIAO_TABLE1", "XIAO_TABLE1_SETTING",
+                 "XIAO_FIG3_CLAIMS", "MLP_SEEDS", "MATCHING_METHODS", "SPLITS", "PRUNE_FRACTIONS"],
+    "results": ["PredictiveScore", "TrainedNet", "MapPairResult", "RebasinResult", "NoTSweepResult", "NoTTrace",
+                "NoTPathsResult", "EnsembleRun", "VIRun", "HMCDiagnostics", "HMCRun", "Table1Row", "PruningCurves",
+                "CompactRun", "CompactResult", "repaired_units_summary"],
+    "runs": ["mlp_map_pair", "pair_seeds", "rebasin_barriers", "barrier_replicates", "pair_barrier_lists", "not_grid",
+             "not_sweep", "REPAIRED_ACTIVITY_IMAGES", "describe_repaired", "not_paths_replicates", "not_paths"],
+    "posteriors": ["ensemble", "vi", "HMCBudget", "hmc_budget", "hmc_run_dir", "hmc", "hmc_samples", "PIECES_CHAINS",
+                   "PIECES_SAMPLES", "PIECES_CHUNK", "MATCH_EXAMPLES", "hmc_pieces_run", "hmc_pieces_summary",
+                   "table1_row", "NEAR_PRIOR_FACTOR", "near_prior_fraction", "always_zero_pixels", "unit_sigma_medians",
+                   "pixel_sigma_medians", "chain_groups", "compact_representation", "CHAIN_COUNTS",
+                   "agreement_by_chains"],
+    "claims": ["NEAR_PRIOR_COLUMNS"],
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+
+# the parts register their experiments (runs, posteriors) and claims (claims) when imported: eagerly,
+# in this order
+from symlib.experiments.xiao import settings, results, runs, posteriors, claims  # noqa: E402,F401

@@ -7,7 +7,7 @@ permuted together. :func:`permutation_spec_from_flax` does the same for a
 ``flax.linen`` module (``module.apply``), also over its ``batch_stats`` when given the
 whole variables dict. :func:`scaling_spec_from_apply` / :func:`scaling_spec_from_flax`
 derive the positive-scaling symmetries of ReLU networks as a
-:class:`~symlib.symmetry.channel_scaling.ScalingSpec`. :func:`derive_report` returns the
+:class:`~symlib.symmetry.scaling.ScalingSpec`. :func:`derive_report` returns the
 permutation spec together with the reason why each parameter axis left unpermuted was
 stopped.
 
@@ -86,13 +86,13 @@ producing kernel and a consuming one makes :func:`scaling_spec_from_apply` raise
 ``ValueError`` naming it. A grouped convolution with one input channel per group reads
 channel ``c`` through output channels ``c*m .. c*m+m-1`` of its kernel: the outgoing entry
 is that kernel's output axis (the repeat convention of
-:class:`~symlib.symmetry.channel_scaling.ScalingSpec`, as in
-:func:`~symlib.symmetry.channel_scaling.optunet_scaling_spec`). A group touching a
+:class:`~symlib.symmetry.scaling.ScalingSpec`, as in
+:func:`~symlib.symmetry.architectures.optunet_scaling_spec`). A group touching a
 kernel read by several ``dot_general``/``conv`` (tied weights) is left out. A unit normalised by a
 norm (channels before a LayerNorm, or before batch norm in inference form) has no exact
 scaling symmetry and is left out. ``mass_paths`` are the kernels and the parameters
 multiplied into a unit (norms' ``scale``), as in
-:func:`~symlib.symmetry.channel_scaling.resnet20_scaling_spec`: a group whose incoming
+:func:`~symlib.symmetry.architectures.resnet20_scaling_spec`: a group whose incoming
 side is a norm's ``scale`` needs it in the mass, or the mass would fall forever. Groups
 are named as permutations.
 
@@ -122,7 +122,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from symlib.symmetry.channel_scaling import ScalingSpec
+from symlib.symmetry.scaling import ScalingSpec
 from symlib.symmetry.specs import PermutationSpec, flatten_params, part_name
 from symlib.symmetry.derive._graph import DeriveReport, Graph, UnsupportedOperationError, aval_shape
 from symlib.symmetry.derive._rules import trace_graph

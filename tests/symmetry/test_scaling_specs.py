@@ -1,4 +1,6 @@
-"""Scaling symmetries of networks described by a ScalingSpec (symlib.symmetry.channel_scaling)."""
+"""Scaling symmetries of networks described by a ScalingSpec (symlib.symmetry.scaling), the built-in
+architecture specs (symlib.symmetry.architectures) and the canonical forms on them
+(symlib.symmetry.canonical)."""
 import jax
 import numpy as np
 import pytest
@@ -6,20 +8,20 @@ import pytest
 from _helpers import optunet_logits64
 from symlib.core.cnn import optunet_init
 from symlib.core.models import mlp_init
-from symlib.symmetry.architectures import optunet_permutation_spec
-from symlib.symmetry.channel_scaling import (
-    chain_kernels,
+from symlib.symmetry.architectures import optunet_permutation_spec, optunet_scaling_spec
+from symlib.symmetry.canonical import identifiable, sort_neurons
+from symlib.symmetry.scaling import (
+    MIN_MASS_DEFAULTS,
     ScalingSpec,
-    apply_scaling_spec,
+    apply_scaling,
+    chain_kernels,
     check_scaling_spec,
-    identifiable_spec,
-    min_mass_spec,
-    optunet_scaling_spec,
-    sort_neurons_spec,
-    mass_spec,
-    unit_norm_spec,
+    degenerate_neurons,
+    mass,
+    min_mass,
+    mlp_scaling_spec,
+    unit_norm,
 )
-from symlib.symmetry.scaling import min_mass
 from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, random_permutations
 
 SPEC = optunet_scaling_spec()
@@ -55,7 +57,7 @@ def test_optunet_groups(net):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_random_rescaling_keeps_the_function(net, images, seed):
-    scaled = apply_scaling_spec(SPEC, net, _random_scales(seed, net))
+    scaled = apply_scaling(SPEC, net, _random_scales(seed, net))
     assert _max_diff(scaled, net) > 1e-3
     np.testing.assert_allclose(optunet_logits64(scaled, images), optunet_logits64(net, images), atol=1e-12)
 
@@ -63,48 +65,51 @@ def test_random_rescaling_keeps_the_function(net, images, seed):
 def test_rescaling_the_incoming_side_alone_changes_the_function(net, images):
     """The check can fail: without its outgoing side a rescaling is not a symmetry."""
     half = ScalingSpec({"conv_1": (("conv_1/kernel", 3, 1), ("dense_1/bias", 0, -1))}, SPEC.mass_paths)
-    scaled = apply_scaling_spec(half, net, {"conv_1": np.linspace(0.5, 2.0, 10)})
+    scaled = apply_scaling(half, net, {"conv_1": np.linspace(0.5, 2.0, 10)})
     assert np.abs(optunet_logits64(scaled, images) - optunet_logits64(net, images)).max() > 1e-4
 
 
 def test_min_mass_is_the_same_for_the_whole_orbit(net, images):
-    a = min_mass_spec(SPEC, net)
-    b = min_mass_spec(SPEC, apply_scaling_spec(SPEC, net, _random_scales(5, net)))
+    a = min_mass(SPEC, net)
+    b = min_mass(SPEC, apply_scaling(SPEC, net, _random_scales(5, net)))
     assert a.converged and b.converged and a.mass < a.mass_before
     assert abs(a.mass - b.mass) < 1e-10 * a.mass
     assert _max_diff(a.params, b.params) < 1e-9
     np.testing.assert_allclose(optunet_logits64(a.params, images), optunet_logits64(net, images), atol=1e-12)
-    np.testing.assert_allclose(mass_spec(SPEC, a.params), a.mass)
+    np.testing.assert_allclose(mass(SPEC, a.params), a.mass)
 
 
 def test_min_mass_balances_incoming_and_outgoing_mass(net):
     """At the minimum the gradient vanishes: every unit's incoming mass equals its outgoing mass."""
-    from symlib.symmetry.channel_scaling import _float64, _side_mass
+    from symlib.symmetry.scaling import _float64, _side_mass
 
-    p = min_mass_spec(SPEC, net).params
+    p = min_mass(SPEC, net).params
     flat, sizes = _float64(SPEC, p), check_scaling_spec(SPEC, p)
     for name in SPEC.groups:
         np.testing.assert_allclose(_side_mass(SPEC, flat, sizes, name, 1), _side_mass(SPEC, flat, sizes, name, -1),
                                    rtol=1e-8)
 
 
-def test_min_mass_agrees_with_the_mlp_solver():
+def test_min_mass_dense_agrees_with_the_chain_solver():
+    """A hand-written MLP spec (groups h0, h1): dense Newton agrees with the chain solver's
+    Newton on mlp_scaling_spec, and "auto" on it is the chain solver, with its result."""
     mlp = _f64(mlp_init(jax.random.PRNGKey(3), [5, 7, 6, 3]))
     spec = ScalingSpec(
         {"h0": (("dense_0/kernel", 1, 1), ("dense_0/bias", 0, 1), ("dense_1/kernel", 0, -1)),
          "h1": (("dense_1/kernel", 1, 1), ("dense_1/bias", 0, 1), ("dense_2/kernel", 0, -1))},
         ("dense_0/kernel", "dense_1/kernel", "dense_2/kernel"))
-    ours, ref = min_mass_spec(spec, mlp, method="dense", tol=1e-14), min_mass(mlp, method="newton", tol=1e-14)
-    assert ours.solver == "dense"
+    mlp_spec = mlp_scaling_spec(2)
+    ours, ref = min_mass(spec, mlp, method="dense", tol=1e-14), min_mass(mlp_spec, mlp, method="newton", tol=1e-14)
+    assert ours.solver == "dense" and ref.solver == "chain"
     assert abs(ours.mass - ref.mass) < 1e-12 * ref.mass
     assert _max_diff(ours.params, ref.params) < 1e-9
-    # the same spec is a chain: "auto" uses the MLP's solver, with its result
-    chained = min_mass_spec(spec, mlp, tol=1e-10, max_iter=10_000)
-    same = min_mass(mlp)
-    assert chained.solver == "chain"
+    # the same spec is a chain: "auto" uses the chain solver, with its result (tol=None: the chain defaults)
+    chained = min_mass(spec, mlp, tol=1e-10, max_iter=10_000)
+    same = min_mass(mlp_spec, mlp)
+    assert chained.solver == "chain" and same.solver == "chain"
     assert chained.mass == same.mass and _max_diff(chained.params, same.params) < 1e-12  # same log-scales
-    for name, s in zip(spec.groups, same.scales):
-        np.testing.assert_array_equal(chained.scales[name], s)
+    for name, group in zip(spec.groups, mlp_spec.groups):
+        np.testing.assert_array_equal(chained.scales[name], same.scales[group])
 
 
 def test_chain_specs_are_recognised_whatever_the_names():
@@ -124,37 +129,38 @@ def test_chain_specs_are_recognised_whatever_the_names():
     params = jax.tree_util.tree_map(lambda a: a + np.random.default_rng(0).normal(size=a.shape), params)
     spec = scaling_spec_from_flax(MLP(), params, x)
     assert chain_kernels(spec, params) == ["Dense_0/kernel", "Dense_1/kernel", "Dense_2/kernel"]
-    chain, dense = min_mass_spec(spec, params), min_mass_spec(spec, params, method="dense")
+    chain, dense = min_mass(spec, params), min_mass(spec, params, method="dense")
     assert (chain.solver, dense.solver) == ("chain", "dense")
     assert abs(chain.mass - dense.mass) < 1e-10 * dense.mass
     assert chain_kernels(SPEC, _f64(optunet_init(jax.random.key(0)))) is None  # grouped conv: not a chain
     with pytest.raises(ValueError, match="needs a chain spec"):
-        min_mass_spec(SPEC, _f64(optunet_init(jax.random.key(0))), method="bcd")
+        min_mass(SPEC, _f64(optunet_init(jax.random.key(0))), method="bcd")
     with pytest.raises(ValueError, match="method must be"):
-        min_mass_spec(spec, params, method="lbfgs")
+        min_mass(spec, params, method="lbfgs")
 
 
 def test_unit_norm_and_identifiable_are_canonical(net, images):
     pspec = optunet_permutation_spec()
-    rescaled = apply_scaling_spec(SPEC, net, _random_scales(8, net))
-    assert _max_diff(unit_norm_spec(SPEC, net), unit_norm_spec(SPEC, rescaled)) < 1e-12
+    rescaled = apply_scaling(SPEC, net, _random_scales(8, net))
+    assert _max_diff(unit_norm(SPEC, net), unit_norm(SPEC, rescaled)) < 1e-12
     other = apply_permutation(pspec, random_permutations(7, pspec, net), rescaled)
     for scaling in ("min_mass", "unit_norm"):
-        a, b = identifiable_spec(SPEC, pspec, net, scaling), identifiable_spec(SPEC, pspec, other, scaling)
-        assert _max_diff(a, b) < 1e-9
-        np.testing.assert_allclose(optunet_logits64(a, images), optunet_logits64(net, images), atol=1e-12)
+        for sort in ({"statistic": None, "ties": "index"}, {}):  # the first weight (the paper's NS); the defaults
+            a, b = identifiable(SPEC, pspec, net, scaling, **sort), identifiable(SPEC, pspec, other, scaling, **sort)
+            assert _max_diff(a, b) < 1e-9
+            np.testing.assert_allclose(optunet_logits64(a, images), optunet_logits64(net, images), atol=1e-12)
     with pytest.raises(ValueError, match="scaling must be"):
-        identifiable_spec(SPEC, pspec, net, "max")
+        identifiable(SPEC, pspec, net, "max")
 
 
 def test_sorting_is_descending_within_groups(net):
-    sorted_net, perms = sort_neurons_spec(optunet_permutation_spec(), net)
+    sorted_net, perms = sort_neurons(optunet_permutation_spec(), net, statistic=None, ties="index")
     key = sorted_net["conv_1"]["kernel"][0, 0, 0]
     assert (np.diff(key[:5]) <= 0).all() and (np.diff(key[5:]) <= 0).all()
     assert (perms["P_conv_1"][:5] < 5).all()
     assert (np.diff(sorted_net["dense_0"]["kernel"][0]) <= 0).all()
     mlp = _f64(mlp_init(jax.random.PRNGKey(1), [4, 6, 3]))
-    s, _ = sort_neurons_spec(mlp_permutation_spec(1), mlp)
+    s, _ = sort_neurons(mlp_permutation_spec(1), mlp, statistic=None, ties="index")
     assert (np.diff(s["dense_0"]["kernel"][0]) <= 0).all()
 
 
@@ -166,31 +172,31 @@ def test_errors_name_the_problem(net):
         check_scaling_spec(SPEC, {k: v for k, v in net.items() if k != "conv_1"})
     dead = {**net, "dense_1": {"kernel": np.zeros((3, 10)), "bias": net["dense_1"]["bias"]}}
     with pytest.raises(ValueError, match="group 'dense_0'.*outgoing"):
-        min_mass_spec(SPEC, dead)
+        min_mass(SPEC, dead)
     with pytest.raises(ValueError, match="positive"):
-        apply_scaling_spec(SPEC, net, {**_random_scales(0, net), "conv_0": np.array([1.0, -1.0])})
+        apply_scaling(SPEC, net, {**_random_scales(0, net), "conv_0": np.array([1.0, -1.0])})
     with pytest.raises(ValueError, match="missing"):
-        apply_scaling_spec(SPEC, net, {"conv_0": np.ones(2)})
+        apply_scaling(SPEC, net, {"conv_0": np.ones(2)})
     with pytest.raises(ValueError, match="incoming"):
         ScalingSpec({"g": (("a", 0, -1),)}, ())
 
 
 def test_mass_hessian_is_positive_definite_and_lines_are_convex(net):
-    from symlib.symmetry.channel_scaling import mass_along_spec, mass_hessian_spec
+    from symlib.symmetry.scaling import mass_along, mass_hessian
 
-    res = min_mass_spec(SPEC, net)
+    res = min_mass(SPEC, net)
     logs = {n: np.log(s) for n, s in res.scales.items()}
     for where in (None, logs):
-        ev = np.linalg.eigvalsh(mass_hessian_spec(SPEC, net, where))
+        ev = np.linalg.eigvalsh(mass_hessian(SPEC, net, where))
         assert ev[0] > 1e-8 * ev[-1]
     rng = np.random.default_rng(0)
     direction = {n: rng.normal(size=s.shape) for n, s in logs.items()}
     t = np.linspace(-1, 1, 21)
-    m = mass_along_spec(SPEC, net, logs, direction, t)
+    m = mass_along(SPEC, net, logs, direction, t)
     assert np.argmin(m) == 10 and np.all(np.diff(m, 2) > 0)
     np.testing.assert_allclose(m[10], res.mass, rtol=1e-12)
     with pytest.raises(ValueError, match="missing"):
-        mass_hessian_spec(SPEC, net, {"conv_0": np.zeros(2)})
+        mass_hessian(SPEC, net, {"conv_0": np.zeros(2)})
 
 
 def test_scaling_spec_views_are_checked():
@@ -205,14 +211,14 @@ def test_scaling_spec_views_are_checked():
         check_scaling_spec(spec, params)
     params["b"]["kernel"] = np.arange(24.0).reshape(6, 4) + 1
     assert check_scaling_spec(spec, params) == {"h": 3}
-    out = apply_scaling_spec(spec, params, {"h": np.array([1.0, 2.0, 4.0])})
+    out = apply_scaling(spec, params, {"h": np.array([1.0, 2.0, 4.0])})
     assert out["b"]["kernel"].shape == (6, 4)  # stored shape kept
     np.testing.assert_allclose(out["b"]["kernel"], params["b"]["kernel"] / np.tile([1.0, 2.0, 4.0], 2)[:, None])
 
 
 def test_scaling_invariance_check_catches_a_wrong_entry():
     from symlib.core.models import mlp_apply
-    from symlib.symmetry.channel_scaling import check_scaling_spec_invariance, mlp_scaling_spec
+    from symlib.symmetry.scaling import check_scaling_spec_invariance
 
     params = mlp_init(jax.random.PRNGKey(0), [4, 5, 3, 2])
     x = np.random.default_rng(0).normal(size=(8, 4))
@@ -240,7 +246,7 @@ def test_scaling_spec_parts():
               "c": {"kernel": rng.normal(size=(5, 1))}}
     assert check_scaling_spec(spec, params) == {"a": 2, "b": 3}
     scales = {"a": np.array([2.0, 4.0]), "b": np.array([0.5, 1.0, 8.0])}
-    out = apply_scaling_spec(spec, params, scales)
+    out = apply_scaling(spec, params, scales)
     np.testing.assert_allclose(out["c"]["kernel"][:, 0], params["c"]["kernel"][:, 0] / [2.0, 4.0, 0.5, 1.0, 8.0])
     np.testing.assert_allclose(out["a"]["kernel"], params["a"]["kernel"] * [2.0, 4.0])
 
@@ -250,7 +256,7 @@ def test_scaling_spec_parts():
 
     x = rng.normal(size=(6, 4))
     np.testing.assert_allclose(apply(out, x), apply(params, x), rtol=1e-10)
-    result = min_mass_spec(spec, params)
+    result = min_mass(spec, params)
     assert result.solver == "dense" and result.mass < result.mass_before
     assert result.params["c"]["kernel"].shape == (5, 1)
     np.testing.assert_allclose(apply(result.params, x), apply(params, x), rtol=1e-8)
@@ -266,15 +272,15 @@ def test_sorting_by_a_statistic_does_not_depend_on_the_input_order(net, statisti
     twin["dense_0"]["kernel"][:, 1] = twin["dense_0"]["kernel"][:, 0]  # two identical units
     twin["dense_0"]["bias"][1] = twin["dense_0"]["bias"][0] + 0.5  # ... told apart by their bias alone
     for params in (net, twin):
-        ref, _ = sort_neurons_spec(pspec, params, statistic=statistic, ties="weights")
+        ref, _ = sort_neurons(pspec, params, statistic=statistic, ties="weights")
         for seed in range(3):
             other = apply_permutation(pspec, random_permutations(seed, pspec, params), params)
-            assert _max_diff(sort_neurons_spec(pspec, other, statistic=statistic, ties="weights")[0], ref) == 0
+            assert _max_diff(sort_neurons(pspec, other, statistic=statistic, ties="weights")[0], ref) == 0
     k = ref["dense_0"]["kernel"]
     twins = [j for j in range(k.shape[1] - 1) if np.array_equal(k[:, j], k[:, j + 1])]
     assert len(twins) == 1 and ref["dense_0"]["bias"][twins[0]] > ref["dense_0"]["bias"][twins[0] + 1]
     mlp = _f64(mlp_init(jax.random.PRNGKey(1), [4, 6, 3]))
-    s, perms = sort_neurons_spec(mlp_permutation_spec(1), mlp, statistic="max")
+    s, perms = sort_neurons(mlp_permutation_spec(1), mlp, statistic="max", ties="index")
     assert (np.diff(s["dense_0"]["kernel"].max(axis=0)) <= 0).all()
     assert _max_diff(apply_permutation(mlp_permutation_spec(1), perms, mlp), s) == 0
 
@@ -282,14 +288,92 @@ def test_sorting_by_a_statistic_does_not_depend_on_the_input_order(net, statisti
 def test_sorting_errors_name_the_problem(net):
     pspec = optunet_permutation_spec()
     with pytest.raises(ValueError, match="ties must be one of"):
-        sort_neurons_spec(pspec, net, ties="bias")
+        sort_neurons(pspec, net, ties="bias")
     with pytest.raises(ValueError, match="unknown statistic 'median'"):
-        sort_neurons_spec(pspec, net, statistic="median")
+        sort_neurons(pspec, net, statistic="median")
     with pytest.raises(TypeError, match="statistic must be"):
-        sort_neurons_spec(pspec, net, statistic=3)
+        sort_neurons(pspec, net, statistic=3)
     with pytest.raises(ValueError, match="statistic returned shape .* for conv_1/kernel"):
-        sort_neurons_spec(pspec, net, statistic=lambda k: k)
+        sort_neurons(pspec, net, statistic=lambda k: k)
     bad = jax.tree.map(np.array, net)
     bad["conv_1"]["kernel"][0, 0, 0, 0] = np.nan
     with pytest.raises(ValueError, match="conv_1/kernel"):
-        sort_neurons_spec(pspec, bad)
+        sort_neurons(pspec, bad)
+
+
+# --------------------------------------------------------------------------- one min_mass for every spec
+
+
+def test_min_mass_picks_the_solver_from_the_spec(net):
+    """mlp_scaling_spec is a chain (the block-tridiagonal solver), OptuNet's spec is not (dense Newton)."""
+    mlp = _f64(mlp_init(jax.random.PRNGKey(4), [5, 7, 6, 3]))
+    mlp_spec = mlp_scaling_spec(2)
+    assert chain_kernels(mlp_spec, mlp) == ["dense_0/kernel", "dense_1/kernel", "dense_2/kernel"]
+    for method in ("auto", "bcd", "newton"):
+        assert min_mass(mlp_spec, mlp, method=method).solver == "chain"
+    assert min_mass(mlp_spec, mlp, method="dense").solver == "dense"
+    assert min_mass(SPEC, net).solver == "dense"
+    assert min_mass(SPEC, net, method="dense").solver == "dense"
+
+
+def test_min_mass_defaults_are_the_solvers(net):
+    """tol=None / max_iter=None take the defaults of the solver that runs (MIN_MASS_DEFAULTS)."""
+    assert MIN_MASS_DEFAULTS == {"chain": (1e-10, 10_000), "dense": (1e-12, 100)}
+    # dense Newton on OptuNet: one step is not enough at tol=1e-12, the default converges
+    one = min_mass(SPEC, net, max_iter=1, method="dense")
+    assert not one.converged and one.iterations == 1 and one.mass < one.mass_before
+    default = min_mass(SPEC, net)
+    assert default.converged and 1 < default.iterations <= 100
+    explicit = min_mass(SPEC, net, tol=1e-12, max_iter=100)
+    assert (explicit.mass, explicit.iterations) == (default.mass, default.iterations)
+    assert _max_diff(explicit.params, default.params) == 0
+    loose = min_mass(SPEC, net, tol=1e-2)
+    assert loose.converged and loose.iterations < default.iterations
+    # the chain solver on an MLP: BCD sweeps, 1e-10 and 10_000 by default
+    mlp = _f64(mlp_init(jax.random.PRNGKey(5), [6, 9, 8, 4]))
+    mlp_spec = mlp_scaling_spec(2)
+    assert not min_mass(mlp_spec, mlp, max_iter=1, method="bcd").converged
+    default = min_mass(mlp_spec, mlp)
+    explicit = min_mass(mlp_spec, mlp, tol=1e-10, max_iter=10_000)
+    assert default.converged and default.solver == "chain"
+    assert (explicit.mass, explicit.iterations) == (default.mass, default.iterations)
+    assert _max_diff(explicit.params, default.params) == 0
+
+
+# --------------------------------------------------------------------------- degenerate units
+
+
+def test_degenerate_neurons_name_the_group(net):
+    assert degenerate_neurons(SPEC, net) == {}
+    dead = jax.tree.map(np.array, net)
+    dead["dense_0"]["kernel"][:, 1] = 0.0  # unit 1 of dense_0: no incoming weights
+    bad = degenerate_neurons(SPEC, dead)
+    assert list(bad) == ["dense_0"]  # OptuNet's groups are named after its layers
+    np.testing.assert_array_equal(bad["dense_0"], np.array([1]))
+    with pytest.raises(ValueError, match=r"group 'dense_0': unit\(s\) \[1\] have zero incoming mass"):
+        min_mass(SPEC, dead)
+    mute = jax.tree.map(np.array, net)
+    mute["dense_1"]["kernel"][2] = 0.0  # unit 2 of dense_0: no outgoing weights
+    assert {g: v.tolist() for g, v in degenerate_neurons(SPEC, mute).items()} == {"dense_0": [2]}
+    blind = jax.tree.map(np.array, net)
+    blind["conv_0"]["kernel"][..., 0] = 0.0  # channel 0 of conv_0
+    assert {g: v.tolist() for g, v in degenerate_neurons(SPEC, blind).items()} == {"conv_0": [0]}
+    # an MLP with a zeroed incoming column of dense_1: unit 4 of hidden layer 1
+    mlp = _f64(mlp_init(jax.random.PRNGKey(6), [4, 6, 5, 3]))
+    mlp["dense_1"]["kernel"][:, 4] = 0.0
+    bad = degenerate_neurons(mlp_scaling_spec(2), mlp)
+    assert list(bad) == ["P_1"]
+    np.testing.assert_array_equal(bad["P_1"], np.array([4]))
+
+
+# --------------------------------------------------------------------------- sorting: the bias in the tie-break
+
+
+def test_sorting_with_weight_ties_rejects_a_nan_bias(net):
+    bad = jax.tree.map(np.array, net)
+    bad["dense_0"]["bias"][0] = np.nan
+    pspec = optunet_permutation_spec()
+    with pytest.raises(ValueError, match=r"dense_0/bias contains NaN or inf \(1 of 3 entries\)"):
+        sort_neurons(pspec, bad, ties="weights")
+    with pytest.raises(ValueError, match="dense_0/bias contains NaN or inf"):
+        sort_neurons(pspec, bad, statistic=None, ties="weights")
