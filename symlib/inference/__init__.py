@@ -21,7 +21,7 @@ _EXPORTS = {
     # one shape for every posterior approximation (DiagonalGaussian is symlib.core.gaussian's, imported there)
     "posterior": ["Model", "Data", "DiagonalGaussian", "PointEstimate", "Samples", "DropoutPosterior", "DropoutDraw",
                   "LastLayerLaplace", "VIConfig", "LaplaceConfig", "SGHMCConfig", "DropoutConfig", "fit_map",
-                  "fit_ensemble", "fit_vi", "fit_laplace", "fit_swag", "fit_sghmc", "fit_dropout", "sample", "FITS",
+                  "fit_ensemble", "fit_vi", "fit_laplace", "fit_swag", "fit_sghmc", "fit_hmc", "fit_dropout", "sample", "FITS",
                   "NonFiniteFitError"],
     # the training loops and samplers they call, and the banks of many networks
     "training": ["AUGMENTATIONS", "CROP_PADDING", "OPTIMIZERS", "TrainConfig", "learning_rate_at", "make_optimizer",

@@ -11,12 +11,14 @@ Every method takes the same five things:
 - ``model``: a :class:`Model`, the network as ``apply_fn(params, x) -> logits`` (a
   categorical likelihood);
 - ``data``: a :class:`Data`, the training inputs and integer labels;
-- ``config``: the method's settings, one NamedTuple per method (:class:`TrainConfig` for MAP
-  and deep ensembles, :class:`VIConfig`, :class:`LaplaceConfig`, :class:`SWAGConfig`, :class:`SGHMCConfig`,
+- ``config``: the method's settings, one per method (:class:`TrainConfig` for MAP and deep
+  ensembles, :class:`VIConfig`, :class:`LaplaceConfig`, :class:`SWAGConfig`,
+  :class:`SGHMCConfig`, :class:`~symlib.inference.hmc.HMCConfig` (:func:`fit_hmc`, whose
+  prior and temperature are keyword arguments: they are the target's, not the sampler's),
   :class:`DropoutConfig`).
 
 and returns a posterior that :func:`sample` draws networks from, stacked on a leading axis:
-:class:`PointEstimate` (MAP), :class:`Samples` (deep ensembles, SGHMC),
+:class:`PointEstimate` (MAP), :class:`Samples` (deep ensembles, SGHMC; HMC with its chains kept apart),
 :class:`~symlib.core.gaussian.DiagonalGaussian` (VI; the same pytree as the Gaussian
 summaries and the alignment's ``(mu, sigma)``),
 :class:`~symlib.inference.laplace.LaplacePosterior`,
@@ -34,7 +36,7 @@ only, and every sampled network carries the state:
 - MAP, deep ensembles and SWAG train in the model's training mode and take the state the
   forward returns at every step (BatchNorm's running statistics updated as the model
   defines); SWAG's posterior holds the statistics of the end of its run, with no spread;
-- VI, Laplace (dense or last layer) and SGHMC hold the state fixed at ``params0``'s values
+- VI, Laplace (dense or last layer), SGHMC and HMC hold the state fixed at ``params0``'s values
   (the evaluation mode of ``apply_fn``): VI's standard deviations are exactly 0 there, the
   Laplace and SGHMC samples carry it unchanged (full-batch HMC too:
   :func:`~symlib.inference.hmc.make_logdensity`'s ``state`` holds it fixed);
@@ -63,6 +65,7 @@ import numpy as np
 from symlib.core.checks import check_finite_tree, positive_int, warn_raw_images
 from symlib.core.gaussian import DiagonalGaussian, sample_gaussian
 from symlib.inference.dropout import dropout_samples, train_dropout
+from symlib.inference.hmc import HMCConfig, make_logdensity, run_hmc
 from symlib.inference._loop import check_state
 from symlib.inference.laplace import (MAX_FULL_PARAMS, KFACPosterior, LaplacePosterior, LaplaceWarning, kfac_sample,
                                       laplace_posterior, laplace_sample, last_layer_kfac)
@@ -76,7 +79,7 @@ PyTree = Any
 __all__ = ["Model", "Data", "PointEstimate", "Samples", "DropoutPosterior", "DropoutDraw", "LastLayerLaplace", "VIConfig",
            "LaplaceConfig", "PREDICTIVE_ACCURACY_DROP",
            "SGHMCConfig", "DropoutConfig", "fit_map", "fit_ensemble", "fit_vi", "fit_laplace", "fit_swag", "fit_sghmc",
-           "fit_dropout", "sample", "draw", "FITS", "NonFiniteFitError"]
+           "fit_hmc", "fit_dropout", "sample", "draw", "FITS", "NonFiniteFitError"]
 
 
 class Model(NamedTuple):
@@ -124,10 +127,28 @@ class PointEstimate(NamedTuple):
 
 
 class Samples(NamedTuple):
-    """Networks already drawn (SGHMC), stacked on a leading axis: :func:`sample` takes the
-    first ``n`` (the key is not used)."""
+    """Networks already drawn (deep ensembles, SGHMC, HMC), stacked on a leading axis:
+    :func:`sample` takes the first ``n`` (the key is not used).
+
+    With ``chains=True`` (:func:`fit_hmc`) every leaf has two leading axes, ``(chains, draws
+    per chain)``: the chains stay apart for the convergence diagnostics
+    (:func:`symlib.inference.diagnostics.function_space_diagnostics` takes ``samples`` as
+    it is), and :func:`sample` and :meth:`stacked` take the draws across the chains in turn
+    (draw 0 of every chain, then draw 1, ...), so a few draws already come from every chain.
+    ``info``: what the sampler reports (HMC: its :class:`~symlib.inference.hmc.HMCResult`,
+    with acceptance, divergences and step sizes), or None.
+    """
 
     samples: PyTree
+    chains: bool = False
+    info: Any = None
+
+    def stacked(self) -> PyTree:
+        """The networks on one leading axis (with ``chains``: draw-major across the chains)."""
+        if not self.chains:
+            return self.samples
+        return jax.tree_util.tree_map(lambda a: np.swapaxes(np.asarray(a), 0, 1).reshape(-1, *np.shape(a)[2:]),
+                                      self.samples)
 
 
 class DropoutDraw(NamedTuple):
@@ -510,6 +531,58 @@ def fit_sghmc(key: jax.Array, params0: PyTree, model: Model, data: Data, config:
     return Samples(res.samples)
 
 
+def fit_hmc(key: jax.Array, params0: PyTree, model: Model, data: Data, config: HMCConfig, *,
+            prior_var: float = 1.0, temperature: float = 1.0, out_dir=None, init_per_chain: bool | None = None,
+            progress: bool | None = None) -> Samples:
+    """Full-batch HMC (BlackJAX; :func:`~symlib.inference.hmc.run_hmc`) on the tempered posterior
+    ``N(0, prior_var I)`` prior times the categorical likelihood of ``model.apply_fn`` to the
+    power ``1 / temperature`` (:func:`~symlib.inference.hmc.make_logdensity`).
+
+    ``params0`` is where the chains start: one network (every chain starts there) or one start
+    per chain stacked on a leading axis of size ``config.num_chains`` (read so when every leaf
+    has that leading axis and there are several chains; ``init_per_chain`` forces either).
+    The model state (``model.state``) is held fixed at ``params0``'s values (evaluation mode)
+    and carried by every draw; with per-chain starts it is taken from the first chain's.
+    With ``out_dir`` the chains are stored there as they run and a stored run with the same
+    identity (:func:`~symlib.inference.hmc.run_fingerprint`) is resumed, not recomputed.
+
+    Returns:
+        A :class:`Samples` with ``chains=True`` (leaves ``(chains, draws per chain, ...)``)
+        and the run's :class:`~symlib.inference.hmc.HMCResult` as ``info``.
+
+    Raises:
+        NonFiniteFitError: if a kept sample holds NaN or inf (naming the chain and the fix).
+    """
+    _check(model, data, config, HMCConfig)
+    leaves = jax.tree_util.tree_leaves(params0)
+    per_chain = (config.num_chains > 1 and bool(leaves) and all(
+        np.ndim(a) > 0 and np.shape(a)[0] == config.num_chains for a in leaves)) if init_per_chain is None \
+        else bool(init_per_chain)
+    state = None
+    if model.state:
+        check_state(params0, model.state, "params0")
+        state = {k: (jax.tree_util.tree_map(lambda a: a[0], params0[k]) if per_chain else params0[k])
+                 for k in model.state}
+    weights = {k: v for k, v in params0.items() if k not in model.state} if model.state else params0
+    check_finite_tree(weights, "params0")
+    logdensity = make_logdensity(data.x, data.y, prior_var=prior_var, temperature=temperature,
+                                 apply_fn=model.apply_fn, state=state)
+    result = run_hmc(key, weights, logdensity, config, out_dir=out_dir, progress=progress, init_per_chain=per_chain)
+    samples = result.samples
+    for c, chain in enumerate(zip(*[np.asarray(a).reshape(config.num_chains, config.num_samples, -1)
+                                    for a in jax.tree_util.tree_leaves(samples)])):
+        bad = _first_bad(np.concatenate(chain, axis=1))
+        if bad is not None:
+            raise NonFiniteFitError(f"fit_hmc: chain {c} became NaN or inf (first at kept sample {bad + 1} of "
+                                    f"{config.num_samples}); lower the step size (config.step_size="
+                                    f"{config.step_size!r}) or turn on its adaptation (adapt_step_size=True)")
+    if state is not None:
+        lead = (config.num_chains, config.num_samples)
+        samples = {**samples, **jax.tree_util.tree_map(lambda a: np.broadcast_to(np.asarray(a), lead + np.shape(a)),
+                                                       state)}
+    return Samples(samples, chains=True, info=result)
+
+
 def fit_dropout(key: jax.Array, params0: PyTree, model: Model, data: Data, config: DropoutConfig) -> DropoutPosterior:
     """MC dropout: training with dropout from ``params0``, dropout again at prediction time.
 
@@ -552,7 +625,7 @@ def fit_dropout(key: jax.Array, params0: PyTree, model: Model, data: Data, confi
 
 #: method name -> its fit (the posterior approximations of Laurent et al.'s Table 1 and more)
 FITS: dict[str, Callable[..., Any]] = {"map": fit_map, "ensemble": fit_ensemble, "vi": fit_vi, "laplace": fit_laplace,
-                                       "swag": fit_swag, "sghmc": fit_sghmc, "dropout": fit_dropout}
+                                       "swag": fit_swag, "sghmc": fit_sghmc, "hmc": fit_hmc, "dropout": fit_dropout}
 
 
 @functools.singledispatch
@@ -618,10 +691,11 @@ def _(posterior: SWAGPosterior, key, n):
 @draw.register
 def _(posterior: Samples, key, n):
     n = positive_int(n, "n")
-    have = len(jax.tree_util.tree_leaves(posterior.samples)[0])
+    stack = posterior.stacked()
+    have = len(jax.tree_util.tree_leaves(stack)[0])
     if n > have:
         raise ValueError(f"the posterior holds {have} samples; cannot take n={n}")
-    return jax.tree_util.tree_map(lambda a: a[:n], posterior.samples)
+    return jax.tree_util.tree_map(lambda a: a[:n], stack)
 
 
 @draw.register

@@ -101,7 +101,7 @@ def test_fit_dropout_is_train_dropout():
 
 
 def test_every_method_is_in_fits_and_bad_arguments_are_named():
-    assert set(inference.FITS) == {"map", "ensemble", "vi", "laplace", "swag", "sghmc", "dropout"}
+    assert set(inference.FITS) == {"map", "ensemble", "vi", "laplace", "swag", "sghmc", "hmc", "dropout"}
     cfg = TrainConfig(epochs=1, batch_size=16)
     with pytest.raises(TypeError, match="model must be a symlib.inference.Model"):
         inference.fit_map(jax.random.key(0), PARAMS0, mlp_apply, DATA, cfg)
@@ -196,3 +196,66 @@ def test_raw_uint8_images_get_a_warning():
                           TrainConfig(epochs=1, batch_size=16, learning_rate=1e-3))
     with pytest.warns(UserWarning, match=r"x holds uint8 values"):
         evaluation.interpolation_curve(PARAMS0, PARAMS0, raw, Y, 3)
+
+
+# --------------------------------------------------------------------------- HMC
+
+HMC_CFG = inference.HMCConfig(step_size=0.08, num_leapfrog=4, num_burnin=3, num_samples=5, thin=1, num_chains=3)
+
+
+def test_fit_hmc_is_run_hmc_on_make_logdensity():
+    starts = jax.vmap(lambda k: mlp_init(k, SIZES))(jax.random.split(jax.random.key(3), 3))
+    post = inference.fit_hmc(jax.random.key(4), starts, MODEL, DATA, HMC_CFG, prior_var=2.0, temperature=0.5)
+    ref = inference.run_hmc(jax.random.key(4), starts, inference.make_logdensity(X, Y, prior_var=2.0, temperature=0.5),
+                            HMC_CFG, init_per_chain=True)
+    _same(post.samples, ref.samples)
+    assert post.chains and post.info.mean_acceptance == ref.mean_acceptance
+    # one start for every chain
+    one = inference.fit_hmc(jax.random.key(4), PARAMS0, MODEL, DATA, HMC_CFG)
+    _same(one.samples, inference.run_hmc(jax.random.key(4), PARAMS0, inference.make_logdensity(X, Y), HMC_CFG).samples)
+
+
+def test_samples_of_chains_are_taken_across_the_chains_in_turn():
+    chains = {"w": np.arange(3 * 5).reshape(3, 5)}  # chain c, draw d -> 5 c + d
+    post = inference.Samples(chains, chains=True)
+    np.testing.assert_array_equal(inference.sample(jax.random.key(0), post, 4)["w"], [0, 5, 10, 1])
+    np.testing.assert_array_equal(post.stacked()["w"], np.arange(15).reshape(3, 5).T.ravel())
+    with pytest.raises(ValueError, match="holds 15 samples; cannot take n=16"):
+        inference.sample(jax.random.key(0), post, 16)
+    _same(inference.Samples(chains).stacked(), chains)
+
+
+def test_fit_hmc_holds_the_model_state_and_resumes_from_out_dir(tmp_path):
+    def apply(p, x):
+        return mlp_apply({k: v for k, v in p.items() if k != "stats"}, x) + p["stats"]["shift"]
+
+    params0 = {**PARAMS0, "stats": {"shift": np.array([0.5, -0.5, 0.0], np.float32)}}
+    model = Model(apply, state=("stats",))
+    post = inference.fit_hmc(jax.random.key(5), params0, model, DATA, HMC_CFG, out_dir=tmp_path / "run")
+    assert post.samples["stats"]["shift"].shape == (3, 5, 3)
+    np.testing.assert_array_equal(post.samples["stats"]["shift"][2, 4], params0["stats"]["shift"])
+    assert np.ptp(np.asarray(post.samples["dense_0"]["kernel"])[:, :, 0, 0]) > 0  # the weights move
+    again = inference.fit_hmc(jax.random.key(5), params0, model, DATA, HMC_CFG, out_dir=tmp_path / "run")
+    _same(again.samples, post.samples)
+    with pytest.raises(ValueError, match="holds another HMC run"):
+        inference.fit_hmc(jax.random.key(6), params0, model, DATA, HMC_CFG, out_dir=tmp_path / "run")
+    with pytest.raises(TypeError, match="config must be a HMCConfig, got TrainConfig"):
+        inference.fit_hmc(jax.random.key(5), PARAMS0, MODEL, DATA, TrainConfig(epochs=1, batch_size=4))
+
+
+def test_fit_hmc_names_a_chain_that_became_nan(monkeypatch):
+    from symlib.inference import posterior
+
+    real = posterior.run_hmc
+
+    def nan_in_chain_1(*args, **kwargs):
+        res = real(*args, **kwargs)
+        bad = jax.tree_util.tree_map(lambda a: np.array(a, copy=True), res.samples)
+        bad["dense_1"]["bias"][1, 2:] = np.nan
+        res._samples = bad
+        return res
+
+    monkeypatch.setattr(posterior, "run_hmc", nan_in_chain_1)
+    with pytest.raises(inference.NonFiniteFitError, match=r"chain 1 became NaN or inf \(first at kept sample 3 of "
+                                                          r"5\); lower the step size \(config.step_size=0.08\)"):
+        inference.fit_hmc(jax.random.key(4), PARAMS0, MODEL, DATA, HMC_CFG)

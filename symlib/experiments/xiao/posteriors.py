@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from symlib.core.models import mlp_init
+from symlib.core.models import mlp_apply, mlp_init
 from symlib.experiments import cache
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import data_config, load_bnn_data, map_train_config, mlp_config, register, run
@@ -206,7 +206,8 @@ def _hmc_summary(res: dict[str, Any]) -> dict[str, Any]:
 
 def _hmc_setup(profile: Profile, chains: int, samples: int):
     """The data, HMC config, initial positions (one per chain, from key 0) and target of
-    the ``hmc`` experiment, with ``chains`` x ``samples`` kept samples."""
+    the ``hmc`` experiment, with ``chains`` x ``samples`` kept samples (the target is
+    :func:`~symlib.inference.fit_hmc`'s for the same data and prior)."""
     from symlib.inference.hmc import HMCConfig, make_logdensity
 
     d = load_bnn_data(profile)
@@ -233,12 +234,13 @@ def hmc(profile: Profile) -> dict[str, Any]:
         The artifact: per-iteration ``stats``, ``step_size``, ``test_probs``, ``test`` and ``diagnostics``.
     """
     from symlib.evaluation.predictive import predict_from_samples
+    from symlib.inference import Data, Model, fit_hmc
     from symlib.inference.diagnostics import function_space_diagnostics
-    from symlib.inference.hmc import load_samples, run_hmc
 
-    d, cfg, init, logdensity = _hmc_setup(profile, profile.hmc_chains, profile.hmc_samples)
-    result = run_hmc(jax.random.key(1), init, logdensity, cfg, out_dir=hmc_run_dir(profile), init_per_chain=True)
-    samples = load_samples(hmc_run_dir(profile))
+    d, cfg, init, _ = _hmc_setup(profile, profile.hmc_chains, profile.hmc_samples)
+    post = fit_hmc(jax.random.key(1), init, Model(mlp_apply), Data(d["x_train"], d["y_train"]), cfg,
+                   prior_var=profile.prior_std**2, out_dir=hmc_run_dir(profile), init_per_chain=True)
+    result, samples = post.info, post.samples
     flat = jax.tree_util.tree_map(lambda a: a.reshape((-1,) + a.shape[2:]), samples)  # (chains * samples, ...)
     probs = predict_from_samples(flat, d["x_test"])
     diag = function_space_diagnostics(samples, d["x_test"], d["y_test"])
