@@ -131,12 +131,12 @@ glue("ch12_bank_lr", f"{bank_train_config(profile, 1).learning_rate:g}", display
 #   snapshot per epoch ({glue:text}`ch12_swag_snaps_q` snapshots and rank over
 #   {glue:text}`ch12_swag_epochs_q` epochs in this profile; {glue:text}`ch12_swag_snaps_p`
 #   over {glue:text}`ch12_swag_epochs_p` epochs in the paper profile).
-# - **Laplace** (`laplace_posterior`): the Hessian of the negative log posterior at the
+# - **Laplace** (`fit_laplace`): the Hessian of the negative log posterior at the
 #   mode, prior precision from the weight decay. The paper profile sums the full Hessian
 #   over every training image; the quick profile sums the generalised Gauss-Newton matrix
 #   over a random {glue:text}`ch12_laplace_n` of the {glue:text}`ch12_n_train` images and
 #   scales it to all of them (an unbiased estimate of the sum;
-#   `laplace_posterior(..., num_data=)`), because the per-image Jacobians of the whole set
+#   `LaplaceConfig(num_data=)`), because the per-image Jacobians of the whole set
 #   cost too much of this chapter's time budget.
 # - **DE**: `post_samples` converged bank networks outside the reference.
 

@@ -229,7 +229,7 @@ class Blocks:
         cfg: the :class:`~symlib.inference.training.TrainConfig`.
         block_size: networks per block (>= 1).
         apply_fn: ``apply_fn(params, x) -> logits`` of one network (default: the MLP's).
-        observe: optional per-step observer (as for ``train_map_many``).
+        observe: optional per-step observer (as for :func:`symlib.inference.fit_ensemble`).
         observe_epoch: optional per-epoch observer (its output a tuple or list of arrays,
             or an array).
     """
@@ -273,16 +273,17 @@ class Blocks:
         import jax
 
         from symlib.core.models import mlp_apply
-        from symlib.inference.training import train_map_many
+        from symlib.inference import Data, Model, fit_ensemble
 
         stop = min(start + int(self.block_size), len(self.init_keys))
         params0 = jax.vmap(self.init_fn)(self.init_keys[start:stop])
-        out = train_map_many(params0, self.data_keys[start:stop], self.x, self.y, self.cfg, self.observe,
-                             self.observe_epoch, mlp_apply if self.apply_fn is None else self.apply_fn)
-        res = {"params": jax.tree_util.tree_map(np.asarray, out[0]), "losses": np.asarray(out[1])}
-        if self.observe is not None or self.observe_epoch is not None:
+        model = Model(mlp_apply if self.apply_fn is None else self.apply_fn)
+        post = fit_ensemble(self.data_keys[start:stop], params0, model, Data(self.x, self.y), self.cfg,
+                            observe=self.observe, observe_epoch=self.observe_epoch)
+        res = {"params": jax.tree_util.tree_map(np.asarray, post.samples), "losses": np.asarray(post.info["epoch_loss"])}
+        if "observed" in post.info:
             res["seen"] = {k: {str(i): np.asarray(a) for i, a in enumerate(v)} if isinstance(v, (list, tuple))
-                           else np.asarray(v) for k, v in out[2].items()}
+                           else np.asarray(v) for k, v in post.info["observed"].items()}
         return res
 
 
@@ -323,7 +324,7 @@ def train_many_blocks(name: str, config: Mapping[str, Any], key, init_fn, apply_
         y: integer training labels.
         cfg: the :class:`~symlib.inference.training.TrainConfig`.
         block_size: networks per block (>= 1).
-        observe: optional per-step observer (as for ``train_map_many``).
+        observe: optional per-step observer (as for :func:`symlib.inference.fit_ensemble`).
         observe_epoch: optional per-epoch observer.
 
     Returns:
@@ -338,7 +339,7 @@ def train_many_blocks(name: str, config: Mapping[str, Any], key, init_fn, apply_
 
 def fit_many_blocks(name: str, config: Mapping[str, Any], init_fn, init_keys, data_keys, x, y, cfg, *,
                     block_size: int, apply_fn=None, observe=None, observe_epoch=None) -> tuple:
-    """:func:`symlib.inference.training.train_map_many` of the networks ``init_fn(init_keys[i])``
+    """:func:`symlib.inference.fit_ensemble` of the networks ``init_fn(init_keys[i])``
     with minibatch keys ``data_keys[i]``, in blocks of ``block_size`` networks, each block
     kept in the artifact cache: :func:`run_blocks` of the :class:`Blocks` of these arguments
     (see there).

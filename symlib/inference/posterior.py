@@ -44,11 +44,17 @@ only, and every sampled network carries the state:
 
 The fits are the library's training loops, called with the same numbers: ``fit_map`` is
 :func:`~symlib.inference.training.train_map`, ``fit_vi`` is
-:func:`~symlib.inference.vi.train_vi` with ``categorical_loglik_fn(model.apply_fn)``, and so
-on, so a fit here gives bit for bit what the loop gives. The loops stay public for what the
-shape leaves out: their diagnostics (epoch losses, the ELBO history), banks of many networks
-at once (``train_map_many``, ``train_many``), a :class:`~symlib.inference.vi.MeanField`
-module of one's own, or a log-likelihood other than the categorical one.
+:func:`~symlib.inference.vi.train_vi` with ``categorical_loglik_fn(model.apply_fn)``,
+``fit_hmc`` is :func:`~symlib.inference.hmc.run_hmc` on
+:func:`~symlib.inference.hmc.make_logdensity`, and so on, so a fit here gives bit for bit
+what the loop gives. What a fit reports beyond the posterior is its ``info``: ``fit_map``'s
+and ``fit_ensemble``'s epoch losses (and a trajectory, or what observers inside the compiled
+loop saw), ``fit_hmc``'s :class:`~symlib.inference.hmc.HMCResult`. A bank of many networks
+trained at once is ``fit_ensemble`` with one key per network. The loops are still public for
+what the shape leaves out (the ELBO history, a
+:class:`~symlib.inference.vi.MeanField` module of one's own, a log-likelihood other than the
+categorical one); every experiment of the book but one (Rossi et al.'s ResNet20 VI, which
+reports its ELBO) goes through the fits.
 """
 from __future__ import annotations
 
@@ -121,9 +127,12 @@ class Data(NamedTuple):
 
 
 class PointEstimate(NamedTuple):
-    """One network (MAP): :func:`sample` repeats it."""
+    """One network (MAP): :func:`sample` repeats it. ``info``: what the fit reports
+    (:func:`fit_map`: ``epoch_loss``, the mean objective of every epoch, and with
+    ``keep_trajectory`` the ``trajectory``, the parameters after every epoch), or None."""
 
     params: PyTree
+    info: Any = None
 
 
 class Samples(NamedTuple):
@@ -324,36 +333,62 @@ def _check(model, data, config, config_type, params0=None) -> None:
     warn_raw_images(data.x, "data.x")
 
 
-def fit_map(key: jax.Array, params0: PyTree, model: Model, data: Data, config: TrainConfig) -> PointEstimate:
+def fit_map(key: jax.Array, params0: PyTree, model: Model, data: Data, config: TrainConfig, *,
+            keep_trajectory: bool = False, progress: bool | None = None) -> PointEstimate:
     """MAP training from ``params0`` (:func:`~symlib.inference.training.train_map`, ``key`` its data key).
 
     The gradient is over the weights; with ``model.train_apply_fn`` the loss is the training
     mode's and the model state (``model.state``) is replaced at every step by what it returns
-    (BatchNorm's running statistics updated as the model defines), else the state is held."""
+    (BatchNorm's running statistics updated as the model defines), else the state is held.
+    The estimate's ``info`` holds ``epoch_loss`` (the mean objective of every epoch) and, with
+    ``keep_trajectory``, ``trajectory`` (the parameters at the start and after every epoch,
+    stacked); ``progress`` shows a progress bar over the epochs."""
     _check(model, data, config, TrainConfig, params0)
-    params, losses = train_map(params0, key, data.x, data.y, config, apply_fn=model.apply_fn,
-                               stochastic_apply=model.train_apply_fn, state=model.state)
+    out = train_map(params0, key, data.x, data.y, config, keep_trajectory, progress, apply_fn=model.apply_fn,
+                    stochastic_apply=model.train_apply_fn, state=model.state)
+    params, losses = out[0], out[1]
     _finite_result(params, "fit_map", "parameters", f"lower the learning rate (config.learning_rate="
                    f"{config.learning_rate!r})", losses)
-    return PointEstimate(params)
+    return PointEstimate(params, {"epoch_loss": losses, **({"trajectory": out[2]} if keep_trajectory else {})})
 
 
-def fit_ensemble(key: jax.Array, params0: PyTree, model: Model, data: Data, config: TrainConfig) -> Samples:
+def _member_keys(key, k: int) -> jax.Array:
+    """``k`` member keys: ``key`` itself when it is already a stack of ``k`` keys, else ``split(key, k)``."""
+    typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
+    if jnp.ndim(key) == (1 if typed else 2):
+        if len(key) != k:
+            raise ValueError(f"key holds {len(key)} member keys, but params0 holds {k} members")
+        return key
+    return jax.random.split(key, k)
+
+
+def fit_ensemble(key: jax.Array, params0: PyTree, model: Model, data: Data, config: TrainConfig, *,
+                 observe=None, observe_epoch=None, devices=None) -> Samples:
     """A deep ensemble: every member trained to its MAP from its own start, all at once
     (:func:`~symlib.inference.training.train_map_many`). Here ``params0`` holds the ``K``
     members' starting networks stacked on a leading axis (e.g. ``jax.vmap(init_fn)`` of ``K``
-    keys); member ``i`` draws its minibatch order from ``jax.random.split(key, K)[i]``. The
-    trained members are the posterior's samples. Model state as for :func:`fit_map`."""
+    keys); member ``i`` draws its minibatch order from ``jax.random.split(key, K)[i]``, or from
+    ``key[i]`` when ``key`` is already a stack of ``K`` keys. The trained members are the
+    posterior's samples. Model state as for :func:`fit_map`.
+
+    ``observe(params_before, params_after)`` (every step) and ``observe_epoch(params)`` (the
+    end of every epoch) are observers run inside the compiled loop
+    (:func:`~symlib.inference.training.train_map_many`; e.g.
+    :func:`symlib.symmetry.neuron_order.swap_counter`); ``devices`` shards the members over
+    devices. The posterior's ``info`` holds ``epoch_loss`` (members x epochs) and, with an
+    observer, ``observed`` (``{"step": ..., "epoch": ...}``)."""
     _check(model, data, config, TrainConfig, params0)
     leaves = jax.tree_util.tree_leaves(params0)
     if not leaves or np.ndim(leaves[0]) == 0:
         raise ValueError("params0 must hold the ensemble members' starting networks stacked on a leading axis")
-    params, losses = train_map_many(params0, jax.random.split(key, np.shape(leaves[0])[0]), data.x, data.y, config,
-                                    apply_fn=model.apply_fn, stochastic_apply=model.train_apply_fn,
-                                    state=model.state)
+    keys = _member_keys(key, np.shape(leaves[0])[0])
+    out = train_map_many(params0, keys, data.x, data.y, config, observe, observe_epoch, model.apply_fn,
+                         stochastic_apply=model.train_apply_fn, devices=devices, state=model.state)
+    params, losses = out[0], out[1]
     _finite_result(params, "fit_ensemble", "members' parameters", f"lower the learning rate "
                    f"(config.learning_rate={config.learning_rate!r})", np.asarray(losses).T)
-    return Samples(params)
+    info = {"epoch_loss": losses, **({"observed": out[2]} if observe is not None or observe_epoch is not None else {})}
+    return Samples(params, info=info)
 
 
 def fit_vi(key: jax.Array, params0: PyTree, model: Model, data: Data, config: VIConfig) -> DiagonalGaussian:

@@ -5,7 +5,7 @@ of their incoming weights after the scaling symmetry is removed
 (:func:`symlib.symmetry.canonical.identifiable`). Following that sorting permutation along
 training shows when the network "permutes": whenever two units exchange places in the
 order, the permutation changes. This module computes, in jax so that it can run inside the
-compiled training loop (``observe`` of :func:`symlib.inference.training.train_map_many`),
+compiled training loop (``observe`` of :func:`symlib.inference.fit_ensemble`),
 for any network through its specs (an MLP's: ``mlp_scaling_spec(L)``, ``mlp_permutation_spec(L)``):
 
 * :func:`neuron_statistics`: per permutation (hidden layer), the sorting statistic of every
@@ -208,7 +208,7 @@ def _observer(kind: str, scaling_spec, perm_spec, statistic: str, scaling):
 def swap_counter(scaling_spec, perm_spec, statistic: str = "max", scaling: str | None = "unit_norm"):
     """Observer ``f(params_before, params_after) -> int array (permutations,)``: the pairs of
     units of every permutation of ``perm_spec`` whose order by :func:`neuron_statistics`
-    changed in the step, for ``observe`` of :func:`symlib.inference.training.train_map_many`;
+    changed in the step, for ``observe`` of :func:`symlib.inference.fit_ensemble`;
     for a blocked permutation (grouped convolution) only pairs within a block count. Equal
     specs and arguments give the same function object (a static argument of the compiled
     training loop). Inside jit the weights are not checked for NaN.
@@ -230,7 +230,7 @@ def swap_counter(scaling_spec, perm_spec, statistic: str = "max", scaling: str |
 
 def statistics_observer(scaling_spec, perm_spec, statistic: str = "max", scaling: str | None = "unit_norm"):
     """Observer ``f(params) ->`` :func:`neuron_statistics`, for ``observe_epoch`` of
-    :func:`symlib.inference.training.train_map_many`; cached like :func:`swap_counter`.
+    :func:`symlib.inference.fit_ensemble`; cached like :func:`swap_counter`.
 
     Raises:
         ValueError: for an unknown statistic or scaling.

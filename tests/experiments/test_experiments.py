@@ -311,7 +311,8 @@ def test_train_many_blocks_resumes_and_matches_train_many(tmp_path, monkeypatch)
     specs = mlp_scaling_spec(2), mlp_permutation_spec(2)
     obs = {"observe": swap_counter(*specs), "observe_epoch": statistics_observer(*specs)}
     want = training.train_many(jax.random.key(3), init, mlp_apply, 4, x, y, cfg, **obs)
-    real, calls = training.train_map_many, []
+    from symlib.inference import posterior
+    real, calls = posterior.train_map_many, []
 
     def killed_after_one_block(*args, **kwargs):
         if calls:
@@ -320,10 +321,10 @@ def test_train_many_blocks_resumes_and_matches_train_many(tmp_path, monkeypatch)
         return real(*args, **kwargs)
 
     args = ("toy", {"a": 1}, jax.random.key(3), init, mlp_apply, 4, x, y, cfg)  # two blocks of 2
-    monkeypatch.setattr(training, "train_map_many", killed_after_one_block)
+    monkeypatch.setattr(posterior, "train_map_many", killed_after_one_block)
     with pytest.raises(KeyboardInterrupt):
         registry.train_many_blocks(*args, block_size=2, **obs)
-    monkeypatch.setattr(training, "train_map_many", real)
+    monkeypatch.setattr(posterior, "train_map_many", real)
     assert len(list(tmp_path.glob("toy.step-*.npz"))) == 1
     got = registry.train_many_blocks(*args, block_size=2, **obs)
     assert len(list(tmp_path.glob("toy.step-*.npz"))) == 2

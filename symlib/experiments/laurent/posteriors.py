@@ -321,8 +321,7 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
     """
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.inference import (Data, DropoutPosterior, LaplaceConfig, Model, SGHMCConfig, SWAGConfig, VIConfig,
-                                  dropout_apply, fit_laplace, fit_sghmc, fit_swag, fit_vi, train_many,
-                                  train_map_many)
+                                  dropout_apply, fit_ensemble, fit_laplace, fit_sghmc, fit_swag, fit_vi, train_many)
 
     bank = run("optunet_bank", profile, verbose=False).artifact if bank is None else bank
     split = bank_split(bank["test_accuracy"], profile.post_reference, profile.post_samples) if split is None else split
@@ -340,8 +339,8 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
         # the modes for E epochs when post_warm_start (as BNN, SWAG and SGHMC), else from scratch
         stochastic = dropout_apply(optunet_apply, rate)
         if profile.post_warm_start:
-            nets, _ = train_map_many(modes, jax.random.split(key, M), x, y, bank_train_config(profile, len(y), E),
-                                     apply_fn=optunet_apply, stochastic_apply=stochastic)
+            nets = fit_ensemble(key, modes, Model(optunet_apply, train_apply_fn=stochastic), data,
+                                bank_train_config(profile, len(y), E)).samples
         else:
             nets, _ = train_many(key, optunet_init, optunet_apply, M, x, y, cfg, stochastic_apply=stochastic)
         return [DropoutPosterior(take_nets(nets, i), rate) for i in range(M)]

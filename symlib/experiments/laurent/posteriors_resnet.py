@@ -310,7 +310,7 @@ def _init_fn(task: str, width: int):
 
 
 def train_resnets(key, task: str, width: int, n: int, x, y, cfg, stochastic_apply) -> dict:
-    """``n`` ResNet-18 trained at once (:func:`~symlib.inference.training.train_map_many`) from
+    """``n`` ResNet-18 trained at once (:func:`~symlib.inference.fit_ensemble`) from
     ``resnet18_init`` with keys split from ``key`` (the init is not ``vmap``-able, so the
     networks are initialised one by one and stacked), the objective evaluated with
     ``stochastic_apply`` (training mode).
@@ -319,13 +319,13 @@ def train_resnets(key, task: str, width: int, n: int, x, y, cfg, stochastic_appl
         The stacked trained networks (numpy), running statistics not yet set.
     """
     from symlib.core.resnet import resnet18_apply
-    from symlib.inference.training import train_map_many
+    from symlib.inference import Data, Model, fit_ensemble
 
     init_key, data_key = jax.random.split(key)
     init = _init_fn(task, width)
     params0 = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[init(k) for k in jax.random.split(init_key, n)])
-    nets, _ = train_map_many(params0, jax.random.split(data_key, n), x, y, cfg, apply_fn=resnet18_apply,
-                           stochastic_apply=stochastic_apply)
+    nets = fit_ensemble(data_key, params0, Model(resnet18_apply, train_apply_fn=stochastic_apply), Data(x, y),
+                        cfg).samples
     return jax.tree_util.tree_map(np.asarray, nets)
 
 

@@ -43,16 +43,24 @@ def _test_metrics(probs: np.ndarray, y: np.ndarray) -> dict[str, float]:
             "nll": float(-np.mean(np.log(np.clip(probs[np.arange(len(y)), y], 1e-12, None))))}
 
 
+def _fit_mlp_ensemble(profile: Profile, d: Mapping[str, Any], key: jax.Array, members: int):
+    """``members`` MLPs trained at once (:func:`symlib.inference.fit_ensemble`) from ``key``:
+    every member has its own initialisation and minibatch order
+    (:func:`symlib.inference.member_keys`)."""
+    from symlib.inference import Data, Model, fit_ensemble, member_keys
+
+    sizes = [d["x_train"].shape[1], profile.hidden, 10]
+    cfg = map_train_config(profile)._replace(epochs=profile.bnn_epochs)
+    init_keys, data_keys = member_keys(key, members)
+    starts = jax.vmap(lambda k: mlp_init(k, sizes))(init_keys)
+    return fit_ensemble(data_keys, starts, Model(mlp_apply), Data(d["x_train"], d["y_train"]), cfg)
+
+
 def _train_ensembles(profile: Profile, d: Mapping[str, Any], key: jax.Array, ensembles: int) -> list[Any]:
     """``ensembles`` independent deep ensembles of ``profile.ensemble_members`` MLPs, trained at
     once from ``key`` (every member has its own initialisation and minibatch order)."""
-    from symlib.inference.ensembles import train_ensemble
-
     m = profile.ensemble_members
-    cfg = map_train_config(profile)._replace(epochs=profile.bnn_epochs)
-    res = train_ensemble(key, [d["x_train"].shape[1], profile.hidden, 10], d["x_train"], d["y_train"], cfg,
-                         m * ensembles)
-    params = jax.device_get(res.params)
+    params = jax.device_get(_fit_mlp_ensemble(profile, d, key, m * ensembles).samples)
     return [jax.tree_util.tree_map(lambda a, i=i: a[i * m:(i + 1) * m], params) for i in range(ensembles)]
 
 
@@ -68,14 +76,11 @@ def ensemble(profile: Profile) -> dict[str, Any]:
         The artifact: ``params`` (stacked), ``epoch_loss``, ``test_probs`` and ``test``.
     """
     from symlib.evaluation.predictive import predict_from_samples
-    from symlib.inference.ensembles import train_ensemble
 
     d = load_bnn_data(profile)
-    sizes = [d["x_train"].shape[1], profile.hidden, 10]
-    cfg = map_train_config(profile)._replace(epochs=profile.bnn_epochs)
-    res = train_ensemble(jax.random.key(0), sizes, d["x_train"], d["y_train"], cfg, profile.ensemble_members)
-    probs = predict_from_samples(res.params, d["x_test"])
-    return {"params": jax.device_get(res.params), "epoch_loss": np.asarray(res.epoch_losses),
+    post = _fit_mlp_ensemble(profile, d, jax.random.key(0), profile.ensemble_members)
+    probs = predict_from_samples(post.samples, d["x_test"])
+    return {"params": jax.device_get(post.samples), "epoch_loss": np.asarray(post.info["epoch_loss"]),
             "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"])}
 
 

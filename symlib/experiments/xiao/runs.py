@@ -8,14 +8,18 @@ from typing import Any
 import jax
 import numpy as np
 
-from symlib.core.models import mlp_init
+from symlib.core.models import mlp_apply, mlp_init
 from symlib.experiments import cache
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import load_data, map_train_config, mlp_config, register, run
-from symlib.inference.training import evaluate, train_map
+from symlib.inference import Data, Model, fit_ensemble, fit_map
+from symlib.inference.training import evaluate
 from symlib.experiments.xiao.results import (MapPairResult, NoTPathsResult, NoTSweepResult, RebasinResult,
                                             repaired_units_summary)
 from symlib.experiments.xiao.settings import MATCHING_METHODS, MLP_SEEDS, SPLITS
+
+#: the MLPs of these experiments as a model of the fits (:class:`symlib.inference.Model`)
+MLP = Model(mlp_apply)
 
 
 
@@ -40,9 +44,10 @@ def mlp_map_pair(profile: Profile) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for seed in MLP_SEEDS:
         init_key, data_key = jax.random.split(jax.random.key(seed))
-        params, losses = train_map(mlp_init(init_key, sizes), data_key, d["x_train"], d["y_train"], cfg)
+        fit = fit_map(data_key, mlp_init(init_key, sizes), MLP, Data(d["x_train"], d["y_train"]), cfg)
+        params = fit.params
         test = evaluate(params, d["x_test"], d["y_test"])
-        out[f"seed{seed}"] = {"params": jax.device_get(params), "epoch_loss": np.asarray(losses),
+        out[f"seed{seed}"] = {"params": jax.device_get(params), "epoch_loss": np.asarray(fit.info["epoch_loss"]),
                               "test_nll": test["nll"], "test_accuracy": test["accuracy"]}
     return out
 
@@ -79,7 +84,7 @@ def _train_mlp(profile: Profile, d: Mapping[str, Any], seed: int) -> dict[str, A
     cfg = map_train_config(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
     init_key, data_key = jax.random.split(jax.random.key(seed))
-    params, _ = train_map(mlp_init(init_key, sizes), data_key, d["x_train"], d["y_train"], cfg)
+    params = fit_map(data_key, mlp_init(init_key, sizes), MLP, Data(d["x_train"], d["y_train"]), cfg).params
     return {"params": jax.device_get(params), "test_accuracy": evaluate(params, d["x_test"], d["y_test"])["accuracy"]}
 
 
@@ -223,7 +228,6 @@ def not_sweep(profile: Profile) -> dict[str, Any]:
         The artifact: one array per column of :class:`NoTSweepResult`.
     """
     from symlib.evaluation.interpolation import barrier
-    from symlib.inference.training import train_map_many
     from symlib.symmetry.matching import weight_matching
     from symlib.symmetry.permutations import num_transpositions, random_permutation_with_transpositions
     from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, param_distance
@@ -244,7 +248,7 @@ def not_sweep(profile: Profile) -> dict[str, Any]:
         inits = [init] + [apply_permutation(spec, {"P_0": p}, init) for p in perms]
         stacked = jax.tree_util.tree_map(lambda *a: jax.numpy.stack(a), *inits)
         data_keys = jax.random.split(jax.random.key(2000 + run_index), len(inits))  # own minibatch order per net
-        trained, _ = train_map_many(stacked, data_keys, x, y, cfg)
+        trained = fit_ensemble(data_keys, stacked, MLP, Data(x, y), cfg).samples
         trained = jax.device_get(trained)
         ref = jax.tree_util.tree_map(lambda a: a[0], trained)
         for i, (k, p) in enumerate(zip(ks, perms), start=1):
@@ -380,8 +384,8 @@ def not_paths(profile: Profile) -> dict[str, Any]:
              "independent": mlp_init(jax.random.key(1001), sizes)}   # a fresh random init
     traj = {}
     for seed, (name, net_init) in enumerate(inits.items()):
-        _, _, t = train_map(net_init, jax.random.key(3000 + seed), d["x_train"], d["y_train"], cfg,
-                          keep_trajectory=True)
+        t = fit_map(jax.random.key(3000 + seed), net_init, MLP, Data(d["x_train"], d["y_train"]), cfg,
+                    keep_trajectory=True).info["trajectory"]
         traj[name] = jax.device_get(t)
     lambdas = np.linspace(0.0, 1.0, 2 * profile.n_lambdas - 1)
     last = lambda t: jax.tree_util.tree_map(lambda a: a[-1], t)  # noqa: E731
@@ -402,8 +406,8 @@ def not_paths(profile: Profile) -> dict[str, Any]:
         p_r = random_permutation_with_transpositions(jax.random.key(7 + 100 * r), profile.hidden, k)
         ref = mlp_init(jax.random.key(5000 + r), sizes)
         pair = {"reference": ref, "permuted": apply_permutation(spec, {"P_0": p_r}, ref)}
-        t = {name: jax.device_get(train_map(net, jax.random.key(6000 + 2 * r + j), d["x_train"], d["y_train"], cfg,
-                                          keep_trajectory=True)[2])
+        t = {name: jax.device_get(fit_map(jax.random.key(6000 + 2 * r + j), net, MLP, Data(d["x_train"], d["y_train"]),
+                                          cfg, keep_trajectory=True).info["trajectory"])
              for j, (name, net) in enumerate(pair.items())}
         return {"not_p": np.asarray(num_transpositions(p_r)),
                 "not_epochs": _not_over_training(spec, ref, pair["permuted"], t["reference"], t["permuted"],
