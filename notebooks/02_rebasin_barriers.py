@@ -54,11 +54,12 @@ from IPython.display import display
 from myst_nb import glue
 
 from symlib import experiments
-from symlib.experiments import claims, plotting, results, scales, xiao
+from symlib.experiments import plotting, xiao
+from symlib.experiments.judging import claims, results, scales
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.registry import SUMMARIES
 from symlib.experiments.report import PaperProfile, paper_vs_ours
-from symlib.experiments.thresholds import THRESHOLDS
+from symlib.experiments.judging.thresholds import THRESHOLDS
 
 plotting.set_style()
 profile = get_profile()
@@ -165,8 +166,8 @@ if paper_run is not None:
           f"{paper_run['date']}, {paper_run['elapsed_s']} s")
 
 # %% [markdown]
-# The paper's claim is two library functions (`symlib.experiments.claims`, registered in
-# `symlib.experiments.xiao`, their thresholds in `symlib.experiments.thresholds`): a barrier
+# The paper's claim is two library functions (`symlib.experiments.judging.claims`, registered in
+# `symlib.experiments.xiao`, their thresholds in `symlib.experiments.judging.thresholds`): a barrier
 # exists between independently trained networks, and matching removes more than a share
 # {glue:text}`ch02_threshold` of it ("essentially removes"), by either method, on training
 # and test data; and, read absolutely, the barrier left after matching is below

@@ -48,11 +48,12 @@ from myst_nb import glue
 from scipy import stats
 
 from symlib import experiments
-from symlib.experiments import claims, plotting, report, results, scales, xiao
+from symlib.experiments import plotting, report, xiao
+from symlib.experiments.judging import claims, results, scales
 from symlib.experiments.profiles import get_profile
 from symlib.symmetry.permutations import cycles, num_transpositions
 from symlib.experiments.report import paper_vs_ours
-from symlib.experiments.thresholds import THRESHOLDS
+from symlib.experiments.judging.thresholds import THRESHOLDS
 from symlib.experiments.xiao import describe_repaired
 
 plotting.set_style()
@@ -250,10 +251,10 @@ paper_vs_ours([
 ], profile.name)
 
 # %% [markdown]
-# The claims are library functions (`symlib.experiments.claims`, registered in
+# The claims are library functions (`symlib.experiments.judging.claims`, registered in
 # `symlib.experiments.xiao`), each with an effect per independent unit (a run of the sweep,
 # or a (reference, permuted copy) pair of the paths), the mean over the units with its
-# Student-t interval, and a threshold from the registry (`symlib.experiments.thresholds`,
+# Student-t interval, and a threshold from the registry (`symlib.experiments.judging.thresholds`,
 # which quotes the paper and records when each value was set):
 #
 # - $\mathrm{NoT}(P')$ tracks $\mathrm{NoT}(P)$: Pearson correlation above
@@ -432,7 +433,7 @@ if saved_paths is not None and "repaired" in saved_paths["summary"]["permuted"]:
 # profile, which re-pairs no unit, has nothing to compare.)
 #
 # Each claim whose verdict on a saved run is not the paper's is registered as a documented
-# difference (`symlib.experiments.claims.difference`, with these numbers), so the unit
+# difference (`symlib.experiments.judging.claims.difference`, with these numbers), so the unit
 # tests accept exactly these verdicts on the saved files and no others, and the
 # {doc}`reproduction report <14_reproduction_report>` shows Figure 2's verdicts.
 

@@ -52,11 +52,12 @@ from IPython.display import display
 from myst_nb import glue
 
 from symlib import experiments
-from symlib.experiments import claims, plotting, report, xiao
-from symlib.experiments import results
+from symlib.experiments import plotting, report, xiao
+from symlib.experiments.judging import claims
+from symlib.experiments.judging import results
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import PaperProfile, Table, paper_vs_ours
-from symlib.experiments.thresholds import THRESHOLDS
+from symlib.experiments.judging.thresholds import THRESHOLDS
 
 plotting.set_style()
 profile = get_profile()
@@ -360,7 +361,7 @@ for name in ("ensemble", "vi"):
 # ensemble's $q_r$ is a parameter-efficient representation with competitive accuracy.
 #
 # Findings (i) and (ii) are registered claims of the `compact_representation` experiment
-# (`symlib.experiments.xiao`, thresholds in `symlib.experiments.thresholds`), applied here
+# (`symlib.experiments.xiao`, thresholds in `symlib.experiments.judging.thresholds`), applied here
 # to this run and by the test suite to every saved paper-scale result. "Much better" is
 # read as $q_r$'s agreement with HMC at least {glue:text}`ch04_gap_threshold` above $q_d$'s
 # (the paper's agreements of $q_d$ and $q_r$ are {paper}`0.1212` and {paper}`0.8249` for HMC,
@@ -463,7 +464,7 @@ ax.legend();
 # re-basin; a paper-scale run should report it.
 #
 # This is a claim of ours, registered like the paper's (`qd_falls_with_chains`, threshold
-# in `symlib.experiments.thresholds`, read after seeing this table in an earlier run and
+# in `symlib.experiments.judging.thresholds`, read after seeing this table in an earlier run and
 # marked so) and judged over the independent runs of Table 1: in each run, $q_d$'s agreement
 # for the run's first chain alone against that chain's own predictive, minus its agreement
 # for all the run's {glue:text}`ch04_chains_per_run` chains pooled. No convergence gate

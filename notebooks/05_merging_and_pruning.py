@@ -43,7 +43,8 @@ from IPython.display import display
 from myst_nb import glue
 
 from symlib import experiments
-from symlib.experiments import claims, plotting, report, xiao
+from symlib.experiments import plotting, report, xiao
+from symlib.experiments.judging import claims
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table
 
@@ -130,7 +131,7 @@ display(Table(["pruned", *labels.values()], rows))
 # HMC's $\sigma_r$ while keeping the ensemble's means ("stitched") significantly beats
 # pruning with either method alone. The figure has no printed numbers. Each observation is
 # a registered claim (`symlib.experiments.xiao`, thresholds in
-# `symlib.experiments.thresholds`), evaluated below on this run, with its effect, its
+# `symlib.experiments.judging.thresholds`), evaluated below on this run, with its effect, its
 # interval over the independent units it names, the threshold and the verdict:
 
 # %% tags=["hide-input"]

@@ -54,7 +54,8 @@ from symlib import experiments
 import numpy as np
 from myst_nb import glue
 
-from symlib.experiments import claims, plotting, report, results, rossi, scales
+from symlib.experiments import plotting, report, rossi
+from symlib.experiments.judging import claims, results, scales
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.registry import SUMMARIES, load_align_data
 from symlib.experiments.report import Table
@@ -213,7 +214,7 @@ glue("ch07_t_other", f"{rossi.ROBUSTNESS_TEMPERATURES[1]:g}", display=False)
 # barrier is zero for MLPs, and that "wider models generally provide lower barriers: for
 # MLPs this holds true with and without alignment". These claims are library functions
 # registered in
-# `symlib.experiments.rossi`, with thresholds in `symlib.experiments.thresholds` (Rossi
+# `symlib.experiments.rossi`, with thresholds in `symlib.experiments.judging.thresholds` (Rossi
 # section, each with the paper's words, our reading and when it was set). Each claim is
 # judged on the independent pairs: the effect of every pair, a Student-t interval over the
 # pairs, and *holds* only when the whole interval is on the paper's side. "Removes the

@@ -58,7 +58,8 @@ from myst_nb import glue
 
 from symlib import experiments
 from symlib.evaluation.stats import repeat_spread
-from symlib.experiments import claims, plotting, report, results, rossi
+from symlib.experiments import plotting, report, rossi
+from symlib.experiments.judging import claims, results
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.registry import SUMMARIES
 from symlib.experiments.report import Table, paper_vs_ours
@@ -108,7 +109,7 @@ plt.show()
 # ## The paper's claims, as code
 #
 # Three statements of App. C are registered on `vi_alignment_timings` in
-# `symlib.experiments.rossi`, with thresholds in `symlib.experiments.thresholds`: (i) most
+# `symlib.experiments.rossi`, with thresholds in `symlib.experiments.judging.thresholds`: (i) most
 # alignments finish within a minute (the share of (dataset, width) alignments whose slowest
 # repeat is under a minute of wall time, with its exact interval over the alignments, must
 # exceed one half); (ii) wider networks take longer (the ratio of median CPU times at

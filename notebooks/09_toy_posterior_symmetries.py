@@ -38,7 +38,7 @@
 #   permutation removal, with a check that each network's function is unchanged;
 # - valid tests that the raw density is symmetric under swapping the hidden units, that
 #   its highest mode comes with a mirror image, and that removing the scaling regroups the
-#   networks around the modes: the paper's claims as code (`symlib.experiments.claims`,
+#   networks around the modes: the paper's claims as code (`symlib.experiments.judging.claims`,
 #   registered in `symlib.experiments.laurent`), asserted on our run.
 #
 # **Deviations from the paper's setup.** The class means of App. A.1 were lost from the
@@ -64,7 +64,8 @@ from IPython.display import display
 from myst_nb import glue
 
 from symlib import experiments
-from symlib.experiments import claims, plotting, report, scales
+from symlib.experiments import plotting, report
+from symlib.experiments.judging import claims, scales
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table, paper_vs_ours
 from symlib.experiments.laurent.toy import CLASS_MEAN, count_modes, two_gaussians
@@ -137,7 +138,7 @@ fig.suptitle(f"Where {n_kept} trained 2-2-1 perceptrons put their output weights
 # equivalence: the share of networks with $w_1 > w_2$ must lie within a margin of one half,
 # its whole Clopper-Pearson interval over the networks closer to one half than
 # {glue:text}`ch09_t_raw_symmetric_value:.0%` (a margin of our choosing, registered in
-# `symlib.experiments.thresholds`).
+# `symlib.experiments.judging.thresholds`).
 #
 # The modes are the local maxima of a Gaussian kernel density estimate of $d$ (Scott's
 # bandwidth) above {glue:text}`ch09_mode_height:.0%` of the highest. "The most important
@@ -206,8 +207,8 @@ display(paper_vs_ours([
 # the permutation symmetry (symmetric about the diagonal), smeared by the scaling symmetry,
 # and reduced to one copy once both are removed, and (App. A) that fewer than {paper}`1%` of
 # the networks failed to train. The claims below are library functions
-# (`symlib.experiments.claims`, registered in `symlib.experiments.laurent`, thresholds in
-# `symlib.experiments.thresholds`) evaluated on our run's summary: each returns an effect,
+# (`symlib.experiments.judging.claims`, registered in `symlib.experiments.laurent`, thresholds in
+# `symlib.experiments.judging.thresholds`) evaluated on our run's summary: each returns an effect,
 # its interval over the networks and a verdict. The cell after the table asserts that each
 # verdict is the expected one, and the unit tests apply the same functions to the
 # paper-profile result saved in `book/results/` (this experiment's sizes are the paper's in

@@ -58,7 +58,8 @@ from symlib import experiments
 from symlib.core.cnn import OPTUNET_SHAPES
 from symlib.core.models import mlp_apply, unstack
 from symlib.evaluation.marginals import first_last_pvalues, unit_weights
-from symlib.experiments import claims, plotting, report, results, scales
+from symlib.experiments import plotting, report
+from symlib.experiments.judging import claims, results, scales
 from symlib.experiments.laurent import LINE_T
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table, paper_vs_ours
@@ -511,8 +512,8 @@ display(report.show_saved_run("laurent_mlps",
 # with a lower regularised loss (Corollary 1), that solving the problem raises the largest
 # weights of the layers with fewer parameters, and (App. D.3) that the units' marginals are
 # identical before symmetry removal and differ after. The claims are library functions
-# (`symlib.experiments.claims`, registered in `symlib.experiments.laurent` and
-# `symlib.experiments.laurent.optunet`, thresholds in `symlib.experiments.thresholds`) of the
+# (`symlib.experiments.judging.claims`, registered in `symlib.experiments.laurent` and
+# `symlib.experiments.laurent.optunet`, thresholds in `symlib.experiments.judging.thresholds`) of the
 # experiments' summaries: each returns an effect, its interval over the networks and a
 # verdict. The cell after the tables asserts that each verdict is the expected one, and the
 # unit tests apply them to the paper-profile results saved in `book/results/`.

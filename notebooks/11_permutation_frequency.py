@@ -43,7 +43,8 @@ from IPython.display import display
 from myst_nb import glue
 
 from symlib import experiments
-from symlib.experiments import claims, plotting, report, results, scales
+from symlib.experiments import plotting, report
+from symlib.experiments.judging import claims, results, scales
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table, paper_vs_ours
 from symlib.symmetry.neuron_order import kendall_tau_from_discordant
@@ -237,7 +238,7 @@ display(report.show_saved_run("laurent_mlps",
 # instability", that the weights nearly never permute in the last phase of training, and
 # that the ResNet-18 (right panel), with "much more" degrees of freedom, changes a lot in
 # the high learning-rate phases. Four claims read this (`symlib.experiments.laurent`,
-# thresholds in `symlib.experiments.thresholds`): the MNIST panel's own two, *scarce* (the
+# thresholds in `symlib.experiments.judging.thresholds`): the MNIST panel's own two, *scarce* (the
 # share of SGD steps that change the ordering, below one in ten) and *gathered* (the
 # changing steps have another change within {glue:text}`ch11_burst_window` steps at least twice as often as if each
 # learning-rate phase's changes fell at random steps of that phase,

@@ -49,7 +49,8 @@ from IPython.display import display
 from myst_nb import glue
 
 from symlib import experiments
-from symlib.experiments import claims, plotting, scales
+from symlib.experiments import plotting
+from symlib.experiments.judging import claims, scales
 from symlib.experiments.laurent.posteriors import (APPENDIX_B4_MNIST, SETTINGS, TABLE1_COLUMNS,
                                           TABLE1_MNIST, bank_train_config)
 from symlib.experiments.profiles import get_profile
@@ -261,7 +262,7 @@ display(Table(["method", *variants],
 # Each cell reads paper / ours as MMD, NS, Acc, ECE, Brier, AUPR, FPR95, ID MI, OOD MI.
 
 # %% tags=["hide-input"]
-from symlib.experiments import results
+from symlib.experiments.judging import results
 from symlib.experiments.laurent.posteriors_resnet import SETTINGS as SETTINGS_RN18
 from symlib.experiments.laurent.posteriors_resnet import TABLE1 as TABLE1_RN18
 from symlib.experiments.laurent.posteriors_resnet import methods_of
@@ -305,8 +306,8 @@ display(rn18_table("tiny_imagenet"))
 # the uncertainty metrics they find that the single-mode methods are often better
 # calibrated (ECE), while the multi-mode methods and deep ensembles detect OOD inputs better
 # (AUPR, FPR95) and have higher mutual information in and out of distribution. The claims
-# are library functions (`symlib.experiments.claims`, registered in
-# `symlib.experiments.laurent.posteriors`, thresholds in `symlib.experiments.thresholds`) of the
+# are library functions (`symlib.experiments.judging.claims`, registered in
+# `symlib.experiments.laurent.posteriors`, thresholds in `symlib.experiments.judging.thresholds`) of the
 # experiment's summary. Each returns an effect and its interval from a delete-a-group
 # jackknife over the independent units: the reference networks, and each method's modes
 # (multi-mode methods) or draws (single-mode methods, the deep ensemble's members). The

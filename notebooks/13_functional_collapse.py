@@ -44,7 +44,8 @@ from IPython.display import display
 from myst_nb import glue
 
 from symlib import experiments
-from symlib.experiments import claims, plotting, report, results, scales
+from symlib.experiments import plotting, report
+from symlib.experiments.judging import claims, results, scales
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import paper_vs_ours
 
@@ -162,8 +163,8 @@ display(paper_vs_ours([
 # in-distribution MI of two networks varies little, the OOD MI much more, with no
 # significant correlation between them; for OptuNet (App. D.2) both are more dispersed and
 # there is some positive correlation, "a high chance of functional collapse in small
-# networks". The claims are library functions (`symlib.experiments.claims`, registered in
-# `symlib.experiments.laurent.collapse`, thresholds in `symlib.experiments.thresholds`): "more
+# networks". The claims are library functions (`symlib.experiments.judging.claims`, registered in
+# `symlib.experiments.laurent.collapse`, thresholds in `symlib.experiments.judging.thresholds`): "more
 # dispersed out of distribution" compares the coefficients of variation, "some positive
 # correlation" asks for a correlation whose permutation test over networks excludes zero,
 # and "a non-negligible probability" of functional collapse for a share of pairs whose ID MI

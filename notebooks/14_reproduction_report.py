@@ -27,7 +27,7 @@
 #
 # The page is generated when the book is built, from three sources:
 #
-# - the manifest `symlib.experiments.manifest.MANIFEST`: for each item the paper's value,
+# - the manifest `symlib.experiments.report.manifest.MANIFEST`: for each item the paper's value,
 #   the chapter, the experiments and summary keys that give ours, and for an item not
 #   attempted the reason (`tests/experiments/test_manifest.py` checks it against the paper texts);
 # - the quick-profile artifacts in the artifact cache, filled by the earlier chapters
@@ -35,13 +35,13 @@
 # - the results saved in `book/results/` (the paper profile, a labelled reduction of it,
 #   or a stand-in), with the device and date of each run.
 #
-# **Scale** comes from one registry, `symlib.experiments.scales`: *paper scale*, *labelled
+# **Scale** comes from one registry, `symlib.experiments.judging.scales`: *paper scale*, *labelled
 # reduction* (which dimension was reduced, and by how much), *quick miniature* (every
 # quick-profile result) or *stand-in* (a setting the paper did not run).
 # `tests/experiments/test_scales.py` fails for a saved result without a scale.
 #
 # **Verdict** is never written by hand: it is the verdict of the paper's claims as code
-# (`symlib.experiments.claims`, the same checks the chapters assert) on a run. An item
+# (`symlib.experiments.judging.claims`, the same checks the chapters assert) on a run. An item
 # holds on a run only when every one of its claims holds there, that is when the whole
 # interval of each effect (over the independent units: seeds, networks, network pairs,
 # repeated timings) lies on the paper's side of its threshold; the weakest claim decides
@@ -57,7 +57,9 @@ import numpy as np
 from IPython.display import HTML, display
 from myst_nb import glue
 
-from symlib.experiments import claims, manifest, plotting, report_page, results, scales
+from symlib.experiments import plotting
+from symlib.experiments.judging import claims, results, scales
+from symlib.experiments.report import manifest, page as report_page
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import Table
 

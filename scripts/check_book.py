@@ -57,7 +57,7 @@ REPORT = "notebooks/14_reproduction_report"
 
 def report_problems(html: str) -> list[str]:
     """What is wrong with the rendered reproduction report: its short tables
-    (``symlib.experiments.report_page.report_html``) or their collapsible details missing, or a
+    (``symlib.experiments.report.page.report_html``) or their collapsible details missing, or a
     verdict written as "reproduced" (every verdict is one of the claims' four, with its scale).
 
     Args:

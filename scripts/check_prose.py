@@ -9,7 +9,7 @@ The rule (docs: ``book/running.md``, "Claims, verdicts and numbers in the prose"
   ``glue("key", value, display=False)`` in a code cell), or is printed by a cell;
 * a number quoted from a paper (a value or a setting) is marked ``{paper}`98.66%```, one
   taken from the authors' code ``{repo}`2e-4``` (``book/_ext/paper_role.py`` renders both
-  as plain text), and the value must be registered in ``symlib/experiments/paper_facts.py``
+  as plain text), and the value must be registered in ``symlib/experiments/report/paper_facts.py``
   (a paper fact with its quote, a repo fact with its file): an unregistered value is reported;
 * a verdict (holds, does not hold, reproduced, differs, ...) is glued or printed too, unless
   the sentence only states a criterion (``if``, ``when``, ``whether``, ``unless``, ...).
@@ -42,10 +42,10 @@ PAGES = (ROOT / "book" / "intro.md", ROOT / "book" / "running.md")
 
 
 def _load_paper_facts():
-    """symlib.experiments.paper_facts, loaded from its file (stdlib only) so that the check
+    """symlib.experiments.report.paper_facts, loaded from its file (stdlib only) so that the check
     needs neither JAX nor an installed symlib."""
     spec = importlib.util.spec_from_file_location(
-        "symlib_paper_facts", ROOT / "symlib" / "experiments" / "paper_facts.py")
+        "symlib_paper_facts", ROOT / "symlib" / "experiments" / "report" / "paper_facts.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module          # dataclasses look their module up
     spec.loader.exec_module(module)
@@ -98,7 +98,7 @@ _SOURCED = re.compile(r"\{(paper|repo)\}`([^`]*)`")
 
 def role_problems(text: str) -> list[str]:
     """The ``{paper}`` and ``{repo}`` values of one markdown cell that the registry
-    (``symlib/experiments/paper_facts.py``) does not hold.
+    (``symlib/experiments/report/paper_facts.py``) does not hold.
 
     Args:
         text: the cell's markdown (a role shown as code, inside double backticks or a code
@@ -117,7 +117,7 @@ def role_problems(text: str) -> list[str]:
             line = text.count("\n", 0, m.start()) + 1
             what = ("a paper fact with its quote" if role == "paper" else "a repo fact with its file")
             found.append(f"line {line}: {{{role}}}`{value}` is not registered as {what} in "
-                         f"symlib/experiments/paper_facts.py")
+                         f"symlib/experiments/report/paper_facts.py")
     return found
 
 

@@ -23,9 +23,9 @@ import numpy as np
 
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.rossi import ALIGN_DATASETS
-from symlib.experiments import results
+from symlib.experiments.judging import results
 from symlib.experiments.cache import code_version
-from symlib.experiments.results import device_description
+from symlib.experiments.judging.results import device_description
 from symlib.experiments.registry import SUMMARIES
 from symlib.experiments.rossi.runs import fit_and_align_pair
 from symlib.experiments.registry import load_align_data

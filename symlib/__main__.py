@@ -152,12 +152,13 @@ def _hmc_piece(args, argv: list[str] | None, started: float) -> int:
     """The ``hmc-piece`` command (see :func:`build_parser`)."""
     import jax
 
-    from symlib.experiments.hmc_pieces import advance, state_nbytes
-    from symlib.experiments import results, xiao
+    from symlib.experiments.xiao.hmc_pieces import advance, state_nbytes
+    from symlib.experiments import xiao
+    from symlib.experiments.judging import results
     from symlib.experiments.profiles import get_profile
 
     if args.status:
-        from symlib.experiments.hmc_pieces import load_state
+        from symlib.experiments.xiao.hmc_pieces import load_state
 
         meta, _ = load_state(args.state)
         cfg = meta["config"]
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         The exit status (0); argument errors exit through argparse with status 2.
     """
     from symlib import experiments
-    from symlib.experiments import results
+    from symlib.experiments.judging import results
     from symlib.experiments.cache import STEPS_RUN, artifact_paths, cache_dir
     from symlib.experiments.profiles import get_profile, reduced
 

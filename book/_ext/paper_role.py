@@ -6,7 +6,7 @@ myst-nb's ``{glue:text}`` role. A number the prose quotes from a paper is writte
 used), as ``{repo}`2e-4```. Both are rendered as plain text. The markers are what let
 ``scripts/check_prose.py`` fail on a hand-typed number of ours (a bare number in markdown is
 neither glued nor quoted) and on a quoted number with no source: every value inside either
-role must be registered, with its quote or its file, in ``symlib/experiments/paper_facts.py``.
+role must be registered, with its quote or its file, in ``symlib/experiments/report/paper_facts.py``.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 chapter took, which paper-scale runs were saved, on which device, how far the GPU queue is)
 are not typed by hand but read from the files the runs wrote, so they cannot go stale:
 
-* ``{saved-runs}``: every record in ``book/results/*.json`` (``symlib.experiments.results.save``):
+* ``{saved-runs}``: every record in ``book/results/*.json`` (``symlib.experiments.judging.results.save``):
   experiment, label, device, date, elapsed seconds and command;
 * ``{book-timings}``: every execution of the chapters recorded in ``book/timings.json``
   (``scripts/execute_notebooks.py`` appends one after executing every chapter), with the budgets;

@@ -1,7 +1,7 @@
 """symlib.evaluation: predictives, metrics, interpolation and loss barriers, Gaussian
 summaries of samples (also running ones), pruning, per-unit marginals, and the MMD between
 posterior samples. It does not import :mod:`symlib.inference` (full-batch HMC in pieces
-with running summaries, which needs both, is :mod:`symlib.experiments.hmc_pieces`).
+with running summaries, which needs both, is :mod:`symlib.experiments.xiao.hmc_pieces`).
 
 Names are loaded on first use, from the table ``_EXPORTS``."""
 from __future__ import annotations

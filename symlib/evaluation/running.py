@@ -13,7 +13,7 @@ then merged into the running ones with the pairwise update of Chan, Golub and Le
 This is numerically stable (no ``E[x^2] - E[x]^2`` cancellation) and gives the moments of
 :func:`symlib.evaluation.summaries.direct_summary` (population variance ``M2 / n``) to float64
 rounding, whatever the batches, so a sampler can fold its samples in as they come and
-never keep them (:mod:`symlib.experiments.hmc_pieces`). Two accumulators merge the same way
+never keep them (:mod:`symlib.experiments.xiao.hmc_pieces`). Two accumulators merge the same way
 (:meth:`RunningMoments.merge`), and since a permutation of the hidden units acts on the
 mean and on ``M2`` weight by weight, the moments of a permuted stack are the permuted
 moments (:meth:`RunningMoments.permuted`).

@@ -5,16 +5,30 @@ go through the artifact cache, so the notebook loads what the batch job computed
 :func:`run` returns a typed result (a frozen dataclass with named fields); its
 ``artifact`` attribute keeps the cached nested dict.
 
+The modules sit on four floors, each importing only the floors below it (pyproject's
+import-linter contract ``experiments-floors``):
+
+1. the bench: :mod:`~symlib.experiments.profiles`, :mod:`~symlib.experiments.cache`,
+   :mod:`~symlib.experiments.table`, then :mod:`~symlib.experiments.registry`,
+   :mod:`~symlib.experiments.weights` and :mod:`~symlib.experiments.plotting`;
+2. judging (:mod:`symlib.experiments.judging`): claims and their verdicts, the thresholds
+   quoted from the papers, the scale label of every result, the saved runs;
+3. the three papers, independent of each other (below);
+4. the report (:mod:`symlib.experiments.report`: the synthesis tables, the manifest, the
+   report pages, the facts quoted from the papers) and the GPU queue
+   (:mod:`~symlib.experiments.gpu_queue`).
+
 - :mod:`symlib.experiments.registry`: :func:`register`, :func:`run`, :func:`describe`,
   the shared data loaders and config helpers;
-- :mod:`symlib.experiments.xiao`: Xiao et al. (2023), Figs. 1-3 and Table 1;
+- :mod:`symlib.experiments.xiao`: Xiao et al. (2023), Figs. 1-3 and Table 1 (and the pieced
+  HMC of its GPU runs, :mod:`~symlib.experiments.xiao.hmc_pieces`);
 - :mod:`symlib.experiments.rossi`: Rossi et al. (2023), Sec. 5.1;
 - :mod:`symlib.experiments.laurent`: Laurent et al. (2024): the MLPs of Figs. 1, 2 and 4
   (``mlps``, ``toy``), OptuNet's Fig. 2 and Sec. 5.2 (``optunet``), Sec. 4-5.1
   (``posteriors``) and its ResNet-18 scale (``posteriors_resnet``).
 
 Each paper package also holds that paper's reference numbers and claims as constants,
-which the notebooks quote. :mod:`symlib.experiments.manifest` lists every table and figure
+which the notebooks quote. :mod:`symlib.experiments.report.manifest` lists every table and figure
 of the three papers with the experiments and claims that judge it (the reproduction report).
 Long experiments run their outer loop through :func:`symlib.experiments.cache.cached_steps`
 (or :func:`fit_many_blocks` for banks of networks), so a killed run resumes.

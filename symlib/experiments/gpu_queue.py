@@ -201,7 +201,7 @@ def provenance(command: str, root: Path) -> dict[str, Any]:
     import jax
 
     from symlib.experiments.cache import code_version
-    from symlib.experiments.results import device_description, git_commit
+    from symlib.experiments.judging.results import device_description, git_commit
 
     return {"device": device_description(), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             **git_commit(root), "command": command, "symlib_version": code_version(), "jax": jax.__version__,
@@ -379,7 +379,7 @@ def _run_experiments(job: Mapping[str, Any], command: str) -> dict[str, bytes]:
     import tempfile
 
     from symlib import experiments
-    from symlib.experiments import results
+    from symlib.experiments.judging import results
 
     profile = job_profile(job)
     files = {}
@@ -584,7 +584,7 @@ def prepare(root: Path, data_dir: Path | None, wheels: bool = True, datasets: tu
 
     saved = carry / "provenance.json"
     saved.unlink(missing_ok=True)  # git's answer here, not an older prepare's
-    from symlib.experiments.results import git_commit
+    from symlib.experiments.judging.results import git_commit
 
     prov = {k: v for k, v in git_commit(root).items() if k != "from"}
     _write_json(saved, {**prov, "symlib_version": code_version()})

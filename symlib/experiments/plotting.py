@@ -300,7 +300,7 @@ VERDICT_COLOURS = {"holds": "#1b9e77", "same direction, not significant": "#e6ab
 
 
 def forest(entries: Sequence, *, title: str | None = None, linthresh: float = 1e-2) -> plt.Figure:
-    """A forest plot of claims: per entry (:class:`symlib.experiments.report_page.ForestEntry`)
+    """A forest plot of claims: per entry (:class:`symlib.experiments.report.page.ForestEntry`)
     the effect minus its threshold and the interval, signed so that the paper's side is to the
     right of the line at 0, on a symmetric-log axis (the claims' units differ), coloured by
     verdict, grouped by scale as the entries come; an unbounded end is drawn as an arrow, and

@@ -1,5 +1,5 @@
 """A small table for the notebooks and the library's reports: Markdown in Jupyter (and the
-book), aligned text elsewhere. Its own module so that :mod:`symlib.experiments.claims` and
+book), aligned text elsewhere. Its own module so that :mod:`symlib.experiments.judging.claims` and
 :mod:`symlib.experiments.report` can both use it without importing each other."""
 from __future__ import annotations
 

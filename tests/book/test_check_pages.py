@@ -195,7 +195,7 @@ def test_the_reports_table_fits_a_1280_px_window(driver, tmp_path):
     import dataclasses
 
     import symlib.experiments  # noqa: F401  (registers the experiments)
-    from symlib.experiments import report_page
+    from symlib.experiments.report import page as report_page
 
     rows = report_page.report_rows({}, {})
     long = dataclasses.replace(rows[0], label="Figure 1 (" + "a_very_long_unbreakable_part_name_" * 4 + ")",

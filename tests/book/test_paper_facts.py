@@ -1,4 +1,4 @@
-"""The registry of quoted numbers (symlib.experiments.paper_facts): every paper fact's quote
+"""The registry of quoted numbers (symlib.experiments.report.paper_facts): every paper fact's quote
 is in its paper's text (``../shared/papers``) and contains its value, every repo fact's value
 is a number of its quoted code, and the checks can fail."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from symlib.experiments import paper_facts
-from symlib.experiments.manifest import PAPERS
-from symlib.experiments.paper_facts import PAPER_FACTS, REPO_FACTS, PaperFact, RepoFact
+from symlib.experiments.report import paper_facts
+from symlib.experiments.report.manifest import PAPERS
+from symlib.experiments.report.paper_facts import PAPER_FACTS, REPO_FACTS, PaperFact, RepoFact
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """scripts/check_prose.py (run by ``make test``): a number or a verdict of ours written by hand
 in a chapter's markdown is reported, the same sentence with ``{glue:text}`` / ``{paper}``
-roles is not; a ``{paper}`` or ``{repo}`` value that symlib.experiments.paper_facts does not
+roles is not; a ``{paper}`` or ``{repo}`` value that symlib.experiments.report.paper_facts does not
 register is reported; the landing page follows the number rules; and every chapter of the
 book and the landing page pass."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The papers' claims as code (symlib.experiments.claims): the framework, and every
+"""The papers' claims as code (symlib.experiments.judging.claims): the framework, and every
 paper-profile result saved under book/results/ checked against its experiment's claims."""
 import json
 import re
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
-from symlib.experiments import claims, thresholds
-from symlib.experiments.thresholds import THRESHOLDS, Threshold
+from symlib.experiments.judging import claims, thresholds
+from symlib.experiments.judging.thresholds import THRESHOLDS, Threshold
 
 RESULTS = sorted((Path(__file__).resolve().parents[2] / "book" / "results").glob("*.json"))
 

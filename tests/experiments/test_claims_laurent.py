@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
-from symlib.experiments import claims
-from symlib.experiments.claims import Verdict
+from symlib.experiments.judging import claims
+from symlib.experiments.judging.claims import Verdict
 from symlib.experiments.laurent import toy_symmetry_tests
 from symlib.experiments.laurent.collapse import collapse_summary
 from symlib.experiments.laurent.posteriors import METHODS, MULTI, ONE_FIT, SINGLE
-from symlib.experiments.thresholds import THRESHOLDS
+from symlib.experiments.judging.thresholds import THRESHOLDS
 
 HOLDS, SAME, DIFFERS, UNTESTED = Verdict.HOLDS, Verdict.SAME_DIRECTION, Verdict.DIFFERS, Verdict.NOT_TESTED
 OPPOSITE = Verdict.OPPOSITE_DIRECTION

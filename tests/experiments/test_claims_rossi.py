@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
-from symlib.experiments import claims
-from symlib.experiments.claims import Verdict
-from symlib.experiments.thresholds import THRESHOLDS
+from symlib.experiments.judging import claims
+from symlib.experiments.judging.claims import Verdict
+from symlib.experiments.judging.thresholds import THRESHOLDS
 
 WIDTHS = [32, 64, 128]
 RNG = np.random.default_rng(0)

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
-from symlib.experiments import claims, xiao
-from symlib.experiments.claims import Verdict
-from symlib.experiments.thresholds import THRESHOLDS
+from symlib.experiments import xiao
+from symlib.experiments.judging import claims
+from symlib.experiments.judging.claims import Verdict
+from symlib.experiments.judging.thresholds import THRESHOLDS
 
 HOLDS, SAME, DIFFERS, UNTESTED = Verdict.HOLDS, Verdict.SAME_DIRECTION, Verdict.DIFFERS, Verdict.NOT_TESTED
 OPPOSITE = Verdict.OPPOSITE_DIRECTION
@@ -435,7 +436,7 @@ def test_always_zero_pixels_and_per_unit_sigma():
 
 
 def test_hmc_budget_is_read_from_the_profile():
-    from symlib.experiments import manifest
+    from symlib.experiments.report import manifest
     from symlib.experiments.profiles import get_profile
 
     for name in ("quick", "paper"):

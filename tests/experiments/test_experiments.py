@@ -282,7 +282,8 @@ def test_vi_alignment_resnet20_runs_and_keeps_the_vi_alignment_layout():
             assert np.isfinite(pair.marginal_barrier(split=split, aligned=aligned))
     summary = experiments.SUMMARIES["vi_alignment_resnet20"](res.artifact)
     assert summary["widths"] == {"fashion_mnist": [1]}
-    outcomes = experiments.claims.evaluate("vi_alignment_resnet20", summary)
+    from symlib.experiments.judging import claims
+    outcomes = claims.evaluate("vi_alignment_resnet20", summary)
     assert [o.claim.name for o in outcomes] == ["alignment_lowers_every_barrier", "wider_lower_only_after_alignment"]
     with pytest.raises(ValueError, match="resnet_dataset must be 'cifar10' or 'fashion_mnist'"):
         experiments.rossi.load_resnet_data(dataclasses.replace(tiny, resnet_dataset="svhn"))

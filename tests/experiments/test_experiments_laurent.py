@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from _helpers import random_mlp, stack_trees
 
-from symlib.experiments import SUMMARIES, claims
+from symlib.experiments import SUMMARIES
+from symlib.experiments.judging import claims
 from symlib.experiments.laurent import mass_along_line, mass_hessian, toy_bootstrap, toy_symmetry_tests
 from symlib.symmetry.scaling import apply_scaling, mass, min_mass, mlp_scaling_spec
 
@@ -145,7 +146,7 @@ def test_sec52_claims_hold_and_fail():
     rng = np.random.default_rng(0)
     swaps, stats = _swap_run(rng)
     sw = {"perm_names": ["P_0", "P_1"], **swap_summary(swaps, stats, [5, 10], [5, 4], [1, 1])}
-    from symlib.experiments.claims import CLAIMS
+    from symlib.experiments.judging.claims import CLAIMS
     check = {c.name: c.check for c in CLAIMS["laurent_mlps"]}
     assert check["swaps_in_high_lr_phases"]({"swaps": sw}).verdict is claims.Verdict.HOLDS
     assert check["ordering_freezes"]({"swaps": sw}).verdict is claims.Verdict.HOLDS

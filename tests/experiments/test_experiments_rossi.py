@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from symlib import experiments
-from symlib.experiments import cache, claims, rossi
+from symlib.experiments import cache, rossi
+from symlib.experiments.judging import claims
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.registry import SUMMARIES
 from symlib.testing.reference import random_gaussian_posterior

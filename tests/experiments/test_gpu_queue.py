@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from symlib.__main__ import main
-from symlib.experiments import cache, gpu_queue, registry, results
+from symlib.experiments import cache, gpu_queue, registry
+from symlib.experiments.judging import results
 from symlib.experiments.profiles import get_profile
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Tests of symlib.experiments.hmc_pieces (HMC in pieces with running summaries) and
+"""Tests of symlib.experiments.xiao.hmc_pieces (HMC in pieces with running summaries) and
 symlib.evaluation.running: a run cut into pieces, its state reloaded from disk between them,
 gives the summaries of one uninterrupted run and those computed from run_hmc's stored
 samples; damaged states are refused; the state stays small."""
@@ -12,7 +12,7 @@ import pytest
 
 from symlib.core.models import mlp_init
 from symlib.evaluation import summaries as S
-from symlib.experiments.hmc_pieces import PiecedHMC, advance, load_state, state_nbytes, summaries
+from symlib.experiments.xiao.hmc_pieces import PiecedHMC, advance, load_state, state_nbytes, summaries
 from symlib.evaluation.predictive import predict_from_samples
 from symlib.evaluation.running import RunningMoments
 from symlib.inference.diagnostics import function_space_diagnostics

@@ -1,4 +1,4 @@
-"""The manifest of the reproduction report (symlib.experiments.manifest): it names every table
+"""The manifest of the reproduction report (symlib.experiments.report.manifest): it names every table
 and figure of the three papers (parsed from the texts in ``../shared/papers``), only
 chapters that exist, registered experiments, claims and summary keys; and the report's
 status comes from the claims."""
@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
-from symlib.experiments import manifest, report_page, scales
-from symlib.experiments.manifest import MANIFEST, PAPERS, Item
-from symlib.experiments.thresholds import Threshold
+from symlib.experiments.report import manifest, page as report_page
+from symlib.experiments.judging import scales
+from symlib.experiments.report.manifest import MANIFEST, PAPERS, Item
+from symlib.experiments.judging.thresholds import Threshold
 
 REPO = Path(__file__).resolve().parents[2]
 PAPERS_DIR = REPO.parent / "shared" / "papers"
@@ -93,7 +94,7 @@ def test_items_are_well_formed():
             assert exp in item.experiments, f"{where}: {ref!r} names an experiment the item does not list"
         manifest.item_claims(item)  # raises for a claim that is not registered
         if item.kind in ("table", "figure") and item.experiments and any(
-                e in symlib.experiments.claims.CLAIMS for e in item.experiments):
+                e in symlib.experiments.judging.claims.CLAIMS for e in item.experiments):
             assert manifest.item_claims(item), f"{where}: its experiments have claims, none judges it"
 
 
@@ -101,7 +102,7 @@ def test_every_registered_claim_judges_a_report_row():
     """A claim registered for an experiment appears in some row of chapter 14's report
     (else a verdict of ours could be missing from the page a reader scans)."""
     shown = {f"{c.experiment}:{c.name}" for item in MANIFEST for c in manifest.item_claims(item)}
-    registered = {f"{exp}:{c.name}" for exp, cs in symlib.experiments.claims.CLAIMS.items() for c in cs}
+    registered = {f"{exp}:{c.name}" for exp, cs in symlib.experiments.judging.claims.CLAIMS.items() for c in cs}
     assert registered - shown == set(), f"claims in no report row: {sorted(registered - shown)}"
 
 
@@ -140,7 +141,7 @@ _T = Threshold("test.barrier", 0.05, "below", "the barrier vanishes", "synthetic
 
 
 def _barrier_check(summary):
-    from symlib.experiments import claims
+    from symlib.experiments.judging import claims
 
     values = [summary["barrier_test"]["weight matching"], summary["barrier_test"].get("weight matching 2",
                                                                                       summary["barrier_test"]["weight matching"])]
@@ -153,7 +154,7 @@ def _barrier_check(summary):
 def synthetic_claims(monkeypatch):
     """The experiments' claims replaced by one synthetic claim of Fig. 1 (the real ones are
     judged in tests/experiments/test_claims.py)."""
-    from symlib.experiments import claims
+    from symlib.experiments.judging import claims
 
     c = claims.Claim("rebasin_barriers", "synthetic_barrier", "Xiao et al. (2023), Fig. 1", "the barrier vanishes",
                      _barrier_check)
@@ -264,7 +265,7 @@ def test_hmc_budget_is_read_from_the_profile():
 
 
 def test_a_saved_hmc_pieces_run_fills_table1_and_figure3(tmp_path, monkeypatch):
-    from symlib.experiments import claims
+    from symlib.experiments.judging import claims
 
     table = {col: {"agreement": 0.9, "tv": 0.1} for col in ("HMC sample", "HMC q_d", "HMC q_r")}
     summary = {"table": table, "median_sigma": {"HMC q_d": 0.5, "HMC q_r": 0.05},
@@ -370,7 +371,9 @@ def test_forest_entries_turn_every_claim_to_the_papers_side():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from symlib.experiments import plotting, report_page, results as saved_results
+    from symlib.experiments import plotting
+    from symlib.experiments.report import page as report_page
+    from symlib.experiments.judging import results as saved_results
 
     paper_runs = manifest.saved_runs(saved_results.results_dir())
     rows = report_page.report_rows({}, paper_runs)

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from symlib.experiments import claims
+from symlib.experiments.judging import claims
 from symlib.experiments.laurent.collapse import collapse_pairs, collapse_summary
 from symlib.experiments.laurent.posteriors import (APPENDIX_B4_MNIST, METHODS, MULTI, SINGLE, TABLE1_MNIST, bank_split,
                                                    mmd_scores, uncertainty_metrics)

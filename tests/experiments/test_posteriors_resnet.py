@@ -15,7 +15,8 @@ import pytest
 
 from _helpers import unreachable_url
 from symlib import data
-from symlib.experiments import claims, profiles, registry
+from symlib.experiments import profiles, registry
+from symlib.experiments.judging import claims
 from symlib.experiments.laurent import posteriors_resnet as pr
 from symlib.experiments.laurent.posteriors import TABLE1_COLUMNS
 from _rgb_files import write_cifar100, write_svhn

@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from symlib.experiments import results
+from symlib.experiments.judging import results
 
 
 def test_save_and_load_roundtrip(tmp_path):
@@ -70,12 +70,13 @@ def test_paper_vs_ours_rejects_bad_paper_profile():
 
 
 def test_saved_run_claims_reads_a_saved_run_and_none_for_a_missing_one(monkeypatch, tmp_path):
-    from symlib.experiments import report, results
+    from symlib.experiments import report
+    from symlib.experiments.judging import results
     monkeypatch.setenv(results.ENV_VAR, str(tmp_path))
     assert report.saved_run_claims("laurent_optunets", "paper-8nets") is None
     summary = {"nets": 2, "test_accuracy_mean": 0.8, "swaps": {}, "min_mass": {}}
     results.save("toy_perceptrons", "unit", {**summary, "dropped": 0}, command="cmd", elapsed_s=120.0)
-    from symlib.experiments import claims
+    from symlib.experiments.judging import claims
     monkeypatch.setattr(claims, "evaluate", lambda name, summ: [])  # the record's numbers are not toy's
     line, _ = report.saved_run_claims("toy_perceptrons", "unit")
     assert line.startswith("nets 2, test_accuracy_mean 0.800; run on") and "2 min:\ncmd" in line

@@ -1,4 +1,4 @@
-"""Every run the book shows has a scale (symlib.experiments.scales): every saved result in
+"""Every run the book shows has a scale (symlib.experiments.judging.scales): every saved result in
 ``book/results/``, every experiment of the report's manifest in each profile it runs in; and
 a labelled reduction says which dimension it reduced and by how much."""
 import json
@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 import symlib.experiments  # noqa: F401  (registers the experiments)
-from symlib.experiments import manifest, report, results, scales
-from symlib.experiments.scales import Scale
+from symlib.experiments import report
+from symlib.experiments.report import manifest
+from symlib.experiments.judging import results, scales
+from symlib.experiments.judging.scales import Scale
 
 REPO = Path(__file__).resolve().parents[2]
 SAVED = sorted((REPO / "book" / "results").glob("*.json"))
@@ -85,8 +87,8 @@ def test_scale_labels():
 
 
 def test_saved_run_tables_name_the_scale(tmp_path, monkeypatch):
-    from symlib.experiments import claims
-    from symlib.experiments.thresholds import Threshold
+    from symlib.experiments.judging import claims
+    from symlib.experiments.judging.thresholds import Threshold
 
     t = Threshold("test.x", 0.0, "above", "q", "r", "s")
     c = claims.Claim("laurent_optunets", "positive", "src", "x is positive",
@@ -104,7 +106,7 @@ def test_saved_run_tables_name_the_scale(tmp_path, monkeypatch):
         "experiment": "laurent_optunets", "profile": "paper-2nets", "command": "cmd", "device": "cpu", "date": "d",
         "summary": {"x": 1.0}}))
     assert report.saved_run_claims("laurent_optunets", "paper-2nets")[0].endswith("scale: scale not registered in "
-                                                                                  "symlib.experiments.scales")
+                                                                                  "symlib.experiments.judging.scales")
     (tmp_path / "laurent_optunets-paper-2nets.json").unlink()
     both = report.show_saved_run("laurent_optunets", "needs a GPU")
     assert [r[0] for r in both.rows] == ["paper-16nets (labelled reduction: 16 of the paper's 1,000 networks)",

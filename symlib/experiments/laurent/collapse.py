@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from symlib.experiments.claims import Evidence, Verdict, claim, difference, interval_evidence, not_tested
+from symlib.experiments.judging.claims import Evidence, Verdict, claim, difference, interval_evidence, not_tested
 from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY
 from symlib.experiments.laurent.posteriors import bank_config, ood_data, take_nets
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import register, run
-from symlib.experiments.thresholds import threshold
+from symlib.experiments.judging.thresholds import threshold
 
 
 def _collapse_config(profile: Profile) -> dict[str, Any]:
@@ -195,7 +195,7 @@ def _positive_correlation(summary: dict[str, Any]) -> Evidence:
        "a non-negligible share of pairs of small networks collapse functionally: their in-distribution mutual "
        "information is less than half the mean over pairs")
 def _collapse_frequency(summary: dict[str, Any]) -> Evidence:
-    from symlib.experiments.claims import share_of_units
+    from symlib.experiments.judging.claims import share_of_units
 
     t = threshold("functional_collapse.collapse_frequency")
     detail = f"{100 * summary['below_half_id']:.1f}% of all {summary['pairs']} pairs below half the mean ID MI"

@@ -4,13 +4,13 @@ trained with the OptuNet recipe; :func:`symlib.experiments.run` returns a
 :class:`LaurentMLPsResult`), and its claims (Fig. 1's toy perceptrons are
 :mod:`symlib.experiments.laurent.perceptrons`).
 
-The paper's claims are registered here with :func:`symlib.experiments.claims.claim` and read
+The paper's claims are registered here with :func:`symlib.experiments.judging.claims.claim` and read
 the experiment's summary: Fig. 2, Prop. 2, Cor. 1, App. D.3
 (above the min-mass point, strict convexity in the log-scales, lower regularised loss with
 biases counted, largest weights, identical marginals before symmetry removal and different
 after), and Sec. 5.2 (swaps in the high learning-rate phases, the ordering freezing). Each
-returns :class:`~symlib.experiments.claims.Evidence` against a threshold of the Laurent
-section of :mod:`symlib.experiments.thresholds`, over its independent units: the networks
+returns :class:`~symlib.experiments.judging.claims.Evidence` against a threshold of the Laurent
+section of :mod:`symlib.experiments.judging.thresholds`, over its independent units: the networks
 (exact worst cases over every network for the min-mass claims, whose optimum is computed, not sampled; a Student-t interval over networks
 for the largest weights), the runs (a bootstrap for the swap claims) and the weight
 positions (Clopper-Pearson for the KS shares). Summaries saved before 2026-11-25 lack the
@@ -28,11 +28,11 @@ import numpy as np
 
 from symlib.core.models import mlp_init
 from symlib.experiments.laurent import perceptrons  # noqa: F401  (registers toy_perceptrons and its claims first)
-from symlib.experiments.claims import (Evidence, Verdict, claim, difference, worst, exact, interval_evidence,
+from symlib.experiments.judging.claims import (Evidence, Verdict, claim, difference, worst, exact, interval_evidence,
                                        mean_of_units, not_tested, share_of_units)
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import ExperimentResult, data_config, fit_many_blocks, load_data, pick, register
-from symlib.experiments.thresholds import threshold
+from symlib.experiments.judging.thresholds import threshold
 from symlib.inference.training import TrainConfig
 
 

@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from symlib.experiments.laurent import mlps  # noqa: F401  (registers the laurent_mlps claims first)
-from symlib.experiments.claims import CLAIMS, Verdict, claim, difference
+from symlib.experiments.judging.claims import CLAIMS, Verdict, claim, difference
 from symlib.experiments.laurent.mlps import LINE_T, min_mass_entry, swap_summary
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import ExperimentResult, data_config, load_data, register, train_many_blocks

@@ -3,9 +3,9 @@
 (the problem and its densities: :mod:`symlib.experiments.laurent.toy`), and its claims:
 a symmetric raw posterior by valid tests, a duplicated highest mode, regrouping by scaling
 removal, few dropped networks, functions unchanged. Each claim returns
-:class:`~symlib.experiments.claims.Evidence` over the networks (a bootstrap over the
+:class:`~symlib.experiments.judging.claims.Evidence` over the networks (a bootstrap over the
 perceptrons, :func:`toy_bootstrap`) against a threshold of the Laurent section of
-:mod:`symlib.experiments.thresholds`.
+:mod:`symlib.experiments.judging.thresholds`.
 """
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from symlib.experiments.claims import Evidence, claim, exact, interval_evidence, not_tested, share_of_units
+from symlib.experiments.judging.claims import Evidence, claim, exact, interval_evidence, not_tested, share_of_units
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import ExperimentResult, pick, register
-from symlib.experiments.thresholds import threshold
+from symlib.experiments.judging.thresholds import threshold
 
 
 #: App. A: networks whose final training loss exceeds this are dropped ("not trained

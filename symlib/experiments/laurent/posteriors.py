@@ -12,7 +12,7 @@ Registered experiments:
   uncertainty metrics of Table 1 on MNIST (in distribution) and Fashion-MNIST (OOD).
 
 The claims (Sec. 4.3, Table 1) return
-:class:`~symlib.experiments.claims.Evidence` over their independent units: the MMD
+:class:`~symlib.experiments.judging.claims.Evidence` over their independent units: the MMD
 orderings and the metric orderings with a delete-a-group jackknife over the reference
 networks and each method's units (a multi-mode method's modes, the ensemble's members, a
 single-mode method's draws), which ``laurent_posteriors`` computes.
@@ -35,11 +35,11 @@ import jax
 import numpy as np
 
 from symlib.experiments.cache import cached_steps
-from symlib.experiments.claims import (Evidence, Verdict, claim, difference, gated, interval_evidence, not_tested, one_run,
+from symlib.experiments.judging.claims import (Evidence, Verdict, claim, difference, gated, interval_evidence, not_tested, one_run,
                                        worst)
 from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY, optunet_data, optunet_train_config
 from symlib.experiments.profiles import Profile
-from symlib.experiments.thresholds import threshold
+from symlib.experiments.judging.thresholds import threshold
 from symlib.experiments.registry import (Blocks, blocks_of, data_config, load_align_data, pick, register, run,
                                          run_blocks)
 

@@ -51,7 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib.experiments.claims import claim
+from symlib.experiments.judging.claims import claim
 from symlib.experiments.laurent.collapse import collapse_pairs, collapse_summary, ood_more_dispersed
 from symlib.experiments.laurent.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS, ZOO_GROUPS, ZOO_KEYS, ZooMethod,
                                                    ensemble_closest, multi_mode_better_ood, multi_mode_closer,

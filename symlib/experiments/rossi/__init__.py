@@ -11,9 +11,9 @@ posteriors, beside weight matching of their means (a :class:`VIAlignmentTimings`
 ``vi_alignment_resnet20`` (Sec. 5.1): the same as ``vi_alignment`` for ResNet20 with
 LayerNorm, on CIFAR-10 in the paper profile and on Fashion-MNIST as the quick stand-in.
 
-The paper's claims about them are registered with :func:`symlib.experiments.claims.claim`
+The paper's claims about them are registered with :func:`symlib.experiments.judging.claims.claim`
 at the end of the module, each returning Evidence over the independent units (posterior
-pairs, repeated timings) against a threshold of :mod:`symlib.experiments.thresholds`:
+pairs, repeated timings) against a threshold of :mod:`symlib.experiments.judging.thresholds`:
 alignment lowers every barrier and removes more than half of it, barriers fall as width
 grows, the result holds across prior variances and temperatures, and for ResNet20 wider is
 lower only after alignment (Sec. 5.1); and the timing statements of App. C.

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from symlib.experiments.claims import (Evidence, Verdict, claim, worst, difference, interval_evidence, mean_of_units,
+from symlib.experiments.judging.claims import (Evidence, Verdict, claim, worst, difference, interval_evidence, mean_of_units,
                                       not_tested, share_of_units)
 from symlib.experiments.registry import pick
-from symlib.experiments.thresholds import threshold
+from symlib.experiments.judging.thresholds import threshold
 from symlib.experiments.rossi.settings import SPLITS
 
 
@@ -19,7 +19,7 @@ from symlib.experiments.rossi.settings import SPLITS
 #
 # Each claim returns Evidence over independent units: posterior pairs (or series of pairs,
 # one network pair per width) for the barriers, repeats for the timings. The thresholds
-# and our readings of the paper's words are in symlib.experiments.thresholds (Rossi
+# and our readings of the paper's words are in symlib.experiments.judging.thresholds (Rossi
 # section). A summary with one pair per width (the runs saved before replicates) gives an
 # infinite interval, so at best "same direction, not significant".
 

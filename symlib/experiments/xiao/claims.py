@@ -1,5 +1,5 @@
 """Xiao et al. (2023): the registered claims, each returning Evidence (effect, interval over
-the independent units, threshold from :mod:`symlib.experiments.thresholds`), and the
+the independent units, threshold from :mod:`symlib.experiments.judging.thresholds`), and the
 registered differences of our runs."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from symlib.experiments.thresholds import threshold
-from symlib.experiments.claims import (Evidence, Verdict, claim, worst, difference, interval_evidence, mean_of_units,
+from symlib.experiments.judging.thresholds import threshold
+from symlib.experiments.judging.claims import (Evidence, Verdict, claim, worst, difference, interval_evidence, mean_of_units,
                                        gated, not_tested, one_run)
 from symlib.experiments.registry import pick
 from symlib.experiments.xiao.runs import not_paths_replicates, pair_barrier_lists
@@ -18,9 +18,9 @@ from symlib.experiments.xiao.settings import SPLITS, XIAO_TABLE1
 
 
 # ----------------------------------------------------------------------------- claims
-# Each claim returns Evidence (symlib.experiments.claims): an effect, its interval over the
+# Each claim returns Evidence (symlib.experiments.judging.claims): an effect, its interval over the
 # independent units (network pairs, runs, test images, hidden units, input pixels) and the
-# threshold registered in symlib.experiments.thresholds ("Xiao et al." section), which quotes
+# threshold registered in symlib.experiments.judging.thresholds ("Xiao et al." section), which quotes
 # the paper and says how we read it and when the value was set.
 
 def _with(ev: Evidence, units: str, detail: str) -> Evidence:

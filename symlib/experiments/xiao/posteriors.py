@@ -343,7 +343,7 @@ MATCH_EXAMPLES = 5000
 
 def hmc_pieces_run(profile: Profile, chains: int = PIECES_CHAINS, samples: int = PIECES_SAMPLES,
                    chunk_size: int = PIECES_CHUNK):
-    """The pieced HMC run of ``profile`` (:mod:`symlib.experiments.hmc_pieces`): the chains of
+    """The pieced HMC run of ``profile`` (:mod:`symlib.experiments.xiao.hmc_pieces`): the chains of
     the ``hmc`` experiment (same data, initialisations, key and sampler settings) with
     ``chains`` x ``samples`` kept samples, summarised on the fly against the test set, with
     q_r by weight and by activation matching (the first ``MATCH_EXAMPLES`` training images).
@@ -355,10 +355,10 @@ def hmc_pieces_run(profile: Profile, chains: int = PIECES_CHAINS, samples: int =
         chunk_size: kept samples per segment.
 
     Returns:
-        A :class:`symlib.experiments.hmc_pieces.PiecedHMC` (advance it with
-        :func:`symlib.experiments.hmc_pieces.advance`).
+        A :class:`symlib.experiments.xiao.hmc_pieces.PiecedHMC` (advance it with
+        :func:`symlib.experiments.xiao.hmc_pieces.advance`).
     """
-    from symlib.experiments.hmc_pieces import PiecedHMC
+    from symlib.experiments.xiao.hmc_pieces import PiecedHMC
 
     d, cfg, init, logdensity = _hmc_setup(profile, chains, samples)
     return PiecedHMC(jax.random.key(1), init, logdensity, cfg, d["x_test"], d["y_test"],
@@ -381,7 +381,7 @@ def hmc_pieces_summary(profile: Profile, state_dir) -> dict[str, Any]:
         A JSON-friendly dict: ``table``, ``test``, ``diagnostics``, ``median_sigma``,
         ``near_prior``, ``progress`` and ``pieces`` (provenance of every piece).
     """
-    from symlib.experiments.hmc_pieces import summaries
+    from symlib.experiments.xiao.hmc_pieces import summaries
     from symlib.evaluation.predictive import predict_from_gaussian
 
     d = load_bnn_data(profile)

@@ -64,7 +64,7 @@ checkpoint before it.
 * :mod:`~symlib.inference.hmc.config`: :class:`HMCConfig`, :class:`HMCResult`;
 * :mod:`~symlib.inference.hmc.driver`: :func:`run_hmc`, writing to memory or to a run
   directory, and the pieces (``prepare_run``, ``run_segment``, ``carry_at``...) that
-  :mod:`symlib.experiments.hmc_pieces` drives one piece at a time;
+  :mod:`symlib.experiments.xiao.hmc_pieces` drives one piece at a time;
 * :mod:`~symlib.inference.hmc.precision`: :func:`precision_study` and :func:`choose_precision`,
   the measurements that decide the matrix-product precision (float32, TF32, bfloat16) of a
   run on a GPU.

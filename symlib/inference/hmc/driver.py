@@ -187,7 +187,7 @@ class Sink(Protocol):
     A sink may also define ``proceed(seg, carry) -> bool``, asked before each segment: on
     ``False`` the run stops there and :meth:`result` gets the carry of the last segment run
     (a run cut into pieces, e.g. to fit a time budget, that a later call continues from what
-    the sink stored; :mod:`symlib.experiments.hmc_pieces` is such a sink).
+    the sink stored; :mod:`symlib.experiments.xiao.hmc_pieces` is such a sink).
     """
 
     def open(self) -> Carry: ...

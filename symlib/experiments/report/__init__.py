@@ -1,4 +1,7 @@
-"""Tables for the notebooks' "Synthesis" sections: ours beside the paper's numbers.
+"""The report floor of the book's machinery, on top of the three papers: the tables of the
+notebooks' "Synthesis" sections (here), the reproduction report's manifest of every claim and
+run (:mod:`.manifest`), the report pages (:mod:`.page`) and the facts quoted from the papers
+and the authors' code (:mod:`.paper_facts`).
 
 :func:`paper_vs_ours` is the one table of the paper's values beside ours, optionally with
 a column of a saved paper-profile run (:class:`PaperProfile`, from ``book/results/``).
@@ -23,7 +26,7 @@ class PaperProfile:
             values by quantity (a mapping); a missing value or None shows as "not run".
         source: where the run was done, shown in the column header (e.g. device and date);
             empty when no run was saved.
-        scale: the run's scale (:mod:`symlib.experiments.scales`), shown in the header; filled
+        scale: the run's scale (:mod:`symlib.experiments.judging.scales`), shown in the header; filled
             by :meth:`from_saved` from the record's experiment and profile.
     """
 
@@ -34,7 +37,7 @@ class PaperProfile:
     @classmethod
     def from_saved(cls, record: Mapping[str, Any] | None, values: Sequence[object] | Mapping[str, object]
                    ) -> PaperProfile:
-        """The column for a record of :func:`symlib.experiments.results.load`.
+        """The column for a record of :func:`symlib.experiments.judging.results.load`.
 
         Args:
             record: the saved run (with ``device`` and ``date``), or None when it was never run.
@@ -115,19 +118,19 @@ def paper_vs_ours(rows: Sequence[tuple[str, object, object]], profile_name: str,
 
 
 def _scale(name: str, profile: str, record: Mapping[str, Any] | None, short: bool = True) -> str:
-    """The run's scale (:func:`symlib.experiments.scales.scale_of`), or a visible note when the
+    """The run's scale (:func:`symlib.experiments.judging.scales.scale_of`), or a visible note when the
     registry does not know it (``tests/experiments/test_scales.py`` fails for such a file in ``book/results``)."""
-    from symlib.experiments import scales
+    from symlib.experiments.judging import scales
 
     try:
         scale = scales.scale_of(name, profile, record)
     except KeyError:
-        return "scale not registered in symlib.experiments.scales"
+        return "scale not registered in symlib.experiments.judging.scales"
     return scale.short if short else scale.label
 
 
 def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | None:
-    """A run saved in ``book/results/`` (:func:`symlib.experiments.results.load`) and its
+    """A run saved in ``book/results/`` (:func:`symlib.experiments.judging.results.load`) and its
     paper claims evaluated on it, for showing beside a notebook's own run.
 
     Args:
@@ -137,11 +140,11 @@ def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | No
 
     Returns:
         ``(provenance, table)``: a line with the run's networks, accuracy, date, device, time
-        and command, then its scale (:mod:`symlib.experiments.scales`); and
-        :func:`symlib.experiments.claims.claims_table` of its claims with the scale in its
+        and command, then its scale (:mod:`symlib.experiments.judging.scales`); and
+        :func:`symlib.experiments.judging.claims.claims_table` of its claims with the scale in its
         header; None when no such run was saved.
     """
-    from symlib.experiments import claims, results
+    from symlib.experiments.judging import claims, results
 
     record = results.load(name, profile)
     if record is None:
@@ -177,7 +180,7 @@ def show_saved_run(name: str, needs: str, profile: str | None = None, keep=None)
     Returns:
         The claims table (shown by Jupyter as the cell's value), or None when not run.
     """
-    from symlib.experiments import results
+    from symlib.experiments.judging import results
 
     labels = [profile] if profile is not None else results.saved_labels(name)
     saved = [(label, saved_run_claims(name, label, keep)) for label in labels]

@@ -7,7 +7,7 @@ from a paper is written ``{paper}`98.66%``` and one taken from the authors' code
 here, so every quoted number has a source one can check:
 
 * a :class:`PaperFact` is a value as the chapters write it (``"1,000"``, ``"98.66%"``), the
-  paper (a key of :data:`symlib.experiments.manifest.PAPERS`), the section, and a short
+  paper (a key of :data:`symlib.experiments.report.manifest.PAPERS`), the section, and a short
   verbatim quote of the paper text (``../shared/papers``) that contains the value;
   :func:`quote_problems` checks the quote against the text, and the tests run it on every fact;
 * a :class:`RepoFact` is a value from the authors' public code (or a library the paper
@@ -38,7 +38,7 @@ __all__ = ["PaperFact", "RepoFact", "PAPER_FACTS", "REPO_FACTS", "PAPERS_DIR", "
            "registry_problems"]
 
 #: where the paper texts live: ``../shared/papers`` next to the repository (not shipped with it)
-PAPERS_DIR = Path(__file__).resolve().parents[3] / "shared" / "papers"
+PAPERS_DIR = Path(__file__).resolve().parents[4] / "shared" / "papers"
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class PaperFact:
 
     Attributes:
         value: the text inside the ``{paper}`` role, exactly as the chapters write it.
-        paper: a key of :data:`symlib.experiments.manifest.PAPERS`.
+        paper: a key of :data:`symlib.experiments.report.manifest.PAPERS`.
         section: where in the paper (``"App. A"``, ``"Sec. 4, Table 1"``).
         quote: a short verbatim span of the paper text (whitespace-normalised) that
             contains the value.
@@ -293,7 +293,7 @@ def value_in_code(fact: RepoFact) -> bool:
 
 def paper_files(paper: str) -> tuple[str, ...]:
     """The text files of ``paper`` in the papers folder (from the manifest's :data:`PAPERS`)."""
-    from symlib.experiments.manifest import PAPERS
+    from symlib.experiments.report.manifest import PAPERS
     return PAPERS[paper][2]
 
 

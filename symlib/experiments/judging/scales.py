@@ -168,7 +168,7 @@ def scale_of(experiment: str, profile: str, record: Mapping[str, Any] | None = N
     Args:
         experiment: the experiment (or a saved result's name, e.g. ``"hmc_pieces"``).
         profile: ``"quick"``, ``"paper"`` or a labelled reduction (``"paper-16nets"``).
-        record: the saved record (from :func:`symlib.experiments.results.load`), for runs
+        record: the saved record (from :func:`symlib.experiments.judging.results.load`), for runs
             whose size is read from it.
 
     Returns:
@@ -192,7 +192,7 @@ def scale_of(experiment: str, profile: str, record: Mapping[str, Any] | None = N
     if profile == "paper" and experiment in PAPER_RUNS:
         return Scale(PAPER)
     raise KeyError(f"no scale registered for the {profile!r} run of {experiment!r}: add it to "
-                   "symlib.experiments.scales (REDUCTIONS, STAND_INS or PAPER_RUNS)")
+                   "symlib.experiments.judging.scales (REDUCTIONS, STAND_INS or PAPER_RUNS)")
 
 
 def scale_label(experiment: str, profile: str, record: Mapping[str, Any] | None = None) -> str:

@@ -1,13 +1,13 @@
 """The one registry of the thresholds that turn the papers' words into verdicts.
 
-Every registered claim (:mod:`symlib.experiments.claims`) judges its effect size against a
+Every registered claim (:mod:`symlib.experiments.judging.claims`) judges its effect size against a
 :class:`Threshold` read from :data:`THRESHOLDS` (``tests/experiments/test_claims.py`` checks that each
 outcome's threshold *is* the registered object). A threshold quotes the paper's words, says
 how we read them and why, and records when it was set: a threshold set after seeing our
 numbers says so.
 
 Direction: ``"above"`` means the paper's claim is ``effect > value``, ``"below"`` means
-``effect < value``. The verdict (:class:`symlib.experiments.claims.Verdict`) follows one
+``effect < value``. The verdict (:class:`symlib.experiments.judging.claims.Verdict`) follows one
 symmetric rule: *holds* when the whole interval of the effect over the independent units lies
 on the paper's side, *differs* when it lies wholly on the other side, *same direction, not
 significant* or *opposite direction, not significant* in between (by the side of the
@@ -100,7 +100,7 @@ def threshold(key: str) -> Threshold:
     try:
         return THRESHOLDS[key]
     except KeyError:
-        raise KeyError(f"no threshold {key!r} in symlib.experiments.thresholds (registered: "
+        raise KeyError(f"no threshold {key!r} in symlib.experiments.judging.thresholds (registered: "
                        f"{', '.join(sorted(THRESHOLDS)) or 'none'})") from None
 
 

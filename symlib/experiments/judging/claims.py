@@ -4,7 +4,7 @@ A claim is a function of an experiment's *summary* (the small JSON-able dict tha
 ``SUMMARIES[name]`` makes from an artifact, and that ``python -m symlib run NAME --out``
 saves under ``book/results/``). It returns :class:`Evidence`: an effect size, its interval
 over the independent units (seeds, network pairs, networks, repeats), the threshold read
-from :mod:`symlib.experiments.thresholds`, and a one-line detail with the numbers. The
+from :mod:`symlib.experiments.judging.thresholds`, and a one-line detail with the numbers. The
 verdict follows from those (:class:`Verdict`): *holds* only when the whole interval lies on
 the paper's side of the threshold, so noise alone, or a single pair of networks, never
 gives "holds".
@@ -33,7 +33,7 @@ import numpy as np
 
 from symlib.experiments.registry import SUMMARIES
 from symlib.experiments.table import Table
-from symlib.experiments.thresholds import Threshold
+from symlib.experiments.judging.thresholds import Threshold
 
 Summary = Mapping[str, Any]
 
@@ -62,7 +62,7 @@ class Evidence:
         low: lower end of its interval over the independent units (``effect`` for an exact,
             worst-case quantity; ``-inf`` when one unit gives no interval).
         high: upper end.
-        threshold: the registered threshold (:data:`symlib.experiments.thresholds.THRESHOLDS`).
+        threshold: the registered threshold (:data:`symlib.experiments.judging.thresholds.THRESHOLDS`).
         units: what the interval is over, e.g. ``"3 network pairs"`` or ``"all 16 networks
             (worst case)"``.
         detail: the numbers behind the verdict, in one line.

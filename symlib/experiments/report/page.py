@@ -1,5 +1,5 @@
 """The reproduction report's page (chapter 14): one short row per item of
-:mod:`symlib.experiments.manifest` (:func:`report_rows`), the counts per paper, scale and
+:mod:`symlib.experiments.report.manifest` (:func:`report_rows`), the counts per paper, scale and
 verdict (:func:`counts_by_scale`), the HTML of the table with collapsible details
 (:func:`report_html`) and every tested claim's effect against its threshold
 (:func:`forest_entries`, drawn by :func:`symlib.experiments.plotting.forest`)."""
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from symlib.experiments.claims import Verdict
+from symlib.experiments.judging.claims import Verdict
 
-from symlib.experiments.manifest import (MANIFEST, PAPERS, Item, RunVerdict, format_value, item_status, ours,
+from symlib.experiments.report.manifest import (MANIFEST, PAPERS, Item, RunVerdict, format_value, item_status, ours,
                                          paper_profile_cell, summary_values,
                                          run_verdicts)
 
@@ -88,7 +88,7 @@ class ReportRow:
         label: the item's id and part.
         chapter: :func:`chapter_link`.
         scale: the scale of the run whose verdict is shown (the largest there is), or "-".
-        verdict: that run's verdict (:class:`symlib.experiments.claims.Verdict`), or the
+        verdict: that run's verdict (:class:`symlib.experiments.judging.claims.Verdict`), or the
             item's status when no claim was evaluated ("not run", "not attempted", ...).
         paper_number: the paper's key number or finding.
         our_number: ours on that run.
@@ -241,7 +241,7 @@ class ForestEntry:
 
     Attributes:
         paper: the paper's short name.
-        scale: the run's scale kind (:data:`symlib.experiments.scales.KINDS`).
+        scale: the run's scale kind (:data:`symlib.experiments.judging.scales.KINDS`).
         run: the run's profile label.
         label: ``"experiment.claim"``.
         effect: the signed distance of the effect from the threshold.
@@ -249,7 +249,7 @@ class ForestEntry:
         high: that of the end furthest on the paper's side (may be ``inf``).
         verdict: the verdict's text.
         one_run: the interval is over the test points or units of one run
-            (:func:`symlib.experiments.claims.one_run`).
+            (:func:`symlib.experiments.judging.claims.one_run`).
     """
 
     paper: str

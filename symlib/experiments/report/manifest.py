@@ -13,10 +13,10 @@ exist.
 
 An :class:`Item` is one table or figure (or one part of it, e.g. one dataset block of a
 table). Its verdict is never written here: :func:`run_verdicts` evaluates the claims of its
-experiments (:mod:`symlib.experiments.claims`) on every run there is (the saved results and
+experiments (:mod:`symlib.experiments.judging.claims`) on every run there is (the saved results and
 the quick profile's cached artifacts), each run labelled with its scale
-(:mod:`symlib.experiments.scales`); an item holds on a run only when all of its claims hold
-there (:func:`combine`). :mod:`symlib.experiments.report_page` makes the report's short rows
+(:mod:`symlib.experiments.judging.scales`); an item holds on a run only when all of its claims hold
+there (:func:`combine`). :mod:`symlib.experiments.report.page` makes the report's short rows
 and their details, the counts per paper, scale and verdict, and the page's HTML.
 """
 from __future__ import annotations
@@ -29,15 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from symlib.experiments.claims import (CLAIMS, Claim, ClaimOutcome, Verdict, documented_difference, evaluate,
+from symlib.experiments.judging.claims import (CLAIMS, Claim, ClaimOutcome, Verdict, documented_difference, evaluate,
                                        verdict_counts)
 from symlib.experiments.laurent.mlps import LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS
 from symlib.experiments.laurent.perceptrons import LAURENT_FIG1_CLAIMS
 from symlib.experiments.laurent.posteriors import APPENDIX_B4_MNIST, TABLE1_MNIST
 from symlib.experiments.profiles import Profile, get_profile
 from symlib.experiments.rossi import ROSSI_APPC_CLAIMS, ROSSI_SEC51_CLAIMS, ROSSI_VI_SETTINGS
-from symlib.experiments.scales import KINDS as SCALE_KINDS
-from symlib.experiments.scales import PAPER, QUICK, REDUCTION, STAND_IN, Scale, scale_of
+from symlib.experiments.judging.scales import KINDS as SCALE_KINDS
+from symlib.experiments.judging.scales import PAPER, QUICK, REDUCTION, STAND_IN, Scale, scale_of
 from symlib.experiments.xiao import XIAO_FIG1_CLAIMS, XIAO_FIG2_CLAIMS, XIAO_FIG3_CLAIMS, XIAO_TABLE1
 
 #: paper key -> (citation key in book/references.bib, short name, text files in ../shared/papers)
@@ -451,7 +451,7 @@ def combine(verdicts: Sequence[Verdict]) -> Verdict:
     "same direction, not significant" before "not tested" (no claim at all is "not tested").
 
     Args:
-        verdicts: the claims' verdicts (:class:`symlib.experiments.claims.Verdict`).
+        verdicts: the claims' verdicts (:class:`symlib.experiments.judging.claims.Verdict`).
 
     Returns:
         The item's verdict.
@@ -469,7 +469,7 @@ class RunVerdict:
 
     Attributes:
         run: the run's profile label (``"quick"``, ``"paper"``, ``"paper-16nets"``).
-        scale: its scale (:func:`symlib.experiments.scales.scale_of`): shown apart from the verdict.
+        scale: its scale (:func:`symlib.experiments.judging.scales.scale_of`): shown apart from the verdict.
         outcomes: the claims' outcomes.
         missing: experiments of the item with claims but no summary in this run.
         note: why nothing was judged (e.g. a quick run too small to test the claim).
@@ -630,7 +630,7 @@ def item_status(item: Item, quick: Mapping[str, Mapping[str, Any]],
         paper_runs: :func:`saved_runs`.
 
     Returns:
-        ``"<verdict> (<scale>; <run>) | ..."`` (the verdicts of :class:`symlib.experiments.claims.Verdict`,
+        ``"<verdict> (<scale>; <run>) | ..."`` (the verdicts of :class:`symlib.experiments.judging.claims.Verdict`,
         largest scale first), or "not run", "not attempted: <reason>", "illustration, redrawn
         in its chapter", "setup: ...", "shown in its chapter; no claim function checks it yet".
     """
