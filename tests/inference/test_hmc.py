@@ -202,7 +202,7 @@ def test_jitter_is_in_the_identity_and_no_jitter_keeps_the_old_one():
     assert HMCConfig(**cfg.to_dict()) == cfg and HMCConfig(**old_fields) == cfg  # old state.json configs load
     key = jax.random.key(0)
     fp = run_fingerprint(key, init, ld, cfg)
-    assert fp["config"] == hmc.hash_parts(json.dumps(old_fields, sort_keys=True))
+    assert fp["config"] == hmc.target.hash_parts(json.dumps(old_fields, sort_keys=True))
     for jitter in (dict(step_size_jitter=0.1), dict(num_leapfrog_jitter=1)):
         jittered = HMCConfig(**{**cfg.to_dict(), **jitter})
         assert jittered.identity_dict() == {**old_fields, **jitter}
@@ -220,7 +220,7 @@ def test_the_public_kernel_is_run_hmcs_kernel(jitter):
     key = jax.random.key(3)
     res = run_hmc(key, init, ld, cfg)
     kernel = hmc.jittered_hmc(ld, 4, **jitter)
-    state, chain_key = kernel.init(init), hmc.per_chain_keys(key, 1)[0]
+    state, chain_key = kernel.init(init), hmc.driver.per_chain_keys(key, 1)[0]
     eps = jnp.asarray(0.05, jnp.float32)
     for t in range(5):
         state, _ = jax.jit(kernel.step)(jax.random.fold_in(chain_key, t), state, eps)

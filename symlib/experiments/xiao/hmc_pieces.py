@@ -77,8 +77,11 @@ from symlib.evaluation import metrics
 from symlib.evaluation.running import RunningMoments
 from symlib.evaluation.summaries import GaussianSummary
 # the chunk machinery of run_hmc (the same plan, blocks and checkpoints): kept private there
-from symlib.inference import hmc as _hmc
-from symlib.inference.hmc import STATS, CorruptRunError, HMCConfig, LogDensity
+from symlib.inference.hmc import driver as _driver
+from symlib.inference.hmc import store as _store
+from symlib.inference.hmc import target as _target
+from symlib.inference.hmc import CorruptRunError, HMCConfig, LogDensity
+from symlib.inference.hmc.config import STATS
 from symlib.symmetry import permutations as _perm
 from symlib.symmetry.specs import PermutationSpec, mlp_permutation_spec
 
@@ -385,7 +388,7 @@ def _array_file(iteration: int) -> str:
 
 def _read_json(state_dir: Path) -> dict | None:
     path = state_dir / _STATE_JSON
-    meta = _hmc.read_json(path, "truncated or damaged. Restore the state directory from a copy (e.g. its last "
+    meta = _store.read_json(path, "truncated or damaged. Restore the state directory from a copy (e.g. its last "
                                 f"commit), or delete {state_dir} to start the run over.")
     if meta is None:
         return None
@@ -398,7 +401,7 @@ def _read_json(state_dir: Path) -> dict | None:
 def _open_arrays(state_dir: Path, meta: dict):
     """The state's arrays file, verified against its sha256 (``np.load`` of it)."""
     name = meta["state_file"]
-    return np.load(io.BytesIO(_hmc.read_verified(state_dir / name, {name: meta["sha256"]})))
+    return np.load(io.BytesIO(_store.read_verified(state_dir / name, {name: meta["sha256"]})))
 
 
 def load_state(state_dir) -> tuple[dict, dict[str, np.ndarray]]:
@@ -427,9 +430,9 @@ def _write_state(state_dir: Path, meta: dict, arrays: dict[str, np.ndarray]) -> 
     """Write the arrays to a new file, point ``state.json`` (``meta``, updated in place) at it,
     then delete older arrays files."""
     name = _array_file(meta["iteration"])
-    meta["sha256"] = _hmc.save_npz(state_dir / name, arrays)
+    meta["sha256"] = _store.save_npz(state_dir / name, arrays)
     meta.update(state_file=name, bytes=(state_dir / name).stat().st_size)
-    _hmc.save_json(state_dir / _STATE_JSON, meta)
+    _store.save_json(state_dir / _STATE_JSON, meta)
     for old in state_dir.glob("state_*.npz"):
         if old.name != name:
             old.unlink()
@@ -439,7 +442,7 @@ def _summary_identity(run: PiecedHMC) -> str:
     parts = [np.asarray(run.x_test), np.asarray(run.y_test), run.match_key, run.num_points, run.methods]
     if run.x_match is not None:
         parts.append(np.asarray(run.x_match))
-    return _hmc.hash_parts(*parts)
+    return _target.hash_parts(*parts)
 
 
 def _check_identity(state_dir: Path, meta: dict, identity: dict) -> None:
@@ -493,7 +496,7 @@ def _open(state_dir: Path, run: PiecedHMC, prep, spec: PermutationSpec):
     from symlib.symmetry.specs import check_spec
 
     cfg, like = prep.cfg, prep.like
-    identity = {**_hmc.run_identity(cfg, prep.chunk_size, run.key, prep.positions, prep.logdensity),
+    identity = {**_store.run_identity(cfg, prep.chunk_size, run.key, prep.positions, prep.logdensity),
                 "summaries": _summary_identity(run)}
     fresh = prep.fresh_carry()
     meta = _read_json(state_dir)
@@ -501,7 +504,7 @@ def _open(state_dir: Path, run: PiecedHMC, prep, spec: PermutationSpec):
         folded = _Folded.fresh(like, cfg.num_chains, cfg.num_samples, np.asarray(run.y_test), _num_classes(like),
                                run.num_points, run.methods, check_spec(spec, like))
         meta = {"format_version": _FORMAT_VERSION, "identity": identity, "config": cfg.to_dict(),
-                "chunk_size": prep.chunk_size, "structure": _hmc.tree_skeleton(like), "methods": list(run.methods),
+                "chunk_size": prep.chunk_size, "structure": _store.tree_skeleton(like), "methods": list(run.methods),
                 "match_key": run.match_key, "pieces": []}
         return meta, folded, fresh
     _check_identity(state_dir, meta, identity)
@@ -509,8 +512,8 @@ def _open(state_dir: Path, run: PiecedHMC, prep, spec: PermutationSpec):
         arrays = {k: z[k] for k in z.files}
     folded = _Folded.from_arrays(arrays, like, cfg.num_chains, run.methods, spec.perm_names)
     chain = {k[len("chain_"):]: v for k, v in arrays.items() if k.startswith("chain_")}
-    restored = _hmc.state_from_host(chain, fresh.state, fresh.da_state)
-    return meta, folded, _hmc.carry_at(prep.plan, meta["segment"], *_hmc.strong_types(restored))
+    restored = _driver.state_from_host(chain, fresh.state, fresh.da_state)
+    return meta, folded, _driver.carry_at(prep.plan, meta["segment"], *_driver.strong_types(restored))
 
 
 class PiecedSink:
@@ -555,7 +558,7 @@ class PiecedSink:
         meta.update(iteration=carry.iteration, segment=carry.segment, num_kept=carry.num_kept,
                     complete=carry.iteration == self.prep.cfg.num_iterations)
         _write_state(self.state_dir, meta, {**self.folded.to_arrays(),
-                                            **{f"chain_{k}": v for k, v in _hmc.carry_to_host(carry).items()}})
+                                            **{f"chain_{k}": v for k, v in _driver.carry_to_host(carry).items()}})
         seconds = time.time() - self.t0  # sampling, folding and writing the state
         if carry.iteration - seg.num_iters > self.start_iteration:
             self.measured[0] += seg.num_iters
@@ -568,7 +571,7 @@ class PiecedSink:
     def result(self, carry) -> PieceProgress:
         state_dir, cfg, rate = self.state_dir, self.prep.cfg, self.rate
         if carry.iteration > self.start_iteration:  # the last measurement
-            _hmc.save_json(state_dir / _STATE_JSON, self.meta)
+            _store.save_json(state_dir / _STATE_JSON, self.meta)
         left = cfg.num_iterations - carry.iteration
         size = sum(p.stat().st_size for p in state_dir.iterdir() if p.is_file()) if state_dir.exists() else 0
         return PieceProgress(str(state_dir), carry.iteration, cfg.num_iterations, carry.num_kept, cfg.num_samples,
@@ -618,7 +621,7 @@ def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, n
         return PiecedSink(Path(state_dir), run, prep, budget_seconds=budget_seconds, num_iterations=num_iterations,
                           num_samples=num_samples, command=command, started=started)
 
-    return _hmc.run_hmc(run.key, run.init_params, run.logdensity, run.cfg, chunk_size=run.chunk_size,
+    return _driver.run_hmc(run.key, run.init_params, run.logdensity, run.cfg, chunk_size=run.chunk_size,
                         progress=progress, init_per_chain=run.init_per_chain, sink=sink)
 
 
@@ -630,7 +633,7 @@ def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, n
 def _like_from_state(meta: dict, arrays: Mapping[str, np.ndarray]) -> PyTree:
     """One network (chain 0's current position) in the structure recorded in the state."""
     n = sum(1 for k in arrays if k.startswith("chain_position_"))
-    return _hmc.rebuild_tree(meta["structure"], [arrays[f"chain_position_{i}"][0] for i in range(n)])
+    return _store.rebuild_tree(meta["structure"], [arrays[f"chain_position_{i}"][0] for i in range(n)])
 
 
 def _per_chain_summary(folded: _Folded, spec: PermutationSpec, like: PyTree, kept: int, match_key) -> GaussianSummary:
@@ -688,7 +691,7 @@ def summaries(state_dir) -> PiecedSummaries:
     y = folded.y_test
     stats = {k: v for k, v in folded.stats.items()}
     step_size = arrays["chain_step_size"]
-    health = summarize_hmc(_hmc.HMCResult(None, stats, step_size, cfg))
+    health = summarize_hmc(_store.HMCResult(None, stats, step_size, cfg))
     traces = {"test_loglik": folded.test_loglik[:, :kept], "true_class_prob": folded.true_class_prob[:, :kept],
               "point_indices": folded.point_indices, "sample_logdensity": folded.sample_logdensity[:, :kept],
               "segment_iteration": folded.segment_iteration, "segment_logdensity": folded.segment_logdensity, **stats}
@@ -729,7 +732,7 @@ def state_nbytes(like: PyTree, cfg: HMCConfig, n_test: int, *, num_points: int =
                            num_points, tuple(methods), check_spec(spec, like))
     folded.reference = jax.tree_util.tree_leaves(like)
     folded.stats = {k: np.zeros((cfg.num_chains, cfg.num_iterations), v.dtype) for k, v in folded.stats.items()}
-    segments = len(_hmc.plan_segments(cfg, 1))  # at most one segment per block
+    segments = len(_store.plan_segments(cfg, 1))  # at most one segment per block
     folded.segment_iteration = np.zeros(segments, np.int64)
     folded.segment_logdensity = np.zeros((cfg.num_chains, segments), np.float32)
     arrays = folded.to_arrays()

@@ -69,72 +69,14 @@ checkpoint before it.
   the measurements that decide the matrix-product precision (float32, TF32, bfloat16) of a
   run on a GPU.
 """
-from symlib.inference.hmc.config import (  # noqa: F401
-    SAMPLER_VERSION,
-    STATS,
-    CorruptRunError,
-    HMCConfig,
-    HMCWarning,
-)
-from symlib.inference.hmc.driver import (  # noqa: F401
-    Carry,
-    InMemorySink,
-    ProgressMeter,
-    Run,
-    RunDirSink,
-    Sink,
-    carry_at,
-    carry_to_host,
-    per_chain_keys,
-    prepare_run,
-    run_fingerprint,
-    run_hmc,
-    run_segment,
-    state_from_host,
-    strong_types,
-)
-from symlib.inference.hmc.kernel import JitteredHMC, jittered_hmc  # noqa: F401
-from symlib.inference.hmc.store import (  # noqa: F401
-    HMCResult,
-    iter_sample_chunks,
-    load_result,
-    load_samples,
-    plan_segments,
-    read_json,
-    read_verified,
-    rebuild_tree,
-    run_identity,
-    save_json,
-    save_npz,
-    tree_skeleton,
-)
-from symlib.inference.hmc.target import LogDensity, hash_parts, log_prior, make_logdensity  # noqa: F401
-from symlib.inference.hmc.precision import (  # noqa: F401
-    choose_precision,
-    density_errors,
-    precision_study,
-)
+from symlib.core.exports import lazy_exports
 
-__all__ = [
-    "SAMPLER_VERSION",
-    "CorruptRunError",
-    "HMCConfig",
-    "HMCResult",
-    "HMCWarning",
-    "InMemorySink",
-    "JitteredHMC",
-    "LogDensity",
-    "RunDirSink",
-    "Sink",
-    "iter_sample_chunks",
-    "jittered_hmc",
-    "load_result",
-    "load_samples",
-    "log_prior",
-    "make_logdensity",
-    "run_fingerprint",
-    "run_hmc",
-    "choose_precision",
-    "density_errors",
-    "precision_study",
-]
+_EXPORTS = {
+    "config": ["SAMPLER_VERSION", "CorruptRunError", "HMCConfig", "HMCWarning"],
+    "driver": ["InMemorySink", "RunDirSink", "Sink", "run_fingerprint", "run_hmc"],
+    "kernel": ["JitteredHMC", "jittered_hmc"],
+    "store": ["HMCResult", "iter_sample_chunks", "load_result", "load_samples"],
+    "target": ["LogDensity", "log_prior", "make_logdensity"],
+    "precision": ["choose_precision", "density_errors", "precision_study"],
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
