@@ -9,6 +9,7 @@ import types
 import pytest
 
 PACKAGES = ["symlib.core", "symlib.data", "symlib.evaluation", "symlib.inference", "symlib.inference.hmc", "symlib.symmetry",
+            "symlib.symmetry.matching",
             "symlib.experiments", "symlib.experiments.laurent", "symlib.experiments.rossi",
             "symlib.experiments.xiao", "symlib.testing"]
 #: package -> the names of its __all__ that are meant to be modules (none yet)

@@ -46,17 +46,12 @@ Modules
 """
 from __future__ import annotations
 
-from symlib.symmetry.matching.activation import activation_matching
-from symlib.symmetry.matching.common import ManyMatchResult, MatchResult
-from symlib.symmetry.matching.lap import LAP_SOLVERS  # noqa: F401
-from symlib.symmetry.matching.many import apply_permutation_many, weight_matching_many
-from symlib.symmetry.matching.weight import weight_matching
+from symlib.core.exports import lazy_exports
 
-__all__ = [
-    "ManyMatchResult",
-    "MatchResult",
-    "activation_matching",
-    "apply_permutation_many",
-    "weight_matching",
-    "weight_matching_many",
-]
+_EXPORTS = {
+    "common": ["ManyMatchResult", "MatchResult"],
+    "activation": ["activation_matching"],
+    "many": ["apply_permutation_many", "weight_matching_many"],
+    "weight": ["weight_matching"],
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
