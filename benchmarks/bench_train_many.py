@@ -1,4 +1,4 @@
-"""Training many OptuNets at once (symlib.inference.training.train_many) vs one at a time.
+"""Training many OptuNets at once (symlib.inference.fit_ensemble) vs one at a time.
 
 The reference posterior of Laurent et al.'s Sec. 4 is 1,000 OptuNets, each trained for 60
 epochs on the 60,000 MNIST images with the authors' recipe (SGD, batch 64, random crops).
@@ -17,7 +17,7 @@ This script times that recipe on ``--images`` MNIST images (the shipped subset) 
 On a GPU (``JAX_PLATFORMS=cuda``) the same script gives the GPU figures.
 
 **Scaling over processes** (``--processes P``): one stack of ``--stacks`` networks (the
-first value; default 16) trained by ``train_many`` once in 1 process and once split over
+first value; default 16) trained by ``fit_ensemble`` once in 1 process and once split over
 P processes on JAX's distributed runtime (127.0.0.1; the network axis sharded over the
 processes' devices), every process pinned to one CPU core and single-threaded
 (``benchmarks/_multiprocess.py``). Printed: images per second (one image through one
@@ -47,7 +47,7 @@ import numpy as np
 
 from symlib.core.cnn import as_images, optunet_apply, optunet_init
 from symlib.data import load_split, standardize
-from symlib.inference.training import TrainConfig, train_many
+from symlib.inference import Data, Model, TrainConfig, fit_ensemble
 from symlib.experiments.laurent.optunet import optunet_train_config
 
 BANK = {"networks": 1000, "epochs": 60, "images": 60_000}
@@ -58,8 +58,10 @@ def time_stack(k: int, x, y, cfg: TrainConfig, repeats: int) -> float:
     best = np.inf
     for r in range(repeats + 1):
         t = time.perf_counter()
-        params, losses = train_many(jax.random.key(r), optunet_init, optunet_apply, k, x, y, cfg)
-        jax.block_until_ready(losses)
+        init_key, data_key = jax.random.split(jax.random.key(r))
+        post = fit_ensemble(data_key, jax.vmap(optunet_init)(jax.random.split(init_key, k)), Model(optunet_apply),
+                            Data(x, y), cfg)
+        jax.block_until_ready(post.info["epoch_loss"])
         if r > 0:
             best = min(best, time.perf_counter() - t)
     return best
@@ -93,7 +95,7 @@ def main(argv=None) -> None:
         from _multiprocess import scaling
 
         k = (args.stacks or [16])[0]
-        print(f"train_many: {k} OptuNets, authors' recipe (batch 64, crops), {args.images} images x {args.epochs} "
+        print(f"fit_ensemble: {k} OptuNets, authors' recipe (batch 64, crops), {args.images} images x {args.epochs} "
               f"epoch(s)")
         scaling([str(Path(__file__).resolve()), "--scaling-worker", "--stacks", str(k), "--images", str(args.images),
                  "--epochs", str(args.epochs), "--repeats", str(args.repeats)], args.processes,

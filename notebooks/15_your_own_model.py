@@ -314,7 +314,7 @@ glue("own_barrier_wide_act", f"{barrier_act:.2f}", display=False)
 # Every posterior approximation of `symlib.inference` has one shape,
 # `fit_<method>(key, params0, model, data, config)`, with the model given by its `apply_fn`.
 # `fit_vi` fits a mean-field Gaussian, here starting from the two trained networks, and
-# returns a `DiagonalGaussian`, the `(mean, std)` pair that the alignment takes. The
+# returns a `DiagonalGaussian` (means, standard deviations, and the ELBO of every epoch in its `info`), which the alignment takes. The
 # 2-Wasserstein distance between the posteriors is then minimised over the permutations of
 # the same derived spec.
 

@@ -54,7 +54,7 @@ def test_submodule_attributes_without_importing_them():
     submodule was imported eagerly."""
     code = ("import symlib.inference, symlib.data, sys; "
             "assert 'symlib.inference.hmc' not in sys.modules; "
-            "assert symlib.inference.hmc.run_hmc is symlib.inference.run_hmc; "
+            "assert symlib.inference.hmc.HMCConfig is symlib.inference.HMCConfig; "
             "assert symlib.data.mnist.load_mnist is symlib.data.load_mnist")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -77,3 +77,24 @@ def test_a_name_listed_twice_is_refused():
         lazy_exports("pkg", {"a": ["f"], "b": ["g", "f"]}, {})
     names, getattr_, dir_ = lazy_exports("symlib.core", {"pytree": ["ravel"]}, ns := {})
     assert names == ["ravel"] and "ravel" in dir_() and getattr_("ravel") is ns["ravel"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_star_import_gives_every_name_of_all(package):
+    namespace: dict = {}
+    exec(f"from {package} import *", namespace)  # noqa: S102
+    pkg = importlib.import_module(package)
+    assert set(pkg.__all__) <= set(namespace), f"missing after import *: {sorted(set(pkg.__all__) - set(namespace))}"
+
+
+def test_inference_face_is_the_shape_of_the_fits():
+    """``symlib.inference`` exports the fits, their configurations and posteriors, and a few
+    helpers (about 40 names); the loops behind the fits are private to their modules."""
+    import symlib.inference as inference
+
+    fits = {n for n in inference.__all__ if n.startswith("fit_")}
+    assert fits == {f"fit_{m}" for m in inference.FITS}
+    assert len(inference.__all__) <= 45, sorted(inference.__all__)
+    for loop in ("train_map", "train_map_many", "train_vi", "train_swag", "train_dropout", "laplace_posterior",
+                 "run_sghmc", "train_many", "train_mlp", "train_mlp_vi", "train_ensemble"):
+        assert not hasattr(inference, loop), loop

@@ -68,12 +68,22 @@ def test_scaling_tools_take_any_model_through_its_derived_specs():
         assert set(q) == {"Dense_0", "Dense_1"} and function_change(apply, p, q, x) < 1e-5  # float32 weights
 
 
-def test_train_ensemble_names_the_generic_route():
-    from symlib.inference import TrainConfig, train_ensemble
+def test_fit_ensemble_takes_any_model_and_names_the_generic_route():
+    """A deep ensemble of a flax.linen model goes through Model(apply_fn); the module itself in
+    the model's place is refused with an error naming that route."""
+    from symlib.inference import Data, Model, TrainConfig, fit_ensemble
 
     x, y = _data()
-    with pytest.raises((TypeError, ValueError), match=r"train_many\(key, init_fn, apply_fn"):
-        train_ensemble(jax.random.key(0), Tiny(), x, y, TrainConfig(epochs=1, batch_size=10), 2)
+    model = Tiny()
+    params0 = jax.vmap(lambda k: model.init(k, x)["params"])(jax.random.split(jax.random.key(0), 2))
+    cfg = TrainConfig(epochs=1, batch_size=10)
+    ens = fit_ensemble(jax.random.key(1), params0, Model(lambda p, xb: model.apply({"params": p}, xb)), Data(x, y), cfg)
+    assert jax.tree_util.tree_structure(ens.samples) == jax.tree_util.tree_structure(params0)
+    assert ens.samples["Dense_0"]["kernel"].shape == (2, 4, 6) and ens.info["epoch_loss"].shape == (2, 1)
+    assert np.all(np.isfinite(ens.info["epoch_loss"]))
+    assert not np.allclose(ens.samples["Dense_1"]["kernel"], params0["Dense_1"]["kernel"])  # it trained
+    with pytest.raises(TypeError, match=r"model must be a symlib\.inference\.Model\(apply_fn\), got Tiny"):
+        fit_ensemble(jax.random.key(1), params0, model, Data(x, y), cfg)
 
 
 def test_a_registered_layout_check_is_what_the_data_checks_run():
@@ -81,7 +91,8 @@ def test_a_registered_layout_check_is_what_the_data_checks_run():
     the predictive, the interpolation, the training loops and the HMC target run it."""
     from symlib.core.models import _LAYOUT_CHECKS, register_layout_check
     from symlib.evaluation import interpolation_curve, predict_single
-    from symlib.inference import TrainConfig, make_logdensity, train_map
+    from symlib.inference import Data, Model, TrainConfig, fit_map
+    from symlib.inference.hmc import make_logdensity
 
     x, y = _data()
     model = Tiny()
@@ -102,7 +113,7 @@ def test_a_registered_layout_check_is_what_the_data_checks_run():
         with pytest.raises(ValueError, match=msg):
             interpolation_curve(p, p, x, y, 3, apply_fn=apply)
         with pytest.raises(ValueError, match=msg):
-            train_map(p, jax.random.key(2), x, y, TrainConfig(epochs=1, batch_size=4), apply_fn=apply)
+            fit_map(jax.random.key(2), p, Model(apply), Data(x, y), TrainConfig(epochs=1, batch_size=4))
         with pytest.raises(ValueError, match=msg):
             make_logdensity(x, y, apply_fn=apply)(p)
     finally:

@@ -138,3 +138,31 @@ def test_the_cycle_check_can_fail(tmp_path):
     target = tmp_path / "symlib" / "experiments" / "table.py"
     target.write_text(target.read_text() + "\n\ndef _lazy():\n    from symlib.experiments.judging import claims  # noqa: F401\n")
     assert ["symlib.experiments.judging.claims", "symlib.experiments.table"] in import_cycles(tmp_path)
+
+
+#: the training loops and samplers behind the fits: private to their modules in symlib/inference
+PRIVATE_LOOPS = ("train_map", "train_map_many", "train_vi", "train_swag", "train_dropout", "laplace_posterior",
+                 "run_sghmc", "train_many", "train_mlp", "train_mlp_vi", "train_ensemble")
+
+
+def _loop_mentions(paths) -> list[str]:
+    import re
+
+    pattern = re.compile(r"(?<![\w.\"'])(" + "|".join(PRIVATE_LOOPS) + r")\b")  # not in a string of names
+    return [f"{p}:{i + 1}: {line.strip()}" for p in paths for i, line in enumerate(p.read_text().splitlines())
+            if pattern.search(line)]
+
+
+def test_only_inference_names_its_loops():
+    """Everything outside ``symlib/inference`` (the other packages, the notebooks, benchmarks,
+    scripts, tests and README) fits through ``fit_<method>``; no public loop is left to call."""
+    root = Path(__file__).resolve().parents[1]
+    paths = [p for d in ("symlib", "notebooks", "benchmarks", "scripts", "tests") for p in (root / d).rglob("*.py")
+             if p.relative_to(root).parts[:2] != ("symlib", "inference")] + [root / "README.md"]
+    assert _loop_mentions(paths) == []
+
+
+def test_the_loop_check_can_fail(tmp_path):
+    culprit = tmp_path / "culprit.py"
+    culprit.write_text("from symlib.inference.training import " + "train_map\nx = _train_map  # private: fine\n")
+    assert len(_loop_mentions([culprit])) == 1

@@ -1,11 +1,10 @@
 """The one diagonal Gaussian over a network's weights, and its draws.
 
 :class:`DiagonalGaussian` is ``N(mean, diag(std^2))`` with ``mean`` and ``std`` in the
-network's parameter layout. It is what mean-field VI fits
-(:func:`symlib.inference.fit_vi`, ``VIResult.gaussian``), what the Gaussian summaries of a
-set of samples are (``GaussianSummary.gaussian``), and what the Wasserstein alignment of
-:mod:`symlib.symmetry.alignment` aligns: a named ``(mean, std)`` tuple, so it unpacks and
-passes wherever ``(mu, sigma)`` is taken. :func:`sample_gaussian` draws from it; the noise of
+network's parameter layout (and an ``info`` of what produced it). It is what mean-field VI
+fits (:func:`symlib.inference.fit_vi`), what the Gaussian summaries of a set of samples are
+(``GaussianSummary.gaussian``), and what the Wasserstein alignment of
+:mod:`symlib.symmetry.alignment` aligns. :func:`sample_gaussian` draws from it; the noise of
 one draw comes from :mod:`symlib.core.noise`, shared with variational inference.
 """
 from __future__ import annotations
@@ -29,10 +28,13 @@ class DiagonalGaussian(NamedTuple):
     Attributes:
         mean: pytree of arrays (the network's parameter layout): the means.
         std: the standard deviations (``>= 0``), the same structure and shapes.
+        info: what produced it reports, or None (:func:`symlib.inference.fit_vi`: ``elbo``,
+            the per-example ELBO averaged over every epoch).
     """
 
     mean: PyTree
     std: PyTree
+    info: Any = None
 
 
 def check_gaussian(mu: PyTree, sigma: PyTree) -> None:

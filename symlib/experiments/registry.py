@@ -289,10 +289,11 @@ class Blocks:
 
 def blocks_of(name: str, config: Mapping[str, Any], key, init_fn, apply_fn, n_networks: int, x, y, cfg, *,
               block_size: int, observe=None, observe_epoch=None) -> Blocks:
-    """The :class:`Blocks` of the networks :func:`symlib.inference.training.train_many` would
-    train from ``key``: network ``i`` gets the initialisation and data keys it gets there, so
-    the networks are the same (to float rounding where a block is smaller than
-    ``n_networks``: ``vmap`` batches the arithmetic differently).
+    """The :class:`Blocks` of ``n_networks`` networks trained from ``key``: with
+    ``init_key, data_key = split(key)``, network ``i`` starts from
+    ``init_fn(split(init_key, n_networks)[i])`` and draws its minibatches from
+    ``split(data_key, n_networks)[i]``, whatever the block size (to float rounding where a
+    block is smaller than ``n_networks``: ``vmap`` batches the arithmetic differently).
 
     Raises:
         ValueError: if ``block_size`` or ``n_networks`` is below 1.
@@ -308,15 +309,15 @@ def blocks_of(name: str, config: Mapping[str, Any], key, init_fn, apply_fn, n_ne
 
 def train_many_blocks(name: str, config: Mapping[str, Any], key, init_fn, apply_fn, n_networks: int, x, y, cfg,
                       *, block_size: int, observe=None, observe_epoch=None) -> tuple:
-    """:func:`symlib.inference.training.train_many` in blocks of ``block_size`` networks,
-    each block kept in the artifact cache (:func:`run_blocks` of :func:`blocks_of`), so a
-    killed run resumes with its first unfinished block; with ``n_networks <= block_size`` it
-    is one call of the same size as ``train_many``'s.
+    """``n_networks`` networks trained to their MAP (:func:`symlib.inference.fit_ensemble`) in
+    blocks of ``block_size`` networks, each block kept in the artifact cache (:func:`run_blocks`
+    of :func:`blocks_of`, which gives the keys), so a killed run resumes with its first
+    unfinished block; with ``n_networks <= block_size`` it is one ``fit_ensemble`` call.
 
     Args:
         name: the experiment's name (the steps are cached as ``<name>.step``).
         config: the experiment's cache config (``block_size`` is added to it).
-        key: ``jax.random`` key, as for ``train_many``.
+        key: ``jax.random`` key (:func:`blocks_of`).
         init_fn: ``init_fn(key) -> params`` of one network.
         apply_fn: ``apply_fn(params, x) -> logits`` of one network.
         n_networks: number of networks.

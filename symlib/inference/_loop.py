@@ -115,8 +115,8 @@ def check_network_data(apply_fn, params: Params, x, y, name: str = "params0", ba
 
 
 def check_minibatch_data(x, y, batch_size: int, epochs: int, num_mc: int, n_data) -> int:
-    """Check the data and loop sizes of :func:`~symlib.inference.vi.train_vi` (and of
-    :func:`~symlib.inference.sgmcmc.run_sghmc`, ``num_mc=1``); return the ``N`` of the likelihood scaling."""
+    """Check the data and loop sizes of :func:`~symlib.inference.vi.fit_vi` (and of
+    :func:`~symlib.inference.sgmcmc.fit_sghmc`, ``num_mc=1``); return the ``N`` of the likelihood scaling."""
     if jnp.ndim(x) < 1 or jnp.ndim(y) < 1 or jnp.shape(x)[0] != jnp.shape(y)[0]:
         raise ValueError("x and y must share their leading (example) axis, got shapes "
                          f"{jnp.shape(x)} and {jnp.shape(y)}")

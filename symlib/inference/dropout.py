@@ -12,9 +12,8 @@ so a dropout network is a random network in weight space whose other parameters 
 fixed. Both halves of this module work on that view, for any parameter pytree whose
 ``layer`` holds a 2-D ``"kernel"`` ``(in, out)``:
 
-* training (:func:`train_dropout`, or :func:`symlib.inference.training.train_map_many` /
-  :func:`~symlib.inference.training.train_many` with ``stochastic_apply=dropout_apply(...)``
-  for many networks at once) draws a fresh mask for every example of every minibatch, as
+* training (:func:`symlib.inference.fit_dropout`, or :func:`symlib.inference.fit_ensemble`
+  with ``Model(apply_fn, train_apply_fn=dropout_apply(...))`` for many networks at once) draws a fresh mask for every example of every minibatch, as
   a dropout layer does, through :func:`dropout_apply`;
 * sampling (:func:`dropout_samples`) draws ONE mask per sample, shared by every input:
   each sample is a network in the pytree layout, the "weight-space" view of MC dropout
@@ -25,16 +24,18 @@ fixed. Both halves of this module work on that view, for any parameter pytree wh
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import check_key, positive_int
-from symlib.inference.training import TrainConfig, train_map
+from symlib.inference.shape import Data, Model, NonFiniteFitError, check_fit_inputs, sample
+from symlib.inference.training import TrainConfig, fit_map
 
 PyTree = Any
 ApplyFn = Callable[[PyTree, jax.Array], jax.Array]
@@ -132,7 +133,7 @@ class DropoutApply:
 
 
 def dropout_apply(apply_fn: ApplyFn, rate: float, layer: str = "dense_1") -> DropoutApply:
-    """The dropout network of ``apply_fn``: the ``stochastic_apply`` of :func:`~symlib.inference.training.train_map`.
+    """The dropout network of ``apply_fn``: the ``stochastic_apply`` of :func:`~symlib.inference.training.fit_map`.
 
     Args:
         apply_fn: ``apply_fn(params, x) -> logits`` of one network, whose ``params[layer]``
@@ -154,40 +155,6 @@ def dropout_apply(apply_fn: ApplyFn, rate: float, layer: str = "dense_1") -> Dro
     return DropoutApply(apply_fn, check_rate(rate), layer)
 
 
-def train_dropout(params0: PyTree, data_key: jax.Array, x, y, cfg: TrainConfig, *, rate: float,
-                layer: str = "dense_1", apply_fn: ApplyFn, progress: bool | None = None):
-    """Train one network with dropout on the input of ``layer`` (MAP objective otherwise).
-
-    The training loop, optimiser, prior and augmentation are those of
-    :func:`symlib.inference.training.train_map`, whose objective is evaluated with a fresh
-    dropout mask per example and step (:func:`dropout_apply`); the minibatch order and the
-    crops are those ``train_map`` draws from ``data_key``, so ``rate=0`` trains the same
-    network as ``train_map`` (to float rounding: the examples go through ``vmap``).
-
-    Args:
-        params0: initial parameters; ``params0[layer]["kernel"]`` of shape ``(in, out)``.
-        data_key: ``jax.random`` key of the minibatch order, the crops and the masks.
-        x: training inputs, finite (NHWC images for OptuNet).
-        y: integer training labels ``(n,)``.
-        cfg: the training configuration (e.g. :func:`symlib.experiments.laurent.optunet.optunet_train_config`).
-        rate: dropout probability in ``[0, 1)`` (Laurent et al.: 0.2 on OptuNet).
-        layer: the dense layer whose input is dropped (OptuNet's last: ``"dense_1"``).
-        apply_fn: ``apply_fn(params, x) -> logits`` of one network.
-        progress: show a progress bar over the epochs, as for ``train_map``.
-
-    Returns:
-        ``(params, epoch_losses)`` as for :func:`~symlib.inference.training.train_map`; the
-        returned ``params`` are the deterministic weights: sample networks from them with
-        :func:`dropout_samples`.
-
-    Raises:
-        ValueError: naming ``rate`` or ``layer`` if invalid; and as for ``train_map``.
-    """
-    check_dropout_layer(params0, layer, "params0")
-    stochastic = dropout_apply(apply_fn, rate, layer)
-    return train_map(params0, data_key, x, y, cfg, progress=progress, apply_fn=apply_fn, stochastic_apply=stochastic)
-
-
 def dropout_samples(key: jax.Array, params: PyTree, num_samples: int, *, rate: float,
                     layer: str = "dense_1") -> PyTree:
     """MC-dropout networks in weight space: ``num_samples`` copies of ``params`` with masked ``layer`` rows.
@@ -200,7 +167,7 @@ def dropout_samples(key: jax.Array, params: PyTree, num_samples: int, *, rate: f
 
     Args:
         key: ``jax.random`` key of the masks.
-        params: one network's parameters (e.g. from :func:`train_dropout`).
+        params: one network's parameters (e.g. from :func:`_train_dropout`).
         num_samples: number of networks.
         rate: dropout probability in ``[0, 1)``.
         layer: the dense layer whose input is dropped.
@@ -220,3 +187,135 @@ def dropout_samples(key: jax.Array, params: PyTree, num_samples: int, *, rate: f
     masks = dropout_masks(key, rate, (num_samples, n_in), kernel.dtype)
     stacked = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (num_samples,) + jnp.shape(a)), params)
     return _with_kernel(stacked, layer, kernel[None] * masks[:, :, None])
+
+
+class DropoutDraw(NamedTuple):
+    """MC-dropout networks drawn with the model's own dropout (:class:`DropoutPosterior`
+    with a ``dropout_apply_fn``): the trained network ``params`` and the dropout key of every
+    draw, ``rng`` (raw key data, :func:`jax.random.key_data`). Stacked on a leading axis by
+    :func:`sample`; evaluate ONE draw with :attr:`DropoutPosterior.predict_fn`."""
+
+    params: PyTree
+    rng: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class DropoutPredict:
+    """``(draw, x) -> logits`` of one :class:`DropoutDraw`: the model's
+    ``dropout_apply_fn(draw.params, x, key)`` with the draw's key. Frozen and hashable, so it
+    can be the ``apply_fn`` of :func:`symlib.evaluation.predict_from_samples`."""
+
+    dropout_apply_fn: Callable[[PyTree, jax.Array, jax.Array], jax.Array]
+
+    def __call__(self, draw: DropoutDraw, x: jax.Array) -> jax.Array:
+        return self.dropout_apply_fn(draw.params, x, jax.random.wrap_key_data(draw.rng))
+
+
+class DropoutPosterior(NamedTuple):
+    """MC dropout: the trained weights and how dropout is drawn at prediction time.
+
+    Two routes (:func:`fit_dropout`):
+
+    - the model's own dropout (``dropout_apply_fn``, a :class:`Model` field; ``rate`` and
+      ``layer`` ``None``): a draw is a :class:`DropoutDraw`, the network and one dropout key.
+      Evaluate draws with :attr:`predict_fn` (``predict_from_samples(sample(key, post, n), x,
+      apply_fn=post.predict_fn)``): every draw's key draws the masks of the model's own
+      ``nn.Dropout`` layers, a fresh mask per input of a batch (the same for the same
+      position in every batch of that draw). Any dropout layout works and the state (running
+      statistics) is used as the model defines; but a draw is not a network in weight space,
+      so the weight-space tools (alignment, MMD) do not take it, and ``model.apply_fn`` does
+      not evaluate it.
+    - a layer name (``rate``, ``layer``; symlib's pure-function networks, whose ``layer`` is a
+      top-level dense layer): a draw is a network in weight space, ``params`` with one mask
+      on the rows of ``params[layer]["kernel"]`` (:func:`~symlib.inference.dropout.dropout_samples`),
+      evaluated with the model's ``apply_fn``; only that layer's input is dropped.
+
+    ``info``: what the training reports (:func:`fit_dropout`: ``epoch_loss``), or None.
+    """
+
+    params: PyTree
+    rate: float | None
+    layer: str | None = "dense_1"
+    dropout_apply_fn: Callable[[PyTree, jax.Array, jax.Array], jax.Array] | None = None
+    info: Any = None
+
+    @property
+    def predict_fn(self) -> DropoutPredict:
+        """``(draw, x) -> logits`` of one :class:`DropoutDraw` (the model's-dropout route)."""
+        if self.dropout_apply_fn is None:
+            raise ValueError("this DropoutPosterior drops a layer's input: its draws are networks in weight space; "
+                             "evaluate them with the model's apply_fn")
+        return DropoutPredict(self.dropout_apply_fn)
+
+
+class DropoutConfig(NamedTuple):
+    """MC dropout: the MAP training ``train``; for a model without ``dropout_apply_fn``
+    (the layer route of :func:`fit_dropout`), the dropout ``rate`` and the top-level
+    ``layer`` whose input is dropped (None: ``"dense_1"``). A model with a ``dropout_apply_fn``
+    uses its own dropout (its rate and layers): leave ``rate`` and ``layer`` None."""
+
+    train: TrainConfig
+    rate: float | None = None
+    layer: str | None = None
+
+
+def fit_dropout(key: jax.Array, params0: PyTree, model: Model, data: Data, config: DropoutConfig) -> DropoutPosterior:
+    """MC dropout: training with dropout from ``params0`` (:func:`~symlib.inference.training.fit_map`
+    with a random training forward, ``key`` its data key), dropout again at prediction time.
+
+    Two routes (:class:`DropoutPosterior`):
+
+    - ``model.dropout_apply_fn`` given: the model's own dropout (its ``nn.Dropout`` layers and
+      rates; ``config.rate`` and ``config.layer`` must be None). Training is ``fit_map``'s with
+      ``model.train_apply_fn`` (the model's dropout and state updates, a fresh key per step;
+      without it ``dropout_apply_fn`` with the state held); the draws are
+      :class:`DropoutDraw`\\ s, evaluated with the posterior's ``predict_fn``.
+    - otherwise the input of the top-level dense layer ``config.layer`` (None: ``"dense_1"``) is
+      dropped at ``config.rate`` during training, a fresh mask per example and step
+      (:func:`dropout_apply`; the minibatch order and the crops are those ``fit_map`` draws from
+      ``key``, so ``rate=0`` trains the network ``fit_map`` trains, to float rounding); for
+      symlib's pure-function networks only, so refused for a model with a ``train_apply_fn``
+      or state (its own dropout would be ignored); the draws are networks in weight space
+      (:func:`dropout_samples`).
+
+    The posterior's ``info`` holds ``epoch_loss``, the mean objective of every epoch.
+
+    Raises:
+        ValueError: naming the input: a bad ``config.rate`` or ``config.layer``, a route's
+            settings on the other route's model; and as for ``fit_map``.
+        NonFiniteFitError: if the training diverged (naming the epoch and the fix).
+    """
+    check_fit_inputs(model, data, config, DropoutConfig, params0)
+    if model.dropout_apply_fn is not None:
+        if config.rate is not None or config.layer is not None:
+            raise ValueError("the model has a dropout_apply_fn: it drops with its own nn.Dropout layers and rates; "
+                             "leave config.rate and config.layer None")
+        train_fn = model.train_apply_fn if model.train_apply_fn is not None else model.dropout_apply_fn
+        rate, layer = None, None
+    else:
+        if model.train_apply_fn is not None or model.state:
+            raise ValueError("a model with a train_apply_fn or state has its own dropout: give its MC-dropout "
+                             "forward as model.dropout_apply_fn (dropout on, state in evaluation mode); the layer "
+                             "route (config.rate, config.layer) is for symlib's pure-function networks")
+        if config.rate is None:
+            raise ValueError("config.rate is required when the model has no dropout_apply_fn (the layer route)")
+        layer = "dense_1" if config.layer is None else config.layer
+        check_dropout_layer(params0, layer, "params0")
+        rate = check_rate(config.rate)
+        train_fn = dropout_apply(model.apply_fn, rate, layer)
+    try:
+        trained = fit_map(key, params0, Model(model.apply_fn, model.state, train_apply_fn=train_fn), data,
+                          config.train)
+    except NonFiniteFitError as e:
+        raise NonFiniteFitError(f"fit_dropout, training with dropout (config.train): {e}") from None
+    return DropoutPosterior(trained.params, rate, layer, model.dropout_apply_fn, trained.info)
+
+
+@sample.register
+def _(posterior: DropoutPosterior, key, n):
+    if posterior.dropout_apply_fn is None:
+        return dropout_samples(key, posterior.params, n, rate=posterior.rate, layer=posterior.layer)
+    n = positive_int(n, "n")
+    stack = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(jnp.asarray(a), (n, *jnp.shape(a))), posterior.params)
+    keys = jax.random.split(key, n)
+    return DropoutDraw(stack, jax.random.key_data(keys) if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key) else keys)

@@ -1,34 +1,21 @@
-"""Deep ensembles: ``K`` MAP-trained MLPs, trained at once with ``train_map_many`` (vmap).
+"""Helpers of deep ensembles and multi-mode posteriors (the ensemble itself is
+:func:`symlib.inference.fit_ensemble`: ``K`` networks trained to their MAP at once).
 
-Member ``i`` gets its own key ``jax.random.split(key, K)[i]``, which (exactly as in
-:func:`symlib.inference.training.train_mlp`) is split into an ``mlp_init`` key and a data key
-deciding its minibatch order, so members differ both in initialisation and in the
-order they see the data, and member ``i`` is (up to floating-point differences of
-``vmap``) the network ``train_mlp(jax.random.split(key, K)[i], sizes, x, y, cfg)``.
-
-:func:`multi_mode_samples` pools the samples of a single-mode method around each of
-several trained networks (Laurent et al.'s multi-mode methods).
+:func:`member_keys` gives every member its own init and data keys, so members differ both
+in initialisation and in the order they see the data. :func:`multi_mode_samples` pools the
+samples of a single-mode method around each of several trained networks (Laurent et al.'s
+multi-mode methods).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib.core.checks import positive_int
-from symlib.core.models import Params, check_sizes, mlp_init
-from symlib.core.checks import check_key
-from symlib.inference.training import TrainConfig, check_mlp_inputs, train_map_many
-
-
-class EnsembleResult(NamedTuple):
-    """``params``: stacked member parameters (leading axis ``num_members`` on every leaf);
-    ``epoch_losses``: (num_members, epochs) mean training objective per epoch."""
-    params: Params
-    epoch_losses: jax.Array
+from symlib.core.checks import check_key, positive_int
+from symlib.core.models import Params
 
 
 def member_keys(key: jax.Array, num_members: int) -> tuple[jax.Array, jax.Array]:
@@ -47,43 +34,6 @@ def member_keys(key: jax.Array, num_members: int) -> tuple[jax.Array, jax.Array]
     return pairs[:, 0], pairs[:, 1]
 
 
-def train_ensemble(key: jax.Array, sizes: Sequence[int], x, y, cfg: TrainConfig,
-                   num_members: int) -> EnsembleResult:
-    """Train independently initialised MLPs all at once (MAP, see :mod:`symlib.inference.training`).
-
-    For any other model, :func:`symlib.inference.training.train_many` trains an ensemble
-    from the model's ``init_fn(key)`` and ``apply_fn(params, x)``.
-
-    Args:
-        key: ``jax.random`` key of the ensemble (see :func:`member_keys`).
-        sizes: layer widths ``[d_0, ..., d_L]`` of every member.
-        x: training inputs ``(n, d_0)``, finite.
-        y: integer training labels ``(n,)`` in ``[0, d_L)``.
-        cfg: the training configuration.
-        num_members: number of members, a positive integer.
-
-    Returns:
-        An :class:`EnsembleResult` with the stacked parameters and per-epoch losses.
-
-    Raises:
-        ValueError: naming the input, before any work: a bad ``num_members``, ``sizes`` or
-            ``key``, data that do not fit the network (shapes, input width, labels outside
-            the ``d_L`` outputs, NaN or inf in ``x``) or an invalid field of ``cfg``.
-    """
-    num_members = positive_int(num_members, "num_members")
-    try:
-        sizes = check_sizes(sizes)
-    except (TypeError, ValueError) as e:
-        raise type(e)(f"{e}. train_ensemble trains symlib's MLPs from their layer sizes; for any other model use "
-                      "symlib.inference.train_many(key, init_fn, apply_fn, num_members, x, y, cfg)") from None
-    check_mlp_inputs(x, y, cfg, sizes)  # before any work: same checks (and messages) as train_map_many
-    check_key(key, "key")
-    init_keys, data_keys = member_keys(key, num_members)
-    params0 = jax.vmap(lambda k: mlp_init(k, sizes))(init_keys)
-    params, losses = train_map_many(params0, data_keys, x, y, cfg)
-    return EnsembleResult(params, losses)
-
-
 def multi_mode_samples(key: jax.Array, sample_fn: Callable[[jax.Array, Params, int], Params], modes: Params,
                        samples_per_mode: int) -> Params:
     """A single-mode method applied to each of ``M`` networks: the "multi-" methods of Laurent et al.
@@ -98,8 +48,9 @@ def multi_mode_samples(key: jax.Array, sample_fn: Callable[[jax.Array, Params, i
         key: ``jax.random`` key, split into one key per mode.
         sample_fn: ``sample_fn(key, params, num_samples)`` -> ``num_samples`` networks stacked
             on a leading axis (e.g. ``partial(dropout_samples, rate=0.2)``, or a lambda
-            around :func:`symlib.inference.sgmcmc.run_sghmc` returning its ``.samples``).
-        modes: ``M`` networks stacked on a leading axis (e.g. :func:`symlib.inference.training.train_many`),
+            around :func:`symlib.inference.fit_sghmc` returning its ``.samples``).
+        modes: ``M`` networks stacked on a leading axis (e.g. the ``samples`` of
+            :func:`symlib.inference.fit_ensemble`),
             or a list of ``M`` per-mode objects that ``sample_fn`` takes instead of a
             network (e.g. fitted :class:`~symlib.inference.swag.SWAGPosterior` or
             :class:`~symlib.inference.laplace.LaplacePosterior`).

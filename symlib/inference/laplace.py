@@ -57,7 +57,9 @@ Cholesky factors ``L_U L_U^T = U``, ``L_V L_V^T = V`` and ``Z`` standard normal 
 """
 from __future__ import annotations
 
+import functools
 import warnings
+from collections.abc import Mapping
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -70,16 +72,18 @@ from symlib.core.checks import check_finite, check_finite_tree, check_key, posit
 from symlib.core.progress import progress_enabled
 from symlib.inference._loop import (check_network_data, check_state, epoch_bar, merge_state, report_epoch,
                                    split_state)
+from symlib.inference.shape import Data, Model, check_fit_inputs, sample
 
-__all__ = ["HESSIANS", "MAX_FULL_PARAMS", "dense_cost", "LaplaceWarning", "LaplacePosterior", "laplace_posterior", "laplace_sample",
-           "laplace_covariance", "KFACPosterior", "last_layer_kfac", "kfac_sample", "kfac_precision"]
+__all__ = ["HESSIANS", "MAX_FULL_PARAMS", "dense_cost", "LaplaceWarning", "LaplacePosterior", "laplace_sample",
+           "laplace_covariance", "KFACPosterior", "last_layer_kfac", "kfac_sample", "kfac_precision", "LaplaceConfig",
+           "LastLayerLaplace", "fit_laplace", "PREDICTIVE_ACCURACY_DROP"]
 
 PyTree = Any
 
-#: the curvature matrices of :func:`laplace_posterior`
+#: the curvature matrices of :func:`_laplace_posterior`
 HESSIANS = ("full", "ggn")
 
-#: the most parameters :func:`laplace_posterior` accepts by default: its precision is a dense
+#: the most parameters :func:`_laplace_posterior` accepts by default: its precision is a dense
 #: ``D x D`` float64 matrix (8 D^2 bytes) whose eigendecomposition costs ``O(D^3)``; at this size
 #: about 0.8 GB and minutes on a laptop CPU (a 26.7k-parameter CNN ran for minutes without a word)
 MAX_FULL_PARAMS = 10_000
@@ -96,7 +100,7 @@ _CLIP_RTOL = 1e-5
 
 class LaplaceWarning(UserWarning):
     """Eigenvalues of a Laplace precision were raised to make it positive definite, or (from
-    :func:`~symlib.inference.posterior.fit_laplace`) the sampled predictive's accuracy fell far
+    :func:`fit_laplace`) the sampled predictive's accuracy fell far
     below the MAP network's."""
 
 
@@ -191,7 +195,7 @@ def _curvature(params, fixed, x, y, *, apply_fn, hessian: str, batch_size: int, 
     return acc
 
 
-def laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, prior_precision: float,
+def _laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, prior_precision: float,
                       hessian: str = "full", batch_size: int = 32,
                       min_eigenvalue: float | None = None, num_data: int | None = None,
                       max_params: int | None = MAX_FULL_PARAMS, state: tuple[str, ...] = (),
@@ -447,3 +451,185 @@ def kfac_sample(key: jax.Array, posterior: KFACPosterior, num_samples: int) -> d
     if posterior.bias is not None:
         out["bias"] = posterior.bias + noise[:, d]
     return out
+
+
+class LastLayerLaplace(NamedTuple):
+    """A network whose last dense layer ``layer`` has a Kronecker-factored Laplace posterior
+    (:func:`~symlib.inference.laplace.last_layer_kfac`, Laurent et al.'s ResNet-18): its draws
+    are copies of ``params`` with that layer drawn from ``posterior``; everything else (other
+    layers, model state such as BatchNorm statistics) is carried unchanged. ``layer`` is the
+    layer's path in ``params``, its keys joined by ``/`` (``"head"``; ``"params/Dense_1"`` in a
+    Flax variables dict)."""
+
+    params: PyTree
+    posterior: KFACPosterior
+    layer: str = "head"
+
+
+class LaplaceConfig(NamedTuple):
+    """Laplace around the trained network (:func:`fit_laplace`):
+    ``prior_precision``, ``hessian`` ``"full"`` or ``"ggn"``, accumulation ``batch_size``,
+    eigenvalue floor ``min_eigenvalue`` (None: the prior precision), ``num_data`` the
+    likelihood's ``N`` (None: ``len(x)``), ``max_params`` the size above which it refuses
+    (None: no limit). ``last_layer``: the path (keys joined by ``/``) of the network's last
+    dense layer, for a last-layer KFAC Laplace instead (:class:`LastLayerLaplace`; then
+    ``hessian``, ``min_eigenvalue``, ``num_data`` and ``max_params`` are not used and
+    ``batch_size`` is the feature extraction's)."""
+
+    prior_precision: float
+    hessian: str = "full"
+    batch_size: int = 32
+    min_eigenvalue: float | None = None
+    num_data: int | None = None
+    max_params: int | None = MAX_FULL_PARAMS
+    last_layer: str | None = None
+
+
+#: :func:`fit_laplace` warns when the sampled predictive's accuracy on (up to) :data:`PREDICTIVE_CHECK_POINTS`
+#: training points is more than this below the MAP network's (an absolute drop: 0.1 = 10 percentage points)
+PREDICTIVE_ACCURACY_DROP = 0.1
+
+
+#: training points and draws of that check (the points spread evenly over the training set)
+PREDICTIVE_CHECK_POINTS, PREDICTIVE_CHECK_DRAWS = 256, 32
+
+
+def _path(layer: str) -> list[str]:
+    return layer.split("/")
+
+
+def _get_layer(params, layer: str):
+    node = params
+    for i, k in enumerate(_path(layer)):
+        if not isinstance(node, Mapping) or k not in node:
+            where = "top-level layer" if i == 0 else "layer"
+            raise ValueError(f"the network has no {where} {('/'.join(_path(layer)[:i + 1]))!r} (layer names "
+                             "the path of the last dense layer, keys joined by '/', e.g. 'params/Dense_1')")
+        node = node[k]
+    if not isinstance(node, Mapping) or "kernel" not in node or np.ndim(node["kernel"]) < 2:
+        raise ValueError(f"layer {layer!r} is not a dense layer with a 'kernel' (in, out)")
+    return node
+
+
+def _with_layer(params, layer: str, value):
+    keys = _path(layer)
+    if len(keys) == 1:
+        return {**params, keys[0]: value}
+    return {**params, keys[0]: _with_layer(params[keys[0]], "/".join(keys[1:]), value)}
+
+
+@jax.jit
+def _accuracy(logits, y):
+    return jnp.mean(jnp.argmax(logits, axis=-1) == y)
+
+
+@functools.partial(jax.jit, static_argnames=("apply_fn", "layer", "batch_size"))
+def _features(params, x, *, apply_fn, layer: str, batch_size: int):
+    head = _get_layer(params, layer)
+
+    def one(xi):
+        first = lambda k: apply_fn(_with_layer(params, layer, {**head, "kernel": k}), xi[None])[0, 0]  # noqa: E731
+        return jax.grad(first)(head["kernel"])[:, 0]
+
+    return jax.lax.map(one, x, batch_size=batch_size)
+
+
+def _last_layer_features(params, layer: str, apply_fn, x, batch_size: int) -> np.ndarray:
+    """The inputs ``(N, d)`` of the last dense layer ``layer`` on ``x``: the gradient of each
+    example's first logit with respect to the layer's kernel is ``features_i e_0^T`` (one
+    forward pass per example; the backward pass stops at the layer)."""
+    head = _get_layer(params, layer)
+    kernel = jnp.asarray(head["kernel"])
+    feats = np.asarray(_features(params, jnp.asarray(x), apply_fn=apply_fn, layer=layer,
+                                 batch_size=min(batch_size, len(x))))
+    k = min(len(feats), 64)  # the layer must be the last: logits = features @ kernel + bias
+    logits = np.asarray(apply_fn(params, jnp.asarray(x[:k])), np.float64)
+    rebuilt = feats[:k] @ np.asarray(kernel, np.float64) + np.asarray(head.get("bias", 0.0), np.float64)
+    if logits.shape != rebuilt.shape or not np.allclose(rebuilt, logits, rtol=1e-3,
+                                                          atol=1e-3 * max(1.0, float(np.abs(logits).max()))):
+        raise ValueError(f"layer {layer!r} is not the network's last dense layer: the logits are not "
+                         "features @ kernel + bias")
+    return feats
+
+
+def _check_predictive(key, posterior, params0, model: Model, data: Data, config: LaplaceConfig, feats=None) -> None:
+    """Warn (:class:`~symlib.inference.laplace.LaplaceWarning`) when the sampled predictive's
+    accuracy on a few training points falls more than :data:`PREDICTIVE_ACCURACY_DROP` below
+    the MAP network's."""
+    n = len(data.y)
+    idx = np.unique(np.linspace(0, n - 1, min(n, PREDICTIVE_CHECK_POINTS)).round().astype(int))
+    x, y = jnp.asarray(np.asarray(data.x)[idx]), jnp.asarray(np.asarray(data.y)[idx])
+    key = jax.random.key(0) if key is None else key
+    s = PREDICTIVE_CHECK_DRAWS
+    if isinstance(posterior, LastLayerLaplace):  # the features once, the head's draws on them
+        head = kfac_sample(key, posterior.posterior, s)
+        logits = jnp.einsum("nd,sdc->snc", jnp.asarray(feats[idx]), head["kernel"])
+        logits = logits + (head["bias"][:, None] if "bias" in head else 0.0)
+        map_logits = model.apply_fn(params0, x)
+    else:
+        draws = sample(key, posterior, s)
+        logits = jax.lax.map(lambda p: model.apply_fn(p, x), draws)
+        map_logits = model.apply_fn(params0, x)
+    probs = jnp.mean(jax.nn.softmax(logits, axis=-1), axis=0)
+    acc, ref = float(_accuracy(probs, y)), float(_accuracy(map_logits, y))
+    if acc < ref - PREDICTIVE_ACCURACY_DROP:
+        fix = ("raise the prior precision (config.prior_precision=" f"{config.prior_precision!r})")
+        if config.last_layer is None:
+            fix += (", use hessian='ggn'" if config.hessian == "full" else "") + " or a last-layer Laplace " \
+                   "(config.last_layer)"
+        warnings.warn(f"fit_laplace: the sampled predictive's accuracy ({acc:.1%}) is far below the MAP network's "
+                      f"({ref:.1%}) on {len(idx)} training points ({s} draws; the threshold is "
+                      f"{PREDICTIVE_ACCURACY_DROP:.0%} lower): the posterior is too wide for its draws to classify; "
+                      f"{fix}", LaplaceWarning, stacklevel=3)
+
+
+def fit_laplace(key: jax.Array, params0: PyTree, model: Model, data: Data, config: LaplaceConfig, *,
+                progress: bool | None = None) -> LaplacePosterior | LastLayerLaplace:
+    """Laplace around the trained network ``params0``: dense (full Hessian or GGN), or with ``config.last_layer`` a
+    last-layer KFAC (:func:`~symlib.inference.laplace.last_layer_kfac` on the layer's inputs,
+    read off ``model.apply_fn``: a :class:`LastLayerLaplace`). The model state
+    (``model.state``) is held fixed at ``params0``'s values (evaluation mode): no curvature,
+    no spread, carried unchanged by every draw.
+
+    The fit is deterministic; ``key`` (None: ``jax.random.key(0)``) only draws the
+    :data:`PREDICTIVE_CHECK_DRAWS` networks of a check on :data:`PREDICTIVE_CHECK_POINTS`
+    training points: a :class:`~symlib.inference.laplace.LaplaceWarning` names both
+    accuracies when the sampled predictive's is more than :data:`PREDICTIVE_ACCURACY_DROP`
+    below the MAP network's (a posterior too wide for its draws to classify; e.g. a dense
+    Laplace at prior precision 1 on a CNN collapses to chance), with the fix. ``progress``
+    shows a progress bar over the dense accumulation's minibatches (None: on a terminal)."""
+    check_fit_inputs(model, data, config, LaplaceConfig, params0)
+    feats = None
+    if config.last_layer is not None:
+        if config.num_data is not None:
+            raise ValueError("config.num_data is the dense Laplace's subsample scaling; a last-layer Laplace takes "
+                             "the features of every example in data")
+        feats = _last_layer_features(params0, config.last_layer, model.apply_fn, data.x,
+                                     positive_int(config.batch_size, "batch_size"))
+        head = _get_layer(params0, config.last_layer)
+        post = LastLayerLaplace(params0, last_layer_kfac(feats, head["kernel"], head.get("bias"),
+                                                         prior_precision=config.prior_precision), config.last_layer)
+    else:
+        kwargs = {k: v for k, v in config._asdict().items() if k != "last_layer"}
+        post = _laplace_posterior(params0, data.x, data.y, apply_fn=model.apply_fn, state=model.state,
+                                  progress=progress, **kwargs)
+    _check_predictive(key, post, params0, model, data, config, feats)
+    return post
+
+
+@sample.register
+def _(posterior: LaplacePosterior, key, n):
+    return laplace_sample(key, posterior, n)
+
+
+@sample.register
+def _(posterior: LastLayerLaplace, key, n):
+    top = _path(posterior.layer)[0]
+    if not isinstance(posterior.params, dict) or top not in posterior.params:
+        raise ValueError(f"LastLayerLaplace: the network has no top-level layer {top!r} to draw "
+                         "(layer names the path of the last dense layer, keys joined by '/')")
+    _get_layer(posterior.params, posterior.layer)
+    head = kfac_sample(key, posterior.posterior, n)
+    n = positive_int(n, "n")
+    stack = jax.tree_util.tree_map(lambda a: np.broadcast_to(np.asarray(a), (n, *np.shape(a))), posterior.params)
+    return _with_layer(stack, posterior.layer, {k: np.asarray(v) for k, v in head.items()})

@@ -1,6 +1,6 @@
 """Stochastic gradient Hamiltonian Monte Carlo (Chen et al., 2014) with BlackJAX.
 
-:func:`run_sghmc` samples the posterior ``p(W | D) ∝ N(W; 0, prior_std^2 I) prod_i p(y_i | x_i, W)``
+:func:`_run_sghmc` samples the posterior ``p(W | D) ∝ N(W; 0, prior_std^2 I) prod_i p(y_i | x_i, W)``
 of a network with :func:`blackjax.sghmc`, whose gradients are the minibatch estimates of
 :func:`blackjax.sgmcmc.gradients.grad_estimator`::
 
@@ -73,6 +73,7 @@ from symlib.inference.hmc import log_prior
 from symlib.inference._loop import check_minibatch_data, check_state, epoch_bar, merge_state, report_epoch, split_state
 from symlib.inference.vi import categorical_loglik_fn, check_loglik
 from symlib.core.progress import progress_enabled
+from symlib.inference.shape import Data, Model, NonFiniteFitError, Samples, check_fit_inputs, first_non_finite
 
 PyTree = Any
 
@@ -94,7 +95,7 @@ def _nonnegative_int(value, name: str) -> int:
 
 def sghmc_schedule(total_draws: int, num_samples: int, burn_in: int | None = None,
                    thinning: int | None = None) -> tuple[int, int]:
-    """Which draws :func:`run_sghmc` keeps: ``num_samples`` draws ``thinning`` apart, ending with the last.
+    """Which draws :func:`_run_sghmc` keeps: ``num_samples`` draws ``thinning`` apart, ending with the last.
 
     Kept draw ``j`` is ``first + j * thinning``, ``first = total_draws - 1 - (num_samples - 1) * thinning``,
     which must not fall in the burn-in.
@@ -169,7 +170,7 @@ def _sghmc(key, params0, fixed, x, y, step_size, alpha, temperature, *, loglik_f
     return buffer
 
 
-def run_sghmc(key: jax.Array, params0: PyTree, x, y, *, apply_fn: Callable | None = None,
+def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, apply_fn: Callable | None = None,
               loglik_fn: Callable | None = None, step_size: float, epochs: int, batch_size: int,
               num_samples: int, burn_in: int | None = None, thinning: int | None = None,
               prior_std: float = 1.0, friction: float = 0.05, num_integration_steps: int = 50,
@@ -252,3 +253,38 @@ def run_sghmc(key: jax.Array, params0: PyTree, x, y, *, apply_fn: Callable | Non
     if not all(bool(jnp.all(jnp.isfinite(a))) for a in jax.tree_util.tree_leaves(samples)):
         warnings.warn("SGHMC diverged (NaN or inf in the samples); lower step_size", RuntimeWarning, stacklevel=2)
     return SGHMCResult(samples, first + thinning * np.arange(int(num_samples)), float(alpha))
+
+
+class SGHMCConfig(NamedTuple):
+    """SGHMC (:func:`fit_sghmc`): step size, epochs, minibatch, kept draws (after ``burn_in``,
+    every ``thinning``-th), prior, friction, leapfrog steps per draw and temperature."""
+
+    step_size: float
+    epochs: int
+    batch_size: int
+    num_samples: int
+    burn_in: int | None = None
+    thinning: int | None = None
+    prior_std: float = 1.0
+    friction: float = 0.05
+    num_integration_steps: int = 50
+    temperature: float = 1.0
+
+
+def fit_sghmc(key: jax.Array, params0: PyTree, model: Model, data: Data, config: SGHMCConfig) -> Samples:
+    """SGHMC (BlackJAX, minibatches) from ``params0``; the kept draws.
+
+    The likelihood is ``model.apply_fn``'s (evaluation mode); the model state
+    (``model.state``) is held fixed at ``params0``'s values and carried by every draw."""
+    check_fit_inputs(model, data, config, SGHMCConfig, params0)
+    with warnings.catch_warnings():  # non-finite samples are an error here, named below
+        warnings.filterwarnings("ignore", "SGHMC diverged", RuntimeWarning)
+        res = _run_sghmc(key, params0, data.x, data.y, apply_fn=model.apply_fn, **config._asdict(),
+                         state=model.state)
+    leaves = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(res.samples)]
+    bad = first_non_finite(np.concatenate([leaf.reshape(leaf.shape[0], -1) for leaf in leaves], axis=1))
+    if bad is not None:
+        raise NonFiniteFitError(f"fit_sghmc: the samples became NaN or inf (first at kept sample {bad + 1} of "
+                                f"{leaves[0].shape[0]}, draw {int(res.draw_indices[bad]) + 1}); lower the step size "
+                                f"(config.step_size={config.step_size!r})")
+    return Samples(res.samples)

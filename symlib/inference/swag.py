@@ -26,7 +26,7 @@ covariance of the snapshots is then ``Dhat^T Dhat / (K - 1)`` when ``R = K``); M
 al.'s online implementation uses the running mean at the time of each snapshot instead,
 which only matters while the mean still drifts.
 
-:func:`train_swag` runs the SGD phase with the MAP objective and minibatch loop of
+:func:`_train_swag` runs the SGD phase with the MAP objective and minibatch loop of
 :mod:`symlib.inference.training` (:func:`~symlib.inference.training.map_objective`,
 :func:`~symlib.inference.training.epoch_steps`): plain SGD (optionally with momentum) on
 ``mean CE + ||W||^2 / (2 prior_std^2 N)``, the learning rate ramped linearly from
@@ -36,7 +36,7 @@ the final epoch. :func:`swag_from_snapshots` builds the posterior from any stack
 snapshots.
 
 *Model state.* With ``state`` (e.g. a Flax model's ``("batch_stats",)``, see
-:func:`train_swag`) the named top-level entries are no weights: the SGD phase takes no
+:func:`_train_swag`) the named top-level entries are no weights: the SGD phase takes no
 gradient of them and, with a training-mode ``stochastic_apply`` that returns them, updates
 them every step the way the model defines (BatchNorm's running statistics). The posterior
 holds them at their values at the end of the run with no spread (zero variance, zero
@@ -58,9 +58,10 @@ from symlib.core.models import mlp_apply
 from symlib.inference._loop import check_state, epoch_bar, report_epoch, split_state
 from symlib.inference.training import TrainConfig, check_fit, epoch_steps, learning_rate_at
 from symlib.core.progress import progress_enabled
+from symlib.inference.shape import Data, Model, check_fit_inputs, raise_if_not_finite, sample
 
-__all__ = ["SWAGConfig", "SWAGPosterior", "train_swag", "swag_from_snapshots", "swag_sample", "swag_covariance",
-           "stacked_leading_axis"]
+__all__ = ["SWAGConfig", "SWAGPosterior", "swag_from_snapshots", "swag_sample", "swag_covariance",
+           "stacked_leading_axis", "fit_swag"]
 
 PyTree = Any
 
@@ -151,7 +152,7 @@ class SWAGPosterior(NamedTuple):
             ``ravel_pytree(mean)`` order (``(0, D)`` for ``rank = 0``).
         scale: default sampling scale.
         num_snapshots: snapshots ``K`` the estimate was built from.
-        epoch_losses: mean objective of every SWAG epoch (:func:`train_swag`), else ``None``.
+        epoch_losses: mean objective of every SWAG epoch (:func:`_train_swag`), else ``None``.
     """
 
     mean: PyTree
@@ -360,7 +361,7 @@ def _hold_state(post: SWAGPosterior, fixed: dict) -> SWAGPosterior:
     return post._replace(mean=mean, variance=variance, deviations=jnp.where(mask, 0.0, post.deviations))
 
 
-def train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg: SWAGConfig, *,
+def _train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg: SWAGConfig, *,
              apply_fn=mlp_apply, progress: bool | None = False, stochastic_apply=None,
              state: tuple[str, ...] = ()) -> SWAGPosterior:
     """Run the SWAG phase from a trained network and build the posterior (module docstring).
@@ -368,15 +369,15 @@ def train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg:
     Args:
         key: ``jax.random`` key deciding the minibatch order (and crops) of every epoch.
         params0: the trained network (e.g. a MAP fit of
-            :func:`~symlib.inference.training.train_map`).
-        x: training inputs, as for :func:`~symlib.inference.training.train_map`.
+            :func:`~symlib.inference.training.fit_map`).
+        x: training inputs, as for :func:`~symlib.inference.training.fit_map`.
         y: integer training labels ``(n,)``.
         cfg: the SWAG configuration.
         apply_fn: ``apply_fn(params, x) -> logits`` of one network (default
             :func:`~symlib.core.models.mlp_apply`); a static argument of the compiled loop.
         progress: show a ``"train"`` progress bar over the epochs; ``None``: on a terminal.
         stochastic_apply: optional training-mode forward ``(params, x, key) -> logits`` or
-            ``-> (logits, new_state)``, as for :func:`~symlib.inference.training.train_map`.
+            ``-> (logits, new_state)``, as for :func:`~symlib.inference.training.fit_map`.
         state: the top-level entries of ``params0`` that are model state (module docstring):
             no gradient; updated by a ``stochastic_apply`` that returns them, else held; the
             posterior holds their final values with no spread.
@@ -402,3 +403,23 @@ def train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg:
     _, unravel = ravel_pytree(params0)
     post = swag_from_snapshots(jax.vmap(unravel)(snaps), cfg.rank, cfg.scale)
     return _hold_state(post, fixed)._replace(epoch_losses=losses)
+
+
+def fit_swag(key: jax.Array, params0: PyTree, model: Model, data: Data, config: SWAGConfig) -> SWAGPosterior:
+    """SWAG from the trained network ``params0``: SGD from it, its snapshots' moments
+    (:func:`swag_from_snapshots`).
+
+    Model state as for :func:`fit_map` (trained in ``model.train_apply_fn``'s training mode,
+    the state updated every step); the posterior holds the state of the end of the run with
+    no spread (zero variance and deviations), so every draw carries it."""
+    check_fit_inputs(model, data, config, SWAGConfig, params0)
+    post = _train_swag(key, params0, data.x, data.y, config, apply_fn=model.apply_fn,
+                      stochastic_apply=model.train_apply_fn, state=model.state)
+    raise_if_not_finite(post, "fit_swag", "SWAG moments", "lower the learning rate (config.learning_rate="
+                   f"{config.learning_rate!r})")
+    return post
+
+
+@sample.register
+def _(posterior: SWAGPosterior, key, n):
+    return swag_sample(key, posterior, n)

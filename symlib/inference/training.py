@@ -16,8 +16,8 @@ and 30 of 60, is :func:`symlib.experiments.laurent.optunet.optunet_train_config`
 Training is deterministic given the initial parameters and ``data_key``, which alone
 decides the minibatch order (a fresh permutation of the training set every epoch; the
 last incomplete batch is dropped) and, with ``TrainConfig.augment="crop"``, the random
-crops of every step (:func:`random_crop`; images only). :func:`train_many` initialises
-``K`` networks with ``vmap(init_fn)`` and trains them at once. :func:`train_map` can show a progress bar over the
+crops of every step (:func:`random_crop`; images only). :func:`symlib.inference.fit_ensemble`
+trains ``K`` networks at once (``vmap``). :func:`symlib.inference.fit_map` can show a progress bar over the
 epochs (:func:`symlib.core.progress.progress_bar`, on a terminal or when asked).
 
 A random network can stand in for ``apply_fn`` in the objective: ``stochastic_apply(params, x,
@@ -28,7 +28,7 @@ crops as they are.
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -40,10 +40,13 @@ from jax.sharding import NamedSharding, PartitionSpec
 from symlib.core.checks import check_key, positive_float, positive_int
 from symlib.core.distributed import global_mesh, put_global
 from symlib.core.losses import accuracy, nll
-from symlib.core.models import Params, check_mlp_data, mlp_apply, mlp_init
+from symlib.core.models import Params, mlp_apply
 from symlib.core.progress import progress_enabled
 from symlib.inference._loop import (check_network_data, check_state, epoch_bar, merge_state, report_epoch,
                                    split_state)
+from symlib.inference.shape import Data, Model, PointEstimate, Samples, check_fit_inputs, raise_if_not_finite
+
+PyTree = Any
 
 OPTIMIZERS = ("adam", "sgd")
 #: data augmentations of ``TrainConfig.augment`` (besides ``None``)
@@ -247,20 +250,8 @@ def _check_config(cfg: TrainConfig, n: int) -> None:
         raise ValueError(f"lr_milestones {cfg.lr_milestones} must be increasing epochs in 1..{epochs - 1}")
 
 
-def check_mlp_inputs(x: jax.Array, y: jax.Array, cfg: TrainConfig, sizes) -> None:
-    """Check the data against the network's layer ``sizes``, and ``cfg``, before training.
-
-    Raises:
-        ValueError: naming ``x``, ``y`` or the field of ``cfg`` that is wrong.
-    """
-    check_mlp_data(sizes, x, y)
-    _check_config(cfg, x.shape[0])
-    if cfg.augment is not None:
-        raise ValueError(f"augment={cfg.augment!r} needs NHWC images; an MLP takes flat vectors (n, d)")
-
-
 def check_fit(apply_fn, params0: Params, x, y, cfg: TrainConfig, batch_dims: int) -> None:
-    """All checks of :func:`train_map` / :func:`train_map_many` before any work."""
+    """All checks of :func:`_train_map` / :func:`_train_map_many` before any work."""
     check_network_data(apply_fn, params0, x, y, "params0", batch_dims)
     _check_config(cfg, x.shape[0])
     if cfg.augment is not None and np.ndim(x) != 4:
@@ -274,8 +265,8 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
     The minibatches are a permutation of the ``n`` examples drawn from the epoch's key
     (the last incomplete batch dropped), cropped with a child key when ``cfg.augment`` is
     ``"crop"``; every step takes the gradient of :func:`map_objective` (prior
-    ``cfg.prior_std``, ``N = n``) and applies ``opt``. :func:`train_map` and
-    :func:`symlib.inference.swag.train_swag` run it under ``jax.lax.scan``.
+    ``cfg.prior_std``, ``N = n``) and applies ``opt``. :func:`_train_map` and
+    :func:`~symlib.inference.swag.fit_swag` run it under ``jax.lax.scan``.
 
     Args:
         x: training inputs ``(n, ...)``.
@@ -366,7 +357,7 @@ def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progr
     return params, losses, traj, seen
 
 
-def train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cfg: TrainConfig,
+def _train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cfg: TrainConfig,
             keep_trajectory: bool = False, progress: bool | None = None, apply_fn=mlp_apply, *,
             stochastic_apply=None, state: tuple[str, ...] = ()):
     """Train one network from ``params0`` by minimising the MAP objective.
@@ -422,27 +413,6 @@ def train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, 
     return (params, losses, traj) if keep_trajectory else (params, losses)
 
 
-def train_mlp(key: jax.Array, sizes, x, y, cfg: TrainConfig):
-    """Initialise (:func:`symlib.core.models.mlp_init`) and train one MLP.
-
-    Args:
-        key: ``jax.random`` key, split into the init key and the data key of :func:`train_map`.
-        sizes: layer widths ``[d_0, ..., d_L]``.
-        x: training inputs ``(n, d_0)``.
-        y: integer training labels ``(n,)`` in ``[0, d_L)``.
-        cfg: the training configuration.
-
-    Returns:
-        ``(params, epoch_losses)`` as for :func:`train_map`.
-
-    Raises:
-        ValueError: as for :func:`train_map`, and for invalid ``sizes`` or ``key``.
-    """
-    check_key(key, "key")
-    init_key, data_key = jax.random.split(key)
-    return train_map(mlp_init(init_key, sizes), data_key, x, y, cfg)
-
-
 @partial(jax.jit, static_argnames=("cfg", "observe", "observe_epoch", "apply_fn", "stochastic_apply", "mesh", "state"))
 def _fit_many_sharded(params0, data_keys, x, y, cfg: TrainConfig, observe, observe_epoch, apply_fn, stochastic_apply,
                       mesh, state=()):
@@ -486,7 +456,7 @@ def _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch
     return jax.tree.map(lambda a: a[:k], out)
 
 
-def train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, observe=None, observe_epoch=None,
+def _train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, observe=None, observe_epoch=None,
                  apply_fn=mlp_apply, *, stochastic_apply=None, devices=None, state: tuple[str, ...] = ()):
     """Train a stack of networks at once with ``vmap``, the stack split over ``devices``.
 
@@ -509,23 +479,23 @@ def train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig
     Args:
         params0: initial parameters of ``K`` networks (leading axis ``K`` on every leaf).
         data_keys: ``K`` ``jax.random`` keys, one minibatch order per network.
-        x: training inputs (as for :func:`train_map`), shared by all networks.
+        x: training inputs (as for :func:`_train_map`), shared by all networks.
         y: integer training labels ``(n,)`` in ``[0, classes)``.
         cfg: the training configuration.
         observe: optional per-step observer.
         observe_epoch: optional per-epoch observer.
-        apply_fn: ``apply_fn(params, x) -> logits`` of one network, as for :func:`train_map`.
-        stochastic_apply: optional random network of the training objective, as for :func:`train_map`.
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network, as for :func:`_train_map`.
+        stochastic_apply: optional random network of the training objective, as for :func:`_train_map`.
         devices: the devices to split the networks over (default: all of every process;
             ``jax.devices()[:1]`` for one).
-        state: the top-level entries of the networks that are model state, as for :func:`train_map`.
+        state: the top-level entries of the networks that are model state, as for :func:`_train_map`.
 
     Returns:
         Stacked ``(params, epoch_losses)``; with an observer, ``(params, epoch_losses,
         observed)``, ``observed`` a dict with keys ``"step"`` and/or ``"epoch"``.
 
     Raises:
-        ValueError: as for :func:`train_map`; also if ``params0`` is not a stack of networks
+        ValueError: as for :func:`_train_map`; also if ``params0`` is not a stack of networks
             or ``data_keys`` does not hold one key per network.
     """
     check_fit(apply_fn, params0, x, y, cfg, 1)
@@ -540,46 +510,6 @@ def train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig
     if observe_epoch is not None:
         observed["epoch"] = per_epoch
     return params, losses, observed
-
-
-def train_many(key: jax.Array, init_fn, apply_fn, n_networks: int, x, y, cfg: TrainConfig,
-               observe=None, observe_epoch=None, *, stochastic_apply=None, devices=None):
-    """Initialise ``n_networks`` networks with ``vmap(init_fn)`` and train them at once (:func:`train_map_many`).
-
-    Network ``i`` starts from ``init_fn(split(init_key, K)[i])`` and draws its minibatches
-    (and crops) from ``split(data_key, K)[i]``, where ``init_key, data_key = split(key)``;
-    so :func:`train_map` with those two keys trains the same network alone (to float
-    rounding: ``vmap`` batches the arithmetic differently).
-
-    Args:
-        key: ``jax.random`` key.
-        init_fn: ``init_fn(key) -> params`` of one network (e.g. :func:`symlib.core.cnn.optunet_init`).
-        apply_fn: ``apply_fn(params, x) -> logits`` of one network (e.g. :func:`symlib.core.cnn.optunet_apply`).
-        n_networks: number of networks ``K``, >= 1.
-        x: training inputs, shared by all networks.
-        y: integer training labels ``(n,)``.
-        cfg: the training configuration (e.g. :func:`symlib.experiments.laurent.optunet.optunet_train_config`).
-        observe: optional per-step observer, as for :func:`train_map_many`.
-        observe_epoch: optional per-epoch observer, as for :func:`train_map_many`.
-        stochastic_apply: optional random network of the training objective (e.g.
-            dropout), as for :func:`train_map`.
-        devices: the devices to split the networks over, as for :func:`train_map_many`
-            (default: every device of every process).
-
-    Returns:
-        As for :func:`train_map_many`: the stacked ``(params, epoch_losses)``, leading axis ``K``
-        (and the observations if asked for).
-
-    Raises:
-        ValueError: as for :func:`train_map_many`, and if ``key`` is not a key or
-            ``n_networks`` not a positive integer.
-    """
-    check_key(key, "key")
-    k = positive_int(n_networks, "n_networks")
-    init_key, data_key = jax.random.split(key)
-    params0 = jax.vmap(init_fn)(jax.random.split(init_key, k))
-    return train_map_many(params0, jax.random.split(data_key, k), x, y, cfg, observe, observe_epoch, apply_fn,
-                        stochastic_apply=stochastic_apply, devices=devices)
 
 
 def evaluate(params: Params, x: jax.Array, y: jax.Array, apply_fn=mlp_apply) -> dict[str, float]:
@@ -600,3 +530,65 @@ def evaluate(params: Params, x: jax.Array, y: jax.Array, apply_fn=mlp_apply) -> 
     check_network_data(apply_fn, params, x, y, "params")
     logits = apply_fn(params, x)
     return {"nll": float(nll(logits, y)), "accuracy": float(accuracy(logits, y))}
+
+
+def fit_map(key: jax.Array, params0: PyTree, model: Model, data: Data, config: TrainConfig, *,
+            keep_trajectory: bool = False, progress: bool | None = None) -> PointEstimate:
+    """MAP training from ``params0``: minibatch epochs of the MAP objective (:func:`map_objective`),
+    ``key`` deciding the minibatch orders and crops.
+
+    The gradient is over the weights; with ``model.train_apply_fn`` the loss is the training
+    mode's and the model state (``model.state``) is replaced at every step by what it returns
+    (BatchNorm's running statistics updated as the model defines), else the state is held.
+    The estimate's ``info`` holds ``epoch_loss`` (the mean objective of every epoch) and, with
+    ``keep_trajectory``, ``trajectory`` (the parameters at the start and after every epoch,
+    stacked); ``progress`` shows a progress bar over the epochs."""
+    check_fit_inputs(model, data, config, TrainConfig, params0)
+    check_key(key, "key")
+    out = _train_map(params0, key, data.x, data.y, config, keep_trajectory, progress, apply_fn=model.apply_fn,
+                    stochastic_apply=model.train_apply_fn, state=model.state)
+    params, losses = out[0], out[1]
+    raise_if_not_finite(params, "fit_map", "parameters", f"lower the learning rate (config.learning_rate="
+                   f"{config.learning_rate!r})", losses)
+    return PointEstimate(params, {"epoch_loss": losses, **({"trajectory": out[2]} if keep_trajectory else {})})
+
+
+def _member_keys(key, k: int) -> jax.Array:
+    """``k`` member keys: ``key`` itself when it is already a stack of ``k`` keys, else ``split(key, k)``."""
+    if k < 1:
+        raise ValueError("params0 holds no members: stack at least one starting network on its leading axis")
+    typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
+    if jnp.ndim(key) == (1 if typed else 2):
+        if len(key) != k:
+            raise ValueError(f"key holds {len(key)} member keys, but params0 holds {k} members")
+        return key
+    check_key(key, "key")
+    return jax.random.split(key, k)
+
+
+def fit_ensemble(key: jax.Array, params0: PyTree, model: Model, data: Data, config: TrainConfig, *,
+                 observe=None, observe_epoch=None, devices=None) -> Samples:
+    """A deep ensemble: every member trained to its MAP from its own start, all at once
+    (one ``vmap`` of :func:`fit_map`'s loop, sharded over ``devices``). Here ``params0`` holds the ``K``
+    members' starting networks stacked on a leading axis (e.g. ``jax.vmap(init_fn)`` of ``K``
+    keys); member ``i`` draws its minibatch order from ``jax.random.split(key, K)[i]``, or from
+    ``key[i]`` when ``key`` is already a stack of ``K`` keys. The trained members are the
+    posterior's samples. Model state as for :func:`fit_map`.
+
+    ``observe(params_before, params_after)`` (every step) and ``observe_epoch(params)`` (the
+    end of every epoch) are observers run inside the compiled loop (e.g.
+    :func:`symlib.symmetry.neuron_order.swap_counter`); ``devices`` shards the members over
+    devices. The posterior's ``info`` holds ``epoch_loss`` (members x epochs) and, with an
+    observer, ``observed`` (``{"step": ..., "epoch": ...}``)."""
+    check_fit_inputs(model, data, config, TrainConfig, params0)
+    leaves = jax.tree_util.tree_leaves(params0)
+    if not leaves or np.ndim(leaves[0]) == 0:
+        raise ValueError("params0 must hold the ensemble members' starting networks stacked on a leading axis")
+    keys = _member_keys(key, np.shape(leaves[0])[0])
+    out = _train_map_many(params0, keys, data.x, data.y, config, observe, observe_epoch, model.apply_fn,
+                         stochastic_apply=model.train_apply_fn, devices=devices, state=model.state)
+    params, losses = out[0], out[1]
+    raise_if_not_finite(params, "fit_ensemble", "members' parameters", f"lower the learning rate "
+                   f"(config.learning_rate={config.learning_rate!r})", np.asarray(losses).T)
+    info = {"epoch_loss": losses, **({"observed": out[2]} if observe is not None or observe_epoch is not None else {})}
+    return Samples(params, info=info)

@@ -2,8 +2,9 @@
 
 A mean-field posterior is a pair ``q = (mu, sigma)`` of pytrees in the network's
 parameter layout (``sigma`` a standard deviation, ``>= 0``): ``q(W) = prod_j
-N(w_j | mu_j, sigma_j^2)``. (A :class:`symlib.inference.vi.VIResult`, or anything with ``.mu``
-and ``.sigma``, is accepted wherever ``q`` is.) A permutation ``P`` of hidden units
+N(w_j | mu_j, sigma_j^2)``. (A :class:`~symlib.core.gaussian.DiagonalGaussian`, e.g. of
+:func:`symlib.inference.fit_vi`, or anything with ``.mu`` and ``.sigma``, is accepted wherever
+``q`` is.) A permutation ``P`` of hidden units
 acts on both pytrees alike, and the push-forward ``P#q`` is the Gaussian with mean
 ``P mu`` and standard deviations ``P sigma``: :func:`apply_alignment`.
 
@@ -67,6 +68,7 @@ from typing import Any
 
 import numpy as np
 
+from symlib.core.gaussian import DiagonalGaussian
 from symlib.symmetry.matching import MatchResult, weight_matching
 from symlib.symmetry.specs import PermutationSpec, apply_permutation, check_spec, flatten_params, unflatten_params
 
@@ -90,10 +92,13 @@ PyTree = Any
 def _unpack(q, name: str) -> tuple[Mapping, Mapping]:
     if hasattr(q, "mu") and hasattr(q, "sigma"):
         mu, sigma = q.mu, q.sigma
+    elif isinstance(q, DiagonalGaussian):
+        mu, sigma = q.mean, q.std
     elif isinstance(q, (tuple, list)) and len(q) == 2:
         mu, sigma = q
     else:
-        raise TypeError(f"{name} must be a pair (mu, sigma) of parameter pytrees (or have .mu and .sigma), "
+        raise TypeError(f"{name} must be a DiagonalGaussian or a pair (mu, sigma) of parameter pytrees (or have "
+                        ".mu and .sigma), "
                         f"got {type(q).__name__}")
     if not isinstance(mu, Mapping) or not isinstance(sigma, Mapping):
         raise TypeError(f"{name}: mu and sigma must be (nested) dicts of arrays, got "

@@ -290,10 +290,11 @@ def test_vi_alignment_resnet20_runs_and_keeps_the_vi_alignment_layout():
 
 
 @pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
-def test_train_many_blocks_resumes_and_matches_train_many(tmp_path, monkeypatch):
-    """registry.train_many_blocks / fit_many_blocks: the networks of train_many, trained in
-    cached blocks, with the observers' outputs; a run killed after the first block resumes
-    with the second; one block is train_many itself."""
+def test_train_many_blocks_resumes_and_matches_fit_ensemble(tmp_path, monkeypatch):
+    """registry.train_many_blocks / fit_many_blocks: the networks of one fit_ensemble call (member i
+    from split(init_key, K)[i], data key split(data_key, K)[i], init_key, data_key = split(key)),
+    trained in cached blocks, with the observers' outputs; a run killed after the first block
+    resumes with the second; one block is that fit_ensemble call itself."""
     import functools
 
     import jax
@@ -301,6 +302,8 @@ def test_train_many_blocks_resumes_and_matches_train_many(tmp_path, monkeypatch)
     import symlib.inference.training as training
     from symlib.core.models import mlp_apply, mlp_init
     from symlib.experiments import registry
+    from symlib.inference import Data, Model, fit_ensemble
+    from symlib.inference import training as inference_training
     from symlib.symmetry import mlp_permutation_spec, mlp_scaling_spec
     from symlib.symmetry.neuron_order import statistics_observer, swap_counter
 
@@ -311,9 +314,11 @@ def test_train_many_blocks_resumes_and_matches_train_many(tmp_path, monkeypatch)
     init = functools.partial(mlp_init, sizes=[6, 5, 4, 3])
     specs = mlp_scaling_spec(2), mlp_permutation_spec(2)
     obs = {"observe": swap_counter(*specs), "observe_epoch": statistics_observer(*specs)}
-    want = training.train_many(jax.random.key(3), init, mlp_apply, 4, x, y, cfg, **obs)
-    from symlib.inference import posterior
-    real, calls = posterior.train_map_many, []
+    init_key, data_key = jax.random.split(jax.random.key(3))
+    ens = fit_ensemble(data_key, jax.vmap(init)(jax.random.split(init_key, 4)), Model(mlp_apply), Data(x, y), cfg,
+                       **obs)
+    want = ens.samples, ens.info["epoch_loss"], ens.info["observed"]
+    real, calls = inference_training._train_map_many, []
 
     def killed_after_one_block(*args, **kwargs):
         if calls:
@@ -322,10 +327,10 @@ def test_train_many_blocks_resumes_and_matches_train_many(tmp_path, monkeypatch)
         return real(*args, **kwargs)
 
     args = ("toy", {"a": 1}, jax.random.key(3), init, mlp_apply, 4, x, y, cfg)  # two blocks of 2
-    monkeypatch.setattr(posterior, "train_map_many", killed_after_one_block)
+    monkeypatch.setattr(inference_training, "_train_map_many", killed_after_one_block)
     with pytest.raises(KeyboardInterrupt):
         registry.train_many_blocks(*args, block_size=2, **obs)
-    monkeypatch.setattr(posterior, "train_map_many", real)
+    monkeypatch.setattr(inference_training, "_train_map_many", real)
     assert len(list(tmp_path.glob("toy.step-*.npz"))) == 1
     got = registry.train_many_blocks(*args, block_size=2, **obs)
     assert len(list(tmp_path.glob("toy.step-*.npz"))) == 2

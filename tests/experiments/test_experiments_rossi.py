@@ -91,12 +91,12 @@ def test_vi_alignment_keeps_posteriors_and_timings_read_them(tmp_path, monkeypat
 def test_vi_alignment_resumes_after_an_interrupted_run(tmp_path, monkeypatch):
     """A run killed after k (dataset, width) steps continues from step k + 1 and gives the
     uninterrupted run's numbers (the alignment's wall time excepted)."""
-    import symlib.inference.vi as vi_mod
+    import symlib.inference as inference_pkg  # fit_and_align_pair imports fit_vi from it at every call
 
     tiny = dataclasses.replace(get_profile("quick"), name="tiny", n_train=500, n_val=0, n_test=60,
                                align_widths=(4, 6), align_depth=1, align_epochs=1, align_samples=2,
                                align_n_eval=30, n_lambdas=3, align_pairs=1)
-    real_fit, calls = vi_mod.train_mlp_vi, []
+    real_fit, calls = inference_pkg.fit_vi, []
 
     def fit(*args, fail_after=None, **kwargs):
         if fail_after is not None and len(calls) >= fail_after:
@@ -109,12 +109,12 @@ def test_vi_alignment_resumes_after_an_interrupted_run(tmp_path, monkeypatch):
     assert len(list((tmp_path / "whole").glob("vi_alignment.step-*.npz"))) == 4  # 2 datasets x 2 widths
 
     monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "pieces"))
-    monkeypatch.setattr(vi_mod, "train_mlp_vi", lambda *a, **k: fit(*a, fail_after=5, **k))
+    monkeypatch.setattr(inference_pkg, "fit_vi", lambda *a, **k: fit(*a, fail_after=5, **k))
     with pytest.raises(KeyboardInterrupt):  # two fits per step: killed during the third step
         experiments.run("vi_alignment", tiny, verbose=False)
     assert len(list((tmp_path / "pieces").glob("vi_alignment.step-*.npz"))) == 2
     calls.clear()
-    monkeypatch.setattr(vi_mod, "train_mlp_vi", lambda *a, **k: fit(*a, **k))
+    monkeypatch.setattr(inference_pkg, "fit_vi", lambda *a, **k: fit(*a, **k))
     resumed = experiments.run("vi_alignment", tiny, verbose=False).artifact
     assert len(calls) == 4  # only the two missing steps were fitted
     flat_w, flat_r = cache._flatten(whole), cache._flatten(resumed)

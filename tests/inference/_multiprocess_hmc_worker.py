@@ -8,7 +8,7 @@ MODE ``first``: an uninterrupted run into RESULTS_DIR/full, then a run into
 RESULTS_DIR/cut that stops after two chunks (an exception from ``on_chunk`` in every
 process, as a job killed between checkpoints). MODE ``resume``: the run into
 RESULTS_DIR/cut again, which resumes it, a bank of 3 networks trained with
-``train_many`` split over the two processes' devices, and an MMD kernel bank whose
+``fit_ensemble`` split over the two processes' devices, and an MMD kernel bank whose
 blocks are split over the two processes. Every process saves what it got to
 RESULTS_DIR/<run>_p<process>.npz. The problems (data, network, config) are
 :func:`problem` and :func:`bank`, which the test also uses for its single-process reference.
@@ -39,14 +39,17 @@ def problem():
 
 
 def bank(x, y, devices=None):
-    """A bank of 3 MLPs trained at once (``train_many``), as flat ``(3, params)`` and ``(3, epochs)`` arrays."""
+    """A bank of 3 MLPs trained at once (``fit_ensemble``), as flat ``(3, params)`` and ``(3, epochs)`` arrays."""
     import jax
 
     from symlib.core.models import mlp_apply, mlp_init
-    from symlib.inference.training import TrainConfig, train_many
+    from symlib.inference import Data, Model, TrainConfig, fit_ensemble
 
-    params, losses = train_many(jax.random.key(2), lambda k: mlp_init(k, SIZES), mlp_apply, 3, x, y,
-                                TrainConfig(epochs=2, batch_size=50, learning_rate=1e-2), devices=devices)
+    init_key, data_key = jax.random.split(jax.random.key(2))
+    params0 = jax.vmap(lambda k: mlp_init(k, SIZES))(jax.random.split(init_key, 3))
+    ens = fit_ensemble(data_key, params0, Model(mlp_apply), Data(x, y),
+                       TrainConfig(epochs=2, batch_size=50, learning_rate=1e-2), devices=devices)
+    params, losses = ens.samples, ens.info["epoch_loss"]
     flat = np.concatenate([np.asarray(a).reshape(3, -1) for a in jax.tree_util.tree_leaves(params)], axis=1)
     return flat, np.asarray(losses)
 

@@ -1,5 +1,5 @@
 """MC dropout on the input of a dense layer (symlib.inference.dropout): the weight-space
-masks, their equivalence with dropping hidden features, training through train_map's loop."""
+masks, their equivalence with dropping hidden features, training through fit_dropout (fit_map's loop)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,9 +7,10 @@ import pytest
 
 from symlib.core.cnn import optunet_apply, optunet_hidden, optunet_init
 from symlib.core.models import mlp_apply, mlp_init
-from symlib.inference.dropout import dropout_apply, dropout_masks, dropout_samples, train_dropout
+from symlib.inference import Data, DropoutConfig, DropoutPosterior, Model, fit_dropout, fit_ensemble, fit_map
+from symlib.inference.dropout import dropout_apply, dropout_masks, dropout_samples
 from symlib.inference.ensembles import multi_mode_samples
-from symlib.inference.training import TrainConfig, train_map, train_map_many
+from symlib.inference.training import TrainConfig
 
 RATE = 0.2
 
@@ -73,25 +74,32 @@ def test_training_with_rate_zero_is_fit_map_and_dropout_changes_it():
     y = jax.random.randint(jax.random.key(14), (64,), 0, 3)
     cfg = TrainConfig(epochs=3, batch_size=16, learning_rate=1e-2)
     key = jax.random.key(8)
-    ref, ref_losses = train_map(params, key, x, y, cfg)
-    same, losses = train_dropout(params, key, x, y, cfg, rate=0.0, apply_fn=mlp_apply)
-    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), ref, same)
-    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
-    dropped, dlosses = train_dropout(params, key, x, y, cfg, rate=RATE, apply_fn=mlp_apply)
-    assert np.all(np.isfinite(dlosses)) and not np.allclose(dropped["dense_1"]["kernel"], ref["dense_1"]["kernel"])
+    model, data = Model(mlp_apply), Data(x, y)
+    ref = fit_map(key, params, model, data, cfg)
+    post = fit_dropout(key, params, model, data, DropoutConfig(cfg, rate=0.0))
+    assert isinstance(post, DropoutPosterior) and post.rate == 0.0 and post.layer == "dense_1"
+    same = post.params
+    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), ref.params, same)
+    np.testing.assert_allclose(post.info["epoch_loss"], ref.info["epoch_loss"], rtol=1e-5)
+    dropped_post = fit_dropout(key, params, model, data, DropoutConfig(cfg, rate=RATE))
+    dropped = dropped_post.params
+    assert dropped_post.info["epoch_loss"].shape == (3,) and np.all(np.isfinite(dropped_post.info["epoch_loss"]))
+    assert not np.allclose(dropped["dense_1"]["kernel"], ref.params["dense_1"]["kernel"])
     # many networks at once through the same hook: network 0 is the one trained alone
     stack = jax.tree_util.tree_map(lambda a: jnp.stack([a, a]), params)
-    many, _ = train_map_many(stack, jnp.stack([key, jax.random.key(9)]), x, y, cfg,
-                           stochastic_apply=dropout_apply(mlp_apply, RATE))
+    many = fit_ensemble(jnp.stack([key, jax.random.key(9)]), stack,
+                        Model(mlp_apply, train_apply_fn=dropout_apply(mlp_apply, RATE)), data, cfg).samples
     jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a[0], b, rtol=1e-4, atol=1e-6), many, dropped)
 
 
 def test_dropout_training_of_optunet_with_crops(optunet, images):
     x, y = images
     cfg = TrainConfig(epochs=1, batch_size=32, learning_rate=1e-2, augment="crop")
-    params, losses = train_dropout(optunet, jax.random.key(15), x, y, cfg, rate=RATE, apply_fn=optunet_apply)
+    post = fit_dropout(jax.random.key(15), optunet, Model(optunet_apply), Data(x, y), DropoutConfig(cfg, rate=RATE))
+    assert post.rate == RATE and post.layer == "dense_1"
+    assert jax.tree_util.tree_structure(post.params) == jax.tree_util.tree_structure(optunet)
+    losses = post.info["epoch_loss"]
     assert losses.shape == (1,) and np.isfinite(losses).all()
-    assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(optunet)
 
 
 def test_multi_mode_dropout_pools_the_modes_in_order(optunet):
@@ -107,7 +115,8 @@ def test_bad_rate_raises(optunet, images, rate):
     with pytest.raises(ValueError, match="rate"):
         dropout_samples(jax.random.key(0), optunet, 3, rate=rate)
     with pytest.raises(ValueError, match="rate"):
-        train_dropout(optunet, jax.random.key(0), *images, TrainConfig(1, 32), rate=rate, apply_fn=optunet_apply)
+        fit_dropout(jax.random.key(0), optunet, Model(optunet_apply), Data(*images),
+                    DropoutConfig(TrainConfig(1, 32), rate=rate))
 
 
 def test_bad_layer_and_num_samples_raise(optunet):

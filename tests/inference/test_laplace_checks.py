@@ -9,7 +9,7 @@ import pytest
 from symlib import inference
 from symlib.core.models import mlp_apply, mlp_init
 from symlib.inference import Data, LaplaceConfig, LaplaceWarning, Model, TrainConfig
-from symlib.inference.posterior import PREDICTIVE_ACCURACY_DROP
+from symlib.inference.laplace import PREDICTIVE_ACCURACY_DROP
 
 RNG = np.random.default_rng(0)
 CENTERS = RNG.normal(size=(5, 8)) * 2
@@ -43,11 +43,11 @@ def test_a_healthy_laplace_gives_no_warning(trained):
     assert np.mean(np.argmax(probs, -1) == Y) > ref - PREDICTIVE_ACCURACY_DROP
 
 
+@pytest.mark.filterwarnings("ignore::symlib.inference.LaplaceWarning")  # the predictive check: not the subject
 def test_the_dense_accumulation_shows_a_progress_bar_when_asked(trained, capsys):
-    inference.laplace_posterior(trained, X, Y, apply_fn=mlp_apply, prior_precision=1.0, hessian="ggn",
-                                batch_size=50, progress=True)
+    config = LaplaceConfig(prior_precision=1.0, hessian="ggn", batch_size=50)
+    inference.fit_laplace(jax.random.key(0), trained, Model(mlp_apply), Data(X, Y), config, progress=True)
     err = capsys.readouterr().err
     assert "laplace (ggn)" in err and "4/4" in err
-    inference.laplace_posterior(trained, X, Y, apply_fn=mlp_apply, prior_precision=1.0, hessian="ggn",
-                                batch_size=50)  # not a terminal: silent
+    inference.fit_laplace(jax.random.key(0), trained, Model(mlp_apply), Data(X, Y), config)  # not a terminal: silent
     assert capsys.readouterr().err == ""

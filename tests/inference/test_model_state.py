@@ -2,7 +2,6 @@
 nn.Dropout goes through fit_map, fit_vi, fit_swag, fit_laplace (dense and last layer), fit_sghmc
 and fit_dropout with its running statistics updated (MAP, SWAG) or held (VI, Laplace, SGHMC),
 never given a spread, and carried by every draw; dropout uses the model's own layer."""
-import warnings
 
 import flax.linen as nn
 import jax
@@ -16,6 +15,7 @@ from symlib.data import load_split, standardize
 from symlib.evaluation.predictive import member_probs, predict_from_samples
 from symlib.inference import (Data, DropoutConfig, LaplaceConfig, Model, SGHMCConfig, SWAGConfig, TrainConfig,
                               VIConfig)
+from symlib.inference.laplace import last_layer_kfac
 
 MOMENTUM = 0.9
 
@@ -140,7 +140,7 @@ def test_fit_vi_holds_the_state_with_zero_spread(trained, data):
 def test_fit_swag_draws_carry_the_statistics_of_the_end_of_its_run(trained, data):
     cfg = SWAGConfig(epochs=4, batch_size=64, learning_rate=0.02, momentum=0.5, num_snapshots=3, rank=2)
     post = inference.fit_swag(jax.random.key(4), trained, MODEL, data, cfg)
-    # the SWAG phase's SGD is train_map's with the same configuration: same end of run
+    # the SWAG phase's SGD is fit_map's with the same configuration: same end of run
     end = inference.fit_map(jax.random.key(4), trained, MODEL, data, cfg.train_config()).params
     for u, v in zip(_leaves(post.mean["batch_stats"]), _leaves(end["batch_stats"])):
         np.testing.assert_allclose(u, v, rtol=1e-4, atol=1e-5)
@@ -161,7 +161,7 @@ def test_fit_laplace_last_layer_on_the_cnn(trained, data):
     _, seen = NET.apply(trained, data.x, capture_intermediates=True)
     feats = seen["intermediates"]["Dropout_0"]["__call__"][0]
     head = trained["params"]["Dense_1"]
-    ref = inference.last_layer_kfac(feats, head["kernel"], head["bias"], prior_precision=1.0)
+    ref = last_layer_kfac(feats, head["kernel"], head["bias"], prior_precision=1.0)
     np.testing.assert_allclose(post.posterior.a_factor, ref.a_factor, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(post.posterior.g_factor, ref.g_factor, rtol=1e-4, atol=1e-7)
     draws = inference.sample(jax.random.key(7), post, 3)

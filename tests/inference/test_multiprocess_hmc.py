@@ -5,7 +5,7 @@ process_local=True)``) and sample a small MLP's posterior together; the samples 
 equal a single-process run's to float tolerance. The run is stored in a shared
 ``out_dir`` that only process 0 writes; a run interrupted after two chunks and resumed
 by two fresh processes must give exactly the uninterrupted run. A bank of networks
-trained with ``train_many`` over the two processes equals the one trained in one, and so
+trained with ``fit_ensemble`` over the two processes equals the one trained in one, and so
 does an MMD kernel bank computed by both processes (``processes=True``).
 """
 from __future__ import annotations
@@ -115,7 +115,7 @@ def test_two_processes_equal_one_and_resume(tmp_path):
                 np.testing.assert_array_equal(c[k], v, err_msg=k)
     assert json.loads((tmp_path / "cut" / "state.json").read_text())["complete"]
 
-    # train_many split over the two processes: every process got the whole bank, the one-process bank
+    # fit_ensemble split over the two processes: every process got the whole bank, the one-process bank
     x, y = problem()[:2]
     ref_params, ref_losses = bank(x, y)
     for c in cut:

@@ -1,13 +1,16 @@
 """SGHMC through BlackJAX (symlib.inference.sgmcmc): known stationary moments on a conjugate
-Gaussian model, a smoke run on OptuNet, the sample schedule and the input checks."""
+Gaussian model, a smoke run on OptuNet, the sample schedule and the input checks. A classifier
+goes through fit_sghmc; the Gaussian model's own log-likelihood, the kept draws' indices and the
+loop's likelihood argument are the private loop's (_run_sghmc)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from symlib.core.cnn import optunet_apply, optunet_init
+from symlib.inference import Data, Model, SGHMCConfig, fit_sghmc
 from symlib.inference.ensembles import multi_mode_samples
-from symlib.inference.sgmcmc import run_sghmc, sghmc_schedule
+from symlib.inference.sgmcmc import _run_sghmc, sghmc_schedule
 
 # y_ij ~ N(theta_j, SIGMA^2), theta_j ~ N(0, TAU^2), N examples, D independent coordinates
 D, N, SIGMA, TAU = 1024, 4, 2.0, 1.0
@@ -27,8 +30,8 @@ def gaussian():
 
 def _standardised(gaussian, **kwargs):
     x, y, mean, std = gaussian
-    res = run_sghmc(jax.random.key(1), {"theta": jnp.zeros(D)}, x, y, loglik_fn=gaussian_loglik, batch_size=N,
-                    prior_std=TAU, num_samples=400, **kwargs)
+    res = _run_sghmc(jax.random.key(1), {"theta": jnp.zeros(D)}, x, y, loglik_fn=gaussian_loglik, batch_size=N,
+                     prior_std=TAU, num_samples=400, **kwargs)
     return (np.asarray(res.samples["theta"]) - mean) / std
 
 
@@ -86,19 +89,22 @@ def tiny_mnist():
 @pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_optunet_smoke(tiny_mnist):
     x, y, params0 = tiny_mnist
-    res = run_sghmc(jax.random.key(5), params0, x, y, apply_fn=optunet_apply, step_size=1e-3, epochs=2,
-                    batch_size=16, num_samples=3, num_integration_steps=5, prior_std=0.1)
-    assert jax.tree_util.tree_structure(res.samples) == jax.tree_util.tree_structure(params0)
-    jax.tree_util.tree_map(lambda s, p: (s.shape == (3,) + p.shape) or pytest.fail(str(s.shape)), res.samples, params0)
-    assert all(np.isfinite(a).all() for a in jax.tree_util.tree_leaves(res.samples))
+    model, data = Model(optunet_apply), Data(x, y)
+    cfg = SGHMCConfig(step_size=1e-3, epochs=2, batch_size=16, num_samples=3, num_integration_steps=5, prior_std=0.1)
+    samples = fit_sghmc(jax.random.key(5), params0, model, data, cfg).samples
+    assert jax.tree_util.tree_structure(samples) == jax.tree_util.tree_structure(params0)
+    jax.tree_util.tree_map(lambda s, p: (s.shape == (3,) + p.shape) or pytest.fail(str(s.shape)), samples, params0)
+    assert all(np.isfinite(a).all() for a in jax.tree_util.tree_leaves(samples))
+    assert not np.allclose(samples["dense_1"]["kernel"][0], samples["dense_1"]["kernel"][1])
+    # which draws were kept, and the friction coefficient, are the loop's own: the same run
+    res = _run_sghmc(jax.random.key(5), params0, x, y, apply_fn=optunet_apply, **cfg._asdict())
+    jax.tree_util.tree_map(np.testing.assert_array_equal, res.samples, samples)
     np.testing.assert_array_equal(res.draw_indices, [5, 6, 7])  # 8 draws, burn-in 4, thinning 1
     assert res.alpha == pytest.approx(0.05 / 1e-3)
-    assert not np.allclose(res.samples["dense_1"]["kernel"][0], res.samples["dense_1"]["kernel"][1])
     # multi-mode SGHMC through the generic helper (mode-major order)
     modes = jax.tree_util.tree_map(lambda a: jnp.stack([a, -a]), params0)
-    pooled = multi_mode_samples(jax.random.key(6), lambda k, p, n: run_sghmc(
-        k, p, x, y, apply_fn=optunet_apply, step_size=1e-3, epochs=2, batch_size=16, num_samples=n,
-        num_integration_steps=5, prior_std=0.1).samples, modes, 2)
+    pooled = multi_mode_samples(jax.random.key(6), lambda k, p, n: fit_sghmc(
+        k, p, model, data, cfg._replace(num_samples=n)).samples, modes, 2)
     assert pooled["conv_0"]["kernel"].shape == (4, 4, 4, 1, 2)
     assert np.all(np.sign(pooled["dense_1"]["bias"][:2]) != np.sign(pooled["dense_1"]["bias"][2:]))
 
@@ -116,17 +122,18 @@ def test_optunet_smoke(tiny_mnist):
 ])
 def test_bad_inputs_raise(tiny_mnist, bad, match):
     x, y, params0 = tiny_mnist
-    kwargs = dict(apply_fn=optunet_apply, step_size=1e-3, epochs=2, batch_size=16, num_samples=3) | bad
+    cfg = SGHMCConfig(**dict(step_size=1e-3, epochs=2, batch_size=16, num_samples=3) | bad)
     with pytest.raises(ValueError, match=match):
-        run_sghmc(jax.random.key(0), params0, x, y, **kwargs)
+        fit_sghmc(jax.random.key(0), params0, Model(optunet_apply), Data(x, y), cfg)
 
 
 def test_bad_data_and_likelihood_raise(tiny_mnist):
     x, y, params0 = tiny_mnist
     kwargs = dict(step_size=1e-3, epochs=1, batch_size=16, num_samples=1)
-    with pytest.raises(ValueError, match="exactly one of apply_fn"):
-        run_sghmc(jax.random.key(0), params0, x, y, **kwargs)
+    with pytest.raises(ValueError, match="exactly one of apply_fn"):  # the loop's likelihood argument
+        _run_sghmc(jax.random.key(0), params0, x, y, **kwargs)
+    cfg, model = SGHMCConfig(**kwargs), Model(optunet_apply)
     with pytest.raises(ValueError, match="y"):
-        run_sghmc(jax.random.key(0), params0, x, y + 10, apply_fn=optunet_apply, **kwargs)
+        fit_sghmc(jax.random.key(0), params0, model, Data(x, y + 10), cfg)
     with pytest.raises(ValueError, match="x"):
-        run_sghmc(jax.random.key(0), params0, x.at[0, 0, 0, 0].set(jnp.nan), y, apply_fn=optunet_apply, **kwargs)
+        fit_sghmc(jax.random.key(0), params0, model, Data(x.at[0, 0, 0, 0].set(jnp.nan), y), cfg)

@@ -1,4 +1,4 @@
-"""Banks of networks split over devices: ``train_many`` / ``train_map_many`` shard the network
+"""Banks of networks split over devices: ``fit_ensemble`` shards the network
 axis over every device (here 2 CPU devices, ``--xla_force_host_platform_device_count=2``,
 in a subprocess) and give the one-device results; MMD's blocks dealt out to processes add
 up to the whole statistic."""
@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 _SCRIPT = textwrap.dedent("""
     import json, jax, jax.numpy as jnp, numpy as np
     from symlib.core.models import mlp_apply, mlp_init
-    from symlib.inference.training import TrainConfig, train_many
+    from symlib.inference import Data, Model, TrainConfig, fit_ensemble
     assert len(jax.devices()) == 2, jax.devices()
     rng = np.random.default_rng(0)
     x = rng.normal(size=(96, 4)).astype(np.float32)
@@ -30,8 +30,10 @@ _SCRIPT = textwrap.dedent("""
     out = {}
     for name, devices in (("two", None), ("one", jax.devices()[:1])):
         # 5 networks: not a multiple of 2 (the stack is padded, then cut back)
-        params, losses, seen = train_many(jax.random.key(3), init, mlp_apply, 5, x, y, cfg, observe_epoch=norm,
-                                          devices=devices)
+        init_key, data_key = jax.random.split(jax.random.key(3))
+        ens = fit_ensemble(data_key, jax.vmap(init)(jax.random.split(init_key, 5)), Model(mlp_apply), Data(x, y), cfg,
+                           observe_epoch=norm, devices=devices)
+        params, losses, seen = ens.samples, ens.info["epoch_loss"], ens.info["observed"]
         out[name] = {"params": np.concatenate([np.asarray(a).reshape(5, -1) for a in jax.tree_util.tree_leaves(params)],
                                               1).tolist(),
                      "losses": np.asarray(losses).tolist(), "norms": np.asarray(seen["epoch"]).tolist(),
@@ -41,7 +43,7 @@ _SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
-def test_train_many_over_two_devices_equals_one():
+def test_fit_ensemble_over_two_devices_equals_one():
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu",
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, cwd=REPO, capture_output=True, text=True,

@@ -1,14 +1,14 @@
 """SWAG (symlib.inference.swag): known answers for the snapshot statistics, the sampler's
-moments, the snapshot schedule of train_swag, and input checks."""
+moments, the snapshot schedule of fit_swag, and input checks."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from symlib.inference.swag import (SWAGConfig, SWAGPosterior, train_swag, swag_covariance, swag_from_snapshots,
-                                   swag_sample)
-from symlib.inference.training import TrainConfig, train_map, map_objective
+from symlib.inference import Data, Model, fit_map, fit_swag
+from symlib.inference.swag import SWAGConfig, SWAGPosterior, swag_covariance, swag_from_snapshots, swag_sample
+from symlib.inference.training import TrainConfig, map_objective
 
 K = 6
 
@@ -65,7 +65,7 @@ def linear_apply(params, x):
 
 @pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_fit_swag_snapshots_are_the_sgd_trajectory_and_mean_near_map():
-    """With a constant learning rate and no momentum the SWAG phase is train_map's SGD run:
+    """With a constant learning rate and no momentum the SWAG phase is fit_map's SGD run:
     the snapshots are its parameters after epochs 2, 4, 6; started at the MAP optimum
     (Newton's method on the convex objective) the SWAG mean stays near it."""
     x, y = _softmax_regression()
@@ -80,10 +80,11 @@ def test_fit_swag_snapshots_are_the_sgd_trajectory_and_mean_near_map():
 
     cfg = SWAGConfig(epochs=6, batch_size=16, learning_rate=0.05, num_snapshots=3, rank=3, snapshot_every=2)
     key = jax.random.PRNGKey(3)
-    post = train_swag(key, map_params, x, y, cfg, apply_fn=linear_apply)
+    post = fit_swag(key, map_params, Model(linear_apply), Data(x, y), cfg)
     assert isinstance(post, SWAGPosterior) and post.epoch_losses.shape == (6,)
     train = TrainConfig(6, 16, 0.05, prior_std, optimizer="sgd")
-    _, losses, traj = train_map(map_params, key, x, y, train, keep_trajectory=True, apply_fn=linear_apply)
+    sgd = fit_map(key, map_params, Model(linear_apply), Data(x, y), train, keep_trajectory=True)
+    losses, traj = sgd.info["epoch_loss"], sgd.info["trajectory"]
     expected = swag_from_snapshots(jax.tree_util.tree_map(lambda a: a[jnp.array([1, 3, 5])], traj), 3, cfg.scale)
     np.testing.assert_allclose(post.epoch_losses, losses, rtol=1e-5)
     for leaf in ("kernel", "bias"):
@@ -100,7 +101,7 @@ def test_ramp_starts_at_start_learning_rate():
     p0 = {"kernel": jnp.full((3, 3), 0.1), "bias": jnp.zeros(3)}
     cfg = SWAGConfig(epochs=4, batch_size=16, learning_rate=1.0, start_learning_rate=0.01, ramp_epochs=4,
                      num_snapshots=4, rank=4)
-    post = train_swag(jax.random.PRNGKey(0), p0, x, y, cfg, apply_fn=linear_apply)
+    post = fit_swag(jax.random.PRNGKey(0), p0, Model(linear_apply), Data(x, y), cfg)
     mean, unravel = ravel_pytree(post.mean)
     first = unravel(mean + post.deviations[0])
     grad = jax.grad(map_objective)(p0, x, y, 16, 1.0, linear_apply)
@@ -138,7 +139,7 @@ def test_bad_inputs_name_the_argument():
     for name, kw in bad.items():
         cfg = SWAGConfig(**{"batch_size": 8, "learning_rate": 0.1, **kw})
         with pytest.raises(ValueError, match=name):
-            train_swag(jax.random.PRNGKey(0), p0, x, y, cfg, apply_fn=linear_apply)
+            fit_swag(jax.random.PRNGKey(0), p0, Model(linear_apply), Data(x, y), cfg)
     with pytest.raises(ValueError, match="y"):
-        train_swag(jax.random.PRNGKey(0), p0, x, y[:-1], SWAGConfig(4, 8, 0.1, num_snapshots=2, rank=2),
-                 apply_fn=linear_apply)
+        fit_swag(jax.random.PRNGKey(0), p0, Model(linear_apply), Data(x, y[:-1]),
+                 SWAGConfig(4, 8, 0.1, num_snapshots=2, rank=2))

@@ -4,8 +4,11 @@ import numpy as np
 import pytest
 
 from symlib.core.models import mlp_apply, mlp_init, mlp_sizes
-from symlib.inference.training import (TrainConfig, evaluate, train_map, train_map_many, learning_rate_at,
-                                       make_optimizer, train_mlp)
+from symlib.inference import Data, Model, PointEstimate, Samples, fit_ensemble, fit_map
+from symlib.inference.training import (TrainConfig, _train_map, _train_map_many, evaluate, learning_rate_at,
+                                       make_optimizer)
+
+MLP = Model(mlp_apply)
 
 
 def _toy(n=256, d=12, seed=0):
@@ -19,6 +22,15 @@ def _toy(n=256, d=12, seed=0):
 CFG = TrainConfig(epochs=30, batch_size=32, learning_rate=3e-3, prior_std=1.0)
 
 
+def _fit_mlp(key, sizes, x, y, cfg):
+    """An MLP initialised and trained from one key: ``init_key, data_key = split(key)``, then
+    :func:`fit_map` from ``mlp_init(init_key, sizes)`` with ``data_key``; ``(params, epoch losses)``."""
+    init_key, data_key = jax.random.split(key)
+    post = fit_map(data_key, mlp_init(init_key, sizes), MLP, Data(x, y), cfg)
+    assert isinstance(post, PointEstimate) and set(post.info) == {"epoch_loss"}
+    return post.params, post.info["epoch_loss"]
+
+
 def test_mlp_init_shapes_and_errors():
     params = mlp_init(jax.random.key(0), [5, 7, 4, 3])
     assert mlp_sizes(params) == [5, 7, 4, 3]
@@ -29,8 +41,8 @@ def test_mlp_init_shapes_and_errors():
 
 def test_training_learns_and_is_deterministic():
     x, y = _toy()
-    p1, l1 = train_mlp(jax.random.key(0), [12, 16, 3], x, y, CFG)
-    p2, l2 = train_mlp(jax.random.key(0), [12, 16, 3], x, y, CFG)
+    p1, l1 = _fit_mlp(jax.random.key(0), [12, 16, 3], x, y, CFG)
+    p2, l2 = _fit_mlp(jax.random.key(0), [12, 16, 3], x, y, CFG)
     np.testing.assert_array_equal(l1, l2)
     jax.tree_util.tree_map(np.testing.assert_array_equal, p1, p2)
     assert l1[-1] < 0.6 * l1[0]
@@ -41,8 +53,8 @@ def test_training_learns_and_is_deterministic():
 def test_data_key_changes_minibatch_order_only():
     x, y = _toy()
     p0 = mlp_init(jax.random.key(3), [12, 16, 3])
-    a, la = train_map(p0, jax.random.key(1), x, y, CFG)
-    b, lb = train_map(p0, jax.random.key(2), x, y, CFG)
+    la = fit_map(jax.random.key(1), p0, MLP, Data(x, y), CFG).info["epoch_loss"]
+    lb = fit_map(jax.random.key(2), p0, MLP, Data(x, y), CFG).info["epoch_loss"]
     assert not np.allclose(la, lb)
 
 
@@ -51,9 +63,12 @@ def test_many_at_once_equals_one_by_one():
     inits = [mlp_init(jax.random.key(i), [12, 8, 3]) for i in range(3)]
     keys = jax.random.split(jax.random.key(9), 3)
     stacked = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *inits)
-    many, losses = train_map_many(stacked, keys, x, y, CFG)
+    ens = fit_ensemble(keys, stacked, MLP, Data(x, y), CFG)  # a stack of keys: member i's data key is keys[i]
+    assert isinstance(ens, Samples) and set(ens.info) == {"epoch_loss"}
+    many, losses = ens.samples, ens.info["epoch_loss"]
     for i in range(3):
-        one, l1 = train_map(inits[i], keys[i], x, y, CFG)
+        single = fit_map(keys[i], inits[i], MLP, Data(x, y), CFG)
+        one, l1 = single.params, single.info["epoch_loss"]
         np.testing.assert_allclose(losses[i], l1, rtol=2e-5, atol=1e-6)
         jax.tree_util.tree_map(lambda s, o: np.testing.assert_allclose(s[i], o, rtol=1e-4, atol=1e-5), many, one)
 
@@ -61,23 +76,23 @@ def test_many_at_once_equals_one_by_one():
 def test_bad_inputs_named():
     x, y = _toy()
     with pytest.raises(ValueError, match="batch_size"):
-        train_mlp(jax.random.key(0), [12, 4, 3], x, y, CFG._replace(batch_size=10_000))
+        _fit_mlp(jax.random.key(0), [12, 4, 3], x, y, CFG._replace(batch_size=10_000))
     with pytest.raises(ValueError, match=r"\(n,\)"):
-        train_mlp(jax.random.key(0), [12, 4, 3], x, y[:10], CFG)
+        _fit_mlp(jax.random.key(0), [12, 4, 3], x, y[:10], CFG)
 
 
-@pytest.mark.parametrize("fit", ["train_map", "train_map_many", "train_mlp"])
+@pytest.mark.parametrize("fit", ["fit_map", "fit_ensemble", "fit_ensemble_one_key"])
 def test_data_that_does_not_fit_the_network_is_named(fit):
     x, y = _toy(n=64)
     sizes = [12, 4, 3]
 
     def run(x, y, sizes=sizes, cfg=CFG._replace(epochs=1)):
-        if fit == "train_mlp":
-            return train_mlp(jax.random.key(0), sizes, x, y, cfg)
-        if fit == "train_map":
-            return train_map(mlp_init(jax.random.key(0), sizes), jax.random.key(1), x, y, cfg)
+        if fit == "fit_map":
+            return fit_map(jax.random.key(1), mlp_init(jax.random.key(0), sizes), MLP, Data(x, y), cfg)
         stack = jax.vmap(lambda k: mlp_init(k, sizes))(jax.random.split(jax.random.key(0), 2))
-        return train_map_many(stack, jax.random.split(jax.random.key(1), 2), x, y, cfg)
+        # one key per member, or one key that fit_ensemble splits into the members' keys
+        key = jax.random.key(1) if fit == "fit_ensemble_one_key" else jax.random.split(jax.random.key(1), 2)
+        return fit_ensemble(key, stack, MLP, Data(x, y), cfg)
 
     with pytest.raises(ValueError, match=r"y must lie in \[0, 3\) for 3 classes, got values in \[1, 3\]"):
         run(x, y + 1)
@@ -103,22 +118,27 @@ def test_bad_parameters_keys_and_config_are_named():
     x, y = _toy(n=64)
     p0 = mlp_init(jax.random.key(0), [12, 4, 3])
     cfg = CFG._replace(epochs=1)
-    with pytest.raises(ValueError, match="data_key must be a jax.random key, got int"):
-        train_map(p0, 0, x, y, cfg)
-    with pytest.raises(ValueError, match="key must be a jax.random key"):
-        train_mlp(jax.random.split(jax.random.key(0), 2), [12, 4, 3], x, y, cfg)
-    with pytest.raises(TypeError, match="cfg must be a TrainConfig, got dict"):
-        train_map(p0, jax.random.key(1), x, y, dict(cfg._asdict()))
+    data = Data(x, y)
+    with pytest.raises(ValueError, match="^key must be a jax.random key, got int"):  # the fit's own name for it
+        fit_map(0, p0, MLP, data, cfg)
+    with pytest.raises(ValueError, match=r"key must be a jax.random key, got PRNGKeyArray of shape \(2,\)"):
+        fit_map(jax.random.split(jax.random.key(0), 2), p0, MLP, data, cfg)
+    with pytest.raises(TypeError, match="config must be a TrainConfig, got dict"):
+        fit_map(jax.random.key(1), p0, MLP, data, dict(cfg._asdict()))
+    with pytest.raises(TypeError, match="cfg must be a TrainConfig, got dict"):  # the loop's own check
+        _train_map(p0, jax.random.key(1), x, y, dict(cfg._asdict()))
     broken = {"dense_0": p0["dense_0"], "dense_1": {"kernel": p0["dense_1"]["kernel"][:3], "bias": p0["dense_1"]["bias"]}}
     with pytest.raises(ValueError, match=r"params0\['dense_1'\]\['kernel'\] has 3 inputs but the layer before has 4"):
-        train_map(broken, jax.random.key(1), x, y, cfg)
+        fit_map(jax.random.key(1), broken, MLP, data, cfg)
     with pytest.raises(ValueError, match="MLP params0 must have layers dense_0..dense_1"):
-        train_map({"dense_0": p0["dense_0"], "layer_1": p0["dense_1"]}, jax.random.key(1), x, y, cfg)
+        fit_map(jax.random.key(1), {"dense_0": p0["dense_0"], "layer_1": p0["dense_1"]}, MLP, data, cfg)
     stack = jax.vmap(lambda k: mlp_init(k, [12, 4, 3]))(jax.random.split(jax.random.key(0), 2))
+    with pytest.raises(ValueError, match="key holds 3 member keys, but params0 holds 2 members"):
+        fit_ensemble(jax.random.split(jax.random.key(1), 3), stack, MLP, data, cfg)
     with pytest.raises(ValueError, match="data_keys must be 2 jax.random keys stacked on a leading axis"):
-        train_map_many(stack, jax.random.split(jax.random.key(1), 3), x, y, cfg)
+        _train_map_many(stack, jax.random.split(jax.random.key(1), 3), x, y, cfg)  # the loop's own check
     with pytest.raises(ValueError, match=r"params0\['dense_0'\] must hold a kernel with 3 axes"):
-        train_map_many(p0, jax.random.split(jax.random.key(1), 2), x, y, cfg)
+        fit_ensemble(jax.random.key(1), p0, MLP, data, cfg)  # one network where a stack is due
     with pytest.raises(ValueError, match="y must lie in"):
         evaluate(p0, x, y + 1)
 
@@ -126,10 +146,10 @@ def test_bad_parameters_keys_and_config_are_named():
 def test_progress_bar_only_when_asked(capfd):
     x, y = _toy()
     p0 = mlp_init(jax.random.key(3), [12, 4, 3])
-    loud, _ = train_map(p0, jax.random.key(1), x, y, CFG._replace(epochs=2), progress=True)
+    loud = fit_map(jax.random.key(1), p0, MLP, Data(x, y), CFG._replace(epochs=2), progress=True)
     err = capfd.readouterr().err
     assert "train: 100%" in err and "2/2" in err and "objective=" in err
-    quiet, _ = train_map(p0, jax.random.key(1), x, y, CFG._replace(epochs=2))
+    quiet = fit_map(jax.random.key(1), p0, MLP, Data(x, y), CFG._replace(epochs=2))
     jax.effects_barrier()
     assert "train" not in capfd.readouterr().err  # stderr is no terminal under pytest
     jax.tree_util.tree_map(np.testing.assert_array_equal, quiet, loud)  # the bar changes no number
@@ -153,7 +173,7 @@ def test_sgd_learning_rate_schedule_and_errors():
                        (cfg._replace(lr_milestones=(6,)), "lr_milestones"),
                        (cfg._replace(momentum=1.0), "momentum")):
         with pytest.raises(ValueError, match=match):
-            train_map(mlp_init(jax.random.key(0), [12, 4, 3]), jax.random.key(1), x, y, bad)
+            fit_map(jax.random.key(1), mlp_init(jax.random.key(0), [12, 4, 3]), MLP, Data(x, y), bad)
 
 
 def test_prior_std_for_weight_decay_is_sgd_weight_decay():
@@ -184,15 +204,18 @@ def test_fit_map_many_observers():
     keys = jax.random.split(jax.random.key(1), 2)
     step_norm = lambda a, b: jnp.sum((a["dense_0"]["kernel"] - b["dense_0"]["kernel"]) ** 2)  # noqa: E731
     stat = lambda p: neuron_statistics(mlp_scaling_spec(1), mlp_permutation_spec(1), p)[0]  # noqa: E731
-    params, losses, seen = train_map_many(inits, keys, x, y, cfg, observe=step_norm, observe_epoch=stat)
+    ens = fit_ensemble(keys, inits, MLP, Data(x, y), cfg, observe=step_norm, observe_epoch=stat)
+    params, losses, seen = ens.samples, ens.info["epoch_loss"], ens.info["observed"]
+    assert set(seen) == {"step", "epoch"}
     assert seen["step"].shape == (2, 3, 4) and seen["epoch"].shape == (2, 3, 6)
     assert np.all(np.asarray(seen["step"]) > 0)
     for i in range(2):  # the last epoch's observation is of the returned parameters
         final = jax.tree_util.tree_map(lambda a: a[i], params)
         np.testing.assert_allclose(seen["epoch"][i, -1], stat(final), rtol=1e-6)
     # observers do not change training
-    p2, l2 = train_map_many(inits, keys, x, y, cfg)
-    np.testing.assert_allclose(losses, l2, rtol=1e-6)
+    plain = fit_ensemble(keys, inits, MLP, Data(x, y), cfg)
+    assert "observed" not in plain.info
+    np.testing.assert_allclose(losses, plain.info["epoch_loss"], rtol=1e-6)
 
 
 def test_random_flip_mirrors_some_images_and_cosine_nesterov_configs():
@@ -214,8 +237,18 @@ def test_random_flip_mirrors_some_images_and_cosine_nesterov_configs():
     upd_ref, _ = ref.update({"w": jnp.ones(3)}, ref.init(params), params)
     np.testing.assert_allclose(upd["w"], upd_ref["w"])  # step 0 of the cosine schedule is the initial rate
     with pytest.raises(ValueError, match="cosine' takes no lr_milestones"):
-        train_map(mlp_init(jax.random.key(0), [2, 2]), jax.random.key(1), jnp.zeros((4, 2)), jnp.zeros(4, int),
+        fit_map(jax.random.key(1), mlp_init(jax.random.key(0), [2, 2]), MLP, Data(jnp.zeros((4, 2)), jnp.zeros(4, int)),
                 cfg._replace(lr_milestones=(2,)))
     with pytest.raises(ValueError, match="unknown schedule"):
-        train_map(mlp_init(jax.random.key(0), [2, 2]), jax.random.key(1), jnp.zeros((4, 2)), jnp.zeros(4, int),
+        fit_map(jax.random.key(1), mlp_init(jax.random.key(0), [2, 2]), MLP, Data(jnp.zeros((4, 2)), jnp.zeros(4, int)),
                 cfg._replace(schedule="linear"))
+
+
+def test_fit_ensemble_names_a_bad_key_and_an_empty_stack():
+    x, y = _toy(n=64)
+    stack = jax.vmap(lambda k: mlp_init(k, [12, 4, 3]))(jax.random.split(jax.random.key(0), 2))
+    with pytest.raises(ValueError, match="^key must be a jax.random key, got int"):
+        fit_ensemble(0, stack, MLP, Data(x, y), CFG._replace(epochs=1))
+    empty = jax.tree_util.tree_map(lambda a: a[:0], stack)
+    with pytest.raises(ValueError, match="params0 holds no members"):
+        fit_ensemble(jax.random.key(1), empty, MLP, Data(x, y), CFG._replace(epochs=1))

@@ -1,4 +1,4 @@
-"""Training networks other than MLPs (symlib.inference.training with ``apply_fn``): OptuNet on
+"""Training networks other than MLPs (fit_map / fit_ensemble with ``Model(apply_fn)``): OptuNet on
 MNIST (the subset shipped with symlib), many at once, the crop augmentation, Laurent et al.'s recipe."""
 import jax
 import jax.numpy as jnp
@@ -9,8 +9,10 @@ from symlib.core.cnn import as_images, optunet_apply, optunet_init
 from symlib.core.losses import nll
 from symlib.data import CHANNEL_STATS, load_split, standardize
 from symlib.experiments.laurent.optunet import optunet_train_config
-from symlib.inference.training import (TrainConfig, evaluate, train_map, train_map_many, map_objective, random_crop,
-                                       train_many)
+from symlib.inference import Data, Model, fit_ensemble, fit_map
+from symlib.inference.training import TrainConfig, evaluate, map_objective, random_crop
+
+OPTUNET = Model(optunet_apply)
 
 # Adam learns faster than the paper's SGD (and without crops) in a handful of steps
 CFG = TrainConfig(epochs=4, batch_size=32, learning_rate=0.01)
@@ -36,12 +38,15 @@ def test_standardize_gives_zero_mean_unit_variance(dataset):
 @pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
 def test_many_optunets_learn_and_equal_one_by_one(mnist):
     x, y, xt, yt = mnist
-    params, losses = train_many(jax.random.key(0), optunet_init, optunet_apply, 3, x, y, CFG)
-    assert losses.shape == (3, CFG.epochs) and params["conv_0"]["kernel"].shape == (3, 4, 4, 1, 2)
+    # member i starts from optunet_init(split(init_key, 3)[i]); fit_ensemble splits data_key into its data keys
     init_key, data_key = jax.random.split(jax.random.key(0))
+    ens = fit_ensemble(data_key, jax.vmap(optunet_init)(jax.random.split(init_key, 3)), OPTUNET, Data(x, y), CFG)
+    params, losses = ens.samples, ens.info["epoch_loss"]
+    assert losses.shape == (3, CFG.epochs) and params["conv_0"]["kernel"].shape == (3, 4, 4, 1, 2)
     accuracy = []
     for i, (ki, kd) in enumerate(zip(jax.random.split(init_key, 3), jax.random.split(data_key, 3))):
-        one, l1 = train_map(optunet_init(ki), kd, x, y, CFG, apply_fn=optunet_apply)
+        single = fit_map(kd, optunet_init(ki), OPTUNET, Data(x, y), CFG)
+        one, l1 = single.params, single.info["epoch_loss"]
         np.testing.assert_allclose(losses[i], l1, rtol=1e-4, atol=1e-5)
         jax.tree_util.tree_map(lambda s, o: np.testing.assert_allclose(s[i], o, rtol=1e-3, atol=1e-4), params, one)
         accuracy.append(evaluate(one, xt, yt, optunet_apply)["accuracy"])
@@ -56,42 +61,40 @@ def test_training_with_crops_is_deterministic_given_the_data_key(mnist):
     x, y, _, _ = mnist
     cfg = CFG._replace(epochs=1, augment="crop")
     p0 = optunet_init(jax.random.key(0))
-    a, la = train_map(p0, jax.random.key(1), x[:256], y[:256], cfg, apply_fn=optunet_apply)
-    b, lb = train_map(p0, jax.random.key(1), x[:256], y[:256], cfg, apply_fn=optunet_apply)
-    c, lc = train_map(p0, jax.random.key(2), x[:256], y[:256], cfg, apply_fn=optunet_apply)
-    jax.tree_util.tree_map(np.testing.assert_array_equal, (a, la), (b, lb))
+    data = Data(x[:256], y[:256])
+    a, b, c = (fit_map(jax.random.key(k), p0, OPTUNET, data, cfg) for k in (1, 1, 2))
+    jax.tree_util.tree_map(np.testing.assert_array_equal, a, b)  # the parameters and the epoch losses
+    la, lc = a.info["epoch_loss"], c.info["epoch_loss"]
     assert np.all(np.isfinite(la)) and not np.array_equal(la, lc)
 
 
-def test_fit_map_many_takes_a_stack_and_checks_cnn_data(mnist):
+def test_fit_ensemble_takes_a_stack_and_checks_cnn_data(mnist):
     x, y, _, _ = mnist
     stack = jax.vmap(optunet_init)(jax.random.split(jax.random.key(1), 2))
     keys = jax.random.split(jax.random.key(2), 2)
     cfg = CFG._replace(epochs=1, augment="crop")
+    flat = x.reshape(x.shape[0], -1)
     with pytest.raises(ValueError, match=r"y must lie in \[0, 10\) for 10 classes"):
-        train_map_many(stack, keys, x, y + 1, cfg, apply_fn=optunet_apply)
+        fit_ensemble(keys, stack, OPTUNET, Data(x, y + 1), cfg)
     with pytest.raises(ValueError, match=r"x contains NaN or inf"):
-        train_map_many(stack, keys, x.at[0, 3, 3, 0].set(jnp.nan), y, cfg, apply_fn=optunet_apply)
+        fit_ensemble(keys, stack, OPTUNET, Data(x.at[0, 3, 3, 0].set(jnp.nan), y), cfg)
     with pytest.raises(ValueError, match=r"expected x of shape \(n, ...\) and y of shape \(n,\)"):
-        train_map_many(stack, keys, x, y[:10], cfg, apply_fn=optunet_apply)
+        fit_ensemble(keys, stack, OPTUNET, Data(x, y[:10]), cfg)
     with pytest.raises(ValueError, match="OptuNet takes images"):
-        train_map(optunet_init(jax.random.key(0)), keys[0], x.reshape(x.shape[0], -1), y, cfg._replace(augment=None),
-                apply_fn=optunet_apply)
+        fit_map(keys[0], optunet_init(jax.random.key(0)), OPTUNET, Data(flat, y), cfg._replace(augment=None))
     with pytest.raises(ValueError, match="augment='crop' needs NHWC images"):
-        train_map(optunet_init(jax.random.key(0)), keys[0], x.reshape(x.shape[0], -1), y, cfg,
-                apply_fn=lambda p, v: optunet_apply(p, as_images(v)))
+        fit_map(keys[0], optunet_init(jax.random.key(0)), Model(lambda p, v: optunet_apply(p, as_images(v))),
+                Data(flat, y), cfg)
     with pytest.raises(ValueError, match="unknown augment 'flip'"):
-        train_map(optunet_init(jax.random.key(0)), keys[0], x, y, cfg._replace(augment="flip"), apply_fn=optunet_apply)
+        fit_map(keys[0], optunet_init(jax.random.key(0)), OPTUNET, Data(x, y), cfg._replace(augment="flip"))
     with pytest.raises(ValueError, match="every leaf must share the 1 leading"):
-        train_map_many({**stack, "dense_1": {"kernel": stack["dense_1"]["kernel"][:1], "bias": stack["dense_1"]["bias"]}},
-                     keys, x, y, cfg, apply_fn=optunet_apply)
-    with pytest.raises(ValueError, match="data_keys must be 2 jax.random keys"):
-        train_map_many(stack, jax.random.split(jax.random.key(2), 3), x, y, cfg, apply_fn=optunet_apply)
-    with pytest.raises(ValueError, match="n_networks must be a positive integer"):
-        train_many(jax.random.key(0), optunet_init, optunet_apply, 0, x, y, cfg)
-    with pytest.raises(ValueError, match=r"needs NHWC images x \(n, h, w, c\), got shape \(\d+, 784\)"):  # the MLP default cannot crop
-        from symlib.core.models import mlp_init
-        train_map(mlp_init(jax.random.key(0), [784, 3, 10]), keys[0], x.reshape(x.shape[0], -1), y, cfg)
+        fit_ensemble(keys, {**stack, "dense_1": {"kernel": stack["dense_1"]["kernel"][:1],
+                                                 "bias": stack["dense_1"]["bias"]}}, OPTUNET, Data(x, y), cfg)
+    with pytest.raises(ValueError, match="key holds 3 member keys, but params0 holds 2 members"):
+        fit_ensemble(jax.random.split(jax.random.key(2), 3), stack, OPTUNET, Data(x, y), cfg)
+    from symlib.core.models import mlp_apply, mlp_init
+    with pytest.raises(ValueError, match=r"needs NHWC images x \(n, h, w, c\), got shape \(\d+, 784\)"):  # MLP: no crop
+        fit_map(keys[0], mlp_init(jax.random.key(0), [784, 3, 10]), Model(mlp_apply), Data(flat, y), cfg)
 
 
 def test_random_crop_is_a_deterministic_shift_and_identity_without_padding():
@@ -137,19 +140,17 @@ def test_laurent_recipe_weight_decay_is_pytorch_sgd_weight_decay(mnist):
 def test_vi_and_hmc_take_optunet(mnist):
     """Bayes by backprop and HMC with OptuNet's apply function: finite, improving ELBO, the
     posterior in OptuNet's layout; HMC samples in that layout and a finite log density."""
+    from symlib.inference import VIConfig, fit_vi
     from symlib.inference.hmc import HMCConfig, make_logdensity, run_hmc
-    from symlib.inference.vi import train_vi
     x, y, _, _ = mnist
     x, y = x[:256], y[:256]
 
-    def loglik(p, xb, yb):
-        logp = jax.nn.log_softmax(optunet_apply(p, xb), axis=-1)
-        return jnp.sum(jnp.take_along_axis(logp, yb[:, None].astype(jnp.int32), axis=-1))
-
-    fit = train_vi(jax.random.key(0), optunet_init(jax.random.key(1)), loglik, x, y, prior_var=1.0, std_init=0.01,
-                 epochs=6, batch_size=64, learning_rate=0.01)
-    assert fit.sigma["conv_1"]["kernel"].shape == (5, 5, 1, 10) and np.all(np.isfinite(fit.elbo_history))
-    assert fit.elbo_history[-1] > fit.elbo_history[0]
+    fit = fit_vi(jax.random.key(0), optunet_init(jax.random.key(1)), OPTUNET, Data(x, y),
+                 VIConfig(epochs=6, batch_size=64, learning_rate=0.01, prior_var=1.0, std_init=0.01))
+    elbo = np.asarray(fit.info["elbo"])
+    assert fit.std["conv_1"]["kernel"].shape == (5, 5, 1, 10) and elbo.shape == (6,) and np.all(np.isfinite(elbo))
+    assert jax.tree_util.tree_structure(fit.mean) == jax.tree_util.tree_structure(optunet_init(jax.random.key(1)))
+    assert elbo[-1] > elbo[0]
     logdensity = make_logdensity(x, y, prior_var=1.0, apply_fn=optunet_apply)
     start = optunet_init(jax.random.key(2))
     assert np.isfinite(float(logdensity(start)))

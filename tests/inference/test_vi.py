@@ -3,12 +3,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from flax import nnx
 from scipy import integrate, stats
 
+from symlib.core.gaussian import DiagonalGaussian
 from symlib.core.models import mlp_apply, mlp_init
-from symlib.inference.vi import (MeanField, MeanFieldMLP, VIResult, categorical_loglik, categorical_loglik_fn,
-                                  train_mlp_vi, train_vi, gaussian_kl, inverse_softplus)
+from symlib.inference import Data, Model, VIConfig, fit_vi
+from symlib.core.noise import normal_vector, split_like
+from symlib.inference.vi import (MeanFieldState, VIResult, _train_vi, categorical_loglik,
+                                  gaussian_kl, init_mean_field, inverse_softplus, neg_elbo_from_noise,
+                                  sample_from_noise)
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -45,6 +48,13 @@ def _toy_classification(n=200, d=6, seed=0):
 
 FAST = dict(epochs=3, batch_size=50, learning_rate=1e-2)
 
+
+def _fit_mlp_vi(key, sizes, x, y, **kw):
+    """Mean-field VI of the MLP ``sizes`` through fit_vi: ``key`` splits into the initial
+    means' key and the fit's."""
+    init_key, fit_key = jax.random.split(key)
+    return fit_vi(fit_key, mlp_init(init_key, sizes), Model(mlp_apply), Data(x, y), VIConfig(**kw))
+
 # ----------------------------------------------------------------------------- exactness
 
 
@@ -53,10 +63,11 @@ def test_recovers_exact_posterior_of_orthogonal_linear_regression(batch_size, te
     x, y = _orthogonal_regression()
     mean, std = _exact_posterior(x, y, temperature)
     total_steps = 2000
-    res = train_vi(jax.random.key(1), {"w": jnp.zeros(D)}, _gauss_loglik, x, y, prior_var=PRIOR_VAR, std_init=0.1,
-                 epochs=total_steps * batch_size // N, batch_size=batch_size,
-                 learning_rate=optax.cosine_decay_schedule(0.05, total_steps), num_mc=16,
-                 temperature=temperature)
+    # a Gaussian likelihood (regression): the loop's own loglik_fn, which fit_vi (categorical) does not take
+    res = _train_vi(jax.random.key(1), {"w": jnp.zeros(D)}, _gauss_loglik, x, y, prior_var=PRIOR_VAR, std_init=0.1,
+                    epochs=total_steps * batch_size // N, batch_size=batch_size,
+                    learning_rate=optax.cosine_decay_schedule(0.05, total_steps), num_mc=16,
+                    temperature=temperature)
     assert isinstance(res, VIResult)
     np.testing.assert_allclose(res.sigma["w"], std, rtol=0.05)
     assert np.all(np.abs(np.asarray(res.mu["w"]) - mean) < 0.1 * std), (res.mu["w"], mean, std)
@@ -68,14 +79,15 @@ def test_elbo_scaling_at_exact_posterior_is_log_evidence_per_example():
     for it (per example), whichever minibatch size is used."""
     x, y = _orthogonal_regression()
     mean, std = _exact_posterior(x, y)
-    model = MeanField({"w": jnp.asarray(mean, jnp.float32)}, std_init=1.0, prior_var=PRIOR_VAR)
-    nnx.update(model, nnx.State({"rho": {"w": jnp.asarray([inverse_softplus(s) for s in std], jnp.float32)}}))
-    np.testing.assert_allclose(model.std()["w"], std, rtol=1e-5)
+    q = MeanFieldState({"w": jnp.asarray(mean, jnp.float32)},
+                       {"w": jnp.asarray([inverse_softplus(s) for s in std], jnp.float32)})
+    np.testing.assert_allclose(jax.nn.softplus(q.rho["w"]), std, rtol=1e-5)
     cov = NOISE_VAR * np.eye(N) + PRIOR_VAR * x.astype(np.float64) @ x.T
     log_evidence = stats.multivariate_normal(np.zeros(N), cov).logpdf(y)
     for batch in (N, 16):
-        est = np.mean([float(model.neg_elbo(jax.random.key(b), _gauss_loglik, x[b * batch:(b + 1) * batch],
-                                            y[b * batch:(b + 1) * batch], N, 1.0, 4096)[0])
+        est = np.mean([float(neg_elbo_from_noise(q, normal_vector(jax.random.key(b), q.mu, 4096), _gauss_loglik,
+                                                 x[b * batch:(b + 1) * batch], y[b * batch:(b + 1) * batch], N,
+                                                 prior_var=PRIOR_VAR)[0])
                        for b in range(N // batch)])
         np.testing.assert_allclose(-est, log_evidence / N, rtol=2e-3)
 
@@ -96,61 +108,48 @@ def test_kl_formula_matches_numerical_integration():
 # ----------------------------------------------------------------------------- module
 
 
-def test_meanfield_mlp_layout_init_and_forward():
+def test_init_mean_field_layout_state_and_errors():
     sizes = [5, 7, 3]
-    model = MeanFieldMLP(sizes, rngs=nnx.Rngs(0), std_init=0.05, prior_var=0.01)
-    ref = mlp_init(jax.random.key(0), sizes)
-    assert jax.tree_util.tree_structure(model.mean()) == jax.tree_util.tree_structure(ref)
-    assert jax.tree_util.tree_map(jnp.shape, model.mean()) == jax.tree_util.tree_map(jnp.shape, ref)
-    for s in jax.tree_util.tree_leaves(model.std()):
-        np.testing.assert_allclose(s, 0.05, rtol=1e-5)
-    np.testing.assert_array_equal(model.mean()["dense_1"]["bias"], 0.0)
-    kernel = np.asarray(model.mean()["dense_0"]["kernel"])
-    assert 0.3 < kernel.std() / np.sqrt(2 / 5) < 1.7                    # He-normal scale
+    mu0 = mlp_init(jax.random.key(0), sizes)
+    q, fixed = init_mean_field(mu0, std_init=0.05)
+    assert fixed == {}
+    jax.tree_util.tree_map(np.testing.assert_array_equal, q.mu, mu0)  # the means start at the network
+    for rho in jax.tree_util.tree_leaves(q.rho):
+        np.testing.assert_allclose(jax.nn.softplus(rho), 0.05, rtol=1e-5)
+    net = {"params": mu0, "batch_stats": {"m": jnp.ones(3)}}
+    q, fixed = init_mean_field(net, state=("batch_stats",))
+    assert set(q.mu) == set(q.rho) == {"params"} and set(fixed) == {"batch_stats"}
     x = jnp.ones((4, 5))
-    out = model(x, key=jax.random.key(3))
-    assert out.shape == (4, 3)
-    np.testing.assert_array_equal(out, model(x, key=jax.random.key(3)))
-    assert not np.allclose(model(x), model(x))                          # rngs stream advances
-    tiny = MeanFieldMLP(sizes, rngs=nnx.Rngs(0), std_init=1e-7)
-    np.testing.assert_allclose(tiny(x), mlp_apply(tiny.mean(), x), atol=1e-4)
-    assert float(model.kl()) == pytest.approx(float(gaussian_kl(model.mean(), model.std(), 0.01)))
-
-
-def test_fit_trains_a_module_in_place():
-    x, y = _toy_classification()
-    model = MeanFieldMLP([6, 8, 3], rngs=nnx.Rngs(1))
-    before = model.mean()
-    res = train_vi(jax.random.key(0), model, categorical_loglik, x, y, **FAST)
-    jax.tree_util.tree_map(np.testing.assert_array_equal, res.mu, model.mean())
-    jax.tree_util.tree_map(np.testing.assert_array_equal, res.sigma, model.std())
-    assert not np.allclose(before["dense_0"]["kernel"], res.mu["dense_0"]["kernel"])
-    with pytest.raises(ValueError, match="prior_var"):
-        train_vi(jax.random.key(0), model, categorical_loglik, x, y, prior_var=1.0, **FAST)
-
-
-# ----------------------------------------------------------------------------- MLP fit
-
+    tiny = MeanFieldState(mu0, jax.tree_util.tree_map(lambda a: jnp.full_like(a, inverse_softplus(1e-7)), mu0))
+    draw = sample_from_noise(tiny, normal_vector(jax.random.key(3), mu0))
+    np.testing.assert_allclose(mlp_apply(draw, x), mlp_apply(mu0, x), atol=1e-4)  # sigma ~ 0: the means
+    with pytest.raises(ValueError, match="init_mu has no parameters"):
+        init_mean_field({})
+    with pytest.raises(ValueError, match="floating-point"):
+        init_mean_field({"w": jnp.arange(3)})
+    with pytest.raises(ValueError, match="std_init must be a positive"):
+        init_mean_field(mu0, std_init=0.0)
 
 def test_fit_mlp_vi_layout_positivity_determinism_and_learning():
     x, y = _toy_classification()
     sizes = [6, 16, 3]
     kw = dict(epochs=40, batch_size=50, learning_rate=1e-2, prior_var=1.0, std_init=0.01, num_mc=2)
-    a = train_mlp_vi(jax.random.key(0), sizes, x, y, **kw)
-    b = train_mlp_vi(jax.random.key(0), sizes, x, y, **kw)
-    c = train_mlp_vi(jax.random.key(1), sizes, x, y, **kw)
+    a = _fit_mlp_vi(jax.random.key(0), sizes, x, y, **kw)
+    b = _fit_mlp_vi(jax.random.key(0), sizes, x, y, **kw)
+    c = _fit_mlp_vi(jax.random.key(1), sizes, x, y, **kw)
+    assert isinstance(a, DiagonalGaussian) and set(a.info) == {"elbo"}
     ref = mlp_init(jax.random.key(0), sizes)
-    for tree in (a.mu, a.sigma):
+    for tree in (a.mean, a.std):
         assert jax.tree_util.tree_structure(tree) == jax.tree_util.tree_structure(ref)
         assert jax.tree_util.tree_map(jnp.shape, tree) == jax.tree_util.tree_map(jnp.shape, ref)
-    assert all(bool(jnp.all(s > 0)) for s in jax.tree_util.tree_leaves(a.sigma))
-    jax.tree_util.tree_map(np.testing.assert_array_equal, a.mu, b.mu)
-    jax.tree_util.tree_map(np.testing.assert_array_equal, a.sigma, b.sigma)
-    np.testing.assert_array_equal(a.elbo_history, b.elbo_history)
-    assert not np.allclose(a.mu["dense_0"]["kernel"], c.mu["dense_0"]["kernel"])
-    assert isinstance(a.elbo_history, np.ndarray) and a.elbo_history.shape == (40,)
-    assert a.elbo_history[-1] > a.elbo_history[0]
-    acc = float(jnp.mean(jnp.argmax(mlp_apply(a.mu, x), 1) == y))
+    assert all(bool(jnp.all(s > 0)) for s in jax.tree_util.tree_leaves(a.std))
+    jax.tree_util.tree_map(np.testing.assert_array_equal, a.mean, b.mean)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, a.std, b.std)
+    np.testing.assert_array_equal(a.info["elbo"], b.info["elbo"])
+    assert not np.allclose(a.mean["dense_0"]["kernel"], c.mean["dense_0"]["kernel"])
+    assert isinstance(a.info["elbo"], np.ndarray) and a.info["elbo"].shape == (40,)
+    assert a.info["elbo"][-1] > a.info["elbo"][0]
+    acc = float(jnp.mean(jnp.argmax(mlp_apply(a.mean, x), 1) == y))
     assert acc > 0.85
 
 
@@ -158,10 +157,10 @@ def test_python_loop_draws_what_the_compiled_loop_draws():
     """loop="python" (one compiled step, for large CNNs on CPU) gives the scan's fit."""
     x, y = _toy_classification()
     kw = dict(epochs=3, batch_size=50, learning_rate=1e-2, num_mc=2)
-    a = train_mlp_vi(jax.random.key(5), [6, 8, 3], x, y, **kw)
-    b = train_mlp_vi(jax.random.key(5), [6, 8, 3], x, y, loop="python", **kw)
-    np.testing.assert_allclose(a.elbo_history, b.elbo_history, rtol=1e-5)
-    for ta, tb in ((a.mu, b.mu), (a.sigma, b.sigma)):
+    a = _fit_mlp_vi(jax.random.key(5), [6, 8, 3], x, y, **kw)
+    b = _fit_mlp_vi(jax.random.key(5), [6, 8, 3], x, y, loop="python", **kw)
+    np.testing.assert_allclose(a.info["elbo"], b.info["elbo"], rtol=1e-5)
+    for ta, tb in ((a.mean, b.mean), (a.std, b.std)):
         jax.tree_util.tree_map(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6), ta, tb)
 
 
@@ -169,8 +168,8 @@ def test_python_loop_leaves_the_callers_params0_usable():
     """The compiled step donates its carry; the caller's jax arrays must not be the ones donated."""
     x, y = _toy_classification()
     mu0 = jax.tree_util.tree_map(jnp.asarray, mlp_init(jax.random.key(0), [6, 4, 3]))
-    train_vi(jax.random.key(1), mu0, categorical_loglik_fn(mlp_apply), x, y, epochs=1, batch_size=50,
-             learning_rate=1e-2, loop="python")
+    fit_vi(jax.random.key(1), mu0, Model(mlp_apply), Data(x, y),
+           VIConfig(epochs=1, batch_size=50, learning_rate=1e-2, loop="python"))
     assert all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree_util.tree_leaves(mu0))
 
 
@@ -197,18 +196,19 @@ def test_errors_are_named():
     for change, msg in cases:
         kw = dict(x=x, y=y, **FAST) | change
         with pytest.raises(ValueError, match=msg):
-            train_vi(k, mu0, categorical_loglik, kw.pop("x"), kw.pop("y"), **kw)
+            fit_vi(k, mu0, Model(mlp_apply), Data(kw.pop("x"), kw.pop("y")), VIConfig(**kw))
+    # the loop's own inputs, which fit_vi (categorical likelihood, params0 checked first) does not pass on
     with pytest.raises(ValueError, match="scalar"):
-        train_vi(k, mu0, lambda p, xb, yb: mlp_apply(p, xb)[:, 0], x, y, **FAST)
+        _train_vi(k, mu0, lambda p, xb, yb: mlp_apply(p, xb)[:, 0], x, y, **FAST)
     nan_mu = jax.tree_util.tree_map(lambda a: a.at[0].set(jnp.nan), mu0)
     with pytest.raises(ValueError, match="init_mu"):
-        train_vi(k, nan_mu, categorical_loglik, x, y, **FAST)
+        _train_vi(k, nan_mu, categorical_loglik, x, y, **FAST)
     with pytest.raises(ValueError, match=r"y must lie in \[0, 3\) for 3 classes"):
-        train_mlp_vi(k, [6, 4, 3], x, y + 1, **FAST)
+        _fit_mlp_vi(k, [6, 4, 3], x, y + 1, **FAST)
     with pytest.raises(ValueError, match="integer"):
-        train_mlp_vi(k, [6, 4, 3], x, y.astype(np.float32), **FAST)
+        _fit_mlp_vi(k, [6, 4, 3], x, y.astype(np.float32), **FAST)
     with pytest.raises(ValueError, match="features"):
-        train_mlp_vi(k, [5, 4, 3], x, y, **FAST)
+        _fit_mlp_vi(k, [5, 4, 3], x, y, **FAST)
     with pytest.raises(ValueError, match="softplus"):
         inverse_softplus(0.0)
 
@@ -220,38 +220,51 @@ def test_data_that_does_not_fit_the_network_is_named():
     bad_x = x.copy()
     bad_x[0, 0] = np.inf
     with pytest.raises(ValueError, match=r"x contains NaN or inf \(1 of 1200 entries\)"):
-        train_mlp_vi(k, [6, 4, 3], bad_x, y, **FAST)
-    with pytest.raises(ValueError, match=r"expected x of shape \(n, d\) and y of shape \(n,\)"):
-        train_mlp_vi(k, [6, 4, 3], x, y[:, None], **FAST)
+        _fit_mlp_vi(k, [6, 4, 3], bad_x, y, **FAST)
+    # the network's data check (the MLP convenience once said "(n, d)")
+    with pytest.raises(ValueError, match=r"expected x of shape \(n, \.\.\.\) and y of shape \(n,\), got \(200, 6\) "
+                                         r"and \(200, 1\)"):
+        _fit_mlp_vi(k, [6, 4, 3], x, y[:, None], **FAST)
     with pytest.raises(ValueError, match=r"sizes must list at least two positive layer widths"):
-        train_mlp_vi(k, [6], x, y, **FAST)
+        _fit_mlp_vi(k, [6], x, y, **FAST)
     with pytest.raises(ValueError, match="key must be a jax.random key, got int"):
-        train_mlp_vi(0, [6, 4, 3], x, y, **FAST)
-    with pytest.raises(ValueError, match="key must be a jax.random key, got int"):
-        train_vi(0, mu0, categorical_loglik, x, y, **FAST)
-    # categorical_loglik: x and y are checked against the MLP of init_mu (or of the module)
-    with pytest.raises(ValueError, match=r"y must lie in \[0, 3\)"):
-        train_vi(k, mu0, categorical_loglik, x, y + 1, **FAST)
-    with pytest.raises(ValueError, match="x has 6 features but the network's input width is 5"):
-        train_vi(k, MeanFieldMLP([5, 4, 3], rngs=nnx.Rngs(0)), categorical_loglik, x, y, **FAST)
+        fit_vi(0, mu0, Model(mlp_apply), Data(x, y), VIConfig(**FAST))
     with pytest.raises(ValueError, match="epochs must be a positive integer, got True"):
-        train_vi(k, mu0, categorical_loglik, x, y, **(FAST | dict(epochs=True)))
+        fit_vi(k, mu0, Model(mlp_apply), Data(x, y), VIConfig(**(FAST | dict(epochs=True))))
+    # the loop's categorical_loglik (the MLP's): x and y are checked against the MLP of init_mu (or of the module)
+    with pytest.raises(ValueError, match=r"y must lie in \[0, 3\)"):
+        _train_vi(k, mu0, categorical_loglik, x, y + 1, **FAST)
+    with pytest.raises(ValueError, match="x has 6 features but the network's input width is 5"):
+        _train_vi(k, mlp_init(jax.random.key(0), [5, 4, 3]), categorical_loglik, x, y, **FAST)
     # any other likelihood that fails on a minibatch is reported as such, not from deep inside jax
     xr, yr = _orthogonal_regression()
     with pytest.raises(ValueError, match=r"loglik_fn\(init_mu, x\[:batch_size\], y\[:batch_size\]\) failed"):
-        train_vi(k, {"w": jnp.zeros(D + 1)}, _gauss_loglik, xr, yr, **FAST | dict(batch_size=16))
+        _train_vi(k, {"w": jnp.zeros(D + 1)}, _gauss_loglik, xr, yr, **FAST | dict(batch_size=16))
 
 
-def test_neg_elbo_is_neg_elbo_from_the_key_s_noise():
+def test_neg_elbo_averages_the_draws_and_is_invariant_to_a_joint_permutation():
     x, y = _toy_classification(n=20)
-    model = MeanFieldMLP([6, 4, 3], rngs=nnx.Rngs(0), std_init=0.1)
-    key = jax.random.key(7)
-    for num_mc in (1, 3):
-        a = model.neg_elbo(key, categorical_loglik, x, y, 100, 0.5, num_mc)
-        eps = model.noise(key, None if num_mc == 1 else num_mc)
-        b = model.neg_elbo_from_noise(eps, categorical_loglik, x, y, 100, 0.5)
-        np.testing.assert_array_equal(a[0], b[0])
-        np.testing.assert_array_equal(a[1], b[1])
+    mu0 = mlp_init(jax.random.key(0), [6, 4, 3])
+    q, _ = init_mean_field(mu0, std_init=0.1)
+    eps = normal_vector(jax.random.key(7), q.mu, 3)
+    mean3 = neg_elbo_from_noise(q, eps, categorical_loglik, x, y, 100, temperature=0.5)
+    ones = [neg_elbo_from_noise(q, e, categorical_loglik, x, y, 100, temperature=0.5) for e in eps]
+    kl = float(gaussian_kl(q.mu, jax.tree_util.tree_map(jax.nn.softplus, q.rho), 1.0))
+    assert float(mean3[1]) == pytest.approx(kl) and all(float(o[1]) == pytest.approx(kl) for o in ones)
+    np.testing.assert_allclose(mean3[0], np.mean([float(o[0]) for o in ones]), rtol=1e-5)
+    # permute the 4 hidden units in mu, rho and the noise alike: the same estimate
+    perm = np.array([2, 0, 3, 1])
+
+    def permute(t):
+        return {"dense_0": {"kernel": t["dense_0"]["kernel"][:, perm], "bias": t["dense_0"]["bias"][perm]},
+                "dense_1": {"kernel": t["dense_1"]["kernel"][perm], "bias": t["dense_1"]["bias"]}}
+
+    e_perm = jnp.concatenate([a.ravel() for a in jax.tree_util.tree_leaves(permute(split_like(eps[0], q.mu)))])
+    qp = MeanFieldState(permute(q.mu), permute(q.rho))
+    moved = neg_elbo_from_noise(qp, e_perm, categorical_loglik, x, y, 100, temperature=0.5)
+    np.testing.assert_allclose(moved[0], ones[0][0], rtol=1e-6)
+    assert not np.allclose(neg_elbo_from_noise(qp, eps[0], categorical_loglik, x, y, 100, temperature=0.5)[0],
+                           ones[0][0], rtol=1e-6)  # the noise left unpermuted: another network
 
 
 def test_bayes_by_backprop_of_optunet_through_categorical_loglik_fn():
@@ -265,9 +278,12 @@ def test_bayes_by_backprop_of_optunet_through_categorical_loglik_fn():
     loglik = categorical_loglik_fn(optunet_apply)
     assert loglik == categorical_loglik_fn(optunet_apply)  # equal: one compiled loop
     params = optunet_init(jax.random.key(2))
-    res = train_vi(jax.random.key(3), params, loglik, x, y, epochs=2, batch_size=16, learning_rate=1e-2, num_mc=3)
-    assert jax.tree_util.tree_structure(res.mu) == jax.tree_util.tree_structure(params)
-    assert res.elbo_history.shape == (2,) and np.isfinite(res.elbo_history).all()
+    # fit_vi's likelihood is categorical_loglik_fn(model.apply_fn)
+    res = fit_vi(jax.random.key(3), params, Model(optunet_apply), Data(x, y),
+                 VIConfig(epochs=2, batch_size=16, learning_rate=1e-2, num_mc=3))
+    assert jax.tree_util.tree_structure(res.mean) == jax.tree_util.tree_structure(params)
+    assert res.info["elbo"].shape == (2,) and np.isfinite(res.info["elbo"]).all()
     np.testing.assert_allclose(loglik(params, x, y), -64 * nll(optunet_apply(params, x), y), rtol=1e-5)
     with pytest.raises(ValueError, match="y"):  # labels checked against OptuNet's 10 classes
-        train_vi(jax.random.key(3), params, loglik, x, y + 10, epochs=1, batch_size=16, learning_rate=1e-2)
+        fit_vi(jax.random.key(3), params, Model(optunet_apply), Data(x, y + 10),
+               VIConfig(epochs=1, batch_size=16, learning_rate=1e-2))

@@ -134,6 +134,46 @@ def test_vi_result_and_flat_layouts_are_accepted():
     assert set(mu) == set(spec.axes)  # flat in, flat out
 
 
+def test_fit_vi_diagonal_gaussian_is_accepted_wherever_a_pair_is():
+    """fit_vi returns a DiagonalGaussian of three fields (mean, std, info): every alignment
+    function takes it as it takes the pair (mean, std), with the same result."""
+    import jax
+
+    from symlib.core.gaussian import DiagonalGaussian
+    from symlib.core.models import mlp_apply, mlp_init
+    from symlib.inference import Data, Model, VIConfig, fit_vi
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 5)).astype(np.float32)
+    y = rng.integers(0, 3, 64)
+    q0 = fit_vi(jax.random.key(0), mlp_init(jax.random.key(1), [5, 8, 3]), Model(mlp_apply), Data(x, y),
+                VIConfig(epochs=2, batch_size=32, learning_rate=1e-2, std_init=0.05))
+    assert isinstance(q0, DiagonalGaussian) and len(q0) == 3 and set(q0.info) == {"elbo"}
+    spec = mlp_permutation_spec(1)
+    planted = random_permutations(rng, spec, q0.mean)
+    pair0 = (q0.mean, q0.std)
+    pair1 = apply_alignment(spec, planted, pair0)
+    moved = apply_alignment(spec, planted, q0)
+    assert_tree_close(moved[0], pair1[0], rtol=0, atol=0)
+    assert_tree_close(moved[1], pair1[1], rtol=0, atol=0)
+    q1 = DiagonalGaussian(*pair1, info=q0.info)
+
+    assert wasserstein2_sq(q0, q1) == wasserstein2_sq(pair0, pair1) > 0  # the planted permutation moves units
+    assert kl_diag(q1, q0) == kl_diag(pair1, pair0) > 0
+    for got, ref in zip(kl_cost_terms(q0, q1), kl_cost_terms(pair0, pair1)):
+        for k in ref:
+            assert_tree_close(got[k], ref[k], rtol=0, atol=0)
+    for got, ref in zip(w2_geodesic(q0, q1, 0.25), w2_geodesic(pair0, pair1, 0.25)):
+        assert_tree_close(got, ref, rtol=0, atol=0)
+    w2 = wasserstein_alignment(0, spec, q0, q1)
+    assert is_inverse(planted, w2.perms) and w2.info["w2_sq"] == 0.0
+    w2_pair = wasserstein_alignment(0, spec, pair0, pair1)
+    assert all(np.array_equal(w2.perms[k], w2_pair.perms[k]) for k in w2_pair.perms)
+    kl = kl_alignment(0, spec, q0, q1)
+    assert is_inverse(planted, kl.perms) and kl.info["kl"] == pytest.approx(0.0, abs=1e-8)
+    assert kl.info["kl_identity"] == kl_alignment(0, spec, pair0, pair1).info["kl_identity"]
+
+
 # --------------------------------------------------------------------------- Figure A1
 
 

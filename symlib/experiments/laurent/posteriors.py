@@ -321,7 +321,7 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
     """
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.inference import (Data, DropoutPosterior, LaplaceConfig, Model, SGHMCConfig, SWAGConfig, VIConfig,
-                                  dropout_apply, fit_ensemble, fit_laplace, fit_sghmc, fit_swag, fit_vi, train_many)
+                                  dropout_apply, fit_ensemble, fit_laplace, fit_sghmc, fit_swag, fit_vi)
 
     bank = run("optunet_bank", profile, verbose=False).artifact if bank is None else bank
     split = bank_split(bank["test_accuracy"], profile.post_reference, profile.post_samples) if split is None else split
@@ -337,12 +337,13 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
 
     def dropout(key):  # M networks trained with last-layer dropout and the bank's recipe: continued from
         # the modes for E epochs when post_warm_start (as BNN, SWAG and SGHMC), else from scratch
-        stochastic = dropout_apply(optunet_apply, rate)
+        dropout_model = Model(optunet_apply, train_apply_fn=dropout_apply(optunet_apply, rate))
         if profile.post_warm_start:
-            nets = fit_ensemble(key, modes, Model(optunet_apply, train_apply_fn=stochastic), data,
-                                bank_train_config(profile, len(y), E)).samples
-        else:
-            nets, _ = train_many(key, optunet_init, optunet_apply, M, x, y, cfg, stochastic_apply=stochastic)
+            nets = fit_ensemble(key, modes, dropout_model, data, bank_train_config(profile, len(y), E)).samples
+        else:  # the starts from init_key, the minibatch orders from data_key (as the bank's networks)
+            init_key, data_key = jax.random.split(key)
+            nets = fit_ensemble(data_key, jax.vmap(optunet_init)(jax.random.split(init_key, M)), dropout_model, data,
+                                cfg).samples
         return [DropoutPosterior(take_nets(nets, i), rate) for i in range(M)]
 
     def bnn(key):

@@ -429,7 +429,8 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
         Seconds per method.
     """
     from symlib.inference import (Data, DropoutPosterior, LastLayerLaplace, Model, Samples, SGHMCConfig, SWAGConfig,
-                                  VIConfig, fit_sghmc, fit_swag, fit_vi, last_layer_kfac, sample)
+                                  VIConfig, fit_sghmc, fit_swag, fit_vi, sample)
+    from symlib.inference.laplace import last_layer_kfac
 
     x, y = jnp.asarray(d["x_train"]), jnp.asarray(d["y_train"])
     model, data = Model(_train_apply), Data(x, y)

@@ -32,7 +32,7 @@ _EXPORTS = {
                  "ROSSI_SEC51_CLAIMS", "ALIGN_DATASETS", "SPLITS"],
     "runs": ["AlignedVIPair", "VIAlignmentResult", "align_and_compare", "fit_and_align_pair", "vi_alignment",
              "ROBUSTNESS_PRIOR_VARS", "ROBUSTNESS_TEMPERATURES", "ROBUSTNESS_DATASET", "vi_alignment_robustness",
-             "load_resnet_data", "resnet20_loglik", "vi_alignment_resnet20", "VIAlignmentTimings", "TIMED_COLUMNS",
+             "load_resnet_data", "vi_alignment_resnet20", "VIAlignmentTimings", "TIMED_COLUMNS",
              "time_alignments", "vi_alignment_timings"],
     "tables": ["barriers_against_width", "training_length_rows", "TRAINING_LENGTH_HEADERS", "width_gaps", "mean_se",
                "format_mean_se", "barrier_table_rows", "BARRIER_TABLE_HEADERS", "timing_table_rows",

@@ -10,10 +10,14 @@ from typing import Any
 import jax
 import numpy as np
 
+from symlib.core.models import mlp_apply, mlp_init
 from symlib.experiments.cache import cached_steps
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import ExperimentResult, data_config, load_align_data, pick, register, run
 from symlib.experiments.rossi.settings import ALIGN_DATASETS, ROSSI_VI_SETTINGS, SPLITS, TIMING_REPEATS
+
+#: the MLP initialiser, compiled once per layout: the initial means of every VI fit here
+_mlp_init = jax.jit(mlp_init, static_argnums=1)
 
 
 
@@ -292,23 +296,28 @@ def fit_and_align_pair(profile: Profile, data: Mapping[str, np.ndarray], width: 
         As :func:`align_and_compare`, plus ``elbo_final`` (final per-example ELBO of the two
         fits) and ``posteriors`` (``mu0``, ``sigma0``, ``mu1``, ``sigma1``).
     """
-    from symlib.inference.vi import train_mlp_vi
+    from symlib.inference import Data, Model, VIConfig, fit_vi
     from symlib.symmetry.specs import mlp_permutation_spec
 
     evals = {s: (data[f"x_{s}"][: profile.align_n_eval], data[f"y_{s}"][: profile.align_n_eval]) for s in SPLITS}
     sizes = [data["x_train"].shape[1], *[int(width)] * profile.align_depth, 10]
     n = profile.align_n_train
     x_train, y_train = (data["x_train"], data["y_train"]) if n is None else (data["x_train"][:n], data["y_train"][:n])
-    fits = [train_mlp_vi(jax.random.key(100 * seed + int(width)), sizes, x_train, y_train,
-                       prior_var=profile.align_prior_var if prior_var is None else prior_var,
-                       std_init=ROSSI_VI_SETTINGS["std_init"], epochs=profile.align_epochs,
-                       batch_size=ROSSI_VI_SETTINGS["batch_size"], learning_rate=profile.learning_rate,
-                       temperature=ROSSI_VI_SETTINGS["temperature"] if temperature is None else temperature)
-            for seed in _pair_seeds(pair)]
-    q0, q1 = (fits[0].mu, fits[0].sigma), (fits[1].mu, fits[1].sigma)
+    config = VIConfig(epochs=profile.align_epochs, batch_size=ROSSI_VI_SETTINGS["batch_size"],
+                      learning_rate=profile.learning_rate,
+                      prior_var=profile.align_prior_var if prior_var is None else prior_var,
+                      std_init=ROSSI_VI_SETTINGS["std_init"],
+                      temperature=ROSSI_VI_SETTINGS["temperature"] if temperature is None else temperature)
+
+    def fit(seed: int):  # the seed's key splits into the initial means' key and the fit's
+        init_key, fit_key = jax.random.split(jax.random.key(100 * seed + int(width)))
+        return fit_vi(fit_key, _mlp_init(init_key, tuple(sizes)), Model(mlp_apply), Data(x_train, y_train), config)
+
+    fits = [fit(seed) for seed in _pair_seeds(pair)]
+    q0, q1 = (fits[0].mean, fits[0].std), (fits[1].mean, fits[1].std)
     return {**align_and_compare(mlp_permutation_spec(profile.align_depth), q0, q1, evals, profile,
                                 curve_seed=7 + int(pair)),
-            "elbo_final": np.asarray([f.elbo_history[-1] for f in fits]),
+            "elbo_final": np.asarray([f.info["elbo"][-1] for f in fits]),
             "posteriors": jax.tree.map(np.asarray, {"mu0": q0[0], "sigma0": q0[1], "mu1": q1[0], "sigma1": q1[1]})}
 
 
@@ -473,16 +482,6 @@ def load_resnet_data(profile: Profile) -> dict[str, np.ndarray]:
             "x_test": xte[:m], "y_test": np.asarray(yte[:m], np.int32)}
 
 
-def resnet20_loglik(params, xb, yb):
-    """Categorical log-likelihood of ResNet20 (:func:`symlib.core.resnet.resnet20_apply`), summed over the batch."""
-    import jax.numpy as jnp
-
-    from symlib.core.resnet import resnet20_apply
-
-    logp = jax.nn.log_softmax(resnet20_apply(params, xb), axis=-1)
-    return jnp.sum(jnp.take_along_axis(logp, yb[:, None].astype(jnp.int32), axis=-1))
-
-
 @register("vi_alignment_resnet20", _resnet_config,
           "Rossi et al. Sec. 5.1: two mean-field VI ResNet20 (LayerNorm) per width, Wasserstein alignment through "
           "the ResNet20 permutation spec, marginalised barriers (CIFAR-10; Fashion-MNIST as the quick stand-in)",
@@ -501,7 +500,7 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
         with ``curves``, ``barrier``, ``alignment_seconds``, ``elbo_final`` (and no posteriors).
     """
     from symlib.core.resnet import resnet20_apply, resnet20_init
-    from symlib.inference.vi import train_vi
+    from symlib.inference import Data, Model, VIConfig, fit_vi
     from symlib.symmetry.architectures import resnet20_permutation_spec
 
     d = load_resnet_data(profile)
@@ -510,18 +509,22 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
     m = profile.resnet_n_eval
     evals = {"train": (d["x_train"][:m], d["y_train"][:m]), "test": (d["x_test"], d["y_test"])}
 
+    # one compiled step called from Python: XLA runs ResNet20's backward pass slowly inside a scan on CPU
+    config = VIConfig(epochs=profile.resnet_epochs, batch_size=profile.resnet_batch_size,
+                      learning_rate=profile.learning_rate, prior_var=profile.align_prior_var,
+                      std_init=ROSSI_VI_SETTINGS["std_init"], temperature=ROSSI_VI_SETTINGS["temperature"],
+                      loop="python")
+    data = Data(d["x_train"], d["y_train"])
+
     def step(width: int) -> dict[str, Any]:
-        fits = [train_vi(jax.random.key(100 * seed + width), resnet20_init(jax.random.key(1000 + 100 * seed + width),
-                                                                          width, 10, channels),
-                       resnet20_loglik, d["x_train"], d["y_train"], prior_var=profile.align_prior_var,
-                       std_init=ROSSI_VI_SETTINGS["std_init"], epochs=profile.resnet_epochs,
-                       batch_size=profile.resnet_batch_size, learning_rate=profile.learning_rate,
-                       temperature=ROSSI_VI_SETTINGS["temperature"], loop="python")
+        fits = [fit_vi(jax.random.key(100 * seed + width),
+                       resnet20_init(jax.random.key(1000 + 100 * seed + width), width, 10, channels),
+                       Model(resnet20_apply), data, config)
                 for seed in (0, 1)]
-        q0, q1 = (fits[0].mu, fits[0].sigma), (fits[1].mu, fits[1].sigma)
+        q0, q1 = (fits[0].mean, fits[0].std), (fits[1].mean, fits[1].std)
         return {**align_and_compare(spec, q0, q1, evals, profile, taus=profile.resnet_n_lambdas,
                                     num_samples=profile.resnet_samples, apply_fn=resnet20_apply, batch_size=500),
-                "elbo_final": np.asarray([f.elbo_history[-1] for f in fits])}
+                "elbo_final": np.asarray([f.info["elbo"][-1] for f in fits])}
 
     # one step per width, each kept in the artifact cache: a killed run resumes
     widths = [int(w) for w in profile.resnet_widths]

@@ -19,6 +19,9 @@ from symlib.inference.hmc import SAMPLER_VERSION
 from symlib.experiments.xiao.results import CompactResult, EnsembleRun, HMCRun, VIRun, runs_in_order
 from symlib.experiments.xiao.settings import PRUNE_FRACTIONS
 
+#: the MLP initialiser, compiled once per layout: the initial means of the VI fits here
+_mlp_init = jax.jit(mlp_init, static_argnums=1)
+
 
 
 # ---------------------------------------------------------------------------------------
@@ -46,8 +49,9 @@ def _test_metrics(probs: np.ndarray, y: np.ndarray) -> dict[str, float]:
 def _fit_mlp_ensemble(profile: Profile, d: Mapping[str, Any], key: jax.Array, members: int):
     """``members`` MLPs trained at once (:func:`symlib.inference.fit_ensemble`) from ``key``:
     every member has its own initialisation and minibatch order
-    (:func:`symlib.inference.member_keys`)."""
-    from symlib.inference import Data, Model, fit_ensemble, member_keys
+    (:func:`symlib.inference.ensembles.member_keys`)."""
+    from symlib.inference import Data, Model, fit_ensemble
+    from symlib.inference.ensembles import member_keys
 
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
     cfg = map_train_config(profile)._replace(epochs=profile.bnn_epochs)
@@ -93,15 +97,18 @@ def _vi_config(profile: Profile) -> dict[str, Any]:
 def _fit_vi(profile: Profile, d: Mapping[str, Any], seed: int) -> dict[str, Any]:
     """One mean-field VI fit of the MLP (training key ``2 seed``, predictive key ``2 seed + 1``)."""
     from symlib.evaluation.predictive import predict_from_gaussian
-    from symlib.inference.vi import train_mlp_vi
+    from symlib.inference import Data, Model, VIConfig, fit_vi
 
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
-    res = train_mlp_vi(jax.random.key(2 * seed), sizes, d["x_train"], d["y_train"], prior_var=profile.prior_std**2,
-                       std_init=profile.vi_std_init, epochs=profile.vi_epochs, batch_size=profile.vi_batch_size,
-                       learning_rate=profile.vi_learning_rate)
-    probs = predict_from_gaussian(jax.random.key(2 * seed + 1), res.mu, res.sigma, d["x_test"], profile.mc_samples)
-    return {"mu": jax.device_get(res.mu), "sigma": jax.device_get(res.sigma),
-            "elbo_history": np.asarray(res.elbo_history), "test_probs": np.asarray(probs),
+    init_key, fit_key = jax.random.split(jax.random.key(2 * seed))
+    config = VIConfig(epochs=profile.vi_epochs, batch_size=profile.vi_batch_size,
+                      learning_rate=profile.vi_learning_rate, prior_var=profile.prior_std**2,
+                      std_init=profile.vi_std_init)
+    q = fit_vi(fit_key, _mlp_init(init_key, tuple(sizes)), Model(mlp_apply), Data(d["x_train"], d["y_train"]),
+               config)
+    probs = predict_from_gaussian(jax.random.key(2 * seed + 1), q.mean, q.std, d["x_test"], profile.mc_samples)
+    return {"mu": jax.device_get(q.mean), "sigma": jax.device_get(q.std),
+            "elbo_history": np.asarray(q.info["elbo"]), "test_probs": np.asarray(probs),
             "test": _test_metrics(probs, d["y_test"])}
 
 

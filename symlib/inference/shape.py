@@ -1,0 +1,229 @@
+"""The shape every posterior approximation shares: the model and data a fit takes, the
+posteriors it returns, and :func:`sample`.
+
+Every method is ``fit_<method>(key, params0, model, data, config) -> posterior`` (its module:
+:mod:`~symlib.inference.training` for MAP and deep ensembles, :mod:`~symlib.inference.vi`,
+:mod:`~symlib.inference.laplace`, :mod:`~symlib.inference.swag`,
+:mod:`~symlib.inference.sgmcmc`, :mod:`~symlib.inference.dropout`, and
+:func:`symlib.inference.fit_hmc`), with
+
+- ``key``: the ``jax.random`` key of everything random in the fit (minibatch orders, crops,
+  weight noise, dropout masks; the Laplace fit is deterministic and ignores it);
+- ``params0``: one network's parameters, any pytree: where the fit starts (MAP, VI, SGHMC,
+  dropout, HMC) or the trained network it is built around (Laplace, SWAG); for a deep
+  ensemble, the members' starting networks stacked on a leading axis;
+- ``model``: a :class:`Model`, the network as ``apply_fn(params, x) -> logits`` (a
+  categorical likelihood) and which entries of its pytree are model state;
+- ``data``: a :class:`Data`, the training inputs and integer labels;
+- ``config``: the method's settings, one type per method.
+
+Each returns a posterior that :func:`sample` draws networks from, stacked on a leading
+axis: :class:`PointEstimate` (MAP), :class:`Samples` (deep ensembles, SGHMC; HMC with its
+chains kept apart), :class:`~symlib.core.gaussian.DiagonalGaussian` (VI),
+:class:`~symlib.inference.laplace.LaplacePosterior`,
+:class:`~symlib.inference.laplace.LastLayerLaplace`,
+:class:`~symlib.inference.swag.SWAGPosterior`,
+:class:`~symlib.inference.dropout.DropoutPosterior`; each method's module registers its
+posterior's sampler with ``@sample.register``. What a fit reports beyond the posterior is the
+posterior's ``info`` (epoch losses, the ELBO, the HMC run's statistics).
+
+**Model state.** A network's pytree may hold entries that are no weights: a Flax model's
+variables dict ``{"params": ..., "batch_stats": ...}`` holds BatchNorm's running statistics.
+:class:`Model` names them (``state=("batch_stats",)``) and gives the training-mode forward
+(``train_apply_fn``); then every fit differentiates, and puts a posterior on, the weights
+only, and every sampled network carries the state:
+
+- MAP, deep ensembles and SWAG train in the model's training mode and take the state the
+  forward returns at every step (BatchNorm's running statistics updated as the model
+  defines); SWAG's posterior holds the statistics of the end of its run, with no spread;
+- VI, Laplace (dense or last layer), SGHMC and HMC hold the state fixed at ``params0``'s values
+  (the evaluation mode of ``apply_fn``): VI's standard deviations are exactly 0 there, the
+  Laplace and SGHMC samples carry it unchanged (full-batch HMC too:
+  :func:`~symlib.inference.hmc.make_logdensity`'s ``state`` holds it fixed);
+- MC dropout uses the model's own dropout (:func:`~symlib.inference.dropout.fit_dropout`).
+
+Each fit checks its inputs first (:func:`check_fit_inputs`) and its result after
+(:func:`raise_if_not_finite`: a :class:`NonFiniteFitError` names the epoch or sample and the fix).
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from symlib.core.checks import check_finite_tree, positive_int, warn_raw_images
+from symlib.core.gaussian import DiagonalGaussian, sample_gaussian
+from symlib.inference._loop import check_state
+
+__all__ = ["Model", "Data", "PointEstimate", "Samples", "DiagonalGaussian", "NonFiniteFitError", "sample",
+           "check_fit_inputs", "raise_if_not_finite", "first_non_finite"]
+
+PyTree = Any
+
+
+class Model(NamedTuple):
+    """A classifier (categorical likelihood): its forward passes and which entries of its
+    pytree are model state.
+
+    Attributes:
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network, deterministic: the
+            evaluation mode (running statistics, no dropout), e.g.
+            ``lambda v, x: module.apply(v, x, train=False)`` for a ``flax.linen`` module.
+        state: the top-level entries of ``params`` that are model state, not weights (e.g.
+            ``("batch_stats",)``): never differentiated, never given a posterior spread
+            (module docstring); every name must be a top-level key of ``params0``.
+        train_apply_fn: ``train_apply_fn(params, x, key) -> (logits, new_state)``, the
+            training-mode forward (the model's own dropout drawn from ``key``, BatchNorm on the
+            batch's statistics) and the updated state entries (a dict over ``state``'s names;
+            ``{}`` without state), e.g. ``lambda v, x, k: module.apply(v, x, train=True,
+            mutable=["batch_stats"], rngs={"dropout": k})``. MAP, ensembles, SWAG and dropout
+            train with it. ``None``: they train with ``apply_fn``, the state held fixed.
+        dropout_apply_fn: ``dropout_apply_fn(params, x, key) -> logits``, MC dropout's
+            prediction: the model's own dropout on (drawn from ``key``), its state in
+            evaluation mode (running statistics), e.g. ``lambda v, x, k: module.apply(v, x,
+            train=False, mc_dropout=True, rngs={"dropout": k})`` for a module whose
+            ``nn.Dropout`` is ``deterministic=not (train or mc_dropout)``. With it
+            :func:`fit_dropout` uses the model's dropout instead of a layer name.
+    """
+
+    apply_fn: Callable[[PyTree, jax.Array], jax.Array]
+    state: tuple[str, ...] = ()
+    train_apply_fn: Callable[[PyTree, jax.Array, jax.Array], tuple[jax.Array, dict]] | None = None
+    dropout_apply_fn: Callable[[PyTree, jax.Array, jax.Array], jax.Array] | None = None
+
+
+class Data(NamedTuple):
+    """Training inputs ``x`` (leading axis: examples; what ``apply_fn`` takes) and integer labels ``y``."""
+
+    x: Any
+    y: Any
+
+
+class PointEstimate(NamedTuple):
+    """One network (MAP): :func:`sample` repeats it. ``info``: what the fit reports
+    (:func:`fit_map`: ``epoch_loss``, the mean objective of every epoch, and with
+    ``keep_trajectory`` the ``trajectory``, the parameters after every epoch), or None."""
+
+    params: PyTree
+    info: Any = None
+
+
+class Samples(NamedTuple):
+    """Networks already drawn (deep ensembles, SGHMC, HMC), stacked on a leading axis:
+    :func:`sample` takes the first ``n`` (the key is not used).
+
+    With ``chains=True`` (:func:`fit_hmc`) every leaf has two leading axes, ``(chains, draws
+    per chain)``: the chains stay apart for the convergence diagnostics
+    (:func:`symlib.inference.diagnostics.function_space_diagnostics` takes ``samples`` as
+    it is), and :func:`sample` and :meth:`stacked` take the draws across the chains in turn
+    (draw 0 of every chain, then draw 1, ...), so a few draws already come from every chain.
+    ``info``: what the sampler reports (HMC: its :class:`~symlib.inference.hmc.HMCResult`,
+    with acceptance, divergences and step sizes), or None.
+    """
+
+    samples: PyTree
+    chains: bool = False
+    info: Any = None
+
+    def stacked(self) -> PyTree:
+        """The networks on one leading axis (with ``chains``: draw-major across the chains)."""
+        if not self.chains:
+            return self.samples
+        return jax.tree_util.tree_map(lambda a: np.swapaxes(np.asarray(a), 0, 1).reshape(-1, *np.shape(a)[2:]),
+                                      self.samples)
+
+
+class NonFiniteFitError(FloatingPointError):
+    """A fit whose loss, parameters or samples became NaN or inf; the message names where
+    and what to change."""
+
+
+def first_non_finite(values) -> int | None:
+    """The 0-based index of the first non-finite entry of a 1-d history, or None."""
+    bad = np.flatnonzero(~np.isfinite(np.asarray(values, np.float64).reshape(len(values), -1)).all(axis=1))
+    return int(bad[0]) if bad.size else None
+
+
+def raise_if_not_finite(tree, method: str, what: str, fix: str, history=None, unit: str = "epoch") -> None:
+    """Raise :class:`NonFiniteFitError` if ``tree`` (the fit's result) holds NaN or inf,
+    naming the first non-finite entry of ``history`` (a loss per ``unit``) and the fix."""
+    if all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree_util.tree_leaves(tree)):
+        return
+    where = ""
+    if history is not None and (k := first_non_finite(history)) is not None:
+        where = f" (the loss was first non-finite at {unit} {k + 1})"
+    raise NonFiniteFitError(f"{method}: the {what} became NaN or inf{where}; {fix}")
+
+
+def check_fit_inputs(model, data, config, config_type, params0=None) -> None:
+    """Check a fit's inputs before any work: ``model`` a :class:`Model`, ``data`` a :class:`Data`,
+    ``config`` a ``config_type``, and ``params0`` (if given) finite with the model's state entries."""
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a symlib.inference.Model(apply_fn), got {type(model).__name__}: the fits "
+                        "take (key, params0, model, data, config)")
+    if not isinstance(data, Data):
+        raise TypeError(f"data must be a symlib.inference.Data(x, y), got {type(data).__name__}")
+    if not isinstance(config, config_type):
+        raise TypeError(f"config must be a {config_type.__name__}, got {type(config).__name__}")
+    for name in ("train_apply_fn", "dropout_apply_fn"):
+        if getattr(model, name) is not None and not callable(getattr(model, name)):
+            raise TypeError(f"model.{name} must be callable or None, got {getattr(model, name)!r}")
+    if params0 is not None:
+        check_state(params0, model.state, "params0")
+        check_finite_tree(params0, "params0")
+    warn_raw_images(data.x, "data.x")
+
+
+@functools.singledispatch
+def _draw(posterior: Any, key: jax.Array, n: int) -> PyTree:
+    raise TypeError(f"no sampler for a {type(posterior).__name__}; register one with "
+                    "@symlib.inference.sample.register")
+
+
+def sample(key: jax.Array, posterior: Any, n: int) -> PyTree:
+    """``n`` networks drawn from ``posterior``, stacked on a leading axis of every leaf.
+
+    Dispatched on the posterior's type: a new posterior type joins with
+    ``@sample.register`` on a function ``(posterior: NewType, key, n) -> networks``
+    (:func:`functools.singledispatch` on its first argument).
+
+    Args:
+        key: ``jax.random`` key of the draws.
+        posterior: what a ``fit_<method>`` returned (or any registered type).
+        n: number of networks.
+
+    Returns:
+        The networks, in the layout of one network with a leading axis of size ``n``.
+
+    Raises:
+        TypeError: for a posterior type with no sampler.
+        ValueError: for ``n`` not a positive integer, or more than a :class:`Samples` holds.
+    """
+    return _draw(posterior, key, n)
+
+
+sample.register = _draw.register
+
+
+@sample.register
+def _(posterior: PointEstimate, key, n):
+    n = positive_int(n, "n")
+    return jax.tree_util.tree_map(lambda a: np.broadcast_to(np.asarray(a), (n,) + np.shape(a)), posterior.params)
+
+
+@sample.register
+def _(posterior: DiagonalGaussian, key, n):
+    return sample_gaussian(key, posterior.mean, posterior.std, n)
+
+
+@sample.register
+def _(posterior: Samples, key, n):
+    n = positive_int(n, "n")
+    stack = posterior.stacked()
+    have = len(jax.tree_util.tree_leaves(stack)[0])
+    if n > have:
+        raise ValueError(f"the posterior holds {have} samples; cannot take n={n}")
+    return jax.tree_util.tree_map(lambda a: a[:n], stack)
