@@ -208,11 +208,7 @@ if paper_run is not None:
 # which is where the paper's near-complete removal at {paper}`512` units would come from.
 
 # %% tags=["nbval-check-output"]
-for label, found in ((profile.name, outcomes), ("paper", saved_outcomes)):
-    unexpected = claims.unexpected_failures(found, label)
-    assert unexpected == [], [(o.claim.name, o.verdict.value, o.detail) for o in unexpected]
-print(f"{len(outcomes)} claim(s) of Xiao et al. have their expected verdicts: "
-      + ", ".join(f"{o.claim.name} ({o.verdict.value})" for o in outcomes))
+claims.assert_expected(outcomes, profile.name, "Xiao et al.", saved=[("paper", saved_outcomes)])
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

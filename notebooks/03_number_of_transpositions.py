@@ -438,13 +438,7 @@ if saved_paths is not None and "repaired" in saved_paths["summary"]["permuted"]:
 # {doc}`reproduction report <14_reproduction_report>` shows Figure 2's verdicts.
 
 # %% tags=["nbval-check-output"]
-unexpected = claims.unexpected_failures(outcomes, profile.name)  # every claim, this profile
-assert unexpected == [], [(o.claim.name, o.verdict.value, o.detail) for o in unexpected]
-for label, found in saved_outcomes:
-    unexpected = claims.unexpected_failures(found, label)
-    assert unexpected == [], [(label, o.claim.name, o.verdict.value, o.detail) for o in unexpected]
-print(f"{len(outcomes)} claim(s) of Xiao et al. have their expected verdicts: "
-      + ", ".join(f"{o.claim.name} ({o.verdict.value})" for o in outcomes))
+claims.assert_expected(outcomes, profile.name, "Xiao et al.", saved=saved_outcomes)  # every claim, every run
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

@@ -410,10 +410,7 @@ display(paper_vs_ours([
 # above the table when there is one).
 
 # %% tags=["nbval-check-output"]
-unexpected = claims.unexpected_failures(outcomes, profile.name)
-assert unexpected == [], [(o.claim.name, o.verdict.value, o.detail) for o in unexpected]
-print(f"{len(outcomes)} claim(s) of Table 1 have their expected verdicts: "
-      + ", ".join(f"{o.claim.name} ({o.verdict.value})" for o in outcomes))
+claims.assert_expected(outcomes, profile.name, "Table 1")
 
 # %% [markdown]
 # ## Beyond the paper: q_d and q_r against the number of chains

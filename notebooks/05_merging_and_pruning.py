@@ -294,10 +294,7 @@ glue("ch05_arch", f"784-{profile.hidden}-10", display=False)
 # the paper's, or a difference registered with its reason (printed above the table).
 
 # %% tags=["nbval-check-output"]
-unexpected = claims.unexpected_failures(fig3, profile.name)
-assert unexpected == [], [(o.claim.name, o.verdict.value, o.detail) for o in unexpected]
-print(f"{len(fig3)} claim(s) of Fig. 3 have their expected verdicts: "
-      + ", ".join(f"{o.claim.name} ({o.verdict.value})" for o in fig3))
+claims.assert_expected(fig3, profile.name, "Fig. 3")
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

@@ -233,10 +233,7 @@ claims.epilogue(outcomes, profile.name, prefix="ch07", glue=glue,
                 scale="quick miniature" if profile.name == "quick" else None)
 
 # %% tags=["nbval-check-output"]
-assert claims.unexpected_failures(outcomes, profile.name) == [], [
-    (o.claim.name, o.verdict.value, o.detail) for o in claims.unexpected_failures(outcomes, profile.name)]
-print(f"{len(outcomes)} claim(s) of Rossi et al. have their expected verdicts: "
-      + ", ".join(f"{o.claim.name} ({o.verdict.value})" for o in outcomes))
+claims.assert_expected(outcomes, profile.name, "Rossi et al.")
 
 # %% [markdown]
 # **What the replicated quick miniature says.** Alignment lowers every barrier

@@ -528,10 +528,7 @@ claims.epilogue(mlp_outcomes, profile.name, prefix="ch10_mlp", glue=glue,
 outcomes = opt_outcomes + mlp_outcomes
 
 # %% tags=["nbval-check-output"]
-unexpected = claims.unexpected_failures(outcomes, profile.name)
-assert unexpected == [], [(o.claim.name, o.verdict.value, o.detail) for o in unexpected]
-print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts: "
-      + ", ".join(f"{o.claim.experiment}.{o.claim.name} ({o.verdict.value})" for o in outcomes))
+claims.assert_expected(outcomes, profile.name, "Laurent et al.", qualified=True)
 
 # %% [markdown]
 # **What our runs say.** Trained networks above their min-mass point: OptuNets

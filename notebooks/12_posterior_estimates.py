@@ -341,10 +341,7 @@ for v, ms in better_than_ns.items():
     glue(f"ch12_better_{v.split()[-1]}", ", ".join(ms) or "none", display=False)
 
 # %% tags=["nbval-check-output"]
-unexpected = claims.unexpected_failures(outcomes, profile.name)
-assert unexpected == [], [(o.claim.name, o.verdict.value, o.detail) for o in unexpected]
-print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts: "
-      + ", ".join(f"{o.claim.name} ({o.verdict.value})" for o in outcomes))
+claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 
 # %% [markdown]
 # **What our run says.** Multi-mode estimates and deep ensembles closer to the reference

@@ -179,10 +179,7 @@ for o in outcomes:
     glue(f"ch13_t_{o.claim.name}", o.evidence.threshold.value, display=False)
 
 # %% tags=["nbval-check-output"]
-unexpected = claims.unexpected_failures(outcomes, profile.name)
-assert unexpected == [], [(o.claim.name, o.verdict.value, o.detail) for o in unexpected]
-print(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts: "
-      + ", ".join(f"{o.claim.name} ({o.verdict.value})" for o in outcomes))
+claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 
 # %% [markdown]
 # **What our run says.** Over {glue:text}`ch13_pairs` pairs of {glue:text}`ch13_nets`

@@ -497,3 +497,23 @@ def test_epilogue_shows_glues_and_explains_in_one_call(capsys, monkeypatch):
     for o in outcomes:
         why = claims.documented_difference(o.claim.experiment, "quick", o.claim.name)
         assert (why is not None) == (f"toy_perceptrons.{o.claim.name} (" in printed)
+
+
+def test_assert_expected_checks_every_run_and_names_each_claim(capsys, monkeypatch):
+    """claims.assert_expected: one printed line when every verdict is the registered one; an
+    AssertionError naming the run and claim of any other, and nothing printed."""
+    outcomes = claims.evaluate("toy_perceptrons", _toy_summary(_toy_weights(np.random.default_rng(0),
+                                                                            mirrored=False)))
+    for o in outcomes:  # register what this run gives, so every verdict is the expected one
+        if o.verdict is not claims.Verdict.HOLDS:
+            monkeypatch.setitem(claims.DIFFERENCES, ("toy_perceptrons", "quick", o.claim.name), (o.verdict, "test"))
+    claims.assert_expected(outcomes, "quick", "Laurent et al.", qualified=True)
+    line = capsys.readouterr().out
+    assert line.startswith(f"{len(outcomes)} claim(s) of Laurent et al. have their expected verdicts: ")
+    assert all(f"toy_perceptrons.{o.claim.name} ({o.verdict.value})" in line for o in outcomes)
+    first = outcomes[0]
+    other = claims.Verdict.DIFFERS if first.verdict is not claims.Verdict.DIFFERS else claims.Verdict.HOLDS
+    monkeypatch.setitem(claims.DIFFERENCES, ("toy_perceptrons", "paper", first.claim.name), (other, "test"))
+    with pytest.raises(AssertionError, match=rf"\('paper', '{first.claim.name}', '{first.verdict.value}'"):
+        claims.assert_expected(outcomes, "quick", "Laurent et al.", saved=[("paper", outcomes)])
+    assert capsys.readouterr().out == ""  # nothing printed when a verdict is unexpected

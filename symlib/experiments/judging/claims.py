@@ -40,7 +40,8 @@ Summary = Mapping[str, Any]
 __all__ = ["Claim", "ClaimOutcome", "Evidence", "Verdict", "CLAIMS", "DIFFERENCES", "claim", "difference",
            "documented_difference", "evaluate", "unexpected_failures", "check_summary", "check_result",
            "claims_table", "exact", "one_run", "gated", "mean_of_units", "bootstrap_of_units", "share_of_units", "not_tested",
-           "interval_evidence", "verdict_counts", "worst", "glue_outcomes", "print_differences", "epilogue"]
+           "interval_evidence", "verdict_counts", "worst", "glue_outcomes", "print_differences", "epilogue",
+           "assert_expected"]
 
 
 class Verdict(str, enum.Enum):
@@ -404,7 +405,7 @@ def epilogue(outcomes: Sequence[ClaimOutcome], profile: str, *, prefix: str, glu
     """A chapter's claims in one call: their table (:func:`claims_table`, displayed), each
     outcome glued (:func:`glue_outcomes`: ``{prefix}_v_{claim}`` and ``{prefix}_e_{claim}``) and
     the registered reason of every documented difference printed (:func:`print_differences`).
-    The chapter then asserts :func:`unexpected_failures` in a cell of its own.
+    The chapter then checks the verdicts in a cell of its own (:func:`assert_expected`).
 
     Args:
         outcomes: from :func:`evaluate`.
@@ -442,6 +443,32 @@ def unexpected_failures(outcomes: Sequence[ClaimOutcome], profile: str) -> list[
         if o.verdict is not expected:
             out.append(o)
     return out
+
+
+def assert_expected(outcomes: Sequence[ClaimOutcome], profile: str, what: str, *,
+                    saved: Sequence[tuple[str, Sequence[ClaimOutcome]]] = (), qualified: bool = False) -> None:
+    """A chapter's check of its claims, in one call: every outcome has the verdict expected for
+    ``profile`` (:func:`unexpected_failures`), and so has every outcome of each saved run in
+    ``saved`` (``(profile label, outcomes)`` pairs); then one line names every claim of
+    ``outcomes`` and its verdict (``experiment.claim`` with ``qualified``).
+
+    Args:
+        outcomes: from :func:`evaluate`, on the run of ``profile``.
+        profile: that run's profile label.
+        what: whose claims, for the printed line (``"Laurent et al."``).
+        saved: the saved runs' outcomes, each with its profile label.
+        qualified: name each claim with its experiment.
+
+    Raises:
+        AssertionError: naming every unexpected outcome (run, claim, verdict and detail), so that
+            a result that changes class fails the chapter.
+    """
+    unexpected = [(label, o.claim.name, o.verdict.value, o.detail)
+                  for label, found in ((profile, outcomes), *saved) for o in unexpected_failures(found, label)]
+    if unexpected:
+        raise AssertionError(f"claims whose verdict is not the registered one: {unexpected}")
+    print(f"{len(outcomes)} claim(s) of {what} have their expected verdicts: " + ", ".join(
+        f"{o.claim.experiment + '.' if qualified else ''}{o.claim.name} ({o.verdict.value})" for o in outcomes))
 
 
 def evaluate(experiment: str, summary: Summary) -> list[ClaimOutcome]:
