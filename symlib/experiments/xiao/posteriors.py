@@ -217,10 +217,9 @@ def _hmc_summary(res: dict[str, Any]) -> dict[str, Any]:
 
 
 def _hmc_setup(profile: Profile, chains: int, samples: int):
-    """The data, HMC config, initial positions (one per chain, from key 0) and target of
-    the ``hmc`` experiment, with ``chains`` x ``samples`` kept samples (the target is
-    :func:`~symlib.inference.fit_hmc`'s for the same data and prior)."""
-    from symlib.inference.hmc import HMCConfig, make_logdensity
+    """The data, HMC config and initial positions (one per chain, from key 0) of the ``hmc``
+    experiment, with ``chains`` x ``samples`` kept samples."""
+    from symlib.inference.hmc import HMCConfig
 
     d = load_bnn_data(profile)
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
@@ -228,7 +227,15 @@ def _hmc_setup(profile: Profile, chains: int, samples: int):
                     num_samples=samples, thin=profile.hmc_thin, num_chains=chains, adapt_step_size=profile.hmc_adapt)
     inits = [mlp_init(k, sizes) for k in jax.random.split(jax.random.key(0), chains)]
     init = jax.tree_util.tree_map(lambda *a: jax.numpy.stack(a), *inits)
-    return d, cfg, init, make_logdensity(d["x_train"], d["y_train"], prior_var=profile.prior_std**2)
+    return d, cfg, init
+
+
+def _hmc_target(profile: Profile, d: Mapping[str, Any]):
+    """The ``hmc`` experiment's log density (:func:`~symlib.inference.fit_hmc`'s for the same
+    data and prior), for the runs that drive the sampler themselves."""
+    from symlib.inference.hmc import make_logdensity
+
+    return make_logdensity(d["x_train"], d["y_train"], prior_var=profile.prior_std**2)
 
 
 @register("hmc", _hmc_config, "full-batch HMC (BlackJAX) on the BNN posterior, chains written to disk and resumable",
@@ -249,7 +256,7 @@ def hmc(profile: Profile) -> dict[str, Any]:
     from symlib.inference import Data, Model, fit_hmc
     from symlib.inference.diagnostics import function_space_diagnostics
 
-    d, cfg, init, _ = _hmc_setup(profile, profile.hmc_chains, profile.hmc_samples)
+    d, cfg, init = _hmc_setup(profile, profile.hmc_chains, profile.hmc_samples)
     post = fit_hmc(jax.random.key(1), init, Model(mlp_apply), Data(d["x_train"], d["y_train"]), cfg,
                    prior_var=profile.prior_std**2, out_dir=hmc_run_dir(profile), init_per_chain=True)
     result, samples = post.info, post.samples
@@ -326,9 +333,9 @@ def hmc_precision(profile: Profile) -> dict[str, Any]:
 
     from symlib.inference.hmc import precision_study
 
-    _, cfg, init, logdensity = _hmc_setup(profile, PRECISION_CHAINS, PRECISION_KEPT)
+    d, cfg, init = _hmc_setup(profile, PRECISION_CHAINS, PRECISION_KEPT)
     cfg = replace(cfg, num_burnin=PRECISION_BURNIN, thin=1, adapt_step_size=True)
-    study = precision_study(jax.random.key(0), init, logdensity, cfg)
+    study = precision_study(jax.random.key(0), init, _hmc_target(profile, d), cfg)
     return {**study, "runs": {p: {**r, "warnings": {str(i): w for i, w in enumerate(r["warnings"])}}
                               for p, r in study["runs"].items()}}
 
@@ -367,8 +374,8 @@ def hmc_pieces_run(profile: Profile, chains: int = PIECES_CHAINS, samples: int =
     """
     from symlib.experiments.xiao.hmc_pieces import PiecedHMC
 
-    d, cfg, init, logdensity = _hmc_setup(profile, chains, samples)
-    return PiecedHMC(jax.random.key(1), init, logdensity, cfg, d["x_test"], d["y_test"],
+    d, cfg, init = _hmc_setup(profile, chains, samples)
+    return PiecedHMC(jax.random.key(1), init, _hmc_target(profile, d), cfg, d["x_test"], d["y_test"],
                      x_match=d["x_train"][:MATCH_EXAMPLES], chunk_size=chunk_size, init_per_chain=True)
 
 
