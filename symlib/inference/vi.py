@@ -64,7 +64,7 @@ import optax
 from symlib.core.checks import check_finite_tree, check_key, positive_float
 from symlib.core.noise import normal_vector, perturb, split_like
 from symlib.core.models import Params, mlp_apply
-from symlib.inference._loop import check_minibatch_data, check_network_data, check_state, split_state
+from symlib.inference._loop import check_minibatch_data, check_network_data, check_state, merge_state, split_state
 from symlib.core.gaussian import DiagonalGaussian
 from symlib.inference.shape import Data, Model, check_fit_inputs, raise_if_not_finite
 
@@ -155,14 +155,6 @@ def init_mean_field(init_mu: PyTree, std_init: float = DEFAULT_STD_INIT,
         jax.tree_util.tree_map(jnp.asarray, fixed)
 
 
-def _network(weights: PyTree, fixed: dict, layout: tuple | None) -> PyTree:
-    """The network: ``weights`` with the state entries ``fixed`` back in place, in the
-    top-level order ``layout`` (``weights`` itself when there is no state)."""
-    if layout is None:
-        return weights
-    return {k: fixed[k] if k in fixed else weights[k] for k in layout}
-
-
 def sample_from_noise(q: MeanFieldState, eps: jax.Array) -> PyTree:
     """The reparameterised weights ``mu + softplus(rho) * eps`` (differentiable in ``q``).
 
@@ -178,8 +170,7 @@ def sample_from_noise(q: MeanFieldState, eps: jax.Array) -> PyTree:
 
 
 def neg_elbo_from_noise(q: MeanFieldState, eps: jax.Array, loglik_fn: LogLikFn, xb, yb, n_data: int, *,
-                        prior_var: float = DEFAULT_PRIOR_VAR, temperature: float = 1.0, fixed: dict | None = None,
-                        layout: tuple | None = None):
+                        prior_var: float = DEFAULT_PRIOR_VAR, temperature: float = 1.0, fixed: dict | None = None):
     """The minibatch negative ELBO per training example, ``NELBO_B / n_data`` (module
     docstring), for given standard-normal noise.
 
@@ -197,7 +188,6 @@ def neg_elbo_from_noise(q: MeanFieldState, eps: jax.Array, loglik_fn: LogLikFn, 
         prior_var: the prior variance.
         temperature: likelihood temperature.
         fixed: the model-state entries (:func:`init_mean_field`), put back into every network.
-        layout: the network's top-level order when there is state (``tuple(params)``).
 
     Returns:
         ``(objective, kl)``: the negative ELBO per example and the KL term.
@@ -205,7 +195,7 @@ def neg_elbo_from_noise(q: MeanFieldState, eps: jax.Array, loglik_fn: LogLikFn, 
     fixed = {} if fixed is None else fixed
 
     def loglik(e):
-        return loglik_fn(_network(sample_from_noise(q, e), fixed, layout), xb, yb)
+        return loglik_fn(merge_state(sample_from_noise(q, e), fixed), xb, yb)
 
     ll = loglik(eps) if eps.ndim == 1 else jnp.mean(jax.vmap(loglik)(eps))
     kl = gaussian_kl(q.mu, jax.tree_util.tree_map(jax.nn.softplus, q.rho), prior_var)
@@ -221,18 +211,18 @@ class VIResult(NamedTuple):
     elbo_history: np.ndarray
 
 
-_STATIC = ("layout", "loglik_fn", "batch_size", "n_data", "prior_var", "temperature", "num_mc", "learning_rate")
+_STATIC = ("loglik_fn", "batch_size", "n_data", "prior_var", "temperature", "num_mc", "learning_rate")
 LOOPS = ("scan", "python")
 
 
-def _step(fixed, x, y, *, layout, loglik_fn, n_data, prior_var, temperature, num_mc, learning_rate):
+def _step(fixed, x, y, *, loglik_fn, n_data, prior_var, temperature, num_mc, learning_rate):
     """The Adam step on one minibatch: ``((q, opt_state), (idx, key)) -> (carry, elbo)``."""
     opt = optax.adam(learning_rate)
 
     def objective(q, k, xb, yb):
         eps = normal_vector(k, q.mu, None if num_mc == 1 else num_mc)
         return neg_elbo_from_noise(q, eps, loglik_fn, xb, yb, n_data, prior_var=prior_var, temperature=temperature,
-                                   fixed=fixed, layout=layout)[0]
+                                   fixed=fixed)[0]
 
     grad_fn = jax.value_and_grad(objective)
 
@@ -257,10 +247,10 @@ def _epoch_plan(key, n: int, epochs: int, batch_size: int):
     return orders, noise
 
 
-def _moments(q: MeanFieldState, fixed: dict, layout) -> tuple[PyTree, PyTree]:
+def _moments(q: MeanFieldState, fixed: dict) -> tuple[PyTree, PyTree]:
     """The means and standard deviations in the network's layout (0 on the state entries)."""
     sigma = jax.tree_util.tree_map(jax.nn.softplus, q.rho)
-    return _network(q.mu, fixed, layout), _network(sigma, jax.tree_util.tree_map(jnp.zeros_like, fixed), layout)
+    return merge_state(q.mu, fixed), merge_state(sigma, jax.tree_util.tree_map(jnp.zeros_like, fixed))
 
 
 @partial(jax.jit, static_argnames=("epochs",) + _STATIC)
@@ -273,7 +263,7 @@ def _train(q, fixed, key, x, y, *, epochs, batch_size, **static):
 
     plan = _epoch_plan(key, x.shape[0], epochs, batch_size)
     (q, _), history = jax.lax.scan(epoch, (q, opt.init(q)), plan)
-    return history, *_moments(q, fixed, static["layout"])
+    return history, *_moments(q, fixed)
 
 
 @partial(jax.jit, static_argnames=_STATIC, donate_argnums=(0,))
@@ -292,7 +282,7 @@ def _train_python(q, fixed, key, x, y, *, epochs, batch_size, **static):
             carry, elbo = _one_step(carry, fixed, x, y, idx, k, batch_size=batch_size, **static)
             elbos.append(elbo)
         history.append(jnp.mean(jnp.stack(elbos)))
-    return jnp.stack(history), *_moments(carry[0], fixed, static["layout"])
+    return jnp.stack(history), *_moments(carry[0], fixed)
 
 
 def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
@@ -354,12 +344,11 @@ def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
     check_key(key, "key")
     prior_var = positive_float(DEFAULT_PRIOR_VAR if prior_var is None else prior_var, "prior_var")
     q, fixed = init_mean_field(init_mu, DEFAULT_STD_INIT if std_init is None else std_init, state)
-    layout = tuple(init_mu) if fixed else None
     x, y = jnp.asarray(x), jnp.asarray(y)
-    check_loglik(loglik_fn, _network(q.mu, fixed, layout), x, y, batch_size, "init_mu")
+    check_loglik(loglik_fn, merge_state(q.mu, fixed), x, y, batch_size, "init_mu")
 
     history, mu, sigma = (_train if loop == "scan" else _train_python)(
-        q, fixed, key, x, y, layout=layout, loglik_fn=loglik_fn, epochs=int(epochs), batch_size=int(batch_size),
+        q, fixed, key, x, y, loglik_fn=loglik_fn, epochs=int(epochs), batch_size=int(batch_size),
         n_data=n_data, prior_var=float(prior_var), temperature=float(temperature), num_mc=int(num_mc),
         learning_rate=learning_rate if callable(learning_rate) else float(learning_rate))
     history = np.asarray(history)

@@ -287,3 +287,19 @@ def test_bayes_by_backprop_of_optunet_through_categorical_loglik_fn():
     with pytest.raises(ValueError, match="y"):  # labels checked against OptuNet's 10 classes
         fit_vi(jax.random.key(3), params, Model(optunet_apply), Data(x, y + 10),
                VIConfig(epochs=1, batch_size=16, learning_rate=1e-2))
+
+
+def test_fit_vi_with_state_does_not_depend_on_the_key_order():
+    """The same network with its top-level entries (weights, state) in another order: the same fit."""
+    x, y = _toy_classification()
+    net = {"w": mlp_init(jax.random.key(0), [6, 8, 3]), "s": {"shift": jnp.asarray([0.1, -0.2, 0.3])}}
+
+    def apply(v, xb):
+        return mlp_apply(v["w"], xb) + v["s"]["shift"]
+
+    cfg = VIConfig(**FAST)
+    a = fit_vi(jax.random.key(4), net, Model(apply, state=("s",)), Data(x, y), cfg)
+    b = fit_vi(jax.random.key(4), {"s": net["s"], "w": net["w"]}, Model(apply, state=("s",)), Data(x, y), cfg)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, (a.mean, a.std), (b.mean, b.std))
+    np.testing.assert_array_equal(a.info["elbo"], b.info["elbo"])
+    np.testing.assert_array_equal(a.std["s"]["shift"], 0.0)
