@@ -3,7 +3,7 @@ book), aligned text elsewhere. Its own module so that :mod:`symlib.experiments.j
 :mod:`symlib.experiments.report` can both use it without importing each other."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 
 class Table:
@@ -34,3 +34,21 @@ class Table:
         widths = [max(len(x) for x in col) for col in zip(self.headers, *self.rows)]
         fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
         return "\n".join([fmt(self.headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in self.rows])
+
+
+def glue_all(glue: Callable, prefix: str, values: Mapping[str, object]) -> None:
+    """Glue every entry of ``values`` for the chapter's prose, as ``<prefix>_<name>``.
+
+    Args:
+        glue: ``myst_nb.glue`` (the chapters pass it in; the library does not import the book's tools).
+        prefix: the chapter's prefix, e.g. ``"ch04"``.
+        values: name -> value, glued unchanged (a number stays a number, a string a string),
+            in the mapping's order, with ``display=False``.
+
+    Raises:
+        ValueError: if ``prefix`` or a name is empty.
+    """
+    if not prefix or any(not str(name) for name in values):
+        raise ValueError(f"glue names need a prefix and a name, got prefix {prefix!r} and names {list(values)}")
+    for name, value in values.items():
+        glue(f"{prefix}_{name}", value, display=False)
