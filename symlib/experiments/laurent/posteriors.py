@@ -779,7 +779,7 @@ claim("laurent_posteriors", "multi_mode_higher_mi", "Laurent et al. Sec. 4.3, Ta
        "mono-mode methods yield lower in- and out-of-distribution mutual information than multi-mode methods")(mnist_regime(multi_mode_higher_mi))
 
 
-# laurent_posteriors, quick profile: 16 reference networks of the quick bank (8 epochs of Adam
+# laurent_posteriors, quick profile: 12 reference networks of the quick bank (8 epochs of Adam
 # on the quick MNIST subset), far less accurate than the paper's: the regime gate
 # (gate.laurent_mnist_regime) leaves every Sec. 4.3 claim not tested, whichever way it points;
 # chapter 12 shows the numbers and the unjudged effects.
