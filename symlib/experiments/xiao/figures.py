@@ -1,0 +1,116 @@
+"""Xiao et al. (2023): the chapters' figures, each a function of an experiment's result that
+returns its matplotlib figure(s), drawn with the book's style (:mod:`symlib.experiments.plotting`)."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from symlib.experiments import plotting
+from symlib.experiments.xiao.settings import MATCHING_METHODS
+
+
+# ---------------------------------------------------------------------------------------
+# Permuting one trained network (Sec. 1)
+# ---------------------------------------------------------------------------------------
+
+def distance_against_not(rows: Sequence[tuple[int, int, float, float]]) -> plt.Figure:
+    """Relative weight distance of permuted copies against their NoT (the rows of
+    :func:`~symlib.experiments.xiao.runs.distance_by_not`), with the distance of independent
+    weights of equal norm (:math:`\\sqrt 2`) for reference."""
+    fig, ax = plt.subplots(figsize=(4.8, 3.2), constrained_layout=True)
+    ax.plot([r[1] for r in rows], [r[3] for r in rows], "o-", label="permuted copy")
+    ax.axhline(np.sqrt(2), ls="--", color="0.4", label=r"independent weights ($\sqrt{2}$)")
+    ax.set_xlabel("number of transpositions NoT(P)")
+    ax.set_ylabel(r"$\|W - PW\|_2 \,/\, \|W\|_2$")
+    ax.set_title("Distance grows with NoT; the function does not change")
+    ax.legend()
+    return fig
+
+
+def permuted_weights(params: Mapping[str, Any], permuted: Mapping[str, Any], n_show: int
+                     ) -> tuple[plt.Figure, plt.Figure]:
+    """The weight matrices of a one-hidden-layer MNIST MLP beside those of its permuted copy: the
+    first layer's incoming weights of the first ``n_show`` hidden units on the 64 pixels of the
+    two middle image rows, and the output layer's weights of the same units.
+
+    Returns:
+        The two figures (first layer, output layer).
+    """
+    w1, w1p = np.asarray(params["dense_0"]["kernel"]).T, np.asarray(permuted["dense_0"]["kernel"]).T
+    centre = slice(14 * 28, 14 * 28 + 64)  # the 64 pixels of the two middle image rows
+    first = plotting.weight_matrices([w1[:n_show, centre], w1p[:n_show, centre]],
+                                     [r"$W_1$ (original)", r"$P W_1$ (permuted)"],
+                                     suptitle=f"First layer: incoming weights of {n_show} hidden units, "
+                                              "64 central pixels",
+                                     xlabel="input pixel", ylabel="hidden unit")
+    w2, w2p = np.asarray(params["dense_1"]["kernel"]), np.asarray(permuted["dense_1"]["kernel"])
+    second = plotting.weight_matrices([w2[:n_show], w2p[:n_show]],
+                                      [r"$W_2^\top$ (original)", r"$(W_2 P^\top)^\top$ (permuted)"],
+                                      suptitle=f"Second layer: outgoing weights of the same {n_show} "
+                                               "hidden units",
+                                      xlabel="class (logit)", ylabel="hidden unit")
+    return first, second
+
+
+# ---------------------------------------------------------------------------------------
+# Re-basin barriers (Fig. 1)
+# ---------------------------------------------------------------------------------------
+
+def interpolation_figure(res: Any) -> plt.Figure:
+    """Loss and accuracy along the three interpolation paths of pair 0 of a ``rebasin_barriers``
+    result (:class:`~symlib.experiments.xiao.results.RebasinResult`), train and test (Fig. 1)."""
+    curves = {f"{split}, {m}": res.curve(split, m) for split in ("train", "test") for m in MATCHING_METHODS}
+    return plotting.interpolation_curves(curves, title="Interpolating between two MLPs trained from different seeds")
+
+
+# ---------------------------------------------------------------------------------------
+# The number of transpositions (Sec. 2, Fig. 2)
+# ---------------------------------------------------------------------------------------
+
+def not_sweep_figure(sweep: Any, ks: np.ndarray) -> plt.Figure:
+    """Fig. 2 (a-c) of a ``not_sweep`` result (:class:`~symlib.experiments.xiao.results.NoTSweepResult`)
+    against the planted NoT values ``ks``: NoT(P') after training, the distance and the loss barrier
+    between the trained networks before and after matching (mean and band over the runs)."""
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
+    plotting.mean_band(axes[0], ks, sweep.per_run("not_p_prime"), r"NoT($P'$) after training")
+    axes[0].plot(ks, ks, ls=":", color="0.4", label="identity")
+    axes[0].set_xlabel("NoT(P) at initialisation")
+    axes[0].set_ylabel("NoT(P') after training")
+    axes[0].set_title("(a) NoT survives training")
+    axes[0].legend()
+    panels = ((axes[1], ("distance_raw", "distance_matched"), "weight-space distance (L2)"),
+              (axes[2], ("barrier_raw", "barrier_matched"), "loss barrier (nats)"))
+    for ax, (raw, matched), label in panels:
+        plotting.mean_band(ax, ks, sweep.per_run(raw), "before matching")
+        plotting.mean_band(ax, ks, sweep.per_run(matched), "after matching")
+        ax.set_xlabel("NoT(P) at initialisation")
+        ax.set_ylabel(label)
+        ax.legend()
+    axes[1].set_title("(b) distance between the trained nets")
+    axes[2].set_title("(c) loss barrier on the training set")
+    return fig
+
+
+def not_paths_figure(paths: Any, hidden: int) -> plt.Figure:
+    """Fig. 2 (d) of a ``not_paths`` result (:class:`~symlib.experiments.xiao.results.NoTPathsResult`):
+    NoT of the matching permutation along the interpolation path and over training, for the
+    permuted-init and the independent-init partner (``hidden`` units: the epochs panel's top)."""
+    lam = np.asarray(paths.lambdas)
+    fig, (ax_l, ax_e) = plt.subplots(1, 2, figsize=(10, 3.4), constrained_layout=True)
+    for name, color in (("permuted", plotting.PALETTE[0]), ("independent", plotting.PALETTE[1])):
+        ax_l.plot(lam, paths.partner(name).not_lambda, "o-", ms=3, color=color, label=f"{name} init")
+        ax_e.plot(paths.epochs, paths.partner(name).not_epochs, "o-", ms=3, color=color, label=f"{name} init")
+    ax_e.axhline(paths.not_p, ls=":", color="0.4", label="NoT(P) planted")
+    ax_l.set_xlabel(r"$\lambda$")
+    ax_l.set_ylabel(r"NoT($\tilde P$) matching $W_\lambda$ to $W_0$")
+    ax_l.set_title("(d) along the interpolation path")
+    ax_e.set_xlabel("epoch (0 = initialisation)")
+    ax_e.set_ylabel("NoT of the matching permutation")
+    ax_e.set_title("(d) over training")
+    ax_e.set_ylim(0, hidden)
+    for ax in (ax_l, ax_e):
+        ax.legend()
+    return fig

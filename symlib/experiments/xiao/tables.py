@@ -1,0 +1,300 @@
+"""Xiao et al. (2023): what the chapters print and glue from the experiments' results (tables,
+aligned text lines, and the values their prose cites), so that a chapter shows one call per
+result."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from symlib.experiments.judging.thresholds import THRESHOLDS
+from symlib.experiments.profiles import Profile
+from symlib.experiments.xiao.runs import not_grid, pair_seeds
+from symlib.experiments.xiao.settings import (MATCHING_METHODS, SPLITS, XIAO_FIG1_CLAIMS, XIAO_FIG2_CLAIMS,
+                                             XIAO_SEC1_CLAIMS)
+
+
+# ---------------------------------------------------------------------------------------
+# Permuting one trained network (Sec. 1)
+# ---------------------------------------------------------------------------------------
+
+def net_line(net: Any) -> str:
+    """``"final training objective ...; test accuracy ..., test NLL ..."`` of a trained network
+    (:class:`~symlib.experiments.xiao.results.TrainedNet`)."""
+    return (f"final training objective {net.epoch_loss[-1]:.3f}; "
+            f"test accuracy {net.test_accuracy:.4f}, test NLL {net.test_nll:.4f}")
+
+
+def effect_lines(effect: Mapping[str, float]) -> str:
+    """One line ``name value`` (3 significant digits) per entry of
+    :func:`~symlib.experiments.xiao.runs.permutation_effect`."""
+    return "\n".join(f"{k:26s} {v:.3g}" for k, v in effect.items())
+
+
+def effect_values(effect: Mapping[str, float], n_test: int) -> dict[str, str]:
+    """The values the prose cites from :func:`~symlib.experiments.xiao.runs.permutation_effect`
+    on ``n_test`` test images: ``max_dlogit``, ``max_logit``, ``rel_distance`` and ``n_test``."""
+    return {"max_dlogit": f"{effect['max_abs_logit_diff']:.1e}", "max_logit": f"{effect['max_abs_logit']:.3g}",
+            "rel_distance": f"{effect['relative_weight_distance']:.2f}", "n_test": f"{n_test:,}"}
+
+
+def distance_by_not_text(rows: Sequence[tuple[int, int, float, float]]) -> str:
+    """The rows of :func:`~symlib.experiments.xiao.runs.distance_by_not` under a header, aligned."""
+    lines = [f"{'k':>5} {'NoT(P)':>7} {'max|dlogit|':>12} {'rel. distance':>14}"]
+    lines += [f"{k:5d} {n:7d} {d:12.2e} {r:14.3f}" for k, n, d, r in rows]
+    return "\n".join(lines)
+
+
+def invariance_rows(effect: Mapping[str, float], test_accuracy: float) -> list[tuple[str, str, str]]:
+    """``(quantity, paper, ours)`` rows of the Sec. 1 claim: the permuted copy's logit difference,
+    prediction agreement and relative weight distance, and the trained MLP's test accuracy."""
+    paper = XIAO_SEC1_CLAIMS
+    return [
+        ("max abs logit difference on the test set", paper["max_logit_difference"],
+         f"{effect['max_abs_logit_diff']:.1e}"),
+        ("prediction agreement", paper["prediction_agreement"], f"{effect['prediction_agreement']:.4f}"),
+        ("relative weight distance of the permuted copy", "not reported",
+         f"{effect['relative_weight_distance']:.3f}"),
+        ("test accuracy of the trained MLP", paper["test_accuracy"], f"{100 * test_accuracy:.2f}%"),
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# Re-basin barriers (Fig. 1)
+# ---------------------------------------------------------------------------------------
+
+#: the glue key of each matching method
+_METHOD_KEYS = dict(zip(MATCHING_METHODS, ("raw", "weight", "activation")))
+
+
+def rebasin_setting_values(profile: Profile, paper_profile: Profile) -> dict[str, Any]:
+    """The settings the prose of the re-basin chapter cites: ``pairs``, ``seeds`` (of pair 0),
+    ``hidden``, and the paper profile's ``pp_arch``, ``pp_n_train`` and ``pp_epochs``."""
+    return {"pairs": profile.rebasin_pairs, "seeds": " and ".join(map(str, pair_seeds(0))),
+            "hidden": profile.hidden, "pp_arch": f"784-{paper_profile.hidden}-10",
+            "pp_n_train": f"{paper_profile.n_train:,}", "pp_epochs": paper_profile.epochs}
+
+
+def rebasin_pair_lines(res: Any, hidden: int) -> str:
+    """Pair 0 of a ``rebasin_barriers`` result (:class:`~symlib.experiments.xiao.results.RebasinResult`):
+    the endpoints' test accuracies, the NoT of each matching permutation (of at most
+    ``hidden - 1``), and the share of units the two matchings pair alike."""
+    lines = [f"pair 0, seed{seed}: test accuracy {acc:.4f}" for seed, acc in res.endpoint_test_accuracy.items()]
+    lines += [f"pair 0, {method:20s} NoT = {value} of at most {hidden - 1}"
+              for method, value in res.num_transpositions.items()]
+    perms = res.permutations
+    agree = float(np.mean(perms["weight matching"] == perms["activation matching"]))
+    lines.append(f"pair 0: the two methods assign the same partner to {100 * agree:.1f}% of the units")
+    return "\n".join(lines)
+
+
+def barrier_text(reps: Mapping[str, Mapping[str, tuple[float, float, int]]], res: Any, mid: int) -> str:
+    """The barriers of :func:`~symlib.experiments.xiao.runs.barrier_replicates` (mean ± SE over the
+    pairs, train and test, one line per matching method) with pair 0's test accuracy at the
+    path's point ``mid`` (the result's ``curve``), and the number of pairs."""
+    lines = [f"{'loss barrier (nats)':22s} {'train':>16s} {'test':>16s}   pair 0: test acc. at lambda=0.5"]
+    for m in MATCHING_METHODS:
+        cells = [f"{reps[s][m][0]:.3f} ± {reps[s][m][1]:.3f}" for s in SPLITS]
+        acc_mid = 100 * res.curve("test", m)["accuracy"][mid]
+        lines.append(f"{m:22s} {cells[0]:>16s} {cells[1]:>16s}   {acc_mid:.2f}%")
+    lines.append(f"({reps['train']['no matching'][2]} independent pairs)")
+    return "\n".join(lines)
+
+
+def barrier_values(reps: Mapping[str, Mapping[str, tuple[float, float, int]]]) -> dict[str, str]:
+    """``barrier_<split>_<raw|weight|activation>``: ``"mean ± se"`` of every barrier of
+    :func:`~symlib.experiments.xiao.runs.barrier_replicates`."""
+    return {f"barrier_{s}_{_METHOD_KEYS[m]}": f"{reps[s][m][0]:.3f} ± {reps[s][m][1]:.3f}"
+            for s in SPLITS for m in MATCHING_METHODS}
+
+
+def _mean_se_pairs(stats: tuple[float, float, int]) -> str:
+    """``"mean ± se (n pairs)"``, or the mean alone for one pair."""
+    mean, se, n = stats
+    return f"{mean:.3f}" if n < 2 else f"{mean:.3f} ± {se:.3f} ({n} pairs)"
+
+
+def barrier_rows(reps: Mapping[str, Mapping[str, tuple[float, float, int]]],
+                 saved: Mapping[str, Mapping[str, tuple[float, float, int]]] | None = None
+                 ) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """The Fig. 1 claim beside ours: ``(quantity, paper, ours)`` for each split's barrier of each
+    matching method, and the same cells of a saved paper-profile run.
+
+    Args:
+        reps: this run's :func:`~symlib.experiments.xiao.runs.barrier_replicates`.
+        saved: the saved run's, or None when none was saved.
+
+    Returns:
+        The rows and the saved run's cells (empty without one).
+    """
+    rows, saved_cells = [], []
+    for split in SPLITS:
+        for m in MATCHING_METHODS:
+            claim = XIAO_FIG1_CLAIMS["barrier_no_matching" if m == "no matching" else "barrier_matched"]
+            rows.append((f"{split} loss barrier, {m} (nats)", f"{claim} (Fig. 1)", _mean_se_pairs(reps[split][m])))
+            if saved is not None:
+                saved_cells.append(_mean_se_pairs(saved[split][m]))
+    return rows, saved_cells
+
+
+def saved_run_line(record: Mapping[str, Any]) -> str:
+    """``"paper-profile run: `<command>` on <device>, <date>, <seconds> s"`` of a saved run."""
+    return (f"paper-profile run: `{record['command']}` on {record['device']}, "
+            f"{record['date']}, {record['elapsed_s']} s")
+
+
+def rebasin_threshold_values() -> dict[str, str]:
+    """The thresholds of the re-basin claims the prose cites: ``threshold`` (share of the barrier
+    removed) and ``zero_threshold`` (nats left after matching)."""
+    return {"threshold": f"{THRESHOLDS['rebasin_barriers.rebasin_removes_barrier'].value:g}",
+            "zero_threshold": f"{THRESHOLDS['rebasin_barriers.matched_barrier_nearly_zero'].value:g}"}
+
+
+# ---------------------------------------------------------------------------------------
+# The number of transpositions (Sec. 2, Fig. 2)
+# ---------------------------------------------------------------------------------------
+
+def not_setting_values(profile: Profile) -> dict[str, int]:
+    """The NoT sweep's size the prose cites: ``runs`` (random initialisations), ``not_values``
+    (NoT values per run) and ``hidden`` (units)."""
+    return {"runs": profile.not_runs, "not_values": len(not_grid(profile)), "hidden": profile.hidden}
+
+
+#: the name of the per-run Pearson correlation of NoT(P') with NoT(P) in :func:`~symlib.experiments.xiao.runs.sweep_statistics`
+_PEARSON = "Pearson r(NoT(P), NoT(P'))"
+
+
+def over_runs(values: Sequence[float]) -> str:
+    """``"mean ± se"`` (3 decimals) over independent runs; the error is nan for one run."""
+    v = np.asarray(values, float)
+    se = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else float("nan")
+    return f"{v.mean():.3f} ± {se:.3f}"
+
+
+def sweep_statistics_text(per_run: Mapping[str, Sequence[float]]) -> str:
+    """One line per statistic of :func:`~symlib.experiments.xiao.runs.sweep_statistics`: its
+    :func:`over_runs` and the value of every run."""
+    return "\n".join(f"{name:45s} {over_runs(values)}   (runs: {', '.join(f'{v:.3f}' for v in values)})"
+                     for name, values in per_run.items())
+
+
+def sweep_statistics_values(per_run: Mapping[str, Sequence[float]]) -> dict[str, str]:
+    """``pearson`` and ``mean_abs``: :func:`over_runs` of the sweep's NoT(P') against NoT(P)."""
+    return {"pearson": over_runs(per_run[_PEARSON]),
+            "mean_abs": over_runs(per_run["mean |NoT(P') - NoT(P)| (transpositions)"])}
+
+
+def _path_steps(paths: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    nl = np.asarray(paths.partner(name).not_lambda)
+    return nl, np.diff(nl)
+
+
+def not_path_lines(paths: Any, name: str) -> str:
+    """A ``not_paths`` partner's NoT along the path (with its largest decrease and largest single
+    step, and where that step ends) and over the epochs, in three lines."""
+    nl, steps = _path_steps(paths, name)
+    jump = int(steps.max())
+    where = np.asarray(paths.lambdas)[1:][int(np.argmax(steps))]
+    return "\n".join([f"{name:12s} along lambda: {nl.tolist()}",
+                      f"{'':12s} largest decrease {max(0, -int(steps.min()))}, largest single jump "
+                      f"{jump} of {int(nl[-1])} ({100 * jump / max(1, nl[-1]):.0f}%), ending at lambda = {where:.2f}",
+                      f"{'':12s} over epochs : {np.asarray(paths.partner(name).not_epochs).tolist()}"])
+
+
+def not_path_values(paths: Any, name: str) -> dict[str, Any]:
+    """``jump_<name>`` ("k of n"), ``jump_at_<name>`` (the lambda where it ends) and ``drop_<name>``
+    (the largest decrease) of a ``not_paths`` partner's NoT along the path."""
+    nl, steps = _path_steps(paths, name)
+    return {f"jump_{name}": f"{int(steps.max())} of {int(nl[-1])}",
+            f"jump_at_{name}": f"{np.asarray(paths.lambdas)[1:][int(np.argmax(steps))]:.2f}",
+            f"drop_{name}": max(0, -int(steps.min()))}
+
+
+def independent_not_values(paths: Any, hidden: int) -> dict[str, str]:
+    """``ind_epochs`` (the least and largest NoT of the independent partner over the epochs) and
+    ``hn`` (``hidden - H_hidden``, the expected NoT of a random permutation, rounded)."""
+    ind_epochs = np.asarray(paths.partner("independent").not_epochs)
+    harmonic = np.sum(1 / np.arange(1, hidden + 1))
+    return {"ind_epochs": f"{ind_epochs.min()} and {ind_epochs.max()}", "hn": f"{hidden - harmonic:.0f}"}
+
+
+def replicates_line(reps: Mapping[str, np.ndarray]) -> str:
+    """The independent (reference, permuted copy) pairs of
+    :func:`~symlib.experiments.xiao.runs.not_paths_replicates`: planted NoT, range of NoT over the
+    epochs and largest fall along the path, one number per pair."""
+    return (f"{len(reps['not_p'])} independent (reference, permuted copy) pairs: planted NoT "
+            f"{reps['not_p'].tolist()}, range of NoT over the epochs {np.ptp(reps['not_epochs'], axis=1).tolist()}, "
+            f"largest fall along the path {[max(0, -int(np.diff(r).min())) for r in reps['not_lambda']]}")
+
+
+def epoch_range_values(reps: Mapping[str, np.ndarray], profile: Profile) -> dict[str, str]:
+    """``steps`` (the profile's training steps) and ``epoch_ranges`` (each pair's range of NoT over
+    the epochs, of :func:`~symlib.experiments.xiao.runs.not_paths_replicates`)."""
+    return {"steps": f"{profile.epochs * (profile.n_train // profile.batch_size):,}",
+            "epoch_ranges": ", ".join(map(str, np.ptp(reps["not_epochs"], axis=1).tolist()))}
+
+
+def not_claim_rows(per_run: Mapping[str, Sequence[float]], sweep: Any, paths: Any) -> list[tuple[str, str, str]]:
+    """The Fig. 2 claims beside ours: ``(quantity, paper, ours)`` for NoT after training, distance
+    and barrier against NoT (:func:`~symlib.experiments.xiao.runs.sweep_statistics` over the runs),
+    the barrier after matching, and pair 0's NoT along the path and over the epochs."""
+    paper = XIAO_FIG2_CLAIMS
+    rho = "Spearman rho(NoT(P), {})"
+    rows = [("NoT(P') vs NoT(P)", paper["not_after_training"], f"Pearson r = {over_runs(per_run[_PEARSON])}"),
+            ("raw distance vs NoT", paper["distance_vs_not"],
+             f"Spearman rho = {over_runs(per_run[rho.format('distance_raw')])}"),
+            ("raw loss barrier vs NoT", paper["barrier_vs_not"],
+             f"Spearman rho = {over_runs(per_run[rho.format('barrier_raw')])}"),
+            ("loss barrier after matching", "not shown",
+             f"{over_runs(sweep.per_run('barrier_matched').mean(1))} nats "
+             f"(raw: up to {sweep.per_run('barrier_raw').max():.3f})")]
+    for name, claim in (("permuted", paper["not_along_path"]), ("independent", "not studied")):
+        nl, steps = _path_steps(paths, name)
+        rows.append((f"NoT along lambda ({name} init, pair 0)", claim,
+                     f"monotone: {bool(np.all(steps >= 0))}; largest single jump {int(steps.max())} of {int(nl[-1])}"))
+    permuted = paths.partner("permuted")
+    rows.append(("NoT over epochs (permuted init, pair 0)", paper["not_over_epochs"],
+                 f"{np.min(permuted.not_epochs)} .. {np.max(permuted.not_epochs)} (planted {paths.not_p})"))
+    return rows
+
+
+def threshold_values(outcomes: Sequence[Any]) -> dict[str, str]:
+    """``t_<claim>``: the threshold of each claim outcome (:func:`symlib.experiments.judging.claims.evaluate`)."""
+    return {f"t_{o.claim.name}": f"{o.evidence.threshold.value:g}" for o in outcomes}
+
+
+def saved_not_values(saved_sweep: Mapping[str, Any], saved_paths: Mapping[str, Any],
+                     paper_profile: Profile) -> dict[str, Any]:
+    """What the prose cites from the saved paper-scale ``not_sweep`` and ``not_paths`` runs (their
+    records of :func:`symlib.experiments.judging.results.load`) and the paper profile: cost per
+    network and of a full sweep, the pooled statistics, the pairs started from one initialisation,
+    the permuted pair's NoT over training, and which units re-paired (``rep_*``)."""
+    ss, sp = saved_sweep["summary"], saved_paths["summary"]
+    rows = {k: np.asarray(v) for k, v in ss["rows"].items()}
+    nets = ss["runs"] * (ss["not_values"] + 1)
+    per_net = saved_sweep["elapsed_s"] / nets
+    rho = ss["spearman"]
+    at_zero = rows["not_p"] == 0
+    ne, nl = np.asarray(sp["permuted"]["not_epochs"]), np.asarray(sp["permuted"]["not_lambda"])
+    rep = sp["permuted"]["repaired"]
+    norms = rep["median_out_norm_repaired"], rep["median_out_norm_kept"]
+    return {
+        "epochs": paper_profile.epochs, "n_train": f"{paper_profile.n_train:,}", "batch": paper_profile.batch_size,
+        "s_per_net": f"{per_net:.0f}", "hours_per_run": f"{per_net * (paper_profile.hidden + 1) / 3600:.0f}",
+        "paths_min": f"{saved_paths['elapsed_s'] / 60:.1f}", "not_values": ss["not_values"], "runs": ss["runs"],
+        "nets": nets, "sweep_min": f"{saved_sweep['elapsed_s'] / 60:.0f}", "pearson": f"{ss['pearson_not']:.3f}",
+        "rho": f"{rho['distance_raw']:.2f} and {rho['barrier_raw']:.2f}",
+        "matched": f"{ss['barrier_matched_mean']:.3f}", "raw_max": f"{ss['barrier_raw_max']:.2f}",
+        "at_zero": " and ".join(str(int(v)) for v in rows["not_p_prime"][at_zero]),
+        "at_zero_share": f"{rows['not_p_prime'][at_zero].mean() / sp['hidden']:.0%}",
+        "barrier_at_zero": " and ".join(f"{v:.3f}" for v in rows["barrier_raw"][at_zero]),
+        "mean_abs": f"{ss['mean_abs_not_change']:.0f}", "planted": sp["not_p"],
+        "kept_epochs": int(np.argmax(ne != sp["not_p"])) - 1, "final_not": int(ne[-1]), "last_epoch": sp["epochs"],
+        "first_step": int(nl[1]),
+        "steps": f"{paper_profile.epochs * (paper_profile.n_train // paper_profile.batch_size):,}",
+        **{f"rep_{key}": rep[key] for key in ("units", "repaired", "dead_repaired", "dead_kept", "active_half",
+                                               "active_half_kept")},
+        "rep_kept": rep["units"] - rep["repaired"], "rep_active_kept": f"{rep['median_active_kept']:.0%}",
+        "rep_norms": f"{norms[0]:.2f} against {norms[1]:.2f}", "rep_ratio": f"{norms[1] / norms[0]:.0f}",
+    }

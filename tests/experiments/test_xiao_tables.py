@@ -1,0 +1,197 @@
+"""symlib.experiments.xiao.tables and .figures: what the Xiao et al. chapters print, glue and draw,
+checked on small known inputs (and the Sec. 1 computations they format: permutation_effect,
+distance_by_not, sweep_statistics)."""
+from types import SimpleNamespace
+
+import jax
+import matplotlib
+import numpy as np
+import pytest
+
+from symlib.core.models import mlp_init
+from symlib.experiments import xiao
+from symlib.experiments.profiles import get_profile
+from symlib.symmetry.permutations import random_permutation
+from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(scope="module")
+def net():
+    params = mlp_init(jax.random.key(0), [6, 8, 3])
+    x = np.asarray(jax.random.normal(jax.random.key(1), (20, 6)))
+    return params, x
+
+
+# ------------------------------------------------------------------ Sec. 1
+
+
+def test_permutation_effect_of_a_permuted_copy_and_of_the_network_itself(net):
+    params, x = net
+    permuted = apply_permutation(mlp_permutation_spec(1), {"P_0": random_permutation(jax.random.key(2), 8)}, params)
+    moved = xiao.permutation_effect(params, permuted, x)
+    assert moved["max_abs_logit_diff"] < 1e-5 * max(1.0, moved["max_abs_logit"])
+    assert moved["prediction_agreement"] == 1.0 and moved["relative_weight_distance"] > 0.1
+    same = xiao.permutation_effect(params, params, x)
+    assert same["weight_distance"] == 0.0 and same["max_abs_logit_diff"] == 0.0
+
+
+def test_distance_by_not_plants_each_number_of_transpositions(net):
+    params, x = net
+    rows = xiao.distance_by_not(params, x, hidden=8, points=4)
+    assert [r[0] for r in rows] == [0, 2, 4, 7] and all(r[0] == r[1] for r in rows)
+    assert rows[0][3] == 0.0 and all(r[3] > 0 for r in rows[1:]) and all(r[2] < 1e-4 for r in rows)
+
+
+def test_sec1_lines_values_and_rows():
+    effect = {"max_abs_logit_diff": 1.5e-6, "max_abs_logit": 21.25, "prediction_agreement": 1.0,
+              "weight_distance": 10.0, "relative_weight_distance": 1.234}
+    assert xiao.effect_lines(effect).splitlines()[0] == "max_abs_logit_diff         1.5e-06"
+    assert xiao.effect_values(effect, 10000) == {"max_dlogit": "1.5e-06", "max_logit": "21.2",
+                                                 "rel_distance": "1.23", "n_test": "10,000"}
+    rows = xiao.invariance_rows(effect, 0.9812)
+    assert [r[2] for r in rows] == ["1.5e-06", "1.0000", "1.234", "98.12%"]
+    assert rows[1][1] == xiao.XIAO_SEC1_CLAIMS["prediction_agreement"]
+    text = xiao.distance_by_not_text([(0, 0, 0.0, 0.0), (5, 5, 1e-6, 1.5)]).splitlines()
+    assert text == ["    k  NoT(P)  max|dlogit|  rel. distance", "    0       0     0.00e+00          0.000",
+                    "    5       5     1.00e-06          1.500"]
+    trained = SimpleNamespace(epoch_loss=np.asarray([1.0, 0.25]), test_accuracy=0.98, test_nll=0.07)
+    assert xiao.net_line(trained) == "final training objective 0.250; test accuracy 0.9800, test NLL 0.0700"
+
+
+def test_sec1_figures(net):
+    params, _ = net
+    fig = xiao.distance_against_not([(0, 0, 0.0, 0.0), (3, 3, 0.0, 1.0)])
+    assert fig.axes[0].get_xlabel() == "number of transpositions NoT(P)" and len(fig.axes[0].lines) == 2
+    big = {"dense_0": {"kernel": np.ones((784, 50))}, "dense_1": {"kernel": np.ones((50, 10))}}
+    first, second = xiao.permuted_weights(big, big, 4)
+    assert "4 hidden units" in first.texts[0].get_text() and "same 4" in second.texts[0].get_text()
+    matplotlib.pyplot.close("all")
+
+
+# ------------------------------------------------------------------ Fig. 1
+
+REPS = {s: {"no matching": (1.0, 0.1, 3), "weight matching": (0.2, 0.05, 3), "activation matching": (0.3, 0.0, 3)}
+        for s in ("train", "test")}
+
+
+def _rebasin_result():
+    curve = {"accuracy": np.asarray([0.9, 0.5, 0.9])}
+    return SimpleNamespace(endpoint_test_accuracy={0: 0.97, 1: 0.96},
+                           num_transpositions={"weight matching": 40, "activation matching": 41},
+                           permutations={"weight matching": np.arange(4), "activation matching": np.asarray([0, 1, 3, 2])},
+                           curve=lambda split, method: curve)
+
+
+def test_rebasin_lines_values_and_rows():
+    res = _rebasin_result()
+    lines = xiao.rebasin_pair_lines(res, 64).splitlines()
+    assert lines[0] == "pair 0, seed0: test accuracy 0.9700"
+    assert lines[2] == "pair 0, weight matching      NoT = 40 of at most 63"
+    assert lines[-1].endswith("same partner to 50.0% of the units")
+    text = xiao.barrier_text(REPS, res, mid=1).splitlines()
+    assert text[1].split() == ["no", "matching", "1.000", "±", "0.100", "1.000", "±", "0.100", "50.00%"]
+    assert text[-1] == "(3 independent pairs)"
+    values = xiao.barrier_values(REPS)
+    assert list(values)[:3] == ["barrier_train_raw", "barrier_train_weight", "barrier_train_activation"]
+    assert values["barrier_test_weight"] == "0.200 ± 0.050"
+    rows, saved = xiao.barrier_rows(REPS)
+    assert len(rows) == 6 and saved == []
+    assert rows[0] == ("train loss barrier, no matching (nats)", "clearly > 0 (Fig. 1)", "1.000 ± 0.100 (3 pairs)")
+    one = {s: {m: (0.5, float("nan"), 1) for m in REPS[s]} for s in REPS}
+    assert xiao.barrier_rows(REPS, one)[1] == ["0.500"] * 6
+    record = {"command": "python -m symlib run x", "device": "cpu", "date": "2024-01-01", "elapsed_s": 12}
+    assert xiao.saved_run_line(record) == "paper-profile run: `python -m symlib run x` on cpu, 2024-01-01, 12 s"
+    assert set(xiao.rebasin_threshold_values()) == {"threshold", "zero_threshold"}
+    quick, paper = get_profile("quick"), get_profile("paper")
+    setting = xiao.rebasin_setting_values(quick, paper)
+    assert setting["seeds"] == "0 and 1" and setting["pp_arch"] == f"784-{paper.hidden}-10"
+
+
+# ------------------------------------------------------------------ Fig. 2
+
+
+def test_over_runs():
+    assert xiao.over_runs([1.0, 2.0, 3.0]) == "2.000 ± 0.577"
+    assert xiao.over_runs([0.5]) == "0.500 ± nan"
+
+
+def _sweep():
+    not_p = np.asarray([[0, 2, 4], [0, 2, 4]], float)
+    cols = {"not_p": not_p, "not_p_prime": not_p + np.asarray([[1, 1, 1], [0, 0, 3]]),
+            "distance_raw": not_p * 2, "distance_matched": 1 + not_p / 2,
+            "barrier_raw": not_p ** 2, "barrier_matched": np.asarray([[0.1, 0.1, 0.2], [0.2, 0.1, 0.1]])}
+    return SimpleNamespace(per_run=lambda c: cols[c])
+
+
+def test_sweep_statistics_lines_and_values():
+    per_run = xiao.sweep_statistics(_sweep())
+    assert np.allclose(per_run["Spearman rho(NoT(P), distance_raw)"], 1.0)
+    assert np.allclose(per_run["mean |NoT(P') - NoT(P)| (transpositions)"], [1.0, 1.0])
+    text = xiao.sweep_statistics_text(per_run).splitlines()
+    assert len(text) == 6 and text[1].endswith("(runs: 1.000, 1.000)")
+    assert xiao.sweep_statistics_values(per_run)["mean_abs"] == "1.000 ± 0.000"
+
+
+def _paths():
+    partners = {"permuted": SimpleNamespace(not_lambda=np.asarray([0, 0, 5, 6, 6]), not_epochs=np.asarray([6, 6, 7])),
+                "independent": SimpleNamespace(not_lambda=np.asarray([0, 3, 2, 6, 7]),
+                                               not_epochs=np.asarray([7, 5, 6]))}
+    return SimpleNamespace(lambdas=np.linspace(0, 1, 5), epochs=np.arange(3), not_p=6,
+                           partner=lambda name: partners[name])
+
+
+def test_not_path_lines_and_values():
+    paths = _paths()
+    lines = xiao.not_path_lines(paths, "permuted").splitlines()
+    assert lines[0] == "permuted     along lambda: [0, 0, 5, 6, 6]"
+    assert lines[1].endswith("largest decrease 0, largest single jump 5 of 6 (83%), ending at lambda = 0.50")
+    assert xiao.not_path_values(paths, "independent") == {"jump_independent": "4 of 7",
+                                                          "jump_at_independent": "0.75", "drop_independent": 1}
+    assert xiao.independent_not_values(paths, 4) == {"ind_epochs": "5 and 7", "hn": "2"}
+    reps = {"not_p": np.asarray([6, 5]), "not_epochs": np.asarray([[6, 6, 7], [5, 5, 5]]),
+            "not_lambda": np.asarray([[0, 5, 6], [0, 6, 5]])}
+    assert xiao.replicates_line(reps) == ("2 independent (reference, permuted copy) pairs: planted NoT [6, 5], range "
+                                          "of NoT over the epochs [1, 0], largest fall along the path [0, 1]")
+    profile = get_profile("quick")
+    values = xiao.epoch_range_values(reps, profile)
+    assert values["epoch_ranges"] == "1, 0"
+    assert values["steps"] == f"{profile.epochs * (profile.n_train // profile.batch_size):,}"
+    rows = xiao.not_claim_rows(xiao.sweep_statistics(_sweep()), _sweep(), paths)
+    assert len(rows) == 7 and rows[3][2] == "0.133 ± 0.000 nats (raw: up to 16.000)"
+    assert rows[4][2] == "monotone: True; largest single jump 5 of 6"
+    assert rows[5][2] == "monotone: False; largest single jump 4 of 7" and rows[6][2] == "6 .. 7 (planted 6)"
+
+
+def test_threshold_and_saved_values():
+    outcome = SimpleNamespace(claim=SimpleNamespace(name="c"), evidence=SimpleNamespace(
+        threshold=SimpleNamespace(value=0.50)))
+    assert xiao.threshold_values([outcome]) == {"t_c": "0.5"}
+    rep = {"units": 10, "repaired": 4, "dead_repaired": 3, "dead_kept": 1, "active_half": 5, "active_half_kept": 5,
+           "median_active_kept": 0.25, "median_out_norm_repaired": 0.1, "median_out_norm_kept": 0.8}
+    sweep = {"elapsed_s": 600, "summary": {"runs": 2, "not_values": 4, "pearson_not": 0.9,
+                                           "spearman": {"distance_raw": 0.95, "barrier_raw": 0.5},
+                                           "barrier_matched_mean": 0.01, "barrier_raw_max": 1.5,
+                                           "mean_abs_not_change": 20.2,
+                                           "rows": {"not_p": [0, 3, 0, 3], "not_p_prime": [10, 12, 20, 14],
+                                                    "barrier_raw": [0.01, 1.0, 0.02, 1.5]}}}
+    paths = {"elapsed_s": 90, "summary": {"hidden": 20, "not_p": 9, "epochs": 3,
+                                          "permuted": {"not_epochs": [9, 9, 12, 13], "not_lambda": [0, 4, 9],
+                                                       "repaired": rep}}}
+    values = xiao.saved_not_values(sweep, paths, get_profile("paper"))
+    assert values["nets"] == 10 and values["s_per_net"] == "60" and values["at_zero"] == "10 and 20"
+    assert values["at_zero_share"] == "75%" and values["barrier_at_zero"] == "0.010 and 0.020"
+    assert values["kept_epochs"] == 1 and values["final_not"] == 13 and values["first_step"] == 4
+    assert values["rep_kept"] == 6 and values["rep_norms"] == "0.10 against 0.80" and values["rep_ratio"] == "8"
+
+
+def test_fig1_and_fig2_figures():
+    res = SimpleNamespace(curve=lambda split, m: {"lambda": np.linspace(0, 1, 3), "loss": np.ones(3),
+                                                  "accuracy": np.ones(3)})
+    assert xiao.interpolation_figure(res) is not None
+    fig = xiao.not_sweep_figure(_sweep(), np.asarray([0, 2, 4]))
+    assert [ax.get_title() for ax in fig.axes][0] == "(a) NoT survives training" and len(fig.axes) == 3
+    fig = xiao.not_paths_figure(_paths(), 8)
+    assert fig.axes[1].get_ylim() == (0, 8)
+    matplotlib.pyplot.close("all")
