@@ -195,3 +195,75 @@ def test_fig1_and_fig2_figures():
     fig = xiao.not_paths_figure(_paths(), 8)
     assert fig.axes[1].get_ylim() == (0, 8)
     matplotlib.pyplot.close("all")
+
+
+# ------------------------------------------------------------------ Table 1
+
+
+def _table(value=0.5):
+    return {col: {"agreement": (value, 0.01), "tv": (0.25, None), "accuracy_samples": (90.0, 1.0),
+                  "accuracy_mean": (None, None) if "sample" in col else (80.0, 2.0)} for col in xiao.TABLE1_ORDER}
+
+
+def test_table1_cells_rows_and_claims():
+    t = xiao.table1(_table())
+    assert [r[0] for r in t.rows] == list(xiao.TABLE1_ORDER)
+    hmc_qd = t.rows[1]
+    assert hmc_qd[1] == "0.5000 +- 0.0100 (0.1212)" and hmc_qd[2] == "0.2500 (0.8641)" and hmc_qd[4] == "80.00 +- 2.00 (28.06)"
+    assert t.rows[0][4] == "N/A" and t.rows[3][1] == "0.5000 +- 0.0100"  # no paper value for "(weight)"
+    rows, saved = xiao.table1_rows(_table(), {"HMC q_d": {"tv": 0.125}})
+    assert len(rows) == 10 * 4 - 2 and rows[0] == ("HMC sample: agreement with HMC", "1.0000", "0.5000")
+    assert rows[3] == ("HMC q_d: agreement with HMC", "0.1212", "0.5000")
+    assert dict((r[0], r[1]) for r in rows)["HMC q_r (weight): TV to HMC"] == "not in the paper"
+    assert saved.count(None) == len(rows) - 1 and "0.1250" in saved
+    claims = xiao.table1_claim_rows(_table())
+    assert claims[0] == ("(i) HMC: agreement with HMC of q_r vs q_d", "0.825 vs 0.121", "0.500 vs 0.500")
+    assert len(claims) == 6 and claims[-1][1] == "97.72 vs 98.66"
+    res = SimpleNamespace(replicates=[1, 2], chains_per_replicate=4)
+    assert xiao.table1_note(res, "quick").startswith("ours: quick profile, mean +- standard error over 2 independent "
+                                                     "runs of 4 HMC chains")
+
+
+def test_posterior_lines_and_values():
+    quick, paper = get_profile("quick"), get_profile("paper")
+    values = xiao.posterior_setting_values(quick, paper)
+    assert values["chains_per_run"] == quick.hmc_chains // quick.xiao_replicates
+    assert values["pp_hidden"] == f"{paper.hidden:,}" and values["hmc_budget"] == str(xiao.hmc_budget(quick))
+    assert float(values["rho_gap"]) > 0 and list(values)[-1] == "steps_needed_at_pp_lr"
+    assert xiao.posterior_setting_lines(quick).splitlines()[0] == f"HMC budget (quick profile): {xiao.hmc_budget(quick)}"
+    assert xiao.samples_line(quick) == (f"{quick.hmc_chains} chains x {quick.hmc_samples} kept samples = "
+                                        f"{quick.hmc_chains * quick.hmc_samples} samples")
+    diag = SimpleNamespace(rhat_test_loglik=1.25, ess_test_loglik=7.0, rhat_true_class_prob=np.asarray([1.0, 3.0]),
+                           ess_true_class_prob=np.asarray([4.0, 6.0]), mean_acceptance=0.8, num_divergences=0)
+    rhat_w = xiao.weight_rhat({"dense_0": {"kernel": np.random.default_rng(0).normal(size=(3, 20, 2, 2))},
+                               "dense_1": {"kernel": np.random.default_rng(1).normal(size=(3, 20, 2))
+                                           + 10 * np.arange(3)[:, None, None]}})
+    assert rhat_w["dense_0"].shape == (4,) and np.all(rhat_w["dense_0"] < 1.5)  # one distribution: R-hat near 1
+    assert np.all(rhat_w["dense_1"] > 3)  # chains far apart: large R-hat
+    table = xiao.convergence_table(diag, rhat_w)
+    assert table.rows[2] == ["test log-likelihood", "1.25", "7.0"] and table.rows[3][1:] == ["2.00; 3.00", "5.0"]
+    assert xiao.convergence_values(diag, rhat_w, quick)["fn_mixed"] == "have not"
+    res = SimpleNamespace(hmc_diagnostics=diag, hmc_test=SimpleNamespace(accuracy=0.9, nll=0.3))
+    assert xiao.hmc_line(res) == ("HMC: mean acceptance 0.800, divergences 0; predictive on the test set: "
+                                  "accuracy 0.9000, NLL 0.3000")
+    coords = {"num_coordinates": 1234, "num_draws": 10, "ess_min": 1.0, "ess_median": 5.0, "ess_max": 9.0,
+              "rhat_median": 1.5, "rhat_max": 3.0, "worst_ess": [{"coordinate": "w[0]", "ess": 1.0, "rhat": 2.0}]}
+    assert xiao.coordinate_line(coords).startswith("1,234 weights, 10 draws: ESS min 1.0")
+    assert xiao.worst_ess_table(coords).rows == [["w[0]", "1.0", "2.00"]]
+    vi = SimpleNamespace(elbo_history=np.linspace(-10, -1, 20), sigma={"a": np.asarray([0.001, 0.5])})
+    assert xiao.vi_line(vi, 0.001).endswith("median sigma 0.251 (initial 0.001), 50.0% of sigmas moved above 10x "
+                                            "their initial value")
+
+
+def test_chains_text_and_values():
+    by = {"chains": np.asarray([1, 2, 4]), "samples": np.asarray([5, 10, 20]),
+          "agreement_q_d": np.asarray([0.9, 0.5, 0.2]), "agreement_q_r": np.asarray([0.95, 0.9, 0.8]),
+          "tv_q_d": np.asarray([0.1, 0.4, 0.6]), "tv_q_r": np.asarray([0.05, 0.1, 0.2])}
+    assert xiao.chains_text(by).splitlines()[3] == "     4      20          0.200          0.800   0.600   0.200"
+    assert xiao.chains_values(by) == {"max_chains": 4, "chain_counts": "1, 2, 4", "chains_one_d": "0.900",
+                                      "chains_one_r": "0.950", "chains_all_d": "0.200", "chains_all_r": "0.800"}
+    fig = xiao.chains_figure(by, "quick")
+    assert fig.axes[0].get_ylim() == (0, 1.02) and len(fig.axes[0].lines) == 2
+    assert xiao.table1_figure(_table(), "quick", 2).axes[0].get_ylabel() == "agreement with HMC (higher is better)"
+    assert xiao.elbo_figure([-5.0, -2.0]).axes[0].get_yscale() == "symlog"
+    matplotlib.pyplot.close("all")

@@ -31,15 +31,19 @@ _EXPORTS = {
                    "PIECES_SAMPLES", "PIECES_CHUNK", "MATCH_EXAMPLES", "hmc_pieces_run", "hmc_pieces_summary",
                    "table1_row", "NEAR_PRIOR_FACTOR", "near_prior_fraction", "always_zero_pixels", "unit_sigma_medians",
                    "pixel_sigma_medians", "chain_groups", "compact_representation", "CHAIN_COUNTS",
-                   "agreement_by_chains"],
+                   "agreement_by_chains", "weight_rhat"],
     "claims": ["NEAR_PRIOR_COLUMNS"],
     "tables": ["net_line", "effect_lines", "effect_values", "distance_by_not_text", "invariance_rows",
                "rebasin_setting_values", "rebasin_pair_lines", "barrier_text", "barrier_values", "barrier_rows",
                "saved_run_line", "rebasin_threshold_values", "not_setting_values", "over_runs",
                "sweep_statistics_text", "sweep_statistics_values", "not_path_lines", "not_path_values",
                "independent_not_values", "replicates_line", "epoch_range_values", "not_claim_rows", "threshold_values",
-               "saved_not_values"],
-    "figures": ["distance_against_not", "permuted_weights", "interpolation_figure", "not_sweep_figure", "not_paths_figure"],
+               "saved_not_values", "TABLE1_ORDER", "posterior_setting_lines", "posterior_setting_values", "hmc_line",
+               "convergence_table", "samples_line", "convergence_values", "coordinate_line", "worst_ess_table",
+               "vi_line", "table1", "table1_note", "table1_rows", "table1_claim_rows", "chains_text",
+               "chains_values"],
+    "figures": ["distance_against_not", "permuted_weights", "interpolation_figure", "not_sweep_figure", "not_paths_figure",
+                "elbo_figure", "table1_figure", "chains_figure"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 

@@ -9,7 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from symlib.experiments import plotting
-from symlib.experiments.xiao.settings import MATCHING_METHODS
+from symlib.experiments.xiao.settings import MATCHING_METHODS, XIAO_TABLE1
+from symlib.experiments.xiao.tables import TABLE1_ORDER
 
 
 # ---------------------------------------------------------------------------------------
@@ -113,4 +114,52 @@ def not_paths_figure(paths: Any, hidden: int) -> plt.Figure:
     ax_e.set_ylim(0, hidden)
     for ax in (ax_l, ax_e):
         ax.legend()
+    return fig
+
+
+# ---------------------------------------------------------------------------------------
+# The compact representation (Sec. 3.1, Table 1)
+# ---------------------------------------------------------------------------------------
+
+def elbo_figure(elbo_history: Sequence[float]) -> plt.Figure:
+    """Mean-field VI's ELBO per training example over the epochs (symmetric log scale)."""
+    elbo = np.asarray(elbo_history)
+    fig, ax = plt.subplots(figsize=(5.5, 3.2), constrained_layout=True)
+    ax.plot(np.arange(1, len(elbo) + 1), elbo, color=plotting.PALETTE[0])
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("ELBO per training example (nats)")
+    ax.set_title("Mean-field VI: the ELBO over training")
+    return fig
+
+
+def table1_figure(table: Mapping[str, Any], profile_name: str, runs: int) -> plt.Figure:
+    """Table 1's agreement and total variation with HMC as bars, ours (mean over ``runs`` runs of a
+    ``compact_representation`` result's ``table()``) beside the paper's, for the paper's rows."""
+    paper_col = {c: i for i, c in enumerate(XIAO_TABLE1["columns"])}
+    cols = [c for c in TABLE1_ORDER if c in paper_col]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), constrained_layout=True)
+    for ax, metric, label in ((axes[0], "agreement", "agreement with HMC (higher is better)"),
+                              (axes[1], "tv", "total variation to HMC (lower is better)")):
+        bars = {f"ours ({profile_name}, mean of {runs} runs)": [table[c][metric][0] for c in cols],
+                "Xiao et al. (2023)": [XIAO_TABLE1[metric][paper_col[c]] for c in cols]}
+        plotting.grouped_bars(ax, cols, bars, ylabel=label)
+    fig.suptitle("Table 1 as a figure: how close each approximation's predictive is to HMC's")
+    return fig
+
+
+def chains_figure(by_chains: Mapping[str, np.ndarray], profile_name: str) -> plt.Figure:
+    """Agreement of q_d and q_r with their samples' predictive against the number of HMC chains
+    pooled (:func:`~symlib.experiments.xiao.posteriors.agreement_by_chains`)."""
+    n_chains = by_chains["chains"]
+    fig, ax = plt.subplots(figsize=(5.5, 3.4), constrained_layout=True)
+    for i, (key, label) in enumerate((("agreement_q_d", "$q_d$ (direct)"), ("agreement_q_r", "$q_r$ (re-basin)"))):
+        ax.plot(n_chains, by_chains[key], "o-", color=plotting.PALETTE[i], label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(n_chains, [str(n) for n in n_chains])
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("number of HMC chains the samples come from")
+    ax.set_ylabel("agreement with those samples' predictive")
+    ax.set_title(f"q_d and q_r against the number of chains ({profile_name} profile)")
+    ax.legend()
     return fig

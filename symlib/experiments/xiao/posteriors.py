@@ -285,6 +285,22 @@ def hmc_samples(profile: Profile) -> dict[str, Any]:
     return load_samples(hmc_run_dir(profile))
 
 
+def weight_rhat(samples: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """R-hat of every kernel weight of HMC samples (each chain stays in its own permutation mode,
+    so in weight space R-hat is large even for chains that mixed in function space).
+
+    Args:
+        samples: layer -> ``{"kernel": (chains, samples, ...)}`` (:func:`hmc_samples`).
+
+    Returns:
+        Layer -> the R-hat of each of its kernel's weights, flattened.
+    """
+    from symlib.inference.diagnostics import rhat
+
+    return {name: np.ravel(rhat(layer["kernel"].reshape(layer["kernel"].shape[:2] + (-1,))))
+            for name, layer in samples.items()}
+
+
 #: the precision study's HMC runs (:func:`hmc_precision`): the profile's sampler (its step
 #: size adapted during burn-in, its leapfrog steps, data and network) with 2 chains of 30
 #: burn-in and 70 kept iterations each, at every precision: 100 iterations, 100,000 gradients

@@ -6,13 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 from symlib.experiments.judging.thresholds import THRESHOLDS
 from symlib.experiments.profiles import Profile
+from symlib.experiments.table import Table
+from symlib.experiments.xiao.posteriors import hmc_budget
 from symlib.experiments.xiao.runs import not_grid, pair_seeds
 from symlib.experiments.xiao.settings import (MATCHING_METHODS, SPLITS, XIAO_FIG1_CLAIMS, XIAO_FIG2_CLAIMS,
-                                             XIAO_SEC1_CLAIMS)
+                                             XIAO_SEC1_CLAIMS, XIAO_TABLE1, XIAO_TABLE1_SETTING)
 
 
 # ---------------------------------------------------------------------------------------
@@ -298,3 +301,213 @@ def saved_not_values(saved_sweep: Mapping[str, Any], saved_paths: Mapping[str, A
         "rep_kept": rep["units"] - rep["repaired"], "rep_active_kept": f"{rep['median_active_kept']:.0%}",
         "rep_norms": f"{norms[0]:.2f} against {norms[1]:.2f}", "rep_ratio": f"{norms[1] / norms[0]:.0f}",
     }
+
+
+# ---------------------------------------------------------------------------------------
+# The compact representation (Sec. 3.1, Table 1)
+# ---------------------------------------------------------------------------------------
+
+#: Table 1's rows, in the order the chapter shows them (the paper's and ours)
+TABLE1_ORDER = ("HMC sample", "HMC q_d", "HMC q_r", "HMC q_r (weight)", "HMC q_r (per chain)",
+                "Ensemble sample", "Ensemble q_d", "Ensemble q_r", "Ensemble q_r (weight)", "VI q")
+_PAPER_COL = {c: i for i, c in enumerate(XIAO_TABLE1["columns"])}
+#: each metric of Table 1: its label and format
+_TABLE1_METRICS = {"agreement": ("agreement with HMC", "{:.4f}"), "tv": ("TV to HMC", "{:.4f}"),
+                   "accuracy_samples": ("test acc. % of predictive", "{:.2f}"),
+                   "accuracy_mean": ("test acc. % of the mean", "{:.2f}")}
+
+
+def posterior_setting_lines(profile: Profile) -> str:
+    """The HMC budget, the ensemble's size, VI's training and the Monte-Carlo samples of a
+    profile, in two lines."""
+    return (f"HMC budget ({profile.name} profile): {hmc_budget(profile)}\n"
+            f"ensemble of {profile.ensemble_members}; VI {profile.vi_epochs} epochs (Adam, learning rate "
+            f"{profile.vi_learning_rate}); {profile.mc_samples} Monte-Carlo samples per Gaussian "
+            f"predictive; {profile.bnn_n_train:,} training examples for every approximation")
+
+
+def posterior_setting_values(profile: Profile, paper_profile: Profile) -> dict[str, Any]:
+    """The settings the prose of the compact-representation chapter cites, for ``profile`` and
+    (prefixed ``pp_``) for the paper profile: the HMC budget, the data, the ensemble's and VI's
+    training; and how far VI's ``rho`` must move from its initial value to reach the prior's
+    scale (``rho_gap``), in steps at the paper profile's learning rate."""
+    out: dict[str, Any] = {"profile": profile.name, "runs": profile.xiao_replicates,
+                           "chains_per_run": profile.hmc_chains // profile.xiao_replicates}
+    for tag, p in (("", profile), ("pp_", paper_profile)):
+        budget = hmc_budget(p)
+        out |= {f"{tag}hmc_budget": str(budget), f"{tag}hmc_leapfrog": f"{budget.leapfrog:,}",
+                f"{tag}hmc_warmup": f"{budget.warmup:,}"}
+        for field in ("bnn_n_train", "n_val", "hidden", "vi_epochs", "vi_batch_size", "mc_samples",
+                      "ensemble_members", "bnn_epochs"):
+            out[f"{tag}{field}"] = f"{getattr(p, field):,}"
+        out[f"{tag}vi_lr"] = f"{p.vi_learning_rate:g}"
+        out[f"{tag}vi_steps"] = f"{p.vi_epochs * (p.bnn_n_train // p.vi_batch_size):,}"
+    out["vi_std_init"] = f"{profile.vi_std_init:g}"
+    # Adam moves rho (sigma = softplus(rho)) by about the learning rate per step at most
+    rho_gap = float(np.log(np.expm1(profile.prior_std)) - np.log(np.expm1(profile.vi_std_init)))
+    out["rho_gap"] = f"{rho_gap:.1f}"
+    out["vi_steps_at_pp"] = f"{paper_profile.vi_epochs * (profile.bnn_n_train // profile.vi_batch_size):,}"
+    out["steps_needed_at_pp_lr"] = f"{rho_gap / paper_profile.vi_learning_rate:,.0f}"
+    return out
+
+
+def hmc_line(res: Any) -> str:
+    """The HMC run of a ``compact_representation`` result: acceptance, divergences, and its
+    predictive's test accuracy and NLL."""
+    diag = res.hmc_diagnostics
+    return (f"HMC: mean acceptance {diag.mean_acceptance:.3f}, divergences {diag.num_divergences}; "
+            f"predictive on the test set: accuracy {res.hmc_test.accuracy:.4f}, NLL {res.hmc_test.nll:.4f}")
+
+
+def convergence_table(diag: Any, rhat_w: Mapping[str, np.ndarray]) -> Table:
+    """R-hat and ESS of the HMC chains in weight space (median over each layer's weights,
+    :func:`~symlib.experiments.xiao.runs.weight_rhat`) and in function space (test log-likelihood,
+    true-class probabilities; :class:`~symlib.experiments.xiao.results.HMCDiagnostics`)."""
+    return Table(["quantity", "R-hat", "ESS"], [
+        ("weights, first layer (median over weights)", f"{np.median(rhat_w['dense_0']):.2f}", ""),
+        ("weights, output layer (median over weights)", f"{np.median(rhat_w['dense_1']):.2f}", ""),
+        ("test log-likelihood", f"{float(diag.rhat_test_loglik):.2f}", f"{float(diag.ess_test_loglik):.1f}"),
+        ("true-class probability of 10 test points (median; max)",
+         f"{np.median(diag.rhat_true_class_prob):.2f}; {np.max(diag.rhat_true_class_prob):.2f}",
+         f"{np.median(diag.ess_true_class_prob):.1f}"),
+    ])
+
+
+def samples_line(profile: Profile) -> str:
+    """``"<chains> chains x <kept> kept samples = <n> samples"`` of a profile's HMC."""
+    return (f"{profile.hmc_chains} chains x {profile.hmc_samples} kept samples = "
+            f"{profile.hmc_chains * profile.hmc_samples} samples")
+
+
+def convergence_values(diag: Any, rhat_w: Mapping[str, np.ndarray], profile: Profile) -> dict[str, str]:
+    """What the prose cites of the convergence diagnostics: ``rhat_w`` (first layer),
+    ``rhat_loglik``, ``ess_loglik``, ``n_hmc`` (samples) and ``fn_mixed`` ("have" when the test
+    log-likelihood's R-hat is below 1.1, else "have not")."""
+    return {"rhat_w": f"{np.median(rhat_w['dense_0']):.2f}", "rhat_loglik": f"{float(diag.rhat_test_loglik):.2f}",
+            "ess_loglik": f"{float(diag.ess_test_loglik):.1f}",
+            "n_hmc": f"{profile.hmc_chains * profile.hmc_samples:,}",
+            "fn_mixed": "have" if float(diag.rhat_test_loglik) < 1.1 else "have not"}
+
+
+def coordinate_line(coords: Mapping[str, Any]) -> str:
+    """ESS and R-hat over the weights, of :func:`symlib.inference.diagnostics.coordinate_diagnostics`."""
+    return (f"{coords['num_coordinates']:,} weights, {coords['num_draws']} draws: "
+            f"ESS min {coords['ess_min']:.1f}, median {coords['ess_median']:.1f}, max {coords['ess_max']:.1f}; "
+            f"R-hat median {coords['rhat_median']:.2f}, max {coords['rhat_max']:.2f}")
+
+
+def worst_ess_table(coords: Mapping[str, Any]) -> Table:
+    """The weights with the smallest ESS of :func:`symlib.inference.diagnostics.coordinate_diagnostics`."""
+    return Table(["weight with the smallest ESS", "ESS", "R-hat"],
+                 [(w["coordinate"], f"{w['ess']:.1f}", f"{w['rhat']:.2f}") for w in coords["worst_ess"]])
+
+
+def vi_line(vi_res: Any, std_init: float) -> str:
+    """VI's ELBO per example (first epoch, mean and change over the last tenth of training) and how
+    far its standard deviations left their initial value ``std_init``."""
+    elbo = np.asarray(vi_res.elbo_history)
+    sigma = np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(vi_res.sigma)])
+    last = max(1, len(elbo) // 10)
+    moved = np.mean(sigma > 10 * std_init)
+    return (f"ELBO per example: first epoch {elbo[0]:.2f}, mean of the last tenth "
+            f"{elbo[-last:].mean():.3f} (change over the last tenth {elbo[-1] - elbo[-last]:+.3f}); "
+            f"median sigma {np.median(sigma):.3f} (initial {std_init}), "
+            f"{100 * moved:.1f}% of sigmas moved above 10x their initial value")
+
+
+def _table1_cell(table: Mapping[str, Any], col: str, metric: str, fmt: str) -> str:
+    """Ours (mean +- SE over the runs), and the paper's value in brackets where Table 1 has one."""
+    mean, se = table[col][metric]
+    ours = "N/A" if mean is None else fmt.format(mean) + ("" if se is None else " +- " + fmt.format(se))
+    i = _PAPER_COL.get(col)
+    theirs = "" if i is None or XIAO_TABLE1[metric][i] is None else fmt.format(XIAO_TABLE1[metric][i])
+    return f"{ours} ({theirs})" if theirs else ours
+
+
+def table1(table: Mapping[str, Any]) -> Table:
+    """Table 1 of a ``compact_representation`` result (its ``table()``: by row and metric, mean and
+    standard error over the runs), the paper's value in brackets where it has one."""
+    rows = [[col, *(_table1_cell(table, col, m, fmt) for m, (_, fmt) in _TABLE1_METRICS.items())]
+            for col in TABLE1_ORDER]
+    return Table(["approximation", "agreement with HMC (up)", "TV to HMC (down)", "test acc. % of predictive",
+                  "test acc. % of the mean"], rows)
+
+
+def table1_note(res: Any, profile_name: str) -> str:
+    """What Table 1's cells are (ours over the runs, the paper's in brackets) and what its rows
+    beyond the paper mean."""
+    return (f"ours: {profile_name} profile, mean +- standard error over {len(res.replicates)} independent runs of "
+            f"{res.chains_per_replicate} HMC chains, one ensemble and one VI fit each; (in brackets): Xiao et al. "
+            f"(2023), Table 1, {XIAO_TABLE1_SETTING}. 'q_r' is activation matching (the paper's choice); "
+            "'(weight)' is weight matching; '(per chain)' matches each HMC chain's mean once and applies "
+            "that permutation to all its samples.")
+
+
+def table1_rows(table: Mapping[str, Any], saved: Mapping[str, Mapping[str, float]]
+                ) -> tuple[list[tuple[str, str, str]], list[str | None]]:
+    """Every cell of Table 1 as a row ``(row: metric, paper, ours)`` for
+    :func:`symlib.experiments.report.paper_vs_ours`, and the same cells of a saved paper-profile run.
+
+    Args:
+        table: this run's ``table()``.
+        saved: the saved run's summary ``table`` (row -> metric -> value); empty when none was saved.
+
+    Returns:
+        The rows (cells we do not have are left out) and the saved run's cells (None where it lacks one).
+    """
+    rows, saved_cells = [], []
+    for col in TABLE1_ORDER:
+        for metric, (label, fmt) in _TABLE1_METRICS.items():
+            ours = table[col][metric][0]
+            if ours is None:
+                continue
+            i = _PAPER_COL.get(col)
+            rows.append((f"{col}: {label}", "not in the paper" if i is None else fmt.format(XIAO_TABLE1[metric][i]),
+                         fmt.format(ours)))
+            saved_cells.append(fmt.format(saved[col][metric]) if metric in saved.get(col, {}) else None)
+    return rows, saved_cells
+
+
+def _versus(table: Mapping[str, Any], metric: str, a: str, b: str, fmt: str) -> tuple[str, str]:
+    """``"a vs b"`` for the paper's Table 1 and for ours."""
+    return (f"{XIAO_TABLE1[metric][_PAPER_COL[a]]:{fmt}} vs {XIAO_TABLE1[metric][_PAPER_COL[b]]:{fmt}}",
+            f"{table[a][metric][0]:{fmt}} vs {table[b][metric][0]:{fmt}}")
+
+
+def table1_claim_rows(table: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """The findings of Sec. 3.1 as ``(finding, paper, ours)`` comparisons of two Table 1 rows:
+    (i) q_r against q_d, (ii) the ensemble's q_r against HMC's, (iii) the ensemble's q_r against
+    its samples."""
+    return [
+        *((f"(i) {m}: agreement with HMC of q_r vs q_d", *_versus(table, "agreement", f"{m} q_r", f"{m} q_d", ".3f"))
+          for m in ("HMC", "Ensemble")),
+        *((f"(i) {m}: test accuracy % of the mean, mu_r vs mu_d",
+           *_versus(table, "accuracy_mean", f"{m} q_r", f"{m} q_d", ".2f")) for m in ("HMC", "Ensemble")),
+        ("(ii) agreement with HMC: ensemble q_r vs HMC q_r",
+         *_versus(table, "agreement", "Ensemble q_r", "HMC q_r", ".3f")),
+        ("(iii) test accuracy % of the ensemble's q_r vs its samples",
+         *_versus(table, "accuracy_samples", "Ensemble q_r", "Ensemble sample", ".2f")),
+    ]
+
+
+def chains_text(by_chains: Mapping[str, np.ndarray]) -> str:
+    """:func:`~symlib.experiments.xiao.posteriors.agreement_by_chains` as aligned lines: samples,
+    agreement and TV of q_d and q_r for each number of chains."""
+    lines = [f"{'chains':>6} {'samples':>7} {'agreement q_d':>14} {'agreement q_r':>14} {'TV q_d':>7} {'TV q_r':>7}"]
+    for i, n in enumerate(by_chains["chains"]):
+        b = {k: v[i] for k, v in by_chains.items()}
+        lines.append(f"{n:6d} {b['samples']:7d} {b['agreement_q_d']:14.3f} {b['agreement_q_r']:14.3f} "
+                     f"{b['tv_q_d']:7.3f} {b['tv_q_r']:7.3f}")
+    return "\n".join(lines)
+
+
+def chains_values(by_chains: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``max_chains``, ``chain_counts`` and the agreements of q_d and q_r for one chain
+    (``chains_one_d``, ``chains_one_r``) and for all (``chains_all_*``) of
+    :func:`~symlib.experiments.xiao.posteriors.agreement_by_chains`."""
+    n_chains = by_chains["chains"]
+    out: dict[str, Any] = {"max_chains": int(n_chains.max()), "chain_counts": ", ".join(map(str, n_chains.tolist()))}
+    for i, tag in ((0, "one"), (-1, "all")):
+        out[f"chains_{tag}_d"] = f"{by_chains['agreement_q_d'][i]:.3f}"
+        out[f"chains_{tag}_r"] = f"{by_chains['agreement_q_r'][i]:.3f}"
+    return out
