@@ -267,3 +267,42 @@ def test_chains_text_and_values():
     assert xiao.table1_figure(_table(), "quick", 2).axes[0].get_ylabel() == "agreement with HMC (higher is better)"
     assert xiao.elbo_figure([-5.0, -2.0]).axes[0].get_yscale() == "symlog"
     matplotlib.pyplot.close("all")
+
+
+# ------------------------------------------------------------------ Fig. 3
+
+
+def test_pruning_and_sigma_tables():
+    prune = {"keep_fraction": (np.asarray([1.0, 0.25]),) * 2,
+             **{k: (np.asarray([0.9, 0.5]), np.asarray([0.01, 0.02])) for k in xiao.PRUNING_LABELS}}
+    table = xiao.pruning_table(prune, xiao.PRUNING_LABELS)
+    assert table.headers[1:] == list(xiao.PRUNING_LABELS.values())
+    assert table.rows[1][:2] == ["75%", "50.00 +- 2.00"]
+    cols = ("HMC q_d", "HMC q_r", "HMC q_r (per chain)", "Ensemble q_d", "Ensemble q_r", "VI q")
+    summary = {"median_sigma": {c: 0.5 for c in cols}, "near_prior": {c: 0.125 for c in cols}}
+    rows = xiao.sigma_summary_table(summary, get_profile("quick"), 2).rows
+    assert rows[0][1] == "0.5 / 0.5 / 0.5" and rows[3][1] == "12.5% / 12.5% / 12.5% / 12.5%"
+    assert xiao.sigma_values(summary) == {"near_hmc_d": "12.5%", "med_hmc_d": "0.5", "near_hmc_r": "12.5%",
+                                          "med_hmc_r": "0.5", "near_vi": "12.5%", "med_vi": "0.5"}
+    fig = xiao.pruning_figure(prune, 2)
+    assert fig.axes[0].get_xlabel() == "weights pruned (%)"
+    run = SimpleNamespace(sigma={c: np.asarray([0.1, 1.0]) for c in cols}, median_sigma={c: 0.5 for c in cols})
+    assert [ax.get_title() for ax in xiao.sigma_histograms(run, 2).axes] == [
+        "HMC (run 1 of 2)", "Ensemble (run 1 of 2)", "mean-field VI (run 1 of 2)"]
+    matplotlib.pyplot.close("all")
+
+
+def test_sigma_inspection_table_and_values():
+    const = np.asarray([True, False, False])
+    insp = {"k_d": np.asarray([[0.5, 0.5], [0.2, 0.4], [0.2, 0.4]]), "k_r": np.full((3, 2), 0.25),
+            "k_vi": np.asarray([[1.0, 1.0], [0.1, 0.1], [0.1, 0.1]]), "out_d": np.ones((2, 2)),
+            "out_r": np.full((2, 2), 0.5), "const": const, "same": [1.0, 0.5, 0.25], "one_d": 0.3, "one_r": 0.2,
+            "chains": 3, "n_weights": 12, "n_train": 1000, "n_features": 2}
+    rows = xiao.sigma_inspection_table(insp).rows
+    assert rows[0] == ["first layer, the 1 always-zero pixels (exact posterior sigma: 1)", "0.500", "0.250", "1.000"]
+    assert rows[1][1:] == ["0.300", "0.250", "0.100"] and rows[2][1:3] == ["1.000", "0.500"]
+    assert rows[3][0] == "all weights, one sample per chain (3 independent draws)"
+    assert xiao.matching_consistency_line(insp).endswith("chain by chain: 1.00, 0.50, 0.25 (chain 0 holds the reference)")
+    values = xiao.sigma_inspection_values(insp, get_profile("quick"))
+    assert values["n_const"] == 1 and values["n_train"] == "1,000" and values["other_d"] == "0.300"
+    assert values["first_layer_share"] == "50%" and values["init_std"] == "1.00" and values["same_median"] == "0.38"

@@ -31,7 +31,7 @@ _EXPORTS = {
                    "PIECES_SAMPLES", "PIECES_CHUNK", "MATCH_EXAMPLES", "hmc_pieces_run", "hmc_pieces_summary",
                    "table1_row", "NEAR_PRIOR_FACTOR", "near_prior_fraction", "always_zero_pixels", "unit_sigma_medians",
                    "pixel_sigma_medians", "chain_groups", "compact_representation", "CHAIN_COUNTS",
-                   "agreement_by_chains", "weight_rhat"],
+                   "agreement_by_chains", "weight_rhat", "hmc_sigma_inspection"],
     "claims": ["NEAR_PRIOR_COLUMNS"],
     "tables": ["net_line", "effect_lines", "effect_values", "distance_by_not_text", "invariance_rows",
                "rebasin_setting_values", "rebasin_pair_lines", "barrier_text", "barrier_values", "barrier_rows",
@@ -41,9 +41,11 @@ _EXPORTS = {
                "saved_not_values", "TABLE1_ORDER", "posterior_setting_lines", "posterior_setting_values", "hmc_line",
                "convergence_table", "samples_line", "convergence_values", "coordinate_line", "worst_ess_table",
                "vi_line", "table1", "table1_note", "table1_rows", "table1_claim_rows", "chains_text",
-               "chains_values"],
+               "chains_values", "pruning_table", "sigma_summary_table", "sigma_values", "sigma_inspection_table",
+               "matching_consistency_line", "sigma_inspection_values"],
     "figures": ["distance_against_not", "permuted_weights", "interpolation_figure", "not_sweep_figure", "not_paths_figure",
-                "elbo_figure", "table1_figure", "chains_figure"],
+                "elbo_figure", "table1_figure", "chains_figure",
+                "PRUNING_LABELS", "sigma_histograms", "pruning_figure"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 

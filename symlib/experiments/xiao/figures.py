@@ -163,3 +163,56 @@ def chains_figure(by_chains: Mapping[str, np.ndarray], profile_name: str) -> plt
     ax.set_title(f"q_d and q_r against the number of chains ({profile_name} profile)")
     ax.legend()
     return fig
+
+
+# ---------------------------------------------------------------------------------------
+# Comparing, merging and pruning (Sec. 3.2, Fig. 3)
+# ---------------------------------------------------------------------------------------
+
+#: the pruning curves of Fig. 3 (right) and their labels
+PRUNING_LABELS = {"ensemble": "ensemble only", "hmc": "HMC only",
+                  "ensemble mu + hmc sigma": r"ensemble $\mu_r$ + HMC $\sigma_r$", "vi": "VI"}
+
+
+def sigma_histograms(run: Any, runs: int) -> plt.Figure:
+    """Fig. 3 (left) for one run of ``compact_representation``
+    (:class:`~symlib.experiments.xiao.results.CompactRun`, run 1 of ``runs``): histograms of the
+    per-weight sigma of q_d and q_r for HMC and the ensemble, and of VI's sigma."""
+    sig = run.sigma
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.3), constrained_layout=True)
+    bins = np.logspace(np.log10(max(1e-4, min(v.min() for v in sig.values()) + 1e-12)),
+                       np.log10(max(v.max() for v in sig.values())), 50)
+    sigma_labels = {"q_d": r"$\sigma_d$", "q_r": r"$\sigma_r$", "q_r (per chain)": r"$\sigma_r$ per chain"}
+    columns = {"HMC": (("HMC q_d", "q_d"), ("HMC q_r", "q_r"), ("HMC q_r (per chain)", "q_r (per chain)")),
+               "Ensemble": (("Ensemble q_d", "q_d"), ("Ensemble q_r", "q_r"))}
+    for ax, (method, cols) in zip(axes[:2], columns.items()):
+        for (col, kind), color in zip(cols, plotting.PALETTE):
+            ax.hist(sig[col], bins=bins, histtype="step", lw=1.5, color=color,
+                    label=f"{sigma_labels[kind]} (median {run.median_sigma[col]:.3g})")
+        ax.set_title(f"{method} (run 1 of {runs})")
+    axes[2].hist(sig["VI q"], bins=bins, histtype="step", lw=1.5, color=plotting.PALETTE[3],
+                 label=f"VI (median {run.median_sigma['VI q']:.3g})")
+    axes[2].set_title(f"mean-field VI (run 1 of {runs})")
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel(r"per-weight standard deviation $\sigma$")
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("number of weights")
+    return fig
+
+
+def pruning_figure(prune: Mapping[str, Any], runs: int) -> plt.Figure:
+    """Fig. 3 (right): test accuracy of the mean network against the share of weights pruned
+    (largest sigma first), mean ± SE over ``runs`` runs (a ``compact_representation`` result's
+    ``pruning()``), for each curve of :data:`PRUNING_LABELS`."""
+    keep = prune["keep_fraction"][0]
+    fig, ax = plt.subplots(figsize=(5.5, 3.6), constrained_layout=True)
+    for i, (key, label) in enumerate(PRUNING_LABELS.items()):
+        mean, se = prune[key]
+        ax.errorbar(100 * (1 - keep), 100 * mean, yerr=100 * se, fmt="o-", ms=3, capsize=2, label=label,
+                    color=plotting.PALETTE[i])
+    ax.set_xlabel("weights pruned (%)")
+    ax.set_ylabel("test accuracy of the mean (%)")
+    ax.set_title(f"Pruning the weights with the largest sigma (mean +- SE, {runs} runs)")
+    ax.legend()
+    return fig

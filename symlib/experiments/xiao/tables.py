@@ -511,3 +511,82 @@ def chains_values(by_chains: Mapping[str, np.ndarray]) -> dict[str, Any]:
         out[f"chains_{tag}_d"] = f"{by_chains['agreement_q_d'][i]:.3f}"
         out[f"chains_{tag}_r"] = f"{by_chains['agreement_q_r'][i]:.3f}"
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# Comparing, merging and pruning (Sec. 3.2, Fig. 3)
+# ---------------------------------------------------------------------------------------
+
+def pruning_table(prune: Mapping[str, Any], labels: Mapping[str, str]) -> Table:
+    """The pruning curves (a ``compact_representation`` result's ``pruning()``) as a table: the
+    share pruned, then each curve's test accuracy % (mean +- SE over the runs); ``labels``: curve
+    -> column header, in the columns' order."""
+    keep = prune["keep_fraction"][0]
+    rows = [(f"{100 * (1 - f):.0f}%", *(f"{100 * prune[k][0][i]:.2f} +- {100 * prune[k][1][i]:.2f}" for k in labels))
+            for i, f in enumerate(keep)]
+    return Table(["pruned", *labels.values()], rows)
+
+
+def sigma_summary_table(summary: Mapping[str, Any], profile: Profile, runs: int) -> Table:
+    """Median sigma of every approximation and the share of weights near the prior's sigma, of a
+    ``compact_representation`` summary (``median_sigma``, ``near_prior``; means over ``runs`` runs)."""
+    med, near = summary["median_sigma"], summary["near_prior"]
+    return Table(["quantity", f"ours ({profile.name} profile, mean over {runs} runs)"], [
+        ("median sigma: HMC q_d / HMC q_r (per sample) / HMC q_r (per chain)",
+         f"{med['HMC q_d']:.3g} / {med['HMC q_r']:.3g} / {med['HMC q_r (per chain)']:.3g}"),
+        ("median sigma: ensemble q_d / q_r", f"{med['Ensemble q_d']:.3g} / {med['Ensemble q_r']:.3g}"),
+        ("median sigma: VI (initial value)", f"{med['VI q']:.3g} ({profile.vi_std_init})"),
+        ("weights with sigma within 1.5x of the prior's: HMC q_d / HMC q_r / VI / ensemble q_r",
+         " / ".join(f"{100 * near[k]:.1f}%" for k in ("HMC q_d", "HMC q_r", "VI q", "Ensemble q_r"))),
+    ])
+
+
+def sigma_values(summary: Mapping[str, Any]) -> dict[str, str]:
+    """``near_<hmc_d|hmc_r|vi>`` (share of weights near the prior's sigma) and ``med_<...>`` (median
+    sigma) of a ``compact_representation`` summary, in that order per approximation."""
+    out = {}
+    for key, name in (("HMC q_d", "hmc_d"), ("HMC q_r", "hmc_r"), ("VI q", "vi")):
+        out[f"near_{name}"] = f"{100 * summary['near_prior'][key]:.1f}%"
+        out[f"med_{name}"] = f"{summary['median_sigma'][key]:.3g}"
+    return out
+
+
+def _pixel_medians(insp: Mapping[str, Any], mask: np.ndarray) -> tuple[str, ...]:
+    return tuple(f"{np.median(k[mask]):.3f}" for k in (insp["k_d"], insp["k_r"], insp["k_vi"]))
+
+
+def sigma_inspection_table(insp: Mapping[str, Any]) -> Table:
+    """Median first-layer sigma of HMC (direct and re-basin) and VI on the always-zero pixels and
+    on the others, the output layer's, and the medians from one sample per chain, of
+    :func:`~symlib.experiments.xiao.posteriors.hmc_sigma_inspection`."""
+    const = insp["const"]
+    return Table(["weights", "HMC: median sigma_d", "HMC: median sigma_r (per sample)", "VI: median sigma"], [
+        (f"first layer, the {int(const.sum())} always-zero pixels (exact posterior sigma: 1)",
+         *_pixel_medians(insp, const)),
+        ("first layer, the other pixels", *_pixel_medians(insp, ~const)),
+        ("output layer", f"{np.median(insp['out_d']):.3f}", f"{np.median(insp['out_r']):.3f}", ""),
+        (f"all weights, one sample per chain ({insp['chains']} independent draws)", f"{insp['one_d']:.3f}",
+         f"{insp['one_r']:.3f}", ""),
+    ])
+
+
+def matching_consistency_line(insp: Mapping[str, Any]) -> str:
+    """How consistently per-sample matching permutes each chain's samples
+    (:func:`~symlib.experiments.xiao.posteriors.hmc_sigma_inspection`'s ``same``), chain by chain."""
+    return ("share of hidden units that per-sample matching permutes like the chain's first sample "
+            f"(median over the chain's samples), chain by chain: {', '.join(f'{v:.2f}' for v in insp['same'])} "
+            "(chain 0 holds the reference)")
+
+
+def sigma_inspection_values(insp: Mapping[str, Any], profile: Profile) -> dict[str, Any]:
+    """What the prose cites of :func:`~symlib.experiments.xiao.posteriors.hmc_sigma_inspection` and
+    of VI's training in ``profile``."""
+    k_d, const = insp["k_d"], insp["const"]
+    return {"n_const": int(const.sum()), "n_train": f"{insp['n_train']:,}",
+            "const_d": f"{np.median(k_d[const]):.3f}", "const_r": f"{np.median(insp['k_r'][const]):.3f}",
+            "const_vi": f"{np.median(insp['k_vi'][const]):.3f}", "other_d": f"{np.median(k_d[~const]):.3f}",
+            "one_d": f"{insp['one_d']:.3f}", "one_r": f"{insp['one_r']:.3f}",
+            "first_layer_share": f"{100 * k_d.size / insp['n_weights']:.0f}%",
+            "init_std": f"{np.sqrt(2 / insp['n_features']):.2f}", "same_median": f"{np.median(insp['same'][1:]):.2f}",
+            "vi_epochs": profile.vi_epochs, "vi_lr": f"{profile.vi_learning_rate:g}",
+            "vi_std_init": f"{profile.vi_std_init:g}", "arch": f"784-{profile.hidden}-10"}
