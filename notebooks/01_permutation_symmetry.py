@@ -43,14 +43,12 @@ import numpy as np
 from myst_nb import glue
 
 from symlib import experiments
-from symlib.experiments import plotting
+from symlib.experiments import plotting, xiao
 from symlib.experiments.profiles import get_profile
-from symlib.core.models import mlp_apply
 from symlib.experiments.report import paper_vs_ours
-from symlib.symmetry.permutations import (num_transpositions, random_permutation,
-                                          random_permutation_with_transpositions)
-from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, param_distance
-from symlib.inference.training import sq_norm
+from symlib.experiments.table import glue_all
+from symlib.symmetry.permutations import num_transpositions, random_permutation
+from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
 
 plotting.set_style()
 profile = get_profile()
@@ -71,8 +69,7 @@ print({k: v.shape for k, v in data.items()})
 runs = experiments.run("mlp_map_pair", profile)
 net = runs.net(0)
 params = jax.tree_util.tree_map(jnp.asarray, net.params)
-print(f"final training objective {net.epoch_loss[-1]:.3f}; "
-      f"test accuracy {net.test_accuracy:.4f}, test NLL {net.test_nll:.4f}")
+print(xiao.net_line(net))
 
 # %% [markdown]
 # ## Permuting the hidden units
@@ -99,26 +96,9 @@ print(f"a random permutation of {profile.hidden} units; NoT = {num_transposition
 # {glue:text}`ch01_n_test` test images.
 
 # %%
-def compare(a, b, x):
-    """Largest logit difference, prediction agreement, and relative weight distance of a vs b."""
-    la, lb = mlp_apply(a, x), mlp_apply(b, x)
-    distance = param_distance(a, b)
-    return {
-        "max_abs_logit_diff": float(jnp.max(jnp.abs(la - lb))),
-        "max_abs_logit": float(jnp.max(jnp.abs(la))),
-        "prediction_agreement": float(jnp.mean(jnp.argmax(la, 1) == jnp.argmax(lb, 1))),
-        "weight_distance": distance,
-        "relative_weight_distance": distance / float(jnp.sqrt(sq_norm(a))),
-    }
-
-
-result = compare(params, permuted, data["x_test"])
-for k, v in result.items():
-    print(f"{k:26s} {v:.3g}")
-glue("ch01_max_dlogit", f"{result['max_abs_logit_diff']:.1e}", display=False)
-glue("ch01_max_logit", f"{result['max_abs_logit']:.3g}", display=False)
-glue("ch01_rel_distance", f"{result['relative_weight_distance']:.2f}", display=False)
-glue("ch01_n_test", f"{len(data['x_test']):,}", display=False)
+result = xiao.permutation_effect(params, permuted, data["x_test"])
+print(xiao.effect_lines(result))
+glue_all(glue, "ch01", xiao.effect_values(result, len(data["x_test"])))
 
 # %% [markdown]
 # The largest change of any logit on any of the test images is at the level of float32
@@ -138,27 +118,11 @@ glue("ch01_n_test", f"{len(data['x_test']):,}", display=False)
 # function never changes while the distance grows with $k$.
 
 # %%
-ks = np.unique(np.linspace(0, profile.hidden - 1, 9).astype(int))
-sweep = []
-for i, k in enumerate(ks):
-    p_k = random_permutation_with_transpositions(jax.random.key(100 + i), profile.hidden, int(k))
-    r = compare(params, apply_permutation(spec, {"P_0": p_k}, params), data["x_test"])
-    sweep.append((int(k), num_transpositions(p_k), r["max_abs_logit_diff"],
-                  r["relative_weight_distance"]))
-print(f"{'k':>5} {'NoT(P)':>7} {'max|dlogit|':>12} {'rel. distance':>14}")
-for row in sweep:
-    print(f"{row[0]:5d} {row[1]:7d} {row[2]:12.2e} {row[3]:14.3f}")
+sweep = xiao.distance_by_not(params, data["x_test"], profile.hidden)
+print(xiao.distance_by_not_text(sweep))
 
 # %% tags=["hide-input"]
-import matplotlib.pyplot as plt  # noqa: E402
-
-fig, ax = plt.subplots(figsize=(4.8, 3.2), constrained_layout=True)
-ax.plot([r[1] for r in sweep], [r[3] for r in sweep], "o-", label="permuted copy")
-ax.axhline(np.sqrt(2), ls="--", color="0.4", label=r"independent weights ($\sqrt{2}$)")
-ax.set_xlabel("number of transpositions NoT(P)")
-ax.set_ylabel(r"$\|W - PW\|_2 \,/\, \|W\|_2$")
-ax.set_title("Distance grows with NoT; the function does not change")
-ax.legend();
+xiao.distance_against_not(sweep);
 
 # %% [markdown]
 # ## The weight matrices before and after
@@ -168,24 +132,10 @@ ax.legend();
 # weights); the figure shows the first {glue:text}`ch01_n_show` units. Every row of the
 # permuted matrix is a row of the original, in another place.
 
-# %% tags=["hide-input"]
+# %%
 n_show = 48
 glue("ch01_n_show", n_show, display=False)
-w1, w1p = np.asarray(params["dense_0"]["kernel"]).T, np.asarray(permuted["dense_0"]["kernel"]).T
-centre = slice(14 * 28, 14 * 28 + 64)  # the 64 pixels of the two middle image rows
-plotting.weight_matrices([w1[:n_show, centre], w1p[:n_show, centre]],
-                         [r"$W_1$ (original)", r"$P W_1$ (permuted)"],
-                         suptitle=f"First layer: incoming weights of {n_show} hidden units, "
-                                  "64 central pixels",
-                         xlabel="input pixel", ylabel="hidden unit");
-
-# %% tags=["hide-input"]
-w2, w2p = np.asarray(params["dense_1"]["kernel"]), np.asarray(permuted["dense_1"]["kernel"])
-plotting.weight_matrices([w2[:n_show], w2p[:n_show]],
-                         [r"$W_2^\top$ (original)", r"$(W_2 P^\top)^\top$ (permuted)"],
-                         suptitle=f"Second layer: outgoing weights of the same {n_show} "
-                                  "hidden units",
-                         xlabel="class (logit)", ylabel="hidden unit");
+xiao.permuted_weights(params, permuted, n_show);
 
 # %% [markdown]
 # ## Synthesis
@@ -196,16 +146,7 @@ plotting.weight_matrices([w2[:n_show], w2p[:n_show]],
 # is exact in real arithmetic. What we measured, in the profile printed at the top:
 
 # %% tags=["hide-input"]
-paper = experiments.XIAO_SEC1_CLAIMS
-paper_vs_ours([
-    ("max abs logit difference on the test set", paper["max_logit_difference"],
-     f"{result['max_abs_logit_diff']:.1e}"),
-    ("prediction agreement", paper["prediction_agreement"],
-     f"{result['prediction_agreement']:.4f}"),
-    ("relative weight distance of the permuted copy", "not reported",
-     f"{result['relative_weight_distance']:.3f}"),
-    ("test accuracy of the trained MLP", paper["test_accuracy"], f"{100 * net.test_accuracy:.2f}%"),
-], profile.name)
+paper_vs_ours(xiao.invariance_rows(result, net.test_accuracy), profile.name)
 
 # %% [markdown]
 # The claim is checked as three conditions, each of which can fail: the logits must agree

@@ -49,7 +49,6 @@
 # during training.
 
 # %% tags=["hide-cell"]
-import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
@@ -59,19 +58,14 @@ from symlib.experiments.judging import claims, results, scales
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.registry import SUMMARIES
 from symlib.experiments.report import PaperProfile, paper_vs_ours
-from symlib.experiments.judging.thresholds import THRESHOLDS
+from symlib.experiments.table import glue_all
 
 plotting.set_style()
 profile = get_profile()
 paper_profile = get_profile("paper")
 print(profile.describe())
 print(f"independent pairs of networks: {profile.rebasin_pairs} (pair k: seeds 2k and 2k + 1)")
-glue("ch02_pairs", profile.rebasin_pairs, display=False)
-glue("ch02_seeds", " and ".join(map(str, xiao.pair_seeds(0))), display=False)
-glue("ch02_hidden", profile.hidden, display=False)
-glue("ch02_pp_arch", f"784-{paper_profile.hidden}-10", display=False)
-glue("ch02_pp_n_train", f"{paper_profile.n_train:,}", display=False)
-glue("ch02_pp_epochs", paper_profile.epochs, display=False)
+glue_all(glue, "ch02", xiao.rebasin_setting_values(profile, paper_profile))
 
 # %% [markdown]
 # ## Independently trained networks, matched
@@ -92,22 +86,13 @@ glue("ch02_pp_epochs", paper_profile.epochs, display=False)
 # %%
 res = experiments.run("rebasin_barriers", profile)
 summary = SUMMARIES["rebasin_barriers"](res.artifact)
-for seed, acc in res.endpoint_test_accuracy.items():
-    print(f"pair 0, seed{seed}: test accuracy {acc:.4f}")
-for method, value in res.num_transpositions.items():
-    print(f"pair 0, {method:20s} NoT = {value} of at most {profile.hidden - 1}")
-perms = res.permutations
-agree = float(np.mean(perms["weight matching"] == perms["activation matching"]))
-print(f"pair 0: the two methods assign the same partner to {100 * agree:.1f}% of the units")
+print(xiao.rebasin_pair_lines(res, profile.hidden))
 
 # %% [markdown]
 # ## Interpolation paths of the trained networks (Figure 1, pair 0)
 
-# %% tags=["hide-input"]
-methods = experiments.MATCHING_METHODS
-curves = {f"{split}, {m}": res.curve(split, m) for split in ("train", "test") for m in methods}
-plotting.interpolation_curves(curves,
-                              title="Interpolating between two MLPs trained from different seeds");
+# %%
+xiao.interpolation_figure(res);
 
 # %% [markdown]
 # ## Barriers over the independent pairs
@@ -117,17 +102,8 @@ plotting.interpolation_curves(curves,
 
 # %%
 reps = xiao.barrier_replicates(summary)
-mid = profile.n_lambdas // 2
-print(f"{'loss barrier (nats)':22s} {'train':>16s} {'test':>16s}   pair 0: test acc. at lambda=0.5")
-for m in methods:
-    cells = [f"{reps[s][m][0]:.3f} ± {reps[s][m][1]:.3f}" for s in ("train", "test")]
-    acc_mid = 100 * res.curve("test", m)["accuracy"][mid]
-    print(f"{m:22s} {cells[0]:>16s} {cells[1]:>16s}   {acc_mid:.2f}%")
-print(f"({reps['train']['no matching'][2]} independent pairs)")
-for s in ("train", "test"):
-    for m, key in zip(methods, ("raw", "weight", "activation")):
-        glue(f"ch02_barrier_{s}_{key}", f"{reps[s][m][0]:.3f} ± {reps[s][m][1]:.3f}",
-             display=False)
+print(xiao.barrier_text(reps, res, mid=profile.n_lambdas // 2))
+glue_all(glue, "ch02", xiao.barrier_values(reps))
 
 # %% [markdown]
 # ## Synthesis
@@ -140,30 +116,13 @@ for s in ("train", "test"):
 # training images, {glue:text}`ch02_pp_epochs` epochs) saved in `book/results/` when one
 # was run, with its command and device.
 
-# %% tags=["hide-input"]
+# %%
 paper_run = results.load("rebasin_barriers", "paper")
-paper = experiments.XIAO_FIG1_CLAIMS
 saved_reps = None if paper_run is None else xiao.barrier_replicates(paper_run["summary"])
-
-
-def mean_se(stats):
-    """'mean ± se (n pairs)', or the value alone for one pair."""
-    mean, se, n = stats
-    return f"{mean:.3f}" if n < 2 else f"{mean:.3f} ± {se:.3f} ({n} pairs)"
-
-
-rows, paper_profile_cells = [], []
-for split in ("train", "test"):
-    for m in methods:
-        claim = paper["barrier_no_matching"] if m == "no matching" else paper["barrier_matched"]
-        rows.append((f"{split} loss barrier, {m} (nats)", f"{claim} (Fig. 1)",
-                     mean_se(reps[split][m])))
-        if saved_reps is not None:
-            paper_profile_cells.append(mean_se(saved_reps[split][m]))
+rows, paper_profile_cells = xiao.barrier_rows(reps, saved_reps)
 display(paper_vs_ours(rows, profile.name, PaperProfile.from_saved(paper_run, paper_profile_cells)))
 if paper_run is not None:
-    print(f"paper-profile run: `{paper_run['command']}` on {paper_run['device']}, "
-          f"{paper_run['date']}, {paper_run['elapsed_s']} s")
+    print(xiao.saved_run_line(paper_run))
 
 # %% [markdown]
 # The paper's claim is two library functions (`symlib.experiments.judging.claims`, registered in
@@ -178,13 +137,11 @@ if paper_run is not None:
 # verdict is the expected one (the paper's, or a difference registered with its reason);
 # the unit tests apply the same function to every saved result in `book/results/`.
 
-# %% tags=["hide-input"]
+# %%
 outcomes = claims.evaluate("rebasin_barriers", summary)
 claims.epilogue(outcomes, profile.name, prefix="ch02", glue=glue,
                 scale=scales.scale_label("rebasin_barriers", profile.name))
-threshold = THRESHOLDS["rebasin_barriers.rebasin_removes_barrier"]
-glue("ch02_threshold", f"{threshold.value:g}", display=False)
-glue("ch02_zero_threshold", f"{THRESHOLDS['rebasin_barriers.matched_barrier_nearly_zero'].value:g}", display=False)
+glue_all(glue, "ch02", xiao.rebasin_threshold_values())
 saved_outcomes = []
 if paper_run is not None:
     saved_outcomes = claims.evaluate("rebasin_barriers", paper_run["summary"])

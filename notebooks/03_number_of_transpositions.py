@@ -41,20 +41,17 @@
 #   interpolation path, and of the permutation matching the two networks over training.
 
 # %% tags=["hide-cell"]
-import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 from myst_nb import glue
-from scipy import stats
 
 from symlib import experiments
 from symlib.experiments import plotting, report, xiao
 from symlib.experiments.judging import claims, results, scales
 from symlib.experiments.profiles import get_profile
-from symlib.symmetry.permutations import cycles, num_transpositions
 from symlib.experiments.report import paper_vs_ours
-from symlib.experiments.judging.thresholds import THRESHOLDS
-from symlib.experiments.xiao import describe_repaired
+from symlib.experiments.table import glue_all
+from symlib.symmetry.permutations import cycles, num_transpositions
 
 plotting.set_style()
 profile = get_profile()
@@ -62,9 +59,7 @@ paper_profile = get_profile("paper")
 print(profile.describe())
 print(f"NoT sweep: {profile.not_runs} random initialisations x NoT values "
       f"{experiments.not_grid(profile).tolist()}")
-glue("ch03_runs", profile.not_runs, display=False)
-glue("ch03_not_values", len(experiments.not_grid(profile)), display=False)
-glue("ch03_hidden", profile.hidden, display=False)
+glue_all(glue, "ch03", xiao.not_setting_values(profile))
 
 # %% [markdown]
 # ## A worked example
@@ -93,51 +88,19 @@ assert example_cycles == [(1, 4, 2), (3, 5)] and num_transpositions(example) == 
 # %%
 sweep = experiments.run("not_sweep", profile)
 ks = experiments.not_grid(profile)
-by_run = sweep.per_run  # (runs, NoT values) array of a sweep column
-not_p, not_pp = by_run("not_p"), by_run("not_p_prime")
-assert np.all(not_p == ks[None, :]), "the planted permutations must have the requested NoT"
+assert np.all(sweep.per_run("not_p") == ks[None, :]), "the planted permutations must have the requested NoT"
 
-# %% tags=["hide-input"]
-fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
-plotting.mean_band(axes[0], ks, not_pp, r"NoT($P'$) after training")
-axes[0].plot(ks, ks, ls=":", color="0.4", label="identity")
-axes[0].set_xlabel("NoT(P) at initialisation")
-axes[0].set_ylabel("NoT(P') after training")
-axes[0].set_title("(a) NoT survives training")
-axes[0].legend()
-panels = ((axes[1], ("distance_raw", "distance_matched"), "weight-space distance (L2)"),
-          (axes[2], ("barrier_raw", "barrier_matched"), "loss barrier (nats)"))
-for ax, (raw, matched), label in panels:
-    plotting.mean_band(ax, ks, by_run(raw), "before matching")
-    plotting.mean_band(ax, ks, by_run(matched), "after matching")
-    ax.set_xlabel("NoT(P) at initialisation")
-    ax.set_ylabel(label)
-    ax.legend()
-axes[1].set_title("(b) distance between the trained nets")
-axes[2].set_title("(c) loss barrier on the training set");
+# %%
+xiao.not_sweep_figure(sweep, ks);
 
 # %% [markdown]
 # Each statistic is computed within one run (one random initialisation, all its NoT
 # values) and reported as the mean ± standard error over the runs:
 
 # %%
-def over_runs(values):
-    """Mean ± standard error over the runs."""
-    v = np.asarray(values, float)
-    se = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else float("nan")
-    return f"{v.mean():.3f} ± {se:.3f}"
-
-
-per_run = {"Pearson r(NoT(P), NoT(P'))": [stats.pearsonr(a, b).statistic
-                                           for a, b in zip(not_p, not_pp)],
-           "mean |NoT(P') - NoT(P)| (transpositions)": np.abs(not_pp - not_p).mean(1)}
-for key in ("distance_raw", "barrier_raw", "distance_matched", "barrier_matched"):
-    per_run[f"Spearman rho(NoT(P), {key})"] = [stats.spearmanr(a, b).statistic
-                                               for a, b in zip(not_p, by_run(key))]
-for name, values in per_run.items():
-    print(f"{name:45s} {over_runs(values)}   (runs: {', '.join(f'{v:.3f}' for v in values)})")
-glue("ch03_pearson", over_runs(per_run["Pearson r(NoT(P), NoT(P'))"]), display=False)
-glue("ch03_mean_abs", over_runs(per_run["mean |NoT(P') - NoT(P)| (transpositions)"]), display=False)
+per_run = xiao.sweep_statistics(sweep)
+print(xiao.sweep_statistics_text(per_run))
+glue_all(glue, "ch03", xiao.sweep_statistics_values(per_run))
 
 # %% [markdown]
 # ## NoT along the interpolation path and over training (Figure 2, right)
@@ -155,49 +118,16 @@ glue("ch03_mean_abs", over_runs(per_run["mean |NoT(P') - NoT(P)| (transpositions
 
 # %%
 paths = experiments.run("not_paths", profile)
-lam = np.asarray(paths.lambdas)
-fig, (ax_l, ax_e) = plt.subplots(1, 2, figsize=(10, 3.4), constrained_layout=True)
-for name, color in (("permuted", plotting.PALETTE[0]), ("independent", plotting.PALETTE[1])):
-    ax_l.plot(lam, paths.partner(name).not_lambda, "o-", ms=3, color=color, label=f"{name} init")
-    ax_e.plot(paths.epochs, paths.partner(name).not_epochs, "o-", ms=3, color=color,
-              label=f"{name} init")
-ax_e.axhline(paths.not_p, ls=":", color="0.4", label="NoT(P) planted")
-ax_l.set_xlabel(r"$\lambda$")
-ax_l.set_ylabel(r"NoT($\tilde P$) matching $W_\lambda$ to $W_0$")
-ax_l.set_title("(d) along the interpolation path")
-ax_e.set_xlabel("epoch (0 = initialisation)")
-ax_e.set_ylabel("NoT of the matching permutation")
-ax_e.set_title("(d) over training")
-ax_e.set_ylim(0, profile.hidden)
-for ax in (ax_l, ax_e):
-    ax.legend()
+xiao.not_paths_figure(paths, profile.hidden);
 
 # %%
-steps = {}
 for name in ("permuted", "independent"):
-    nl = np.asarray(paths.partner(name).not_lambda)
-    steps[name] = np.diff(nl)
-    jump = int(steps[name].max())
-    where = lam[1:][int(np.argmax(steps[name]))]
-    print(f"{name:12s} along lambda: {nl.tolist()}")
-    print(f"{'':12s} largest decrease {max(0, -int(steps[name].min()))}, largest single jump "
-          f"{jump} of {int(nl[-1])} ({100 * jump / max(1, nl[-1]):.0f}%), ending at lambda = "
-          f"{where:.2f}")
-    print(f"{'':12s} over epochs : {np.asarray(paths.partner(name).not_epochs).tolist()}")
-    glue(f"ch03_jump_{name}", f"{jump} of {int(nl[-1])}", display=False)
-    glue(f"ch03_jump_at_{name}", f"{where:.2f}", display=False)
-    glue(f"ch03_drop_{name}", max(0, -int(steps[name].min())), display=False)
-ind_epochs = np.asarray(paths.partner("independent").not_epochs)
-glue("ch03_ind_epochs", f"{ind_epochs.min()} and {ind_epochs.max()}", display=False)
-harmonic = np.sum(1 / np.arange(1, profile.hidden + 1))
-glue("ch03_hn", f"{profile.hidden - harmonic:.0f}", display=False)
+    print(xiao.not_path_lines(paths, name))
+    glue_all(glue, "ch03", xiao.not_path_values(paths, name))
+glue_all(glue, "ch03", xiao.independent_not_values(paths, profile.hidden))
 reps = xiao.not_paths_replicates(experiments.SUMMARIES["not_paths"](paths.artifact))
-ranges = np.ptp(reps["not_epochs"], axis=1)
-print(f"{len(reps['not_p'])} independent (reference, permuted copy) pairs: planted NoT "
-      f"{reps['not_p'].tolist()}, range of NoT over the epochs {ranges.tolist()}, largest fall "
-      f"along the path {[max(0, -int(np.diff(r).min())) for r in reps['not_lambda']]}")
-glue("ch03_steps", f"{profile.epochs * (profile.n_train // profile.batch_size):,}", display=False)
-glue("ch03_epoch_ranges", ", ".join(map(str, ranges.tolist())), display=False)
+print(xiao.replicates_line(reps))
+glue_all(glue, "ch03", xiao.epoch_range_values(reps, profile))
 
 # %% [markdown]
 # In the first pair, NoT along the path never falls (largest decrease
@@ -226,29 +156,8 @@ glue("ch03_epoch_ranges", ", ".join(map(str, ranges.tolist())), display=False)
 # figure has no printed numbers, so we compare the claims (this run: mean ± standard error
 # over the runs):
 
-# %% tags=["hide-input"]
-paper = experiments.XIAO_FIG2_CLAIMS
-permuted, independent = paths.partner("permuted"), paths.partner("independent")
-rho_label = "Spearman rho(NoT(P), {})"
-pearson = over_runs(per_run["Pearson r(NoT(P), NoT(P'))"])
-paper_vs_ours([
-    ("NoT(P') vs NoT(P)", paper["not_after_training"], f"Pearson r = {pearson}"),
-    ("raw distance vs NoT", paper["distance_vs_not"],
-     f"Spearman rho = {over_runs(per_run[rho_label.format('distance_raw')])}"),
-    ("raw loss barrier vs NoT", paper["barrier_vs_not"],
-     f"Spearman rho = {over_runs(per_run[rho_label.format('barrier_raw')])}"),
-    ("loss barrier after matching", "not shown",
-     f"{over_runs(by_run('barrier_matched').mean(1))} nats "
-     f"(raw: up to {by_run('barrier_raw').max():.3f})"),
-    ("NoT along lambda (permuted init, pair 0)", paper["not_along_path"],
-     f"monotone: {bool(np.all(steps['permuted'] >= 0))}; largest single jump "
-     f"{int(steps['permuted'].max())} of {int(permuted.not_lambda[-1])}"),
-    ("NoT along lambda (independent init, pair 0)", "not studied",
-     f"monotone: {bool(np.all(steps['independent'] >= 0))}; largest single jump "
-     f"{int(steps['independent'].max())} of {int(independent.not_lambda[-1])}"),
-    ("NoT over epochs (permuted init, pair 0)", paper["not_over_epochs"],
-     f"{np.min(permuted.not_epochs)} .. {np.max(permuted.not_epochs)} (planted {paths.not_p})"),
-], profile.name)
+# %%
+paper_vs_ours(xiao.not_claim_rows(per_run, sweep, paths), profile.name)
 
 # %% [markdown]
 # The claims are library functions (`symlib.experiments.judging.claims`, registered in
@@ -273,12 +182,11 @@ paper_vs_ours([
 # the expected one, and the unit tests do the same for every saved paper-scale run in
 # `book/results/`.
 
-# %% tags=["hide-input"]
+# %%
 outcomes = [o for name, res in (("not_sweep", sweep), ("not_paths", paths))
             for o in claims.evaluate(name, experiments.SUMMARIES[name](res.artifact))]
 claims.epilogue(outcomes, profile.name, prefix="ch03", glue=glue, scale=scales.scale_label("not_sweep", profile.name))
-for o in outcomes:
-    glue(f"ch03_t_{o.claim.name}", f"{o.evidence.threshold.value:g}", display=False)
+glue_all(glue, "ch03", xiao.threshold_values(outcomes))
 
 # %% [markdown]
 # In this run: {glue:text}`ch03_v_not_after_training` (Pearson r
@@ -307,66 +215,18 @@ for o in outcomes:
 # {glue:text}`ch03_pp_sweep_min` minutes). The tables below evaluate the same claim
 # functions on the saved runs (`book/results/`).
 
-# %% tags=["hide-input"]
+# %%
 display(report.show_saved_run("not_paths", "512-unit networks on all images: minutes on a CPU"))
 display(report.show_saved_run("not_sweep", "a full sweep of 512-unit networks: days on a CPU"))
 saved_sweep = results.load("not_sweep", "paper-10nots-2runs")
 saved_paths = results.load("not_paths", "paper")
 saved_outcomes = []
 for name, saved in (("not_sweep", saved_sweep), ("not_paths", saved_paths)):
-    if saved is None:
-        continue
-    found = claims.evaluate(name, saved["summary"])
-    saved_outcomes.append((saved["profile"], found))
-    for o in found:
-        glue(f"ch03_pp_v_{o.claim.name}", o.verdict.value, display=False)
-        glue(f"ch03_pp_e_{o.claim.name}", o.evidence.interval_text(), display=False)
+    if saved is not None:
+        saved_outcomes.append((saved["profile"], claims.evaluate(name, saved["summary"])))
+        claims.glue_outcomes(saved_outcomes[-1][1], "ch03_pp", glue)
 if saved_sweep is not None and saved_paths is not None:
-    ss, sp = saved_sweep["summary"], saved_paths["summary"]
-    rows = {k: np.asarray(v) for k, v in ss["rows"].items()}
-    nets = ss["runs"] * (ss["not_values"] + 1)
-    per_net = saved_sweep["elapsed_s"] / nets
-    glue("ch03_pp_epochs", paper_profile.epochs, display=False)
-    glue("ch03_pp_n_train", f"{paper_profile.n_train:,}", display=False)
-    glue("ch03_pp_batch", paper_profile.batch_size, display=False)
-    glue("ch03_pp_s_per_net", f"{per_net:.0f}", display=False)
-    hours = per_net * (paper_profile.hidden + 1) / 3600
-    glue("ch03_pp_hours_per_run", f"{hours:.0f}", display=False)
-    glue("ch03_pp_paths_min", f"{saved_paths['elapsed_s'] / 60:.1f}", display=False)
-    glue("ch03_pp_not_values", ss["not_values"], display=False)
-    glue("ch03_pp_runs", ss["runs"], display=False)
-    glue("ch03_pp_nets", nets, display=False)
-    glue("ch03_pp_sweep_min", f"{saved_sweep['elapsed_s'] / 60:.0f}", display=False)
-    glue("ch03_pp_pearson", f"{ss['pearson_not']:.3f}", display=False)
-    rho = ss["spearman"]
-    glue("ch03_pp_rho", f"{rho['distance_raw']:.2f} and {rho['barrier_raw']:.2f}", display=False)
-    glue("ch03_pp_matched", f"{ss['barrier_matched_mean']:.3f}", display=False)
-    glue("ch03_pp_raw_max", f"{ss['barrier_raw_max']:.2f}", display=False)
-    at_zero = rows["not_p"] == 0
-    glue("ch03_pp_at_zero", " and ".join(str(int(v)) for v in rows["not_p_prime"][at_zero]),
-         display=False)
-    glue("ch03_pp_at_zero_share", f"{rows['not_p_prime'][at_zero].mean() / sp['hidden']:.0%}",
-         display=False)
-    glue("ch03_pp_barrier_at_zero", " and ".join(f"{v:.3f}" for v in rows["barrier_raw"][at_zero]),
-         display=False)
-    glue("ch03_pp_mean_abs", f"{ss['mean_abs_not_change']:.0f}", display=False)
-    ne, nl = np.asarray(sp["permuted"]["not_epochs"]), np.asarray(sp["permuted"]["not_lambda"])
-    glue("ch03_pp_planted", sp["not_p"], display=False)
-    glue("ch03_pp_kept_epochs", int(np.argmax(ne != sp["not_p"])) - 1, display=False)
-    glue("ch03_pp_final_not", int(ne[-1]), display=False)
-    glue("ch03_pp_last_epoch", sp["epochs"], display=False)
-    glue("ch03_pp_first_step", int(nl[1]), display=False)
-    pp_steps = paper_profile.epochs * (paper_profile.n_train // paper_profile.batch_size)
-    glue("ch03_pp_steps", f"{pp_steps:,}", display=False)
-    rep = sp["permuted"]["repaired"]
-    for key in ("units", "repaired", "dead_repaired", "dead_kept", "active_half",
-                "active_half_kept"):
-        glue(f"ch03_pp_rep_{key}", rep[key], display=False)
-    glue("ch03_pp_rep_kept", rep["units"] - rep["repaired"], display=False)
-    glue("ch03_pp_rep_active_kept", f"{rep['median_active_kept']:.0%}", display=False)
-    norms = rep["median_out_norm_repaired"], rep["median_out_norm_kept"]
-    glue("ch03_pp_rep_norms", f"{norms[0]:.2f} against {norms[1]:.2f}", display=False)
-    glue("ch03_pp_rep_ratio", f"{norms[1] / norms[0]:.0f}", display=False)
+    glue_all(glue, "ch03_pp", xiao.saved_not_values(saved_sweep, saved_paths, paper_profile))
 glue("ch03_activity_images", f"{xiao.REPAIRED_ACTIVITY_IMAGES:,}", display=False)
 
 # %% [markdown]
@@ -408,10 +268,10 @@ glue("ch03_activity_images", f"{xiao.REPAIRED_ACTIVITY_IMAGES:,}", display=False
 # matched to a different unit of the partner after training than at initialisation (the
 # planted pairing).
 
-# %% tags=["hide-input"]
-print(f"{profile.name} profile: " + describe_repaired(paths.repaired()))
+# %%
+print(f"{profile.name} profile: " + xiao.describe_repaired(paths.repaired()))
 if saved_paths is not None and "repaired" in saved_paths["summary"]["permuted"]:
-    print("paper profile: " + describe_repaired(saved_paths["summary"]["permuted"]["repaired"]))
+    print("paper profile: " + xiao.describe_repaired(saved_paths["summary"]["permuted"]["repaired"]))
 
 # %% [markdown]
 # At the paper's scale the re-paired units are mostly units that carry almost nothing of

@@ -45,9 +45,6 @@
 #   of chains the samples come from.
 
 # %% tags=["hide-cell"]
-import jax
-import matplotlib.pyplot as plt
-import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
@@ -56,41 +53,18 @@ from symlib.experiments import plotting, report, xiao
 from symlib.experiments.judging import claims
 from symlib.experiments.judging import results
 from symlib.experiments.profiles import get_profile
-from symlib.experiments.report import PaperProfile, Table, paper_vs_ours
+from symlib.experiments.report import PaperProfile, paper_vs_ours
 from symlib.experiments.judging.thresholds import THRESHOLDS
+from symlib.experiments.table import glue_all
 
 plotting.set_style()
 profile = get_profile()
 paper_profile = get_profile("paper")
 print(profile.describe())
-print(f"HMC budget ({profile.name} profile): {xiao.hmc_budget(profile)}")
-print(f"ensemble of {profile.ensemble_members}; VI {profile.vi_epochs} epochs (Adam, learning rate "
-      f"{profile.vi_learning_rate}); {profile.mc_samples} Monte-Carlo samples per Gaussian "
-      f"predictive; {profile.bnn_n_train:,} training examples for every approximation")
+print(xiao.posterior_setting_lines(profile))
 
 # %% tags=["hide-cell"]
-glue("ch04_profile", profile.name, display=False)
-glue("ch04_runs", profile.xiao_replicates, display=False)
-glue("ch04_chains_per_run", profile.hmc_chains // profile.xiao_replicates, display=False)
-for tag, p in (("", profile), ("pp_", paper_profile)):
-    budget = xiao.hmc_budget(p)
-    glue(f"ch04_{tag}hmc_budget", str(budget), display=False)
-    glue(f"ch04_{tag}hmc_leapfrog", f"{budget.leapfrog:,}", display=False)
-    glue(f"ch04_{tag}hmc_warmup", f"{budget.warmup:,}", display=False)
-    for field in ("bnn_n_train", "n_val", "hidden", "vi_epochs", "vi_batch_size", "mc_samples",
-                  "ensemble_members", "bnn_epochs"):
-        glue(f"ch04_{tag}{field}", f"{getattr(p, field):,}", display=False)
-    glue(f"ch04_{tag}vi_lr", f"{p.vi_learning_rate:g}", display=False)
-    steps_per_epoch = p.bnn_n_train // p.vi_batch_size
-    glue(f"ch04_{tag}vi_steps", f"{p.vi_epochs * steps_per_epoch:,}", display=False)
-glue("ch04_vi_std_init", f"{profile.vi_std_init:g}", display=False)
-# Adam moves rho (sigma = softplus(rho)) by about the learning rate per step at most
-rho_gap = float(np.log(np.expm1(profile.prior_std)) - np.log(np.expm1(profile.vi_std_init)))
-glue("ch04_rho_gap", f"{rho_gap:.1f}", display=False)
-steps_at_pp = paper_profile.vi_epochs * (profile.bnn_n_train // profile.vi_batch_size)
-glue("ch04_vi_steps_at_pp", f"{steps_at_pp:,}", display=False)
-glue("ch04_steps_needed_at_pp_lr", f"{rho_gap / paper_profile.vi_learning_rate:,.0f}",
-     display=False)
+glue_all(glue, "ch04", xiao.posterior_setting_values(profile, paper_profile))
 
 # %% [markdown]
 # ## The three posterior approximations
@@ -124,10 +98,7 @@ glue("ch04_steps_needed_at_pp_lr", f"{rho_gap / paper_profile.vi_learning_rate:,
 
 # %%
 res = experiments.run("compact_representation", profile)
-diag = res.hmc_diagnostics
-print(f"HMC: mean acceptance {diag.mean_acceptance:.3f}, divergences {diag.num_divergences}; "
-      f"predictive on the test set: accuracy {res.hmc_test.accuracy:.4f}, "
-      f"NLL {res.hmc_test.nll:.4f}")
+print(xiao.hmc_line(res))
 
 # %% [markdown]
 # ### Convergence: R-hat and ESS in weight space and in function space
@@ -142,28 +113,12 @@ print(f"HMC: mean acceptance {diag.mean_acceptance:.3f}, divergences {diag.num_d
 # log-likelihood, predicted probabilities) are invariant to permutations, so for converged
 # chains their R-hat should be near $1$ whatever mode each chain is in.
 
-# %% tags=["hide-input"]
-from symlib.inference.diagnostics import rhat  # noqa: E402
-
+# %%
 samples = experiments.hmc_samples(profile)
-kernels = {name: samples[name]["kernel"] for name in ("dense_0", "dense_1")}
-rhat_w = {name: np.ravel(rhat(k.reshape(k.shape[:2] + (-1,)))) for name, k in kernels.items()}
-display(Table(["quantity", "R-hat", "ESS"], [
-    ("weights, first layer (median over weights)", f"{np.median(rhat_w['dense_0']):.2f}", ""),
-    ("weights, output layer (median over weights)", f"{np.median(rhat_w['dense_1']):.2f}", ""),
-    ("test log-likelihood", f"{float(diag.rhat_test_loglik):.2f}",
-     f"{float(diag.ess_test_loglik):.1f}"),
-    ("true-class probability of 10 test points (median; max)",
-     f"{np.median(diag.rhat_true_class_prob):.2f}; {np.max(diag.rhat_true_class_prob):.2f}",
-     f"{np.median(diag.ess_true_class_prob):.1f}"),
-]))
-n_hmc = profile.hmc_chains * profile.hmc_samples
-print(f"{profile.hmc_chains} chains x {profile.hmc_samples} kept samples = {n_hmc} samples")
-glue("ch04_rhat_w", f"{np.median(rhat_w['dense_0']):.2f}", display=False)
-glue("ch04_rhat_loglik", f"{float(diag.rhat_test_loglik):.2f}", display=False)
-glue("ch04_ess_loglik", f"{float(diag.ess_test_loglik):.1f}", display=False)
-glue("ch04_n_hmc", f"{n_hmc:,}", display=False)
-glue("ch04_fn_mixed", "have" if float(diag.rhat_test_loglik) < 1.1 else "have not", display=False)
+rhat_w = xiao.weight_rhat(samples)
+display(xiao.convergence_table(res.hmc_diagnostics, rhat_w))
+print(xiao.samples_line(profile))
+glue_all(glue, "ch04", xiao.convergence_values(res.hmc_diagnostics, rhat_w, profile))
 
 # %% [markdown]
 # What this says about our run: the weight-space R-hat (median {glue:text}`ch04_rhat_w` in
@@ -200,13 +155,8 @@ glue("ch04_fn_mixed", "have" if float(diag.rhat_test_loglik) < 1.1 else "have no
 from symlib.inference.diagnostics import coordinate_diagnostics  # noqa: E402
 
 coords = coordinate_diagnostics(samples, num_worst=3)
-print(f"{coords['num_coordinates']:,} weights, {coords['num_draws']} draws: "
-      f"ESS min {coords['ess_min']:.1f}, median {coords['ess_median']:.1f}, "
-      f"max {coords['ess_max']:.1f}; "
-      f"R-hat median {coords['rhat_median']:.2f}, max {coords['rhat_max']:.2f}")
-display(Table(["weight with the smallest ESS", "ESS", "R-hat"],
-              [(w["coordinate"], f"{w['ess']:.1f}", f"{w['rhat']:.2f}")
-               for w in coords["worst_ess"]]))
+print(xiao.coordinate_line(coords))
+display(xiao.worst_ess_table(coords))
 
 # %% [markdown]
 # ### Variational inference: the ELBO
@@ -230,60 +180,19 @@ display(Table(["weight with the smallest ESS", "ESS", "R-hat"],
 
 # %%
 vi_res = experiments.run("vi", profile)
-elbo = np.asarray(vi_res.elbo_history)
-fig, ax = plt.subplots(figsize=(5.5, 3.2), constrained_layout=True)
-ax.plot(np.arange(1, len(elbo) + 1), elbo, color=plotting.PALETTE[0])
-ax.set_yscale("symlog", linthresh=1)
-ax.set_xlabel("epoch")
-ax.set_ylabel("ELBO per training example (nats)")
-ax.set_title("Mean-field VI: the ELBO over training")
-vi_sigma = np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(vi_res.sigma)])
-last = max(1, len(elbo) // 10)
-moved = np.mean(vi_sigma > 10 * profile.vi_std_init)
-print(f"ELBO per example: first epoch {elbo[0]:.2f}, mean of the last tenth "
-      f"{elbo[-last:].mean():.3f} (change over the last tenth {elbo[-1] - elbo[-last]:+.3f}); "
-      f"median sigma {np.median(vi_sigma):.3f} (initial {profile.vi_std_init}), "
-      f"{100 * moved:.1f}% of sigmas moved above 10x their initial value")
+xiao.elbo_figure(vi_res.elbo_history)
+print(xiao.vi_line(vi_res, profile.vi_std_init))
 
 # %% [markdown]
 # ## Table 1
 
-# %% tags=["hide-input"]
-paper = experiments.XIAO_TABLE1
-paper_col = {c: i for i, c in enumerate(paper["columns"])}
-order = ["HMC sample", "HMC q_d", "HMC q_r", "HMC q_r (weight)", "HMC q_r (per chain)",
-         "Ensemble sample", "Ensemble q_d", "Ensemble q_r", "Ensemble q_r (weight)", "VI q"]
-table = res.table()  # by column and metric: (mean, standard error) over the runs
-
-
-def cell(col, metric, scale="{:.4f}"):
-    """Ours (mean +- SE over the runs), and the paper's value in brackets where Table 1 has one."""
-    mean, se = table[col][metric]
-    ours = "N/A" if mean is None else scale.format(mean) + ("" if se is None else " +- " + scale.format(se))
-    i = paper_col.get(col)
-    theirs = "" if i is None or paper[metric][i] is None else scale.format(paper[metric][i])
-    return f"{ours} ({theirs})" if theirs else ours
-
-
-rows = [[col, cell(col, "agreement"), cell(col, "tv"), cell(col, "accuracy_samples", "{:.2f}"),
-         cell(col, "accuracy_mean", "{:.2f}")] for col in order]
-display(Table(["approximation", "agreement with HMC (up)", "TV to HMC (down)",
-               "test acc. % of predictive", "test acc. % of the mean"], rows))
-print(f"ours: {profile.name} profile, mean +- standard error over {len(res.replicates)} independent runs of "
-      f"{res.chains_per_replicate} HMC chains, one ensemble and one VI fit each; (in brackets): Xiao et al. "
-      f"(2023), Table 1, {experiments.XIAO_TABLE1_SETTING}. 'q_r' is activation matching (the paper's choice); "
-      "'(weight)' is weight matching; '(per chain)' matches each HMC chain's mean once and applies "
-      "that permutation to all its samples.")
+# %%
+table = res.table()  # by row and metric: (mean, standard error) over the runs
+display(xiao.table1(table))
+print(xiao.table1_note(res, profile.name))
 
 # %% tags=["hide-input"]
-cols = [c for c in order if c in paper_col]
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), constrained_layout=True)
-for ax, metric, label in ((axes[0], "agreement", "agreement with HMC (higher is better)"),
-                          (axes[1], "tv", "total variation to HMC (lower is better)")):
-    bars = {f"ours ({profile.name}, mean of {len(res.replicates)} runs)": [table[c][metric][0] for c in cols],
-            "Xiao et al. (2023)": [paper[metric][paper_col[c]] for c in cols]}
-    plotting.grouped_bars(ax, cols, bars, ylabel=label)
-fig.suptitle("Table 1 as a figure: how close each approximation's predictive is to HMC's");
+xiao.table1_figure(table, profile.name, len(res.replicates));
 
 # %% [markdown]
 # ### Paper profile
@@ -303,24 +212,9 @@ fig.suptitle("Table 1 as a figure: how close each approximation's predictive is 
 # pieces of a few minutes (`python -m symlib hmc-piece`, described in `book/running.md`),
 # commit the result in `book/results/`, and the table below shows it.
 
-# %% tags=["hide-input"]
+# %%
 paper_run = results.load("compact_representation", "paper")
-saved = {} if paper_run is None else paper_run["summary"]["table"]
-metric_labels = {"agreement": ("agreement with HMC", "{:.4f}"), "tv": ("TV to HMC", "{:.4f}"),
-                 "accuracy_samples": ("test acc. % of predictive", "{:.2f}"),
-                 "accuracy_mean": ("test acc. % of the mean", "{:.2f}")}
-rows, paper_profile_cells = [], []
-for col in order:
-    for metric, (label, fmt) in metric_labels.items():
-        ours = table[col][metric][0]
-        if ours is None:
-            continue
-        i = paper_col.get(col)
-        rows.append((f"{col}: {label}",
-                     "not in the paper" if i is None else fmt.format(paper[metric][i]),
-                     fmt.format(ours)))
-        in_saved = metric in saved.get(col, {})
-        paper_profile_cells.append(fmt.format(saved[col][metric]) if in_saved else None)
+rows, paper_profile_cells = xiao.table1_rows(table, {} if paper_run is None else paper_run["summary"]["table"])
 display(paper_vs_ours(rows, profile.name, PaperProfile.from_saved(paper_run, paper_profile_cells)))
 if paper_run is None:
     print("no paper-profile run saved in book/results/ yet (see the command above)")
@@ -337,7 +231,7 @@ else:
 # percentage points of the paper's, with the interval of our accuracy over the test
 # images).
 
-# %% tags=["hide-input"]
+# %%
 glue("ch04_acc_tolerance", f"{THRESHOLDS['ensemble.accuracy_as_table1'].value:g}", display=False)
 for name in ("ensemble", "vi"):
     display(report.show_saved_run(name, "minutes on a CPU"))
@@ -373,32 +267,14 @@ for name in ("ensemble", "vi"):
 # $q_d$'s failure grows with that number (last section). (iii) is a qualitative judgement
 # and is only reported beside the paper's numbers.
 
-# %% tags=["hide-input"]
+# %%
 summary = experiments.SUMMARIES["compact_representation"](res.artifact)
 outcomes = [o for o in claims.evaluate("compact_representation", summary)
             if "Table 1" in o.claim.source]
 claims.epilogue(outcomes, profile.name, prefix="ch04", glue=glue,
                 scale="quick miniature" if profile.name == "quick" else None)
-gap = THRESHOLDS["compact_representation.qr_beats_qd_hmc"].value
-glue("ch04_gap_threshold", f"{gap:g}", display=False)
-
-
-def versus(metric, a, b, fmt):
-    """'a vs b' for the paper's Table 1 and for ours."""
-    return (f"{paper[metric][paper_col[a]]:{fmt}} vs {paper[metric][paper_col[b]]:{fmt}}",
-            f"{table[a][metric][0]:{fmt}} vs {table[b][metric][0]:{fmt}}")
-
-
-display(paper_vs_ours([
-    *((f"(i) {m}: agreement with HMC of q_r vs q_d",
-       *versus("agreement", f"{m} q_r", f"{m} q_d", ".3f")) for m in ("HMC", "Ensemble")),
-    *((f"(i) {m}: test accuracy % of the mean, mu_r vs mu_d",
-       *versus("accuracy_mean", f"{m} q_r", f"{m} q_d", ".2f")) for m in ("HMC", "Ensemble")),
-    ("(ii) agreement with HMC: ensemble q_r vs HMC q_r",
-     *versus("agreement", "Ensemble q_r", "HMC q_r", ".3f")),
-    ("(iii) test accuracy % of the ensemble's q_r vs its samples",
-     *versus("accuracy_samples", "Ensemble q_r", "Ensemble sample", ".2f")),
-], profile.name))
+glue("ch04_gap_threshold", f"{THRESHOLDS['compact_representation.qr_beats_qd_hmc'].value:g}", display=False)
+display(paper_vs_ours(xiao.table1_claim_rows(table), profile.name))
 
 # %% [markdown]
 # In this run: (i) for HMC {glue:text}`ch04_v_qr_beats_qd_hmc` (gain in agreement
@@ -425,32 +301,11 @@ claims.assert_expected(outcomes, profile.name, "Table 1")
 
 # %%
 by_chains = xiao.agreement_by_chains(profile)
-n_chains = by_chains["chains"]
-print(f"{'chains':>6} {'samples':>7} {'agreement q_d':>14} {'agreement q_r':>14} {'TV q_d':>7} "
-      f"{'TV q_r':>7}")
-for i, n in enumerate(n_chains):
-    b = {k: v[i] for k, v in by_chains.items()}
-    print(f"{n:6d} {b['samples']:7d} {b['agreement_q_d']:14.3f} {b['agreement_q_r']:14.3f} "
-          f"{b['tv_q_d']:7.3f} {b['tv_q_r']:7.3f}")
-glue("ch04_max_chains", int(n_chains.max()), display=False)
-glue("ch04_chain_counts", ", ".join(map(str, n_chains.tolist())), display=False)
-for i in (0, -1):
-    tag = "one" if i == 0 else "all"
-    glue(f"ch04_chains_{tag}_d", f"{by_chains['agreement_q_d'][i]:.3f}", display=False)
-    glue(f"ch04_chains_{tag}_r", f"{by_chains['agreement_q_r'][i]:.3f}", display=False)
+print(xiao.chains_text(by_chains))
+glue_all(glue, "ch04", xiao.chains_values(by_chains))
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(5.5, 3.4), constrained_layout=True)
-lines = (("agreement_q_d", "$q_d$ (direct)"), ("agreement_q_r", "$q_r$ (re-basin)"))
-for i, (key, label) in enumerate(lines):
-    ax.plot(n_chains, by_chains[key], "o-", color=plotting.PALETTE[i], label=label)
-ax.set_xscale("log", base=2)
-ax.set_xticks(n_chains, [str(n) for n in n_chains])
-ax.set_ylim(0, 1.02)
-ax.set_xlabel("number of HMC chains the samples come from")
-ax.set_ylabel("agreement with those samples' predictive")
-ax.set_title(f"q_d and q_r against the number of chains ({profile.name} profile)")
-ax.legend();
+xiao.chains_figure(by_chains, profile.name);
 
 # %% [markdown]
 # With one chain $q_d$ agrees with the chain's own predictive on a share
@@ -468,7 +323,7 @@ ax.legend();
 # applies: the claim compares a summary with the predictive of the very samples it
 # summarises, whatever distribution they come from.
 
-# %% tags=["hide-input"]
+# %%
 ours = [o for o in claims.evaluate("compact_representation", summary) if o.claim.name == "qd_falls_with_chains"]
 claims.epilogue(ours, profile.name, prefix="ch04", glue=glue, scale="quick miniature" if profile.name == "quick" else None)
 

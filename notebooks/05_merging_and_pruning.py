@@ -37,8 +37,6 @@
 #   deviations ("stitched"), and VI (Figure 3, right).
 
 # %% tags=["hide-cell"]
-import matplotlib.pyplot as plt
-import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
@@ -46,7 +44,7 @@ from symlib import experiments
 from symlib.experiments import plotting, report, xiao
 from symlib.experiments.judging import claims
 from symlib.experiments.profiles import get_profile
-from symlib.experiments.report import Table
+from symlib.experiments.table import glue_all
 
 plotting.set_style()
 profile = get_profile()
@@ -63,9 +61,6 @@ glue("ch05_profile", profile.name, display=False)
 # %%
 res = experiments.run("compact_representation", profile)
 summary = experiments.SUMMARIES["compact_representation"](res.artifact)
-first = res.replicates[0]  # the histograms show the first of the independent runs
-sig = first.sigma  # by approximation (the rows of Table 1)
-med = summary["median_sigma"]  # the medians, averaged over the runs
 print(f"{len(res.replicates)} independent runs of {res.chains_per_replicate} HMC chains, one ensemble and one "
       "VI fit each; the histograms show the first run, the pruning curves and the claims all runs")
 
@@ -73,27 +68,7 @@ print(f"{len(res.replicates)} independent runs of {res.chains_per_replicate} HMC
 # ## Standard deviations before and after re-basin (Figure 3, left)
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(1, 3, figsize=(12, 3.3), constrained_layout=True)
-bins = np.logspace(np.log10(max(1e-4, min(v.min() for v in sig.values()) + 1e-12)),
-                   np.log10(max(v.max() for v in sig.values())), 50)
-sigma_labels = {"q_d": r"$\sigma_d$", "q_r": r"$\sigma_r$",
-                "q_r (per chain)": r"$\sigma_r$ per chain"}
-columns = {"HMC": (("HMC q_d", "q_d"), ("HMC q_r", "q_r"),
-                   ("HMC q_r (per chain)", "q_r (per chain)")),
-           "Ensemble": (("Ensemble q_d", "q_d"), ("Ensemble q_r", "q_r"))}
-for ax, (method, cols) in zip(axes[:2], columns.items()):
-    for (col, kind), color in zip(cols, plotting.PALETTE):
-        ax.hist(sig[col], bins=bins, histtype="step", lw=1.5, color=color,
-                label=f"{sigma_labels[kind]} (median {first.median_sigma[col]:.3g})")
-    ax.set_title(f"{method} (run 1 of {len(res.replicates)})")
-axes[2].hist(sig["VI q"], bins=bins, histtype="step", lw=1.5, color=plotting.PALETTE[3],
-             label=f"VI (median {first.median_sigma['VI q']:.3g})")
-axes[2].set_title(f"mean-field VI (run 1 of {len(res.replicates)})")
-for ax in axes:
-    ax.set_xscale("log")
-    ax.set_xlabel(r"per-weight standard deviation $\sigma$")
-    ax.legend(fontsize=8)
-axes[0].set_ylabel("number of weights");
+xiao.sigma_histograms(res.replicates[0], len(res.replicates));  # the first of the independent runs
 
 # %% [markdown]
 # ## Pruning by uncertainty (Figure 3, right)
@@ -101,26 +76,12 @@ axes[0].set_ylabel("number of weights");
 # Keep the fraction of weights (over all parameters) with the lowest $\sigma$, set the
 # others to zero, and evaluate the mean network on the test set.
 
-# %% tags=["hide-input"]
+# %%
 prune = res.pruning()  # by curve: mean accuracy over the runs and its standard error
-keep = prune["keep_fraction"][0]
-labels = {"ensemble": "ensemble only", "hmc": "HMC only",
-          "ensemble mu + hmc sigma": r"ensemble $\mu_r$ + HMC $\sigma_r$",
-          "vi": "VI"}
-fig, ax = plt.subplots(figsize=(5.5, 3.6), constrained_layout=True)
-for i, (key, label) in enumerate(labels.items()):
-    mean, se = prune[key]
-    ax.errorbar(100 * (1 - keep), 100 * mean, yerr=100 * se, fmt="o-", ms=3, capsize=2, label=label,
-                color=plotting.PALETTE[i])
-ax.set_xlabel("weights pruned (%)")
-ax.set_ylabel("test accuracy of the mean (%)")
-ax.set_title(f"Pruning the weights with the largest sigma (mean +- SE, {len(res.replicates)} runs)")
-ax.legend();
+xiao.pruning_figure(prune, len(res.replicates));
 
-# %% tags=["hide-input"]
-rows = [(f"{100 * (1 - f):.0f}%", *(f"{100 * prune[k][0][i]:.2f} +- {100 * prune[k][1][i]:.2f}" for k in labels))
-        for i, f in enumerate(keep)]
-display(Table(["pruned", *labels.values()], rows))
+# %%
+display(xiao.pruning_table(prune, xiao.PRUNING_LABELS))
 
 # %% [markdown]
 # ## Synthesis
@@ -134,7 +95,7 @@ display(Table(["pruned", *labels.values()], rows))
 # `symlib.experiments.judging.thresholds`), evaluated below on this run, with its effect, its
 # interval over the independent units it names, the threshold and the verdict:
 
-# %% tags=["hide-input"]
+# %%
 every = claims.evaluate("compact_representation", summary)
 fig3 = [o for o in every if "Fig. 3" in o.claim.source]
 fig3_names = {o.claim.name for o in fig3}
@@ -144,18 +105,8 @@ saved_table = report.show_saved_run("compact_representation",
                                      keep=lambda name: name in fig3_names)
 if saved_table is not None:
     display(saved_table)
-near = summary["near_prior"]
-display(Table(["quantity", f"ours ({profile.name} profile, mean over {len(res.replicates)} runs)"], [
-    ("median sigma: HMC q_d / HMC q_r (per sample) / HMC q_r (per chain)",
-     f"{med['HMC q_d']:.3g} / {med['HMC q_r']:.3g} / {med['HMC q_r (per chain)']:.3g}"),
-    ("median sigma: ensemble q_d / q_r", f"{med['Ensemble q_d']:.3g} / {med['Ensemble q_r']:.3g}"),
-    ("median sigma: VI (initial value)", f"{med['VI q']:.3g} ({profile.vi_std_init})"),
-    ("weights with sigma within 1.5x of the prior's: HMC q_d / HMC q_r / VI / ensemble q_r",
-     " / ".join(f"{100 * near[k]:.1f}%" for k in ("HMC q_d", "HMC q_r", "VI q", "Ensemble q_r"))),
-]))
-for key, name in (("HMC q_d", "hmc_d"), ("HMC q_r", "hmc_r"), ("VI q", "vi")):
-    glue(f"ch05_near_{name}", f"{100 * near[key]:.1f}%", display=False)
-    glue(f"ch05_med_{name}", f"{med[key]:.3g}", display=False)
+display(xiao.sigma_summary_table(summary, profile, len(res.replicates)))
+glue_all(glue, "ch05", xiao.sigma_values(summary))
 
 # %% [markdown]
 # To look inside HMC's $\sigma_r$ versus $\sigma_d$, the cell below recomputes both summaries
@@ -166,64 +117,10 @@ for key, name in (("HMC q_d", "hmc_d"), ("HMC q_r", "hmc_r"), ("VI q", "vi")):
 # recomputes both summaries from one sample per chain (independent draws).
 
 # %%
-import jax  # noqa: E402
-
-from symlib.evaluation import summaries  # noqa: E402
-from symlib.experiments.registry import load_bnn_data  # noqa: E402
-from symlib.symmetry.specs import mlp_permutation_spec  # noqa: E402
-
-x_match = load_bnn_data(profile)["x_train"]
-const = np.asarray(x_match.std(0) == 0)
-spec = mlp_permutation_spec(1)
-C, S = profile.hmc_chains, profile.hmc_samples
-stack = jax.tree_util.tree_map(lambda a: np.asarray(a).reshape((-1,) + a.shape[2:]),
-                               experiments.hmc_samples(profile))
-q_d = summaries.direct_summary(stack)
-q_r = summaries.rebasin_summary(stack, spec, method="activation", data=x_match[:5000])
-k_d, k_r = q_d.sigma["dense_0"]["kernel"], q_r.sigma["dense_0"]["kernel"]
-k_vi = np.asarray(experiments.run("vi", profile).sigma["dense_0"]["kernel"])
-perm = q_r.perms["P_0"]
-same = [float(np.median((perm[c * S:(c + 1) * S] == perm[c * S]).mean(1))) for c in range(C)]
-one = jax.tree_util.tree_map(lambda a: a[::S], stack)
-one_d = np.median(summaries.flatten_summary(summaries.direct_summary(one))[1])
-one_r_summary = summaries.rebasin_summary(one, spec, method="activation", data=x_match[:5000])
-one_r = np.median(summaries.flatten_summary(one_r_summary)[1])
-
-
-def medians(mask):
-    """Median first-layer sigma over the weights of the pixels in ``mask``: HMC d, HMC r, VI."""
-    return tuple(f"{np.median(k[mask]):.3f}" for k in (k_d, k_r, k_vi))
-
-
-display(Table(["weights", "HMC: median sigma_d", "HMC: median sigma_r (per sample)",
-               "VI: median sigma"], [
-    (f"first layer, the {int(const.sum())} always-zero pixels (exact posterior sigma: 1)",
-     *medians(const)),
-    ("first layer, the other pixels", *medians(~const)),
-    ("output layer", f"{np.median(q_d.sigma['dense_1']['kernel']):.3f}",
-     f"{np.median(q_r.sigma['dense_1']['kernel']):.3f}", ""),
-    (f"all weights, one sample per chain ({C} independent draws)", f"{one_d:.3f}", f"{one_r:.3f}",
-     ""),
-]))
-print("share of hidden units that per-sample matching permutes like the chain's first sample "
-      f"(median over the chain's samples), chain by chain: {', '.join(f'{v:.2f}' for v in same)} "
-      "(chain 0 holds the reference)")
-n_weights = sum(np.size(v) for v in jax.tree_util.tree_leaves(stack)) // (C * S)
-glue("ch05_n_const", int(const.sum()), display=False)
-glue("ch05_n_train", f"{len(x_match):,}", display=False)
-glue("ch05_const_d", f"{np.median(k_d[const]):.3f}", display=False)
-glue("ch05_const_r", f"{np.median(k_r[const]):.3f}", display=False)
-glue("ch05_const_vi", f"{np.median(k_vi[const]):.3f}", display=False)
-glue("ch05_other_d", f"{np.median(k_d[~const]):.3f}", display=False)
-glue("ch05_one_d", f"{one_d:.3f}", display=False)
-glue("ch05_one_r", f"{one_r:.3f}", display=False)
-glue("ch05_first_layer_share", f"{100 * k_d.size / n_weights:.0f}%", display=False)
-glue("ch05_init_std", f"{np.sqrt(2 / x_match.shape[1]):.2f}", display=False)
-glue("ch05_same_median", f"{np.median(same[1:]):.2f}", display=False)
-glue("ch05_vi_epochs", profile.vi_epochs, display=False)
-glue("ch05_vi_lr", f"{profile.vi_learning_rate:g}", display=False)
-glue("ch05_vi_std_init", f"{profile.vi_std_init:g}", display=False)
-glue("ch05_arch", f"784-{profile.hidden}-10", display=False)
+inspection = xiao.hmc_sigma_inspection(profile)
+display(xiao.sigma_inspection_table(inspection))
+print(xiao.matching_consistency_line(inspection))
+glue_all(glue, "ch05", xiao.sigma_inspection_values(inspection, profile))
 
 # %% [markdown]
 # **Finding (ii), against a known posterior.** "Lots of weights with a variance close to

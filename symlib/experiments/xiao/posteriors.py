@@ -285,6 +285,62 @@ def hmc_samples(profile: Profile) -> dict[str, Any]:
     return load_samples(hmc_run_dir(profile))
 
 
+def weight_rhat(samples: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """R-hat of every kernel weight of HMC samples (each chain stays in its own permutation mode,
+    so in weight space R-hat is large even for chains that mixed in function space).
+
+    Args:
+        samples: layer -> ``{"kernel": (chains, samples, ...)}`` (:func:`hmc_samples`).
+
+    Returns:
+        Layer -> the R-hat of each of its kernel's weights, flattened.
+    """
+    from symlib.inference.diagnostics import rhat
+
+    return {name: np.ravel(rhat(layer["kernel"].reshape(layer["kernel"].shape[:2] + (-1,))))
+            for name, layer in samples.items()}
+
+
+def hmc_sigma_inspection(profile: Profile, match_examples: int = 5000) -> dict[str, Any]:
+    """HMC's sigma_d and sigma_r recomputed from all the stored samples (every chain pooled), to look
+    inside them (Sec. 3.2): the first-layer sigmas (and VI's) by whether their pixel is zero in every
+    training image (their exact posterior is then the prior), how consistently per-sample matching
+    permutes the samples of one chain, and both summaries from one sample per chain.
+
+    Args:
+        profile: the run profile (its HMC samples and VI fit are loaded, or run first).
+        match_examples: training images for activation matching.
+
+    Returns:
+        ``k_d``, ``k_r``, ``k_vi``: first-layer kernel sigmas (HMC direct, HMC re-basin, VI);
+        ``out_d``, ``out_r``: the output layer's (HMC); ``const``: the always-zero pixels (mask);
+        ``same``: per chain, the median share of hidden units permuted like the chain's first sample;
+        ``one_d``, ``one_r``: median sigma over all weights from one sample per chain; ``chains``,
+        ``n_weights`` (per network), ``n_train`` and ``n_features`` (of the training images).
+    """
+    from symlib.evaluation import summaries
+    from symlib.symmetry.specs import mlp_permutation_spec
+
+    x_match = load_bnn_data(profile)["x_train"]
+    spec = mlp_permutation_spec(1)
+    chains, kept = profile.hmc_chains, profile.hmc_samples
+    stack = jax.tree_util.tree_map(lambda a: np.asarray(a).reshape((-1,) + a.shape[2:]), hmc_samples(profile))
+    q_d = summaries.direct_summary(stack)
+    q_r = summaries.rebasin_summary(stack, spec, method="activation", data=x_match[:match_examples])
+    perm = q_r.perms["P_0"]
+    one = jax.tree_util.tree_map(lambda a: a[::kept], stack)
+    one_r = summaries.rebasin_summary(one, spec, method="activation", data=x_match[:match_examples])
+    return {"k_d": q_d.sigma["dense_0"]["kernel"], "k_r": q_r.sigma["dense_0"]["kernel"],
+            "k_vi": np.asarray(run("vi", profile).sigma["dense_0"]["kernel"]),
+            "out_d": q_d.sigma["dense_1"]["kernel"], "out_r": q_r.sigma["dense_1"]["kernel"],
+            "const": np.asarray(x_match.std(0) == 0),
+            "same": [float(np.median((perm[c * kept:(c + 1) * kept] == perm[c * kept]).mean(1))) for c in range(chains)],
+            "one_d": np.median(summaries.flatten_summary(summaries.direct_summary(one))[1]),
+            "one_r": np.median(summaries.flatten_summary(one_r)[1]), "chains": chains,
+            "n_weights": sum(np.size(v) for v in jax.tree_util.tree_leaves(stack)) // (chains * kept),
+            "n_train": len(x_match), "n_features": x_match.shape[1]}
+
+
 #: the precision study's HMC runs (:func:`hmc_precision`): the profile's sampler (its step
 #: size adapted during burn-in, its leapfrog steps, data and network) with 2 chains of 30
 #: burn-in and 70 kept iterations each, at every precision: 100 iterations, 100,000 gradients

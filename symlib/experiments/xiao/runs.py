@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.models import mlp_apply, mlp_init
@@ -13,7 +14,7 @@ from symlib.experiments import cache
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import load_data, map_train_config, mlp_config, register, run
 from symlib.inference import Data, Model, fit_ensemble, fit_map
-from symlib.inference.training import evaluate
+from symlib.inference.training import evaluate, sq_norm
 from symlib.experiments.xiao.results import (MapPairResult, NoTPathsResult, NoTSweepResult, RebasinResult,
                                             repaired_units_summary)
 from symlib.experiments.xiao.settings import MATCHING_METHODS, MLP_SEEDS, SPLITS
@@ -420,4 +421,83 @@ def not_paths(profile: Profile) -> dict[str, Any]:
     first = {"not_p": out["not_p"], **{key: out["permuted"][key] for key in ("not_epochs", "not_lambda")}}
     out["replicates"] = {key: np.stack([np.asarray(r[key]) for r in [first, *more]])
                          for key in ("not_p", "not_epochs", "not_lambda")}
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Permuting one trained network (Sec. 1)
+# ---------------------------------------------------------------------------------------
+
+def permutation_effect(a: Mapping[str, Any], b: Mapping[str, Any], x: np.ndarray) -> dict[str, float]:
+    """What separates two MLPs (``b`` typically a permuted copy of ``a``), in function and in weights.
+
+    Args:
+        a: the reference network's parameters (``dense_0``, ``dense_1``, ...).
+        b: the other network's parameters, same layout.
+        x: inputs on which the logits are compared, ``(n, features)``.
+
+    Returns:
+        ``max_abs_logit_diff`` (largest logit difference over ``x``), ``max_abs_logit`` (largest
+        logit of ``a``, the scale of float32 rounding), ``prediction_agreement`` (share of ``x``
+        where both predict the same class), ``weight_distance`` (Euclidean) and
+        ``relative_weight_distance`` (the distance over the norm of ``a``).
+    """
+    from symlib.symmetry.specs import param_distance
+
+    la, lb = mlp_apply(a, x), mlp_apply(b, x)
+    distance = param_distance(a, b)
+    return {
+        "max_abs_logit_diff": float(jnp.max(jnp.abs(la - lb))),
+        "max_abs_logit": float(jnp.max(jnp.abs(la))),
+        "prediction_agreement": float(jnp.mean(jnp.argmax(la, 1) == jnp.argmax(lb, 1))),
+        "weight_distance": distance,
+        "relative_weight_distance": distance / float(jnp.sqrt(sq_norm(a))),
+    }
+
+
+def distance_by_not(params: Mapping[str, Any], x: np.ndarray, hidden: int, points: int = 9,
+                    seed: int = 100) -> list[tuple[int, int, float, float]]:
+    """:func:`permutation_effect` of a one-hidden-layer MLP against copies permuted by exactly
+    ``k`` transpositions, ``k`` evenly spaced in ``[0, hidden - 1]``.
+
+    Args:
+        params: the network (one hidden layer of ``hidden`` units).
+        x: inputs on which the logits are compared.
+        hidden: its number of hidden units.
+        points: how many values of ``k`` (duplicates after rounding down are dropped).
+        seed: the ``i``-th permutation is drawn with ``jax.random.key(seed + i)``.
+
+    Returns:
+        One row per ``k``: ``(k, NoT of the drawn permutation, max abs logit difference,
+        relative weight distance)``.
+    """
+    from symlib.symmetry.permutations import num_transpositions, random_permutation_with_transpositions
+    from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
+
+    spec = mlp_permutation_spec(num_hidden_layers=1)
+    rows = []
+    for i, k in enumerate(np.unique(np.linspace(0, hidden - 1, points).astype(int))):
+        p_k = random_permutation_with_transpositions(jax.random.key(seed + i), hidden, int(k))
+        r = permutation_effect(params, apply_permutation(spec, {"P_0": p_k}, params), x)
+        rows.append((int(k), num_transpositions(p_k), r["max_abs_logit_diff"], r["relative_weight_distance"]))
+    return rows
+
+
+def sweep_statistics(sweep: Any) -> dict[str, np.ndarray]:
+    """Per-run statistics of a ``not_sweep`` result (:class:`~symlib.experiments.xiao.results.NoTSweepResult`),
+    each computed within one random initialisation over its NoT values (Fig. 2 a-c).
+
+    Returns:
+        One value per run, by name: ``"Pearson r(NoT(P), NoT(P'))"``, ``"mean |NoT(P') - NoT(P)|
+        (transpositions)"``, and ``"Spearman rho(NoT(P), <column>)"`` for the raw and matched
+        distances and barriers.
+    """
+    from scipy import stats
+
+    not_p, not_pp = sweep.per_run("not_p"), sweep.per_run("not_p_prime")
+    out = {"Pearson r(NoT(P), NoT(P'))": np.asarray([stats.pearsonr(a, b).statistic for a, b in zip(not_p, not_pp)]),
+           "mean |NoT(P') - NoT(P)| (transpositions)": np.abs(not_pp - not_p).mean(1)}
+    for key in ("distance_raw", "barrier_raw", "distance_matched", "barrier_matched"):
+        out[f"Spearman rho(NoT(P), {key})"] = np.asarray([stats.spearmanr(a, b).statistic
+                                                          for a, b in zip(not_p, sweep.per_run(key))])
     return out
