@@ -348,3 +348,37 @@ def forest(entries: Sequence, *, title: str | None = None, linthresh: float = 1e
     if title:
         fig.suptitle(title, fontsize=10)
     return fig
+
+
+def mirrored_gaussians(pairs: dict[str, tuple[Sequence[float], Sequence[float]]],
+                       notes: dict[str, dict[str, str]] | None = None, *, lim: float = 3.0,
+                       suptitle: str | None = None) -> plt.Figure:
+    """One panel per configuration: a 2-D diagonal Gaussian ``q0`` and its mirror image ``q1``
+    about ``y = x`` (:func:`gaussian_ellipses`), with the mirror line dotted (Rossi et al., Fig. A1).
+
+    Args:
+        pairs: panel title -> ``(mean, std)`` of ``q0``.
+        notes: panel title -> ``{name: value}``, shown as ``name: value`` under the title.
+        lim: the axes run from ``-lim`` to ``lim``.
+        suptitle: title of the figure.
+
+    Returns:
+        The figure.
+    """
+    fig = plt.figure(figsize=(5 * len(pairs), 4.2), constrained_layout=True)
+    axes = fig.subplots(1, len(pairs), squeeze=False)[0]
+    for ax, (name, (mean, std)) in zip(axes, pairs.items()):
+        gaussian_ellipses(ax, mean, std, label="$q_0$", color=PALETTE[0])
+        gaussian_ellipses(ax, mean[::-1], std[::-1], label="$q_1$", color=PALETTE[1], ls="--")
+        ax.plot([-lim, lim], [-lim, lim], ":", color="0.5", lw=1)
+        ax.set_xlim(-lim, lim)
+        ax.set_ylim(-lim, lim)
+        ax.set_aspect("equal")
+        ax.set_xlabel("unit 1")
+        ax.set_ylabel("unit 2")
+        note = ", ".join(f"{k}: {v}" for k, v in (notes or {}).get(name, {}).items())
+        ax.set_title(name + ("\n" + note if note else ""), fontsize=9)
+        ax.legend(loc="lower right")
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig

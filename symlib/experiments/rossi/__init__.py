@@ -19,7 +19,8 @@ grows, the result holds across prior variances and temperatures, and for ResNet2
 lower only after alignment (Sec. 5.1); and the timing statements of App. C.
 
 Parts: :mod:`~symlib.experiments.rossi.settings`, :mod:`~symlib.experiments.rossi.runs`,
-:mod:`~symlib.experiments.rossi.tables` and :mod:`~symlib.experiments.rossi.claims`; every
+:mod:`~symlib.experiments.rossi.tables`, :mod:`~symlib.experiments.rossi.kl_cost` (App. A: the KL and
+Wasserstein costs on small Gaussians) and :mod:`~symlib.experiments.rossi.claims`; every
 public name is also here (loaded on first use, from the table ``_EXPORTS``). Importing the package
 imports every part: they register the experiments and claims.
 """
@@ -37,6 +38,9 @@ _EXPORTS = {
     "tables": ["barriers_against_width", "training_length_rows", "TRAINING_LENGTH_HEADERS", "width_gaps", "mean_se",
                "format_mean_se", "barrier_table_rows", "BARRIER_TABLE_HEADERS", "timing_table_rows",
                "TIMING_TABLE_HEADERS", "QUICK_BEFORE_REPLICATES", "RESNET_STANDIN_TRIALS", "RESNET_STANDIN_HEADERS"],
+    "kl_cost": ["TraceTermCheck", "trace_term_check", "PermutationCosts", "kl_over_permutations", "mirror_pair",
+                "mirror_pair_picks", "mirror_picks_table", "mirror_glue_values", "appendix_a_rows", "MIRROR_COSTS",
+                "VECTOR_SPEC"],
     "claims": ["barrier_reduction", "width_slopes", "width_slope_rows", "WIDTH_SLOPE_HEADERS", "RESNET_MIN_ACCURACY",
                "TIMING_CLAIMS_MACHINE_DEPENDENT"],
 }
