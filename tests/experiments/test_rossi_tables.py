@@ -1,11 +1,15 @@
 """The tables and prose values of Rossi et al.'s chapters (symlib.experiments.rossi): rows and
 formatting of known inputs."""
 import math
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from symlib.experiments import rossi
+from symlib.experiments.judging import results
+from symlib.experiments.profiles import get_profile
 
 
 # ------------------------------------------------------------------ App. A: the KL and Wasserstein costs
@@ -67,3 +71,90 @@ def test_mirror_pair_picks_the_swap_except_the_mean_only_kl_on_the_line():
     assert rows[1][2] == "reduced (mean-only) KL: identity; full KL: swap"
     with pytest.raises(ValueError, match="2-D"):
         rossi.mirror_pair((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))
+
+
+# ------------------------------------------------------------------ Sec. 5.1 and App. C: settings, barriers, timings
+
+RESULTS = Path(__file__).resolve().parents[2] / "book" / "results"
+
+
+def test_settings_tables_show_the_profile():
+    profile = get_profile("quick")
+    n_train = {"mnist": 5_000, "fashion_mnist": 6_000}
+    table = rossi.training_settings_table(profile, n_train)
+    assert len(table.rows) == 11 and table.headers[2] == "ours (quick profile)"
+    assert table.rows[7] == ["training images", "full training sets (60,000)", "mnist 5,000, fashion_mnist 6,000"]
+    values = rossi.training_values(profile, n_train)
+    assert values["steps"] == f"{profile.align_epochs * 10:,}, {profile.align_epochs * 12:,}"
+    assert values["n_train"] == "5,000, 6,000" and values["pairs"] == profile.align_pairs
+    change = rossi.settings_change_table({"align_pairs": 1, "align_widths": (32, 64)}, profile)
+    assert change.rows == [["align_pairs", "1", f"{profile.align_pairs:,}"],
+                           ["align_widths", "32, 64", ", ".join(map(str, profile.align_widths))]]
+    assert str(list(profile.align_widths)) in rossi.describe_alignment(profile)
+    assert f"{profile.resnet_n_train:,} training images" in rossi.describe_resnet(profile)
+
+
+def test_robustness_table_and_values():
+    summary = {"width": 64, "settings": [{"prior_var": 0.01, "temperature": 1.0}],
+               "marginal_pairs": {"test": {"naive": [[1.0, 2.0]], "aligned": [[0.5, 0.5]]}}}
+    (row,) = rossi.robustness_table(summary).rows
+    assert row == ["0.01", "1.0", "2", rossi.format_mean_se([1.0, 2.0]), "0.500 ± 0.000",
+                   rossi.format_mean_se([50.0, 75.0], 0) + "%"]
+    values = rossi.robustness_values(summary)
+    assert values["sweep_width"] == 64 and values["pv_other"] == f"{rossi.ROBUSTNESS_PRIOR_VARS[1]:g}"
+
+
+def test_command_setting_reads_both_forms():
+    cmd = "python -m symlib run --set xalign_n_eval=1 --set align_n_eval=2000 ; gpu.py --epochs 1000 --widths 128"
+    assert rossi.command_setting(cmd, "align_n_eval") == "2000"
+    assert rossi.command_setting(cmd, "epochs") == "1000"
+    with pytest.raises(ValueError, match="align_samples"):
+        rossi.command_setting(cmd, "align_samples")
+
+
+def _fake_timings():
+    cols = {"w2_seconds": [0.1, 0.4], "w2_cpu_seconds": [0.2, 0.8], "wm_cpu_seconds": [0.1, 0.2],
+            "w2_cpu_seconds_repeats": [[0.2, 0.1, 0.3], [0.8, 0.9, 0.7]],
+            "wm_cpu_seconds_repeats": [[0.1, 0.1, 0.1], [0.2, 0.3, 0.1]]}
+    return SimpleNamespace(widths={ds: [8, 16] for ds in rossi.ALIGN_DATASETS},
+                           column=lambda ds, name: np.asarray(cols[name]))
+
+
+def test_timing_rows_and_spreads():
+    t = _fake_timings()
+    rows = rossi.timing_paper_rows(t)
+    assert len(rows) == 3 * len(rossi.ALIGN_DATASETS)
+    assert rows[0][0] == "mnist: alignment of the widest trained pair (width 16), wall" and rows[0][2] == "0.40 s"
+    assert rows[1][2] == "4.00x" and rows[2][2] == "8: 0.200 s, 16: 0.800 s"
+    spread = rossi.timing_spreads(t)["mnist"]["Wasserstein alignment (mu, sigma)"]
+    np.testing.assert_allclose(spread, [[0.2, 0.1, 0.3], [0.8, 0.7, 0.9]])
+
+
+def test_saved_run_values():
+    paper = results.load("vi_alignment", "paper", RESULTS)
+    long = results.load("vi_alignment", "paper-1000epochs-2pairs", RESULTS)
+    if paper is None or long is None:
+        pytest.skip("the saved paper-profile runs are not in book/results")
+    ps, ls = paper["summary"], long["summary"]
+    values = rossi.paper_run_values(ps)
+    assert values["paper_mnist_train_naive"] == ", ".join(f"{v:.3f}" for v in ps["marginal"]["mnist"]["train"]["naive"])
+    assert any(k.startswith("pv_") for k in values) and list(values)[0] == "paper_mnist_train_naive_slope"
+    assert rossi.longer_training_values(long, 100, "paper-1000epochs-2pairs")["long_epochs"] == "1,000"
+    length = rossi.training_length_values(ps, ls)
+    assert length["long_pairs"] == 2 and " → " in length["long_mnist_gaps"]
+    assert length["long_narrow"] == f"{min(ls['widths']['mnist']):,}"
+    table = rossi.training_length_table(rossi.training_length_rows(ps, ls))
+    assert all(len(r[3].split(".")[1]) == 3 for r in table.rows)
+    timings = results.load("vi_alignment_timings", "paper-4widths-16samples", RESULTS)
+    saved = rossi.saved_timing_values(timings)
+    c = timings["summary"]["table"]["mnist"]
+    assert saved["saved_mnist_ratio"] == f"{c['w2_cpu_seconds'][-1] / c['wm_cpu_seconds'][-1]:.2f}x"
+    assert saved["saved_date"] == timings["date"]
+
+
+def test_outcome_values_keeps_each_claims_pair_in_order():
+    outcomes = [SimpleNamespace(claim=SimpleNamespace(name=n), verdict=SimpleNamespace(value=v),
+                                evidence=SimpleNamespace(interval_text=lambda n=n: f"{n} interval"))
+                for n, v in (("a", "holds"), ("b", "differs"))]
+    assert list(rossi.outcome_values(outcomes, "p").items()) == [
+        ("pv_a", "holds"), ("pe_a", "a interval"), ("pv_b", "differs"), ("pe_b", "b interval")]
