@@ -237,7 +237,7 @@ claims.assert_expected(outcomes, profile.name, "Rossi et al.")
 # to a tenth of the paper's epochs as extracted. It ran on one GPU;
 # the cell reads the saved file and says where and when.
 
-# %% tags=["hide-input"]
+# %%
 paper_profile = get_profile("paper")
 saved = results.load("vi_alignment", "paper")
 ps = saved["summary"] if saved is not None else None
@@ -269,7 +269,7 @@ if ps is not None:
 # {doc}`../book/running`). One pair gives no interval, so that run's verdicts are at best
 # "same direction, not significant".
 
-# %% tags=["hide-input"]
+# %%
 saved_cpu = results.load("vi_alignment", "paper-4widths-16samples")
 glue_all(glue, "ch07", {"saved_samples": rossi.command_setting(saved_cpu["command"], "align_samples"),
                         "saved_n_eval": f"{int(rossi.command_setting(saved_cpu['command'], 'align_n_eval')):,}"})
@@ -328,7 +328,7 @@ report.show_saved_run("vi_alignment", "needs a GPU: 48 VI fits of up to 3 x 1,02
 # {glue:text}`ch07_paper_epochs` and for {glue:text}`ch07_long_epochs` epochs (train barriers,
 # nats).
 
-# %% tags=["hide-input"]
+# %%
 long_run = results.load("vi_alignment", "paper-1000epochs-2pairs")
 ls = long_run["summary"]
 print(f"{long_run['device']}, {long_run['date']}, {long_run['elapsed_s']:,.0f} s for "
