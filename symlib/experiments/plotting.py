@@ -382,3 +382,37 @@ def mirrored_gaussians(pairs: dict[str, tuple[Sequence[float], Sequence[float]]]
     if suptitle:
         fig.suptitle(suptitle)
     return fig
+
+
+def timings_against_width(widths: dict[str, Sequence[int]], spreads: dict[str, dict[str, np.ndarray]], *,
+                          xlabel: str = "hidden width", ylabel: str = "CPU time (s): median, range of repeats",
+                          subtitle: str = "trained VI posteriors", styles: Sequence[str] = ("o-", "s--")) -> plt.Figure:
+    """Repeated timings against width on log-log axes, one panel per dataset: the median of the
+    repeats with a bar over their range, one series per method.
+
+    Args:
+        widths: dataset -> its widths (the x values).
+        spreads: dataset -> method label -> ``(widths, 3)`` median, minimum and maximum of the repeats.
+        xlabel: label of the x axes.
+        ylabel: label of the y axes.
+        subtitle: each panel's title is ``"<dataset>, <subtitle>"``.
+        styles: matplotlib format of each series, in order.
+
+    Returns:
+        The figure.
+    """
+    fig, axes = plt.subplots(1, len(spreads), figsize=(5 * len(spreads), 3.4), constrained_layout=True, squeeze=False)
+    for ax, (dataset, series) in zip(axes[0], spreads.items()):
+        ws = widths[dataset]
+        for style, (label, spread) in zip(styles, series.items()):
+            spread = np.asarray(spread)
+            ax.errorbar(ws, spread[:, 0], yerr=[spread[:, 0] - spread[:, 1], spread[:, 2] - spread[:, 0]],
+                        fmt=style, capsize=3, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(ws, [str(w) for w in ws])
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{dataset}, {subtitle}")
+        ax.legend(fontsize=8)
+    return fig

@@ -158,3 +158,20 @@ def test_outcome_values_keeps_each_claims_pair_in_order():
                 for n, v in (("a", "holds"), ("b", "differs"))]
     assert list(rossi.outcome_values(outcomes, "p").items()) == [
         ("pv_a", "holds"), ("pe_a", "a interval"), ("pv_b", "differs"), ("pe_b", "b interval")]
+
+
+def test_plots_of_the_mirror_pairs_and_the_timings():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from symlib.experiments import plotting
+
+    fig = plotting.mirrored_gaussians({"(a)": ((0.0, 0.0), (1.0, 0.2)), "(b)": ((1.0, -1.0), (1.0, 0.2))},
+                                      {"(a)": {"Wasserstein": "swap"}}, suptitle="picks")
+    assert [ax.get_title() for ax in fig.axes] == ["(a)\nWasserstein: swap", "(b)"]
+    assert fig.axes[0].get_xlim() == (-3.0, 3.0)
+    t = _fake_timings()
+    fig = plotting.timings_against_width(t.widths, rossi.timing_spreads(t), xlabel="width")
+    assert [ax.get_title() for ax in fig.axes] == [f"{ds}, trained VI posteriors" for ds in rossi.ALIGN_DATASETS]
+    assert fig.axes[0].get_legend_handles_labels()[1] == ["Wasserstein alignment (mu, sigma)",
+                                                          "weight matching (means only)"]
