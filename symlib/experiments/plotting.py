@@ -416,3 +416,68 @@ def timings_against_width(widths: dict[str, Sequence[int]], spreads: dict[str, d
         ax.set_title(f"{dataset}, {subtitle}")
         ax.legend(fontsize=8)
     return fig
+
+
+def output_weight_densities(x: np.ndarray, y: np.ndarray, weights: dict[str, np.ndarray], *,
+                            suptitle: str | None = None, bins: int = 80) -> plt.Figure:
+    """The training data of a 2-D problem, then the 2-D histogram of two output weights per form
+    (Laurent et al., Fig. 1): each on a square window holding 99.5% of its ``|weights|``, with the
+    diagonal dotted.
+
+    Args:
+        x: ``(n, 2)`` training inputs.
+        y: ``(n,)`` their labels (colours).
+        weights: panel title -> ``(networks, 2)`` output weights.
+        suptitle: title of the figure.
+        bins: histogram bins per axis.
+
+    Returns:
+        The figure.
+    """
+    fig, axes = plt.subplots(1, 1 + len(weights), figsize=(3.5 * (1 + len(weights)), 3.4), constrained_layout=True)
+    axes[0].scatter(*np.asarray(x).T, c=y, cmap="coolwarm", s=6)
+    axes[0].set_title("training data (2 classes)")
+    axes[0].set_xlabel("$x_1$")
+    axes[0].set_ylabel("$x_2$")
+    for ax, (title, w) in zip(axes[1:], weights.items()):
+        lim = np.percentile(np.abs(w), 99.5)
+        ax.hist2d(w[:, 0], w[:, 1], bins=bins, range=[[-lim, lim], [-lim, lim]], cmap="viridis", cmin=1)
+        ax.plot([-lim, lim], [-lim, lim], ":", color="0.5", lw=1)
+        ax.set_title(title)
+        ax.set_xlabel("output weight of hidden unit 1")
+        ax.set_ylabel("output weight of hidden unit 2")
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def split_half_histogram(d: np.ndarray, modes: Sequence[float] = (), *, xlabel: str = "$d$", units: str = "networks",
+                         bins: int = 80) -> plt.Figure:
+    """The split-half symmetry comparison: the histogram of ``d`` over the first half of the units
+    beside that of ``-d`` over the second half (equal under a symmetry ``d -> -d``), on a window
+    holding 99.5% of ``|d|``, with ``modes`` dotted.
+
+    Args:
+        d: one value per unit.
+        modes: locations marked with dotted vertical lines.
+        xlabel: label of the x axis.
+        units: what the values are of, for the legend.
+        bins: histogram bins.
+
+    Returns:
+        The figure.
+    """
+    d = np.asarray(d)
+    fig, ax = plt.subplots(figsize=(7, 3), constrained_layout=True)
+    half = len(d) // 2
+    lim = np.percentile(np.abs(d), 99.5)
+    edges = np.linspace(-lim, lim, bins + 1)
+    ax.hist(d[:half], edges, histtype="step", lw=1.5, density=True, label=f"$d$, first half of the {units}")
+    ax.hist(-d[half:], edges, histtype="step", lw=1.5, density=True, label="$-d$, second half")
+    for m in modes:
+        ax.axvline(m, color="0.4", ls=":", lw=1)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("density")
+    ax.set_title("the split-half comparison, with the KDE's modes (dotted)")
+    ax.legend(fontsize=8)
+    return fig
