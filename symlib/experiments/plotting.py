@@ -481,3 +481,44 @@ def split_half_histogram(d: np.ndarray, modes: Sequence[float] = (), *, xlabel: 
     ax.set_title("the split-half comparison, with the KDE's modes (dotted)")
     ax.legend(fontsize=8)
     return fig
+
+
+def stacked_counts(counts: dict[tuple[str, str, str], int], panels: Sequence[str], categories: Sequence[str],
+                   stacks: Sequence[str], colours: dict[str, str] | None = None, *, ylabel: str = "items",
+                   suptitle: str | None = None, figsize: tuple[float, float] = (11, 3.6)) -> plt.Figure:
+    """Stacked bars of counts, one panel per ``panels`` entry sharing the y axis: a bar per
+    category, stacked in the order of ``stacks``, with one legend at the right for the stacks that occur.
+
+    Args:
+        counts: ``(panel, category, stack) -> count`` (missing keys count 0).
+        panels: the panels, left to right.
+        categories: the bars of each panel (a category's first space becomes a line break).
+        stacks: the stacked parts, bottom to top.
+        colours: stack -> colour (grey for a stack not in it).
+        ylabel: label of the first panel's y axis.
+        suptitle: title of the figure.
+        figsize: the figure's size.
+
+    Returns:
+        The figure.
+    """
+    colours = colours or {}
+    fig, axes = plt.subplots(1, len(panels), figsize=figsize, sharey=True, constrained_layout=True, squeeze=False)
+    axes = axes[0]
+    for ax, panel in zip(axes, panels):
+        bottom = np.zeros(len(categories))
+        for v in stacks:
+            n = np.array([counts.get((panel, c, v), 0) for c in categories])
+            if n.any():
+                ax.bar(range(len(categories)), n, bottom=bottom, color=colours.get(v, "#969696"), label=v,
+                       edgecolor="white", linewidth=0.5)
+            bottom += n
+        ax.set_xticks(range(len(categories)), [c.replace(" ", "\n", 1) for c in categories], fontsize=7)
+        ax.set_title(panel, fontsize=9)
+    axes[0].set_ylabel(ylabel)
+    handles = {h.get_label(): h for ax in axes for h in ax.get_legend_handles_labels()[0]}
+    fig.legend([handles[v] for v in stacks if v in handles], [v for v in stacks if v in handles], fontsize=7,
+               loc="outside right center")
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    return fig
