@@ -41,19 +41,14 @@
 #   permutation each cost picks.
 
 # %% tags=["hide-cell"]
-import itertools
-import math
-
-import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
-from symlib.experiments import plotting
-from symlib.symmetry.alignment import kl_alignment, kl_diag, wasserstein2_sq, wasserstein_alignment
+from symlib.experiments import plotting, rossi
 from symlib.experiments.profiles import get_profile
-from symlib.experiments.report import Table, paper_vs_ours
-from symlib.symmetry.specs import PermutationSpec
+from symlib.experiments.report import paper_vs_ours
+from symlib.experiments.table import glue_all
 
 plotting.set_style()
 profile = get_profile()
@@ -101,48 +96,23 @@ print("(this chapter's computations are tiny and identical in every profile)")
 rng = np.random.default_rng(0)
 m0, m1 = rng.normal(size=4), rng.normal(size=4)
 s_var = np.array([0.3, 1.0, 0.6, 2.0])
-trace_cases = {"s0 constant": (np.full(4, 0.7), s_var), "s1 constant": (s_var, np.full(4, 0.7)),
-               "neither constant": (s_var, s_var[::-1].copy())}
-trace_rows, trace_range, formula_error = [], {}, 0.0
-for name, (a0, a1) in trace_cases.items():
-    T, const = [], np.sum(np.log(a0) - np.log(a1)) + 0.5 * np.sum(m0**2 / a0**2) - 2.0
-    for perm in itertools.permutations(range(4)):
-        p = np.array(perm)
-        closed = (const - np.dot(m0 / a0**2, m1[p])
-                  + 0.5 * np.dot(1 / a0**2, m1[p] ** 2 + a1[p] ** 2))
-        kl = kl_diag(({"w": m1[p]}, {"w": a1[p]}), ({"w": m0}, {"w": a0}))
-        formula_error = max(formula_error, abs(closed - kl))
-        T.append(np.sum(a1[p] ** 2 / a0**2))
-    trace_range[name] = max(T) - min(T)
-    trace_rows.append((name, f"{min(T):.4f}", f"{max(T):.4f}", f"{trace_range[name]:.2e}"))
-display(Table(["case", "min over P of T(P)", "max over P", "range"], trace_rows))
+trace = rossi.trace_term_check(m0, m1, {"s0 constant": (np.full(4, 0.7), s_var),
+                                        "s1 constant": (s_var, np.full(4, 0.7)),
+                                        "neither constant": (s_var, s_var[::-1].copy())})
+display(trace.table())
 print("largest difference between the closed form and kl_diag over all permutations and cases: "
-      f"{formula_error:.1e}")
-glue("ch06_n_perms", math.factorial(4), display=False)
-glue("ch06_formula_error", f"{formula_error:.1e}", display=False)
-for name, key in (("s0 constant", "s0"), ("s1 constant", "s1"), ("neither constant", "neither")):
-    glue(f"ch06_trace_range_{key}", f"{trace_range[name]:.2g}", display=False)
+      f"{trace.formula_error:.1e}")
+glue_all(glue, "ch06", trace.glue_values())
 
 # %% [markdown]
 # Second, the full KL on three units with equal means, so that only the standard
 # deviations differ (neither constant):
 
 # %%
-spec = PermutationSpec(axes={"w": ("P",)})
-m = np.zeros(3)
-s0, s1 = np.array([1.0, 0.1, 0.5]), np.array([0.1, 0.5, 1.0])
-rows = []
-for perm in itertools.permutations(range(3)):
-    p = np.array(perm)
-    kl = kl_diag(({"w": m}, {"w": s1[p]}), ({"w": m}, {"w": s0}))
-    mean_only = float(np.sum((m - m[p]) ** 2 / (2 * s0**2)))  # the appendix's remaining term
-    rows.append((str(perm), f"{kl:.3f}", f"{mean_only:.3f}"))
-display(Table(["permutation of q1's units", "full KL[P#q1 || q0]", "mean-only cost (appendix)"],
-              rows))
-kls = [float(r[1]) for r in rows]
-print(f"the full KL ranges from {min(kls):.3f} to {max(kls):.3f} over the permutations")
-glue("ch06_kl_min", f"{min(kls):.3f}", display=False)
-glue("ch06_kl_max", f"{max(kls):.3f}", display=False)
+costs = rossi.kl_over_permutations(np.zeros(3), np.array([1.0, 0.1, 0.5]), np.zeros(3), np.array([0.1, 0.5, 1.0]))
+display(costs.table())
+print(f"the full KL ranges from {min(costs.full_kl):.3f} to {max(costs.full_kl):.3f} over the permutations")
+glue_all(glue, "ch06", costs.glue_values())
 
 # %% [markdown]
 # ## Figure A1: two Gaussians mirror-symmetric about y = x
@@ -155,42 +125,13 @@ glue("ch06_kl_max", f"{max(kls):.3f}", display=False)
 # %%
 cases = {"(a) means on y = x": ((0.0, 0.0), (1.0, 0.2)),
          "(b) means mirrored": ((1.0, -1.0), (1.0, 0.2))}
-found, fig = {}, plt.figure(figsize=(10, 4.2), constrained_layout=True)
-axes = fig.subplots(1, 2)
-for ax, (name, (mean, std)) in zip(axes, cases.items()):
-    q0 = ({"w": np.array(mean)}, {"w": np.array(std)})
-    q1 = ({"w": np.array(mean[::-1])}, {"w": np.array(std[::-1])})
-    results = {"Wasserstein": wasserstein_alignment(0, spec, q0, q1),
-               "full KL": kl_alignment(0, spec, q0, q1),
-               "mean-only KL (appendix)": kl_alignment(0, spec, q0, q1, mean_only=True)}
-    found[name] = {k: "swap" if list(r.perms["P"]) == [1, 0] else "identity"
-                   for k, r in results.items()}
-    found[name]["W2^2 identity / swap"] = f"{wasserstein2_sq(q0, q1):.2f} / 0"
-    plotting.gaussian_ellipses(ax, mean, std, label="$q_0$", color=plotting.PALETTE[0])
-    plotting.gaussian_ellipses(ax, mean[::-1], std[::-1], label="$q_1$", color=plotting.PALETTE[1],
-                               ls="--")
-    ax.plot([-3, 3], [-3, 3], ":", color="0.5", lw=1)
-    ax.set_xlim(-3, 3)
-    ax.set_ylim(-3, 3)
-    ax.set_aspect("equal")
-    ax.set_xlabel("unit 1")
-    ax.set_ylabel("unit 2")
-    ax.set_title(name + "\n" + ", ".join(f"{k}: {v}" for k, v in list(found[name].items())[:3]),
-                 fontsize=9)
-    ax.legend(loc="lower right")
-fig.suptitle("Which permutation of $q_1$ each cost picks (the swap maps $q_1$ onto $q_0$)");
+found = {name: rossi.mirror_pair_picks(mean, std) for name, (mean, std) in cases.items()}
+fig = plotting.mirrored_gaussians(cases, found, suptitle="Which permutation of $q_1$ each cost picks "
+                                                         "(the swap maps $q_1$ onto $q_0$)")
 
-# %% tags=["hide-input"]
-display(Table(["configuration", "Wasserstein", "full KL", "mean-only KL (appendix)",
-               "W2^2 identity / swap"], [[name, *found[name].values()] for name in cases]))
-for name, tag in zip(cases, ("a", "b")):
-    for cost, key in (("Wasserstein", "w2"), ("full KL", "kl"),
-                      ("mean-only KL (appendix)", "mean_kl")):
-        glue(f"ch06_pick_{tag}_{key}", found[name][cost], display=False)
-m0_a, s0_a = (np.array(v) for v in cases["(a) means on y = x"])
-m1_a = m0_a[::-1]  # q1 is q0's mirror image
-mean_cost = [float(np.sum((m0_a - m1_a[list(p)]) ** 2 / (2 * s0_a**2))) for p in ((0, 1), (1, 0))]
-glue("ch06_mean_cost_a", f"{mean_cost[0]:.3g} and {mean_cost[1]:.3g}", display=False)
+# %%
+display(rossi.mirror_picks_table(cases, found))
+glue_all(glue, "ch06", rossi.mirror_glue_values(cases, found))
 
 # %% [markdown]
 # ## Synthesis
@@ -223,19 +164,8 @@ glue("ch06_mean_cost_a", f"{mean_cost[0]:.3g} and {mean_cost[1]:.3g}", display=F
 #
 # Appendix A states its claims in words and shows Figure A1 without numbers.
 
-# %% tags=["hide-input"]
-display(paper_vs_ours([
-    ("KL cost: the terms other than the means' distance (App. A)", "do not depend on P",
-     "the trace term depends on P unless s0 or s1 is constant (range over P: "
-     + ", ".join(f"{k} {v:.1e}" for k, v in trace_range.items()) + ")"),
-    ("KL cost on a pair mirror-symmetric about y = x (Fig. A1)",
-     "identity (fails to recover the symmetry)",
-     f"reduced (mean-only) KL: {found['(a) means on y = x']['mean-only KL (appendix)']}; full KL: "
-     f"{found['(a) means on y = x']['full KL']}"),
-    ("Wasserstein cost on the same pair (Fig. A1)", "recovers the symmetry (swap)",
-     f"{found['(a) means on y = x']['Wasserstein']}; with mirrored means as well: "
-     f"{found['(b) means mirrored']['Wasserstein']}"),
-], profile.name))
+# %%
+display(paper_vs_ours(rossi.appendix_a_rows(trace, found), profile.name))
 
 # %% [markdown]
 # The checks below can fail: the closed form of the derivation must match `kl_diag`, the
@@ -243,10 +173,10 @@ display(paper_vs_ours([
 # each cost must pick the permutation stated.
 
 # %% tags=["nbval-check-output"]
-assert formula_error < 1e-10, formula_error
-assert trace_range["s0 constant"] < 1e-12 and trace_range["s1 constant"] < 1e-12, trace_range
-assert trace_range["neither constant"] > 0.1, trace_range
-assert max(kls) - min(kls) > 1.0, "the full KL should depend on P through its trace term"
+assert trace.formula_error < 1e-10, trace.formula_error
+assert trace.spread("s0 constant") < 1e-12 and trace.spread("s1 constant") < 1e-12, trace.extremes
+assert trace.spread("neither constant") > 0.1, trace.extremes
+assert max(costs.full_kl) - min(costs.full_kl) > 1.0, "the full KL should depend on P through its trace term"
 for name in cases:
     assert found[name]["Wasserstein"] == "swap" and found[name]["full KL"] == "swap", found[name]
 assert found["(a) means on y = x"]["mean-only KL (appendix)"] == "identity"

@@ -48,26 +48,22 @@
 
 # %% tags=["hide-cell"]
 import matplotlib.pyplot as plt
-from IPython.display import display
-
-from symlib import experiments
 import numpy as np
+from IPython.display import display
 from myst_nb import glue
 
+from symlib import experiments
 from symlib.experiments import plotting, report, rossi
-from symlib.experiments.judging import claims, results, scales
+from symlib.experiments.judging import claims, results
 from symlib.experiments.profiles import get_profile
-from symlib.experiments.registry import SUMMARIES, load_align_data
+from symlib.experiments.registry import SUMMARIES
 from symlib.experiments.report import Table
+from symlib.experiments.table import glue_all
 
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
-vi_settings = experiments.ROSSI_VI_SETTINGS
-print(f"alignment experiments: {profile.align_depth} hidden layers of widths {list(profile.align_widths)}, "
-      f"mean-field VI, prior variance {profile.align_prior_var}, temperature {vi_settings['temperature']:g}, "
-      f"batch {vi_settings['batch_size']}, std init {vi_settings['std_init']:g}, "
-      f"{profile.align_epochs} epochs; S = {profile.align_samples} samples on {profile.align_n_eval} examples per split")
+print(rossi.describe_alignment(profile))
 
 # %% [markdown]
 # ## Training settings: the paper's and ours
@@ -82,31 +78,9 @@ print(f"alignment experiments: {profile.align_depth} hidden layers of widths {li
 # initial standard deviation and prior variance, and depart from the rest:
 
 # %%
-quoted = rossi.ROSSI_TRAINING_AS_EXTRACTED
-n_train_used = {ds: min(profile.align_n_train or 10**9, len(load_align_data(profile, ds)["y_train"]))
-                for ds in experiments.ALIGN_DATASETS}
-display(Table(["setting", "Rossi et al. (App. B, Table 1, as extracted)", f"ours ({profile.name} profile)"], [
-    ("training epochs", quoted["epochs"], f"{profile.align_epochs}"),
-    ("optimiser, learning rate", quoted["learning_rate"], f"Adam, {profile.learning_rate:g}"),
-    ("batch size", 500, vi_settings["batch_size"]),
-    ("temperature", 1.0, vi_settings["temperature"]),
-    ("VI std init", 0.01, vi_settings["std_init"]),
-    ("prior variance", 0.01, profile.align_prior_var),
-    ("hidden widths", "512 (Table 2); width study in Sec. 5.1", ", ".join(map(str, profile.align_widths))),
-    ("training images", "full training sets (60,000)",
-     ", ".join(f"{ds} {n:,}" for ds, n in n_train_used.items())),
-    ("independent posterior pairs per width", "not stated", profile.align_pairs),
-    ("test samples S of the marginalised loss", 128, profile.align_samples),
-    ("images per split for the barrier", "10,000 (test set)", profile.align_n_eval),
-]))
-steps = {ds: profile.align_epochs * (n // vi_settings["batch_size"]) for ds, n in n_train_used.items()}
-glue("ch07_steps", ", ".join(f"{s:,}" for s in sorted(set(steps.values()))), display=False)
-glue("ch07_pairs", profile.align_pairs, display=False)
-glue("ch07_widths", ", ".join(map(str, profile.align_widths)), display=False)
-glue("ch07_n_eval", f"{profile.align_n_eval:,}", display=False)
-glue("ch07_samples", profile.align_samples, display=False)
-glue("ch07_n_train", ", ".join(f"{n:,}" for n in sorted(set(n_train_used.values()))), display=False)
-glue("ch07_lr", f"{profile.learning_rate:g}", display=False)
+n_train_used = rossi.training_images(profile)
+display(rossi.training_settings_table(profile, n_train_used))
+glue_all(glue, "ch07", rossi.training_values(profile, n_train_used))
 
 # %% [markdown]
 # The largest gap is the amount of training. The paper trains for {paper}`1,000` epochs
@@ -130,12 +104,8 @@ glue("ch07_lr", f"{profile.learning_rate:g}", display=False)
 # an interval; more did not fit the budget.
 
 # %% tags=["hide-input"]
-before = rossi.QUICK_BEFORE_REPLICATES
 if profile.name == "quick":
-    display(Table(["setting", "quick profile before replicates", "quick profile now"],
-                  [(k, ", ".join(map(str, v)) if isinstance(v, tuple) else f"{v:,}",
-                    ", ".join(map(str, getattr(profile, k))) if isinstance(v, tuple) else f"{getattr(profile, k):,}")
-                   for k, v in before.items()]))
+    display(rossi.settings_change_table(rossi.QUICK_BEFORE_REPLICATES, profile))
 
 # %% [markdown]
 # ## Independent VI posterior pairs per width and dataset, aligned
@@ -152,14 +122,9 @@ widest = max(profile.align_widths)
 # %% [markdown]
 # ## Along the geodesic (widest width, first pair)
 
-# %% tags=["hide-input"]
+# %%
 for dataset in experiments.ALIGN_DATASETS:
-    curves = {}
-    for split in ("train", "test"):
-        for aligned, label in ((False, "no alignment"), (True, "Wasserstein alignment")):
-            c = res.run(dataset, widest).curve(split=split, aligned=aligned)
-            curves[f"{split}, {label}"] = {"lambda": c["tau"], "loss": c["loss"], "accuracy": c["accuracy"]}
-    fig = plotting.interpolation_curves(curves, title=f"{dataset}: {profile.align_depth} x {widest} MLP, "
+    fig = plotting.interpolation_curves(rossi.geodesic_curves(res, dataset, widest), title=f"{dataset}: {profile.align_depth} x {widest} MLP, "
                                                       "marginalised loss along the W2 geodesic (pair 0)")
     for ax in fig.axes:
         ax.set_xlabel(r"$\tau$ along the $W_2$ geodesic $q_0 \to q_1$")
@@ -168,7 +133,7 @@ plt.show()
 # %% [markdown]
 # ## Barriers against width (mean ± standard error over the pairs)
 
-# %% tags=["hide-input"]
+# %%
 fig = rossi.barriers_against_width(summary["widths"], summary["marginal_pairs"])
 display(Table(rossi.BARRIER_TABLE_HEADERS, rossi.barrier_table_rows(summary)))
 
@@ -195,15 +160,8 @@ display(Table(rossi.BARRIER_TABLE_HEADERS, rossi.barrier_table_rows(summary)))
 # %%
 sweep = experiments.run("vi_alignment_robustness", profile)
 sweep_summary = SUMMARIES["vi_alignment_robustness"](sweep.artifact)
-mp = sweep_summary["marginal_pairs"]
-display(Table(["prior variance", "temperature", "pairs", "test naive", "test aligned", "test barrier removed"], [
-    (st["prior_var"], st["temperature"], len(mp["test"]["naive"][i]), rossi.format_mean_se(mp["test"]["naive"][i]),
-     rossi.format_mean_se(mp["test"]["aligned"][i]),
-     rossi.format_mean_se(100 * (1 - np.asarray(mp["test"]["aligned"][i]) / np.asarray(mp["test"]["naive"][i])), 0)
-     + "%") for i, st in enumerate(sweep_summary["settings"])]))
-glue("ch07_sweep_width", sweep_summary["width"], display=False)
-glue("ch07_pv_other", f"{rossi.ROBUSTNESS_PRIOR_VARS[1]:g}", display=False)
-glue("ch07_t_other", f"{rossi.ROBUSTNESS_TEMPERATURES[1]:g}", display=False)
+display(rossi.robustness_table(sweep_summary))
+glue_all(glue, "ch07", rossi.robustness_values(sweep_summary))
 
 # %% [markdown]
 # ## Synthesis: the paper's claims, as code
@@ -227,7 +185,7 @@ glue("ch07_t_other", f"{rossi.ROBUSTNESS_TEMPERATURES[1]:g}", display=False)
 # the expected one: the paper's verdict if the claim reproduces, or a difference registered
 # with its reason.
 
-# %% tags=["hide-input"]
+# %%
 outcomes = claims.evaluate("vi_alignment", summary) + claims.evaluate("vi_alignment_robustness", sweep_summary)
 claims.epilogue(outcomes, profile.name, prefix="ch07", glue=glue,
                 scale="quick miniature" if profile.name == "quick" else None)
@@ -279,34 +237,19 @@ claims.assert_expected(outcomes, profile.name, "Rossi et al.")
 # to a tenth of the paper's epochs as extracted. It ran on one GPU;
 # the cell reads the saved file and says where and when.
 
-# %% tags=["hide-input"]
+# %%
 paper_profile = get_profile("paper")
 saved = results.load("vi_alignment", "paper")
 ps = saved["summary"] if saved is not None else None
 print("paper profile of vi_alignment: " + ("not run (needs a GPU)" if saved is None else
       f"{saved['device']}, {saved['date']}, {saved['elapsed_s']:,.0f} s"))
-glue("ch07_paper_pairs", paper_profile.align_pairs, display=False)
-glue("ch07_paper_widths", ", ".join(f"{w:,}" for w in paper_profile.align_widths), display=False)
-glue("ch07_paper_epochs", paper_profile.align_epochs, display=False)
-glue("ch07_paper_n_train", f"{paper_profile.align_n_train or paper_profile.n_train:,}", display=False)
+glue_all(glue, "ch07", rossi.paper_settings_values(paper_profile))
 if ps is not None:
     fig = rossi.barriers_against_width(ps["widths"], ps["marginal_pairs"], title="paper profile")
     plt.show()
     display(Table(rossi.BARRIER_TABLE_HEADERS, rossi.barrier_table_rows(ps)))
     display(Table(rossi.WIDTH_SLOPE_HEADERS, rossi.width_slope_rows(ps)))
-    for ds in experiments.ALIGN_DATASETS:
-        slopes = rossi.width_slopes(ps, ds)
-        for split, kind in slopes:
-            glue(f"ch07_paper_{ds}_{split}_{kind}_slope", slopes[split, kind].interval_text(), display=False)
-        m = ps["marginal"][ds]
-        for kind in ("naive", "aligned"):
-            glue(f"ch07_paper_{ds}_train_{kind}", ", ".join(f"{v:.3f}" for v in m["train"][kind]), display=False)
-        glue(f"ch07_paper_{ds}_elbo", ", ".join(f"{np.mean(v):.2f}" for v in ps["elbo"][ds]), display=False)
-        glue(f"ch07_paper_{ds}_acc", ", ".join(f"{100 * np.mean(v):.1f}" for v in ps["endpoint_accuracy"][ds]),
-             display=False)
-    for o in claims.evaluate("vi_alignment", ps):
-        glue(f"ch07_pv_{o.claim.name}", o.verdict.value, display=False)
-        glue(f"ch07_pe_{o.claim.name}", o.evidence.interval_text(), display=False)
+    glue_all(glue, "ch07", rossi.paper_run_values(ps))
     # what the prose below says of this run's shape
     mean_of = {ds: {k: np.mean(ps["marginal_pairs"][ds]["train"][k], axis=1) for k in ("naive", "aligned")}
                for ds in experiments.ALIGN_DATASETS}
@@ -326,10 +269,10 @@ if ps is not None:
 # {doc}`../book/running`). One pair gives no interval, so that run's verdicts are at best
 # "same direction, not significant".
 
-# %% tags=["hide-input"]
+# %%
 saved_cpu = results.load("vi_alignment", "paper-4widths-16samples")
-glue("ch07_saved_samples", saved_cpu["command"].split("align_samples=")[1].split()[0], display=False)
-glue("ch07_saved_n_eval", f"{int(saved_cpu['command'].split('align_n_eval=')[1].split()[0]):,}", display=False)
+glue_all(glue, "ch07", {"saved_samples": rossi.command_setting(saved_cpu["command"], "align_samples"),
+                        "saved_n_eval": f"{int(rossi.command_setting(saved_cpu['command'], 'align_n_eval')):,}"})
 report.show_saved_run("vi_alignment", "needs a GPU: 48 VI fits of up to 3 x 1,024 units, 100 epochs on 50,000 images")
 
 # %% [markdown]
@@ -385,44 +328,27 @@ report.show_saved_run("vi_alignment", "needs a GPU: 48 VI fits of up to 3 x 1,02
 # {glue:text}`ch07_paper_epochs` and for {glue:text}`ch07_long_epochs` epochs (train barriers,
 # nats).
 
-# %% tags=["hide-input"]
+# %%
 long_run = results.load("vi_alignment", "paper-1000epochs-2pairs")
 ls = long_run["summary"]
-long_epochs = int(long_run["command"].split("--epochs ")[1].split()[0])
 print(f"{long_run['device']}, {long_run['date']}, {long_run['elapsed_s']:,.0f} s for "
       f"{long_run['steps']['computed']} (dataset, width, pair) steps; command: {long_run['command']}")
-glue("ch07_long_epochs", f"{long_epochs:,}", display=False)
-glue("ch07_long_factor", f"{long_epochs // paper_profile.align_epochs}", display=False)
-glue("ch07_long_scale", scales.scale_label("vi_alignment", "paper-1000epochs-2pairs", long_run), display=False)
+glue_all(glue, "ch07", rossi.longer_training_values(long_run, paper_profile.align_epochs, "paper-1000epochs-2pairs"))
 length_rows = rossi.training_length_rows(ps, ls)
-display(Table(rossi.TRAINING_LENGTH_HEADERS, [(*r[:3], *(f"{v:.3f}" for v in r[3:])) for r in length_rows]))
-for ds in experiments.ALIGN_DATASETS:
+display(rossi.training_length_table(length_rows))
+glue_all(glue, "ch07", rossi.training_length_values(ps, ls))
+for ds in experiments.ALIGN_DATASETS:  # what the prose below says of this run
     narrow, wide = min(ls["widths"][ds]), max(ls["widths"][ds])
     g_long = rossi.width_gaps(ls, ds, narrow, wide)
     g_short = rossi.width_gaps(ps, ds, narrow, wide)[: len(g_long)]
-    glue(f"ch07_long_{ds}_gaps", ", ".join(f"{g:.2f}" for g in g_short) + " → " +
-         ", ".join(f"{g:.2f}" for g in g_long), display=False)
     rows = [r for r in length_rows if r[0] == ds]
-    wide_rows = [r for r in rows if r[1] == wide]
-    glue(f"ch07_long_{ds}_wide_naive", ", ".join(f"{r[3]:.2f} → {r[4]:.2f}" for r in wide_rows), display=False)
-    m = ls["marginal"][ds]["train"]
-    glue(f"ch07_long_{ds}_aligned", " → ".join(f"{v:.3f}" for v in m["aligned"]), display=False)
-    glue(f"ch07_long_{ds}_elbo", ", ".join(f"{np.mean(v):.2f}" for v in ls["elbo"][ds]), display=False)
-    # what the prose below says of this run
-    assert all(r[4] < r[3] for r in wide_rows), f"{ds}: longer training lowers the widest naive barrier in every pair"
+    assert all(r[4] < r[3] for r in rows if r[1] == wide), f"{ds}: longer training lowers the widest naive barrier"
     assert np.all(g_long < g_short), f"{ds}: longer training narrows the naive width gap in every pair"
-    assert np.all(g_long > 0), f"{ds}: the naive barrier still grows with the width at {long_epochs} epochs"
-    assert m["aligned"][-1] < m["aligned"][0], f"{ds}: the aligned barrier falls with the width"
+    assert np.all(g_long > 0), f"{ds}: the naive barrier still grows with the width at the longer training"
+    assert ls["marginal"][ds]["train"]["aligned"][-1] < ls["marginal"][ds]["train"]["aligned"][0], \
+        f"{ds}: the aligned barrier falls with the width"
     assert all(r[8] > r[7] for r in rows), f"{ds}: the ELBO per example improves with training in every row"
     assert np.mean(ls["elbo"][ds][-1]) < np.mean(ls["elbo"][ds][0]), f"{ds}: the ELBO still falls with the width"
-narrow_rows = [r for r in length_rows if r[1] == min(w for _, w, *_ in length_rows)]
-glue("ch07_long_pairs", len({r[2] for r in length_rows}), display=False)
-glue("ch07_long_narrow", f"{min(w for _, w, *_ in length_rows):,}", display=False)
-glue("ch07_long_wide", f"{max(w for _, w, *_ in length_rows):,}", display=False)
-glue("ch07_long_narrow_aligned_up", f"{sum(r[6] > r[5] for r in narrow_rows)} of the {len(narrow_rows)}", display=False)
-for o in claims.evaluate("vi_alignment", ls):
-    glue(f"ch07_lv_{o.claim.name}", o.verdict.value, display=False)
-    glue(f"ch07_le_{o.claim.name}", o.evidence.interval_text(), display=False)
 
 # %% [markdown]
 # **What ten times the training changes.** It lowers the naive barrier of the widest networks
@@ -485,18 +411,8 @@ for o in claims.evaluate("vi_alignment", ls):
 
 # %%
 rn = experiments.run("vi_alignment_resnet20", profile)
-rn_rows, rn_ds = [], profile.resnet_dataset
-for w in rn.widths(rn_ds):
-    pair = rn.run(rn_ds, w)
-    acc = pair.curves[("test", False)]["accuracy"]
-    rn_rows.append((rn_ds, w, f"{acc[0]:.2f} / {acc[-1]:.2f}",
-                    *(f"{pair.marginal_barrier(split=split, aligned=aligned):.3f}"
-                      for split in ("train", "test") for aligned in (False, True))))
-print(f"{profile.name} profile: {profile.resnet_n_train:,} training images, {profile.resnet_epochs} epochs at batch "
-      f"{profile.resnet_batch_size}; barriers on {profile.resnet_n_eval} images per split, "
-      f"{profile.resnet_n_lambdas} points x {profile.resnet_samples} samples")
-display(Table(["dataset", "width", "test accuracy of q0 / q1", "train naive", "train aligned", "test naive",
-               "test aligned"], rn_rows))
+print(rossi.describe_resnet(profile))
+display(rossi.resnet_table(rn, profile.resnet_dataset))
 rn_outcomes = claims.evaluate("vi_alignment_resnet20", SUMMARIES["vi_alignment_resnet20"](rn.artifact))
 claims.epilogue(rn_outcomes, profile.name, prefix="ch07_rn", glue=glue,
                 scale="stand-in" if profile.name == "quick" else None)

@@ -52,17 +52,16 @@ import os
 import platform
 
 import matplotlib.pyplot as plt
-import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
 from symlib import experiments
-from symlib.evaluation.stats import repeat_spread
 from symlib.experiments import plotting, report, rossi
 from symlib.experiments.judging import claims, results
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.registry import SUMMARIES
-from symlib.experiments.report import Table, paper_vs_ours
+from symlib.experiments.report import paper_vs_ours
+from symlib.experiments.table import glue_all
 
 plotting.set_style()
 profile = get_profile()
@@ -84,25 +83,10 @@ glue("ch08_repeats", rossi.TIMING_REPEATS, display=False)
 t = experiments.run("vi_alignment_timings", profile)
 summary = SUMMARIES["vi_alignment_timings"](t.artifact)
 print(f"machine: {platform.machine()}, {os.cpu_count()} CPU cores")
-for dataset in experiments.ALIGN_DATASETS:
-    display(Table([f"{dataset}: " + rossi.TIMING_TABLE_HEADERS[0], *rossi.TIMING_TABLE_HEADERS[1:]],
-                  rossi.timing_table_rows(summary, dataset)))
-
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), constrained_layout=True)
-for ax, dataset in zip(axes, experiments.ALIGN_DATASETS):
-    widths = t.widths[dataset]
-    for col, style, label in (("w2_cpu_seconds", "o-", "Wasserstein alignment (mu, sigma)"),
-                              ("wm_cpu_seconds", "s--", "weight matching (means only)")):
-        spread = np.asarray([repeat_spread(r) for r in t.column(dataset, f"{col}_repeats")])
-        ax.errorbar(widths, spread[:, 0], yerr=[spread[:, 0] - spread[:, 1], spread[:, 2] - spread[:, 0]],
-                    fmt=style, capsize=3, label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xticks(widths, [str(w) for w in widths])
-    ax.set_xlabel(f"hidden width ({profile.align_depth} hidden layers)")
-    ax.set_ylabel("CPU time (s): median, range of repeats")
-    ax.set_title(f"{dataset}, trained VI posteriors")
-    ax.legend(fontsize=8)
+for table in rossi.timing_tables(summary):
+    display(table)
+fig = plotting.timings_against_width(t.widths, rossi.timing_spreads(t),
+                                     xlabel=f"hidden width ({profile.align_depth} hidden layers)")
 plt.show()
 
 # %% [markdown]
@@ -177,17 +161,9 @@ print(f"asserted on the {profile.name} profile: " + ", ".join(o.claim.name for o
 # width, fitted on a GPU for chapter 07) were started after its barriers and stopped
 # unfinished when that machine's lent time ran out, so no paper-profile timing is saved.
 
-# %% tags=["hide-input"]
+# %%
 saved = results.load("vi_alignment_timings", "paper-4widths-16samples")
-st = saved["summary"]["table"]
-glue("ch08_saved_longest", f"{max(max(c['w2_seconds']) for c in st.values()):.1f}", display=False)
-glue("ch08_saved_widths", ", ".join(f"{w:,}" for w in saved["summary"]["widths"]["mnist"]), display=False)
-for ds, c in st.items():
-    glue(f"ch08_saved_{ds}_w2", ", ".join(f"{x:.2f}" for x in c["w2_cpu_seconds"]), display=False)
-    glue(f"ch08_saved_{ds}_ratio", f"{c['w2_cpu_seconds'][-1] / c['wm_cpu_seconds'][-1]:.2f}x", display=False)
-    glue(f"ch08_saved_{ds}_sweeps", f"{c['w2_sweeps'][-1]:.0f} / {c['wm_sweeps'][-1]:.0f}", display=False)
-glue("ch08_saved_repeats", saved["summary"]["repeats"], display=False)
-glue("ch08_saved_date", saved["date"], display=False)
+glue_all(glue, "ch08", rossi.saved_timing_values(saved))
 claims.glue_outcomes(claims.evaluate("vi_alignment_timings", saved["summary"]), "ch08_saved", glue)
 report.show_saved_run("vi_alignment_timings", "it times the posteriors of vi_alignment's paper profile")
 
@@ -197,20 +173,8 @@ report.show_saved_run("vi_alignment_timings", "it times the posteriors of vi_ali
 # The paper's Fig. A2 is a figure without numbers; beside its statements, ours (this
 # execution, quick miniature; medians of the repeats).
 
-# %% tags=["nbval-ignore-output", "hide-input"]
-widest = {ds: t.widths[ds][-1] for ds in experiments.ALIGN_DATASETS}
-quoted = rossi.ROSSI_APPC_CLAIMS
-rows = []
-for ds in experiments.ALIGN_DATASETS:
-    w2, wm = t.column(ds, "w2_seconds")[-1], t.column(ds, "wm_seconds")[-1]
-    rows.append((f"{ds}: alignment of the widest trained pair (width {widest[ds]}), wall", quoted["within_a_minute"],
-                 f"{w2:.2f} s"))
-    rows.append((f"{ds}: alignment / matching of the means at width {widest[ds]}, CPU",
-                 quoted["vi_costlier_than_sgd"],
-                 f"{t.column(ds, 'w2_cpu_seconds')[-1] / t.column(ds, 'wm_cpu_seconds')[-1]:.2f}x"))
-    rows.append((f"{ds}: alignment CPU time against width", quoted["time_vs_width"],
-                 ", ".join(f"{w}: {s:.3f} s" for w, s in zip(t.widths[ds], t.column(ds, "w2_cpu_seconds")))))
-display(paper_vs_ours(rows, profile.name))
+# %% tags=["nbval-ignore-output"]
+display(paper_vs_ours(rossi.timing_paper_rows(t), profile.name))
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

@@ -56,9 +56,6 @@
 # ({glue:text}`ch09_max_loss`) is ours; the paper gives none.
 
 # %% tags=["hide-cell"]
-import inspect
-
-import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 from myst_nb import glue
@@ -66,56 +63,32 @@ from myst_nb import glue
 from symlib import experiments
 from symlib.experiments import plotting, report
 from symlib.experiments.judging import claims, scales
+from symlib.experiments.laurent import toy_tables
 from symlib.experiments.profiles import get_profile
-from symlib.experiments.report import Table, paper_vs_ours
-from symlib.experiments.laurent.toy import CLASS_MEAN, count_modes, two_gaussians
+from symlib.experiments.report import paper_vs_ours
+from symlib.experiments.table import glue_all
 
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
 print(f"(this chapter's sizes are the paper's in every profile: {experiments.TOY_NETS:,} networks "
       "train in seconds)")
+
+# %%
 # the sizes are the paper's in every profile (the class means are ours: the paper's are lost);
 # the scale is the registry's, as in the reproduction report (a quick run is a quick miniature)
 SCALE = scales.scale_label("toy_perceptrons", profile.name)
-glue("ch09_n_per_class", len(two_gaussians()[1]) // 2, display=False)
-glue("ch09_l3_gap", float(1 - 2 ** (-1 / 6)), display=False)
-glue("ch09_max_loss", f"{experiments.TOY_MAX_LOSS:g}", display=False)
-glue("ch09_mode_height", float(inspect.signature(count_modes).parameters["min_height"].default),
-     display=False)
-
-# %%
+glue_all(glue, "ch09", toy_tables.setup_values())
 res = experiments.run("toy_perceptrons", profile)
-n_kept, n_all = len(res.kept), len(res.loss)
-print(f"{n_all} networks trained; dropped {n_all - n_kept} "
-      f"({100 * (n_all - n_kept) / n_all:.2f}%) with final loss > {experiments.TOY_MAX_LOSS}; "
-      f"median final loss {np.median(res.loss):.4f}")
-print("largest logit change from symmetry removal over all kept networks: "
-      f"{res.max_logit_diff:.1e}")
-print(f"class means -({CLASS_MEAN}, {CLASS_MEAN}) and +({CLASS_MEAN}, {CLASS_MEAN}) "
-      "(ours: the paper's are lost from its text); every hidden unit's incoming kernel rescaled "
-      "to Euclidean norm 1")
+print(toy_tables.training_report(res))
 
 # %% [markdown]
 # ## Output-weight densities (Figure 1)
 
-# %% tags=["hide-input"]
-fig, axes = plt.subplots(1, 4, figsize=(14, 3.4), constrained_layout=True)
-axes[0].scatter(*res.x.T, c=res.y, cmap="coolwarm", s=6)
-axes[0].set_title("training data (2 classes)")
-axes[0].set_xlabel("$x_1$")
-axes[0].set_ylabel("$x_2$")
-for ax, key, title in zip(axes[1:], ("raw", "unit_norm", "canonical"),
-                          ("raw", "scaling removed (unit-norm)",
-                           "scaling and permutation removed")):
-    w = res.weights(key)
-    lim = np.percentile(np.abs(w), 99.5)
-    ax.hist2d(w[:, 0], w[:, 1], bins=80, range=[[-lim, lim], [-lim, lim]], cmap="viridis", cmin=1)
-    ax.plot([-lim, lim], [-lim, lim], ":", color="0.5", lw=1)
-    ax.set_title(title)
-    ax.set_xlabel("output weight of hidden unit 1")
-    ax.set_ylabel("output weight of hidden unit 2")
-fig.suptitle(f"Where {n_kept} trained 2-2-1 perceptrons put their output weights");
+# %%
+fig = plotting.output_weight_densities(
+    res.x, res.y, {toy_tables.FORM_TITLES[k]: res.weights(k) for k in experiments.OUTPUT_WEIGHT_FORMS},
+    suptitle=f"Where {len(res.kept)} trained 2-2-1 perceptrons put their output weights")
 
 # %% [markdown]
 # ## Symmetric, with mirrored modes
@@ -157,48 +130,20 @@ summary = experiments.SUMMARIES["toy_perceptrons"](res.artifact)
 print(f"raw: sign test p = {summary['sign_test_p']:.3f}; "
       f"split-half KS(d, -d) p = {summary['split_half_ks_p']:.3f}")
 
-# %% tags=["hide-input"]
-display(Table(["form", "fraction w1 > w2", "modes of w1 - w2 (locations)", "KDE bandwidth",
-               "share near the highest mode"],
-              [(k, f"{np.mean(res.weights(k)[:, 0] > res.weights(k)[:, 1]):.3f}",
-                f"{len(summary['modes'][k])}: {np.round(summary['modes'][k], 2).tolist()}",
-                f"{summary['bandwidth'][k]:.2f}", f"{summary['concentration'][k]:.3f}")
-               for k in experiments.OUTPUT_WEIGHT_FORMS]))
+# %%
+display(toy_tables.forms_table(res, summary))
 
-# %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(7, 3), constrained_layout=True)
-d_raw = res.weights("raw") @ np.array([1.0, -1.0])
-half = len(d_raw) // 2
-lim = np.percentile(np.abs(d_raw), 99.5)
-bins = np.linspace(-lim, lim, 81)
-ax.hist(d_raw[:half], bins, histtype="step", lw=1.5, density=True,
-        label="$d$, first half of the networks")
-ax.hist(-d_raw[half:], bins, histtype="step", lw=1.5, density=True, label="$-d$, second half")
-for m in summary["modes"]["raw"]:
-    ax.axvline(m, color="0.4", ls=":", lw=1)
-ax.set_xlabel("$d = w_1 - w_2$ (raw output weights)")
-ax.set_ylabel("density")
-ax.set_title("the split-half comparison, with the KDE's modes (dotted)")
-ax.legend(fontsize=8);
+# %%
+fig = plotting.split_half_histogram(res.weights("raw") @ np.array([1.0, -1.0]), summary["modes"]["raw"],
+                                    xlabel="$d = w_1 - w_2$ (raw output weights)")
 
 # %% [markdown]
 # ## The paper's findings beside ours
 #
 # Figure 1 is a figure without printed numbers, so the paper's column states what it shows.
 
-# %% tags=["hide-input"]
-paper = experiments.LAURENT_FIG1_CLAIMS
-display(paper_vs_ours([
-    ("networks dropped for a high final loss (App. A)", paper["dropped_networks"],
-     f"{100 * summary['dropped_fraction']:.2f}%"),
-    ("raw output-weight density (Fig. 1 left)", paper["raw_density"],
-     f"fraction w1 > w2 = {summary['fraction_w1_gt_w2']:.3f} (sign test p = "
-     f"{summary['sign_test_p']:.2f}, split-half KS p = {summary['split_half_ks_p']:.2f}); "
-     f"modes of w1 - w2 at {np.round(summary['modes']['raw'], 1).tolist()}"),
-    ("scaling and permutation removed (Fig. 1 right)", paper["canonical_density"],
-     f"modes of w1 - w2 at {np.round(summary['modes']['canonical'], 1).tolist()} "
-     "(one side of the diagonal)"),
-], profile.name, scale=SCALE))
+# %%
+display(paper_vs_ours(toy_tables.fig1_rows(summary), profile.name, scale=SCALE))
 
 # %% [markdown]
 # ## Synthesis: the paper's claims, as code
@@ -214,11 +159,10 @@ display(paper_vs_ours([
 # paper-profile result saved in `book/results/` (this experiment's sizes are the paper's in
 # every profile).
 
-# %% tags=["hide-input"]
+# %%
 outcomes = claims.evaluate("toy_perceptrons", summary)
 claims.epilogue(outcomes, profile.name, prefix="ch09", glue=glue, scale=SCALE)
-for o in outcomes:
-    glue(f"ch09_t_{o.claim.name}_value", o.evidence.threshold.value, display=False)
+glue_all(glue, "ch09", {f"t_{o.claim.name}_value": o.evidence.threshold.value for o in outcomes})
 
 # %% tags=["nbval-check-output"]
 claims.assert_expected(outcomes, profile.name, "Laurent et al.")
@@ -240,7 +184,7 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 # The same claims on the paper profile, when a run of it is saved in `book/results/` (the
 # perceptrons are the paper's size in both profiles):
 
-# %% tags=["hide-input"]
+# %%
 report.show_saved_run("toy_perceptrons",
                       "the same 10,000 perceptrons as the quick profile; minutes on a CPU")
 

@@ -51,17 +51,14 @@
 # verdicts" on the {doc}`landing page <../book/intro>`.
 
 # %% tags=["hide-cell"]
-
-import matplotlib.pyplot as plt
-import numpy as np
 from IPython.display import HTML, display
 from myst_nb import glue
 
 from symlib.experiments import plotting
-from symlib.experiments.judging import claims, results, scales
-from symlib.experiments.report import manifest, page as report_page
+from symlib.experiments.judging import results, scales
 from symlib.experiments.profiles import get_profile
-from symlib.experiments.report import Table
+from symlib.experiments.report import manifest, page as report_page
+from symlib.experiments.table import glue_all
 
 plotting.set_style()
 profile = get_profile("quick")
@@ -72,23 +69,7 @@ rows = report_page.report_rows(quick, paper_runs)
 n_saved = sum(len(v) for v in paper_runs.values())
 print(f"quick results found in the cache: {len(quick)} experiments; saved results in book/results: {n_saved}; "
       f"manifest items: {len(rows)}")
-glue("ch14_items", len(rows), display=False)
-glue("ch14_saved", n_saved, display=False)
-glue("ch14_quick", len(quick), display=False)
-
-
-def paper_section(paper: str) -> HTML:
-    name = manifest.PAPERS[paper][1]
-    return HTML(report_page.report_html([r for r in rows if r.paper == name]))
-
-
-def forest(paper: str) -> None:
-    name = manifest.PAPERS[paper][1]
-    entries = sorted((e for e in report_page.forest_entries(rows) if e.paper == name),
-                     key=lambda e: scales.KINDS.index(e.scale))
-    plotting.forest(entries, title=f"{name}: every tested claim on every run, against its threshold")
-    plt.show()
-
+glue_all(glue, "ch14", {"items": len(rows), "saved": n_saved, "quick": len(quick)})
 
 # %% [markdown]
 # The report covers {glue:text}`ch14_items` items, judged on {glue:text}`ch14_saved` saved
@@ -107,11 +88,12 @@ def forest(paper: str) -> None:
 #
 # ## Xiao et al. (2023)
 
-# %% tags=["hide-input"]
-paper_section("xiao2023")
+# %%
+HTML(report_page.report_html(report_page.rows_of_paper(rows, "xiao2023")))
 
-# %% tags=["hide-input"]
-forest("xiao2023")
+# %%
+fig = plotting.forest(report_page.paper_forest_entries(rows, "xiao2023"),
+                      title="Xiao et al. (2023): every tested claim on every run, against its threshold")
 
 # %% [markdown]
 # ## Rossi et al. (2023)
@@ -119,20 +101,22 @@ forest("xiao2023")
 # Only the appendix, a summary and the poster of this paper are in the texts we work from:
 # the main text's figures (the Sec. 5.1 barriers) are named by section.
 
-# %% tags=["hide-input"]
-paper_section("rossi2023")
+# %%
+HTML(report_page.report_html(report_page.rows_of_paper(rows, "rossi2023")))
 
-# %% tags=["hide-input"]
-forest("rossi2023")
+# %%
+fig = plotting.forest(report_page.paper_forest_entries(rows, "rossi2023"),
+                      title="Rossi et al. (2023): every tested claim on every run, against its threshold")
 
 # %% [markdown]
 # ## Laurent et al. (2024)
 
-# %% tags=["hide-input"]
-paper_section("laurent2024")
+# %%
+HTML(report_page.report_html(report_page.rows_of_paper(rows, "laurent2024")))
 
-# %% tags=["hide-input"]
-forest("laurent2024")
+# %%
+fig = plotting.forest(report_page.paper_forest_entries(rows, "laurent2024"),
+                      title="Laurent et al. (2024): every tested claim on every run, against its threshold")
 
 # %% [markdown]
 # ## Synthesis
@@ -146,37 +130,13 @@ forest("laurent2024")
 # item's details), illustrations and setup tables (nothing to judge), and items whose
 # experiments register no claim about them.
 
-# %% tags=["hide-input"]
+# %%
 counts = report_page.counts_by_scale(rows)
-scale_cols = [*scales.KINDS, "none"]
-verdicts = [v.value for v in claims.Verdict] + sorted({v for (_, s, v) in counts if s == "none"})
-papers = [manifest.PAPERS[k][1] for k in manifest.PAPERS]
-shown = [v for v in verdicts if any(v == k[2] for k in counts)]
-display(Table(["paper", "scale", *shown],
-              [(p, s, *(counts.get((p, s, v), "") for v in shown)) for p in papers for s in scale_cols
-               if any(counts.get((p, s, v)) for v in shown)]))
-
-# the verdicts in fixed colours (holds, same direction, opposite direction, differs, not
-# tested), the statuses of items without a run in greys
-colours = dict(zip(verdicts, ["#1b9e77", "#e6ab02", "#fdae61", "#d95f02", "#7570b3", "#bdbdbd", "#969696",
-                              "#737373", "#525252", "#d9d9d9", "#252525"]))
-fig, axes = plt.subplots(1, len(papers), figsize=(11, 3.6), sharey=True, constrained_layout=True)
-for ax, paper in zip(axes, papers):
-    bottom = np.zeros(len(scale_cols))
-    for v in verdicts:
-        n = np.array([counts.get((paper, s, v), 0) for s in scale_cols])
-        if n.any():
-            ax.bar(range(len(scale_cols)), n, bottom=bottom, color=colours.get(v, "#969696"), label=v,
-                   edgecolor="white", linewidth=0.5)
-        bottom += n
-    ax.set_xticks(range(len(scale_cols)), [s.replace(" ", "\n", 1) for s in scale_cols], fontsize=7)
-    ax.set_title(paper, fontsize=9)
-axes[0].set_ylabel("items")
-handles = {h.get_label(): h for ax in axes for h in ax.get_legend_handles_labels()[0]}
-fig.legend([handles[v] for v in verdicts if v in handles], [v for v in verdicts if v in handles], fontsize=7,
-           loc="outside right center")
-fig.suptitle("verdicts of the papers' claims per scale (each item counts once per scale)", fontsize=10)
-plt.show()
+display(report_page.counts_table(counts))
+verdicts = report_page.count_verdicts(counts)
+fig = plotting.stacked_counts(counts, [p for _, p, _ in manifest.PAPERS.values()], report_page.COUNT_SCALES, verdicts,
+                              dict(zip(verdicts, report_page.COUNT_COLOURS)),
+                              suptitle="verdicts of the papers' claims per scale (each item counts once per scale)")
 
 toc = (results.results_dir().parents[1] / "_toc.yml").read_text()
 assert len(rows) == len(manifest.MANIFEST)

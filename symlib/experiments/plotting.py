@@ -348,3 +348,177 @@ def forest(entries: Sequence, *, title: str | None = None, linthresh: float = 1e
     if title:
         fig.suptitle(title, fontsize=10)
     return fig
+
+
+def mirrored_gaussians(pairs: dict[str, tuple[Sequence[float], Sequence[float]]],
+                       notes: dict[str, dict[str, str]] | None = None, *, lim: float = 3.0,
+                       suptitle: str | None = None) -> plt.Figure:
+    """One panel per configuration: a 2-D diagonal Gaussian ``q0`` and its mirror image ``q1``
+    about ``y = x`` (:func:`gaussian_ellipses`), with the mirror line dotted (Rossi et al., Fig. A1).
+
+    Args:
+        pairs: panel title -> ``(mean, std)`` of ``q0``.
+        notes: panel title -> ``{name: value}``, shown as ``name: value`` under the title.
+        lim: the axes run from ``-lim`` to ``lim``.
+        suptitle: title of the figure.
+
+    Returns:
+        The figure.
+    """
+    fig = plt.figure(figsize=(5 * len(pairs), 4.2), constrained_layout=True)
+    axes = fig.subplots(1, len(pairs), squeeze=False)[0]
+    for ax, (name, (mean, std)) in zip(axes, pairs.items()):
+        gaussian_ellipses(ax, mean, std, label="$q_0$", color=PALETTE[0])
+        gaussian_ellipses(ax, mean[::-1], std[::-1], label="$q_1$", color=PALETTE[1], ls="--")
+        ax.plot([-lim, lim], [-lim, lim], ":", color="0.5", lw=1)
+        ax.set_xlim(-lim, lim)
+        ax.set_ylim(-lim, lim)
+        ax.set_aspect("equal")
+        ax.set_xlabel("unit 1")
+        ax.set_ylabel("unit 2")
+        note = ", ".join(f"{k}: {v}" for k, v in (notes or {}).get(name, {}).items())
+        ax.set_title(name + ("\n" + note if note else ""), fontsize=9)
+        ax.legend(loc="lower right")
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def timings_against_width(widths: dict[str, Sequence[int]], spreads: dict[str, dict[str, np.ndarray]], *,
+                          xlabel: str = "hidden width", ylabel: str = "CPU time (s): median, range of repeats",
+                          subtitle: str = "trained VI posteriors", styles: Sequence[str] = ("o-", "s--")) -> plt.Figure:
+    """Repeated timings against width on log-log axes, one panel per dataset: the median of the
+    repeats with a bar over their range, one series per method.
+
+    Args:
+        widths: dataset -> its widths (the x values).
+        spreads: dataset -> method label -> ``(widths, 3)`` median, minimum and maximum of the repeats.
+        xlabel: label of the x axes.
+        ylabel: label of the y axes.
+        subtitle: each panel's title is ``"<dataset>, <subtitle>"``.
+        styles: matplotlib format of each series, in order.
+
+    Returns:
+        The figure.
+    """
+    fig, axes = plt.subplots(1, len(spreads), figsize=(5 * len(spreads), 3.4), constrained_layout=True, squeeze=False)
+    for ax, (dataset, series) in zip(axes[0], spreads.items()):
+        ws = widths[dataset]
+        for style, (label, spread) in zip(styles, series.items()):
+            spread = np.asarray(spread)
+            ax.errorbar(ws, spread[:, 0], yerr=[spread[:, 0] - spread[:, 1], spread[:, 2] - spread[:, 0]],
+                        fmt=style, capsize=3, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(ws, [str(w) for w in ws])
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{dataset}, {subtitle}")
+        ax.legend(fontsize=8)
+    return fig
+
+
+def output_weight_densities(x: np.ndarray, y: np.ndarray, weights: dict[str, np.ndarray], *,
+                            suptitle: str | None = None, bins: int = 80) -> plt.Figure:
+    """The training data of a 2-D problem, then the 2-D histogram of two output weights per form
+    (Laurent et al., Fig. 1): each on a square window holding 99.5% of its ``|weights|``, with the
+    diagonal dotted.
+
+    Args:
+        x: ``(n, 2)`` training inputs.
+        y: ``(n,)`` their labels (colours).
+        weights: panel title -> ``(networks, 2)`` output weights.
+        suptitle: title of the figure.
+        bins: histogram bins per axis.
+
+    Returns:
+        The figure.
+    """
+    fig, axes = plt.subplots(1, 1 + len(weights), figsize=(3.5 * (1 + len(weights)), 3.4), constrained_layout=True)
+    axes[0].scatter(*np.asarray(x).T, c=y, cmap="coolwarm", s=6)
+    axes[0].set_title("training data (2 classes)")
+    axes[0].set_xlabel("$x_1$")
+    axes[0].set_ylabel("$x_2$")
+    for ax, (title, w) in zip(axes[1:], weights.items()):
+        lim = np.percentile(np.abs(w), 99.5)
+        ax.hist2d(w[:, 0], w[:, 1], bins=bins, range=[[-lim, lim], [-lim, lim]], cmap="viridis", cmin=1)
+        ax.plot([-lim, lim], [-lim, lim], ":", color="0.5", lw=1)
+        ax.set_title(title)
+        ax.set_xlabel("output weight of hidden unit 1")
+        ax.set_ylabel("output weight of hidden unit 2")
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def split_half_histogram(d: np.ndarray, modes: Sequence[float] = (), *, xlabel: str = "$d$", units: str = "networks",
+                         bins: int = 80) -> plt.Figure:
+    """The split-half symmetry comparison: the histogram of ``d`` over the first half of the units
+    beside that of ``-d`` over the second half (equal under a symmetry ``d -> -d``), on a window
+    holding 99.5% of ``|d|``, with ``modes`` dotted.
+
+    Args:
+        d: one value per unit.
+        modes: locations marked with dotted vertical lines.
+        xlabel: label of the x axis.
+        units: what the values are of, for the legend.
+        bins: histogram bins.
+
+    Returns:
+        The figure.
+    """
+    d = np.asarray(d)
+    fig, ax = plt.subplots(figsize=(7, 3), constrained_layout=True)
+    half = len(d) // 2
+    lim = np.percentile(np.abs(d), 99.5)
+    edges = np.linspace(-lim, lim, bins + 1)
+    ax.hist(d[:half], edges, histtype="step", lw=1.5, density=True, label=f"$d$, first half of the {units}")
+    ax.hist(-d[half:], edges, histtype="step", lw=1.5, density=True, label="$-d$, second half")
+    for m in modes:
+        ax.axvline(m, color="0.4", ls=":", lw=1)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("density")
+    ax.set_title("the split-half comparison, with the KDE's modes (dotted)")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def stacked_counts(counts: dict[tuple[str, str, str], int], panels: Sequence[str], categories: Sequence[str],
+                   stacks: Sequence[str], colours: dict[str, str] | None = None, *, ylabel: str = "items",
+                   suptitle: str | None = None, figsize: tuple[float, float] = (11, 3.6)) -> plt.Figure:
+    """Stacked bars of counts, one panel per ``panels`` entry sharing the y axis: a bar per
+    category, stacked in the order of ``stacks``, with one legend at the right for the stacks that occur.
+
+    Args:
+        counts: ``(panel, category, stack) -> count`` (missing keys count 0).
+        panels: the panels, left to right.
+        categories: the bars of each panel (a category's first space becomes a line break).
+        stacks: the stacked parts, bottom to top.
+        colours: stack -> colour (grey for a stack not in it).
+        ylabel: label of the first panel's y axis.
+        suptitle: title of the figure.
+        figsize: the figure's size.
+
+    Returns:
+        The figure.
+    """
+    colours = colours or {}
+    fig, axes = plt.subplots(1, len(panels), figsize=figsize, sharey=True, constrained_layout=True, squeeze=False)
+    axes = axes[0]
+    for ax, panel in zip(axes, panels):
+        bottom = np.zeros(len(categories))
+        for v in stacks:
+            n = np.array([counts.get((panel, c, v), 0) for c in categories])
+            if n.any():
+                ax.bar(range(len(categories)), n, bottom=bottom, color=colours.get(v, "#969696"), label=v,
+                       edgecolor="white", linewidth=0.5)
+            bottom += n
+        ax.set_xticks(range(len(categories)), [c.replace(" ", "\n", 1) for c in categories], fontsize=7)
+        ax.set_title(panel, fontsize=9)
+    axes[0].set_ylabel(ylabel)
+    handles = {h.get_label(): h for ax in axes for h in ax.get_legend_handles_labels()[0]}
+    fig.legend([handles[v] for v in stacks if v in handles], [v for v in stacks if v in handles], fontsize=7,
+               loc="outside right center")
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    return fig

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from symlib.experiments.judging.claims import Verdict
+from symlib.experiments.judging.scales import KINDS
+from symlib.experiments.table import Table
 
 from symlib.experiments.report.manifest import (MANIFEST, PAPERS, Item, RunVerdict, format_value, item_status, ours,
                                          paper_profile_cell, summary_values,
@@ -289,3 +291,45 @@ def forest_entries(rows: Sequence[ReportRow]) -> list[ForestEntry]:
                                        sign * (ev.effect - t.value), ends[0], ends[1], o.verdict.value,
                                        ev.one_run))
     return out
+
+
+def rows_of_paper(rows: Sequence[ReportRow], paper: str) -> list[ReportRow]:
+    """The rows of one paper, by its key in :data:`~symlib.experiments.report.manifest.PAPERS` (``"xiao2023"``).
+
+    Raises:
+        ValueError: for an unknown paper key.
+    """
+    if paper not in PAPERS:
+        raise ValueError(f"unknown paper {paper!r}; the papers are {list(PAPERS)}")
+    return [r for r in rows if r.paper == PAPERS[paper][1]]
+
+
+def paper_forest_entries(rows: Sequence[ReportRow], paper: str) -> list[ForestEntry]:
+    """:func:`forest_entries` of one paper's rows (:func:`rows_of_paper`), grouped by scale in the
+    order of :data:`~symlib.experiments.judging.scales.KINDS` (paper scale first), the rows' order
+    kept within a scale."""
+    return sorted(forest_entries(rows_of_paper(rows, paper)), key=lambda e: KINDS.index(e.scale))
+
+
+#: the columns of the counts: every scale kind, then items without a run
+COUNT_SCALES = (*KINDS, "none")
+
+#: the bars' colours in the order of :func:`count_verdicts`: the verdicts (holds, same direction,
+#: opposite direction, differs, not tested), then the statuses of items without a run in greys
+COUNT_COLOURS = ("#1b9e77", "#e6ab02", "#fdae61", "#d95f02", "#7570b3", "#bdbdbd", "#969696", "#737373", "#525252",
+                 "#d9d9d9", "#252525")
+
+
+def count_verdicts(counts: Mapping[tuple[str, str, str], int]) -> list[str]:
+    """The verdicts of :func:`counts_by_scale` in a fixed order: every :class:`Verdict`, then the
+    statuses of the items without a run, alphabetically."""
+    return [v.value for v in Verdict] + sorted({v for (_, s, v) in counts if s == "none"})
+
+
+def counts_table(counts: Mapping[tuple[str, str, str], int]) -> Table:
+    """:func:`counts_by_scale` as a table: one row per paper and scale that has an item, one column
+    per verdict or status that occurs (empty where none)."""
+    shown = [v for v in count_verdicts(counts) if any(v == k[2] for k in counts)]
+    return Table(["paper", "scale", *shown],
+                 [(p, s, *(counts.get((p, s, v), "") for v in shown)) for p in (PAPERS[k][1] for k in PAPERS)
+                  for s in COUNT_SCALES if any(counts.get((p, s, v)) for v in shown)])

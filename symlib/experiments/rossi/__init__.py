@@ -19,7 +19,9 @@ grows, the result holds across prior variances and temperatures, and for ResNet2
 lower only after alignment (Sec. 5.1); and the timing statements of App. C.
 
 Parts: :mod:`~symlib.experiments.rossi.settings`, :mod:`~symlib.experiments.rossi.runs`,
-:mod:`~symlib.experiments.rossi.tables` and :mod:`~symlib.experiments.rossi.claims`; every
+:mod:`~symlib.experiments.rossi.tables`, :mod:`~symlib.experiments.rossi.prose` (the values the
+chapters' prose cites), :mod:`~symlib.experiments.rossi.kl_cost` (App. A: the KL and Wasserstein costs on
+small Gaussians) and :mod:`~symlib.experiments.rossi.claims`; every
 public name is also here (loaded on first use, from the table ``_EXPORTS``). Importing the package
 imports every part: they register the experiments and claims.
 """
@@ -36,7 +38,15 @@ _EXPORTS = {
              "time_alignments", "vi_alignment_timings"],
     "tables": ["barriers_against_width", "training_length_rows", "TRAINING_LENGTH_HEADERS", "width_gaps", "mean_se",
                "format_mean_se", "barrier_table_rows", "BARRIER_TABLE_HEADERS", "timing_table_rows",
-               "TIMING_TABLE_HEADERS", "QUICK_BEFORE_REPLICATES", "RESNET_STANDIN_TRIALS", "RESNET_STANDIN_HEADERS"],
+               "TIMING_TABLE_HEADERS", "QUICK_BEFORE_REPLICATES", "RESNET_STANDIN_TRIALS", "RESNET_STANDIN_HEADERS",
+               "describe_alignment", "training_images", "training_settings_table", "settings_change_table",
+               "geodesic_curves", "robustness_table", "training_length_table", "resnet_table", "describe_resnet",
+               "command_setting", "timing_spreads", "timing_tables", "timing_paper_rows"],
+    "prose": ["outcome_values", "training_values", "robustness_values", "paper_settings_values", "paper_run_values",
+              "longer_training_values", "training_length_values", "saved_timing_values"],
+    "kl_cost": ["TraceTermCheck", "trace_term_check", "PermutationCosts", "kl_over_permutations", "mirror_pair",
+                "mirror_pair_picks", "mirror_picks_table", "mirror_glue_values", "appendix_a_rows", "MIRROR_COSTS",
+                "VECTOR_SPEC"],
     "claims": ["barrier_reduction", "width_slopes", "width_slope_rows", "WIDTH_SLOPE_HEADERS", "RESNET_MIN_ACCURACY",
                "TIMING_CLAIMS_MACHINE_DEPENDENT"],
 }

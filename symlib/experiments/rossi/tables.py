@@ -1,14 +1,17 @@
-"""Rossi et al. (2023): the rows of the barrier and timing tables that chapters 07-08 show."""
+"""Rossi et al. (2023): the barrier, settings and timing tables that chapters 07-08 show."""
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from symlib.experiments.rossi.settings import SPLITS
-
-
+from symlib.experiments.profiles import Profile
+from symlib.experiments.registry import load_align_data
+from symlib.experiments.rossi.settings import (ALIGN_DATASETS, ROSSI_APPC_CLAIMS, ROSSI_TRAINING_AS_EXTRACTED,
+                                               ROSSI_VI_SETTINGS, SPLITS)
+from symlib.experiments.table import Table
 
 # ------------------------------------------------------------------ display helpers (chapters 07, 08)
 
@@ -194,3 +197,164 @@ RESNET_STANDIN_TRIALS = (
 )
 RESNET_STANDIN_HEADERS = ["training", "time", "test accuracy of q0 / q1", "barrier train naive -> aligned",
                           "test naive -> aligned"]
+
+
+# ------------------------------------------------------------------ the settings of the alignment runs
+
+
+def describe_alignment(profile: Profile) -> str:
+    """One line: the alignment experiments' architecture, VI settings, training and evaluation in ``profile``."""
+    vi = ROSSI_VI_SETTINGS
+    return (f"alignment experiments: {profile.align_depth} hidden layers of widths {list(profile.align_widths)}, "
+            f"mean-field VI, prior variance {profile.align_prior_var}, temperature {vi['temperature']:g}, "
+            f"batch {vi['batch_size']}, std init {vi['std_init']:g}, {profile.align_epochs} epochs; "
+            f"S = {profile.align_samples} samples on {profile.align_n_eval} examples per split")
+
+
+def training_images(profile: Profile) -> dict[str, int]:
+    """Dataset -> the number of training images the alignment runs of ``profile`` fit on
+    (``align_n_train``, or the whole training split when it is smaller or unset)."""
+    return {ds: min(profile.align_n_train or 10**9, len(load_align_data(profile, ds)["y_train"]))
+            for ds in ALIGN_DATASETS}
+
+
+def training_settings_table(profile: Profile, n_train: Mapping[str, int]) -> Table:
+    """The paper's training settings (App. B, Table 1, as extracted) beside ``profile``'s.
+
+    Args:
+        profile: our profile.
+        n_train: dataset -> training images used (:func:`training_images`).
+    """
+    quoted, vi = ROSSI_TRAINING_AS_EXTRACTED, ROSSI_VI_SETTINGS
+    return Table(["setting", "Rossi et al. (App. B, Table 1, as extracted)", f"ours ({profile.name} profile)"], [
+        ("training epochs", quoted["epochs"], f"{profile.align_epochs}"),
+        ("optimiser, learning rate", quoted["learning_rate"], f"Adam, {profile.learning_rate:g}"),
+        ("batch size", 500, vi["batch_size"]),
+        ("temperature", 1.0, vi["temperature"]),
+        ("VI std init", 0.01, vi["std_init"]),
+        ("prior variance", 0.01, profile.align_prior_var),
+        ("hidden widths", "512 (Table 2); width study in Sec. 5.1", ", ".join(map(str, profile.align_widths))),
+        ("training images", "full training sets (60,000)", ", ".join(f"{ds} {n:,}" for ds, n in n_train.items())),
+        ("independent posterior pairs per width", "not stated", profile.align_pairs),
+        ("test samples S of the marginalised loss", 128, profile.align_samples),
+        ("images per split for the barrier", "10,000 (test set)", profile.align_n_eval),
+    ])
+
+
+def settings_change_table(before: Mapping[str, Any], profile: Profile) -> Table:
+    """Profile settings before a change (e.g. :data:`QUICK_BEFORE_REPLICATES`) beside ``profile``'s
+    current values: integers with thousands separators, tuples as comma-separated lists."""
+    def cell(v: Any) -> str:
+        return ", ".join(map(str, v)) if isinstance(v, tuple) else f"{v:,}"
+
+    return Table(["setting", f"{profile.name} profile before replicates", f"{profile.name} profile now"],
+                 [(k, cell(v), cell(tuple(getattr(profile, k)) if isinstance(v, tuple) else getattr(profile, k)))
+                  for k, v in before.items()])
+
+
+def geodesic_curves(result: Any, dataset: str, width: int) -> dict[str, dict[str, np.ndarray]]:
+    """The marginalised loss and accuracy along the W2 geodesic of the first pair at ``width``,
+    naive and aligned, on both splits, keyed ``"<split>, <no alignment | Wasserstein alignment>"``
+    as :func:`symlib.experiments.plotting.interpolation_curves` takes them.
+
+    Args:
+        result: a :class:`~symlib.experiments.rossi.runs.VIAlignmentResult`.
+        dataset: its dataset.
+        width: one of its widths.
+    """
+    curves = {}
+    for split in SPLITS:
+        for aligned, label in ((False, "no alignment"), (True, "Wasserstein alignment")):
+            c = result.run(dataset, width).curve(split=split, aligned=aligned)
+            curves[f"{split}, {label}"] = {"lambda": c["tau"], "loss": c["loss"], "accuracy": c["accuracy"]}
+    return curves
+
+
+def robustness_table(summary: Mapping[str, Any]) -> Table:
+    """One row per (prior variance, temperature) of a ``vi_alignment_robustness`` summary: the
+    number of pairs, the naive and aligned test barriers and the share removed, each the mean ±
+    standard error over the pairs."""
+    mp = summary["marginal_pairs"]["test"]
+    rows = []
+    for i, st in enumerate(summary["settings"]):
+        removed = 100 * (1 - np.asarray(mp["aligned"][i]) / np.asarray(mp["naive"][i]))
+        rows.append((st["prior_var"], st["temperature"], len(mp["naive"][i]), format_mean_se(mp["naive"][i]),
+                     format_mean_se(mp["aligned"][i]), format_mean_se(removed, 0) + "%"))
+    return Table(["prior variance", "temperature", "pairs", "test naive", "test aligned", "test barrier removed"], rows)
+
+
+def training_length_table(rows: Sequence[tuple]) -> Table:
+    """:func:`training_length_rows` as a table, barriers and ELBOs with 3 decimals."""
+    return Table(TRAINING_LENGTH_HEADERS, [(*r[:3], *(f"{v:.3f}" for v in r[3:])) for r in rows])
+
+
+def resnet_table(result: Any, dataset: str) -> Table:
+    """One row per width of a ``vi_alignment_resnet20`` result: the test accuracy of ``q0`` and
+    ``q1`` (the ends of the naive path) and the four barriers (train/test, naive/aligned)."""
+    rows = []
+    for w in result.widths(dataset):
+        pair = result.run(dataset, w)
+        acc = pair.curves[("test", False)]["accuracy"]
+        rows.append((dataset, w, f"{acc[0]:.2f} / {acc[-1]:.2f}",
+                     *(f"{pair.marginal_barrier(split=split, aligned=aligned):.3f}"
+                       for split in SPLITS for aligned in (False, True))))
+    return Table(["dataset", "width", "test accuracy of q0 / q1", "train naive", "train aligned", "test naive",
+                  "test aligned"], rows)
+
+
+def describe_resnet(profile: Profile) -> str:
+    """One line: the training and evaluation sizes of ``profile``'s ResNet20 alignment run."""
+    return (f"{profile.name} profile: {profile.resnet_n_train:,} training images, {profile.resnet_epochs} epochs at "
+            f"batch {profile.resnet_batch_size}; barriers on {profile.resnet_n_eval} images per split, "
+            f"{profile.resnet_n_lambdas} points x {profile.resnet_samples} samples")
+
+
+def command_setting(command: str, name: str) -> str:
+    """The value given to setting ``name`` in a saved run's command line: ``--name VALUE`` or
+    ``name=VALUE`` (as in ``--set name=VALUE``), the first occurrence.
+
+    Raises:
+        ValueError: if the command does not set ``name``.
+    """
+    found = re.search(rf"(?:--{re.escape(name)}\s+|(?<![\w-]){re.escape(name)}=)(\S+)", command)
+    if found is None:
+        raise ValueError(f"the command does not set {name!r}: {command!r}")
+    return found.group(1)
+
+
+# ------------------------------------------------------------------ timings (chapter 08)
+
+
+def timing_spreads(result: Any) -> dict[str, dict[str, np.ndarray]]:
+    """Dataset -> ``{"Wasserstein alignment (mu, sigma)", "weight matching (means only)"}`` ->
+    ``(widths, 3)``: the median, minimum and maximum CPU time of the repeats at each width of a
+    :class:`~symlib.experiments.rossi.runs.VIAlignmentTimings`."""
+    from symlib.evaluation.stats import repeat_spread
+
+    return {ds: {label: np.asarray([repeat_spread(r) for r in result.column(ds, f"{col}_repeats")])
+                 for col, label in (("w2_cpu_seconds", "Wasserstein alignment (mu, sigma)"),
+                                    ("wm_cpu_seconds", "weight matching (means only)"))}
+            for ds in ALIGN_DATASETS}
+
+
+def timing_tables(summary: Mapping[str, Any]) -> list[Table]:
+    """One :func:`timing_table_rows` table per dataset, its first header naming the dataset."""
+    return [Table([f"{ds}: " + TIMING_TABLE_HEADERS[0], *TIMING_TABLE_HEADERS[1:]], timing_table_rows(summary, ds))
+            for ds in ALIGN_DATASETS]
+
+
+def timing_paper_rows(result: Any) -> list[tuple[str, str, str]]:
+    """``(quantity, paper, ours)`` rows of App. C's statements for a ``vi_alignment_timings``
+    result: per dataset the wall time of the widest alignment, its CPU time over that of
+    matching the means, and the CPU time against width (medians of the repeats)."""
+    rows = []
+    for ds in ALIGN_DATASETS:
+        widest, w2_cpu = result.widths[ds][-1], result.column(ds, "w2_cpu_seconds")
+        rows.append((f"{ds}: alignment of the widest trained pair (width {widest}), wall",
+                     ROSSI_APPC_CLAIMS["within_a_minute"], f"{result.column(ds, 'w2_seconds')[-1]:.2f} s"))
+        rows.append((f"{ds}: alignment / matching of the means at width {widest}, CPU",
+                     ROSSI_APPC_CLAIMS["vi_costlier_than_sgd"],
+                     f"{w2_cpu[-1] / result.column(ds, 'wm_cpu_seconds')[-1]:.2f}x"))
+        rows.append((f"{ds}: alignment CPU time against width", ROSSI_APPC_CLAIMS["time_vs_width"],
+                     ", ".join(f"{w}: {s:.3f} s" for w, s in zip(result.widths[ds], w2_cpu))))
+    return rows
