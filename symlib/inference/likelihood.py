@@ -3,11 +3,11 @@
 Every fit of :mod:`symlib.inference` takes it from ``model.likelihood``; each type writes once
 what the fits need:
 
-- :meth:`loglik`: the per-example log-likelihoods ``(n,)`` of the network's outputs and the
+- ``loglik``: the per-example log-likelihoods ``(n,)`` of the network's outputs and the
   targets (MAP's objective, the VI and SGHMC minibatch sums, HMC's density, the dense
   Laplace's full Hessian);
-- :meth:`check`: the targets against the network's output shape, before any work;
-- :meth:`output_hessian`: the Hessian of the negative log-likelihood in output space, per
+- ``check``: the targets against the network's output shape, before any work;
+- ``output_hessian``: the Hessian of the negative log-likelihood in output space, per
   example ``(n, k, k)`` (``k`` the outputs per example): the middle factor of the GGN of
   :func:`~symlib.inference.laplace.fit_laplace`.
 

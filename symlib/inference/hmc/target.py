@@ -16,7 +16,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from symlib.core.checks import check_finite, check_finite_tree, positive_float
 from symlib.core.models import layout_check, mlp_apply
 from symlib.core.distributed import allgather, global_mesh, put_global
-from symlib.inference.likelihood import Categorical, check_likelihood
+from symlib.inference.likelihood import Categorical, Gaussian, check_likelihood
 
 
 # --------------------------------------------------------------------------------------
@@ -109,7 +109,7 @@ class _BNNLogPosterior:
     apply_fn: Callable
     example_shape: tuple
     probe: tuple
-    likelihood: Categorical = Categorical()
+    likelihood: Categorical | Gaussian
 
     def __call__(self, params, x, y, mask, *state):
         if state:  # model state held fixed (make_logdensity's ``state``): the network is params and state
