@@ -22,8 +22,10 @@ from symlib.core.pytree import tree_to_vector, vector_to_tree
 from symlib.evaluation.predictive import predict_from_samples, predict_single
 from symlib.evaluation.pruning import keep_mask, prune_by_sigma
 from symlib.inference.training import sq_norm
+from symlib.core.models import mlp_apply
 from symlib.core.noise import normal_vector
-from symlib.inference.vi import MeanFieldState, categorical_loglik, gaussian_kl, neg_elbo_from_noise
+from symlib.inference.likelihood import Categorical, network_loglik
+from symlib.inference.vi import MeanFieldState, gaussian_kl, neg_elbo_from_noise
 from symlib.symmetry.alignment import kl_diag, wasserstein2_sq
 from symlib.symmetry.scaling import apply_scaling as _apply_scaling
 from symlib.symmetry.scaling import mlp_scaling_spec
@@ -69,7 +71,8 @@ def _mean_field(mu, sigma):
 @partial(jax.jit, static_argnums=(4,))
 def _neg_elbo(q, eps, x, y, temperature):
     """``neg_elbo_from_noise`` at prior variance 0.5 (compiled once per architecture)."""
-    return neg_elbo_from_noise(q, eps, categorical_loglik, x, y, 100, prior_var=0.5, temperature=temperature)
+    return neg_elbo_from_noise(q, eps, network_loglik(mlp_apply, Categorical()), x, y, 100, prior_var=0.5,
+                               temperature=temperature)
 
 
 def _close(a, b, rtol=1e-5, atol=1e-6):

@@ -5,8 +5,8 @@ Every method is fitted as ``fit_<method>(key, params0, model, data, config)`` an
 ensembles (many networks at once, optionally sharded over devices), MC dropout, mean-field
 variational inference (Bayes by backprop), SWAG, Laplace (full Hessian or GGN; last-layer
 KFAC), SGHMC (BlackJAX, minibatches) and full-batch HMC (BlackJAX; multi-chain, sharded,
-resumable) with its diagnostics. A ``model`` is :class:`Model` (``apply_fn`` and which
-entries of the params pytree are state), ``data`` is :class:`Data` (``x``, ``y``). Each fit is
+resumable) with its diagnostics. A ``model`` is :class:`Model` (``apply_fn``, its likelihood,
+:class:`Categorical` or :class:`Gaussian`, and which entries of the params pytree are state), ``data`` is :class:`Data` (``x``, ``y``). Each fit is
 written in its method's module, beside the loop it drives (private there); the helpers of each method (SWAG from
 snapshots, KFAC sampling, dropout masks, the HMC store and log density) stay importable from
 its module (``symlib.inference.swag``, ``.laplace``, ``.dropout``, ``.hmc``, ...).
@@ -20,6 +20,8 @@ from symlib.core.exports import lazy_exports
 _EXPORTS = {
     # the shape every fit shares (DiagonalGaussian is symlib.core.gaussian's, imported there)
     "shape": ["Model", "Data", "PointEstimate", "Samples", "DiagonalGaussian", "NonFiniteFitError", "sample"],
+    # the likelihood of a Model (every fit uses it)
+    "likelihood": ["Categorical", "Gaussian"],
     # each method: its configuration, its fit, its posterior (and a few helpers)
     "training": ["TrainConfig", "fit_map", "fit_ensemble", "evaluate"],
     "ensembles": ["multi_mode_samples"],

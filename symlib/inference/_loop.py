@@ -16,9 +16,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib.core.checks import check_finite, check_labels, positive_int
+from symlib.core.checks import check_finite, positive_int
 from symlib.core.models import Params, layout_check
 from symlib.core.progress import progress_bar
+from symlib.inference.likelihood import Categorical
 
 
 def _one_network(params: Params, batch_dims: int, name: str):
@@ -85,11 +86,13 @@ def merge_state(weights, fixed):
     return {**weights, **fixed}
 
 
-def check_network_data(apply_fn, params: Params, x, y, name: str = "params0", batch_dims: int = 0) -> None:
+def check_network_data(apply_fn, params: Params, x, y, name: str = "params0", batch_dims: int = 0,
+                       likelihood=Categorical()) -> None:
     """Check ``x``/``y`` against a network given by ``apply_fn``, before any work.
 
-    ``x`` must be finite with ``n`` examples on its first axis, ``y`` ``n`` integer labels
-    in ``[0, classes)``, ``classes`` the width of the logits. A model with a registered
+    ``x`` must be finite with ``n`` examples on its first axis, ``y`` ``n`` targets that fit
+    the network's outputs under ``likelihood`` (its ``check``; :class:`~symlib.inference.likelihood.Categorical`:
+    integer labels in ``[0, classes)``, ``classes`` the width of the logits). A model with a registered
     layout check (:func:`symlib.core.models.layout_check`; symlib's MLP has one) is
     checked by it, which names the layer or the input width; any other by
     ``jax.eval_shape`` of ``apply_fn`` on one example (nothing is computed).
@@ -99,19 +102,22 @@ def check_network_data(apply_fn, params: Params, x, y, name: str = "params0", ba
             raises for inputs it cannot take.
     """
     x_shape = tuple(np.shape(x))
-    if len(x_shape) < 2 or np.ndim(y) != 1 or np.shape(y)[0] != x_shape[0]:
-        raise ValueError(f"expected x of shape (n, ...) and y of shape (n,), got {x_shape} and {np.shape(y)}")
+    y_ndims = (1,) if isinstance(likelihood, Categorical) else (1, 2)
+    if len(x_shape) < 2 or np.ndim(y) not in y_ndims or np.shape(y)[0] != x_shape[0]:
+        y_shape = " or ".join(("(n,)", "(n, d)")[:len(y_ndims)])
+        raise ValueError(f"expected x of shape (n, ...) and y of shape {y_shape}, got {x_shape} and {np.shape(y)}")
     check = layout_check(apply_fn)
     if check is not None:
-        classes = check(params, x_shape[1:], name, batch_dims)
+        outputs = (check(params, x_shape[1:], name, batch_dims),)
     else:
         one = _one_network(params, batch_dims, name)
-        logits = jax.eval_shape(apply_fn, one, jax.ShapeDtypeStruct((1,) + x_shape[1:], jnp.result_type(x)))
-        if len(logits.shape) != 2 or logits.shape[0] != 1:
-            raise ValueError(f"apply_fn must return logits (n, classes); for one example it returned shape {logits.shape}")
-        classes = logits.shape[1]
+        out = jax.eval_shape(apply_fn, one, jax.ShapeDtypeStruct((1,) + x_shape[1:], jnp.result_type(x)))
+        if len(out.shape) < 1 or out.shape[0] != 1:
+            raise ValueError(f"apply_fn must return one output per example (n, ...); for one example it returned "
+                             f"shape {out.shape}")
+        outputs = tuple(out.shape[1:])
     check_finite(x, "x")
-    check_labels(y, classes, "y")
+    likelihood.check(y, outputs, "y")
 
 
 def check_minibatch_data(x, y, batch_size: int, epochs: int, num_mc: int, n_data) -> int:

@@ -304,8 +304,8 @@ def fit_dropout(key: jax.Array, params0: PyTree, model: Model, data: Data, confi
         rate = check_rate(config.rate)
         train_fn = dropout_apply(model.apply_fn, rate, layer)
     try:
-        trained = fit_map(key, params0, Model(model.apply_fn, model.state, train_apply_fn=train_fn), data,
-                          config.train)
+        trained = fit_map(key, params0, Model(model.apply_fn, model.state, train_apply_fn=train_fn,
+                                              likelihood=model.likelihood), data, config.train)
     except NonFiniteFitError as e:
         raise NonFiniteFitError(f"fit_dropout, training with dropout (config.train): {e}") from None
     return DropoutPosterior(trained.params, rate, layer, model.dropout_apply_fn, trained.info)

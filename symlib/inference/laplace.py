@@ -1,4 +1,4 @@
-"""Laplace approximations for a categorical likelihood: full (or GGN) Hessian, and last-layer KFAC.
+"""Laplace approximations: full (or GGN) Hessian under the model's likelihood, and last-layer KFAC (categorical).
 
 **Full-network Laplace** (Laurent et al.'s OptuNet). Around trained parameters ``theta*``
 (flattened to ``D`` numbers with ``jax.flatten_util.ravel_pytree``, whose order every
@@ -7,15 +7,19 @@ matrix here uses) the posterior is approximated by ``N(theta*, P^{-1})`` with pr
     P = H + prior_precision * I,
 
 ``H`` the Hessian at ``theta*`` of the negative log-likelihood *summed* over the ``N``
-training examples, ``-sum_i log softmax(f_theta(x_i))[y_i]`` (not the per-example mean of
+training examples, ``-sum_i log p(y_i | f_theta(x_i))`` under the model's likelihood
+(:mod:`symlib.inference.likelihood`; categorical: ``-sum_i log softmax(f_theta(x_i))[y_i]``), not the per-example mean of
 :func:`~symlib.inference.training.map_objective`; a MAP fit with ``prior_std`` matches
 ``prior_precision = 1 / prior_std^2``). ``H`` is either
 
 - ``"full"``: the exact Hessian (``jax.hessian`` of the flattened loss), or
-- ``"ggn"``: the generalised Gauss-Newton matrix ``sum_i J_i^T (diag(p_i) - p_i p_i^T) J_i``,
-  ``J_i`` the ``(classes, D)`` Jacobian of the logits of example ``i`` and ``p_i`` its
-  softmax; positive semi-definite, and equal to the full Hessian for a model linear in its
-  parameters (e.g. softmax regression).
+- ``"ggn"``: the generalised Gauss-Newton matrix ``sum_i J_i^T Lambda_i J_i``, ``J_i`` the
+  ``(k, D)`` Jacobian of the ``k`` outputs of example ``i`` and ``Lambda_i`` the Hessian of its
+  negative log-likelihood in output space (the likelihood's ``output_hessian``; categorical:
+  ``diag(p_i) - p_i p_i^T``, ``p_i`` the softmax of the logits; Gaussian: ``I / noise_std^2``);
+  positive semi-definite, and equal to the full Hessian for a model linear in its
+  parameters (e.g. softmax regression, or linear regression with a Gaussian likelihood, where
+  the Laplace posterior is the exact one).
 
 Both are accumulated over minibatches of ``batch_size`` examples (the last one padded
 with zero-weight copies), so memory grows with ``batch_size * D`` rather than ``N * D``.
@@ -54,6 +58,8 @@ exact for ``N = 1``. The prior is added to each factor as in Ritter et al.:
 is matrix normal with row covariance ``U = (sqrt(N) A + sqrt(tau) I)^{-1}`` and column
 covariance ``V = (sqrt(N) G + sqrt(tau) I)^{-1}``: ``Wbar = Wbar* + L_U Z L_V^T`` with
 Cholesky factors ``L_U L_U^T = U``, ``L_V L_V^T = V`` and ``Z`` standard normal ``(d+1, C)``.
+It is written for a classifier: :func:`fit_laplace` refuses ``config.last_layer`` for a model
+with any other likelihood.
 """
 from __future__ import annotations
 
@@ -72,6 +78,7 @@ from symlib.core.checks import check_finite, check_finite_tree, check_key, posit
 from symlib.core.progress import progress_enabled
 from symlib.inference._loop import (check_network_data, check_state, epoch_bar, merge_state, report_epoch,
                                    split_state)
+from symlib.inference.likelihood import Categorical
 from symlib.inference.shape import Data, Model, check_fit_inputs, sample
 
 __all__ = ["HESSIANS", "MAX_FULL_PARAMS", "dense_cost", "LaplaceWarning", "LaplacePosterior", "laplace_sample",
@@ -133,21 +140,17 @@ class LaplacePosterior(NamedTuple):
     state: tuple[str, ...] = ()
 
 
-def _nll_terms(logits: jax.Array, y: jax.Array) -> jax.Array:
-    """Per-example negative log-likelihoods ``(b,)``."""
-    return -jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1)[:, 0]
-
-
-@partial(jax.jit, static_argnames=("apply_fn", "hessian", "batch_size", "progress"))
-def _curvature(params, fixed, x, y, *, apply_fn, hessian: str, batch_size: int, progress: bool = False):
+@partial(jax.jit, static_argnames=("apply_fn", "hessian", "batch_size", "progress", "likelihood"))
+def _curvature(params, fixed, x, y, *, apply_fn, hessian: str, batch_size: int, progress: bool = False,
+               likelihood=Categorical()):
     """The summed ``(D, D)`` curvature ``H`` over all examples, in minibatches, of the
-    weights ``params`` with the model state ``fixed`` held (``{}``: none)."""
+    weights ``params`` with the model state ``fixed`` held (``{}``: none), under ``likelihood``."""
     flat, unravel = ravel_pytree(params)
     n = x.shape[0]
     steps = -(-n // batch_size)
     pad = steps * batch_size - n
     xb = jnp.concatenate([x, jnp.repeat(x[:1], pad, axis=0)]).reshape((steps, batch_size) + x.shape[1:])
-    yb = jnp.concatenate([y, jnp.repeat(y[:1], pad)]).reshape(steps, batch_size)
+    yb = jnp.concatenate([y, jnp.repeat(y[:1], pad, axis=0)]).reshape((steps, batch_size) + y.shape[1:])
     wb = jnp.concatenate([jnp.ones(n, flat.dtype), jnp.zeros(pad, flat.dtype)]).reshape(steps, batch_size)
     logits_of = lambda f, xs: apply_fn(merge_state(unravel(f), fixed), xs)  # noqa: E731
 
@@ -165,7 +168,7 @@ def _curvature(params, fixed, x, y, *, apply_fn, hessian: str, batch_size: int, 
             def tail_grad(theta_b, b=b):
                 def loss(tail):
                     tree = jax.tree_util.tree_unflatten(treedef, leaves[:b] + tail)
-                    return jnp.sum(ws * _nll_terms(apply_fn(merge_state(tree, fixed), xs), ys))
+                    return jnp.sum(ws * -likelihood.loglik(apply_fn(merge_state(tree, fixed), xs), ys))
                 return ravel_pytree(jax.grad(loss)([theta_b] + leaves[b + 1:]))[0]
 
             cols = jax.jacfwd(tail_grad)(leaf).reshape(flat.size - starts[b], sizes[b])
@@ -174,12 +177,12 @@ def _curvature(params, fixed, x, y, *, apply_fn, hessian: str, batch_size: int, 
         return h
 
     def ggn(xs, ys, ws):
-        # per-example Jacobians (b, C, D): C backward passes per example (the Jacobian of the
-        # batch's (b, C) logits would backpropagate every cotangent through the whole batch)
-        one = lambda f, xi: logits_of(f, xi[None])[0]  # noqa: E731
+        # per-example Jacobians (b, k, D): k backward passes per example (the Jacobian of the
+        # batch's (b, k) outputs would backpropagate every cotangent through the whole batch)
+        one = lambda f, xi: jnp.reshape(logits_of(f, xi[None])[0], (-1,))  # noqa: E731
         jac = jax.vmap(jax.jacrev(one), in_axes=(None, 0))(flat, xs)
-        p = jax.nn.softmax(logits_of(flat, xs))
-        lam = jax.vmap(jnp.diag)(p) - p[:, :, None] * p[:, None, :]
+        outputs = logits_of(flat, xs)
+        lam = likelihood.output_hessian(outputs.reshape(outputs.shape[0], -1))
         return jnp.einsum("bcd,bce,bef->df", ws[:, None, None] * jac, lam, jac)
 
     block = full if hessian == "full" else ggn
@@ -199,14 +202,15 @@ def _laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, 
                       hessian: str = "full", batch_size: int = 32,
                       min_eigenvalue: float | None = None, num_data: int | None = None,
                       max_params: int | None = MAX_FULL_PARAMS, state: tuple[str, ...] = (),
-                      progress: bool | None = None) -> LaplacePosterior:
+                      progress: bool | None = None, likelihood=Categorical()) -> LaplacePosterior:
     """Laplace approximation around ``params`` with the full Hessian or the GGN (module docstring).
 
     Args:
         params: the trained network (its MAP estimate), one network's pytree.
         x: training inputs ``(N, ...)``, what ``apply_fn`` takes, finite.
-        y: integer labels ``(N,)`` in ``[0, classes)``.
-        apply_fn: ``apply_fn(params, x) -> logits (b, classes)`` (e.g.
+        y: targets that fit the network under ``likelihood`` (categorical: integer labels
+            ``(N,)`` in ``[0, classes)``).
+        apply_fn: ``apply_fn(params, x) -> outputs``, e.g. logits ``(b, classes)`` (e.g.
             :func:`symlib.core.cnn.optunet_apply`).
         prior_precision: precision ``tau > 0`` of the isotropic Gaussian prior.
         hessian: ``"full"`` or ``"ggn"``.
@@ -225,6 +229,7 @@ def _laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, 
             Gaussian, carried unchanged by the samples (module docstring).
         progress: show a ``"laplace"`` progress bar over the accumulation's minibatches;
             ``None``: on a terminal only.
+        likelihood: the model's likelihood (:mod:`symlib.inference.likelihood`).
 
     Returns:
         The :class:`LaplacePosterior`.
@@ -253,7 +258,7 @@ def _laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, 
                          f"above max_params={max_params:,}: use a last-layer Laplace "
                          "(symlib.inference.last_layer_kfac, LastLayerLaplace), or pass max_params=None to run it "
                          "anyway")
-    check_network_data(apply_fn, params, x, y, "params")
+    check_network_data(apply_fn, params, x, y, "params", likelihood=likelihood)
     x, y = jnp.asarray(x), jnp.asarray(y)
     n = int(x.shape[0])
     total = n if num_data is None else positive_int(num_data, "num_data")
@@ -263,10 +268,10 @@ def _laplace_posterior(params: PyTree, x: jax.Array, y: jax.Array, *, apply_fn, 
     show = progress_enabled(progress)
     with epoch_bar(-(-n // batch_size), show, desc=f"laplace ({hessian})", unit="batch"):
         h = _curvature(weights, fixed, x, y, apply_fn=apply_fn, hessian=hessian, batch_size=batch_size,
-                       progress=show)
+                       progress=show, likelihood=likelihood)
     h = np.asarray(h, np.float64) * (total / n)
     if not np.all(np.isfinite(h)):
-        raise ValueError(f"the {hessian} curvature has nan/inf entries: apply_fn gives non-finite logits or "
+        raise ValueError(f"the {hessian} curvature has nan/inf entries: apply_fn gives non-finite outputs or "
                          "derivatives at params on x")
     precision = (h + h.T) / 2 + tau * np.eye(h.shape[0])
     lam, vec = np.linalg.eigh(precision)
@@ -555,7 +560,9 @@ def _last_layer_features(params, layer: str, apply_fn, x, batch_size: int) -> np
 def _check_predictive(key, posterior, params0, model: Model, data: Data, config: LaplaceConfig, feats=None) -> None:
     """Warn (:class:`~symlib.inference.laplace.LaplaceWarning`) when the sampled predictive's
     accuracy on a few training points falls more than :data:`PREDICTIVE_ACCURACY_DROP` below
-    the MAP network's."""
+    the MAP network's (a classifier's check: nothing for any other likelihood)."""
+    if not isinstance(model.likelihood, Categorical):
+        return
     n = len(data.y)
     idx = np.unique(np.linspace(0, n - 1, min(n, PREDICTIVE_CHECK_POINTS)).round().astype(int))
     x, y = jnp.asarray(np.asarray(data.x)[idx]), jnp.asarray(np.asarray(data.y)[idx])
@@ -596,11 +603,20 @@ def fit_laplace(key: jax.Array, params0: PyTree, model: Model, data: Data, confi
     training points: a :class:`~symlib.inference.laplace.LaplaceWarning` names both
     accuracies when the sampled predictive's is more than :data:`PREDICTIVE_ACCURACY_DROP`
     below the MAP network's (a posterior too wide for its draws to classify; e.g. a dense
-    Laplace at prior precision 1 on a CNN collapses to chance), with the fix. ``progress``
-    shows a progress bar over the dense accumulation's minibatches (None: on a terminal)."""
+    Laplace at prior precision 1 on a CNN collapses to chance), with the fix; the check is a
+    classifier's, made for a categorical ``model.likelihood`` only. ``progress``
+    shows a progress bar over the dense accumulation's minibatches (None: on a terminal).
+
+    The dense Laplace takes ``model.likelihood`` (its log-likelihood for ``"full"``, its
+    output-space Hessian for ``"ggn"``); the last-layer KFAC is a classifier's (its ``G``
+    factor is the softmax's): a model with another likelihood raises a ``ValueError``."""
     check_fit_inputs(model, data, config, LaplaceConfig, params0)
     feats = None
     if config.last_layer is not None:
+        if not isinstance(model.likelihood, Categorical):
+            raise ValueError(f"config.last_layer: the last-layer KFAC Laplace is written for a categorical likelihood "
+                             f"(its G factor is the softmax's), not model.likelihood={model.likelihood!r}; use the "
+                             "dense Laplace (config.last_layer=None, hessian='ggn' or 'full')")
         if config.num_data is not None:
             raise ValueError("config.num_data is the dense Laplace's subsample scaling; a last-layer Laplace takes "
                              "the features of every example in data")
@@ -612,7 +628,7 @@ def fit_laplace(key: jax.Array, params0: PyTree, model: Model, data: Data, confi
     else:
         kwargs = {k: v for k, v in config._asdict().items() if k != "last_layer"}
         post = _laplace_posterior(params0, data.x, data.y, apply_fn=model.apply_fn, state=model.state,
-                                  progress=progress, **kwargs)
+                                  progress=progress, likelihood=model.likelihood, **kwargs)
     _check_predictive(key, post, params0, model, data, config, feats)
     return post
 

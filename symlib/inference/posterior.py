@@ -38,8 +38,8 @@ def fit_hmc(key: jax.Array, params0: PyTree, model: Model, data: Data, config: H
             prior_var: float = 1.0, temperature: float = 1.0, out_dir=None, init_per_chain: bool | None = None,
             progress: bool | None = None) -> Samples:
     """Full-batch HMC (BlackJAX; :func:`~symlib.inference.hmc.run_hmc`) on the tempered posterior
-    ``N(0, prior_var I)`` prior times the categorical likelihood of ``model.apply_fn`` to the
-    power ``1 / temperature`` (:func:`~symlib.inference.hmc.make_logdensity`).
+    ``N(0, prior_var I)`` prior times the likelihood ``model.likelihood`` of ``model.apply_fn``'s
+    outputs to the power ``1 / temperature`` (:func:`~symlib.inference.hmc.make_logdensity`).
 
     ``params0`` is where the chains start: one network (every chain starts there) or one start
     per chain stacked on a leading axis of size ``config.num_chains`` (read so when every leaf
@@ -69,7 +69,7 @@ def fit_hmc(key: jax.Array, params0: PyTree, model: Model, data: Data, config: H
     weights = {k: v for k, v in params0.items() if k not in model.state} if model.state else params0
     check_finite_tree(weights, "params0")
     logdensity = make_logdensity(data.x, data.y, prior_var=prior_var, temperature=temperature,
-                                 apply_fn=model.apply_fn, state=state)
+                                 apply_fn=model.apply_fn, state=state, likelihood=model.likelihood)
     result = run_hmc(key, weights, logdensity, config, out_dir=out_dir, progress=progress, init_per_chain=per_chain)
     samples = result.samples
     for c, chain in enumerate(zip(*[np.asarray(a).reshape(config.num_chains, config.num_samples, -1)

@@ -71,7 +71,8 @@ import numpy as np
 from symlib.core.checks import check_key, positive_float, positive_int
 from symlib.inference.hmc import log_prior
 from symlib.inference._loop import check_minibatch_data, check_state, epoch_bar, merge_state, report_epoch, split_state
-from symlib.inference.vi import categorical_loglik_fn, check_loglik
+from symlib.inference.likelihood import network_loglik
+from symlib.inference.vi import check_loglik
 from symlib.core.progress import progress_enabled
 from symlib.inference.shape import Data, Model, NonFiniteFitError, Samples, check_fit_inputs, first_non_finite
 
@@ -170,8 +171,7 @@ def _sghmc(key, params0, fixed, x, y, step_size, alpha, temperature, *, loglik_f
     return buffer
 
 
-def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, apply_fn: Callable | None = None,
-              loglik_fn: Callable | None = None, step_size: float, epochs: int, batch_size: int,
+def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, step_size: float, epochs: int, batch_size: int,
               num_samples: int, burn_in: int | None = None, thinning: int | None = None,
               prior_std: float = 1.0, friction: float = 0.05, num_integration_steps: int = 50,
               temperature: float = 1.0, progress: bool | None = None, state: tuple[str, ...] = ()) -> SGHMCResult:
@@ -187,11 +187,11 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, apply_fn: Callable | No
         params0: the initial network (e.g. a MAP fit), any pytree of float arrays.
         x: training inputs (leading axis: examples), finite.
         y: training targets (integer labels for a classifier).
-        apply_fn: ``apply_fn(params, x) -> logits`` of a classifier (e.g.
-            :func:`symlib.core.cnn.optunet_apply`): the likelihood is the categorical one,
-            :func:`symlib.inference.vi.categorical_loglik_fn`. Give it or ``loglik_fn``.
         loglik_fn: ``loglik_fn(params, xb, yb)``, the SUM of the log-likelihoods of a
-            minibatch, for any other model.
+            minibatch: for a network and its likelihood
+            :func:`~symlib.inference.likelihood.network_loglik` (e.g.
+            ``network_loglik(optunet_apply, Categorical())``; the data are then checked against
+            the network), or any other function.
         step_size: BlackJAX's step size ``h`` (the paper's learning rate ``lr``), > 0.
         epochs: passes over the training set.
         batch_size: examples per minibatch, at most ``n``.
@@ -214,17 +214,12 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, apply_fn: Callable | No
         leading axis in the layout of ``params0``.
 
     Raises:
-        ValueError: naming the input: both or neither of ``apply_fn`` and ``loglik_fn``;
-            a non-positive ``step_size``, ``prior_std``, ``temperature``, ``epochs`` or
+        ValueError: naming the input: a non-positive ``step_size``, ``prior_std``, ``temperature``, ``epochs`` or
             ``num_samples``; ``friction`` outside ``(0, 1]``; ``num_integration_steps < 2``;
             ``batch_size`` not in ``1..n``; more ``num_samples`` than draws available
             after ``burn_in`` with this ``thinning``; ``x``/``y`` that do not fit the
             network or hold NaN or inf; a ``key`` that is not a key.
     """
-    if (apply_fn is None) == (loglik_fn is None):
-        raise ValueError("give exactly one of apply_fn (a classifier) and loglik_fn")
-    if loglik_fn is None:
-        loglik_fn = categorical_loglik_fn(apply_fn)
     n = check_minibatch_data(x, y, batch_size, epochs, 1, None)
     step_size = positive_float(step_size, "step_size")
     prior_std = positive_float(prior_std, "prior_std")
@@ -274,13 +269,13 @@ class SGHMCConfig(NamedTuple):
 def fit_sghmc(key: jax.Array, params0: PyTree, model: Model, data: Data, config: SGHMCConfig) -> Samples:
     """SGHMC (BlackJAX, minibatches) from ``params0``; the kept draws.
 
-    The likelihood is ``model.apply_fn``'s (evaluation mode); the model state
+    The likelihood is ``model.likelihood`` of ``model.apply_fn``'s outputs (evaluation mode); the model state
     (``model.state``) is held fixed at ``params0``'s values and carried by every draw."""
     check_fit_inputs(model, data, config, SGHMCConfig, params0)
     with warnings.catch_warnings():  # non-finite samples are an error here, named below
         warnings.filterwarnings("ignore", "SGHMC diverged", RuntimeWarning)
-        res = _run_sghmc(key, params0, data.x, data.y, apply_fn=model.apply_fn, **config._asdict(),
-                         state=model.state)
+        res = _run_sghmc(key, params0, data.x, data.y, loglik_fn=network_loglik(model.apply_fn, model.likelihood),
+                         **config._asdict(), state=model.state)
     leaves = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(res.samples)]
     bad = first_non_finite(np.concatenate([leaf.reshape(leaf.shape[0], -1) for leaf in leaves], axis=1))
     if bad is not None:

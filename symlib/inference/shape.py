@@ -12,9 +12,12 @@ Every method is ``fit_<method>(key, params0, model, data, config) -> posterior``
 - ``params0``: one network's parameters, any pytree: where the fit starts (MAP, VI, SGHMC,
   dropout, HMC) or the trained network it is built around (Laplace, SWAG); for a deep
   ensemble, the members' starting networks stacked on a leading axis;
-- ``model``: a :class:`Model`, the network as ``apply_fn(params, x) -> logits`` (a
-  categorical likelihood) and which entries of its pytree are model state;
-- ``data``: a :class:`Data`, the training inputs and integer labels;
+- ``model``: a :class:`Model`, the network as ``apply_fn(params, x) -> outputs``, its
+  likelihood (:class:`~symlib.inference.likelihood.Categorical` by default: the outputs are
+  logits; :class:`~symlib.inference.likelihood.Gaussian`: a regression) and which entries of
+  its pytree are model state;
+- ``data``: a :class:`Data`, the training inputs and targets (integer labels for a
+  categorical likelihood, real targets of the outputs' shape for a Gaussian one);
 - ``config``: the method's settings, one type per method.
 
 Each returns a posterior that :func:`sample` draws networks from, stacked on a leading
@@ -26,6 +29,14 @@ chains kept apart), :class:`~symlib.core.gaussian.DiagonalGaussian` (VI),
 :class:`~symlib.inference.dropout.DropoutPosterior`; each method's module registers its
 posterior's sampler with ``@sample.register``. What a fit reports beyond the posterior is the
 posterior's ``info`` (epoch losses, the ELBO, the HMC run's statistics).
+
+**Likelihood.** Every fit takes the likelihood from ``model.likelihood`` (its per-example
+log-likelihood, its check of the targets, and for the Laplace GGN its output-space Hessian;
+:mod:`symlib.inference.likelihood`): MAP, ensembles, dropout and SWAG minimise its mean
+negative log-likelihood plus the prior term, VI and SGHMC sum it over their minibatches, the
+dense Laplace and HMC over the training set. The last-layer KFAC Laplace and the check of
+:func:`~symlib.inference.laplace.fit_laplace`'s sampled predictive (an accuracy) are
+categorical only.
 
 **Model state.** A network's pytree may hold entries that are no weights: a Flax model's
 variables dict ``{"params": ..., "batch_stats": ...}`` holds BatchNorm's running statistics.
@@ -57,6 +68,7 @@ import numpy as np
 from symlib.core.checks import check_finite_tree, positive_int, warn_raw_images
 from symlib.core.gaussian import DiagonalGaussian, sample_gaussian
 from symlib.inference._loop import check_state
+from symlib.inference.likelihood import Categorical, Gaussian, check_likelihood
 
 __all__ = ["Model", "Data", "PointEstimate", "Samples", "DiagonalGaussian", "NonFiniteFitError", "sample",
            "check_fit_inputs", "raise_if_not_finite", "first_non_finite"]
@@ -65,38 +77,44 @@ PyTree = Any
 
 
 class Model(NamedTuple):
-    """A classifier (categorical likelihood): its forward passes and which entries of its
-    pytree are model state.
+    """A network and its likelihood: its forward passes, how its outputs explain the targets,
+    and which entries of its pytree are model state.
 
     Attributes:
-        apply_fn: ``apply_fn(params, x) -> logits`` of one network, deterministic: the
-            evaluation mode (running statistics, no dropout), e.g.
+        apply_fn: ``apply_fn(params, x) -> outputs`` of one network (the logits of a
+            classifier), deterministic: the evaluation mode (running statistics, no dropout), e.g.
             ``lambda v, x: module.apply(v, x, train=False)`` for a ``flax.linen`` module.
         state: the top-level entries of ``params`` that are model state, not weights (e.g.
             ``("batch_stats",)``): never differentiated, never given a posterior spread
             (module docstring); every name must be a top-level key of ``params0``.
-        train_apply_fn: ``train_apply_fn(params, x, key) -> (logits, new_state)``, the
+        train_apply_fn: ``train_apply_fn(params, x, key) -> (outputs, new_state)``, the
             training-mode forward (the model's own dropout drawn from ``key``, BatchNorm on the
             batch's statistics) and the updated state entries (a dict over ``state``'s names;
             ``{}`` without state), e.g. ``lambda v, x, k: module.apply(v, x, train=True,
             mutable=["batch_stats"], rngs={"dropout": k})``. MAP, ensembles, SWAG and dropout
             train with it. ``None``: they train with ``apply_fn``, the state held fixed.
-        dropout_apply_fn: ``dropout_apply_fn(params, x, key) -> logits``, MC dropout's
+        dropout_apply_fn: ``dropout_apply_fn(params, x, key) -> outputs``, MC dropout's
             prediction: the model's own dropout on (drawn from ``key``), its state in
             evaluation mode (running statistics), e.g. ``lambda v, x, k: module.apply(v, x,
             train=False, mc_dropout=True, rngs={"dropout": k})`` for a module whose
             ``nn.Dropout`` is ``deterministic=not (train or mc_dropout)``. With it
             :func:`fit_dropout` uses the model's dropout instead of a layer name.
+        likelihood: how the outputs explain the targets ``data.y``:
+            :class:`~symlib.inference.likelihood.Categorical` (default; logits ``(n, classes)``,
+            integer labels) or :class:`~symlib.inference.likelihood.Gaussian` (``noise_std``;
+            real targets of the outputs' shape, ``(n,)`` or ``(n, d)``). Every fit uses it.
     """
 
     apply_fn: Callable[[PyTree, jax.Array], jax.Array]
     state: tuple[str, ...] = ()
     train_apply_fn: Callable[[PyTree, jax.Array, jax.Array], tuple[jax.Array, dict]] | None = None
     dropout_apply_fn: Callable[[PyTree, jax.Array, jax.Array], jax.Array] | None = None
+    likelihood: Categorical | Gaussian = Categorical()
 
 
 class Data(NamedTuple):
-    """Training inputs ``x`` (leading axis: examples; what ``apply_fn`` takes) and integer labels ``y``."""
+    """Training inputs ``x`` (leading axis: examples; what ``apply_fn`` takes) and targets ``y``
+    (integer labels for a categorical likelihood; real targets for a Gaussian one)."""
 
     x: Any
     y: Any
@@ -159,8 +177,8 @@ def raise_if_not_finite(tree, method: str, what: str, fix: str, history=None, un
 
 
 def check_fit_inputs(model, data, config, config_type, params0=None) -> None:
-    """Check a fit's inputs before any work: ``model`` a :class:`Model`, ``data`` a :class:`Data`,
-    ``config`` a ``config_type``, and ``params0`` (if given) finite with the model's state entries."""
+    """Check a fit's inputs before any work: ``model`` a :class:`Model` with a likelihood, ``data`` a
+    :class:`Data`, ``config`` a ``config_type``, and ``params0`` (if given) finite with the model's state entries."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be a symlib.inference.Model(apply_fn), got {type(model).__name__}: the fits "
                         "take (key, params0, model, data, config)")
@@ -171,6 +189,7 @@ def check_fit_inputs(model, data, config, config_type, params0=None) -> None:
     for name in ("train_apply_fn", "dropout_apply_fn"):
         if getattr(model, name) is not None and not callable(getattr(model, name)):
             raise TypeError(f"model.{name} must be callable or None, got {getattr(model, name)!r}")
+    check_likelihood(model.likelihood, "model.likelihood")
     if params0 is not None:
         check_state(params0, model.state, "params0")
         check_finite_tree(params0, "params0")

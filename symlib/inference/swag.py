@@ -56,6 +56,7 @@ from jax.flatten_util import ravel_pytree
 from symlib.core.checks import check_finite_tree, check_key, positive_float, positive_int
 from symlib.core.models import mlp_apply
 from symlib.inference._loop import check_state, epoch_bar, report_epoch, split_state
+from symlib.inference.likelihood import Categorical
 from symlib.inference.training import TrainConfig, check_fit, epoch_steps, learning_rate_at
 from symlib.core.progress import progress_enabled
 from symlib.inference.shape import Data, Model, check_fit_inputs, raise_if_not_finite, sample
@@ -320,10 +321,12 @@ def _swag_optimizer(cfg: SWAGConfig, steps_per_epoch: int) -> optax.GradientTran
     return optax.sgd(schedule, momentum=cfg.momentum or None)
 
 
-def _swag_run(params0, key, x, y, cfg: SWAGConfig, apply_fn, progress: bool, stochastic_apply=None, state=()):
+def _swag_run(params0, key, x, y, cfg: SWAGConfig, apply_fn, progress: bool, stochastic_apply=None, state=(),
+              likelihood=Categorical()):
     train = cfg.train_config()
     opt = _swag_optimizer(cfg, x.shape[0] // cfg.batch_size)
-    run_epoch = epoch_steps(x, y, train, opt, apply_fn, stochastic_apply=stochastic_apply, state=state)
+    run_epoch = epoch_steps(x, y, train, opt, apply_fn, stochastic_apply=stochastic_apply, state=state,
+                            likelihood=likelihood)
     flat0 = ravel_pytree(params0)[0]
     k, every = cfg.num_snapshots, cfg.interval()
     first = cfg.epochs - 1 - (k - 1) * every  # 0-based epoch of the first snapshot
@@ -345,7 +348,8 @@ def _swag_run(params0, key, x, y, cfg: SWAGConfig, apply_fn, progress: bool, sto
     return snaps, losses, split_state(last, state)[1]
 
 
-_swag_run_jit = jax.jit(_swag_run, static_argnames=("cfg", "apply_fn", "progress", "stochastic_apply", "state"))
+_swag_run_jit = jax.jit(_swag_run, static_argnames=("cfg", "apply_fn", "progress", "stochastic_apply", "state",
+                                                    "likelihood"))
 
 
 def _hold_state(post: SWAGPosterior, fixed: dict) -> SWAGPosterior:
@@ -363,7 +367,7 @@ def _hold_state(post: SWAGPosterior, fixed: dict) -> SWAGPosterior:
 
 def _train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg: SWAGConfig, *,
              apply_fn=mlp_apply, progress: bool | None = False, stochastic_apply=None,
-             state: tuple[str, ...] = ()) -> SWAGPosterior:
+             state: tuple[str, ...] = (), likelihood=Categorical()) -> SWAGPosterior:
     """Run the SWAG phase from a trained network and build the posterior (module docstring).
 
     Args:
@@ -371,7 +375,7 @@ def _train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg
         params0: the trained network (e.g. a MAP fit of
             :func:`~symlib.inference.training.fit_map`).
         x: training inputs, as for :func:`~symlib.inference.training.fit_map`.
-        y: integer training labels ``(n,)``.
+        y: training targets (integer labels ``(n,)`` for the categorical likelihood).
         cfg: the SWAG configuration.
         apply_fn: ``apply_fn(params, x) -> logits`` of one network (default
             :func:`~symlib.core.models.mlp_apply`); a static argument of the compiled loop.
@@ -381,6 +385,7 @@ def _train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg
         state: the top-level entries of ``params0`` that are model state (module docstring):
             no gradient; updated by a ``stochastic_apply`` that returns them, else held; the
             posterior holds their final values with no spread.
+        likelihood: the model's likelihood (:mod:`symlib.inference.likelihood`).
 
     Returns:
         The :class:`SWAGPosterior` of the ``cfg.num_snapshots`` snapshots, rank
@@ -394,12 +399,13 @@ def _train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg
         TypeError: if ``cfg`` is not a :class:`SWAGConfig`.
     """
     _check_config(cfg)
-    check_fit(apply_fn, params0, x, y, cfg.train_config(), 0)
+    check_fit(apply_fn, params0, x, y, cfg.train_config(), 0, likelihood)
     state = check_state(params0, state)
     check_key(key, "key")
     show = progress_enabled(progress)
     with epoch_bar(cfg.epochs, show):
-        snaps, losses, fixed = _swag_run_jit(params0, key, x, y, cfg, apply_fn, show, stochastic_apply, state)
+        snaps, losses, fixed = _swag_run_jit(params0, key, x, y, cfg, apply_fn, show, stochastic_apply, state,
+                                             likelihood)
     _, unravel = ravel_pytree(params0)
     post = swag_from_snapshots(jax.vmap(unravel)(snaps), cfg.rank, cfg.scale)
     return _hold_state(post, fixed)._replace(epoch_losses=losses)
@@ -414,7 +420,7 @@ def fit_swag(key: jax.Array, params0: PyTree, model: Model, data: Data, config: 
     no spread (zero variance and deviations), so every draw carries it."""
     check_fit_inputs(model, data, config, SWAGConfig, params0)
     post = _train_swag(key, params0, data.x, data.y, config, apply_fn=model.apply_fn,
-                      stochastic_apply=model.train_apply_fn, state=model.state)
+                      stochastic_apply=model.train_apply_fn, state=model.state, likelihood=model.likelihood)
     raise_if_not_finite(post, "fit_swag", "SWAG moments", "lower the learning rate (config.learning_rate="
                    f"{config.learning_rate!r})")
     return post

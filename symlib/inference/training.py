@@ -1,11 +1,14 @@
 """MAP training (optax) of MLPs or any other network: one, or many at once with ``vmap``.
 
-A network is a parameter pytree and an ``apply_fn(params, x) -> logits`` for one network
+A network is a parameter pytree and an ``apply_fn(params, x) -> outputs`` for one network
 (default :func:`symlib.core.models.mlp_apply`; e.g. :func:`symlib.core.cnn.optunet_apply`
-for OptuNet). The objective is the negative log posterior per training example under an
+for OptuNet), with a likelihood (:mod:`symlib.inference.likelihood`; categorical by default,
+the outputs logits). The objective is the negative log posterior per training example under an
 isotropic Gaussian prior N(0, prior_std^2 I)::
 
-    L(W) = mean_i CE(f_W(x_i), y_i) + ||W||^2 / (2 prior_std^2 N)
+    L(W) = -mean_i log p(y_i | f_W(x_i)) + ||W||^2 / (2 prior_std^2 N)
+
+(for the categorical likelihood the first term is the mean cross-entropy)
 
 (plain SGD on this objective is SGD with weight decay ``wd = 1 / (prior_std^2 N)``; see
 :meth:`TrainConfig.prior_std_for_weight_decay`). The optimiser is Adam (default) or SGD with
@@ -44,6 +47,7 @@ from symlib.core.models import Params, mlp_apply
 from symlib.core.progress import progress_enabled
 from symlib.inference._loop import (check_network_data, check_state, epoch_bar, merge_state, report_epoch,
                                    split_state)
+from symlib.inference.likelihood import Categorical
 from symlib.inference.shape import Data, Model, PointEstimate, Samples, check_fit_inputs, raise_if_not_finite
 
 PyTree = Any
@@ -161,24 +165,29 @@ def sq_norm(params: Params) -> jax.Array:
 
 
 def map_objective(params: Params, x: jax.Array, y: jax.Array, n_total: int, prior_std: float,
-                  apply_fn=mlp_apply) -> jax.Array:
+                  apply_fn=mlp_apply, likelihood=Categorical()) -> jax.Array:
     """Minibatch estimate of the negative log posterior per example (see module docstring).
 
     The prior term's gradient is ``W / (prior_std^2 N)``, i.e. weight decay ``1 / (prior_std^2 N)``
-    on top of the mean cross-entropy (:meth:`TrainConfig.prior_std_for_weight_decay`).
+    on top of the mean negative log-likelihood (:meth:`TrainConfig.prior_std_for_weight_decay`).
 
     Args:
         params: one network's parameters.
         x: minibatch inputs (``(b, d_0)`` for an MLP).
-        y: minibatch integer labels ``(b,)``.
+        y: minibatch targets (integer labels ``(b,)`` for the categorical likelihood).
         n_total: number of training examples ``N`` (scales the prior term).
         prior_std: standard deviation of the Gaussian prior.
-        apply_fn: ``apply_fn(params, x) -> logits (b, classes)``.
+        apply_fn: ``apply_fn(params, x) -> outputs`` (logits ``(b, classes)`` of a classifier).
+        likelihood: the model's likelihood (:mod:`symlib.inference.likelihood`).
 
     Returns:
-        ``mean CE + ||W||^2 / (2 prior_std^2 N)``, a scalar.
+        ``-mean log p(y | f(x)) + ||W||^2 / (2 prior_std^2 N)``, a scalar.
     """
-    return nll(apply_fn(params, x), y) + sq_norm(params) / (2.0 * prior_std**2 * n_total)
+    return _mean_nll(likelihood, apply_fn(params, x), y) + sq_norm(params) / (2.0 * prior_std**2 * n_total)
+
+
+def _mean_nll(likelihood, outputs, y):
+    return -jnp.mean(likelihood.loglik(outputs, y))
 
 
 def random_crop(key: jax.Array, images: jax.Array, padding: int = CROP_PADDING, fill: float = 0.0) -> jax.Array:
@@ -250,16 +259,16 @@ def _check_config(cfg: TrainConfig, n: int) -> None:
         raise ValueError(f"lr_milestones {cfg.lr_milestones} must be increasing epochs in 1..{epochs - 1}")
 
 
-def check_fit(apply_fn, params0: Params, x, y, cfg: TrainConfig, batch_dims: int) -> None:
+def check_fit(apply_fn, params0: Params, x, y, cfg: TrainConfig, batch_dims: int, likelihood=Categorical()) -> None:
     """All checks of :func:`_train_map` / :func:`_train_map_many` before any work."""
-    check_network_data(apply_fn, params0, x, y, "params0", batch_dims)
+    check_network_data(apply_fn, params0, x, y, "params0", batch_dims, likelihood)
     _check_config(cfg, x.shape[0])
     if cfg.augment is not None and np.ndim(x) != 4:
         raise ValueError(f"augment={cfg.augment!r} needs NHWC images x (n, h, w, c), got shape {np.shape(x)}")
 
 
 def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply_fn=mlp_apply, observe=None,
-                stochastic_apply=None, state: tuple[str, ...] = ()):
+                stochastic_apply=None, state: tuple[str, ...] = (), likelihood=Categorical()):
     """One epoch of minibatch optimisation of :func:`map_objective`, for use inside compiled loops.
 
     The minibatches are a permutation of the ``n`` examples drawn from the epoch's key
@@ -270,7 +279,7 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
 
     Args:
         x: training inputs ``(n, ...)``.
-        y: integer training labels ``(n,)``.
+        y: training targets (integer labels ``(n,)`` for the categorical likelihood).
         cfg: supplies ``batch_size``, ``prior_std``, ``augment`` and ``crop_fill``.
         opt: the optax optimiser (its schedule counts steps).
         apply_fn: ``apply_fn(params, x) -> logits`` of one network.
@@ -286,6 +295,7 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
             ``("batch_stats",)``): no gradient, no prior term, not seen by ``opt`` (whose state
             is over the weights: initialise it with ``opt.init(split_state(params, state)[0])``);
             held as they are unless ``stochastic_apply`` returns new values.
+        likelihood: the model's likelihood (:mod:`symlib.inference.likelihood`).
 
     Returns:
         ``run(carry, key) -> (carry, losses, seen)``, ``carry = (params, opt_state)``,
@@ -303,7 +313,7 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
         if set(new) - set(state):
             raise ValueError(f"stochastic_apply returned the state entries {sorted(set(new) - set(state))}, "
                              f"which are not declared model state (state={state})")
-        return nll(logits, yb) + sq_norm(weights) / (2.0 * cfg.prior_std**2 * n), new
+        return _mean_nll(likelihood, logits, yb) + sq_norm(weights) / (2.0 * cfg.prior_std**2 * n), new
 
     loss_grad = jax.value_and_grad(objective, has_aux=True)
 
@@ -337,11 +347,11 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
 
 
 @partial(jax.jit, static_argnames=("cfg", "keep_trajectory", "progress", "observe", "observe_epoch", "apply_fn",
-                                   "stochastic_apply", "state"))
+                                   "stochastic_apply", "state", "likelihood"))
 def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progress: bool = False,
-         observe=None, observe_epoch=None, apply_fn=mlp_apply, stochastic_apply=None, state=()):
+         observe=None, observe_epoch=None, apply_fn=mlp_apply, stochastic_apply=None, state=(), likelihood=Categorical()):
     opt = make_optimizer(cfg, x.shape[0] // cfg.batch_size)
-    run_epoch = epoch_steps(x, y, cfg, opt, apply_fn, observe, stochastic_apply, state)
+    run_epoch = epoch_steps(x, y, cfg, opt, apply_fn, observe, stochastic_apply, state, likelihood)
 
     def epoch(carry, inputs):
         index, key = inputs
@@ -359,7 +369,7 @@ def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progr
 
 def _train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cfg: TrainConfig,
             keep_trajectory: bool = False, progress: bool | None = None, apply_fn=mlp_apply, *,
-            stochastic_apply=None, state: tuple[str, ...] = ()):
+            stochastic_apply=None, state: tuple[str, ...] = (), likelihood=Categorical()):
     """Train one network from ``params0`` by minimising the MAP objective.
 
     Args:
@@ -369,7 +379,8 @@ def _train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array,
             crops of ``cfg.augment``).
         x: training inputs, finite: ``(n, d_0)`` for an MLP, what ``apply_fn`` takes otherwise
             (NHWC images ``(n, h, w, c)`` for ``augment="crop"``).
-        y: integer training labels ``(n,)`` in ``[0, classes)``.
+        y: training targets that fit the network under ``likelihood`` (categorical: integer
+            labels ``(n,)`` in ``[0, classes)``).
         cfg: the training configuration.
         keep_trajectory: also return the parameters after every epoch.
         progress: show a ``"train"`` progress bar over the epochs (on stderr, with the
@@ -390,6 +401,8 @@ def _train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array,
         state: the top-level entries of ``params0`` that are model state (e.g. a Flax
             model's ``("batch_stats",)``): no gradient and no prior term; updated by a
             ``stochastic_apply`` that returns them, else held fixed.
+        likelihood: the model's likelihood (:mod:`symlib.inference.likelihood`; a static
+            argument of the compiled loop).
 
     Returns:
         ``(params, epoch_losses)``, the final parameters and the mean objective of every
@@ -403,26 +416,27 @@ def _train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array,
         TypeError: if ``cfg`` is not a :class:`TrainConfig` or ``params0`` not a dict of
             layers (MLP).
     """
-    check_fit(apply_fn, params0, x, y, cfg, 0)
+    check_fit(apply_fn, params0, x, y, cfg, 0, likelihood)
     state = check_state(params0, state)
     check_key(data_key, "data_key")
     show = progress_enabled(progress)
     with epoch_bar(cfg.epochs, show):
         params, losses, traj, _ = _fit(params0, data_key, x, y, cfg, keep_trajectory, show, apply_fn=apply_fn,
-                                       stochastic_apply=stochastic_apply, state=state)
+                                       stochastic_apply=stochastic_apply, state=state, likelihood=likelihood)
     return (params, losses, traj) if keep_trajectory else (params, losses)
 
 
-@partial(jax.jit, static_argnames=("cfg", "observe", "observe_epoch", "apply_fn", "stochastic_apply", "mesh", "state"))
+@partial(jax.jit, static_argnames=("cfg", "observe", "observe_epoch", "apply_fn", "stochastic_apply", "mesh", "state",
+                                   "likelihood"))
 def _fit_many_sharded(params0, data_keys, x, y, cfg: TrainConfig, observe, observe_epoch, apply_fn, stochastic_apply,
-                      mesh, state=()):
+                      mesh, state=(), likelihood=Categorical()):
     """``vmap`` of :func:`_fit` on every device's block of networks (``shard_map``: each
     device trains its own networks with no communication; left to XLA's partitioner, the
     loop gathered the data and the convolutions' activations at every step), then the
     results gathered, replicated, so that every process holds all of them."""
     def block(p, k, x, y):
         return jax.vmap(lambda p1, k1: _fit(p1, k1, x, y, cfg, False, False, observe, observe_epoch, apply_fn,
-                                            stochastic_apply, state))(p, k)
+                                            stochastic_apply, state, likelihood))(p, k)
 
     nets = PartitionSpec("networks")
     out = jax.shard_map(block, mesh=mesh, in_specs=(nets, nets, PartitionSpec(), PartitionSpec()),
@@ -432,7 +446,7 @@ def _fit_many_sharded(params0, data_keys, x, y, cfg: TrainConfig, observe, obser
 
 
 def _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch, apply_fn, stochastic_apply,
-                           devices, state=()):
+                           devices, state=(), likelihood=Categorical()):
     """The ``K`` networks split over ``devices`` (every device of every process by default):
     the stack is padded to a multiple of the device count with copies of network 0,
     sharded along a 1-D mesh ``("networks",)``, trained, gathered and cut back to ``K``.
@@ -440,7 +454,7 @@ def _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch
     mesh = global_mesh("networks", devices)
     if mesh.size == 1:
         return jax.vmap(lambda p, k: _fit(p, k, x, y, cfg, False, False, observe, observe_epoch, apply_fn,
-                                          stochastic_apply, state))(params0, data_keys)
+                                          stochastic_apply, state, likelihood))(params0, data_keys)
     k = jax.tree_util.tree_leaves(params0)[0].shape[0]
     pad = (-k) % mesh.size
 
@@ -452,12 +466,13 @@ def _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch
     params0, data_keys = put_global((params0, data_keys), sharded)
     x, y = put_global((x, y), replicated)
     out = _fit_many_sharded(params0, data_keys, x, y, cfg, observe, observe_epoch, apply_fn, stochastic_apply, mesh,
-                            state)
+                            state, likelihood)
     return jax.tree.map(lambda a: a[:k], out)
 
 
 def _train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, observe=None, observe_epoch=None,
-                 apply_fn=mlp_apply, *, stochastic_apply=None, devices=None, state: tuple[str, ...] = ()):
+                 apply_fn=mlp_apply, *, stochastic_apply=None, devices=None, state: tuple[str, ...] = (),
+                 likelihood=Categorical()):
     """Train a stack of networks at once with ``vmap``, the stack split over ``devices``.
 
     **Several devices or processes.** The networks are independent, so the stack is
@@ -480,7 +495,7 @@ def _train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfi
         params0: initial parameters of ``K`` networks (leading axis ``K`` on every leaf).
         data_keys: ``K`` ``jax.random`` keys, one minibatch order per network.
         x: training inputs (as for :func:`_train_map`), shared by all networks.
-        y: integer training labels ``(n,)`` in ``[0, classes)``.
+        y: training targets, as for :func:`_train_map`.
         cfg: the training configuration.
         observe: optional per-step observer.
         observe_epoch: optional per-epoch observer.
@@ -489,6 +504,7 @@ def _train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfi
         devices: the devices to split the networks over (default: all of every process;
             ``jax.devices()[:1]`` for one).
         state: the top-level entries of the networks that are model state, as for :func:`_train_map`.
+        likelihood: the model's likelihood, as for :func:`_train_map`.
 
     Returns:
         Stacked ``(params, epoch_losses)``; with an observer, ``(params, epoch_losses,
@@ -498,12 +514,13 @@ def _train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfi
         ValueError: as for :func:`_train_map`; also if ``params0`` is not a stack of networks
             or ``data_keys`` does not hold one key per network.
     """
-    check_fit(apply_fn, params0, x, y, cfg, 1)
+    check_fit(apply_fn, params0, x, y, cfg, 1, likelihood)
     state = check_state(params0, state)
     n_nets = jax.tree_util.tree_leaves(params0)[0].shape[0]
     check_key(data_keys, "data_keys", n_nets)
     params, losses, per_epoch, per_step = _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch,
-                                                                 apply_fn, stochastic_apply, devices, state)
+                                                                 apply_fn, stochastic_apply, devices, state,
+                                                                 likelihood)
     if observe is None and observe_epoch is None:
         return params, losses
     observed = {"step": per_step} if observe is not None else {}
@@ -546,7 +563,7 @@ def fit_map(key: jax.Array, params0: PyTree, model: Model, data: Data, config: T
     check_fit_inputs(model, data, config, TrainConfig, params0)
     check_key(key, "key")
     out = _train_map(params0, key, data.x, data.y, config, keep_trajectory, progress, apply_fn=model.apply_fn,
-                    stochastic_apply=model.train_apply_fn, state=model.state)
+                    stochastic_apply=model.train_apply_fn, state=model.state, likelihood=model.likelihood)
     params, losses = out[0], out[1]
     raise_if_not_finite(params, "fit_map", "parameters", f"lower the learning rate (config.learning_rate="
                    f"{config.learning_rate!r})", losses)
@@ -586,7 +603,8 @@ def fit_ensemble(key: jax.Array, params0: PyTree, model: Model, data: Data, conf
         raise ValueError("params0 must hold the ensemble members' starting networks stacked on a leading axis")
     keys = _member_keys(key, np.shape(leaves[0])[0])
     out = _train_map_many(params0, keys, data.x, data.y, config, observe, observe_epoch, model.apply_fn,
-                         stochastic_apply=model.train_apply_fn, devices=devices, state=model.state)
+                         stochastic_apply=model.train_apply_fn, devices=devices, state=model.state,
+                         likelihood=model.likelihood)
     params, losses = out[0], out[1]
     raise_if_not_finite(params, "fit_ensemble", "members' parameters", f"lower the learning rate "
                    f"(config.learning_rate={config.learning_rate!r})", np.asarray(losses).T)

@@ -52,7 +52,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -63,8 +62,8 @@ import optax
 
 from symlib.core.checks import check_finite_tree, check_key, positive_float
 from symlib.core.noise import normal_vector, perturb, split_like
-from symlib.core.models import Params, mlp_apply
 from symlib.inference._loop import check_minibatch_data, check_network_data, check_state, merge_state, split_state
+from symlib.inference.likelihood import NetworkLogLik, network_loglik
 from symlib.core.gaussian import DiagonalGaussian
 from symlib.inference.shape import Data, Model, check_fit_inputs, raise_if_not_finite
 
@@ -300,10 +299,10 @@ def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
         key: ``jax.random`` key of the minibatch orders and the weight noise.
         init_mu: the initial means (any pytree of float arrays: the network's parameter layout).
         loglik_fn: ``loglik_fn(params, xb, yb)``, the SUM of the log-likelihoods of the
-            minibatch (a scalar) for one network ``params``; with
-            :func:`categorical_loglik`, ``x`` and ``y`` are checked against the MLP, with
-            :func:`categorical_loglik_fn` against its network (e.g.
-            ``categorical_loglik_fn(optunet_apply)`` for OptuNet).
+            minibatch (a scalar) for one network ``params``; with a
+            :func:`~symlib.inference.likelihood.network_loglik` (e.g.
+            ``network_loglik(optunet_apply, Categorical())`` for OptuNet), ``x`` and ``y`` are
+            checked against its network under its likelihood.
         x: training inputs (leading axis: examples), finite.
         y: training targets (same leading axis).
         n_data: the ``N`` of the likelihood scaling (default ``len(x)``).
@@ -332,8 +331,8 @@ def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
             them, a non-positive ``epochs``, ``batch_size``, ``num_mc``, ``n_data``,
             ``temperature``, ``learning_rate``, ``std_init`` or ``prior_var``, ``init_mu``
             with NaN, a ``key`` that is not a key, a ``loglik_fn`` that fails on (or does
-            not return a scalar for) a minibatch, or, with :func:`categorical_loglik`,
-            data that do not fit the MLP.
+            not return a scalar for) a minibatch, or, with a
+            :func:`~symlib.inference.likelihood.network_loglik`, data that do not fit its network.
     """
     n_data = check_minibatch_data(x, y, batch_size, epochs, num_mc, n_data)
     if loop not in LOOPS:
@@ -361,9 +360,8 @@ def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
 def check_loglik(loglik_fn: LogLikFn, params: PyTree, x, y, batch_size: int, name: str = "params") -> None:
     """Check that ``loglik_fn`` takes a minibatch of ``x``/``y`` and returns a scalar (nothing is computed).
 
-    For :func:`categorical_loglik` the data are checked against the MLP, and for a
-    :func:`categorical_loglik_fn` against the network of its ``apply_fn`` (labels
-    within its classes).
+    For a :func:`~symlib.inference.likelihood.network_loglik` the data are checked against
+    the network of its ``apply_fn`` under its likelihood (e.g. labels within its classes).
 
     Args:
         loglik_fn: ``loglik_fn(params, xb, yb)``, the SUM of the minibatch's log-likelihoods.
@@ -376,10 +374,8 @@ def check_loglik(loglik_fn: LogLikFn, params: PyTree, x, y, batch_size: int, nam
     Raises:
         ValueError: naming the data or ``loglik_fn`` when they do not fit together.
     """
-    if loglik_fn is categorical_loglik:
-        check_network_data(mlp_apply, params, x, y, name)
-    elif isinstance(loglik_fn, CategoricalLogLik):
-        check_network_data(loglik_fn.apply_fn, params, x, y, name)
+    if isinstance(loglik_fn, NetworkLogLik):
+        check_network_data(loglik_fn.apply_fn, params, x, y, name, likelihood=loglik_fn.likelihood)
     try:
         out = jax.eval_shape(loglik_fn, params, x[:batch_size], y[:batch_size])
     except (TypeError, ValueError, IndexError) as e:
@@ -387,59 +383,6 @@ def check_loglik(loglik_fn: LogLikFn, params: PyTree, x, y, batch_size: int, nam
                          f"model? {type(e).__name__}: {e}") from e
     if not (hasattr(out, "shape") and out.shape == ()):
         raise ValueError(f"loglik_fn must return a scalar (the SUM over the minibatch), got {out}")
-
-
-def _sum_log_softmax(logits: jax.Array, yb: jax.Array) -> jax.Array:
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    return jnp.sum(jnp.take_along_axis(logp, yb[:, None].astype(jnp.int32), axis=-1))
-
-
-def categorical_loglik(params: Params, xb: jax.Array, yb: jax.Array) -> jax.Array:
-    """Categorical log-likelihood of an MLP classifier, summed over the minibatch.
-
-    Args:
-        params: one network's parameters.
-        xb: inputs ``(b, d_0)``.
-        yb: integer labels ``(b,)``.
-
-    Returns:
-        ``sum_i log softmax(mlp_apply(params, xb))[i, yb[i]]``, a scalar.
-    """
-    return _sum_log_softmax(mlp_apply(params, xb), yb)
-
-
-@dataclass(frozen=True)
-class CategoricalLogLik:
-    """Categorical log-likelihood of the classifier ``apply_fn``, summed over the minibatch.
-
-    ``(params, xb, yb) -> sum_i log softmax(apply_fn(params, xb))[i, yb[i]]``; frozen and
-    hashable, so that equal instances share compiled loops. Build it with
-    :func:`categorical_loglik_fn`.
-    """
-
-    apply_fn: Callable[[PyTree, jax.Array], jax.Array]
-
-    def __call__(self, params: PyTree, xb: jax.Array, yb: jax.Array) -> jax.Array:
-        return _sum_log_softmax(self.apply_fn(params, xb), yb)
-
-
-def categorical_loglik_fn(apply_fn: Callable[[PyTree, jax.Array], jax.Array] = mlp_apply) -> LogLikFn:
-    """The ``loglik_fn`` of a classifier (:func:`fit_vi`, :func:`~symlib.inference.sgmcmc.fit_sghmc`).
-
-    Args:
-        apply_fn: ``apply_fn(params, x) -> logits (b, classes)`` of one network (e.g.
-            :func:`symlib.core.cnn.optunet_apply`).
-
-    Returns:
-        A :class:`CategoricalLogLik`, ``(params, xb, yb) ->`` the summed log-likelihood;
-        data passed with it to :func:`fit_vi` are checked against the network.
-
-    Raises:
-        ValueError: if ``apply_fn`` is not callable.
-    """
-    if not callable(apply_fn):
-        raise ValueError(f"apply_fn must be callable, got {apply_fn!r}")
-    return CategoricalLogLik(apply_fn)
 
 
 class VIConfig(NamedTuple):
@@ -463,15 +406,15 @@ class VIConfig(NamedTuple):
 def fit_vi(key: jax.Array, params0: PyTree, model: Model, data: Data, config: VIConfig) -> DiagonalGaussian:
     """Mean-field VI (Bayes by backprop, module docstring) with means initialised at ``params0``.
 
-    The likelihood is ``model.apply_fn``'s (evaluation mode). The model state
+    The likelihood is ``model.likelihood`` of ``model.apply_fn``'s outputs (evaluation mode). The model state
     (``model.state``) is held fixed at ``params0``'s values: not optimised, standard deviation
     exactly 0, carried unchanged by every draw. The Gaussian's ``info`` holds ``elbo``, the
     per-example ELBO averaged over every epoch."""
     check_fit_inputs(model, data, config, VIConfig, params0)
     with warnings.catch_warnings():  # a non-finite ELBO is an error here, named below
         warnings.filterwarnings("ignore", "the ELBO became non-finite", RuntimeWarning)
-        res = _train_vi(key, params0, categorical_loglik_fn(model.apply_fn), data.x, data.y, **config._asdict(),
-                       state=model.state)
+        res = _train_vi(key, params0, network_loglik(model.apply_fn, model.likelihood), data.x, data.y,
+                        **config._asdict(), state=model.state)
     raise_if_not_finite((res.mu, res.sigma), "fit_vi", "posterior's means or standard deviations",
                    f"lower the learning rate (config.learning_rate={config.learning_rate!r})", res.elbo_history)
     return DiagonalGaussian(res.mu, res.sigma, {"elbo": res.elbo_history})

@@ -543,7 +543,7 @@ def test_make_logdensity_validates_inputs():
         make_logdensity(bad_x, y)
     with pytest.raises(ValueError, match="labels must be >= 0"):
         make_logdensity(x, np.where(np.arange(10) == 2, -1, y))
-    with pytest.raises(ValueError, match="9 labels"):
+    with pytest.raises(ValueError, match="x has 10 examples but y has 9 targets"):
         make_logdensity(x, y[:9])
     with pytest.raises(ValueError, match="at least one feature axis"):
         make_logdensity(x[:, 0], y)
@@ -559,7 +559,7 @@ def test_make_logdensity_validates_inputs():
     ld = make_logdensity(x, y)
     with pytest.raises(ValueError, match="x has 3 features but the network's input width is 4"):
         ld(mlp_init(jax.random.key(0), [4, 5, 3]))
-    with pytest.raises(ValueError, match="labels go up to 2 but the network has 2 outputs"):
+    with pytest.raises(ValueError, match=r"y must lie in \[0, 2\) for 2 classes, got values in \[0, 2\]"):
         ld(mlp_init(jax.random.key(0), [3, 5, 2]))
 
 

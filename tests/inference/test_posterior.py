@@ -16,7 +16,8 @@ from symlib.inference.laplace import _laplace_posterior, kfac_sample, laplace_sa
 from symlib.inference.sgmcmc import _run_sghmc
 from symlib.inference.swag import _train_swag, swag_sample
 from symlib.inference.training import _train_map, _train_map_many
-from symlib.inference.vi import _train_vi, categorical_loglik_fn
+from symlib.inference.likelihood import Categorical, network_loglik
+from symlib.inference.vi import _train_vi
 
 SIZES = [4, 6, 3]
 RNG = np.random.default_rng(0)
@@ -61,7 +62,7 @@ def test_fit_ensemble_is_train_map_many_of_the_stacked_starts():
 def test_fit_vi_is_train_vi_as_one_diagonal_gaussian():
     cfg = VIConfig(epochs=2, batch_size=16, learning_rate=1e-2, prior_var=0.5, std_init=0.05)
     post = inference.fit_vi(jax.random.key(3), PARAMS0, MODEL, DATA, cfg)
-    res = _train_vi(jax.random.key(3), PARAMS0, categorical_loglik_fn(mlp_apply), X, Y,
+    res = _train_vi(jax.random.key(3), PARAMS0, network_loglik(mlp_apply, Categorical()), X, Y,
                     epochs=2, batch_size=16, learning_rate=1e-2, prior_var=0.5, std_init=0.05)
     assert isinstance(post, DiagonalGaussian)
     _same(post.mean, res.mu)
@@ -90,8 +91,8 @@ def test_fit_swag_is_train_swag():
 def test_fit_sghmc_keeps_the_draws_and_sample_takes_the_first():
     cfg = SGHMCConfig(step_size=1e-3, epochs=2, batch_size=16, num_samples=3, num_integration_steps=2)
     post = inference.fit_sghmc(jax.random.key(8), PARAMS0, MODEL, DATA, cfg)
-    ref = _run_sghmc(jax.random.key(8), PARAMS0, X, Y, apply_fn=mlp_apply, step_size=1e-3, epochs=2,
-                     batch_size=16, num_samples=3, num_integration_steps=2)
+    ref = _run_sghmc(jax.random.key(8), PARAMS0, X, Y, loglik_fn=network_loglik(mlp_apply, Categorical()),
+                     step_size=1e-3, epochs=2, batch_size=16, num_samples=3, num_integration_steps=2)
     _same(post.samples, ref.samples)
     _same(inference.sample(jax.random.key(0), post, 2), jax.tree_util.tree_map(lambda a: a[:2], ref.samples))
     with pytest.raises(ValueError, match="holds 3 samples; cannot take n=4"):

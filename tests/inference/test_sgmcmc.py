@@ -10,6 +10,7 @@ import pytest
 from symlib.core.cnn import optunet_apply, optunet_init
 from symlib.inference import Data, Model, SGHMCConfig, fit_sghmc
 from symlib.inference.ensembles import multi_mode_samples
+from symlib.inference.likelihood import Categorical, network_loglik
 from symlib.inference.sgmcmc import _run_sghmc, sghmc_schedule
 
 # y_ij ~ N(theta_j, SIGMA^2), theta_j ~ N(0, TAU^2), N examples, D independent coordinates
@@ -97,7 +98,8 @@ def test_optunet_smoke(tiny_mnist):
     assert all(np.isfinite(a).all() for a in jax.tree_util.tree_leaves(samples))
     assert not np.allclose(samples["dense_1"]["kernel"][0], samples["dense_1"]["kernel"][1])
     # which draws were kept, and the friction coefficient, are the loop's own: the same run
-    res = _run_sghmc(jax.random.key(5), params0, x, y, apply_fn=optunet_apply, **cfg._asdict())
+    res = _run_sghmc(jax.random.key(5), params0, x, y, loglik_fn=network_loglik(optunet_apply, Categorical()),
+                     **cfg._asdict())
     jax.tree_util.tree_map(np.testing.assert_array_equal, res.samples, samples)
     np.testing.assert_array_equal(res.draw_indices, [5, 6, 7])  # 8 draws, burn-in 4, thinning 1
     assert res.alpha == pytest.approx(0.05 / 1e-3)
@@ -130,8 +132,9 @@ def test_bad_inputs_raise(tiny_mnist, bad, match):
 def test_bad_data_and_likelihood_raise(tiny_mnist):
     x, y, params0 = tiny_mnist
     kwargs = dict(step_size=1e-3, epochs=1, batch_size=16, num_samples=1)
-    with pytest.raises(ValueError, match="exactly one of apply_fn"):  # the loop's likelihood argument
-        _run_sghmc(jax.random.key(0), params0, x, y, **kwargs)
+    with pytest.raises(ValueError, match=r"y must lie in \[0, 10\)"):  # the loop's network_loglik checks the data
+        _run_sghmc(jax.random.key(0), params0, x, y + 10, loglik_fn=network_loglik(optunet_apply, Categorical()),
+                   **kwargs)
     cfg, model = SGHMCConfig(**kwargs), Model(optunet_apply)
     with pytest.raises(ValueError, match="y"):
         fit_sghmc(jax.random.key(0), params0, model, Data(x, y + 10), cfg)

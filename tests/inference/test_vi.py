@@ -9,7 +9,8 @@ from symlib.core.gaussian import DiagonalGaussian
 from symlib.core.models import mlp_apply, mlp_init
 from symlib.inference import Data, Model, VIConfig, fit_vi
 from symlib.core.noise import normal_vector, split_like
-from symlib.inference.vi import (MeanFieldState, VIResult, _train_vi, categorical_loglik,
+from symlib.inference.likelihood import Categorical, network_loglik
+from symlib.inference.vi import (MeanFieldState, VIResult, _train_vi,
                                   gaussian_kl, init_mean_field, inverse_softplus, neg_elbo_from_noise,
                                   sample_from_noise)
 
@@ -47,6 +48,7 @@ def _toy_classification(n=200, d=6, seed=0):
 
 
 FAST = dict(epochs=3, batch_size=50, learning_rate=1e-2)
+MLP_LOGLIK = network_loglik(mlp_apply, Categorical())  # the MLP classifier's summed log-likelihood
 
 
 def _fit_mlp_vi(key, sizes, x, y, **kw):
@@ -202,7 +204,7 @@ def test_errors_are_named():
         _train_vi(k, mu0, lambda p, xb, yb: mlp_apply(p, xb)[:, 0], x, y, **FAST)
     nan_mu = jax.tree_util.tree_map(lambda a: a.at[0].set(jnp.nan), mu0)
     with pytest.raises(ValueError, match="init_mu"):
-        _train_vi(k, nan_mu, categorical_loglik, x, y, **FAST)
+        _train_vi(k, nan_mu, MLP_LOGLIK, x, y, **FAST)
     with pytest.raises(ValueError, match=r"y must lie in \[0, 3\) for 3 classes"):
         _fit_mlp_vi(k, [6, 4, 3], x, y + 1, **FAST)
     with pytest.raises(ValueError, match="integer"):
@@ -231,11 +233,11 @@ def test_data_that_does_not_fit_the_network_is_named():
         fit_vi(0, mu0, Model(mlp_apply), Data(x, y), VIConfig(**FAST))
     with pytest.raises(ValueError, match="epochs must be a positive integer, got True"):
         fit_vi(k, mu0, Model(mlp_apply), Data(x, y), VIConfig(**(FAST | dict(epochs=True))))
-    # the loop's categorical_loglik (the MLP's): x and y are checked against the MLP of init_mu (or of the module)
+    # the loop's network_loglik (the MLP's): x and y are checked against the MLP of init_mu
     with pytest.raises(ValueError, match=r"y must lie in \[0, 3\)"):
-        _train_vi(k, mu0, categorical_loglik, x, y + 1, **FAST)
+        _train_vi(k, mu0, MLP_LOGLIK, x, y + 1, **FAST)
     with pytest.raises(ValueError, match="x has 6 features but the network's input width is 5"):
-        _train_vi(k, mlp_init(jax.random.key(0), [5, 4, 3]), categorical_loglik, x, y, **FAST)
+        _train_vi(k, mlp_init(jax.random.key(0), [5, 4, 3]), MLP_LOGLIK, x, y, **FAST)
     # any other likelihood that fails on a minibatch is reported as such, not from deep inside jax
     xr, yr = _orthogonal_regression()
     with pytest.raises(ValueError, match=r"loglik_fn\(init_mu, x\[:batch_size\], y\[:batch_size\]\) failed"):
@@ -247,8 +249,8 @@ def test_neg_elbo_averages_the_draws_and_is_invariant_to_a_joint_permutation():
     mu0 = mlp_init(jax.random.key(0), [6, 4, 3])
     q, _ = init_mean_field(mu0, std_init=0.1)
     eps = normal_vector(jax.random.key(7), q.mu, 3)
-    mean3 = neg_elbo_from_noise(q, eps, categorical_loglik, x, y, 100, temperature=0.5)
-    ones = [neg_elbo_from_noise(q, e, categorical_loglik, x, y, 100, temperature=0.5) for e in eps]
+    mean3 = neg_elbo_from_noise(q, eps, MLP_LOGLIK, x, y, 100, temperature=0.5)
+    ones = [neg_elbo_from_noise(q, e, MLP_LOGLIK, x, y, 100, temperature=0.5) for e in eps]
     kl = float(gaussian_kl(q.mu, jax.tree_util.tree_map(jax.nn.softplus, q.rho), 1.0))
     assert float(mean3[1]) == pytest.approx(kl) and all(float(o[1]) == pytest.approx(kl) for o in ones)
     np.testing.assert_allclose(mean3[0], np.mean([float(o[0]) for o in ones]), rtol=1e-5)
@@ -261,24 +263,23 @@ def test_neg_elbo_averages_the_draws_and_is_invariant_to_a_joint_permutation():
 
     e_perm = jnp.concatenate([a.ravel() for a in jax.tree_util.tree_leaves(permute(split_like(eps[0], q.mu)))])
     qp = MeanFieldState(permute(q.mu), permute(q.rho))
-    moved = neg_elbo_from_noise(qp, e_perm, categorical_loglik, x, y, 100, temperature=0.5)
+    moved = neg_elbo_from_noise(qp, e_perm, MLP_LOGLIK, x, y, 100, temperature=0.5)
     np.testing.assert_allclose(moved[0], ones[0][0], rtol=1e-6)
-    assert not np.allclose(neg_elbo_from_noise(qp, eps[0], categorical_loglik, x, y, 100, temperature=0.5)[0],
+    assert not np.allclose(neg_elbo_from_noise(qp, eps[0], MLP_LOGLIK, x, y, 100, temperature=0.5)[0],
                            ones[0][0], rtol=1e-6)  # the noise left unpermuted: another network
 
 
-def test_bayes_by_backprop_of_optunet_through_categorical_loglik_fn():
+def test_bayes_by_backprop_of_optunet_through_network_loglik():
     """Laurent et al.'s BNN on OptuNet: 3 ELBO samples, no weight decay (the prior is the KL term)."""
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.core.losses import nll
-    from symlib.inference.vi import categorical_loglik_fn
 
     x = jax.random.normal(jax.random.key(0), (64, 28, 28, 1))
     y = jax.random.randint(jax.random.key(1), (64,), 0, 10)
-    loglik = categorical_loglik_fn(optunet_apply)
-    assert loglik == categorical_loglik_fn(optunet_apply)  # equal: one compiled loop
+    loglik = network_loglik(optunet_apply, Categorical())
+    assert loglik == network_loglik(optunet_apply, Categorical())  # equal: one compiled loop
     params = optunet_init(jax.random.key(2))
-    # fit_vi's likelihood is categorical_loglik_fn(model.apply_fn)
+    # fit_vi's likelihood is network_loglik(model.apply_fn, model.likelihood)
     res = fit_vi(jax.random.key(3), params, Model(optunet_apply), Data(x, y),
                  VIConfig(epochs=2, batch_size=16, learning_rate=1e-2, num_mc=3))
     assert jax.tree_util.tree_structure(res.mean) == jax.tree_util.tree_structure(params)

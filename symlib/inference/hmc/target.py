@@ -1,6 +1,6 @@
 """The target of :func:`~symlib.inference.hmc.run_hmc`: :class:`LogDensity` (any log density, with
-the fingerprint of its data) and :func:`make_logdensity`, the (tempered) log posterior of an
-MLP on a data set, data-parallel over devices with ``jax.sharding``."""
+the fingerprint of its data) and :func:`make_logdensity`, the (tempered) log posterior of a
+network under its likelihood on a data set, data-parallel over devices with ``jax.sharding``."""
 from __future__ import annotations
 
 import hashlib
@@ -16,6 +16,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from symlib.core.checks import check_finite, check_finite_tree, positive_float
 from symlib.core.models import layout_check, mlp_apply
 from symlib.core.distributed import allgather, global_mesh, put_global
+from symlib.inference.likelihood import Categorical, Gaussian, check_likelihood
 
 
 # --------------------------------------------------------------------------------------
@@ -99,13 +100,16 @@ def as_logdensity(logdensity: Callable) -> LogDensity:
 
 @dataclass(frozen=True)
 class _BNNLogPosterior:
-    """Tempered log posterior of a classifier: log N(params; 0, prior_var I) + loglik / T."""
+    """Tempered log posterior of a network: log N(params; 0, prior_var I) + loglik / T, the
+    log-likelihood ``likelihood``'s. ``probe``: two stand-in targets (:func:`_target_probe`,
+    hashable) against which the outputs are checked when traced."""
 
     prior_var: float
     temperature: float
     apply_fn: Callable
     example_shape: tuple
-    max_label: int
+    probe: tuple
+    likelihood: Categorical | Gaussian
 
     def __call__(self, params, x, y, mask, *state):
         if state:  # model state held fixed (make_logdensity's ``state``): the network is params and state
@@ -113,33 +117,30 @@ class _BNNLogPosterior:
                 raise ValueError(f"with a fixed state ({sorted(state[0])}) the position must be a dict of the "
                                  f"weights' entries only, got {type(params).__name__} "
                                  f"{sorted(params) if isinstance(params, Mapping) else ''}")
-            logits = self._logits({**params, **state[0]}, x)
+            outputs = self._outputs({**params, **state[0]}, x)
         else:
-            logits = self._logits(params, x)
-        logp = jax.nn.log_softmax(logits, axis=-1)
-        per_example = jnp.take_along_axis(logp, y[:, None], axis=-1)[:, 0]
+            outputs = self._outputs(params, x)
+        per_example = self.likelihood.loglik(outputs, y)
         loglik = jnp.sum(jnp.where(mask, per_example, 0.0))
         return log_prior(params, self.prior_var) + loglik / self.temperature
 
-    def _logits(self, params, x):
+    def _outputs(self, params, x):
         check = layout_check(self.apply_fn)
         if check is not None:  # shapes only: runs on traced parameters
             check(params, self.example_shape, "params", 0)
         try:
-            logits = self.apply_fn(params, x)
+            outputs = self.apply_fn(params, x)
         except (TypeError, ValueError) as err:
             raise ValueError(
                 f"apply_fn(params, x) failed for x of shape (n, {', '.join(map(str, self.example_shape))}): {err}. "
                 "Check that the parameters fit the data (input width, layer shapes)."
             ) from err
-        if logits.ndim != 2 or logits.shape[0] != x.shape[0]:
-            raise ValueError(f"apply_fn must return logits of shape (n, classes); got {logits.shape} for x of shape {x.shape}")
-        if logits.shape[1] <= self.max_label:
-            raise ValueError(
-                f"labels go up to {self.max_label} but the network has {logits.shape[1]} outputs; "
-                "labels must lie in [0, number of classes)"
-            )
-        return logits
+        if outputs.ndim < 1 or outputs.shape[0] != x.shape[0]:
+            raise ValueError(f"apply_fn must return one output per example (n, ...); got {outputs.shape} for x of "
+                             f"shape {x.shape}")
+        values, shape, dtype = self.probe
+        self.likelihood.check(np.asarray(values, dtype).reshape(shape), outputs.shape[1:], "y")
+        return outputs
 
 
 def log_prior(params, prior_var: float = 1.0) -> jax.Array:
@@ -158,25 +159,29 @@ def log_prior(params, prior_var: float = 1.0) -> jax.Array:
     return -0.5 * sq / prior_var - 0.5 * dim * math.log(2.0 * math.pi * prior_var)
 
 
-def _validate_data(x, y) -> tuple[np.ndarray, np.ndarray]:
+def _validate_data(x, y, likelihood) -> tuple[np.ndarray, np.ndarray]:
     x, y = np.asarray(x), np.asarray(y)
     if x.ndim < 2:
         raise ValueError(f"x must have an example axis and at least one feature axis (e.g. (n, features) or "
                          f"(n, height, width, channels) images), got shape {x.shape}")
     if not np.issubdtype(x.dtype, np.floating):
         raise ValueError(f"x must be floating point, got dtype {x.dtype}")
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D (one integer label per example), got shape {y.shape}")
-    if not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"y must hold integer class labels, got dtype {y.dtype}")
+    likelihood.check(y, None, "y")
     if x.shape[0] != y.shape[0]:
-        raise ValueError(f"x has {x.shape[0]} examples but y has {y.shape[0]} labels")
+        raise ValueError(f"x has {x.shape[0]} examples but y has {y.shape[0]} targets")
     if x.shape[0] == 0:
         raise ValueError("the data set is empty")
     check_finite(x, "x")
-    if y.min() < 0:
-        raise ValueError(f"labels must be >= 0, got min label {y.min()}")
-    return x, y.astype(np.int32)
+    return x, (y.astype(np.int32) if isinstance(likelihood, Categorical) else y)
+
+
+def _target_probe(y: np.ndarray, high=None) -> tuple:
+    """Two stand-in targets for the check of the network's outputs when the density is traced
+    (:meth:`_BNNLogPosterior._outputs`): the smallest and the largest of ``y`` along its example
+    axis (``high``: the largest, of every process's rows), as a flat tuple with their shape and dtype."""
+    top = y.max(axis=0) if high is None else np.full(y.shape[1:], high, y.dtype)
+    probe = np.stack([y.min(axis=0), top])
+    return tuple(probe.ravel().tolist()), probe.shape, probe.dtype.str
 
 
 def _data_mesh(devices) -> Mesh:
@@ -194,7 +199,7 @@ def _shard_data(x: np.ndarray, y: np.ndarray, mesh: Mesh):
     pad = (-n) % n_dev
     mask = np.concatenate([np.ones(n, bool), np.zeros(pad, bool)])
     x = np.concatenate([x, np.zeros((pad,) + x.shape[1:], x.dtype)])
-    y = np.concatenate([y, np.zeros(pad, y.dtype)])
+    y = np.concatenate([y, np.zeros((pad,) + y.shape[1:], y.dtype)])
     sharding = NamedSharding(mesh, P("data"))
     return tuple(jax.device_put(a, sharding) for a in (x, y, mask))
 
@@ -221,7 +226,7 @@ def _shard_local_data(x: np.ndarray, y: np.ndarray, mesh: Mesh):
     pad = rows - x.shape[0]
     mask = np.concatenate([np.ones(x.shape[0], bool), np.zeros(pad, bool)])
     x = np.concatenate([x, np.zeros((pad,) + x.shape[1:], x.dtype)])
-    y = np.concatenate([y, np.zeros(pad, y.dtype)])
+    y = np.concatenate([y, np.zeros((pad,) + y.shape[1:], y.dtype)])
     sharding = NamedSharding(mesh, P("data"))
     arrays = tuple(jax.make_array_from_process_local_data(sharding, a, (rows * info.shape[0],) + a.shape[1:])
                    for a in (x, y, mask))
@@ -241,11 +246,13 @@ def hash_parts(*parts) -> str:
 
 
 def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, apply_fn: Callable = mlp_apply,
-                    devices=None, *, process_local: bool = False, state: Mapping | None = None) -> LogDensity:
-    """Full-batch tempered log posterior of a classifier.
+                    devices=None, *, process_local: bool = False, state: Mapping | None = None,
+                    likelihood=Categorical()) -> LogDensity:
+    """Full-batch tempered log posterior of a network under its likelihood.
 
     The density is ``params -> log N(params; 0, prior_var I) + sum_i log p(y_i | x_i) / T``
-    with ``p(y | x) = softmax(apply_fn(params, x))[y]``. The examples are sharded over
+    with ``p(y | x)`` the ``likelihood`` of ``apply_fn(params, x)`` (categorical:
+    ``softmax(apply_fn(params, x))[y]``). The examples are sharded over
     ``devices``, padded to a multiple of their number with masked rows; parameters are
     replicated.
 
@@ -273,32 +280,39 @@ def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, appl
         x: inputs, a floating array of shape ``(n, features)`` (an MLP) or ``(n, ...)``
             for other networks (e.g. NHWC images for :func:`symlib.core.cnn.optunet_apply`),
             without NaN or inf.
-        y: integer labels ``>= 0`` of shape ``(n,)``.
+        y: targets of the likelihood: integer labels ``>= 0`` of shape ``(n,)`` (categorical),
+            finite real targets of the outputs' shape (Gaussian).
         prior_var: variance of the Gaussian prior on every parameter.
         temperature: the log-likelihood is divided by it (``T``).
-        apply_fn: ``apply_fn(params, x) -> logits`` of shape ``(n, classes)``.
+        apply_fn: ``apply_fn(params, x) -> outputs`` (logits of shape ``(n, classes)`` for the
+            categorical likelihood).
         devices: devices to shard the examples over (default: all devices of the default
             backend, of every process). With ``process_local``, leave it ``None``.
         process_local: ``x`` and ``y`` are this process's rows only (see above).
         state: top-level entries of the network held fixed (above), replicated on the
             devices; part of the fingerprint.
+        likelihood: :class:`~symlib.inference.likelihood.Categorical` (default) or
+            :class:`~symlib.inference.likelihood.Gaussian`.
 
     Returns:
         A :class:`LogDensity` whose ``fingerprint`` hashes the data, ``prior_var``,
-        ``temperature`` and the name of ``apply_fn``.
+        ``temperature``, the name of ``apply_fn`` and a likelihood other than the categorical one.
 
     Raises:
-        ValueError: for malformed data (shapes, dtypes, NaN/inf, negative labels), a
+        ValueError: for malformed data (shapes, dtypes, NaN/inf, negative labels or targets
+            that do not fit the likelihood), a
             non-positive ``prior_var`` or ``temperature``, an empty ``devices``; and, when
             the density is first called, for parameters that do not fit ``x`` (for
             :func:`symlib.core.models.mlp_apply`: not the ``dense_0..dense_{L-1}`` layout, or the
-            wrong input width) or too few classes for the labels.
+            wrong input width) or outputs that do not fit the targets (too few classes for the labels).
+        TypeError: if ``likelihood`` is not a likelihood.
     """
-    x, y = _validate_data(x, y)
+    check_likelihood(likelihood)
+    x, y = _validate_data(x, y, likelihood)
     prior_var, temperature = positive_float(prior_var, "prior_var"), positive_float(temperature, "temperature")
     mesh = _data_mesh(devices)
     name = getattr(apply_fn, "__qualname__", repr(apply_fn))
-    fixed, state_parts = (), ()
+    fixed, extra_parts = (), ()
     if state is not None:
         if not isinstance(state, Mapping) or not state:
             raise ValueError(f"state must be a non-empty dict of the network's fixed entries (e.g. "
@@ -306,15 +320,18 @@ def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, appl
         check_finite_tree(state, "state")
         leaves, treedef = jax.tree_util.tree_flatten(dict(state))
         fixed = (put_global(dict(state), NamedSharding(mesh, P())),)
-        state_parts = ("state", str(treedef), *[np.asarray(leaf) for leaf in leaves])
+        extra_parts = ("state", str(treedef), *[np.asarray(leaf) for leaf in leaves])
+    if not isinstance(likelihood, Categorical):  # the categorical fingerprint is kept as it was: stored runs resume
+        extra_parts += ("likelihood", repr(likelihood))
     if not process_local:
-        fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), int(y.max()))
-        fingerprint = hash_parts(x, y, fn.prior_var, fn.temperature, name, *state_parts)
+        fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), _target_probe(y), likelihood)
+        fingerprint = hash_parts(x, y, fn.prior_var, fn.temperature, name, *extra_parts)
         return LogDensity(fn, _shard_data(x, y, mesh) + fixed, mesh, fingerprint)
     data, max_label, digests = _shard_local_data(x, y, mesh)
-    fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), max_label)
+    high = max_label if isinstance(likelihood, Categorical) else None
+    fn = _BNNLogPosterior(prior_var, temperature, apply_fn, tuple(x.shape[1:]), _target_probe(y, high), likelihood)
     if len(digests) == 1:
-        fingerprint = hash_parts(x, y, fn.prior_var, fn.temperature, name, *state_parts)
+        fingerprint = hash_parts(x, y, fn.prior_var, fn.temperature, name, *extra_parts)
     else:
-        fingerprint = hash_parts("process_local", digests, fn.prior_var, fn.temperature, name, *state_parts)
+        fingerprint = hash_parts("process_local", digests, fn.prior_var, fn.temperature, name, *extra_parts)
     return LogDensity(fn, data + fixed, mesh, fingerprint)
