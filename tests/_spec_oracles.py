@@ -14,13 +14,7 @@ from symlib.symmetry.specs import PermutationSpec
 
 
 def optunet_permutation_spec() -> PermutationSpec:
-    """Spec of OptuNet (:func:`symlib.core.cnn.optunet_init`).
-
-    Returns:
-        ``P_conv_1`` (10 channels, within 2 groups of 5) on the output axis of
-        ``conv_1/kernel`` and the input axis of ``dense_0/kernel``; ``P_dense_0`` (3 units)
-        on ``dense_0`` and the input axis of ``dense_1/kernel``.
-    """
+    """Oracle of :func:`symlib.symmetry.architectures.optunet_permutation_spec`."""
     return PermutationSpec(
         {
             "conv_0/kernel": (None, None, None, None),
@@ -59,39 +53,17 @@ def _resnet_spec(shapes: Mapping[str, tuple[int, ...]]) -> PermutationSpec:
 
 
 def resnet20_permutation_spec() -> PermutationSpec:
-    """Spec of ResNet20 (:func:`symlib.core.resnet.resnet20_init`, any width and classes).
-
-    Returns:
-        Over every parameter: ``P_stage_0 .. P_stage_2`` on the residual streams and
-        ``P_stage_s_block_b`` (9) on the inner channels of the blocks (module docstring);
-        ``None`` on kernel spatial axes, the image channels and the classes.
-    """
+    """Oracle of :func:`symlib.symmetry.architectures.resnet20_permutation_spec`."""
     return _resnet_spec(resnet20_shapes())
 
 
 def resnet18_permutation_spec() -> PermutationSpec:
-    """Spec of the CIFAR ResNet-18 (:func:`symlib.core.resnet.resnet18_init`, any classes).
-
-    Returns:
-        Over every parameter (the running ``mean``/``var`` of each norm permuted with its
-        ``scale``/``bias``): ``P_stage_0 .. P_stage_3`` on the residual streams and
-        ``P_stage_s_block_b`` (8) on the inner channels of the blocks (module docstring).
-    """
+    """Oracle of :func:`symlib.symmetry.architectures.resnet18_permutation_spec`."""
     return _resnet_spec(resnet18_shapes())
 
 
 def optunet_scaling_spec() -> ScalingSpec:
-    """The scaling symmetries of OptuNet (:func:`symlib.core.cnn.optunet_init`).
-
-    Every hidden channel is followed by ReLU (and max-pool or average pool, both
-    positively homogeneous), so all of them rescale: the 2 channels of ``conv_0``
-    (outgoing side: their group's 5 output channels of ``conv_1``), the 10 of ``conv_1``
-    and the 3 units of ``dense_0`` (with their bias). The mass is the sum of the four
-    kernels' squares.
-
-    Returns:
-        A :class:`~symlib.symmetry.scaling.ScalingSpec` with groups ``conv_0``, ``conv_1``, ``dense_0``.
-    """
+    """Oracle of :func:`symlib.symmetry.architectures.optunet_scaling_spec`."""
     return ScalingSpec(
         groups={
             "conv_0": (("conv_0/kernel", 3, 1), ("conv_1/kernel", 3, -1)),
@@ -106,22 +78,6 @@ def _resnet_scaling_spec(arch: str, groups) -> ScalingSpec:
     pspec = {"resnet20": resnet20_permutation_spec, "resnet18": resnet18_permutation_spec}[arch]()
     names = list(pspec.perm_names)
     chosen = names if groups is None else list(groups)
-    for g in chosen:
-        if g in names:
-            continue
-        layer = g.rstrip("/")
-        known = {path.rsplit("/", 1)[0] for path in pspec.axes}
-        if layer in known and layer.split("/")[-1].startswith("conv"):
-            norm = layer.rsplit("/", 1)[0] + "/norm" + ("_" + layer[-1] if layer[-1].isdigit() else "")
-            kind = "LayerNorm" if arch == "resnet20" else "batch norm"
-            extra = ("" if arch == "resnet20" else "; batch norm in inference form keeps it only up to its eps, "
-                     "with the running statistics rescaled too")
-            raise ValueError(
-                f"{arch}: the output channels of {layer!r} have no scaling symmetry: they feed {norm!r} ({kind}), "
-                f"which normalises them, so rescaling them one by one changes the function{extra}. The channels "
-                f"rescale after the norm: group {pspec.axes[layer + '/kernel'][-1]!r} (the norm's scale and bias "
-                f"times a, the kernels reading the channels divided by a)")
-        raise ValueError(f"{arch}: unknown scaling group {g!r}; the groups are the permutations {names}")
     entries = {n: [] for n in chosen}
     for path, axes in pspec.axes.items():
         for axis, name in enumerate(axes):
@@ -139,52 +95,10 @@ def _resnet_scaling_spec(arch: str, groups) -> ScalingSpec:
 
 
 def resnet20_scaling_spec(groups=None) -> ScalingSpec:
-    """The scaling symmetries of ResNet20 with LayerNorm (:func:`symlib.core.resnet.resnet20_init`).
-
-    A channel rescales where it leaves a norm and enters ReLU: multiplying a norm's
-    ``scale`` and ``bias`` of a channel by ``a > 0`` multiplies the channel by ``a``, and
-    ReLU (and the residual sum, average pool) commute with that; dividing every kernel
-    row that reads the channel by ``a`` undoes it. So every group of the permutation spec
-    is a scaling group: a block's inner channels (``norm_0`` -> ``conv_1``) and a residual
-    stream (all the norms that write it, ``norm_1`` of its blocks and the shortcut norm,
-    against all the kernels that read it, the next convolutions and the head). Channels
-    **before** a norm (the convolutions' outputs) have no such symmetry: LayerNorm
-    normalises over the channels, so rescaling one channel changes every channel's output.
-    Asking for one of those is refused with an error that says so.
-
-    The mass is the sum of squares of all kernels and of the norms' ``scale`` (the biases
-    excluded, as in Definition C.6). The scales must count: they are the incoming side of
-    every group, and without them the mass would fall forever as the scales grow.
-
-    Args:
-        groups: names of the groups to include (permutation names of
-            :func:`~symlib.symmetry.architectures.resnet20_permutation_spec`); default all.
-
-    Returns:
-        The :class:`~symlib.symmetry.scaling.ScalingSpec`.
-
-    Raises:
-        ValueError: for a convolution's output channels (no scaling symmetry; the message
-            names the norm) or an unknown group.
-    """
+    """Oracle of :func:`symlib.symmetry.architectures.resnet20_scaling_spec`."""
     return _resnet_scaling_spec("resnet20", groups)
 
 
 def resnet18_scaling_spec(groups=None) -> ScalingSpec:
-    """The scaling symmetries of the CIFAR ResNet-18 with batch norm in inference form
-    (:func:`symlib.core.resnet.resnet18_init`): as :func:`resnet20_scaling_spec`, the norm's
-    ``scale`` and ``bias`` (not its running statistics) against the kernels reading the
-    channel. A convolution's output channel before batch norm rescales only approximately
-    (exact up to the norm's ``eps`` when the running mean and variance are rescaled too), so
-    it is refused.
-
-    Args:
-        groups: names of the groups to include; default all.
-
-    Returns:
-        The :class:`~symlib.symmetry.scaling.ScalingSpec`.
-
-    Raises:
-        ValueError: as for :func:`resnet20_scaling_spec`.
-    """
+    """Oracle of :func:`symlib.symmetry.architectures.resnet18_scaling_spec`."""
     return _resnet_scaling_spec("resnet18", groups)
