@@ -105,9 +105,10 @@ print(laurent.optunet_training_line(res, profile))
 glue("ch10_quick_acc", f"{res.test_accuracy[keep].mean():.0%}", display=False)
 
 # %% tags=["hide-input"]
-plotting.training_runs_figure(res.epoch_loss, res.converged, res.milestones, res.test_accuracy,
-                              loss_title=f"OptuNets: one line per network (red: below {experiments.CONVERGED_ACCURACY:.0%})",
-                              accuracy_title=f"{profile.n_test} MNIST test images");
+plotting.training_runs_figure(
+    res.epoch_loss, res.converged, res.milestones, res.test_accuracy,
+    loss_title=f"OptuNets: one line per network (red: below {experiments.CONVERGED_ACCURACY:.0%})",
+    accuracy_title=f"{profile.n_test} MNIST test images");
 
 # %% [markdown]
 # OptuNet learns slowly: it sits near the chance loss ($\ln 10$) for the first hundreds of
@@ -141,7 +142,8 @@ print(laurent.min_mass_lines(solved, mm["max_logit_change"]))
 
 # %% tags=["hide-input"]
 layer_params = mm["layer_params"]
-plotting.min_mass_figure(before, after, largest, laurent.layer_labels(layers, layer_params), title=f"{n_nets} OptuNets");
+plotting.min_mass_figure(before, after, largest, laurent.layer_labels(layers, layer_params),
+                         title=f"{n_nets} OptuNets");
 display(laurent.largest_weight_table(largest, layers, mm["layer_weights"], layer_params))
 glue("ch10_dense_weights", " and ".join(str(w) for w in mm["layer_weights"][2:]), display=False)
 
@@ -205,7 +207,8 @@ t = np.linspace(-0.5, 1.5, 81)
 path = mass_along(spec, net0, {name: np.zeros_like(v) for name, v in u0.items()}, u0, t)
 rng = np.random.default_rng(1)
 lines = [mass_along(spec, net0, u0, random_unit_direction(u0, rng), LINE_T) for _ in range(LINES_SHOWN)]
-eigenvalues = {label: np.linalg.eigvalsh(mass_hessian(spec, net0, u)) for label, u in (("trained", None), ("min-mass", u0))}
+eigenvalues = {label: np.linalg.eigvalsh(mass_hessian(spec, net0, u))
+               for label, u in (("trained", None), ("min-mass", u0))}
 plotting.mass_landscape_figure(t, path, LINE_T, lines, eigenvalues, name="OptuNet 0");
 
 # %% [markdown]

@@ -142,14 +142,10 @@ glue_all(glue, "ch11", laurent.optunet_swap_rate_values(summary["swaps"], res.un
 # the quick profile.
 
 # %%
-def saved(name, label):
-    return results.load(name, label)["summary"]
-
-
+saved = {label: results.load("laurent_optunets", label) for label in ("paper", "paper-8nets", "paper-16nets")}
 glue_all(glue, "ch11", laurent.saved_swap_values(
-    get_profile("paper"), saved("laurent_optunets", "paper"),
-    {"s8": saved("laurent_optunets", "paper-8nets"), "s16": saved("laurent_optunets", "paper-16nets")},
-    saved("laurent_mlps", "paper"), saved("laurent_mlps", "paper-64nets")))
+    get_profile("paper"), saved["paper"], {"s8": saved["paper-8nets"], "s16": saved["paper-16nets"]},
+    results.load("laurent_mlps", "paper"), results.load("laurent_mlps", "paper-64nets")))
 SEC52 = ("swaps_scarce", "swaps_gathered", "swaps_in_high_lr_phases", "ordering_freezes")
 display(report.show_saved_run("laurent_optunets",
                               "256 OptuNets x 60 epochs: about 3 minutes on an H100, 6 hours on a 2-core CPU",

@@ -135,12 +135,10 @@ display(laurent.table1_mnist(summary, profile.name))
 # ### The MMD, raw and without symmetries
 
 # %% tags=["hide-input"]
-plotting.grouped_bars_figure(summary["methods"],
-                             {v: [summary["mmd"][v][m]["median"] for m in summary["methods"]]
-                              for v in ("MMD", "NS")},
-                             ylabel="MMD² to the reference (median over kernels)",
-                             title=f"Distance to the reference posterior ({profile.name} profile; "
-                                   "log scale)", log=True);
+medians = {v: [summary["mmd"][v][m]["median"] for m in summary["methods"]] for v in ("MMD", "NS")}
+plotting.grouped_bars_figure(summary["methods"], medians, ylabel="MMD² to the reference (median over kernels)",
+                             title=f"Distance to the reference posterior ({profile.name} profile; log scale)",
+                             log=True);
 
 # %% [markdown]
 # ### Median, mean and max over the 20 kernels (Appendix B.4)

@@ -77,20 +77,20 @@ def test_fig4_rows_read_the_first_and_last_phase():
 
 
 def _saved_optunets(nets, converged):
-    return {"nets": nets, "converged": converged, "test_accuracy_mean": 0.784, "swaps": _swaps()}
+    return {"summary": {"nets": nets, "converged": converged, "test_accuracy_mean": 0.784, "swaps": _swaps()}}
 
 
 def test_saved_swap_values_order_and_check():
     pp = get_profile("paper")
-    mlp = {"nets": 256, "swaps": {"units": [100, 100]}}
+    mlp = {"summary": {"nets": 256, "swaps": {"units": [100, 100]}}}
     values = tables.saved_swap_values(pp, _saved_optunets(pp.optunet_nets, pp.optunet_nets - 3),
-                                      {"s8": _saved_optunets(8, 8)}, mlp, {"nets": 64})
+                                      {"s8": _saved_optunets(8, 8)}, mlp, {"summary": {"nets": 64}})
     assert list(values) == ["pp_epochs", "pp_n_train", "pp_nets", "pp_dropped", "pp_acc", "pp_conv_rates",
                             "pp_dense_rates", "s8_nets", "s8_dropped", "s8_acc", "s8_conv_rates", "s8_dense_rates",
                             "pp_mlp_sizes", "pp_mlp_nets", "pp_mlp_nets_reduced"]
     assert values["pp_dropped"] == 3 and values["s8_acc"] == "78%" and values["pp_mlp_sizes"] == "784-100-100-10"
     with pytest.raises(ValueError, match="saved paper run has 7 OptuNets"):
-        tables.saved_swap_values(pp, _saved_optunets(7, 7), {}, mlp, {"nets": 64})
+        tables.saved_swap_values(pp, _saved_optunets(7, 7), {}, mlp, {"summary": {"nets": 64}})
 
 
 # ---------------------------------------------------------------------------------------

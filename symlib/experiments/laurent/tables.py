@@ -145,6 +145,13 @@ def optunet_swap_rate_values(swaps: Mapping[str, Any], units: Sequence[int], blo
     return values
 
 
+def _check_paper_size(paper: Mapping[str, Any], paper_profile: Profile) -> None:
+    """Raise a ValueError unless the saved OptuNets' paper run has the paper profile's number of networks."""
+    if paper["summary"]["nets"] != paper_profile.optunet_nets:
+        raise ValueError(f"the saved paper run has {paper['summary']['nets']} OptuNets, the paper profile "
+                         f"{paper_profile.optunet_nets}")
+
+
 def saved_swap_values(paper_profile: Profile, paper: Mapping[str, Any], reductions: Mapping[str, Mapping[str, Any]],
                       mlp_paper: Mapping[str, Any], mlp_reduced: Mapping[str, Any]) -> dict[str, Any]:
     """The values the prose cites from the saved ``laurent_optunets`` and ``laurent_mlps`` runs at
@@ -152,10 +159,10 @@ def saved_swap_values(paper_profile: Profile, paper: Mapping[str, Any], reductio
 
     Args:
         paper_profile: the paper profile.
-        paper: the summary of the OptuNets' paper-profile run.
-        reductions: tag -> summary of a smaller run of the OptuNets (e.g. ``{"s8": ...}``).
-        mlp_paper: the summary of the MLPs' paper-profile run.
-        mlp_reduced: the summary of the MLPs' reduced run.
+        paper: the OptuNets' saved paper-profile run (its ``summary`` is read).
+        reductions: tag -> a smaller saved run of the OptuNets (e.g. ``{"s8": ...}``).
+        mlp_paper: the MLPs' saved paper-profile run.
+        mlp_reduced: the MLPs' reduced saved run.
 
     Returns:
         ``pp_epochs``, ``pp_n_train``, ``pp_nets``; per run (``pp`` for the paper's, else its
@@ -165,20 +172,18 @@ def saved_swap_values(paper_profile: Profile, paper: Mapping[str, Any], reductio
     Raises:
         ValueError: if the saved paper run has another number of networks than the profile.
     """
-    if paper["nets"] != paper_profile.optunet_nets:
-        raise ValueError(f"the saved paper run has {paper['nets']} OptuNets, the paper profile "
-                         f"{paper_profile.optunet_nets}")
+    _check_paper_size(paper, paper_profile)
     values = {"pp_epochs": paper_profile.optunet_epochs, "pp_n_train": f"{paper_profile.n_train:,}",
               "pp_nets": paper_profile.optunet_nets}
-    for tag, ss in {"pp": paper, **reductions}.items():
+    for tag, ss in {"pp": paper["summary"], **{t: r["summary"] for t, r in reductions.items()}}.items():
         if tag != "pp":
             values[f"{tag}_nets"] = ss["nets"]
         values[f"{tag}_dropped"] = ss["nets"] - ss["converged"]
         values[f"{tag}_acc"] = f"{ss['test_accuracy_mean']:.0%}"
         values |= {f"{tag}_{key}_rates": _phase_rates(ss["swaps"], q) for q, key in enumerate(OPTUNET_SWAP_KEYS)}
-    values["pp_mlp_sizes"] = "-".join(map(str, (784, *mlp_paper["swaps"]["units"], 10)))
-    values["pp_mlp_nets"] = mlp_paper["nets"]
-    values["pp_mlp_nets_reduced"] = mlp_reduced["nets"]
+    values["pp_mlp_sizes"] = "-".join(map(str, (784, *mlp_paper["summary"]["swaps"]["units"], 10)))
+    values["pp_mlp_nets"] = mlp_paper["summary"]["nets"]
+    values["pp_mlp_nets_reduced"] = mlp_reduced["summary"]["nets"]
     return values
 
 
@@ -317,7 +322,8 @@ def mmd_comparison_values(summary: Mapping[str, Any]) -> dict[str, str]:
     values["ns_lower"] = f"{len(ns_lower)} of {len(methods)}"
     values["ns_not_lower"] = ", ".join(m for m in methods if m not in ns_lower) or "none"
     for v in ("NS min-mass", "NS re-basin"):
-        better = [m for m in methods if mmd[v][m]["median"] is not None and mmd[v][m]["median"] < mmd["NS"][m]["median"]]
+        better = [m for m in methods
+                  if mmd[v][m]["median"] is not None and mmd[v][m]["median"] < mmd["NS"][m]["median"]]
         values[f"better_{v.split()[-1]}"] = ", ".join(better) or "none"
     return values
 
@@ -624,9 +630,7 @@ def saved_min_mass_values(paper_profile: Profile, paper: Mapping[str, Any], redu
     Raises:
         ValueError: if the saved paper run has another number of networks than the profile.
     """
-    if paper["summary"]["nets"] != paper_profile.optunet_nets:
-        raise ValueError(f"the saved paper run has {paper['summary']['nets']} OptuNets, the paper profile "
-                         f"{paper_profile.optunet_nets}")
+    _check_paper_size(paper, paper_profile)
     steps = paper_profile.optunet_epochs * (paper_profile.n_train // LAURENT_OPTUNET["batch_size"])
     values = {"pp_epochs": paper_profile.optunet_epochs, "pp_n_train": f"{paper_profile.n_train:,}",
               "pp_steps": f"{round(steps, -3):,}", "pp_nets": paper_profile.optunet_nets,
@@ -650,7 +654,8 @@ def saved_min_mass_values(paper_profile: Profile, paper: Mapping[str, Any], redu
     values |= {"pp_cor1_lower": int(np.sum(d_kernels + d_biases < 0)),
                "pp_cor1_higher": int(np.sum(d_kernels + d_biases >= 0)),
                "pp_cor1_kernels_lower": int(np.sum(d_kernels < 0)), "pp_cor1_db": f"{d_biases[worst]:+.1f}",
-               "pp_cor1_dm": f"{d_kernels[worst]:+.1f}", "pp_cor1_b_before": f"{pmm['hidden_bias_sq_before'][worst]:.1f}",
+               "pp_cor1_dm": f"{d_kernels[worst]:+.1f}",
+               "pp_cor1_b_before": f"{pmm['hidden_bias_sq_before'][worst]:.1f}",
                "pp_v_corollary1": paper_verdicts["corollary1_lower_loss"]}
     return values | {"pp_mlp_sizes": "-".join(map(str, (784, *mlp_paper["summary"]["swaps"]["units"], 10))),
                      "pp_mlp_nets": mlp_paper["summary"]["nets"], "pp_mlp_nets_reduced": mlp_reduced["summary"]["nets"],
