@@ -35,16 +35,17 @@ def test_any_model_through_apply_fn_matches_the_mlp_route():
     # the same networks in symlib's MLP layout give the same curve
     as_mlp = [{f"dense_{i}": {"kernel": p[f"Dense_{i}"]["kernel"], "bias": p[f"Dense_{i}"]["bias"]}
                for i in range(2)} for p in (p0, p1)]
-    ref = interpolation_curve(*as_mlp, x, y, 5)
+    ref = interpolation_curve(*as_mlp, x, y, 5, apply_fn=mlp_apply)
     np.testing.assert_allclose(curve["loss"], ref["loss"], rtol=1e-5)
-    assert barrier(p0, p1, x, y, 5, apply_fn=apply) == pytest.approx(barrier(*as_mlp, x, y, 5), rel=1e-5)
+    ref_barrier = barrier(*as_mlp, x, y, 5, apply_fn=mlp_apply)
+    assert barrier(p0, p1, x, y, 5, apply_fn=apply) == pytest.approx(ref_barrier, rel=1e-5)
 
 
-def test_another_layout_without_apply_fn_names_the_generic_route():
+def test_another_layout_given_to_mlp_apply_names_the_generic_route():
     x, y = _data()
     p = Tiny().init(jax.random.key(1), x)["params"]
     with pytest.raises(ValueError, match=r"spec-driven route.*barrier\(\.\.\., apply_fn=\.\.\.\)"):
-        barrier(p, p, x, y, 3)
+        barrier(p, p, x, y, 3, apply_fn=mlp_apply)
     assert mlp_apply(mlp_init(jax.random.key(0), [4, 3]), x).shape == (20, 3)
 
 
