@@ -643,7 +643,7 @@ def test_logdensity_permutation_invariant_and_only_likelihood_rescaling_invarian
 _SHARDED_SCRIPT = textwrap.dedent("""
     import json, jax, jax.numpy as jnp, numpy as np
     from symlib.inference.hmc import HMCConfig, make_logdensity, run_hmc
-    from symlib.core.models import mlp_init
+    from symlib.core.models import mlp_apply, mlp_init
     assert len(jax.devices()) == 4, jax.devices()
     rng = np.random.default_rng(0)
     x = rng.normal(size=(30, 3)).astype(np.float32)   # 30 examples: not a multiple of 4
@@ -652,7 +652,7 @@ _SHARDED_SCRIPT = textwrap.dedent("""
     cfg = HMCConfig(step_size=0.03, num_leapfrog=5, num_burnin=2, num_samples=4, thin=2, num_chains=2)
     out = {}
     for name, devices in (("sharded", jax.devices()), ("single", jax.devices()[:1])):
-        ld = make_logdensity(x, y, devices=devices)
+        ld = make_logdensity(x, y, devices=devices, apply_fn=mlp_apply)
         value, grad = jax.value_and_grad(ld)(params)
         res = run_hmc(jax.random.key(1), params, ld, cfg)
         out[name] = {
