@@ -327,8 +327,8 @@ def predict_from_gaussian(key: jax.Array, mu: PyTree, sigma: PyTree, x, num_samp
 
     The ``num_samples`` draws are made chunk by chunk on the device, with the keys of
     :func:`sample_gaussian`: the result equals
-    ``predict_from_samples(sample_gaussian(key, mu, sigma, num_samples), x, apply_fn=apply_fn)`` and does not
-    depend on ``sample_chunk`` or ``batch_size`` (up to float rounding).
+    ``predict_from_samples(sample_gaussian(key, mu, sigma, num_samples), x, apply_fn=apply_fn)``
+    and does not depend on ``sample_chunk`` or ``batch_size`` (up to float rounding).
 
     Args:
         key: JAX PRNG key.

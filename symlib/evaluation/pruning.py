@@ -147,8 +147,8 @@ def pruning_curve(mu: PyTree, sigma: PyTree, x, y, keep_fractions: Sequence[floa
     """Test accuracy of :func:`prune_by_sigma` ``(mu, sigma, f)`` for each ``f`` of
     ``keep_fractions`` (Fig. 3 right of Xiao et al. 2023).
 
-    ``apply_fn(params, x) -> logits`` is the model (e.g. :func:`symlib.core.models.mlp_apply`); ``y`` holds
-    integer labels. The ranking of sigma is computed once. Returns ``{"keep_fraction":
+    ``apply_fn(params, x) -> logits`` is the model (e.g. :func:`symlib.core.models.mlp_apply`);
+    ``y`` holds integer labels. The ranking of sigma is computed once. Returns ``{"keep_fraction":
     (F,), "num_kept": (F,) int, "accuracy": (F,)}`` as numpy arrays, in the given order.
 
     Args:
