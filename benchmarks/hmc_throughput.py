@@ -54,7 +54,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from symlib.inference.hmc import HMCConfig, HMCWarning, make_logdensity, run_hmc  # noqa: E402
-from symlib.core.models import mlp_init  # noqa: E402
+from symlib.core.models import mlp_apply, mlp_init  # noqa: E402
 
 SIZES = [784, 512, 10]
 
@@ -82,7 +82,7 @@ def bench_one(n: int, args) -> dict:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(n, SIZES[0])).astype(np.float32)
     y = rng.integers(0, SIZES[-1], size=n).astype(np.int32)
-    logdensity = make_logdensity(x, y)
+    logdensity = make_logdensity(x, y, apply_fn=mlp_apply)
     params = mlp_init(jax.random.key(0), SIZES)
     num_params = sum(a.size for a in jax.tree_util.tree_leaves(params))
     cfg = HMCConfig(step_size=args.step_size, num_leapfrog=args.leapfrog, num_burnin=0,
@@ -156,7 +156,7 @@ def scaling_worker(args) -> None:
     x = rng.normal(size=(n, SIZES[0])).astype(np.float32)
     y = rng.integers(0, SIZES[-1], size=n).astype(np.int32)
     rows = process_rows(n)
-    logdensity = make_logdensity(x[rows], y[rows], process_local=True)
+    logdensity = make_logdensity(x[rows], y[rows], process_local=True, apply_fn=mlp_apply)
     params = mlp_init(jax.random.key(0), SIZES)
     iterations = args.iterations or 5
     cfg = HMCConfig(step_size=args.step_size, num_leapfrog=args.leapfrog, num_burnin=0, num_samples=iterations,

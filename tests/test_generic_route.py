@@ -35,16 +35,17 @@ def test_any_model_through_apply_fn_matches_the_mlp_route():
     # the same networks in symlib's MLP layout give the same curve
     as_mlp = [{f"dense_{i}": {"kernel": p[f"Dense_{i}"]["kernel"], "bias": p[f"Dense_{i}"]["bias"]}
                for i in range(2)} for p in (p0, p1)]
-    ref = interpolation_curve(*as_mlp, x, y, 5)
+    ref = interpolation_curve(*as_mlp, x, y, 5, apply_fn=mlp_apply)
     np.testing.assert_allclose(curve["loss"], ref["loss"], rtol=1e-5)
-    assert barrier(p0, p1, x, y, 5, apply_fn=apply) == pytest.approx(barrier(*as_mlp, x, y, 5), rel=1e-5)
+    ref_barrier = barrier(*as_mlp, x, y, 5, apply_fn=mlp_apply)
+    assert barrier(p0, p1, x, y, 5, apply_fn=apply) == pytest.approx(ref_barrier, rel=1e-5)
 
 
-def test_another_layout_without_apply_fn_names_the_generic_route():
+def test_another_layout_given_to_mlp_apply_names_the_generic_route():
     x, y = _data()
     p = Tiny().init(jax.random.key(1), x)["params"]
     with pytest.raises(ValueError, match=r"spec-driven route.*barrier\(\.\.\., apply_fn=\.\.\.\)"):
-        barrier(p, p, x, y, 3)
+        barrier(p, p, x, y, 3, apply_fn=mlp_apply)
     assert mlp_apply(mlp_init(jax.random.key(0), [4, 3]), x).shape == (20, 3)
 
 
@@ -118,3 +119,50 @@ def test_a_registered_layout_check_is_what_the_data_checks_run():
             make_logdensity(x, y, apply_fn=apply)(p)
     finally:
         del _LAYOUT_CHECKS[apply]
+
+
+_MODEL_MODULES = ["symlib.evaluation.interpolation", "symlib.evaluation.predictive", "symlib.evaluation.pruning",
+                  "symlib.inference.diagnostics", "symlib.inference.hmc.target", "symlib.experiments.xiao.hmc_pieces"]
+
+
+@pytest.mark.parametrize("module", _MODEL_MODULES)
+def test_no_apply_fn_defaults_to_symlibs_mlp(module):
+    """Every function of these modules that evaluates a model is told which one: a CNN can
+    never be run as an MLP because its caller forgot ``apply_fn``."""
+    import importlib
+    import inspect
+
+    mod = importlib.import_module(module)
+    fns = [inspect.unwrap(f) for _, f in inspect.getmembers(mod, callable)  # jitted ones too
+           if getattr(f, "__module__", None) == module and not inspect.isclass(f)]
+    takes = [f for f in fns if "apply_fn" in inspect.signature(f).parameters]
+    assert takes, f"no function of {module} takes apply_fn"
+    for f in takes:
+        assert inspect.signature(f).parameters["apply_fn"].default is not mlp_apply, f.__qualname__
+
+
+def _call_without_apply_fn():
+    from symlib.evaluation.predictive import predict_single
+    from symlib.evaluation.pruning import pruning_curve
+    from symlib.experiments.xiao.hmc_pieces import _predictive_stats
+    from symlib.inference.diagnostics import function_space_diagnostics
+    from symlib.inference.hmc import make_logdensity
+
+    x, y = _data()
+    p = mlp_init(jax.random.key(0), [4, 3])
+    stack = jax.tree_util.tree_map(lambda a: np.stack([a, a]), p)
+    chains = jax.tree_util.tree_map(lambda a: np.stack([a, a]), stack)
+    return [
+        ("predict_single", lambda: predict_single(p, x)),
+        ("barrier", lambda: barrier(p, p, x, y, 3)),
+        ("pruning_curve", lambda: pruning_curve(p, p, x, y, [0.5])),
+        ("function_space_diagnostics", lambda: function_space_diagnostics(chains, x, y)),
+        ("make_logdensity", lambda: make_logdensity(x.astype(np.float32), y)),
+        ("_predictive_stats", lambda: _predictive_stats(stack, x, y, np.arange(2), None)),
+    ]
+
+
+def test_a_call_without_apply_fn_is_a_type_error_naming_it():
+    for name, call in _call_without_apply_fn():
+        with pytest.raises(TypeError, match=rf"{name}\(\) missing 1 required .*argument: 'apply_fn'"):
+            call()

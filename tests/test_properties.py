@@ -86,11 +86,12 @@ def _close(a, b, rtol=1e-5, atol=1e-6):
 @given(mlps())
 def test_predictive_is_permutation_invariant(case):
     rng, mu, _, x, _, spec, perms = _case(*case)
-    _close(predict_single(apply_permutation(spec, perms, mu), x), predict_single(mu, x))
+    _close(predict_single(apply_permutation(spec, perms, mu), x, apply_fn=mlp_apply),
+           predict_single(mu, x, apply_fn=mlp_apply))
     others = [random_mlp(rng, case[0]) for _ in range(2)]
     stack = stack_trees([mu, *others])
     permuted = stack_trees([apply_permutation(spec, random_permutations(rng, spec, p), p) for p in (mu, *others)])
-    _close(predict_from_samples(permuted, x), predict_from_samples(stack, x))
+    _close(predict_from_samples(permuted, x, apply_fn=mlp_apply), predict_from_samples(stack, x, apply_fn=mlp_apply))
 
 
 @pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
@@ -148,7 +149,7 @@ def test_relu_rescaling_keeps_the_predictive_but_not_the_prior_term(case, data):
     if sum(widths) > 1 and data.draw(st.booleans(), label="one unit unscaled"):
         scales[0][0] = 1.0  # a rescaling that leaves some units alone (still non-trivial)
     mu_s = apply_scaling(mu, scales)
-    _close(predict_single(mu_s, x), predict_single(mu, x))
+    _close(predict_single(mu_s, x, apply_fn=mlp_apply), predict_single(mu, x, apply_fn=mlp_apply))
     # the pushforward of q: each weight's sigma is scaled like its mean
     sigma_s = apply_scaling(sigma, scales)
     assert not np.isclose(float(sq_norm(mu_s)), float(sq_norm(mu)), rtol=1e-4)

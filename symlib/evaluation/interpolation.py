@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import check_finite_tree, check_labels, positive_int
-from symlib.core.models import Params, mlp_apply
+from symlib.core.models import Params
 from symlib.evaluation.metrics import accuracy, nll
 from symlib.core.noise import perturb, standard_normal_like
 from symlib.evaluation.predictive import batched, check_x, chunk_size, fold_chunks
@@ -113,11 +113,12 @@ def _curve(apply_fn, params_0, params_1, x, y, lambdas):
 
 
 def interpolation_curve(params_0: Params, params_1: Params, x: jax.Array, y: jax.Array,
-                        lambdas: Sequence[float] | int = 25, *, apply_fn=mlp_apply) -> dict[str, np.ndarray]:
+                        lambdas: Sequence[float] | int = 25, *, apply_fn: Callable) -> dict[str, np.ndarray]:
     """Mean NLL and accuracy of ``W_lambda`` on ``(x, y)`` for each lambda.
 
     Works for any model: pass its ``apply_fn(params, x) -> logits`` and any params pytree
-    (the default is symlib's MLP, :mod:`symlib.core.models`, whose layout is then checked).
+    (for symlib's MLP, ``apply_fn=mlp_apply`` of :mod:`symlib.core.models`, whose layout is
+    then checked).
 
     Args:
         params_0: parameters at lambda = 0.
@@ -175,7 +176,7 @@ def loss_barrier(lambdas: Sequence[float], losses: Sequence[float]) -> float:
 
 
 def barrier(params_0: Params, params_1: Params, x, y, lambdas: Sequence[float] | int = 25, *,
-            apply_fn=mlp_apply) -> float:
+            apply_fn: Callable) -> float:
     """Loss barrier between two networks on ``(x, y)`` (see the module docstring).
 
     Args:
@@ -184,7 +185,7 @@ def barrier(params_0: Params, params_1: Params, x, y, lambdas: Sequence[float] |
         x: inputs of the model.
         y: integer labels ``(n,)`` in ``[0, C)``.
         lambdas: points of the path, as in :func:`interpolation_curve` (must include 0 and 1).
-        apply_fn: ``apply_fn(params, x) -> logits``; default symlib's MLP.
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network.
 
     Returns:
         :func:`loss_barrier` of :func:`interpolation_curve`.
@@ -253,7 +254,7 @@ def _num_classes(apply_fn: Callable, params: PyTree, x: jax.Array) -> int:
 
 
 def marginal_loss_curve(key, q0, q1, x, y, taus: Sequence[float] | int = 11, num_samples: int = 16, *,
-                        apply_fn: Callable = mlp_apply, batch_size: int = 2048,
+                        apply_fn: Callable, batch_size: int = 2048,
                         sample_chunk: int | None = None) -> dict[str, np.ndarray]:
     """NLL and accuracy of the Bayesian model average along the W2 geodesic from q0 to q1.
 

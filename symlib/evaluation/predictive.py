@@ -24,10 +24,11 @@ its endpoints are this module's Gaussian predictives) and by
 :mod:`symlib.evaluation.summaries`. The noise of one Gaussian draw comes from
 :mod:`symlib.core.noise`, shared with variational inference.
 
-``apply_fn(params, x) -> logits`` maps one network and a batch of inputs to logits
-(default :func:`symlib.core.models.mlp_apply`); probabilities are ``softmax`` over the last
-axis. Bad inputs (shapes, NaN, negative sigma, an ``x`` whose width is not the MLP's
-input width) raise ``ValueError`` naming the problem.
+``apply_fn(params, x) -> logits`` is the model: it maps one network's parameters (any
+pytree) and a batch of inputs to logits, e.g. :func:`symlib.core.models.mlp_apply`; it is a
+required argument. Probabilities are ``softmax`` over the last axis. Bad inputs (shapes, NaN,
+negative sigma, for ``mlp_apply`` an ``x`` whose width is not the MLP's input width) raise
+``ValueError`` naming the problem.
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import check_finite, check_finite_tree, positive_int, warn_raw_images
-from symlib.core.models import layout_check, mlp_apply
+from symlib.core.models import layout_check
 from symlib.core.gaussian import check_gaussian, gaussian_draws, sample_gaussian  # noqa: F401 (sample_gaussian: re-exported)
 
 __all__ = ["member_probs", "predict_from_gaussian", "predict_from_samples", "predict_single", "sample_gaussian"]
@@ -185,12 +186,11 @@ _each_chunk = jax.jit(_each, static_argnums=0)
 
 # ----------------------------------------------------------------------------- public API
 
-def predict_single(params: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, batch_size: int = 2048) -> jax.Array:
+def predict_single(params: PyTree, x, *, apply_fn: ApplyFn, batch_size: int = 2048) -> jax.Array:
     """Softmax probabilities of one network.
 
     Args:
-        params: parameters of one network (the MLP layout of :mod:`symlib.core.models`
-            for the default ``apply_fn``).
+        params: parameters of one network, the pytree ``apply_fn`` takes.
         x: inputs ``(n, d_0)``, ``n >= 1``, finite.
         apply_fn: ``apply_fn(params, x_batch) -> logits``.
         batch_size: rows of ``x`` evaluated at once.
@@ -240,7 +240,7 @@ def _check_apply_on_one(apply_fn: ApplyFn, stack: PyTree, x) -> None:
             "sample axes, e.g. HMC's (chains, samples), pass sample_dims=2") from e
 
 
-def predict_from_samples(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, batch_size: int = 2048,
+def predict_from_samples(samples_stack: PyTree, x, *, apply_fn: ApplyFn, batch_size: int = 2048,
                          sample_chunk: int | None = None, sample_dims: int = 1) -> jax.Array:
     """Posterior predictive: the mean of the softmax probabilities of a stack of networks.
 
@@ -275,7 +275,7 @@ def predict_from_samples(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_ap
     return probs
 
 
-def member_probs(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, batch_size: int = 2048,
+def member_probs(samples_stack: PyTree, x, *, apply_fn: ApplyFn, batch_size: int = 2048,
                  sample_chunk: int | None = None, sample_dims: int = 1) -> np.ndarray:
     """Probabilities of every network of a stack, as a HOST numpy array.
 
@@ -321,14 +321,14 @@ def member_probs(samples_stack: PyTree, x, *, apply_fn: ApplyFn = mlp_apply, bat
 
 
 def predict_from_gaussian(key: jax.Array, mu: PyTree, sigma: PyTree, x, num_samples: int = 100, *,
-                          apply_fn: ApplyFn = mlp_apply, batch_size: int = 2048,
+                          apply_fn: ApplyFn, batch_size: int = 2048,
                           sample_chunk: int | None = None) -> jax.Array:
     """Monte Carlo predictive of the diagonal Gaussian N(mu, sigma^2) over the parameters.
 
     The ``num_samples`` draws are made chunk by chunk on the device, with the keys of
     :func:`sample_gaussian`: the result equals
-    ``predict_from_samples(sample_gaussian(key, mu, sigma, num_samples), x)`` and does not
-    depend on ``sample_chunk`` or ``batch_size`` (up to float rounding).
+    ``predict_from_samples(sample_gaussian(key, mu, sigma, num_samples), x, apply_fn=apply_fn)``
+    and does not depend on ``sample_chunk`` or ``batch_size`` (up to float rounding).
 
     Args:
         key: JAX PRNG key.

@@ -18,7 +18,6 @@ from typing import Any
 import jax
 import numpy as np
 
-from symlib.core.models import mlp_apply
 from symlib.core.pytree import tree_to_vector, vector_to_tree
 
 __all__ = ["keep_mask", "num_kept", "prune_by_sigma", "pruning_curve", "stitch"]
@@ -144,12 +143,12 @@ def prune_by_sigma(mu: PyTree, sigma: PyTree, keep_fraction: float) -> PyTree:
 
 
 def pruning_curve(mu: PyTree, sigma: PyTree, x, y, keep_fractions: Sequence[float],
-                  apply_fn: Callable = mlp_apply, *, batch_size: int = 2048) -> dict[str, np.ndarray]:
+                  apply_fn: Callable, *, batch_size: int = 2048) -> dict[str, np.ndarray]:
     """Test accuracy of :func:`prune_by_sigma` ``(mu, sigma, f)`` for each ``f`` of
     ``keep_fractions`` (Fig. 3 right of Xiao et al. 2023).
 
-    ``apply_fn(params, x) -> logits`` (default :func:`symlib.core.models.mlp_apply`); ``y`` holds
-    integer labels. The ranking of sigma is computed once. Returns ``{"keep_fraction":
+    ``apply_fn(params, x) -> logits`` is the model (e.g. :func:`symlib.core.models.mlp_apply`);
+    ``y`` holds integer labels. The ranking of sigma is computed once. Returns ``{"keep_fraction":
     (F,), "num_kept": (F,) int, "accuracy": (F,)}`` as numpy arrays, in the given order.
 
     Args:

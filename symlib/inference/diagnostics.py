@@ -24,7 +24,6 @@ import numpy as np
 from blackjax.diagnostics import effective_sample_size, potential_scale_reduction
 
 from symlib.core.checks import positive_int
-from symlib.core.models import mlp_apply
 
 __all__ = ["coordinate_diagnostics", "ess", "function_space_diagnostics", "rhat", "summarize_hmc"]
 
@@ -108,7 +107,7 @@ def _test_points(point_indices, num_points: int, n: int) -> np.ndarray:
     return points
 
 
-def function_space_diagnostics(samples, x_test, y_test, apply_fn: Callable = mlp_apply, num_points: int = 10,
+def function_space_diagnostics(samples, x_test, y_test, apply_fn: Callable, num_points: int = 10,
                                batch_size: int = 16, point_indices=None) -> dict[str, Any]:
     """R-hat and ESS of predictions across chains.
 
@@ -119,7 +118,8 @@ def function_space_diagnostics(samples, x_test, y_test, apply_fn: Callable = mlp
         samples: parameter pytree with leading ``(chains, samples)`` axes on every leaf.
         x_test: test inputs, shape ``(n, features)``.
         y_test: integer test labels, shape ``(n,)``.
-        apply_fn: ``apply_fn(params, x) -> logits`` for one network.
+        apply_fn: ``apply_fn(params, x) -> logits`` for one network (the model, e.g.
+            :func:`symlib.core.models.mlp_apply`).
         num_points: number of evenly spaced test points (when ``point_indices`` is ``None``).
         batch_size: samples per chain evaluated at once.
         point_indices: indices of the test points (overrides ``num_points``).

@@ -25,7 +25,7 @@ def test_curve_matches_direct_evaluation():
     a, b = mlp_init(jax.random.key(0), [6, 8, 3]), mlp_init(jax.random.key(1), [6, 8, 3])
     x = jax.random.normal(jax.random.key(2), (50, 6))
     y = jax.random.randint(jax.random.key(3), (50,), 0, 3)
-    curve = interpolation_curve(a, b, x, y, [0.0, 0.3, 1.0])
+    curve = interpolation_curve(a, b, x, y, [0.0, 0.3, 1.0], apply_fn=mlp_apply)
     direct = [float(nll(mlp_apply(interpolate(a, b, t), x), y)) for t in (0.0, 0.3, 1.0)]
     np.testing.assert_allclose(curve["loss"], direct, rtol=1e-5)
     assert curve["accuracy"].shape == (3,) and np.all((curve["accuracy"] >= 0) & (curve["accuracy"] <= 1))
@@ -41,7 +41,7 @@ def test_barrier_of_identical_networks_is_zero():
     a = mlp_init(jax.random.key(0), [6, 8, 3])
     x = jax.random.normal(jax.random.key(2), (20, 6))
     y = jnp.zeros(20, jnp.int32)
-    assert abs(barrier(a, a, x, y, 5)) < 1e-6
+    assert abs(barrier(a, a, x, y, 5, apply_fn=mlp_apply)) < 1e-6
 
 
 def test_barrier_errors():
@@ -59,26 +59,26 @@ def test_curve_errors_name_the_input():
     y = jax.random.randint(jax.random.key(3), (20,), 0, 3)
     nan_b = {**b, "dense_1": {**b["dense_1"], "bias": b["dense_1"]["bias"].at[1].set(jnp.nan)}}
     with pytest.raises(ValueError, match=r"params_1\['dense_1'\]\['bias'\] contains NaN or inf"):
-        interpolation_curve(a, nan_b, x, y, 3)
+        interpolation_curve(a, nan_b, x, y, 3, apply_fn=mlp_apply)
     inf_a = {**a, "dense_0": {**a["dense_0"], "kernel": a["dense_0"]["kernel"].at[0, 0].set(jnp.inf)}}
     with pytest.raises(ValueError, match=r"params_0\['dense_0'\]\['kernel'\] contains NaN or inf"):
-        barrier(inf_a, b, x, y, 3)
+        barrier(inf_a, b, x, y, 3, apply_fn=mlp_apply)
     wider = mlp_init(jax.random.key(1), [6, 9, 3])
     with pytest.raises(ValueError, match=r"params_0\['dense_0'\]\['bias'\] has shape \(8,\) but "
                                          r"params_1\['dense_0'\]\['bias'\] has shape \(9,\)"):
-        interpolation_curve(a, wider, x, y, 3)
+        interpolation_curve(a, wider, x, y, 3, apply_fn=mlp_apply)
     deeper = mlp_init(jax.random.key(1), [6, 8, 8, 3])
     with pytest.raises(ValueError, match=r"different parameter trees \(only in params_0: \[\], "
                                          r"only in params_1: \[\"\['dense_2'\]\['bias'\]"):
-        barrier(a, deeper, x, y, 3)
+        barrier(a, deeper, x, y, 3, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"y must lie in \[0, 3\) for 3 classes, got values in \[0, 3\]"):
-        interpolation_curve(a, b, x, y.at[4].set(3), 3)
+        interpolation_curve(a, b, x, y.at[4].set(3), 3, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"y must lie in \[0, 3\).*got values in \[-1, "):
-        barrier(a, b, x, y.at[0].set(-1), 3)
+        barrier(a, b, x, y.at[0].set(-1), 3, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"y must have shape \(20,\)"):
-        interpolation_curve(a, b, x, y[:5], 3)
+        interpolation_curve(a, b, x, y[:5], 3, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"x has 5 features but the network's input width is 6"):
-        interpolation_curve(a, b, x[:, :5], y, 3)
+        interpolation_curve(a, b, x[:, :5], y, 3, apply_fn=mlp_apply)
 
 
 # --------------------------------------------------------------------------- marginal loss curve
@@ -94,8 +94,9 @@ def test_marginal_curve_with_zero_sigma_is_the_deterministic_interpolation():
     a, b = mlp_init(jax.random.key(1), [5, 7, 3]), mlp_init(jax.random.key(2), [5, 7, 3])
     zeros = jax.tree_util.tree_map(jnp.zeros_like, a)
     taus = [0.0, 0.3, 0.5, 1.0]
-    curve = marginal_loss_curve(jax.random.key(3), (a, zeros), (b, zeros), x, y, taus, num_samples=4, batch_size=16)
-    ref = interpolation_curve(a, b, x, y, taus)
+    curve = marginal_loss_curve(jax.random.key(3), (a, zeros), (b, zeros), x, y, taus, num_samples=4, batch_size=16,
+                                apply_fn=mlp_apply)
+    ref = interpolation_curve(a, b, x, y, taus, apply_fn=mlp_apply)
     np.testing.assert_allclose(curve["loss"], ref["loss"], rtol=1e-5)
     np.testing.assert_allclose(curve["accuracy"], ref["accuracy"])
     np.testing.assert_array_equal(curve["tau"], taus)
@@ -106,21 +107,23 @@ def test_marginal_curve_endpoints_are_the_predictive_nll_and_chunking_does_not_m
     q0 = random_gaussian_posterior(0, [5, 6, 3], sigma_range=(0.1, 0.5))
     q1 = random_gaussian_posterior(1, [5, 6, 3], sigma_range=(0.1, 0.5))
     key = jax.random.key(7)
-    c1 = marginal_loss_curve(key, q0, q1, x, y, 5, num_samples=7)
-    c2 = marginal_loss_curve(key, q0, q1, x, y, 5, num_samples=7, sample_chunk=3, batch_size=16)
+    c1 = marginal_loss_curve(key, q0, q1, x, y, 5, num_samples=7, apply_fn=mlp_apply)
+    c2 = marginal_loss_curve(key, q0, q1, x, y, 5, num_samples=7, sample_chunk=3, batch_size=16,
+                             apply_fn=mlp_apply)
     np.testing.assert_allclose(c1["loss"], c2["loss"], rtol=1e-5)
     np.testing.assert_array_equal(c1["accuracy"], c2["accuracy"])
     # same noise as symlib.evaluation.predictive (draw s uses split(key, S)[s])
     for q, i in ((q0, 0), (q1, -1)):
-        probs = predict_from_gaussian(key, q[0], q[1], x, 7)
+        probs = predict_from_gaussian(key, q[0], q[1], x, 7, apply_fn=mlp_apply)
         assert c1["loss"][i] == pytest.approx(nll_from_probs(np.asarray(probs), np.asarray(y)), rel=1e-5)
     # common random numbers: a finer grid passes through the coarse grid's values
-    c3 = marginal_loss_curve(key, q0, q1, x, y, [0.0, 0.125, 0.25, 0.5, 0.75, 1.0], num_samples=7)
+    c3 = marginal_loss_curve(key, q0, q1, x, y, [0.0, 0.125, 0.25, 0.5, 0.75, 1.0], num_samples=7,
+                             apply_fn=mlp_apply)
     np.testing.assert_allclose(c3["loss"][[0, 2, 3, 4, 5]], c1["loss"], rtol=1e-5)
     with pytest.raises(ValueError, match="num_samples"):
-        marginal_loss_curve(key, q0, q1, x, y, 5, num_samples=0)
+        marginal_loss_curve(key, q0, q1, x, y, 5, num_samples=0, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="taus"):
-        marginal_loss_curve(key, q0, q1, x, y, [0.0, 1.2])
+        marginal_loss_curve(key, q0, q1, x, y, [0.0, 1.2], apply_fn=mlp_apply)
 
 
 # --------------------------------------------------------------------------- barriers
@@ -155,7 +158,7 @@ def test_barrier_definitions_on_hand_made_curves():
 def test_marginal_barrier_of_identical_posteriors_is_zero():
     x, y = _toy_data(n=30, seed=5)
     q = random_gaussian_posterior(0, [5, 6, 3], sigma_range=(0.1, 0.5))
-    curve = marginal_loss_curve(jax.random.key(0), q, q, x, y, 3, num_samples=5)
+    curve = marginal_loss_curve(jax.random.key(0), q, q, x, y, 3, num_samples=5, apply_fn=mlp_apply)
     assert abs(marginal_barrier(curve)) < 1e-5 and abs(midpoint_barrier(curve)) < 1e-5
 
 
@@ -165,13 +168,13 @@ def test_marginal_curve_errors_name_the_input():
     q1 = random_gaussian_posterior(1, [5, 6, 3], sigma_range=(0.1, 0.5))
     key = jax.random.key(0)
     with pytest.raises(ValueError, match=r"y must lie in \[0, 3\) for 3 classes"):
-        marginal_loss_curve(key, q0, q1, x, y.at[2].set(3), 3, num_samples=2)
+        marginal_loss_curve(key, q0, q1, x, y.at[2].set(3), 3, num_samples=2, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"y must have shape \(20,\)"):
-        marginal_loss_curve(key, q0, q1, x, y[:3], 3, num_samples=2)
+        marginal_loss_curve(key, q0, q1, x, y[:3], 3, num_samples=2, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"x has 4 features but the network's input width is 5"):
-        marginal_loss_curve(key, q0, q1, x[:, :4], y, 3, num_samples=2)
+        marginal_loss_curve(key, q0, q1, x[:, :4], y, 3, num_samples=2, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="sample_chunk"):
-        marginal_loss_curve(key, q0, q1, x, y, 3, num_samples=2, sample_chunk=0)
+        marginal_loss_curve(key, q0, q1, x, y, 3, num_samples=2, sample_chunk=0, apply_fn=mlp_apply)
     bad = ({**q1[0], "dense_0": {**q1[0]["dense_0"], "bias": np.full(6, np.nan, np.float32)}}, q1[1])
     with pytest.raises(ValueError, match="q1: mean of parameter 'dense_0/bias' holds NaN or inf"):
-        marginal_loss_curve(key, q0, bad, x, y, 3, num_samples=2)
+        marginal_loss_curve(key, q0, bad, x, y, 3, num_samples=2, apply_fn=mlp_apply)

@@ -18,9 +18,9 @@ def _stack(chains=2, samples=3):
 def test_sample_dims_two_equals_the_flat_stack():
     flat, nested = _stack()
     x = np.asarray(jax.random.normal(jax.random.key(1), (7, 4)))
-    np.testing.assert_allclose(predict_from_samples(nested, x, sample_dims=2), predict_from_samples(flat, x),
-                               rtol=1e-6)
-    assert member_probs(nested, x, sample_dims=2).shape == (6, 7, 3)
+    np.testing.assert_allclose(predict_from_samples(nested, x, sample_dims=2, apply_fn=mlp_apply),
+                               predict_from_samples(flat, x, apply_fn=mlp_apply), rtol=1e-6)
+    assert member_probs(nested, x, sample_dims=2, apply_fn=mlp_apply).shape == (6, 7, 3)
 
 
 def test_chains_axis_without_sample_dims_gives_symlibs_error():
@@ -29,4 +29,4 @@ def test_chains_axis_without_sample_dims_gives_symlibs_error():
     with pytest.raises(ValueError, match=r"pass sample_dims=2"):
         predict_from_samples(nested, x, apply_fn=lambda p, xb: mlp_apply(p, xb))
     with pytest.raises(ValueError, match="same 3 leading sample axes"):
-        predict_from_samples({"a": np.zeros((2, 3)), "b": np.zeros((2, 4, 1))}, x, sample_dims=3)
+        predict_from_samples({"a": np.zeros((2, 3)), "b": np.zeros((2, 4, 1))}, x, sample_dims=3, apply_fn=mlp_apply)

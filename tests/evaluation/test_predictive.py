@@ -25,7 +25,7 @@ def test_single_matches_direct_and_batching():
     params = mlp_init(jax.random.key(0), SIZES)
     ref = _softmax(params, X)
     for bs in (2048, 8):
-        probs = predict_single(params, X, batch_size=bs)
+        probs = predict_single(params, X, batch_size=bs, apply_fn=mlp_apply)
         assert probs.shape == (37, 4)
         np.testing.assert_allclose(probs, ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.sum(ref, axis=1), 1.0, rtol=1e-5)
@@ -34,8 +34,8 @@ def test_single_matches_direct_and_batching():
 def test_stack_of_identical_nets_equals_single():
     params = mlp_init(jax.random.key(1), SIZES)
     same = jax.tree_util.tree_map(lambda a: np.repeat(np.asarray(a)[None], 5, axis=0), params)
-    np.testing.assert_allclose(predict_from_samples(same, X, sample_chunk=2), predict_single(params, X),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(predict_from_samples(same, X, sample_chunk=2, apply_fn=mlp_apply),
+                               predict_single(params, X, apply_fn=mlp_apply), rtol=1e-5, atol=1e-6)
 
 
 def test_chunking_and_batching_do_not_change_the_predictive():
@@ -43,10 +43,10 @@ def test_chunking_and_batching_do_not_change_the_predictive():
     ref = np.mean([_softmax(jax.tree_util.tree_map(lambda a: a[i], stack), X) for i in range(7)], axis=0)
     jax_stack = jax.tree_util.tree_map(jnp.asarray, stack)
     for s, chunk, bs in [(stack, None, 2048), (stack, 1, 5), (stack, 3, 16), (jax_stack, 7, 37), (jax_stack, 100, 8)]:
-        probs = predict_from_samples(s, X, sample_chunk=chunk, batch_size=bs)
+        probs = predict_from_samples(s, X, sample_chunk=chunk, batch_size=bs, apply_fn=mlp_apply)
         np.testing.assert_allclose(probs, ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.sum(np.asarray(probs), axis=1), 1.0, rtol=1e-5)
-    each = member_probs(stack, X, sample_chunk=3, batch_size=16)
+    each = member_probs(stack, X, sample_chunk=3, batch_size=16, apply_fn=mlp_apply)
     assert isinstance(each, np.ndarray) and each.shape == (7, 37, 4)
     np.testing.assert_allclose(each[4], _softmax(jax.tree_util.tree_map(lambda a: a[4], stack), X), rtol=1e-5,
                                atol=1e-6)
@@ -56,20 +56,22 @@ def test_chunking_and_batching_do_not_change_the_predictive():
 def test_gaussian_predictive():
     mu = mlp_init(jax.random.key(2), SIZES)
     zero = jax.tree_util.tree_map(jnp.zeros_like, mu)
-    np.testing.assert_allclose(predict_from_gaussian(jax.random.key(0), mu, zero, X, 6, sample_chunk=4),
-                               predict_single(mu, X), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(predict_from_gaussian(jax.random.key(0), mu, zero, X, 6, sample_chunk=4,
+                                                     apply_fn=mlp_apply),
+                               predict_single(mu, X, apply_fn=mlp_apply), rtol=1e-5, atol=1e-6)
     sigma = jax.tree_util.tree_map(lambda a: 0.3 * jnp.ones_like(a), mu)
     key = jax.random.key(5)
-    a = predict_from_gaussian(key, mu, sigma, X, 10, sample_chunk=4, batch_size=16)
-    b = predict_from_gaussian(key, mu, sigma, X, 10, sample_chunk=10)
-    c = predict_from_samples(sample_gaussian(key, mu, sigma, 10), X, sample_chunk=3)
+    a = predict_from_gaussian(key, mu, sigma, X, 10, sample_chunk=4, batch_size=16, apply_fn=mlp_apply)
+    b = predict_from_gaussian(key, mu, sigma, X, 10, sample_chunk=10, apply_fn=mlp_apply)
+    c = predict_from_samples(sample_gaussian(key, mu, sigma, 10), X, sample_chunk=3, apply_fn=mlp_apply)
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.sum(np.asarray(a), axis=1), 1.0, rtol=1e-5)
-    np.testing.assert_array_equal(a, predict_from_gaussian(key, mu, sigma, X, 10, sample_chunk=4, batch_size=16))
+    np.testing.assert_array_equal(a, predict_from_gaussian(key, mu, sigma, X, 10, sample_chunk=4, batch_size=16,
+                                                           apply_fn=mlp_apply))
     assert not np.allclose(a, predict_from_gaussian(jax.random.key(6), mu, sigma, X, 10, sample_chunk=4,
-                                                    batch_size=16))
-    assert not np.allclose(a, predict_single(mu, X), atol=1e-3)
+                                                    batch_size=16, apply_fn=mlp_apply))
+    assert not np.allclose(a, predict_single(mu, X, apply_fn=mlp_apply), atol=1e-3)
 
 
 def test_sample_gaussian_moments_and_layout():
@@ -99,41 +101,41 @@ def test_errors_are_named():
     sigma = jax.tree_util.tree_map(jnp.ones_like, mu)
     neg = jax.tree_util.tree_map(lambda a: -a, sigma)
     with pytest.raises(ValueError, match="sigma must be non-negative"):
-        predict_from_gaussian(jax.random.key(0), mu, neg, X, 4)
+        predict_from_gaussian(jax.random.key(0), mu, neg, X, 4, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="sigma must be non-negative"):
         sample_gaussian(jax.random.key(0), mu, neg, 4)
     with pytest.raises(ValueError, match="structure"):
-        predict_from_gaussian(jax.random.key(0), mu, {"dense_0": sigma["dense_0"]}, X, 4)
+        predict_from_gaussian(jax.random.key(0), mu, {"dense_0": sigma["dense_0"]}, X, 4, apply_fn=mlp_apply)
     bad_shape = {**sigma, "dense_0": {**sigma["dense_0"], "bias": jnp.ones(3)}}
     with pytest.raises(ValueError, match="shapes"):
-        predict_from_gaussian(jax.random.key(0), mu, bad_shape, X, 4)
+        predict_from_gaussian(jax.random.key(0), mu, bad_shape, X, 4, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="num_samples"):
-        predict_from_gaussian(jax.random.key(0), mu, sigma, X, 0)
+        predict_from_gaussian(jax.random.key(0), mu, sigma, X, 0, apply_fn=mlp_apply)
     nan_x = X.copy()
     nan_x[0, 0] = np.nan
     with pytest.raises(ValueError, match="x contains NaN"):
-        predict_single(mu, nan_x)
+        predict_single(mu, nan_x, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="x contains NaN"):
-        predict_from_samples(_stack(2), nan_x)
+        predict_from_samples(_stack(2), nan_x, apply_fn=mlp_apply)
     nan_mu = {**mu, "dense_1": {**mu["dense_1"], "bias": jnp.full(4, jnp.nan)}}
     with pytest.raises(ValueError, match=r"mu\['dense_1'\]\['bias'\] contains NaN"):
-        predict_from_gaussian(jax.random.key(0), nan_mu, sigma, X, 4)
+        predict_from_gaussian(jax.random.key(0), nan_mu, sigma, X, 4, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"params\['dense_1'\]\['bias'\] contains NaN"):
-        predict_single(nan_mu, X)
+        predict_single(nan_mu, X, apply_fn=mlp_apply)
     nan_stack = _stack(3)
     nan_stack["dense_0"]["kernel"][1, 0, 0] = np.nan
     with pytest.raises(ValueError, match="non-finite"):
-        predict_from_samples(nan_stack, X, sample_chunk=2)
+        predict_from_samples(nan_stack, X, sample_chunk=2, apply_fn=mlp_apply)
     ragged = _stack(3)
     ragged["dense_1"]["bias"] = ragged["dense_1"]["bias"][:2]
     with pytest.raises(ValueError, match="leading sample axis"):
-        predict_from_samples(ragged, X)
+        predict_from_samples(ragged, X, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="sample_chunk"):
-        predict_from_samples(_stack(2), X, sample_chunk=0)
+        predict_from_samples(_stack(2), X, sample_chunk=0, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="batch_size"):
-        predict_single(mu, X, batch_size=0)
+        predict_single(mu, X, batch_size=0, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="leading axis"):
-        predict_single(mu, X[:0])
+        predict_single(mu, X[:0], apply_fn=mlp_apply)
 
 
 def test_x_of_the_wrong_width_is_named():
@@ -141,15 +143,15 @@ def test_x_of_the_wrong_width_is_named():
     sigma = jax.tree_util.tree_map(jnp.ones_like, mu)
     narrow = X[:, :5]
     with pytest.raises(ValueError, match=r"x has 5 features but the network's input width is 6"):
-        predict_single(mu, narrow)
+        predict_single(mu, narrow, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"x has 5 features but the network's input width is 6"):
-        predict_from_samples(_stack(2), narrow)
+        predict_from_samples(_stack(2), narrow, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"x has 5 features but the network's input width is 6"):
-        member_probs(_stack(2), narrow)
+        member_probs(_stack(2), narrow, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"x has 5 features but the network's input width is 6"):
-        predict_from_gaussian(jax.random.key(0), mu, sigma, narrow, 2)
+        predict_from_gaussian(jax.random.key(0), mu, sigma, narrow, 2, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"the MLP takes x of shape \(n, features\), got examples of shape \(\): x must have shape \(n, 6\)"):
-        predict_single(mu, X[:, 0])
+        predict_single(mu, X[:, 0], apply_fn=mlp_apply)
     # a custom apply_fn defines its own input layout: no MLP width check
     stack = {"w": RNG.normal(size=(2, 6, 2)).astype(np.float32)}
     probs = predict_from_samples(stack, X[:, None, :], apply_fn=lambda p, x: x[:, 0] @ p["w"])

@@ -114,7 +114,7 @@ def test_pruning_curve_on_a_toy_teacher():
     # "uncertainty" = 1 / |mu|: prunes the smallest-magnitude weights first
     sigma = jax.tree_util.tree_map(lambda a: 1.0 / (np.abs(a) + 1e-6), mu)
     fracs = [1.0, 0.9, 0.7, 0.5, 0.2, 0.0]
-    curve = pruning_curve(mu, sigma, x, y, fracs)
+    curve = pruning_curve(mu, sigma, x, y, fracs, apply_fn=mlp_apply)
     assert set(curve) >= {"keep_fraction", "accuracy"}
     np.testing.assert_array_equal(curve["keep_fraction"], fracs)
     acc = curve["accuracy"]
@@ -124,11 +124,11 @@ def test_pruning_curve_on_a_toy_teacher():
     assert acc[0] >= acc[2] >= acc[4] - 0.05  # monotone-ish
     assert acc[-1] == pytest.approx(np.mean(y == 0))  # all-zero net predicts class 0
     # consistent with prune_by_sigma + predict_single
-    probs = predict_single(prune_by_sigma(mu, sigma, 0.5), x)
+    probs = predict_single(prune_by_sigma(mu, sigma, 0.5), x, apply_fn=mlp_apply)
     assert acc[3] == pytest.approx(accuracy_from_probs(probs, y))
     # a random ranking hurts more than the magnitude ranking at 50%
     rand = jax.tree_util.tree_map(lambda a: rng.uniform(size=a.shape), mu)
-    assert pruning_curve(mu, rand, x, y, [0.5])["accuracy"][0] < acc[3]
+    assert pruning_curve(mu, rand, x, y, [0.5], apply_fn=mlp_apply)["accuracy"][0] < acc[3]
 
 
 # --------------------------------------------------------------------------- stitch

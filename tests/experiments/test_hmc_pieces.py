@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from symlib.core.models import mlp_init
+from symlib.core.models import mlp_apply, mlp_init
 from symlib.evaluation import summaries as S
 from symlib.experiments.xiao.hmc_pieces import PiecedHMC, advance, load_state, state_nbytes, summaries
 from symlib.evaluation.predictive import predict_from_samples
@@ -42,8 +42,8 @@ def _init():
 def _run(**kw) -> PiecedHMC:
     """A fresh definition of the tiny run (new Python objects every call, as a new process would build)."""
     x, y, x_test, y_test = _data()
-    return PiecedHMC(jax.random.key(1), _init(), make_logdensity(x, y), kw.pop("cfg", CFG), x_test, y_test,
-                     x_match=x[:30], chunk_size=CHUNK, init_per_chain=True, **kw)
+    return PiecedHMC(jax.random.key(1), _init(), make_logdensity(x, y, apply_fn=mlp_apply), kw.pop("cfg", CFG), x_test,
+                     y_test, x_match=x[:30], chunk_size=CHUNK, init_per_chain=True, **kw)
 
 
 def _maxdiff(a, b) -> float:
@@ -67,8 +67,8 @@ def pieced(tmp_path_factory):
              advance(root / "pieces", _run())]
     whole = advance(root / "whole", _run())
     x, y, x_test, y_test = _data()
-    run_hmc(jax.random.key(1), _init(), make_logdensity(x, y), CFG, out_dir=root / "stored", chunk_size=CHUNK,
-            init_per_chain=True)
+    run_hmc(jax.random.key(1), _init(), make_logdensity(x, y, apply_fn=mlp_apply), CFG, out_dir=root / "stored",
+            chunk_size=CHUNK, init_per_chain=True)
     return root, steps, whole
 
 
@@ -111,8 +111,9 @@ def test_pieces_equal_summaries_of_stored_samples(pieced):
     _assert_same_gaussian(got.q_r["activation"], S.rebasin_summary(flat, spec, method="activation", data=x[:30]))
     chains = np.repeat(np.arange(CFG.num_chains), CFG.num_samples)
     _assert_same_gaussian(got.q_r["weight (per chain)"], S.grouped_rebasin_summary(flat, chains, spec))
-    np.testing.assert_allclose(got.test_probs, np.asarray(predict_from_samples(flat, x_test)), atol=1e-6)
-    diag = function_space_diagnostics(stored, x_test, y_test)
+    np.testing.assert_allclose(got.test_probs, np.asarray(predict_from_samples(flat, x_test, apply_fn=mlp_apply)),
+                               atol=1e-6)
+    diag = function_space_diagnostics(stored, x_test, y_test, apply_fn=mlp_apply)
     np.testing.assert_allclose(got.traces["test_loglik"], diag["test_loglik"]["values"], rtol=1e-5)
     np.testing.assert_allclose(got.traces["true_class_prob"], diag["true_class_prob"]["values"], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(got.diagnostics["rhat_test_loglik"], diag["test_loglik"]["rhat"], rtol=1e-4)

@@ -78,16 +78,17 @@ def main(results: Path, mode: str) -> None:
     info = distributed.initialize_from_env(initialization_timeout=45)
     import jax
 
+    from symlib.core.models import mlp_apply
     from symlib.inference.hmc import make_logdensity, run_hmc
 
     assert info.how == "env" and info.process_count == 2 and info.num_devices == 2, info
     pid = info.process_index
     x, y, params, cfg, key, chunk = problem()
     rows = distributed.process_rows(N)
-    ld = make_logdensity(x[rows], y[rows], process_local=True)
+    ld = make_logdensity(x[rows], y[rows], process_local=True, apply_fn=mlp_apply)
     extra = {"rows": np.array([rows.start, rows.stop]), "writer": np.bool_(distributed.is_writer())}
     if mode == "first":
-        ld_full = make_logdensity(x, y)  # every process passes all rows: the same density
+        ld_full = make_logdensity(x, y, apply_fn=mlp_apply)  # every process passes all rows: the same density
         extra["logdensity_local"] = np.float64(ld(params))
         extra["logdensity_full"] = np.float64(ld_full(params))
         extra["fingerprint_full"] = np.str_(ld_full.fingerprint)

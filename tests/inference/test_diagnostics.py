@@ -61,7 +61,7 @@ def test_function_space_diagnostics_matches_direct_computation():
     keys = jax.random.split(jax.random.key(0), 3 * 5)
     nets = jax.vmap(lambda k: mlp_init(k, [3, 4, 2]))(keys)
     samples = jax.tree.map(lambda a: np.asarray(a).reshape(3, 5, *a.shape[1:]), nets)
-    out = function_space_diagnostics(samples, x, y, num_points=4, batch_size=2)
+    out = function_space_diagnostics(samples, x, y, num_points=4, batch_size=2, apply_fn=mlp_apply)
     assert out["test_loglik"]["values"].shape == (3, 5)
     assert out["true_class_prob"]["values"].shape == (3, 5, 4)
     assert out["true_class_prob"]["rhat"].shape == (4,) and out["true_class_prob"]["ess"].shape == (4,)
@@ -93,18 +93,19 @@ def test_function_space_diagnostics_validates_inputs():
     nets = jax.vmap(lambda k: mlp_init(k, [3, 4, 2]))(jax.random.split(jax.random.key(0), 4))
     samples = jax.tree.map(lambda a: np.asarray(a).reshape(2, 2, *a.shape[1:]), nets)
     with pytest.raises(ValueError, match=r"same leading \(chains, samples\) axes on every leaf"):
-        function_space_diagnostics({**samples, "dense_1": jax.tree.map(lambda a: a[:, :1], samples["dense_1"])}, x, y)
+        function_space_diagnostics({**samples, "dense_1": jax.tree.map(lambda a: a[:, :1], samples["dense_1"])}, x, y,
+                                   apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="samples has no array leaves"):
-        function_space_diagnostics({}, x, y)
+        function_space_diagnostics({}, x, y, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"y_test must hold one label per example of x_test \(6\)"):
-        function_space_diagnostics(samples, x, y[:5])
+        function_space_diagnostics(samples, x, y[:5], apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"point_indices must be .* in \[0, 6\)"):
-        function_space_diagnostics(samples, x, y, point_indices=[0, 6])
+        function_space_diagnostics(samples, x, y, point_indices=[0, 6], apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
-        function_space_diagnostics(samples, x, y, batch_size=0)
+        function_space_diagnostics(samples, x, y, batch_size=0, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="num_points must be a positive integer"):
-        function_space_diagnostics(samples, x, y, num_points=0)
-    out = function_space_diagnostics(samples, x, y, point_indices=[5, 0])
+        function_space_diagnostics(samples, x, y, num_points=0, apply_fn=mlp_apply)
+    out = function_space_diagnostics(samples, x, y, point_indices=[5, 0], apply_fn=mlp_apply)
     assert out["point_indices"].tolist() == [5, 0] and out["true_class_prob"]["values"].shape == (2, 2, 2)
 
 

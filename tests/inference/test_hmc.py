@@ -317,7 +317,7 @@ def test_a_sink_can_stop_the_run_and_a_later_run_continue_it():
 
 def _mlp_problem():
     x, y = _toy_data()
-    ld = make_logdensity(x, y)
+    ld = make_logdensity(x, y, apply_fn=mlp_apply)
     init = mlp_init(jax.random.key(7), [3, 5, 3])
     return ld, init
 
@@ -363,7 +363,7 @@ def test_resume_refuses_another_run_and_names_the_difference(tmp_path, monkeypat
          dict(cfg=HMCConfig(**{**cfg.to_dict(), "num_samples": 6}))),
         (r"differs in the initial state \(init_params\)\.", dict(init=jax.tree.map(lambda a: a + 1.0, init))),
         (r"differs in the key\.", dict(key=jax.random.key(1))),
-        (r"differs in the data", dict(ld=make_logdensity(x, y))),
+        (r"differs in the data", dict(ld=make_logdensity(x, y, apply_fn=mlp_apply))),
         (r"differs in the chunk layout \(chunk_size\) \(chunk_size: stored 2, requested 3\)", dict(chunk_size=3)),
     ]
     for pattern, change in cases:
@@ -387,7 +387,7 @@ def test_run_fingerprint_is_what_the_run_stores(tmp_path):
     assert set(fp) == {"config", "chunk_size", "data", "initial_state", "key", "sampler_version"}
     assert fp["sampler_version"] == SAMPLER_VERSION and fp["chunk_size"] == 2 and fp["data"] == ld.fingerprint
     x, y = _toy_data()
-    assert run_fingerprint(jax.random.key(3), init, make_logdensity(x, y), cfg, chunk_size=2) == fp
+    assert run_fingerprint(jax.random.key(3), init, make_logdensity(x, y, apply_fn=mlp_apply), cfg, chunk_size=2) == fp
     stacked = jax.tree.map(lambda a: jnp.stack([a, a]), init)  # the same start given per chain
     assert run_fingerprint(key, stacked, ld, cfg, chunk_size=2, init_per_chain=True) == fp
     run_hmc(key, init, ld, cfg, out_dir=tmp_path, chunk_size=2)
@@ -524,7 +524,7 @@ def test_make_logdensity_matches_direct_computation():
     x, y = _toy_data(n=13)
     params = mlp_init(jax.random.key(1), [3, 4, 3])
     prior_var, temperature = 2.0, 0.5
-    ld = make_logdensity(x, y, prior_var=prior_var, temperature=temperature)
+    ld = make_logdensity(x, y, prior_var=prior_var, temperature=temperature, apply_fn=mlp_apply)
     logits = np.asarray(mlp_apply(params, x), np.float64)
     logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
     flat = np.concatenate([np.ravel(a) for a in jax.tree_util.tree_leaves(params)]).astype(np.float64)
@@ -540,23 +540,24 @@ def test_make_logdensity_validates_inputs():
     bad_x = x.copy()
     bad_x[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        make_logdensity(bad_x, y)
+        make_logdensity(bad_x, y, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="labels must be >= 0"):
-        make_logdensity(x, np.where(np.arange(10) == 2, -1, y))
+        make_logdensity(x, np.where(np.arange(10) == 2, -1, y), apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="x has 10 examples but y has 9 targets"):
-        make_logdensity(x, y[:9])
+        make_logdensity(x, y[:9], apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="at least one feature axis"):
-        make_logdensity(x[:, 0], y)
-    images = make_logdensity(x.reshape(10, x.shape[1], 1), y)  # an MLP cannot take (n, d, 1) examples
+        make_logdensity(x[:, 0], y, apply_fn=mlp_apply)
+    # an MLP cannot take (n, d, 1) examples
+    images = make_logdensity(x.reshape(10, x.shape[1], 1), y, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match=r"the MLP takes x of shape \(n, features\)"):
         images(mlp_init(jax.random.PRNGKey(0), [x.shape[1], 3, 2]))
     with pytest.raises(ValueError, match="floating"):
-        make_logdensity(x.astype(np.int32), y)
+        make_logdensity(x.astype(np.int32), y, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="integer"):
-        make_logdensity(x, y.astype(np.float32))
+        make_logdensity(x, y.astype(np.float32), apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="prior_var"):
-        make_logdensity(x, y, prior_var=0.0)
-    ld = make_logdensity(x, y)
+        make_logdensity(x, y, prior_var=0.0, apply_fn=mlp_apply)
+    ld = make_logdensity(x, y, apply_fn=mlp_apply)
     with pytest.raises(ValueError, match="x has 3 features but the network's input width is 4"):
         ld(mlp_init(jax.random.key(0), [4, 5, 3]))
     with pytest.raises(ValueError, match=r"y must lie in \[0, 2\) for 2 classes, got values in \[0, 2\]"):
@@ -565,7 +566,7 @@ def test_make_logdensity_validates_inputs():
 
 def test_make_logdensity_checks_the_mlp_layout():
     x, y = _toy_data(n=10)
-    ld = make_logdensity(x, y)
+    ld = make_logdensity(x, y, apply_fn=mlp_apply)
     params = mlp_init(jax.random.key(0), [3, 5, 3])
     with pytest.raises(ValueError, match=r"layers dense_0\.\.dense_1, got \['dense_0', 'dense_2'\]"):
         ld({"dense_0": params["dense_0"], "dense_2": params["dense_1"]})
@@ -603,7 +604,7 @@ def _random_mlp(rng, sizes):
 
 _SYM_SIZES = [3, 4, 5, 3]
 _SYM_DATA = _toy_data(n=17, d=3, classes=3, seed=9)
-_SYM_LD = make_logdensity(*_SYM_DATA, prior_var=0.5)
+_SYM_LD = make_logdensity(*_SYM_DATA, prior_var=0.5, apply_fn=mlp_apply)
 
 
 def _sq_norm(params) -> float:
@@ -642,7 +643,7 @@ def test_logdensity_permutation_invariant_and_only_likelihood_rescaling_invarian
 _SHARDED_SCRIPT = textwrap.dedent("""
     import json, jax, jax.numpy as jnp, numpy as np
     from symlib.inference.hmc import HMCConfig, make_logdensity, run_hmc
-    from symlib.core.models import mlp_init
+    from symlib.core.models import mlp_apply, mlp_init
     assert len(jax.devices()) == 4, jax.devices()
     rng = np.random.default_rng(0)
     x = rng.normal(size=(30, 3)).astype(np.float32)   # 30 examples: not a multiple of 4
@@ -651,7 +652,7 @@ _SHARDED_SCRIPT = textwrap.dedent("""
     cfg = HMCConfig(step_size=0.03, num_leapfrog=5, num_burnin=2, num_samples=4, thin=2, num_chains=2)
     out = {}
     for name, devices in (("sharded", jax.devices()), ("single", jax.devices()[:1])):
-        ld = make_logdensity(x, y, devices=devices)
+        ld = make_logdensity(x, y, devices=devices, apply_fn=mlp_apply)
         value, grad = jax.value_and_grad(ld)(params)
         res = run_hmc(jax.random.key(1), params, ld, cfg)
         out[name] = {

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from symlib.inference.hmc import HMCConfig, choose_precision, density_errors, make_logdensity, precision_study
-from symlib.core.models import mlp_init
+from symlib.core.models import mlp_apply, mlp_init
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +15,7 @@ def target():
     x = jax.random.normal(jax.random.key(0), (64, 5))
     y = (x[:, 0] > 0).astype(jnp.int32)
     init = jax.vmap(lambda k: mlp_init(k, [5, 8, 2]))(jax.random.split(jax.random.key(1), 2))
-    return init, make_logdensity(x, y)
+    return init, make_logdensity(x, y, apply_fn=mlp_apply)
 
 
 def test_on_a_cpu_every_precision_is_float32(target):

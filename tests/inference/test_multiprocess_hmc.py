@@ -73,10 +73,11 @@ def _reference():
     """The same run in this process (one process, all 200 examples), without out_dir."""
     import jax
 
+    from symlib.core.models import mlp_apply
     from symlib.inference.hmc import make_logdensity, run_hmc
 
     x, y, params, cfg, key, _ = problem()
-    ld = make_logdensity(x, y)
+    ld = make_logdensity(x, y, apply_fn=mlp_apply)
     res = run_hmc(key, params, ld, cfg)
     return {f"leaf_{i}": np.asarray(a) for i, a in enumerate(jax.tree_util.tree_leaves(res.samples))}, res, ld
 

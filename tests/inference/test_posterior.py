@@ -209,7 +209,7 @@ def test_raw_uint8_images_get_a_warning():
         inference.fit_map(jax.random.key(1), PARAMS0, MODEL, Data(raw, Y),
                           TrainConfig(epochs=1, batch_size=16, learning_rate=1e-3))
     with pytest.warns(UserWarning, match=r"x holds uint8 values"):
-        evaluation.interpolation_curve(PARAMS0, PARAMS0, raw, Y, 3)
+        evaluation.interpolation_curve(PARAMS0, PARAMS0, raw, Y, 3, apply_fn=mlp_apply)
 
 
 # --------------------------------------------------------------------------- HMC
@@ -220,13 +220,13 @@ HMC_CFG = inference.HMCConfig(step_size=0.08, num_leapfrog=4, num_burnin=3, num_
 def test_fit_hmc_is_run_hmc_on_make_logdensity():
     starts = jax.vmap(lambda k: mlp_init(k, SIZES))(jax.random.split(jax.random.key(3), 3))
     post = inference.fit_hmc(jax.random.key(4), starts, MODEL, DATA, HMC_CFG, prior_var=2.0, temperature=0.5)
-    ref = run_hmc(jax.random.key(4), starts, make_logdensity(X, Y, prior_var=2.0, temperature=0.5), HMC_CFG,
-                  init_per_chain=True)
+    ref = run_hmc(jax.random.key(4), starts, make_logdensity(X, Y, prior_var=2.0, temperature=0.5, apply_fn=mlp_apply),
+                  HMC_CFG, init_per_chain=True)
     _same(post.samples, ref.samples)
     assert post.chains and post.info.mean_acceptance == ref.mean_acceptance
     # one start for every chain
     one = inference.fit_hmc(jax.random.key(4), PARAMS0, MODEL, DATA, HMC_CFG)
-    _same(one.samples, run_hmc(jax.random.key(4), PARAMS0, make_logdensity(X, Y), HMC_CFG).samples)
+    _same(one.samples, run_hmc(jax.random.key(4), PARAMS0, make_logdensity(X, Y, apply_fn=mlp_apply), HMC_CFG).samples)
 
 
 def test_samples_of_chains_are_taken_across_the_chains_in_turn():

@@ -316,7 +316,7 @@ def fit_and_align_pair(profile: Profile, data: Mapping[str, np.ndarray], width: 
     fits = [fit(seed) for seed in _pair_seeds(pair)]
     q0, q1 = (fits[0].mean, fits[0].std), (fits[1].mean, fits[1].std)
     return {**align_and_compare(mlp_permutation_spec(profile.align_depth), q0, q1, evals, profile,
-                                curve_seed=7 + int(pair)),
+                                curve_seed=7 + int(pair), apply_fn=mlp_apply),
             "elbo_final": np.asarray([f.info["elbo"][-1] for f in fits]),
             "posteriors": jax.tree.map(np.asarray, {"mu0": q0[0], "sigma0": q0[1], "mu1": q1[0], "sigma1": q1[1]})}
 

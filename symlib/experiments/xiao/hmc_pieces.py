@@ -297,7 +297,7 @@ class _Folded:
 
 
 @partial(jax.jit, static_argnames=("apply_fn",))
-def _predictive_stats(params, x, y, points, logdensity, apply_fn=mlp_apply):
+def _predictive_stats(params, x, y, points, logdensity, *, apply_fn):
     """For a stack of networks (leading axis): softmax probabilities on ``x``, mean
     log-likelihood of ``y``, true-class probabilities at ``points`` and the log density,
     one network at a time."""
@@ -332,7 +332,7 @@ def _fold_samples(folded: _Folded, run: PiecedHMC, spec: PermutationSpec, kept, 
     flat = _chain_major(kept)
     probs, loglik, true_prob, logdens = _predictive_stats(
         run.logdensity.replicate(jax.tree_util.tree_map(jnp.asarray, flat)), jnp.asarray(run.x_test),
-        jnp.asarray(folded.y_test), jnp.asarray(folded.point_indices), run.logdensity)
+        jnp.asarray(folded.y_test), jnp.asarray(folded.point_indices), run.logdensity, apply_fn=mlp_apply)
     folded.prob_sum += np.asarray(probs, np.float64).sum(axis=0)
     cols = slice(first, first + k)
     folded.test_loglik[:, cols] = np.asarray(loglik).reshape(chains, k)

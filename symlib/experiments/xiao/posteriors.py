@@ -83,7 +83,7 @@ def ensemble(profile: Profile) -> dict[str, Any]:
 
     d = load_bnn_data(profile)
     post = _fit_mlp_ensemble(profile, d, jax.random.key(0), profile.ensemble_members)
-    probs = predict_from_samples(post.samples, d["x_test"])
+    probs = predict_from_samples(post.samples, d["x_test"], apply_fn=mlp_apply)
     return {"params": jax.device_get(post.samples), "epoch_loss": np.asarray(post.info["epoch_loss"]),
             "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"])}
 
@@ -106,7 +106,8 @@ def _fit_vi(profile: Profile, d: Mapping[str, Any], seed: int) -> dict[str, Any]
                       std_init=profile.vi_std_init)
     q = fit_vi(fit_key, _mlp_init(init_key, tuple(sizes)), Model(mlp_apply), Data(d["x_train"], d["y_train"]),
                config)
-    probs = predict_from_gaussian(jax.random.key(2 * seed + 1), q.mean, q.std, d["x_test"], profile.mc_samples)
+    probs = predict_from_gaussian(jax.random.key(2 * seed + 1), q.mean, q.std, d["x_test"], profile.mc_samples,
+                                  apply_fn=mlp_apply)
     return {"mu": jax.device_get(q.mean), "sigma": jax.device_get(q.std),
             "elbo_history": np.asarray(q.info["elbo"]), "test_probs": np.asarray(probs),
             "test": _test_metrics(probs, d["y_test"])}
@@ -235,7 +236,7 @@ def _hmc_target(profile: Profile, d: Mapping[str, Any]):
     data and prior), for the runs that drive the sampler themselves."""
     from symlib.inference.hmc import make_logdensity
 
-    return make_logdensity(d["x_train"], d["y_train"], prior_var=profile.prior_std**2)
+    return make_logdensity(d["x_train"], d["y_train"], prior_var=profile.prior_std**2, apply_fn=mlp_apply)
 
 
 @register("hmc", _hmc_config, "full-batch HMC (BlackJAX) on the BNN posterior, chains written to disk and resumable",
@@ -261,8 +262,8 @@ def hmc(profile: Profile) -> dict[str, Any]:
                    prior_var=profile.prior_std**2, out_dir=hmc_run_dir(profile), init_per_chain=True)
     result, samples = post.info, post.samples
     flat = jax.tree_util.tree_map(lambda a: a.reshape((-1,) + a.shape[2:]), samples)  # (chains * samples, ...)
-    probs = predict_from_samples(flat, d["x_test"])
-    diag = function_space_diagnostics(samples, d["x_test"], d["y_test"])
+    probs = predict_from_samples(flat, d["x_test"], apply_fn=mlp_apply)
+    diag = function_space_diagnostics(samples, d["x_test"], d["y_test"], apply_fn=mlp_apply)
     return {"stats": {k: np.asarray(v) for k, v in result.stats.items()}, "step_size": np.asarray(result.step_size),
             "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"]),
             "diagnostics": {"mean_acceptance": result.mean_acceptance, "num_divergences": result.num_divergences,
@@ -464,7 +465,7 @@ def hmc_pieces_summary(profile: Profile, state_dir) -> dict[str, Any]:
     key = jax.random.key(5)
     for col, fit in fits.items():
         key, sub = jax.random.split(key)
-        probs = predict_from_gaussian(sub, fit.mu, fit.sigma, x, profile.mc_samples)
+        probs = predict_from_gaussian(sub, fit.mu, fit.sigma, x, profile.mc_samples, apply_fn=mlp_apply)
         table[col] = table1_row(np.asarray(probs), p_hmc, x, y, fit.mu)
     sigma = {col: np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(fit.sigma)])
              for col, fit in fits.items()}
@@ -501,7 +502,8 @@ def table1_row(probs, p_hmc, x, y, mean_params=None) -> dict[str, float]:
     out = {"agreement": metrics.agreement(probs, p_hmc), "tv": metrics.total_variation(probs, p_hmc),
            "accuracy_samples": 100 * metrics.accuracy_from_probs(probs, y)}
     if mean_params is not None:
-        out["accuracy_mean"] = 100 * metrics.accuracy_from_probs(np.asarray(predict_single(mean_params, x)), y)
+        mean_probs = predict_single(mean_params, x, apply_fn=mlp_apply)
+        out["accuracy_mean"] = 100 * metrics.accuracy_from_probs(np.asarray(mean_probs), y)
     return out
 
 
@@ -642,14 +644,15 @@ def _compact_run(key: jax.Array, profile: Profile, d: Mapping[str, Any], chains:
     spec = mlp_permutation_spec(1)
     n_chains, n_samples = jax.tree_util.tree_leaves(chains)[0].shape[:2]
     stack = jax.tree_util.tree_map(lambda a: np.asarray(a).reshape((-1,) + a.shape[2:]), chains)
-    p_hmc = np.asarray(predict_from_samples(stack, x))
+    p_hmc = np.asarray(predict_from_samples(stack, x, apply_fn=mlp_apply))
 
     def row(probs, mean_params=None):
         return table1_row(probs, p_hmc, x, y, mean_params)
 
     table, fitted = {}, {}
     for name, samples in {"HMC": stack, "Ensemble": ens_params}.items():
-        table[f"{name} sample"] = row(p_hmc if name == "HMC" else np.asarray(predict_from_samples(samples, x)))
+        probs = p_hmc if name == "HMC" else np.asarray(predict_from_samples(samples, x, apply_fn=mlp_apply))
+        table[f"{name} sample"] = row(probs)
         fitted[f"{name} q_d"] = summaries.direct_summary(samples)
         fitted[f"{name} q_r"] = summaries.rebasin_summary(samples, spec, method="activation", data=x_match)
         fitted[f"{name} q_r (weight)"] = summaries.rebasin_summary(samples, spec, method="weight")
@@ -660,7 +663,8 @@ def _compact_run(key: jax.Array, profile: Profile, d: Mapping[str, Any], chains:
             cols.append("HMC q_r (per chain)")
         for col in cols:
             key, sub = jax.random.split(key)
-            probs = predict_from_gaussian(sub, fitted[col].mu, fitted[col].sigma, x, profile.mc_samples)
+            probs = predict_from_gaussian(sub, fitted[col].mu, fitted[col].sigma, x, profile.mc_samples,
+                                          apply_fn=mlp_apply)
             table[col] = row(np.asarray(probs), fitted[col].mu)
     table["VI q"] = row(np.asarray(vi_fit["test_probs"]), vi_fit["mu"])
 
@@ -671,19 +675,20 @@ def _compact_run(key: jax.Array, profile: Profile, d: Mapping[str, Any], chains:
               "vi": (vi_fit["mu"], vi_fit["sigma"])}
     prune = {"keep_fraction": np.asarray(PRUNE_FRACTIONS)}
     for name, (mu, sigma) in curves.items():
-        prune[name] = np.asarray(pruning.pruning_curve(mu, sigma, x, y, PRUNE_FRACTIONS)["accuracy"])
+        curve = pruning.pruning_curve(mu, sigma, x, y, PRUNE_FRACTIONS, apply_fn=mlp_apply)
+        prune[name] = np.asarray(curve["accuracy"])
 
     sigma_trees = {col: fitted[col].sigma
                    for col in ("HMC q_d", "HMC q_r", "HMC q_r (per chain)", "Ensemble q_d", "Ensemble q_r")}
     sigma_trees["VI q"] = vi_fit["sigma"]
     sigmas = {col: np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(t)])
               for col, t in sigma_trees.items()}
-    diag = function_space_diagnostics(chains, x, y)["test_loglik"]
+    diag = function_space_diagnostics(chains, x, y, apply_fn=mlp_apply)["test_loglik"]
     # q_d of the run's first chain alone against that chain's predictive (claim qd_falls_with_chains)
     first = jax.tree_util.tree_map(lambda a: np.asarray(a)[0], chains)
     fit = summaries.direct_summary(first)
-    probs = np.asarray(predict_from_gaussian(key, fit.mu, fit.sigma, x, profile.mc_samples))
-    single = metrics.agreement(probs, np.asarray(predict_from_samples(first, x)))
+    probs = np.asarray(predict_from_gaussian(key, fit.mu, fit.sigma, x, profile.mc_samples, apply_fn=mlp_apply))
+    single = metrics.agreement(probs, np.asarray(predict_from_samples(first, x, apply_fn=mlp_apply)))
     return {"table": table, "pruning": prune, "sigma": sigmas, "first_chain_qd_agreement": float(single),
             "median_sigma": {k: float(np.median(v)) for k, v in sigmas.items()},
             "unit_sigma": {col: unit_sigma_medians(t) for col, t in sigma_trees.items()},
@@ -772,7 +777,7 @@ def agreement_by_chains(profile: Profile, counts: Sequence[int] = CHAIN_COUNTS) 
     key = jax.random.key(5)
     for n in counts:
         sub = jax.tree_util.tree_map(lambda a: np.asarray(a[:n]).reshape((-1,) + a.shape[2:]), samples)
-        p_hmc = np.asarray(predict_from_samples(sub, x))
+        p_hmc = np.asarray(predict_from_samples(sub, x, apply_fn=mlp_apply))
         fits = {"q_d": summaries.direct_summary(sub),
                 "q_r": summaries.rebasin_summary(sub, spec, method="activation", data=x_match)}
         out["chains"].append(n)
@@ -780,7 +785,8 @@ def agreement_by_chains(profile: Profile, counts: Sequence[int] = CHAIN_COUNTS) 
         out["accuracy_samples"].append(table1_row(p_hmc, p_hmc, x, y)["accuracy_samples"])
         for name, fit in fits.items():
             key, sub_key = jax.random.split(key)
-            probs = np.asarray(predict_from_gaussian(sub_key, fit.mu, fit.sigma, x, profile.mc_samples))
+            probs = np.asarray(predict_from_gaussian(sub_key, fit.mu, fit.sigma, x, profile.mc_samples,
+                                                     apply_fn=mlp_apply))
             row = table1_row(probs, p_hmc, x, y, fit.mu)
             out[f"agreement_{name}"].append(row["agreement"])
             out[f"tv_{name}"].append(row["tv"])

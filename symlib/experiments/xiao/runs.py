@@ -131,7 +131,8 @@ def rebasin_barriers(profile: Profile) -> dict[str, Any]:
                                "perms": {m: np.asarray(r.perms["P_0"]) for m, r in matches.items()}}
         for split in ("train", "test"):
             for method, target in targets.items():
-                c = interpolation_curve(w0, target, d[f"x_{split}"], d[f"y_{split}"], profile.n_lambdas)
+                c = interpolation_curve(w0, target, d[f"x_{split}"], d[f"y_{split}"], profile.n_lambdas,
+                                        apply_fn=mlp_apply)
                 out["curves"][split][method] = c
                 out["barrier"][split][method] = np.asarray(loss_barrier(c["lambda"], c["loss"]))
         if pair:  # only the figure's pair keeps its curves and permutations
@@ -261,8 +262,8 @@ def not_sweep(profile: Profile) -> dict[str, Any]:
             rows["not_p_prime"].append(num_transpositions(match.perms["P_0"]))
             rows["distance_raw"].append(param_distance(ref, net))
             rows["distance_matched"].append(param_distance(ref, matched))
-            rows["barrier_raw"].append(barrier(ref, net, x, y, profile.n_lambdas))
-            rows["barrier_matched"].append(barrier(ref, matched, x, y, profile.n_lambdas))
+            rows["barrier_raw"].append(barrier(ref, net, x, y, profile.n_lambdas, apply_fn=mlp_apply))
+            rows["barrier_matched"].append(barrier(ref, matched, x, y, profile.n_lambdas, apply_fn=mlp_apply))
         return {k: np.asarray(v) for k, v in rows.items()}
 
     # one step per random initialisation, each kept in the artifact cache: a killed run resumes

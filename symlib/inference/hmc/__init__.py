@@ -9,10 +9,11 @@ at every iteration (``HMCConfig.step_size_jitter``, ``HMCConfig.num_leapfrog_jit
 Neal 2011, Sec. 5.4.2.2), which keeps a fixed trajectory from resonating with some
 coordinates' periods (see :class:`HMCConfig`).
 
-* :func:`make_logdensity` builds the (tempered) log posterior of an MLP on a data set,
-  data-parallel over devices with ``jax.sharding``: the examples are split along a 1-D
-  ``Mesh(devices, ("data",))``, parameters are replicated and XLA inserts the reduction
-  of the per-example sum. One code path for one CPU, one GPU or several devices.
+* :func:`make_logdensity` builds the (tempered) log posterior of a network (its
+  ``apply_fn``) on a data set, data-parallel over devices with ``jax.sharding``: the
+  examples are split along a 1-D ``Mesh(devices, ("data",))``, parameters are replicated
+  and XLA inserts the reduction of the per-example sum. One code path for one CPU, one
+  GPU or several devices.
 * :func:`run_hmc` runs several chains at once (``vmap``) with BlackJAX's HMC kernel.
   The transitions run inside ``jax.lax.scan``; one jitted call makes ``thin`` iterations
   and returns only the last state, plus per-iteration statistics for every iteration.

@@ -14,7 +14,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from symlib.core.checks import check_finite, check_finite_tree, positive_float
-from symlib.core.models import layout_check, mlp_apply
+from symlib.core.models import layout_check
 from symlib.core.distributed import allgather, global_mesh, put_global
 from symlib.inference.likelihood import Categorical, Gaussian, check_likelihood
 
@@ -245,8 +245,8 @@ def hash_parts(*parts) -> str:
     return h.hexdigest()
 
 
-def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, apply_fn: Callable = mlp_apply,
-                    devices=None, *, process_local: bool = False, state: Mapping | None = None,
+def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, *, apply_fn: Callable,
+                    devices=None, process_local: bool = False, state: Mapping | None = None,
                     likelihood=Categorical()) -> LogDensity:
     """Full-batch tempered log posterior of a network under its likelihood.
 
@@ -284,8 +284,8 @@ def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, appl
             finite real targets of the outputs' shape (Gaussian).
         prior_var: variance of the Gaussian prior on every parameter.
         temperature: the log-likelihood is divided by it (``T``).
-        apply_fn: ``apply_fn(params, x) -> outputs`` (logits of shape ``(n, classes)`` for the
-            categorical likelihood).
+        apply_fn: the model, ``apply_fn(params, x) -> outputs`` (logits of shape ``(n, classes)``
+            for the categorical likelihood), e.g. :func:`symlib.core.models.mlp_apply`.
         devices: devices to shard the examples over (default: all devices of the default
             backend, of every process). With ``process_local``, leave it ``None``.
         process_local: ``x`` and ``y`` are this process's rows only (see above).
