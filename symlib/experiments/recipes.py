@@ -78,7 +78,8 @@ def cosine_sgd(learning_rate: float, total_steps: int, momentum: float = 0.0,
 
 
 @functools.cache
-def ramp_sgd(start: float, learning_rate: float, ramp_steps: int, momentum: float = 0.0) -> optax.GradientTransformation:
+def ramp_sgd(start: float, learning_rate: float, ramp_steps: int,
+             momentum: float = 0.0) -> optax.GradientTransformation:
     """SGD whose rate moves linearly from ``start`` to ``learning_rate`` over ``ramp_steps`` steps, then stays
     (the SWAG phase after a ResNet's training; ``ramp_steps = 0``: :func:`constant_sgd`)."""
     if not ramp_steps:

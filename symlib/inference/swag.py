@@ -32,8 +32,8 @@ which only matters while the mean still drifts.
 ``SWAGConfig.optimizer`` (SGD at a high learning rate, e.g. ``optax.sgd(0.04)``, or with
 Laurent et al.'s linear ramp, ``optax.sgd(optax.linear_schedule(start, high, ramp_steps))``)
 on ``mean CE + ||W||^2 / (2 prior_std^2 N)``, and one snapshot at the end of every
-``snapshot_every``-th epoch, the last at the final epoch. :func:`swag_from_snapshots` builds the posterior from any stack of
-snapshots.
+``snapshot_every``-th epoch, the last at the final epoch. :func:`swag_from_snapshots`
+builds the posterior from any stack of snapshots.
 
 *Model state.* With ``state`` (e.g. a Flax model's ``("batch_stats",)``, see
 :func:`_train_swag`) the named top-level entries are no weights: the SGD phase takes no

@@ -122,8 +122,8 @@ def test_vi_mean_is_the_posterior_mean(problem):
     data, mean, cov = problem
     # a decaying learning rate, so that the last iterate is the optimum, not Adam's noise around it
     post = inference.fit_vi(jax.random.key(4), P0, LINEAR, data,
-                            VIConfig(epochs=3000, batch_size=N, optimizer=optax.adam(optax.cosine_decay_schedule(1e-2, 3000)),
-                                     prior_var=PRIOR_VAR, num_mc=4))
+                            VIConfig(epochs=3000, batch_size=N,
+                                     optimizer=optax.adam(optax.cosine_decay_schedule(1e-2, 3000)), prior_var=PRIOR_VAR, num_mc=4))
     sd = np.sqrt(np.diag(cov))
     np.testing.assert_array_less(np.abs(flat(post.mean) - mean), 0.1 * sd)
     # the mean-field optimum's standard deviations are 1 / sqrt(diag(A))
@@ -151,7 +151,8 @@ def test_dropout_regression_runs_and_fits(problem):
     net = mlp_init(jax.random.key(7), [D, 16, 1])
     post = inference.fit_dropout(jax.random.key(8), net, Model(mlp_apply, likelihood=Gaussian(NOISE)),
                                  Data(data.x, data.y[:, None]),
-                                 DropoutConfig(TrainConfig(epochs=300, batch_size=16, optimizer=optax.adam(1e-2)), rate=0.1))
+                                 DropoutConfig(TrainConfig(epochs=300, batch_size=16, optimizer=optax.adam(1e-2)),
+                                               rate=0.1))
     loss = np.asarray(post.info["epoch_loss"])
     assert np.isfinite(loss).all() and loss[-10:].mean() < 0.5 * loss[:10].mean()
     resid = np.asarray(mlp_apply(post.params, data.x))[:, 0] - np.asarray(data.y)
@@ -189,7 +190,7 @@ def test_bad_targets_and_likelihoods_raise(problem):
         inference.fit_sghmc(key, net, Model(mlp_apply), Data(data.x, jnp.arange(N) % 4),
                             SGHMCConfig(step_size=1e-3, epochs=1, batch_size=16, num_samples=1))
     with pytest.raises(ValueError, match=r"y must be integer class indices"):
-        inference.fit_swag(key, net, Model(mlp_apply), data, SWAGConfig(epochs=4, batch_size=16, optimizer=optax.sgd(1e-2),
-                                                                         num_snapshots=2, rank=2))
+        inference.fit_swag(key, net, Model(mlp_apply), data,
+                           SWAGConfig(epochs=4, batch_size=16, optimizer=optax.sgd(1e-2), num_snapshots=2, rank=2))
     with pytest.raises(ValueError, match=r"apply_fn must return logits \(n, classes\) for a categorical likelihood"):
         inference.fit_map(key, P0, Model(linear_apply), Data(data.x, jnp.zeros(N, jnp.int32)), fast)

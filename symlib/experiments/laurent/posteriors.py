@@ -364,7 +364,8 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
         return [DropoutPosterior(take_nets(nets, i), rate) for i in range(M)]
 
     def bnn(key):
-        vcfg = VIConfig(epochs=E, batch_size=SETTINGS["batch_size"], optimizer=constant_adam(SETTINGS["bnn_learning_rate"]),
+        vcfg = VIConfig(epochs=E, batch_size=SETTINGS["batch_size"],
+                        optimizer=constant_adam(SETTINGS["bnn_learning_rate"]),
                         prior_var=1.0, std_init=SETTINGS["bnn_std_init"], num_mc=SETTINGS["bnn_num_mc"])
         return _per_mode(lambda k, p: fit_vi(k, p, model, data, vcfg), starts, jax.random.split(key, M))
 
