@@ -2,6 +2,7 @@
 ``fit_<method>(key, params0, model, data, config)`` gives bit for bit what its training loop
 gives, and ``sample(key, posterior, n)`` what the loop's own sampler draws."""
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
@@ -158,6 +159,24 @@ def test_last_layer_laplace_draws_whole_networks():
     _same(jax.tree_util.tree_map(lambda a: a[1], draws["dense_0"]), PARAMS0["dense_0"])
     with pytest.raises(ValueError, match="no top-level layer 'head'"):
         inference.sample(jax.random.key(11), inference.LastLayerLaplace(PARAMS0, kfac), 3)
+
+
+
+def test_every_posterior_type_draws_jax_arrays_of_its_dtype():
+    """sample() returns JAX arrays whatever the posterior holds (numpy arrays here), the values
+    and the float32 dtype unchanged."""
+    net = jax.tree_util.tree_map(np.asarray, PARAMS0)
+    stack = jax.tree_util.tree_map(lambda a: np.stack([a, 2 * a]), net)
+    feats = np.maximum(X @ net["dense_0"]["kernel"] + net["dense_0"]["bias"], 0)
+    kfac = last_layer_kfac(feats, net["dense_1"]["kernel"], net["dense_1"]["bias"], prior_precision=1.0)
+    for post, expect in ((inference.PointEstimate(net), jax.tree_util.tree_map(lambda a: np.stack([a, a]), net)),
+                         (inference.Samples(stack), stack),
+                         (inference.LastLayerLaplace(net, kfac, "dense_1"), None)):
+        draws = inference.sample(jax.random.key(3), post, 2)
+        for leaf in jax.tree_util.tree_leaves(draws):
+            assert isinstance(leaf, jax.Array) and leaf.dtype == jnp.float32, type(post).__name__
+        if expect is not None:
+            _same(draws, expect)
 
 
 # ------------------------------------------------------------------ nothing silent (issue 45)
