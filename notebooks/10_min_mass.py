@@ -49,21 +49,20 @@
 #   (App. D.3), with Kolmogorov-Smirnov tests.
 
 # %% tags=["hide-cell"]
-import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
 from symlib import experiments
-from symlib.core.cnn import OPTUNET_SHAPES
 from symlib.core.models import mlp_apply, unstack
 from symlib.evaluation.marginals import first_last_pvalues, unit_weights
-from symlib.experiments import plotting, report
+from symlib.experiments import laurent, plotting, report
 from symlib.experiments.judging import claims, results, scales
 from symlib.experiments.laurent import LINE_T
+from symlib.experiments.laurent.optunet import random_unit_direction
 from symlib.experiments.profiles import get_profile
-from symlib.experiments.report import Table, paper_vs_ours
-from symlib.experiments.laurent.optunet import LAURENT_OPTUNET
+from symlib.experiments.report import paper_vs_ours
+from symlib.experiments.table import glue_all
 from symlib.symmetry import (function_change, identifiable, mass_along, mass_hessian, min_mass, mlp_permutation_spec,
                              mlp_scaling_spec, optunet_scaling_spec, sort_neurons)
 
@@ -72,19 +71,7 @@ profile = get_profile()
 print(profile.describe())
 KS_LEVEL = 0.05  # the level at which a KS p-value counts as small in the marginals' tables
 paper_profile = get_profile("paper")
-layer_params = {layer: sum(int(np.prod(shape)) for path, shape in OPTUNET_SHAPES.items()
-                           if path.startswith(layer + "/"))
-                for layer in ("conv_0", "conv_1", "dense_0", "dense_1")}
-glue("ch10_optunet_params", sum(layer_params.values()), display=False)
-glue("ch10_layer_params", " + ".join(str(v) for v in layer_params.values()), display=False)
-glue("ch10_n_train", f"{profile.n_train:,}", display=False)
-glue("ch10_optunet_nets", profile.optunet_nets, display=False)
-glue("ch10_optunet_epochs", profile.optunet_epochs, display=False)
-steps_quick = profile.optunet_epochs * (profile.n_train // LAURENT_OPTUNET["batch_size"])
-glue("ch10_optunet_steps", f"{steps_quick:,}", display=False)
-glue("ch10_converged_acc", f"{experiments.CONVERGED_ACCURACY:.0%}", display=False)
-glue("ch10_ks_level", KS_LEVEL, display=False)
-glue("ch10_mlp_hidden", " and ".join(map(str, profile.laurent_hidden)), display=False)
+glue_all(glue, "ch10", laurent.min_mass_setting_values(profile, KS_LEVEL))
 
 # %% [markdown]
 # ## Many trained OptuNets
@@ -114,29 +101,14 @@ summary = experiments.SUMMARIES["laurent_optunets"](res.artifact)
 keep = np.flatnonzero(res.converged)
 nets = [unstack(res.params, np.float64)[i] for i in keep]
 n_nets = len(nets)
-print(f"{len(res.converged)} OptuNets, {res.epoch_loss.shape[1]} epochs on {profile.n_train} "
-      f"images ({res.swaps.shape[2]} steps per epoch), learning rate halved at epochs "
-      f"{res.milestones.tolist()}; "
-      f"{n_nets} reached {experiments.CONVERGED_ACCURACY:.0%}: test accuracy "
-      f"{res.test_accuracy[keep].mean():.3f} (min {res.test_accuracy[keep].min():.3f}, "
-      f"max {res.test_accuracy[keep].max():.3f})")
+print(laurent.optunet_training_line(res, profile))
 glue("ch10_quick_acc", f"{res.test_accuracy[keep].mean():.0%}", display=False)
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), constrained_layout=True)
-epochs_axis = np.arange(1, res.epoch_loss.shape[1] + 1)
-for i, loss in enumerate(res.epoch_loss):
-    axes[0].plot(epochs_axis, loss, lw=1, color="C0" if res.converged[i] else "C3")
-for m in res.milestones:
-    axes[0].axvline(m + 0.5, color="0.5", ls="--", lw=1)
-axes[0].set_xlabel("epoch")
-axes[0].set_ylabel("training objective (cross-entropy + penalty)")
-axes[0].set_title("OptuNets: one line per network "
-                  f"(red: below {experiments.CONVERGED_ACCURACY:.0%})")
-axes[1].plot(100 * res.test_accuracy, np.arange(len(res.test_accuracy)), "o", color="C0")
-axes[1].set_xlabel("test accuracy (%)")
-axes[1].set_ylabel("network")
-axes[1].set_title(f"{profile.n_test} MNIST test images");
+plotting.training_runs_figure(
+    res.epoch_loss, res.converged, res.milestones, res.test_accuracy,
+    loss_title=f"OptuNets: one line per network (red: below {experiments.CONVERGED_ACCURACY:.0%})",
+    accuracy_title=f"{profile.n_test} MNIST test images");
 
 # %% [markdown]
 # OptuNet learns slowly: it sits near the chance loss ($\ln 10$) for the first hundreds of
@@ -166,22 +138,13 @@ layers = ["conv_0", "conv_1", "dense_0", "dense_1"]
 largest = {name: np.array([[np.abs(n[l]["kernel"]).max() for l in layers] for n in group])
            for name, group in (("trained", nets), ("min-mass", [s.params for s in solved]))}
 mm = summary["min_mass"]
-print(f"all {n_nets} solved to convergence: {all(s.converged for s in solved)}; "
-      f"largest logit change {mm['max_logit_change']:.1e} (float64)")
-print(f"relative mass decrease: mean {decrease.mean():.3f}, min {decrease.min():.3f}, "
-      f"max {decrease.max():.3f}")
+print(laurent.min_mass_lines(solved, mm["max_logit_change"]))
 
 # %% tags=["hide-input"]
 layer_params = mm["layer_params"]
-plotting.min_mass_figure(before, after, largest,
-                         [f"{l}\n({w})" for l, w in zip(layers, layer_params)],
+plotting.min_mass_figure(before, after, largest, laurent.layer_labels(layers, layer_params),
                          title=f"{n_nets} OptuNets");
-display(Table(["layer", "weights", "parameters", "largest |w| trained (mean)",
-               "largest |w| min-mass (mean)", "ratio"],
-              [(l, w, p, f"{largest['trained'][:, i].mean():.3f}",
-                f"{largest['min-mass'][:, i].mean():.3f}",
-                f"{largest['min-mass'][:, i].mean() / largest['trained'][:, i].mean():.2f}")
-               for i, (l, w, p) in enumerate(zip(layers, mm["layer_weights"], layer_params))]))
+display(laurent.largest_weight_table(largest, layers, mm["layer_weights"], layer_params))
 glue("ch10_dense_weights", " and ".join(str(w) for w in mm["layer_weights"][2:]), display=False)
 
 # %% [markdown]
@@ -214,18 +177,8 @@ wd = res.weight_decay
 d_kernel = wd / 2 * (np.asarray(mm["mass_after"]) - np.asarray(mm["mass_before"]))
 d_bias = wd / 2 * (np.asarray(mm["hidden_bias_sq_after"]) - np.asarray(mm["hidden_bias_sq_before"]))
 final_objective = res.epoch_loss[keep, -1]
-print(f"weight decay {wd}; regularised objective lower for {np.sum(d_kernel + d_bias < 0)} "
-      f"of {n_nets} networks")
-
-# %% tags=["hide-input"]
-display(Table(["change of the training objective per network", "mean", "min", "max"],
-              [(name, *(f"{f(v):+.6f}" for f in (np.mean, np.min, np.max)))
-               for name, v in (("kernel penalty (wd/2) dM", d_kernel),
-                               ("hidden-bias penalty (wd/2) dB", d_bias),
-                               ("total penalty = regularised objective (data term unchanged)",
-                                d_kernel + d_bias),
-                               ("total, relative to the last epoch's mean objective",
-                                (d_kernel + d_bias) / final_objective))]))
+print(laurent.corollary1_line(wd, d_kernel, d_bias))
+display(laurent.objective_change_table(d_kernel, d_bias, final_objective))
 
 # %% [markdown]
 # ## The mass is strictly convex in the log-scales (Proposition 2)
@@ -244,41 +197,19 @@ display(Table(["change of the training objective per network", "mean", "min", "m
 # and beyond.
 
 # %%
-ev = mm["hessian_min_over_max_eigenvalue"]
-rl = mm["random_lines"]
-print("smallest / largest Hessian eigenvalue over all networks: "
-      + ", ".join(f"{k} {v:.3f}" for k, v in ev.items()))
-print(f"random lines through the optimum: {rl['convex']} of {rl['lines']} convex, "
-      f"{rl['minimum_at_optimum']} smallest at the optimum")
-LINES_SHOWN = rl["lines"] // n_nets  # the summary draws this many lines per network
+print(laurent.convexity_lines(mm))
+LINES_SHOWN = mm["random_lines"]["lines"] // n_nets  # the summary draws this many lines per network
 glue("ch10_lines_per_net", LINES_SHOWN, display=False)
 glue("ch10_line_points", len(LINE_T), display=False)
 net0 = nets[0]
-u0 = {name: np.log(v) for name, v in solved[0].scales.items()}
-zero = {name: np.zeros_like(v) for name, v in u0.items()}
+u0 = {name: np.log(v) for name, v in solved[0].scales.items()}  # its min-mass log-scales
 t = np.linspace(-0.5, 1.5, 81)
-fig, axes = plt.subplots(1, 3, figsize=(14, 3.4), constrained_layout=True)
-axes[0].plot(t, mass_along(spec, net0, zero, u0, t))
-axes[0].axvline(0, color="0.5", ls=":", lw=1)
-axes[0].axvline(1, color="0.5", ls=":", lw=1)
-axes[0].set_xlabel("t (log-scales t u*: 0 trained, 1 min-mass)")
-axes[0].set_ylabel("mass")
-axes[0].set_title("OptuNet 0: from trained to min-mass")
+path = mass_along(spec, net0, {name: np.zeros_like(v) for name, v in u0.items()}, u0, t)
 rng = np.random.default_rng(1)
-for _ in range(LINES_SHOWN):
-    v = {name: rng.normal(size=x.shape) for name, x in u0.items()}
-    norm = np.sqrt(sum(np.sum(x**2) for x in v.values()))
-    unit = {n: x / norm for n, x in v.items()}
-    axes[1].plot(LINE_T, mass_along(spec, net0, u0, unit, LINE_T), lw=1)
-axes[1].set_xlabel("distance from u* along a random unit direction")
-axes[1].set_title("OptuNet 0: random lines through u*")
-for k, u in enumerate((None, u0)):
-    axes[2].semilogy(np.linalg.eigvalsh(mass_hessian(spec, net0, u)), "o", ms=4,
-                     label=("trained" if k == 0 else "min-mass"))
-axes[2].set_xlabel(f"eigenvalue index ({len(np.concatenate(list(u0.values())))} rescalable units)")
-axes[2].set_ylabel("Hessian eigenvalue")
-axes[2].set_title("OptuNet 0: Hessian of the mass in u")
-axes[2].legend();
+lines = [mass_along(spec, net0, u0, random_unit_direction(u0, rng), LINE_T) for _ in range(LINES_SHOWN)]
+eigenvalues = {label: np.linalg.eigvalsh(mass_hessian(spec, net0, u))
+               for label, u in (("trained", None), ("min-mass", u0))}
+plotting.mass_landscape_figure(t, path, LINE_T, lines, eigenvalues, name="OptuNet 0");
 
 # %% [markdown]
 # ## The same on MLPs
@@ -302,13 +233,9 @@ mlp_largest = {name: np.array([[np.abs(n[l]["kernel"]).max() for l in mlp_layers
 mlp_before = np.array([s.mass_before for s in solved_mlp])
 mlp_after = np.array([s.mass for s in solved_mlp])
 sizes = res_mlp.sizes
-print(f"{len(mlps)} MLPs {'-'.join(map(str, sizes))}, {profile.laurent_epochs} epochs, "
-      f"weight decay {profile.laurent_weight_decay}; "
-      f"test accuracy {res_mlp.test_accuracy.mean():.3f}; "
-      f"mass lower at the optimum by {100 * np.mean(1 - mlp_after / mlp_before):.1f}% on average")
-plotting.min_mass_figure(mlp_before, mlp_after, mlp_largest,
-                         [f"{l}\n({a * b + b})"
-                          for l, a, b in zip(mlp_layers, sizes[:-1], sizes[1:])],
+print(laurent.mlp_min_mass_line(res_mlp, profile, mlp_before, mlp_after))
+mlp_params = [a * b + b for a, b in zip(sizes[:-1], sizes[1:])]
+plotting.min_mass_figure(mlp_before, mlp_after, mlp_largest, laurent.layer_labels(mlp_layers, mlp_params),
                          title=f"{len(mlps)} MLPs");
 
 # %% tags=["hide-input"]
@@ -340,23 +267,9 @@ forms = {"trained (raw)": mlps, "permutation removed": perm_only,
 pvals = {name: {l: first_last_pvalues(group, l) for l in range(len(mlp_layers))}
          for name, group in forms.items()}
 pooled = {k: np.concatenate(list(v.values())) for k, v in pvals.items()}
-print(f"pooled share of p < {KS_LEVEL}: "
-      + ", ".join(f"{k} {np.mean(v < KS_LEVEL):.3f}" for k, v in pooled.items()))
-raw_share = np.mean(pooled["trained (raw)"] < KS_LEVEL)
-canon_share = np.mean(pooled["scaling and permutation removed"] < KS_LEVEL)
-glue("ch10_ks_raw_share", float(raw_share), display=False)
-glue("ch10_ks_canon_share", float(canon_share), display=False)
-glue("ch10_ks_checkpoints", len(mlps), display=False)
-
-# %% tags=["hide-input"]
-rows = []
-for l, name in enumerate(mlp_layers):
-    kind = "incoming" if l < len(mlp_layers) - 1 else "outgoing (last hidden layer)"
-    rows.append((name, f"{len(pvals['trained (raw)'][l])} {kind}",
-                 *[f"{np.mean(p[l] < KS_LEVEL):.2f} / {np.median(p[l]):.2f}"
-                   for p in pvals.values()]))
-display(Table(["layer", "positions tested",
-               *[f"{k}: share p<{KS_LEVEL} / median p" for k in forms]], rows))
+print(laurent.pooled_ks_line(pooled, KS_LEVEL))
+glue_all(glue, "ch10", laurent.marginal_values(pooled, KS_LEVEL, len(mlps)))
+display(laurent.marginals_table(pvals, mlp_layers, KS_LEVEL))
 
 # %% [markdown]
 # ## The paper's findings beside ours
@@ -364,41 +277,15 @@ display(Table(["layer", "positions tested",
 # Figure 2 and Figure 9 of the paper are figures without printed numbers, so the paper's
 # column states what they show.
 
-# %% tags=["hide-input"]
-ratios = largest["min-mass"].mean(0) / largest["trained"].mean(0)
-mlp_ratios = mlp_largest["min-mass"].mean(0) / mlp_largest["trained"].mean(0)
-paper = experiments.LAURENT_FIG2_CLAIMS
-display(paper_vs_ours([
-    ("trained networks above their min-mass point (Fig. 2, OptuNets)", paper["above_min_mass"],
-     f"{np.sum(after < before)} of {n_nets} OptuNets, mass {100 * decrease.mean():.1f}% lower "
-     f"at the optimum; {np.sum(mlp_after < mlp_before)} of {len(mlps)} MLPs"),
-    ("largest weight after solving min-mass (Fig. 2)", paper["largest_weight_after_min_mass"],
-     "OptuNet " + ", ".join(f"{l} ({w} parameters) x{r:.2f}"
-                            for l, w, r in zip(layers, layer_params, ratios))
-     + "; MLP " + ", ".join(f"{l} x{r:.2f}" for l, r in zip(mlp_layers, mlp_ratios))),
-    ("marginals across units before symmetry removal (Fig. 9, MLP)",
-     paper["marginals_before_removal"],
-     f"{100 * raw_share:.1f}% of KS p-values < {KS_LEVEL}"),
-    ("after symmetry removal (App. D.3)", paper["marginals_after_removal"],
-     f"{100 * canon_share:.1f}% of KS p-values < {KS_LEVEL}"),
-], profile.name, scale=scales.scale_label("laurent_optunets", profile.name)))
-for name, r in zip(layers, ratios):
-    glue(f"ch10_ratio_{name}", f"x{r:.2f}", display=False)
-for name, n in zip(layers, layer_params):
-    glue(f"ch10_params_{name}", n, display=False)
+# %%
+display(paper_vs_ours(laurent.fig2_rows(
+    {"before": before, "after": after, "largest": largest, "layers": layers, "layer_params": layer_params},
+    {"before": mlp_before, "after": mlp_after, "largest": mlp_largest, "layers": mlp_layers}, pooled, KS_LEVEL),
+    profile.name, scale=scales.scale_label("laurent_optunets", profile.name)))
+glue_all(glue, "ch10", laurent.largest_ratio_values(largest, layers, layer_params))
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(1, 3, figsize=(14, 3.4), constrained_layout=True)
-for ax, l in zip(axes, range(len(mlp_layers))):
-    for k, (name, p) in enumerate(pvals.items()):
-        q = np.sort(p[l])
-        ax.step(np.r_[0, q, 1], np.r_[0, np.arange(1, len(q) + 1) / len(q), 1], where="post", lw=2,
-                color=f"C{k}", label=name)
-    ax.plot([0, 1], [0, 1], ":", color="0.5", lw=1, label="identical marginals (uniform)")
-    ax.set_title(f"{mlp_layers[l]}: KS p-values, first vs last unit")
-    ax.set_xlabel("p-value")
-axes[0].set_ylabel("share of tests with a smaller p-value")
-axes[0].legend(fontsize=8);
+plotting.pvalue_cdfs(pvals, [f"{name}: KS p-values, first vs last unit" for name in mlp_layers]);
 
 # %% [markdown]
 # One weight position up close: the hidden-to-hidden weight whose canonical p-value is the
@@ -407,15 +294,11 @@ axes[0].legend(fontsize=8);
 # %% tags=["hide-input"]
 l = 1  # hidden-to-hidden layer: one weight position, marginal over checkpoints
 i = int(np.argmin(pvals["scaling and permutation removed"][l]))
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.2), constrained_layout=True, sharey=True)
-for ax, name in zip(axes, ("trained (raw)", "scaling and permutation removed")):
-    for unit, label in ((0, "first unit"), (-1, "last unit")):
-        ax.hist(unit_weights(forms[name], l, unit)[:, i], 20, alpha=0.55, density=True, label=label)
-    ax.set_title(f"{name}: weight {i} into {mlp_layers[l]} units (p = {pvals[name][l][i]:.1e})",
-                 fontsize=9)
-    ax.set_xlabel("weight value")
-axes[0].set_ylabel(f"density over {len(mlps)} checkpoints")
-axes[0].legend();
+plotting.overlaid_histograms(
+    {f"{name}: weight {i} into {mlp_layers[l]} units (p = {pvals[name][l][i]:.1e})":
+     {label: unit_weights(forms[name], l, unit)[:, i] for unit, label in ((0, "first unit"), (-1, "last unit"))}
+     for name in ("trained (raw)", "scaling and permutation removed")},
+    xlabel="weight value", ylabel=f"density over {len(mlps)} checkpoints");
 
 # %% [markdown]
 # ## At the paper's scale
@@ -436,54 +319,12 @@ axes[0].legend();
 # the quick profile ({glue:text}`ch10_s16_dropped` of the {glue:text}`ch10_s16_nets`); the
 # lowest of the others reached {glue:text}`ch10_pp_min_acc`.
 
-# %% tags=["hide-input"]
-saved = {label: results.load("laurent_optunets", label)
-         for label in ("paper", "paper-8nets", "paper-16nets")}
-steps_paper = (paper_profile.optunet_epochs
-               * (paper_profile.n_train // LAURENT_OPTUNET["batch_size"]))
-glue("ch10_pp_epochs", paper_profile.optunet_epochs, display=False)
-glue("ch10_pp_n_train", f"{paper_profile.n_train:,}", display=False)
-glue("ch10_pp_steps", f"{round(steps_paper, -3):,}", display=False)
-glue("ch10_pp_nets", paper_profile.optunet_nets, display=False)
-assert saved["paper"]["summary"]["nets"] == paper_profile.optunet_nets, "the saved paper run is not the profile's size"
-glue("ch10_pp_seconds", f"{saved['paper']['elapsed_s']:.0f}", display=False)
-glue("ch10_pp_date", saved["paper"]["date"], display=False)
-for tag, label in (("pp", "paper"), ("s8", "paper-8nets"), ("s16", "paper-16nets")):
-    rec = saved[label]
-    ss, smm = rec["summary"], rec["summary"]["min_mass"]
-    dec = 1 - np.asarray(smm["mass_after"]) / np.asarray(smm["mass_before"])
-    ratio = np.asarray(smm["largest_weight_min_mass"]) / np.asarray(smm["largest_weight_trained"])
-    if tag != "pp":
-        glue(f"ch10_{tag}_nets", ss["nets"], display=False)
-        glue(f"ch10_{tag}_minutes", f"{rec['elapsed_s'] / 60:.0f}", display=False)
-    glue(f"ch10_{tag}_converged", ss["converged"], display=False)
-    glue(f"ch10_{tag}_acc", f"{ss['test_accuracy_mean']:.0%}", display=False)
-    glue(f"ch10_{tag}_min_acc", f"{ss['test_accuracy_min']:.0%}", display=False)
-    glue(f"ch10_{tag}_dropped", ss["nets"] - ss["converged"], display=False)
-    glue(f"ch10_{tag}_dec", f"{dec.min():.0%} to {dec.max():.0%} (mean {dec.mean():.0%})",
-         display=False)
-    glue(f"ch10_{tag}_conv0", f"x{ratio[0]:.2f}", display=False)
-    glue(f"ch10_{tag}_conv1", f"x{ratio[1]:.2f}", display=False)
-# Corollary 1 on the 256 OptuNets: the whole penalty (kernels + hidden biases) per network
-pmm = saved["paper"]["summary"]["min_mass"]
-d_kernels = np.asarray(pmm["mass_after"]) - np.asarray(pmm["mass_before"])
-d_biases = np.asarray(pmm["hidden_bias_sq_after"]) - np.asarray(pmm["hidden_bias_sq_before"])
-worst_net = int(np.argmax(d_kernels + d_biases))
-glue("ch10_pp_cor1_lower", int(np.sum(d_kernels + d_biases < 0)), display=False)
-glue("ch10_pp_cor1_higher", int(np.sum(d_kernels + d_biases >= 0)), display=False)
-glue("ch10_pp_cor1_kernels_lower", int(np.sum(d_kernels < 0)), display=False)
-glue("ch10_pp_cor1_db", f"{d_biases[worst_net]:+.1f}", display=False)
-glue("ch10_pp_cor1_dm", f"{d_kernels[worst_net]:+.1f}", display=False)
-glue("ch10_pp_cor1_b_before", f"{pmm['hidden_bias_sq_before'][worst_net]:.1f}", display=False)
-pp_verdicts = {o.claim.name: o.verdict.value
-               for o in claims.evaluate("laurent_optunets", saved["paper"]["summary"])}
-glue("ch10_pp_v_corollary1", pp_verdicts["corollary1_lower_loss"], display=False)
-mlp_saved = {label: results.load("laurent_mlps", label) for label in ("paper", "paper-64nets")}
-mlp_units = mlp_saved["paper"]["summary"]["swaps"]["units"]  # hidden widths (MNIST in, 10 out)
-glue("ch10_pp_mlp_sizes", "-".join(map(str, (784, *mlp_units, 10))), display=False)
-glue("ch10_pp_mlp_nets", mlp_saved["paper"]["summary"]["nets"], display=False)
-glue("ch10_pp_mlp_nets_reduced", mlp_saved["paper-64nets"]["summary"]["nets"], display=False)
-glue("ch10_pp_mlp_seconds", f"{mlp_saved['paper']['elapsed_s']:.0f}", display=False)
+# %%
+saved = {label: results.load("laurent_optunets", label) for label in ("paper", "paper-8nets", "paper-16nets")}
+pp_verdicts = {o.claim.name: o.verdict.value for o in claims.evaluate("laurent_optunets", saved["paper"]["summary"])}
+glue_all(glue, "ch10", laurent.saved_min_mass_values(
+    paper_profile, saved["paper"], {"s8": saved["paper-8nets"], "s16": saved["paper-16nets"]},
+    results.load("laurent_mlps", "paper"), results.load("laurent_mlps", "paper-64nets"), pp_verdicts))
 
 # %% tags=["hide-input"]
 display(report.show_saved_run("laurent_optunets",

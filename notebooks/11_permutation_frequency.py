@@ -37,17 +37,16 @@
 # - whether late in training the ordering is (nearly) frozen.
 
 # %% tags=["hide-cell"]
-import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
 from symlib import experiments
-from symlib.experiments import plotting, report
+from symlib.experiments import laurent, plotting, report
 from symlib.experiments.judging import claims, results, scales
 from symlib.experiments.profiles import get_profile
-from symlib.experiments.report import Table, paper_vs_ours
-from symlib.symmetry.neuron_order import kendall_tau_from_discordant
+from symlib.experiments.report import paper_vs_ours
+from symlib.experiments.table import glue_all
 
 plotting.set_style()
 profile = get_profile()
@@ -75,24 +74,15 @@ summary = experiments.SUMMARIES["laurent_optunets"](res.artifact)
 keep = np.flatnonzero(res.converged)
 swaps = res.swaps[keep]  # (runs, epochs, steps per epoch, permutations): pairs swapped in the step
 epoch_stats = [s[keep] for s in res.epoch_stats]  # per permutation: (runs, epochs, units)
-runs, epochs, steps, _ = swaps.shape
-labels = [f"{n} ({u} units, {b} group{'s' if b > 1 else ''})"
-          for n, u, b in zip(res.perm_names, res.units, res.blocks)]
-print(f"{runs} OptuNets, {epochs} epochs of {steps} steps, test accuracy "
-      f"{res.test_accuracy[keep].mean():.3f}; learning rate per epoch "
-      f"{np.unique(res.lr)[::-1].tolist()} "
-      f"(halved at epochs {res.milestones.tolist()})")
-glue("ch11_runs", runs, display=False)
-glue("ch11_epochs", epochs, display=False)
-glue("ch11_steps", f"{epochs * steps:,}", display=False)
-glue("ch11_n_train", f"{profile.n_train:,}", display=False)
-glue("ch11_acc", f"{res.test_accuracy[keep].mean():.0%}", display=False)
+print(laurent.optunet_swap_line(res))
+glue_all(glue, "ch11", laurent.optunet_swap_values(res, profile))
 
 # %% [markdown]
 # ### Kendall's τ between successive steps (Figure 4, left)
 
 # %% tags=["hide-input"]
-plotting.swap_figure(swaps, epoch_stats, res.units, res.blocks, labels, res.lr, res.milestones);
+plotting.swap_figure(swaps, epoch_stats, res.units, res.blocks, laurent.optunet_swap_labels(res), res.lr,
+                     res.milestones);
 
 # %% [markdown]
 # ### Where the changes happen
@@ -103,24 +93,9 @@ plotting.swap_figure(swaps, epoch_stats, res.units, res.blocks, labels, res.lr, 
 # flicker between units whose statistics are nearly tied, the "instabilities" the paper
 # attributes to the sorting statistic).
 
-# %% tags=["hide-input"]
-def show_phases(sw, names, lr):
-    """The phase table of a swap summary (`symlib.experiments.laurent.swap_summary`)."""
-    display(Table(
-        ["phase (epochs)", "learning rate", "units", "swapped pairs / step", "steps with a swap",
-         "swaps / epoch (sum of steps)", "net swapped pairs / epoch", "net τ / epoch"],
-        [(f"{r['phase'] + 1} ({r['first_epoch'] + 1}-{r['last_epoch'] + 1})",
-          f"{lr[r['first_epoch']]:g}",
-          names[r["layer"]], f"{r['per_step']:.3f}", f"{r['steps_with_swap']:.3f}",
-          f"{r['per_epoch_sum']:.1f}", f"{r['net_per_epoch']:.2f}", f"{r['net_tau']:.3f}")
-         for r in sw["phases"]]))
-    print(f"last {sw['late_epochs']} epoch(s): net swapped pairs per epoch "
-          f"{np.round(sw['late_net_per_epoch'], 3).tolist()} vs "
-          f"{np.round(sw['first_net_per_epoch'], 2).tolist()} between epochs 1 and 2 "
-          f"(comparable pairs: {sw['pairs']})")
-
-
-show_phases(summary["swaps"], res.perm_names, res.lr)
+# %%
+display(laurent.phase_table(summary["swaps"], res.perm_names, res.lr))
+print(laurent.late_swaps_line(summary["swaps"]))
 
 # %% [markdown]
 # ## The same on MLPs
@@ -131,54 +106,27 @@ show_phases(summary["swaps"], res.perm_names, res.lr)
 # %%
 res_mlp = experiments.run("laurent_mlps", profile)
 widths = res_mlp.sizes[1:-1]
-mlp_labels = [f"hidden layer {l + 1} ({w} units)" for l, w in enumerate(widths)]
 summary_mlp = experiments.SUMMARIES["laurent_mlps"](res_mlp.artifact)
 mlp_sw = summary_mlp["swaps"]
-print(f"{res_mlp.swaps.shape[0]} MLPs {'-'.join(map(str, res_mlp.sizes))}, "
-      f"{res_mlp.swaps.shape[1]} epochs, test accuracy {res_mlp.test_accuracy.mean():.3f}")
+print(laurent.mlp_swap_line(res_mlp))
 
 # %% tags=["hide-input"]
-plotting.swap_figure(res_mlp.swaps, res_mlp.epoch_stats, widths, [1] * len(widths), mlp_labels,
-                     res_mlp.lr, res_mlp.milestones);
+plotting.swap_figure(res_mlp.swaps, res_mlp.epoch_stats, widths, [1] * len(widths),
+                     laurent.hidden_layer_labels(widths), res_mlp.lr, res_mlp.milestones);
 
-# %% tags=["hide-input"]
-show_phases(mlp_sw, [f"layer {l + 1}" for l in range(len(widths))], res_mlp.lr)
+# %%
+display(laurent.phase_table(mlp_sw, [f"layer {l + 1}" for l in range(len(widths))], res_mlp.lr))
+print(laurent.late_swaps_line(mlp_sw))
 
 # %% [markdown]
 # ## The paper's findings beside ours
 #
 # Figure 4 of the paper has no printed numbers, so the paper's column states what it shows.
 
-# %% tags=["hide-input"]
-def per_step(sw, phase):
-    return "/".join(f"{r['per_step']:.3f}" for r in sw["phases"] if r["phase"] == phase)
-
-
-def late_tau(sw, units, blocks):
-    taus = kendall_tau_from_discordant(np.asarray(sw["late_net_per_epoch"]), np.asarray(units),
-                                      np.asarray(blocks))
-    return "/".join(f"{t:.3f}" for t in taus)
-
-
-last = len(res.milestones)
-paper = experiments.LAURENT_FIG4_CLAIMS
-display(paper_vs_ours([
-    ("where the sorting permutation changes (Fig. 4)", paper["where_units_swap"],
-     f"swapped pairs per step, OptuNet (conv_1/dense_0) {per_step(summary['swaps'], 0)} at lr "
-     f"{res.lr[0]:g}, {per_step(summary['swaps'], last)} at lr {res.lr[-1]:g}; MLP (layers 1/2) "
-     f"{per_step(mlp_sw, 0)} -> {per_step(mlp_sw, last)}"),
-    ("last phase of training (Sec. 5.2)", paper["last_phase"],
-     "net τ per epoch over the last tenth: OptuNet "
-     f"{late_tau(summary['swaps'], res.units, res.blocks)}, "
-     f"MLP {late_tau(mlp_sw, widths, [1] * len(widths))}; swaps per step do not reach 0"),
-], profile.name, scale=scales.scale_label("laurent_optunets", profile.name)))
-late_taus = kendall_tau_from_discordant(np.asarray(summary["swaps"]["late_net_per_epoch"]),
-                                        np.asarray(res.units), np.asarray(res.blocks))
-glue("ch11_late_tau_min", f"{np.min(late_taus):.3f}", display=False)
-rates = {p: [r["per_step"] for r in summary["swaps"]["phases"] if r["layer"] == p]
-         for p in range(len(res.perm_names))}
-for q, name in enumerate(("conv", "dense")):
-    glue(f"ch11_{name}_rates", " -> ".join(f"{r:.3f}" for r in rates[q]), display=False)
+# %%
+display(paper_vs_ours(laurent.fig4_rows(summary["swaps"], mlp_sw, res, widths), profile.name,
+                      scale=scales.scale_label("laurent_optunets", profile.name)))
+glue_all(glue, "ch11", laurent.optunet_swap_rate_values(summary["swaps"], res.units, res.blocks))
 
 # %% [markdown]
 # ## At the paper's scale
@@ -193,28 +141,11 @@ for q, name in enumerate(("conv", "dense")):
 # {glue:text}`ch11_pp_dropped` stayed below the convergence threshold and are left out, as in
 # the quick profile.
 
-# %% tags=["hide-input"]
-pp = get_profile("paper")
-glue("ch11_pp_epochs", pp.optunet_epochs, display=False)
-glue("ch11_pp_n_train", f"{pp.n_train:,}", display=False)
-glue("ch11_pp_nets", pp.optunet_nets, display=False)
-for tag, label in (("pp", "paper"), ("s8", "paper-8nets"), ("s16", "paper-16nets")):
-    ss = results.load("laurent_optunets", label)["summary"]
-    if tag == "pp":
-        assert ss["nets"] == pp.optunet_nets, "the saved paper run is not the profile's size"
-    if tag != "pp":
-        glue(f"ch11_{tag}_nets", ss["nets"], display=False)
-    glue(f"ch11_{tag}_dropped", ss["nets"] - ss["converged"], display=False)
-    glue(f"ch11_{tag}_acc", f"{ss['test_accuracy_mean']:.0%}", display=False)
-    for q, name in enumerate(("conv", "dense")):
-        r = [x["per_step"] for x in ss["swaps"]["phases"] if x["layer"] == q]
-        glue(f"ch11_{tag}_{name}_rates", " -> ".join(f"{v:.3f}" for v in r), display=False)
-mlp_paper = results.load("laurent_mlps", "paper")["summary"]
-glue("ch11_pp_mlp_sizes", "-".join(map(str, (784, *mlp_paper["swaps"]["units"], 10))),
-     display=False)
-glue("ch11_pp_mlp_nets", mlp_paper["nets"], display=False)
-glue("ch11_pp_mlp_nets_reduced", results.load("laurent_mlps", "paper-64nets")["summary"]["nets"],
-     display=False)
+# %%
+saved = {label: results.load("laurent_optunets", label) for label in ("paper", "paper-8nets", "paper-16nets")}
+glue_all(glue, "ch11", laurent.saved_swap_values(
+    get_profile("paper"), saved["paper"], {"s8": saved["paper-8nets"], "s16": saved["paper-16nets"]},
+    results.load("laurent_mlps", "paper"), results.load("laurent_mlps", "paper-64nets")))
 SEC52 = ("swaps_scarce", "swaps_gathered", "swaps_in_high_lr_phases", "ordering_freezes")
 display(report.show_saved_run("laurent_optunets",
                               "256 OptuNets x 60 epochs: about 3 minutes on an H100, 6 hours on a 2-core CPU",
@@ -248,14 +179,14 @@ display(report.show_saved_run("laurent_mlps",
 # step falling from the first learning-rate phase to the last. Each is judged over the
 # independent runs; the cell after the tables asserts that each verdict is the expected one.
 
-# %% tags=["hide-input"]
+# %%
 opt_outcomes = [o for o in claims.evaluate("laurent_optunets", summary) if o.claim.name in SEC52]
 mlp_outcomes = [o for o in claims.evaluate("laurent_mlps", summary_mlp) if o.claim.name in SEC52]
 claims.epilogue(opt_outcomes, profile.name, prefix="ch11_opt", glue=glue,  # ch11_opt_v_<claim>, ch11_opt_e_<claim>
                 scale=scales.scale_label("laurent_optunets", profile.name))
 claims.epilogue(mlp_outcomes, profile.name, prefix="ch11_mlp", glue=glue,
                 scale=scales.scale_label("laurent_mlps", profile.name))
-glue("ch11_burst_window", experiments.laurent.BURST_WINDOW, display=False)
+glue("ch11_burst_window", laurent.BURST_WINDOW, display=False)
 outcomes = opt_outcomes + mlp_outcomes
 
 # %% tags=["nbval-check-output"]

@@ -43,46 +43,22 @@
 #   there is one, else "not run" (they need the datasets and a GPU).
 
 # %% tags=["hide-cell"]
-import matplotlib.pyplot as plt
-import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
 from symlib import experiments
-from symlib.experiments import plotting
-from symlib.experiments.judging import claims, scales
-from symlib.experiments.laurent.posteriors import (APPENDIX_B4_MNIST, SETTINGS, TABLE1_COLUMNS,
-                                          TABLE1_MNIST, bank_train_config)
+from symlib.experiments import laurent, plotting
+from symlib.experiments.judging import claims, results, scales
 from symlib.experiments.profiles import get_profile
-from symlib.experiments.report import Table
+from symlib.experiments.report import paper_vs_ours
+from symlib.experiments.table import glue_all
 
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
 paper_profile = get_profile("paper")
 SCALE = scales.scale_label("laurent_posteriors", profile.name)
-
-
-def swag_schedule(p):
-    """SWAG's snapshots (= rank) and epochs under profile ``p`` (as `posteriors.method_samples`)."""
-    snaps = min(SETTINGS["swag_snapshots"], max(2, 2 * p.post_method_epochs))
-    return snaps, max(snaps, 2 * p.post_method_epochs)
-
-
-for tag, p in (("q", profile), ("p", paper_profile)):
-    snaps, swag_epochs = swag_schedule(p)
-    glue(f"ch12_swag_snaps_{tag}", snaps, display=False)
-    glue(f"ch12_swag_epochs_{tag}", swag_epochs, display=False)
-glue("ch12_n_train", f"{profile.n_train:,}", display=False)
-glue("ch12_laplace_n", f"{profile.laplace_n_data:,}" if profile.laplace_n_data else "all",
-     display=False)
-glue("ch12_dropout", SETTINGS["dropout_rate"], display=False)
-glue("ch12_bnn_mc", SETTINGS["bnn_num_mc"], display=False)
-glue("ch12_swag_scale", SETTINGS["swag_scale"], display=False)
-glue("ch12_sghmc_step", f"{SETTINGS['sghmc_step_size']:g}", display=False)
-glue("ch12_reference", profile.post_reference, display=False)
-glue("ch12_samples", profile.post_samples, display=False)
-glue("ch12_bank_epochs", profile.bank_epochs, display=False)
+glue_all(glue, "ch12", laurent.posterior_setting_values(profile, paper_profile))
 
 # %% [markdown]
 # ## The reference posterior: a bank of OptuNets
@@ -100,17 +76,10 @@ glue("ch12_bank_epochs", profile.bank_epochs, display=False)
 
 # %%
 bank = experiments.run("optunet_bank", profile).artifact
-acc = np.asarray(bank["test_accuracy"])
 res = experiments.run("laurent_posteriors", profile)
 summary = experiments.SUMMARIES["laurent_posteriors"](res.artifact)
-split = res.artifact["split"]
-print(f"{len(acc)} OptuNets trained in {bank['seconds']:.0f} s; {len(split['converged'])} "
-      "converged "
-      f"(test accuracy {acc[split['converged']].min():.2f}-{acc.max():.2f}); reference: "
-      f"{len(split['reference'])} networks (mean accuracy {summary['reference_accuracy']:.3f}); "
-      f"deep ensemble: {len(split['ensemble'])}")
-glue("ch12_reference_acc", f"{summary['reference_accuracy']:.0%}", display=False)
-glue("ch12_bank_lr", f"{bank_train_config(profile, 1).learning_rate:g}", display=False)
+print(laurent.bank_line(bank, summary, res.artifact["split"]))
+glue_all(glue, "ch12", laurent.bank_values(summary, profile))
 
 # %% [markdown]
 # ## The method zoo
@@ -141,13 +110,9 @@ glue("ch12_bank_lr", f"{bank_train_config(profile, 1).learning_rate:g}", display
 #   cost too much of this chapter's time budget.
 # - **DE**: `post_samples` converged bank networks outside the reference.
 
-# %% tags=["hide-input"]
-display(Table(["method", f"seconds ({profile.name} profile, this machine)"],
-              [(m, f"{summary['seconds'][m]:.1f}") for m in summary["methods"] if m != "DE"]))
-print("settings:", SETTINGS)
-print(f"profile: {profile.post_method_epochs} epoch(s) of Dropout, BNN and SGHMC, started from the modes: "
-      f"{profile.post_warm_start}; SGHMC {profile.sghmc_leapfrog} steps a draw; Laplace Hessian: "
-      f"{profile.laplace_hessian} over {profile.laplace_n_data or 'all'} training images")
+# %%
+display(laurent.method_seconds_table(summary, profile.name))
+print(laurent.method_settings_lines(profile))
 
 # %% [markdown]
 # ## Table 1, MNIST block
@@ -163,52 +128,23 @@ print(f"profile: {profile.post_method_epochs} epoch(s) of Dropout, BNN and SGHMC
 # the top probability as score, MI in nats) on `post_n_eval` MNIST test images and as many
 # Fashion-MNIST test images (OOD), in percent as in the paper (MI times a hundred).
 
-# %% tags=["hide-input"]
-def ours_row(m):
-    mm, me = summary["mmd"], summary["metrics"][m]
-    return [mm["MMD"][m]["median"], mm["NS"][m]["median"], 100 * me["acc"], 100 * me["ece"],
-            100 * me["brier"], 100 * me["aupr"], 100 * me["fpr95"], 100 * me["mi_id"],
-            100 * me["mi_ood"]]
-
-
-def fmt(v, mmd):
-    return "n/a" if v is None else (f"{v:.4f}" if mmd else f"{v:.1f}")
-
-
-rows = []
-for m in summary["methods"]:
-    ours = ours_row(m)
-    rows.append([m] + [f"{p:g} / {fmt(o, i < 2)}"
-                       for i, (p, o) in enumerate(zip(TABLE1_MNIST[m], ours))])
-display(Table(["method (paper / ours, " + profile.name + " profile)", *TABLE1_COLUMNS], rows))
+# %%
+display(laurent.table1_mnist(summary, profile.name))
 
 # %% [markdown]
 # ### The MMD, raw and without symmetries
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(9, 3.6))
-plotting.grouped_bars(ax, summary["methods"],
-                      {v: [summary["mmd"][v][m]["median"] for m in summary["methods"]]
-                       for v in ("MMD", "NS")},
-                      ylabel="MMD² to the reference (median over kernels)",
-                      title=f"Distance to the reference posterior ({profile.name} profile; "
-                            "log scale)")
-ax.set_yscale("log")
-fig.tight_layout()
+medians = {v: [summary["mmd"][v][m]["median"] for m in summary["methods"]] for v in ("MMD", "NS")}
+plotting.grouped_bars_figure(summary["methods"], medians, ylabel="MMD² to the reference (median over kernels)",
+                             title=f"Distance to the reference posterior ({profile.name} profile; log scale)",
+                             log=True);
 
 # %% [markdown]
 # ### Median, mean and max over the 20 kernels (Appendix B.4)
 
-# %% tags=["hide-input"]
-b4 = []
-for m in summary["methods"]:
-    ours = [summary["mmd"][v][m][s] for v in ("MMD", "NS") for s in ("median", "mean", "max")]
-    b4.append([m, "/".join(f"{x:g}" for x in APPENDIX_B4_MNIST[m][:3]),
-               "/".join(f"{x:.4f}" for x in ours[:3]),
-               "/".join(f"{x:g}" for x in APPENDIX_B4_MNIST[m][3:]),
-               "/".join(f"{x:.4f}" for x in ours[3:])])
-display(Table(["method", "MMD paper", f"MMD ours ({profile.name})", "NS paper",
-               f"NS ours ({profile.name})"], b4))
+# %%
+display(laurent.appendix_b4_table(summary, profile.name))
 
 # %% [markdown]
 # Inconsistencies in the paper's own numbers, for readers comparing the two tables: Table
@@ -229,11 +165,8 @@ display(Table(["method", "MMD paper", f"MMD ours ({profile.name})", "NS paper",
 # (permutations only, no rescaling). Min-mass is undefined for dropout samples: a unit
 # whose outgoing weights the mask zeroed has no min-mass scale (n/a below).
 
-# %% tags=["hide-input"]
-variants = list(summary["mmd"])
-display(Table(["method", *variants],
-              [[m] + [fmt(summary["mmd"][v][m]["median"], True) for v in variants]
-               for m in summary["methods"]]))
+# %%
+display(laurent.symmetry_removal_table(summary))
 
 # %% [markdown]
 # ## CIFAR-100 and TinyImageNet: ResNet-18 (paper profile only)
@@ -261,40 +194,12 @@ display(Table(["method", *variants],
 # looks); the saved `book/results/rn18_posteriors_cifar100-paper.json` is then shown here.
 # Each cell reads paper / ours as MMD, NS, Acc, ECE, Brier, AUPR, FPR95, ID MI, OOD MI.
 
-# %% tags=["hide-input"]
-from symlib.experiments.judging import results
-from symlib.experiments.laurent.posteriors_resnet import SETTINGS as SETTINGS_RN18
-from symlib.experiments.laurent.posteriors_resnet import TABLE1 as TABLE1_RN18
-from symlib.experiments.laurent.posteriors_resnet import methods_of
-from symlib.experiments.report import paper_vs_ours
-
-glue("ch12_rn18_nets", f"{paper_profile.rn18_nets:,}", display=False)
-glue("ch12_rn18_dropout", SETTINGS_RN18["dropout_rate"], display=False)
-glue("ch12_rn18_samples", paper_profile.rn18_samples, display=False)
-glue("ch12_rn18_reference", f"{paper_profile.rn18_reference:,}", display=False)
-
-NEEDS = {"cifar100": "not run: needs CIFAR-100 data and a GPU",
-         "tiny_imagenet": "not run: needs TinyImageNet data and a GPU"}
-
-
-def rn18_table(task):
+# %%
+glue_all(glue, "ch12", laurent.resnet_posterior_values(paper_profile))
+for task in ("cifar100", "tiny_imagenet"):
     record = results.load(f"rn18_posteriors_{task}", "paper")
-    rows = []
-    for m in methods_of(task):
-        paper = " / ".join("/" if v is None else f"{v:g}" for v in TABLE1_RN18[task][m])
-        if record is None:
-            ours = NEEDS[task]
-        else:
-            ours = " / ".join("n/a" if v is None else f"{v:.3g}"
-                              for v in record["summary"]["table1"][m].values())
-        rows.append((m, paper, ours))
-    where = "" if record is None else f" ({record['device']}, {record['date']})"
-    print(f"{task}: {'saved run' + where if record else NEEDS[task]}")
-    return paper_vs_ours(rows, "paper")
-
-
-display(rn18_table("cifar100"))
-display(rn18_table("tiny_imagenet"))
+    print(laurent.resnet_run_line(task, record))
+    display(paper_vs_ours(laurent.resnet_table1_rows(task, record), "paper"))
 
 # %% [markdown]
 # ## Synthesis: the paper's claims, as code
@@ -320,25 +225,10 @@ display(rn18_table("tiny_imagenet"))
 # chapter already near its time budget. The cell after the table asserts that each verdict
 # is the expected one.
 
-# %% tags=["hide-input"]
+# %%
 outcomes = claims.evaluate("laurent_posteriors", summary)
 claims.epilogue(outcomes, profile.name, prefix="ch12", glue=glue, scale=SCALE)
-single, multi = summary["single"], summary["multi"]  # multi: the multi-mode methods and DE
-for variant in ("MMD", "NS"):
-    per = summary["mmd"][variant]
-    best_single = min(per[m]["median"] for m in single)
-    worst_multi = max(per[m]["median"] for m in multi)
-    glue(f"ch12_gap_{variant}", f"{best_single / worst_multi:.2f}", display=False)
-ns_lower = [m for m in summary["methods"]
-            if summary["mmd"]["NS"][m]["median"] < summary["mmd"]["MMD"][m]["median"]]
-glue("ch12_ns_lower", f"{len(ns_lower)} of {len(summary['methods'])}", display=False)
-glue("ch12_ns_not_lower", ", ".join(m for m in summary["methods"] if m not in ns_lower) or "none",
-     display=False)
-better_than_ns = {v: [m for m in summary["methods"] if summary["mmd"][v][m]["median"] is not None
-                      and summary["mmd"][v][m]["median"] < summary["mmd"]["NS"][m]["median"]]
-                  for v in ("NS min-mass", "NS re-basin")}
-for v, ms in better_than_ns.items():
-    glue(f"ch12_better_{v.split()[-1]}", ", ".join(ms) or "none", display=False)
+glue_all(glue, "ch12", laurent.mmd_comparison_values(summary))
 
 # %% tags=["nbval-check-output"]
 claims.assert_expected(outcomes, profile.name, "Laurent et al.")

@@ -38,16 +38,16 @@
 # - the paper's claims about them (App. D.2), judged with their uncertainty.
 
 # %% tags=["hide-cell"]
-import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
 from symlib import experiments
-from symlib.experiments import plotting, report
+from symlib.experiments import laurent, plotting, report
 from symlib.experiments.judging import claims, results, scales
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import paper_vs_ours
+from symlib.experiments.table import glue_all
 
 plotting.set_style()
 profile = get_profile()
@@ -67,31 +67,13 @@ SCALE = scales.scale_label("functional_collapse", profile.name)
 # %%
 res = experiments.run("functional_collapse", profile)
 summary = experiments.SUMMARIES["functional_collapse"](res.artifact)
-mi_id, mi_ood = np.asarray(res.artifact["mi_id"]), np.asarray(res.artifact["mi_ood"])
-print(f"{summary['pairs']} pairs; MI in nats: ID mean {summary['mean_id']:.4f} "
-      f"(std {summary['std_id']:.4f}), OOD mean {summary['mean_ood']:.4f} "
-      f"(std {summary['std_ood']:.4f})")
-n_nets = len(np.unique(np.asarray(res.artifact["pairs"])))
-glue("ch13_pairs", summary["pairs"], display=False)
-glue("ch13_nets", n_nets, display=False)
-for k in ("mean_id", "std_id", "mean_ood", "std_ood", "cv_id", "cv_ood", "pearson_r",
-          "spearman_rho"):
-    glue(f"ch13_{k}", float(summary[k]), display=False)
-glue("ch13_below_half", float(summary["below_half_id"]), display=False)
+print(laurent.collapse_line(summary))
+glue_all(glue, "ch13", laurent.collapse_values(summary))
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
-axes[0].hist(mi_id, bins=30, color=plotting.PALETTE[0])
-axes[0].set(xlabel="MI of the pair on MNIST (ID), nats", ylabel="pairs", title="in distribution")
-axes[1].hist(mi_ood, bins=30, color=plotting.PALETTE[1])
-axes[1].set(xlabel="MI of the pair on Fashion-MNIST (OOD), nats", ylabel="pairs",
-            title="out of distribution")
-axes[2].scatter(mi_id, mi_ood, s=6, alpha=0.5, color=plotting.PALETTE[2])
-axes[2].set(xlabel="ID MI, nats", ylabel="OOD MI, nats",
-            title=f"Pearson r = {summary['pearson_r']:.2f}, "
-                  f"Spearman ρ = {summary['spearman_rho']:.2f}")
-fig.suptitle(f"Two-member ensembles of bank OptuNets ({profile.name} profile)")
-fig.tight_layout()
+plotting.pairwise_mi_figure(np.asarray(res.artifact["mi_id"]), np.asarray(res.artifact["mi_ood"]),
+                            pearson_r=summary["pearson_r"], spearman_rho=summary["spearman_rho"],
+                            suptitle=f"Two-member ensembles of bank OptuNets ({profile.name} profile)");
 
 # %% [markdown]
 # The p-value that `scipy` gives for a correlation assumes independent pairs, which pairs
@@ -102,20 +84,8 @@ fig.tight_layout()
 # measure: the OOD MI is larger on average, so its raw standard deviation is larger for
 # that reason alone.
 
-# %% tags=["hide-input"]
-display(paper_vs_ours([
-    ("spread of the ID MI (Fig. 7)",
-     "non-negligible probability of an MI twice lower than the mean",
-     f"{summary['below_half_id']:.1%} of pairs below half the mean; coefficient of variation "
-     f"{summary['cv_id']:.2f}"),
-    ("spread of the OOD MI (Sec. 5.1, Fig. 7)", "higher than in distribution",
-     f"std {summary['std_ood']:.4f} vs {summary['std_id']:.4f} nats (coefficient of variation "
-     f"{summary['cv_ood']:.2f} vs {summary['cv_id']:.2f})"),
-    ("ID vs OOD MI (App. D.2)",
-     "some positive correlation for OptuNet (none for ResNet-18 on CIFAR-100)",
-     f"Pearson r = {summary['pearson_r']:.3f} (p = {summary['pearson_p']:.2g} if the pairs were "
-     f"independent), Spearman ρ = {summary['spearman_rho']:.3f}"),
-], profile.name, scale=SCALE))
+# %%
+display(paper_vs_ours(laurent.collapse_rows(summary), profile.name, scale=SCALE))
 
 # %% [markdown]
 # ## ResNet-18 on CIFAR-100 (Fig. 3; paper profile only)
@@ -135,25 +105,12 @@ display(paper_vs_ours([
 # validation images (ID) and Textures (DTD, `symlib.data.load_textures`, OOD); it needs the
 # data and a GPU too, and no saved run of it is shown yet.
 
-# %% tags=["hide-input"]
-glue("ch13_rn18_nets", f"{paper_profile.rn18_nets:,}", display=False)
-glue("ch13_rn18_eval", f"{paper_profile.rn18_n_eval:,}", display=False)
+# %%
+glue_all(glue, "ch13", laurent.collapse_resnet_values(paper_profile))
 record = results.load("rn18_collapse_cifar100", "paper")
-NEEDS = "not run: needs CIFAR-100 data and a GPU"
-if record is None:
-    cells = [NEEDS] * 3
-else:
-    rs = record["summary"]
-    print(f"saved run: {record['device']}, {record['date']}; {rs['pairs']} pairs")
-    cells = [f"std {rs['std_id']:.4f} nats (coefficient of variation {rs['cv_id']:.2f})",
-             f"std {rs['std_ood']:.4f} vs {rs['std_id']:.4f} nats (ID)",
-             f"Pearson r = {rs['pearson_r']:.3f} (p = {rs['pearson_p']:.2g}), "
-             f"Spearman ρ = {rs['spearman_rho']:.3f}"]
-display(paper_vs_ours([
-    ("spread of the ID MI (Fig. 3, left)", "very low variance", cells[0]),
-    ("spread of the OOD MI (Fig. 3, centre)", "higher than in distribution", cells[1]),
-    ("ID vs OOD MI (Fig. 3, right)", "no significant correlation", cells[2]),
-], "paper"))
+if record is not None:
+    print(laurent.resnet_collapse_line(record))
+display(paper_vs_ours(laurent.resnet_collapse_rows(record), "paper"))
 
 
 # %% [markdown]
@@ -172,11 +129,10 @@ display(paper_vs_ours([
 # {glue:text}`ch13_t_collapse_frequency:.0%` (counted over disjoint pairs, so that no network
 # appears twice). The cell after the table asserts that each verdict is the expected one.
 
-# %% tags=["hide-input"]
+# %%
 outcomes = claims.evaluate("functional_collapse", summary)
 claims.epilogue(outcomes, profile.name, prefix="ch13", glue=glue, scale=SCALE)
-for o in outcomes:
-    glue(f"ch13_t_{o.claim.name}", o.evidence.threshold.value, display=False)
+glue_all(glue, "ch13", laurent.claim_threshold_values(outcomes))
 
 # %% tags=["nbval-check-output"]
 claims.assert_expected(outcomes, profile.name, "Laurent et al.")
@@ -215,28 +171,10 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 # {glue:text}`ch13_s_bank` networks (all pairs of the converged ones). The same claims are
 # checked on it below (and by the unit tests).
 
-# %% tags=["hide-input"]
+# %%
 saved = results.load("functional_collapse", "paper-24nets")
-ss = saved["summary"]
-bank_size = int(saved["command"].split("bank_nets=")[1].split()[0])
-converged = int(round((1 + np.sqrt(1 + 8 * ss["pairs"])) / 2))  # n (n - 1) / 2 pairs
-glue("ch13_pp_bank", f"{paper_profile.bank_nets:,}", display=False)
-glue("ch13_pp_hours", f"{saved['elapsed_s'] / bank_size * paper_profile.bank_nets / 3600:.0f}",
-     display=False)
-glue("ch13_s_bank", bank_size, display=False)
-glue("ch13_s_device", saved["device"], display=False)
-glue("ch13_s_cv_compare", "the more" if ss["cv_ood"] > ss["cv_id"] else "not the more",
-     display=False)
-glue("ch13_s_minutes", f"{saved['elapsed_s'] / 60:.0f}", display=False)
-glue("ch13_s_converged", converged, display=False)
-glue("ch13_s_failed", bank_size - converged, display=False)
-glue("ch13_s_per_net", converged - 1, display=False)
-glue("ch13_s_below_half", int(round(ss["below_half_id"] * ss["pairs"])), display=False)
-for k in ("pairs", "mean_id", "std_id", "mean_ood", "std_ood", "cv_id", "cv_ood", "pearson_r",
-          "pearson_p", "spearman_rho"):
-    glue(f"ch13_s_{k}", ss[k] if isinstance(ss[k], int) else float(ss[k]), display=False)
-for o in claims.evaluate("functional_collapse", ss):
-    glue(f"ch13_s_v_{o.claim.name}", o.verdict.value, display=False)
+saved_outcomes = claims.evaluate("functional_collapse", saved["summary"])
+glue_all(glue, "ch13", laurent.saved_collapse_values(saved, paper_profile, saved_outcomes))
 report.show_saved_run("functional_collapse", "a bank of 1,000 OptuNets: more than a day on a CPU")
 
 # %% [markdown]

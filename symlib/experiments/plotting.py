@@ -522,3 +522,177 @@ def stacked_counts(counts: dict[tuple[str, str, str], int], panels: Sequence[str
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
     return fig
+
+
+def grouped_bars_figure(categories: Sequence[str], series: dict[str, Sequence[float | None]], *, ylabel: str,
+                        title: str | None = None, log: bool = False,
+                        figsize: tuple[float, float] = (9, 3.6)) -> plt.Figure:
+    """A figure of :func:`grouped_bars`, optionally on a logarithmic y axis.
+
+    Args:
+        categories: one group of bars each.
+        series: legend label -> one value per category (``None`` leaves a gap).
+        ylabel: label of the y axis.
+        title: title of the axes.
+        log: a logarithmic y axis.
+        figsize: the figure's size.
+
+    Returns:
+        The figure.
+    """
+    fig, ax = plt.subplots(figsize=figsize)
+    grouped_bars(ax, categories, series, ylabel=ylabel, title=title)
+    if log:
+        ax.set_yscale("log")
+    fig.tight_layout()
+    return fig
+
+
+def pairwise_mi_figure(mi_id: np.ndarray, mi_ood: np.ndarray, *, pearson_r: float, spearman_rho: float,
+                       suptitle: str | None = None) -> plt.Figure:
+    """The mutual information of two-member ensembles, one value per pair of networks: its
+    histogram in distribution, out of distribution, and the two against each other.
+
+    Args:
+        mi_id: per pair, the MI on in-distribution (MNIST) inputs, in nats.
+        mi_ood: per pair, the MI on out-of-distribution (Fashion-MNIST) inputs, in nats.
+        pearson_r: Pearson's correlation of the two (shown in the scatter's title).
+        spearman_rho: Spearman's correlation of the two (likewise).
+        suptitle: title of the figure.
+
+    Returns:
+        The figure.
+    """
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
+    axes[0].hist(mi_id, bins=30, color=PALETTE[0])
+    axes[0].set(xlabel="MI of the pair on MNIST (ID), nats", ylabel="pairs", title="in distribution")
+    axes[1].hist(mi_ood, bins=30, color=PALETTE[1])
+    axes[1].set(xlabel="MI of the pair on Fashion-MNIST (OOD), nats", ylabel="pairs",
+                title="out of distribution")
+    axes[2].scatter(mi_id, mi_ood, s=6, alpha=0.5, color=PALETTE[2])
+    axes[2].set(xlabel="ID MI, nats", ylabel="OOD MI, nats",
+                title=f"Pearson r = {pearson_r:.2f}, Spearman ρ = {spearman_rho:.2f}")
+    if suptitle:
+        fig.suptitle(suptitle)
+    fig.tight_layout()
+    return fig
+
+
+def training_runs_figure(epoch_loss: np.ndarray, converged: np.ndarray, milestones: Sequence[int],
+                         test_accuracy: np.ndarray, *, loss_title: str, accuracy_title: str) -> plt.Figure:
+    """Networks trained at once: the training objective per epoch, one line per network (red for
+    those in ``~converged``), with the learning-rate milestones dashed; and each network's test
+    accuracy.
+
+    Args:
+        epoch_loss: ``(networks, epochs)`` training objective.
+        converged: ``(networks,)`` booleans.
+        milestones: epochs (counted from 0) after which the learning rate changed.
+        test_accuracy: ``(networks,)`` test accuracy in [0, 1].
+        loss_title: title of the left panel.
+        accuracy_title: title of the right panel.
+
+    Returns:
+        The figure.
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.2), constrained_layout=True)
+    epochs_axis = np.arange(1, epoch_loss.shape[1] + 1)
+    for i, loss in enumerate(epoch_loss):
+        axes[0].plot(epochs_axis, loss, lw=1, color="C0" if converged[i] else "C3")
+    for m in milestones:
+        axes[0].axvline(m + 0.5, color="0.5", ls="--", lw=1)
+    axes[0].set_xlabel("epoch")
+    axes[0].set_ylabel("training objective (cross-entropy + penalty)")
+    axes[0].set_title(loss_title)
+    axes[1].plot(100 * test_accuracy, np.arange(len(test_accuracy)), "o", color="C0")
+    axes[1].set_xlabel("test accuracy (%)")
+    axes[1].set_ylabel("network")
+    axes[1].set_title(accuracy_title)
+    return fig
+
+
+def mass_landscape_figure(t: np.ndarray, path: np.ndarray, line_t: np.ndarray, lines: Sequence[np.ndarray],
+                          eigenvalues: dict[str, np.ndarray], *, name: str) -> plt.Figure:
+    """The mass of one network in its log-scales: along the path from its trained scales (``t = 0``)
+    to its min-mass scales (``t = 1``), along random lines through the optimum, and the Hessian's
+    eigenvalues.
+
+    Args:
+        t: the path's points.
+        path: the mass at each of ``t``.
+        line_t: the points of every random line (distance from the optimum).
+        lines: the mass along each random line at ``line_t``.
+        eigenvalues: label (e.g. ``"trained"``, ``"min-mass"``) -> the Hessian's eigenvalues there.
+        name: the network's name in the titles.
+
+    Returns:
+        The figure.
+    """
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.4), constrained_layout=True)
+    axes[0].plot(t, path)
+    axes[0].axvline(0, color="0.5", ls=":", lw=1)
+    axes[0].axvline(1, color="0.5", ls=":", lw=1)
+    axes[0].set_xlabel("t (log-scales t u*: 0 trained, 1 min-mass)")
+    axes[0].set_ylabel("mass")
+    axes[0].set_title(f"{name}: from trained to min-mass")
+    for m in lines:
+        axes[1].plot(line_t, m, lw=1)
+    axes[1].set_xlabel("distance from u* along a random unit direction")
+    axes[1].set_title(f"{name}: random lines through u*")
+    for label, ev in eigenvalues.items():
+        axes[2].semilogy(ev, "o", ms=4, label=label)
+    units = len(next(iter(eigenvalues.values())))
+    axes[2].set_xlabel(f"eigenvalue index ({units} rescalable units)")
+    axes[2].set_ylabel("Hessian eigenvalue")
+    axes[2].set_title(f"{name}: Hessian of the mass in u")
+    axes[2].legend()
+    return fig
+
+
+def pvalue_cdfs(pvalues: dict[str, Sequence[np.ndarray]], titles: Sequence[str]) -> plt.Figure:
+    """The empirical distribution of p-values, one panel per layer and one curve per series, against
+    the uniform distribution that identical marginals would give.
+
+    Args:
+        pvalues: series name -> per panel, that layer's p-values.
+        titles: one title per panel.
+
+    Returns:
+        The figure.
+    """
+    fig, axes = plt.subplots(1, len(titles), figsize=(14, 3.4), constrained_layout=True)
+    for l, ax in enumerate(axes):
+        for k, (name, p) in enumerate(pvalues.items()):
+            q = np.sort(p[l])
+            ax.step(np.r_[0, q, 1], np.r_[0, np.arange(1, len(q) + 1) / len(q), 1], where="post", lw=2,
+                    color=f"C{k}", label=name)
+        ax.plot([0, 1], [0, 1], ":", color="0.5", lw=1, label="identical marginals (uniform)")
+        ax.set_title(titles[l])
+        ax.set_xlabel("p-value")
+    axes[0].set_ylabel("share of tests with a smaller p-value")
+    axes[0].legend(fontsize=8)
+    return fig
+
+
+def overlaid_histograms(panels: dict[str, dict[str, np.ndarray]], *, xlabel: str, ylabel: str,
+                        bins: int = 20) -> plt.Figure:
+    """Side-by-side panels sharing the y axis, each overlaying the density histograms of a few samples.
+
+    Args:
+        panels: panel title -> sample label -> values.
+        xlabel: label of every x axis.
+        ylabel: label of the first panel's y axis.
+        bins: histogram bins.
+
+    Returns:
+        The figure.
+    """
+    fig, axes = plt.subplots(1, len(panels), figsize=(10, 3.2), constrained_layout=True, sharey=True)
+    for ax, (title, samples) in zip(axes, panels.items()):
+        for label, x in samples.items():
+            ax.hist(x, bins, alpha=0.55, density=True, label=label)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(xlabel)
+    axes[0].set_ylabel(ylabel)
+    axes[0].legend()
+    return fig

@@ -39,17 +39,98 @@ statistics mixed over all channels of the pixel); with batch norm in inference f
 scaling a convolution's output channel, its running ``mean`` by ``a`` and ``var`` by
 ``a**2`` is a symmetry only up to ``eps`` (``sqrt(a**2 var + eps) != a sqrt(var + eps)``).
 ``tests/symmetry/test_resnet.py`` checks all of these statements numerically.
+
+**Derived, not written.** Every spec here is computed by :mod:`symlib.symmetry.derive` from the
+model's own jaxpr (:func:`~symlib.symmetry.derive.permutation_spec_from_apply` and
+:func:`~symlib.symmetry.derive.scaling_spec_from_apply` on small parameters of the same
+layout: the specs do not depend on the width or the number of classes), once per process, with
+the derived names put into the names above (``P_conv_1``; ``P_stage_s``,
+``P_stage_s_block_b``; the scaling groups of OptuNet by layer) and the entries in the order of
+the hand-written specs that ``tests/_spec_oracles.py`` keeps as the oracles
+(``tests/symmetry/test_derive_specs.py`` checks them equal, entry by entry and in order).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+import functools
+import re
+from functools import partial
 
-from symlib.core.resnet import inner_name, resnet18_shapes, resnet20_shapes, stream_name
+import jax.numpy as jnp
+
+from symlib.core.cnn import OPTUNET_SHAPES, optunet_apply
+from symlib.core.resnet import (inner_name, resnet18_apply, resnet18_shapes, resnet20_apply, resnet20_shapes,
+                                stream_name)
+from symlib.symmetry.derive import permutation_spec_from_apply, scaling_spec_from_apply
 from symlib.symmetry.scaling import ScalingSpec
 from symlib.symmetry.specs import PermutationSpec
 
 __all__ = ["optunet_permutation_spec", "optunet_scaling_spec", "resnet18_permutation_spec", "resnet18_scaling_spec",
            "resnet20_permutation_spec", "resnet20_scaling_spec"]
+
+
+def _zeros(shapes) -> dict:
+    """Zero parameters of the layout ``{"a/b": shape}``, nested as the models take them."""
+    out: dict = {}
+    for path, shape in shapes.items():
+        *parents, leaf = path.split("/")
+        node = out
+        for name in parents:
+            node = node.setdefault(name, {})
+        node[leaf] = jnp.zeros(shape, jnp.float32)
+    return out
+
+
+def _resnet_name(derived: str) -> str:
+    """A ResNet's permutation name for derive's ``"P_<first writer's layer>"``: the stem and
+    every ``conv_1``/``norm_1`` (and the shortcut's) write a stage's stream, ``conv_0``/``norm_0``
+    a block's inner channels."""
+    layer = derived[2:]
+    if layer.startswith("stem/"):
+        return stream_name(0)
+    match = re.fullmatch(r"stage_(\d+)/block_(\d+)/(?:conv|norm)_([01])", layer)
+    if match is None:
+        raise ValueError(f"unexpected derived group {derived!r}: the ResNet naming needs updating")
+    stage, block, which = map(int, match.groups())
+    return inner_name(stage, block) if which == 0 else stream_name(stage)
+
+
+def _renamed(pspec: PermutationSpec, sspec: ScalingSpec, name, order, by_path: bool) -> tuple[PermutationSpec,
+                                                                                               ScalingSpec]:
+    """The specs with every group renamed by ``name``, the permutation axes in the parameter
+    order ``order`` and, with ``by_path``, each scaling group's entries incoming side first,
+    by path (the ResNets' norms: bias before scale; derive lists them in parameter order)."""
+    rename = lambda n: None if n is None else name(n)  # noqa: E731
+    axes = {path: tuple(map(rename, pspec.axes[path])) for path in order}
+    perm = PermutationSpec(axes, blocks={name(k): v for k, v in pspec.blocks.items()})
+    groups = {name(k): tuple(sorted(v, key=lambda e: (e[2] != 1, e[0])) if by_path else v)
+              for k, v in sspec.groups.items()}
+    return perm, ScalingSpec(groups=groups, mass_paths=sspec.mass_paths, views=sspec.views, parts=sspec.parts)
+
+
+@functools.lru_cache(maxsize=None)
+def _derived(arch: str) -> tuple[PermutationSpec, ScalingSpec]:
+    """The permutation and scaling specs of ``arch``, derived from its jaxpr (module docstring)."""
+    if arch == "optunet":
+        order, small = list(OPTUNET_SHAPES), OPTUNET_SHAPES
+        apply_fn, image = partial(optunet_apply, conv="xla"), (28, 28, 1)
+        name, scale_name = (lambda n: n), (lambda n: n[2:])  # OptuNet's scaling groups are named by layer
+    else:
+        order = list(resnet20_shapes() if arch == "resnet20" else resnet18_shapes())
+        small = resnet20_shapes(in_channels=1) if arch == "resnet20" else resnet18_shapes(base_width=4)
+        apply_fn, image = (resnet20_apply if arch == "resnet20" else resnet18_apply), (32, 32, 3)
+        image = image[:2] + (small["stem/conv/kernel"][2],)
+        name = scale_name = _resnet_name
+    params, x = _zeros(small), jnp.zeros((1, *image), jnp.float32)
+    pspec = permutation_spec_from_apply(apply_fn, params, x)
+    sspec = scaling_spec_from_apply(apply_fn, params, x)
+    resnet = arch != "optunet"
+    return _renamed(pspec, sspec, name, order, resnet)[0], _renamed(pspec, sspec, scale_name, order, resnet)[1]
+
+
+def _spec(arch: str, kind: int):
+    """A fresh copy of ``arch``'s derived permutation (``kind=0``) or scaling (``1``) spec."""
+    return copy.deepcopy(_derived(arch)[kind])
 
 
 def optunet_permutation_spec() -> PermutationSpec:
@@ -60,41 +141,7 @@ def optunet_permutation_spec() -> PermutationSpec:
         ``conv_1/kernel`` and the input axis of ``dense_0/kernel``; ``P_dense_0`` (3 units)
         on ``dense_0`` and the input axis of ``dense_1/kernel``.
     """
-    return PermutationSpec(
-        {
-            "conv_0/kernel": (None, None, None, None),
-            "conv_1/kernel": (None, None, None, "P_conv_1"),
-            "dense_0/kernel": ("P_conv_1", "P_dense_0"),
-            "dense_0/bias": ("P_dense_0",),
-            "dense_1/kernel": ("P_dense_0", None),
-            "dense_1/bias": (None,),
-        },
-        blocks={"P_conv_1": 2},
-    )
-
-
-def _resnet_spec(shapes: Mapping[str, tuple[int, ...]]) -> PermutationSpec:
-    """Spec of a ResNet of :mod:`symlib.core.resnet` from its parameter paths (module docstring)."""
-    last = max(int(path.split("/")[0].split("_")[1]) for path in shapes if path.startswith("stage_"))
-    axes = {}
-    for path in shapes:
-        parts = path.split("/")
-        if parts[0] == "head":
-            axes[path] = (stream_name(last), None) if parts[1] == "kernel" else (None,)
-            continue
-        if parts[0] == "stem":
-            reads, writes = None, stream_name(0)
-        else:
-            s, b = int(parts[0].split("_")[1]), int(parts[1].split("_")[1])
-            stream_in = stream_name(s - 1 if s > 0 and b == 0 else s)
-            if parts[2] in ("conv_0", "norm_0"):
-                reads, writes = stream_in, inner_name(s, b)
-            elif parts[2] in ("conv_1", "norm_1"):
-                reads, writes = inner_name(s, b), stream_name(s)
-            else:  # shortcut/conv, shortcut/norm
-                reads, writes = stream_in, stream_name(s)
-        axes[path] = (None, None, reads, writes) if parts[-1] == "kernel" else (writes,)
-    return PermutationSpec(axes)
+    return _spec("optunet", 0)
 
 
 def resnet20_permutation_spec() -> PermutationSpec:
@@ -105,7 +152,7 @@ def resnet20_permutation_spec() -> PermutationSpec:
         ``P_stage_s_block_b`` (9) on the inner channels of the blocks (module docstring);
         ``None`` on kernel spatial axes, the image channels and the classes.
     """
-    return _resnet_spec(resnet20_shapes())
+    return _spec("resnet20", 0)
 
 
 def resnet18_permutation_spec() -> PermutationSpec:
@@ -116,7 +163,7 @@ def resnet18_permutation_spec() -> PermutationSpec:
         ``scale``/``bias``): ``P_stage_0 .. P_stage_3`` on the residual streams and
         ``P_stage_s_block_b`` (8) on the inner channels of the blocks (module docstring).
     """
-    return _resnet_spec(resnet18_shapes())
+    return _spec("resnet18", 0)
 
 
 def optunet_scaling_spec() -> ScalingSpec:
@@ -131,18 +178,11 @@ def optunet_scaling_spec() -> ScalingSpec:
     Returns:
         A :class:`~symlib.symmetry.scaling.ScalingSpec` with groups ``conv_0``, ``conv_1``, ``dense_0``.
     """
-    return ScalingSpec(
-        groups={
-            "conv_0": (("conv_0/kernel", 3, 1), ("conv_1/kernel", 3, -1)),
-            "conv_1": (("conv_1/kernel", 3, 1), ("dense_0/kernel", 0, -1)),
-            "dense_0": (("dense_0/kernel", 1, 1), ("dense_0/bias", 0, 1), ("dense_1/kernel", 0, -1)),
-        },
-        mass_paths=("conv_0/kernel", "conv_1/kernel", "dense_0/kernel", "dense_1/kernel"),
-    )
+    return _spec("optunet", 1)
 
 
 def _resnet_scaling_spec(arch: str, groups) -> ScalingSpec:
-    pspec = {"resnet20": resnet20_permutation_spec, "resnet18": resnet18_permutation_spec}[arch]()
+    pspec, full = _derived(arch)
     names = list(pspec.perm_names)
     chosen = names if groups is None else list(groups)
     for g in chosen:
@@ -161,20 +201,8 @@ def _resnet_scaling_spec(arch: str, groups) -> ScalingSpec:
                 f"rescale after the norm: group {pspec.axes[layer + '/kernel'][-1]!r} (the norm's scale and bias "
                 f"times a, the kernels reading the channels divided by a)")
         raise ValueError(f"{arch}: unknown scaling group {g!r}; the groups are the permutations {names}")
-    entries = {n: [] for n in chosen}
-    for path, axes in pspec.axes.items():
-        for axis, name in enumerate(axes):
-            if name not in entries:
-                continue
-            leaf = path.rsplit("/", 1)[-1]
-            if leaf in ("scale", "bias"):
-                entries[name].append((path, axis, 1))
-            elif leaf == "kernel" and axis == len(axes) - 2:  # the input-channel axis reads the group
-                entries[name].append((path, axis, -1))
-    # the first entry gives the group size: a norm's scale
-    groups_ = {n: tuple(sorted(e, key=lambda t: (t[2] != 1, t[0]))) for n, e in entries.items()}
-    mass = tuple(p for p in pspec.axes if p.endswith(("kernel", "/scale")) and not p.startswith("head/bias"))
-    return ScalingSpec(groups=groups_, mass_paths=mass)
+    return ScalingSpec(groups={n: full.groups[n] for n in chosen}, mass_paths=full.mass_paths, views=full.views,
+                       parts=full.parts)
 
 
 def resnet20_scaling_spec(groups=None) -> ScalingSpec:

@@ -1,7 +1,10 @@
 """Specs derived from a model's jaxpr (symlib.symmetry.derive).
 
 (a) For symlib's own MLP, OptuNet, ResNet20 and ResNet-18 the derived permutation and
-scaling specs equal the hand-written ones as groups of (path, axis) (names differ).
+scaling specs equal the hand-written ones (``tests/_spec_oracles.py`` for the convolutional
+networks) as groups of (path, axis) at any width (names differ); and the specs that
+:mod:`symlib.symmetry.architectures` derives and renames equal the oracles exactly, names,
+entries and their order included.
 (b) On a zoo of small flax.linen models: a random permutation drawn from the derived spec
 leaves the outputs unchanged (and the updated batch statistics permuted), so does a
 random positive scaling from the derived scaling spec (ReLU models), and weight matching
@@ -47,7 +50,9 @@ from symlib.symmetry import (
     scaling_spec_from_flax,
     weight_matching,
 )
+from symlib.symmetry import architectures
 from symlib.symmetry.derive import UnsupportedOperationError, flax_derive_report
+import _spec_oracles as oracles
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 
@@ -84,33 +89,62 @@ def test_optunet_matches_hand_written():
     p = optunet_init(jax.random.key(0))
     x = jnp.ones((2, 18, 18, 1))
     report = derive_report(partial(optunet_apply, conv="xla"), p, x)  # the tracer reads XLA's convolution
-    hand = optunet_permutation_spec()
+    hand = oracles.optunet_permutation_spec()
     assert perm_groups(report.spec) == perm_groups(hand)
     assert blocks_by_group(report.spec) == blocks_by_group(hand)  # conv_1 permuted within its 2 groups
     assert any("grouped convolution" in r for r in report.stopped[("conv_0/kernel", 3)])
     s = scaling_spec_from_apply(partial(optunet_apply, conv="xla"), p, x)
-    assert scale_groups(s) == scale_groups(optunet_scaling_spec())
-    assert set(s.mass_paths) == set(optunet_scaling_spec().mass_paths)
+    assert scale_groups(s) == scale_groups(oracles.optunet_scaling_spec())
+    assert set(s.mass_paths) == set(oracles.optunet_scaling_spec().mass_paths)
 
 
 def test_resnet20_matches_hand_written():
     p = resnet20_init(jax.random.key(0), 1, 2, 1)
     x = jnp.ones((2, 4, 4, 1))
     spec = permutation_spec_from_apply(resnet20_apply, p, x)
-    assert perm_groups(spec) == perm_groups(resnet20_permutation_spec())
+    assert perm_groups(spec) == perm_groups(oracles.resnet20_permutation_spec())
     s = scaling_spec_from_apply(resnet20_apply, p, x)
-    assert scale_groups(s) == scale_groups(resnet20_scaling_spec())
-    assert set(s.mass_paths) == set(resnet20_scaling_spec().mass_paths)
+    assert scale_groups(s) == scale_groups(oracles.resnet20_scaling_spec())
+    assert set(s.mass_paths) == set(oracles.resnet20_scaling_spec().mass_paths)
 
 
 def test_resnet18_matches_hand_written():
     p = resnet18_init(jax.random.key(0), 2, 1, 2)  # base width 2: no stage has a single channel
     x = jnp.ones((2, 8, 8, 1))
     spec = permutation_spec_from_apply(resnet18_apply, p, x)
-    assert perm_groups(spec) == perm_groups(resnet18_permutation_spec())
+    assert perm_groups(spec) == perm_groups(oracles.resnet18_permutation_spec())
     s = scaling_spec_from_apply(resnet18_apply, p, x)
-    assert scale_groups(s) == scale_groups(resnet18_scaling_spec())
-    assert set(s.mass_paths) == set(resnet18_scaling_spec().mass_paths)
+    assert scale_groups(s) == scale_groups(oracles.resnet18_scaling_spec())
+    assert set(s.mass_paths) == set(oracles.resnet18_scaling_spec().mass_paths)
+
+
+@pytest.mark.parametrize("arch", ["optunet", "resnet20", "resnet18"])
+def test_builtin_specs_are_the_oracles_exactly(arch):
+    """The derived and renamed specs of symlib.symmetry.architectures are the hand-written ones:
+    every name, every entry, in the same order (the order the tools iterate in)."""
+    built_p, hand_p = (getattr(m, f"{arch}_permutation_spec")() for m in (architectures, oracles))
+    assert list(built_p.axes.items()) == list(hand_p.axes.items())
+    assert built_p.blocks == hand_p.blocks and list(built_p.perm_names) == list(hand_p.perm_names)
+    assert (built_p.views, built_p.parts) == (hand_p.views, hand_p.parts)
+    built_s, hand_s = (getattr(m, f"{arch}_scaling_spec")() for m in (architectures, oracles))
+    assert list(built_s.groups.items()) == list(hand_s.groups.items())
+    assert built_s.mass_paths == hand_s.mass_paths
+    assert (built_s.views, built_s.parts) == (hand_s.views, hand_s.parts)
+
+
+def test_builtin_specs_are_fresh_copies():
+    """Changing a returned spec does not change the next one (the derivation is cached)."""
+    spec = architectures.optunet_permutation_spec()
+    spec.axes["conv_1/kernel"] = (None,) * 4
+    assert architectures.optunet_permutation_spec().axes["conv_1/kernel"][-1] == "P_conv_1"
+
+
+@pytest.mark.parametrize("arch", ["resnet20", "resnet18"])
+def test_resnet_scaling_subset_is_the_oracles(arch):
+    groups = ["P_stage_1", "P_stage_0_block_1"]
+    built = getattr(architectures, f"{arch}_scaling_spec")(groups)
+    hand = getattr(oracles, f"{arch}_scaling_spec")(groups)
+    assert list(built.groups.items()) == list(hand.groups.items()) and built.mass_paths == hand.mass_paths
 
 
 def test_derived_spec_is_a_symmetry_of_resnet18():

@@ -27,6 +27,18 @@ _EXPORTS = {
     "mlps": ["LAURENT_FIG2_CLAIMS", "LAURENT_FIG4_CLAIMS", "LaurentMLPsResult", "laurent_train_config",
              "LAURENT_MLP_BLOCK", "mass_hessian", "mass_along_line", "LINE_T", "min_mass_entry", "MARGINALS_MAX_SHARE",
              "UNFEASIBLE_RATIO", "swap_summary", "SWAP_RATE_DROP", "BURST_WINDOW", "LATE_NET_FRACTION", "laurent_mlps"],
+    "tables": ["OPTUNET_SWAP_KEYS", "PHASE_HEADERS", "optunet_swap_labels", "hidden_layer_labels", "optunet_swap_line",
+               "optunet_swap_values", "mlp_swap_line", "phase_table", "late_swaps_line", "late_taus", "fig4_rows",
+               "optunet_swap_rate_values", "saved_swap_values", "posterior_setting_values", "bank_line", "bank_values",
+               "method_seconds_table", "method_settings_lines", "table1_ours", "table1_mnist", "appendix_b4_table",
+               "symmetry_removal_table", "resnet_posterior_values", "RESNET_NEEDS", "resnet_run_line",
+               "resnet_table1_rows", "mmd_comparison_values", "COLLAPSE_STATS", "collapse_line", "collapse_values",
+               "collapse_rows", "collapse_resnet_values", "resnet_collapse_rows", "resnet_collapse_line",
+               "claim_threshold_values", "saved_collapse_values", "optunet_layer_params", "min_mass_setting_values",
+               "optunet_training_line", "min_mass_lines", "layer_labels", "largest_weight_table", "corollary1_line",
+               "objective_change_table", "convexity_lines", "mlp_min_mass_line", "pooled_ks_line", "RAW_FORM",
+               "CANONICAL_FORM", "marginal_values", "marginals_table", "fig2_rows", "largest_ratio_values",
+               "saved_min_mass_values"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 

@@ -209,15 +209,28 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
             "milestones": np.asarray(decay.milestones), "weight_decay": float(LAURENT_OPTUNET["weight_decay"])}
 
 
+def random_unit_direction(log_scales: dict, rng: np.random.Generator) -> dict:
+    """A direction in log-scale space drawn uniformly on the unit sphere (over all groups together).
+
+    Args:
+        log_scales: group name -> log-scales (only their shapes are used).
+        rng: the generator (one normal draw per group, in the mapping's order).
+
+    Returns:
+        Group name -> the direction's part, of the same shapes, with unit norm over all groups.
+    """
+    v = {n: rng.normal(size=u.shape) for n, u in log_scales.items()}
+    norm = np.sqrt(sum(np.sum(x**2) for x in v.values()))
+    return {n: x / norm for n, x in v.items()}
+
+
 def _lines(spec, net, log_scales: dict, rng: np.random.Generator, count: int) -> tuple[int, int]:
     """Of ``count`` random lines through the optimum: how many are convex, how many smallest there."""
     from symlib.symmetry.scaling import mass_along
 
     at_optimum = convex = 0
     for _ in range(count):
-        v = {n: rng.normal(size=u.shape) for n, u in log_scales.items()}
-        norm = np.sqrt(sum(np.sum(x**2) for x in v.values()))
-        m = mass_along(spec, net, log_scales, {n: x / norm for n, x in v.items()}, LINE_T)
+        m = mass_along(spec, net, log_scales, random_unit_direction(log_scales, rng), LINE_T)
         at_optimum += int(np.argmin(m) == len(LINE_T) // 2)
         convex += int(np.all(np.diff(m, 2) >= -1e-12 * m.max()))
     return at_optimum, convex

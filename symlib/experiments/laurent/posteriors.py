@@ -376,10 +376,9 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
         return fit_sghmc(key, take_nets(starts, 0), model, data, hcfg)
 
     def swag(key):
-        snaps = min(SETTINGS["swag_snapshots"], max(2, 2 * E))
-        scfg = SWAGConfig(epochs=max(snaps, 2 * E), batch_size=SETTINGS["batch_size"],
-                          optimizer=constant_sgd(SETTINGS["swag_learning_rate"]),
-                          prior_std=cfg.prior_std,
+        snaps, swag_epochs = swag_schedule(E)
+        scfg = SWAGConfig(epochs=swag_epochs, batch_size=SETTINGS["batch_size"],
+                          optimizer=constant_sgd(SETTINGS["swag_learning_rate"]), prior_std=cfg.prior_std,
                           num_snapshots=snaps, rank=min(SETTINGS["swag_rank"], snaps), scale=SETTINGS["swag_scale"])
         return _per_mode(lambda k, p: fit_swag(k, p, model, data, scfg), modes, jax.random.split(key, M))
 
@@ -395,6 +394,18 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
     keys = jax.random.split(jax.random.key(11), ZOO_KEYS)
     return ZooSteps("posterior_samples", _post_config(profile), list(zoo),
                     lambda group: zoo_step(group, zoo[group], keys, S, M))
+
+
+def swag_schedule(epochs: int) -> tuple[int, int]:
+    """SWAG's snapshots and epochs when Dropout, BNN and SGHMC run ``epochs``
+    epochs: one snapshot per epoch over twice ``epochs``, at least 2 and at most
+    ``SETTINGS["swag_snapshots"]`` snapshots.
+
+    Returns:
+        ``(snapshots, epochs)``.
+    """
+    snaps = min(SETTINGS["swag_snapshots"], max(2, 2 * epochs))
+    return snaps, max(snaps, 2 * epochs)
 
 
 def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[dict, dict]:
