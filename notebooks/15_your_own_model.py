@@ -313,13 +313,14 @@ glue("own_barrier_wide_act", f"{barrier_act:.2f}", display=False)
 #
 # Every posterior approximation of `symlib.inference` has one shape,
 # `fit_<method>(key, params0, model, data, config)`, with the model given by its `apply_fn`.
-# `fit_vi` fits a mean-field Gaussian, here starting from the two trained networks, and
+# `fit_vi` fits a mean-field Gaussian (its config takes the optimiser as an optax
+# transformation: Adam, as in Bayes by backprop), here starting from the two trained networks, and
 # returns a `DiagonalGaussian` (means, standard deviations, and the ELBO of every epoch in its `info`), which the alignment takes. The
 # 2-Wasserstein distance between the posteriors is then minimised over the permutations of
 # the same derived spec.
 
 # %%
-vi_config = inference.VIConfig(epochs=2, batch_size=100, learning_rate=1e-3)
+vi_config = inference.VIConfig(epochs=2, batch_size=100, optimizer=optax.adam(1e-3))
 q0, q1 = (inference.fit_vi(jax.random.key(10 + i), v, inference.Model(apply_fn), inference.Data(x, y), vi_config)
           for i, v in enumerate((a, b)))
 alignment = symmetry.wasserstein_alignment(0, spec, q0, q1)
@@ -488,7 +489,7 @@ for fw, make in frameworks.items():
 # copy of A permuted at random is matched back to A as a control.
 
 # %%
-fw_config = inference.TrainConfig(epochs=5, batch_size=100, learning_rate=1e-2)
+fw_config = inference.TrainConfig(epochs=5, batch_size=100, optimizer=optax.adam(1e-2))
 fw_results = {}
 for fw, (p0, p1, fw_apply) in starts.items():
     spec_f, model_f = fw_specs[fw], inference.Model(fw_apply)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from flax import nnx
 
@@ -156,7 +157,7 @@ def test_fits_their_samples_and_the_barriers(name, mnist):
     x, x_test = _inputs(x, "flat"), _inputs(x_test, "flat")
     make, _ = MODELS[name]
     (p0, apply_fn), (p1, _) = make(0), make(1)
-    config = inference.TrainConfig(epochs=4, batch_size=100, learning_rate=1e-2)
+    config = inference.TrainConfig(epochs=4, batch_size=100, optimizer=optax.adam(1e-2))
     model, data = inference.Model(apply_fn), inference.Data(x, y)
     fits = [inference.fit_map(jax.random.key(10 + i), p, model, data, config) for i, p in enumerate((p0, p1))]
 
@@ -196,7 +197,7 @@ def test_the_barrier_and_the_fits_take_the_frameworks_own_pytrees(fw, mnist):
         params, static = eqx.partition(eqx_mlp(0), eqx.is_array)
         apply_fn = lambda m, xb: jax.vmap(eqx.combine(m, static))(xb)              # noqa: E731
         ref_params, ref_apply = eqx_route(eqx_mlp(0))
-    config = inference.TrainConfig(epochs=1, batch_size=100, learning_rate=1e-2)
+    config = inference.TrainConfig(epochs=1, batch_size=100, optimizer=optax.adam(1e-2))
     fit = inference.fit_map(jax.random.key(3), params, inference.Model(apply_fn), inference.Data(x, y), config)
     assert jax.tree_util.tree_structure(fit.params) == jax.tree_util.tree_structure(params)  # same container
     ref = inference.fit_map(jax.random.key(3), ref_params, inference.Model(ref_apply), inference.Data(x, y), config)

@@ -9,7 +9,7 @@ The modules sit on four floors, each importing only the floors below it (pyproje
 import-linter contract ``experiments-floors``):
 
 1. the bench: :mod:`~symlib.experiments.profiles`, :mod:`~symlib.experiments.cache`,
-   :mod:`~symlib.experiments.table`, then :mod:`~symlib.experiments.registry`,
+   :mod:`~symlib.experiments.table`, :mod:`~symlib.experiments.recipes` (the papers' optimisers), then :mod:`~symlib.experiments.registry`,
    :mod:`~symlib.experiments.weights` and :mod:`~symlib.experiments.plotting`;
 2. judging (:mod:`symlib.experiments.judging`): claims and their verdicts, the thresholds
    quoted from the papers, the scale label of every result, the saved runs;

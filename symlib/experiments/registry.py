@@ -422,11 +422,13 @@ def map_train_config(profile: Profile):
         profile: the run profile (``epochs``, ``batch_size``, ``learning_rate``, ``prior_std``).
 
     Returns:
-        The :class:`~symlib.inference.training.TrainConfig`, its other fields at their defaults.
+        The :class:`~symlib.inference.training.TrainConfig` (Adam at ``learning_rate``,
+        :func:`symlib.experiments.recipes.constant_adam`), its other fields at their defaults.
     """
+    from symlib.experiments.recipes import constant_adam
     from symlib.inference.training import TrainConfig
 
-    return TrainConfig(profile.epochs, profile.batch_size, profile.learning_rate, profile.prior_std)
+    return TrainConfig(profile.epochs, profile.batch_size, constant_adam(profile.learning_rate), profile.prior_std)
 
 
 def load_data(profile: Profile, dataset: str = "mnist") -> dict[str, np.ndarray]:

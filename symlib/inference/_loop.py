@@ -1,7 +1,8 @@
 """Helpers shared by the fitting loops of :mod:`symlib.inference` (package-private).
 
 The checks of the data against a network (:func:`check_network_data`) and of the
-minibatch loop sizes (:func:`check_minibatch_data`), the split of a network into its
+minibatch loop sizes (:func:`check_minibatch_data`), of a config's optimiser
+(:func:`check_optimizer`), the split of a network into its
 weights and its model state (:func:`check_state`, :func:`split_state`, :func:`merge_state`),
 and the epoch progress bar that a compiled loop advances through a host callback
 (:func:`epoch_bar`, :func:`report_epoch`).
@@ -15,6 +16,7 @@ from collections.abc import Iterator, Mapping
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from symlib.core.checks import check_finite, positive_int
 from symlib.core.models import Params, layout_check
@@ -141,6 +143,19 @@ def check_minibatch_data(x, y, batch_size: int, epochs: int, num_mc: int, n_data
 # The bar of the fitting call running now (innermost last); the compiled loop reports to
 # it through a host callback, since a compiled function cannot hold a Python object.
 _EPOCH_BARS: list = []
+
+
+def check_optimizer(optimizer, name: str = "optimizer") -> optax.GradientTransformation:
+    """Check that a config's ``optimizer`` is an optax transformation (e.g. ``optax.adam(1e-3)``).
+
+    Raises:
+        TypeError: naming the field ``name`` when it holds anything else (e.g. a string or a learning rate).
+    """
+    if not isinstance(optimizer, optax.GradientTransformation):
+        raise TypeError(f"{name} must be an optax.GradientTransformation such as optax.adam(1e-3) or "
+                        f"optax.sgd(optax.piecewise_constant_schedule(0.04, {{...}})), got "
+                        f"{type(optimizer).__name__} {optimizer!r}")
+    return optimizer
 
 
 def report_epoch(epoch, loss=None) -> None:

@@ -647,5 +647,5 @@ def _(posterior: LastLayerLaplace, key, n):
     _get_layer(posterior.params, posterior.layer)
     head = kfac_sample(key, posterior.posterior, n)
     n = positive_int(n, "n")
-    stack = jax.tree_util.tree_map(lambda a: np.broadcast_to(np.asarray(a), (n, *np.shape(a))), posterior.params)
-    return _with_layer(stack, posterior.layer, {k: np.asarray(v) for k, v in head.items()})
+    stack = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(jnp.asarray(a), (n, *jnp.shape(a))), posterior.params)
+    return _with_layer(stack, posterior.layer, head)

@@ -63,6 +63,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import check_finite_tree, positive_int, warn_raw_images
@@ -215,7 +216,9 @@ def sample(key: jax.Array, posterior: Any, n: int) -> PyTree:
         n: number of networks.
 
     Returns:
-        The networks, in the layout of one network with a leading axis of size ``n``.
+        The networks, in the layout of one network with a leading axis of size ``n``, as JAX
+        arrays for every posterior type (in JAX's dtypes: a float64 numpy leaf becomes float32
+        unless ``jax_enable_x64`` is on; a point estimate's copies are materialised).
 
     Raises:
         TypeError: for a posterior type with no sampler.
@@ -230,7 +233,7 @@ sample.register = _draw.register
 @sample.register
 def _(posterior: PointEstimate, key, n):
     n = positive_int(n, "n")
-    return jax.tree_util.tree_map(lambda a: np.broadcast_to(np.asarray(a), (n,) + np.shape(a)), posterior.params)
+    return jax.tree_util.tree_map(lambda a: jnp.broadcast_to(jnp.asarray(a), (n,) + jnp.shape(a)), posterior.params)
 
 
 @sample.register
@@ -245,4 +248,4 @@ def _(posterior: Samples, key, n):
     have = len(jax.tree_util.tree_leaves(stack)[0])
     if n > have:
         raise ValueError(f"the posterior holds {have} samples; cannot take n={n}")
-    return jax.tree_util.tree_map(lambda a: a[:n], stack)
+    return jax.tree_util.tree_map(lambda a: jnp.asarray(a[:n]), stack)

@@ -28,12 +28,12 @@ which only matters while the mean still drifts.
 
 :func:`_train_swag` runs the SGD phase with the MAP objective and minibatch loop of
 :mod:`symlib.inference.training` (:func:`~symlib.inference.training.map_objective`,
-:func:`~symlib.inference.training.epoch_steps`): plain SGD (optionally with momentum) on
-``mean CE + ||W||^2 / (2 prior_std^2 N)``, the learning rate ramped linearly from
-``start_learning_rate`` to ``learning_rate`` over the first ``ramp_epochs`` epochs and
-then held, and one snapshot at the end of every ``snapshot_every``-th epoch, the last at
-the final epoch. :func:`swag_from_snapshots` builds the posterior from any stack of
-snapshots.
+:func:`~symlib.inference.training.epoch_steps`): the optax transformation
+``SWAGConfig.optimizer`` (SGD at a high learning rate, e.g. ``optax.sgd(0.04)``, or with
+Laurent et al.'s linear ramp, ``optax.sgd(optax.linear_schedule(start, high, ramp_steps))``)
+on ``mean CE + ||W||^2 / (2 prior_std^2 N)``, and one snapshot at the end of every
+``snapshot_every``-th epoch, the last at the final epoch. :func:`swag_from_snapshots`
+builds the posterior from any stack of snapshots.
 
 *Model state.* With ``state`` (e.g. a Flax model's ``("batch_stats",)``, see
 :func:`_train_swag`) the named top-level entries are no weights: the SGD phase takes no
@@ -55,9 +55,9 @@ from jax.flatten_util import ravel_pytree
 
 from symlib.core.checks import check_finite_tree, check_key, positive_float, positive_int
 from symlib.core.models import mlp_apply
-from symlib.inference._loop import check_state, epoch_bar, report_epoch, split_state
+from symlib.inference._loop import check_optimizer, check_state, epoch_bar, report_epoch, split_state
 from symlib.inference.likelihood import Categorical
-from symlib.inference.training import TrainConfig, check_fit, epoch_steps, learning_rate_at
+from symlib.inference.training import TrainConfig, check_fit, epoch_steps
 from symlib.core.progress import progress_enabled
 from symlib.inference.shape import Data, Model, check_fit_inputs, raise_if_not_finite, sample
 
@@ -74,12 +74,9 @@ class SWAGConfig(NamedTuple):
         epochs: passes over the training set after the trained network (Laurent et al.:
             twice the MAP training, 120 for OptuNet).
         batch_size: examples per minibatch (the last incomplete batch is dropped).
-        learning_rate: the (high) learning rate held after the ramp.
-        start_learning_rate: learning rate at the first step; the rate moves linearly to
-            ``learning_rate`` over ``ramp_epochs`` epochs. ``None``: ``learning_rate``
-            (no ramp).
-        ramp_epochs: epochs of the linear ramp (0: none).
-        momentum: SGD momentum in ``[0, 1)``.
+        optimizer: the optax transformation of the SGD phase, e.g. ``optax.sgd(0.04)`` (its
+            schedules count optimisation steps, ``n // batch_size`` per epoch); hashed by
+            identity, as for :class:`~symlib.inference.training.TrainConfig`.
         prior_std: standard deviation of the Gaussian prior of the MAP objective
             (weight decay ``1 / (prior_std^2 N)``, as in :class:`TrainConfig`).
         num_snapshots: snapshots ``K`` (Laurent et al.: 20).
@@ -95,10 +92,7 @@ class SWAGConfig(NamedTuple):
 
     epochs: int
     batch_size: int
-    learning_rate: float
-    start_learning_rate: float | None = None
-    ramp_epochs: int = 0
-    momentum: float = 0.0
+    optimizer: optax.GradientTransformation
     prior_std: float = 1.0
     num_snapshots: int = 20
     rank: int = 20
@@ -107,40 +101,13 @@ class SWAGConfig(NamedTuple):
     augment: str | None = None
     crop_fill: float = 0.0
 
-    @classmethod
-    def from_train(cls, train: TrainConfig, ramp_epochs: int = 0, epochs_factor: int = 2,
-                   num_snapshots: int = 20, rank: int = 20, scale: float = 0.1) -> "SWAGConfig":
-        """Laurent et al.'s SWAG phase after a :class:`TrainConfig` run.
-
-        The SWAG phase lasts ``epochs_factor * train.epochs`` epochs with the run's batch size,
-        momentum, prior and augmentation; its learning rate ramps linearly from the rate of the
-        run's last epoch (:func:`~symlib.inference.training.learning_rate_at`) up to the run's
-        initial rate over ``ramp_epochs`` epochs (the ramp's length is not given in the paper).
-
-        Args:
-            train: the MAP training configuration (SGD).
-            ramp_epochs: epochs of the linear ramp.
-            epochs_factor: length of the SWAG phase in units of ``train.epochs``.
-            num_snapshots: snapshots ``K``.
-            rank: low rank ``R``.
-            scale: sampling scale.
-
-        Returns:
-            The :class:`SWAGConfig`.
-        """
-        epochs = positive_int(epochs_factor, "epochs_factor") * train.epochs
-        return cls(epochs, train.batch_size, train.learning_rate,
-                   float(learning_rate_at(train, train.epochs - 1)), ramp_epochs, train.momentum,
-                   train.prior_std, num_snapshots, rank, scale, None, train.augment, train.crop_fill)
-
     def interval(self) -> int:
         """Epochs between snapshots (``snapshot_every`` or ``epochs // num_snapshots``)."""
         return self.snapshot_every if self.snapshot_every is not None else self.epochs // self.num_snapshots
 
     def train_config(self) -> TrainConfig:
-        """The :class:`TrainConfig` with the fields shared with the MAP loop (SGD)."""
-        return TrainConfig(self.epochs, self.batch_size, self.learning_rate, self.prior_std, "sgd", self.momentum,
-                           augment=self.augment, crop_fill=self.crop_fill)
+        """The :class:`TrainConfig` with the fields shared with the MAP loop (the same optimiser)."""
+        return TrainConfig(self.epochs, self.batch_size, self.optimizer, self.prior_std, self.augment, self.crop_fill)
 
 
 class SWAGPosterior(NamedTuple):
@@ -301,11 +268,7 @@ def _check_config(cfg: SWAGConfig) -> None:
         raise ValueError(f"num_snapshots must be at least 2, got {k}")
     _check_rank(cfg.rank, k)
     positive_float(cfg.scale, "scale")
-    if cfg.start_learning_rate is not None:
-        positive_float(cfg.start_learning_rate, "start_learning_rate")
-    if isinstance(cfg.ramp_epochs, bool) or not isinstance(cfg.ramp_epochs, (int, np.integer)) \
-            or not 0 <= cfg.ramp_epochs <= cfg.epochs:
-        raise ValueError(f"ramp_epochs must be an integer in 0..epochs={cfg.epochs}, got {cfg.ramp_epochs!r}")
+    check_optimizer(cfg.optimizer)
     every = cfg.interval()
     if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1 \
             or (k - 1) * every >= cfg.epochs:
@@ -313,18 +276,10 @@ def _check_config(cfg: SWAGConfig) -> None:
                          f"(num_snapshots - 1) * snapshot_every < epochs = {cfg.epochs}")
 
 
-def _swag_optimizer(cfg: SWAGConfig, steps_per_epoch: int) -> optax.GradientTransformation:
-    """SGD with the linear ramp of ``cfg`` (then a constant rate)."""
-    start = cfg.learning_rate if cfg.start_learning_rate is None else cfg.start_learning_rate
-    ramp = cfg.ramp_epochs * steps_per_epoch
-    schedule = optax.linear_schedule(start, cfg.learning_rate, ramp) if ramp else cfg.learning_rate
-    return optax.sgd(schedule, momentum=cfg.momentum or None)
-
-
 def _swag_run(params0, key, x, y, cfg: SWAGConfig, apply_fn, progress: bool, stochastic_apply=None, state=(),
               likelihood=Categorical()):
     train = cfg.train_config()
-    opt = _swag_optimizer(cfg, x.shape[0] // cfg.batch_size)
+    opt = cfg.optimizer
     run_epoch = epoch_steps(x, y, train, opt, apply_fn, stochastic_apply=stochastic_apply, state=state,
                             likelihood=likelihood)
     flat0 = ravel_pytree(params0)[0]
@@ -421,8 +376,7 @@ def fit_swag(key: jax.Array, params0: PyTree, model: Model, data: Data, config: 
     check_fit_inputs(model, data, config, SWAGConfig, params0)
     post = _train_swag(key, params0, data.x, data.y, config, apply_fn=model.apply_fn,
                       stochastic_apply=model.train_apply_fn, state=model.state, likelihood=model.likelihood)
-    raise_if_not_finite(post, "fit_swag", "SWAG moments", "lower the learning rate (config.learning_rate="
-                   f"{config.learning_rate!r})")
+    raise_if_not_finite(post, "fit_swag", "SWAG moments", "lower the learning rate of config.optimizer")
     return post
 
 

@@ -11,10 +11,11 @@ isotropic Gaussian prior N(0, prior_std^2 I)::
 (for the categorical likelihood the first term is the mean cross-entropy)
 
 (plain SGD on this objective is SGD with weight decay ``wd = 1 / (prior_std^2 N)``; see
-:meth:`TrainConfig.prior_std_for_weight_decay`). The optimiser is Adam (default) or SGD with
-optional momentum, with a piecewise-constant learning rate multiplied by ``lr_factor`` at
-each epoch of ``lr_milestones`` (Laurent et al.'s recipe, SGD at 0.04 halved at epochs 15
-and 30 of 60, is :func:`symlib.experiments.laurent.optunet.optunet_train_config`).
+:meth:`TrainConfig.prior_std_for_weight_decay`). The optimiser is any optax transformation,
+``TrainConfig.optimizer`` (default ``optax.adam(1e-3)``); its learning-rate schedule counts
+optimisation steps (``n // batch_size`` per epoch). The papers' recipes are built in
+:mod:`symlib.experiments` (e.g. Laurent et al.'s SGD at 0.04 halved at epochs 15 and 30 of 60,
+:func:`symlib.experiments.laurent.optunet.optunet_train_config`).
 
 Training is deterministic given the initial parameters and ``data_key``, which alone
 decides the minibatch order (a fresh permutation of the training set every epoch; the
@@ -45,32 +46,30 @@ from symlib.core.distributed import global_mesh, put_global
 from symlib.core.losses import accuracy, nll
 from symlib.core.models import Params, mlp_apply
 from symlib.core.progress import progress_enabled
-from symlib.inference._loop import (check_network_data, check_state, epoch_bar, merge_state, report_epoch,
-                                   split_state)
+from symlib.inference._loop import (check_network_data, check_optimizer, check_state, epoch_bar, merge_state,
+                                   report_epoch, split_state)
 from symlib.inference.likelihood import Categorical
 from symlib.inference.shape import Data, Model, PointEstimate, Samples, check_fit_inputs, raise_if_not_finite
 
 PyTree = Any
 
-OPTIMIZERS = ("adam", "sgd")
 #: data augmentations of ``TrainConfig.augment`` (besides ``None``)
 AUGMENTATIONS = ("crop", "crop_flip")
-#: learning-rate schedules of ``TrainConfig.schedule``
-SCHEDULES = ("step", "cosine")
 #: zero padding of the ``"crop"`` augmentation (pixels on every side; PyTorch's ``RandomCrop(28, padding=4)``)
 CROP_PADDING = 4
+
+
 class TrainConfig(NamedTuple):
     """Hyper-parameters of MAP training (a hashable static argument of the compiled loop).
 
     Attributes:
         epochs: passes over the training set.
         batch_size: examples per minibatch (the last incomplete batch is dropped).
-        learning_rate: initial learning rate.
+        optimizer: the optax transformation that turns the objective's gradients into
+            updates, e.g. ``optax.adam(1e-3)`` (the default) or
+            ``optax.sgd(optax.piecewise_constant_schedule(0.04, {15 * steps: 0.5}), momentum=0.9)``;
+            its schedules count optimisation steps (``n // batch_size`` per epoch).
         prior_std: standard deviation of the isotropic Gaussian prior.
-        optimizer: ``"adam"`` or ``"sgd"``.
-        momentum: SGD momentum in ``[0, 1)`` (0: none).
-        lr_milestones: increasing epochs at which the learning rate is multiplied by ``lr_factor``.
-        lr_factor: the factor applied at each milestone.
         augment: data augmentation applied to every minibatch inside the compiled step:
             ``None`` (none), ``"crop"`` (:func:`random_crop` with padding
             :data:`CROP_PADDING`, for NHWC images; a fresh crop per example and step) or
@@ -79,24 +78,19 @@ class TrainConfig(NamedTuple):
         crop_fill: the value of the padded pixels of ``"crop"``: 0 for raw images; for
             standardised images, the standardised value of a black pixel (PyTorch crops
             before ``Normalize``), e.g. ``symlib.data.standardize(0.0, "mnist")``.
-        nesterov: Nesterov momentum for SGD (``optax.sgd(..., nesterov=True)``).
-        schedule: ``"step"`` (the piecewise-constant schedule of ``lr_milestones``) or
-            ``"cosine"`` (cosine annealing from ``learning_rate`` to 0 over all the steps;
-            ``lr_milestones`` must then be empty).
+
+    An optax transformation is a tuple of functions, hashed and compared by identity: the
+    same config object (or one built from the same transformation object) reuses the
+    compiled loop, while a new ``optax.adam(...)`` call makes a new config, which compiles
+    the loop again. Build the optimiser once and reuse it.
     """
 
     epochs: int
     batch_size: int
-    learning_rate: float = 1e-3
+    optimizer: optax.GradientTransformation = optax.adam(1e-3)
     prior_std: float = 1.0
-    optimizer: str = "adam"
-    momentum: float = 0.0
-    lr_milestones: tuple[int, ...] = ()
-    lr_factor: float = 0.5
     augment: str | None = None
     crop_fill: float = 0.0
-    nesterov: bool = False
-    schedule: str = "step"
 
     @staticmethod
     def prior_std_for_weight_decay(weight_decay: float, n_train: int) -> float:
@@ -115,41 +109,6 @@ class TrainConfig(NamedTuple):
         if weight_decay <= 0 or n_train < 1:
             raise ValueError(f"weight_decay must be > 0 and n_train >= 1, got {weight_decay} and {n_train}")
         return float(1.0 / (weight_decay * n_train) ** 0.5)
-
-
-def learning_rate_at(cfg: TrainConfig, epoch):
-    """Learning rate during a (0-based) epoch.
-
-    Args:
-        cfg: the training configuration.
-        epoch: the epoch (an int, or a jax integer inside traced code).
-
-    Returns:
-        ``learning_rate * lr_factor**k``, ``k`` the number of milestones ``<= epoch``.
-    """
-    k = sum(epoch >= m for m in cfg.lr_milestones)
-    return cfg.learning_rate * cfg.lr_factor**k
-
-
-def make_optimizer(cfg: TrainConfig, steps_per_epoch: int) -> optax.GradientTransformation:
-    """The optax optimiser of ``cfg`` with its per-step learning-rate schedule.
-
-    Args:
-        cfg: the training configuration.
-        steps_per_epoch: optimisation steps per epoch (milestones are in epochs).
-
-    Returns:
-        ``optax.adam`` or ``optax.sgd`` (with momentum if ``cfg.momentum``, Nesterov's if
-        ``cfg.nesterov``) on the piecewise-constant or cosine schedule of ``cfg``.
-    """
-    if cfg.schedule == "cosine":
-        schedule = optax.cosine_decay_schedule(cfg.learning_rate, max(1, cfg.epochs * steps_per_epoch))
-    else:
-        schedule = optax.piecewise_constant_schedule(
-            cfg.learning_rate, {int(m) * steps_per_epoch: cfg.lr_factor for m in cfg.lr_milestones})
-    if cfg.optimizer == "adam":
-        return optax.adam(schedule)
-    return optax.sgd(schedule, momentum=cfg.momentum or None, nesterov=bool(cfg.nesterov))
 
 
 def sq_norm(params: Params) -> jax.Array:
@@ -238,25 +197,13 @@ def _check_config(cfg: TrainConfig, n: int) -> None:
     """Raise ``ValueError`` naming the field of ``cfg`` that is invalid for ``n`` examples."""
     if not isinstance(cfg, TrainConfig):
         raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
-    epochs = positive_int(cfg.epochs, "epochs")
+    positive_int(cfg.epochs, "epochs")
     if positive_int(cfg.batch_size, "batch_size") > n:
         raise ValueError(f"batch_size={cfg.batch_size} must be between 1 and the {n} training examples")
-    if cfg.optimizer not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {cfg.optimizer!r}; choose one of {OPTIMIZERS}")
-    positive_float(cfg.learning_rate, "learning_rate")
-    positive_float(cfg.lr_factor, "lr_factor")
+    check_optimizer(cfg.optimizer)
     positive_float(cfg.prior_std, "prior_std")
-    if not 0.0 <= cfg.momentum < 1.0:
-        raise ValueError(f"momentum must lie in [0, 1), got {cfg.momentum!r}")
     if cfg.augment is not None and cfg.augment not in AUGMENTATIONS:
         raise ValueError(f"unknown augment {cfg.augment!r}; choose None or one of {AUGMENTATIONS}")
-    if cfg.schedule not in SCHEDULES:
-        raise ValueError(f"unknown schedule {cfg.schedule!r}; choose one of {SCHEDULES}")
-    if cfg.schedule == "cosine" and cfg.lr_milestones:
-        raise ValueError("schedule='cosine' takes no lr_milestones")
-    milestones = list(cfg.lr_milestones)
-    if any(not 0 < m < epochs for m in milestones) or milestones != sorted(milestones):
-        raise ValueError(f"lr_milestones {cfg.lr_milestones} must be increasing epochs in 1..{epochs - 1}")
 
 
 def check_fit(apply_fn, params0: Params, x, y, cfg: TrainConfig, batch_dims: int, likelihood=Categorical()) -> None:
@@ -350,7 +297,7 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
                                    "stochastic_apply", "state", "likelihood"))
 def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progress: bool = False,
          observe=None, observe_epoch=None, apply_fn=mlp_apply, stochastic_apply=None, state=(), likelihood=Categorical()):
-    opt = make_optimizer(cfg, x.shape[0] // cfg.batch_size)
+    opt = cfg.optimizer
     run_epoch = epoch_steps(x, y, cfg, opt, apply_fn, observe, stochastic_apply, state, likelihood)
 
     def epoch(carry, inputs):
@@ -565,8 +512,7 @@ def fit_map(key: jax.Array, params0: PyTree, model: Model, data: Data, config: T
     out = _train_map(params0, key, data.x, data.y, config, keep_trajectory, progress, apply_fn=model.apply_fn,
                     stochastic_apply=model.train_apply_fn, state=model.state, likelihood=model.likelihood)
     params, losses = out[0], out[1]
-    raise_if_not_finite(params, "fit_map", "parameters", f"lower the learning rate (config.learning_rate="
-                   f"{config.learning_rate!r})", losses)
+    raise_if_not_finite(params, "fit_map", "parameters", "lower the learning rate of config.optimizer", losses)
     return PointEstimate(params, {"epoch_loss": losses, **({"trajectory": out[2]} if keep_trajectory else {})})
 
 
@@ -606,7 +552,7 @@ def fit_ensemble(key: jax.Array, params0: PyTree, model: Model, data: Data, conf
                          stochastic_apply=model.train_apply_fn, devices=devices, state=model.state,
                          likelihood=model.likelihood)
     params, losses = out[0], out[1]
-    raise_if_not_finite(params, "fit_ensemble", "members' parameters", f"lower the learning rate "
-                   f"(config.learning_rate={config.learning_rate!r})", np.asarray(losses).T)
+    raise_if_not_finite(params, "fit_ensemble", "members' parameters", "lower the learning rate of "
+                   "config.optimizer", np.asarray(losses).T)
     info = {"epoch_loss": losses, **({"observed": out[2]} if observe is not None or observe_epoch is not None else {})}
     return Samples(params, info=info)

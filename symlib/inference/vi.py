@@ -41,8 +41,9 @@ of the training set every epoch (the last incomplete batch is dropped), decided 
 
 The training loop is a pure function of these pytrees: the whole run (epochs x minibatches)
 is one ``jax.lax.scan`` inside ``jax.jit`` that takes the gradient of
-:func:`neg_elbo_from_noise` with respect to ``(mu, rho)`` and applies an ``optax.adam``
-update; this is much faster on CPU than a Python loop over a compiled step. For larger
+:func:`neg_elbo_from_noise` with respect to ``(mu, rho)`` and applies the config's optax
+transformation (Adam in Bayes by backprop, e.g. ``optax.adam(1e-3)``); this is much faster
+on CPU than a Python loop over a compiled step. For larger
 convolutional networks on CPU, ``loop="python"`` (:class:`symlib.inference.VIConfig`) calls
 one compiled step from a Python loop instead (same draws): XLA runs their backward pass
 inside a compiled loop many times slower.
@@ -62,7 +63,8 @@ import optax
 
 from symlib.core.checks import check_finite_tree, check_key, positive_float
 from symlib.core.noise import normal_vector, perturb, split_like
-from symlib.inference._loop import check_minibatch_data, check_network_data, check_state, merge_state, split_state
+from symlib.inference._loop import (check_minibatch_data, check_network_data, check_optimizer, check_state,
+                                   merge_state, split_state)
 from symlib.inference.likelihood import NetworkLogLik, network_loglik
 from symlib.core.gaussian import DiagonalGaussian
 from symlib.inference.shape import Data, Model, check_fit_inputs, raise_if_not_finite
@@ -113,7 +115,7 @@ def gaussian_kl(mu, sigma, prior_var: float) -> jax.Array:
 class MeanFieldState(NamedTuple):
     """The variational parameters of a mean-field Gaussian as plain pytrees: ``mu`` and
     ``rho`` (``sigma = softplus(rho)``) over the weights, in the network's parameter layout
-    without its model-state entries. It is what Adam updates."""
+    without its model-state entries. It is what the optimiser updates."""
 
     mu: PyTree
     rho: PyTree
@@ -210,13 +212,13 @@ class VIResult(NamedTuple):
     elbo_history: np.ndarray
 
 
-_STATIC = ("loglik_fn", "batch_size", "n_data", "prior_var", "temperature", "num_mc", "learning_rate")
+_STATIC = ("loglik_fn", "batch_size", "n_data", "prior_var", "temperature", "num_mc", "optimizer")
 LOOPS = ("scan", "python")
 
 
-def _step(fixed, x, y, *, loglik_fn, n_data, prior_var, temperature, num_mc, learning_rate):
-    """The Adam step on one minibatch: ``((q, opt_state), (idx, key)) -> (carry, elbo)``."""
-    opt = optax.adam(learning_rate)
+def _step(fixed, x, y, *, loglik_fn, n_data, prior_var, temperature, num_mc, optimizer):
+    """The optimiser's step on one minibatch: ``((q, opt_state), (idx, key)) -> (carry, elbo)``."""
+    opt = optimizer
 
     def objective(q, k, xb, yb):
         eps = normal_vector(k, q.mu, None if num_mc == 1 else num_mc)
@@ -286,9 +288,9 @@ def _train_python(q, fixed, key, x, y, *, epochs, batch_size, **static):
 
 def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
               n_data: int | None = None, prior_var: float | None = None, std_init: float | None = None,
-              epochs: int, batch_size: int, learning_rate: float | optax.Schedule,
+              epochs: int, batch_size: int, optimizer: optax.GradientTransformation,
               temperature: float = 1.0, num_mc: int = 1, loop: str = "scan", state: tuple[str, ...] = ()) -> VIResult:
-    """Fit a mean-field Gaussian posterior by maximising the ELBO with Adam: Bayes by
+    """Fit a mean-field Gaussian posterior by maximising the ELBO with ``optimizer``: Bayes by
     backprop (Blundell et al., 2015, "Weight Uncertainty in Neural Networks"); the loop of
     :func:`symlib.inference.fit_vi`.
 
@@ -310,7 +312,9 @@ def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
         std_init: initial ``sigma`` (default 0.01).
         epochs: passes over the training set.
         batch_size: examples per minibatch (the last incomplete batch is dropped).
-        learning_rate: a float or an optax schedule (a function of the step count).
+        optimizer: the optax transformation (Bayes by backprop: ``optax.adam(learning_rate)``; its
+            schedules count optimisation steps); a static argument of the compiled loop,
+            hashed by identity.
         temperature: likelihood temperature (``< 1``: a cold posterior).
         num_mc: weight draws per minibatch.
         loop: ``"scan"`` (the whole run is one compiled ``jax.lax.scan``: fastest for
@@ -329,7 +333,7 @@ def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
     Raises:
         ValueError: naming the input: ``x`` and ``y`` of different lengths, NaN or inf in
             them, a non-positive ``epochs``, ``batch_size``, ``num_mc``, ``n_data``,
-            ``temperature``, ``learning_rate``, ``std_init`` or ``prior_var``, ``init_mu``
+            ``temperature``, ``std_init`` or ``prior_var``, ``init_mu``
             with NaN, a ``key`` that is not a key, a ``loglik_fn`` that fails on (or does
             not return a scalar for) a minibatch, or, with a
             :func:`~symlib.inference.likelihood.network_loglik`, data that do not fit its network.
@@ -338,8 +342,7 @@ def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
     if loop not in LOOPS:
         raise ValueError(f"loop must be one of {LOOPS}, got {loop!r}")
     positive_float(temperature, "temperature")
-    if not callable(learning_rate):
-        positive_float(learning_rate, "learning_rate")
+    check_optimizer(optimizer)
     check_key(key, "key")
     prior_var = positive_float(DEFAULT_PRIOR_VAR if prior_var is None else prior_var, "prior_var")
     q, fixed = init_mean_field(init_mu, DEFAULT_STD_INIT if std_init is None else std_init, state)
@@ -349,7 +352,7 @@ def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
     history, mu, sigma = (_train if loop == "scan" else _train_python)(
         q, fixed, key, x, y, loglik_fn=loglik_fn, epochs=int(epochs), batch_size=int(batch_size),
         n_data=n_data, prior_var=float(prior_var), temperature=float(temperature), num_mc=int(num_mc),
-        learning_rate=learning_rate if callable(learning_rate) else float(learning_rate))
+        optimizer=optimizer)
     history = np.asarray(history)
     if not np.all(np.isfinite(history)):
         warnings.warn("the ELBO became non-finite during VI; lower the learning rate", RuntimeWarning,
@@ -386,15 +389,17 @@ def check_loglik(loglik_fn: LogLikFn, params: PyTree, x, y, batch_size: int, nam
 
 
 class VIConfig(NamedTuple):
-    """Mean-field VI (Bayes by backprop; :func:`fit_vi`): Adam for
-    ``epochs`` passes in minibatches of ``batch_size`` at ``learning_rate``, prior
+    """Mean-field VI (Bayes by backprop; :func:`fit_vi`): the optax transformation ``optimizer``
+    (e.g. ``optax.adam(1e-3)``; its schedules count steps; hashed by identity, so a new
+    ``optax.adam(...)`` call makes a new config and compiles the loop again) for
+    ``epochs`` passes in minibatches of ``batch_size``, prior
     ``N(0, prior_var)``, initial standard deviation ``std_init`` (None: the loop's default),
     likelihood ``temperature``, ``num_mc`` weight draws per step, ``n_data`` the likelihood's
     ``N`` (None: ``len(x)``), ``loop`` ``"scan"`` or ``"python"``."""
 
     epochs: int
     batch_size: int
-    learning_rate: Any
+    optimizer: optax.GradientTransformation
     prior_var: float = DEFAULT_PRIOR_VAR
     std_init: float | None = None
     temperature: float = 1.0
@@ -416,5 +421,5 @@ def fit_vi(key: jax.Array, params0: PyTree, model: Model, data: Data, config: VI
         res = _train_vi(key, params0, network_loglik(model.apply_fn, model.likelihood), data.x, data.y,
                         **config._asdict(), state=model.state)
     raise_if_not_finite((res.mu, res.sigma), "fit_vi", "posterior's means or standard deviations",
-                   f"lower the learning rate (config.learning_rate={config.learning_rate!r})", res.elbo_history)
+                   "lower the learning rate of config.optimizer", res.elbo_history)
     return DiagonalGaussian(res.mu, res.sigma, {"elbo": res.elbo_history})

@@ -302,6 +302,7 @@ def test_train_many_blocks_resumes_and_matches_fit_ensemble(tmp_path, monkeypatc
     import symlib.inference.training as training
     from symlib.core.models import mlp_apply, mlp_init
     from symlib.experiments import registry
+    import optax
     from symlib.inference import Data, Model, fit_ensemble
     from symlib.inference import training as inference_training
     from symlib.symmetry import mlp_permutation_spec, mlp_scaling_spec
@@ -310,7 +311,7 @@ def test_train_many_blocks_resumes_and_matches_fit_ensemble(tmp_path, monkeypatc
     monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(96, 6)).astype(np.float32), rng.integers(0, 3, 96)
-    cfg = training.TrainConfig(epochs=2, batch_size=32, learning_rate=0.01)
+    cfg = training.TrainConfig(epochs=2, batch_size=32, optimizer=optax.adam(0.01))
     init = functools.partial(mlp_init, sizes=[6, 5, 4, 3])
     specs = mlp_scaling_spec(2), mlp_permutation_spec(2)
     obs = {"observe": swap_counter(*specs), "observe_epoch": statistics_observer(*specs)}

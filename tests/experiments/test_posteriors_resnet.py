@@ -15,7 +15,7 @@ import pytest
 
 from _helpers import unreachable_url
 from symlib import data
-from symlib.experiments import profiles, registry
+from symlib.experiments import profiles, recipes, registry
 from symlib.experiments.judging import claims
 from symlib.experiments.laurent import posteriors_resnet as pr
 from symlib.experiments.laurent.posteriors import TABLE1_COLUMNS
@@ -121,10 +121,18 @@ def test_rn18_paper_profile_and_recipes():
     assert (paper.rn18_epochs_cifar100, paper.rn18_epochs_tiny_imagenet) == (75, 200)
     assert paper.rn18_nets >= paper.rn18_reference + paper.rn18_samples
     c = pr.resnet_train_config(paper, "cifar100", 50_000)
-    assert (c.learning_rate, c.momentum, c.nesterov, c.lr_milestones, c.lr_factor, c.batch_size, c.augment) == \
-        (0.1, 0.9, True, (25, 50), 0.1, 128, "crop_flip")
+    assert pr.resnet_decay(paper, "cifar100") == recipes.StepDecay(0.1, (25, 50), 0.1)
+    assert c.optimizer is recipes.step_sgd(recipes.StepDecay(0.1, (25, 50), 0.1), 50_000 // 128, 0.9, True)
+    assert (c.epochs, c.batch_size, c.augment) == (75, 128, "crop_flip")
     assert c.prior_std == pytest.approx((5e-4 * 50_000) ** -0.5)
     t = pr.resnet_train_config(paper, "tiny_imagenet", 100_000)
-    assert (t.learning_rate, t.schedule, t.lr_milestones, t.epochs, t.nesterov) == (0.2, "cosine", (), 200, False)
+    assert t.optimizer is recipes.cosine_sgd(0.2, 200 * (100_000 // 128), 0.9, False) and t.epochs == 200
+    assert pr.resnet_decay(paper, "tiny_imagenet") == recipes.StepDecay(0.2)
+    # SWAG after it: twice the epochs, the rate ramped from the last epoch's (0.1 / 100) to 0.1 over 15 epochs
+    s = pr.resnet_swag_config(paper, "cifar100", 50_000)
+    assert (s.epochs, s.batch_size, s.num_snapshots, s.rank, s.scale) == (150, 128, 20, 20, 0.1)
+    assert s.prior_std == c.prior_std and s.augment == "crop_flip"
+    last = pr.resnet_decay(paper, "cifar100").at_epoch(74)
+    assert last == pytest.approx(1e-3) and s.optimizer is recipes.ramp_sgd(last, 0.1, 15 * (50_000 // 128), 0.9)
     with pytest.raises(ValueError, match="the bank has 4"):
         pr.bank_split_resnet(4, 3, 2)

@@ -43,12 +43,13 @@ def bank(x, y, devices=None):
     import jax
 
     from symlib.core.models import mlp_apply, mlp_init
+    import optax
     from symlib.inference import Data, Model, TrainConfig, fit_ensemble
 
     init_key, data_key = jax.random.split(jax.random.key(2))
     params0 = jax.vmap(lambda k: mlp_init(k, SIZES))(jax.random.split(init_key, 3))
     ens = fit_ensemble(data_key, params0, Model(mlp_apply), Data(x, y),
-                       TrainConfig(epochs=2, batch_size=50, learning_rate=1e-2), devices=devices)
+                       TrainConfig(epochs=2, batch_size=50, optimizer=optax.adam(1e-2)), devices=devices)
     params, losses = ens.samples, ens.info["epoch_loss"]
     flat = np.concatenate([np.asarray(a).reshape(3, -1) for a in jax.tree_util.tree_leaves(params)], axis=1)
     return flat, np.asarray(losses)

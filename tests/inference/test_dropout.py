@@ -3,6 +3,7 @@ masks, their equivalence with dropping hidden features, training through fit_dro
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from symlib.core.cnn import optunet_apply, optunet_hidden, optunet_init
@@ -72,7 +73,7 @@ def test_training_with_rate_zero_is_fit_map_and_dropout_changes_it():
     params = mlp_init(jax.random.key(12), [5, 8, 3])
     x = jax.random.normal(jax.random.key(13), (64, 5))
     y = jax.random.randint(jax.random.key(14), (64,), 0, 3)
-    cfg = TrainConfig(epochs=3, batch_size=16, learning_rate=1e-2)
+    cfg = TrainConfig(epochs=3, batch_size=16, optimizer=optax.adam(1e-2))
     key = jax.random.key(8)
     model, data = Model(mlp_apply), Data(x, y)
     ref = fit_map(key, params, model, data, cfg)
@@ -94,7 +95,7 @@ def test_training_with_rate_zero_is_fit_map_and_dropout_changes_it():
 
 def test_dropout_training_of_optunet_with_crops(optunet, images):
     x, y = images
-    cfg = TrainConfig(epochs=1, batch_size=32, learning_rate=1e-2, augment="crop")
+    cfg = TrainConfig(epochs=1, batch_size=32, optimizer=optax.adam(1e-2), augment="crop")
     post = fit_dropout(jax.random.key(15), optunet, Model(optunet_apply), Data(x, y), DropoutConfig(cfg, rate=RATE))
     assert post.rate == RATE and post.layer == "dense_1"
     assert jax.tree_util.tree_structure(post.params) == jax.tree_util.tree_structure(optunet)

@@ -1,6 +1,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from symlib.core.models import mlp_apply, mlp_init
@@ -16,7 +17,7 @@ def _toy(n=256, d=12, seed=0):
     return jnp.asarray(x), jnp.asarray(y)
 
 
-CFG = TrainConfig(epochs=30, batch_size=32, learning_rate=3e-3, prior_std=1.0)
+CFG = TrainConfig(epochs=30, batch_size=32, optimizer=optax.adam(3e-3), prior_std=1.0)
 SIZES = [12, 16, 3]
 MLP = Model(mlp_apply)
 

@@ -4,6 +4,7 @@ import warnings
 
 import jax
 import numpy as np
+import optax
 import pytest
 
 from symlib import inference
@@ -20,7 +21,7 @@ MODEL, DATA = Model(mlp_apply), Data(X, Y)
 
 @pytest.fixture(scope="module")
 def trained():
-    cfg = TrainConfig(epochs=20, batch_size=32, learning_rate=1e-2)
+    cfg = TrainConfig(epochs=20, batch_size=32, optimizer=optax.adam(1e-2))
     return inference.fit_map(jax.random.key(1), mlp_init(jax.random.key(0), [8, 16, 5]), MODEL, DATA, cfg).params
 
 

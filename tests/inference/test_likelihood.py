@@ -51,7 +51,7 @@ def flat_stack(stack):
 
 
 P0 = {"w": jnp.zeros(D), "b": jnp.zeros(())}
-SGD = TrainConfig(epochs=2000, batch_size=N, learning_rate=0.1, optimizer="sgd", prior_std=PRIOR_VAR**0.5)
+SGD = TrainConfig(epochs=2000, batch_size=N, optimizer=optax.sgd(0.1), prior_std=PRIOR_VAR**0.5)
 
 
 def test_likelihoods_log_density_and_output_hessian():
@@ -122,8 +122,8 @@ def test_vi_mean_is_the_posterior_mean(problem):
     data, mean, cov = problem
     # a decaying learning rate, so that the last iterate is the optimum, not Adam's noise around it
     post = inference.fit_vi(jax.random.key(4), P0, LINEAR, data,
-                            VIConfig(epochs=3000, batch_size=N, learning_rate=optax.cosine_decay_schedule(1e-2, 3000),
-                                     prior_var=PRIOR_VAR, num_mc=4))
+                            VIConfig(epochs=3000, batch_size=N,
+                                     optimizer=optax.adam(optax.cosine_decay_schedule(1e-2, 3000)), prior_var=PRIOR_VAR, num_mc=4))
     sd = np.sqrt(np.diag(cov))
     np.testing.assert_array_less(np.abs(flat(post.mean) - mean), 0.1 * sd)
     # the mean-field optimum's standard deviations are 1 / sqrt(diag(A))
@@ -141,7 +141,7 @@ def test_sghmc_and_swag_land_near_the_ridge_solution(problem):
     np.testing.assert_array_less(np.abs(draws.mean(axis=0) - mean), 1.5 * sd)
     assert np.all(draws.std(axis=0) < 3 * sd) and np.all(draws.std(axis=0) > 0.2 * sd)
     swag = inference.fit_swag(jax.random.key(6), ridge, LINEAR, data,
-                              SWAGConfig(epochs=40, batch_size=16, learning_rate=1e-2, num_snapshots=10, rank=2,
+                              SWAGConfig(epochs=40, batch_size=16, optimizer=optax.sgd(1e-2), num_snapshots=10, rank=2,
                                          prior_std=PRIOR_VAR**0.5))
     np.testing.assert_array_less(np.abs(flat(swag.mean) - mean), sd)
 
@@ -151,7 +151,8 @@ def test_dropout_regression_runs_and_fits(problem):
     net = mlp_init(jax.random.key(7), [D, 16, 1])
     post = inference.fit_dropout(jax.random.key(8), net, Model(mlp_apply, likelihood=Gaussian(NOISE)),
                                  Data(data.x, data.y[:, None]),
-                                 DropoutConfig(TrainConfig(epochs=300, batch_size=16, learning_rate=1e-2), rate=0.1))
+                                 DropoutConfig(TrainConfig(epochs=300, batch_size=16, optimizer=optax.adam(1e-2)),
+                                               rate=0.1))
     loss = np.asarray(post.info["epoch_loss"])
     assert np.isfinite(loss).all() and loss[-10:].mean() < 0.5 * loss[:10].mean()
     resid = np.asarray(mlp_apply(post.params, data.x))[:, 0] - np.asarray(data.y)
@@ -166,7 +167,7 @@ def test_bad_targets_and_likelihoods_raise(problem):
         inference.fit_map(key, P0, LINEAR, Data(data.x, jnp.stack([data.y, data.y], 1)), fast)
     with pytest.raises(ValueError, match=r"y has shape \(64, 1\) but the network's outputs have shape \(n,\)"):
         inference.fit_vi(key, P0, LINEAR, Data(data.x, data.y[:, None]), VIConfig(epochs=1, batch_size=N,
-                                                                                  learning_rate=1e-2))
+                                                                                  optimizer=optax.adam(1e-2)))
     with pytest.raises(ValueError, match="y contains NaN or inf"):
         inference.fit_laplace(None, P0, LINEAR, Data(data.x, data.y.at[3].set(jnp.inf)),
                               LaplaceConfig(prior_precision=1.0))
@@ -189,7 +190,7 @@ def test_bad_targets_and_likelihoods_raise(problem):
         inference.fit_sghmc(key, net, Model(mlp_apply), Data(data.x, jnp.arange(N) % 4),
                             SGHMCConfig(step_size=1e-3, epochs=1, batch_size=16, num_samples=1))
     with pytest.raises(ValueError, match=r"y must be integer class indices"):
-        inference.fit_swag(key, net, Model(mlp_apply), data, SWAGConfig(epochs=4, batch_size=16, learning_rate=1e-2,
-                                                                         num_snapshots=2, rank=2))
+        inference.fit_swag(key, net, Model(mlp_apply), data,
+                           SWAGConfig(epochs=4, batch_size=16, optimizer=optax.sgd(1e-2), num_snapshots=2, rank=2))
     with pytest.raises(ValueError, match=r"apply_fn must return logits \(n, classes\) for a categorical likelihood"):
         inference.fit_map(key, P0, Model(linear_apply), Data(data.x, jnp.zeros(N, jnp.int32)), fast)

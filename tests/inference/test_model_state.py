@@ -7,6 +7,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from symlib import inference
@@ -48,7 +49,7 @@ def model_of(module: CNN) -> Model:
 
 NET, TINY = CNN(), CNN(channels=2, hidden=8, pool=7)
 MODEL = model_of(NET)
-ADAM = TrainConfig(epochs=4, batch_size=32, learning_rate=1e-2)
+ADAM = TrainConfig(epochs=4, batch_size=32, optimizer=optax.adam(1e-2))
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +94,7 @@ def test_a_state_name_that_is_not_a_top_level_key_is_named(init, data):
         inference.fit_map(jax.random.key(1), init, bad, data, ADAM)
     with pytest.raises(ValueError, match="tuple of top-level keys"):
         inference.fit_vi(jax.random.key(1), init, MODEL._replace(state="batch_stats"), data,
-                         VIConfig(epochs=1, batch_size=32, learning_rate=1e-3))
+                         VIConfig(epochs=1, batch_size=32, optimizer=optax.adam(1e-3)))
 
 
 def test_fit_map_updates_the_running_statistics_and_learns(init, trained, data):
@@ -127,7 +128,7 @@ def test_a_train_apply_fn_that_returns_an_undeclared_entry_is_named(init, data):
 
 def test_fit_vi_holds_the_state_with_zero_spread(trained, data):
     post = inference.fit_vi(jax.random.key(2), trained, MODEL, data,
-                            VIConfig(epochs=1, batch_size=64, learning_rate=1e-3, std_init=0.01))
+                            VIConfig(epochs=1, batch_size=64, optimizer=optax.adam(1e-3), std_init=0.01))
     assert all(np.all(np.isfinite(a)) for a in _leaves(post.mean))
     _equal(post.mean["batch_stats"], trained["batch_stats"])
     assert all(np.all(a == 0) for a in _leaves(post.std["batch_stats"]))
@@ -138,7 +139,7 @@ def test_fit_vi_holds_the_state_with_zero_spread(trained, data):
 
 
 def test_fit_swag_draws_carry_the_statistics_of_the_end_of_its_run(trained, data):
-    cfg = SWAGConfig(epochs=4, batch_size=64, learning_rate=0.02, momentum=0.5, num_snapshots=3, rank=2)
+    cfg = SWAGConfig(epochs=4, batch_size=64, optimizer=optax.sgd(0.02, momentum=0.5), num_snapshots=3, rank=2)
     post = inference.fit_swag(jax.random.key(4), trained, MODEL, data, cfg)
     # the SWAG phase's SGD is fit_map's with the same configuration: same end of run
     end = inference.fit_map(jax.random.key(4), trained, MODEL, data, cfg.train_config()).params

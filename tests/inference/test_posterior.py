@@ -2,7 +2,9 @@
 ``fit_<method>(key, params0, model, data, config)`` gives bit for bit what its training loop
 gives, and ``sample(key, posterior, n)`` what the loop's own sampler draws."""
 import jax
+import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from symlib import inference
@@ -39,7 +41,7 @@ def _n(stack):
 
 
 def test_fit_map_is_train_map_and_samples_repeat_it():
-    cfg = TrainConfig(epochs=2, batch_size=16, learning_rate=1e-2)
+    cfg = TrainConfig(epochs=2, batch_size=16, optimizer=optax.adam(1e-2))
     post = inference.fit_map(jax.random.key(1), PARAMS0, MODEL, DATA, cfg)
     _same(post.params, _train_map(PARAMS0, jax.random.key(1), X, Y, cfg)[0])
     draws = inference.sample(jax.random.key(2), post, 3)
@@ -48,7 +50,7 @@ def test_fit_map_is_train_map_and_samples_repeat_it():
 
 
 def test_fit_ensemble_is_train_map_many_of_the_stacked_starts():
-    cfg = TrainConfig(epochs=2, batch_size=16, learning_rate=1e-2)
+    cfg = TrainConfig(epochs=2, batch_size=16, optimizer=optax.adam(1e-2))
     starts = jax.vmap(lambda k: mlp_init(k, SIZES))(jax.random.split(jax.random.key(5), 3))
     post = inference.fit_ensemble(jax.random.key(1), starts, MODEL, DATA, cfg)
     ref, _ = _train_map_many(starts, jax.random.split(jax.random.key(1), 3), X, Y, cfg)
@@ -60,10 +62,10 @@ def test_fit_ensemble_is_train_map_many_of_the_stacked_starts():
 
 
 def test_fit_vi_is_train_vi_as_one_diagonal_gaussian():
-    cfg = VIConfig(epochs=2, batch_size=16, learning_rate=1e-2, prior_var=0.5, std_init=0.05)
+    cfg = VIConfig(epochs=2, batch_size=16, optimizer=optax.adam(1e-2), prior_var=0.5, std_init=0.05)
     post = inference.fit_vi(jax.random.key(3), PARAMS0, MODEL, DATA, cfg)
     res = _train_vi(jax.random.key(3), PARAMS0, network_loglik(mlp_apply, Categorical()), X, Y,
-                    epochs=2, batch_size=16, learning_rate=1e-2, prior_var=0.5, std_init=0.05)
+                    epochs=2, batch_size=16, optimizer=cfg.optimizer, prior_var=0.5, std_init=0.05)
     assert isinstance(post, DiagonalGaussian)
     _same(post.mean, res.mu)
     _same(post.std, res.sigma)
@@ -81,7 +83,7 @@ def test_fit_laplace_is_laplace_posterior():
 
 
 def test_fit_swag_is_train_swag():
-    cfg = SWAGConfig(epochs=4, batch_size=16, learning_rate=0.05, num_snapshots=2, rank=2)
+    cfg = SWAGConfig(epochs=4, batch_size=16, optimizer=optax.sgd(0.05), num_snapshots=2, rank=2)
     post = inference.fit_swag(jax.random.key(6), PARAMS0, MODEL, DATA, cfg)
     ref = _train_swag(jax.random.key(6), PARAMS0, X, Y, cfg, apply_fn=mlp_apply)
     _same(post.mean, ref.mean)
@@ -102,7 +104,7 @@ def test_fit_sghmc_keeps_the_draws_and_sample_takes_the_first():
 def test_fit_dropout_is_fit_map_with_a_dropout_forward():
     from symlib.inference.dropout import dropout_apply
 
-    cfg = DropoutConfig(TrainConfig(epochs=1, batch_size=16, learning_rate=1e-2), rate=0.2, layer="dense_1")
+    cfg = DropoutConfig(TrainConfig(epochs=1, batch_size=16, optimizer=optax.adam(1e-2)), rate=0.2, layer="dense_1")
     post = inference.fit_dropout(jax.random.key(9), PARAMS0, MODEL, DATA, cfg)
     trained = inference.fit_map(jax.random.key(9), PARAMS0, MODEL._replace(train_apply_fn=dropout_apply(mlp_apply, 0.2)),
                                 DATA, cfg.train)
@@ -159,14 +161,32 @@ def test_last_layer_laplace_draws_whole_networks():
         inference.sample(jax.random.key(11), inference.LastLayerLaplace(PARAMS0, kfac), 3)
 
 
+
+def test_every_posterior_type_draws_jax_arrays_of_its_dtype():
+    """sample() returns JAX arrays whatever the posterior holds (numpy arrays here), the values
+    and the float32 dtype unchanged."""
+    net = jax.tree_util.tree_map(np.asarray, PARAMS0)
+    stack = jax.tree_util.tree_map(lambda a: np.stack([a, 2 * a]), net)
+    feats = np.maximum(X @ net["dense_0"]["kernel"] + net["dense_0"]["bias"], 0)
+    kfac = last_layer_kfac(feats, net["dense_1"]["kernel"], net["dense_1"]["bias"], prior_precision=1.0)
+    for post, expect in ((inference.PointEstimate(net), jax.tree_util.tree_map(lambda a: np.stack([a, a]), net)),
+                         (inference.Samples(stack), stack),
+                         (inference.LastLayerLaplace(net, kfac, "dense_1"), None)):
+        draws = inference.sample(jax.random.key(3), post, 2)
+        for leaf in jax.tree_util.tree_leaves(draws):
+            assert isinstance(leaf, jax.Array) and leaf.dtype == jnp.float32, type(post).__name__
+        if expect is not None:
+            _same(draws, expect)
+
+
 # ------------------------------------------------------------------ nothing silent (issue 45)
 
 def test_a_fit_refuses_a_non_finite_start():
     bad = jax.tree_util.tree_map(lambda a: a, PARAMS0)
     bad["dense_0"]["kernel"] = np.asarray(bad["dense_0"]["kernel"]).copy()
     bad["dense_0"]["kernel"][0, 0] = np.nan
-    for fit, cfg in ((inference.fit_map, TrainConfig(epochs=1, batch_size=16, learning_rate=1e-2)),
-                     (inference.fit_vi, VIConfig(epochs=1, batch_size=16, learning_rate=1e-2)),
+    for fit, cfg in ((inference.fit_map, TrainConfig(epochs=1, batch_size=16, optimizer=optax.adam(1e-2))),
+                     (inference.fit_vi, VIConfig(epochs=1, batch_size=16, optimizer=optax.adam(1e-2))),
                      (inference.fit_sghmc, SGHMCConfig(step_size=1e-3, epochs=2, batch_size=16, num_samples=2))):
         with pytest.raises(ValueError, match=r"params0\['dense_0'\]\['kernel'\].*NaN"):
             fit(jax.random.key(0), bad, MODEL, DATA, cfg)
@@ -176,14 +196,14 @@ def test_a_diverging_fit_stops_naming_the_step_and_the_fix():
     with pytest.raises(inference.NonFiniteFitError, match=r"fit_map: the parameters became NaN or inf \(the loss "
                                                           r"was first non-finite at epoch \d+\); lower the learning rate"):
         inference.fit_map(jax.random.key(1), PARAMS0, MODEL, DATA,
-                          TrainConfig(epochs=3, batch_size=16, learning_rate=1e30))
+                          TrainConfig(epochs=3, batch_size=16, optimizer=optax.adam(1e30)))
     with pytest.raises(inference.NonFiniteFitError, match=r"fit_sghmc: the samples became NaN or inf \(first at kept "
                                                           r"sample \d+ of 3, draw \d+\); lower the step size"):
         inference.fit_sghmc(jax.random.key(2), PARAMS0, MODEL, DATA,
                             SGHMCConfig(step_size=1e3, epochs=4, batch_size=16, num_samples=3))
     with pytest.raises(inference.NonFiniteFitError, match=r"fit_vi: .* lower the learning rate"):
         inference.fit_vi(jax.random.key(3), PARAMS0, MODEL, DATA,
-                         VIConfig(epochs=2, batch_size=16, learning_rate=1e30))
+                         VIConfig(epochs=2, batch_size=16, optimizer=optax.adam(1e30)))
 
 
 def test_metrics_on_logits_check_concrete_labels():
@@ -207,7 +227,7 @@ def test_raw_uint8_images_get_a_warning():
     raw = (np.abs(X) * 100).astype(np.uint8)
     with pytest.warns(UserWarning, match=r"data.x holds uint8 values \(up to \d+\).*data.x / 255.0"):
         inference.fit_map(jax.random.key(1), PARAMS0, MODEL, Data(raw, Y),
-                          TrainConfig(epochs=1, batch_size=16, learning_rate=1e-3))
+                          TrainConfig(epochs=1, batch_size=16, optimizer=optax.adam(1e-3)))
     with pytest.warns(UserWarning, match=r"x holds uint8 values"):
         evaluation.interpolation_curve(PARAMS0, PARAMS0, raw, Y, 3, apply_fn=mlp_apply)
 

@@ -19,12 +19,13 @@ REPO = Path(__file__).resolve().parents[2]
 _SCRIPT = textwrap.dedent("""
     import json, jax, jax.numpy as jnp, numpy as np
     from symlib.core.models import mlp_apply, mlp_init
+    import optax
     from symlib.inference import Data, Model, TrainConfig, fit_ensemble
     assert len(jax.devices()) == 2, jax.devices()
     rng = np.random.default_rng(0)
     x = rng.normal(size=(96, 4)).astype(np.float32)
     y = (x[:, 0] > 0).astype(np.int32) + (x[:, 1] > 1).astype(np.int32)
-    cfg = TrainConfig(epochs=2, batch_size=32, learning_rate=1e-2)
+    cfg = TrainConfig(epochs=2, batch_size=32, optimizer=optax.adam(1e-2))
     init = lambda k: mlp_init(k, [4, 8, 3])
     norm = lambda p: sum(jnp.sum(a ** 2) for a in jax.tree_util.tree_leaves(p))
     out = {}

@@ -3,6 +3,7 @@ moments, the snapshot schedule of fit_swag, and input checks."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from jax.flatten_util import ravel_pytree
 
@@ -78,11 +79,11 @@ def test_fit_swag_snapshots_are_the_sgd_trajectory_and_mean_near_map():
     assert float(jnp.abs(jax.grad(obj)(flat)).max()) < 1e-5
     map_params = unravel(flat)
 
-    cfg = SWAGConfig(epochs=6, batch_size=16, learning_rate=0.05, num_snapshots=3, rank=3, snapshot_every=2)
+    cfg = SWAGConfig(epochs=6, batch_size=16, optimizer=optax.sgd(0.05), num_snapshots=3, rank=3, snapshot_every=2)
     key = jax.random.PRNGKey(3)
     post = fit_swag(key, map_params, Model(linear_apply), Data(x, y), cfg)
     assert isinstance(post, SWAGPosterior) and post.epoch_losses.shape == (6,)
-    train = TrainConfig(6, 16, 0.05, prior_std, optimizer="sgd")
+    train = TrainConfig(6, 16, cfg.optimizer, prior_std)
     sgd = fit_map(key, map_params, Model(linear_apply), Data(x, y), train, keep_trajectory=True)
     losses, traj = sgd.info["epoch_loss"], sgd.info["trajectory"]
     expected = swag_from_snapshots(jax.tree_util.tree_map(lambda a: a[jnp.array([1, 3, 5])], traj), 3, cfg.scale)
@@ -94,12 +95,13 @@ def test_fit_swag_snapshots_are_the_sgd_trajectory_and_mean_near_map():
     assert float(jnp.max(post.deviations**2)) > 0
 
 
-def test_ramp_starts_at_start_learning_rate():
-    """Full-batch SGD (one step an epoch): the first snapshot is one step of size
-    start_learning_rate from params0 (rank = K keeps every snapshot: theta_k = mean + dev_k)."""
+def test_ramp_starts_at_its_first_rate():
+    """Full-batch SGD (one step an epoch) on a linear ramp from 0.01 to 1 over 4 steps: the
+    first snapshot is one step of size 0.01 from params0 (rank = K keeps every snapshot:
+    theta_k = mean + dev_k)."""
     x, y = _softmax_regression(n=16)
     p0 = {"kernel": jnp.full((3, 3), 0.1), "bias": jnp.zeros(3)}
-    cfg = SWAGConfig(epochs=4, batch_size=16, learning_rate=1.0, start_learning_rate=0.01, ramp_epochs=4,
+    cfg = SWAGConfig(epochs=4, batch_size=16, optimizer=optax.sgd(optax.linear_schedule(0.01, 1.0, 4)),
                      num_snapshots=4, rank=4)
     post = fit_swag(jax.random.PRNGKey(0), p0, Model(linear_apply), Data(x, y), cfg)
     mean, unravel = ravel_pytree(post.mean)
@@ -132,14 +134,16 @@ def test_bad_inputs_name_the_argument():
     p0 = {"kernel": jnp.zeros((3, 3)), "bias": jnp.zeros(3)}
     bad = {"snapshot_every": dict(epochs=4, num_snapshots=3, rank=2, snapshot_every=2),
            "rank": dict(epochs=4, num_snapshots=3, rank=4),
-           "ramp_epochs": dict(epochs=4, num_snapshots=2, rank=2, ramp_epochs=5),
            "num_snapshots": dict(epochs=4, num_snapshots=1, rank=0),
            "scale": dict(epochs=4, num_snapshots=2, rank=2, scale=0.0),
            "batch_size": dict(epochs=4, num_snapshots=2, rank=2, batch_size=64)}
     for name, kw in bad.items():
-        cfg = SWAGConfig(**{"batch_size": 8, "learning_rate": 0.1, **kw})
+        cfg = SWAGConfig(**{"batch_size": 8, "optimizer": optax.sgd(0.1), **kw})
         with pytest.raises(ValueError, match=name):
             fit_swag(jax.random.PRNGKey(0), p0, Model(linear_apply), Data(x, y), cfg)
     with pytest.raises(ValueError, match="y"):
         fit_swag(jax.random.PRNGKey(0), p0, Model(linear_apply), Data(x, y[:-1]),
-                 SWAGConfig(4, 8, 0.1, num_snapshots=2, rank=2))
+                 SWAGConfig(4, 8, optax.sgd(0.1), num_snapshots=2, rank=2))
+    with pytest.raises(TypeError, match="optimizer must be an optax.GradientTransformation .* got float 0.1"):
+        fit_swag(jax.random.PRNGKey(0), p0, Model(linear_apply), Data(x, y), SWAGConfig(4, 8, 0.1, num_snapshots=2,
+                                                                                        rank=2))

@@ -3,19 +3,21 @@ MNIST (the subset shipped with symlib), many at once, the crop augmentation, Lau
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from symlib.core.cnn import as_images, optunet_apply, optunet_init
 from symlib.core.losses import nll
 from symlib.data import CHANNEL_STATS, load_split, standardize
-from symlib.experiments.laurent.optunet import optunet_train_config
+from symlib.experiments.laurent.optunet import optunet_decay, optunet_train_config
+from symlib.experiments.recipes import StepDecay, step_sgd
 from symlib.inference import Data, Model, fit_ensemble, fit_map
 from symlib.inference.training import TrainConfig, evaluate, map_objective, random_crop
 
 OPTUNET = Model(optunet_apply)
 
 # Adam learns faster than the paper's SGD (and without crops) in a handful of steps
-CFG = TrainConfig(epochs=4, batch_size=32, learning_rate=0.01)
+CFG = TrainConfig(epochs=4, batch_size=32, optimizer=optax.adam(0.01))
 
 
 @pytest.fixture(scope="module")
@@ -122,9 +124,8 @@ def test_laurent_recipe_weight_decay_is_pytorch_sgd_weight_decay(mnist):
     x, y, _, _ = mnist
     n = x.shape[0]
     cfg = optunet_train_config(n)
-    assert cfg == TrainConfig(60, 64, 0.04, (2e-4 * n) ** -0.5, "sgd", 0.0, (15, 30), 0.5, "crop")
-    assert optunet_train_config(n, epochs=8, augment=None).lr_milestones == (2, 4)
-    assert optunet_train_config(n, epochs=1).lr_milestones == ()
+    assert cfg == TrainConfig(60, 64, step_sgd(StepDecay(0.04, (15, 30), 0.5), n // 64), (2e-4 * n) ** -0.5, "crop")
+    assert optunet_decay(8).milestones == (2, 4) and optunet_decay(1).milestones == ()
     params = optunet_init(jax.random.key(3))
     xb, yb = x[:64], y[:64]
     grads = jax.jit(lambda p: (jax.grad(map_objective)(p, xb, yb, n, cfg.prior_std, optunet_apply),
@@ -146,7 +147,7 @@ def test_vi_and_hmc_take_optunet(mnist):
     x, y = x[:256], y[:256]
 
     fit = fit_vi(jax.random.key(0), optunet_init(jax.random.key(1)), OPTUNET, Data(x, y),
-                 VIConfig(epochs=6, batch_size=64, learning_rate=0.01, prior_var=1.0, std_init=0.01))
+                 VIConfig(epochs=6, batch_size=64, optimizer=optax.adam(0.01), prior_var=1.0, std_init=0.01))
     elbo = np.asarray(fit.info["elbo"])
     assert fit.std["conv_1"]["kernel"].shape == (5, 5, 1, 10) and elbo.shape == (6,) and np.all(np.isfinite(elbo))
     assert jax.tree_util.tree_structure(fit.mean) == jax.tree_util.tree_structure(optunet_init(jax.random.key(1)))

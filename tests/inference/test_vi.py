@@ -47,7 +47,7 @@ def _toy_classification(n=200, d=6, seed=0):
     return x, y
 
 
-FAST = dict(epochs=3, batch_size=50, learning_rate=1e-2)
+FAST = dict(epochs=3, batch_size=50, optimizer=optax.adam(1e-2))
 MLP_LOGLIK = network_loglik(mlp_apply, Categorical())  # the MLP classifier's summed log-likelihood
 
 
@@ -68,7 +68,7 @@ def test_recovers_exact_posterior_of_orthogonal_linear_regression(batch_size, te
     # a Gaussian likelihood (regression): the loop's own loglik_fn, which fit_vi (categorical) does not take
     res = _train_vi(jax.random.key(1), {"w": jnp.zeros(D)}, _gauss_loglik, x, y, prior_var=PRIOR_VAR, std_init=0.1,
                     epochs=total_steps * batch_size // N, batch_size=batch_size,
-                    learning_rate=optax.cosine_decay_schedule(0.05, total_steps), num_mc=16,
+                    optimizer=optax.adam(optax.cosine_decay_schedule(0.05, total_steps)), num_mc=16,
                     temperature=temperature)
     assert isinstance(res, VIResult)
     np.testing.assert_allclose(res.sigma["w"], std, rtol=0.05)
@@ -135,7 +135,7 @@ def test_init_mean_field_layout_state_and_errors():
 def test_fit_mlp_vi_layout_positivity_determinism_and_learning():
     x, y = _toy_classification()
     sizes = [6, 16, 3]
-    kw = dict(epochs=40, batch_size=50, learning_rate=1e-2, prior_var=1.0, std_init=0.01, num_mc=2)
+    kw = dict(epochs=40, batch_size=50, optimizer=optax.adam(1e-2), prior_var=1.0, std_init=0.01, num_mc=2)
     a = _fit_mlp_vi(jax.random.key(0), sizes, x, y, **kw)
     b = _fit_mlp_vi(jax.random.key(0), sizes, x, y, **kw)
     c = _fit_mlp_vi(jax.random.key(1), sizes, x, y, **kw)
@@ -158,7 +158,7 @@ def test_fit_mlp_vi_layout_positivity_determinism_and_learning():
 def test_python_loop_draws_what_the_compiled_loop_draws():
     """loop="python" (one compiled step, for large CNNs on CPU) gives the scan's fit."""
     x, y = _toy_classification()
-    kw = dict(epochs=3, batch_size=50, learning_rate=1e-2, num_mc=2)
+    kw = dict(epochs=3, batch_size=50, optimizer=optax.adam(1e-2), num_mc=2)
     a = _fit_mlp_vi(jax.random.key(5), [6, 8, 3], x, y, **kw)
     b = _fit_mlp_vi(jax.random.key(5), [6, 8, 3], x, y, loop="python", **kw)
     np.testing.assert_allclose(a.info["elbo"], b.info["elbo"], rtol=1e-5)
@@ -171,7 +171,7 @@ def test_python_loop_leaves_the_callers_params0_usable():
     x, y = _toy_classification()
     mu0 = jax.tree_util.tree_map(jnp.asarray, mlp_init(jax.random.key(0), [6, 4, 3]))
     fit_vi(jax.random.key(1), mu0, Model(mlp_apply), Data(x, y),
-           VIConfig(epochs=1, batch_size=50, learning_rate=1e-2, loop="python"))
+           VIConfig(epochs=1, batch_size=50, optimizer=optax.adam(1e-2), loop="python"))
     assert all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree_util.tree_leaves(mu0))
 
 
@@ -191,7 +191,6 @@ def test_errors_are_named():
         (dict(std_init=0.0), "std_init"),
         (dict(prior_var=-1.0), "prior_var"),
         (dict(temperature=0.0), "temperature"),
-        (dict(learning_rate=float("nan")), "learning_rate"),
         (dict(n_data=0), "n_data"),
         (dict(loop="while"), "loop"),
     ]
@@ -199,6 +198,9 @@ def test_errors_are_named():
         kw = dict(x=x, y=y, **FAST) | change
         with pytest.raises(ValueError, match=msg):
             fit_vi(k, mu0, Model(mlp_apply), Data(kw.pop("x"), kw.pop("y")), VIConfig(**kw))
+    for bad in (1e-2, "adam", optax.adam):  # a learning rate, a name, the factory uncalled
+        with pytest.raises(TypeError, match="^optimizer must be an optax.GradientTransformation"):
+            fit_vi(k, mu0, Model(mlp_apply), Data(x, y), VIConfig(**FAST | dict(optimizer=bad)))
     # the loop's own inputs, which fit_vi (categorical likelihood, params0 checked first) does not pass on
     with pytest.raises(ValueError, match="scalar"):
         _train_vi(k, mu0, lambda p, xb, yb: mlp_apply(p, xb)[:, 0], x, y, **FAST)
@@ -281,13 +283,13 @@ def test_bayes_by_backprop_of_optunet_through_network_loglik():
     params = optunet_init(jax.random.key(2))
     # fit_vi's likelihood is network_loglik(model.apply_fn, model.likelihood)
     res = fit_vi(jax.random.key(3), params, Model(optunet_apply), Data(x, y),
-                 VIConfig(epochs=2, batch_size=16, learning_rate=1e-2, num_mc=3))
+                 VIConfig(epochs=2, batch_size=16, optimizer=optax.adam(1e-2), num_mc=3))
     assert jax.tree_util.tree_structure(res.mean) == jax.tree_util.tree_structure(params)
     assert res.info["elbo"].shape == (2,) and np.isfinite(res.info["elbo"]).all()
     np.testing.assert_allclose(loglik(params, x, y), -64 * nll(optunet_apply(params, x), y), rtol=1e-5)
     with pytest.raises(ValueError, match="y"):  # labels checked against OptuNet's 10 classes
         fit_vi(jax.random.key(3), params, Model(optunet_apply), Data(x, y + 10),
-               VIConfig(epochs=1, batch_size=16, learning_rate=1e-2))
+               VIConfig(epochs=1, batch_size=16, optimizer=optax.adam(1e-2)))
 
 
 def test_fit_vi_with_state_does_not_depend_on_the_key_order():

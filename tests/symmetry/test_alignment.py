@@ -141,13 +141,14 @@ def test_fit_vi_diagonal_gaussian_is_accepted_wherever_a_pair_is():
 
     from symlib.core.gaussian import DiagonalGaussian
     from symlib.core.models import mlp_apply, mlp_init
+    import optax
     from symlib.inference import Data, Model, VIConfig, fit_vi
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(64, 5)).astype(np.float32)
     y = rng.integers(0, 3, 64)
     q0 = fit_vi(jax.random.key(0), mlp_init(jax.random.key(1), [5, 8, 3]), Model(mlp_apply), Data(x, y),
-                VIConfig(epochs=2, batch_size=32, learning_rate=1e-2, std_init=0.05))
+                VIConfig(epochs=2, batch_size=32, optimizer=optax.adam(1e-2), std_init=0.05))
     assert isinstance(q0, DiagonalGaussian) and len(q0) == 3 and set(q0.info) == {"elbo"}
     spec = mlp_permutation_spec(1)
     planted = random_permutations(rng, spec, q0.mean)

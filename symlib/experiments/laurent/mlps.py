@@ -31,6 +31,7 @@ from symlib.experiments.laurent import perceptrons  # noqa: F401  (registers toy
 from symlib.experiments.judging.claims import (Evidence, Verdict, claim, difference, worst, exact, interval_evidence,
                                        mean_of_units, not_tested, share_of_units)
 from symlib.experiments.profiles import Profile
+from symlib.experiments.recipes import StepDecay, step_sgd
 from symlib.experiments.registry import ExperimentResult, data_config, fit_many_blocks, load_data, pick, register
 from symlib.experiments.judging.thresholds import threshold
 from symlib.inference.training import TrainConfig
@@ -88,23 +89,30 @@ class LaurentMLPsResult(ExperimentResult):
                    milestones=artifact["milestones"], prior_std=np.float64(artifact["prior_std"]), sizes=artifact["sizes"])
 
 
+def laurent_decay(profile: Profile) -> StepDecay:
+    """The learning rate of :func:`laurent_train_config` in epochs: ``profile.laurent_learning_rate``,
+    halved after a quarter and after half of the ``profile.laurent_epochs`` epochs."""
+    e = profile.laurent_epochs
+    return StepDecay(profile.laurent_learning_rate, tuple(sorted({max(1, e // 4), max(2, e // 2)})), 0.5)
+
+
 def laurent_train_config(profile: Profile, n_train: int) -> TrainConfig:
     """Laurent et al.'s OptuNet recipe (App. B.1) for ``profile.laurent_epochs`` epochs.
 
-    SGD, learning rate halved after a quarter and after half of training, weight decay
-    as a Gaussian prior on ``n_train`` examples.
+    SGD, learning rate halved after a quarter and after half of training
+    (:func:`laurent_decay`), weight decay as a Gaussian prior on ``n_train`` examples.
 
     Args:
         profile: the run profile (``laurent_*`` settings).
-        n_train: training examples (turns the weight decay into a prior std).
+        n_train: training examples (the data the config trains on: the steps of an epoch;
+            turns the weight decay into a prior std).
 
     Returns:
         The training configuration.
     """
-    e = profile.laurent_epochs
-    return TrainConfig(e, profile.laurent_batch_size, profile.laurent_learning_rate,
-                       TrainConfig.prior_std_for_weight_decay(profile.laurent_weight_decay, n_train),
-                       optimizer="sgd", lr_milestones=tuple(sorted({max(1, e // 4), max(2, e // 2)})))
+    return TrainConfig(profile.laurent_epochs, profile.laurent_batch_size,
+                       step_sgd(laurent_decay(profile), n_train // profile.laurent_batch_size),
+                       TrainConfig.prior_std_for_weight_decay(profile.laurent_weight_decay, n_train))
 
 
 #: networks per cached block of ``laurent_mlps`` (the quick profile's 64 in one, the paper's 256 in four)
@@ -605,7 +613,6 @@ def laurent_mlps(profile: Profile) -> dict[str, Any]:
     """
     from symlib.core.models import mlp_apply
     from symlib.evaluation.metrics import accuracy
-    from symlib.inference.training import learning_rate_at
     from symlib.symmetry import mlp_permutation_spec, mlp_scaling_spec
     from symlib.symmetry.neuron_order import statistics_observer, swap_counter
 
@@ -626,8 +633,8 @@ def laurent_mlps(profile: Profile) -> dict[str, Any]:
             "swaps": np.asarray(seen["step"]), "test_accuracy": np.asarray(acc),
             # per hidden layer: (nets, epochs, units) sorting statistic at the end of every epoch
             "epoch_stats": [np.asarray(s) for s in seen["epoch"]],
-            "lr": np.asarray([learning_rate_at(cfg, e) for e in range(cfg.epochs)]),
-            "milestones": np.asarray(cfg.lr_milestones), "prior_std": np.asarray(cfg.prior_std),
+            "lr": np.asarray([laurent_decay(profile).at_epoch(e) for e in range(cfg.epochs)]),
+            "milestones": np.asarray(laurent_decay(profile).milestones), "prior_std": np.asarray(cfg.prior_std),
             "sizes": np.asarray(sizes)}
 
 

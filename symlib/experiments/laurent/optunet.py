@@ -22,6 +22,7 @@ from symlib.experiments.laurent import mlps  # noqa: F401  (registers the lauren
 from symlib.experiments.judging.claims import CLAIMS, Verdict, claim, difference
 from symlib.experiments.laurent.mlps import LINE_T, min_mass_entry, swap_summary
 from symlib.experiments.profiles import Profile
+from symlib.experiments.recipes import StepDecay, step_sgd
 from symlib.experiments.registry import ExperimentResult, data_config, load_data, register, train_many_blocks
 
 #: Laurent et al.'s OptuNet recipe (their ``optumnist-v1.py``): SGD without momentum
@@ -29,11 +30,28 @@ LAURENT_OPTUNET = {"batch_size": 64, "learning_rate": 0.04, "weight_decay": 2e-4
                    "lr_milestones": (15, 30), "lr_factor": 0.5}
 
 
+def optunet_decay(epochs: int = 60) -> StepDecay:
+    """The learning rate of Laurent et al.'s OptuNet recipe (:data:`LAURENT_OPTUNET`) in epochs:
+    0.04, halved at epochs 15 and 30 of 60; with ``epochs != 60`` at ``epochs // 4`` and
+    ``epochs // 2`` (those in ``1..epochs-1``).
+
+    Raises:
+        ValueError: if ``epochs`` is not a positive integer.
+    """
+    from symlib.core.checks import positive_int
+
+    r = LAURENT_OPTUNET
+    epochs = positive_int(epochs, "epochs")
+    milestones = r["lr_milestones"] if epochs == r["epochs"] else tuple(sorted({epochs // 4, epochs // 2} - {0}))
+    return StepDecay(r["learning_rate"], milestones, r["lr_factor"])
+
+
 def optunet_train_config(n_train: int, epochs: int = 60, augment: str | None = "crop", crop_fill: float = 0.0):
     """Laurent et al.'s recipe for OptuNet (:data:`LAURENT_OPTUNET`).
 
     SGD with learning rate 0.04 and no momentum, batch 64, weight decay 2e-4, learning
-    rate halved at epochs 15 and 30 of 60, random 28x28 crops of the images padded by
+    rate halved at epochs 15 and 30 of 60 (:func:`optunet_decay`; its optax schedule
+    counts the ``n_train // 64`` steps of an epoch), random 28x28 crops of the images padded by
     4 black pixels. The authors standardise MNIST with mean 0.1307 and standard deviation
     0.3081 after the crop; with images standardised beforehand
     (:func:`symlib.data.standardize`), pass ``crop_fill=standardize(0.0, "mnist")``.
@@ -49,7 +67,7 @@ def optunet_train_config(n_train: int, epochs: int = 60, augment: str | None = "
     as there, every parameter (biases included) is decayed.
 
     Args:
-        n_train: number of training examples ``N``, >= 1.
+        n_train: number of training examples ``N``, >= 1 (the data the config trains on).
         epochs: passes over the training set (60 in the paper).
         augment: ``"crop"`` (the paper) or ``None``.
         crop_fill: value of the padded pixels (see above).
@@ -60,15 +78,12 @@ def optunet_train_config(n_train: int, epochs: int = 60, augment: str | None = "
     Raises:
         ValueError: if ``n_train < 1`` or ``epochs`` is not a positive integer.
     """
-    from symlib.core.checks import positive_int
     from symlib.inference.training import TrainConfig
 
     r = LAURENT_OPTUNET
-    epochs = positive_int(epochs, "epochs")
-    milestones = (15, 30) if epochs == r["epochs"] else tuple(sorted({epochs // 4, epochs // 2} - {0}))
-    return TrainConfig(epochs, r["batch_size"], r["learning_rate"],
-                       TrainConfig.prior_std_for_weight_decay(r["weight_decay"], n_train), optimizer="sgd",
-                       lr_milestones=milestones, lr_factor=r["lr_factor"], augment=augment, crop_fill=float(crop_fill))
+    decay = optunet_decay(epochs)
+    return TrainConfig(int(epochs), r["batch_size"], step_sgd(decay, n_train // r["batch_size"]),
+                       TrainConfig.prior_std_for_weight_decay(r["weight_decay"], n_train), augment, float(crop_fill))
 
 
 #: OptuNet's layers with weights, input to output, and their weight counts (kernels only)
@@ -170,13 +185,13 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
     """
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.data import standardize
-    from symlib.inference.training import learning_rate_at
     from symlib.symmetry.architectures import optunet_permutation_spec, optunet_scaling_spec
     from symlib.symmetry.neuron_order import statistics_observer, swap_counter
 
     d = optunet_data(profile)
     x, y = d["x_train"], d["y_train"]
     cfg = optunet_train_config(len(y), epochs=profile.optunet_epochs, crop_fill=standardize(0.0, "mnist"))
+    decay = optunet_decay(profile.optunet_epochs)
     sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
     # blocks of optunet_block() networks, each kept in the artifact cache: a killed run resumes
     params, losses, seen = train_many_blocks("laurent_optunets", _config(profile), jax.random.key(2024), optunet_init,
@@ -190,8 +205,8 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
             "test_accuracy": acc, "swaps": np.asarray(seen["step"]),
             "epoch_stats": {n: np.asarray(s) for n, s in zip(pspec.perm_names, seen["epoch"])}, "perm_names": np.asarray(list(pspec.perm_names)),
             "units": np.asarray(sizes), "blocks": np.asarray([int(pspec.blocks.get(n, 1)) for n in pspec.perm_names]),
-            "lr": np.asarray([learning_rate_at(cfg, e) for e in range(cfg.epochs)]),
-            "milestones": np.asarray(cfg.lr_milestones), "weight_decay": float(LAURENT_OPTUNET["weight_decay"])}
+            "lr": np.asarray([decay.at_epoch(e) for e in range(cfg.epochs)]),
+            "milestones": np.asarray(decay.milestones), "weight_decay": float(LAURENT_OPTUNET["weight_decay"])}
 
 
 def random_unit_direction(log_scales: dict, rng: np.random.Generator) -> dict:

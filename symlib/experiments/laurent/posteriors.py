@@ -37,8 +37,9 @@ import numpy as np
 from symlib.experiments.cache import cached_steps
 from symlib.experiments.judging.claims import (Evidence, Verdict, claim, difference, gated, interval_evidence, not_tested, one_run,
                                        worst)
-from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY, optunet_data, optunet_train_config
+from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY, optunet_data, optunet_decay, optunet_train_config
 from symlib.experiments.profiles import Profile
+from symlib.experiments.recipes import StepDecay, constant_adam, constant_sgd, step_adam
 from symlib.experiments.judging.thresholds import threshold
 from symlib.experiments.registry import (Blocks, blocks_of, data_config, load_align_data, pick, register, run,
                                          run_blocks)
@@ -96,6 +97,22 @@ def bank_config(profile: Profile) -> dict[str, Any]:
             "recipe": profile.bank_recipe, "block": profile.bank_block}
 
 
+def bank_decay(profile: Profile, epochs: int | None = None) -> StepDecay:
+    """The learning rate of the bank's recipe (:func:`bank_train_config`) in epochs: the
+    authors' (:func:`~symlib.experiments.laurent.optunet.optunet_decay`) or, for
+    ``bank_recipe="adam"``, the same halvings from 1e-2.
+
+    Raises:
+        ValueError: for another recipe.
+    """
+    decay = optunet_decay(profile.bank_epochs if epochs is None else epochs)
+    if profile.bank_recipe == "laurent":
+        return decay
+    if profile.bank_recipe == "adam":
+        return decay._replace(learning_rate=1e-2)
+    raise ValueError(f"bank_recipe must be 'laurent' or 'adam', got {profile.bank_recipe!r}")
+
+
 def bank_train_config(profile: Profile, n_train: int, epochs: int | None = None):
     """The bank's training recipe: the authors' (``bank_recipe="laurent"``:
     :func:`~symlib.experiments.laurent.optunet.optunet_train_config` with crops) or the quick
@@ -104,9 +121,9 @@ def bank_train_config(profile: Profile, n_train: int, epochs: int | None = None)
 
     Args:
         profile: the run profile.
-        n_train: training examples.
+        n_train: training examples (the data the config trains on: the steps of an epoch).
         epochs: the number of epochs (default: ``profile.bank_epochs``); the learning-rate
-            halvings move with it.
+            halvings move with it (:func:`bank_decay`).
 
     Returns:
         The :class:`~symlib.inference.training.TrainConfig`.
@@ -120,8 +137,8 @@ def bank_train_config(profile: Profile, n_train: int, epochs: int | None = None)
     if profile.bank_recipe == "laurent":
         return optunet_train_config(n_train, epochs=epochs, crop_fill=standardize(0.0, "mnist"))
     if profile.bank_recipe == "adam":
-        return optunet_train_config(n_train, epochs=epochs, augment=None)._replace(
-            optimizer="adam", learning_rate=1e-2)
+        cfg = optunet_train_config(n_train, epochs=epochs, augment=None)
+        return cfg._replace(optimizer=step_adam(bank_decay(profile, epochs), n_train // cfg.batch_size))
     raise ValueError(f"bank_recipe must be 'laurent' or 'adam', got {profile.bank_recipe!r}")
 
 
@@ -347,7 +364,8 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
         return [DropoutPosterior(take_nets(nets, i), rate) for i in range(M)]
 
     def bnn(key):
-        vcfg = VIConfig(epochs=E, batch_size=SETTINGS["batch_size"], learning_rate=SETTINGS["bnn_learning_rate"],
+        vcfg = VIConfig(epochs=E, batch_size=SETTINGS["batch_size"],
+                        optimizer=constant_adam(SETTINGS["bnn_learning_rate"]),
                         prior_var=1.0, std_init=SETTINGS["bnn_std_init"], num_mc=SETTINGS["bnn_num_mc"])
         return _per_mode(lambda k, p: fit_vi(k, p, model, data, vcfg), starts, jax.random.split(key, M))
 
@@ -360,7 +378,7 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
     def swag(key):
         snaps, swag_epochs = swag_schedule(E)
         scfg = SWAGConfig(epochs=swag_epochs, batch_size=SETTINGS["batch_size"],
-                          learning_rate=SETTINGS["swag_learning_rate"], prior_std=cfg.prior_std,
+                          optimizer=constant_sgd(SETTINGS["swag_learning_rate"]), prior_std=cfg.prior_std,
                           num_snapshots=snaps, rank=min(SETTINGS["swag_rank"], snaps), scale=SETTINGS["swag_scale"])
         return _per_mode(lambda k, p: fit_swag(k, p, model, data, scfg), modes, jax.random.split(key, M))
 

@@ -58,6 +58,7 @@ from symlib.experiments.laurent.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS
                                                    multi_mode_higher_mi, sample_groups, single_mode_better_ece,
                                                    uncertainty_metrics, zoo_step)
 from symlib.experiments.profiles import Profile
+from symlib.experiments.recipes import StepDecay, constant_adam, cosine_sgd, ramp_sgd, step_sgd
 from symlib.experiments.registry import register, run
 from symlib.experiments.weights import create_weights, open_weights, resume_weights, store_dir, write_weights
 
@@ -206,11 +207,28 @@ def ood_images(task: str, m: int) -> np.ndarray:
     return x[np.linspace(0, len(x) - 1, m).round().astype(int)] if spread else x[:m]
 
 
+def resnet_decay(profile: Profile, task: str) -> StepDecay:
+    """The learning rate of the ResNet-18 recipe (:func:`resnet_train_config`) in epochs: on
+    CIFAR-100 0.1 divided by 10 at epochs 25 and 50 of 75 (at a third and two thirds of other
+    lengths); TinyImageNet's cosine annealing has no steps (its initial rate, 0.2).
+
+    Args:
+        profile: the run profile (``rn18_epochs_<task>``).
+        task: a key of :data:`TASKS`.
+    """
+    t = TASKS[task]
+    if t["schedule"] != "step":
+        return StepDecay(t["learning_rate"])
+    epochs = getattr(profile, t["epochs_field"])
+    milestones = (25, 50) if epochs == 75 else tuple(sorted({epochs // 3, 2 * epochs // 3} - {0}))
+    return StepDecay(t["learning_rate"], milestones, 0.1)
+
+
 def resnet_train_config(profile: Profile, task: str, n_train: int):
     """The authors' recipe for ResNet-18 (App. B.1) as a :class:`~symlib.inference.training.TrainConfig`.
 
     CIFAR-100: SGD with Nesterov momentum 0.9, learning rate 0.1 divided by 10 at epochs 25
-    and 50 of 75 (at a third and two thirds of other lengths), weight decay 5e-4, batch
+    and 50 of 75 (at a third and two thirds of other lengths; :func:`resnet_decay`), weight decay 5e-4, batch
     128, random crops with 4-pixel padding and horizontal flips. TinyImageNet: SGD with
     momentum 0.9, learning rate 0.2 with cosine annealing, 200 epochs, batch 128, the same
     augmentation, weight decay 5e-4 (the paper's value is lost from its text). Weight
@@ -222,7 +240,8 @@ def resnet_train_config(profile: Profile, task: str, n_train: int):
     Args:
         profile: the run profile (``rn18_epochs_<task>``).
         task: a key of :data:`TASKS`.
-        n_train: training images (the batch is at most this).
+        n_train: training images (the data the config trains on: the batch is at most
+            this, the schedules count its steps).
 
     Returns:
         The training configuration.
@@ -231,12 +250,42 @@ def resnet_train_config(profile: Profile, task: str, n_train: int):
 
     t = TASKS[task]
     epochs = getattr(profile, t["epochs_field"])
-    milestones = ()
+    batch = min(SETTINGS["batch_size"], n_train)
+    steps = n_train // batch
     if t["schedule"] == "step":
-        milestones = (25, 50) if epochs == 75 else tuple(sorted({epochs // 3, 2 * epochs // 3} - {0}))
-    return TrainConfig(epochs, min(SETTINGS["batch_size"], n_train), t["learning_rate"],
-                       TrainConfig.prior_std_for_weight_decay(t["weight_decay"], n_train), "sgd", 0.9,
-                       milestones, 0.1, "crop_flip", 0.0, nesterov=t["nesterov"], schedule=t["schedule"])
+        opt = step_sgd(resnet_decay(profile, task), steps, 0.9, t["nesterov"])
+    else:
+        opt = cosine_sgd(t["learning_rate"], epochs * steps, 0.9, t["nesterov"])
+    return TrainConfig(epochs, batch, opt, TrainConfig.prior_std_for_weight_decay(t["weight_decay"], n_train),
+                       "crop_flip", 0.0)
+
+
+def resnet_swag_config(profile: Profile, task: str, n_train: int):
+    """Laurent et al.'s SWAG phase after the ResNet-18 recipe (:func:`resnet_train_config`).
+
+    Twice the recipe's epochs with its batch, prior and augmentation, SGD with momentum 0.9
+    (no Nesterov), the rate ramped linearly from the rate of the recipe's last epoch
+    (:func:`resnet_decay`; TinyImageNet: its initial rate) up to its initial rate over a
+    fifth of the recipe's epochs (at least one; none for a one-epoch recipe; the ramp's
+    length is not given in the paper), then held; ``min(20, 2 epochs)`` snapshots, rank
+    ``min(20, snapshots)``, scale 0.1 (:data:`SETTINGS`).
+
+    Args:
+        profile: the run profile (``rn18_epochs_<task>``).
+        task: a key of :data:`TASKS`.
+        n_train: training images (the data the config trains on).
+
+    Returns:
+        The :class:`~symlib.inference.swag.SWAGConfig`.
+    """
+    from symlib.inference import SWAGConfig
+
+    cfg, decay = resnet_train_config(profile, task, n_train), resnet_decay(profile, task)
+    snaps = min(SETTINGS["swag_snapshots"], 2 * cfg.epochs)
+    ramp = max(1, cfg.epochs // 5) if cfg.epochs > 1 else 0
+    opt = ramp_sgd(float(decay.at_epoch(cfg.epochs - 1)), decay.learning_rate, ramp * (n_train // cfg.batch_size), 0.9)
+    return SWAGConfig(2 * cfg.epochs, cfg.batch_size, opt, cfg.prior_std, snaps, min(SETTINGS["swag_rank"], snaps),
+                      SETTINGS["swag_scale"], augment=cfg.augment, crop_fill=cfg.crop_fill)
 
 
 def _rows(stack: dict, start: int, stop: int) -> dict:
@@ -428,8 +477,8 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
     Returns:
         Seconds per method.
     """
-    from symlib.inference import (Data, DropoutPosterior, LastLayerLaplace, Model, Samples, SGHMCConfig, SWAGConfig,
-                                  VIConfig, fit_sghmc, fit_swag, fit_vi, sample)
+    from symlib.inference import (Data, DropoutPosterior, LastLayerLaplace, Model, Samples, SGHMCConfig, VIConfig,
+                                  fit_sghmc, fit_swag, fit_vi, sample)
     from symlib.inference.laplace import last_layer_kfac
 
     x, y = jnp.asarray(d["x_train"]), jnp.asarray(d["y_train"])
@@ -453,7 +502,7 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
         return [DropoutPosterior(jax.tree_util.tree_map(lambda a: a[i], nets), rate, "head") for i in range(M)]
 
     def bnn(key):
-        vcfg = VIConfig(epochs=2 * cfg.epochs, batch_size=bs, learning_rate=SETTINGS["bnn_learning_rate"],
+        vcfg = VIConfig(epochs=2 * cfg.epochs, batch_size=bs, optimizer=constant_adam(SETTINGS["bnn_learning_rate"]),
                         prior_var=1.0, std_init=SETTINGS["bnn_std_init"], num_mc=SETTINGS["bnn_num_mc"])
         return [fit_vi(k, m, model, data, vcfg) for k, m in zip(jax.random.split(key, M), modes)]
 
@@ -466,10 +515,7 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
         return Samples(refresh_statistics(jax.tree_util.tree_map(np.asarray, draws), x_bn))
 
     def swag(key):
-        snaps = min(SETTINGS["swag_snapshots"], 2 * cfg.epochs)
-        scfg = SWAGConfig.from_train(cfg._replace(schedule="step"), ramp_epochs=max(1, cfg.epochs // 5) if
-                                     cfg.epochs > 1 else 0, num_snapshots=snaps,
-                                     rank=min(SETTINGS["swag_rank"], snaps), scale=SETTINGS["swag_scale"])
+        scfg = resnet_swag_config(profile, task, len(y))
         return [fit_swag(k, m, model, data, scfg) for k, m in zip(jax.random.split(key, M), modes)]
 
     def laplace(_):  # last-layer KFAC: a posterior of the head, drawn into copies of the mode

@@ -13,7 +13,7 @@ from symlib.core.cnn import OPTUNET_SHAPES
 from symlib.experiments.laurent.mlps import LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS
 from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY, LAURENT_OPTUNET, OPTUNET_LAYERS
 from symlib.experiments.laurent.posteriors import (APPENDIX_B4_MNIST, SETTINGS, TABLE1_COLUMNS, TABLE1_MNIST,
-                                                   bank_train_config, swag_schedule)
+                                                   bank_decay, swag_schedule)
 from symlib.experiments.laurent.posteriors_resnet import SETTINGS as RESNET_SETTINGS
 from symlib.experiments.laurent.posteriors_resnet import TABLE1 as RESNET_TABLE1
 from symlib.experiments.laurent.posteriors_resnet import methods_of
@@ -221,7 +221,7 @@ def bank_line(bank: Mapping[str, Any], summary: Mapping[str, Any], split: Mappin
 def bank_values(summary: Mapping[str, Any], profile: Profile) -> dict[str, str]:
     """``reference_acc`` (the reference's mean accuracy) and ``bank_lr`` (the bank's learning rate)."""
     return {"reference_acc": f"{summary['reference_accuracy']:.0%}",
-            "bank_lr": f"{bank_train_config(profile, 1).learning_rate:g}"}
+            "bank_lr": f"{bank_decay(profile).learning_rate:g}"}
 
 
 def method_seconds_table(summary: Mapping[str, Any], profile_name: str) -> Table:

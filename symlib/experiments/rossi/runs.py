@@ -13,6 +13,7 @@ import numpy as np
 from symlib.core.models import mlp_apply, mlp_init
 from symlib.experiments.cache import cached_steps
 from symlib.experiments.profiles import Profile
+from symlib.experiments.recipes import constant_adam
 from symlib.experiments.registry import ExperimentResult, data_config, load_align_data, pick, register, run
 from symlib.experiments.rossi.settings import ALIGN_DATASETS, ROSSI_VI_SETTINGS, SPLITS, TIMING_REPEATS
 
@@ -304,7 +305,7 @@ def fit_and_align_pair(profile: Profile, data: Mapping[str, np.ndarray], width: 
     n = profile.align_n_train
     x_train, y_train = (data["x_train"], data["y_train"]) if n is None else (data["x_train"][:n], data["y_train"][:n])
     config = VIConfig(epochs=profile.align_epochs, batch_size=ROSSI_VI_SETTINGS["batch_size"],
-                      learning_rate=profile.learning_rate,
+                      optimizer=constant_adam(profile.learning_rate),
                       prior_var=profile.align_prior_var if prior_var is None else prior_var,
                       std_init=ROSSI_VI_SETTINGS["std_init"],
                       temperature=ROSSI_VI_SETTINGS["temperature"] if temperature is None else temperature)
@@ -511,7 +512,7 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
 
     # one compiled step called from Python: XLA runs ResNet20's backward pass slowly inside a scan on CPU
     config = VIConfig(epochs=profile.resnet_epochs, batch_size=profile.resnet_batch_size,
-                      learning_rate=profile.learning_rate, prior_var=profile.align_prior_var,
+                      optimizer=constant_adam(profile.learning_rate), prior_var=profile.align_prior_var,
                       std_init=ROSSI_VI_SETTINGS["std_init"], temperature=ROSSI_VI_SETTINGS["temperature"],
                       loop="python")
     data = Data(d["x_train"], d["y_train"])

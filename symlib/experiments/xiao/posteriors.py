@@ -97,12 +97,13 @@ def _vi_config(profile: Profile) -> dict[str, Any]:
 def _fit_vi(profile: Profile, d: Mapping[str, Any], seed: int) -> dict[str, Any]:
     """One mean-field VI fit of the MLP (training key ``2 seed``, predictive key ``2 seed + 1``)."""
     from symlib.evaluation.predictive import predict_from_gaussian
+    from symlib.experiments.recipes import constant_adam
     from symlib.inference import Data, Model, VIConfig, fit_vi
 
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
     init_key, fit_key = jax.random.split(jax.random.key(2 * seed))
     config = VIConfig(epochs=profile.vi_epochs, batch_size=profile.vi_batch_size,
-                      learning_rate=profile.vi_learning_rate, prior_var=profile.prior_std**2,
+                      optimizer=constant_adam(profile.vi_learning_rate), prior_var=profile.prior_std**2,
                       std_init=profile.vi_std_init)
     q = fit_vi(fit_key, _mlp_init(init_key, tuple(sizes)), Model(mlp_apply), Data(d["x_train"], d["y_train"]),
                config)
