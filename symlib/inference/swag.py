@@ -54,7 +54,6 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from symlib.core.checks import check_finite_tree, check_key, positive_float, positive_int
-from symlib.core.models import mlp_apply
 from symlib.inference._loop import check_optimizer, check_state, epoch_bar, report_epoch, split_state
 from symlib.inference.likelihood import Categorical
 from symlib.inference.training import TrainConfig, check_fit, epoch_steps
@@ -321,7 +320,7 @@ def _hold_state(post: SWAGPosterior, fixed: dict) -> SWAGPosterior:
 
 
 def _train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg: SWAGConfig, *,
-             apply_fn=mlp_apply, progress: bool | None = False, stochastic_apply=None,
+             apply_fn, progress: bool | None = False, stochastic_apply=None,
              state: tuple[str, ...] = (), likelihood=Categorical()) -> SWAGPosterior:
     """Run the SWAG phase from a trained network and build the posterior (module docstring).
 
@@ -332,7 +331,7 @@ def _train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg
         x: training inputs, as for :func:`~symlib.inference.training.fit_map`.
         y: training targets (integer labels ``(n,)`` for the categorical likelihood).
         cfg: the SWAG configuration.
-        apply_fn: ``apply_fn(params, x) -> logits`` of one network (default
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network (e.g.
             :func:`~symlib.core.models.mlp_apply`); a static argument of the compiled loop.
         progress: show a ``"train"`` progress bar over the epochs; ``None``: on a terminal.
         stochastic_apply: optional training-mode forward ``(params, x, key) -> logits`` or

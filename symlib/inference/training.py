@@ -1,7 +1,7 @@
 """MAP training (optax) of MLPs or any other network: one, or many at once with ``vmap``.
 
 A network is a parameter pytree and an ``apply_fn(params, x) -> outputs`` for one network
-(default :func:`symlib.core.models.mlp_apply`; e.g. :func:`symlib.core.cnn.optunet_apply`
+(e.g. :func:`symlib.core.models.mlp_apply`, or :func:`symlib.core.cnn.optunet_apply`
 for OptuNet), with a likelihood (:mod:`symlib.inference.likelihood`; categorical by default,
 the outputs logits). The objective is the negative log posterior per training example under an
 isotropic Gaussian prior N(0, prior_std^2 I)::
@@ -44,7 +44,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 from symlib.core.checks import check_key, positive_float, positive_int
 from symlib.core.distributed import global_mesh, put_global
 from symlib.core.losses import accuracy, nll
-from symlib.core.models import Params, mlp_apply
+from symlib.core.models import Params
 from symlib.core.progress import progress_enabled
 from symlib.inference._loop import (check_network_data, check_optimizer, check_state, epoch_bar, merge_state,
                                    report_epoch, split_state)
@@ -124,7 +124,7 @@ def sq_norm(params: Params) -> jax.Array:
 
 
 def map_objective(params: Params, x: jax.Array, y: jax.Array, n_total: int, prior_std: float,
-                  apply_fn=mlp_apply, likelihood=Categorical()) -> jax.Array:
+                  apply_fn, likelihood=Categorical()) -> jax.Array:
     """Minibatch estimate of the negative log posterior per example (see module docstring).
 
     The prior term's gradient is ``W / (prior_std^2 N)``, i.e. weight decay ``1 / (prior_std^2 N)``
@@ -214,7 +214,7 @@ def check_fit(apply_fn, params0: Params, x, y, cfg: TrainConfig, batch_dims: int
         raise ValueError(f"augment={cfg.augment!r} needs NHWC images x (n, h, w, c), got shape {np.shape(x)}")
 
 
-def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply_fn=mlp_apply, observe=None,
+def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply_fn, observe=None,
                 stochastic_apply=None, state: tuple[str, ...] = (), likelihood=Categorical()):
     """One epoch of minibatch optimisation of :func:`map_objective`, for use inside compiled loops.
 
@@ -295,8 +295,8 @@ def epoch_steps(x, y, cfg: TrainConfig, opt: optax.GradientTransformation, apply
 
 @partial(jax.jit, static_argnames=("cfg", "keep_trajectory", "progress", "observe", "observe_epoch", "apply_fn",
                                    "stochastic_apply", "state", "likelihood"))
-def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progress: bool = False,
-         observe=None, observe_epoch=None, apply_fn=mlp_apply, stochastic_apply=None, state=(), likelihood=Categorical()):
+def _fit(params0, data_key, x, y, cfg: TrainConfig, apply_fn, keep_trajectory: bool, progress: bool = False,
+         observe=None, observe_epoch=None, stochastic_apply=None, state=(), likelihood=Categorical()):
     opt = cfg.optimizer
     run_epoch = epoch_steps(x, y, cfg, opt, apply_fn, observe, stochastic_apply, state, likelihood)
 
@@ -314,14 +314,13 @@ def _fit(params0, data_key, x, y, cfg: TrainConfig, keep_trajectory: bool, progr
     return params, losses, traj, seen
 
 
-def _train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cfg: TrainConfig,
-            keep_trajectory: bool = False, progress: bool | None = None, apply_fn=mlp_apply, *,
+def _train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array, cfg: TrainConfig, apply_fn,
+            keep_trajectory: bool = False, progress: bool | None = None, *,
             stochastic_apply=None, state: tuple[str, ...] = (), likelihood=Categorical()):
     """Train one network from ``params0`` by minimising the MAP objective.
 
     Args:
-        params0: initial parameters (for the default ``apply_fn``, the MLP layout of
-            :mod:`symlib.core.models`).
+        params0: initial parameters, the pytree ``apply_fn`` takes.
         data_key: ``jax.random`` key deciding the minibatch order of every epoch (and the
             crops of ``cfg.augment``).
         x: training inputs, finite: ``(n, d_0)`` for an MLP, what ``apply_fn`` takes otherwise
@@ -329,12 +328,12 @@ def _train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array,
         y: training targets that fit the network under ``likelihood`` (categorical: integer
             labels ``(n,)`` in ``[0, classes)``).
         cfg: the training configuration.
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network (e.g.
+            :func:`~symlib.core.models.mlp_apply`); a static argument of the compiled loop,
+            so pass the same function object each time.
         keep_trajectory: also return the parameters after every epoch.
         progress: show a ``"train"`` progress bar over the epochs (on stderr, with the
             epoch's mean objective); ``None`` shows it only on a terminal.
-        apply_fn: ``apply_fn(params, x) -> logits`` of one network (default
-            :func:`~symlib.core.models.mlp_apply`); a static argument of the compiled loop,
-            so pass the same function object each time.
         stochastic_apply: optional ``stochastic_apply(params, x, key) -> logits``, a
             random network (e.g. dropout, :func:`symlib.inference.dropout.dropout_apply`)
             used for the training objective in place of ``apply_fn`` (which still checks
@@ -368,7 +367,7 @@ def _train_map(params0: Params, data_key: jax.Array, x: jax.Array, y: jax.Array,
     check_key(data_key, "data_key")
     show = progress_enabled(progress)
     with epoch_bar(cfg.epochs, show):
-        params, losses, traj, _ = _fit(params0, data_key, x, y, cfg, keep_trajectory, show, apply_fn=apply_fn,
+        params, losses, traj, _ = _fit(params0, data_key, x, y, cfg, apply_fn, keep_trajectory, show,
                                        stochastic_apply=stochastic_apply, state=state, likelihood=likelihood)
     return (params, losses, traj) if keep_trajectory else (params, losses)
 
@@ -382,7 +381,7 @@ def _fit_many_sharded(params0, data_keys, x, y, cfg: TrainConfig, observe, obser
     loop gathered the data and the convolutions' activations at every step), then the
     results gathered, replicated, so that every process holds all of them."""
     def block(p, k, x, y):
-        return jax.vmap(lambda p1, k1: _fit(p1, k1, x, y, cfg, False, False, observe, observe_epoch, apply_fn,
+        return jax.vmap(lambda p1, k1: _fit(p1, k1, x, y, cfg, apply_fn, False, False, observe, observe_epoch,
                                             stochastic_apply, state, likelihood))(p, k)
 
     nets = PartitionSpec("networks")
@@ -400,7 +399,7 @@ def _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch
     One device: the plain ``vmap``."""
     mesh = global_mesh("networks", devices)
     if mesh.size == 1:
-        return jax.vmap(lambda p, k: _fit(p, k, x, y, cfg, False, False, observe, observe_epoch, apply_fn,
+        return jax.vmap(lambda p, k: _fit(p, k, x, y, cfg, apply_fn, False, False, observe, observe_epoch,
                                           stochastic_apply, state, likelihood))(params0, data_keys)
     k = jax.tree_util.tree_leaves(params0)[0].shape[0]
     pad = (-k) % mesh.size
@@ -417,8 +416,8 @@ def _fit_many_over_devices(params0, data_keys, x, y, cfg, observe, observe_epoch
     return jax.tree.map(lambda a: a[:k], out)
 
 
-def _train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, observe=None, observe_epoch=None,
-                 apply_fn=mlp_apply, *, stochastic_apply=None, devices=None, state: tuple[str, ...] = (),
+def _train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfig, apply_fn, observe=None,
+                 observe_epoch=None, *, stochastic_apply=None, devices=None, state: tuple[str, ...] = (),
                  likelihood=Categorical()):
     """Train a stack of networks at once with ``vmap``, the stack split over ``devices``.
 
@@ -476,14 +475,14 @@ def _train_map_many(params0: Params, data_keys: jax.Array, x, y, cfg: TrainConfi
     return params, losses, observed
 
 
-def evaluate(params: Params, x: jax.Array, y: jax.Array, apply_fn=mlp_apply) -> dict[str, float]:
+def evaluate(params: Params, x: jax.Array, y: jax.Array, apply_fn) -> dict[str, float]:
     """Loss and accuracy of one network.
 
     Args:
         params: one network's parameters.
         x: inputs (``(n, d_0)`` for an MLP).
         y: integer labels ``(n,)`` in ``[0, classes)``.
-        apply_fn: ``apply_fn(params, x) -> logits`` (default :func:`~symlib.core.models.mlp_apply`).
+        apply_fn: ``apply_fn(params, x) -> logits`` (e.g. :func:`~symlib.core.models.mlp_apply`).
 
     Returns:
         ``{"nll": mean negative log-likelihood, "accuracy": fraction correct}``.
@@ -509,7 +508,7 @@ def fit_map(key: jax.Array, params0: PyTree, model: Model, data: Data, config: T
     stacked); ``progress`` shows a progress bar over the epochs."""
     check_fit_inputs(model, data, config, TrainConfig, params0)
     check_key(key, "key")
-    out = _train_map(params0, key, data.x, data.y, config, keep_trajectory, progress, apply_fn=model.apply_fn,
+    out = _train_map(params0, key, data.x, data.y, config, model.apply_fn, keep_trajectory, progress,
                     stochastic_apply=model.train_apply_fn, state=model.state, likelihood=model.likelihood)
     params, losses = out[0], out[1]
     raise_if_not_finite(params, "fit_map", "parameters", "lower the learning rate of config.optimizer", losses)
@@ -548,7 +547,7 @@ def fit_ensemble(key: jax.Array, params0: PyTree, model: Model, data: Data, conf
     if not leaves or np.ndim(leaves[0]) == 0:
         raise ValueError("params0 must hold the ensemble members' starting networks stacked on a leading axis")
     keys = _member_keys(key, np.shape(leaves[0])[0])
-    out = _train_map_many(params0, keys, data.x, data.y, config, observe, observe_epoch, model.apply_fn,
+    out = _train_map_many(params0, keys, data.x, data.y, config, model.apply_fn, observe, observe_epoch,
                          stochastic_apply=model.train_apply_fn, devices=devices, state=model.state,
                          likelihood=model.likelihood)
     params, losses = out[0], out[1]

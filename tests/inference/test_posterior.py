@@ -43,7 +43,7 @@ def _n(stack):
 def test_fit_map_is_train_map_and_samples_repeat_it():
     cfg = TrainConfig(epochs=2, batch_size=16, optimizer=optax.adam(1e-2))
     post = inference.fit_map(jax.random.key(1), PARAMS0, MODEL, DATA, cfg)
-    _same(post.params, _train_map(PARAMS0, jax.random.key(1), X, Y, cfg)[0])
+    _same(post.params, _train_map(PARAMS0, jax.random.key(1), X, Y, cfg, mlp_apply)[0])
     draws = inference.sample(jax.random.key(2), post, 3)
     assert _n(draws) == 3
     _same(jax.tree_util.tree_map(lambda a: a[2], draws), post.params)
@@ -53,7 +53,7 @@ def test_fit_ensemble_is_train_map_many_of_the_stacked_starts():
     cfg = TrainConfig(epochs=2, batch_size=16, optimizer=optax.adam(1e-2))
     starts = jax.vmap(lambda k: mlp_init(k, SIZES))(jax.random.split(jax.random.key(5), 3))
     post = inference.fit_ensemble(jax.random.key(1), starts, MODEL, DATA, cfg)
-    ref, _ = _train_map_many(starts, jax.random.split(jax.random.key(1), 3), X, Y, cfg)
+    ref, _ = _train_map_many(starts, jax.random.split(jax.random.key(1), 3), X, Y, cfg, mlp_apply)
     assert isinstance(post, inference.Samples)
     _same(post.samples, ref)
     _same(inference.sample(jax.random.key(0), post, 2), jax.tree_util.tree_map(lambda a: a[:2], ref))

@@ -127,7 +127,7 @@ def test_bad_parameters_keys_and_config_are_named():
     with pytest.raises(TypeError, match="config must be a TrainConfig, got dict"):
         fit_map(jax.random.key(1), p0, MLP, data, dict(cfg._asdict()))
     with pytest.raises(TypeError, match="cfg must be a TrainConfig, got dict"):  # the loop's own check
-        _train_map(p0, jax.random.key(1), x, y, dict(cfg._asdict()))
+        _train_map(p0, jax.random.key(1), x, y, dict(cfg._asdict()), mlp_apply)
     broken = {"dense_0": p0["dense_0"], "dense_1": {"kernel": p0["dense_1"]["kernel"][:3], "bias": p0["dense_1"]["bias"]}}
     with pytest.raises(ValueError, match=r"params0\['dense_1'\]\['kernel'\] has 3 inputs but the layer before has 4"):
         fit_map(jax.random.key(1), broken, MLP, data, cfg)
@@ -137,11 +137,11 @@ def test_bad_parameters_keys_and_config_are_named():
     with pytest.raises(ValueError, match="key holds 3 member keys, but params0 holds 2 members"):
         fit_ensemble(jax.random.split(jax.random.key(1), 3), stack, MLP, data, cfg)
     with pytest.raises(ValueError, match="data_keys must be 2 jax.random keys stacked on a leading axis"):
-        _train_map_many(stack, jax.random.split(jax.random.key(1), 3), x, y, cfg)  # the loop's own check
+        _train_map_many(stack, jax.random.split(jax.random.key(1), 3), x, y, cfg, mlp_apply)  # the loop's own check
     with pytest.raises(ValueError, match=r"params0\['dense_0'\] must hold a kernel with 3 axes"):
         fit_ensemble(jax.random.key(1), p0, MLP, data, cfg)  # one network where a stack is due
     with pytest.raises(ValueError, match="y must lie in"):
-        evaluate(p0, x, y + 1)
+        evaluate(p0, x, y + 1, mlp_apply)
 
 
 def test_progress_bar_only_when_asked(capfd):
@@ -184,7 +184,7 @@ def test_prior_std_for_weight_decay_is_sgd_weight_decay():
     params = mlp_init(jax.random.key(3), [12, 5, 3])
     wd, n = 5e-4, x.shape[0]
     std = TrainConfig.prior_std_for_weight_decay(wd, n)
-    g_map = jax.grad(map_objective)(params, x, y, n, std)
+    g_map = jax.grad(map_objective)(params, x, y, n, std, mlp_apply)
     g_ce = jax.grad(lambda p: nll(mlp_apply(p, x), y))(params)
     jax.tree_util.tree_map(lambda a, b, w: np.testing.assert_allclose(a, b + wd * w, rtol=1e-5, atol=1e-8),
                            g_map, g_ce, params)

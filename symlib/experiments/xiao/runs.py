@@ -47,7 +47,7 @@ def mlp_map_pair(profile: Profile) -> dict[str, Any]:
         init_key, data_key = jax.random.split(jax.random.key(seed))
         fit = fit_map(data_key, mlp_init(init_key, sizes), MLP, Data(d["x_train"], d["y_train"]), cfg)
         params = fit.params
-        test = evaluate(params, d["x_test"], d["y_test"])
+        test = evaluate(params, d["x_test"], d["y_test"], mlp_apply)
         out[f"seed{seed}"] = {"params": jax.device_get(params), "epoch_loss": np.asarray(fit.info["epoch_loss"]),
                               "test_nll": test["nll"], "test_accuracy": test["accuracy"]}
     return out
@@ -86,7 +86,7 @@ def _train_mlp(profile: Profile, d: Mapping[str, Any], seed: int) -> dict[str, A
     sizes = [d["x_train"].shape[1], profile.hidden, 10]
     init_key, data_key = jax.random.split(jax.random.key(seed))
     params = fit_map(data_key, mlp_init(init_key, sizes), MLP, Data(d["x_train"], d["y_train"]), cfg).params
-    return {"params": jax.device_get(params), "test_accuracy": evaluate(params, d["x_test"], d["y_test"])["accuracy"]}
+    return {"params": jax.device_get(params), "test_accuracy": evaluate(params, d["x_test"], d["y_test"], mlp_apply)["accuracy"]}
 
 
 @register("rebasin_barriers", _barrier_config,
