@@ -24,6 +24,15 @@ processes' devices), every process pinned to one CPU core and single-threaded
 network) of both, the speed-up and the efficiency (speed-up / P).
 
     python benchmarks/bench_train_many.py --processes 2 [--stacks 16] [--images 2048]
+
+**OptuNet's convolutions** (``--convs``): the same training with each implementation of
+``symlib.core.cnn.conv2d`` for OptuNet's two convolutions: XLA's convolution for both (the
+baseline: what the authors' PyTorch model is, one library convolution per layer), our
+former default (``"patches"`` for both) and ``OPTUNET_CONVS`` (``"taps"`` then
+``"patches"``), at each stack size (default 3 and 8: chapter 10's OptuNets and chapter 12's
+bank blocks). Printed: images per second and the ratio to the baseline.
+
+    python benchmarks/bench_train_many.py --convs [--stacks 3 8] [--images 4096]
 """
 from __future__ import annotations
 
@@ -41,11 +50,13 @@ if "--scaling-worker" in sys.argv:  # a process of a --processes run: join the o
 
     initialize_from_env()
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib.core.cnn import as_images, optunet_apply, optunet_init
+from symlib.core.cnn import OPTUNET_CONVS, as_images, optunet_apply, optunet_init
 from symlib.data import load_split, standardize
 from symlib.inference import Data, Model, TrainConfig, fit_ensemble
 from symlib.experiments.laurent.optunet import optunet_train_config
@@ -53,13 +64,13 @@ from symlib.experiments.laurent.optunet import optunet_train_config
 BANK = {"networks": 1000, "epochs": 60, "images": 60_000}
 
 
-def time_stack(k: int, x, y, cfg: TrainConfig, repeats: int) -> float:
+def time_stack(k: int, x, y, cfg: TrainConfig, repeats: int, apply_fn=optunet_apply) -> float:
     """Best wall time of training ``k`` networks (after one compilation run)."""
     best = np.inf
     for r in range(repeats + 1):
         t = time.perf_counter()
         init_key, data_key = jax.random.split(jax.random.key(r))
-        post = fit_ensemble(data_key, jax.vmap(optunet_init)(jax.random.split(init_key, k)), Model(optunet_apply),
+        post = fit_ensemble(data_key, jax.vmap(optunet_init)(jax.random.split(init_key, k)), Model(apply_fn),
                             Data(x, y), cfg)
         jax.block_until_ready(post.info["epoch_loss"])
         if r > 0:
@@ -80,6 +91,18 @@ def scaling_worker(k: int, x, y, cfg: TrainConfig, repeats: int, images: int) ->
                                       "processes": jax.process_count(), "detail": detail}))
 
 
+def compare_convs(stacks, x, y, cfg: TrainConfig, repeats: int, images: int) -> None:
+    """Print images/s of each convolution implementation and its ratio to XLA's (``--convs``)."""
+    variants = {"xla (baseline)": "xla", "patches (former default)": "patches", f"{OPTUNET_CONVS} (ours)": OPTUNET_CONVS}
+    print(f"{'networks K':>10} {'convolutions':>28} {'images/s':>10} {'vs xla':>7}")
+    for k in stacks:
+        base = None
+        for name, conv in variants.items():
+            ims = k * cfg.epochs * images / time_stack(k, x, y, cfg, repeats, partial(optunet_apply, conv=conv))
+            base = base or ims
+            print(f"{k:>10d} {name:>28} {ims:10.0f} {ims / base:7.2f}", flush=True)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", type=int, default=4096, help="training images (shipped MNIST subset, max 10,000)")
@@ -89,6 +112,7 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--processes", type=int, default=None,
                     help="compare 1 and this many processes, one CPU core each (one stack: the first of --stacks)")
+    ap.add_argument("--convs", action="store_true", help="compare the implementations of OptuNet's convolutions")
     ap.add_argument("--scaling-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.processes:
@@ -108,6 +132,8 @@ def main(argv=None) -> None:
         return scaling_worker(args.stacks[0], x, y, cfg, args.repeats, args.images)
     print(f"device {jax.devices()[0].device_kind} ({jax.default_backend()}), {os.cpu_count()} CPU cores; "
           f"OptuNet, authors' recipe (batch {cfg.batch_size}, crops), {args.images} images x {args.epochs} epoch(s)")
+    if args.convs:
+        return compare_convs(args.stacks or [3, 8], x, y, cfg, args.repeats, args.images)
     rows = []
     for k in args.stacks or [1, 8, 32, 64]:
         t = time_stack(k, x, y, cfg, args.repeats)

@@ -34,6 +34,7 @@ from symlib.core.pytree import SEP, flatten_dict
 
 __all__ = [
     "CONV_IMPLS",
+    "OPTUNET_CONVS",
     "OPTUNET_SHAPES",
     "as_images",
     "check_layout",
@@ -115,7 +116,7 @@ def as_images(x, height: int = 28, width: int = 28, channels: int = 1) -> jax.Ar
 
 
 #: implementations of :func:`conv2d`
-CONV_IMPLS = ("xla", "patches")
+CONV_IMPLS = ("xla", "patches", "taps")
 
 
 def conv2d(x: jax.Array, kernel: jax.Array, stride: int = 1, padding="VALID", groups: int = 1,
@@ -130,11 +131,17 @@ def conv2d(x: jax.Array, kernel: jax.Array, stride: int = 1, padding="VALID", gr
         groups: feature groups: output channel ``o`` reads input channels of group
             ``o // (c_out // groups)`` only.
         impl: ``"xla"`` (``jax.lax.conv_general_dilated``, the default; what
-            :mod:`symlib.symmetry.derive` traces) or ``"patches"`` (the same convolution as
-            ``kh * kw`` shifted slices and one matrix product; ``"VALID"`` padding and
-            stride 1 only). On a CPU, XLA's convolution is slow for the tiny, many-network
-            (``vmap``) convolutions of OptuNet: ``"patches"`` trains stacks of OptuNets
-            about 1.4x faster there (the numbers agree to float32 rounding).
+            :mod:`symlib.symmetry.derive` traces), ``"patches"`` (the same convolution as
+            ``kh * kw`` shifted slices stacked into one ``(n, h', w', kh * kw, c_in)`` array
+            and one matrix product) or ``"taps"`` (the sum over the ``kh * kw`` taps of a
+            shifted slice times that tap's ``(c_in, c_out)`` matrix, group by group: no
+            stacked array); the last two take ``"VALID"`` padding and stride 1 only. On a
+            CPU, XLA's convolution is slow for the tiny, many-network (``vmap``)
+            convolutions of OptuNet: :func:`optunet_hidden` computes its first convolution
+            (1 input channel, 2 outputs) with ``"taps"`` and its second (two groups of
+            five outputs) with ``"patches"``, the fastest of the three for each
+            (``benchmarks/bench_train_many.py --convs``). The three agree to float32
+            rounding.
 
     Returns:
         ``(n, h', w', c_out)``.
@@ -145,13 +152,18 @@ def conv2d(x: jax.Array, kernel: jax.Array, stride: int = 1, padding="VALID", gr
     if impl == "xla":
         return jax.lax.conv_general_dilated(x, kernel, (stride, stride), padding,
                                             dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=groups)
-    if impl != "patches":
+    if impl not in CONV_IMPLS:
         raise ValueError(f"impl must be one of {CONV_IMPLS}, got {impl!r}")
     if stride != 1 or padding != "VALID":
-        raise ValueError(f"impl='patches' takes stride 1 and padding 'VALID', got stride {stride}, padding {padding!r}")
+        raise ValueError(f"impl={impl!r} takes stride 1 and padding 'VALID', got stride {stride}, padding {padding!r}")
     kh, kw, c_group, c_out = kernel.shape
     n, h, w, _ = x.shape
     rows, cols = h - kh + 1, w - kw + 1
+    if impl == "taps":
+        per = c_out // groups
+        out = [sum(x[:, i:i + rows, j:j + cols, g * c_group:(g + 1) * c_group] @ kernel[i, j, :, g * per:(g + 1) * per]
+                   for i in range(kh) for j in range(kw)) for g in range(groups)]
+        return out[0] if groups == 1 else jnp.concatenate(out, axis=-1)
     # (n, rows, cols, kh * kw, c_in): the window of every output pixel, tap by tap
     taps = jnp.stack([x[:, i:i + rows, j:j + cols, :] for i in range(kh) for j in range(kw)], axis=3)
     taps = taps.reshape(n, rows, cols, kh * kw, groups, c_group)
@@ -214,15 +226,20 @@ def check_images(x, channels: int, min_size: int, arch: str) -> None:
         check_finite(x, "x")
 
 
-def optunet_hidden(params: Mapping, x: jax.Array, conv: str = "patches") -> dict[str, jax.Array]:
+#: :func:`conv2d`'s implementation of OptuNet's two convolutions, the fastest of each on a CPU
+OPTUNET_CONVS = ("taps", "patches")
+
+
+def optunet_hidden(params: Mapping, x: jax.Array, conv: str | tuple[str, str] = OPTUNET_CONVS) -> dict[str, jax.Array]:
     """Post-ReLU activations of OptuNet's hidden units.
 
     Args:
         params: one OptuNet (:func:`optunet_init` layout).
         x: images ``(n, h, w, 1)``, at least 18x18 (MNIST: 28x28; smaller leaves no pixel after the second convolution).
-        conv: :func:`conv2d`'s ``impl``: ``"patches"`` (faster to train on a CPU) or
-            ``"xla"`` (one ``conv_general_dilated``; pass it to trace OptuNet with
-            :mod:`symlib.symmetry.derive`).
+        conv: :func:`conv2d`'s ``impl`` for both convolutions, or a pair (first, second).
+            The default, :data:`OPTUNET_CONVS`, trains fastest on a CPU; ``"xla"`` (one
+            ``conv_general_dilated`` each) is what to pass to trace OptuNet with
+            :mod:`symlib.symmetry.derive`.
 
     Returns:
         ``{"conv_0": (n, h-3, w-3, 2)`` (before the pool), ``"conv_1": (n, h', w', 10)``,
@@ -234,13 +251,14 @@ def optunet_hidden(params: Mapping, x: jax.Array, conv: str = "patches") -> dict
     """
     check_layout(params, OPTUNET_SHAPES, "OptuNet")
     check_images(x, 1, 18, "OptuNet")
-    h0 = jax.nn.relu(conv2d(x, params["conv_0"]["kernel"], impl=conv))
-    h1 = jax.nn.relu(conv2d(max_pool(h0, 3, 3), params["conv_1"]["kernel"], groups=OPTUNET_GROUPS, impl=conv))
+    first, second = (conv, conv) if isinstance(conv, str) else conv
+    h0 = jax.nn.relu(conv2d(x, params["conv_0"]["kernel"], impl=first))
+    h1 = jax.nn.relu(conv2d(max_pool(h0, 3, 3), params["conv_1"]["kernel"], groups=OPTUNET_GROUPS, impl=second))
     h2 = jax.nn.relu(global_avg_pool(h1) @ params["dense_0"]["kernel"] + params["dense_0"]["bias"])
     return {"conv_0": h0, "conv_1": h1, "dense_0": h2}
 
 
-def optunet_apply(params: Mapping, x: jax.Array, conv: str = "patches") -> jax.Array:
+def optunet_apply(params: Mapping, x: jax.Array, conv: str | tuple[str, str] = OPTUNET_CONVS) -> jax.Array:
     """OptuNet's logits.
 
     Args:

@@ -90,23 +90,26 @@ def test_smallest_image_is_18_pixels(net):
 
 
 @pytest.mark.parametrize("groups,c_in,c_out,k", [(1, 1, 2, 4), (2, 2, 10, 5), (1, 3, 4, 3), (3, 6, 9, 2)])
-def test_patches_convolution_equals_xla_in_value_and_gradient(groups, c_in, c_out, k):
-    """conv2d(impl="patches") is the same function as XLA's convolution, gradients included."""
+@pytest.mark.parametrize("impl", ["patches", "taps"])
+def test_our_convolutions_equal_xla_in_value_and_gradient(groups, c_in, c_out, k, impl):
+    """conv2d(impl="patches") and conv2d(impl="taps") are the same function as XLA's convolution, gradients included."""
     from symlib.core.cnn import conv2d
 
     kx, kk = jax.random.split(jax.random.key(groups * 100 + c_out))
     x = jax.random.normal(kx, (3, 11, 9, c_in))
     kernel = jax.random.normal(kk, (k, k, c_in // groups, c_out))
-    outs = {impl: conv2d(x, kernel, groups=groups, impl=impl) for impl in ("xla", "patches")}
-    np.testing.assert_allclose(outs["patches"], outs["xla"], rtol=1e-5, atol=1e-5)
-    grads = {impl: jax.grad(lambda xx, kk_: (conv2d(xx, kk_, groups=groups, impl=impl) ** 2).sum(), (0, 1))(x, kernel)
-             for impl in ("xla", "patches")}
-    for a, b in zip(grads["patches"], grads["xla"]):
+    outs = {i: conv2d(x, kernel, groups=groups, impl=i) for i in ("xla", impl)}
+    np.testing.assert_allclose(outs[impl], outs["xla"], rtol=1e-5, atol=1e-5)
+    grads = {i: jax.grad(lambda xx, kk_: (conv2d(xx, kk_, groups=groups, impl=i) ** 2).sum(), (0, 1))(x, kernel)
+             for i in ("xla", impl)}
+    for a, b in zip(grads[impl], grads["xla"]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
 
 
-def test_optunet_patches_and_xla_agree(net, images):
-    np.testing.assert_allclose(optunet_apply(net, images), optunet_apply(net, images, conv="xla"), rtol=1e-5, atol=1e-5)
+@pytest.mark.parametrize("conv", ["xla", "patches", ("patches", "taps")])
+def test_optunet_convolutions_agree(net, images, conv):
+    """OptuNet's default convolutions (OPTUNET_CONVS) and any other choice give the same logits."""
+    np.testing.assert_allclose(optunet_apply(net, images), optunet_apply(net, images, conv=conv), rtol=1e-5, atol=1e-5)
 
 
 def test_patches_convolution_refuses_what_it_does_not_do():
@@ -119,3 +122,5 @@ def test_patches_convolution_refuses_what_it_does_not_do():
         conv2d(x, kernel, stride=2, impl="patches")
     with pytest.raises(ValueError, match="stride 1 and padding 'VALID'"):
         conv2d(x, kernel, padding="SAME", impl="patches")
+    with pytest.raises(ValueError, match="impl='taps' takes stride 1"):
+        conv2d(x, kernel, stride=2, impl="taps")
