@@ -28,8 +28,8 @@ network) of both, the speed-up and the efficiency (speed-up / P).
 **OptuNet's convolutions** (``--convs``): the same training with each implementation of
 ``symlib.core.cnn.conv2d`` for OptuNet's two convolutions: XLA's convolution for both (the
 baseline: what the authors' PyTorch model is, one library convolution per layer), our
-default ``OPTUNET_CONVS`` (``"patches"`` for both) and ``OPTUNET_FAST_CONVS`` (``"taps"``
-then ``"patches"``, opt-in), at each stack size (default 3 and 8: chapter 10's OptuNets and chapter 12's
+former default (``"patches"`` for both) and ``OPTUNET_CONVS`` (``"taps"`` then
+``"patches"``), at each stack size (default 3 and 8: chapter 10's OptuNets and chapter 12's
 bank blocks). Printed: images per second and the ratio to the baseline.
 
     python benchmarks/bench_train_many.py --convs [--stacks 3 8] [--images 4096]
@@ -56,7 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib.core.cnn import OPTUNET_FAST_CONVS, as_images, optunet_apply, optunet_init
+from symlib.core.cnn import OPTUNET_CONVS, as_images, optunet_apply, optunet_init
 from symlib.data import load_split, standardize
 from symlib.inference import Data, Model, TrainConfig, fit_ensemble
 from symlib.experiments.laurent.optunet import optunet_train_config
@@ -93,7 +93,7 @@ def scaling_worker(k: int, x, y, cfg: TrainConfig, repeats: int, images: int) ->
 
 def compare_convs(stacks, x, y, cfg: TrainConfig, repeats: int, images: int) -> None:
     """Print images/s of each convolution implementation and its ratio to XLA's (``--convs``)."""
-    variants = {"xla (baseline)": "xla", "patches (default)": "patches", f"{OPTUNET_FAST_CONVS} (fast)": OPTUNET_FAST_CONVS}
+    variants = {"xla (baseline)": "xla", "patches (former default)": "patches", f"{OPTUNET_CONVS} (ours)": OPTUNET_CONVS}
     print(f"{'networks K':>10} {'convolutions':>28} {'images/s':>10} {'vs xla':>7}")
     for k in stacks:
         base = None

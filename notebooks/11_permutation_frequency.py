@@ -217,7 +217,10 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.", qualified=True)
 # {glue:text}`ch11_acc` test accuracy; the authors' repository gives {repo}`75%` to
 # {repo}`85%` for one OptuNet) where the paper trains on {paper}`60,000` images for
 # {paper}`60` epochs at batch {paper}`64`; few runs make the averages coarse (a single net
-# swap of the {repo}`3` dense units moves the mean). At the paper's scale (tables
+# swap of the {repo}`3` dense units moves the mean), and the two ratios of rates are not
+# tested on them: their interval is a bootstrap over the runs, which needs at least
+# {glue:text}`ch11_min_boot_runs` runs to place its bounds (with fewer, each bound is the most
+# extreme run; `symlib.evaluation.stats.min_bootstrap_units`). At the paper's scale (tables
 # above) the swap rates per step over the three phases are, with the
 # {glue:text}`ch11_pp_nets` OptuNets of the paper profile ({glue:text}`ch11_pp_acc`
 # accuracy), {glue:text}`ch11_pp_conv_rates` for the channel pairs and

@@ -35,7 +35,6 @@ from symlib.core.pytree import SEP, flatten_dict
 __all__ = [
     "CONV_IMPLS",
     "OPTUNET_CONVS",
-    "OPTUNET_FAST_CONVS",
     "OPTUNET_SHAPES",
     "as_images",
     "check_layout",
@@ -227,14 +226,8 @@ def check_images(x, channels: int, min_size: int, arch: str) -> None:
         check_finite(x, "x")
 
 
-#: :func:`conv2d`'s implementation of OptuNet's two convolutions (first, second). ``("taps",
-#: "patches")`` trains 1.5-2x faster on 2 CPU cores (``benchmarks/bench_train_many.py --convs``)
-#: but is not the default: its different float rounding flips the quick profile's
-#: ``ordering_freezes`` verdict of chapter 11 (3 runs, both outcomes inconclusive), and the
-#: flipped result itself differs between two x86 CPUs (measured 2026-11-28).
-OPTUNET_CONVS = ("patches", "patches")
-#: the faster choice on a CPU, opt-in (see :data:`OPTUNET_CONVS`)
-OPTUNET_FAST_CONVS = ("taps", "patches")
+#: :func:`conv2d`'s implementation of OptuNet's two convolutions, the fastest of each on a CPU
+OPTUNET_CONVS = ("taps", "patches")
 
 
 def optunet_hidden(params: Mapping, x: jax.Array, conv: str | tuple[str, str] = OPTUNET_CONVS) -> dict[str, jax.Array]:
@@ -244,8 +237,7 @@ def optunet_hidden(params: Mapping, x: jax.Array, conv: str | tuple[str, str] = 
         params: one OptuNet (:func:`optunet_init` layout).
         x: images ``(n, h, w, 1)``, at least 18x18 (MNIST: 28x28; smaller leaves no pixel after the second convolution).
         conv: :func:`conv2d`'s ``impl`` for both convolutions, or a pair (first, second).
-            The default is :data:`OPTUNET_CONVS`; :data:`OPTUNET_FAST_CONVS` trains faster on
-            a CPU (equal up to float rounding); ``"xla"`` (one
+            The default, :data:`OPTUNET_CONVS`, trains fastest on a CPU; ``"xla"`` (one
             ``conv_general_dilated`` each) is what to pass to trace OptuNet with
             :mod:`symlib.symmetry.derive`.
 

@@ -19,7 +19,7 @@ _EXPORTS = {
                   "rebasin_summary", "summary_to_samples", "tree_to_vector", "vector_to_tree"],
     "running": ["RunningMoments"],
     "stats": ["bootstrap_interval", "difference_interval", "mantel_null", "mantel_test", "mean_interval",
-              "proportion_interval", "repeat_spread"],
+              "min_bootstrap_units", "proportion_interval", "repeat_spread"],
     "pruning": ["keep_mask", "num_kept", "prune_by_sigma", "pruning_curve", "stitch"],
     "marginals": ["first_last_pvalues", "unit_weights"],
     "mmd": ["KERNELS", "MMDBank", "PosteriorMMD", "mmd2_unbiased", "mmd_bandwidths", "mmd_kernel_bank",

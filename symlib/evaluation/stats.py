@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["mean_interval", "bootstrap_interval", "proportion_interval", "mantel_test", "mantel_null", "repeat_spread",
+__all__ = ["mean_interval", "bootstrap_interval", "min_bootstrap_units", "proportion_interval", "mantel_test", "mantel_null", "repeat_spread",
            "difference_interval"]
 
 
@@ -58,6 +58,28 @@ def mean_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> 
     return m, float(lo), float(hi)
 
 
+def min_bootstrap_units(level: float = 0.95) -> int:
+    """The fewest units whose percentile bootstrap can place a ``level`` interval.
+
+    ``n`` units have ``C(2n - 1, n)`` distinct resamples (multisets); each tail of the
+    interval holds a share ``(1 - level) / 2`` of them, which must be at least one distinct
+    resample, or the bound is just the most extreme resample (for 3 units, 10 resamples,
+    whichever single unit is most extreme). At ``level = 0.95`` this is 5 units (126
+    resamples; 4 units have 35, fewer than 40).
+
+    Args:
+        level: confidence level, in (0, 1).
+    """
+    from math import comb
+
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"min_bootstrap_units: level must be in (0, 1), got {level}")
+    n = 2
+    while comb(2 * n - 1, n) * (1 - level) / 2 < 1:
+        n += 1
+    return n
+
+
 def bootstrap_interval(values: Sequence[float] | np.ndarray, statistic: Callable[[np.ndarray], float] = np.mean,
                        level: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
     """A statistic of independent units and its percentile-bootstrap interval.
@@ -71,7 +93,8 @@ def bootstrap_interval(values: Sequence[float] | np.ndarray, statistic: Callable
         seed: seed of the resampling.
 
     Returns:
-        ``(statistic, low, high)``; with one unit the interval is infinite.
+        ``(statistic, low, high)``; with fewer units than :func:`min_bootstrap_units` the
+        interval is infinite (no evidence of a direction).
     """
     v = np.asarray(values, dtype=np.float64)
     if v.ndim == 1:
@@ -80,7 +103,7 @@ def bootstrap_interval(values: Sequence[float] | np.ndarray, statistic: Callable
         raise ValueError("bootstrap_interval: values are not all finite")
     est = float(statistic(v))
     n = v.shape[0]
-    if n < 2:
+    if n < min_bootstrap_units(level):
         return est, -np.inf, np.inf
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_resamples, n))

@@ -452,15 +452,31 @@ def test_collapse_claims_untested_on_a_summary_without_pairs():
 
 
 def test_swap_ratio_with_a_run_that_never_swapped_early():
-    """Three runs, one with no swap in the first phase (as the quick OptuNets' dense layer):
-    resamples of that run alone have nothing to fall from, so the ratio is unbounded above."""
-    s = _trained(np.random.default_rng(19), runs=3)
+    """Five runs, three with no swap in the first phase: resamples of those runs alone (7.8%
+    of them, more than the 2.5% tail) have nothing to fall from, so the ratio is unbounded
+    above."""
+    s = _trained(np.random.default_rng(19), runs=5)
     pr = s["swaps"]["per_run"]
-    pr["first_per_step"][1] = [0.0, 0.05, 0.04]
-    pr["first_net_per_epoch"][1] = [0.0, 0.4, 0.3]
-    pr["last_per_step"][1], pr["late_net_per_epoch"][1] = [0.0, 0.002, 0.001], [0.0, 0.01, 0.0]
+    pr["first_per_step"][1] = [0.0, 0.0, 0.0, 0.06, 0.05]
+    pr["first_net_per_epoch"][1] = [0.0, 0.0, 0.0, 0.5, 0.4]
+    pr["last_per_step"][1] = [0.0, 0.0, 0.0, 0.002, 0.001]
+    pr["late_net_per_epoch"][1] = [0.0, 0.0, 0.0, 0.01, 0.0]
     v = _verdicts("laurent_optunets", s)
     assert v["swaps_in_high_lr_phases"] is SAME and v["ordering_freezes"] is SAME
+
+
+@pytest.mark.parametrize("late", [0.0, 5.0])
+def test_swap_ratios_over_too_few_runs_are_not_tested(late):
+    """Three runs (the quick OptuNets): a bootstrap over them has 10 distinct resamples, so
+    its 95% bounds are single runs; not tested whichever way the ratio points."""
+    s = _trained(np.random.default_rng(21), runs=3)
+    pr = s["swaps"]["per_run"]
+    for p in range(len(pr["first_net_per_epoch"])):
+        pr["late_net_per_epoch"][p] = [late] * 3
+        pr["last_per_step"][p] = [late / 10] * 3
+    out = {o.claim.name: o for o in claims.evaluate("laurent_mlps", s)}
+    for name in ("swaps_in_high_lr_phases", "ordering_freezes"):
+        assert out[name].verdict is UNTESTED and "at least 5 runs" in out[name].evidence.untested
 
 
 def test_swap_claims_do_not_depend_on_key_order():

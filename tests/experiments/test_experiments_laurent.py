@@ -165,28 +165,29 @@ def test_optunet_summary_leaves_out_unconverged_nets_and_its_claims_run():
     from symlib.core.cnn import optunet_init
     from symlib.experiments.laurent.optunet import OptuNetsResult, optunet_summary
     rng = np.random.default_rng(1)
-    nets = [jax.tree_util.tree_map(np.asarray, optunet_init(jax.random.key(i))) for i in range(3)]
-    swaps, (s_conv, s_dense) = _swap_run(rng, runs=3, widths=(10, 3))
-    art = {"params": stack_trees(nets), "epoch_loss": np.ones((3, 20)), "test_accuracy": np.array([0.5, 0.1, 0.6]),
+    nets = [jax.tree_util.tree_map(np.asarray, optunet_init(jax.random.key(i))) for i in range(6)]
+    swaps, (s_conv, s_dense) = _swap_run(rng, runs=6, widths=(10, 3))
+    art = {"params": stack_trees(nets), "epoch_loss": np.ones((6, 20)),
+           "test_accuracy": np.array([0.5, 0.1, 0.6, 0.7, 0.5, 0.6]),
            "swaps": swaps, "epoch_stats": {"P_conv_1": s_conv, "P_dense_0": s_dense},
            "perm_names": np.asarray(["P_conv_1", "P_dense_0"]), "units": np.array([10, 3]), "blocks": np.array([2, 1]),
            "lr": np.array([0.04] * 5 + [0.02] * 5 + [0.01] * 10), "milestones": np.array([5, 10]),
            "weight_decay": 2e-4}
     res = OptuNetsResult.from_artifact(art)
-    assert res.converged.tolist() == [True, False, True] and res.perm_names == ["P_conv_1", "P_dense_0"]
+    assert res.converged.tolist() == [True, False, True, True, True, True] and res.perm_names == ["P_conv_1", "P_dense_0"]
     summary = json.loads(json.dumps(optunet_summary(art)))
-    assert summary["nets"] == 3 and summary["converged"] == 2 and len(summary["min_mass"]["mass_before"]) == 2
+    assert summary["nets"] == 6 and summary["converged"] == 5 and len(summary["min_mass"]["mass_before"]) == 5
     assert summary["min_mass"]["layer_params"] == [32, 250, 33, 40]
     assert summary["swaps"]["pairs"] == [20, 3]
     outcomes = {o.claim.name: o for o in claims.evaluate("laurent_optunets", summary)}
     assert {"above_min_mass", "min_mass_convex", "corollary1_lower_loss", "largest_weight", "swaps_scarce",
             "swaps_gathered", "swaps_in_high_lr_phases", "ordering_freezes"} == set(outcomes)
     pr = summary["swaps"]["per_run"]
-    assert len(pr["steps_with_swap"]) == 2 and len(pr["steps_with_swap"][0]) == 2  # per permutation, per run
+    assert len(pr["steps_with_swap"]) == 2 and len(pr["steps_with_swap"][0]) == 5  # per permutation, per run
     assert all(x is None or x >= 0 for x in pr["burst_ratio"][0])
     assert outcomes["min_mass_convex"].holds and outcomes["swaps_in_high_lr_phases"].holds
-    with pytest.raises(ValueError, match="none of the 3 OptuNets reached 15%"):
-        optunet_summary({**art, "test_accuracy": np.full(3, 0.1)})
+    with pytest.raises(ValueError, match="none of the 6 OptuNets reached 15%"):
+        optunet_summary({**art, "test_accuracy": np.full(6, 0.1)})
 
 
 def test_posterior_units_groups_and_matching():

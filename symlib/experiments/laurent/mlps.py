@@ -491,7 +491,10 @@ _NO_RUNS = ("the summary keeps only the means over runs (it predates 2026-11-25)
 def _ratio_over_runs(num: np.ndarray, den: np.ndarray, t, detail: str, resamples: int = 2000,
                      seed: int = 0) -> Evidence:
     """mean(num) / mean(den) over runs with its percentile bootstrap over the runs (a resample
-    whose denominator is 0 counts as an infinite ratio; one run gives an infinite interval)."""
+    whose denominator is 0 counts as an infinite ratio); not tested with fewer runs than the
+    bootstrap can bound (:func:`symlib.evaluation.stats.min_bootstrap_units`)."""
+    from symlib.evaluation.stats import min_bootstrap_units
+
     num, den = np.asarray(num, float), np.asarray(den, float)
     if not (np.all(np.isfinite(num)) and np.all(np.isfinite(den))):
         return not_tested(t, "a run has no value (a first learning-rate phase of one epoch has no net change)",
@@ -500,8 +503,10 @@ def _ratio_over_runs(num: np.ndarray, den: np.ndarray, t, detail: str, resamples
         return not_tested(t, "no swap at all in the first learning-rate phase, so there is nothing to fall from",
                           detail)
     est = float(num.mean() / den.mean())
-    if num.size < 2:
-        return interval_evidence(est, -np.inf, np.inf, t, "1 runs", detail)
+    if num.size < min_bootstrap_units(t.level):
+        return not_tested(t, f"{num.size} runs: a percentile bootstrap needs at least {min_bootstrap_units(t.level)} "
+                             f"runs to place a {t.level:.0%} interval (with {num.size} its bounds are single "
+                             f"runs); the ratio over them is {est:.3g}", detail)
     idx = np.random.default_rng(seed).integers(0, num.size, (resamples, num.size))
     nb, db = num[idx].mean(axis=1), den[idx].mean(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -62,11 +62,16 @@ def optunet_swap_line(res: Any) -> str:
 
 def optunet_swap_values(res: Any, profile: Profile) -> dict[str, Any]:
     """The values the prose cites from the converged runs of a ``laurent_optunets`` result under
-    ``profile``: ``runs``, ``epochs``, ``steps`` (SGD steps per run), ``n_train`` and ``acc``."""
+    ``profile``: ``runs``, ``epochs``, ``steps`` (SGD steps per run), ``n_train``, ``acc`` and
+    ``min_boot_runs`` (the fewest runs whose bootstrap judges the Sec. 5.2 ratios)."""
+    from symlib.evaluation.stats import min_bootstrap_units
+    from symlib.experiments.judging.thresholds import threshold
+
     keep = _converged(res)
     runs, epochs, steps, _ = res.swaps[keep].shape
     return {"runs": runs, "epochs": epochs, "steps": f"{epochs * steps:,}", "n_train": f"{profile.n_train:,}",
-            "acc": f"{res.test_accuracy[keep].mean():.0%}"}
+            "acc": f"{res.test_accuracy[keep].mean():.0%}",
+            "min_boot_runs": min_bootstrap_units(threshold("laurent.ordering_freezes").level)}
 
 
 def mlp_swap_line(res: Any) -> str:
