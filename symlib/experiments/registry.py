@@ -228,7 +228,7 @@ class Blocks:
         y: integer training labels.
         cfg: the :class:`~symlib.inference.training.TrainConfig`.
         block_size: networks per block (>= 1).
-        apply_fn: ``apply_fn(params, x) -> logits`` of one network (default: the MLP's).
+        apply_fn: ``apply_fn(params, x) -> logits`` of one network.
         observe: optional per-step observer (as for :func:`symlib.inference.fit_ensemble`).
         observe_epoch: optional per-epoch observer (its output a tuple or list of arrays,
             or an array).
@@ -243,7 +243,7 @@ class Blocks:
     y: Any
     cfg: Any
     block_size: int
-    apply_fn: Callable | None = None
+    apply_fn: Callable
     observe: Callable | None = None
     observe_epoch: Callable | None = None
 
@@ -272,12 +272,11 @@ class Blocks:
         """
         import jax
 
-        from symlib.core.models import mlp_apply
         from symlib.inference import Data, Model, fit_ensemble
 
         stop = min(start + int(self.block_size), len(self.init_keys))
         params0 = jax.vmap(self.init_fn)(self.init_keys[start:stop])
-        model = Model(mlp_apply if self.apply_fn is None else self.apply_fn)
+        model = Model(self.apply_fn)
         post = fit_ensemble(self.data_keys[start:stop], params0, model, Data(self.x, self.y), self.cfg,
                             observe=self.observe, observe_epoch=self.observe_epoch)
         res = {"params": jax.tree_util.tree_map(np.asarray, post.samples), "losses": np.asarray(post.info["epoch_loss"])}
@@ -339,7 +338,7 @@ def train_many_blocks(name: str, config: Mapping[str, Any], key, init_fn, apply_
 
 
 def fit_many_blocks(name: str, config: Mapping[str, Any], init_fn, init_keys, data_keys, x, y, cfg, *,
-                    block_size: int, apply_fn=None, observe=None, observe_epoch=None) -> tuple:
+                    block_size: int, apply_fn: Callable, observe=None, observe_epoch=None) -> tuple:
     """:func:`symlib.inference.fit_ensemble` of the networks ``init_fn(init_keys[i])``
     with minibatch keys ``data_keys[i]``, in blocks of ``block_size`` networks, each block
     kept in the artifact cache: :func:`run_blocks` of the :class:`Blocks` of these arguments

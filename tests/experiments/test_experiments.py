@@ -346,4 +346,4 @@ def test_train_many_blocks_resumes_and_matches_fit_ensemble(tmp_path, monkeypatc
     jax.tree_util.tree_map(lambda a, b: np.testing.assert_array_equal(a, np.asarray(b)), one[0], want[0])
     with pytest.raises(ValueError, match="block_size"):
         registry.fit_many_blocks("toy", {}, init, jax.random.split(jax.random.key(0), 2),
-                                 jax.random.split(jax.random.key(1), 2), x, y, cfg, block_size=0)
+                                 jax.random.split(jax.random.key(1), 2), x, y, cfg, block_size=0, apply_fn=mlp_apply)

@@ -631,7 +631,8 @@ def laurent_mlps(profile: Profile) -> dict[str, Any]:
     params, losses, seen = fit_many_blocks("laurent_mlps", _laurent_config(profile), lambda k: mlp_init(k, sizes),
                                            jax.random.split(jax.random.key(5000), n),
                                            jax.random.split(jax.random.key(6000), n), x, y, cfg,
-                                           block_size=LAURENT_MLP_BLOCK, observe=swap_counter(*specs, "max", "unit_norm"),
+                                           block_size=LAURENT_MLP_BLOCK, apply_fn=mlp_apply,
+                                           observe=swap_counter(*specs, "max", "unit_norm"),
                                            observe_epoch=statistics_observer(*specs, "max", "unit_norm"))
     acc = jax.vmap(lambda p: accuracy(mlp_apply(p, d["x_test"]), d["y_test"]))(params)
     return {"params": jax.device_get(params), "epoch_loss": np.asarray(losses),
