@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["mean_interval", "bootstrap_interval", "min_bootstrap_units", "proportion_interval", "mantel_test", "mantel_null", "repeat_spread",
-           "difference_interval"]
+__all__ = ["mean_interval", "bootstrap_interval", "min_bootstrap_units", "proportion_interval", "mantel_test",
+           "mantel_null", "repeat_spread", "difference_interval"]
 
 
 def _finite_1d(values: Sequence[float] | np.ndarray, what: str, min_n: int = 1) -> np.ndarray:

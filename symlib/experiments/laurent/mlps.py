@@ -503,10 +503,11 @@ def _ratio_over_runs(num: np.ndarray, den: np.ndarray, t, detail: str, resamples
         return not_tested(t, "no swap at all in the first learning-rate phase, so there is nothing to fall from",
                           detail)
     est = float(num.mean() / den.mean())
-    if num.size < min_bootstrap_units(t.level):
-        return not_tested(t, f"{num.size} runs: a percentile bootstrap needs at least {min_bootstrap_units(t.level)} "
-                             f"runs to place a {t.level:.0%} interval (with {num.size} its bounds are single "
-                             f"runs); the ratio over them is {est:.3g}", detail)
+    fewest = min_bootstrap_units(t.level)
+    if num.size < fewest:
+        return not_tested(t, f"{num.size} runs: a percentile bootstrap needs at least {fewest} runs to place a "
+                             f"{t.level:.0%} interval (with {num.size} its bounds are single runs); the ratio over "
+                             f"them is {est:.3g}", detail)
     idx = np.random.default_rng(seed).integers(0, num.size, (resamples, num.size))
     nb, db = num[idx].mean(axis=1), den[idx].mean(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -361,5 +361,5 @@ for _name, _what in (("swaps_in_high_lr_phases", "swaps per step in the last lea
                      ("ordering_freezes", "net swaps per epoch over the last tenth over the first phase")):
     difference("laurent_optunets", "quick", _name,
                f"the quick profile's 3 OptuNets give the {_what} (the claims table gives the rates), but a bootstrap "
-               "over 3 runs has 10 distinct resamples, so the bounds of its interval are single runs: not tested at this scale "
-               "(the paper profile's runs judge it)", verdict=Verdict.NOT_TESTED)
+               "over 3 runs has 10 distinct resamples, so the bounds of its interval are single runs: not tested at "
+               "this scale (the paper profile's runs judge it)", verdict=Verdict.NOT_TESTED)
