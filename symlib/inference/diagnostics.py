@@ -201,8 +201,14 @@ def _coordinate_names(samples) -> tuple[list[np.ndarray], list[str]]:
 
 
 def _batched(fn, x: np.ndarray, batch: int) -> np.ndarray:
-    """``fn`` over the coordinate axis of ``x`` (chains, samples, coordinates), ``batch`` at a time."""
-    return np.concatenate([np.asarray(fn(x[..., i:i + batch])).reshape(-1) for i in range(0, x.shape[-1], batch)])
+    """``fn`` over the coordinate axis of ``x`` (chains, samples, coordinates), ``batch`` at a
+    time; the last batch is padded with zeros to the same size (their results dropped), so
+    ``fn`` compiles once (each coordinate's result depends on that coordinate alone)."""
+    n = x.shape[-1]
+    batch = min(batch, n)
+    pad = -n % batch
+    x = np.concatenate([x, np.zeros(x.shape[:-1] + (pad,), x.dtype)], axis=-1) if pad else x
+    return np.concatenate([np.asarray(fn(x[..., i:i + batch])).reshape(-1) for i in range(0, n + pad, batch)])[:n]
 
 
 def coordinate_diagnostics(samples, num_worst: int = 5, batch_size: int = 4096) -> dict[str, Any]:
@@ -241,13 +247,13 @@ def coordinate_diagnostics(samples, num_worst: int = 5, batch_size: int = 4096) 
     if num_samples < 2:
         raise ValueError(f"samples needs at least 2 samples per chain, got {num_samples}")
     leaves, names = _coordinate_names(samples)
-    ess_all, rhat_all, labels = [], [], []
-    for leaf, name, full in zip(leaves, names, jax.tree_util.tree_leaves(samples)):
-        ess_all.append(_batched(ess, leaf, batch_size))
-        rhat_all.append(_batched(rhat, leaf, batch_size) if num_chains >= 2 else np.full(leaf.shape[-1], np.nan))
+    labels = []
+    for name, full in zip(names, jax.tree_util.tree_leaves(samples)):
         shape = np.shape(full)[2:]
         labels += [f"{name}[{', '.join(map(str, idx))}]" if shape else name for idx in np.ndindex(*shape)]
-    ess_v, rhat_v = np.concatenate(ess_all).astype(float), np.concatenate(rhat_all).astype(float)
+    coords = np.concatenate(leaves, axis=-1)  # every leaf's coordinates in one array: one shape to compile
+    ess_v = _batched(ess, coords, batch_size).astype(float)
+    rhat_v = (_batched(rhat, coords, batch_size) if num_chains >= 2 else np.full(coords.shape[-1], np.nan)).astype(float)
 
     def entry(i):
         return {"coordinate": labels[i], "ess": float(ess_v[i]), "rhat": float(rhat_v[i])}

@@ -126,8 +126,12 @@ def test_coordinate_diagnostics_finds_the_stuck_and_the_disagreeing_coordinates(
     # batching over coordinates changes nothing
     small = coordinate_diagnostics(samples, num_worst=2, batch_size=1)
     assert [e["coordinate"] for e in small["worst_ess"]] == [e["coordinate"] for e in out["worst_ess"]]
+    padded = coordinate_diagnostics(samples, num_worst=2, batch_size=3)  # 10 coordinates: the last batch padded
+    assert [e["coordinate"] for e in padded["worst_ess"]] == [e["coordinate"] for e in small["worst_ess"]]
+    assert padded["num_coordinates"] == 10
     for k in ("ess_min", "ess_median", "ess_max", "rhat_median", "rhat_max"):
         np.testing.assert_allclose(small[k], out[k], rtol=1e-4, err_msg=k)
+        np.testing.assert_allclose(padded[k], small[k], rtol=1e-4, err_msg=k)
     import json
     json.dumps(out)
 

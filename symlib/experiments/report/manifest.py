@@ -209,9 +209,7 @@ MANIFEST: tuple[Item, ...] = (
          paper_value="zero-barrier solutions after alignment (summary, Sec. 5.1)",
          reason="not attempted: needs CIFAR-10 data; the loader exists, no experiment trains an MLP on it"),
     Item("rossi2023", "Sec. 5.1 ResNet20 barriers", "the same for ResNet20 on CIFAR-10 (main-text figure)", "figure",
-         chapter="notebooks/07_vi_alignment_barriers", experiments=("vi_alignment_resnet20",),
-         quick_inconclusive="a Fashion-MNIST stand-in whose two VI ResNet20s stay near chance; chapter 7 gives "
-                            "the larger stand-ins tried on 2 CPU cores",
+         chapter="notebooks/07_vi_alignment_barriers", experiments=("vi_alignment_resnet20",), paper_only=True,
          claims=("vi_alignment_resnet20:alignment_lowers_every_barrier",
                  "vi_alignment_resnet20:wider_lower_only_after_alignment"),
          keys=("vi_alignment_resnet20:marginal/*/test/*",),
@@ -237,8 +235,8 @@ MANIFEST: tuple[Item, ...] = (
     Item("rossi2023", "Table 2", "MLP architecture: three 512-unit Linear-ReLU layers", "setup",
          chapter="notebooks/07_vi_alignment_barriers", paper_value="3 x 512, ReLU"),
     Item("rossi2023", "Table 3", "ResNet20 architecture (16, 32, 64 channels x width, three blocks each)", "setup",
-         chapter="notebooks/07_vi_alignment_barriers", experiments=("vi_alignment_resnet20",), paper_value="ResNet20, base features 16",
-         paper_profile="needs CIFAR-10 data and a GPU"),
+         chapter="notebooks/07_vi_alignment_barriers", experiments=("vi_alignment_resnet20",), paper_only=True,
+         paper_value="ResNet20, base features 16", paper_profile="needs CIFAR-10 data and a GPU"),
     # ------------------------------------------------------------------ Laurent et al. (2024)
     Item("laurent2024", "Figure 1", "posterior of the output weights of 10,000 2-2-1 perceptrons: raw, unit-normed, "
          "and with permutations removed", "figure", chapter="notebooks/09_toy_posterior_symmetries",
