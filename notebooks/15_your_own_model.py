@@ -107,7 +107,7 @@ def train(model, seed, epochs=6, batch_size=50, learning_rate=1e-2):
         return optax.softmax_cross_entropy_with_integer_labels(model.apply(v, xb), yb).mean()
 
     @jax.jit
-    def epoch(carry, key):
+    def epoch(carry, key, x, y):  # the data as arguments: not constants compiled into the program
         batches = jax.random.permutation(key, x.shape[0]).reshape(-1, batch_size)
 
         def step(c, idx):
@@ -119,7 +119,7 @@ def train(model, seed, epochs=6, batch_size=50, learning_rate=1e-2):
 
     carry = (variables, opt.init(variables))
     for key in jax.random.split(jax.random.key(1000 + seed), epochs):
-        carry = epoch(carry, key)
+        carry = epoch(carry, key, x, y)
     return carry[0]
 
 
