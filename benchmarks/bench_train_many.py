@@ -12,7 +12,11 @@ This script times that recipe on ``--images`` MNIST images (the shipped subset) 
 * the extrapolated time of the full reference bank: 1,000 networks x 60 epochs x 60,000
   images at the best measured throughput.
 
-    python benchmarks/bench_train_many.py [--images 4096] [--stacks 1 8 32 64] [--epochs 1]
+    python benchmarks/bench_train_many.py [--images 4096] [--stacks 1 8 32 64] [--epochs 1] [--json]
+
+``--json`` also prints one ``RESULT {...}`` line per stack (``networks``, ``images_per_s``,
+``seconds``, ``images``, ``epochs``, ``repeats``): ``scripts/execute_notebooks.py --record``
+reads it to keep the machine's rate beside the chapters' times.
 
 On a GPU (``JAX_PLATFORMS=cuda``) the same script gives the GPU figures.
 
@@ -113,6 +117,7 @@ def main(argv=None) -> None:
     ap.add_argument("--processes", type=int, default=None,
                     help="compare 1 and this many processes, one CPU core each (one stack: the first of --stacks)")
     ap.add_argument("--convs", action="store_true", help="compare the implementations of OptuNet's convolutions")
+    ap.add_argument("--json", action="store_true", help="also print a RESULT line of JSON per stack")
     ap.add_argument("--scaling-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.processes:
@@ -138,6 +143,10 @@ def main(argv=None) -> None:
     for k in args.stacks or [1, 8, 32, 64]:
         t = time_stack(k, x, y, cfg, args.repeats)
         rows.append((k, t, k * args.epochs / t, k * args.epochs * args.images / t))
+        if args.json:
+            print("RESULT " + json.dumps({"networks": k, "images_per_s": rows[-1][3], "seconds": t,
+                                          "images": args.images, "epochs": args.epochs, "repeats": args.repeats}),
+                  flush=True)
     base = rows[0][2] / rows[0][0] if rows[0][0] == 1 else None
     print(f"{'networks K':>10} {'time (s)':>9} {'net-epochs/s':>13} {'images/s':>10} {'vs K=1':>8}")
     for k, t, ne, ims in rows:

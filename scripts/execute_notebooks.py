@@ -10,7 +10,11 @@ run-dependent metadata), and writes the .ipynb; the pair stays in sync.
 
 also appends the execution's seconds per chapter, with the date, the commit (and whether the
 tree was clean) and the words given, to ``book/timings.json``, the record that
-``book/running.md`` shows (``book/_ext/records.py``) and that states the time budgets.
+``book/running.md`` shows (``book/_ext/records.py``) and that states the time budgets. After
+the chapters it measures the machine's rate on chapter 10's OptuNets
+(``benchmarks/bench_train_many.py``, :data:`BENCH`, a few seconds) and keeps it in the
+run, so that executions on different machines, or on one machine at a busy hour, can be
+compared.
 """
 from __future__ import annotations
 
@@ -50,6 +54,27 @@ def execute(src: Path, timeout: int) -> float:
 
 TIMINGS = Path(__file__).resolve().parents[1] / "book" / "timings.json"
 
+#: the rate kept with a recorded run: ``bench_train_many.py`` on 3 OptuNets (chapter 10's
+#: stack) at the authors' recipe, 4,096 images x 3 epochs, best of 3 runs after compilation
+BENCH = ["--stacks", "3", "--images", "4096", "--epochs", "3", "--repeats", "3"]
+
+
+def bench_rate(root: Path = TIMINGS.parents[1]) -> dict:
+    """The machine's training rate now: ``benchmarks/bench_train_many.py`` with :data:`BENCH`.
+
+    Returns:
+        Its ``RESULT`` record (``images_per_s``, ``networks``, ``images``, ...).
+
+    Raises:
+        RuntimeError: if the benchmark fails or prints no result.
+    """
+    cmd = [sys.executable, str(root / "benchmarks" / "bench_train_many.py"), *BENCH, "--json"]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode != 0 or not results:
+        raise RuntimeError(f"{' '.join(cmd)} failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    return results[-1]
+
 
 def git_state(root: Path = TIMINGS.parents[1]) -> dict:
     """The commit checked out in ``root`` and whether its tracked files are unmodified."""
@@ -59,7 +84,8 @@ def git_state(root: Path = TIMINGS.parents[1]) -> dict:
     return {"commit": git("rev-parse", "HEAD"), "clean": git("status", "--porcelain", "--untracked-files=no") == ""}
 
 
-def record_timings(seconds: dict[str, float], how: str, path: Path = TIMINGS, state: dict | None = None) -> dict:
+def record_timings(seconds: dict[str, float], how: str, path: Path = TIMINGS, state: dict | None = None,
+                   bench: dict | None = None) -> dict:
     """Append one execution (seconds per chapter) to the timings record.
 
     Args:
@@ -68,6 +94,8 @@ def record_timings(seconds: dict[str, float], how: str, path: Path = TIMINGS, st
         path: the record (a JSON object with ``budget`` and ``runs``).
         state: the :func:`git_state` the chapters ran from (taken before executing them, since
             the execution rewrites the .ipynb files); default: the state now.
+        bench: the machine's rate (:func:`bench_rate`), kept as ``run["bench_train_many"]``
+            with the benchmark's arguments; None: not measured.
 
     Returns:
         The run appended.
@@ -81,6 +109,8 @@ def record_timings(seconds: dict[str, float], how: str, path: Path = TIMINGS, st
     data = json.loads(path.read_text())
     run = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), **state, "how": how.strip(),
            "chapters": {k: round(float(v), 1) for k, v in seconds.items()}}
+    if bench is not None:
+        run["bench_train_many"] = {"images_per_s": round(float(bench["images_per_s"])), "args": " ".join(BENCH)}
     data["runs"].append(run)
     path.write_text(json.dumps(data, indent=1) + "\n")
     return run
@@ -111,7 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{src}: executed in {seconds[src.stem]:.1f} s", flush=True)
     print(f"total: {sum(seconds.values()):.1f} s")
     if args.record:
-        record_timings(seconds, args.record, state=state)
+        bench = bench_rate()
+        print(f"bench_train_many {' '.join(BENCH)}: {bench['images_per_s']:,.0f} images/s")
+        record_timings(seconds, args.record, state=state, bench=bench)
         print(f"recorded in {TIMINGS}")
     return 0
 

@@ -89,13 +89,20 @@ class BookTimings(SphinxDirective):
         rows = [[c, *(f"{r['chapters'][c]:.0f}" if c in r["chapters"] else "" for r in runs)] for c in chapters]
         rows.append(["total", *(f"{sum(r['chapters'].values()):.0f} ({sum(r['chapters'].values()) / 60:.1f} min)"
                                 for r in runs)])
-        headers = ["chapter", *(f"{i + 1}: {r['date']}, {r['commit'][:7]}" for i, r in enumerate(runs))]
+        rates = [f", {r['bench_train_many']['images_per_s']:,} images/s" if "bench_train_many" in r else ""
+                 for r in runs]
+        headers = ["chapter", *(f"{i + 1}: {r['date']}, {r['commit'][:7]}{rate}"
+                                for i, (r, rate) in enumerate(zip(runs, rates)))]
         notes = "; ".join(f"{i + 1}: {r['how']}" for i, r in enumerate(runs))
+        measured = [r["bench_train_many"]["args"] for r in runs if "bench_train_many" in r]
         budget = data["budget"]
         caption = (f"Seconds per chapter of the last {len(runs)} of {len(data['runs'])} recorded executions, "
                    f"generated from book/timings.json at build time. Budgets: "
                    f"{budget['chapter_s']:.0f} s a chapter, {budget['book_s'] / 60:.0f} minutes for the book. "
-                   f"Executions: {notes}.")
+                   f"Executions: {notes}."
+                   + (f" Images/s: the machine's rate right after the chapters, benchmarks/bench_train_many.py "
+                      f"{measured[-1]} (3 OptuNets at the authors' recipe, as chapter 10 trains them)."
+                      if measured else ""))
         return _table(headers, rows, caption)
 
 

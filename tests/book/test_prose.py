@@ -201,3 +201,19 @@ def test_execute_notebooks_records_a_run(tmp_path):
     assert len(run["commit"]) == 40 and run["how"] == "empty cache"
     with pytest.raises(ValueError, match="how they were run"):
         module.record_timings({"01_a": 1.0}, " ", path)
+    run = module.record_timings({"01_a": 6.0}, "with the rate", path, bench={"images_per_s": 61234.6, "networks": 3})
+    assert run["bench_train_many"] == {"images_per_s": 61235, "args": " ".join(module.BENCH)}
+    assert json.loads(path.read_text())["runs"][-1] == run
+    with pytest.raises(RuntimeError, match="bench_train_many.py .* failed"):
+        module.bench_rate(tmp_path)  # no benchmarks/ there
+
+
+@pytest.mark.slow  # a few seconds of training (make test runs it; make test-fast does not)
+def test_bench_rate_measures_the_machine():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rate = module.bench_rate()
+    assert rate["networks"] == 3 and rate["images"] == 4096 and rate["images_per_s"] > 100
