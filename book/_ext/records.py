@@ -89,10 +89,10 @@ class BookTimings(SphinxDirective):
         rows = [[c, *(f"{r['chapters'][c]:.0f}" if c in r["chapters"] else "" for r in runs)] for c in chapters]
         rows.append(["total", *(f"{sum(r['chapters'].values()):.0f} ({sum(r['chapters'].values()) / 60:.1f} min)"
                                 for r in runs)])
-        rates = [f", {r['bench_train_many']['images_per_s']:,} images/s" if "bench_train_many" in r else ""
-                 for r in runs]
-        headers = ["chapter", *(f"{i + 1}: {r['date']}, {r['commit'][:7]}{rate}"
-                                for i, (r, rate) in enumerate(zip(runs, rates)))]
+        def rate(r):  # the machine's rate, for runs recorded with it
+            return f", {r['bench_train_many']['images_per_s']:,} images/s" if "bench_train_many" in r else ""
+
+        headers = ["chapter", *(f"{i + 1}: {r['date']}, {r['commit'][:7]}{rate(r)}" for i, r in enumerate(runs))]
         notes = "; ".join(f"{i + 1}: {r['how']}" for i, r in enumerate(runs))
         measured = [r["bench_train_many"]["args"] for r in runs if "bench_train_many" in r]
         budget = data["budget"]

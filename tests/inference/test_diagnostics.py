@@ -126,6 +126,10 @@ def test_coordinate_diagnostics_finds_the_stuck_and_the_disagreeing_coordinates(
     # batching over coordinates changes nothing
     small = coordinate_diagnostics(samples, num_worst=2, batch_size=1)
     assert [e["coordinate"] for e in small["worst_ess"]] == [e["coordinate"] for e in out["worst_ess"]]
+    # the result depends on the leaves, not on the order the dict's keys were inserted in
+    shuffled = {"scalar": samples["scalar"], "dense_0": {"bias": samples["dense_0"]["bias"],
+                                                         "kernel": samples["dense_0"]["kernel"]}}
+    assert coordinate_diagnostics(shuffled, num_worst=2) == out
     padded = coordinate_diagnostics(samples, num_worst=2, batch_size=3)  # 10 coordinates: the last batch padded
     assert [e["coordinate"] for e in padded["worst_ess"]] == [e["coordinate"] for e in small["worst_ess"]]
     assert padded["num_coordinates"] == 10
