@@ -60,8 +60,8 @@ class XiaoProfile(SharedProfile):
             Chains start from independent initialisations, so each sits in its own
             permutation mode; the quick profile spends its budget on 9 short chains (5 samples
             each) rather than 2 long ones, so that the direct summary mixes modes. Its burn-in
-            is 30 iterations, cut from 60 for the time budget (2026-11-29: chapter 04 about
-            7 s faster): the R-hat gate leaves every Table 1 and Fig. 3 claim of chapters 04
+            is 30 iterations, cut from 60 for the time budget (2026-11-29: chapter 04 7-15 s
+            faster): the R-hat gate leaves every Table 1 and Fig. 3 claim of chapters 04
             and 05 "not tested" at either length, and q_d's fall with pooled chains (ours)
             holds at both (the chapter prints the effect).
         bnn_n_train: training examples (the first of the profile's training split) seen by
@@ -167,9 +167,10 @@ class LaurentProfile(SharedProfile):
             on these networks keep their verdicts at 50, 70 and 100 epochs. The two Sec. 5.2
             ratios (``swaps_in_high_lr_phases``, ``ordering_freezes``), which 50 epochs had
             turned to the opposite direction before the bootstrap gate, are not tested with 3
-            runs whichever way they point; 5 networks would judge them but cost more (5 x 50
-            epochs: 38 s against 43 s for 3 x 100) and moved three verdicts (``largest_weight``,
-            ``swaps_scarce`` and those two).
+            runs whichever way they point. 5 networks would judge them, at more cost than
+            3 x 70 epochs (32 s): 5 x 50 epochs (38 s) left them "opposite direction, not
+            significant" and the other six unchanged; 5 x 40 (35 s) also moved
+            ``largest_weight`` (to differs) and ``swaps_scarce`` (to holds).
         bank_*, post_*: Laurent et al. Sec. 4-5.1 (``optunet_bank``, ``laurent_posteriors``,
             ``functional_collapse``): ``bank_nets`` OptuNets trained at once for
             ``bank_epochs`` epochs with ``bank_recipe`` (``"laurent"``: the authors' recipe;
