@@ -180,15 +180,20 @@ def test_every_chapter_passes_the_prose_check(path):
     assert not problems, f"{len(problems)} hand-written number(s) or verdict(s):\n" + "\n".join(problems)
 
 
-def test_execute_notebooks_records_a_run(tmp_path):
-    """scripts/execute_notebooks.py --record appends the seconds, the date and the commit."""
-    import importlib.util
-    import json
-    import subprocess
-
+def _execute_notebooks():
+    """scripts/execute_notebooks.py as a module."""
     spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_execute_notebooks_records_a_run(tmp_path):
+    """scripts/execute_notebooks.py --record appends the seconds, the date and the commit."""
+    import json
+    import subprocess
+
+    module = _execute_notebooks()
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     subprocess.run(["git", "-C", str(tmp_path), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q",
                     "--allow-empty", "-m", "x"], check=True)
@@ -210,10 +215,6 @@ def test_execute_notebooks_records_a_run(tmp_path):
 
 @pytest.mark.slow  # a few seconds of training (make test runs it; make test-fast does not)
 def test_bench_rate_measures_the_machine():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _execute_notebooks()
     rate = module.bench_rate()
     assert rate["networks"] == 3 and rate["images"] == 4096 and rate["images_per_s"] > 100
