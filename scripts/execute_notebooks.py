@@ -15,6 +15,18 @@ the chapters it measures the machine's rate on chapter 10's OptuNets
 (``benchmarks/bench_train_many.py``, :data:`BENCH`, a few seconds) and keeps it in the
 run, so that executions on different machines, or on one machine at a busy hour, can be
 compared.
+
+    python scripts/execute_notebooks.py --jobs 2 --jupyter-cache _build/.jupyter_cache notebooks/*.py
+
+(``make book``) executes two notebooks at a time, the longest first (by the last recorded
+run), and stores them in Jupyter Book's execution cache instead of the .ipynb files, so that
+``jupyter-book build`` finds every chapter executed; a notebook already in that cache with
+the same code is skipped, as the build itself would skip it. Chapters executed together
+share the artifact cache safely: an artifact two of them need is computed once
+(:func:`symlib.experiments.cache.cached` locks it), and the report (:data:`READ_THE_OTHERS`)
+starts after the others. A chapter's seconds then include the time it shared the two
+cores (an upper bound of its time alone); the total printed (and recorded with
+``--record``, as ``wall_s``) is the wall time of the whole execution.
 """
 from __future__ import annotations
 
@@ -23,6 +35,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -31,15 +44,16 @@ import nbformat
 from nbclient import NotebookClient
 
 
-def execute(src: Path, timeout: int) -> float:
-    """Execute one notebook source and write its paired .ipynb with the outputs.
+def execute(src: Path, timeout: int, write: bool = True) -> tuple[float, nbformat.NotebookNode]:
+    """Execute one notebook source; write its paired .ipynb with the outputs.
 
     Args:
         src: the ``notebooks/NN_name.py`` source.
         timeout: seconds allowed per cell.
+        write: write the .ipynb (False: only return the executed notebook).
 
     Returns:
-        The execution's wall time in seconds.
+        The execution's wall time in seconds, and the executed notebook.
     """
     nb = jupytext.read(src)
     start = time.time()
@@ -48,8 +62,112 @@ def execute(src: Path, timeout: int) -> float:
     for cell in nb.cells:
         cell.metadata = nbformat.NotebookNode({k: v for k, v in cell.metadata.items() if k == "tags"})
     nb.metadata.pop("language_info", None)
-    jupytext.write(nb, src.with_suffix(".ipynb"))
-    return elapsed
+    if write:
+        jupytext.write(nb, src.with_suffix(".ipynb"))
+    return elapsed, nb
+
+
+#: notebooks that report what the other chapters stored in the artifact cache (chapter 14
+#: prints how many quick results it found): with ``--jobs`` they start once every other
+#: notebook has finished, as they do one after another in the book's order
+READ_THE_OTHERS = ("14_reproduction_report",)
+
+
+def longest_first(sources: list[Path], path: Path | None = None) -> list[Path]:
+    """``sources`` ordered by their seconds in the last recorded run, longest first.
+
+    A chapter the record does not have comes first (its time is unknown); ties keep the
+    given order. Two chapters executed at once finish soonest when the long ones start
+    first.
+
+    Args:
+        sources: the notebooks' .py sources.
+        path: the timings record (default :data:`TIMINGS`).
+
+    Returns:
+        The same sources, reordered.
+    """
+    runs = json.loads((path or TIMINGS).read_text())["runs"]
+    last = runs[-1]["chapters"] if runs else {}
+    return sorted(sources, key=lambda src: -last.get(src.stem, float("inf")))
+
+
+def jupyter_cache_notebook(src: Path) -> nbformat.NotebookNode:
+    """The notebook Jupyter Book reads for ``src``: its paired .ipynb.
+
+    Raises:
+        FileNotFoundError: if the .ipynb is missing (``make sync`` writes it).
+    """
+    ipynb = src.with_suffix(".ipynb")
+    if not ipynb.exists():
+        raise FileNotFoundError(f"{ipynb}: missing; Jupyter Book reads it (make sync NB={src} writes it)")
+    return nbformat.read(ipynb, as_version=4)
+
+
+def _execute_for_cache(src: Path, timeout: int) -> tuple[float, dict]:
+    """Execute the .ipynb Jupyter Book reads (in a worker process); its seconds and JSON."""
+    nb = jupyter_cache_notebook(src)
+    start = time.time()
+    # record_timing=False: the cache matches a notebook by its code and cell metadata, which must stay as read
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(src.parent)}}).execute()
+    return time.time() - start, nb
+
+
+def _in_cache(cache, nb: nbformat.NotebookNode) -> bool:
+    """Whether a Jupyter Book execution cache holds ``nb``'s code executed (its own test)."""
+    try:
+        return cache.match_cache_notebook(nb) is not None
+    except KeyError:  # jupyter-cache's answer for "not held"
+        return False
+
+
+def run_all(sources: list[Path], timeout: int, jobs: int, jupyter_cache: Path | None) -> tuple[dict[str, float], list[str]]:
+    """Execute ``sources``, ``jobs`` at a time, and print each one's seconds as it ends.
+
+    Args:
+        sources: the .py sources, in the order to start them.
+        timeout: seconds allowed per cell.
+        jobs: notebooks executed at once (each in its own kernel).
+        jupyter_cache: store the executed notebooks in this Jupyter Book execution cache
+            (skipping those it already holds with the same code) instead of writing the .ipynb.
+
+    Returns:
+        Seconds per executed chapter (its stem), and the chapters that failed, each with
+        its error.
+    """
+    cache = None
+    if jupyter_cache is not None:
+        from jupyter_cache import get_cache
+
+        cache = get_cache(str(jupyter_cache))
+        held = [src for src in sources if _in_cache(cache, jupyter_cache_notebook(src))]
+        for src in held:
+            print(f"{src}: unchanged, already in {jupyter_cache}", flush=True)
+        sources = [src for src in sources if src not in held]
+    seconds, failed = {}, []
+    work = _execute_for_cache if cache is not None else execute
+    waves = [[s for s in sources if s.stem not in READ_THE_OTHERS], [s for s in sources if s.stem in READ_THE_OTHERS]]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for wave in waves:
+            futures = {pool.submit(work, src, timeout): src for src in wave}
+            for future in as_completed(futures):
+                src = futures[future]
+                try:
+                    elapsed, nb = future.result()
+                except Exception as err:  # noqa: BLE001 - reported with the chapter, the others go on
+                    failed.append(f"{src}: {type(err).__name__}: {str(err)[-2000:]}")
+                    print(f"{src}: FAILED ({type(err).__name__})", flush=True)
+                    continue
+                if cache is not None:
+                    from jupyter_cache.base import CacheBundleIn
+
+                    cache.cache_notebook_bundle(CacheBundleIn(nb, str(src.with_suffix(".ipynb").resolve()),
+                                                              data={"execution_seconds": elapsed}),
+                                                check_validity=False, overwrite=True)
+                seconds[src.stem] = elapsed
+                print(f"{src}: executed in {elapsed:.1f} s", flush=True)
+    return seconds, failed
 
 
 TIMINGS = Path(__file__).resolve().parents[1] / "book" / "timings.json"
@@ -85,7 +203,7 @@ def git_state(root: Path = TIMINGS.parents[1]) -> dict:
 
 
 def record_timings(seconds: dict[str, float], how: str, path: Path = TIMINGS, state: dict | None = None,
-                   bench: dict | None = None) -> dict:
+                   bench: dict | None = None, jobs: int = 1, wall_s: float | None = None) -> dict:
     """Append one execution (seconds per chapter) to the timings record.
 
     Args:
@@ -96,6 +214,9 @@ def record_timings(seconds: dict[str, float], how: str, path: Path = TIMINGS, st
             the execution rewrites the .ipynb files); default: the state now.
         bench: the machine's rate (:func:`bench_rate`), kept as ``run["bench_train_many"]``
             with the benchmark's arguments; None: not measured.
+        jobs: chapters executed at once; above 1 the run keeps ``jobs`` and ``wall_s``.
+        wall_s: the whole execution's wall time (needed when ``jobs`` > 1, where it is less
+            than the chapters' sum).
 
     Returns:
         The run appended.
@@ -105,10 +226,14 @@ def record_timings(seconds: dict[str, float], how: str, path: Path = TIMINGS, st
     """
     if not how.strip() or not seconds:
         raise ValueError("a timing record needs the chapters' seconds and how they were run")
+    if jobs > 1 and wall_s is None:
+        raise ValueError(f"chapters executed {jobs} at a time: the record needs the wall time (wall_s)")
     state = state or git_state(path.parents[1])
     data = json.loads(path.read_text())
     run = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), **state, "how": how.strip(),
            "chapters": {k: round(float(v), 1) for k, v in seconds.items()}}
+    if jobs > 1:
+        run.update(jobs=jobs, wall_s=round(float(wall_s), 1))
     if bench is not None:
         run["bench_train_many"] = {"images_per_s": round(float(bench["images_per_s"])), "args": " ".join(BENCH)}
     data["runs"].append(run)
@@ -123,27 +248,39 @@ def main(argv: list[str] | None = None) -> int:
         argv: the arguments (default: ``sys.argv[1:]``).
 
     Returns:
-        0; a bad source exits through argparse with status 2.
+        0; 1 if a notebook failed (the others are executed and kept; the errors are printed);
+        a bad source or option exits through argparse with status 2.
     """
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sources", nargs="+", type=Path, help="notebooks/NN_name.py files")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per cell (default 900)")
     parser.add_argument("--record", metavar="HOW", help="append the seconds per chapter to "
                         "book/timings.json, with HOW (e.g. 'empty cache, nothing else running')")
+    parser.add_argument("--jobs", type=int, default=1, help="notebooks executed at once, the longest "
+                        "first (default 1: one after another, in the order given)")
+    parser.add_argument("--jupyter-cache", type=Path, metavar="DIR", help="store the executed "
+                        "notebooks in Jupyter Book's execution cache DIR (make book: _build/.jupyter_cache) "
+                        "instead of the .ipynb files; notebooks it holds unchanged are skipped")
     args = parser.parse_args(argv)
     for src in args.sources:
         if src.suffix != ".py" or not src.exists():
             parser.error(f"{src}: expected an existing notebooks/NN_name.py source")
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs}: expected at least 1")
+    sources = longest_first(args.sources) if args.jobs > 1 else list(args.sources)
     state = git_state() if args.record else None
-    seconds = {}
-    for src in args.sources:
-        seconds[src.stem] = execute(src, args.timeout)
-        print(f"{src}: executed in {seconds[src.stem]:.1f} s", flush=True)
-    print(f"total: {sum(seconds.values()):.1f} s")
+    start = time.time()
+    seconds, failed = run_all(sources, args.timeout, args.jobs, args.jupyter_cache)
+    wall = time.time() - start
+    print(f"total: {sum(seconds.values()):.1f} s" + (f" of chapters, {wall:.1f} s wall time, {args.jobs} at a time"
+                                                     if args.jobs > 1 else ""))
+    if failed:
+        print("failed:\n" + "\n".join(failed), file=sys.stderr)
+        return 1
     if args.record:
         bench = bench_rate()
         print(f"bench_train_many {' '.join(BENCH)}: {bench['images_per_s']:,.0f} images/s")
-        record_timings(seconds, args.record, state=state, bench=bench)
+        record_timings(seconds, args.record, state=state, bench=bench, jobs=args.jobs, wall_s=wall)
         print(f"recorded in {TIMINGS}")
     return 0
 

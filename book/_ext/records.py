@@ -87,8 +87,11 @@ class BookTimings(SphinxDirective):
         runs = data["runs"][-SHOWN_TIMINGS:]
         chapters = sorted({c for r in runs for c in r["chapters"]})
         rows = [[c, *(f"{r['chapters'][c]:.0f}" if c in r["chapters"] else "" for r in runs)] for c in chapters]
-        rows.append(["total", *(f"{sum(r['chapters'].values()):.0f} ({sum(r['chapters'].values()) / 60:.1f} min)"
-                                for r in runs)])
+        def total(r):  # one after another: the chapters' sum; several at once: the wall time
+            s = r.get("wall_s", sum(r["chapters"].values()))
+            return f"{s:.0f} ({s / 60:.1f} min)" + (f", {r['jobs']} at a time" if r.get("jobs", 1) > 1 else "")
+
+        rows.append(["total", *(total(r) for r in runs)])
         def rate(r):  # the machine's rate, for runs recorded with it
             return f", {r['bench_train_many']['images_per_s']:,} images/s" if "bench_train_many" in r else ""
 
@@ -99,6 +102,9 @@ class BookTimings(SphinxDirective):
         caption = (f"Seconds per chapter of the last {len(runs)} of {len(data['runs'])} recorded executions, "
                    f"generated from book/timings.json at build time. Budgets: "
                    f"{budget['chapter_s']:.0f} s a chapter, {budget['book_s'] / 60:.0f} minutes for the book. "
+                   f"A run that executed chapters at once (scripts/execute_notebooks.py --jobs, as make book "
+                   f"does) gives each chapter's seconds while it shared the cores, and its total is the wall "
+                   f"time. "
                    f"Executions: {notes}."
                    + (f" Images/s: the machine's rate right after the chapters, benchmarks/bench_train_many.py "
                       f"{measured[-1]} (3 OptuNets at the authors' recipe, as chapter 10 trains them)."

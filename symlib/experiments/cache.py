@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+import filelock
 import numpy as np
 
 from symlib import __version__
@@ -44,6 +45,9 @@ from symlib.core.pytree import flatten_dict, unflatten_dict
 
 ENV_VAR = "SYMLIB_CACHE"
 XLA_ENV_VAR = "SYMLIB_XLA_CACHE"
+#: the size limit set on XLA's compilation cache (:func:`use_compilation_cache`): 8 GiB,
+#: never reached by the book (tens of megabytes); any limit makes JAX lock its entries
+XLA_CACHE_MAX_BYTES = 8 * 2**30
 T = TypeVar("T")
 _SEP = "/"
 log = logging.getLogger(__name__)
@@ -73,9 +77,11 @@ def use_compilation_cache(directory: Path | None = None) -> Path | None:
 
     Nothing is changed when ``$SYMLIB_XLA_CACHE`` is ``0`` or when a compilation cache is
     already set (yours is kept). The folder is chosen once per process: a later change
-    of ``$SYMLIB_CACHE`` does not move it. JAX writes its entries without a lock, so
-    processes that run at the same time (pytest-xdist workers) should not share it; the
-    unit tests switch it off.
+    of ``$SYMLIB_CACHE`` does not move it. Processes may share it at once (two chapters
+    executed together): a size limit (:data:`XLA_CACHE_MAX_BYTES`, far above a book's
+    few tens of megabytes) turns on JAX's eviction, which reads and writes every entry
+    under a file lock; without a limit JAX writes entries unlocked, and a process could
+    read one half written. The unit tests switch it off.
 
     Args:
         directory: the artifact cache (default: :func:`cache_dir`).
@@ -94,6 +100,7 @@ def use_compilation_cache(directory: Path | None = None) -> Path | None:
     folder = Path(directory if directory is not None else cache_dir()) / "xla"
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_compilation_cache_max_size", XLA_CACHE_MAX_BYTES)
     compilation_cache.reset_cache()  # a compilation before this call may have found the cache off
     return folder
 
@@ -342,7 +349,11 @@ def cached(
     """Load artifact ``name`` for ``config`` if stored and intact, else ``compute()`` and store it.
 
     A damaged artifact is reported (a WARNING on the ``symlib.experiments.cache`` logger),
-    deleted, and recomputed; it is never used.
+    deleted, and recomputed; it is never used. Processes that share the cache compute an
+    artifact once: the computing one holds a file lock (``.locks/<name>-<key>.lock``, the
+    ``filelock`` package; lock files stay, since deleting one is unsafe while others wait),
+    and another that needs the same artifact waits for it and loads it (two chapters
+    executed at once, ``scripts/execute_notebooks.py --jobs 2``).
     Returned leaves are numpy arrays (also right after computing, so both paths agree).
 
     Args:
@@ -358,22 +369,32 @@ def cached(
         The artifact as nested dicts of numpy arrays.
     """
     key = cache_key(name, config)
+    tree = _load_or_forget(name, config, directory)
+    if tree is None:
+        data_path = artifact_paths(name, config, directory)[0]
+        (data_path.parent / ".locks").mkdir(parents=True, exist_ok=True)
+        with filelock.FileLock(data_path.parent / ".locks" / f"{data_path.stem}.lock"):
+            tree = _load_or_forget(name, config, directory)  # stored meanwhile by another process?
+            if tree is None:
+                if verbose:
+                    log.info("computing %s (%s) ...", name, key)
+                result = compute()
+                save(name, config, result, directory)
+                return _unflatten(_flatten(result))
+    if verbose:
+        log.info("loaded %s (%s) from the artifact cache", name, key)
+    return tree
+
+
+def _load_or_forget(name: str, config: Mapping[str, Any], directory: Path | None) -> dict[str, Any] | None:
+    """:func:`load`, with a damaged artifact reported (WARNING), deleted and taken as missing."""
     try:
-        tree = load(name, config, directory)
+        return load(name, config, directory)
     except CorruptArtifactError as err:
-        log.warning("%s (%s): damaged artifact, recomputing. %s", name, key, err)
+        log.warning("%s (%s): damaged artifact, recomputing. %s", name, cache_key(name, config), err)
         for p in artifact_paths(name, config, directory):
             p.unlink(missing_ok=True)
-        tree = None
-    if tree is not None:
-        if verbose:
-            log.info("loaded %s (%s) from the artifact cache", name, key)
-        return tree
-    if verbose:
-        log.info("computing %s (%s) ...", name, key)
-    result = compute()
-    save(name, config, result, directory)
-    return _unflatten(_flatten(result))
+        return None
 
 
 #: per experiment name, how many steps its last :func:`cached_steps` call loaded from the

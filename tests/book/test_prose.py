@@ -182,8 +182,11 @@ def test_every_chapter_passes_the_prose_check(path):
 
 def _execute_notebooks():
     """scripts/execute_notebooks.py as a module."""
+    import sys
+
     spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules["execute_notebooks"] = module  # its worker processes find their functions by the module's name
     spec.loader.exec_module(module)
     return module
 
@@ -211,6 +214,78 @@ def test_execute_notebooks_records_a_run(tmp_path):
     assert json.loads(path.read_text())["runs"][-1] == run
     with pytest.raises(RuntimeError, match="bench_train_many.py .* failed"):
         module.bench_rate(tmp_path)  # no benchmarks/ there
+
+
+def test_a_run_of_chapters_at_once_records_its_wall_time(tmp_path):
+    import json
+
+    module = _execute_notebooks()
+    path = tmp_path / "timings.json"
+    path.write_text(json.dumps({"budget": {}, "runs": []}))
+    with pytest.raises(ValueError, match="wall time"):
+        module.record_timings({"01_a": 6.0}, "two at once", path, state={"commit": "c", "clean": True}, jobs=2)
+    run = module.record_timings({"01_a": 6.0, "02_b": 9.0}, "two at once", path, state={"commit": "c", "clean": True},
+                                jobs=2, wall_s=10.04)
+    assert run["jobs"] == 2 and run["wall_s"] == 10.0
+    one = module.record_timings({"01_a": 6.0}, "alone", path, state={"commit": "c", "clean": True})
+    assert "jobs" not in one and "wall_s" not in one
+
+
+def test_longest_first_orders_by_the_last_record(tmp_path):
+    import json
+
+    module = _execute_notebooks()
+    path = tmp_path / "timings.json"
+    path.write_text(json.dumps({"runs": [{"chapters": {"01_a": 50.0, "02_b": 1.0}},
+                                         {"chapters": {"01_a": 5.0, "02_b": 9.0, "03_c": 7.0}}]}))
+    names = ["01_a", "02_b", "03_c", "04_new"]
+    order = module.longest_first([Path(f"notebooks/{n}.py") for n in names], path)
+    assert [p.stem for p in order] == ["04_new", "02_b", "03_c", "01_a"]  # unknown first, then the last run's
+    assert all((ROOT / "notebooks" / f"{name}.py").exists() for name in module.READ_THE_OTHERS)  # not renamed away
+
+
+_TINY = {  # py:percent sources: two chapters, one failing, and a report that reads what 01_a leaves
+    "01_a": "# %%\nimport time\ntime.sleep(2)\nx = 1\n# %%\nprint(x * 2)\nopen('left_by_a.txt', 'w').write('a')\n",
+    "02_b": "# %%\nx = 21\n# %%\nprint(x * 2)\n",
+    "03_bad": "# %%\nx = 1 / 0\n# %%\nprint(x)\n",
+    "14_reproduction_report": "# %%\nx = open('left_by_a.txt').read()\n# %%\nprint(x)\n",
+}
+
+
+def test_jupyter_cache_mode_stores_what_jupyter_book_matches_and_skips_it_next_time(tmp_path, capsys):
+    """--jupyter-cache --jobs 2: the build's cache then holds each notebook, as myst-nb looks it
+    up; the report starts after the others; a failure is reported and the others are kept."""
+    import jupytext
+    import nbformat
+    from jupyter_cache import get_cache
+
+    module = _execute_notebooks()
+    sources = []
+    for name, text in _TINY.items():
+        src = tmp_path / f"{name}.py"
+        src.write_text(text)
+        nb = jupytext.read(src)
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        jupytext.write(nb, src.with_suffix(".ipynb"))
+        sources.append(src)
+    cache_dir = tmp_path / "jc"
+    argv = ["--jobs", "2", "--jupyter-cache", str(cache_dir), *map(str, sources)]
+    assert module.main(argv) == 1  # 03_bad fails; the others are executed and kept
+    out = capsys.readouterr()
+    assert "03_bad.py: FAILED" in out.out and "ZeroDivisionError" in out.err
+    cache = get_cache(str(cache_dir))
+    for src, printed in ((sources[0], "2"), (sources[1], "42"), (sources[3], "a")):
+        ipynb = src.with_suffix(".ipynb")
+        assert cache.match_cache_notebook(nbformat.read(ipynb, as_version=4)) is not None
+        _, merged = cache.merge_match_into_notebook(nbformat.read(ipynb, as_version=4))
+        assert merged.cells[-1].outputs[0]["text"].strip() == printed
+    good = [str(sources[i]) for i in (0, 1, 3)]
+    assert module.main([*argv[:4], *good]) == 0  # all held already: nothing executed
+    out = capsys.readouterr().out
+    assert out.count("unchanged, already in") == 3 and "executed in" not in out
+    with pytest.raises(SystemExit) as exit_:
+        module.main(["--jobs", "0", str(sources[0])])
+    assert exit_.value.code == 2
 
 
 @pytest.mark.slow  # a few seconds of training (make test runs it; make test-fast does not)

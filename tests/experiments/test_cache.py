@@ -97,7 +97,7 @@ def test_failed_compute_leaves_nothing(cdir):
 
     with pytest.raises(RuntimeError):
         cache.cached("exp", {"a": 1}, boom, verbose=False)
-    assert list(cdir.iterdir()) == []
+    assert [p.name for p in cdir.iterdir()] == [".locks"]  # no artifact file, only the lock's folder
 
 
 def test_bad_artifacts_rejected(cdir):
@@ -218,6 +218,33 @@ def test_cached_steps_rejects_duplicate_labels(cdir):
         cache.cached_steps("exp", {}, [1, 1], _steps_fn([]), verbose=False)
 
 
+_COMPUTE_ONCE = """
+import json, sys, time
+from pathlib import Path
+from symlib.experiments import cache
+tally = Path(sys.argv[1]) / "computed.txt"
+def compute():
+    with open(tally, "a") as f:
+        f.write("x\\n")
+    time.sleep(1.5)  # the other process asks meanwhile
+    return {"a": [1.0, 2.0, 3.0]}
+tree = cache.cached("shared", {"n": 3}, compute, directory=Path(sys.argv[1]), verbose=False)
+print(json.dumps(tree["a"].tolist()))
+"""
+
+
+def test_processes_sharing_the_cache_compute_an_artifact_once(tmp_path):
+    import subprocess
+    import sys
+
+    procs = [subprocess.Popen([sys.executable, "-c", _COMPUTE_ONCE, str(tmp_path)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    assert [json.loads(out) for out, _ in outs] == [[1.0, 2.0, 3.0]] * 2
+    assert (tmp_path / "computed.txt").read_text() == "x\n"  # one computed it, the other loaded it
+
+
 # ------------------------------------------------------------ XLA's compiled programs
 
 _COMPILE_ONCE = """
@@ -227,7 +254,7 @@ jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
 import symlib.experiments   # switches the cache on (use_compilation_cache)
 folder = jax.config.jax_compilation_cache_dir
 y = jax.jit(lambda x: jnp.sin(x) @ x.T + 1.0)(jnp.ones((7, 5)))
-print(json.dumps({"folder": folder,
+print(json.dumps({"folder": folder, "max_size": jax.config.jax_compilation_cache_max_size,
                   "hits": events.count("/jax/compilation_cache/cache_hits"),
                   "misses": events.count("/jax/compilation_cache/cache_misses"), "y": float(y.sum())}))
 """
@@ -248,6 +275,8 @@ def test_compiled_programs_are_shared_between_processes_through_the_artifact_cac
     env = {"SYMLIB_CACHE": str(tmp_path)}
     first = _compile_in_subprocess(env)
     assert first["folder"] == str(tmp_path / "xla")
+    assert first["max_size"] == cache.XLA_CACHE_MAX_BYTES  # any limit: JAX locks its entries
+    assert (tmp_path / "xla" / ".lockfile").exists()
     assert first["misses"] >= 1 and first["hits"] == 0
     assert any((tmp_path / "xla").iterdir())
     second = _compile_in_subprocess(env)
