@@ -23,8 +23,8 @@ run), and stores them in Jupyter Book's execution cache instead of the .ipynb fi
 ``jupyter-book build`` finds every chapter executed; a notebook already in that cache with
 the same code is skipped, as the build itself would skip it. Chapters executed together
 share the artifact cache safely: an artifact two of them need is computed once
-(:func:`symlib.experiments.cache.cached` locks it), and the report (:data:`READ_THE_OTHERS`)
-starts after the others. A chapter's seconds then include the time it shared the two
+(:func:`symlib.experiments.cache.cached` locks it); the chapter that times its alignments
+and the report (:data:`ALONE_AFTER_THE_OTHERS`) run alone, after the others. A chapter's seconds then include the time it shared the two
 cores (an upper bound of its time alone); the total printed (and recorded with
 ``--record``, as ``wall_s``) is the wall time of the whole execution.
 """
@@ -67,10 +67,11 @@ def execute(src: Path, timeout: int, write: bool = True) -> tuple[float, nbforma
     return elapsed, nb
 
 
-#: notebooks that report what the other chapters stored in the artifact cache (chapter 14
-#: prints how many quick results it found): with ``--jobs`` they start once every other
-#: notebook has finished, as they do one after another in the book's order
-READ_THE_OTHERS = ("14_reproduction_report",)
+#: notebooks that ``--jobs`` executes alone, after the others, in this order: chapter 08
+#: judges claims on the CPU time of its alignments, which a chapter executed beside it
+#: would lengthen (measured: one ratio fell from 1.27x to 0.52x and its verdict changed);
+#: chapter 14 reports what the others stored in the artifact cache, chapter 08's included
+ALONE_AFTER_THE_OTHERS = ("08_alignment_timings", "14_reproduction_report")
 
 
 def longest_first(sources: list[Path], path: Path | None = None) -> list[Path]:
@@ -147,7 +148,8 @@ def run_all(sources: list[Path], timeout: int, jobs: int, jupyter_cache: Path | 
         sources = [src for src in sources if src not in held]
     seconds, failed = {}, []
     work = _execute_for_cache if cache is not None else execute
-    waves = [[s for s in sources if s.stem not in READ_THE_OTHERS], [s for s in sources if s.stem in READ_THE_OTHERS]]
+    waves = [[s for s in sources if s.stem not in ALONE_AFTER_THE_OTHERS],
+             *([s for s in sources if s.stem == name] for name in ALONE_AFTER_THE_OTHERS)]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for wave in waves:
             futures = {pool.submit(work, src, timeout): src for src in wave}

@@ -241,20 +241,24 @@ def test_longest_first_orders_by_the_last_record(tmp_path):
     names = ["01_a", "02_b", "03_c", "04_new"]
     order = module.longest_first([Path(f"notebooks/{n}.py") for n in names], path)
     assert [p.stem for p in order] == ["04_new", "02_b", "03_c", "01_a"]  # unknown first, then the last run's
-    assert all((ROOT / "notebooks" / f"{name}.py").exists() for name in module.READ_THE_OTHERS)  # not renamed away
+    assert all((ROOT / "notebooks" / f"{name}.py").exists() for name in module.ALONE_AFTER_THE_OTHERS)  # not renamed
 
 
-_TINY = {  # py:percent sources: two chapters, one failing, and a report that reads what 01_a leaves
+_TINY = {  # py:percent sources: chapters (one failing), then the two that run alone, each reading what the
+    # chapters before it leave at their end (a missing file fails the notebook)
     "01_a": "# %%\nimport time\ntime.sleep(2)\nx = 1\n# %%\nprint(x * 2)\nopen('left_by_a.txt', 'w').write('a')\n",
     "02_b": "# %%\nx = 21\n# %%\nprint(x * 2)\n",
     "03_bad": "# %%\nx = 1 / 0\n# %%\nprint(x)\n",
-    "14_reproduction_report": "# %%\nx = open('left_by_a.txt').read()\n# %%\nprint(x)\n",
+    "08_alignment_timings": "# %%\nimport time\ntime.sleep(1)\nx = open('left_by_a.txt').read() + '8'\n"
+                            "# %%\nprint(x)\nopen('left_by_08.txt', 'w').write(x)\n",
+    "14_reproduction_report": "# %%\nx = open('left_by_08.txt').read()\n# %%\nprint(x)\n",
 }
 
 
 def test_jupyter_cache_mode_stores_what_jupyter_book_matches_and_skips_it_next_time(tmp_path, capsys):
     """--jupyter-cache --jobs 2: the build's cache then holds each notebook, as myst-nb looks it
-    up; the report starts after the others; a failure is reported and the others are kept."""
+    up; the timing chapter and the report run after the others; a failure is reported and the
+    others are kept."""
     import jupytext
     import nbformat
     from jupyter_cache import get_cache
@@ -274,15 +278,15 @@ def test_jupyter_cache_mode_stores_what_jupyter_book_matches_and_skips_it_next_t
     out = capsys.readouterr()
     assert "03_bad.py: FAILED" in out.out and "ZeroDivisionError" in out.err
     cache = get_cache(str(cache_dir))
-    for src, printed in ((sources[0], "2"), (sources[1], "42"), (sources[3], "a")):
+    for src, printed in ((sources[0], "2"), (sources[1], "42"), (sources[3], "a8"), (sources[4], "a8")):
         ipynb = src.with_suffix(".ipynb")
         assert cache.match_cache_notebook(nbformat.read(ipynb, as_version=4)) is not None
         _, merged = cache.merge_match_into_notebook(nbformat.read(ipynb, as_version=4))
         assert merged.cells[-1].outputs[0]["text"].strip() == printed
-    good = [str(sources[i]) for i in (0, 1, 3)]
+    good = [str(sources[i]) for i in (0, 1, 3, 4)]
     assert module.main([*argv[:4], *good]) == 0  # all held already: nothing executed
     out = capsys.readouterr().out
-    assert out.count("unchanged, already in") == 3 and "executed in" not in out
+    assert out.count("unchanged, already in") == 4 and "executed in" not in out
     with pytest.raises(SystemExit) as exit_:
         module.main(["--jobs", "0", str(sources[0])])
     assert exit_.value.code == 2
