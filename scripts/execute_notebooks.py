@@ -148,8 +148,8 @@ def run_all(sources: list[Path], timeout: int, jobs: int, jupyter_cache: Path | 
         sources = [src for src in sources if src not in held]
     seconds, failed = {}, []
     work = _execute_for_cache if cache is not None else execute
-    waves = [[s for s in sources if s.stem not in ALONE_AFTER_THE_OTHERS],
-             *([s for s in sources if s.stem == name] for name in ALONE_AFTER_THE_OTHERS)]
+    alone = ALONE_AFTER_THE_OTHERS if jobs > 1 else ()  # one at a time: in the order given
+    waves = [[s for s in sources if s.stem not in alone], *([s for s in sources if s.stem == name] for name in alone)]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for wave in waves:
             futures = {pool.submit(work, src, timeout): src for src in wave}

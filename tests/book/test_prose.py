@@ -290,6 +290,10 @@ def test_jupyter_cache_mode_stores_what_jupyter_book_matches_and_skips_it_next_t
     with pytest.raises(SystemExit) as exit_:
         module.main(["--jobs", "0", str(sources[0])])
     assert exit_.value.code == 2
+    given = [sources[4], sources[1], sources[3]]  # 14, 02_b, 08 (their files exist by now)
+    assert module.main(["--jupyter-cache", str(tmp_path / "jc1"), *map(str, given)]) == 0
+    out = capsys.readouterr().out
+    assert [out.index(f"{src}: executed") for src in given] == sorted(out.index(f"{src}: executed") for src in given)
 
 
 @pytest.mark.slow  # a few seconds of training (make test runs it; make test-fast does not)
