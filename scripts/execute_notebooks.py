@@ -24,9 +24,10 @@ run), and stores them in Jupyter Book's execution cache instead of the .ipynb fi
 the same code is skipped, as the build itself would skip it. Chapters executed together
 share the artifact cache safely: an artifact two of them need is computed once
 (:func:`symlib.experiments.cache.cached` locks it); the chapter that times its alignments
-and the report (:data:`ALONE_AFTER_THE_OTHERS`) run alone, after the others. A chapter's seconds then include the time it shared the two
-cores (an upper bound of its time alone); the total printed (and recorded with
-``--record``, as ``wall_s``) is the wall time of the whole execution.
+and the report (:data:`ALONE_AFTER_THE_OTHERS`) run alone, after the others. A chapter's
+seconds then include the time it shared the two cores (an upper bound of its time alone);
+the total printed (and recorded with ``--record``, as ``wall_s``) is the wall time of the
+whole execution.
 """
 from __future__ import annotations
 
@@ -44,13 +45,12 @@ import nbformat
 from nbclient import NotebookClient
 
 
-def execute(src: Path, timeout: int, write: bool = True) -> tuple[float, nbformat.NotebookNode]:
-    """Execute one notebook source; write its paired .ipynb with the outputs.
+def execute(src: Path, timeout: int) -> tuple[float, nbformat.NotebookNode]:
+    """Execute one notebook source and write its paired .ipynb with the outputs.
 
     Args:
         src: the ``notebooks/NN_name.py`` source.
         timeout: seconds allowed per cell.
-        write: write the .ipynb (False: only return the executed notebook).
 
     Returns:
         The execution's wall time in seconds, and the executed notebook.
@@ -62,8 +62,7 @@ def execute(src: Path, timeout: int, write: bool = True) -> tuple[float, nbforma
     for cell in nb.cells:
         cell.metadata = nbformat.NotebookNode({k: v for k, v in cell.metadata.items() if k == "tags"})
     nb.metadata.pop("language_info", None)
-    if write:
-        jupytext.write(nb, src.with_suffix(".ipynb"))
+    jupytext.write(nb, src.with_suffix(".ipynb"))
     return elapsed, nb
 
 
@@ -105,8 +104,8 @@ def jupyter_cache_notebook(src: Path) -> nbformat.NotebookNode:
     return nbformat.read(ipynb, as_version=4)
 
 
-def _execute_for_cache(src: Path, timeout: int) -> tuple[float, dict]:
-    """Execute the .ipynb Jupyter Book reads (in a worker process); its seconds and JSON."""
+def _execute_for_cache(src: Path, timeout: int) -> tuple[float, nbformat.NotebookNode]:
+    """Execute the .ipynb Jupyter Book reads (in a worker process); its seconds and the notebook."""
     nb = jupyter_cache_notebook(src)
     start = time.time()
     # record_timing=False: the cache matches a notebook by its code and cell metadata, which must stay as read
