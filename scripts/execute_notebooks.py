@@ -45,6 +45,18 @@ import nbformat
 from nbclient import NotebookClient
 
 
+def _run(nb: nbformat.NotebookNode, cwd: Path, timeout: int) -> float:
+    """Execute ``nb`` in place in a fresh kernel working in ``cwd``; the wall seconds.
+
+    No timings are added to the cells' metadata (``record_timing=False``): the .ipynb keeps
+    only tags, and Jupyter Book's cache matches a notebook by its code and cell metadata.
+    """
+    start = time.time()
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    return time.time() - start
+
+
 def execute(src: Path, timeout: int) -> tuple[float, nbformat.NotebookNode]:
     """Execute one notebook source and write its paired .ipynb with the outputs.
 
@@ -56,9 +68,7 @@ def execute(src: Path, timeout: int) -> tuple[float, nbformat.NotebookNode]:
         The execution's wall time in seconds, and the executed notebook.
     """
     nb = jupytext.read(src)
-    start = time.time()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(src.parent)}}).execute()
-    elapsed = time.time() - start
+    elapsed = _run(nb, src.parent, timeout)
     for cell in nb.cells:
         cell.metadata = nbformat.NotebookNode({k: v for k, v in cell.metadata.items() if k == "tags"})
     nb.metadata.pop("language_info", None)
@@ -107,11 +117,7 @@ def jupyter_cache_notebook(src: Path) -> nbformat.NotebookNode:
 def _execute_for_cache(src: Path, timeout: int) -> tuple[float, nbformat.NotebookNode]:
     """Execute the .ipynb Jupyter Book reads (in a worker process); its seconds and the notebook."""
     nb = jupyter_cache_notebook(src)
-    start = time.time()
-    # record_timing=False: the cache matches a notebook by its code and cell metadata, which must stay as read
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(src.parent)}}).execute()
-    return time.time() - start, nb
+    return _run(nb, src.parent, timeout), nb
 
 
 def _in_cache(cache, nb: nbformat.NotebookNode) -> bool:
