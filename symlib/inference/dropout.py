@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -180,11 +181,17 @@ def dropout_samples(key: jax.Array, params: PyTree, num_samples: int, *, rate: f
         ValueError: naming ``rate``, ``layer``, ``num_samples`` or ``key`` if invalid.
     """
     rate = check_rate(rate)
-    n_in, _ = check_dropout_layer(params, layer)
+    check_dropout_layer(params, layer)
     num_samples = positive_int(num_samples, "num_samples")
     check_key(key, "key")
+    return _masked_copies(key, params, num_samples, rate, layer)
+
+
+@partial(jax.jit, static_argnums=(2, 3, 4))
+def _masked_copies(key, params, num_samples: int, rate: float, layer: str):
+    """:func:`dropout_samples`' draws as one compiled program (the same numbers as op by op)."""
     kernel = jnp.asarray(params[layer]["kernel"])
-    masks = dropout_masks(key, rate, (num_samples, n_in), kernel.dtype)
+    masks = dropout_masks(key, rate, (num_samples, kernel.shape[0]), kernel.dtype)
     stacked = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (num_samples,) + jnp.shape(a)), params)
     return _with_kernel(stacked, layer, kernel[None] * masks[:, :, None])
 

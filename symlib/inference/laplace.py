@@ -523,9 +523,20 @@ def _with_layer(params, layer: str, value):
     return {**params, keys[0]: _with_layer(params[keys[0]], "/".join(keys[1:]), value)}
 
 
-@jax.jit
 def _accuracy(logits, y):
     return jnp.mean(jnp.argmax(logits, axis=-1) == y)
+
+
+@jax.jit
+def _accuracies(logits, map_logits, y):
+    """The accuracies of the mean softmax of ``logits`` ``(draws, n, C)`` and of ``map_logits``."""
+    return _accuracy(jnp.mean(jax.nn.softmax(logits, axis=-1), axis=0), y), _accuracy(map_logits, y)
+
+
+@functools.partial(jax.jit, static_argnames=("apply_fn",))
+def _draws_accuracies(draws, params0, x, y, *, apply_fn):
+    """:func:`_accuracies` of the networks ``draws`` (stacked) and ``params0`` on ``x``, one program."""
+    return _accuracies(jax.lax.map(lambda p: apply_fn(p, x), draws), apply_fn(params0, x), y)
 
 
 @functools.partial(jax.jit, static_argnames=("apply_fn", "layer", "batch_size"))
@@ -572,13 +583,10 @@ def _check_predictive(key, posterior, params0, model: Model, data: Data, config:
         head = kfac_sample(key, posterior.posterior, s)
         logits = jnp.einsum("nd,sdc->snc", jnp.asarray(feats[idx]), head["kernel"])
         logits = logits + (head["bias"][:, None] if "bias" in head else 0.0)
-        map_logits = model.apply_fn(params0, x)
+        acc, ref = _accuracies(logits, model.apply_fn(params0, x), y)
     else:
-        draws = sample(key, posterior, s)
-        logits = jax.lax.map(lambda p: model.apply_fn(p, x), draws)
-        map_logits = model.apply_fn(params0, x)
-    probs = jnp.mean(jax.nn.softmax(logits, axis=-1), axis=0)
-    acc, ref = float(_accuracy(probs, y)), float(_accuracy(map_logits, y))
+        acc, ref = _draws_accuracies(sample(key, posterior, s), params0, x, y, apply_fn=model.apply_fn)
+    acc, ref = float(acc), float(ref)
     if acc < ref - PREDICTIVE_ACCURACY_DROP:
         fix = ("raise the prior precision (config.prior_precision=" f"{config.prior_precision!r})")
         if config.last_layer is None:

@@ -245,7 +245,7 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
     if fixed:
         held = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (int(num_samples), *jnp.shape(a))), fixed)
         samples = {k: held[k] if k in held else samples[k] for k in params0}
-    if not all(bool(jnp.all(jnp.isfinite(a))) for a in jax.tree_util.tree_leaves(samples)):
+    if not all(np.all(np.isfinite(np.asarray(a))) for a in jax.tree_util.tree_leaves(samples)):  # no compilation
         warnings.warn("SGHMC diverged (NaN or inf in the samples); lower step_size", RuntimeWarning, stacklevel=2)
     return SGHMCResult(samples, first + thinning * np.arange(int(num_samples)), float(alpha))
 
