@@ -97,10 +97,11 @@ glue_all(glue, "ch12", laurent.bank_values(summary, profile))
 #   a standard normal prior, no weight decay).
 # - **SGHMC**: BlackJAX's `sghmc` with `blackjax.sgmcmc.gradients.grad_estimator`.
 # - **SWAG** (diagonal + low rank, scale {glue:text}`ch12_swag_scale`): SGD at the recipe's
-#   initial learning rate, continued from the mode for twice `post_method_epochs`, one
-#   snapshot per epoch ({glue:text}`ch12_swag_snaps_q` snapshots and rank over
-#   {glue:text}`ch12_swag_epochs_q` epochs in this profile; {glue:text}`ch12_swag_snaps_p`
-#   over {glue:text}`ch12_swag_epochs_p` epochs in the paper profile).
+#   initial learning rate, continued from the mode for twice `post_method_epochs` epochs and
+#   at least `SWAG_MIN_SNAPSHOTS`, one snapshot per epoch ({glue:text}`ch12_swag_snaps_q`
+#   snapshots and rank over {glue:text}`ch12_swag_epochs_q` epochs in this profile;
+#   {glue:text}`ch12_swag_snaps_p` over {glue:text}`ch12_swag_epochs_p` epochs in the paper
+#   profile).
 # - **Laplace** (`fit_laplace`): the Hessian of the negative log posterior at the
 #   mode, prior precision from the weight decay. The paper profile sums the full Hessian
 #   over every training image; the quick profile sums the generalised Gauss-Newton matrix

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from symlib.experiments.laurent import tables
-from symlib.experiments.laurent.posteriors import METHODS, MULTI, SETTINGS, SINGLE, TABLE1_COLUMNS, swag_schedule
+from symlib.experiments.laurent.posteriors import (METHODS, MULTI, SETTINGS, SINGLE, SWAG_MIN_SNAPSHOTS, TABLE1_COLUMNS,
+                                                  swag_schedule)
 from symlib.experiments.laurent.posteriors_resnet import methods_of
 from symlib.experiments.profiles import get_profile
 
@@ -127,7 +128,8 @@ def test_posterior_setting_values():
 
 
 def test_swag_schedule():
-    assert swag_schedule(0) == (2, 2)
+    assert swag_schedule(0) == swag_schedule(1) == (SWAG_MIN_SNAPSHOTS, SWAG_MIN_SNAPSHOTS) == (4, 4)
+    assert swag_schedule(2) == (4, 4)
     assert swag_schedule(3) == (6, 6)
     assert swag_schedule(60) == (SETTINGS["swag_snapshots"], 120)
 

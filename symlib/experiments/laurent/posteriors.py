@@ -396,15 +396,20 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
                     lambda group: zoo_step(group, zoo[group], keys, S, M))
 
 
+#: SWAG's fewest snapshots in the zoo: K snapshots span K - 1 directions around their mean,
+#: so two would leave the low-rank part a single direction
+SWAG_MIN_SNAPSHOTS = 4
+
+
 def swag_schedule(epochs: int) -> tuple[int, int]:
     """SWAG's snapshots and epochs when Dropout, BNN and SGHMC run ``epochs``
-    epochs: one snapshot per epoch over twice ``epochs``, at least 2 and at most
-    ``SETTINGS["swag_snapshots"]`` snapshots.
+    epochs: one snapshot per epoch over twice ``epochs``, at least :data:`SWAG_MIN_SNAPSHOTS`
+    and at most ``SETTINGS["swag_snapshots"]`` snapshots.
 
     Returns:
         ``(snapshots, epochs)``.
     """
-    snaps = min(SETTINGS["swag_snapshots"], max(2, 2 * epochs))
+    snaps = min(SETTINGS["swag_snapshots"], max(SWAG_MIN_SNAPSHOTS, 2 * epochs))
     return snaps, max(snaps, 2 * epochs)
 
 
