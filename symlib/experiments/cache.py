@@ -45,9 +45,6 @@ from symlib.core.pytree import flatten_dict, unflatten_dict
 
 ENV_VAR = "SYMLIB_CACHE"
 XLA_ENV_VAR = "SYMLIB_XLA_CACHE"
-#: the size limit set on XLA's compilation cache (:func:`use_compilation_cache`): 8 GiB,
-#: never reached by the book (tens of megabytes); any limit makes JAX lock its entries
-XLA_CACHE_MAX_BYTES = 8 * 2**30
 T = TypeVar("T")
 _SEP = "/"
 log = logging.getLogger(__name__)
@@ -78,10 +75,12 @@ def use_compilation_cache(directory: Path | None = None) -> Path | None:
     Nothing is changed when ``$SYMLIB_XLA_CACHE`` is ``0`` or when a compilation cache is
     already set (yours is kept). The folder is chosen once per process: a later change
     of ``$SYMLIB_CACHE`` does not move it. Processes may share it at once (two chapters
-    executed together): a size limit (:data:`XLA_CACHE_MAX_BYTES`, far above a book's
-    few tens of megabytes) turns on JAX's eviction, which reads and writes every entry
-    under a file lock; without a limit JAX writes entries unlocked, and a process could
-    read one half written. The unit tests switch it off.
+    executed together): JAX writes an entry in one piece, without a lock, and a process
+    that reads an entry while another writes it gets JAX's warning ("Error reading
+    persistent compilation cache entry") and compiles the program itself. No size limit is
+    set (JAX's default): a limit makes JAX lock the folder, but its eviction then lists and
+    reads every entry at every write, which slowed the last chapters of a book by seconds
+    each (a book leaves about a thousand programs). The unit tests switch the cache off.
 
     Args:
         directory: the artifact cache (default: :func:`cache_dir`).
@@ -100,7 +99,6 @@ def use_compilation_cache(directory: Path | None = None) -> Path | None:
     folder = Path(directory if directory is not None else cache_dir()) / "xla"
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_compilation_cache_max_size", XLA_CACHE_MAX_BYTES)
     compilation_cache.reset_cache()  # a compilation before this call may have found the cache off
     return folder
 
