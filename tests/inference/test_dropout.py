@@ -46,6 +46,15 @@ def test_masks_keep_the_expected_kernel_and_zero_whole_rows(optunet):
     np.testing.assert_array_equal(s["dense_1"]["bias"], np.broadcast_to(optunet["dense_1"]["bias"], (20000, 10)))
 
 
+def test_draws_are_the_masked_kernels_to_the_last_bit(optunet):
+    # one compiled program (dropout._masked_copies) gives exactly the op-by-op draws
+    key = jax.random.key(5)
+    kernel = optunet["dense_1"]["kernel"]
+    masks = dropout_masks(key, RATE, (7, kernel.shape[0]), kernel.dtype)
+    s = dropout_samples(key, optunet, 7, rate=RATE)
+    np.testing.assert_array_equal(s["dense_1"]["kernel"], kernel[None] * masks[:, :, None])
+
+
 def test_sampled_networks_equal_dropping_the_hidden_features(optunet, images):
     x = images[0][:8]
     key = jax.random.key(4)

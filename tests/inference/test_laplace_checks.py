@@ -52,3 +52,15 @@ def test_the_dense_accumulation_shows_a_progress_bar_when_asked(trained, capsys)
     assert "laplace (ggn)" in err and "4/4" in err
     inference.fit_laplace(jax.random.key(0), trained, Model(mlp_apply), Data(X, Y), config)  # not a terminal: silent
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.filterwarnings("ignore::symlib.inference.LaplaceWarning")  # the predictive check's verdict: not the subject
+def test_the_predictive_check_compiles_once_for_networks_of_one_shape(trained):
+    from symlib.inference import laplace
+
+    laplace._draws_accuracies.clear_cache()
+    other = jax.tree_util.tree_map(lambda a: a * 0.9, trained)  # another mode of the same network
+    config = LaplaceConfig(prior_precision=1.0, hessian="ggn", batch_size=100)
+    for params in (trained, other):
+        inference.fit_laplace(jax.random.key(0), params, MODEL, DATA, config)
+    assert laplace._draws_accuracies._cache_size() == 1  # an eager lax.map(lambda ...) compiled once per call
