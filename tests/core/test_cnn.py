@@ -23,6 +23,22 @@ def test_optunet_has_355_parameters(net):
     assert sum(int(np.prod(s)) for s in OPTUNET_SHAPES.values()) == 355
 
 
+def test_optunet_init_is_pytorchs_uniform_drawn_in_each_leafs_shape(net):
+    """The flat draws reshaped (what compiles fast) are the numbers of a draw in the leaf's
+    own shape, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with one key per leaf, vmapped or not."""
+    keys = jax.random.split(jax.random.PRNGKey(0), len(OPTUNET_SHAPES))
+    for k, (path, shape) in zip(keys, OPTUNET_SHAPES.items()):
+        layer, leaf = path.split("/")
+        bound = 1.0 / np.sqrt(np.prod(OPTUNET_SHAPES[f"{layer}/kernel"][:-1]))
+        expected = jax.random.uniform(k, shape, jax.numpy.float32, -bound, bound)
+        np.testing.assert_array_equal(net[layer][leaf], expected)
+    stacked = jax.vmap(optunet_init)(jax.random.split(jax.random.PRNGKey(3), 3))
+    for i, key in enumerate(jax.random.split(jax.random.PRNGKey(3), 3)):
+        one = optunet_init(key)
+        for a, b in zip(jax.tree_util.tree_leaves(one), jax.tree_util.tree_leaves(stacked)):
+            np.testing.assert_array_equal(a, b[i])
+
+
 def test_optunet_shapes(net, images):
     assert optunet_apply(net, images).shape == (6, 10)
     hidden = optunet_hidden(net, images)

@@ -185,6 +185,7 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
     """
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.data import standardize
+    from symlib.evaluation import member_probs
     from symlib.symmetry.architectures import optunet_permutation_spec, optunet_scaling_spec
     from symlib.symmetry.neuron_order import statistics_observer, swap_counter
 
@@ -198,8 +199,8 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
                                              optunet_apply, profile.optunet_nets, x, y, cfg,
                                              block_size=optunet_block(), observe=swap_counter(sspec, pspec),
                                              observe_epoch=statistics_observer(sspec, pspec))
-    logits = jax.vmap(optunet_apply, in_axes=(0, None))(params, d["x_test"])
-    acc = np.mean(np.asarray(logits.argmax(-1)) == np.asarray(d["y_test"])[None], axis=1)
+    probs = member_probs(params, d["x_test"], apply_fn=optunet_apply)
+    acc = np.mean(probs.argmax(-1) == np.asarray(d["y_test"])[None], axis=1)
     sizes = [int(s.shape[-1]) for s in seen["epoch"]]
     return {"params": jax.tree_util.tree_map(np.asarray, params), "epoch_loss": np.asarray(losses),
             "test_accuracy": acc, "swaps": np.asarray(seen["step"]),

@@ -175,6 +175,7 @@ def optunet_bank(profile: Profile) -> dict[str, Any]:
         ``params`` (stacked), ``test_accuracy`` per network, ``seconds``.
     """
     from symlib.core.cnn import optunet_apply
+    from symlib.evaluation import member_probs
 
     d = optunet_data(profile)
     t0 = time.perf_counter()
@@ -182,8 +183,8 @@ def optunet_bank(profile: Profile) -> dict[str, Any]:
     params, _ = run_blocks(bank_blocks(profile, d))
     params = jax.tree_util.tree_map(np.asarray, params)
     seconds = time.perf_counter() - t0
-    logits = jax.vmap(optunet_apply, in_axes=(0, None))(params, d["x_test"])
-    acc = np.mean(np.asarray(logits.argmax(-1)) == np.asarray(d["y_test"])[None], axis=1)
+    probs = member_probs(params, d["x_test"], apply_fn=optunet_apply)
+    acc = np.mean(probs.argmax(-1) == np.asarray(d["y_test"])[None], axis=1)
     return {"params": params, "test_accuracy": acc, "seconds": seconds}
 
 
