@@ -216,7 +216,8 @@ for task in ("cifar100", "tiny_imagenet"):
 # `symlib.experiments.laurent.posteriors`, thresholds in `symlib.experiments.judging.thresholds`) of the
 # experiment's summary. Each returns an effect and its interval from a delete-a-group
 # jackknife over the independent units: the reference networks, and each method's modes
-# (multi-mode methods) or draws (single-mode methods, the deep ensemble's members). The
+# (multi-mode methods) or draws (single-mode methods, the deep ensemble's members), the
+# MMD's replicates from `symlib.evaluation.posterior_mmd_jackknife`. The
 # MMD claims hold only when every (single-mode, multi-mode) pair does, with and without
 # symmetries; the metric claims compare the means of the two groups of methods. A
 # single-mode method is fitted once, at one mode: its draws say nothing of how a fit at

@@ -22,7 +22,7 @@ _EXPORTS = {
               "min_bootstrap_units", "proportion_interval", "repeat_spread"],
     "pruning": ["keep_mask", "num_kept", "prune_by_sigma", "pruning_curve", "stitch"],
     "marginals": ["first_last_pvalues", "unit_weights"],
-    "mmd": ["KERNELS", "MMDBank", "PosteriorMMD", "mmd2_unbiased", "mmd_bandwidths", "mmd_kernel_bank",
-            "pairwise_distances", "posterior_mmd"],
+    "mmd": ["KERNELS", "MMDBank", "MMDJackknife", "PosteriorMMD", "mmd2_unbiased", "mmd_bandwidths",
+            "mmd_kernel_bank", "pairwise_distances", "posterior_mmd", "posterior_mmd_jackknife"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

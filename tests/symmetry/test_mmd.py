@@ -13,6 +13,7 @@ from symlib.evaluation.mmd import (
     mmd_kernel_bank,
     pairwise_distances,
     posterior_mmd,
+    posterior_mmd_jackknife,
 )
 from symlib.symmetry.architectures import optunet_permutation_spec
 from symlib.symmetry.canonical import remove_symmetries
@@ -181,6 +182,67 @@ def test_posterior_mmd_layout_errors():
         posterior_mmd(sx, ragged)
     with pytest.raises(ValueError, match="layers"):
         posterior_mmd(sx, _stack(1, 5), layers=["dense_9"])
+
+
+def _rows(stack, keep):  # the same dict order (jax.tree_util would sort the keys)
+    return {layer: {leaf: a[keep] for leaf, a in sub.items()} for layer, sub in stack.items()}
+
+
+def test_posterior_mmd_matches_leaves_by_name():
+    """Leaves held in another dict order by one stack are compared with their namesakes
+    (the columns are concatenated in samples_x's order): the same MMD, to float rounding."""
+    sx, sy = _stack(8, 7), _stack(9, 6, shift=0.4)
+    swapped = {**sy, "dense_0": {"bias": sy["dense_0"]["bias"], "kernel": sy["dense_0"]["kernel"]}}
+    assert list(swapped["dense_0"]) != list(sx["dense_0"])
+    want = posterior_mmd(sx, sy, num_bandwidths=4)
+    got = posterior_mmd(sx, swapped, num_bandwidths=4)
+    assert got.median == want.median and got.per_layer["dense_0"].max == want.per_layer["dense_0"].max
+    flipped = posterior_mmd(swapped, sx, num_bandwidths=4)   # y's columns follow x's order
+    assert flipped.median == pytest.approx(posterior_mmd(sy, sx, num_bandwidths=4).median, rel=1e-12)
+
+
+@pytest.mark.parametrize("chunk_size,max_points,feature_chunk", [(256, 500, None), (3, 4, 5)])
+def test_jackknife_replicates_are_posterior_mmd_of_the_rest(chunk_size, max_points, feature_chunk):
+    """Every replicate is posterior_mmd without that group (bandwidths chosen anew), to the
+    last bit, with one block or several, and bandwidths from the first points only."""
+    sx, sy = _stack(4, 9), _stack(5, 7, shift=0.3)
+    gx = np.array([2, 0, 0, 1, 2, 1, 0, 2, 1])  # groups need not be contiguous
+    gy = np.arange(7) // 2                      # the last group is one network
+    kw = dict(num_bandwidths=4, chunk_size=chunk_size, max_points=max_points, feature_chunk=feature_chunk)
+    jk = posterior_mmd_jackknife(sx, sy, gx, gy, **kw)
+    full = posterior_mmd(sx, sy, **kw)
+    assert (jk.full.median, jk.full.mean, jk.full.max) == (full.median, full.mean, full.max)
+    assert jk.full.weights == full.weights
+    np.testing.assert_array_equal(jk.groups_x, [0, 1, 2])
+    np.testing.assert_array_equal(jk.groups_y, [0, 1, 2, 3])
+    np.testing.assert_array_equal(jk.without_x, [posterior_mmd(_rows(sx, gx != u), sy, **kw).median for u in range(3)])
+    np.testing.assert_array_equal(jk.without_y, [posterior_mmd(sx, _rows(sy, gy != u), **kw).median for u in range(4)])
+    assert len(set(jk.without_x) | set(jk.without_y)) == 7  # each replicate leaves out other samples
+
+
+def test_jackknife_depends_on_the_samples_only():
+    """Layers in another key order and groups under other labels give the same replicates."""
+    sx, sy = _stack(6, 8), _stack(7, 6, shift=0.2)
+    gx, gy = np.arange(8) // 2, np.arange(6) // 3
+    jk = posterior_mmd_jackknife(sx, sy, gx, gy, num_bandwidths=3)
+    flip = lambda t: {k: t[k] for k in reversed(list(t))}  # noqa: E731
+    names = np.array(["d", "c", "b", "a"])
+    other = posterior_mmd_jackknife(flip(sx), flip(sy), names[gx], np.where(gy == 0, "late", "early"), num_bandwidths=3)
+    assert other.full.median == pytest.approx(jk.full.median, rel=1e-12)
+    np.testing.assert_allclose(other.without_x, jk.without_x[::-1], rtol=1e-12)  # labels sorted: a, b, c, d
+    np.testing.assert_allclose(other.without_y, jk.without_y[::-1], rtol=1e-12)
+
+
+def test_jackknife_group_errors():
+    sx, sy = _stack(0, 5), _stack(1, 4)
+    with pytest.raises(ValueError, match="groups_x must give the group of each of the 5 samples"):
+        posterior_mmd_jackknife(sx, sy, np.arange(4), np.arange(4))
+    with pytest.raises(ValueError, match="groups_y has 1 group"):
+        posterior_mmd_jackknife(sx, sy, np.arange(5), np.zeros(4))
+    with pytest.raises(ValueError, match="groups_x: leaving out group 0 keeps 1 sample"):
+        posterior_mmd_jackknife(sx, sy, np.array([0, 0, 0, 0, 1]), np.arange(4))
+    with pytest.raises(ValueError, match="layers"):
+        posterior_mmd_jackknife(sx, sy, np.arange(5), np.arange(4), layers=["dense_9"])
 
 
 # --------------------------------------------------------------------------- errors

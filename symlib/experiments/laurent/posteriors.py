@@ -478,16 +478,12 @@ def mmd_scores(reference: dict, samples: dict, reference_net: dict, groups: dict
         without reference group g, for each g], "samples": [median MMD without the
         method's sample group u, for each u]}`` (NaN where undefined).
     """
-    from symlib.evaluation import posterior_mmd
+    from symlib.evaluation import posterior_mmd, posterior_mmd_jackknife
     from symlib.symmetry import optunet_permutation_spec, optunet_scaling_spec, remove_symmetries
 
     sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
     out: dict[str, dict[str, Any]] = {}
     jack: dict[str, dict[str, Any]] = {}
-
-    def rows(stack, keep):
-        return jax.tree_util.tree_map(lambda a: np.asarray(a)[keep], stack)
-
     for variant, method in (("MMD", None), *NS_VARIANTS.items()):
         canon = (lambda s: s) if method is None else (
             lambda s: remove_symmetries(s, sspec, pspec, method, reference=reference_net if method == "rebasin" else None))
@@ -496,7 +492,11 @@ def mmd_scores(reference: dict, samples: dict, reference_net: dict, groups: dict
         for name, smp in samples.items():
             try:
                 c = canon(smp)
-                r = posterior_mmd(ref, c)
+                if groups is None:
+                    r = posterior_mmd(ref, c)
+                else:
+                    jk = posterior_mmd_jackknife(ref, c, reference_groups, groups[name])
+                    r = jk.full
             except ValueError as e:  # min-mass of a unit whose outgoing weights dropout zeroed: no minimiser
                 if "degenerate" not in str(e):
                     raise
@@ -506,12 +506,8 @@ def mmd_scores(reference: dict, samples: dict, reference_net: dict, groups: dict
                                            "samples": np.full(len(np.unique(groups[name])), np.nan)}
                 continue
             out[variant][name] = {"median": r.median, "mean": r.mean, "max": r.max}
-            if groups is None:
-                continue
-            rg, g = np.asarray(reference_groups), np.asarray(groups[name])
-            jack[variant][name] = {
-                "reference": np.asarray([posterior_mmd(rows(ref, rg != k), c).median for k in np.unique(rg)], float),
-                "samples": np.asarray([posterior_mmd(ref, rows(c, g != u)).median for u in np.unique(g)], float)}
+            if groups is not None:
+                jack[variant][name] = {"reference": jk.without_x, "samples": jk.without_y}
     return out if groups is None else (out, jack)
 
 
