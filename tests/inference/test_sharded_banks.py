@@ -67,8 +67,13 @@ def test_mmd_blocks_dealt_to_processes_add_up():
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(50, 7)), rng.normal(size=(30, 7))
     bws = {"gaussian": np.array([1.0, 3.0]), "laplace": np.array([2.0, 5.0])}
-    for part in (lambda share: mmd._sample_sum(x, "x", bws, 16, None, share),
-                 lambda share: mmd._cross_sum(x, y, bws, 16, None, share)):
+    metrics = ("l1", "l2")
+
+    def sums(a, b, share):
+        blocks = mmd._distance_blocks(a, b, ("a", "b"), metrics, 16, None, share)
+        return mmd._kernel_sums(blocks, bws, b is None)
+
+    for part in (lambda share: sums(x, None, share), lambda share: sums(x, y, share)):
         whole = part(None)
         pieces = [part((i, 3)) for i in range(3)]
         assert all(np.any(p["gaussian"] != 0) for p in pieces)
