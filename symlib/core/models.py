@@ -146,8 +146,8 @@ def mlp_init(key: jax.Array, sizes: Sequence[int]) -> Params:
     params = {}
     for name, k, d_in, d_out in zip(layer_names(len(sizes) - 1), keys, sizes[:-1], sizes[1:]):
         std = jnp.sqrt(2.0 / d_in)
-        params[name] = {
-            "kernel": std * jax.random.normal(k, (d_in, d_out), jnp.float32),
+        params[name] = {  # drawn flat, then shaped: the same numbers, compiled faster (cnn.uniform_init)
+            "kernel": std * jax.random.normal(k, (d_in * d_out,), jnp.float32).reshape(d_in, d_out),
             "bias": jnp.zeros((d_out,), jnp.float32),
         }
     return params

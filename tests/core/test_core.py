@@ -48,6 +48,29 @@ def test_check_labels():
         checks.check_labels(np.array([0.0, 1.0]), 10)
 
 
+def test_mlp_init_is_he_normal_drawn_in_each_kernels_shape():
+    """The flat draws reshaped (what compiles fast) are the numbers of a draw in the
+    kernel's own shape, one key per layer, eagerly, under vmap and under jit."""
+    sizes = [5, 7, 3]
+    keys = jax.random.split(jax.random.key(4), 2)
+    want = [np.sqrt(2.0 / d_in) * jax.random.normal(k, (d_in, d_out), jnp.float32)
+            for k, d_in, d_out in zip(keys, sizes[:-1], sizes[1:])]
+    jitted = jax.jit(mlp_init, static_argnums=1)(jax.random.key(4), tuple(sizes))
+    # compiled as one program the multiplication is fused into the draw (last bits differ
+    # from op by op), the same way whether the draw is shaped or flat
+    want_jit = jax.jit(lambda ks: [np.sqrt(2.0 / d_in) * jax.random.normal(k, (d_in, d_out), jnp.float32)
+                                   for k, d_in, d_out in zip(ks, sizes[:-1], sizes[1:])])(keys)
+    for layer, expected, expected_jit in zip(("dense_0", "dense_1"), want, want_jit):
+        np.testing.assert_array_equal(mlp_init(jax.random.key(4), sizes)[layer]["kernel"], expected)
+        np.testing.assert_array_equal(jitted[layer]["kernel"], expected_jit)
+        np.testing.assert_array_equal(mlp_init(jax.random.key(4), sizes)[layer]["bias"], np.zeros(expected.shape[1]))
+    two = jax.random.split(jax.random.key(9), 2)
+    stacked = jax.vmap(lambda k: mlp_init(k, sizes))(two)
+    for i in range(2):
+        for a, b in zip(jax.tree_util.tree_leaves(mlp_init(two[i], sizes)), jax.tree_util.tree_leaves(stacked)):
+            np.testing.assert_array_equal(a, b[i])
+
+
 def test_mlp_layer_names():
     params = mlp_init(jax.random.key(0), [3, 4, 2])
     assert checks.mlp_layer_names(params) == ["dense_0", "dense_1"]
