@@ -166,6 +166,12 @@ def _distance_blocks(a, b, names, metrics, chunk_size: int, feature_chunk,
         yield ra, rb, _distance_block(a, b, names, ra, rb, metrics, feature_chunk)
 
 
+def _three(x, y) -> tuple:
+    """The statistic's three distance matrices as ``(a, b, names)``: ``x`` against itself,
+    ``y`` against itself (``b`` None) and ``x`` against ``y``."""
+    return (x, None, ("x", "x")), (y, None, ("y", "y")), (x, y, ("x", "y"))
+
+
 def _full_distances(a, b, names, metrics, chunk_size: int, feature_chunk) -> dict[str, np.ndarray]:
     """The whole distance matrices (L1, and SQUARED L2) of ``a`` against ``b`` (``None``: itself)."""
     same = b is None
@@ -292,7 +298,7 @@ def _mmd2(x, y, bws: Mapping[str, np.ndarray], chunk_size: int, feature_chunk,
     (its blocks split over the processes with ``processes``)."""
     share, metrics = _process_share(processes), _metrics(bws)
     sums = tuple(_kernel_sums(_distance_blocks(a, b, names, metrics, chunk_size, feature_chunk, share), bws, b is None)
-                 for a, b, names in ((x, None, ("x", "x")), (y, None, ("y", "y")), (x, y, ("x", "y"))))
+                 for a, b, names in _three(x, y))
     if share is not None:
         from symlib.core.distributed import allgather
 
@@ -364,8 +370,7 @@ def _pooled_distances(x, y, metrics, max_points: int, chunk_size: int, feature_c
     """:func:`_pooled` of ``z = [x[:max_points]; y[:max_points]]``; ``z`` is never built."""
     xs, ys = x[:max_points], y[:max_points]
     return _pooled(tuple(_distance_blocks(a, b, names, metrics, chunk_size, feature_chunk)
-                         for a, b, names in ((xs, None, ("x", "x")), (ys, None, ("y", "y")), (xs, ys, ("x", "y")))),
-                   metrics)
+                         for a, b, names in _three(xs, ys)), metrics)
 
 
 def _bandwidth_rule(dist: np.ndarray, num: int) -> np.ndarray:
@@ -705,8 +710,7 @@ def posterior_mmd_jackknife(samples_x: Mapping, samples_y: Mapping, groups_x, gr
     for layer, (x, y) in pairs.items():
         x, y = _pair(x, y)
         d = {part: _full_distances(a, b, names, metrics, chunk_size, feature_chunk)
-             for part, a, b, names in (("xx", x, None, ("x", "x")), ("yy", y, None, ("y", "y")),
-                                       ("xy", x, y, ("x", "y")))}
+             for part, (a, b, names) in zip(("xx", "yy", "xy"), _three(x, y))}
         for bank, (kx, ky) in zip(banks, keeps):
             rows = {"xx": (kx, kx), "yy": (ky, ky), "xy": (kx, ky)}
             cut = {part: {k: v[np.ix_(*rows[part])] for k, v in by.items()} for part, by in d.items()}

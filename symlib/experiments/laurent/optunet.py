@@ -158,6 +158,16 @@ def _config(profile: Profile) -> dict[str, Any]:
     return {**data_config(profile), "nets": profile.optunet_nets, "epochs": profile.optunet_epochs}
 
 
+def optunet_accuracies(params, d: dict[str, np.ndarray]) -> np.ndarray:
+    """The test accuracy of each of the stacked OptuNets ``params`` on ``d``'s test split
+    (:func:`optunet_data`), from one compiled pass (:func:`symlib.evaluation.member_probs`)."""
+    from symlib.core.cnn import optunet_apply
+    from symlib.evaluation import member_probs
+
+    probs = member_probs(params, d["x_test"], apply_fn=optunet_apply)
+    return np.mean(probs.argmax(-1) == np.asarray(d["y_test"])[None], axis=1)
+
+
 def optunet_data(profile: Profile) -> dict[str, np.ndarray]:
     """The profile's MNIST split as OptuNet sees it: NHWC images standardised as in the
     authors' code (:func:`symlib.data.standardize`), labels unchanged."""
@@ -185,7 +195,6 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
     """
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.data import standardize
-    from symlib.evaluation import member_probs
     from symlib.symmetry.architectures import optunet_permutation_spec, optunet_scaling_spec
     from symlib.symmetry.neuron_order import statistics_observer, swap_counter
 
@@ -199,8 +208,7 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
                                              optunet_apply, profile.optunet_nets, x, y, cfg,
                                              block_size=optunet_block(), observe=swap_counter(sspec, pspec),
                                              observe_epoch=statistics_observer(sspec, pspec))
-    probs = member_probs(params, d["x_test"], apply_fn=optunet_apply)
-    acc = np.mean(probs.argmax(-1) == np.asarray(d["y_test"])[None], axis=1)
+    acc = optunet_accuracies(params, d)
     sizes = [int(s.shape[-1]) for s in seen["epoch"]]
     return {"params": jax.tree_util.tree_map(np.asarray, params), "epoch_loss": np.asarray(losses),
             "test_accuracy": acc, "swaps": np.asarray(seen["step"]),

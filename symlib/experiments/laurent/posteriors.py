@@ -37,7 +37,8 @@ import numpy as np
 from symlib.experiments.cache import cached_steps
 from symlib.experiments.judging.claims import (Evidence, Verdict, claim, difference, gated, interval_evidence, not_tested, one_run,
                                        worst)
-from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY, optunet_data, optunet_decay, optunet_train_config
+from symlib.experiments.laurent.optunet import (CONVERGED_ACCURACY, optunet_accuracies, optunet_data, optunet_decay,
+                                              optunet_train_config)
 from symlib.experiments.profiles import Profile
 from symlib.experiments.recipes import StepDecay, constant_adam, constant_sgd, step_adam
 from symlib.experiments.judging.thresholds import threshold
@@ -174,18 +175,13 @@ def optunet_bank(profile: Profile) -> dict[str, Any]:
     Returns:
         ``params`` (stacked), ``test_accuracy`` per network, ``seconds``.
     """
-    from symlib.core.cnn import optunet_apply
-    from symlib.evaluation import member_probs
-
     d = optunet_data(profile)
     t0 = time.perf_counter()
     # blocks of bank_block networks, each kept in the artifact cache: a killed run resumes
     params, _ = run_blocks(bank_blocks(profile, d))
     params = jax.tree_util.tree_map(np.asarray, params)
     seconds = time.perf_counter() - t0
-    probs = member_probs(params, d["x_test"], apply_fn=optunet_apply)
-    acc = np.mean(probs.argmax(-1) == np.asarray(d["y_test"])[None], axis=1)
-    return {"params": params, "test_accuracy": acc, "seconds": seconds}
+    return {"params": params, "test_accuracy": optunet_accuracies(params, d), "seconds": seconds}
 
 
 def bank_split(accuracy: np.ndarray, n_reference: int, n_ensemble: int) -> dict[str, np.ndarray]:
