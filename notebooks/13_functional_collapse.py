@@ -164,45 +164,117 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 # ### At the paper's scale
 #
 # The paper's bank is {paper}`1,000` OptuNets trained with the authors' recipe (SGD,
-# {paper}`60` epochs on the full training set); the paper profile's bank of
-# {glue:text}`ch13_pp_bank` would take about {glue:text}`ch13_pp_hours` hours on our CPU at
-# the rate of the reduction below. We ran the largest reduction that fitted a
-# session, labelled as such: the same recipe and data with a bank of
-# {glue:text}`ch13_s_bank` networks (all pairs of the converged ones). The same claims are
-# checked on it below (and by the unit tests).
+# {paper}`60` epochs on the full training set). Our paper profile's bank of
+# {glue:text}`ch13_pp_bank` networks (the reference posterior and the deep ensemble of the
+# previous chapter, with a margin for networks that stay at chance) is the first job of the GPU queue
+# ({doc}`../book/running`), trained in blocks of {glue:text}`ch13_g_block`. Two labelled
+# reductions of it ran:
+#
+# - `paper-1024nets`: its first {glue:text}`ch13_g_bank` networks, the
+#   {glue:text}`ch13_g_steps` of its {glue:text}`ch13_g_of` blocks that the queue has trained
+#   so far ({glue:text}`ch13_g_gpu_minutes` GPU-minutes on {glue:text}`ch13_g_gpu`,
+#   {glue:text}`ch13_g_first`, commit {glue:text}`ch13_g_commits`), scored here in
+#   {glue:text}`ch13_g_minutes` minutes on {glue:text}`ch13_g_device` over
+#   {glue:text}`ch13_g_pairs` random pairs of the converged networks (the paper profile's
+#   `collapse_pairs`);
+# - `paper-24nets`: a bank of {glue:text}`ch13_s_bank` networks trained on our CPU (all pairs
+#   of the converged ones); at its rate the whole bank would take about
+#   {glue:text}`ch13_pp_hours` hours here.
+#
+# The first is run again from the folded blocks, without a GPU, by
+#
+# ```bash
+# python -m symlib gpu install laurent-bank
+# python -m symlib run functional_collapse --profile paper --set bank_used=1024 --label paper-1024nets --out book/results
+# ```
+#
+# With random pairs the permutation test of the correlation cannot be run (relabelling the
+# networks needs the value of every pair), so the correlation's interval is then a bootstrap
+# over the networks, like the spread ratios' (`symlib.experiments.laurent.collapse.network_bootstrap`).
 
 # %%
+from symlib.experiments import gpu_queue
+
+gpu_run = results.load("functional_collapse", "paper-1024nets")
+gpu_outcomes = claims.evaluate("functional_collapse", gpu_run["summary"])
+bank_prov = gpu_queue.folded_provenance(results.repository_root() / "gpu" / "queue.json", "laurent-bank")
+glue_all(glue, "ch13_g", laurent.saved_collapse_values(gpu_run, gpu_outcomes)
+         | {"block": paper_profile.bank_block, "gpu": bank_prov["devices"], "gpu_minutes": bank_prov["minutes"],
+            "first": bank_prov["first"], "commits": bank_prov["commits"], "steps": bank_prov["steps"],
+            "of": bank_prov["of"]})
 saved = results.load("functional_collapse", "paper-24nets")
 saved_outcomes = claims.evaluate("functional_collapse", saved["summary"])
-glue_all(glue, "ch13", laurent.saved_collapse_values(saved, paper_profile, saved_outcomes))
+glue_all(glue, "ch13_s", laurent.saved_collapse_values(saved, saved_outcomes))
+glue_all(glue, "ch13", laurent.bank_cpu_hours(saved, paper_profile))
 report.show_saved_run("functional_collapse", "a bank of 1,000 OptuNets: more than a day on a CPU")
 
+# %% tags=["hide-input"]
+g = gpu_run["summary"]
+plotting.pairwise_mi_figure(np.asarray(g["mi_id_pairs"]), np.asarray(g["mi_ood_pairs"]), pearson_r=g["pearson_r"],
+                            spearman_rho=g["spearman_rho"],
+                            suptitle=f"{g['pairs']:,} pairs of {g['networks']} converged OptuNets of the paper "
+                                     "profile's bank (paper-1024nets; cf. the paper's Fig. 7)");
+
 # %% [markdown]
-# **What the reduced paper-scale run shows** (`paper-24nets`, {glue:text}`ch13_s_minutes`
-# minutes on {glue:text}`ch13_s_device`, shared with other jobs). {glue:text}`ch13_s_converged` of the
-# {glue:text}`ch13_s_bank` OptuNets trained past chance (the authors' convergence threshold;
-# the other {glue:text}`ch13_s_failed` stayed at chance, which this small network with its
-# {repo}`3`-unit bottleneck sometimes does), giving {glue:text}`ch13_s_pairs` pairs. The
-# OOD MI has the larger standard deviation ({glue:text}`ch13_s_std_ood:.3f` against
-# {glue:text}`ch13_s_std_id:.3f` nats) and the larger mean ({glue:text}`ch13_s_mean_ood:.2f`
-# and {glue:text}`ch13_s_mean_id:.2f` nats); relative to the mean the two spreads are
-# {glue:text}`ch13_s_cv_ood:.3f` (OOD) and {glue:text}`ch13_s_cv_id:.3f` (ID), so by the
-# coefficient of variation the OOD MI is {glue:text}`ch13_s_cv_compare` dispersed one. The
-# correlation is
-# Pearson r = {glue:text}`ch13_s_pearson_r:.3f` (Spearman {glue:text}`ch13_s_spearman_rho:.3f`),
-# with p = {glue:text}`ch13_s_pearson_p:.2f` even if the pairs were independent, which they
-# are not (each network is in {glue:text}`ch13_s_per_net` pairs). So with the authors'
-# recipe and all of MNIST the sign of the paper's correlation comes out, but not a
-# correlation one could tell from zero; the pattern is closer to the paper's ResNet-18
-# finding (no significant correlation) than to its OptuNet one. Functional collapse is rare
-# here too: {glue:text}`ch13_s_below_half` of {glue:text}`ch13_s_pairs` pairs have an ID MI
-# below half the mean. The claims table above judges the four claims over the networks
-# (the ratios of the two standard deviations and of the two coefficients of variation with a
-# bootstrap over networks, the correlation with a permutation test that moves networks, not
-# pairs, and the collapse frequency on disjoint pairs):
-# {glue:text}`ch13_s_v_ood_variance_larger` (variance), {glue:text}`ch13_s_v_ood_more_dispersed` (dispersion),
-# {glue:text}`ch13_s_v_positive_correlation` (correlation) and
-# {glue:text}`ch13_s_v_collapse_frequency` (collapse frequency).
+# **What the larger run shows** (`paper-1024nets`). {glue:text}`ch13_g_networks` of the
+# {glue:text}`ch13_g_bank` OptuNets trained past chance (the other {glue:text}`ch13_g_failed`
+# stayed at chance, which this small network with its {repo}`3`-unit bottleneck sometimes
+# does). Over {glue:text}`ch13_g_pairs` random pairs of them, each network in
+# {glue:text}`ch13_g_per_net:.0f` pairs on average, the OOD MI has
+# {glue:text}`ch13_g_std_ratio:.2f` times the standard deviation of the ID MI
+# ({glue:text}`ch13_g_std_ood:.4f` against {glue:text}`ch13_g_std_id:.4f` nats): the paper's words, a higher variance out of
+# distribution, {glue:text}`ch13_g_v_ood_variance_larger`. But its mean is
+# {glue:text}`ch13_g_mean_ratio:.2f` times the ID one ({glue:text}`ch13_g_mean_ood:.3f` against
+# {glue:text}`ch13_g_mean_id:.3f` nats), so relative
+# to its size the OOD MI is {glue:text}`ch13_g_cv_compare` dispersed one: coefficients of
+# variation {glue:text}`ch13_g_cv_ood:.3f` (OOD) and {glue:text}`ch13_g_cv_id:.3f` (ID), and the
+# scale-free reading of the claim {glue:text}`ch13_g_v_ood_more_dispersed`. The correlation
+# between the ID and the OOD MI is Pearson r = {glue:text}`ch13_g_pearson_r:.3f` (Spearman
+# {glue:text}`ch13_g_spearman_rho:.3f`): small, and judged by its interval over the
+# {glue:text}`ch13_g_networks` networks, "some positive correlation"
+# {glue:text}`ch13_g_v_positive_correlation`,
+# as the paper finds for OptuNet (App. D.2) and unlike its ResNet-18 (Sec. 5.1). Functional
+# collapse is rare: {glue:text}`ch13_g_below_half` of the {glue:text}`ch13_g_pairs` pairs have
+# an ID MI below half the mean, and the share over disjoint pairs
+# ({glue:text}`ch13_g_v_collapse_frequency`) cannot tell it from the
+# {glue:text}`ch13_t_collapse_frequency:.0%` we read "non-negligible" as; the paper gives no
+# share to compare. The figure is the paper's Fig. 7 for our networks. Its ID histogram has a
+# second, smaller mode of high MI, which the next cell explains.
+
+# %%
+acc_mi = laurent.collapse.mi_and_accuracy(g)
+glue_all(glue, "ch13_a", acc_mi)
+print({k: round(v, 3) for k, v in acc_mi.items()})
+
+# %% [markdown]
+# **The second mode is the weak networks.** The networks that pass the convergence rule are not
+# equally good: their test accuracies have a median of {glue:text}`ch13_a_median_accuracy:.1%`
+# and a tail far below it. A pair's ID MI falls with the lower accuracy of its two networks
+# (Pearson r = {glue:text}`ch13_a_r_id_lower:.2f`): a poorly trained network disagrees with
+# every other one on MNIST, and its pairs make the second mode. Its OOD MI does not follow (r =
+# {glue:text}`ch13_a_r_ood_lower:.2f`). Over the {glue:text}`ch13_a_pairs_both_above` pairs
+# whose two networks both reach the median accuracy, the mean ID MI is
+# {glue:text}`ch13_a_mean_id_both_above:.3f` nats (the other pairs:
+# {glue:text}`ch13_a_mean_id_others:.3f`) and the ID-OOD correlation is r =
+# {glue:text}`ch13_a_r_both_above:.2f` (the other pairs: {glue:text}`ch13_a_r_others:.2f`). The
+# correlation the paper sees for OptuNet is thus clearer among well-trained networks, and
+# the weak ones dilute it. This describes one run (its correlations count pairs that share
+# networks); it is not a judged claim.
+#
+# **The earlier reduction** (`paper-24nets`, {glue:text}`ch13_s_minutes` minutes on
+# {glue:text}`ch13_s_device`, shared with other jobs): {glue:text}`ch13_s_networks` of its
+# {glue:text}`ch13_s_bank` networks converged, giving {glue:text}`ch13_s_pairs` pairs. The
+# spreads agree with the larger run (standard deviations {glue:text}`ch13_s_std_ood:.3f`
+# OOD and {glue:text}`ch13_s_std_id:.3f` ID, coefficients of variation
+# {glue:text}`ch13_s_cv_ood:.3f` and {glue:text}`ch13_s_cv_id:.3f`); its correlation, Pearson
+# r = {glue:text}`ch13_s_pearson_r:.3f`, has the paper's sign, but with
+# {glue:text}`ch13_s_networks` networks the permutation test cannot tell it from zero, and
+# {glue:text}`ch13_s_below_half` of its pairs fall below half the mean. Its verdicts:
+# {glue:text}`ch13_s_v_ood_variance_larger` (variance), {glue:text}`ch13_s_v_ood_more_dispersed`
+# (dispersion), {glue:text}`ch13_s_v_positive_correlation` (correlation) and
+# {glue:text}`ch13_s_v_collapse_frequency` (collapse frequency). Where the two runs' verdicts
+# differ, the intervals of the smaller run were too wide to judge: it had
+# {glue:text}`ch13_s_networks` networks where the larger has {glue:text}`ch13_g_networks`.
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

@@ -1,6 +1,6 @@
 """Command line: ``python -m symlib list``, ``python -m symlib run NAME [--profile P]``,
 ``python -m symlib hmc-piece --state DIR [--minutes M]`` (Xiao et al.'s HMC in pieces) and
-``python -m symlib gpu prepare|next|fold|status`` (the GPU queue)."""
+``python -m symlib gpu prepare|next|fold|install|status`` (the GPU queue)."""
 from __future__ import annotations
 
 import argparse
@@ -114,8 +114,11 @@ def build_parser(experiment_list: str) -> argparse.ArgumentParser:
     g_fold = gsub.add_parser("fold", help="here: fold a device call's return into the queue and book/results")
     g_fold.add_argument("returned", metavar="DIR", help="the folder the device call's files came back in")
     g_fold.add_argument("--results", default=None, metavar="DIR", help="where saved results go (default book/results)")
+    g_inst = gsub.add_parser("install", help="here: the folded steps of blocks jobs into the artifact cache, "
+                                             "where `run` finds them (for a reduction of an unfinished job)")
+    g_inst.add_argument("jobs", nargs="*", metavar="JOB", help="the jobs (default: every blocks job)")
     g_stat = gsub.add_parser("status", help="each job's steps, GPU-minutes spent and left")
-    for p in (g_prep, g_next, g_fold, g_stat):
+    for p in (g_prep, g_next, g_fold, g_inst, g_stat):
         p.add_argument("--queue", default="gpu/queue.json", help="the queue file (default gpu/queue.json)")
     return parser
 
@@ -140,6 +143,9 @@ def _gpu(args, argv: list[str] | None, started: float) -> int:
             counts = gpu_queue.fold(Path(args.returned), queue, args.results)
             print(f"folded: {counts['new']} new step(s), {counts['already']} already there, "
                   f"{counts['results']} saved result(s)")
+        elif args.gpu_command == "install":
+            for name, count in gpu_queue.install(queue, args.jobs).items():
+                print(f"{name}: {count} folded step(s) in the artifact cache")
         if args.gpu_command in ("fold", "status"):
             print("\n".join(gpu_queue.status_lines(queue)))
     except ValueError as err:

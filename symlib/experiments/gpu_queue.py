@@ -4,7 +4,7 @@ on a GPU that is lent now and then, for a few minutes, with no network.
 The queue is a versioned file in the repository (``gpu/queue.json``): an ordered list of jobs,
 each with its GPU-minute estimate and its progress. Its steps live beside it, one folder per
 job (``gpu/<job>/step-NNNN.npz`` and ``.json``: the step's arrays, their checksum and their
-provenance: device, date, git commit, command, versions). Three commands move it on
+provenance: device, date, git commit, command, versions). Three commands move it on and a fourth reads it
 (``python -m symlib gpu ...``, :func:`symlib.__main__.main`):
 
 - ``prepare`` (here, once): the data and the wheels the device lacks, in an ignored folder
@@ -17,6 +17,9 @@ provenance: device, date, git commit, command, versions). Three commands move it
   name), adds the new steps to the job's folder (a step already there with the same checksum
   is skipped: folding twice changes nothing), copies saved results to ``book/results/``,
   updates the queue's progress and prints the GPU-minutes left.
+- ``install [JOB ...]`` (here): puts the folded steps of ``blocks`` jobs into the artifact
+  cache, so that ``python -m symlib run`` finds them (a labelled reduction can read the steps of
+  a job that is not finished yet).
 
 A step's arrays are keyed by the job's definition, not by symlib's source hash (unlike the
 artifact cache), so edits to unrelated code do not discard GPU work; a job whose definition
@@ -194,6 +197,51 @@ def install_steps(job: Mapping[str, Any], state: Path, directory: Path | None = 
     for index in steps:
         save_step(blocks.name, blocks.cache_config, blocks.starts[index], load_step(state, index), directory)
     return len(steps)
+
+
+def folded_provenance(queue_path: Path, name: str) -> dict[str, Any]:
+    """Where and when a job's folded steps ran, for the prose of a result built on them.
+
+    Returns:
+        ``steps`` (folded) and ``of`` (the job's), ``devices`` (joined), ``minutes`` (the
+        steps' seconds, summed), ``first`` and ``last`` (dates, days only) and ``commits``
+        (short, joined; ``unknown`` where a step ran outside a git checkout).
+
+    Raises:
+        ValueError: for a job that is not in the queue or has no folded step.
+    """
+    queue_path = Path(queue_path)
+    jobs = {j["name"]: j for j in load_queue(queue_path)["jobs"]}
+    if name not in jobs:
+        raise ValueError(f"no job {name!r} in {queue_path}; jobs: {', '.join(jobs)}")
+    steps = folded_steps(queue_path.parent / name)
+    if not steps:
+        raise ValueError(f"job {name!r} has no folded step in {queue_path.parent / name}")
+    dates = sorted(m["date"][:10] for m in steps.values())
+    return {"steps": len(steps), "of": int(jobs[name]["steps"]),
+            "devices": "; ".join(sorted({m["device"] for m in steps.values()})),
+            "minutes": round(sum(float(m["seconds"]) for m in steps.values()) / 60, 1),
+            "first": dates[0], "last": dates[-1],
+            "commits": ", ".join(sorted({m["commit"][:7] if m.get("commit") else "unknown" for m in steps.values()}))}
+
+
+def install(queue_path: Path, names: list[str] | tuple[str, ...] = ()) -> dict[str, int]:
+    """:func:`install_steps` of the queue's ``blocks`` jobs ``names`` (default: all of them),
+    finished or not: a labelled reduction that reads the steps folded so far (e.g. chapter 13's
+    ``functional_collapse`` with ``bank_used``) then finds them instead of training them.
+
+    Returns:
+        ``{job: steps installed}``.
+
+    Raises:
+        ValueError: for a name that is not a ``blocks`` job of the queue.
+    """
+    queue_path = Path(queue_path)
+    jobs = {j["name"]: j for j in load_queue(queue_path)["jobs"] if j["kind"] == "blocks"}
+    unknown = [n for n in names if n not in jobs]
+    if unknown:
+        raise ValueError(f"not a blocks job of {queue_path}: {', '.join(unknown)}; blocks jobs: {', '.join(jobs)}")
+    return {n: install_steps(jobs[n], queue_path.parent / n) for n in (names or jobs)}
 
 
 def provenance(command: str, root: Path) -> dict[str, Any]:

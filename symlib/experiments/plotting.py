@@ -569,7 +569,8 @@ def pairwise_mi_figure(mi_id: np.ndarray, mi_ood: np.ndarray, *, pearson_r: floa
     axes[1].hist(mi_ood, bins=30, color=PALETTE[1])
     axes[1].set(xlabel="MI of the pair on Fashion-MNIST (OOD), nats", ylabel="pairs",
                 title="out of distribution")
-    axes[2].scatter(mi_id, mi_ood, s=6, alpha=0.5, color=PALETTE[2])
+    dense = len(mi_id) > 2_000  # thousands of pairs: smaller, fainter points show where they crowd
+    axes[2].scatter(mi_id, mi_ood, s=2 if dense else 6, alpha=0.15 if dense else 0.5, color=PALETTE[2])
     axes[2].set(xlabel="ID MI, nats", ylabel="OOD MI, nats",
                 title=f"Pearson r = {pearson_r:.2f}, Spearman ρ = {spearman_rho:.2f}")
     if suptitle:

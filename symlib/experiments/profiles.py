@@ -178,7 +178,10 @@ class LaurentProfile(SharedProfile):
             SGD recipe leaves most OptuNets below 25% accuracy after 10 epochs), in blocks of
             ``bank_block`` networks (each block one vmapped training, kept in the cache; on
             2 CPU cores blocks of 8 train 1.7x faster per network than blocks of 32, which
-            fall out of the cache; a GPU wants large blocks). The quick bank is 24 OptuNets of
+            fall out of the cache; a GPU wants large blocks). ``bank_used`` (0: all) keeps
+            only the bank's first ``bank_used`` networks, whole blocks with the keys they have
+            in the bank of ``bank_nets``: a labelled reduction that reads the blocks trained so
+            far (the GPU queue's ``laurent-bank``, ``python -m symlib gpu install``). The quick bank is 24 OptuNets of
             8 epochs (12 reference networks, 8 samples, 4 modes), cut from 32 for the time
             budget: chapter 13's verdicts are the same with 24 (all four, measured 2026-11-28),
             and chapter 12's are "not tested" at either size (the regime gate). Fewer epochs
@@ -222,6 +225,7 @@ class LaurentProfile(SharedProfile):
     bank_epochs: int
     bank_recipe: str
     bank_block: int
+    bank_used: int
     post_reference: int
     post_samples: int
     post_modes: int
@@ -359,6 +363,7 @@ PROFILES: dict[str, Profile] = {
         bank_epochs=8,
         bank_recipe="adam",
         bank_block=8,
+        bank_used=0,
         post_reference=12,
         post_samples=8,
         # 1 epoch from the modes, 5 leapfrog steps a draw (2 and 10 before): chapter 12's time budget
@@ -444,6 +449,7 @@ PROFILES: dict[str, Profile] = {
         bank_epochs=60,
         bank_recipe="laurent",
         bank_block=128,
+        bank_used=0,
         post_reference=1_000,
         post_samples=100,
         post_modes=10,

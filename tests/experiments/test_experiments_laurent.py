@@ -215,6 +215,55 @@ def test_network_bootstrap_keeps_pairs_of_resampled_networks():
     assert est == pytest.approx(3.0 / np.mean(1 + 3 * (a - 1)) * np.mean(a), rel=1e-6) and reps.size == 200
 
 
+def test_network_bootstrap_pearson_on_a_subset_of_the_pairs():
+    from symlib.experiments.laurent.collapse import network_bootstrap_pearson
+    rng = np.random.default_rng(4)
+    n = 30
+    i, j = np.triu_indices(n, k=1)
+    keep = np.sort(rng.choice(i.size, 150, replace=False))
+    pairs = np.stack([i, j], 1)[keep]
+    a = rng.normal(size=keep.size)
+    b = 0.5 * a + rng.normal(size=keep.size)
+    r, reps = network_bootstrap_pearson(pairs, a, b, n, resamples=50, seed=7)
+    assert r == pytest.approx(np.corrcoef(a, b)[0, 1]) and reps.size == 50
+    # the first replicate by hand: networks drawn with replacement, pairs weighted by the product of counts
+    count = np.bincount(np.random.default_rng(7).integers(0, n, n), minlength=n).astype(float)
+    w = count[pairs[:, 0]] * count[pairs[:, 1]]
+    cov = np.cov(a, b, aweights=w, bias=True)
+    assert reps[0] == pytest.approx(cov[0, 1] / np.sqrt(cov[0, 0] * cov[1, 1]))
+    # the claim judges a random subset of the pairs by this interval, not "not tested"
+    from symlib.experiments.judging import claims
+    summary = {"pairs": keep.size, "networks": n, "pair_index": pairs.tolist(), "mi_id_pairs": a.tolist(),
+               "mi_ood_pairs": b.tolist(), "pearson_r": r, "spearman_rho": r, "mean_id": 1.0, "std_id": 1.0,
+               "mean_ood": 1.0, "std_ood": 1.0, "below_half_id": 0.0}
+    outcome = next(o for o in claims.evaluate("functional_collapse", summary) if o.claim.name == "positive_correlation")
+    assert "bootstrap resamples of networks; 150 of the 435 pairs" in outcome.evidence.units
+    lo, hi = np.quantile(network_bootstrap_pearson(pairs, a, b, n)[1], [0.025, 0.975])
+    assert (outcome.evidence.low, outcome.evidence.high) == pytest.approx((min(lo, r), max(hi, r)))
+    assert lo > 0 and outcome.verdict.value == "holds"
+
+
+def test_mi_and_accuracy_relate_the_pairs_to_their_weaker_network():
+    from symlib.experiments.laurent.collapse import collapse_summary, mi_and_accuracy
+    rng = np.random.default_rng(5)
+    i, j = np.triu_indices(8, k=1)
+    bank_acc = np.linspace(0.3, 0.9, 10)  # networks 0 and 9 of the bank are not in any pair
+    pairs = np.stack([i, j], 1) + 1
+    lower = np.minimum(bank_acc[pairs[:, 0]], bank_acc[pairs[:, 1]])
+    mi_id = 1 - lower + 0.01 * rng.normal(size=lower.size)
+    mi_ood = 0.5 + 0.1 * rng.normal(size=lower.size)
+    s = collapse_summary({"pairs": pairs, "mi_id": mi_id, "mi_ood": mi_ood, "bank_accuracy": bank_acc})
+    assert s["network_accuracy"] == pytest.approx(bank_acc[1:9].tolist())
+    out = mi_and_accuracy(s)
+    assert out["r_id_lower"] == pytest.approx(np.corrcoef(mi_id, lower)[0, 1]) and out["r_id_lower"] < -0.9
+    above = lower >= np.median(bank_acc[1:9])
+    assert out["pairs_both_above"] == above.sum() == 6  # the 4 networks at or above the median, all pairs
+    assert out["r_both_above"] == pytest.approx(np.corrcoef(mi_id[above], mi_ood[above])[0, 1])
+    assert out["mean_id_others"] == pytest.approx(mi_id[~above].mean())
+    with pytest.raises(ValueError, match="no network_accuracy"):
+        mi_and_accuracy({k: v for k, v in s.items() if k != "network_accuracy"})
+
+
 def test_mmd_scores_jackknife_over_reference_and_sample_groups():
     import jax
     from symlib.core.cnn import optunet_init

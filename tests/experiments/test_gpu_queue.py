@@ -248,3 +248,39 @@ def test_a_job_that_runs_here_is_skipped_on_the_device(queue, tmp_path, monkeypa
     queue.write_text(json.dumps({"version": 1, "jobs": [TINY_JOB, bad]}))
     with pytest.raises(ValueError, match="lacks 'estimate_minutes_here'"):
         gpu_queue.load_queue(queue)
+
+
+def test_install_lets_a_reduction_read_an_unfinished_job(queue, tmp_path, monkeypatch, capsys):
+    from symlib.experiments.profiles import reduced
+
+    _next(queue, tmp_path / "ret")
+    gpu_queue.fold(tmp_path / "ret", queue)
+    for suffix in ("json", "npz"):  # the job as a lent GPU may leave it: its second step not folded yet
+        (queue.parent / "tiny-bank" / f"step-0001.{suffix}").unlink()
+    prov = gpu_queue.folded_provenance(queue, "tiny-bank")
+    meta = json.loads((queue.parent / "tiny-bank" / "step-0000.json").read_text())
+    assert (prov["steps"], prov["of"], prov["devices"], prov["first"]) == (1, 2, meta["device"], meta["date"][:10])
+    assert prov["minutes"] == round(meta["seconds"] / 60, 1) and prov["commits"] == (meta["commit"] or "unknown")[:7]
+    with pytest.raises(ValueError, match="job 'later' has no folded step"):
+        gpu_queue.folded_provenance(queue, "later")
+    with pytest.raises(ValueError, match="no job 'nope'"):
+        gpu_queue.folded_provenance(queue, "nope")
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "here"))  # this machine's cache: nothing trained in it
+    assert main(["gpu", "install", "--queue", str(queue)]) == 0
+    assert "tiny-bank: 1 folded step(s) in the artifact cache" in capsys.readouterr().out
+
+    job = gpu_queue.load_queue(queue)["jobs"][0]
+    profile = reduced(gpu_queue.job_profile(job), {"bank_used": "2"}, "quick-tiny-2nets")
+    monkeypatch.setattr(registry.Blocks, "train", lambda self, start: pytest.fail(f"block {start} was trained"))
+    bank = registry.run("optunet_bank", profile, verbose=False).artifact
+    assert cache.STEPS_RUN["optunet_bank"] == {"computed": 0, "loaded": 1}
+    folded = gpu_queue.load_step(queue.parent / "tiny-bank", 0)["params"]
+    for a, b in zip(jax.tree_util.tree_leaves(bank["params"]), jax.tree_util.tree_leaves(folded)):
+        np.testing.assert_array_equal(a, b)
+    assert len(bank["test_accuracy"]) == 2
+
+    with pytest.raises(ValueError, match="bank_used must be 0 .* a multiple of bank_block=2 .* got 3"):
+        registry.run("optunet_bank", reduced(profile, {"bank_used": "3"}, "quick-tiny-2nets-3"), verbose=False)
+    with pytest.raises(ValueError, match="not a blocks job of .*: later; blocks jobs: tiny-bank"):
+        gpu_queue.install(queue, ["later"])
+    assert main(["gpu", "install", "later", "--queue", str(queue)]) == 1

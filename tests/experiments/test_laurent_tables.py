@@ -213,16 +213,29 @@ def test_claim_threshold_values():
         "t_a": 0.1, "t_b": 2}
 
 
-def test_saved_collapse_values_count_the_converged_networks_from_the_pairs():
+def test_saved_collapse_values_count_the_networks_of_the_pairs():
     record = {"command": "python -m symlib run functional_collapse --set bank_nets=5 --label x", "device": "cpu",
               "elapsed_s": 600.0, "summary": _collapse_summary()}
-    values = tables.saved_collapse_values(record, get_profile("paper"), [_outcome("a", "holds", 1)])
-    # 6 pairs = 4 networks of the 5 converged
-    assert (values["s_bank"], values["s_converged"], values["s_failed"], values["s_per_net"]) == (5, 4, 1, 3)
-    assert values["s_minutes"] == "10" and values["s_below_half"] == 1 and values["s_cv_compare"] == "the more"
-    assert values["s_pairs"] == 6 and values["s_v_a"] == "holds"
+    values = tables.saved_collapse_values(record, [_outcome("a", "holds", 1)])
+    # 6 pairs = all pairs of 4 networks of the 5 (one did not converge)
+    assert (values["bank"], values["networks"], values["failed"], values["per_net"]) == (5, 4, 1, 3)
+    assert values["minutes"] == "10" and values["below_half"] == 1
+    assert values["cv_compare"] == "the more" and values["pairs"] == 6 and values["v_a"] == "holds"
+    assert (values["std_ratio"], values["mean_ratio"]) == pytest.approx((4.5, 3.0))
+    # a reduction that reads the first networks of a larger bank names bank_used=, which wins
+    used = {**record, "command": record["command"].replace("bank_nets=5", "bank_nets=8 --set bank_used=6"),
+            "summary": {**_collapse_summary(), "pairs": 4}}
+    values = tables.saved_collapse_values(used, [])
+    assert (values["bank"], values["failed"], values["per_net"]) == (6, 2, 2.0)
+    with pytest.raises(ValueError, match="names no bank_used= or bank_nets="):
+        tables.saved_collapse_values({**record, "command": "run it"}, [])
+
+
+def test_bank_cpu_hours_scale_the_run_to_the_paper_profile_bank():
+    record = {"command": "python -m symlib run functional_collapse --set bank_nets=24 --label x", "elapsed_s": 3600.0}
+    assert tables.bank_cpu_hours(record, get_profile("paper")) == {"pp_bank": "1,120", "pp_hours": "47"}
     with pytest.raises(ValueError, match="names no bank_nets="):
-        tables.saved_collapse_values({**record, "command": "run it"}, get_profile("paper"), [])
+        tables.bank_cpu_hours({**record, "command": "run it --set bank_used=1024"}, get_profile("paper"))
 
 
 # ---------------------------------------------------------------------------------------

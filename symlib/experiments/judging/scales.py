@@ -110,6 +110,8 @@ REDUCTIONS: dict[tuple[str, str], str] = {
     ("laurent_optunets", "paper-8nets"): "8 of the paper's 1,000 networks",
     ("laurent_mlps", "paper-64nets"): "64 of the 256 networks of our paper profile",
     ("functional_collapse", "paper-24nets"): "24 of the 1,120 OptuNets of the paper profile's bank",
+    ("functional_collapse", "paper-1024nets"): "1,024 of the 1,120 OptuNets of the paper profile's bank (8 of its "
+                                               "9 blocks, those trained on a GPU so far)",
     ("not_sweep", "paper-10nots-2runs"): "10 of the 512 NoT values, and 2 of the paper's 5 runs",
     # our paper profile trains the VI posteriors for 100 epochs; the paper's Table 1 (as extracted) prints 1,000
     ("vi_alignment", "paper"): "100 of the paper's 1,000 training epochs (its App. B, Table 1, as extracted)",

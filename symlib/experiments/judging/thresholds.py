@@ -586,7 +586,10 @@ define("functional_collapse.positive_correlation", 0.0, "above",
        "effect: Pearson's r between the pairwise ID and OOD MI; its interval inverts a network-level "
        "permutation (Mantel) test: r minus the 97.5% and 2.5% quantiles of r under random relabellings of the "
        "networks, so it holds only when r exceeds what relabelling networks gives at one-sided level 2.5%. "
-       "Replaces 'r > 0' on one number (issue 28)",
+       "Replaces 'r > 0' on one number (issue 28). When the pairs are a random subset of all pairs (the "
+       "paper profile's collapse_pairs), which a relabelling test cannot use, the interval is the 95% "
+       "percentile interval of r over bootstrap resamples of the networks, as for the spread ratios (added "
+       "2026-11-29, before the 1,024-network run was scored)",
        "2026-11-25, after seeing our numbers (the saved run: r = 0.068, p = 0.33 by pairs)")
 
 define("functional_collapse.collapse_frequency", 0.01, "above",

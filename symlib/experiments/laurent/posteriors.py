@@ -27,6 +27,7 @@ the first mode's posterior of its multi-mode version).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from typing import Any, Callable, NamedTuple
@@ -93,7 +94,14 @@ SETTINGS = {"dropout_rate": 0.2, "bnn_num_mc": 3, "bnn_learning_rate": 1e-3, "bn
 
 
 def bank_config(profile: Profile) -> dict[str, Any]:
-    """The part of ``profile`` that decides the OptuNet bank (its cache config)."""
+    """The part of ``profile`` that decides the OptuNet bank (its cache config): the networks
+    trained (:func:`bank_blocks_config`) and how many of them are used."""
+    return {**bank_blocks_config(profile), "used": profile.bank_used}
+
+
+def bank_blocks_config(profile: Profile) -> dict[str, Any]:
+    """The config of the bank's blocks in the cache: the same for every ``bank_used``, so a
+    reduction finds the blocks of the whole bank."""
     return {**data_config(profile), "nets": profile.bank_nets, "epochs": profile.bank_epochs,
             "recipe": profile.bank_recipe, "block": profile.bank_block}
 
@@ -146,7 +154,8 @@ def bank_train_config(profile: Profile, n_train: int, epochs: int | None = None)
 def bank_blocks(profile: Profile, data: dict[str, np.ndarray] | None = None) -> Blocks:
     """The bank's ``bank_nets`` OptuNets (:func:`bank_train_config`) as blocks of
     ``bank_block`` networks: what :func:`optunet_bank` trains, and what the GPU queue's job
-    ``laurent-bank`` trains a block at a time (:mod:`symlib.experiments.gpu_queue`).
+    ``laurent-bank`` trains a block at a time (:mod:`symlib.experiments.gpu_queue`). With
+    ``bank_used`` only the first ``bank_used`` networks, in the same blocks with the same keys.
 
     Args:
         profile: the run profile.
@@ -155,19 +164,29 @@ def bank_blocks(profile: Profile, data: dict[str, np.ndarray] | None = None) -> 
 
     Returns:
         The :class:`~symlib.experiments.registry.Blocks`.
+
+    Raises:
+        ValueError: if ``bank_used`` is not 0 or a multiple of ``bank_block`` up to ``bank_nets``.
     """
     from symlib.core.cnn import optunet_apply, optunet_init
 
+    used, block = profile.bank_used, profile.bank_block
+    if used and (used % block or not 0 < used <= profile.bank_nets):
+        raise ValueError(f"bank_used must be 0 (all) or a multiple of bank_block={block} up to bank_nets="
+                         f"{profile.bank_nets} (whole blocks of the bank), got {used}")
     d = optunet_data(profile) if data is None else data
-    return blocks_of("optunet_bank", bank_config(profile), jax.random.key(4), optunet_init, optunet_apply,
-                     profile.bank_nets, d["x_train"], d["y_train"], bank_train_config(profile, len(d["y_train"])),
-                     block_size=profile.bank_block)
+    blocks = blocks_of("optunet_bank", bank_blocks_config(profile), jax.random.key(4), optunet_init, optunet_apply,
+                       profile.bank_nets, d["x_train"], d["y_train"], bank_train_config(profile, len(d["y_train"])),
+                       block_size=block)
+    if not used:
+        return blocks
+    return dataclasses.replace(blocks, init_keys=blocks.init_keys[:used], data_keys=blocks.data_keys[:used])
 
 
 @register("optunet_bank", bank_config,
           "Laurent et al. Sec. 4: a bank of independently trained OptuNets (the reference posterior's pool)")
 def optunet_bank(profile: Profile) -> dict[str, Any]:
-    """Train ``bank_nets`` OptuNets at once (:func:`bank_blocks`).
+    """Train ``bank_nets`` OptuNets at once, or their first ``bank_used`` (:func:`bank_blocks`).
 
     Args:
         profile: the run profile.

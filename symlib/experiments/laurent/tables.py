@@ -403,42 +403,57 @@ def claim_threshold_values(outcomes: Sequence[Any]) -> dict[str, Any]:
     return {f"t_{o.claim.name}": o.evidence.threshold.value for o in outcomes}
 
 
-def saved_collapse_values(record: Mapping[str, Any], paper_profile: Profile,
-                          outcomes: Sequence[Any]) -> dict[str, Any]:
+def saved_collapse_values(record: Mapping[str, Any], outcomes: Sequence[Any]) -> dict[str, Any]:
     """The values the prose cites from a saved reduced ``functional_collapse`` run (its command
-    names ``bank_nets=``) and the claims judged on it.
+    names the bank's size, ``bank_used=`` or ``bank_nets=``) and the claims judged on it.
 
     Args:
         record: the saved run (``command``, ``device``, ``elapsed_s``, ``summary``).
-        paper_profile: the paper profile (its bank's size).
         outcomes: the claims evaluated on the run's summary.
 
     Returns:
-        ``pp_bank`` and ``pp_hours`` (the paper profile's bank, and the hours it would take at the
-        run's rate); ``s_bank``, ``s_device``, ``s_cv_compare``, ``s_minutes``, ``s_converged``,
-        ``s_failed``, ``s_per_net`` (pairs per network), ``s_below_half`` (pairs below half the
-        mean ID MI), the summary's numbers ``s_<pairs|mean_id|...>`` and ``s_v_<claim>`` (verdicts).
+        ``bank`` (the networks the run read), ``device``, ``minutes``, ``cv_compare``,
+        ``networks`` (the converged networks in the pairs), ``failed`` (the others),
+        ``per_net`` (pairs per network, on average), ``below_half`` (pairs below half the
+        mean ID MI), ``std_ratio`` and ``mean_ratio`` (OOD over ID), the
+        summary's numbers ``<pairs|mean_id|...>`` and ``v_<claim>`` (verdicts).
 
     Raises:
-        ValueError: if the run's command does not name ``bank_nets=``.
+        ValueError: if the run's command names neither ``bank_used=`` nor ``bank_nets=``.
     """
     ss = record["summary"]
-    if "bank_nets=" not in record["command"]:
-        raise ValueError(f"the saved run's command names no bank_nets=: {record['command']!r}")
-    bank_size = int(record["command"].split("bank_nets=")[1].split()[0])
-    converged = int(round((1 + np.sqrt(1 + 8 * ss["pairs"])) / 2))  # n (n - 1) / 2 pairs
-    values = {"pp_bank": f"{paper_profile.bank_nets:,}",
-              "pp_hours": f"{record['elapsed_s'] / bank_size * paper_profile.bank_nets / 3600:.0f}",
-              "s_bank": bank_size, "s_device": record["device"],
-              "s_cv_compare": "the more" if ss["cv_ood"] > ss["cv_id"] else "not the more",
-              "s_minutes": f"{record['elapsed_s'] / 60:.0f}", "s_converged": converged,
-              "s_failed": bank_size - converged, "s_per_net": converged - 1,
-              "s_below_half": int(round(ss["below_half_id"] * ss["pairs"]))}
+    bank_size = _set_value(record["command"], "bank_used") or _set_value(record["command"], "bank_nets")
+    if not bank_size:
+        raise ValueError(f"the saved run's command names no bank_used= or bank_nets=: {record['command']!r}")
+    n = int(ss["networks"])
+    values = {"bank": bank_size, "device": record["device"],
+              "cv_compare": "the more" if ss["cv_ood"] > ss["cv_id"] else "not the more",
+              "minutes": f"{record['elapsed_s'] / 60:.0f}", "networks": n, "failed": bank_size - n,
+              "per_net": 2 * int(ss["pairs"]) / n,
+              "below_half": int(round(ss["below_half_id"] * ss["pairs"])),
+              "std_ratio": float(ss["std_ood"] / ss["std_id"]), "mean_ratio": float(ss["mean_ood"] / ss["mean_id"])}
     for k in ("pairs", "mean_id", "std_id", "mean_ood", "std_ood", "cv_id", "cv_ood", "pearson_r", "pearson_p",
               "spearman_rho"):
-        values[f"s_{k}"] = ss[k] if isinstance(ss[k], int) else float(ss[k])
-    values |= {f"s_v_{o.claim.name}": o.verdict.value for o in outcomes}
+        values[k] = ss[k] if isinstance(ss[k], int) else float(ss[k])
+    values |= {f"v_{o.claim.name}": o.verdict.value for o in outcomes}
     return values
+
+
+def bank_cpu_hours(record: Mapping[str, Any], paper_profile: Profile) -> dict[str, Any]:
+    """``pp_bank`` (the paper profile's bank) and ``pp_hours``: the hours it would take at the
+    rate of a saved ``functional_collapse`` run that trained its bank of ``bank_nets=``
+    networks itself (its ``elapsed_s``)."""
+    bank_size = _set_value(record["command"], "bank_nets")
+    if not bank_size:
+        raise ValueError(f"the saved run's command names no bank_nets=: {record['command']!r}")
+    return {"pp_bank": f"{paper_profile.bank_nets:,}",
+            "pp_hours": f"{record['elapsed_s'] / bank_size * paper_profile.bank_nets / 3600:.0f}"}
+
+
+def _set_value(command: str, field: str) -> int | None:
+    """The integer a command sets ``field`` to (``--set field=N``), or None."""
+    words = [w for w in command.split() if w.startswith(f"{field}=")]
+    return int(words[0].split("=", 1)[1]) if words else None
 
 
 # ---------------------------------------------------------------------------------------
