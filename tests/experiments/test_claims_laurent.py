@@ -393,7 +393,8 @@ def _collapse(rng, n=24, mean_id=0.16, cv_id=0.1, mean_ood=0.35, cv_ood=0.4, cou
     b = mean_ood * (1 + cv_ood * z_ood)
     for p in collapsed:
         a[p] = 0.2 * mean_id
-    return collapse_summary({"pairs": np.stack([i, j], axis=1), "mi_id": a, "mi_ood": b})
+    return collapse_summary({"pairs": np.stack([i, j], axis=1), "mi_id": a, "mi_ood": b,
+                             "bank_accuracy": np.full(n, 0.8)})
 
 
 def _matching(n):
@@ -440,7 +441,7 @@ def test_correlation_is_judged_over_networks_not_pairs():
         i, j = np.triu_indices(n, k=1)
         u, w = rng.normal(size=n), rng.normal(size=n)
         s = collapse_summary({"pairs": np.stack([i, j], axis=1), "mi_id": 1 + 0.1 * (u[i] + u[j]),
-                              "mi_ood": 2 + 0.1 * (w[i] + w[j])})
+                              "mi_ood": 2 + 0.1 * (w[i] + w[j]), "bank_accuracy": np.full(n, 0.8)})
         held += _verdicts("functional_collapse", s)["positive_correlation"] is HOLDS
     assert held <= 1
 

@@ -80,12 +80,14 @@ def test_sec51_claims_read_networks_not_raw_spread():
     a = rng.uniform(0.1, 0.2, i.size)
     pairs = np.stack([i, j], axis=1)
     got = {o.claim.name: o.verdict for o in claims.evaluate(
-        "functional_collapse", collapse_summary({"pairs": pairs, "mi_id": a, "mi_ood": a * 3 + rng.normal(0, 0.01, i.size)}))}
+        "functional_collapse", collapse_summary({"pairs": pairs, "mi_id": a, "mi_ood": a * 3 + rng.normal(0, 0.01, i.size),
+                                                "bank_accuracy": np.full(21, 0.8)}))}
     # three times the ID MI: a larger standard deviation but the same coefficient of variation
     assert got["ood_more_dispersed"] is not claims.Verdict.HOLDS
     assert got["positive_correlation"] is claims.Verdict.HOLDS
     got = {o.claim.name: o.verdict for o in claims.evaluate(
-        "functional_collapse", collapse_summary({"pairs": pairs, "mi_id": a, "mi_ood": 0.3 - a * 0.1}))}
+        "functional_collapse", collapse_summary({"pairs": pairs, "mi_id": a, "mi_ood": 0.3 - a * 0.1,
+                                                "bank_accuracy": np.full(21, 0.8)}))}
     assert got["positive_correlation"] is claims.Verdict.DIFFERS
 
 

@@ -221,7 +221,8 @@ def bank_split(accuracy: np.ndarray, n_reference: int, n_ensemble: int) -> dict[
     need = n_reference + n_ensemble
     if len(converged) < need:
         raise ValueError(f"only {len(converged)} of {len(accuracy)} bank networks reach {CONVERGED_ACCURACY:.0%} test "
-                         f"accuracy; the split needs {need} (post_reference + post_samples): train more (bank_nets)")
+                         f"accuracy; the split needs {need} (post_reference + post_samples): train more (bank_nets), "
+                         "or use more of them (bank_used)")
     return {"reference": converged[:n_reference], "ensemble": converged[n_reference:need], "converged": converged}
 
 
