@@ -170,12 +170,12 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 # ({doc}`../book/running`), trained in blocks of {glue:text}`ch13_g_block`. Two labelled
 # reductions of it ran:
 #
-# - `paper-1024nets`: its first {glue:text}`ch13_g_bank` networks, the
+# - `paper-1024nets`: its first {glue:text}`ch13_g_bank:,` networks, the
 #   {glue:text}`ch13_g_steps` of its {glue:text}`ch13_g_of` blocks that the queue has trained
 #   so far ({glue:text}`ch13_g_gpu_minutes` GPU-minutes on {glue:text}`ch13_g_gpu`,
 #   {glue:text}`ch13_g_first`, commit {glue:text}`ch13_g_commits`), scored here in
 #   {glue:text}`ch13_g_minutes` minutes on {glue:text}`ch13_g_device` over
-#   {glue:text}`ch13_g_pairs` random pairs of the converged networks (the paper profile's
+#   {glue:text}`ch13_g_pairs:,` random pairs of the converged networks (the paper profile's
 #   `collapse_pairs`);
 # - `paper-24nets`: a bank of {glue:text}`ch13_s_bank` networks trained on our CPU (all pairs
 #   of the converged ones); at its rate the whole bank would take about
@@ -217,9 +217,9 @@ plotting.pairwise_mi_figure(np.asarray(g["mi_id_pairs"]), np.asarray(g["mi_ood_p
 
 # %% [markdown]
 # **What the larger run shows** (`paper-1024nets`). {glue:text}`ch13_g_networks` of the
-# {glue:text}`ch13_g_bank` OptuNets trained past chance (the other {glue:text}`ch13_g_failed`
+# {glue:text}`ch13_g_bank:,` OptuNets trained past chance (the other {glue:text}`ch13_g_failed`
 # stayed at chance, which this small network with its {repo}`3`-unit bottleneck sometimes
-# does). Over {glue:text}`ch13_g_pairs` random pairs of them, each network in
+# does). Over {glue:text}`ch13_g_pairs:,` random pairs of them, each network in
 # {glue:text}`ch13_g_per_net:.0f` pairs on average, the OOD MI has
 # {glue:text}`ch13_g_std_ratio:.2f` times the standard deviation of the ID MI
 # ({glue:text}`ch13_g_std_ood:.4f` against {glue:text}`ch13_g_std_id:.4f` nats): the paper's words, a higher variance out of
@@ -234,7 +234,7 @@ plotting.pairwise_mi_figure(np.asarray(g["mi_id_pairs"]), np.asarray(g["mi_ood_p
 # {glue:text}`ch13_g_networks` networks, "some positive correlation"
 # {glue:text}`ch13_g_v_positive_correlation`,
 # as the paper finds for OptuNet (App. D.2) and unlike its ResNet-18 (Sec. 5.1). Functional
-# collapse is rare: {glue:text}`ch13_g_below_half` of the {glue:text}`ch13_g_pairs` pairs have
+# collapse is rare: {glue:text}`ch13_g_below_half` of the {glue:text}`ch13_g_pairs:,` pairs have
 # an ID MI below half the mean, and the share over disjoint pairs
 # ({glue:text}`ch13_g_v_collapse_frequency`) cannot tell it from the
 # {glue:text}`ch13_t_collapse_frequency:.0%` we read "non-negligible" as; the paper gives no
@@ -252,7 +252,7 @@ print({k: round(v, 3) for k, v in acc_mi.items()})
 # and a tail far below it. A pair's ID MI falls with the lower accuracy of its two networks
 # (Pearson r = {glue:text}`ch13_a_r_id_lower:.2f`): a poorly trained network disagrees with
 # every other one on MNIST, and its pairs make the second mode. Its OOD MI does not follow (r =
-# {glue:text}`ch13_a_r_ood_lower:.2f`). Over the {glue:text}`ch13_a_pairs_both_above` pairs
+# {glue:text}`ch13_a_r_ood_lower:.2f`). Over the {glue:text}`ch13_a_pairs_both_above:,` pairs
 # whose two networks both reach the median accuracy, the mean ID MI is
 # {glue:text}`ch13_a_mean_id_both_above:.3f` nats (the other pairs:
 # {glue:text}`ch13_a_mean_id_others:.3f`) and the ID-OOD correlation is r =
@@ -263,8 +263,8 @@ print({k: round(v, 3) for k, v in acc_mi.items()})
 #
 # **The earlier reduction** (`paper-24nets`, {glue:text}`ch13_s_minutes` minutes on
 # {glue:text}`ch13_s_device`, shared with other jobs): {glue:text}`ch13_s_networks` of its
-# {glue:text}`ch13_s_bank` networks converged, giving {glue:text}`ch13_s_pairs` pairs. The
-# spreads agree with the larger run (standard deviations {glue:text}`ch13_s_std_ood:.3f`
+# {glue:text}`ch13_s_bank` networks converged, giving {glue:text}`ch13_s_pairs` pairs. Its
+# spreads are of the same size as the larger run's (standard deviations {glue:text}`ch13_s_std_ood:.3f`
 # OOD and {glue:text}`ch13_s_std_id:.3f` ID, coefficients of variation
 # {glue:text}`ch13_s_cv_ood:.3f` and {glue:text}`ch13_s_cv_id:.3f`); its correlation, Pearson
 # r = {glue:text}`ch13_s_pearson_r:.3f`, has the paper's sign, but with
