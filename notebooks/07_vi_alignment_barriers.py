@@ -272,8 +272,8 @@ if ps is not None:
 
 # %%
 saved_cpu = results.load("vi_alignment", "paper-4widths-16samples")
-glue_all(glue, "ch07", {"saved_samples": rossi.command_setting(saved_cpu["command"], "align_samples"),
-                        "saved_n_eval": f"{int(rossi.command_setting(saved_cpu['command'], 'align_n_eval')):,}"})
+glue_all(glue, "ch07", {"saved_samples": results.command_setting(saved_cpu["command"], "align_samples"),
+                        "saved_n_eval": f"{int(results.command_setting(saved_cpu['command'], 'align_n_eval')):,}"})
 report.show_saved_run("vi_alignment", "needs a GPU: 48 VI fits of up to 3 x 1,024 units, 100 epochs on 50,000 images")
 
 # %% [markdown]

@@ -208,6 +208,9 @@ glue_all(glue, "ch13_s", laurent.saved_collapse_values(saved, saved_outcomes))
 glue_all(glue, "ch13", laurent.bank_cpu_hours(saved, paper_profile))
 report.show_saved_run("functional_collapse", "a bank of 1,000 OptuNets: more than a day on a CPU")
 
+# %% tags=["nbval-check-output"]
+claims.assert_expected(gpu_outcomes, "paper-1024nets", "Laurent et al.", saved=[("paper-24nets", saved_outcomes)])
+
 # %% tags=["hide-input"]
 g = gpu_run["summary"]
 plotting.pairwise_mi_figure(np.asarray(g["mi_id_pairs"]), np.asarray(g["mi_ood_pairs"]), pearson_r=g["pearson_r"],

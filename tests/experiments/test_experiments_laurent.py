@@ -262,6 +262,10 @@ def test_mi_and_accuracy_relate_the_pairs_to_their_weaker_network():
     assert out["mean_id_others"] == pytest.approx(mi_id[~above].mean())
     with pytest.raises(ValueError, match="no network_accuracy"):
         mi_and_accuracy({k: v for k, v in s.items() if k != "network_accuracy"})
+    # nothing depends on the order of the keys
+    art = {"bank_accuracy": bank_acc, "mi_ood": mi_ood, "mi_id": mi_id, "pairs": pairs}
+    assert collapse_summary(art) == s
+    assert mi_and_accuracy(dict(reversed(list(s.items())))) == out
 
 
 def test_mmd_scores_jackknife_over_reference_and_sample_groups():

@@ -106,10 +106,10 @@ def test_robustness_table_and_values():
 
 def test_command_setting_reads_both_forms():
     cmd = "python -m symlib run --set xalign_n_eval=1 --set align_n_eval=2000 ; gpu.py --epochs 1000 --widths 128"
-    assert rossi.command_setting(cmd, "align_n_eval") == "2000"
-    assert rossi.command_setting(cmd, "epochs") == "1000"
+    assert results.command_setting(cmd, "align_n_eval") == "2000"
+    assert results.command_setting(cmd, "epochs") == "1000"
     with pytest.raises(ValueError, match="align_samples"):
-        rossi.command_setting(cmd, "align_samples")
+        results.command_setting(cmd, "align_samples")
 
 
 def _fake_timings():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import platform
 import subprocess
 import sys
@@ -183,6 +184,19 @@ def load(name: str, profile: str, directory: Path | None = None) -> dict[str, An
         return json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise ValueError(f"{path} is not valid JSON ({err}); delete it or re-run the experiment") from err
+
+
+def command_setting(command: str, name: str) -> str:
+    """The value given to setting ``name`` in a saved run's command line: ``--name VALUE`` or
+    ``name=VALUE`` (as in ``--set name=VALUE``), the first occurrence.
+
+    Raises:
+        ValueError: if the command does not set ``name``.
+    """
+    found = re.search(rf"(?:--{re.escape(name)}\s+|(?<![\w-]){re.escape(name)}=)(\S+)", command)
+    if found is None:
+        raise ValueError(f"the command does not set {name!r}: {command!r}")
+    return found.group(1)
 
 
 def saved_labels(name: str, base: str = "paper", directory: Path | None = None) -> list[str]:

@@ -4,6 +4,7 @@ functional collapse show, from the experiments' results, their summaries and the
 paper-profile runs; so that a chapter shows one call per result."""
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from symlib.experiments.laurent.posteriors import (APPENDIX_B4_MNIST, SETTINGS, 
 from symlib.experiments.laurent.posteriors_resnet import SETTINGS as RESNET_SETTINGS
 from symlib.experiments.laurent.posteriors_resnet import TABLE1 as RESNET_TABLE1
 from symlib.experiments.laurent.posteriors_resnet import methods_of
+from symlib.experiments.judging.results import command_setting
 from symlib.experiments.profiles import Profile
 from symlib.experiments.table import Table
 from symlib.symmetry.neuron_order import kendall_tau_from_discordant
@@ -422,9 +424,7 @@ def saved_collapse_values(record: Mapping[str, Any], outcomes: Sequence[Any]) ->
         ValueError: if the run's command names neither ``bank_used=`` nor ``bank_nets=``.
     """
     ss = record["summary"]
-    bank_size = _set_value(record["command"], "bank_used") or _set_value(record["command"], "bank_nets")
-    if not bank_size:
-        raise ValueError(f"the saved run's command names no bank_used= or bank_nets=: {record['command']!r}")
+    bank_size = _bank_setting(record["command"], ("bank_used", "bank_nets"))
     n = int(ss["networks"])
     values = {"bank": bank_size, "device": record["device"],
               "cv_compare": "the more" if ss["cv_ood"] > ss["cv_id"] else "not the more",
@@ -443,17 +443,22 @@ def bank_cpu_hours(record: Mapping[str, Any], paper_profile: Profile) -> dict[st
     """``pp_bank`` (the paper profile's bank) and ``pp_hours``: the hours it would take at the
     rate of a saved ``functional_collapse`` run that trained its bank of ``bank_nets=``
     networks itself (its ``elapsed_s``)."""
-    bank_size = _set_value(record["command"], "bank_nets")
-    if not bank_size:
-        raise ValueError(f"the saved run's command names no bank_nets=: {record['command']!r}")
+    bank_size = _bank_setting(record["command"], ("bank_nets",))
     return {"pp_bank": f"{paper_profile.bank_nets:,}",
             "pp_hours": f"{record['elapsed_s'] / bank_size * paper_profile.bank_nets / 3600:.0f}"}
 
 
-def _set_value(command: str, field: str) -> int | None:
-    """The integer a command sets ``field`` to (``--set field=N``), or None."""
-    words = [w for w in command.split() if w.startswith(f"{field}=")]
-    return int(words[0].split("=", 1)[1]) if words else None
+def _bank_setting(command: str, fields: Sequence[str]) -> int:
+    """The first of ``fields`` that a saved run's command sets, as an integer
+    (:func:`~symlib.experiments.judging.results.command_setting`).
+
+    Raises:
+        ValueError: if the command sets none of them.
+    """
+    for field in fields:
+        with contextlib.suppress(ValueError):
+            return int(command_setting(command, field))
+    raise ValueError(f"the saved run's command names no {' or '.join(f + '=' for f in fields)}: {command!r}")
 
 
 # ---------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ _EXPORTS = {
                "TIMING_TABLE_HEADERS", "QUICK_BEFORE_REPLICATES", "RESNET_STANDIN_TRIALS", "RESNET_STANDIN_HEADERS",
                "describe_alignment", "training_images", "training_settings_table", "settings_change_table",
                "geodesic_curves", "robustness_table", "training_length_table", "resnet_table", "describe_resnet",
-               "command_setting", "timing_spreads", "timing_tables", "timing_paper_rows"],
+               "timing_spreads", "timing_tables", "timing_paper_rows"],
     "prose": ["outcome_values", "training_values", "robustness_values", "paper_settings_values", "paper_run_values",
               "longer_training_values", "training_length_values", "saved_timing_values"],
     "kl_cost": ["TraceTermCheck", "trace_term_check", "PermutationCosts", "kl_over_permutations", "mirror_pair",

@@ -14,7 +14,8 @@ from symlib.experiments.profiles import Profile
 from symlib.experiments.rossi.claims import width_slopes
 from symlib.experiments.rossi.runs import ROBUSTNESS_PRIOR_VARS, ROBUSTNESS_TEMPERATURES
 from symlib.experiments.rossi.settings import ALIGN_DATASETS, ROSSI_VI_SETTINGS
-from symlib.experiments.rossi.tables import command_setting, training_length_rows, width_gaps
+from symlib.experiments.judging.results import command_setting
+from symlib.experiments.rossi.tables import training_length_rows, width_gaps
 
 
 def _joined(values: Sequence[Any], fmt: str, sep: str = ", ") -> str:

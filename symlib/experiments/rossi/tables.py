@@ -1,7 +1,6 @@
 """Rossi et al. (2023): the barrier, settings and timing tables that chapters 07-08 show."""
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -311,19 +310,6 @@ def describe_resnet(profile: Profile) -> str:
     return (f"{profile.name} profile: {profile.resnet_n_train:,} training images, {profile.resnet_epochs} epochs at "
             f"batch {profile.resnet_batch_size}; barriers on {profile.resnet_n_eval} images per split, "
             f"{profile.resnet_n_lambdas} points x {profile.resnet_samples} samples")
-
-
-def command_setting(command: str, name: str) -> str:
-    """The value given to setting ``name`` in a saved run's command line: ``--name VALUE`` or
-    ``name=VALUE`` (as in ``--set name=VALUE``), the first occurrence.
-
-    Raises:
-        ValueError: if the command does not set ``name``.
-    """
-    found = re.search(rf"(?:--{re.escape(name)}\s+|(?<![\w-]){re.escape(name)}=)(\S+)", command)
-    if found is None:
-        raise ValueError(f"the command does not set {name!r}: {command!r}")
-    return found.group(1)
 
 
 # ------------------------------------------------------------------ timings (chapter 08)
