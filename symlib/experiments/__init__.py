@@ -44,7 +44,7 @@ from symlib.experiments.cache import use_compilation_cache
 
 _EXPORTS = {
     "registry": ["EXPERIMENTS", "SUMMARIES", "RESULT_TYPES", "Experiment", "ExperimentResult", "register", "run",
-                 "lookup", "describe", "train_many_blocks", "fit_many_blocks", "Blocks", "blocks_of", "run_blocks",
+                 "lookup", "describe", "fit_many_blocks", "Blocks", "blocks_of", "run_blocks",
                  "load_data", "load_bnn_data", "load_align_data", "data_config", "mlp_config"],
     "cache": ["use_compilation_cache"],
     # Xiao et al. (2023)

@@ -170,7 +170,11 @@ class LaurentProfile(SharedProfile):
             runs whichever way they point. 5 networks would judge them, at more cost than
             3 x 70 epochs (32 s): 5 x 50 epochs (38 s) left them "opposite direction, not
             significant" and the other six unchanged; 5 x 40 (35 s) also moved
-            ``largest_weight`` (to differs) and ``swaps_scarce`` (to holds).
+            ``largest_weight`` (to differs) and ``swaps_scarce`` (to holds). They train in
+            cached blocks of ``optunet_block`` networks (0: by JAX's backend, 32 on a CPU and
+            256 on an accelerator, :func:`~symlib.experiments.laurent.optunet.optunet_block`);
+            the GPU queue's ``laurent-fig2-1000`` fixes 256, so that its folded blocks are
+            found here too. Network *i* is the same whatever the block size.
         bank_*, post_*: Laurent et al. Sec. 4-5.1 (``optunet_bank``, ``laurent_posteriors``,
             ``functional_collapse``): ``bank_nets`` OptuNets trained at once for
             ``bank_epochs`` epochs with ``bank_recipe`` (``"laurent"``: the authors' recipe;
@@ -221,6 +225,7 @@ class LaurentProfile(SharedProfile):
     laurent_weight_decay: float
     optunet_nets: int
     optunet_epochs: int
+    optunet_block: int
     bank_nets: int
     bank_epochs: int
     bank_recipe: str
@@ -359,6 +364,7 @@ PROFILES: dict[str, Profile] = {
         laurent_weight_decay=5e-4,
         optunet_nets=3,
         optunet_epochs=70,
+        optunet_block=0,
         bank_nets=24,
         bank_epochs=8,
         bank_recipe="adam",
@@ -445,6 +451,7 @@ PROFILES: dict[str, Profile] = {
         laurent_weight_decay=5e-4,
         optunet_nets=256,
         optunet_epochs=60,
+        optunet_block=0,
         bank_nets=1_120,
         bank_epochs=60,
         bank_recipe="laurent",

@@ -306,37 +306,6 @@ def blocks_of(name: str, config: Mapping[str, Any], key, init_fn, apply_fn, n_ne
                   jax.random.split(data_key, int(n_networks)), x, y, cfg, block_size, apply_fn, observe, observe_epoch)
 
 
-def train_many_blocks(name: str, config: Mapping[str, Any], key, init_fn, apply_fn, n_networks: int, x, y, cfg,
-                      *, block_size: int, observe=None, observe_epoch=None) -> tuple:
-    """``n_networks`` networks trained to their MAP (:func:`symlib.inference.fit_ensemble`) in
-    blocks of ``block_size`` networks, each block kept in the artifact cache (:func:`run_blocks`
-    of :func:`blocks_of`, which gives the keys), so a killed run resumes with its first
-    unfinished block; with ``n_networks <= block_size`` it is one ``fit_ensemble`` call.
-
-    Args:
-        name: the experiment's name (the steps are cached as ``<name>.step``).
-        config: the experiment's cache config (``block_size`` is added to it).
-        key: ``jax.random`` key (:func:`blocks_of`).
-        init_fn: ``init_fn(key) -> params`` of one network.
-        apply_fn: ``apply_fn(params, x) -> logits`` of one network.
-        n_networks: number of networks.
-        x: training inputs.
-        y: integer training labels.
-        cfg: the :class:`~symlib.inference.training.TrainConfig`.
-        block_size: networks per block (>= 1).
-        observe: optional per-step observer (as for :func:`symlib.inference.fit_ensemble`).
-        observe_epoch: optional per-epoch observer.
-
-    Returns:
-        As :func:`run_blocks`.
-
-    Raises:
-        ValueError: if ``block_size`` or ``n_networks`` is below 1.
-    """
-    return run_blocks(blocks_of(name, config, key, init_fn, apply_fn, n_networks, x, y, cfg, block_size=block_size,
-                                observe=observe, observe_epoch=observe_epoch))
-
-
 def fit_many_blocks(name: str, config: Mapping[str, Any], init_fn, init_keys, data_keys, x, y, cfg, *,
                     block_size: int, apply_fn: Callable, observe=None, observe_epoch=None) -> tuple:
     """:func:`symlib.inference.fit_ensemble` of the networks ``init_fn(init_keys[i])``

@@ -290,8 +290,8 @@ def test_vi_alignment_resnet20_runs_and_keeps_the_vi_alignment_layout():
 
 
 @pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
-def test_train_many_blocks_resumes_and_matches_fit_ensemble(tmp_path, monkeypatch):
-    """registry.train_many_blocks / fit_many_blocks: the networks of one fit_ensemble call (member i
+def test_blocks_resume_and_match_fit_ensemble(tmp_path, monkeypatch):
+    """registry.run_blocks of blocks_of / fit_many_blocks: the networks of one fit_ensemble call (member i
     from split(init_key, K)[i], data key split(data_key, K)[i], init_key, data_key = split(key)),
     trained in cached blocks, with the observers' outputs; a run killed after the first block
     resumes with the second; one block is that fit_ensemble call itself."""
@@ -330,10 +330,10 @@ def test_train_many_blocks_resumes_and_matches_fit_ensemble(tmp_path, monkeypatc
     args = ("toy", {"a": 1}, jax.random.key(3), init, mlp_apply, 4, x, y, cfg)  # two blocks of 2
     monkeypatch.setattr(inference_training, "_train_map_many", killed_after_one_block)
     with pytest.raises(KeyboardInterrupt):
-        registry.train_many_blocks(*args, block_size=2, **obs)
+        registry.run_blocks(registry.blocks_of(*args, block_size=2, **obs))
     monkeypatch.setattr(inference_training, "_train_map_many", real)
     assert len(list(tmp_path.glob("toy.step-*.npz"))) == 1
-    got = registry.train_many_blocks(*args, block_size=2, **obs)
+    got = registry.run_blocks(registry.blocks_of(*args, block_size=2, **obs))
     assert len(list(tmp_path.glob("toy.step-*.npz"))) == 2
     close = lambda a, b: np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)  # noqa: E731
     jax.tree_util.tree_map(close, got[0], want[0])
@@ -342,7 +342,8 @@ def test_train_many_blocks_resumes_and_matches_fit_ensemble(tmp_path, monkeypatc
     assert len(got[2]["epoch"]) == len(want[2]["epoch"]) == 2
     for a, b in zip(got[2]["epoch"], want[2]["epoch"]):
         close(a, b)
-    one = registry.train_many_blocks("toy1", {}, jax.random.key(3), init, mlp_apply, 4, x, y, cfg, block_size=4, **obs)
+    one = registry.run_blocks(registry.blocks_of("toy1", {}, jax.random.key(3), init, mlp_apply, 4, x, y, cfg, block_size=4,
+                                                **obs))
     jax.tree_util.tree_map(lambda a, b: np.testing.assert_array_equal(a, np.asarray(b)), one[0], want[0])
     with pytest.raises(ValueError, match="block_size"):
         registry.fit_many_blocks("toy", {}, init, jax.random.split(jax.random.key(0), 2),

@@ -158,6 +158,8 @@ def test_sec52_claims_hold_and_fail():
     flat = rng.poisson(2.0, size=swaps.shape)
     sw_flat = {"perm_names": ["P_0", "P_1"], **swap_summary(flat, stats, [5, 10], [5, 4], [1, 1])}
     assert check["swaps_in_high_lr_phases"]({"swaps": sw_flat}).verdict is claims.Verdict.DIFFERS
+    with pytest.raises(ValueError, match="at least 2 epochs, got 1"):
+        swap_summary(swaps[:, :1], [s[:, :1] for s in stats], [5, 10], [5, 4], [1, 1])
 
 
 def test_optunet_summary_leaves_out_unconverged_nets_and_its_claims_run():
@@ -283,13 +285,21 @@ def test_mmd_scores_jackknife_over_reference_and_sample_groups():
     assert mmd_scores(ref, {"multi-SWAG": smp}, nets[0]).keys() == scores.keys()  # without groups: the scores only
 
 
-def test_optunet_block_size_follows_the_backend(monkeypatch):
+def test_optunet_block_size_follows_the_backend_unless_the_profile_fixes_it(monkeypatch):
     """Blocks of 32 OptuNets on a CPU (cache-friendly), 256 on an accelerator; network i is the
-    same either way (its keys come from its index), so only the speed changes."""
+    same either way (its keys come from its index), so only the speed changes; a profile's
+    optunet_block (the GPU queue's job) fixes the size on every backend."""
     import jax
 
     from symlib.experiments.laurent import optunet
+    from symlib.experiments.profiles import get_profile, reduced
 
-    assert jax.default_backend() == "cpu" and optunet.optunet_block() == optunet.OPTUNET_BLOCK == 32
+    paper = get_profile("paper")
+    fixed = reduced(paper, {"optunet_block": "256"}, "paper-fixed")
+    assert jax.default_backend() == "cpu" and optunet.optunet_block(paper) == optunet.OPTUNET_BLOCK == 32
+    assert optunet.optunet_block(fixed) == 256
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-    assert optunet.optunet_block() == optunet.OPTUNET_BLOCK_ACCELERATOR == 256
+    assert optunet.optunet_block(paper) == optunet.OPTUNET_BLOCK_ACCELERATOR == 256
+    assert optunet.optunet_block(reduced(paper, {"optunet_block": "64"}, "paper-64")) == 64
+    with pytest.raises(ValueError, match="optunet_block must be 0 .* got -1"):
+        optunet.optunet_block(reduced(paper, {"optunet_block": "-1"}, "paper-neg"))

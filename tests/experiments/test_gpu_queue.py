@@ -14,6 +14,7 @@ import pytest
 from symlib.__main__ import main
 from symlib.experiments import cache, gpu_queue, registry
 from symlib.experiments.judging import results
+from symlib.experiments.laurent.optunet import optunet_block
 from symlib.experiments.profiles import get_profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,7 +158,7 @@ def test_the_repository_queue(capsys):
     queue = gpu_queue.load_queue(path)
     names = [j["name"] for j in queue["jobs"]]
     assert names == ["laurent-bank", "laurent-table1", "laurent-table1-scores", "laurent-fig7-collapse",
-                     "laurent-fig2-1000", "hmc-precision", "xiao-hmc-reduction", "xiao-hmc-1000", "rossi-grid-512",
+                     "laurent-fig2-1000", "laurent-fig2-1000-summary", "hmc-precision", "xiao-hmc-reduction", "xiao-hmc-1000", "rossi-grid-512",
                      "rossi-1000epochs", "gpu-unit-tests"]
     bank = queue["jobs"][0]
     paper = get_profile("paper")
@@ -169,6 +170,11 @@ def test_the_repository_queue(capsys):
         assert meta["label"] == index * paper.bank_block and meta["job_hash"] == gpu_queue.job_hash(bank)
         assert step["losses"].shape == (min(paper.bank_block, paper.bank_nets - meta["label"]), paper.bank_epochs)
         assert np.all(np.isfinite(step["losses"]))
+    fig2, fig2_summary = (next(j for j in queue["jobs"] if j["name"] == n)
+                          for n in ("laurent-fig2-1000", "laurent-fig2-1000-summary"))
+    assert gpu_queue.job_profile(fig2) == gpu_queue.job_profile(fig2_summary)  # the summary finds the blocks
+    fig2_profile = gpu_queue.job_profile(fig2)
+    assert fig2_profile.optunet_nets == 1000 and fig2["steps"] == math.ceil(1000 / optunet_block(fig2_profile))
     assert main(["gpu", "status", "--queue", str(path)]) == 0
     assert "left in all: about" in capsys.readouterr().out
 
@@ -284,3 +290,42 @@ def test_install_lets_a_reduction_read_an_unfinished_job(queue, tmp_path, monkey
     with pytest.raises(ValueError, match="not a blocks job of .*: later; blocks jobs: tiny-bank"):
         gpu_queue.install(queue, ["later"])
     assert main(["gpu", "install", "later", "--queue", str(queue)]) == 1
+
+
+def test_optunets_are_trained_a_block_a_step_and_summarised_here(tmp_path, monkeypatch):
+    """The shape of laurent-fig2-1000 in miniature: OptuNets with their per-step swap counts
+    trained a block a step on the device (returned compressed), then ``laurent_optunets``
+    summarised here from the folded blocks, none trained again."""
+    import zipfile
+
+    from symlib.experiments.laurent import optunet
+
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache"))
+    common = {"profile": "quick", "set": {"optunet_nets": 2, "optunet_block": 1, "optunet_epochs": 2, "n_train": 600},
+              "label": "quick-tiny", "version": 1}
+    blocks = {"name": "tiny-optunets", "title": "two OptuNets", "kind": "blocks",
+              "target": "symlib.experiments.laurent.optunet:optunet_blocks", "steps": 2, "estimate_gpu_minutes": 0.1,
+              **common}
+    summary = {"name": "tiny-optunets-summary", "title": "their summary", "kind": "experiments",
+               "experiments": ["laurent_optunets"], "where": "here", "needs": ["tiny-optunets"], "steps": 1,
+               "estimate_gpu_minutes": 0, "estimate_minutes_here": 0.5, **common}
+    path = tmp_path / "repo" / "gpu" / "queue.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"version": 1, "jobs": [blocks, summary]}))
+    assert _next(path, tmp_path / "dev") == {"tiny-optunets": [0, 1]}
+    assert gpu_queue.fold(tmp_path / "dev", path, tmp_path / "results") == {"new": 2, "already": 0, "results": 0}
+    state = path.parent / "tiny-optunets"
+    with zipfile.ZipFile(state / "step-0001.npz") as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_DEFLATED}
+    step = gpu_queue.load_step(state, 1)
+    assert step["seen"]["step"].shape[:2] == (1, 2)  # one network of the second block, two epochs
+
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "here"))  # this machine's cache: nothing trained in it
+    monkeypatch.setattr(registry.Blocks, "train", lambda self, start: pytest.fail(f"block {start} was trained"))
+    monkeypatch.setattr(optunet, "CONVERGED_ACCURACY", 0.0)  # two epochs on 600 images: none reaches 15%
+    assert gpu_queue.next_steps(path, tmp_path / "here-ret", 5.0, here=True, command="test") == {
+        "tiny-optunets-summary": [0]}
+    assert cache.STEPS_RUN["laurent_optunets"] == {"computed": 0, "loaded": 2}
+    assert gpu_queue.fold(tmp_path / "here-ret", path, tmp_path / "results")["results"] == 1
+    record = json.loads((tmp_path / "results" / "laurent_optunets-quick-tiny.json").read_text())
+    assert record["summary"]["nets"] == 2 and record["summary"]["swaps"]["units"] == [10, 3]

@@ -443,11 +443,17 @@ def swap_summary(swaps, epoch_stats, milestones, units, blocks) -> dict[str, Any
     Returns:
         A JSON-able dict: ``phases`` (rows), ``late_net_per_epoch``, ``first_net_per_epoch``,
         ``late_epochs``, ``pairs`` (comparable pairs per permutation).
+
+    Raises:
+        ValueError: for runs of one epoch (the net swaps compare the ends of two epochs).
     """
     from symlib.symmetry.neuron_order import epoch_swaps, phase_summary, swap_bursts
 
     swaps = np.asarray(swaps)
     epochs = swaps.shape[1]
+    if epochs < 2:
+        raise ValueError(f"the swap summary compares the orderings at the ends of epochs: it needs runs of at least "
+                         f"2 epochs, got {epochs}")
     late = epochs - max(1, epochs // 10)
     net = epoch_swaps(epoch_stats, blocks)
     pairs = [int(g * (n // g) * (n // g - 1) // 2) for n, g in zip(units, blocks)]

@@ -23,7 +23,8 @@ from symlib.experiments.judging.claims import CLAIMS, Verdict, claim, difference
 from symlib.experiments.laurent.mlps import LINE_T, min_mass_entry, swap_summary
 from symlib.experiments.profiles import Profile
 from symlib.experiments.recipes import StepDecay, step_sgd
-from symlib.experiments.registry import ExperimentResult, data_config, load_data, register, train_many_blocks
+from symlib.experiments.registry import (Blocks, ExperimentResult, blocks_of, data_config, load_data, register,
+                                        run_blocks)
 
 #: Laurent et al.'s OptuNet recipe (their ``optumnist-v1.py``): SGD without momentum
 LAURENT_OPTUNET = {"batch_size": 64, "learning_rate": 0.04, "weight_decay": 2e-4, "epochs": 60,
@@ -149,8 +150,17 @@ OPTUNET_BLOCK = 32
 OPTUNET_BLOCK_ACCELERATOR = 256
 
 
-def optunet_block() -> int:
-    """Networks per cached block of ``laurent_optunets`` on JAX's default backend."""
+def optunet_block(profile: Profile) -> int:
+    """Networks per cached block of ``laurent_optunets``: ``profile.optunet_block``, or with 0
+    :data:`OPTUNET_BLOCK` on a CPU and :data:`OPTUNET_BLOCK_ACCELERATOR` on JAX's other backends.
+
+    Raises:
+        ValueError: if ``profile.optunet_block`` is negative.
+    """
+    if profile.optunet_block < 0:
+        raise ValueError(f"optunet_block must be 0 (by the backend) or a number of networks, got {profile.optunet_block}")
+    if profile.optunet_block:
+        return int(profile.optunet_block)
     return OPTUNET_BLOCK if jax.default_backend() == "cpu" else OPTUNET_BLOCK_ACCELERATOR
 
 
@@ -179,6 +189,32 @@ def optunet_data(profile: Profile) -> dict[str, np.ndarray]:
             for k, v in d.items()}
 
 
+def optunet_blocks(profile: Profile, data: dict[str, np.ndarray] | None = None) -> Blocks:
+    """The ``profile.optunet_nets`` OptuNets of ``laurent_optunets`` as cached blocks of
+    :func:`optunet_block` networks, with their swap counter (every step) and sorting
+    statistics (every epoch): what the experiment trains, and what the GPU queue's job
+    ``laurent-fig2-1000`` trains a block a step (:mod:`symlib.experiments.gpu_queue`).
+
+    Args:
+        profile: the run profile.
+        data: the profile's data as :func:`optunet_data` gives it (default: loaded here).
+
+    Returns:
+        The :class:`~symlib.experiments.registry.Blocks`.
+    """
+    from symlib.core.cnn import optunet_apply, optunet_init
+    from symlib.data import standardize
+    from symlib.symmetry.architectures import optunet_permutation_spec, optunet_scaling_spec
+    from symlib.symmetry.neuron_order import statistics_observer, swap_counter
+
+    d = optunet_data(profile) if data is None else data
+    cfg = optunet_train_config(len(d["y_train"]), epochs=profile.optunet_epochs, crop_fill=standardize(0.0, "mnist"))
+    sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
+    return blocks_of("laurent_optunets", _config(profile), jax.random.key(2024), optunet_init, optunet_apply,
+                     profile.optunet_nets, d["x_train"], d["y_train"], cfg, block_size=optunet_block(profile),
+                     observe=swap_counter(sspec, pspec), observe_epoch=statistics_observer(sspec, pspec))
+
+
 @register("laurent_optunets", _config,
           "Laurent et al. Fig. 2 and Sec. 5.2: many OptuNets (355 parameters) trained at once with the authors' "
           "MNIST recipe, counting swaps of sorted units at every step",
@@ -193,28 +229,21 @@ def laurent_optunets(profile: Profile) -> dict[str, Any]:
     Returns:
         The artifact: the fields of :class:`OptuNetsResult` by name (``converged`` excepted).
     """
-    from symlib.core.cnn import optunet_apply, optunet_init
-    from symlib.data import standardize
-    from symlib.symmetry.architectures import optunet_permutation_spec, optunet_scaling_spec
-    from symlib.symmetry.neuron_order import statistics_observer, swap_counter
+    from symlib.symmetry.architectures import optunet_permutation_spec
 
     d = optunet_data(profile)
-    x, y = d["x_train"], d["y_train"]
-    cfg = optunet_train_config(len(y), epochs=profile.optunet_epochs, crop_fill=standardize(0.0, "mnist"))
+    pspec = optunet_permutation_spec()
     decay = optunet_decay(profile.optunet_epochs)
-    sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
-    # blocks of optunet_block() networks, each kept in the artifact cache: a killed run resumes
-    params, losses, seen = train_many_blocks("laurent_optunets", _config(profile), jax.random.key(2024), optunet_init,
-                                             optunet_apply, profile.optunet_nets, x, y, cfg,
-                                             block_size=optunet_block(), observe=swap_counter(sspec, pspec),
-                                             observe_epoch=statistics_observer(sspec, pspec))
+    # blocks of optunet_block(profile) networks, each kept in the artifact cache: a killed run resumes
+    blocks = optunet_blocks(profile, d)
+    params, losses, seen = run_blocks(blocks)
     acc = optunet_accuracies(params, d)
     sizes = [int(s.shape[-1]) for s in seen["epoch"]]
     return {"params": jax.tree_util.tree_map(np.asarray, params), "epoch_loss": np.asarray(losses),
             "test_accuracy": acc, "swaps": np.asarray(seen["step"]),
             "epoch_stats": {n: np.asarray(s) for n, s in zip(pspec.perm_names, seen["epoch"])}, "perm_names": np.asarray(list(pspec.perm_names)),
             "units": np.asarray(sizes), "blocks": np.asarray([int(pspec.blocks.get(n, 1)) for n in pspec.perm_names]),
-            "lr": np.asarray([decay.at_epoch(e) for e in range(cfg.epochs)]),
+            "lr": np.asarray([decay.at_epoch(e) for e in range(profile.optunet_epochs)]),
             "milestones": np.asarray(decay.milestones), "weight_decay": float(LAURENT_OPTUNET["weight_decay"])}
 
 
