@@ -11,6 +11,7 @@ Parts:
 - :mod:`~symlib.experiments.laurent.posteriors`: Sec. 4 on OptuNet (``optunet_bank``,
   ``posterior_samples``, ``laurent_posteriors``);
 - :mod:`~symlib.experiments.laurent.collapse`: Sec. 5.1 on the same bank (``functional_collapse``);
+- :mod:`~symlib.experiments.laurent.bank_min_mass`: Fig. 2 on the same bank (``bank_min_mass``);
 - :mod:`~symlib.experiments.laurent.posteriors_resnet`: the same at ResNet-18 scale.
 
 Every public name of :mod:`~symlib.experiments.laurent.perceptrons` and :mod:`~symlib.experiments.laurent.mlps` is also here
@@ -46,4 +47,4 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 # the parts register their experiments and claims when imported: eagerly, in this order (the MLPs'
 # claims before the others')
 from symlib.experiments.laurent import (perceptrons, mlps, optunet, posteriors, collapse,  # noqa: E402,F401
-                                        posteriors_resnet, toy)
+                                        bank_min_mass, posteriors_resnet, toy)

@@ -274,17 +274,20 @@ def _lines(spec, net, log_scales: dict, rng: np.random.Generator, count: int) ->
     return at_optimum, convex
 
 
-def optunet_summary(art: dict[str, Any]) -> dict[str, Any]:
-    """Summary of ``laurent_optunets``: accuracy; per converged network (test accuracy at
-    least :data:`CONVERGED_ACCURACY`) the min-mass problem (masses, hidden-bias sums of
-    squares, Hessian eigenvalues, random lines, largest weights) in the layout of the
-    ``laurent_mlps`` summary's ``min_mass`` entry; and the swaps of Sec. 5.2 (:func:`swap_summary`).
+def min_mass_summary(params: dict[str, Any], test_accuracy) -> dict[str, Any]:
+    """The Fig. 2 / Prop. 2 / Cor. 1 part of an OptuNet summary: accuracy, and per converged
+    network (test accuracy at least :data:`CONVERGED_ACCURACY`) the min-mass problem (masses,
+    hidden-bias sums of squares, Hessian eigenvalues, random lines, largest weights) in the
+    layout of the ``laurent_mlps`` summary's ``min_mass`` entry. Any set of trained OptuNets
+    (``laurent_optunets``'s, or the bank's: ``bank_min_mass``).
 
     Args:
-        art: the experiment's artifact.
+        params: the networks' parameters, stacked on a leading axis.
+        test_accuracy: each network's test accuracy.
 
     Returns:
-        A JSON-able dict.
+        A JSON-able dict: ``nets``, ``converged``, ``converged_accuracy``, the converged
+        networks' mean and lowest accuracy, the best accuracy, and ``min_mass``.
 
     Raises:
         ValueError: if no network converged (nothing to analyse).
@@ -294,13 +297,13 @@ def optunet_summary(art: dict[str, Any]) -> dict[str, Any]:
     from symlib.symmetry.architectures import optunet_scaling_spec
     from symlib.symmetry.scaling import function_change, mass_hessian, min_mass
 
-    res = OptuNetsResult.from_artifact(art)
-    keep = np.flatnonzero(res.converged)
+    acc = np.asarray(test_accuracy)
+    keep = np.flatnonzero(acc >= CONVERGED_ACCURACY)
     if keep.size == 0:
-        raise ValueError(f"none of the {len(res.converged)} OptuNets reached {CONVERGED_ACCURACY:.0%} test accuracy "
-                         f"(best {res.test_accuracy.max():.3f}); train longer (optunet_epochs)")
+        raise ValueError(f"none of the {len(acc)} OptuNets reached {CONVERGED_ACCURACY:.0%} test accuracy "
+                         f"(best {acc.max():.3f}); train longer (optunet_epochs)")
     spec = optunet_scaling_spec()
-    nets = [unstack(art["params"], np.float64)[i] for i in keep]
+    nets = [unstack(params, np.float64)[i] for i in keep]
     solved = [min_mass(spec, net) for net in nets]
     x = np.random.default_rng(0).normal(size=(64, 28, 28, 1))
     change = max(function_change(optunet_apply, n, s.params, x) for n, s in zip(nets, solved))
@@ -314,21 +317,37 @@ def optunet_summary(art: dict[str, Any]) -> dict[str, Any]:
             eig[where].append(ev[0] / ev[-1])
         a, c = _lines(spec, net, logs, rng, 8)
         at_opt, convex, lines = at_opt + a, convex + c, lines + 8
-    return {"nets": len(res.test_accuracy), "converged": int(keep.size),
-            "converged_accuracy": CONVERGED_ACCURACY,
-            "test_accuracy_mean": float(np.mean(res.test_accuracy[keep])),
-            "test_accuracy_min": float(np.min(res.test_accuracy[keep])),
-            "test_accuracy_max": float(np.max(res.test_accuracy)),
+    return {"nets": len(acc), "converged": int(keep.size), "converged_accuracy": CONVERGED_ACCURACY,
+            "test_accuracy_mean": float(np.mean(acc[keep])), "test_accuracy_min": float(np.min(acc[keep])),
+            "test_accuracy_max": float(np.max(acc)),
             "min_mass": min_mass_entry(
                 nets, solved, layers=OPTUNET_LAYERS, bias_layers=("dense_0",),
                 layer_weights=[int(np.prod(OPTUNET_SHAPES[f"{layer}/kernel"])) for layer in OPTUNET_LAYERS],
                 layer_params=[sum(int(np.prod(s)) for p, s in OPTUNET_SHAPES.items() if p.startswith(layer + "/"))
                               for layer in OPTUNET_LAYERS],
-                eig=eig, lines=(lines, at_opt, convex), max_logit_change=change),
-            "swaps": {"perm_names": res.perm_names, "units": res.units.tolist(), "blocks": res.blocks.tolist(),
-                      "lr": res.lr.tolist(),
-                      **swap_summary(res.swaps[keep], [s[keep] for s in res.epoch_stats], res.milestones,
-                                     res.units.tolist(), res.blocks.tolist())}}
+                eig=eig, lines=(lines, at_opt, convex), max_logit_change=change)}
+
+
+def optunet_summary(art: dict[str, Any]) -> dict[str, Any]:
+    """Summary of ``laurent_optunets``: :func:`min_mass_summary`, and the swaps of Sec. 5.2
+    (:func:`swap_summary`) of the converged networks.
+
+    Args:
+        art: the experiment's artifact.
+
+    Returns:
+        A JSON-able dict.
+
+    Raises:
+        ValueError: if no network converged (nothing to analyse).
+    """
+    res = OptuNetsResult.from_artifact(art)
+    out = min_mass_summary(art["params"], res.test_accuracy)
+    keep = np.flatnonzero(res.converged)
+    return {**out, "swaps": {"perm_names": res.perm_names, "units": res.units.tolist(), "blocks": res.blocks.tolist(),
+                             "lr": res.lr.tolist(),
+                             **swap_summary(res.swaps[keep], [s[keep] for s in res.epoch_stats], res.milestones,
+                                            res.units.tolist(), res.blocks.tolist())}}
 
 
 # The Fig. 2 / Prop. 2 / Cor. 1 and Sec. 5.2 claims of laurent_mlps read the same summary entries.
