@@ -332,6 +332,55 @@ display(report.show_saved_run("laurent_optunets",
                               keep=lambda c: c not in SEC52))
 
 # %% [markdown]
+# **On the bank's networks.** Chapters 12 and 13 use a bank of OptuNets trained with the same
+# recipe and data but without the swap counters, on other random keys. The GPU queue
+# (`book/running.md`) has trained its first {glue:text}`ch10_bank_nets:,` networks, the
+# {glue:text}`ch10_bank_gpu_steps` of its {glue:text}`ch10_bank_gpu_of` blocks done so far
+# ({glue:text}`ch10_bank_gpu_minutes` GPU-minutes on {glue:text}`ch10_bank_gpu_devices`,
+# {glue:text}`ch10_bank_gpu_first`). That is about the size of the paper's checkpoint set
+# ({paper}`1,000` OptuNets), so Fig. 2's min-mass problem can be read on nearly as many
+# networks as the paper had. The experiment `bank_min_mass` does this: it solves the problem for
+# every converged network of the bank, here in {glue:text}`ch10_bank_seconds` s on
+# {glue:text}`ch10_bank_device`. The run is a labelled reduction: the bank's first {glue:text}`ch10_bank_nets:,` networks.
+#
+# ```bash
+# python -m symlib gpu install laurent-bank
+# python -m symlib run bank_min_mass --profile paper --set bank_used=1024 --label paper-1024nets --out book/results
+# ```
+
+# %%
+from symlib.experiments import gpu_queue
+
+bank_run = results.load("bank_min_mass", "paper-1024nets")
+bank_outcomes = claims.evaluate("bank_min_mass", bank_run["summary"])
+glue_all(glue, "ch10_bank", laurent.bank_min_mass_values(
+    bank_run, bank_outcomes, gpu_queue.folded_provenance(results.repository_root() / "gpu" / "queue.json",
+                                                         "laurent-bank")))
+report.show_saved_run("bank_min_mass", "the bank's OptuNets: trained on a GPU by the queue's laurent-bank job")
+
+# %% tags=["nbval-check-output"]
+claims.assert_expected(bank_outcomes, "paper-1024nets", "Laurent et al. (the bank's OptuNets)", saved=[
+    (label, claims.evaluate("laurent_optunets", run["summary"])) for label, run in saved.items()])
+
+# %% [markdown]
+# **What the bank shows.** {glue:text}`ch10_bank_converged` of the bank's
+# {glue:text}`ch10_bank_nets:,` networks passed the convergence threshold (mean test accuracy
+# {glue:text}`ch10_bank_acc`). Every one of them is above its min-mass point: its mass is
+# lower by {glue:text}`ch10_bank_dec` at the optimum ({glue:text}`ch10_bank_v_above_min_mass`).
+# The mass is strictly convex in the log-scales at every point and on every random line
+# checked ({glue:text}`ch10_bank_v_min_mass_convex`). The largest weight of the first
+# convolution changes by {glue:text}`ch10_bank_conv0` and that of the grouped convolution by
+# {glue:text}`ch10_bank_conv1` ({glue:text}`ch10_bank_v_largest_weight`, as on the
+# {glue:text}`ch10_pp_nets` networks). Corollary 1's check finds the same exception as before. The whole penalty falls
+# in {glue:text}`ch10_bank_cor1_lower` networks, but in {glue:text}`ch10_bank_cor1_higher` the
+# hidden biases grow by more than the kernels shrink (for the worst,
+# {glue:text}`ch10_bank_cor1_db` against {glue:text}`ch10_bank_cor1_dm`), so the corollary is
+# {glue:text}`ch10_bank_v_corollary1_lower_loss`. All four verdicts are those of the profile's
+# {glue:text}`ch10_pp_nets` networks, now on {glue:text}`ch10_bank_converged` other networks, so that run was not a
+# lucky draw. The swap counts of Fig. 4 at this size wait for the queue's `laurent-fig2-1000`
+# job.
+
+# %% [markdown]
 # The ReLU MLPs of App. D.3 at the paper profile's size ({glue:text}`ch10_pp_mlp_sizes`, the
 # same recipe and data), saved: all {glue:text}`ch10_pp_mlp_nets` networks of the paper
 # profile, run on the H100 ({glue:text}`ch10_pp_mlp_seconds` s; an earlier run of the same

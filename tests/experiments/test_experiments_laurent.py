@@ -303,3 +303,27 @@ def test_optunet_block_size_follows_the_backend_unless_the_profile_fixes_it(monk
     assert optunet.optunet_block(reduced(paper, {"optunet_block": "64"}, "paper-64")) == 64
     with pytest.raises(ValueError, match="optunet_block must be 0 .* got -1"):
         optunet.optunet_block(reduced(paper, {"optunet_block": "-1"}, "paper-neg"))
+
+
+def test_bank_min_mass_reads_the_banks_networks(tmp_path, monkeypatch):
+    """bank_min_mass: min_mass_summary of the bank's networks (its own artifact holds the bank's
+    parameters and accuracies), judged by laurent_optunets's four min-mass claims; the order of
+    the layers in the parameters does not change the summary."""
+    from symlib.experiments import registry
+    from symlib.experiments.laurent import optunet
+    from symlib.experiments.laurent.bank_min_mass import MIN_MASS_CLAIMS
+    from symlib.experiments.profiles import get_profile, reduced
+
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
+    monkeypatch.setattr(optunet, "CONVERGED_ACCURACY", 0.0)  # one epoch on 600 images: none reaches 15%
+    profile = reduced(get_profile("quick"), {"bank_nets": "2", "bank_block": "2", "bank_epochs": "1",
+                                             "n_train": "600"}, "quick-tiny")
+    art = registry.run("bank_min_mass", profile, verbose=False).artifact
+    bank = registry.run("optunet_bank", profile, verbose=False).artifact
+    np.testing.assert_array_equal(art["test_accuracy"], bank["test_accuracy"])
+    summary = SUMMARIES["bank_min_mass"](art)
+    assert summary["nets"] == summary["converged"] == 2 and len(summary["min_mass"]["mass_before"]) == 2
+    shuffled = {layer: art["params"][layer] for layer in reversed(list(art["params"]))}
+    assert json.dumps(optunet.min_mass_summary(shuffled, art["test_accuracy"]), sort_keys=True) == json.dumps(
+        summary, sort_keys=True)
+    assert sorted(o.claim.name for o in claims.evaluate("bank_min_mass", summary)) == sorted(MIN_MASS_CLAIMS)

@@ -370,3 +370,21 @@ def test_the_chapters_figures():
                                        | {"q": {"first": np.zeros(3)}}, xlabel="w", ylabel="d")
     assert fig.axes[0].get_legend_handles_labels()[1] == ["first", "last"] and fig.axes[0].get_ylabel() == "d"
     plt.close("all")
+
+
+def test_bank_min_mass_values_count_corollary1_on_every_network():
+    """Three networks: the min-mass rescaling lowers every kernel mass; the hidden biases of the
+    third grow by more than its kernels shrink, so the whole penalty rises there only."""
+    mm = {"mass_before": [10.0, 20.0, 30.0], "mass_after": [8.0, 15.0, 27.0],
+          "hidden_bias_sq_before": [1.0, 1.0, 2.0], "hidden_bias_sq_after": [1.5, 2.0, 6.5],
+          "largest_weight_trained": [1.0, 2.0, 1.0, 1.0], "largest_weight_min_mass": [1.5, 1.0, 1.0, 1.0]}
+    record = {"summary": {"nets": 4, "converged": 3, "test_accuracy_mean": 0.75, "test_accuracy_min": 0.5,
+                          "min_mass": mm}, "elapsed_s": 61.2, "device": "cpu"}
+    prov = {"steps": 8, "of": 9, "devices": "an H100", "minutes": 12.4, "first": "2026-11-27"}
+    values = tables.bank_min_mass_values(record, [_outcome("above_min_mass", "holds", 0.1)], prov)
+    assert (values["nets"], values["converged"], values["dropped"], values["acc"]) == (4, 3, 1, "75%")
+    assert (values["cor1_lower"], values["cor1_higher"], values["cor1_kernels_lower"]) == (2, 1, 3)
+    assert (values["cor1_db"], values["cor1_dm"], values["cor1_b_before"]) == ("+4.5", "-3.0", "2.0")
+    assert values["dec"] == "10% to 25% (mean 18%)" and (values["conv0"], values["conv1"]) == ("x1.50", "x0.50")
+    assert values["seconds"] == "61" and values["v_above_min_mass"] == "holds"
+    assert (values["gpu_steps"], values["gpu_devices"], values["gpu_first"]) == (8, "an H100", "2026-11-27")

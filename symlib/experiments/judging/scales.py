@@ -109,6 +109,8 @@ REDUCTIONS: dict[tuple[str, str], str] = {
     ("laurent_optunets", "paper-16nets"): "16 of the paper's 1,000 networks",
     ("laurent_optunets", "paper-8nets"): "8 of the paper's 1,000 networks",
     ("laurent_mlps", "paper-64nets"): "64 of the 256 networks of our paper profile",
+    ("bank_min_mass", "paper-1024nets"): "1,024 of the 1,120 OptuNets of the paper profile's bank (8 of its 9 blocks, "
+                                         "those trained on a GPU so far)",
     ("functional_collapse", "paper-24nets"): "24 of the 1,120 OptuNets of the paper profile's bank",
     ("functional_collapse", "paper-1024nets"): "1,024 of the 1,120 OptuNets of the paper profile's bank (8 of its "
                                                "9 blocks, those trained on a GPU so far)",

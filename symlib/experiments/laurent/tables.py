@@ -630,6 +630,54 @@ def largest_ratio_values(largest: Mapping[str, np.ndarray], layers: Sequence[str
     return values | {f"params_{name}": n for name, n in zip(layers, params)}
 
 
+def _min_mass_run_values(tag: str, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The prose's numbers of one OptuNet run's min-mass summary, keyed ``<tag>_...``: ``nets``,
+    ``converged``, ``acc``, ``min_acc``, ``dropped``, ``dec`` (the range of the relative mass
+    decrease), ``conv0`` and ``conv1`` (the convolutions' largest-weight ratios)."""
+    smm = summary["min_mass"]
+    dec = 1 - np.asarray(smm["mass_after"]) / np.asarray(smm["mass_before"])
+    ratio = np.asarray(smm["largest_weight_min_mass"]) / np.asarray(smm["largest_weight_trained"])
+    return {f"{tag}_nets": summary["nets"], f"{tag}_converged": summary["converged"],
+            f"{tag}_acc": f"{summary['test_accuracy_mean']:.0%}", f"{tag}_min_acc": f"{summary['test_accuracy_min']:.0%}",
+            f"{tag}_dropped": summary["nets"] - summary["converged"],
+            f"{tag}_dec": f"{dec.min():.0%} to {dec.max():.0%} (mean {dec.mean():.0%})",
+            f"{tag}_conv0": f"x{ratio[0]:.2f}", f"{tag}_conv1": f"x{ratio[1]:.2f}"}
+
+
+def _corollary1_values(tag: str, min_mass: Mapping[str, Any]) -> dict[str, Any]:
+    """Corollary 1's check on one run, keyed ``<tag>_cor1_...``: the networks whose whole penalty
+    (kernels and hidden biases) the min-mass rescaling lowers (``lower``) or not (``higher``),
+    those whose kernels' mass it lowers (``kernels_lower``), and for the worst network the
+    hidden biases' change (``db``) and sum of squares before (``b_before``) and the kernels'
+    change (``dm``)."""
+    d_kernels = np.asarray(min_mass["mass_after"]) - np.asarray(min_mass["mass_before"])
+    d_biases = np.asarray(min_mass["hidden_bias_sq_after"]) - np.asarray(min_mass["hidden_bias_sq_before"])
+    worst = int(np.argmax(d_kernels + d_biases))
+    return {f"{tag}_cor1_lower": int(np.sum(d_kernels + d_biases < 0)),
+            f"{tag}_cor1_higher": int(np.sum(d_kernels + d_biases >= 0)),
+            f"{tag}_cor1_kernels_lower": int(np.sum(d_kernels < 0)), f"{tag}_cor1_db": f"{d_biases[worst]:+.1f}",
+            f"{tag}_cor1_dm": f"{d_kernels[worst]:+.1f}",
+            f"{tag}_cor1_b_before": f"{min_mass['hidden_bias_sq_before'][worst]:.1f}"}
+
+
+def bank_min_mass_values(record: Mapping[str, Any], outcomes, provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """The values the prose cites from a saved ``bank_min_mass`` run: those of
+    :func:`_min_mass_run_values` and :func:`_corollary1_values` (unprefixed), ``seconds``,
+    ``device``, the verdicts (``v_<claim>``) and where the bank's networks were trained
+    (``provenance``: :func:`symlib.experiments.gpu_queue.folded_provenance`, keys prefixed
+    ``gpu_``).
+
+    Args:
+        record: the saved run (``summary``, ``elapsed_s``, ``device``).
+        outcomes: its claims' outcomes (:func:`symlib.experiments.judging.claims.evaluate`).
+        provenance: the bank job's folded provenance.
+    """
+    values = {**_min_mass_run_values("r", record["summary"]), **_corollary1_values("r", record["summary"]["min_mass"])}
+    return ({k[2:]: v for k, v in values.items()} | {"seconds": f"{record['elapsed_s']:.0f}", "device": record["device"]}
+            | {f"v_{o.claim.name}": o.verdict.value for o in outcomes}
+            | {f"gpu_{k}": v for k, v in provenance.items()})
+
+
 def saved_min_mass_values(paper_profile: Profile, paper: Mapping[str, Any], reductions: Mapping[str, Mapping[str, Any]],
                           mlp_paper: Mapping[str, Any], mlp_reduced: Mapping[str, Any],
                           paper_verdicts: Mapping[str, str]) -> dict[str, Any]:
@@ -645,8 +693,8 @@ def saved_min_mass_values(paper_profile: Profile, paper: Mapping[str, Any], redu
         paper_verdicts: claim name -> verdict on the paper run (``corollary1_lower_loss`` is cited).
 
     Returns:
-        ``pp_epochs``, ``pp_n_train``, ``pp_steps``, ``pp_nets``, ``pp_seconds``, ``pp_date``; per
-        run (``pp``, else its tag) ``<tag>_nets`` and ``_minutes`` (reductions only),
+        ``pp_epochs``, ``pp_n_train``, ``pp_steps``, ``pp_seconds``, ``pp_date``; per
+        run (``pp``, else its tag) ``<tag>_nets``, ``_minutes`` (reductions only),
         ``_converged``, ``_acc``, ``_min_acc``, ``_dropped``, ``_dec`` (the range of the relative
         mass decrease), ``_conv0`` and ``_conv1`` (the convolutions' largest-weight ratios); the
         Corollary 1 check on the paper run (``pp_cor1_*``, ``pp_v_corollary1``); and the MLPs'
@@ -658,30 +706,14 @@ def saved_min_mass_values(paper_profile: Profile, paper: Mapping[str, Any], redu
     _check_paper_size(paper, paper_profile)
     steps = paper_profile.optunet_epochs * (paper_profile.n_train // LAURENT_OPTUNET["batch_size"])
     values = {"pp_epochs": paper_profile.optunet_epochs, "pp_n_train": f"{paper_profile.n_train:,}",
-              "pp_steps": f"{round(steps, -3):,}", "pp_nets": paper_profile.optunet_nets,
+              "pp_steps": f"{round(steps, -3):,}",
               "pp_seconds": f"{paper['elapsed_s']:.0f}", "pp_date": paper["date"]}
     for tag, rec in {"pp": paper, **reductions}.items():
-        ss, smm = rec["summary"], rec["summary"]["min_mass"]
-        dec = 1 - np.asarray(smm["mass_after"]) / np.asarray(smm["mass_before"])
-        ratio = np.asarray(smm["largest_weight_min_mass"]) / np.asarray(smm["largest_weight_trained"])
+        values |= _min_mass_run_values(tag, rec["summary"])
         if tag != "pp":
-            values[f"{tag}_nets"] = ss["nets"]
             values[f"{tag}_minutes"] = f"{rec['elapsed_s'] / 60:.0f}"
-        values |= {f"{tag}_converged": ss["converged"], f"{tag}_acc": f"{ss['test_accuracy_mean']:.0%}",
-                   f"{tag}_min_acc": f"{ss['test_accuracy_min']:.0%}", f"{tag}_dropped": ss["nets"] - ss["converged"],
-                   f"{tag}_dec": f"{dec.min():.0%} to {dec.max():.0%} (mean {dec.mean():.0%})",
-                   f"{tag}_conv0": f"x{ratio[0]:.2f}", f"{tag}_conv1": f"x{ratio[1]:.2f}"}
-    # Corollary 1 on the paper run: the whole penalty (kernels + hidden biases) per network
-    pmm = paper["summary"]["min_mass"]
-    d_kernels = np.asarray(pmm["mass_after"]) - np.asarray(pmm["mass_before"])
-    d_biases = np.asarray(pmm["hidden_bias_sq_after"]) - np.asarray(pmm["hidden_bias_sq_before"])
-    worst = int(np.argmax(d_kernels + d_biases))
-    values |= {"pp_cor1_lower": int(np.sum(d_kernels + d_biases < 0)),
-               "pp_cor1_higher": int(np.sum(d_kernels + d_biases >= 0)),
-               "pp_cor1_kernels_lower": int(np.sum(d_kernels < 0)), "pp_cor1_db": f"{d_biases[worst]:+.1f}",
-               "pp_cor1_dm": f"{d_kernels[worst]:+.1f}",
-               "pp_cor1_b_before": f"{pmm['hidden_bias_sq_before'][worst]:.1f}",
-               "pp_v_corollary1": paper_verdicts["corollary1_lower_loss"]}
+    values |= _corollary1_values("pp", paper["summary"]["min_mass"])
+    values["pp_v_corollary1"] = paper_verdicts["corollary1_lower_loss"]
     return values | {"pp_mlp_sizes": "-".join(map(str, (784, *mlp_paper["summary"]["swaps"]["units"], 10))),
                      "pp_mlp_nets": mlp_paper["summary"]["nets"], "pp_mlp_nets_reduced": mlp_reduced["summary"]["nets"],
                      "pp_mlp_seconds": f"{mlp_paper['elapsed_s']:.0f}"}

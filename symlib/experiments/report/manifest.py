@@ -248,10 +248,11 @@ MANIFEST: tuple[Item, ...] = (
                      f"{LAURENT_FIG1_CLAIMS['canonical_density']}; dropped {LAURENT_FIG1_CLAIMS['dropped_networks']}"),
     Item("laurent2024", "Figure 2", "mass of trained OptuNets against their min-mass equivalents, and the largest "
          "weight of each layer", "figure", chapter="notebooks/10_min_mass",
-         experiments=("laurent_optunets", "laurent_mlps"),
-         claims=tuple(f"{e}:{c}" for e in ("laurent_optunets", "laurent_mlps")
+         experiments=("laurent_optunets", "laurent_mlps", "bank_min_mass"),
+         claims=tuple(f"{e}:{c}" for e in ("laurent_optunets", "laurent_mlps", "bank_min_mass")
                       for c in ("above_min_mass", "min_mass_convex", "corollary1_lower_loss", "largest_weight")),
-         keys=("laurent_optunets:min_mass/mass_before", "laurent_optunets:min_mass/mass_after"),
+         keys=("laurent_optunets:min_mass/mass_before", "laurent_optunets:min_mass/mass_after",
+               "bank_min_mass:min_mass/mass_before", "bank_min_mass:min_mass/mass_after"),
          paper_value=f"above the min-mass point: {LAURENT_FIG2_CLAIMS['above_min_mass']}; largest weight: "
                      f"{LAURENT_FIG2_CLAIMS['largest_weight_after_min_mass']}"),
     Item("laurent2024", "Figure 3", "pairwise mutual information of 1,000 ResNet-18 on CIFAR-100 (ID) and SVHN "
