@@ -21,7 +21,10 @@ compared.
 (``make book``) executes two notebooks at a time, the longest first (by the last recorded
 run), and stores them in Jupyter Book's execution cache instead of the .ipynb files, so that
 ``jupyter-book build`` finds every chapter executed; a notebook already in that cache with
-the same code is skipped, as the build itself would skip it. Chapters executed together
+the same code and the same inputs is skipped, as the build itself would skip it (a chapter's
+inputs besides its code, :func:`inputs_digest`: symlib's source, ``book/results/`` and
+``gpu/``; a saved run added or a claim changed runs the chapters again, which Jupyter Book's
+cache, keyed by the code alone, would not). Chapters executed together
 share the artifact cache safely: an artifact two of them need is computed once
 (:func:`symlib.experiments.cache.cached` locks it); the chapter that times its alignments
 and the report (:data:`ALONE_AFTER_THE_OTHERS`) run alone, after the others. A chapter's
@@ -32,6 +35,7 @@ whole execution.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
@@ -128,6 +132,31 @@ def _in_cache(cache, nb: nbformat.NotebookNode) -> bool:
         return False
 
 
+#: the file in a Jupyter Book execution cache folder that keeps, per chapter, the
+#: :func:`inputs_digest` its cached execution read
+INPUTS_STAMP = "symlib-inputs.json"
+
+
+def inputs_digest(root: Path | None = None) -> str:
+    """What a chapter's outputs depend on besides its code: symlib's source (its code hash,
+    :func:`symlib.experiments.cache.code_version`) and every file of the saved results and of
+    the GPU queue (``book/results/``, ``gpu/``) under ``root`` (default: this repository)."""
+    from symlib.experiments.cache import code_version
+
+    root = TIMINGS.parents[1] if root is None else Path(root)
+    h = hashlib.sha256(code_version().encode())
+    for folder in ("book/results", "gpu"):
+        for path in sorted(p for p in (root / folder).rglob("*") if p.is_file()):
+            h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def held_in_cache(cache, sources: list[Path], stamp: dict[str, str], digest: str) -> list[Path]:
+    """The sources a Jupyter Book execution cache holds executed with their code now and with
+    the inputs now (``stamp[stem] == digest``: :data:`INPUTS_STAMP`)."""
+    return [src for src in sources if stamp.get(src.stem) == digest and _in_cache(cache, jupyter_cache_notebook(src))]
+
+
 def run_all(sources: list[Path], timeout: int, jobs: int, jupyter_cache: Path | None) -> tuple[dict[str, float], list[str]]:
     """Execute ``sources``, ``jobs`` at a time, and print each one's seconds as it ends.
 
@@ -136,7 +165,8 @@ def run_all(sources: list[Path], timeout: int, jobs: int, jupyter_cache: Path | 
         timeout: seconds allowed per cell.
         jobs: notebooks executed at once (each in its own kernel).
         jupyter_cache: store the executed notebooks in this Jupyter Book execution cache
-            (skipping those it already holds with the same code) instead of writing the .ipynb.
+            (skipping those it already holds with the same code and inputs,
+            :func:`held_in_cache`) instead of writing the .ipynb.
 
     Returns:
         Seconds per executed chapter (its stem), and the chapters that failed, each with
@@ -147,9 +177,12 @@ def run_all(sources: list[Path], timeout: int, jobs: int, jupyter_cache: Path | 
         from jupyter_cache import get_cache
 
         cache = get_cache(str(jupyter_cache))
-        held = [src for src in sources if _in_cache(cache, jupyter_cache_notebook(src))]
+        stamp_path = Path(jupyter_cache) / INPUTS_STAMP
+        stamp = json.loads(stamp_path.read_text()) if stamp_path.exists() else {}
+        digest = inputs_digest()
+        held = held_in_cache(cache, sources, stamp, digest)
         for src in held:
-            print(f"{src}: unchanged, already in {jupyter_cache}", flush=True)
+            print(f"{src}: unchanged (code, symlib, saved results), already in {jupyter_cache}", flush=True)
         sources = [src for src in sources if src not in held]
     seconds, failed = {}, []
     work = _execute_for_cache if cache is not None else execute
@@ -172,6 +205,8 @@ def run_all(sources: list[Path], timeout: int, jobs: int, jupyter_cache: Path | 
                     cache.cache_notebook_bundle(CacheBundleIn(nb, str(src.with_suffix(".ipynb").resolve()),
                                                               data={"execution_seconds": elapsed}),
                                                 check_validity=False, overwrite=True)
+                    stamp[src.stem] = digest
+                    stamp_path.write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n")
                 seconds[src.stem] = elapsed
                 print(f"{src}: executed in {elapsed:.1f} s", flush=True)
     return seconds, failed

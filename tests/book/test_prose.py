@@ -301,3 +301,29 @@ def test_bench_rate_measures_the_machine():
     module = _execute_notebooks()
     rate = module.bench_rate()
     assert rate["networks"] == 3 and rate["images"] == 4096 and rate["images_per_s"] > 100
+
+
+def test_a_cached_chapter_runs_again_when_its_inputs_change(tmp_path, monkeypatch):
+    """make book skips a chapter held in Jupyter Book's cache only while its inputs besides its
+    code (symlib's source, book/results/, gpu/) are those of the cached execution."""
+    from symlib.experiments import cache
+
+    module = _execute_notebooks()
+    (tmp_path / "book" / "results").mkdir(parents=True)
+    (tmp_path / "gpu" / "job").mkdir(parents=True)
+    (tmp_path / "book" / "results" / "a-paper.json").write_text("{}")
+    before = module.inputs_digest(tmp_path)
+    assert module.inputs_digest(tmp_path) == before
+    (tmp_path / "gpu" / "job" / "step-0000.json").write_text("{}")  # a step folded
+    after = module.inputs_digest(tmp_path)
+    assert after != before
+    monkeypatch.setattr(cache, "code_version", lambda: "0.1.0+edited")
+    assert module.inputs_digest(tmp_path) not in (before, after)
+    src = tmp_path / "01_a.py"
+    monkeypatch.setattr(module, "jupyter_cache_notebook", lambda path: path)
+    monkeypatch.setattr(module, "_in_cache", lambda jc, nb: True)  # the code is in the cache
+    assert module.held_in_cache(None, [src], {"01_a": before}, after) == []
+    assert module.held_in_cache(None, [src], {}, after) == []
+    assert module.held_in_cache(None, [src], {"01_a": after}, after) == [src]
+    monkeypatch.setattr(module, "_in_cache", lambda jc, nb: False)  # the code changed
+    assert module.held_in_cache(None, [src], {"01_a": after}, after) == []
