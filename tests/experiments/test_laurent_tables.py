@@ -125,6 +125,35 @@ def test_posterior_setting_values():
     assert list(values)[:4] == ["swag_snaps_q", "swag_epochs_q", "swag_snaps_p", "swag_epochs_p"]
     assert (values["swag_snaps_p"], values["swag_epochs_p"]) == swag_schedule(paper.post_method_epochs)
     assert values["dropout"] == SETTINGS["dropout_rate"] and values["samples"] == quick.post_samples
+    # SGHMC's step: the stable one at 5,000 images, shrunk as 1/sqrt(N) above (9,000 and 50,000 here)
+    assert (values["sghmc_step_base"], values["sghmc_step_n"]) == ("0.001", "5,000")
+    assert (values["sghmc_step"], values["sghmc_step_p"]) == ("0.00075", "0.00032")
+    assert values["n_train_p"] == "50,000"
+
+
+def test_sghmc_step_shrinks_as_one_over_the_root_of_the_images():
+    from symlib.experiments.laurent.posteriors import SGHMC_STEP_N, sghmc_step_size
+
+    base = SETTINGS["sghmc_step_size"]
+    assert sghmc_step_size(600) == sghmc_step_size(SGHMC_STEP_N) == base
+    assert sghmc_step_size(4 * SGHMC_STEP_N) == pytest.approx(base / 2)
+    with pytest.raises(ValueError, match="n_train"):
+        sghmc_step_size(0)
+
+
+def test_saved_posterior_values_read_the_command_and_the_summary():
+    summary = {**_posteriors_summary(), "reference_size": 800}
+    record = {"summary": summary, "elapsed_s": 767.7, "device": "cpu",
+              "command": "python -m symlib run laurent_posteriors --profile paper --set bank_used=1024 --set "
+                         "post_samples=100 --set post_modes=10 --set post_method_epochs=2 --label x"}
+    values = tables.saved_posterior_values(record, [_outcome("ensemble_closest", "holds", 0.0)])
+    assert (values["bank_used"], values["samples"], values["modes"], values["method_epochs"]) == ("1,024", 100, 10, 2)
+    assert (values["reference"], values["reference_acc"], values["minutes"]) == ("800", "81%", "13")
+    de = 100 * summary["metrics"]["DE"]["acc"]
+    assert values["acc_DE"] == f"{de:.1f}%" and values["de_gap"] == f"{95.3 - de:.1f}"
+    assert "acc_multi_SWAG" in values and values["v_ensemble_closest"] == "holds"
+    with pytest.raises(ValueError, match="does not set 'post_modes'"):
+        tables.saved_posterior_values({**record, "command": "run --set bank_used=8 --set post_samples=4"}, [])
 
 
 def test_swag_schedule():

@@ -111,6 +111,10 @@ REDUCTIONS: dict[tuple[str, str], str] = {
     ("laurent_mlps", "paper-64nets"): "64 of the 256 networks of our paper profile",
     ("bank_min_mass", "paper-1024nets"): "1,024 of the 1,120 OptuNets of the paper profile's bank (8 of its 9 blocks, "
                                          "those trained on a GPU so far)",
+    ("laurent_posteriors", "paper-1024nets-800ref-2epochs"): "800 of the paper's 1,000 reference checkpoints (the "
+                                                            "converged networks among the first 1,024 of the paper "
+                                                            "profile's bank, trained on a GPU) and 2 of the paper's "
+                                                            "60 epochs of the methods (continued from the modes)",
     ("functional_collapse", "paper-24nets"): "24 of the 1,120 OptuNets of the paper profile's bank",
     ("functional_collapse", "paper-1024nets"): "1,024 of the 1,120 OptuNets of the paper profile's bank (8 of its "
                                                "9 blocks, those trained on a GPU so far)",
@@ -140,6 +144,8 @@ PAPER_RUNS: frozenset[str] = frozenset({
     "vi_alignment_resnet20", "rn18_collapse_cifar100", "rn18_collapse_tiny_imagenet", "rn18_posteriors_cifar100",
     "rn18_posteriors_tiny_imagenet", "hmc_pieces", "mlp_map_pair", "optunet_bank", "posterior_samples",
     "rn18_bank_cifar100", "rn18_bank_tiny_imagenet",
+    # the paper profile's bank: 1,120 OptuNets of the authors' recipe, the paper's checkpoint set 1,000
+    "bank_min_mass",
 })
 
 #: HMC samples of Xiao et al. (App. A: "In total, we generated 1000 HMC samples")

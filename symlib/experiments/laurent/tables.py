@@ -209,7 +209,7 @@ def posterior_setting_values(profile: Profile, paper_profile: Profile) -> dict[s
     for tag, p in (("q", profile), ("p", paper_profile)):
         values[f"swag_snaps_{tag}"], values[f"swag_epochs_{tag}"] = swag_schedule(p.post_method_epochs)
     return values | {
-        "n_train": f"{profile.n_train:,}",
+        "n_train": f"{profile.n_train:,}", "n_train_p": f"{paper_profile.n_train:,}",
         "laplace_n": f"{profile.laplace_n_data:,}" if profile.laplace_n_data else "all",
         "dropout": SETTINGS["dropout_rate"], "bnn_mc": SETTINGS["bnn_num_mc"], "swag_scale": SETTINGS["swag_scale"],
         "sghmc_step": f"{sghmc_step_size(profile.n_train):.2g}",
@@ -233,6 +233,34 @@ def bank_values(summary: Mapping[str, Any], profile: Profile) -> dict[str, str]:
     """``reference_acc`` (the reference's mean accuracy) and ``bank_lr`` (the bank's learning rate)."""
     return {"reference_acc": f"{summary['reference_accuracy']:.0%}",
             "bank_lr": f"{bank_decay(profile).learning_rate:g}"}
+
+
+def saved_posterior_values(record: Mapping[str, Any], outcomes) -> dict[str, Any]:
+    """The values the prose cites from a saved ``laurent_posteriors`` run: the settings its
+    command gave (``bank_used``, ``samples``, ``modes``, ``method_epochs``), the reference's
+    size and mean accuracy, every method's accuracy (``acc_<method>``, in percent, ``-`` in
+    ``multi-`` names read ``_``), the deep ensemble's gap to Table 1's (``de_gap``, points), the
+    minutes it ran, its device and the verdicts (``v_<claim>``).
+
+    Args:
+        record: the saved run (``summary``, ``command``, ``elapsed_s``, ``device``).
+        outcomes: its claims' outcomes (:func:`symlib.experiments.judging.claims.evaluate`).
+
+    Raises:
+        ValueError: if the command does not set one of those settings.
+    """
+    from symlib.experiments.judging.results import command_setting
+
+    s, cmd = record["summary"], record["command"]
+    de = 100 * s["metrics"]["DE"]["acc"]
+    return ({"bank_used": f"{int(command_setting(cmd, 'bank_used')):,}", "samples": int(command_setting(cmd, "post_samples")),
+             "modes": int(command_setting(cmd, "post_modes")),
+             "method_epochs": int(command_setting(cmd, "post_method_epochs")),
+             "reference": f"{s['reference_size']:,}", "reference_acc": f"{s['reference_accuracy']:.0%}",
+             "de_gap": f"{TABLE1_MNIST['DE'][TABLE1_COLUMNS.index('Acc')] - de:.1f}",
+             "minutes": f"{record['elapsed_s'] / 60:.0f}", "device": record["device"]}
+            | {f"acc_{m.replace('-', '_')}": f"{100 * s['metrics'][m]['acc']:.1f}%" for m in s["methods"]}
+            | {f"v_{o.claim.name}": o.verdict.value for o in outcomes})
 
 
 def method_seconds_table(summary: Mapping[str, Any], profile_name: str) -> Table:
