@@ -182,7 +182,7 @@ def run_all(sources: list[Path], timeout: int, jobs: int, jupyter_cache: Path | 
         digest = inputs_digest()
         held = held_in_cache(cache, sources, stamp, digest)
         for src in held:
-            print(f"{src}: unchanged (code, symlib, saved results), already in {jupyter_cache}", flush=True)
+            print(f"{src}: unchanged, already in {jupyter_cache} (same code, symlib and saved results)", flush=True)
         sources = [src for src in sources if src not in held]
     seconds, failed = {}, []
     work = _execute_for_cache if cache is not None else execute
