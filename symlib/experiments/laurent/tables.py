@@ -229,6 +229,11 @@ def bank_line(bank: Mapping[str, Any], summary: Mapping[str, Any], split: Mappin
             f"deep ensemble: {len(split['ensemble'])}")
 
 
+def _verdict_values(outcomes) -> dict[str, str]:
+    """``v_<claim>``: each outcome's verdict, for a chapter's prose about a saved run."""
+    return {f"v_{o.claim.name}": o.verdict.value for o in outcomes}
+
+
 def bank_values(summary: Mapping[str, Any], profile: Profile) -> dict[str, str]:
     """``reference_acc`` (the reference's mean accuracy) and ``bank_lr`` (the bank's learning rate)."""
     return {"reference_acc": f"{summary['reference_accuracy']:.0%}",
@@ -260,7 +265,7 @@ def saved_posterior_values(record: Mapping[str, Any], outcomes) -> dict[str, Any
              "de_gap": f"{TABLE1_MNIST['DE'][TABLE1_COLUMNS.index('Acc')] - de:.1f}",
              "minutes": f"{record['elapsed_s'] / 60:.0f}", "device": record["device"]}
             | {f"acc_{m.replace('-', '_')}": f"{100 * s['metrics'][m]['acc']:.1f}%" for m in s["methods"]}
-            | {f"v_{o.claim.name}": o.verdict.value for o in outcomes})
+            | _verdict_values(outcomes))
 
 
 def method_seconds_table(summary: Mapping[str, Any], profile_name: str) -> Table:
@@ -468,7 +473,7 @@ def saved_collapse_values(record: Mapping[str, Any], outcomes: Sequence[Any]) ->
     for k in ("pairs", "mean_id", "std_id", "mean_ood", "std_ood", "cv_id", "cv_ood", "pearson_r", "pearson_p",
               "spearman_rho"):
         values[k] = ss[k] if isinstance(ss[k], int) else float(ss[k])
-    values |= {f"v_{o.claim.name}": o.verdict.value for o in outcomes}
+    values |= _verdict_values(outcomes)
     return values
 
 
@@ -707,7 +712,7 @@ def bank_min_mass_values(record: Mapping[str, Any], outcomes, provenance: Mappin
     """
     values = {**_min_mass_run_values("r", record["summary"]), **_corollary1_values("r", record["summary"]["min_mass"])}
     return ({k[2:]: v for k, v in values.items()} | {"seconds": f"{record['elapsed_s']:.0f}", "device": record["device"]}
-            | {f"v_{o.claim.name}": o.verdict.value for o in outcomes}
+            | _verdict_values(outcomes)
             | {f"gpu_{k}": v for k, v in provenance.items()})
 
 
