@@ -668,34 +668,34 @@ def largest_ratio_values(largest: Mapping[str, np.ndarray], layers: Sequence[str
     return values | {f"params_{name}": n for name, n in zip(layers, params)}
 
 
-def _min_mass_run_values(tag: str, summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The prose's numbers of one OptuNet run's min-mass summary, keyed ``<tag>_...``: ``nets``,
-    ``converged``, ``acc``, ``min_acc``, ``dropped``, ``dec`` (the range of the relative mass
-    decrease), ``conv0`` and ``conv1`` (the convolutions' largest-weight ratios)."""
+def _min_mass_run_values(summary: Mapping[str, Any], tag: str = "") -> dict[str, Any]:
+    """The prose's numbers of one OptuNet run's min-mass summary, keyed ``<tag>_...`` (unprefixed
+    without a tag): ``nets``, ``converged``, ``acc``, ``min_acc``, ``dropped``, ``dec`` (the
+    range of the relative mass decrease), ``conv0`` and ``conv1`` (the convolutions'
+    largest-weight ratios)."""
     smm = summary["min_mass"]
     dec = 1 - np.asarray(smm["mass_after"]) / np.asarray(smm["mass_before"])
     ratio = np.asarray(smm["largest_weight_min_mass"]) / np.asarray(smm["largest_weight_trained"])
-    return {f"{tag}_nets": summary["nets"], f"{tag}_converged": summary["converged"],
-            f"{tag}_acc": f"{summary['test_accuracy_mean']:.0%}", f"{tag}_min_acc": f"{summary['test_accuracy_min']:.0%}",
-            f"{tag}_dropped": summary["nets"] - summary["converged"],
-            f"{tag}_dec": f"{dec.min():.0%} to {dec.max():.0%} (mean {dec.mean():.0%})",
-            f"{tag}_conv0": f"x{ratio[0]:.2f}", f"{tag}_conv1": f"x{ratio[1]:.2f}"}
+    values = {"nets": summary["nets"], "converged": summary["converged"], "acc": f"{summary['test_accuracy_mean']:.0%}",
+              "min_acc": f"{summary['test_accuracy_min']:.0%}", "dropped": summary["nets"] - summary["converged"],
+              "dec": f"{dec.min():.0%} to {dec.max():.0%} (mean {dec.mean():.0%})",
+              "conv0": f"x{ratio[0]:.2f}", "conv1": f"x{ratio[1]:.2f}"}
+    return {(f"{tag}_{k}" if tag else k): v for k, v in values.items()}
 
 
-def _corollary1_values(tag: str, min_mass: Mapping[str, Any]) -> dict[str, Any]:
-    """Corollary 1's check on one run, keyed ``<tag>_cor1_...``: the networks whose whole penalty
-    (kernels and hidden biases) the min-mass rescaling lowers (``lower``) or not (``higher``),
-    those whose kernels' mass it lowers (``kernels_lower``), and for the worst network the
-    hidden biases' change (``db``) and sum of squares before (``b_before``) and the kernels'
-    change (``dm``)."""
+def _corollary1_values(min_mass: Mapping[str, Any], tag: str = "") -> dict[str, Any]:
+    """Corollary 1's check on one run, keyed ``<tag>_cor1_...`` (``cor1_...`` without a tag):
+    the networks whose whole penalty (kernels and hidden biases) the min-mass rescaling lowers
+    (``lower``) or not (``higher``), those whose kernels' mass it lowers (``kernels_lower``),
+    and for the worst network the hidden biases' change (``db``) and sum of squares before
+    (``b_before``) and the kernels' change (``dm``)."""
     d_kernels = np.asarray(min_mass["mass_after"]) - np.asarray(min_mass["mass_before"])
     d_biases = np.asarray(min_mass["hidden_bias_sq_after"]) - np.asarray(min_mass["hidden_bias_sq_before"])
     worst = int(np.argmax(d_kernels + d_biases))
-    return {f"{tag}_cor1_lower": int(np.sum(d_kernels + d_biases < 0)),
-            f"{tag}_cor1_higher": int(np.sum(d_kernels + d_biases >= 0)),
-            f"{tag}_cor1_kernels_lower": int(np.sum(d_kernels < 0)), f"{tag}_cor1_db": f"{d_biases[worst]:+.1f}",
-            f"{tag}_cor1_dm": f"{d_kernels[worst]:+.1f}",
-            f"{tag}_cor1_b_before": f"{min_mass['hidden_bias_sq_before'][worst]:.1f}"}
+    values = {"lower": int(np.sum(d_kernels + d_biases < 0)), "higher": int(np.sum(d_kernels + d_biases >= 0)),
+              "kernels_lower": int(np.sum(d_kernels < 0)), "db": f"{d_biases[worst]:+.1f}",
+              "dm": f"{d_kernels[worst]:+.1f}", "b_before": f"{min_mass['hidden_bias_sq_before'][worst]:.1f}"}
+    return {(f"{tag}_cor1_{k}" if tag else f"cor1_{k}"): v for k, v in values.items()}
 
 
 def bank_min_mass_values(record: Mapping[str, Any], outcomes, provenance: Mapping[str, Any]) -> dict[str, Any]:
@@ -710,8 +710,8 @@ def bank_min_mass_values(record: Mapping[str, Any], outcomes, provenance: Mappin
         outcomes: its claims' outcomes (:func:`symlib.experiments.judging.claims.evaluate`).
         provenance: the bank job's folded provenance.
     """
-    values = {**_min_mass_run_values("r", record["summary"]), **_corollary1_values("r", record["summary"]["min_mass"])}
-    return ({k[2:]: v for k, v in values.items()} | {"seconds": f"{record['elapsed_s']:.0f}", "device": record["device"]}
+    return (_min_mass_run_values(record["summary"]) | _corollary1_values(record["summary"]["min_mass"])
+            | {"seconds": f"{record['elapsed_s']:.0f}", "device": record["device"]}
             | _verdict_values(outcomes)
             | {f"gpu_{k}": v for k, v in provenance.items()})
 
@@ -747,10 +747,10 @@ def saved_min_mass_values(paper_profile: Profile, paper: Mapping[str, Any], redu
               "pp_steps": f"{round(steps, -3):,}",
               "pp_seconds": f"{paper['elapsed_s']:.0f}", "pp_date": paper["date"]}
     for tag, rec in {"pp": paper, **reductions}.items():
-        values |= _min_mass_run_values(tag, rec["summary"])
+        values |= _min_mass_run_values(rec["summary"], tag)
         if tag != "pp":
             values[f"{tag}_minutes"] = f"{rec['elapsed_s'] / 60:.0f}"
-    values |= _corollary1_values("pp", paper["summary"]["min_mass"])
+    values |= _corollary1_values(paper["summary"]["min_mass"], "pp")
     values["pp_v_corollary1"] = paper_verdicts["corollary1_lower_loss"]
     return values | {"pp_mlp_sizes": "-".join(map(str, (784, *mlp_paper["summary"]["swaps"]["units"], 10))),
                      "pp_mlp_nets": mlp_paper["summary"]["nets"], "pp_mlp_nets_reduced": mlp_reduced["summary"]["nets"],
