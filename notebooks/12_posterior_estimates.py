@@ -157,6 +157,19 @@ display(laurent.appendix_b4_table(summary, profile.name))
 # against DE {paper}`13.5` at equal accuracy).
 
 # %% [markdown]
+# ## Beyond the paper: other ways to remove the symmetries
+#
+# The paper's NS normalises every neuron's incoming weights to unit norm, then sorts. Two
+# alternatives from this book's library (`symlib.symmetry.remove_symmetries`): the
+# **min-mass** representative of the scaling orbit (the chapter on min mass) before
+# sorting, and **re-basin**: weight matching of every sample to one reference network
+# (permutations only, no rescaling). Min-mass is undefined for dropout samples: a unit
+# whose outgoing weights the mask zeroed has no min-mass scale (n/a below).
+
+# %%
+display(laurent.symmetry_removal_table(summary))
+
+# %% [markdown]
 # ## Table 1's MNIST block on the bank trained on a GPU
 #
 # The quick profile's reference networks are far less trained than the paper's, and the
@@ -214,19 +227,6 @@ claims.assert_expected(gpu_outcomes, "paper-1024nets-800ref-2epochs", "Laurent e
 # networks. At the step found stable on fewer images, SGHMC's draws fell to chance accuracy
 # on these {glue:text}`ch12_n_train_p` images; the step now shrinks with the number of images
 # (`laurent.posteriors.sghmc_step_size`).
-
-# %% [markdown]
-# ## Beyond the paper: other ways to remove the symmetries
-#
-# The paper's NS normalises every neuron's incoming weights to unit norm, then sorts. Two
-# alternatives from this book's library (`symlib.symmetry.remove_symmetries`): the
-# **min-mass** representative of the scaling orbit (the chapter on min mass) before
-# sorting, and **re-basin**: weight matching of every sample to one reference network
-# (permutations only, no rescaling). Min-mass is undefined for dropout samples: a unit
-# whose outgoing weights the mask zeroed has no min-mass scale (n/a below).
-
-# %%
-display(laurent.symmetry_removal_table(summary))
 
 # %% [markdown]
 # ## CIFAR-100 and TinyImageNet: ResNet-18 (paper profile only)
