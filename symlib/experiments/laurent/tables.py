@@ -254,8 +254,6 @@ def saved_posterior_values(record: Mapping[str, Any], outcomes) -> dict[str, Any
     Raises:
         ValueError: if the command does not set one of those settings.
     """
-    from symlib.experiments.judging.results import command_setting
-
     s, cmd = record["summary"], record["command"]
     de = 100 * s["metrics"]["DE"]["acc"]
     return ({"bank_used": f"{int(command_setting(cmd, 'bank_used')):,}", "samples": int(command_setting(cmd, "post_samples")),
