@@ -333,9 +333,9 @@ display(report.show_saved_run("laurent_optunets",
 
 # %% [markdown]
 # **On the bank's networks.** Chapters 12 and 13 use a bank of OptuNets trained with the same
-# recipe and data but without the swap counters, on other random keys. The GPU queue
-# (`book/running.md`) has trained its first {glue:text}`ch10_bank_nets:,` networks, the
-# {glue:text}`ch10_bank_gpu_steps` of its {glue:text}`ch10_bank_gpu_of` blocks done so far
+# recipe and data but without the swap counters, on other random keys, a block at a time by
+# the GPU queue (`book/running.md`). The run below reads its first
+# {glue:text}`ch10_bank_nets:,` networks, {glue:text}`ch10_bank_gpu_steps` blocks
 # ({glue:text}`ch10_bank_gpu_minutes` GPU-minutes on {glue:text}`ch10_bank_gpu_devices`,
 # {glue:text}`ch10_bank_gpu_first`). That is about the size of the paper's checkpoint set
 # ({paper}`1,000` OptuNets), so Fig. 2's min-mass problem can be read on nearly as many
@@ -353,9 +353,9 @@ from symlib.experiments import gpu_queue
 
 bank_run = results.load("bank_min_mass", "paper-1024nets")
 bank_outcomes = claims.evaluate("bank_min_mass", bank_run["summary"])
-glue_all(glue, "ch10_bank", laurent.bank_min_mass_values(
-    bank_run, bank_outcomes, gpu_queue.folded_provenance(results.repository_root() / "gpu" / "queue.json",
-                                                         "laurent-bank")))
+bank_prov = gpu_queue.folded_provenance(results.repository_root() / "gpu" / "queue.json", "laurent-bank",
+                                        laurent.bank_blocks_read(bank_run, paper_profile))
+glue_all(glue, "ch10_bank", laurent.bank_min_mass_values(bank_run, bank_outcomes, bank_prov))
 report.show_saved_run("bank_min_mass", "the bank's OptuNets: trained on a GPU by the queue's laurent-bank job")
 
 # %% tags=["nbval-check-output"]

@@ -173,10 +173,11 @@ display(laurent.symmetry_removal_table(summary))
 # ## Table 1's MNIST block on the bank trained on a GPU
 #
 # The quick profile's reference networks are far less trained than the paper's, and the
-# regime gate leaves its claims untested. The GPU queue (`book/running.md`) has trained the
-# first {glue:text}`ch12_g_bank_used` networks of the paper profile's bank with the authors'
-# recipe. This labelled reduction (`paper-1024nets-800ref-2epochs`) takes
-# {glue:text}`ch12_g_reference` of their converged networks as the reference (the paper:
+# regime gate leaves its claims untested. This labelled reduction
+# (`paper-1024nets-800ref-2epochs`) reads the first {glue:text}`ch12_g_bank_used` networks of
+# the paper profile's bank, trained with the authors' recipe by the GPU queue
+# (`book/running.md`), and takes {glue:text}`ch12_g_reference` of their converged networks as
+# the reference (the paper:
 # {paper}`1,000` checkpoints) and {glue:text}`ch12_g_samples` samples a method over
 # {glue:text}`ch12_g_modes` modes, as the paper does. Unlike the paper, Dropout, BNN, SGHMC
 # and SWAG continue from the modes for {glue:text}`ch12_g_method_epochs` epochs instead of

@@ -166,13 +166,12 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 # The paper's bank is {paper}`1,000` OptuNets trained with the authors' recipe (SGD,
 # {paper}`60` epochs on the full training set). Our paper profile's bank of
 # {glue:text}`ch13_pp_bank` networks (the reference posterior and the deep ensemble of the
-# previous chapter, with a margin for networks that stay at chance) is the first job of the GPU queue
-# ({doc}`../book/running`), trained in blocks of {glue:text}`ch13_g_block`. Two labelled
-# reductions of it ran:
+# previous chapter, with a margin for networks that stay at chance) is trained by the first
+# two jobs of the GPU queue ({doc}`../book/running`), in blocks of
+# {glue:text}`ch13_g_block`. Two labelled reductions of it ran:
 #
-# - `paper-1024nets`: its first {glue:text}`ch13_g_bank:,` networks, the
-#   {glue:text}`ch13_g_steps` of its {glue:text}`ch13_g_of` blocks that the queue has trained
-#   so far ({glue:text}`ch13_g_gpu_minutes` GPU-minutes on {glue:text}`ch13_g_gpu`,
+# - `paper-1024nets`: its first {glue:text}`ch13_g_bank:,` networks, {glue:text}`ch13_g_steps`
+#   blocks ({glue:text}`ch13_g_gpu_minutes` GPU-minutes on {glue:text}`ch13_g_gpu`,
 #   {glue:text}`ch13_g_first`, commit {glue:text}`ch13_g_commits`), scored here in
 #   {glue:text}`ch13_g_minutes` minutes on {glue:text}`ch13_g_device` over
 #   {glue:text}`ch13_g_pairs:,` random pairs of the converged networks (the paper profile's
@@ -197,11 +196,11 @@ from symlib.experiments import gpu_queue
 
 gpu_run = results.load("functional_collapse", "paper-1024nets")
 gpu_outcomes = claims.evaluate("functional_collapse", gpu_run["summary"])
-bank_prov = gpu_queue.folded_provenance(results.repository_root() / "gpu" / "queue.json", "laurent-bank")
+bank_prov = gpu_queue.folded_provenance(results.repository_root() / "gpu" / "queue.json", "laurent-bank",
+                                        laurent.bank_blocks_read(gpu_run, paper_profile))
 glue_all(glue, "ch13_g", laurent.saved_collapse_values(gpu_run, gpu_outcomes)
          | {"block": paper_profile.bank_block, "gpu": bank_prov["devices"], "gpu_minutes": bank_prov["minutes"],
-            "first": bank_prov["first"], "commits": bank_prov["commits"], "steps": bank_prov["steps"],
-            "of": bank_prov["of"]})
+            "first": bank_prov["first"], "commits": bank_prov["commits"], "steps": bank_prov["steps"]})
 saved = results.load("functional_collapse", "paper-24nets")
 saved_outcomes = claims.evaluate("functional_collapse", saved["summary"])
 glue_all(glue, "ch13_s", laurent.saved_collapse_values(saved, saved_outcomes))

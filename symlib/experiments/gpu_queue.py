@@ -199,8 +199,14 @@ def install_steps(job: Mapping[str, Any], state: Path, directory: Path | None = 
     return len(steps)
 
 
-def folded_provenance(queue_path: Path, name: str) -> dict[str, Any]:
+def folded_provenance(queue_path: Path, name: str, steps: int | None = None) -> dict[str, Any]:
     """Where and when a job's folded steps ran, for the prose of a result built on them.
+
+    Args:
+        queue_path: the queue file.
+        name: the job.
+        steps: only the job's first ``steps`` steps (those a labelled reduction read; default:
+            every folded step).
 
     Returns:
         ``steps`` (folded) and ``of`` (the job's), ``devices`` (joined), ``minutes`` (the
@@ -208,15 +214,22 @@ def folded_provenance(queue_path: Path, name: str) -> dict[str, Any]:
         (short, joined; ``unknown`` where a step ran outside a git checkout).
 
     Raises:
-        ValueError: for a job that is not in the queue or has no folded step.
+        ValueError: for a job that is not in the queue or has no folded step, or fewer than
+            ``steps`` first steps folded.
     """
     queue_path = Path(queue_path)
     jobs = {j["name"]: j for j in load_queue(queue_path)["jobs"]}
     if name not in jobs:
         raise ValueError(f"no job {name!r} in {queue_path}; jobs: {', '.join(jobs)}")
-    steps = folded_steps(queue_path.parent / name)
-    if not steps:
+    folded = folded_steps(queue_path.parent / name)
+    if not folded:
         raise ValueError(f"job {name!r} has no folded step in {queue_path.parent / name}")
+    if steps is not None:
+        missing = sorted(set(range(int(steps))) - set(folded))
+        if missing:
+            raise ValueError(f"job {name!r} lacks folded step(s) {missing} of its first {steps}")
+        folded = {i: m for i, m in folded.items() if i < int(steps)}
+    steps = folded
     dates = sorted(m["date"][:10] for m in steps.values())
     return {"steps": len(steps), "of": int(jobs[name]["steps"]),
             "devices": "; ".join(sorted({m["device"] for m in steps.values()})),
@@ -301,6 +314,8 @@ def _npz_bytes(tree: Mapping[str, Any]) -> bytes:
 
 
 def _log(out: Path, line: str) -> None:
+    """``line`` on stdout and in the call's log, after the UTC time (where a call spends its minutes)."""
+    line = f"{time.strftime('%H:%M:%S', time.gmtime())} {line}"
     print(line, flush=True)
     with open(Path(out) / "gpu-log.txt", "a") as f:
         f.write(line + "\n")

@@ -305,6 +305,34 @@ def test_optunet_block_size_follows_the_backend_unless_the_profile_fixes_it(monk
         optunet.optunet_block(reduced(paper, {"optunet_block": "-1"}, "paper-neg"))
 
 
+def test_bank_more_continues_the_banks_networks(tmp_path, monkeypatch):
+    """bank_more: networks bank_nets.. of the bank's key sequence, the ones a larger bank
+    trains there; optunet_bank joins them after the bank's own (which do not change), and
+    bank_used leaves them out."""
+    import jax
+
+    from symlib.experiments import registry
+    from symlib.experiments.laurent import posteriors
+    from symlib.experiments.profiles import get_profile, reduced
+
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
+    tiny = {"bank_nets": "2", "bank_block": "2", "bank_epochs": "1", "n_train": "600"}
+    profile = reduced(get_profile("quick"), {**tiny, "bank_more": "2"}, "quick-tiny-more")
+    larger = reduced(get_profile("quick"), {**tiny, "bank_nets": "4"}, "quick-tiny-4")
+    more, whole = posteriors.bank_more_blocks(profile), posteriors.bank_blocks(larger)
+    assert len(more.starts) == 1
+    for got, want in ((more.init_keys, whole.init_keys[2:]), (more.data_keys, whole.data_keys[2:])):
+        np.testing.assert_array_equal(jax.random.key_data(got), jax.random.key_data(want))
+    bank = registry.run("optunet_bank", profile, verbose=False).artifact
+    alone = registry.run("optunet_bank", reduced(get_profile("quick"), tiny, "quick-tiny"), verbose=False).artifact
+    assert len(bank["test_accuracy"]) == 4
+    jax.tree_util.tree_map(lambda a, b: np.testing.assert_array_equal(a[:2], b), bank["params"], alone["params"])
+    used = registry.run("optunet_bank", reduced(profile, {"bank_used": "2"}, "quick-tiny-more-used"), verbose=False)
+    assert len(used.artifact["test_accuracy"]) == 2
+    with pytest.raises(ValueError, match="bank_more must be at least 1"):
+        posteriors.bank_more_blocks(reduced(get_profile("quick"), tiny, "quick-tiny"))
+
+
 def test_bank_min_mass_reads_the_banks_networks(tmp_path, monkeypatch):
     """bank_min_mass: min_mass_summary of the bank's networks (its own artifact holds the bank's
     parameters and accuracies), judged by laurent_optunets's four min-mass claims; the order of

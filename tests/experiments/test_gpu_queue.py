@@ -157,7 +157,7 @@ def test_the_repository_queue(capsys):
     path = ROOT / "gpu" / "queue.json"
     queue = gpu_queue.load_queue(path)
     names = [j["name"] for j in queue["jobs"]]
-    assert names == ["laurent-bank", "laurent-table1", "laurent-table1-scores", "laurent-fig7-collapse",
+    assert names == ["laurent-bank", "laurent-bank-more", "laurent-table1", "laurent-table1-scores", "laurent-fig7-collapse",
                      "laurent-fig2-1000", "laurent-fig2-1000-summary", "hmc-precision", "xiao-hmc-reduction", "xiao-hmc-1000", "rossi-grid-512",
                      "rossi-1000epochs", "gpu-unit-tests"]
     bank = queue["jobs"][0]
@@ -170,6 +170,9 @@ def test_the_repository_queue(capsys):
         assert meta["label"] == index * paper.bank_block and meta["job_hash"] == gpu_queue.job_hash(bank)
         assert step["losses"].shape == (min(paper.bank_block, paper.bank_nets - meta["label"]), paper.bank_epochs)
         assert np.all(np.isfinite(step["losses"]))
+    more = queue["jobs"][1]  # the bank's continuation: its networks follow the bank's
+    assert more["steps"] == math.ceil(paper.bank_more / paper.bank_block) and "laurent-bank-more" in next(
+        j for j in queue["jobs"] if j["name"] == "laurent-table1")["needs"]
     fig2, fig2_summary = (next(j for j in queue["jobs"] if j["name"] == n)
                           for n in ("laurent-fig2-1000", "laurent-fig2-1000-summary"))
     assert gpu_queue.job_profile(fig2) == gpu_queue.job_profile(fig2_summary)  # the summary finds the blocks
@@ -261,12 +264,16 @@ def test_install_lets_a_reduction_read_an_unfinished_job(queue, tmp_path, monkey
 
     _next(queue, tmp_path / "ret")
     gpu_queue.fold(tmp_path / "ret", queue)
+    first = gpu_queue.folded_provenance(queue, "tiny-bank", steps=1)  # what a reduction of its first step read
     for suffix in ("json", "npz"):  # the job as a lent GPU may leave it: its second step not folded yet
         (queue.parent / "tiny-bank" / f"step-0001.{suffix}").unlink()
     prov = gpu_queue.folded_provenance(queue, "tiny-bank")
     meta = json.loads((queue.parent / "tiny-bank" / "step-0000.json").read_text())
     assert (prov["steps"], prov["of"], prov["devices"], prov["first"]) == (1, 2, meta["device"], meta["date"][:10])
     assert prov["minutes"] == round(meta["seconds"] / 60, 1) and prov["commits"] == (meta["commit"] or "unknown")[:7]
+    assert first == prov == gpu_queue.folded_provenance(queue, "tiny-bank", steps=1)
+    with pytest.raises(ValueError, match=r"lacks folded step\(s\) \[1\] of its first 2"):
+        gpu_queue.folded_provenance(queue, "tiny-bank", steps=2)
     with pytest.raises(ValueError, match="job 'later' has no folded step"):
         gpu_queue.folded_provenance(queue, "later")
     with pytest.raises(ValueError, match="no job 'nope'"):

@@ -262,9 +262,17 @@ def test_saved_collapse_values_count_the_networks_of_the_pairs():
 
 def test_bank_cpu_hours_scale_the_run_to_the_paper_profile_bank():
     record = {"command": "python -m symlib run functional_collapse --set bank_nets=24 --label x", "elapsed_s": 3600.0}
-    assert tables.bank_cpu_hours(record, get_profile("paper")) == {"pp_bank": "1,120", "pp_hours": "47"}
+    # the paper profile's bank: its 1,120 networks and the 128 trained after them
+    assert tables.bank_cpu_hours(record, get_profile("paper")) == {"pp_bank": "1,248", "pp_hours": "52"}
     with pytest.raises(ValueError, match="names no bank_nets="):
         tables.bank_cpu_hours({**record, "command": "run it --set bank_used=1024"}, get_profile("paper"))
+
+
+def test_bank_blocks_read_counts_the_queue_steps_a_reduction_read():
+    record = {"command": "python -m symlib run bank_min_mass --profile paper --set bank_used=1024 --label x"}
+    assert tables.bank_blocks_read(record, get_profile("paper")) == 8  # blocks of 128
+    with pytest.raises(ValueError, match="names no bank_used="):
+        tables.bank_blocks_read({"command": "run it --set bank_nets=24"}, get_profile("paper"))
 
 
 # ---------------------------------------------------------------------------------------

@@ -109,15 +109,15 @@ REDUCTIONS: dict[tuple[str, str], str] = {
     ("laurent_optunets", "paper-16nets"): "16 of the paper's 1,000 networks",
     ("laurent_optunets", "paper-8nets"): "8 of the paper's 1,000 networks",
     ("laurent_mlps", "paper-64nets"): "64 of the 256 networks of our paper profile",
-    ("bank_min_mass", "paper-1024nets"): "1,024 of the 1,120 OptuNets of the paper profile's bank (8 of its 9 blocks, "
-                                         "those trained on a GPU so far)",
+    ("bank_min_mass", "paper-1024nets"): "the first 1,024 of the 1,248 OptuNets of the paper profile's bank (8 blocks "
+                                         "of 128, trained on a GPU)",
     ("laurent_posteriors", "paper-1024nets-800ref-2epochs"): "800 of the paper's 1,000 reference checkpoints (the "
                                                             "converged networks among the first 1,024 of the paper "
                                                             "profile's bank, trained on a GPU) and 2 of the paper's "
                                                             "60 epochs of the methods (continued from the modes)",
-    ("functional_collapse", "paper-24nets"): "24 of the 1,120 OptuNets of the paper profile's bank",
-    ("functional_collapse", "paper-1024nets"): "1,024 of the 1,120 OptuNets of the paper profile's bank (8 of its "
-                                               "9 blocks, those trained on a GPU so far)",
+    ("functional_collapse", "paper-24nets"): "24 of the 1,248 OptuNets of the paper profile's bank",
+    ("functional_collapse", "paper-1024nets"): "the first 1,024 of the 1,248 OptuNets of the paper profile's bank "
+                                               "(8 blocks of 128, trained on a GPU)",
     ("not_sweep", "paper-10nots-2runs"): "10 of the 512 NoT values, and 2 of the paper's 5 runs",
     # our paper profile trains the VI posteriors for 100 epochs; the paper's Table 1 (as extracted) prints 1,000
     ("vi_alignment", "paper"): "100 of the paper's 1,000 training epochs (its App. B, Table 1, as extracted)",
@@ -144,7 +144,8 @@ PAPER_RUNS: frozenset[str] = frozenset({
     "vi_alignment_resnet20", "rn18_collapse_cifar100", "rn18_collapse_tiny_imagenet", "rn18_posteriors_cifar100",
     "rn18_posteriors_tiny_imagenet", "hmc_pieces", "mlp_map_pair", "optunet_bank", "posterior_samples",
     "rn18_bank_cifar100", "rn18_bank_tiny_imagenet",
-    # the paper profile's bank: 1,120 OptuNets of the authors' recipe, the paper's checkpoint set 1,000
+    # the paper profile's bank: 1,248 OptuNets of the authors' recipe (1,120 and 128 more), for the paper's 1,000
+    # reference checkpoints and 100 ensemble members among the converged ones
     "bank_min_mass",
 })
 

@@ -4,7 +4,8 @@ posterior of independently trained networks, with and without symmetries (Sec. 5
 
 Registered experiments:
 
-- ``optunet_bank``: ``bank_nets`` OptuNets trained at once (the reference posterior's pool).
+- ``optunet_bank``: ``bank_nets`` OptuNets trained at once, and ``bank_more`` after them (the
+  reference posterior's pool).
 - ``laurent_posteriors``: the method zoo of Table 1 (MC dropout, Bayes by backprop, SGHMC,
   SWAG, Laplace, their multi-mode versions, deep ensembles), each ``post_samples``
   samples in the network's layout, scored by the layer-wise MMD to the reference sample
@@ -112,13 +113,15 @@ def sghmc_step_size(n_train: int) -> float:
 
 # ------------------------------------------------------------------ the bank
 
-
+#: the seed of the bank's key sequence (:func:`bank_blocks`, :func:`bank_more_blocks`)
+BANK_SEED = 4
 
 
 def bank_config(profile: Profile) -> dict[str, Any]:
     """The part of ``profile`` that decides the OptuNet bank (its cache config): the networks
     trained (:func:`bank_blocks_config`) and how many of them are used."""
-    return {**bank_blocks_config(profile), "used": profile.bank_used}
+    return {**bank_blocks_config(profile), "used": profile.bank_used,
+            "more": 0 if profile.bank_used else profile.bank_more}
 
 
 def bank_blocks_config(profile: Profile) -> dict[str, Any]:
@@ -190,25 +193,48 @@ def bank_blocks(profile: Profile, data: dict[str, np.ndarray] | None = None) -> 
     Raises:
         ValueError: if ``bank_used`` is not 0 or a multiple of ``bank_block`` up to ``bank_nets``.
     """
-    from symlib.core.cnn import optunet_apply, optunet_init
-
     used, block = profile.bank_used, profile.bank_block
     if used and (used % block or not 0 < used <= profile.bank_nets):
         raise ValueError(f"bank_used must be 0 (all) or a multiple of bank_block={block} up to bank_nets="
                          f"{profile.bank_nets} (whole blocks of the bank), got {used}")
+    return _bank_sequence(profile, data, "optunet_bank", bank_blocks_config(profile), profile.bank_nets,
+                          slice(0, used or profile.bank_nets))
+
+
+def bank_more_blocks(profile: Profile, data: dict[str, np.ndarray] | None = None) -> Blocks:
+    """The ``bank_more`` OptuNets that continue the bank (:func:`bank_blocks`), in blocks of
+    ``bank_block``: networks ``bank_nets`` to ``bank_nets + bank_more - 1`` of the bank's key
+    sequence (``jax.random.split`` of a key into more keys begins with the same keys, so
+    network ``i`` is the one a bank of ``bank_nets + bank_more`` would train). What the GPU
+    queue's ``laurent-bank-more`` trains when too few of the bank's networks converged.
+    Arguments and result as for :func:`bank_blocks`.
+
+    Raises:
+        ValueError: if ``bank_more`` is below 1.
+    """
+    if profile.bank_more < 1:
+        raise ValueError(f"bank_more must be at least 1 for the bank's further networks, got {profile.bank_more}")
+    n, more = profile.bank_nets, profile.bank_more
+    return _bank_sequence(profile, data, "optunet_bank_more", {**bank_blocks_config(profile), "more": more}, n + more,
+                          slice(n, n + more))
+
+
+def _bank_sequence(profile: Profile, data: dict[str, np.ndarray] | None, name: str, config: dict[str, Any],
+                   n_keys: int, part: slice) -> Blocks:
+    """The networks ``part`` of the first ``n_keys`` of the bank's key sequence, cached as ``name``."""
+    from symlib.core.cnn import optunet_apply, optunet_init
+
     d = optunet_data(profile) if data is None else data
-    blocks = blocks_of("optunet_bank", bank_blocks_config(profile), jax.random.key(4), optunet_init, optunet_apply,
-                       profile.bank_nets, d["x_train"], d["y_train"], bank_train_config(profile, len(d["y_train"])),
-                       block_size=block)
-    if not used:
-        return blocks
-    return dataclasses.replace(blocks, init_keys=blocks.init_keys[:used], data_keys=blocks.data_keys[:used])
+    blocks = blocks_of(name, config, jax.random.key(BANK_SEED), optunet_init, optunet_apply, n_keys, d["x_train"],
+                       d["y_train"], bank_train_config(profile, len(d["y_train"])), block_size=profile.bank_block)
+    return dataclasses.replace(blocks, init_keys=blocks.init_keys[part], data_keys=blocks.data_keys[part])
 
 
 @register("optunet_bank", bank_config,
           "Laurent et al. Sec. 4: a bank of independently trained OptuNets (the reference posterior's pool)")
 def optunet_bank(profile: Profile) -> dict[str, Any]:
-    """Train ``bank_nets`` OptuNets at once, or their first ``bank_used`` (:func:`bank_blocks`).
+    """Train ``bank_nets`` OptuNets at once and the ``bank_more`` that continue them
+    (:func:`bank_more_blocks`), or the first ``bank_used`` of the bank (:func:`bank_blocks`).
 
     Args:
         profile: the run profile.
@@ -220,6 +246,9 @@ def optunet_bank(profile: Profile) -> dict[str, Any]:
     t0 = time.perf_counter()
     # blocks of bank_block networks, each kept in the artifact cache: a killed run resumes
     params, _ = run_blocks(bank_blocks(profile, d))
+    if profile.bank_more and not profile.bank_used:
+        more, _ = run_blocks(bank_more_blocks(profile, d))
+        params = jax.tree_util.tree_map(lambda a, b: np.concatenate([a, b]), params, more)
     params = jax.tree_util.tree_map(np.asarray, params)
     seconds = time.perf_counter() - t0
     return {"params": params, "test_accuracy": optunet_accuracies(params, d), "seconds": seconds}
@@ -243,7 +272,7 @@ def bank_split(accuracy: np.ndarray, n_reference: int, n_ensemble: int) -> dict[
     need = n_reference + n_ensemble
     if len(converged) < need:
         raise ValueError(f"only {len(converged)} of {len(accuracy)} bank networks reach {CONVERGED_ACCURACY:.0%} test "
-                         f"accuracy; the split needs {need} (post_reference + post_samples): train more (bank_nets), "
+                         f"accuracy; the split needs {need} (post_reference + post_samples): train more (bank_more), "
                          "or use more of them (bank_used)")
     return {"reference": converged[:n_reference], "ensemble": converged[n_reference:need], "converged": converged}
 

@@ -476,12 +476,23 @@ def saved_collapse_values(record: Mapping[str, Any], outcomes: Sequence[Any]) ->
 
 
 def bank_cpu_hours(record: Mapping[str, Any], paper_profile: Profile) -> dict[str, Any]:
-    """``pp_bank`` (the paper profile's bank) and ``pp_hours``: the hours it would take at the
-    rate of a saved ``functional_collapse`` run that trained its bank of ``bank_nets=``
+    """``pp_bank`` (the paper profile's bank: ``bank_nets`` and the ``bank_more`` after them) and
+    ``pp_hours``: the hours it would take at the rate of a saved ``functional_collapse`` run that trained its bank of ``bank_nets=``
     networks itself (its ``elapsed_s``)."""
     bank_size = _bank_setting(record["command"], ("bank_nets",))
-    return {"pp_bank": f"{paper_profile.bank_nets:,}",
-            "pp_hours": f"{record['elapsed_s'] / bank_size * paper_profile.bank_nets / 3600:.0f}"}
+    whole = paper_profile.bank_nets + paper_profile.bank_more
+    return {"pp_bank": f"{whole:,}", "pp_hours": f"{record['elapsed_s'] / bank_size * whole / 3600:.0f}"}
+
+
+def bank_blocks_read(record: Mapping[str, Any], profile: Profile) -> int:
+    """How many of the bank's blocks a saved labelled reduction read (its command's
+    ``bank_used=``, in blocks of ``profile.bank_block``): the GPU queue's steps whose
+    provenance its prose gives (:func:`symlib.experiments.gpu_queue.folded_provenance`).
+
+    Raises:
+        ValueError: if the run's command names no ``bank_used=``.
+    """
+    return _bank_setting(record["command"], ("bank_used",)) // profile.bank_block
 
 
 def _bank_setting(command: str, fields: Sequence[str]) -> int:

@@ -301,8 +301,8 @@ MANIFEST: tuple[Item, ...] = (
          keys=tuple(f"laurent_posteriors:mmd/MMD/{m}/median" for m in ("Laplace", "multi-Laplace", "DE")),
          paper_value=f"single-mode MMD {min(_SINGLE_MMD)}-{max(_SINGLE_MMD)}, multi-mode {min(_MULTI_MMD)}-"
                      f"{max(_MULTI_MMD)}, DE 0.0; e.g. Laplace {_laurent_t1('Laplace')}",
-         paper_profile="not run: the bank of 1,120 OptuNets (45 to 60 h on 2 CPU cores; about 15 min of "
-                       "training on an H100 at the rate measured there, an estimate) and 100 samples per method"),
+         paper_profile="not run: 100 samples per method on the bank of 1,248 OptuNets (days on 2 CPU cores; "
+                       "the GPU queue's jobs laurent-bank, laurent-bank-more and laurent-table1 train them)"),
     Item("laurent2024", "Table 1", "the same block for ResNet-18 on CIFAR-100 (OOD: SVHN)", "table",
          part="CIFAR-100 / ResNet-18", paper_value="single-mode MMD 4.5-9.0, multi-mode 0.6-6.1, DE 0.0",
          chapter="notebooks/12_posterior_estimates", experiments=("rn18_posteriors_cifar100",), paper_only=True,
@@ -319,8 +319,8 @@ MANIFEST: tuple[Item, ...] = (
          keys=tuple(f"laurent_posteriors:mmd/{v}/Laplace/*" for v in ("MMD", "NS")),
          paper_value="Laplace: MMD median / mean / max " + " / ".join(map(str, APPENDIX_B4_MNIST["Laplace"][:3]))
                      + ", NS " + " / ".join(map(str, APPENDIX_B4_MNIST["Laplace"][3:])),
-         paper_profile="not run: the bank of 1,120 OptuNets (45 to 60 h on 2 CPU cores; about 15 min of "
-                       "training on an H100 at the rate measured there, an estimate) and 100 samples per method"),
+         paper_profile="not run: 100 samples per method on the bank of 1,248 OptuNets (days on 2 CPU cores; "
+                       "the GPU queue's jobs laurent-bank, laurent-bank-more and laurent-table1 train them)"),
     Item("laurent2024", "Table 2", "the same for CIFAR-100 and TinyImageNet (ResNet-18)", "table",
          part="CIFAR-100 and TinyImageNet / ResNet-18", paper_value="as Table 1's ResNet-18 blocks, with means and maxima",
          chapter="notebooks/12_posterior_estimates",
