@@ -53,7 +53,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -322,12 +322,14 @@ def _log(out: Path, line: str) -> None:
 
 
 def first_unfinished(queue: Mapping[str, Any], root: Path, where: str = "device",
-                     done_now: Mapping[str, set[int]] | None = None) -> dict[str, Any] | None:
-    """The first job of the queue that runs ``where``, has a runner (not ``planned``) and a
-    step neither folded nor in ``done_now`` (job -> steps run in this call); None when all
-    are done."""
+                     done_now: Mapping[str, set[int]] | None = None,
+                     skip: Iterable[str] = ()) -> dict[str, Any] | None:
+    """The first job of the queue that runs ``where``, has a runner (not ``planned``), is not
+    in ``skip`` and has a step neither folded nor in ``done_now`` (job -> steps run in this
+    call); None when all are done."""
+    skip = set(skip)
     for job in queue["jobs"]:
-        if job["kind"] == "planned" or job.get("where", "device") != where:
+        if job["kind"] == "planned" or job.get("where", "device") != where or job["name"] in skip:
             continue
         if len(set(folded_steps(root / job["name"])) | set((done_now or {}).get(job["name"], ()))) < int(job["steps"]):
             return job
@@ -342,14 +344,17 @@ def next_steps(queue_path: Path, out: Path, minutes: float, *, started: float | 
     run here is also put into the artifact cache, so a later job of the same call that needs
     it finds it). Jobs are taken among the device's, or with ``here`` among those that run
     on this machine (``"where": "here"``); ``planned`` jobs (no runner yet) are skipped and
-    named. With ``job_name`` only that job runs.
+    named. A job that fails (its inputs, or a step) is logged and the call goes on with the
+    next job that does not need it, so one failure does not spend the rest of a lent window;
+    the call then raises. With ``job_name`` only that job runs.
 
     Returns:
         ``{job: indices of the steps run}``, in the order run.
 
     Raises:
         ValueError: for a ``job_name`` that is unknown or planned, or a job whose ``needs``
-            are unfinished.
+            are unfinished; at the end of a call in which a job failed (naming each, with its
+            error; the steps that other jobs finished are in ``out`` all the same).
     """
     queue_path = Path(queue_path)
     root = queue_path.parent
@@ -367,14 +372,20 @@ def next_steps(queue_path: Path, out: Path, minutes: float, *, started: float | 
     done_now: dict[str, set[int]] = {}
     files_left = MAX_FILES - 1  # the log
     prov = provenance(command, root.parent)
+    failed: dict[str, str] = {}
     while True:
-        job = jobs[job_name] if job_name else first_unfinished(queue, root, where, done_now)
+        job = jobs[job_name] if job_name else first_unfinished(queue, root, where, done_now, failed)
         if job is None or (job_name and job["name"] in done_now):
             planned = [j["name"] for j in queue["jobs"] if j["kind"] == "planned"
                        and len(folded_steps(root / j["name"])) < int(j["steps"])]
             _log(out, f"every job of the queue that runs {'here' if here else 'on the device'} is done"
                       + (f"; planned jobs without a runner yet: {', '.join(planned)}" if planned else ""))
             break
+        blocked = [need for need in job.get("needs", []) if need in failed]
+        if blocked:
+            failed[job["name"]] = f"needs job {blocked[0]!r}, which failed"
+            _log(out, f"skipping job {job['name']}: {failed[job['name']]}")
+            continue
         for need in job.get("needs", []):
             if len(set(folded_steps(root / need)) | done_now.get(need, set())) < int(jobs[need]["steps"]):
                 if done_now:  # this call ran out of time or files before the job's inputs were complete
@@ -384,13 +395,23 @@ def next_steps(queue_path: Path, out: Path, minutes: float, *, started: float | 
             if need not in done_now:
                 install_steps(jobs[need], root / need)
         bundle = Bundle(out / job["name"], job, max_parts=files_left - 1)
-        ran, finished = _advance(job, root, bundle, out, started, minutes, prov)
+        try:
+            ran, finished = _advance(job, root, bundle, out, started, minutes, prov)
+        except Exception as err:  # any failure of one job: the window goes on with the others
+            if job_name:
+                raise
+            failed[job["name"]] = f"{type(err).__name__}: {err}"
+            _log(out, f"job {job['name']} failed ({failed[job['name']]}); going on with the next job")
+            ran, finished = [], True
         done_now.setdefault(job["name"], set()).update(ran)
-        files_left -= 1 + bundle.num_parts if ran else 0
-        if not ran:
+        files_left -= 1 + bundle.num_parts if bundle.num_parts else 0
+        if not bundle.num_parts:
             shutil.rmtree(out / job["name"], ignore_errors=True)
         if not finished or job_name or files_left < 2:
             break
+    if failed:
+        raise ValueError("job(s) failed in this call (the other jobs' steps are in the output folder): "
+                         + "; ".join(f"{name}: {why}" for name, why in failed.items()))
     return {name: sorted(v) for name, v in done_now.items()}
 
 

@@ -241,6 +241,24 @@ def test_one_call_runs_a_job_and_then_the_next_that_needs_it(queue, tmp_path, mo
     assert [j["progress"]["steps_done"] for j in gpu_queue.load_queue(queue)["jobs"]] == [2, 1, 0]
 
 
+def test_a_failing_job_does_not_spend_the_call(queue, tmp_path):
+    """A job that fails (here its profile has no networks to add) is logged, a job that needs it
+    is skipped, the next job runs, and the call then raises naming both."""
+    broken = {**TINY_JOB, "name": "broken", "target": "symlib.experiments.laurent.posteriors:bank_more_blocks",
+              "steps": 1}
+    needs_broken = {**TINY_JOB, "name": "needs-broken", "needs": ["broken"]}
+    queue.write_text(json.dumps({"version": 1, "jobs": [broken, needs_broken, TINY_JOB, LATER]}))
+    with pytest.raises(ValueError, match=r"broken: ValueError: bank_more must be at least 1.*"
+                                         r"needs-broken: needs job 'broken', which failed"):
+        _next(queue, tmp_path / "ret")
+    log = (tmp_path / "ret" / "gpu-log.txt").read_text()
+    assert "job broken failed (ValueError: bank_more" in log and "skipping job needs-broken" in log
+    assert sorted(p.name for p in (tmp_path / "ret").iterdir()) == ["gpu-log.txt", "tiny-bank"]
+    assert gpu_queue.fold(tmp_path / "ret", queue)["new"] == 2
+    with pytest.raises(ValueError, match="bank_more must be at least 1"):  # one job asked for: its own error
+        gpu_queue.next_steps(queue, tmp_path / "ret2", 5.0, job_name="broken")
+
+
 def test_a_job_that_runs_here_is_skipped_on_the_device(queue, tmp_path, monkeypatch):
     job = {**_accuracy_experiment(monkeypatch), "where": "here", "estimate_minutes_here": 0.5}
     queue.write_text(json.dumps({"version": 1, "jobs": [TINY_JOB, job, LATER]}))
