@@ -134,7 +134,10 @@ def _gpu(args, argv: list[str] | None, started: float) -> int:
         if args.gpu_command == "prepare":
             carry = gpu_queue.prepare(queue.resolve().parent.parent, args.data_dir, wheels=not args.no_wheels,
                                       datasets=tuple(args.datasets))
-            print(f"prepared {carry}: carry it ('{gpu_queue.CARRY}') in the device call; book/running.md gives the call")
+            sizes = gpu_queue.travelling(carry.parent)
+            print(f"prepared {carry}: carry it ('{gpu_queue.CARRY}') in the device call; book/running.md gives the call "
+                  f"(what travels: the tree {sizes['tree'] / 2**20:.1f} MiB and the carry "
+                  f"{sizes['carry'] / 2**20:.1f} MiB, of {gpu_queue.TRAVEL_BYTES >> 20} MiB)")
         elif args.gpu_command == "next":
             command = "python -m symlib " + " ".join(argv if argv is not None else sys.argv[1:])
             gpu_queue.next_steps(queue, Path(args.out), args.minutes, started=started, command=command,

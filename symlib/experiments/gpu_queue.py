@@ -74,6 +74,9 @@ MAX_PARTS = MAX_FILES - 2
 #: margin on a step's expected seconds before starting it within the minutes given
 MARGIN = 1.25
 CARRY = ".gpu-carry"
+#: what travels to a device call (the working tree, tracked and untracked-not-ignored files, and
+#: the carry) is 64 MiB at most: folded steps are committed in ``gpu/`` and travel every call
+TRAVEL_BYTES = 64 * 2**20
 #: the packages a lent GPU's image lacks (book/running.md), fetched as wheels by ``prepare``
 DEVICE_WHEELS = ("blackjax==1.7.1", "pooch==1.9.0", "platformdirs==4.14.8", "lapx==0.11.1")
 DATASETS = ("mnist", "fashion_mnist")
@@ -641,7 +644,8 @@ def prepare(root: Path, data_dir: Path | None, wheels: bool = True, datasets: tu
         The carry folder.
 
     Raises:
-        ValueError: if ``data_dir`` lacks a dataset, or the carry folder is not ignored by git.
+        ValueError: if ``data_dir`` lacks a dataset, the carry folder is not ignored by git, or
+            what would travel exceeds :data:`TRAVEL_BYTES` (:func:`travelling`).
     """
     root = Path(root)
     carry = root / CARRY
@@ -674,4 +678,32 @@ def prepare(root: Path, data_dir: Path | None, wheels: bool = True, datasets: tu
 
     prov = {k: v for k, v in git_commit(root).items() if k != "from"}
     _write_json(saved, {**prov, "symlib_version": code_version()})
+    travelling(root)
     return carry
+
+
+def travelling(root: Path) -> dict[str, int]:
+    """The bytes that travel to a device call from the checkout ``root``: ``tree`` (the files
+    git tracks or would track) and ``carry`` (:data:`CARRY`).
+
+    Raises:
+        ValueError: if together they exceed :data:`TRAVEL_BYTES`, naming the largest folders
+            (the call would be refused).
+    """
+    root = Path(root)
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    sizes: dict[str, int] = {}
+    for name in filter(None, listed):
+        path = root / name
+        if path.is_file():
+            top = name.split("/")[0] if "/" in name else "."
+            sizes[top] = sizes.get(top, 0) + path.stat().st_size
+    carry = sum(p.stat().st_size for p in (root / CARRY).rglob("*") if p.is_file())
+    out = {"tree": sum(sizes.values()), "carry": carry}
+    if out["tree"] + carry > TRAVEL_BYTES:
+        largest = ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in sorted(sizes.items(), key=lambda kv: -kv[1])[:4])
+        raise ValueError(f"the working tree ({out['tree'] / 2**20:.1f} MiB; largest: {largest}) and {CARRY} "
+                         f"({carry / 2**20:.1f} MiB) exceed the {TRAVEL_BYTES >> 20} MiB a device call takes: carry "
+                         "less (--datasets) or move folded steps out of the tree")
+    return out

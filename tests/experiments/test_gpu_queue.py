@@ -208,6 +208,15 @@ def test_prepare_fills_an_ignored_carry(tmp_path, monkeypatch):
     assert results.git_commit(repo) == {"commit": "f" * 40, "clean": True, "from": "gpu prepare"}
     (carry / "provenance.json").write_text(json.dumps({"commit": "f" * 40, "clean": True, "symlib_version": "old"}))
     assert results.git_commit(repo)["from"] != "gpu prepare"  # other sources than those prepared: git's answer
+    # what travels to a device call: the tree git would track (here .gitignore) and the carry, within 64 MiB
+    (repo / "gpu").mkdir()
+    (repo / "gpu" / "step.npz").write_bytes(b"s" * 1000)
+    carry_bytes = sum(p.stat().st_size for p in carry.rglob("*") if p.is_file())
+    tree_bytes = 1000 + (repo / ".gitignore").stat().st_size
+    assert gpu_queue.travelling(repo) == {"tree": tree_bytes, "carry": carry_bytes}
+    monkeypatch.setattr(gpu_queue, "TRAVEL_BYTES", tree_bytes)  # the carry is more than nothing
+    with pytest.raises(ValueError, match=r"the working tree \(0\.0 MiB; largest: gpu 0\.0 MiB, \. 0\.0 MiB\)"):
+        gpu_queue.prepare(repo, data, wheels=False, datasets=("mnist",))
 
 
 def _accuracy_experiment(monkeypatch):
