@@ -30,7 +30,7 @@ looks for them (:func:`symlib.experiments.cache.save_step`).
 Job kinds: ``blocks`` (an experiment's cached steps, one a step; ``target`` names the
 function ``profile -> steps``, where ``steps`` has ``name``, ``cache_config``, ``starts``
 (the steps' labels) and ``train(label)``: a :class:`~symlib.experiments.registry.Blocks` of
-networks, or Laurent et al.'s method zoo, :class:`~symlib.experiments.laurent.posteriors.ZooSteps`),
+networks, or an experiment's :class:`~symlib.experiments.registry.Steps`),
 ``experiments`` (registered experiments run in one step, their summaries saved like ``python
 -m symlib run --out``), and ``planned`` (listed with its estimate; no runner yet: ``next``
 stops there and says so).

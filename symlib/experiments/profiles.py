@@ -110,7 +110,10 @@ class RossiProfile(SharedProfile):
             layers of each width in ``align_widths`` (paper, Table 2: 3 x 512), mean-field VI
             with prior variance ``align_prior_var``, temperature 1, batch 500, std init 0.01
             (Table 1), ``align_epochs`` epochs; ``align_samples`` Monte-Carlo samples for the
-            marginalised loss; ``align_n_eval`` examples of each split to evaluate it on.
+            marginalised loss; ``align_n_eval`` examples of each split to evaluate it on;
+            ``align_keep_posteriors`` keeps each pair's fitted posteriors in its cached step
+            (``vi_alignment_timings`` aligns them; the GPU queue's ``rossi-1000epochs`` sets it
+            false, since its steps travel to every later device call).
         resnet_*: Rossi et al.'s ResNet20 barriers (``vi_alignment_resnet20``): two VI fits of
             ResNet20 (LayerNorm) per width in ``resnet_widths`` on ``resnet_dataset``
             (paper: CIFAR-10; quick: Fashion-MNIST as a stand-in), ``resnet_n_train`` images,
@@ -132,6 +135,7 @@ class RossiProfile(SharedProfile):
     align_pairs: int
     align_sweep_width: int
     align_n_train: int | None
+    align_keep_posteriors: bool
     resnet_dataset: str
     resnet_widths: tuple[int, ...]
     resnet_n_train: int
@@ -354,6 +358,7 @@ PROFILES: dict[str, Profile] = {
         align_pairs=3,
         align_sweep_width=64,
         align_n_train=4_500,
+        align_keep_posteriors=True,
         resnet_dataset="fashion_mnist",
         resnet_widths=(1,),
         resnet_n_train=256,
@@ -442,6 +447,7 @@ PROFILES: dict[str, Profile] = {
         align_pairs=3,
         align_sweep_width=512,
         align_n_train=None,
+        align_keep_posteriors=True,
         resnet_dataset="cifar10",
         resnet_widths=(1, 2, 4, 8),
         resnet_n_train=50_000,

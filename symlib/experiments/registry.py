@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -208,6 +208,25 @@ def lookup(name: str, profile: Profile | str | None = None) -> ExperimentResult 
     except cache.CorruptArtifactError:
         return None
     return None if artifact is None else exp.result.from_artifact(artifact)
+
+
+class Steps(NamedTuple):
+    """An experiment's cached steps (:func:`symlib.experiments.cache.cached_steps`) as one
+    description: what the experiment runs, resuming from the artifact cache, and what the GPU
+    queue runs a few at a time on a lent device (:mod:`symlib.experiments.gpu_queue`, which
+    takes any object with these four members, as it takes a :class:`Blocks`).
+
+    Attributes:
+        name: the experiment whose steps these are.
+        cache_config: its cache config.
+        starts: the steps' labels, in order (JSON-like).
+        train: ``train(label)``: the step's artifact.
+    """
+
+    name: str
+    cache_config: dict[str, Any]
+    starts: list[Any]
+    train: Callable[[Any], dict[str, Any]]
 
 
 @dataclass(frozen=True, eq=False)

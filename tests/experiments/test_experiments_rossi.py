@@ -86,6 +86,10 @@ def test_vi_alignment_keeps_posteriors_and_timings_read_them(tmp_path, monkeypat
     assert [len(v) for v in rs["marginal_pairs"]["test"]["aligned"]] == [2, 2, 2, 2]
     base = SUMMARIES["vi_alignment"](pairs.artifact)["marginal_pairs"]["mnist"]["test"]["aligned"][0]
     assert rs["marginal_pairs"]["test"]["aligned"][0] == base  # the paper's setting is vi_alignment's
+    bare = dataclasses.replace(tiny, name="tiny-bare", align_keep_posteriors=False)  # the GPU queue's steps
+    assert "posteriors" not in experiments.run("vi_alignment", bare, verbose=False).artifact["mnist"]["w8"]["pair0"]
+    with pytest.raises(ValueError, match="does not keep: set align_keep_posteriors=true"):
+        experiments.run("vi_alignment_timings", bare, verbose=False)
 
 
 def test_vi_alignment_resumes_after_an_interrupted_run(tmp_path, monkeypatch):

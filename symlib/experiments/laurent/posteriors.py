@@ -45,7 +45,7 @@ from symlib.experiments.laurent.optunet import (CONVERGED_ACCURACY, optunet_accu
 from symlib.experiments.profiles import Profile
 from symlib.experiments.recipes import StepDecay, constant_adam, constant_sgd, step_adam
 from symlib.experiments.judging.thresholds import threshold
-from symlib.experiments.registry import (Blocks, blocks_of, data_config, load_align_data, pick, register, run,
+from symlib.experiments.registry import (Blocks, Steps, blocks_of, data_config, load_align_data, pick, register, run,
                                          run_blocks)
 
 #: Table 1's rows, in the paper's order; ``MULTI`` are the multi-mode estimates and DE.
@@ -371,29 +371,12 @@ def zoo_step(group: str, method: ZooMethod, keys, n_samples: int, n_modes: int) 
             "seconds": {n: (time.perf_counter() - t0) / len(names) for n in names}}
 
 
-class ZooSteps(NamedTuple):
-    """The method zoo as the cached steps of ``posterior_samples``, one group of
-    :data:`ZOO_GROUPS` a step: what :func:`method_samples` runs (resuming from the artifact
-    cache) and what the GPU queue's job ``laurent-table1`` runs a group at a time on a lent
-    device (:mod:`symlib.experiments.gpu_queue`, which takes any object with these four
-    members, as it takes a :class:`~symlib.experiments.registry.Blocks`).
-
-    Attributes:
-        name: the experiment whose steps these are (``posterior_samples``).
-        cache_config: its cache config.
-        starts: the steps' labels, the groups in order.
-        train: ``train(group)``: the group's :func:`zoo_step` artifact.
-    """
-
-    name: str
-    cache_config: dict[str, Any]
-    starts: list[str]
-    train: Callable[[str], dict[str, Any]]
-
-
 def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = None,
-              d: dict | None = None) -> ZooSteps:
-    """Every method group of Table 1 on OptuNet as a step (:class:`ZooSteps`).
+              d: dict | None = None) -> Steps:
+    """Every method group of Table 1 on OptuNet as a step (a
+    :class:`~symlib.experiments.registry.Steps` of ``posterior_samples``, one group of
+    :data:`ZOO_GROUPS` a step): what :func:`method_samples` runs and what the GPU queue's job
+    ``laurent-table1`` runs a group at a time.
 
     Args:
         profile: the run profile (``post_*``, ``sghmc_leapfrog``, ``laplace_hessian``, ``laplace_n_data``).
@@ -460,8 +443,8 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
     zoo = {"dropout": ZooMethod(dropout), "bnn": ZooMethod(bnn), "sghmc": ZooMethod(sghmc), "swag": ZooMethod(swag),
            "laplace": ZooMethod(laplace)}
     keys = jax.random.split(jax.random.key(11), ZOO_KEYS)
-    return ZooSteps("posterior_samples", _post_config(profile), list(zoo),
-                    lambda group: zoo_step(group, zoo[group], keys, S, M))
+    return Steps("posterior_samples", _post_config(profile), list(zoo),
+                 lambda group: zoo_step(group, zoo[group], keys, S, M))
 
 
 #: SWAG's fewest snapshots in the zoo: K snapshots span K - 1 directions around their mean,

@@ -14,7 +14,7 @@ from symlib.core.models import mlp_apply, mlp_init
 from symlib.experiments.cache import cached_steps
 from symlib.experiments.profiles import Profile
 from symlib.experiments.recipes import constant_adam
-from symlib.experiments.registry import ExperimentResult, data_config, load_align_data, pick, register, run
+from symlib.experiments.registry import ExperimentResult, Steps, data_config, load_align_data, pick, register, run
 from symlib.experiments.rossi.settings import ALIGN_DATASETS, ROSSI_VI_SETTINGS, SPLITS, TIMING_REPEATS
 
 #: the MLP initialiser, compiled once per layout: the initial means of every VI fit here
@@ -191,7 +191,7 @@ class VIAlignmentResult(ExperimentResult):
 
 def _align_config(profile: Profile) -> dict[str, Any]:
     keys = ("align_widths", "align_depth", "align_epochs", "align_prior_var", "align_samples", "align_n_eval",
-            "align_pairs", "align_n_train", "n_lambdas", "learning_rate")
+            "align_pairs", "align_n_train", "align_keep_posteriors", "n_lambdas", "learning_rate")
     return {**data_config(profile), **{k: getattr(profile, k) for k in keys}}
 
 
@@ -336,9 +336,35 @@ def vi_alignment(profile: Profile) -> dict[str, Any]:
     Returns:
         The artifact: ``artifact[dataset]["w<width>"]["pair<k>"]`` holds ``curves`` and
         ``barrier`` (``marginal`` and ``midpoint``) under ``"<split> naive"`` /
-        ``"<split> aligned"``, ``alignment_seconds``, ``elbo_final`` and ``posteriors`` (the
-        fitted ``mu0``, ``sigma0``, ``mu1``, ``sigma1``, in the MLP's parameter layout, for
-        ``vi_alignment_timings``).
+        ``"<split> aligned"``, ``alignment_seconds``, ``elbo_final`` and, with
+        ``align_keep_posteriors``, ``posteriors`` (the fitted ``mu0``, ``sigma0``, ``mu1``,
+        ``sigma1``, in the MLP's parameter layout, for ``vi_alignment_timings``).
+
+    Raises:
+        ValueError: if ``align_pairs`` < 1.
+    """
+    steps = vi_alignment_steps(profile)
+    out: dict[str, Any] = {dataset: {} for dataset in ALIGN_DATASETS}
+    for (dataset, width, pair), entry in zip(steps.starts, cached_steps(steps.name, steps.cache_config, steps.starts,
+                                                                        steps.train, label=list)):
+        out[dataset].setdefault(f"w{width}", {})[f"pair{pair}"] = entry
+    return out
+
+
+def vi_alignment_steps(profile: Profile) -> Steps:
+    """The steps of ``vi_alignment``, one independent pair of one dataset and width a step
+    (:func:`fit_and_align_pair`; its ``posteriors`` kept with ``align_keep_posteriors``), as
+    a :class:`~symlib.experiments.registry.Steps`: what the experiment runs, resuming from
+    the artifact cache, and what the GPU queue's job ``rossi-1000epochs`` runs a few at a time
+    (without posteriors: a width-1,024 pair's are 13 MB, and every folded step travels to the
+    next device call).
+
+    Args:
+        profile: the run profile (``align_*`` sizes).
+
+    Returns:
+        The steps, labelled ``[dataset, width, pair]``; nothing is fitted until a step's
+        ``train`` is called.
 
     Raises:
         ValueError: if ``align_pairs`` < 1.
@@ -347,18 +373,16 @@ def vi_alignment(profile: Profile) -> dict[str, Any]:
         raise ValueError(f"align_pairs must be at least 1, got {profile.align_pairs!r}")
     data_of = functools.lru_cache(maxsize=1)(lambda dataset: load_align_data(profile, dataset))
 
-    def step(item: tuple[str, int, int]) -> dict[str, Any]:
-        dataset, width, pair = item
-        return fit_and_align_pair(profile, data_of(dataset), width, pair)
+    def train(label) -> dict[str, Any]:
+        dataset, width, pair = label
+        entry = fit_and_align_pair(profile, data_of(dataset), int(width), int(pair))
+        if not profile.align_keep_posteriors:
+            entry.pop("posteriors")
+        return entry
 
-    # one step per (dataset, width, pair), each kept in the artifact cache: a killed run resumes
-    items = [(dataset, int(width), pair) for dataset in ALIGN_DATASETS for width in profile.align_widths
-             for pair in range(int(profile.align_pairs))]
-    out: dict[str, Any] = {dataset: {} for dataset in ALIGN_DATASETS}
-    for (dataset, width, pair), entry in zip(items, cached_steps("vi_alignment", _align_config(profile), items,
-                                                                 step, label=list)):
-        out[dataset].setdefault(f"w{width}", {})[f"pair{pair}"] = entry
-    return out
+    labels = [[dataset, int(width), pair] for dataset in ALIGN_DATASETS for width in profile.align_widths
+              for pair in range(int(profile.align_pairs))]
+    return Steps("vi_alignment", _align_config(profile), labels, train)
 
 
 # ------------------------------------------------ robustness to the prior variance and the temperature
@@ -679,6 +703,9 @@ def vi_alignment_timings(profile: Profile) -> dict[str, Any]:
         The artifact: ``widths[dataset]``, ``table[dataset][column]`` (columns of
         :func:`time_alignments`) and ``repeats``.
     """
+    if not profile.align_keep_posteriors:
+        raise ValueError("vi_alignment_timings aligns the posteriors of vi_alignment, which this profile does not "
+                         "keep: set align_keep_posteriors=true")
     pairs = run("vi_alignment", profile, verbose=False).artifact
     out: dict[str, Any] = {"widths": {}, "table": {}, "repeats": TIMING_REPEATS}
     for dataset, per_width in pairs.items():
