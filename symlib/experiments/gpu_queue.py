@@ -441,6 +441,7 @@ def _advance(job: Mapping[str, Any], root: Path, bundle: Bundle, out: Path, star
             _log(out, f"stopping: step {index} of {job['name']} needs about {expected:.0f} s, "
                       f"{60 * minutes - elapsed:.0f} s left")
             return ran, False
+        _log(out, f"step {index} of {job['name']} started (about {expected:.0f} s expected)")  # if the call is killed
         t0 = time.perf_counter()
         if blocks is not None:
             tree = blocks.train(blocks.starts[index])

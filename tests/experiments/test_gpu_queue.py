@@ -295,6 +295,7 @@ def test_a_failing_job_does_not_spend_the_call(queue, tmp_path):
         _next(queue, tmp_path / "ret")
     log = (tmp_path / "ret" / "gpu-log.txt").read_text()
     assert "job broken failed (ValueError: bank_more" in log and "skipping job needs-broken" in log
+    assert "step 1 of tiny-bank started (about " in log  # the step in flight, had the call been killed
     assert sorted(p.name for p in (tmp_path / "ret").iterdir()) == ["gpu-log.txt", "tiny-bank"]
     assert gpu_queue.fold(tmp_path / "ret", queue)["new"] == 2
     with pytest.raises(ValueError, match="bank_more must be at least 1"):  # one job asked for: its own error
