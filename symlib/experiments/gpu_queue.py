@@ -232,13 +232,12 @@ def folded_provenance(queue_path: Path, name: str, steps: int | None = None) -> 
         if missing:
             raise ValueError(f"job {name!r} lacks folded step(s) {missing} of its first {steps}")
         folded = {i: m for i, m in folded.items() if i < int(steps)}
-    steps = folded
-    dates = sorted(m["date"][:10] for m in steps.values())
-    return {"steps": len(steps), "of": int(jobs[name]["steps"]),
-            "devices": "; ".join(sorted({m["device"] for m in steps.values()})),
-            "minutes": round(sum(float(m["seconds"]) for m in steps.values()) / 60, 1),
+    dates = sorted(m["date"][:10] for m in folded.values())
+    return {"steps": len(folded), "of": int(jobs[name]["steps"]),
+            "devices": "; ".join(sorted({m["device"] for m in folded.values()})),
+            "minutes": round(sum(float(m["seconds"]) for m in folded.values()) / 60, 1),
             "first": dates[0], "last": dates[-1],
-            "commits": ", ".join(sorted({m["commit"][:7] if m.get("commit") else "unknown" for m in steps.values()}))}
+            "commits": ", ".join(sorted({m["commit"][:7] if m.get("commit") else "unknown" for m in folded.values()}))}
 
 
 def install(queue_path: Path, names: list[str] | tuple[str, ...] = ()) -> dict[str, int]:
@@ -393,7 +392,7 @@ def next_steps(queue_path: Path, out: Path, minutes: float, *, started: float | 
             if len(set(folded_steps(root / need)) | done_now.get(need, set())) < int(jobs[need]["steps"]):
                 if done_now:  # this call ran out of time or files before the job's inputs were complete
                     _log(out, f"stopping: job {job['name']!r} needs job {need!r}, which is not finished")
-                    return {name: sorted(v) for name, v in done_now.items()}
+                    return _call_result(done_now, failed)
                 raise ValueError(f"job {job['name']!r} needs job {need!r}, which is not finished")
             if need not in done_now:
                 install_steps(jobs[need], root / need)
@@ -412,6 +411,15 @@ def next_steps(queue_path: Path, out: Path, minutes: float, *, started: float | 
             shutil.rmtree(out / job["name"], ignore_errors=True)
         if not finished or job_name or files_left < 2:
             break
+    return _call_result(done_now, failed)
+
+
+def _call_result(done_now: Mapping[str, set[int]], failed: Mapping[str, str]) -> dict[str, list[int]]:
+    """What :func:`next_steps` returns: the steps run, job by job, unless a job failed.
+
+    Raises:
+        ValueError: naming every job that failed, with its error.
+    """
     if failed:
         raise ValueError("job(s) failed in this call (the other jobs' steps are in the output folder): "
                          + "; ".join(f"{name}: {why}" for name, why in failed.items()))

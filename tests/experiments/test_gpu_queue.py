@@ -157,8 +157,8 @@ def test_the_repository_queue(capsys):
     path = ROOT / "gpu" / "queue.json"
     queue = gpu_queue.load_queue(path)
     names = [j["name"] for j in queue["jobs"]]
-    assert names == ["laurent-bank", "laurent-bank-more", "laurent-table1", "laurent-table1-scores", "laurent-fig7-collapse",
-                     "laurent-fig2-1000", "laurent-fig2-1000-summary", "hmc-precision", "xiao-hmc-reduction",
+    assert names == ["laurent-bank", "laurent-bank-more", "laurent-table1", "laurent-table1-scores",
+                     "laurent-fig7-collapse", "laurent-fig2-1000", "laurent-fig2-1000-summary", "hmc-precision", "xiao-hmc-reduction",
                      "xiao-hmc-1000", "rossi-grid-512", "rossi-1000epochs", "rossi-1000epochs-summary", "gpu-unit-tests"]
     bank = queue["jobs"][0]
     paper = get_profile("paper")

@@ -702,6 +702,9 @@ def vi_alignment_timings(profile: Profile) -> dict[str, Any]:
     Returns:
         The artifact: ``widths[dataset]``, ``table[dataset][column]`` (columns of
         :func:`time_alignments`) and ``repeats``.
+
+    Raises:
+        ValueError: if the profile does not keep the posteriors (``align_keep_posteriors``).
     """
     if not profile.align_keep_posteriors:
         raise ValueError("vi_alignment_timings aligns the posteriors of vi_alignment, which this profile does not "
