@@ -159,7 +159,8 @@ def test_the_repository_queue(capsys):
     names = [j["name"] for j in queue["jobs"]]
     assert names == ["laurent-bank", "laurent-bank-more", "laurent-table1", "laurent-table1-scores",
                      "laurent-fig7-collapse", "laurent-fig2-1000", "laurent-fig2-1000-summary", "hmc-precision", "xiao-hmc-reduction",
-                     "xiao-hmc-1000", "rossi-grid-512", "rossi-1000epochs", "rossi-1000epochs-summary", "gpu-unit-tests"]
+                     "xiao-hmc-1000", "rossi-grid-512", "rossi-1000epochs", "rossi-1000epochs-summary",
+                     "rossi-grid-512-summary", "gpu-unit-tests"]
     bank = queue["jobs"][0]
     paper = get_profile("paper")
     assert bank["steps"] == math.ceil(paper.bank_nets / paper.bank_block)
@@ -178,36 +179,46 @@ def test_the_repository_queue(capsys):
     assert gpu_queue.job_profile(fig2) == gpu_queue.job_profile(fig2_summary)  # the summary finds the blocks
     fig2_profile = gpu_queue.job_profile(fig2)
     assert fig2_profile.optunet_nets == 1000 and fig2["steps"] == math.ceil(1000 / optunet_block(fig2_profile))
-    rossi, rossi_summary = (next(j for j in queue["jobs"] if j["name"] == n)
-                            for n in ("rossi-1000epochs", "rossi-1000epochs-summary"))
-    assert gpu_queue.job_profile(rossi) == gpu_queue.job_profile(rossi_summary)  # the summary finds the pairs
+    rossi, rossi_summary, grid, grid_summary = (next(j for j in queue["jobs"] if j["name"] == n) for n in (
+        "rossi-1000epochs", "rossi-1000epochs-summary", "rossi-grid-512", "rossi-grid-512-summary"))
+    for job in (rossi_summary, grid, grid_summary):  # the summaries find the pairs, the grid its paper setting
+        assert gpu_queue.job_profile(job) == gpu_queue.job_profile(rossi)
     assert len(gpu_queue.job_blocks(rossi).starts) == rossi["steps"] == 2 * 4 * 3  # datasets x widths x pairs
+    assert len(gpu_queue.job_blocks(grid).starts) == grid["steps"] == 3 * 3  # the grid's other settings x pairs
     assert main(["gpu", "status", "--queue", str(path)]) == 0
     assert "left in all: about" in capsys.readouterr().out
 
 
 def test_vi_alignment_pairs_run_a_step_each_and_are_summarised_here(queue, tmp_path):
-    """rossi-1000epochs in miniature: vi_alignment's pairs as the device's steps, returned
-    without their posteriors, and the experiment run here from the folded steps alone."""
-    tiny = {"align_widths": "16", "align_epochs": 1, "align_pairs": 1, "align_n_train": 500, "align_n_eval": 100,
-            "align_samples": 2, "n_lambdas": 3, "align_keep_posteriors": False}
-    pairs = {"name": "tiny-pairs", "version": 1, "title": "tiny pairs", "kind": "blocks",
-             "target": "symlib.experiments.rossi.runs:vi_alignment_steps", "profile": "quick", "set": tiny,
-             "label": "quick-tinypairs", "steps": 2, "estimate_gpu_minutes": 0.1}
-    summary = {"name": "tiny-pairs-summary", "version": 1, "title": "their summary", "kind": "experiments",
-               "experiments": ["vi_alignment"], "where": "here", "needs": ["tiny-pairs"], "profile": "quick",
-               "set": tiny, "label": "quick-tinypairs", "steps": 1, "estimate_gpu_minutes": 0,
-               "estimate_minutes_here": 0.1}
-    queue.write_text(json.dumps({"version": 1, "jobs": [pairs, summary]}))
-    assert _next(queue, tmp_path / "dev") == {"tiny-pairs": [0, 1]}
+    """rossi-1000epochs and rossi-grid-512 in miniature: vi_alignment's pairs and the
+    robustness grid's as the device's steps, returned without their posteriors, and both
+    experiments run here from the folded steps alone."""
+    tiny = {"align_widths": "16", "align_sweep_width": 16, "align_epochs": 1, "align_pairs": 1, "align_n_train": 500,
+            "align_n_eval": 100, "align_samples": 2, "n_lambdas": 3, "align_keep_posteriors": False}
+    job = {"version": 1, "profile": "quick", "set": tiny, "label": "quick-tinypairs"}
+    pairs = {**job, "name": "tiny-pairs", "title": "tiny pairs", "kind": "blocks",
+             "target": "symlib.experiments.rossi.runs:vi_alignment_steps", "steps": 2, "estimate_gpu_minutes": 0.1}
+    grid = {**job, "name": "tiny-grid", "title": "tiny grid", "kind": "blocks", "steps": 3,
+            "target": "symlib.experiments.rossi.runs:vi_alignment_robustness_steps", "estimate_gpu_minutes": 0.1}
+    here = {"kind": "experiments", "where": "here", "steps": 1, "estimate_gpu_minutes": 0, "estimate_minutes_here": 0.1}
+    summary = {**job, **here, "name": "tiny-pairs-summary", "title": "their summary", "experiments": ["vi_alignment"],
+               "needs": ["tiny-pairs"]}
+    grid_summary = {**job, **here, "name": "tiny-grid-summary", "title": "the grid's summary",
+                    "experiments": ["vi_alignment_robustness"], "needs": ["tiny-grid", "tiny-pairs"]}
+    queue.write_text(json.dumps({"version": 1, "jobs": [pairs, grid, summary, grid_summary]}))
+    assert _next(queue, tmp_path / "dev") == {"tiny-pairs": [0, 1], "tiny-grid": [0, 1, 2]}
     gpu_queue.fold(tmp_path / "dev", queue)
     step = gpu_queue.load_step(queue.parent / "tiny-pairs", 1)
     assert "posteriors" not in step and set(step["barrier"]) == {"marginal", "midpoint"}
     assert json.loads((queue.parent / "tiny-pairs" / "step-0001.json").read_text())["label"] == ["fashion_mnist", 16, 0]
     cache.STEPS_RUN.clear()
-    assert gpu_queue.next_steps(queue, tmp_path / "here", 5.0, here=True) == {"tiny-pairs-summary": [0]}
-    assert cache.STEPS_RUN["vi_alignment"] == {"computed": 0, "loaded": 2}  # every pair from the folded steps
-    assert gpu_queue.fold(tmp_path / "here", queue, tmp_path / "results")["results"] == 1
+    assert gpu_queue.next_steps(queue, tmp_path / "here", 5.0, here=True) == {"tiny-pairs-summary": [0],
+                                                                              "tiny-grid-summary": [0]}
+    assert cache.STEPS_RUN["vi_alignment"]["computed"] == 0  # every pair from the folded steps
+    assert cache.STEPS_RUN["vi_alignment_robustness"] == {"computed": 0, "loaded": 3}
+    assert gpu_queue.fold(tmp_path / "here", queue, tmp_path / "results")["results"] == 2
+    grid_record = json.loads((tmp_path / "results" / "vi_alignment_robustness-quick-tinypairs.json").read_text())
+    assert len(grid_record["summary"]["settings"]) == 4  # the paper's setting from vi_alignment's pairs
     record = json.loads((tmp_path / "results" / "vi_alignment-quick-tinypairs.json").read_text())
     assert record["summary"]["widths"] == {"mnist": [16], "fashion_mnist": [16]}
     for index, dataset in enumerate(("mnist", "fashion_mnist")):  # the barriers the device computed, summarised here

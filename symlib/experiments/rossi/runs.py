@@ -437,30 +437,55 @@ def vi_alignment_robustness(profile: Profile) -> dict[str, Any]:
         ``pairs`` (``"pair<k>"`` entries as in ``vi_alignment``, without posteriors).
     """
     width, ds = int(profile.align_sweep_width), ROBUSTNESS_DATASET
-    base = None
-    if width in profile.align_widths and profile.align_prior_var in ROBUSTNESS_PRIOR_VARS:
-        base = run("vi_alignment", profile, verbose=False).artifact[ds][f"w{width}"]
-    data_of = functools.lru_cache(maxsize=1)(lambda: load_align_data(profile, ds))
-    grid = [(pv, t) for pv in ROBUSTNESS_PRIOR_VARS for t in ROBUSTNESS_TEMPERATURES]
-    todo = [(pv, t, pair) for pv, t in grid for pair in range(int(profile.align_pairs))
-            if not (base is not None and pv == profile.align_prior_var and t == ROSSI_VI_SETTINGS["temperature"])]
-
-    def step(item: tuple[float, float, int]) -> dict[str, Any]:
-        pv, t, pair = item
-        entry = fit_and_align_pair(profile, data_of(), width, pair, prior_var=pv, temperature=t)
-        entry.pop("posteriors")
-        return entry
-
-    done = dict(zip(todo, cached_steps("vi_alignment_robustness", _robustness_config(profile), todo, step,
-                                       label=list)))
+    base = run("vi_alignment", profile, verbose=False).artifact[ds][f"w{width}"] if _sweep_from_base(profile) else None
+    steps = vi_alignment_robustness_steps(profile)
+    done = {tuple(label): entry for label, entry in zip(steps.starts, cached_steps(
+        steps.name, steps.cache_config, steps.starts, steps.train, label=list))}
     settings = {}
-    for pv, t in grid:
+    for pv, t in _robustness_grid():
         if base is not None and pv == profile.align_prior_var and t == ROSSI_VI_SETTINGS["temperature"]:
             pairs = {k: {kk: vv for kk, vv in e.items() if kk != "posteriors"} for k, e in base.items()}
         else:
             pairs = {f"pair{p}": done[(pv, t, p)] for p in range(int(profile.align_pairs))}
         settings[_setting_key(pv, t)] = {"prior_var": pv, "temperature": t, "pairs": pairs}
     return {"width": width, "dataset": ds, "settings": settings}
+
+
+def _robustness_grid() -> list[tuple[float, float]]:
+    return [(pv, t) for pv in ROBUSTNESS_PRIOR_VARS for t in ROBUSTNESS_TEMPERATURES]
+
+
+def _sweep_from_base(profile: Profile) -> bool:
+    """Whether the sweep takes the paper's setting from ``vi_alignment`` (which runs its width)."""
+    return int(profile.align_sweep_width) in profile.align_widths and profile.align_prior_var in ROBUSTNESS_PRIOR_VARS
+
+
+def vi_alignment_robustness_steps(profile: Profile) -> Steps:
+    """The pairs ``vi_alignment_robustness`` fits itself, one (prior variance, temperature,
+    pair) a step, without posteriors: every setting of the grid but the paper's where
+    ``vi_alignment`` runs the sweep's width (then its pairs are that setting's). What the
+    experiment runs, resuming from the artifact cache, and what the GPU queue's job
+    ``rossi-grid-512`` runs a few at a time.
+
+    Args:
+        profile: the run profile (``align_*`` sizes, ``align_sweep_width``).
+
+    Returns:
+        The :class:`~symlib.experiments.registry.Steps`, labelled ``[prior_var, temperature, pair]``.
+    """
+    width = int(profile.align_sweep_width)
+    data_of = functools.lru_cache(maxsize=1)(lambda: load_align_data(profile, ROBUSTNESS_DATASET))
+    skip = (profile.align_prior_var, ROSSI_VI_SETTINGS["temperature"]) if _sweep_from_base(profile) else None
+
+    def train(label) -> dict[str, Any]:
+        pv, t, pair = label
+        entry = fit_and_align_pair(profile, data_of(), width, int(pair), prior_var=pv, temperature=t)
+        entry.pop("posteriors")
+        return entry
+
+    labels = [[pv, t, pair] for pv, t in _robustness_grid() for pair in range(int(profile.align_pairs))
+              if (pv, t) != skip]
+    return Steps("vi_alignment_robustness", _robustness_config(profile), labels, train)
 
 
 # ------------------------------------------------------------------ ResNet20 (Sec. 5.1, CIFAR-10)
