@@ -179,6 +179,9 @@ class LaurentProfile(SharedProfile):
             256 on an accelerator, :func:`~symlib.experiments.laurent.optunet.optunet_block`);
             the GPU queue's ``laurent-fig2-1000`` fixes 256, so that its folded blocks are
             found here too. Network *i* is the same whatever the block size.
+            ``optunet_used`` (0: all) keeps only the first ``optunet_used`` networks, whole
+            blocks with the keys they have among the ``optunet_nets``: a labelled reduction
+            that reads the blocks the GPU queue has trained so far.
         bank_*, post_*: Laurent et al. Sec. 4-5.1 (``optunet_bank``, ``laurent_posteriors``,
             ``functional_collapse``): ``bank_nets`` OptuNets trained at once for
             ``bank_epochs`` epochs with ``bank_recipe`` (``"laurent"``: the authors' recipe;
@@ -235,6 +238,7 @@ class LaurentProfile(SharedProfile):
     optunet_nets: int
     optunet_epochs: int
     optunet_block: int
+    optunet_used: int
     bank_nets: int
     bank_epochs: int
     bank_recipe: str
@@ -376,6 +380,7 @@ PROFILES: dict[str, Profile] = {
         optunet_nets=3,
         optunet_epochs=70,
         optunet_block=0,
+        optunet_used=0,
         bank_nets=24,
         bank_epochs=8,
         bank_recipe="adam",
@@ -465,6 +470,7 @@ PROFILES: dict[str, Profile] = {
         optunet_nets=256,
         optunet_epochs=60,
         optunet_block=0,
+        optunet_used=0,
         bank_nets=1_120,
         bank_epochs=60,
         bank_recipe="laurent",

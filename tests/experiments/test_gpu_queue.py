@@ -408,3 +408,14 @@ def test_optunets_are_trained_a_block_a_step_and_summarised_here(tmp_path, monke
     assert gpu_queue.fold(tmp_path / "here-ret", path, tmp_path / "results")["results"] == 1
     record = json.loads((tmp_path / "results" / "laurent_optunets-quick-tiny.json").read_text())
     assert record["summary"]["nets"] == 2 and record["summary"]["swaps"]["units"] == [10, 3]
+    # a labelled reduction of the blocks folded so far: optunet_used, whole blocks of the job's networks
+    from symlib.experiments.profiles import reduced
+
+    first = reduced(gpu_queue.job_profile(blocks), {"optunet_used": "1"}, "quick-tiny-first")
+    cache.STEPS_RUN.clear()
+    part = registry.run("laurent_optunets", first, verbose=False).artifact
+    assert cache.STEPS_RUN["laurent_optunets"] == {"computed": 0, "loaded": 1} and len(part["test_accuracy"]) == 1
+    whole = registry.run("laurent_optunets", gpu_queue.job_profile(blocks), verbose=False).artifact
+    np.testing.assert_array_equal(part["swaps"], whole["swaps"][:1])
+    with pytest.raises(ValueError, match="optunet_used must be 0 .* got 3"):
+        optunet.optunet_blocks(reduced(first, {"optunet_used": "3"}, "quick-tiny-first-3"))

@@ -12,6 +12,7 @@ this experiment too.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,8 +165,13 @@ def optunet_block(profile: Profile) -> int:
     return OPTUNET_BLOCK if jax.default_backend() == "cpu" else OPTUNET_BLOCK_ACCELERATOR
 
 
-def _config(profile: Profile) -> dict[str, Any]:
+def _blocks_config(profile: Profile) -> dict[str, Any]:
+    """The config of the OptuNets' blocks in the cache: the same for every ``optunet_used``."""
     return {**data_config(profile), "nets": profile.optunet_nets, "epochs": profile.optunet_epochs}
+
+
+def _config(profile: Profile) -> dict[str, Any]:
+    return {**_blocks_config(profile), "used": profile.optunet_used}
 
 
 def optunet_accuracies(params, d: dict[str, np.ndarray]) -> np.ndarray:
@@ -200,19 +206,29 @@ def optunet_blocks(profile: Profile, data: dict[str, np.ndarray] | None = None) 
         data: the profile's data as :func:`optunet_data` gives it (default: loaded here).
 
     Returns:
-        The :class:`~symlib.experiments.registry.Blocks`.
+        The :class:`~symlib.experiments.registry.Blocks` (with ``optunet_used``, its first
+        ``optunet_used`` networks, in the same blocks with the same keys).
+
+    Raises:
+        ValueError: if ``optunet_used`` is not 0 or a multiple of the block size up to ``optunet_nets``.
     """
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.data import standardize
     from symlib.symmetry.architectures import optunet_permutation_spec, optunet_scaling_spec
     from symlib.symmetry.neuron_order import statistics_observer, swap_counter
 
+    used, block = profile.optunet_used, optunet_block(profile)
+    if used and (used % block or not 0 < used <= profile.optunet_nets):
+        raise ValueError(f"optunet_used must be 0 (all) or a multiple of the block size {block} up to optunet_nets="
+                         f"{profile.optunet_nets} (whole blocks), got {used}")
     d = optunet_data(profile) if data is None else data
     cfg = optunet_train_config(len(d["y_train"]), epochs=profile.optunet_epochs, crop_fill=standardize(0.0, "mnist"))
     sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
-    return blocks_of("laurent_optunets", _config(profile), jax.random.key(2024), optunet_init, optunet_apply,
-                     profile.optunet_nets, d["x_train"], d["y_train"], cfg, block_size=optunet_block(profile),
-                     observe=swap_counter(sspec, pspec), observe_epoch=statistics_observer(sspec, pspec))
+    blocks = blocks_of("laurent_optunets", _blocks_config(profile), jax.random.key(2024), optunet_init, optunet_apply,
+                       profile.optunet_nets, d["x_train"], d["y_train"], cfg, block_size=block,
+                       observe=swap_counter(sspec, pspec), observe_epoch=statistics_observer(sspec, pspec))
+    part = slice(0, used or profile.optunet_nets)
+    return dataclasses.replace(blocks, init_keys=blocks.init_keys[part], data_keys=blocks.data_keys[part])
 
 
 @register("laurent_optunets", _config,
