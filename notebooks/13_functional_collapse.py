@@ -197,7 +197,7 @@ from symlib.experiments import gpu_queue
 gpu_run = results.load("functional_collapse", "paper-1024nets")
 gpu_outcomes = claims.evaluate("functional_collapse", gpu_run["summary"])
 bank_prov = gpu_queue.folded_provenance(results.repository_root() / "gpu" / "queue.json", "laurent-bank",
-                                        laurent.bank_blocks_read(gpu_run, paper_profile))
+                                        laurent.blocks_read(gpu_run, "bank_used", paper_profile.bank_block))
 glue_all(glue, "ch13_g", laurent.saved_collapse_values(gpu_run, gpu_outcomes)
          | {"block": paper_profile.bank_block, "gpu": bank_prov["devices"], "gpu_minutes": bank_prov["minutes"],
             "first": bank_prov["first"], "commits": bank_prov["commits"], "steps": bank_prov["steps"]})

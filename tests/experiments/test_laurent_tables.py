@@ -268,11 +268,11 @@ def test_bank_cpu_hours_scale_the_run_to_the_paper_profile_bank():
         tables.bank_cpu_hours({**record, "command": "run it --set bank_used=1024"}, get_profile("paper"))
 
 
-def test_bank_blocks_read_counts_the_queue_steps_a_reduction_read():
+def test_blocks_read_counts_the_queue_steps_a_reduction_read():
     record = {"command": "python -m symlib run bank_min_mass --profile paper --set bank_used=1024 --label x"}
-    assert tables.bank_blocks_read(record, get_profile("paper")) == 8  # blocks of 128
+    assert tables.blocks_read(record, "bank_used", get_profile("paper").bank_block) == 8  # blocks of 128
     with pytest.raises(ValueError, match="names no bank_used="):
-        tables.bank_blocks_read({"command": "run it --set bank_nets=24"}, get_profile("paper"))
+        tables.blocks_read({"command": "run it --set bank_nets=24"}, "bank_used", 128)
 
 
 # ---------------------------------------------------------------------------------------
@@ -409,7 +409,7 @@ def test_the_chapters_figures():
     plt.close("all")
 
 
-def test_bank_min_mass_values_count_corollary1_on_every_network():
+def test_gpu_min_mass_values_count_corollary1_on_every_network():
     """Three networks: the min-mass rescaling lowers every kernel mass; the hidden biases of the
     third grow by more than its kernels shrink, so the whole penalty rises there only."""
     mm = {"mass_before": [10.0, 20.0, 30.0], "mass_after": [8.0, 15.0, 27.0],
@@ -418,7 +418,7 @@ def test_bank_min_mass_values_count_corollary1_on_every_network():
     record = {"summary": {"nets": 4, "converged": 3, "test_accuracy_mean": 0.75, "test_accuracy_min": 0.5,
                           "min_mass": mm}, "elapsed_s": 61.2, "device": "cpu"}
     prov = {"steps": 8, "of": 9, "devices": "an H100", "minutes": 12.4, "first": "2026-11-27"}
-    values = tables.bank_min_mass_values(record, [_outcome("above_min_mass", "holds", 0.1)], prov)
+    values = tables.gpu_min_mass_values(record, [_outcome("above_min_mass", "holds", 0.1)], prov)
     assert (values["nets"], values["converged"], values["dropped"], values["acc"]) == (4, 3, 1, "75%")
     assert (values["cor1_lower"], values["cor1_higher"], values["cor1_kernels_lower"]) == (2, 1, 3)
     assert (values["cor1_db"], values["cor1_dm"], values["cor1_b_before"]) == ("+4.5", "-3.0", "2.0")

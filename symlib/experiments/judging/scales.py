@@ -108,6 +108,8 @@ REDUCTIONS: dict[tuple[str, str], str] = {
     ("laurent_optunets", "paper"): "256 of the paper's 1,000 networks",
     ("laurent_optunets", "paper-16nets"): "16 of the paper's 1,000 networks",
     ("laurent_optunets", "paper-8nets"): "8 of the paper's 1,000 networks",
+    ("laurent_optunets", "paper-768nets"): "768 of the paper's 1,000 networks (the first 3 of the 4 blocks of 256 "
+                                           "the GPU queue trains, on an H200)",
     ("laurent_mlps", "paper-64nets"): "64 of the 256 networks of our paper profile",
     ("bank_min_mass", "paper-1024nets"): "the first 1,024 of the 1,248 OptuNets of the paper profile's bank (8 blocks "
                                          "of 128, trained on a GPU)",

@@ -484,15 +484,15 @@ def bank_cpu_hours(record: Mapping[str, Any], paper_profile: Profile) -> dict[st
     return {"pp_bank": f"{whole:,}", "pp_hours": f"{record['elapsed_s'] / bank_size * whole / 3600:.0f}"}
 
 
-def bank_blocks_read(record: Mapping[str, Any], profile: Profile) -> int:
-    """How many of the bank's blocks a saved labelled reduction read (its command's
-    ``bank_used=``, in blocks of ``profile.bank_block``): the GPU queue's steps whose
-    provenance its prose gives (:func:`symlib.experiments.gpu_queue.folded_provenance`).
+def blocks_read(record: Mapping[str, Any], used: str, block: int) -> int:
+    """How many blocks of ``block`` networks a saved labelled reduction read (its command's
+    ``<used>=``, e.g. ``bank_used``): the GPU queue's steps whose provenance its prose gives
+    (:func:`symlib.experiments.gpu_queue.folded_provenance`).
 
     Raises:
-        ValueError: if the run's command names no ``bank_used=``.
+        ValueError: if the run's command does not set ``used``.
     """
-    return _bank_setting(record["command"], ("bank_used",)) // profile.bank_block
+    return _bank_setting(record["command"], (used,)) // int(block)
 
 
 def _bank_setting(command: str, fields: Sequence[str]) -> int:
@@ -707,17 +707,18 @@ def _corollary1_values(min_mass: Mapping[str, Any], tag: str = "") -> dict[str, 
     return {(f"{tag}_cor1_{k}" if tag else f"cor1_{k}"): v for k, v in values.items()}
 
 
-def bank_min_mass_values(record: Mapping[str, Any], outcomes, provenance: Mapping[str, Any]) -> dict[str, Any]:
-    """The values the prose cites from a saved ``bank_min_mass`` run: those of
+def gpu_min_mass_values(record: Mapping[str, Any], outcomes, provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """The values the prose cites from a saved run of the min-mass problem (``bank_min_mass``,
+    or ``laurent_optunets``) on networks the GPU queue trained: those of
     :func:`_min_mass_run_values` and :func:`_corollary1_values` (unprefixed), ``seconds``,
-    ``device``, the verdicts (``v_<claim>``) and where the bank's networks were trained
+    ``device``, the verdicts (``v_<claim>``) and where the networks were trained
     (``provenance``: :func:`symlib.experiments.gpu_queue.folded_provenance`, keys prefixed
     ``gpu_``).
 
     Args:
         record: the saved run (``summary``, ``elapsed_s``, ``device``).
         outcomes: its claims' outcomes (:func:`symlib.experiments.judging.claims.evaluate`).
-        provenance: the bank job's folded provenance.
+        provenance: the queue job's folded provenance (of the steps the run read).
     """
     return (_min_mass_run_values(record["summary"]) | _corollary1_values(record["summary"]["min_mass"])
             | {"seconds": f"{record['elapsed_s']:.0f}", "device": record["device"]}
