@@ -282,6 +282,21 @@ class Blocks:
         """The first network of every block: the blocks' step labels."""
         return list(range(0, len(self.init_keys), int(self.block_size)))
 
+    def first(self, used: int, used_name: str, block_name: str) -> Blocks:
+        """Only the first ``used`` networks (0: all), in the same blocks with the same keys: a
+        labelled reduction that reads the blocks trained so far (the profile's ``used_name``,
+        e.g. ``bank_used``, in blocks of its ``block_name``).
+
+        Raises:
+            ValueError: if ``used`` is not 0 or a multiple of the block size up to the networks'
+                number.
+        """
+        n, block = len(self.init_keys), int(self.block_size)
+        if used and (used % block or not 0 < used <= n):
+            raise ValueError(f"{used_name} must be 0 (all) or a multiple of {block_name}={block} up to the {n} "
+                             f"networks (whole blocks), got {used}")
+        return dataclasses.replace(self, init_keys=self.init_keys[:used or n], data_keys=self.data_keys[:used or n])
+
     def train(self, start: int) -> dict[str, Any]:
         """Train the block of networks ``start`` to ``start + block_size`` (or the last).
 

@@ -12,7 +12,6 @@ this experiment too.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,18 +216,13 @@ def optunet_blocks(profile: Profile, data: dict[str, np.ndarray] | None = None) 
     from symlib.symmetry.architectures import optunet_permutation_spec, optunet_scaling_spec
     from symlib.symmetry.neuron_order import statistics_observer, swap_counter
 
-    used, block = profile.optunet_used, optunet_block(profile)
-    if used and (used % block or not 0 < used <= profile.optunet_nets):
-        raise ValueError(f"optunet_used must be 0 (all) or a multiple of the block size {block} up to optunet_nets="
-                         f"{profile.optunet_nets} (whole blocks), got {used}")
     d = optunet_data(profile) if data is None else data
     cfg = optunet_train_config(len(d["y_train"]), epochs=profile.optunet_epochs, crop_fill=standardize(0.0, "mnist"))
     sspec, pspec = optunet_scaling_spec(), optunet_permutation_spec()
     blocks = blocks_of("laurent_optunets", _blocks_config(profile), jax.random.key(2024), optunet_init, optunet_apply,
-                       profile.optunet_nets, d["x_train"], d["y_train"], cfg, block_size=block,
+                       profile.optunet_nets, d["x_train"], d["y_train"], cfg, block_size=optunet_block(profile),
                        observe=swap_counter(sspec, pspec), observe_epoch=statistics_observer(sspec, pspec))
-    part = slice(0, used or profile.optunet_nets)
-    return dataclasses.replace(blocks, init_keys=blocks.init_keys[part], data_keys=blocks.data_keys[part])
+    return blocks.first(profile.optunet_used, "optunet_used", "optunet_block")
 
 
 @register("laurent_optunets", _config,

@@ -193,12 +193,8 @@ def bank_blocks(profile: Profile, data: dict[str, np.ndarray] | None = None) -> 
     Raises:
         ValueError: if ``bank_used`` is not 0 or a multiple of ``bank_block`` up to ``bank_nets``.
     """
-    used, block = profile.bank_used, profile.bank_block
-    if used and (used % block or not 0 < used <= profile.bank_nets):
-        raise ValueError(f"bank_used must be 0 (all) or a multiple of bank_block={block} up to bank_nets="
-                         f"{profile.bank_nets} (whole blocks of the bank), got {used}")
     return _bank_sequence(profile, data, "optunet_bank", bank_blocks_config(profile), profile.bank_nets,
-                          slice(0, used or profile.bank_nets))
+                          slice(0, profile.bank_nets)).first(profile.bank_used, "bank_used", "bank_block")
 
 
 def bank_more_blocks(profile: Profile, data: dict[str, np.ndarray] | None = None) -> Blocks:

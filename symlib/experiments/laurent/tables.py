@@ -460,7 +460,7 @@ def saved_collapse_values(record: Mapping[str, Any], outcomes: Sequence[Any]) ->
         ValueError: if the run's command names neither ``bank_used=`` nor ``bank_nets=``.
     """
     ss = record["summary"]
-    bank_size = _bank_setting(record["command"], ("bank_used", "bank_nets"))
+    bank_size = _command_int(record["command"], ("bank_used", "bank_nets"))
     n = int(ss["networks"])
     values = {"bank": bank_size, "device": record["device"],
               "cv_compare": "the more" if ss["cv_ood"] > ss["cv_id"] else "not the more",
@@ -479,7 +479,7 @@ def bank_cpu_hours(record: Mapping[str, Any], paper_profile: Profile) -> dict[st
     """``pp_bank`` (the paper profile's bank: ``bank_nets`` and the ``bank_more`` after them) and
     ``pp_hours``: the hours it would take at the rate of a saved ``functional_collapse`` run that trained its bank of ``bank_nets=``
     networks itself (its ``elapsed_s``)."""
-    bank_size = _bank_setting(record["command"], ("bank_nets",))
+    bank_size = _command_int(record["command"], ("bank_nets",))
     whole = paper_profile.bank_nets + paper_profile.bank_more
     return {"pp_bank": f"{whole:,}", "pp_hours": f"{record['elapsed_s'] / bank_size * whole / 3600:.0f}"}
 
@@ -492,10 +492,10 @@ def blocks_read(record: Mapping[str, Any], used: str, block: int) -> int:
     Raises:
         ValueError: if the run's command does not set ``used``.
     """
-    return _bank_setting(record["command"], (used,)) // int(block)
+    return _command_int(record["command"], (used,)) // int(block)
 
 
-def _bank_setting(command: str, fields: Sequence[str]) -> int:
+def _command_int(command: str, fields: Sequence[str]) -> int:
     """The first of ``fields`` that a saved run's command sets, as an integer
     (:func:`~symlib.experiments.judging.results.command_setting`).
 
