@@ -94,6 +94,9 @@ def build_parser(experiment_list: str) -> argparse.ArgumentParser:
                        help="once the run is complete, write its summary as DIR/hmc_pieces-<profile>.json")
     piece.add_argument("--status", action="store_true",
                        help="only check the state against its checksum and print its progress and pieces")
+    piece.add_argument("--summarize", action="store_true",
+                       help="do not advance: write the summary of the samples kept so far to --out (a labelled "
+                            "reduction until the run is complete)")
     gpu = sub.add_parser("gpu", help="the GPU queue: prepare the carry, run the next steps, fold what came back",
                          description="The GPU queue (gpu/queue.json; symlib.experiments.gpu_queue): the papers' "
                                      "headline runs in order, advanced one resumable step at a time on a lent GPU. "
@@ -127,21 +130,21 @@ def _gpu(args, argv: list[str] | None, started: float) -> int:
     """The ``gpu`` commands (see :func:`build_parser`)."""
     from pathlib import Path
 
-    from symlib.experiments import gpu_queue
+    from symlib.experiments import gpu_device, gpu_queue
 
     queue = Path(args.queue)
     try:
         if args.gpu_command == "prepare":
             carry = gpu_queue.prepare(queue.resolve().parent.parent, args.data_dir, wheels=not args.no_wheels,
-                                      datasets=tuple(args.datasets))
+                                      datasets=tuple(args.datasets), queue_path=queue)
             sizes = gpu_queue.travelling(carry.parent)
             print(f"prepared {carry}: carry it ('{gpu_queue.CARRY}') in the device call; book/running.md gives the call "
                   f"(what travels: the tree {sizes['tree'] / 2**20:.1f} MiB and the carry "
                   f"{sizes['carry'] / 2**20:.1f} MiB, of {gpu_queue.TRAVEL_BYTES >> 20} MiB)")
         elif args.gpu_command == "next":
             command = "python -m symlib " + " ".join(argv if argv is not None else sys.argv[1:])
-            gpu_queue.next_steps(queue, Path(args.out), args.minutes, started=started, command=command,
-                                 job_name=args.job, here=args.here)
+            gpu_device.next_steps(queue, Path(args.out), args.minutes, started=started, command=command,
+                                  job_name=args.job, here=args.here)
         elif args.gpu_command == "fold":
             counts = gpu_queue.fold(Path(args.returned), queue, args.results)
             print(f"folded: {counts['new']} new step(s), {counts['already']} already there, "
@@ -163,7 +166,6 @@ def _hmc_piece(args, argv: list[str] | None, started: float) -> int:
 
     from symlib.experiments.xiao.hmc_pieces import advance, state_nbytes
     from symlib.experiments import xiao
-    from symlib.experiments.judging import results
     from symlib.experiments.profiles import get_profile
 
     if args.status:
@@ -179,6 +181,13 @@ def _hmc_piece(args, argv: list[str] | None, started: float) -> int:
                   f"{p['device']}")
         return 0
     profile = get_profile(args.profile)
+    if args.summarize:
+        if not args.out:
+            print("error: --summarize writes to --out DIR: give it", file=sys.stderr)
+            return 1
+        _save_piece_summary(profile, args.state, args.out, "python -m symlib " + " ".join(
+            argv if argv is not None else sys.argv[1:]))
+        return 0
     chains = args.chains or xiao.PIECES_CHAINS
     samples = args.samples or xiao.PIECES_SAMPLES
     run = xiao.hmc_pieces_run(profile, chains, samples, args.chunk_size or xiao.PIECES_CHUNK)
@@ -196,11 +205,22 @@ def _hmc_piece(args, argv: list[str] | None, started: float) -> int:
         print(f"left: about {prog.remaining_seconds / 60:.1f} min of sampling at this piece's rate, "
               f"about {int(pieces) + 1} more piece(s) of {args.minutes:g} min (an estimate)")
     if prog.complete and args.out:
-        summary = xiao.hmc_pieces_summary(profile, args.state)
-        elapsed = sum(p["elapsed_s"] for p in summary["pieces"])
-        path = results.save("hmc_pieces", profile.name, summary, directory=args.out, command=command, elapsed_s=elapsed)
-        print(f"summary written to {path}")
+        _save_piece_summary(profile, args.state, args.out, command)
     return 0
+
+
+def _save_piece_summary(profile, state, out, command: str) -> None:
+    """Table 1's HMC columns of a pieced run's samples so far, saved as ``out/hmc_pieces-<profile>.json``
+    (its scale is read from the samples kept: ``judging.scales``)."""
+    from symlib.experiments import xiao
+    from symlib.experiments.judging import results
+
+    summary = xiao.hmc_pieces_summary(profile, state)
+    elapsed = sum(p["elapsed_s"] for p in summary["pieces"])
+    path = results.save("hmc_pieces", profile.name, summary, directory=out, command=command, elapsed_s=elapsed)
+    prog = summary["progress"]
+    print(f"summary of {prog['num_kept']} of {prog['num_samples']} kept samples per chain "
+          f"({'complete' if prog['complete'] else 'not complete'}) written to {path}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -152,3 +152,50 @@ def corrupt(path: Path) -> None:
 def leftovers(directory: Path) -> list[str]:
     """The sorted names in ``directory`` (none if it does not exist)."""
     return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
+
+
+#: the tiny pieced HMC run of the tests (a 6-8-3 MLP, 2 chains, 12 kept samples each)
+PIECES_SIZES = [6, 8, 3]
+PIECES_CHUNK = 4
+
+
+def pieces_cfg():
+    from symlib.inference.hmc import HMCConfig
+
+    return HMCConfig(step_size=0.05, num_leapfrog=3, num_burnin=7, num_samples=12, thin=2, num_chains=2,
+                     adapt_step_size=True)
+
+
+def pieces_data():
+    """Training and test data of the tiny pieced run: ``(x, y, x_test, y_test)``."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(80, PIECES_SIZES[0])).astype(np.float32)
+    y = rng.integers(0, PIECES_SIZES[-1], 80).astype(np.int32)
+    x_test = rng.normal(size=(40, PIECES_SIZES[0])).astype(np.float32)
+    y_test = rng.integers(0, PIECES_SIZES[-1], 40).astype(np.int32)
+    return x, y, x_test, y_test
+
+
+def pieces_init():
+    """One start per chain of the tiny pieced run."""
+    import jax
+
+    from symlib.core.models import mlp_init
+
+    inits = [mlp_init(k, PIECES_SIZES) for k in jax.random.split(jax.random.key(0), pieces_cfg().num_chains)]
+    return jax.tree.map(lambda *a: np.stack(a), *inits)
+
+
+def tiny_pieced_run(profile=None, **kw):
+    """A fresh definition of the tiny pieced run (new Python objects every call, as a new process
+    would build). ``profile`` is ignored: the GPU queue's ``pieces`` jobs call their target with one."""
+    import jax
+
+    from symlib.core.models import mlp_apply
+    from symlib.experiments.xiao.hmc_pieces import PiecedHMC
+    from symlib.inference.hmc import make_logdensity
+
+    x, y, x_test, y_test = pieces_data()
+    return PiecedHMC(jax.random.key(1), pieces_init(), make_logdensity(x, y, apply_fn=mlp_apply),
+                     kw.pop("cfg", pieces_cfg()), x_test, y_test, x_match=x[:30], chunk_size=PIECES_CHUNK,
+                     init_per_chain=True, **kw)

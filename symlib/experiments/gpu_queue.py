@@ -9,7 +9,7 @@ provenance: device, date, git commit, command, versions). Three commands move it
 
 - ``prepare`` (here, once): the data and the wheels the device lacks, in an ignored folder
   (``.gpu-carry/``) that the device call carries, with the commit it was prepared at.
-- ``next --minutes M --out DIR`` (on the device): the first unfinished job's next steps, as
+- ``next --minutes M --out DIR`` (on the device, :func:`symlib.experiments.gpu_device.next_steps`): the first unfinished job's next steps, as
   many as fit in ``M`` minutes, each written to ``DIR`` as soon as it is done (a tar of the
   step files, split into parts under the 16 MiB a returned file may have, with a manifest of
   their SHA-256 sums and a log), so a call killed mid-step keeps its finished steps.
@@ -32,8 +32,20 @@ function ``profile -> steps``, where ``steps`` has ``name``, ``cache_config``, `
 (the steps' labels) and ``train(label)``: a :class:`~symlib.experiments.registry.Blocks` of
 networks, or an experiment's :class:`~symlib.experiments.registry.Steps`),
 ``experiments`` (registered experiments run in one step, their summaries saved like ``python
--m symlib run --out``), and ``planned`` (listed with its estimate; no runner yet: ``next``
-stops there and says so).
+-m symlib run --out``), ``pieces`` (a pieced HMC run, :mod:`symlib.experiments.xiao.hmc_pieces`:
+``target`` names the function ``profile -> PiecedHMC``; a step is one piece of the time left in
+the call), ``tests`` (pytest with ``args`` on the device, a step for each entry of ``paths``: the test
+paths, glob patterns relative to the checkout; its report, the counts, failures and errors with
+their messages, and the log's end, come back) and ``planned`` (listed with its estimate; no runner yet: ``next`` stops there and
+says so).
+
+A ``pieces`` job's run lives in ``gpu/pieces/<state>/`` (ignored by git: tens of MB of running
+summaries, rewritten every piece; the jobs that share a ``state`` continue one run, the first
+up to ``until_kept`` kept samples per chain). ``prepare`` and ``fold`` put its detached part
+(the chains and the reference sample, :func:`~symlib.experiments.xiao.hmc_pieces.detach`) in
+the carry; the device advances it by one piece and returns the piece's partial state, which
+``fold`` attaches to the run here (:func:`~symlib.experiments.xiao.hmc_pieces.attach`); git
+keeps each piece's provenance and progress (``gpu/<job>/step-NNNN.json``).
 
 A job runs ``where`` ``"device"`` (the default) or ``"here"``: a job that needs no GPU once the
 jobs it ``needs`` are folded (scoring samples, or data the device's carry cannot hold beside
@@ -46,13 +58,10 @@ import hashlib
 import importlib
 import io
 import json
-import os
-import platform
 import shutil
 import subprocess
 import sys
 import tarfile
-import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -60,19 +69,13 @@ from typing import Any
 import numpy as np
 
 from symlib.core.io import atomic_write
-from symlib.core.pytree import flatten_dict, unflatten_dict
+from symlib.core.pytree import unflatten_dict
 
 QUEUE_VERSION = 1
-KINDS = ("blocks", "experiments", "planned")
+KINDS = ("blocks", "experiments", "pieces", "tests", "planned")
 WHERE = ("device", "here")
-#: the largest file a device call may return is 16 MiB: parts are cut below it
-PART_BYTES = 15 * 2**20
-#: a device call returns at most 8 files: the log, and a manifest and parts per job
-MAX_FILES = 8
-#: parts of one job's return at most
-MAX_PARTS = MAX_FILES - 2
-#: margin on a step's expected seconds before starting it within the minutes given
-MARGIN = 1.25
+#: where the runs of ``pieces`` jobs live, beside the queue file (ignored by git)
+PIECES = "pieces"
 CARRY = ".gpu-carry"
 #: what travels to a device call (the working tree, tracked and untracked-not-ignored files, and
 #: the carry) is 64 MiB at most: folded steps are committed in ``gpu/`` and travel every call
@@ -82,11 +85,11 @@ DEVICE_WHEELS = ("blackjax==1.7.1", "pooch==1.9.0", "platformdirs==4.14.8", "lap
 DATASETS = ("mnist", "fashion_mnist")
 
 
-def _sha256(data: bytes) -> str:
+def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _write_json(path: Path, obj: Any) -> None:
+def write_json(path: Path, obj: Any) -> None:
     atomic_write(Path(path), lambda f: f.write((json.dumps(obj, indent=1) + "\n").encode()))
 
 
@@ -126,8 +129,9 @@ def load_queue(path: Path) -> dict[str, Any]:
 def job_hash(job: Mapping[str, Any]) -> str:
     """Hash of what a job computes (its definition without progress, estimate or notes)."""
     keep = {k: v for k, v in job.items() if k in ("name", "version", "kind", "target", "experiments", "profile",
-                                                    "set", "label", "steps", "needs")}
-    return _sha256(json.dumps(keep, sort_keys=True).encode())[:16]
+                                                    "set", "label", "steps", "needs", "state", "until_kept", "args",
+                                                    "paths")}
+    return sha256_hex(json.dumps(keep, sort_keys=True).encode())[:16]
 
 
 def job_profile(job: Mapping[str, Any]):
@@ -140,7 +144,7 @@ def job_profile(job: Mapping[str, Any]):
     return base
 
 
-def _target(job: Mapping[str, Any]) -> Callable:
+def job_target(job: Mapping[str, Any]) -> Callable:
     module, _, name = job["target"].partition(":")
     return getattr(importlib.import_module(module), name)
 
@@ -152,11 +156,34 @@ def job_blocks(job: Mapping[str, Any]):
     Raises:
         ValueError: if the job's declared ``steps`` is not its number of steps.
     """
-    blocks = _target(job)(job_profile(job))
+    blocks = job_target(job)(job_profile(job))
     if len(blocks.starts) != int(job["steps"]):
         raise ValueError(f"job {job['name']!r} declares {job['steps']} steps but its profile gives "
                          f"{len(blocks.starts)} blocks; correct the queue file (and its version)")
     return blocks
+
+
+def pieces_progress(queue: Mapping[str, Any], root: Path, state: str) -> dict[str, Any] | None:
+    """The progress of the pieced run ``state`` after its last folded piece (the ``piece``
+    record of the step, over every job that shares the run), or None before the first."""
+    last = None
+    for job in queue["jobs"]:
+        if job["kind"] == "pieces" and job["state"] == state:
+            for meta in folded_steps(root / job["name"]).values():
+                if last is None or meta["piece"]["iteration"] > last["iteration"]:
+                    last = meta["piece"]
+    return last
+
+
+def job_done(queue: Mapping[str, Any], root: Path, job: Mapping[str, Any], done_now: Iterable[int] = ()) -> bool:
+    """Whether a job has nothing left: every step folded or in ``done_now`` (steps run in this
+    call); for a ``pieces`` job, its run reached ``until_kept`` kept samples per chain (or the end)."""
+    if job["kind"] == "pieces":
+        prog = pieces_progress(queue, root, job["state"])
+        if prog is None:
+            return False
+        return prog["complete"] or (job.get("until_kept") is not None and prog["num_kept"] >= int(job["until_kept"]))
+    return len(set(folded_steps(root / job["name"])) | set(done_now)) >= int(job["steps"])
 
 
 def folded_steps(state: Path) -> dict[int, dict[str, Any]]:
@@ -176,7 +203,7 @@ def load_step(state: Path, index: int) -> dict[str, Any]:
     """
     meta = json.loads((Path(state) / f"step-{index:04d}.json").read_text())
     path = Path(state) / f"step-{index:04d}.npz"
-    if not path.exists() or _sha256(path.read_bytes()) != meta["sha256"]:
+    if not path.exists() or sha256_hex(path.read_bytes()) != meta["sha256"]:
         raise ValueError(f"{path} is missing or does not match the SHA-256 in its .json; restore it from git")
     with np.load(path) as z:
         return unflatten_dict({k: z[k] for k in z.files})
@@ -259,236 +286,9 @@ def install(queue_path: Path, names: list[str] | tuple[str, ...] = ()) -> dict[s
     return {n: install_steps(jobs[n], queue_path.parent / n) for n in (names or jobs)}
 
 
-def provenance(command: str, root: Path) -> dict[str, Any]:
-    """Device, date, commit, command and versions of this process."""
-    import jax
-
-    from symlib.experiments.cache import code_version
-    from symlib.experiments.judging.results import device_description, git_commit
-
-    return {"device": device_description(), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            **git_commit(root), "command": command, "symlib_version": code_version(), "jax": jax.__version__,
-            "python": platform.python_version(),
-            "matmul_precision": os.environ.get("JAX_DEFAULT_MATMUL_PRECISION", "default")}
-
-
-class Bundle:
-    """What a device call returns for one job (in ``out/<job>/``): its step files in one tar,
-    rewritten after every step (so a call killed later keeps them), cut into at most
-    ``max_parts`` parts under :data:`PART_BYTES`, and a ``manifest.json`` with the parts'
-    SHA-256 sums, written last."""
-
-    def __init__(self, out: Path, job: Mapping[str, Any], max_parts: int = MAX_PARTS):
-        self.out, self.job, self.files, self.max_parts, self.num_parts = Path(out), job, {}, max_parts, 0
-        self.out.mkdir(parents=True, exist_ok=True)
-
-    def add(self, name: str, data: bytes) -> None:
-        self.files[name] = data
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            for fname, blob in self.files.items():
-                info = tarfile.TarInfo(fname)
-                info.size = len(blob)
-                tar.addfile(info, io.BytesIO(blob))
-        blob = buf.getvalue()
-        parts = [blob[i:i + PART_BYTES] for i in range(0, len(blob), PART_BYTES)]
-        if len(parts) > self.max_parts:
-            raise RuntimeError(f"the return for job {self.job['name']!r} would need {len(parts)} parts of at most "
-                               f"{PART_BYTES >> 20} MiB, {self.max_parts} left (a device call returns "
-                               f"{MAX_FILES} files): make its steps smaller")
-        names = []
-        for i, part in enumerate(parts):
-            pname = f"{self.job['name']}.tar.part-{i:02d}"
-            atomic_write(self.out / pname, lambda f, p=part: f.write(p))
-            names.append({"name": pname, "sha256": _sha256(part), "bytes": len(part)})
-        self.num_parts = len(parts)
-        _write_json(self.out / "manifest.json", {"queue_version": QUEUE_VERSION, "job": self.job["name"],
-                                                 "job_hash": job_hash(self.job), "parts": names,
-                                                 "sha256": _sha256(blob), "files": sorted(self.files)})
-
-
-def _npz_bytes(tree: Mapping[str, Any]) -> bytes:
-    """A step's arrays as a compressed ``.npz``: the per-step swap counts of OptuNets, 3% of
-    them nonzero, shrink 47-fold (4 networks x 60 epochs of the paper's split: 1.5 MB to 32 kB)."""
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in flatten_dict(tree).items()})
-    return buf.getvalue()
-
-
-def _log(out: Path, line: str) -> None:
-    """``line`` on stdout and in the call's log, after the UTC time (where a call spends its minutes)."""
-    line = f"{time.strftime('%H:%M:%S', time.gmtime())} {line}"
-    print(line, flush=True)
-    with open(Path(out) / "gpu-log.txt", "a") as f:
-        f.write(line + "\n")
-
-
-def first_unfinished(queue: Mapping[str, Any], root: Path, where: str = "device",
-                     done_now: Mapping[str, set[int]] | None = None,
-                     skip: Iterable[str] = ()) -> dict[str, Any] | None:
-    """The first job of the queue that runs ``where``, has a runner (not ``planned``), is not
-    in ``skip`` and has a step neither folded nor in ``done_now`` (job -> steps run in this
-    call); None when all are done."""
-    skip = set(skip)
-    for job in queue["jobs"]:
-        if job["kind"] == "planned" or job.get("where", "device") != where or job["name"] in skip:
-            continue
-        if len(set(folded_steps(root / job["name"])) | set((done_now or {}).get(job["name"], ()))) < int(job["steps"]):
-            return job
-    return None
-
-
-def next_steps(queue_path: Path, out: Path, minutes: float, *, started: float | None = None,
-               command: str = "", job_name: str | None = None, here: bool = False) -> dict[str, list[int]]:
-    """Run the queue's next steps within ``minutes`` of ``started`` (default: now), each written
-    to ``out/<job>/`` as soon as it is done: the first unfinished job's steps, then, while time
-    and the return's :data:`MAX_FILES` files allow, the next job's (a step of a ``blocks`` job
-    run here is also put into the artifact cache, so a later job of the same call that needs
-    it finds it). Jobs are taken among the device's, or with ``here`` among those that run
-    on this machine (``"where": "here"``); ``planned`` jobs (no runner yet) are skipped and
-    named. A job that fails (its inputs, or a step) is logged and the call goes on with the
-    next job that does not need it, so one failure does not spend the rest of a lent window;
-    the call then raises. With ``job_name`` only that job runs.
-
-    Returns:
-        ``{job: indices of the steps run}``, in the order run.
-
-    Raises:
-        ValueError: for a ``job_name`` that is unknown or planned, or a job whose ``needs``
-            are unfinished; at the end of a call in which a job failed (naming each, with its
-            error; the steps that other jobs finished are in ``out`` all the same).
-    """
-    queue_path = Path(queue_path)
-    root = queue_path.parent
-    queue = load_queue(queue_path)
-    started = time.time() if started is None else started
-    jobs = {j["name"]: j for j in queue["jobs"]}
-    if job_name is not None and job_name not in jobs:
-        raise ValueError(f"no job {job_name!r} in {queue_path}; jobs: {', '.join(jobs)}")
-    if job_name is not None and jobs[job_name]["kind"] == "planned":
-        job = jobs[job_name]
-        raise ValueError(f"job {job['name']!r} ({job['title']}) has no runner yet: {job.get('note', '')}")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    where = "here" if here else "device"
-    done_now: dict[str, set[int]] = {}
-    files_left = MAX_FILES - 1  # the log
-    prov = provenance(command, root.parent)
-    failed: dict[str, str] = {}
-    while True:
-        job = jobs[job_name] if job_name else first_unfinished(queue, root, where, done_now, failed)
-        if job is None or (job_name and job["name"] in done_now):
-            planned = [j["name"] for j in queue["jobs"] if j["kind"] == "planned"
-                       and len(folded_steps(root / j["name"])) < int(j["steps"])]
-            _log(out, f"every job of the queue that runs {'here' if here else 'on the device'} is done"
-                      + (f"; planned jobs without a runner yet: {', '.join(planned)}" if planned else ""))
-            break
-        blocked = [need for need in job.get("needs", []) if need in failed]
-        if blocked:
-            failed[job["name"]] = f"needs job {blocked[0]!r}, which failed"
-            _log(out, f"skipping job {job['name']}: {failed[job['name']]}")
-            continue
-        for need in job.get("needs", []):
-            if len(set(folded_steps(root / need)) | done_now.get(need, set())) < int(jobs[need]["steps"]):
-                if done_now:  # this call ran out of time or files before the job's inputs were complete
-                    _log(out, f"stopping: job {job['name']!r} needs job {need!r}, which is not finished")
-                    return _call_result(done_now, failed)
-                raise ValueError(f"job {job['name']!r} needs job {need!r}, which is not finished")
-            if need not in done_now:
-                install_steps(jobs[need], root / need)
-        bundle = Bundle(out / job["name"], job, max_parts=files_left - 1)
-        try:
-            ran, finished = _advance(job, root, bundle, out, started, minutes, prov)
-        except Exception as err:  # any failure of one job: the window goes on with the others
-            if job_name:
-                raise
-            failed[job["name"]] = f"{type(err).__name__}: {err}"
-            _log(out, f"job {job['name']} failed ({failed[job['name']]}); going on with the next job")
-            ran, finished = [], True
-        done_now.setdefault(job["name"], set()).update(ran)
-        files_left -= 1 + bundle.num_parts if bundle.num_parts else 0
-        if not bundle.num_parts:
-            shutil.rmtree(out / job["name"], ignore_errors=True)
-        if not finished or job_name or files_left < 2:
-            break
-    return _call_result(done_now, failed)
-
-
-def _call_result(done_now: Mapping[str, set[int]], failed: Mapping[str, str]) -> dict[str, list[int]]:
-    """What :func:`next_steps` returns: the steps run, job by job, unless a job failed.
-
-    Raises:
-        ValueError: naming every job that failed, with its error.
-    """
-    if failed:
-        raise ValueError("job(s) failed in this call (the other jobs' steps are in the output folder): "
-                         + "; ".join(f"{name}: {why}" for name, why in failed.items()))
-    return {name: sorted(v) for name, v in done_now.items()}
-
-
-def _advance(job: Mapping[str, Any], root: Path, bundle: Bundle, out: Path, started: float, minutes: float,
-             prov: Mapping[str, Any]) -> tuple[list[int], bool]:
-    """One job's missing steps, as many as fit in the time left.
-
-    Returns:
-        ``(indices run, whether the job has no step left)``.
-    """
-    from symlib.experiments.cache import save_step
-
-    done = folded_steps(root / job["name"])
-    todo = [i for i in range(int(job["steps"])) if i not in done]
-    expected = (job.get("progress", {}).get("seconds_per_step")
-                or 60.0 * estimate_minutes(job) / max(int(job["steps"]), 1))
-    _log(out, f"job {job['name']}: {len(done)} of {job['steps']} steps folded; up to {minutes:g} min from the call's "
-              f"start on {prov['device']} (commit {prov['commit']}, matmul precision {prov['matmul_precision']})")
-    blocks = job_blocks(job) if job["kind"] == "blocks" else None
-    ran = []
-    for index in todo:
-        elapsed = time.time() - started
-        if elapsed + MARGIN * expected > 60.0 * minutes:
-            _log(out, f"stopping: step {index} of {job['name']} needs about {expected:.0f} s, "
-                      f"{60 * minutes - elapsed:.0f} s left")
-            return ran, False
-        _log(out, f"step {index} of {job['name']} started (about {expected:.0f} s expected)")  # if the call is killed
-        t0 = time.perf_counter()
-        if blocks is not None:
-            tree = blocks.train(blocks.starts[index])
-            save_step(blocks.name, blocks.cache_config, blocks.starts[index], tree)  # for a later job of this call
-            files = {f"step-{index:04d}.npz": _npz_bytes(tree)}
-        else:
-            files = _run_experiments(job, prov["command"])
-        seconds = time.perf_counter() - t0
-        meta = {"job": job["name"], "job_hash": job_hash(job), "index": index, "seconds": round(seconds, 2),
-                **prov, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-                "files": {name: _sha256(data) for name, data in files.items()}}
-        if blocks is not None:
-            meta.update(label=blocks.starts[index], sha256=meta["files"][f"step-{index:04d}.npz"])
-        for name, data in files.items():
-            bundle.add(name, data)
-        bundle.add(f"step-{index:04d}.json", (json.dumps(meta, indent=1) + "\n").encode())
-        ran.append(index)
-        expected = max(expected if len(ran) == 1 else 0.0, seconds)
-        _log(out, f"step {index} of {job['name']} ({job['steps']} steps) done in {seconds:.1f} s")
-    return ran, True
-
-
-def _run_experiments(job: Mapping[str, Any], command: str) -> dict[str, bytes]:
-    """An ``experiments`` job's one step: each experiment run, its summary saved as a record."""
-    import tempfile
-
-    from symlib import experiments
-    from symlib.experiments.judging import results
-
-    profile = job_profile(job)
-    files = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in job["experiments"]:
-            start = time.time()
-            result = experiments.run(name, profile)
-            path = results.save(name, profile.name, experiments.SUMMARIES[name](result.artifact), directory=tmp,
-                                command=command, elapsed_s=time.time() - start, computed=True)
-            files[f"result-{path.name}"] = path.read_bytes()
-    return files
+def carried_piece(root: Path, state: str) -> Path:
+    """Where the carry holds the detached state of the pieced run ``state`` (``root``: the queue's folder)."""
+    return Path(root).parent / CARRY / PIECES / state
 
 
 def read_return(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
@@ -508,11 +308,11 @@ def read_return(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         if not path.exists():
             raise ValueError(f"part {part['name']} is missing from {directory}")
         data = path.read_bytes()
-        if _sha256(data) != part["sha256"]:
+        if sha256_hex(data) != part["sha256"]:
             raise ValueError(f"part {part['name']} does not match its SHA-256 in the manifest (damaged in transfer?); "
                              f"nothing was folded")
         blob += data
-    if _sha256(blob) != manifest["sha256"]:
+    if sha256_hex(blob) != manifest["sha256"]:
         raise ValueError(f"the joined parts in {directory} do not match the manifest's SHA-256; nothing was folded")
     files = {}
     with tarfile.open(fileobj=io.BytesIO(blob), mode="r") as tar:
@@ -577,16 +377,23 @@ def _fold_one(directory: Path, queue_path: Path, results_dir: Path | None) -> di
     metas = {n: json.loads(b) for n, b in files.items() if n.startswith("step-") and n.endswith(".json")}
     for name, meta in metas.items():  # check everything before writing anything
         for fname, sha in meta["files"].items():
-            if fname not in files or _sha256(files[fname]) != sha:
+            if fname not in files or sha256_hex(files[fname]) != sha:
                 raise ValueError(f"{fname} of {name} is missing or does not match its SHA-256; nothing was folded")
+            if fname.startswith("piece-"):
+                continue
             target = (results_dir / fname[len("result-"):]) if fname.startswith("result-") else state / fname
-            if target.exists() and _sha256(target.read_bytes()) != sha:
+            if target.exists() and sha256_hex(target.read_bytes()) != sha:
                 raise ValueError(f"{target} exists with other contents than step {meta['index']} of this return "
                                  f"(computed twice?); move it away to fold this return")
     counts = {"new": 0, "already": 0, "results": 0}
     for name, meta in sorted(metas.items()):
         if (state / name).exists():
             counts["already"] += 1
+            continue
+        if job["kind"] == "pieces":
+            meta = _attach_piece(queue_path, job, meta, files)
+            atomic_write(state / name, lambda f, m=meta: f.write((json.dumps(m, indent=1) + "\n").encode()))
+            counts["new"] += 1
             continue
         for fname in meta["files"]:
             target = (results_dir / fname[len("result-"):]) if fname.startswith("result-") else state / fname
@@ -599,6 +406,59 @@ def _fold_one(directory: Path, queue_path: Path, results_dir: Path | None) -> di
     return counts
 
 
+def pieces_state(queue_path: Path, state: str) -> Path:
+    """Where the pieced run ``state`` of a queue lives here (ignored by git)."""
+    return Path(queue_path).parent / PIECES / state
+
+
+def _attach_piece(queue_path: Path, job: Mapping[str, Any], meta: dict[str, Any],
+                  files: Mapping[str, bytes]) -> dict[str, Any]:
+    """Attach a returned piece to its run here, refresh the carry's detached state, and return
+    the step's metadata with the run's arrays checksum after the piece (``piece.state_sha256``:
+    the next piece must start from it)."""
+    import tempfile
+
+    from symlib.experiments.xiao.hmc_pieces import attach, load_state
+
+    index = int(meta["index"])
+    run_dir = pieces_state(queue_path, job["state"])
+    with tempfile.TemporaryDirectory() as tmp:
+        piece = Path(tmp)
+        state_json = files[f"piece-{index:04d}.state.json"]
+        (piece / "state.json").write_bytes(state_json)
+        (piece / json.loads(state_json)["state_file"]).write_bytes(files[f"piece-{index:04d}.npz"])
+        attach(run_dir, piece)
+    after = load_state(run_dir)[0]
+    meta = {**meta, "piece": {**meta["piece"], "state_sha256": after["sha256"]}}
+    carry = Path(queue_path).resolve().parent.parent / CARRY
+    if carry.is_dir():
+        detach_to_carry(queue_path, job["state"])
+    return meta
+
+
+def detach_to_carry(queue_path: Path, state: str) -> Path | None:
+    """Put the detached state of the pieced run ``state`` into the carry (or remove the carry's
+    copy if the run has not started here). Returns the carry's folder, or None.
+
+    Raises:
+        ValueError: if the queue has folded pieces of the run but its state is missing here.
+    """
+    from symlib.experiments.xiao.hmc_pieces import detach
+
+    queue_path = Path(queue_path).resolve()
+    run_dir = pieces_state(queue_path, state)
+    target = carried_piece(queue_path.parent, state)
+    folded = pieces_progress(load_queue(queue_path), queue_path.parent, state)
+    if not (run_dir / "state.json").exists():
+        if folded is not None:
+            raise ValueError(f"the queue has folded pieces of run {state!r} (up to iteration {folded['iteration']}) but "
+                             f"its state {run_dir} is missing here: restore it, or start the run over (delete the "
+                             f"step-*.json of its jobs)")
+        shutil.rmtree(target, ignore_errors=True)
+        return None
+    return detach(run_dir, target)
+
+
 def update_progress(queue_path: Path) -> dict[str, Any]:
     """Recompute every job's ``progress`` from its folder and write the queue file."""
     queue = load_queue(queue_path)
@@ -608,7 +468,11 @@ def update_progress(queue_path: Path) -> dict[str, Any]:
         job["progress"] = {"steps_done": len(steps), "gpu_seconds": round(sum(secs), 1),
                            "seconds_per_step": round(float(np.median(secs)), 1) if secs else None,
                            "devices": sorted({m["device"] for m in steps.values()})}
-    _write_json(queue_path, queue)
+        if job["kind"] == "pieces" and steps:
+            last = max((m["piece"] for m in steps.values()), key=lambda p: p["iteration"])
+            job["progress"].update({k: last[k] for k in ("iteration", "num_kept", "until_iteration",
+                                                          "seconds_per_iteration")})
+    write_json(queue_path, queue)
     return queue
 
 
@@ -621,6 +485,8 @@ def estimate_minutes(job: Mapping[str, Any]) -> float:
 def minutes_left(job: Mapping[str, Any]) -> float:
     """GPU-minutes a job still needs: its remaining steps at the measured rate, else its estimate."""
     prog = job.get("progress") or {}
+    if job["kind"] == "pieces" and prog.get("seconds_per_iteration"):
+        return max(prog["until_iteration"] - prog["iteration"], 0) * prog["seconds_per_iteration"] / 60.0
     left = int(job["steps"]) - int(prog.get("steps_done", 0))
     per = prog.get("seconds_per_step") or 60.0 * estimate_minutes(job) / max(int(job["steps"]), 1)
     return left * per / 60.0
@@ -633,9 +499,13 @@ def status_lines(queue_path: Path) -> list[str]:
     for job in queue["jobs"]:
         prog = job.get("progress") or {}
         unit = "GPU-min" if job.get("where", "device") == "device" else "min here"
+        run = ""
+        if job["kind"] == "pieces" and "num_kept" in prog:
+            run = (f" [run {job['state']!r} at iteration {prog['iteration']}, {prog['num_kept']} kept samples per chain; "
+                   f"this job ends at iteration {prog['until_iteration']}]")
         lines.append(f"{job['name']:24s} {job['kind']:11s} {prog.get('steps_done', 0):>3}/{job['steps']:<3} steps  "
                      f"{prog.get('gpu_seconds', 0) / 60:6.1f} {unit} spent  {minutes_left(job):6.1f} left  "
-                     f"{job['title']}")
+                     f"{job['title']}{run}")
     device = [j for j in queue["jobs"] if j.get("where", "device") == "device"]
     lines.append(f"left in all: about {sum(minutes_left(j) for j in device):.0f} GPU-minutes "
                  f"(estimates where no step has run yet), and about "
@@ -643,18 +513,21 @@ def status_lines(queue_path: Path) -> list[str]:
     return lines
 
 
-def prepare(root: Path, data_dir: Path | None, wheels: bool = True, datasets: tuple[str, ...] = DATASETS) -> Path:
+def prepare(root: Path, data_dir: Path | None, wheels: bool = True, datasets: tuple[str, ...] = DATASETS,
+            queue_path: Path | None = None) -> Path:
     """Fill ``<root>/.gpu-carry``: the files of ``datasets`` (the working tree and the carry
     travel within 64 MiB: Fashion-MNIST alone is 30 MB, so carry only what the job needs), the wheels the device
-    lacks (:data:`DEVICE_WHEELS`, for its Python 3.12; needs the package registry) and the
-    commit now checked out.
+    lacks (:data:`DEVICE_WHEELS`, for its Python 3.12; needs the package registry), the
+    detached state of every pieced run of the queue ``queue_path`` (default
+    ``<root>/gpu/queue.json``; :func:`detach_to_carry`) and the commit now checked out.
 
     Returns:
         The carry folder.
 
     Raises:
-        ValueError: if ``data_dir`` lacks a dataset, the carry folder is not ignored by git, or
-            what would travel exceeds :data:`TRAVEL_BYTES` (:func:`travelling`).
+        ValueError: if ``data_dir`` lacks a dataset, the carry folder is not ignored by git,
+            a pieced run's state is missing here, or what would travel exceeds
+            :data:`TRAVEL_BYTES` (:func:`travelling`).
     """
     root = Path(root)
     carry = root / CARRY
@@ -686,7 +559,11 @@ def prepare(root: Path, data_dir: Path | None, wheels: bool = True, datasets: tu
     from symlib.experiments.judging.results import git_commit
 
     prov = {k: v for k, v in git_commit(root).items() if k != "from"}
-    _write_json(saved, {**prov, "symlib_version": code_version()})
+    write_json(saved, {**prov, "symlib_version": code_version()})
+    queue_path = Path(queue_path) if queue_path is not None else root / "gpu" / "queue.json"
+    if queue_path.exists():
+        for state in sorted({j["state"] for j in load_queue(queue_path)["jobs"] if j["kind"] == "pieces"}):
+            detach_to_carry(queue_path, state)
     travelling(root)
     return carry
 

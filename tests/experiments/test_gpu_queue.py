@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from symlib.__main__ import main
-from symlib.experiments import cache, gpu_queue, registry
+from symlib.experiments import cache, gpu_device, gpu_queue, registry
 from symlib.experiments.judging import results
 from symlib.experiments.laurent.optunet import optunet_block
 from symlib.experiments.profiles import get_profile
@@ -36,7 +36,7 @@ def queue(tmp_path, monkeypatch):
 
 
 def _next(queue, out, minutes=5.0):
-    return gpu_queue.next_steps(queue, out, minutes, command="test")
+    return gpu_device.next_steps(queue, out, minutes, command="test")
 
 
 def test_killed_call_keeps_its_steps_and_the_next_resumes(queue, tmp_path, monkeypatch):
@@ -87,7 +87,7 @@ def test_killed_call_keeps_its_steps_and_the_next_resumes(queue, tmp_path, monke
     assert _next(queue, tmp_path / "ret3") == {}
     assert "planned jobs without a runner yet: later" in (tmp_path / "ret3" / "gpu-log.txt").read_text()
     with pytest.raises(ValueError, match="'later'.*no runner yet: no runner written yet"):
-        gpu_queue.next_steps(queue, tmp_path / "ret4", 5.0, job_name="later")
+        gpu_device.next_steps(queue, tmp_path / "ret4", 5.0, job_name="later")
 
 
 def test_step_metadata_carries_provenance(queue, tmp_path):
@@ -103,7 +103,7 @@ def test_step_metadata_carries_provenance(queue, tmp_path):
 
 
 def test_damaged_part_is_refused_by_name(queue, tmp_path, monkeypatch):
-    monkeypatch.setattr(gpu_queue, "PART_BYTES", 4096)  # several parts
+    monkeypatch.setattr(gpu_device, "PART_BYTES", 4096)  # several parts
     _next(queue, tmp_path / "ret")
     parts = json.loads((tmp_path / "ret" / "tiny-bank" / "manifest.json").read_text())["parts"]
     assert len(parts) >= 3 and all(p["bytes"] <= 4096 for p in parts)
@@ -129,7 +129,7 @@ def test_return_of_another_job_version_is_refused(queue, tmp_path):
 
 
 def test_a_step_that_does_not_fit_the_minutes_is_not_started(queue, tmp_path, capsys):
-    assert gpu_queue.next_steps(queue, tmp_path / "ret", 0.05, command="test") == {"tiny-bank": []}
+    assert gpu_device.next_steps(queue, tmp_path / "ret", 0.05, command="test") == {"tiny-bank": []}
     assert "stopping: step 0 of tiny-bank needs about" in (tmp_path / "ret" / "gpu-log.txt").read_text()
     assert not (tmp_path / "ret" / "tiny-bank").exists()  # nothing to fold
 
@@ -185,6 +185,16 @@ def test_the_repository_queue(capsys):
         assert gpu_queue.job_profile(job) == gpu_queue.job_profile(rossi)
     assert len(gpu_queue.job_blocks(rossi).starts) == rossi["steps"] == 2 * 4 * 3  # datasets x widths x pairs
     assert len(gpu_queue.job_blocks(grid).starts) == grid["steps"] == 3 * 3  # the grid's other settings x pairs
+    reduction, rest, tests = (next(j for j in queue["jobs"] if j["name"] == n)
+                              for n in ("xiao-hmc-reduction", "xiao-hmc-1000", "gpu-unit-tests"))
+    from symlib.experiments import xiao
+
+    assert reduction["state"] == rest["state"] and rest["needs"] == ["xiao-hmc-reduction"]  # one run, continued
+    assert gpu_queue.job_target(reduction) is xiao.hmc_pieces_run and reduction["until_kept"] < xiao.PIECES_SAMPLES
+    for index in range(tests["steps"]):  # every step names test paths that exist, and every test folder is in one
+        assert gpu_device.step_test_paths(tests, index, ROOT)
+    assert {p.split("/")[1] for i in range(tests["steps"]) for p in gpu_device.step_test_paths(tests, i, ROOT)} >= {
+        d.name for d in (ROOT / "tests").iterdir() if d.is_dir() and d.name != "__pycache__"}
     assert main(["gpu", "status", "--queue", str(path)]) == 0
     assert "left in all: about" in capsys.readouterr().out
 
@@ -212,7 +222,7 @@ def test_vi_alignment_pairs_run_a_step_each_and_are_summarised_here(queue, tmp_p
     assert "posteriors" not in step and set(step["barrier"]) == {"marginal", "midpoint"}
     assert json.loads((queue.parent / "tiny-pairs" / "step-0001.json").read_text())["label"] == ["fashion_mnist", 16, 0]
     cache.STEPS_RUN.clear()
-    assert gpu_queue.next_steps(queue, tmp_path / "here", 5.0, here=True) == {"tiny-pairs-summary": [0],
+    assert gpu_device.next_steps(queue, tmp_path / "here", 5.0, here=True) == {"tiny-pairs-summary": [0],
                                                                               "tiny-grid-summary": [0]}
     assert cache.STEPS_RUN["vi_alignment"]["computed"] == 0  # every pair from the folded steps
     assert cache.STEPS_RUN["vi_alignment_robustness"] == {"computed": 0, "loaded": 3}
@@ -285,7 +295,7 @@ def test_one_call_runs_a_job_and_then_the_next_that_needs_it(queue, tmp_path, mo
     # the second job found the first's blocks of this call in the cache instead of training them
     assert cache.STEPS_RUN["optunet_bank"] == {"computed": 0, "loaded": 2}
     assert sorted(p.name for p in (tmp_path / "ret").iterdir()) == ["gpu-log.txt", "tiny-accuracy", "tiny-bank"]
-    assert sum(1 for p in (tmp_path / "ret").rglob("*") if p.is_file()) <= gpu_queue.MAX_FILES
+    assert sum(1 for p in (tmp_path / "ret").rglob("*") if p.is_file()) <= gpu_device.MAX_FILES
     counts = gpu_queue.fold(tmp_path / "ret", queue, tmp_path / "results")
     assert counts == {"new": 3, "already": 0, "results": 1}
     record = json.loads((tmp_path / "results" / "tiny_accuracy-quick-tiny.json").read_text())
@@ -310,7 +320,7 @@ def test_a_failing_job_does_not_spend_the_call(queue, tmp_path):
     assert sorted(p.name for p in (tmp_path / "ret").iterdir()) == ["gpu-log.txt", "tiny-bank"]
     assert gpu_queue.fold(tmp_path / "ret", queue)["new"] == 2
     with pytest.raises(ValueError, match="bank_more must be at least 1"):  # one job asked for: its own error
-        gpu_queue.next_steps(queue, tmp_path / "ret2", 5.0, job_name="broken")
+        gpu_device.next_steps(queue, tmp_path / "ret2", 5.0, job_name="broken")
 
 
 def test_a_job_that_runs_here_is_skipped_on_the_device(queue, tmp_path, monkeypatch):
@@ -318,9 +328,9 @@ def test_a_job_that_runs_here_is_skipped_on_the_device(queue, tmp_path, monkeypa
     queue.write_text(json.dumps({"version": 1, "jobs": [TINY_JOB, job, LATER]}))
     assert _next(queue, tmp_path / "dev") == {"tiny-bank": [0, 1]}
     with pytest.raises(ValueError, match="'tiny-accuracy' needs job 'tiny-bank', which is not finished"):
-        gpu_queue.next_steps(queue, tmp_path / "here0", 5.0, here=True)
+        gpu_device.next_steps(queue, tmp_path / "here0", 5.0, here=True)
     gpu_queue.fold(tmp_path / "dev", queue, tmp_path / "results")
-    assert gpu_queue.next_steps(queue, tmp_path / "here", 5.0, here=True) == {"tiny-accuracy": [0]}
+    assert gpu_device.next_steps(queue, tmp_path / "here", 5.0, here=True) == {"tiny-accuracy": [0]}
     assert gpu_queue.fold(tmp_path / "here", queue, tmp_path / "results")["results"] == 1
     lines = gpu_queue.status_lines(queue)
     assert "min here" in lines[1] and lines[-1].endswith("minutes here")
@@ -402,7 +412,7 @@ def test_optunets_are_trained_a_block_a_step_and_summarised_here(tmp_path, monke
     monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "here"))  # this machine's cache: nothing trained in it
     monkeypatch.setattr(registry.Blocks, "train", lambda self, start: pytest.fail(f"block {start} was trained"))
     monkeypatch.setattr(optunet, "CONVERGED_ACCURACY", 0.0)  # two epochs on 600 images: none reaches 15%
-    assert gpu_queue.next_steps(path, tmp_path / "here-ret", 5.0, here=True, command="test") == {
+    assert gpu_device.next_steps(path, tmp_path / "here-ret", 5.0, here=True, command="test") == {
         "tiny-optunets-summary": [0]}
     assert cache.STEPS_RUN["laurent_optunets"] == {"computed": 0, "loaded": 2}
     assert gpu_queue.fold(tmp_path / "here-ret", path, tmp_path / "results")["results"] == 1
@@ -419,3 +429,110 @@ def test_optunets_are_trained_a_block_a_step_and_summarised_here(tmp_path, monke
     np.testing.assert_array_equal(part["swaps"], whole["swaps"][:1])
     with pytest.raises(ValueError, match="optunet_used must be 0 .* got 3"):
         optunet.optunet_blocks(reduced(first, {"optunet_used": "3"}, "quick-tiny-first-3"))
+
+
+PIECES_JOBS = [
+    {"name": "tiny-hmc-first", "version": 1, "title": "the first samples of a tiny pieced HMC run", "kind": "pieces",
+     "target": "_helpers:tiny_pieced_run", "profile": "quick", "state": "tiny-hmc", "until_kept": 4, "steps": 1,
+     "estimate_gpu_minutes": 0.1},
+    {"name": "tiny-hmc-rest", "version": 1, "title": "the rest of the run", "kind": "pieces",
+     "target": "_helpers:tiny_pieced_run", "profile": "quick", "state": "tiny-hmc", "needs": ["tiny-hmc-first"],
+     "steps": 1, "estimate_gpu_minutes": 0.1}]
+
+
+def test_pieces_jobs_carry_the_chains_and_attach_the_summaries_here(tmp_path, monkeypatch):
+    """A pieced HMC run through the queue: the device advances the carried detached state by one
+    piece a call, fold attaches each piece's partial state to the run here and refreshes the
+    carry; the summaries equal those of the run advanced in one go; folding twice changes
+    nothing; a carry that is missing or stale is refused by name."""
+    from _helpers import tiny_pieced_run
+    from symlib.experiments.xiao import hmc_pieces
+
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache"))
+    queue = tmp_path / "repo" / "gpu" / "queue.json"
+    queue.parent.mkdir(parents=True)
+    queue.write_text(json.dumps({"version": 1, "jobs": PIECES_JOBS}))
+    (tmp_path / "repo" / gpu_queue.CARRY).mkdir()
+    carried = gpu_queue.carried_piece(queue.parent, "tiny-hmc")
+    run_dir = gpu_queue.pieces_state(queue, "tiny-hmc")
+
+    assert _next(queue, tmp_path / "ret1") == {"tiny-hmc-first": [0]}  # one piece a run a call
+    log = (tmp_path / "ret1" / "gpu-log.txt").read_text()
+    assert "piece 0 of run 'tiny-hmc' from iteration 0" in log and "(the job is done)" in log
+    assert "stopping: the run advanced in this call goes on in job(s) tiny-hmc-rest once this call is folded" in log
+    assert not carried.exists() and gpu_queue.fold(tmp_path / "ret1", queue)["new"] == 1
+    meta = json.loads((queue.parent / "tiny-hmc-first" / "step-0000.json").read_text())
+    assert meta["piece"]["num_kept"] == 4 and meta["piece"]["until_iteration"] == 7 + 4 * 2
+    assert meta["piece"]["state_sha256"] == hmc_pieces.load_state(run_dir)[0]["sha256"]
+    assert hmc_pieces.load_state(carried)[0]["detached"]  # fold refreshed the carry
+    assert not (queue.parent / "tiny-hmc-first" / "step-0000.npz").exists()  # the summaries stay in gpu/pieces/
+    q = gpu_queue.load_queue(queue)
+    assert gpu_queue.job_done(q, queue.parent, q["jobs"][0]) and not gpu_queue.job_done(q, queue.parent, q["jobs"][1])
+    assert gpu_queue.minutes_left(q["jobs"][0]) == 0
+
+    assert _next(queue, tmp_path / "ret2") == {"tiny-hmc-rest": [0]}
+    assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 1, "already": 0, "results": 0}
+    before = {p: p.read_bytes() for p in queue.parent.rglob("*") if p.is_file()}
+    assert gpu_queue.fold(tmp_path / "ret1", queue) == {"new": 0, "already": 1, "results": 0}
+    assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 0, "already": 1, "results": 0}
+    assert {p: p.read_bytes() for p in queue.parent.rglob("*") if p.is_file()} == before
+    assert _next(queue, tmp_path / "ret3") == {}  # nothing left
+
+    whole = tmp_path / "whole"
+    hmc_pieces.advance(whole, tiny_pieced_run())
+    a, b = hmc_pieces.summaries(run_dir), hmc_pieces.summaries(whole)
+    assert a.progress["complete"] and len(a.progress["pieces"]) == 2
+    for x, y in ((a.q_d, b.q_d), (a.q_r["activation"], b.q_r["activation"])):
+        for u, v in zip(jax.tree_util.tree_leaves((x.mu, x.sigma)), jax.tree_util.tree_leaves((y.mu, y.sigma))):
+            np.testing.assert_allclose(u, v, atol=1e-6)
+    np.testing.assert_array_equal(a.traces["test_loglik"], b.traces["test_loglik"])
+    lines = gpu_queue.status_lines(queue)
+    assert all(" 1/1 " in line for line in lines[:2]) and lines[-1].startswith("left in all: about 0 GPU-minutes")
+    assert "[run 'tiny-hmc' at iteration 15, 4 kept samples per chain; this job ends at iteration 15]" in lines[0]
+
+
+def test_pieces_job_refuses_a_missing_or_lost_state(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache"))
+    queue = tmp_path / "repo" / "gpu" / "queue.json"
+    queue.parent.mkdir(parents=True)
+    queue.write_text(json.dumps({"version": 1, "jobs": PIECES_JOBS}))
+    assert gpu_queue.detach_to_carry(queue, "tiny-hmc") is None  # not started: nothing to carry
+    _next(queue, tmp_path / "ret1")
+    gpu_queue.fold(tmp_path / "ret1", queue)  # no carry folder here: fold does not make one
+    with pytest.raises(ValueError, match="detached state of run 'tiny-hmc'.*is missing: run `python -m symlib gpu "
+                                         "prepare`"):
+        gpu_device.next_steps(queue, tmp_path / "ret2", 5.0, job_name="tiny-hmc-rest")
+    import shutil
+
+    shutil.rmtree(gpu_queue.pieces_state(queue, "tiny-hmc"))
+    with pytest.raises(ValueError, match="folded pieces of run 'tiny-hmc'.*its state .* is missing here"):
+        gpu_queue.detach_to_carry(queue, "tiny-hmc")
+
+
+def test_tests_job_reports_counts_failures_and_a_timeout(tmp_path, monkeypatch):
+    """A ``tests`` job: pytest on each step's paths in the checkout, its counts and the messages
+    of its failures and errors come back and are folded beside the queue."""
+    repo = tmp_path / "repo"
+    (repo / "tt").mkdir(parents=True)
+    (repo / "tt" / "test_a.py").write_text(
+        "import pytest\n\ndef test_ok():\n    assert 1\n\ndef test_bad():\n    assert 2 + 2 == 5, 'arithmetic'\n\n"
+        "@pytest.mark.skip(reason='no')\ndef test_skipped():\n    pass\n")
+    (repo / "tt" / "test_b.py").write_text("import a_module_that_is_not_there\n")
+    job = {"name": "tiny-tests", "version": 1, "title": "tests", "kind": "tests", "args": ["-p", "no:xdist"],
+           "paths": [["tt/test_a.py", "tt/test_b*.py"]], "steps": 1, "estimate_gpu_minutes": 0.1}
+    queue = repo / "gpu" / "queue.json"
+    queue.parent.mkdir()
+    queue.write_text(json.dumps({"version": 1, "jobs": [job]}))
+    assert _next(queue, tmp_path / "ret") == {"tiny-tests": [0]}
+    assert gpu_queue.fold(tmp_path / "ret", queue)["new"] == 1
+    report = json.loads((queue.parent / "tiny-tests" / "tests-0000.json").read_text())
+    assert report["counts"] == {"tests": 4, "passed": 1, "failed": 1, "errors": 1, "skipped": 1}
+    assert report["returncode"] == 1 and "arithmetic" in report["failed"]["tt/test_a::test_bad"]
+    assert "a_module_that_is_not_there" in next(iter(report["errors"].values()))
+    assert "1 failed" in (queue.parent / "tiny-tests" / "tests-0000.log").read_text()
+    stopped = gpu_device._run_tests(job, 0, repo, 1e-3)  # the time ran out: no counts, and it says so
+    assert json.loads(stopped["tests-0000.json"])["returncode"] is None
+    with pytest.raises(ValueError, match="matches nothing"):
+        gpu_device.step_test_paths({**job, "paths": [["tt/none_*.py"]]}, 0, repo)
+    with pytest.raises(ValueError, match="declares 2 steps but has 1 paths"):
+        gpu_device.step_test_paths({**job, "steps": 2}, 0, repo)

@@ -10,40 +10,18 @@ import jax
 import numpy as np
 import pytest
 
+from _helpers import PIECES_CHUNK, PIECES_SIZES, pieces_cfg, pieces_data, pieces_init, tiny_pieced_run
 from symlib.core.models import mlp_apply, mlp_init
 from symlib.evaluation import summaries as S
-from symlib.experiments.xiao.hmc_pieces import PiecedHMC, advance, load_state, state_nbytes, summaries
+from symlib.experiments.xiao.hmc_pieces import advance, load_state, state_nbytes, summaries
 from symlib.evaluation.predictive import predict_from_samples
 from symlib.evaluation.running import RunningMoments
 from symlib.inference.diagnostics import function_space_diagnostics
 from symlib.inference.hmc import CorruptRunError, HMCConfig, load_samples, make_logdensity, run_hmc
 from symlib.symmetry.specs import mlp_permutation_spec, random_permutations
 
-SIZES = [6, 8, 3]
-CFG = HMCConfig(step_size=0.05, num_leapfrog=3, num_burnin=7, num_samples=12, thin=2, num_chains=2,
-                adapt_step_size=True)
-CHUNK = 4
-
-
-def _data():
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(80, SIZES[0])).astype(np.float32)
-    y = rng.integers(0, SIZES[-1], 80).astype(np.int32)
-    x_test = rng.normal(size=(40, SIZES[0])).astype(np.float32)
-    y_test = rng.integers(0, SIZES[-1], 40).astype(np.int32)
-    return x, y, x_test, y_test
-
-
-def _init():
-    inits = [mlp_init(k, SIZES) for k in jax.random.split(jax.random.key(0), CFG.num_chains)]
-    return jax.tree.map(lambda *a: np.stack(a), *inits)
-
-
-def _run(**kw) -> PiecedHMC:
-    """A fresh definition of the tiny run (new Python objects every call, as a new process would build)."""
-    x, y, x_test, y_test = _data()
-    return PiecedHMC(jax.random.key(1), _init(), make_logdensity(x, y, apply_fn=mlp_apply), kw.pop("cfg", CFG), x_test,
-                     y_test, x_match=x[:30], chunk_size=CHUNK, init_per_chain=True, **kw)
+SIZES, CFG, CHUNK = PIECES_SIZES, pieces_cfg(), PIECES_CHUNK
+_data, _init, _run = pieces_data, pieces_init, tiny_pieced_run
 
 
 def _maxdiff(a, b) -> float:
@@ -224,10 +202,16 @@ def test_cli_advances_and_writes_the_summary(tmp_path, monkeypatch, capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "HMC in pieces: 2 chains x 12 samples" in out and "iteration 7/31" in out and "more piece(s)" in out
-    assert not (tmp_path / "res").exists()
+    assert not (tmp_path / "res").exists()  # not complete: no summary unless asked for
+    assert main(["hmc-piece", "--state", str(tmp_path / "s"), "--summarize"]) == 1  # --out is needed
+    advance(tmp_path / "part", _run(), num_iterations=10)  # 4 kept samples per chain: a labelled reduction
+    assert main(["hmc-piece", "--state", str(tmp_path / "part"), "--summarize", "--out", str(tmp_path / "p")]) == 0
+    assert "summary of 4 of 12 kept samples per chain (not complete)" in capsys.readouterr().out
+    partial = json.loads((tmp_path / "p" / "hmc_pieces-quick.json").read_text())
+    assert partial["summary"]["progress"]["num_kept"] == 4
     assert main(args[:-3] + ["10", "--out", str(tmp_path / "res")]) == 0
     out = capsys.readouterr().out
-    assert "complete" in out and "summary written to" in out
+    assert "complete" in out and "summary of 12 of 12 kept samples per chain (complete) written to" in out
     record = json.loads((tmp_path / "res" / "hmc_pieces-quick.json").read_text())
     assert record["summary"]["progress"]["complete"] and record["command"].startswith("python -m symlib hmc-piece")
     assert main(["hmc-piece", "--state", str(tmp_path / "s"), "--status"]) == 0
@@ -253,3 +237,70 @@ def test_xiao_pieces_on_a_tiny_profile(tmp_path):
     assert out["table"]["HMC sample"]["agreement"] == 1.0 and out["table"]["HMC sample"]["tv"] == 0.0
     assert out["progress"]["complete"] and len(out["pieces"]) == 1 and out["n_test"] == 50
     json.dumps(out)  # a results file can hold it
+
+
+def test_detached_pieces_attach_to_the_run_advanced_in_place(pieced, tmp_path):
+    """Pieces advanced from detached states (only the chains and the reference travel) and
+    attached back give the summaries of the run advanced in place, to float rounding."""
+    from symlib.experiments.xiao.hmc_pieces import attach, detach
+
+    root, state, travel = pieced[0], tmp_path / "state", tmp_path / "travel"
+    first = advance(travel, _run(), num_iterations=10)  # the first piece starts the run, no state here
+    assert attach(state, travel) == {"iteration": 15, "num_kept": 4, "pieces": 1, "already": False}
+    assert attach(state, travel)["already"]  # twice: nothing changes
+    for kw in ({"num_samples": 4}, {}):
+        detach(state, travel)
+        meta, arrays = load_state(travel)
+        assert meta["detached"] and meta["base"]["iteration"] == load_state(state)[0]["iteration"]
+        assert all(k.startswith(("chain_", "reference_")) or k == "has_reference" for k in arrays)
+        with pytest.raises(ValueError, match="no piece has advanced"):
+            attach(state, travel)
+        with pytest.raises(ValueError, match="partial state"):  # neither summaries nor detach read a partial state
+            advance(travel, _run(), **kw) and summaries(travel)
+        with pytest.raises(ValueError, match="partial state"):
+            detach(travel, tmp_path / "again")
+        got = attach(state, travel)
+        assert not got["already"] and got["pieces"] == 1
+    assert first.iteration == 15 and got == {"iteration": CFG.num_iterations, "num_kept": CFG.num_samples, "pieces": 1,
+                                             "already": False}
+    a, b = summaries(state), summaries(root / "whole")
+    _assert_same_gaussian(a.q_d, b.q_d)
+    for m in b.q_r:
+        _assert_same_gaussian(a.q_r[m], b.q_r[m])
+    np.testing.assert_allclose(a.test_probs, b.test_probs, atol=1e-12)
+    for k in b.traces:
+        np.testing.assert_array_equal(a.traces[k], b.traces[k])
+    assert a.test == pytest.approx(b.test) and a.diagnostics["mean_acceptance"] == b.diagnostics["mean_acceptance"]
+    assert [(p["start_iteration"], p["end_iteration"]) for p in a.progress["pieces"]] == [(0, 15), (15, 23), (23, 31)]
+
+
+def test_attach_refuses_a_stale_or_foreign_piece(pieced, tmp_path):
+    """A piece advanced from an older detached state, or from another run, is refused by name."""
+    import shutil
+
+    from symlib.experiments.xiao.hmc_pieces import attach, detach
+
+    state = tmp_path / "state"
+    shutil.copytree(pieced[0] / "pieces", state)  # the complete run
+    advance(tmp_path / "start", _run(), num_iterations=10)
+    with pytest.raises(ValueError, match="started the run anew"):  # a piece without a base, onto a run
+        attach(tmp_path / "early", tmp_path / "start") and attach(state, tmp_path / "start")
+    early = tmp_path / "early"  # the run at iteration 15, detached twice: the second piece is stale
+    detach(early, tmp_path / "a")
+    detach(early, tmp_path / "b")
+    advance(tmp_path / "a", _run(), num_samples=4)
+    advance(tmp_path / "b", _run())  # further than a: not the same piece
+    attach(early, tmp_path / "a")
+    with pytest.raises(ValueError, match="continues the state at iteration 15.*detach the state again"):
+        attach(early, tmp_path / "b")
+    other = HMCConfig(**{**CFG.to_dict(), "num_leapfrog": 4})
+    advance(tmp_path / "other", _run(cfg=other), num_iterations=10)
+    with pytest.raises(ValueError, match="another pieced HMC run"):
+        attach(early, tmp_path / "other")
+
+
+def test_detached_state_is_small():
+    paper = HMCConfig(step_size=1e-4, num_leapfrog=500, num_burnin=600, num_samples=500, thin=10, num_chains=2,
+                      adapt_step_size=True)
+    like = mlp_init(jax.random.key(0), [784, 512, 10])
+    assert 7e6 < state_nbytes(like, paper, 10_000, detached=True) < 10e6

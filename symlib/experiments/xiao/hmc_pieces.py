@@ -51,6 +51,11 @@ truncated or damaged file raises :class:`symlib.inference.hmc.CorruptRunError` n
 The size is :func:`state_nbytes`: about 37 MB for the paper setting (2 chains of a
 407,050-parameter MLP, 10,000 test images, both matching methods).
 
+**Detached pieces.** :func:`detach` copies only the chains' state and the reference sample (about
+8 MB for the paper setting) elsewhere; a piece advanced there folds its samples into empty
+summaries, and :func:`attach` merges them back into the run's directory, so the summaries never
+travel. The result equals a run advanced in place to float rounding.
+
 Only MLPs in the layout of :mod:`symlib.core.models` (``mlp_apply``) are supported: the
 permutation spec is :func:`~symlib.symmetry.specs.mlp_permutation_spec` of their depth.
 """
@@ -85,7 +90,8 @@ from symlib.inference.hmc.config import STATS
 from symlib.symmetry import permutations as _perm
 from symlib.symmetry.specs import PermutationSpec, mlp_permutation_spec
 
-__all__ = ["PieceProgress", "PiecedHMC", "PiecedSummaries", "advance", "load_state", "state_nbytes", "summaries"]
+__all__ = ["PieceProgress", "PiecedHMC", "PiecedSummaries", "advance", "attach", "detach", "load_state", "state_nbytes",
+           "summaries"]
 
 PyTree = Any
 
@@ -282,18 +288,43 @@ class _Folded:
 
     @classmethod
     def from_arrays(cls, z, like: PyTree, num_chains: int, methods: tuple[str, ...], perm_names) -> _Folded:
-        n_leaves = len(jax.tree_util.tree_leaves(like))
-        reference = [z[f"reference_{i}"] for i in range(n_leaves)] if bool(z["has_reference"]) else None
         return cls(
             raw=[RunningMoments.from_arrays(z, f"raw{c}_", like) for c in range(num_chains)],
             qr={m: RunningMoments.from_arrays(z, f"qr_{m}_", like) for m in methods},
             perms={m: {name: z[f"perm_{m}_{name}"] for name in perm_names} for m in methods},
             objective={m: z[f"objective_{m}"] for m in methods},
-            reference=reference,
+            reference=_reference(z),
             **{k: z[k] for k in ("prob_sum", "y_test", "point_indices", "test_loglik", "true_class_prob",
                                  "sample_logdensity", "segment_iteration", "segment_logdensity")},
             stats={k: z[f"stats_{k}"] for k in STATS},
         )
+
+
+    def merge(self, piece: _Folded, first: int, last: int) -> None:
+        """Fold in the summaries of a piece that kept samples ``first .. last - 1`` (a partial
+        state's, :func:`attach`): moments merged, sums added, per-sample columns copied,
+        per-iteration and per-segment traces appended."""
+        for mine, theirs in zip(self.raw + list(self.qr.values()), piece.raw + list(piece.qr.values())):
+            mine.merge(theirs)
+        cols = slice(first, last)
+        for m in self.perms:
+            for name, p in self.perms[m].items():
+                p[:, cols] = piece.perms[m][name][:, cols]
+            self.objective[m][:, cols] = piece.objective[m][:, cols]
+        for name in ("test_loglik", "true_class_prob", "sample_logdensity"):
+            getattr(self, name)[:, cols] = getattr(piece, name)[:, cols]
+        if self.reference is None:
+            self.reference = piece.reference
+        self.prob_sum = self.prob_sum + piece.prob_sum
+        self.stats = {k: np.concatenate([v, piece.stats[k]], axis=1) for k, v in self.stats.items()}
+        self.segment_iteration = np.concatenate([self.segment_iteration, piece.segment_iteration])
+        self.segment_logdensity = np.concatenate([self.segment_logdensity, piece.segment_logdensity], axis=1)
+
+
+def _reference(arrays: Mapping[str, np.ndarray]) -> list[np.ndarray] | None:
+    """The leaves of the reference sample stored in a state's arrays (None before the first kept sample)."""
+    n = sum(1 for k in arrays if k.startswith("reference_"))
+    return [arrays[f"reference_{i}"] for i in range(n)] if bool(arrays["has_reference"]) else None
 
 
 @partial(jax.jit, static_argnames=("apply_fn",))
@@ -510,7 +541,12 @@ def _open(state_dir: Path, run: PiecedHMC, prep, spec: PermutationSpec):
     _check_identity(state_dir, meta, identity)
     with _open_arrays(state_dir, meta) as z:
         arrays = {k: z[k] for k in z.files}
-    folded = _Folded.from_arrays(arrays, like, cfg.num_chains, run.methods, spec.perm_names)
+    if meta.get("detached"):  # the chains and the reference only (detach): this piece's summaries start empty
+        folded = _Folded.fresh(like, cfg.num_chains, cfg.num_samples, np.asarray(run.y_test), _num_classes(like),
+                               run.num_points, run.methods, check_spec(spec, like))
+        folded.reference = _reference(arrays)
+    else:
+        folded = _Folded.from_arrays(arrays, like, cfg.num_chains, run.methods, spec.perm_names)
     chain = {k[len("chain_"):]: v for k, v in arrays.items() if k.startswith("chain_")}
     restored = _driver.state_from_host(chain, fresh.state, fresh.da_state)
     return meta, folded, _driver.carry_at(prep.plan, meta["segment"], *_driver.strong_types(restored))
@@ -555,6 +591,7 @@ class PiecedSink:
         if not meta["pieces"] or meta["pieces"][-1] is not self.record:
             meta["pieces"].append(self.record)
         self.record.update(end_iteration=carry.iteration, elapsed_s=round(time.time() - self.started, 1))
+        meta.pop("detached", None)  # from now on the arrays hold this piece's summaries
         meta.update(iteration=carry.iteration, segment=carry.segment, num_kept=carry.num_kept,
                     complete=carry.iteration == self.prep.cfg.num_iterations)
         _write_state(self.state_dir, meta, {**self.folded.to_arrays(),
@@ -626,6 +663,116 @@ def advance(state_dir, run: PiecedHMC, *, budget_seconds: float | None = None, n
 
 
 # --------------------------------------------------------------------------------------
+# Detached pieces: the chains travel, the summaries stay
+# --------------------------------------------------------------------------------------
+
+
+def _is_chain_or_reference(name: str) -> bool:  # what detach copies
+    return name.startswith(("chain_", "reference_")) or name == "has_reference"
+
+
+def detach(state_dir, out_dir) -> Path:
+    """Copy to ``out_dir`` what the next piece of a pieced run needs: the chains' state, the
+    reference sample, the progress and the provenance, without the summaries (for the paper
+    setting about 8 MB of the state's 37 MB; :func:`state_nbytes`). A piece advanced from
+    ``out_dir`` (:func:`advance`, on any machine) folds its samples into summaries that start
+    empty: a *partial* state, which :func:`attach` merges back into ``state_dir``. So only the
+    small part travels to the machine that samples, and the summaries never leave this one.
+
+    Args:
+        state_dir: a run's state directory (not a partial state).
+        out_dir: where the detached state is written (created; any older state in it is replaced).
+
+    Returns:
+        ``out_dir``.
+
+    Raises:
+        FileNotFoundError: if ``state_dir`` holds no state.
+        ValueError: if ``state_dir`` holds a partial state.
+        CorruptRunError: naming a state file that is missing, truncated or damaged.
+    """
+    state_dir, out_dir = Path(state_dir), Path(out_dir)
+    meta, arrays = load_state(state_dir)
+    if meta.get("base") is not None:
+        raise ValueError(f"{state_dir} holds a partial state (a piece advanced from a detached state): attach it "
+                         "to its run's state directory, and detach from there")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in (*out_dir.glob("state_*.npz"), out_dir / _STATE_JSON):
+        old.unlink(missing_ok=True)
+    base = {k: meta[k] for k in ("iteration", "segment", "num_kept", "sha256")}
+    _write_state(out_dir, {**meta, "base": {**base, "pieces": len(meta["pieces"])}, "detached": True},
+                 {k: v for k, v in arrays.items() if _is_chain_or_reference(k)})
+    return out_dir
+
+
+def _same_pieces(done: list, newer: list) -> bool:
+    """Whether the pieces ``done`` start the list ``newer`` (by start, end and date)."""
+    return [(p["start_iteration"], p["end_iteration"], p["date"]) for p in newer][:len(done)] == [
+        (p["start_iteration"], p["end_iteration"], p["date"]) for p in done]
+
+
+def attach(state_dir, piece_dir) -> dict[str, Any]:
+    """Merge a piece advanced from a detached state (:func:`detach`) into its run's state
+    directory: the summaries merged (moments by Chan et al.'s pairwise update, sums added,
+    per-sample and per-iteration traces joined), the chains' state and the pieces' provenance
+    taken from the piece. The summaries equal those of a run advanced in place, to float
+    rounding. A piece that started the run (advanced from no state) is copied into an empty
+    ``state_dir``. Attaching the same piece twice changes nothing.
+
+    Args:
+        state_dir: the run's state directory (the one the piece was detached from).
+        piece_dir: the state directory the piece was advanced in.
+
+    Returns:
+        ``iteration`` and ``num_kept`` of the run afterwards, ``pieces`` (how many the piece
+        brought) and ``already`` (True if the piece was attached before).
+
+    Raises:
+        ValueError: if the piece belongs to another run, was advanced from another state than
+            ``state_dir``'s (an older one: detach again, and run that piece again), or ran
+            nothing since it was detached.
+        CorruptRunError: naming a state file that is missing, truncated or damaged.
+    """
+    state_dir, piece_dir = Path(state_dir), Path(piece_dir)
+    pmeta, parrays = load_state(piece_dir)
+    if pmeta.get("detached"):
+        raise ValueError(f"{piece_dir} is a detached state that no piece has advanced: nothing to attach")
+    meta = _read_json(state_dir)
+    base = pmeta.get("base")
+
+    def result(m: dict, already: bool) -> dict[str, Any]:
+        return {"iteration": int(m["iteration"]), "num_kept": int(m["num_kept"]), "already": already,
+                "pieces": len(pmeta["pieces"]) - (base["pieces"] if base else 0)}
+
+    if meta is not None:
+        _check_identity(state_dir, meta, pmeta["identity"])
+        if meta["iteration"] >= pmeta["iteration"] and _same_pieces(pmeta["pieces"], meta["pieces"]):
+            return result(meta, True)
+    if base is None:  # the piece started the run
+        if meta is not None:
+            raise ValueError(f"{piece_dir} started the run anew, but {state_dir} already holds it at iteration "
+                             f"{meta['iteration']}: a piece must be advanced from the state detached from {state_dir}")
+        state_dir.mkdir(parents=True, exist_ok=True)
+        _write_state(state_dir, dict(pmeta), parrays)
+        return result(pmeta, False)
+    if meta is None or meta["sha256"] != base["sha256"]:
+        where = "holds no state" if meta is None else f"is at iteration {meta['iteration']} (arrays {meta['sha256'][:12]})"
+        raise ValueError(f"the piece in {piece_dir} continues the state at iteration {base['iteration']} (arrays "
+                         f"{base['sha256'][:12]}), but {state_dir} {where}: detach the state again and rerun the piece")
+    _, arrays = load_state(state_dir)
+    cfg, methods = HMCConfig(**meta["config"]), tuple(meta["methods"])
+    like = _like_from_state(meta, arrays)
+    names = _spec_of(like).perm_names
+    folded = _Folded.from_arrays(arrays, like, cfg.num_chains, methods, names)
+    folded.merge(_Folded.from_arrays(parrays, like, cfg.num_chains, methods, names), base["num_kept"],
+                 pmeta["num_kept"])
+    merged = {k: v for k, v in pmeta.items() if k != "base"}
+    _write_state(state_dir, merged, {**folded.to_arrays(),
+                                     **{k: v for k, v in parrays.items() if k.startswith("chain_")}})
+    return result(merged, False)
+
+
+# --------------------------------------------------------------------------------------
 # Reading the summaries
 # --------------------------------------------------------------------------------------
 
@@ -671,6 +818,9 @@ def summaries(state_dir) -> PiecedSummaries:
     from symlib.inference.diagnostics import summarize_hmc, with_diagnostics
 
     meta, arrays = load_state(state_dir)
+    if meta.get("base") is not None:
+        raise ValueError(f"{state_dir} holds a partial state (the summaries of the pieces advanced since it was "
+                         "detached): attach it to its run's state directory and read the summaries there")
     cfg, methods, kept = HMCConfig(**meta["config"]), tuple(meta["methods"]), int(meta["num_kept"])
     chains = cfg.num_chains
     if chains * kept < 2:
@@ -708,7 +858,7 @@ def summaries(state_dir) -> PiecedSummaries:
 
 
 def state_nbytes(like: PyTree, cfg: HMCConfig, n_test: int, *, num_points: int = 10,
-                 methods: tuple[str, ...] = ("weight", "activation")) -> int:
+                 methods: tuple[str, ...] = ("weight", "activation"), detached: bool = False) -> int:
     """An upper bound on the bytes of the arrays file of a pieced run's state once every
     sample is kept (the ``.npz`` file, without the few kB of ``state.json``; it counts one
     segment per block of ``thin`` iterations), computed without running anything.
@@ -719,10 +869,11 @@ def state_nbytes(like: PyTree, cfg: HMCConfig, n_test: int, *, num_points: int =
         n_test: test examples of the predictive sums.
         num_points: traced test points.
         methods: the matching methods of q_r.
+        detached: only what :func:`detach` copies (the chains' state and the reference).
 
     Returns:
         The total size in bytes (e.g. about 37 MB for 2 chains of a 784-512-10 MLP with
-        10,000 test images and both methods).
+        10,000 test images and both methods; about 8 MB detached).
     """
     from symlib.symmetry.specs import check_spec
 
@@ -740,6 +891,8 @@ def state_nbytes(like: PyTree, cfg: HMCConfig, n_test: int, *, num_points: int =
         arrays[f"chain_position_{i}"] = arrays[f"chain_grad_{i}"] = np.zeros((cfg.num_chains, *leaf.shape), leaf.dtype)
     for name in ("step_size", "logdensity", "da_0", "da_1", "da_2", "da_3", "da_4"):
         arrays[f"chain_{name}"] = np.zeros(cfg.num_chains, np.float32)
+    if detached:
+        arrays = {k: v for k, v in arrays.items() if _is_chain_or_reference(k)}
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     return buffer.getbuffer().nbytes
