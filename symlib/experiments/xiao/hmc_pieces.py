@@ -299,7 +299,6 @@ class _Folded:
             stats={k: z[f"stats_{k}"] for k in STATS},
         )
 
-
     def merge(self, piece: _Folded, first: int, last: int) -> None:
         """Fold in the summaries of a piece that kept samples ``first .. last - 1`` (a partial
         state's, :func:`attach`): moments merged, sums added, per-sample columns copied,
