@@ -148,7 +148,7 @@ def _gpu(args, argv: list[str] | None, started: float) -> int:
         elif args.gpu_command == "fold":
             counts = gpu_queue.fold(Path(args.returned), queue, args.results)
             print(f"folded: {counts['new']} new step(s), {counts['already']} already there, "
-                  f"{counts['results']} saved result(s)")
+                  f"{counts['results']} saved result(s), {counts['stopped']} step(s) stopped with the call")
         elif args.gpu_command == "install":
             for name, count in gpu_queue.install(queue, args.jobs).items():
                 print(f"{name}: {count} folded step(s) in the artifact cache")

@@ -26,7 +26,7 @@ from symlib.core.io import atomic_write
 from symlib.core.pytree import flatten_dict
 from symlib.experiments.gpu_queue import (QUEUE_VERSION, carried_piece, estimate_minutes, folded_steps, install_steps,
                                           job_blocks, job_done, job_hash, job_profile, job_target, load_queue,
-                                          pieces_progress, sha256_hex, write_json)
+                                          pieces_progress, sha256_hex, stopped_record, write_json)
 
 #: the largest file a device call may return is 16 MiB: parts are cut below it
 PART_BYTES = 15 * 2**20
@@ -162,6 +162,7 @@ def next_steps(queue_path: Path, out: Path, minutes: float, *, started: float | 
     done_now: dict[str, set[int]] = {}
     files_left, bytes_left = MAX_FILES - 1, RETURN_BYTES - 2**20  # the log
     prov = provenance(command, root.parent)
+    _log(out, f"call of up to {minutes:g} min on {prov['device']}, {prov['date']}, commit {prov['commit']}")
     failed: dict[str, str] = {}
     while True:
         job = jobs[job_name] if job_name else first_unfinished(queue, root, where, done_now, failed)
@@ -239,9 +240,16 @@ def _advance(job: Mapping[str, Any], root: Path, bundle: Bundle, out: Path, star
     _log(out, f"job {job['name']}: {len(done)} of {job['steps']} steps folded; up to {minutes:g} min from the call's "
               f"start on {prov['device']} (commit {prov['commit']}, matmul precision {prov['matmul_precision']})")
     blocks = job_blocks(job) if job["kind"] == "blocks" else None
+    stopped = stopped_record(root / job["name"], job)
     ran = []
     for index in todo:
+        if index in stopped and MARGIN * stopped[index]["seconds"] > 60.0 * minutes:  # it would be stopped again
+            rec = stopped[index]
+            raise ValueError(f"step {index} of {job['name']} was stopped with its call after at least {rec['seconds']} "
+                             f"s on {rec['date']}, more than this call's {minutes:g} min allow: split the job's steps (a "
+                             "new version) or give it a longer call")
         elapsed = time.time() - started
+        expected = max(expected, stopped.get(index, {}).get("seconds", 0.0))
         if elapsed + MARGIN * expected > 60.0 * minutes:
             _log(out, f"stopping: step {index} of {job['name']} needs about {expected:.0f} s, "
                       f"{60 * minutes - elapsed:.0f} s left")

@@ -58,6 +58,7 @@ import hashlib
 import importlib
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -193,6 +194,64 @@ def folded_steps(state: Path) -> dict[int, dict[str, Any]]:
         meta = json.loads(meta_path.read_text())
         out[int(meta["index"])] = meta
     return out
+
+
+_CALL_LINE = re.compile(r"^\d\d:\d\d:\d\d call of up to ([\d.]+) min on .*, (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC), commit")
+_STEP_LINE = re.compile(r"^(\d\d):(\d\d):(\d\d) step (\d+) of (\S+) (started|\(\d+ steps\) done)")
+_FAILED_LINE = re.compile(r"^\d\d:\d\d:\d\d job (\S+) failed \(")
+
+
+def stopped_steps(log: str) -> list[dict[str, Any]]:
+    """The steps a device call's log shows started but neither done nor failed: the call was
+    stopped (killed at its time limit) while they ran. Each: ``job``, ``index``, ``seconds``
+    (from the step's start to the log's last line: a lower bound on the step's time),
+    ``date`` and ``call_minutes`` (of the call, from its first line)."""
+    lines = log.splitlines()
+    call = next((m for m in map(_CALL_LINE.match, lines) if m), None)
+    clock = [int(h) * 3600 + int(m) * 60 + int(s) for h, m, s in (line[:8].split(":") for line in lines
+                                                                   if re.match(r"^\d\d:\d\d:\d\d ", line))]
+    started: dict[tuple[str, int], int] = {}
+    for line in lines:
+        if (m := _STEP_LINE.match(line)):
+            key = (m.group(5), int(m.group(4)))
+            if m.group(6) == "started":
+                started[key] = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + int(m.group(3))
+            else:
+                started.pop(key, None)
+        elif (m := _FAILED_LINE.match(line)):
+            started = {k: v for k, v in started.items() if k[0] != m.group(1)}
+    return [{"job": job, "index": index, "seconds": (clock[-1] - t) % 86400,
+             "date": call.group(2) if call else None, "call_minutes": float(call.group(1)) if call else None}
+            for (job, index), t in started.items()]
+
+
+def stopped_record(state: Path, job: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    """The stopped steps of a job's current version (:func:`stopped_steps`, recorded by
+    :func:`fold` as ``gpu/<job>/stopped-NNNN.json``): index -> the longest record."""
+    out: dict[int, dict[str, Any]] = {}
+    for path in sorted(Path(state).glob("stopped-*.json")):
+        rec = json.loads(path.read_text())
+        if rec.get("job_hash") == job_hash(job):
+            out[int(rec["index"])] = rec
+    return out
+
+
+def _record_stopped(log_path: Path, queue_path: Path) -> int:
+    """Record the steps a call's log shows stopped (:func:`stopped_steps`) in their jobs'
+    folders, keeping the longest; returns how many records are new or longer."""
+    jobs = {j["name"]: j for j in load_queue(queue_path)["jobs"]}
+    count = 0
+    for rec in stopped_steps(Path(log_path).read_text()):
+        job = jobs.get(rec["job"])
+        if job is None:
+            continue
+        path = Path(queue_path).parent / job["name"] / f"stopped-{rec['index']:04d}.json"
+        old = json.loads(path.read_text()) if path.exists() else None
+        if old is None or old.get("job_hash") != job_hash(job) or old["seconds"] < rec["seconds"]:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_json(path, {**rec, "job_hash": job_hash(job)})
+            count += 1
+    return count
 
 
 def load_step(state: Path, index: int) -> dict[str, Any]:
@@ -345,17 +404,29 @@ def fold(directory: Path, queue_path: Path, results_dir: Path | None = None) -> 
     already folded with the same checksum is skipped. Every job's return is checked before
     any is folded.
 
+    The call's log (``gpu-log.txt``), if there, is read first: a step it shows started but not
+    finished (the call was stopped at its time limit) is recorded with its lower bound on the
+    step's time (:func:`stopped_steps`), and later calls skip the job while that bound does not
+    fit their minutes (:mod:`symlib.experiments.gpu_device`), instead of stopping again there.
+
     Returns:
-        ``{"new": steps added, "already": steps already there, "results": records copied}``.
+        ``{"new": steps added, "already": steps already there, "results": records copied,
+        "stopped": stopped steps recorded}``.
 
     Raises:
         ValueError: for a damaged return, a return made for another version of the job, or
-            a step already folded with a different checksum.
+            a step already folded with a different checksum; for a folder that holds no
+            return and whose log shows no stopped step.
     """
+    log = Path(directory) / "gpu-log.txt"
+    shown = stopped_steps(log.read_text()) if log.exists() else []
+    counts = {"new": 0, "already": 0, "results": 0, "stopped": _record_stopped(log, queue_path) if shown else 0}
+    if shown and not (Path(directory) / "manifest.json").exists() and not any(Path(directory).glob("*/manifest.json")):
+        update_progress(queue_path)
+        return counts
     bundles = returned_bundles(directory)
     for bundle in bundles:
         read_return(bundle)
-    counts = {"new": 0, "already": 0, "results": 0}
     for bundle in bundles:
         for k, v in _fold_one(bundle, queue_path, results_dir).items():
             counts[k] += v
@@ -468,6 +539,10 @@ def update_progress(queue_path: Path) -> dict[str, Any]:
         job["progress"] = {"steps_done": len(steps), "gpu_seconds": round(sum(secs), 1),
                            "seconds_per_step": round(float(np.median(secs)), 1) if secs else None,
                            "devices": sorted({m["device"] for m in steps.values()})}
+        stopped = stopped_record(Path(queue_path).parent / job["name"], job)
+        if stopped:
+            job["progress"]["stopped"] = {str(i): {k: r[k] for k in ("seconds", "date", "call_minutes")}
+                                          for i, r in stopped.items() if i not in steps}
         if job["kind"] == "pieces" and steps:
             last = max((m["piece"] for m in steps.values()), key=lambda p: p["iteration"])
             job["progress"].update({k: last[k] for k in ("iteration", "num_kept", "until_iteration",
@@ -503,6 +578,8 @@ def status_lines(queue_path: Path) -> list[str]:
         if job["kind"] == "pieces" and "num_kept" in prog:
             run = (f" [run {job['state']!r} at iteration {prog['iteration']}, {prog['num_kept']} kept samples per chain; "
                    f"this job ends at iteration {prog['until_iteration']}]")
+        for index, rec in (prog.get("stopped") or {}).items():
+            run += f" [step {index} stopped with its call after at least {rec['seconds']} s on {rec['date']}]"
         lines.append(f"{job['name']:24s} {job['kind']:11s} {prog.get('steps_done', 0):>3}/{job['steps']:<3} steps  "
                      f"{prog.get('gpu_seconds', 0) / 60:6.1f} {unit} spent  {minutes_left(job):6.1f} left  "
                      f"{job['title']}{run}")

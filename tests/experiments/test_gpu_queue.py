@@ -60,14 +60,14 @@ def test_killed_call_keeps_its_steps_and_the_next_resumes(queue, tmp_path, monke
     calls.clear()
     assert _next(queue, tmp_path / "ret2") == {"tiny-bank": [1]}
     assert calls == [2]  # only the missing block was trained
-    assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 1, "already": 0, "results": 0}
+    assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 1, "already": 0, "results": 0, "stopped": 0}
     job = gpu_queue.load_queue(queue)["jobs"][0]
     assert job["progress"]["steps_done"] == 2 and gpu_queue.minutes_left(job) == 0
 
     # folding the same returns again changes nothing
     before = {p: p.read_bytes() for p in queue.parent.rglob("*") if p.is_file()}
-    assert gpu_queue.fold(tmp_path / "ret1", queue) == {"new": 0, "already": 1, "results": 0}
-    assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 0, "already": 1, "results": 0}
+    assert gpu_queue.fold(tmp_path / "ret1", queue) == {"new": 0, "already": 1, "results": 0, "stopped": 0}
+    assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 0, "already": 1, "results": 0, "stopped": 0}
     assert {p: p.read_bytes() for p in queue.parent.rglob("*") if p.is_file()} == before
 
     # the experiment loads the folded blocks from the cache, and they are the blocks an
@@ -297,10 +297,10 @@ def test_one_call_runs_a_job_and_then_the_next_that_needs_it(queue, tmp_path, mo
     assert sorted(p.name for p in (tmp_path / "ret").iterdir()) == ["gpu-log.txt", "tiny-accuracy", "tiny-bank"]
     assert sum(1 for p in (tmp_path / "ret").rglob("*") if p.is_file()) <= gpu_device.MAX_FILES
     counts = gpu_queue.fold(tmp_path / "ret", queue, tmp_path / "results")
-    assert counts == {"new": 3, "already": 0, "results": 1}
+    assert counts == {"new": 3, "already": 0, "results": 1, "stopped": 0}
     record = json.loads((tmp_path / "results" / "tiny_accuracy-quick-tiny.json").read_text())
     assert 0 <= record["summary"]["mean_accuracy"] <= 1
-    assert gpu_queue.fold(tmp_path / "ret", queue, tmp_path / "results") == {"new": 0, "already": 3, "results": 0}
+    assert gpu_queue.fold(tmp_path / "ret", queue, tmp_path / "results") == {"new": 0, "already": 3, "results": 0, "stopped": 0}
     assert [j["progress"]["steps_done"] for j in gpu_queue.load_queue(queue)["jobs"]] == [2, 1, 0]
 
 
@@ -402,7 +402,7 @@ def test_optunets_are_trained_a_block_a_step_and_summarised_here(tmp_path, monke
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"version": 1, "jobs": [blocks, summary]}))
     assert _next(path, tmp_path / "dev") == {"tiny-optunets": [0, 1]}
-    assert gpu_queue.fold(tmp_path / "dev", path, tmp_path / "results") == {"new": 2, "already": 0, "results": 0}
+    assert gpu_queue.fold(tmp_path / "dev", path, tmp_path / "results") == {"new": 2, "already": 0, "results": 0, "stopped": 0}
     state = path.parent / "tiny-optunets"
     with zipfile.ZipFile(state / "step-0001.npz") as z:
         assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_DEFLATED}
@@ -471,10 +471,10 @@ def test_pieces_jobs_carry_the_chains_and_attach_the_summaries_here(tmp_path, mo
     assert gpu_queue.minutes_left(q["jobs"][0]) == 0
 
     assert _next(queue, tmp_path / "ret2") == {"tiny-hmc-rest": [0]}
-    assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 1, "already": 0, "results": 0}
+    assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 1, "already": 0, "results": 0, "stopped": 0}
     before = {p: p.read_bytes() for p in queue.parent.rglob("*") if p.is_file()}
-    assert gpu_queue.fold(tmp_path / "ret1", queue) == {"new": 0, "already": 1, "results": 0}
-    assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 0, "already": 1, "results": 0}
+    assert gpu_queue.fold(tmp_path / "ret1", queue) == {"new": 0, "already": 1, "results": 0, "stopped": 0}
+    assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 0, "already": 1, "results": 0, "stopped": 0}
     assert {p: p.read_bytes() for p in queue.parent.rglob("*") if p.is_file()} == before
     assert _next(queue, tmp_path / "ret3") == {}  # nothing left
 
@@ -536,3 +536,33 @@ def test_tests_job_reports_counts_failures_and_a_timeout(tmp_path, monkeypatch):
         gpu_device.step_test_paths({**job, "paths": [["tt/none_*.py"]]}, 0, repo)
     with pytest.raises(ValueError, match="declares 2 steps but has 1 paths"):
         gpu_device.step_test_paths({**job, "steps": 2}, 0, repo)
+
+
+def test_a_step_stopped_with_its_call_is_recorded_and_then_skipped(queue, tmp_path, monkeypatch):
+    """A call killed at its time limit mid-step returns its log only: fold records the step's
+    lower bound, and a later call whose minutes that bound does not fit skips the job (naming
+    why) and goes on, instead of being killed on the same step again."""
+    log = tmp_path / "ret" / "gpu-log.txt"
+    log.parent.mkdir()
+    log.write_text("23:58:00 call of up to 8 min on 1 x NVIDIA H200 (gpu), 2026-12-01 23:58:00 UTC, commit abc\n"
+                   "23:58:05 job tiny-bank: 0 of 2 steps folded; up to 8 min\n"
+                   "23:58:06 step 0 of tiny-bank started (about 60 s expected)\n"
+                   "23:58:50 step 0 of tiny-bank (2 steps) done in 44.0 s\n"
+                   "23:58:51 step 1 of tiny-bank started (about 44 s expected)\n"
+                   "00:05:41 job later: something\n")  # past midnight, then the call was killed
+    assert gpu_queue.stopped_steps(log.read_text()) == [
+        {"job": "tiny-bank", "index": 1, "seconds": 410, "date": "2026-12-01 23:58:00 UTC", "call_minutes": 8.0}]
+    assert gpu_queue.fold(tmp_path / "ret", queue) == {"new": 0, "already": 0, "results": 0, "stopped": 1}
+    assert gpu_queue.fold(tmp_path / "ret", queue)["stopped"] == 0  # folding twice changes nothing
+    job = gpu_queue.load_queue(queue)["jobs"][0]
+    assert job["progress"]["stopped"] == {"1": {"seconds": 410, "date": "2026-12-01 23:58:00 UTC", "call_minutes": 8.0}}
+    assert "[step 1 stopped with its call after at least 410 s on 2026-12-01" in gpu_queue.status_lines(queue)[0]
+    with pytest.raises(ValueError, match="step 1 of tiny-bank was stopped with its call after at least 410 s.*split"):
+        gpu_device.next_steps(queue, tmp_path / "ret2", 6.0, command="test")  # 1.25 x 410 s > 6 min
+    log2 = (tmp_path / "ret2" / "gpu-log.txt").read_text()
+    assert "step 0 of tiny-bank started" in log2 and "job tiny-bank failed" in log2  # the rest of the job ran
+    assert gpu_device.next_steps(queue, tmp_path / "ret3", 9.0, command="test", job_name="tiny-bank") == {
+        "tiny-bank": [0, 1]}  # a call long enough runs it
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="holds no manifest.json, nor any folder with one"):
+        gpu_queue.fold(tmp_path / "empty", queue)
