@@ -410,8 +410,8 @@ def fold(directory: Path, queue_path: Path, results_dir: Path | None = None) -> 
     fit their minutes (:mod:`symlib.experiments.gpu_device`), instead of stopping again there.
 
     Returns:
-        ``{"new": steps added, "already": steps already there, "results": records copied,
-        "stopped": stopped steps recorded}``.
+        Counts: ``new`` (steps added), ``already`` (steps already there), ``results`` (records
+        copied) and ``stopped`` (stopped steps recorded, new or longer).
 
     Raises:
         ValueError: for a damaged return, a return made for another version of the job, or
