@@ -16,7 +16,8 @@ import-linter contract ``experiments-floors``):
 3. the three papers, independent of each other (below);
 4. the report (:mod:`symlib.experiments.report`: the synthesis tables, the manifest, the
    report pages, the facts quoted from the papers) and the GPU queue
-   (:mod:`~symlib.experiments.gpu_queue`).
+   (:mod:`~symlib.experiments.gpu_queue`; above it :mod:`~symlib.experiments.gpu_device`, what a
+   device call runs).
 
 - :mod:`symlib.experiments.registry`: :func:`register`, :func:`run`, :func:`describe`,
   the shared data loaders and config helpers;
