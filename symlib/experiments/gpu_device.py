@@ -261,26 +261,34 @@ def _advance(job: Mapping[str, Any], root: Path, bundle: Bundle, out: Path, star
             save_step(blocks.name, blocks.cache_config, blocks.starts[index], tree)  # for a later job of this call
             files = {f"step-{index:04d}.npz": _npz_bytes(tree)}
         elif job["kind"] == "tests":
-            files = _run_tests(job, index, root.parent, started + 60.0 * minutes - time.time() - PIECE_MARGIN_S)
+            files = _run_tests(job, index, root.parent, started + 60.0 * minutes - time.time() - WRITE_MARGIN_S)
         else:
             files = _run_experiments(job, prov["command"])
         seconds = time.perf_counter() - t0
-        meta = {"job": job["name"], "job_hash": job_hash(job), "index": index, "seconds": round(seconds, 2),
-                **prov, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-                "files": {name: sha256_hex(data) for name, data in files.items()}}
-        if blocks is not None:
-            meta.update(label=blocks.starts[index], sha256=meta["files"][f"step-{index:04d}.npz"])
-        for name, data in files.items():
-            bundle.add(name, data)
-        bundle.add(f"step-{index:04d}.json", (json.dumps(meta, indent=1) + "\n").encode())
+        extra = {} if blocks is None else {"label": blocks.starts[index],
+                                           "sha256": sha256_hex(files[f"step-{index:04d}.npz"])}
+        _add_step(bundle, job, index, seconds, prov, files, extra)
         ran.append(index)
         expected = max(expected if len(ran) == 1 else 0.0, seconds)
         _log(out, f"step {index} of {job['name']} ({job['steps']} steps) done in {seconds:.1f} s")
     return ran, True
 
 
-#: seconds a piece leaves at the end of a call's minutes, for writing its return
-PIECE_MARGIN_S = 20.0
+def _add_step(bundle: Bundle, job: Mapping[str, Any], index: int, seconds: float, prov: Mapping[str, Any],
+              files: Mapping[str, bytes], extra: Mapping[str, Any]) -> None:
+    """Add a finished step to the job's return: its files, then its metadata (``step-NNNN.json``:
+    the job, its hash, the step, its seconds, the call's provenance, the date, the files' SHA-256
+    sums, and ``extra``)."""
+    meta = {"job": job["name"], "job_hash": job_hash(job), "index": index, "seconds": round(seconds, 2), **prov,
+            "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+            "files": {name: sha256_hex(data) for name, data in files.items()}, **extra}
+    for name, data in files.items():
+        bundle.add(name, data)
+    bundle.add(f"step-{index:04d}.json", (json.dumps(meta, indent=1) + "\n").encode())
+
+
+#: seconds a step that runs to the end of a call's minutes (a piece, the tests) leaves for writing its return
+WRITE_MARGIN_S = 20.0
 
 
 def _advance_piece(job: Mapping[str, Any], root: Path, bundle: Bundle, out: Path, started: float, minutes: float,
@@ -331,7 +339,7 @@ def _advance_piece(job: Mapping[str, Any], root: Path, bundle: Bundle, out: Path
         if last is not None:
             shutil.copytree(carried, work)
         t0 = time.perf_counter()
-        piece = advance(work, run, budget_seconds=60.0 * minutes - PIECE_MARGIN_S, started=started,
+        piece = advance(work, run, budget_seconds=60.0 * minutes - WRITE_MARGIN_S, started=started,
                         num_samples=None if until is None else max(int(until) - kept, 1), command=prov["command"],
                         progress=False)
         seconds = time.perf_counter() - t0
@@ -343,16 +351,11 @@ def _advance_piece(job: Mapping[str, Any], root: Path, bundle: Bundle, out: Path
         files = {f"piece-{index:04d}.state.json": meta_bytes, f"piece-{index:04d}.npz": (work / arrays_name).read_bytes()}
     until_iteration = cfg.num_iterations if until is None else min(cfg.num_burnin + int(until) * cfg.thin,
                                                                     cfg.num_iterations)
-    meta = {"job": job["name"], "job_hash": job_hash(job), "index": index, "seconds": round(seconds, 2), **prov,
-            "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            "files": {name: sha256_hex(data) for name, data in files.items()},
-            "piece": {"state": job["state"], "start_iteration": piece.iteration - piece.piece_iterations,
-                      "iteration": piece.iteration, "num_kept": piece.num_kept, "num_iterations": piece.num_iterations,
-                      "num_samples": piece.num_samples, "until_iteration": until_iteration,
-                      "complete": piece.complete, "seconds_per_iteration": piece.seconds_per_iteration}}
-    for name, data in files.items():
-        bundle.add(name, data)
-    bundle.add(f"step-{index:04d}.json", (json.dumps(meta, indent=1) + "\n").encode())
+    _add_step(bundle, job, index, seconds, prov, files, {"piece": {
+        "state": job["state"], "start_iteration": piece.iteration - piece.piece_iterations, "iteration": piece.iteration,
+        "num_kept": piece.num_kept, "num_iterations": piece.num_iterations, "num_samples": piece.num_samples,
+        "until_iteration": until_iteration, "complete": piece.complete,
+        "seconds_per_iteration": piece.seconds_per_iteration}})
     done = piece.complete or (until is not None and piece.num_kept >= int(until))
     _log(out, f"piece {index} of {job['name']} done in {seconds:.1f} s" + (" (the job is done)" if done else ""))
     return [index], done

@@ -197,7 +197,7 @@ def folded_steps(state: Path) -> dict[int, dict[str, Any]]:
 
 
 _CALL_LINE = re.compile(r"^\d\d:\d\d:\d\d call of up to ([\d.]+) min on .*, (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC), commit")
-_STEP_LINE = re.compile(r"^(\d\d):(\d\d):(\d\d) step (\d+) of (\S+) (started|\(\d+ steps\) done)")
+_STEP_LINE = re.compile(r"^\d\d:\d\d:\d\d step (\d+) of (\S+) (started|\(\d+ steps\) done)")
 _FAILED_LINE = re.compile(r"^\d\d:\d\d:\d\d job (\S+) failed \(")
 
 
@@ -206,21 +206,24 @@ def stopped_steps(log: str) -> list[dict[str, Any]]:
     stopped (killed at its time limit) while they ran. Each: ``job``, ``index``, ``seconds``
     (from the step's start to the log's last line: a lower bound on the step's time),
     ``date`` and ``call_minutes`` (of the call, from its first line)."""
-    lines = log.splitlines()
+    lines = [line for line in log.splitlines() if re.match(r"^\d\d:\d\d:\d\d ", line)]
     call = next((m for m in map(_CALL_LINE.match, lines) if m), None)
-    clock = [int(h) * 3600 + int(m) * 60 + int(s) for h, m, s in (line[:8].split(":") for line in lines
-                                                                   if re.match(r"^\d\d:\d\d:\d\d ", line))]
+
+    def clock(line: str) -> int:  # seconds since midnight (UTC)
+        h, m, sec = line[:8].split(":")
+        return int(h) * 3600 + int(m) * 60 + int(sec)
+
     started: dict[tuple[str, int], int] = {}
     for line in lines:
         if (m := _STEP_LINE.match(line)):
-            key = (m.group(5), int(m.group(4)))
-            if m.group(6) == "started":
-                started[key] = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + int(m.group(3))
+            key = (m.group(2), int(m.group(1)))
+            if m.group(3) == "started":
+                started[key] = clock(line)
             else:
                 started.pop(key, None)
         elif (m := _FAILED_LINE.match(line)):
             started = {k: v for k, v in started.items() if k[0] != m.group(1)}
-    return [{"job": job, "index": index, "seconds": (clock[-1] - t) % 86400,
+    return [{"job": job, "index": index, "seconds": (clock(lines[-1]) - t) % 86400,
              "date": call.group(2) if call else None, "call_minutes": float(call.group(1)) if call else None}
             for (job, index), t in started.items()]
 

@@ -566,3 +566,17 @@ def test_a_step_stopped_with_its_call_is_recorded_and_then_skipped(queue, tmp_pa
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="holds no manifest.json, nor any folder with one"):
         gpu_queue.fold(tmp_path / "empty", queue)
+
+
+def test_job_identity_does_not_depend_on_key_order():
+    """A job's hash (what its folded steps are checked against) and the queue's status are the
+    same with every job's keys in another order."""
+    import random
+
+    queue = gpu_queue.load_queue(ROOT / "gpu" / "queue.json")
+    rng = random.Random(0)
+    for job in queue["jobs"]:
+        items = list(job.items())
+        rng.shuffle(items)
+        assert gpu_queue.job_hash(dict(items)) == gpu_queue.job_hash(job)
+        assert gpu_queue.minutes_left(dict(items)) == gpu_queue.minutes_left(job)
