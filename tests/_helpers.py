@@ -199,3 +199,24 @@ def tiny_pieced_run(profile=None, **kw):
     return PiecedHMC(jax.random.key(1), pieces_init(), make_logdensity(x, y, apply_fn=mlp_apply),
                      kw.pop("cfg", pieces_cfg()), x_test, y_test, x_match=x[:30], chunk_size=PIECES_CHUNK,
                      init_per_chain=True, **kw)
+
+
+#: the labels ``chained_steps``' steps were computed for, in order (a test empties it)
+CHAINED_CALLS: list[str] = []
+
+
+def chained_steps(profile):
+    """Three GPU-queue steps (a ``blocks`` job's target), each going on from the step before
+    through the artifact cache, as the pieces of SGHMC's chain do (``laurent.posteriors.zoo_steps``)."""
+    from symlib.experiments.cache import cached_steps
+    from symlib.experiments.registry import Steps
+
+    labels = ["a", "b", "c"]
+
+    def train(label):
+        CHAINED_CALLS.append(label)
+        k = labels.index(label)
+        before = int(cached_steps("chained", {}, labels[:k], train, verbose=False)[-1]["value"]) if k else 0
+        return {"value": np.asarray(before + 1)}
+
+    return Steps("chained", {}, labels, train)

@@ -26,7 +26,7 @@ from symlib.core.io import atomic_write
 from symlib.core.pytree import flatten_dict
 from symlib.experiments.gpu_queue import (QUEUE_VERSION, carried_piece, estimate_minutes, folded_steps, install_steps,
                                           job_blocks, job_done, job_hash, job_profile, job_target, load_queue,
-                                          pieces_progress, sha256_hex, stopped_record, write_json)
+                                          pieces_progress, sha256_hex, step_seconds, stopped_record, write_json)
 
 #: the largest file a device call may return is 16 MiB: parts are cut below it
 PART_BYTES = 15 * 2**20
@@ -240,6 +240,8 @@ def _advance(job: Mapping[str, Any], root: Path, bundle: Bundle, out: Path, star
     _log(out, f"job {job['name']}: {len(done)} of {job['steps']} steps folded; up to {minutes:g} min from the call's "
               f"start on {prov['device']} (commit {prov['commit']}, matmul precision {prov['matmul_precision']})")
     blocks = job_blocks(job) if job["kind"] == "blocks" else None
+    if blocks is not None:  # a step that goes on from an earlier one of the job finds it in the cache
+        install_steps(job, root / job["name"], blocks=blocks)
     stopped = stopped_record(root / job["name"], job)
     ran = []
     for index in todo:
@@ -249,7 +251,7 @@ def _advance(job: Mapping[str, Any], root: Path, bundle: Bundle, out: Path, star
                              f"s on {rec['date']}, more than this call's {minutes:g} min allow: split the job's steps (a "
                              "new version) or give it a longer call")
         elapsed = time.time() - started
-        expected = max(expected, stopped.get(index, {}).get("seconds", 0.0))
+        expected = max(step_seconds(job, index) or expected, stopped.get(index, {}).get("seconds", 0.0))
         if elapsed + MARGIN * expected > 60.0 * minutes:
             _log(out, f"stopping: step {index} of {job['name']} needs about {expected:.0f} s, "
                       f"{60 * minutes - elapsed:.0f} s left")

@@ -120,6 +120,7 @@ def load_queue(path: Path) -> dict[str, Any]:
                                                                   else ()):
             if field not in job:
                 raise ValueError(f"{path}: job {name!r} lacks {field!r}")
+        _check_step_minutes(path, job)
         missing = [n for n in job.get("needs", []) if n not in seen]
         if missing:
             raise ValueError(f"{path}: job {name!r} needs {missing}, which must come before it in the queue")
@@ -271,9 +272,17 @@ def load_step(state: Path, index: int) -> dict[str, Any]:
         return unflatten_dict({k: z[k] for k in z.files})
 
 
-def install_steps(job: Mapping[str, Any], state: Path, directory: Path | None = None) -> int:
+def install_steps(job: Mapping[str, Any], state: Path, directory: Path | None = None, blocks=None) -> int:
     """Put a ``blocks`` job's folded steps into the artifact cache, where its experiment
-    (:func:`~symlib.experiments.registry.run_blocks`) finds them instead of training them.
+    (:func:`~symlib.experiments.registry.run_blocks`) finds them instead of training them, and
+    where a later step of the same job that goes on from an earlier one (a piece of SGHMC's
+    chain) finds it.
+
+    Args:
+        job: the job.
+        state: its folder of folded steps.
+        directory: the cache folder (default: the cache's).
+        blocks: the job's steps (:func:`job_blocks`), when the caller has them already.
 
     Returns:
         How many steps were installed.
@@ -285,7 +294,7 @@ def install_steps(job: Mapping[str, Any], state: Path, directory: Path | None = 
     steps = folded_steps(state)
     if not steps:
         return 0
-    blocks = job_blocks(job)
+    blocks = job_blocks(job) if blocks is None else blocks
     for index in steps:
         save_step(blocks.name, blocks.cache_config, blocks.starts[index], load_step(state, index), directory)
     return len(steps)
@@ -552,6 +561,27 @@ def update_progress(queue_path: Path) -> dict[str, Any]:
                                                           "seconds_per_iteration")})
     write_json(queue_path, queue)
     return queue
+
+
+def _check_step_minutes(path: Path, job: Mapping[str, Any]) -> None:
+    """A job's optional ``step_minutes``: one positive estimate per step, adding up to its estimate."""
+    if "step_minutes" not in job:
+        return
+    per = job["step_minutes"]
+    if not (isinstance(per, list) and len(per) == int(job["steps"])
+            and all(isinstance(m, (int, float)) and not isinstance(m, bool) and m > 0 for m in per)):
+        raise ValueError(f"{path}: job {job['name']!r}: step_minutes must be one positive number per step "
+                         f"({job['steps']}), got {per!r}")
+    if abs(sum(per) - estimate_minutes(job)) > 1e-6:
+        raise ValueError(f"{path}: job {job['name']!r}: its step_minutes add up to {sum(per):g}, not its estimate "
+                         f"{estimate_minutes(job):g}")
+
+
+def step_seconds(job: Mapping[str, Any], index: int) -> float | None:
+    """The seconds step ``index`` of a job is expected to take from its ``step_minutes`` (for
+    steps of unequal cost, e.g. one SGHMC chain beside batched fits), or None without them."""
+    per = job.get("step_minutes")
+    return None if per is None else 60.0 * float(per[index])
 
 
 def estimate_minutes(job: Mapping[str, Any]) -> float:

@@ -1,7 +1,8 @@
 """symlib.inference: posterior approximations of any JAX model, in one shape.
 
 Every method is fitted as ``fit_<method>(key, params0, model, data, config)`` and sampled as
-``sample(key, posterior, n)`` (:mod:`symlib.inference.shape`): MAP training and deep
+``sample(key, posterior, n)`` (:mod:`symlib.inference.shape`); ``fit_modes(key, modes, model, data, config)``
+fits one posterior around each of several networks in one compiled loop (VI, SWAG). MAP training and deep
 ensembles (many networks at once, optionally sharded over devices), MC dropout, mean-field
 variational inference (Bayes by backprop), SWAG, Laplace (full Hessian or GGN; last-layer
 KFAC), SGHMC (BlackJAX, minibatches) and full-batch HMC (BlackJAX; multi-chain, sharded,
@@ -19,7 +20,8 @@ from symlib.core.exports import lazy_exports
 
 _EXPORTS = {
     # the shape every fit shares (DiagonalGaussian is symlib.core.gaussian's, imported there)
-    "shape": ["Model", "Data", "PointEstimate", "Samples", "DiagonalGaussian", "NonFiniteFitError", "sample"],
+    "shape": ["Model", "Data", "PointEstimate", "Samples", "DiagonalGaussian", "NonFiniteFitError", "sample",
+              "fit_modes"],
     # the likelihood of a Model (every fit uses it)
     "likelihood": ["Categorical", "Gaussian"],
     # each method: its configuration, its fit, its posterior (and a few helpers)
@@ -29,7 +31,7 @@ _EXPORTS = {
     "laplace": ["LaplaceConfig", "fit_laplace", "LaplacePosterior", "LastLayerLaplace", "KFACPosterior",
                 "LaplaceWarning"],
     "swag": ["SWAGConfig", "fit_swag", "SWAGPosterior"],
-    "sgmcmc": ["SGHMCConfig", "fit_sghmc"],
+    "sgmcmc": ["SGHMCConfig", "fit_sghmc", "sghmc_epochs", "SGHMCState"],
     "dropout": ["DropoutConfig", "fit_dropout", "DropoutPosterior", "DropoutDraw", "dropout_apply"],
     "posterior": ["fit_hmc", "FITS"],
     # full-batch HMC: its configuration, result and errors (the store, log density and kernel under symlib.inference.hmc)

@@ -52,7 +52,8 @@ def multi_mode_samples(key: jax.Array, sample_fn: Callable[[jax.Array, Params, i
         modes: ``M`` networks stacked on a leading axis (e.g. the ``samples`` of
             :func:`symlib.inference.fit_ensemble`),
             or a list of ``M`` per-mode objects that ``sample_fn`` takes instead of a
-            network (e.g. fitted :class:`~symlib.inference.swag.SWAGPosterior` or
+            network (e.g. the :class:`~symlib.inference.swag.SWAGPosterior` list of
+            :func:`symlib.inference.fit_modes`, or fitted
             :class:`~symlib.inference.laplace.LaplacePosterior`).
         samples_per_mode: samples drawn around each mode.
 

@@ -87,6 +87,16 @@ class SGHMCResult(NamedTuple):
     alpha: float
 
 
+class SGHMCState(NamedTuple):
+    """An SGHMC run in progress (:func:`sghmc_epochs`): ``position``, the weights after
+    ``epochs_done`` epochs (model-state entries left out), and ``kept``, the buffer of the
+    run's ``num_samples`` kept draws (the slots of draws not made yet hold zeros). BlackJAX's
+    SGHMC refreshes the momentum at every draw, so nothing else carries over."""
+    position: PyTree
+    kept: PyTree
+    epochs_done: int
+
+
 def _nonnegative_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
@@ -127,10 +137,11 @@ def sghmc_schedule(total_draws: int, num_samples: int, burn_in: int | None = Non
     return total_draws - 1 - (num_samples - 1) * thinning, thinning
 
 
-@partial(jax.jit, static_argnames=("loglik_fn", "prior_var", "epochs", "batch_size", "num_samples", "first",
+@partial(jax.jit, static_argnames=("loglik_fn", "prior_var", "epochs", "start", "stop", "batch_size", "first",
                                    "thinning", "num_integration_steps", "progress"))
-def _sghmc(key, params0, fixed, x, y, step_size, alpha, temperature, *, loglik_fn, prior_var, epochs, batch_size,
-           num_samples, first, thinning, num_integration_steps, progress):
+def _sghmc(key, carry, fixed, x, y, step_size, alpha, temperature, *, loglik_fn, prior_var, epochs, start, stop,
+           batch_size, first, thinning, num_integration_steps, progress):
+    """Epochs ``start`` to ``stop - 1`` of an ``epochs``-epoch run from ``carry`` (position, kept buffer)."""
     n = x.shape[0]
     steps = n // batch_size
 
@@ -140,8 +151,6 @@ def _sghmc(key, params0, fixed, x, y, step_size, alpha, temperature, *, loglik_f
 
     grad_fn = blackjax.sgmcmc.gradients.grad_estimator(lambda p: log_prior(p, prior_var), example_loglik, n)
     sampler = blackjax.sghmc(grad_fn, num_integration_steps=num_integration_steps, alpha=alpha)
-    buffer0 = jax.tree_util.tree_map(lambda a: jnp.zeros((num_samples,) + jnp.shape(a), jnp.result_type(a)),
-                                     params0)
 
     def store(buffer, slot, position):
         return jax.tree_util.tree_map(lambda b, w: b.at[slot].set(w), buffer, position)
@@ -165,15 +174,16 @@ def _sghmc(key, params0, fixed, x, y, step_size, alpha, temperature, *, loglik_f
             jax.debug.callback(report_epoch, index)
         return carry, None
 
-    (_, buffer), _ = jax.lax.scan(epoch, (sampler.init(params0), buffer0),
-                                  (jnp.arange(epochs), jax.random.split(key, epochs)))
-    return buffer
+    carry, _ = jax.lax.scan(epoch, (sampler.init(carry[0]), carry[1]),
+                            (jnp.arange(start, stop), jax.random.split(key, epochs)[start:stop]))
+    return carry
 
 
 def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, step_size: float, epochs: int, batch_size: int,
               num_samples: int, burn_in: int | None = None, thinning: int | None = None,
               prior_std: float = 1.0, friction: float = 0.05, num_integration_steps: int = 50,
-              temperature: float = 1.0, progress: bool | None = None, state: tuple[str, ...] = ()) -> SGHMCResult:
+              temperature: float = 1.0, progress: bool | None = None, state: tuple[str, ...] = (),
+              stop: int | None = None, resume: SGHMCState | None = None) -> SGHMCResult | SGHMCState:
     """Sample a network's posterior by SGHMC (:func:`blackjax.sghmc`; see the module docstring).
 
     The run makes ``epochs * (n // batch_size)`` draws, one per minibatch (each of
@@ -207,19 +217,29 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
         state: top-level entries of ``params0`` that are model state (e.g. a Flax model's
             ``("batch_stats",)``): held fixed at their values in ``params0`` (the network's
             evaluation mode), not sampled, no prior; every kept sample carries them unchanged.
+        stop: run only up to epoch ``stop`` (default: ``epochs``, the whole run).
+        resume: go on from this state of the same run (same key, ``params0`` and settings),
+            at its ``epochs_done``.
 
     Returns:
-        An :class:`SGHMCResult`; ``.samples`` holds ``num_samples`` networks stacked on a
-        leading axis in the layout of ``params0``.
+        An :class:`SGHMCResult` when the run reached ``epochs`` (``.samples`` holds
+        ``num_samples`` networks stacked on a leading axis in the layout of ``params0``),
+        else the :class:`SGHMCState` at ``stop``. A run in pieces draws exactly what the
+        whole run draws.
 
     Raises:
         ValueError: naming the input: a non-positive ``step_size``, ``prior_std``, ``temperature``, ``epochs`` or
             ``num_samples``; ``friction`` outside ``(0, 1]``; ``num_integration_steps < 2``;
             ``batch_size`` not in ``1..n``; more ``num_samples`` than draws available
             after ``burn_in`` with this ``thinning``; ``x``/``y`` that do not fit the
-            network or hold NaN or inf; a ``key`` that is not a key.
+            network or hold NaN or inf; a ``key`` that is not a key; a ``stop`` not after
+            ``resume``'s epochs or past ``epochs``; a ``resume`` not in the layout of this run.
     """
     n = check_minibatch_data(x, y, batch_size, epochs, 1, None)
+    start = 0 if resume is None else _nonnegative_int(resume.epochs_done, "resume.epochs_done")
+    stop = int(epochs) if stop is None else positive_int(stop, "stop")
+    if not start < stop <= int(epochs):
+        raise ValueError(f"stop must lie after the {start} epochs done and within epochs={epochs}, got stop={stop}")
     step_size = positive_float(step_size, "step_size")
     prior_std = positive_float(prior_std, "prior_std")
     temperature = positive_float(temperature, "temperature")
@@ -235,12 +255,21 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
     check_loglik(loglik_fn, params0, x, y, batch_size, "params0")
     weights, fixed = split_state(params0, check_state(params0, state))
     alpha = friction / step_size
+    kept = jax.tree_util.tree_map(lambda a: jnp.zeros((int(num_samples),) + jnp.shape(a), jnp.result_type(a)), weights)
+    carry = (weights, kept)
+    if resume is not None:
+        like = jax.tree_util.tree_map(jnp.shape, carry)
+        if jax.tree_util.tree_map(jnp.shape, (resume.position, resume.kept)) != like:
+            raise ValueError(f"resume does not fit this run: its position and kept draws must have shapes {like}")
+        carry = jax.tree_util.tree_map(jnp.asarray, (resume.position, resume.kept))
     show = progress_enabled(progress)
-    with epoch_bar(int(epochs), show, "sghmc"):
-        samples = _sghmc(key, weights, fixed, x, y, step_size, alpha, temperature, loglik_fn=loglik_fn,
-                         prior_var=prior_std**2, epochs=int(epochs), batch_size=int(batch_size),
-                         num_samples=int(num_samples), first=first, thinning=thinning,
-                         num_integration_steps=int(num_integration_steps), progress=show)
+    with epoch_bar(int(epochs), show, "sghmc"):  # the whole run: a resumed one starts at its epochs done
+        position, samples = _sghmc(key, carry, fixed, x, y, step_size, alpha, temperature, loglik_fn=loglik_fn,
+                                   prior_var=prior_std**2, epochs=int(epochs), start=start, stop=stop,
+                                   batch_size=int(batch_size), first=first, thinning=thinning,
+                                   num_integration_steps=int(num_integration_steps), progress=show)
+    if stop < int(epochs):
+        return SGHMCState(position, samples, stop)
     if fixed:
         held = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (int(num_samples), *jnp.shape(a))), fixed)
         samples = {k: held[k] if k in held else samples[k] for k in params0}
@@ -263,14 +292,38 @@ class SGHMCConfig(NamedTuple):
     temperature: float = 1.0
 
 
-def fit_sghmc(key: jax.Array, params0: PyTree, model: Model, data: Data, config: SGHMCConfig) -> Samples:
-    """SGHMC (BlackJAX, minibatches) from ``params0``; the kept draws.
+def sghmc_epochs(key: jax.Array, params0: PyTree, model: Model, data: Data, config: SGHMCConfig, stop: int,
+                 resume: SGHMCState | None = None) -> SGHMCState:
+    """The run of :func:`fit_sghmc` up to epoch ``stop`` (``< config.epochs``), going on from
+    ``resume`` when given: a long run in pieces, each short enough for its window (the
+    GPU queue's), that draws exactly what the whole run draws; ``fit_sghmc(..., resume=state)``
+    finishes it.
+
+    Raises:
+        ValueError: as :func:`fit_sghmc`, and for a ``stop`` not between ``resume``'s epochs
+            and ``config.epochs`` (exclusive).
+    """
+    check_fit_inputs(model, data, config, SGHMCConfig, params0)
+    if positive_int(stop, "stop") >= config.epochs:
+        raise ValueError(f"stop={stop} must come before config.epochs={config.epochs}: fit_sghmc finishes a run")
+    state = _run_sghmc(key, params0, data.x, data.y, loglik_fn=network_loglik(model.apply_fn, model.likelihood),
+                       **config._asdict(), state=model.state, stop=stop, resume=resume)
+    if not all(np.all(np.isfinite(np.asarray(a))) for a in jax.tree_util.tree_leaves(state.position)):
+        raise NonFiniteFitError(f"sghmc_epochs: the chain became NaN or inf by epoch {stop}; lower the step size "
+                                f"(config.step_size={config.step_size!r})")
+    return state
+
+
+def fit_sghmc(key: jax.Array, params0: PyTree, model: Model, data: Data, config: SGHMCConfig, *,
+              resume: SGHMCState | None = None) -> Samples:
+    """SGHMC (BlackJAX, minibatches) from ``params0``; the kept draws. With ``resume`` (a state
+    of :func:`sghmc_epochs` for the same key, ``params0`` and config) the run goes on from it.
 
     The likelihood is ``model.likelihood`` of ``model.apply_fn``'s outputs (evaluation mode); the model state
     (``model.state``) is held fixed at ``params0``'s values and carried by every draw."""
     check_fit_inputs(model, data, config, SGHMCConfig, params0)
     res = _run_sghmc(key, params0, data.x, data.y, loglik_fn=network_loglik(model.apply_fn, model.likelihood),
-                     **config._asdict(), state=model.state)
+                     **config._asdict(), state=model.state, resume=resume)
     leaves = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(res.samples)]
     bad = first_non_finite(np.concatenate([leaf.reshape(leaf.shape[0], -1) for leaf in leaves], axis=1))
     if bad is not None:

@@ -58,10 +58,11 @@ from symlib.inference._loop import check_optimizer, check_state, epoch_bar, repo
 from symlib.inference.likelihood import Categorical
 from symlib.inference.training import TrainConfig, check_fit, epoch_steps
 from symlib.core.progress import progress_enabled
-from symlib.inference.shape import Data, Model, check_fit_inputs, raise_if_not_finite, sample
+from symlib.inference.shape import (Data, Model, check_fit_inputs, fit_modes, raise_if_not_finite, sample,
+                                   stacked_leading_axis, unstack)
 
 __all__ = ["SWAGConfig", "SWAGPosterior", "swag_from_snapshots", "swag_sample", "swag_covariance",
-           "stacked_leading_axis", "fit_swag"]
+           "fit_swag"]
 
 PyTree = Any
 
@@ -128,31 +129,6 @@ class SWAGPosterior(NamedTuple):
     scale: float
     num_snapshots: int
     epoch_losses: jax.Array | None = None
-
-
-def stacked_leading_axis(stack: PyTree, name: str) -> int:
-    """The common leading axis of a stacked pytree (``jax.vmap`` layout).
-
-    Args:
-        stack: a pytree of arrays, each with the same leading (sample) axis.
-        name: how error messages call it.
-
-    Returns:
-        The length of the leading axis.
-
-    Raises:
-        ValueError: naming ``name`` if it holds no arrays, a leaf is a scalar, or the
-            leaves disagree on the leading axis.
-    """
-    leaves = jax.tree_util.tree_leaves(stack)
-    if not leaves:
-        raise ValueError(f"{name} holds no arrays")
-    if any(np.ndim(a) < 1 for a in leaves):
-        raise ValueError(f"{name} must be stacked: every leaf needs a leading axis, found a scalar leaf")
-    lead = {np.shape(a)[0] for a in leaves}
-    if len(lead) != 1:
-        raise ValueError(f"{name} must be stacked: the leaves disagree on the leading axis, got sizes {sorted(lead)}")
-    return lead.pop()
 
 
 def _check_rank(rank, num_snapshots: int) -> int:
@@ -352,17 +328,34 @@ def _train_swag(key: jax.Array, params0: PyTree, x: jax.Array, y: jax.Array, cfg
             ``epochs``, ``rank`` out of range, ...).
         TypeError: if ``cfg`` is not a :class:`SWAGConfig`.
     """
-    _check_config(cfg)
-    check_fit(apply_fn, params0, x, y, cfg.train_config(), 0, likelihood)
-    state = check_state(params0, state)
-    check_key(key, "key")
+    state = _check_inputs(key, params0, x, y, cfg, apply_fn, state, likelihood)
     show = progress_enabled(progress)
     with epoch_bar(cfg.epochs, show):
         snaps, losses, fixed = _swag_run_jit(params0, key, x, y, cfg, apply_fn, show, stochastic_apply, state,
                                              likelihood)
+    return _posterior(params0, snaps, losses, fixed, cfg, "fit_swag")
+
+
+def _check_inputs(key, params0, x, y, cfg: SWAGConfig, apply_fn, state, likelihood) -> tuple[str, ...]:
+    """Check the SWAG run's inputs (:func:`_train_swag`'s Raises); the checked ``state``."""
+    _check_config(cfg)
+    check_fit(apply_fn, params0, x, y, cfg.train_config(), 0, likelihood)
+    state = check_state(params0, state)
+    check_key(key, "key")
+    return state
+
+
+def _posterior(params0, snaps, losses, fixed, cfg: SWAGConfig, method: str) -> SWAGPosterior:
+    """The posterior of one run's flat snapshots, with its state ``fixed`` and its epoch losses;
+    :class:`~symlib.inference.shape.NonFiniteFitError` (naming ``method``, the epoch and the fix)
+    if the SGD phase diverged."""
+    raise_if_not_finite(snaps, method, "snapshots", _NOT_FINITE[1], losses)
     _, unravel = ravel_pytree(params0)
     post = swag_from_snapshots(jax.vmap(unravel)(snaps), cfg.rank, cfg.scale)
     return _hold_state(post, fixed)._replace(epoch_losses=losses)
+
+
+_NOT_FINITE = ("SWAG moments", "lower the learning rate of config.optimizer")
 
 
 def fit_swag(key: jax.Array, params0: PyTree, model: Model, data: Data, config: SWAGConfig) -> SWAGPosterior:
@@ -375,8 +368,25 @@ def fit_swag(key: jax.Array, params0: PyTree, model: Model, data: Data, config: 
     check_fit_inputs(model, data, config, SWAGConfig, params0)
     post = _train_swag(key, params0, data.x, data.y, config, apply_fn=model.apply_fn,
                       stochastic_apply=model.train_apply_fn, state=model.state, likelihood=model.likelihood)
-    raise_if_not_finite(post, "fit_swag", "SWAG moments", "lower the learning rate of config.optimizer")
+    raise_if_not_finite(post, "fit_swag", *_NOT_FINITE)
     return post
+
+
+@fit_modes.register
+def _(config: SWAGConfig, keys, modes, model: Model, data: Data) -> list[SWAGPosterior]:
+    nets = unstack(modes)
+    for net in nets:
+        check_fit_inputs(model, data, config, SWAGConfig, net)
+    state = _check_inputs(keys[0], nets[0], data.x, data.y, config, model.apply_fn, model.state, model.likelihood)
+    snaps, losses, fixed = jax.vmap(lambda p, k: _swag_run_jit(
+        p, k, data.x, data.y, config, model.apply_fn, False, model.train_apply_fn, state, model.likelihood))(modes, keys)
+    posts = []
+    for m, (net, fixed_m) in enumerate(zip(nets, unstack(fixed) if fixed else [{}] * len(nets))):
+        method = f"fit_modes (SWAG, mode {m})"
+        post = _posterior(net, snaps[m], losses[m], fixed_m, config, method)
+        raise_if_not_finite(post, method, *_NOT_FINITE)
+        posts.append(post)
+    return posts
 
 
 @sample.register

@@ -67,7 +67,7 @@ from symlib.inference._loop import (check_minibatch_data, check_network_data, ch
                                    merge_state, split_state)
 from symlib.inference.likelihood import NetworkLogLik, network_loglik
 from symlib.core.gaussian import DiagonalGaussian
-from symlib.inference.shape import Data, Model, check_fit_inputs, raise_if_not_finite
+from symlib.inference.shape import Data, Model, check_fit_inputs, fit_modes, raise_if_not_finite, unstack
 
 PyTree = Any
 LogLikFn = Callable[[PyTree, jax.Array, jax.Array], jax.Array]
@@ -289,7 +289,8 @@ def _train_python(q, fixed, key, x, y, *, epochs, batch_size, **static):
 def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
               n_data: int | None = None, prior_var: float | None = None, std_init: float | None = None,
               epochs: int, batch_size: int, optimizer: optax.GradientTransformation,
-              temperature: float = 1.0, num_mc: int = 1, loop: str = "scan", state: tuple[str, ...] = ()) -> VIResult:
+              temperature: float = 1.0, num_mc: int = 1, loop: str = "scan", state: tuple[str, ...] = (),
+              modes: bool = False) -> VIResult:
     """Fit a mean-field Gaussian posterior by maximising the ELBO with ``optimizer``: Bayes by
     backprop (Blundell et al., 2015, "Weight Uncertainty in Neural Networks"); the loop of
     :func:`symlib.inference.fit_vi`.
@@ -298,8 +299,10 @@ def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
     Deterministic for a given ``key``.
 
     Args:
-        key: ``jax.random`` key of the minibatch orders and the weight noise.
-        init_mu: the initial means (any pytree of float arrays: the network's parameter layout).
+        key: ``jax.random`` key of the minibatch orders and the weight noise (with ``modes``:
+            one key per mode, stacked).
+        init_mu: the initial means (any pytree of float arrays: the network's parameter layout;
+            with ``modes``: one network per mode, stacked on a leading axis).
         loglik_fn: ``loglik_fn(params, xb, yb)``, the SUM of the log-likelihoods of the
             minibatch (a scalar) for one network ``params``; with a
             :func:`~symlib.inference.likelihood.network_loglik` (e.g.
@@ -326,6 +329,9 @@ def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
         state: top-level entries of ``init_mu`` that are model state (e.g. a Flax model's
             ``("batch_stats",)``): held fixed at their values in ``init_mu`` (the network's
             evaluation mode), with ``sigma`` exactly 0 there.
+        modes: fit every mode of ``init_mu`` at once (``jax.vmap`` of the scanned loop: needs
+            ``loop="scan"``); mode ``m`` draws as a fit from ``key[m]`` and ``init_mu``'s
+            ``m``-th network alone would, and the result's leaves gain the leading mode axis.
 
     Returns:
         A :class:`VIResult` with ``mu``, ``sigma`` and the per-epoch ELBO.
@@ -343,16 +349,22 @@ def _train_vi(key: jax.Array, init_mu: PyTree, loglik_fn: LogLikFn, x, y, *,
         raise ValueError(f"loop must be one of {LOOPS}, got {loop!r}")
     positive_float(temperature, "temperature")
     check_optimizer(optimizer)
-    check_key(key, "key")
     prior_var = positive_float(DEFAULT_PRIOR_VAR if prior_var is None else prior_var, "prior_var")
-    q, fixed = init_mean_field(init_mu, DEFAULT_STD_INIT if std_init is None else std_init, state)
+    starts = unstack(init_mu) if modes else [init_mu]
+    check_key(key, "key", len(starts) if modes else None)
+    if modes and loop != "scan":
+        raise ValueError(f"fitting modes at once needs loop='scan', got loop={loop!r}")
+    inits = [init_mean_field(m, DEFAULT_STD_INIT if std_init is None else std_init, state) for m in starts]
     x, y = jnp.asarray(x), jnp.asarray(y)
-    check_loglik(loglik_fn, merge_state(q.mu, fixed), x, y, batch_size, "init_mu")
+    check_loglik(loglik_fn, merge_state(inits[0][0].mu, inits[0][1]), x, y, batch_size, "init_mu")
 
-    history, mu, sigma = (_train if loop == "scan" else _train_python)(
-        q, fixed, key, x, y, loglik_fn=loglik_fn, epochs=int(epochs), batch_size=int(batch_size),
-        n_data=n_data, prior_var=float(prior_var), temperature=float(temperature), num_mc=int(num_mc),
-        optimizer=optimizer)
+    static = dict(loglik_fn=loglik_fn, epochs=int(epochs), batch_size=int(batch_size), n_data=n_data,
+                  prior_var=float(prior_var), temperature=float(temperature), num_mc=int(num_mc), optimizer=optimizer)
+    if modes:
+        q, fixed = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *inits)
+        history, mu, sigma = jax.vmap(lambda q1, f1, k1: _train(q1, f1, k1, x, y, **static))(q, fixed, key)
+    else:
+        history, mu, sigma = (_train if loop == "scan" else _train_python)(*inits[0], key, x, y, **static)
     history = np.asarray(history)
     if not np.all(np.isfinite(history)):
         warnings.warn("the ELBO became non-finite during VI; lower the learning rate", RuntimeWarning,
@@ -420,6 +432,23 @@ def fit_vi(key: jax.Array, params0: PyTree, model: Model, data: Data, config: VI
         warnings.filterwarnings("ignore", "the ELBO became non-finite", RuntimeWarning)
         res = _train_vi(key, params0, network_loglik(model.apply_fn, model.likelihood), data.x, data.y,
                         **config._asdict(), state=model.state)
-    raise_if_not_finite((res.mu, res.sigma), "fit_vi", "posterior's means or standard deviations",
-                   "lower the learning rate of config.optimizer", res.elbo_history)
+    raise_if_not_finite((res.mu, res.sigma), "fit_vi", *_NOT_FINITE, res.elbo_history)
     return DiagonalGaussian(res.mu, res.sigma, {"elbo": res.elbo_history})
+
+
+_NOT_FINITE = ("posterior's means or standard deviations", "lower the learning rate of config.optimizer")
+
+
+@fit_modes.register
+def _(config: VIConfig, keys, modes, model: Model, data: Data) -> list[DiagonalGaussian]:
+    for net in unstack(modes):
+        check_fit_inputs(model, data, config, VIConfig, net)
+    with warnings.catch_warnings():  # a non-finite ELBO is an error here, named below with its mode
+        warnings.filterwarnings("ignore", "the ELBO became non-finite", RuntimeWarning)
+        res = _train_vi(keys, modes, network_loglik(model.apply_fn, model.likelihood), data.x, data.y,
+                        **config._asdict(), state=model.state, modes=True)
+    posts = []
+    for m, (mu, sigma) in enumerate(zip(unstack(res.mu), unstack(res.sigma))):
+        raise_if_not_finite((mu, sigma), f"fit_modes (VI, mode {m})", *_NOT_FINITE, res.elbo_history[m])
+        posts.append(DiagonalGaussian(mu, sigma, {"elbo": res.elbo_history[m]}))
+    return posts

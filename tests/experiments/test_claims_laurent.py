@@ -13,7 +13,8 @@ from symlib.experiments.judging import claims
 from symlib.experiments.judging.claims import Verdict
 from symlib.experiments.laurent import toy_symmetry_tests
 from symlib.experiments.laurent.collapse import collapse_summary
-from symlib.experiments.laurent.posteriors import METHODS, MULTI, ONE_FIT, SINGLE
+from symlib.experiments.laurent.posterior_claims import ONE_FIT
+from symlib.experiments.laurent.posteriors import METHODS, MULTI, SINGLE
 from symlib.experiments.judging.thresholds import THRESHOLDS
 
 HOLDS, SAME, DIFFERS, UNTESTED = Verdict.HOLDS, Verdict.SAME_DIRECTION, Verdict.DIFFERS, Verdict.NOT_TESTED

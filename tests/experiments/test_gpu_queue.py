@@ -134,6 +134,41 @@ def test_a_step_that_does_not_fit_the_minutes_is_not_started(queue, tmp_path, ca
     assert not (tmp_path / "ret" / "tiny-bank").exists()  # nothing to fold
 
 
+def test_steps_of_unequal_cost_are_started_by_their_own_estimates(queue, tmp_path):
+    """With step_minutes, step 1 (estimated at 10 minutes) is not started in a call of 0.2
+    minutes however fast step 0 (0.01 minutes) ran: a measured step says nothing of another's cost."""
+    job = {**TINY_JOB, "estimate_gpu_minutes": 10.01, "step_minutes": [0.01, 10]}
+    queue.write_text(json.dumps({"version": 1, "jobs": [job, LATER]}))
+    assert gpu_device.next_steps(queue, tmp_path / "ret", 0.2, command="test") == {"tiny-bank": [0]}
+    log = (tmp_path / "ret" / "gpu-log.txt").read_text()
+    assert "stopping: step 1 of tiny-bank needs about 600 s" in log
+    for per, why in (([1.0], "one positive number per step"), ([5.0, -1.0], "one positive number per step"),
+                     ([5.0, 5.0], "add up to 10, not its estimate 10.01")):
+        queue.write_text(json.dumps({"version": 1, "jobs": [{**job, "step_minutes": per}]}))
+        with pytest.raises(ValueError, match=f"step_minutes.*{why}" if "positive" in why else why):
+            gpu_queue.load_queue(queue)
+
+
+def test_a_step_finds_the_job_s_steps_folded_in_earlier_calls(queue, tmp_path, monkeypatch):
+    """Each device call starts with an empty artifact cache: the job's steps folded before are
+    put there, so a step that goes on from an earlier one (SGHMC's pieces) loads it instead of
+    computing it again."""
+    import _helpers
+
+    job = {"name": "chained", "version": 1, "title": "steps that go on from the one before", "kind": "blocks",
+           "target": "_helpers:chained_steps", "profile": "quick", "steps": 3, "estimate_gpu_minutes": 10.001,
+           "step_minutes": [0.001, 5, 5]}
+    queue.write_text(json.dumps({"version": 1, "jobs": [job]}))
+    _helpers.CHAINED_CALLS.clear()
+    assert gpu_device.next_steps(queue, tmp_path / "ret1", 0.2, command="test") == {"chained": [0]}
+    gpu_queue.fold(tmp_path / "ret1", queue)
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "a-fresh-device-cache"))
+    assert gpu_device.next_steps(queue, tmp_path / "ret2", 30.0, command="test") == {"chained": [1, 2]}
+    assert _helpers.CHAINED_CALLS == ["a", "b", "c"]  # "a" was not computed again
+    gpu_queue.fold(tmp_path / "ret2", queue)
+    assert int(gpu_queue.load_step(queue.parent / "chained", 2)["value"]) == 3
+
+
 def test_queue_file_is_checked(tmp_path):
     bad = tmp_path / "q.json"
     bad.write_text(json.dumps({"version": 1, "jobs": [{**LATER, "needs": ["tiny-bank"]}, TINY_JOB]}))
@@ -151,6 +186,24 @@ def test_queue_file_is_checked(tmp_path):
         gpu_queue.job_blocks(gpu_queue.load_queue(wrong_steps)["jobs"][0])
 
 
+#: the minutes of book/running.md's device command (``gpu next --minutes 9``: the device allows
+#: 10 a command, start-up included)
+DEVICE_CALL_MINUTES = 9
+
+
+def test_every_device_step_fits_in_one_call():
+    """A step that `next` expects to outlast a call is never started (it waits for a longer call
+    that the device does not give): the queue would stop at it for good. Version 2 of
+    hmc-precision was one step of 8 minutes, which a call of 9 never started."""
+    queue = gpu_queue.load_queue(ROOT / "gpu" / "queue.json")
+    for job in queue["jobs"]:
+        if job["kind"] not in ("blocks", "experiments") or job.get("where") == "here":
+            continue
+        per_step = max([gpu_queue.step_seconds(job, i) or job["progress"].get("seconds_per_step")
+                        or 60.0 * gpu_queue.estimate_minutes(job) / int(job["steps"]) for i in range(int(job["steps"]))])
+        assert gpu_device.MARGIN * per_step < 60.0 * DEVICE_CALL_MINUTES, job["name"]
+
+
 def test_the_repository_queue(capsys):
     """gpu/queue.json: every job of issue 44's queue in order, the bank's steps those of the
     paper profile, its folded steps intact, the progress that of its folder."""
@@ -158,7 +211,8 @@ def test_the_repository_queue(capsys):
     queue = gpu_queue.load_queue(path)
     names = [j["name"] for j in queue["jobs"]]
     assert names == ["laurent-bank", "laurent-bank-more", "laurent-table1", "laurent-table1-scores",
-                     "laurent-fig7-collapse", "laurent-fig2-1000", "laurent-fig2-1000-summary", "hmc-precision", "xiao-hmc-reduction",
+                     "laurent-fig7-collapse", "laurent-fig2-1000", "laurent-fig2-1000-summary", "hmc-precision", "hmc-precision-summary",
+                     "xiao-hmc-reduction",
                      "xiao-hmc-1000", "rossi-grid-512", "rossi-1000epochs", "rossi-1000epochs-summary",
                      "rossi-grid-512-summary", "gpu-unit-tests"]
     bank = queue["jobs"][0]

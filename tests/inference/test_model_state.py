@@ -154,6 +154,23 @@ def test_fit_swag_draws_carry_the_statistics_of_the_end_of_its_run(trained, data
     assert not np.allclose(draws["params"]["Dense_1"]["kernel"][0], draws["params"]["Dense_1"]["kernel"][1])
 
 
+@pytest.mark.parametrize("config", [VIConfig(epochs=1, batch_size=64, optimizer=optax.adam(1e-3), std_init=0.01),
+                                    SWAGConfig(epochs=3, batch_size=64, optimizer=optax.sgd(0.02), num_snapshots=2,
+                                               rank=2)], ids=["vi", "swag"])
+def test_fit_modes_keeps_each_mode_s_state_as_its_own_fit_does(config, init, trained, data):
+    modes = jax.tree_util.tree_map(lambda *a: jnp.stack(a), trained, init)  # two modes with different statistics
+    posts = inference.fit_modes(jax.random.key(6), modes, MODEL, data, config)
+    fit = inference.fit_vi if isinstance(config, VIConfig) else inference.fit_swag
+    for m, (post, k) in enumerate(zip(posts, jax.random.split(jax.random.key(6), 2))):
+        alone = fit(k, jax.tree_util.tree_map(lambda a: a[m], modes), MODEL, data, config)
+        for u, v in zip(_leaves(post), _leaves(alone)):
+            np.testing.assert_allclose(u, v, rtol=1e-4, atol=1e-5, err_msg=f"mode {m}")
+        spread = post.std if isinstance(config, VIConfig) else post.variance
+        assert all(np.all(a == 0) for a in _leaves(spread["batch_stats"]))
+    assert not np.allclose(posts[0].mean["batch_stats"]["BatchNorm_0"]["mean"],
+                           posts[1].mean["batch_stats"]["BatchNorm_0"]["mean"])
+
+
 def test_fit_laplace_last_layer_on_the_cnn(trained, data):
     post = inference.fit_laplace(jax.random.key(6), trained, MODEL, data,
                                  LaplaceConfig(prior_precision=1.0, batch_size=128, last_layer="params/Dense_1"))

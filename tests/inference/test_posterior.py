@@ -204,6 +204,10 @@ def test_a_diverging_fit_stops_naming_the_step_and_the_fix():
     with pytest.raises(inference.NonFiniteFitError, match=r"fit_vi: .* lower the learning rate"):
         inference.fit_vi(jax.random.key(3), PARAMS0, MODEL, DATA,
                          VIConfig(epochs=2, batch_size=16, optimizer=optax.adam(1e30)))
+    with pytest.raises(inference.NonFiniteFitError, match=r"fit_swag: the snapshots became NaN or inf \(the loss was "
+                                                          r"first non-finite at epoch \d+\); lower the learning rate"):
+        inference.fit_swag(jax.random.key(4), PARAMS0, MODEL, DATA,
+                           SWAGConfig(epochs=4, batch_size=16, optimizer=optax.sgd(1e12), num_snapshots=2, rank=2))
 
 
 def test_metrics_on_logits_check_concrete_labels():

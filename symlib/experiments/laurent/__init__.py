@@ -9,7 +9,8 @@ Parts:
 - :mod:`~symlib.experiments.laurent.toy`: the toy perceptrons' problem and its densities;
 - :mod:`~symlib.experiments.laurent.optunet`: Fig. 2 and Sec. 5.2 on OptuNet (``laurent_optunets``);
 - :mod:`~symlib.experiments.laurent.posteriors`: Sec. 4 on OptuNet (``optunet_bank``,
-  ``posterior_samples``, ``laurent_posteriors``);
+  ``posterior_samples``, ``laurent_posteriors``), and
+  :mod:`~symlib.experiments.laurent.posterior_claims`: its Sec. 4.3 claims;
 - :mod:`~symlib.experiments.laurent.collapse`: Sec. 5.1 on the same bank (``functional_collapse``);
 - :mod:`~symlib.experiments.laurent.bank_min_mass`: Fig. 2 on the same bank (``bank_min_mass``);
 - :mod:`~symlib.experiments.laurent.posteriors_resnet`: the same at ResNet-18 scale.
@@ -47,5 +48,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 # the parts register their experiments and claims when imported: eagerly, in this order (the MLPs'
 # claims before the others')
-from symlib.experiments.laurent import (perceptrons, mlps, optunet, posteriors, collapse,  # noqa: E402,F401
-                                        bank_min_mass, posteriors_resnet, toy)
+from symlib.experiments.laurent import (perceptrons, mlps, optunet, posteriors, posterior_claims,  # noqa: E402,F401
+                                        collapse, bank_min_mass, posteriors_resnet, toy)

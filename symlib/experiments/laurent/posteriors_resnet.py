@@ -53,10 +53,10 @@ import numpy as np
 
 from symlib.experiments.judging.claims import claim
 from symlib.experiments.laurent.collapse import collapse_pairs, collapse_summary, ood_more_dispersed
+from symlib.experiments.laurent.posterior_claims import (ensemble_closest, multi_mode_better_ood, multi_mode_closer,
+                                                         multi_mode_higher_mi, single_mode_better_ece)
 from symlib.experiments.laurent.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS, ZOO_GROUPS, ZOO_KEYS, ZooMethod,
-                                                   ensemble_closest, multi_mode_better_ood, multi_mode_closer,
-                                                   multi_mode_higher_mi, sample_groups, single_mode_better_ece,
-                                                   uncertainty_metrics, zoo_step)
+                                                   sample_groups, uncertainty_metrics, zoo_step)
 from symlib.experiments.profiles import Profile
 from symlib.experiments.recipes import StepDecay, constant_adam, cosine_sgd, ramp_sgd, step_sgd
 from symlib.experiments.registry import register, run

@@ -14,7 +14,8 @@ import numpy as np
 from symlib.core.models import mlp_apply, mlp_init
 from symlib.experiments import cache
 from symlib.experiments.profiles import Profile
-from symlib.experiments.registry import data_config, load_bnn_data, map_train_config, mlp_config, register, run
+from symlib.experiments.registry import (Steps, data_config, load_bnn_data, map_train_config, mlp_config, register,
+                                        run)
 from symlib.inference.hmc import SAMPLER_VERSION
 from symlib.experiments.xiao.results import CompactResult, EnsembleRun, HMCRun, VIRun, runs_in_order
 from symlib.experiments.xiao.settings import PRUNE_FRACTIONS
@@ -372,30 +373,64 @@ def _precision_summary(art: dict[str, Any]) -> dict[str, Any]:
                      for p, r in art["runs"].items()}}
 
 
-@register("hmc_precision", _precision_config,
-          "HMC at float32, TF32 and bfloat16 matrix products on the same chains: log-density and gradient errors, "
-          "acceptance, energy errors (issue 44's precision study; decides the GPU's precision)",
-          summary=_precision_summary)
-def hmc_precision(profile: Profile) -> dict[str, Any]:
-    """The precision study (:func:`symlib.inference.hmc.precision_study`) on the ``hmc``
-    experiment's target and starts (``PRECISION_CHAINS`` of its chains), with
-    ``PRECISION_BURNIN`` + ``PRECISION_KEPT`` iterations (thinning 1).
+def precision_steps(profile: Profile) -> Steps:
+    """The precision study's runs (:func:`~symlib.inference.hmc.precision_run`), one precision a
+    step (cached as ``hmc_precision`` steps): what :func:`hmc_precision` runs and what the GPU
+    queue's job ``hmc-precision`` runs a step at a time (at the paper profile float32's run
+    alone takes about 4 GPU-minutes). Every precision runs the ``hmc`` experiment's target from
+    ``PRECISION_CHAINS`` of its starts with the same key, ``PRECISION_BURNIN`` +
+    ``PRECISION_KEPT`` iterations (thinning 1, the step size adapted during burn-in); only the
+    reference (``"highest"``) keeps its chains' final positions, where :func:`hmc_precision`
+    measures the errors.
 
     Args:
         profile: the run profile.
 
     Returns:
-        The study: ``precisions``, ``at_start``, ``at_end`` and ``runs`` (lists of warnings as text).
+        The steps, labelled by precision; nothing runs until a step's ``train`` is called.
     """
     from dataclasses import replace
 
-    from symlib.inference.hmc import precision_study
+    from symlib.inference.hmc import precision_run
+    from symlib.inference.hmc.precision import PRECISIONS
 
     d, cfg, init = _hmc_setup(profile, PRECISION_CHAINS, PRECISION_KEPT)
     cfg = replace(cfg, num_burnin=PRECISION_BURNIN, thin=1, adapt_step_size=True)
-    study = precision_study(jax.random.key(0), init, _hmc_target(profile, d), cfg)
-    return {**study, "runs": {p: {**r, "warnings": {str(i): w for i, w in enumerate(r["warnings"])}}
-                              for p, r in study["runs"].items()}}
+    target = _hmc_target(profile, d)
+
+    def train(precision: str) -> dict[str, Any]:
+        out = precision_run(jax.random.key(0), init, target, cfg, precision)
+        if precision != "highest":
+            del out["last"]
+        return {**out, "warnings": {str(i): w for i, w in enumerate(out["warnings"])}}
+
+    return Steps("hmc_precision", _precision_config(profile), list(PRECISIONS), train)
+
+
+@register("hmc_precision", _precision_config,
+          "HMC at float32, TF32 and bfloat16 matrix products on the same chains: log-density and gradient errors, "
+          "acceptance, energy errors (issue 44's precision study; decides the GPU's precision)",
+          summary=_precision_summary)
+def hmc_precision(profile: Profile) -> dict[str, Any]:
+    """The precision study: its runs (:func:`precision_steps`, each kept in the artifact cache,
+    where the GPU queue's steps are found), then the log density's and gradient's errors at
+    the starts and at float32's final positions, timed here
+    (:func:`~symlib.inference.hmc.study_of_runs`).
+
+    Args:
+        profile: the run profile.
+
+    Returns:
+        The study: ``precisions``, ``at_start``, ``at_end`` and ``runs`` (their warnings as
+        ``{index: text}``).
+    """
+    from symlib.inference.hmc import study_of_runs
+
+    steps = precision_steps(profile)
+    runs = cache.cached_steps(steps.name, steps.cache_config, steps.starts, steps.train)
+    d, cfg, init = _hmc_setup(profile, PRECISION_CHAINS, PRECISION_KEPT)
+    runs = {p: {**r, "warnings": r.get("warnings", {})} for p, r in zip(steps.starts, runs)}
+    return study_of_runs(_hmc_target(profile, d), init, cfg, runs)
 
 
 #: Xiao et al.'s HMC run in pieces (issue 17): 2 chains x 500 kept samples, 1,000 in all as

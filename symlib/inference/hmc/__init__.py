@@ -78,6 +78,6 @@ _EXPORTS = {
     "kernel": ["JitteredHMC", "jittered_hmc"],
     "store": ["HMCResult", "iter_sample_chunks", "load_result", "load_samples"],
     "target": ["LogDensity", "log_prior", "make_logdensity"],
-    "precision": ["choose_precision", "density_errors", "precision_study"],
+    "precision": ["choose_precision", "density_errors", "precision_run", "precision_study", "study_of_runs"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

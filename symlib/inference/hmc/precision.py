@@ -12,10 +12,12 @@ measured here on the same positions and the same random numbers, with JAX's
 
 - :func:`density_errors`: at given positions, the log density's absolute error (nats) and
   the gradient's relative error (``|g - g_ref| / |g_ref|``), and the seconds per gradient;
-- :func:`precision_study`: those at the chains' starting positions and at ``"highest"``'s
-  final positions, and the same :func:`~symlib.inference.hmc.run_hmc` (same key, starts and
-  config, step size adapted during burn-in as a real run adapts it) at every precision: its
+- :func:`precision_run`: the same :func:`~symlib.inference.hmc.run_hmc` (same key, starts
+  and config, step size adapted during burn-in as a real run adapts it) at one precision: its
   acceptance, energy errors and divergences after burn-in, and its adapted step size;
+- :func:`precision_study`: that run at every precision and, by :func:`study_of_runs` (which
+  also joins runs made apart), the errors at the chains' starting positions and at
+  ``"highest"``'s final positions;
 - :func:`choose_precision`: the fastest precision whose sampler behaves as float32's
   (:data:`ACCEPTANCE_TOLERANCE`, :data:`DENSITY_TOLERANCE`).
 
@@ -111,9 +113,42 @@ def _after_burnin(stats: dict[str, np.ndarray], burnin: int) -> dict[str, np.nda
     return {k: np.asarray(v)[:, burnin:] for k, v in stats.items()}
 
 
+def precision_run(key: jax.Array, init_params, logdensity: Callable, cfg: HMCConfig, precision: str) -> dict[str, Any]:
+    """One run of the study: :func:`~symlib.inference.hmc.run_hmc` at ``precision``.
+
+    Args:
+        key: the run's key (the same for every precision of a study).
+        init_params: the chains' starts, as :func:`~symlib.inference.hmc.run_hmc` takes them.
+        logdensity: the target.
+        cfg: the run's :class:`~symlib.inference.hmc.HMCConfig`.
+        precision: a ``jax.default_matmul_precision`` name.
+
+    Returns:
+        ``acceptance``, ``abs_energy_error_mean``, ``abs_energy_error_max``, ``divergences``
+        (after burn-in, over chains), ``step_size`` (per chain), ``seconds``, ``warnings`` (the
+        run's :class:`~symlib.inference.hmc.HMCWarning` s as text, not raised: a low acceptance
+        is a result here) and ``last``: the chains' final positions (leading chain axis).
+    """
+    from symlib.inference.hmc.driver import run_hmc
+
+    with jax.default_matmul_precision(precision), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", HMCWarning)
+        t0 = time.perf_counter()
+        res = run_hmc(key, init_params, logdensity, cfg, progress=False)
+        seconds = time.perf_counter() - t0
+    stats = _after_burnin(res.stats, cfg.num_burnin)
+    energy = np.abs(stats["energy_error"])
+    return {"acceptance": float(np.mean(stats["acceptance_rate"])), "abs_energy_error_mean": float(np.mean(energy)),
+            "abs_energy_error_max": float(np.max(energy)), "divergences": int(np.sum(stats["is_divergent"])),
+            "step_size": np.asarray(res.step_size, np.float64), "seconds": seconds,
+            "warnings": [str(w.message) for w in caught if issubclass(w.category, HMCWarning)],
+            "last": jax.tree_util.tree_map(lambda a: np.asarray(a[:, -1]), res.samples)}
+
+
 def precision_study(key: jax.Array, init_params, logdensity: Callable, cfg: HMCConfig,
                     precisions: Sequence[str] = PRECISIONS) -> dict[str, Any]:
-    """The same HMC run at every precision, and the log density's and gradient's errors.
+    """The same HMC run at every precision (:func:`precision_run`), and the log density's and
+    gradient's errors (:func:`study_of_runs`).
 
     Args:
         key: the runs' key (the same for every precision).
@@ -124,39 +159,42 @@ def precision_study(key: jax.Array, init_params, logdensity: Callable, cfg: HMCC
         precisions: ``jax.default_matmul_precision`` names, ``"highest"`` first.
 
     Returns:
-        ``precisions`` (the names), ``at_start`` and ``at_end`` (:func:`density_errors` at the
-        starts and at ``"highest"``'s final positions) and ``runs``: ``precision ->
-        {"acceptance", "abs_energy_error_mean", "abs_energy_error_max", "divergences"
-        (after burn-in, over chains), "step_size" (per chain), "seconds"}``. The runs'
-        :class:`~symlib.inference.hmc.HMCWarning` s are kept in ``runs[p]["warnings"]``, not
-        raised: a low acceptance is a result here.
+        As :func:`study_of_runs`.
 
     Raises:
         ValueError: as :func:`density_errors`.
     """
-    from symlib.inference.hmc.driver import chain_positions, run_hmc
-
     precisions = _check_precisions(precisions)
-    runs, last = {}, None
-    for precision in precisions:
-        with jax.default_matmul_precision(precision), warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", HMCWarning)
-            t0 = time.perf_counter()
-            res = run_hmc(key, init_params, logdensity, cfg, progress=False)
-            seconds = time.perf_counter() - t0
-        stats = _after_burnin(res.stats, cfg.num_burnin)
-        energy = np.abs(stats["energy_error"])
-        runs[precision] = {"acceptance": float(np.mean(stats["acceptance_rate"])),
-                           "abs_energy_error_mean": float(np.mean(energy)),
-                           "abs_energy_error_max": float(np.max(energy)),
-                           "divergences": int(np.sum(stats["is_divergent"])),
-                           "step_size": np.asarray(res.step_size, np.float64), "seconds": seconds,
-                           "warnings": [str(w.message) for w in caught if issubclass(w.category, HMCWarning)]}
-        if last is None:
-            last = jax.tree_util.tree_map(lambda a: jnp.asarray(a[:, -1]), res.samples)
+    return study_of_runs(logdensity, init_params, cfg,
+                         {p: precision_run(key, init_params, logdensity, cfg, p) for p in precisions})
+
+
+def study_of_runs(logdensity: Callable, init_params, cfg: HMCConfig, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The study from its runs, which may have run apart (one a step of a GPU queue): the log
+    density's and gradient's errors (:func:`density_errors`, timed on this machine) at the
+    chains' starts and at ``"highest"``'s final positions.
+
+    Args:
+        logdensity: the target.
+        init_params: the chains' starts.
+        cfg: the runs' config.
+        runs: ``precision -> ``:func:`precision_run`'s dict, ``"highest"`` first (only its
+            ``last`` is needed; the others may leave it out).
+
+    Returns:
+        ``precisions`` (the names), ``at_start`` and ``at_end`` (:func:`density_errors`) and
+        ``runs`` (each run without ``last``).
+
+    Raises:
+        ValueError: as :func:`density_errors`.
+    """
+    from symlib.inference.hmc.driver import chain_positions
+
+    precisions = _check_precisions(list(runs))
     starts = chain_positions(init_params, cfg.num_chains, None)
     return {"precisions": list(precisions), "at_start": density_errors(logdensity, starts, precisions),
-            "at_end": density_errors(logdensity, last, precisions), "runs": runs}
+            "at_end": density_errors(logdensity, runs["highest"]["last"], precisions),
+            "runs": {p: {k: v for k, v in r.items() if k != "last"} for p, r in runs.items()}}
 
 
 def choose_precision(study: dict[str, Any]) -> tuple[str, list[str]]:
