@@ -16,6 +16,7 @@ import numpy as np
 
 from symlib.core.checks import check_key, positive_int
 from symlib.core.models import Params
+from symlib.inference.shape import unstack
 
 
 def member_keys(key: jax.Array, num_members: int) -> tuple[jax.Array, jax.Array]:
@@ -76,8 +77,7 @@ def multi_mode_samples(key: jax.Array, sample_fn: Callable[[jax.Array, Params, i
         lead = {np.shape(a)[:1] for a in leaves}
         if not leaves or len(lead) != 1 or () in lead:
             raise ValueError(f"modes must be networks stacked on a leading axis of every leaf, got leading axes {lead}")
-        (num_modes,), = lead
-        mode_list = [jax.tree_util.tree_unflatten(treedef, [a[m] for a in leaves]) for m in range(num_modes)]
+        mode_list = unstack(modes)
         like = (treedef, [np.shape(a)[1:] for a in leaves])
     check_key(key, "key")
     keys = jax.random.split(key, len(mode_list))
