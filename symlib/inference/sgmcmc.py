@@ -1,8 +1,8 @@
 """Stochastic gradient Hamiltonian Monte Carlo (Chen et al., 2014) with BlackJAX.
 
 :func:`_run_sghmc` samples the posterior ``p(W | D) ∝ N(W; 0, prior_std^2 I) prod_i p(y_i | x_i, W)``
-of a network with :func:`blackjax.sghmc`, whose gradients are the minibatch estimates of
-:func:`blackjax.sgmcmc.gradients.grad_estimator`::
+of a network with BlackJAX's SGHMC diffusion (:func:`blackjax.sgmcmc.diffusions.sghmc`), whose
+gradients are the minibatch estimates of :func:`blackjax.sgmcmc.gradients.grad_estimator`::
 
     grad log p(W | D) ~= grad log N(W; 0, prior_std^2 I) + (N / |B|) sum_{i in B} grad log p(y_i | x_i, W).
 
@@ -10,29 +10,35 @@ Minibatches are a fresh permutation of the training set every epoch (drawn witho
 replacement; the last incomplete batch is dropped), decided by ``key`` alone; the whole
 run is one ``jax.lax.scan`` over the epochs (and the minibatches) inside ``jax.jit``.
 
-BlackJAX's SGHMC
-----------------
-One call of the BlackJAX kernel (one *draw*, on one minibatch) draws a fresh momentum
-``p ~ N(0, I)`` and then takes ``num_integration_steps`` Euler steps of the SGHMC
-diffusion on that minibatch's gradient ``g``::
+The chain
+---------
+Every minibatch is one *draw*: one Euler step of the SGHMC diffusion on that minibatch's
+gradient ``g``::
 
     W <- W + h p,      p <- (1 - alpha h) p + h g(W_old) + sqrt(2 alpha h T) n,     n ~ N(0, I),
 
 ``h = step_size``, ``alpha`` the friction coefficient, ``T = temperature`` (BlackJAX's
-``beta``, the estimated gradient noise, is 0). The position update uses the momentum
-*before* the gradient step, so at least two integration steps per draw are needed for
-the gradient to move ``W`` at all (with one, every draw would be a pure random walk).
-``T`` tempers the whole posterior (prior included), ``p(W | D)^(1/T)``; the momentum is
-refreshed at unit variance whatever ``T`` (exact only for ``T = 1``).
+``beta``, the estimated gradient noise, is 0). The momentum ``p`` carries over from one
+minibatch to the next and is drawn afresh, ``p ~ N(0, I)``, every ``momentum_refresh``
+draws (the first draw included). This is the schedule of the sampler Laurent et al. ran
+(J. Antorán's PyTorch library, ``train_SGHMC_MNIST.py``: one update a minibatch, the
+momentum resampled every ``resample_its = 50`` minibatches). BlackJAX's own kernel
+(:func:`blackjax.sghmc`) instead refreshes the momentum at every call and integrates
+``num_integration_steps`` steps on the *same* minibatch: that costs that many gradients
+a minibatch and lets one minibatch's gradient steer the chain for a whole trajectory,
+which is why the loop here calls the diffusion itself.
 
-Refreshing the momentum every ``L = num_integration_steps`` steps biases the chain when
-the friction has not yet mixed the momentum within a draw (``friction * L`` small): over
-a short draw ``W`` moves by about ``h L p`` but the gradient only acts ``L - 1`` times, so
-the variance comes out too large by up to a factor ``L / (L - 1)``. On a Gaussian
-target with ``h = 0.01``, ``friction = 0.05`` the variance is 3% too large with ``L = 20``,
-1% with ``L = 50`` and 0.6% with ``L = 100`` (exact for the linear recursion and checked
-by the tests), whence the default ``L = 50``; the Euler discretisation adds an
-``O(h)`` bias of its own.
+The position update uses the momentum *before* the gradient step, so the gradient acts
+only ``L - 1`` times between refreshes (``L = momentum_refresh``, at least 2; with one, the
+chain would be a pure random walk). The refresh biases the chain when the friction has
+not yet mixed the momentum within ``L`` steps (``friction * L`` small): the variance comes
+out too large by up to a factor ``L / (L - 1)``. On a Gaussian target with ``h = 0.01``,
+``friction = 0.05`` it is 3% too large with ``L = 20``, 1% with ``L = 50`` and 0.6% with
+``L = 100``, measured on the draws just before a refresh (exact for the linear recursion and
+checked by the tests); hence the default ``L = 50``. The Euler discretisation adds an
+``O(h)`` bias of its own. ``T`` tempers the whole posterior (prior included),
+``p(W | D)^(1/T)``; the momentum is refreshed at unit variance whatever ``T`` (exact only
+for ``T = 1``).
 
 Relation to the paper's hyper-parameters
 ----------------------------------------
@@ -52,9 +58,7 @@ grows with ``N``, and ``step_size`` may have to shrink accordingly. On OptuNet w
 MNIST images (batch 64, friction 0.05, prior std 0.1), ``step_size=1e-2`` diverged and
 ``1e-3`` did not.
 
-Cost: a draw takes ``num_integration_steps`` gradient evaluations on its minibatch, so an
-epoch of SGHMC costs that many epochs of SGD (OptuNet, 5,000 images, 5 epochs, 2 CPU
-cores: about 115 s with the default 50 steps, 16 s with 10).
+Cost: one gradient a minibatch, so an epoch of SGHMC costs about an epoch of SGD.
 """
 from __future__ import annotations
 
@@ -64,6 +68,7 @@ from typing import Any, NamedTuple
 
 import blackjax
 import jax
+from blackjax.util import generate_gaussian_noise
 import jax.numpy as jnp
 import numpy as np
 
@@ -80,7 +85,7 @@ PyTree = Any
 
 class SGHMCResult(NamedTuple):
     """``samples``: the kept positions stacked on a leading axis (the network's pytree
-    layout); ``draw_indices``: the 0-based draws (kernel calls, one per minibatch) they
+    layout); ``draw_indices``: the 0-based draws (Euler steps, one per minibatch) they
     come from (numpy); ``alpha``: BlackJAX's friction coefficient ``friction / step_size``."""
     samples: PyTree
     draw_indices: np.ndarray
@@ -88,11 +93,12 @@ class SGHMCResult(NamedTuple):
 
 
 class SGHMCState(NamedTuple):
-    """An SGHMC run in progress (:func:`sghmc_epochs`): ``position``, the weights after
-    ``epochs_done`` epochs (model-state entries left out), and ``kept``, the buffer of the
-    run's ``num_samples`` kept draws (the slots of draws not made yet hold zeros). BlackJAX's
-    SGHMC refreshes the momentum at every draw, so nothing else carries over."""
+    """An SGHMC run in progress (:func:`sghmc_epochs`): ``position`` and ``momentum``, the
+    weights and their momentum after ``epochs_done`` epochs (model-state entries left out),
+    and ``kept``, the buffer of the run's ``num_samples`` kept draws (the slots of draws not
+    made yet hold zeros)."""
     position: PyTree
+    momentum: PyTree
     kept: PyTree
     epochs_done: int
 
@@ -138,10 +144,10 @@ def sghmc_schedule(total_draws: int, num_samples: int, burn_in: int | None = Non
 
 
 @partial(jax.jit, static_argnames=("loglik_fn", "prior_var", "epochs", "start", "stop", "batch_size", "first",
-                                   "thinning", "num_integration_steps", "progress"))
+                                   "thinning", "momentum_refresh", "progress"))
 def _sghmc(key, carry, fixed, x, y, step_size, alpha, temperature, *, loglik_fn, prior_var, epochs, start, stop,
-           batch_size, first, thinning, num_integration_steps, progress):
-    """Epochs ``start`` to ``stop - 1`` of an ``epochs``-epoch run from ``carry`` (position, kept buffer)."""
+           batch_size, first, thinning, momentum_refresh, progress):
+    """Epochs ``start`` to ``stop - 1`` of an ``epochs``-epoch run from ``carry`` (position, momentum, kept buffer)."""
     n = x.shape[0]
     steps = n // batch_size
 
@@ -150,19 +156,23 @@ def _sghmc(key, carry, fixed, x, y, step_size, alpha, temperature, *, loglik_fn,
         return loglik_fn(merge_state(params, fixed), xi[None], yi[None])
 
     grad_fn = blackjax.sgmcmc.gradients.grad_estimator(lambda p: log_prior(p, prior_var), example_loglik, n)
-    sampler = blackjax.sghmc(grad_fn, num_integration_steps=num_integration_steps, alpha=alpha)
+    euler_step = blackjax.sgmcmc.diffusions.sghmc(alpha)
 
     def store(buffer, slot, position):
         return jax.tree_util.tree_map(lambda b, w: b.at[slot].set(w), buffer, position)
 
     def draw(carry, inputs):
-        position, buffer = carry
+        position, momentum, buffer = carry
         t, idx, k = inputs
-        position = sampler.step(k, position, (x[idx], y[idx]), step_size, temperature)
+        refresh_key, noise_key = jax.random.split(k)
+        momentum = jax.lax.cond(t % momentum_refresh == 0, lambda: generate_gaussian_noise(refresh_key, position),
+                                lambda: momentum)
+        position, momentum = euler_step(noise_key, position, momentum, grad_fn(position, (x[idx], y[idx])),
+                                        step_size, temperature)
         rel = t - first
         keep = (rel >= 0) & (rel % thinning == 0)
         buffer = jax.lax.cond(keep, store, lambda b, s, w: b, buffer, rel // thinning, position)
-        return (position, buffer), None
+        return (position, momentum, buffer), None
 
     def epoch(carry, inputs):
         index, k = inputs
@@ -174,20 +184,20 @@ def _sghmc(key, carry, fixed, x, y, step_size, alpha, temperature, *, loglik_fn,
             jax.debug.callback(report_epoch, index)
         return carry, None
 
-    carry, _ = jax.lax.scan(epoch, (sampler.init(carry[0]), carry[1]),
+    carry, _ = jax.lax.scan(epoch, carry,
                             (jnp.arange(start, stop), jax.random.split(key, epochs)[start:stop]))
     return carry
 
 
 def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, step_size: float, epochs: int, batch_size: int,
               num_samples: int, burn_in: int | None = None, thinning: int | None = None,
-              prior_std: float = 1.0, friction: float = 0.05, num_integration_steps: int = 50,
+              prior_std: float = 1.0, friction: float = 0.05, momentum_refresh: int = 50,
               temperature: float = 1.0, progress: bool | None = None, state: tuple[str, ...] = (),
               stop: int | None = None, resume: SGHMCState | None = None) -> SGHMCResult | SGHMCState:
-    """Sample a network's posterior by SGHMC (:func:`blackjax.sghmc`; see the module docstring).
+    """Sample a network's posterior by SGHMC (BlackJAX's SGHMC diffusion; see the module docstring).
 
-    The run makes ``epochs * (n // batch_size)`` draws, one per minibatch (each of
-    ``num_integration_steps`` integration steps), and keeps ``num_samples`` of them
+    The run makes ``epochs * (n // batch_size)`` draws, one Euler step per minibatch with the
+    momentum refreshed every ``momentum_refresh`` draws, and keeps ``num_samples`` of them
     (:func:`sghmc_schedule`): the last draw and the ones ``thinning`` draws before it,
     none from the first ``burn_in``. Deterministic for a given ``key``.
 
@@ -210,8 +220,8 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
         prior_std: standard deviation of the isotropic Gaussian prior (paper: 0.1).
         friction: per-step momentum decay ``alpha h`` in ``(0, 1]`` (paper: 0.05);
             BlackJAX's ``alpha`` is ``friction / step_size``.
-        num_integration_steps: integration steps per draw, >= 2 (the momentum is
-            refreshed at every draw: see the module docstring for the bias of few steps).
+        momentum_refresh: draws (minibatch steps) between momentum refreshes, >= 2 (the
+            paper's library: 50; see the module docstring for the bias of a short one).
         temperature: posterior temperature ``T`` (1: the Bayes posterior).
         progress: show an ``"sghmc"`` progress bar over the epochs; ``None``: on a terminal only.
         state: top-level entries of ``params0`` that are model state (e.g. a Flax model's
@@ -229,7 +239,7 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
 
     Raises:
         ValueError: naming the input: a non-positive ``step_size``, ``prior_std``, ``temperature``, ``epochs`` or
-            ``num_samples``; ``friction`` outside ``(0, 1]``; ``num_integration_steps < 2``;
+            ``num_samples``; ``friction`` outside ``(0, 1]``; ``momentum_refresh < 2``;
             ``batch_size`` not in ``1..n``; more ``num_samples`` than draws available
             after ``burn_in`` with this ``thinning``; ``x``/``y`` that do not fit the
             network or hold NaN or inf; a ``key`` that is not a key; a ``stop`` not after
@@ -245,9 +255,9 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
     temperature = positive_float(temperature, "temperature")
     if not 0.0 < positive_float(friction, "friction") <= 1.0:
         raise ValueError(f"friction must lie in (0, 1] (the momentum decay per step), got {friction!r}")
-    if positive_int(num_integration_steps, "num_integration_steps") < 2:
-        raise ValueError("num_integration_steps must be >= 2: with one step the gradient never moves the "
-                         "position (BlackJAX refreshes the momentum at every draw)")
+    if positive_int(momentum_refresh, "momentum_refresh") < 2:
+        raise ValueError("momentum_refresh must be >= 2: refreshed at every draw, the momentum the position moves "
+                         "with never holds a gradient (a pure random walk)")
     first, thinning = sghmc_schedule(int(epochs) * (n // int(batch_size)), num_samples, burn_in, thinning)
     check_key(key, "key")
     x, y = jnp.asarray(x), jnp.asarray(y)
@@ -256,20 +266,21 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
     weights, fixed = split_state(params0, check_state(params0, state))
     alpha = friction / step_size
     kept = jax.tree_util.tree_map(lambda a: jnp.zeros((int(num_samples),) + jnp.shape(a), jnp.result_type(a)), weights)
-    carry = (weights, kept)
+    carry = (weights, jax.tree_util.tree_map(jnp.zeros_like, weights), kept)  # draw 0 draws the momentum
     if resume is not None:
         like = jax.tree_util.tree_map(jnp.shape, carry)
-        if jax.tree_util.tree_map(jnp.shape, (resume.position, resume.kept)) != like:
-            raise ValueError(f"resume does not fit this run: its position and kept draws must have shapes {like}")
-        carry = jax.tree_util.tree_map(jnp.asarray, (resume.position, resume.kept))
+        if jax.tree_util.tree_map(jnp.shape, (resume.position, resume.momentum, resume.kept)) != like:
+            raise ValueError(f"resume does not fit this run: its position, momentum and kept draws must have shapes "
+                             f"{like}")
+        carry = jax.tree_util.tree_map(jnp.asarray, (resume.position, resume.momentum, resume.kept))
     show = progress_enabled(progress)
     with epoch_bar(int(epochs), show, "sghmc"):  # the whole run: a resumed one starts at its epochs done
-        position, samples = _sghmc(key, carry, fixed, x, y, step_size, alpha, temperature, loglik_fn=loglik_fn,
-                                   prior_var=prior_std**2, epochs=int(epochs), start=start, stop=stop,
-                                   batch_size=int(batch_size), first=first, thinning=thinning,
-                                   num_integration_steps=int(num_integration_steps), progress=show)
+        position, momentum, samples = _sghmc(
+            key, carry, fixed, x, y, step_size, alpha, temperature, loglik_fn=loglik_fn, prior_var=prior_std**2,
+            epochs=int(epochs), start=start, stop=stop, batch_size=int(batch_size), first=first, thinning=thinning,
+            momentum_refresh=int(momentum_refresh), progress=show)
     if stop < int(epochs):
-        return SGHMCState(position, samples, stop)
+        return SGHMCState(position, momentum, samples, stop)
     if fixed:
         held = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (int(num_samples), *jnp.shape(a))), fixed)
         samples = {k: held[k] if k in held else samples[k] for k in params0}
@@ -278,7 +289,7 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
 
 class SGHMCConfig(NamedTuple):
     """SGHMC (:func:`fit_sghmc`): step size, epochs, minibatch, kept draws (after ``burn_in``,
-    every ``thinning``-th), prior, friction, leapfrog steps per draw and temperature."""
+    every ``thinning``-th), prior, friction, draws between momentum refreshes and temperature."""
 
     step_size: float
     epochs: int
@@ -288,7 +299,7 @@ class SGHMCConfig(NamedTuple):
     thinning: int | None = None
     prior_std: float = 1.0
     friction: float = 0.05
-    num_integration_steps: int = 50
+    momentum_refresh: int = 50
     temperature: float = 1.0
 
 

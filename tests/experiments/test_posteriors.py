@@ -114,7 +114,7 @@ def test_method_samples_gives_every_method_its_samples_and_warm_starts_dropout_f
 
     monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
     profile = dataclasses.replace(get_profile("quick"), name="tiny", post_samples=4, post_modes=2,
-                                  post_method_epochs=1, post_warm_start=warm, bank_epochs=1, sghmc_leapfrog=2,
+                                  post_method_epochs=1, post_warm_start=warm, bank_epochs=1,
                                   laplace_n_data=16)
     rng = np.random.default_rng(0)
     d = {"x_train": rng.normal(size=(512, 28, 28, 1)).astype(np.float32), "y_train": rng.integers(0, 10, 512)}
@@ -131,40 +131,6 @@ def test_method_samples_gives_every_method_its_samples_and_warm_starts_dropout_f
     # Adam (lr 1e-2) moves a weight by about the learning rate a step: 8 steps stay within
     # 0.1; a fresh initialisation, U(-1/4, 1/4) for conv_0, lies far from the modes
     assert (gap < 0.1) if warm else (gap > 0.2), gap
-
-
-@pytest.mark.slow
-def test_sghmc_runs_in_pieces_that_draw_what_the_whole_chain_draws(tmp_path, monkeypatch):
-    """With more epochs than SGHMC_PIECE_EPOCHS, SGHMC's chain is steps of its own (what a GPU
-    call runs), its last step draws the samples the whole chain draws, and its seconds add up."""
-    import dataclasses
-
-    import jax
-
-    from symlib.core.cnn import optunet_init
-    from symlib.experiments.cache import cached_steps
-    from symlib.experiments.laurent import posteriors
-    from symlib.experiments.profiles import get_profile
-
-    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
-    profile = dataclasses.replace(get_profile("quick"), name="tiny", post_samples=4, post_modes=2,
-                                  post_method_epochs=3, bank_epochs=1, sghmc_leapfrog=2)
-    rng = np.random.default_rng(1)
-    d = {"x_train": rng.normal(size=(256, 28, 28, 1)).astype(np.float32), "y_train": rng.integers(0, 10, 256)}
-    bank = {"params": jax.tree_util.tree_map(np.asarray, jax.vmap(optunet_init)(jax.random.split(jax.random.key(0), 6)))}
-    split = {"reference": np.arange(2), "ensemble": np.arange(2, 6)}
-    whole = posteriors.zoo_steps(profile, bank, split, d)
-    assert whole.starts == ["dropout", "bnn", "sghmc", "swag", "laplace"]
-    monkeypatch.setattr(posteriors, "SGHMC_PIECE_EPOCHS", 1)
-    steps = posteriors.zoo_steps(profile, bank, split, d)
-    assert steps.starts == ["dropout", "bnn", "sghmc@1", "sghmc@2", "sghmc", "swag", "laplace"]
-    done = cached_steps(steps.name, steps.cache_config, steps.starts[2:5], steps.train)
-    assert [int(a["epochs_done"]) for a in done[:2]] == [1, 2] and "samples" not in done[0]
-    for a, b in zip(jax.tree_util.tree_leaves(done[2]["samples"]["SGHMC"]),
-                    jax.tree_util.tree_leaves(whole.train("sghmc")["samples"]["SGHMC"])):
-        np.testing.assert_allclose(a, np.asarray(b), rtol=1e-6, atol=1e-7)
-    samples, seconds = posteriors.method_samples(profile, bank, split, d)
-    assert seconds["SGHMC"] == pytest.approx(sum(float(a["seconds"]["SGHMC"]) for a in done))
 
 
 def test_zoo_step_gives_each_group_its_own_keys():

@@ -136,7 +136,7 @@ def test_sghmc_and_swag_land_near_the_ridge_solution(problem):
     sd = np.sqrt(np.diag(cov))
     sghmc = inference.fit_sghmc(jax.random.key(5), P0, LINEAR, data,
                                 SGHMCConfig(step_size=0.01, epochs=200, batch_size=16, num_samples=100,
-                                            prior_std=PRIOR_VAR**0.5, num_integration_steps=10))
+                                            prior_std=PRIOR_VAR**0.5, momentum_refresh=10))
     draws = flat_stack(sghmc.samples)
     np.testing.assert_array_less(np.abs(draws.mean(axis=0) - mean), 1.5 * sd)
     assert np.all(draws.std(axis=0) < 3 * sd) and np.all(draws.std(axis=0) > 0.2 * sd)

@@ -214,7 +214,7 @@ def test_fit_sghmc_holds_the_state(tiny, data):
     v = tiny[1]
     chain = inference.fit_sghmc(jax.random.key(9), v, model_of(TINY), data,
                                 SGHMCConfig(step_size=1e-3, epochs=2, batch_size=64, num_samples=2,
-                                            num_integration_steps=2))
+                                            momentum_refresh=2))
     _each_draw_carries(chain.samples, v["batch_stats"], 2)
     assert not np.allclose(chain.samples["params"]["Dense_1"]["kernel"][0], v["params"]["Dense_1"]["kernel"])
 

@@ -91,10 +91,10 @@ def test_fit_swag_is_train_swag():
 
 
 def test_fit_sghmc_keeps_the_draws_and_sample_takes_the_first():
-    cfg = SGHMCConfig(step_size=1e-3, epochs=2, batch_size=16, num_samples=3, num_integration_steps=2)
+    cfg = SGHMCConfig(step_size=1e-3, epochs=2, batch_size=16, num_samples=3, momentum_refresh=2)
     post = inference.fit_sghmc(jax.random.key(8), PARAMS0, MODEL, DATA, cfg)
     ref = _run_sghmc(jax.random.key(8), PARAMS0, X, Y, loglik_fn=network_loglik(mlp_apply, Categorical()),
-                     step_size=1e-3, epochs=2, batch_size=16, num_samples=3, num_integration_steps=2)
+                     step_size=1e-3, epochs=2, batch_size=16, num_samples=3, momentum_refresh=2)
     _same(post.samples, ref.samples)
     _same(inference.sample(jax.random.key(0), post, 2), jax.tree_util.tree_map(lambda a: a[:2], ref.samples))
     with pytest.raises(ValueError, match="holds 3 samples; cannot take n=4"):

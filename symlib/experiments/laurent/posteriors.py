@@ -81,10 +81,11 @@ NS_VARIANTS = {"NS": "unit_norm_sort", "NS min-mass": "min_mass_sort", "NS re-ba
 #: Laurent et al.'s settings of the methods (App. B.1; shared notes): dropout rate of the
 #: last layer, ELBO samples of Bayes by backprop, SWAG's rank, snapshots and scale, and the
 #: SGHMC step size and friction we use (their scale-adapted SGHMC is not reproduced; with
-#: our unpreconditioned sampler their 1e-2 diverges on OptuNet, see symlib.inference.sgmcmc)
+#: our unpreconditioned sampler their 1e-2 diverges on OptuNet, see symlib.inference.sgmcmc),
+#: and its minibatch steps between momentum refreshes (their library's MNIST script: 50)
 SETTINGS = {"dropout_rate": 0.2, "bnn_num_mc": 3, "bnn_learning_rate": 1e-3, "bnn_std_init": 1e-3,
             "swag_rank": 20, "swag_snapshots": 20, "swag_scale": 0.1, "swag_learning_rate": 0.04,
-            "sghmc_step_size": 1e-3, "sghmc_friction": 0.05, "batch_size": 64}
+            "sghmc_step_size": 1e-3, "sghmc_friction": 0.05, "sghmc_momentum_refresh": 50, "batch_size": 64}
 #: the training images at which ``SETTINGS["sghmc_step_size"]`` was found stable on OptuNet
 #: (:mod:`symlib.inference.sgmcmc`: on 5,000 MNIST images 1e-2 diverged and 1e-3 did not)
 SGHMC_STEP_N = 5_000
@@ -96,9 +97,14 @@ def sghmc_step_size(n_train: int) -> float:
 
     The curvature of the log posterior grows with the number of images ``N``, and the
     stability of the sampler's Euler steps needs ``h^2 N`` bounded. Unscaled, on the paper
-    profile's 50,000 images, 1e-3 left a bank network at chance accuracy within one epoch
-    (50 integration steps a draw: 9% to 10% against the mode's 66%), and 3.2e-4 kept its
-    samples at 65% to 74% (measured 2026-11-29).
+    profile's 50,000 images, 1e-3 left a bank network at chance accuracy within one epoch,
+    and 3.2e-4 did not. With the earlier sampler (50 integration steps on each minibatch,
+    measured 2026-11-29): 9% to 10% against the mode's 66% at 1e-3, 65% to 74% at 3.2e-4.
+    With one step a minibatch and a momentum refresh every 50 (measured 2026-11-30 from a
+    bank network of 77% test accuracy, 5 draws spread over the run): 1e-2 and 1e-3 at 10%
+    to 11% after one epoch; 3.2e-4 at 34% to 54% over one epoch (the chain's burn-in),
+    and 52%, 62%, 76%, 81% and 80% over eight (``fit_sghmc`` from the bank's network 14,
+    ``SETTINGS``, ``burn_in=0``, 5 kept draws).
 
     Raises:
         ValueError: if ``n_train`` is below 1.
@@ -365,13 +371,10 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
     """Every method group of Table 1 on OptuNet as a step (a
     :class:`~symlib.experiments.registry.Steps` of ``posterior_samples``, one group of
     :data:`ZOO_GROUPS` a step): what :func:`method_samples` runs and what the GPU queue's job
-    ``laurent-table1`` runs a group at a time. SGHMC's single chain runs in pieces of
-    :data:`SGHMC_PIECE_EPOCHS` epochs (steps ``"sghmc@<epoch>"`` before ``"sghmc"``, which
-    finishes it and draws; :func:`sghmc_piece_stops`), so that no step outlasts a device call;
-    the pieces draw what the whole chain draws.
+    ``laurent-table1`` runs a group at a time.
 
     Args:
-        profile: the run profile (``post_*``, ``sghmc_leapfrog``, ``laplace_hessian``, ``laplace_n_data``).
+        profile: the run profile (``post_*``, ``laplace_hessian``, ``laplace_n_data``).
         bank: the ``optunet_bank`` artifact (default: run, or loaded from the cache, here).
         split: :func:`bank_split`'s indices (default: from ``bank``).
         d: the training data (default: :func:`~symlib.experiments.laurent.optunet.optunet_data`).
@@ -381,8 +384,7 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
     """
     from symlib.core.cnn import optunet_apply, optunet_init
     from symlib.inference import (Data, DropoutPosterior, LaplaceConfig, Model, SGHMCConfig, SWAGConfig, VIConfig,
-                                  SGHMCState, dropout_apply, fit_ensemble, fit_laplace, fit_modes, fit_sghmc,
-                                  sghmc_epochs)
+                                  dropout_apply, fit_ensemble, fit_laplace, fit_modes, fit_sghmc)
 
     bank = run("optunet_bank", profile, verbose=False).artifact if bank is None else bank
     split = bank_split(bank["test_accuracy"], profile.post_reference, profile.post_samples) if split is None else split
@@ -413,29 +415,12 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
                         prior_var=1.0, std_init=SETTINGS["bnn_std_init"], num_mc=SETTINGS["bnn_num_mc"])
         return fit_modes(key, starts, model, data, vcfg)  # every mode in one compiled loop
 
-    hcfg = SGHMCConfig(step_size=sghmc_step_size(len(y)), epochs=E, batch_size=SETTINGS["batch_size"],
-                       num_samples=S, prior_std=cfg.prior_std, friction=SETTINGS["sghmc_friction"],
-                       num_integration_steps=profile.sghmc_leapfrog)
-    name, config = "posterior_samples", _post_config(profile)
-    pieces = [f"sghmc@{stop}" for stop in sghmc_piece_stops(E)]
-
-    def sghmc_state(label):  # the run's state after the piece ``label`` (computed, or loaded from the cache)
-        done = cached_steps(name, config, pieces[:pieces.index(label) + 1], sghmc_piece, verbose=False)[-1]
-        return SGHMCState(done["position"], done["kept"], int(done["epochs_done"]))
-
-    def sghmc_piece(label):  # the single chain's epochs up to the piece's stop, from the piece before
-        t0, k = time.perf_counter(), pieces.index(label)
-        before = sghmc_state(pieces[k - 1]) if k else None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", category=Warning)
-            state = sghmc_epochs(keys[ZOO_GROUPS["sghmc"][1][0]], take_nets(starts, 0), model, data, hcfg,
-                                 int(label.split("@")[1]), resume=before)
-        return {**jax.tree_util.tree_map(np.asarray, state._asdict()),
-                "seconds": {"SGHMC": time.perf_counter() - t0}}
-
-    def sghmc(key):
-        return fit_sghmc(key, take_nets(starts, 0), model, data, hcfg,
-                         resume=sghmc_state(pieces[-1]) if pieces else None)
+    def sghmc(key):  # a single chain from the first mode
+        hcfg = SGHMCConfig(step_size=sghmc_step_size(len(y)), epochs=profile.post_sghmc_epochs,
+                           batch_size=SETTINGS["batch_size"],
+                           num_samples=S, prior_std=cfg.prior_std, friction=SETTINGS["sghmc_friction"],
+                           momentum_refresh=SETTINGS["sghmc_momentum_refresh"])
+        return fit_sghmc(key, take_nets(starts, 0), model, data, hcfg)
 
     def swag(key):
         snaps, swag_epochs = swag_schedule(E)
@@ -454,22 +439,8 @@ def zoo_steps(profile: Profile, bank: dict | None = None, split: dict | None = N
     zoo = {"dropout": ZooMethod(dropout), "bnn": ZooMethod(bnn), "sghmc": ZooMethod(sghmc), "swag": ZooMethod(swag),
            "laplace": ZooMethod(laplace)}
     keys = jax.random.split(jax.random.key(11), ZOO_KEYS)
-    labels = list(zoo)
-    labels[labels.index("sghmc"):labels.index("sghmc")] = pieces
-    return Steps(name, config, labels,
-                 lambda label: sghmc_piece(label) if label in pieces else zoo_step(label, zoo[label], keys, S, M))
-
-
-#: SGHMC's epochs a step at most: at the paper profile its single chain (60 epochs of 781 draws
-#: of 50 integration steps, about 2.3 million gradient steps of one network) would outlast a
-#: device call, so :func:`zoo_steps` runs it in pieces (:func:`symlib.inference.sghmc_epochs`)
-SGHMC_PIECE_EPOCHS = 15
-
-
-def sghmc_piece_stops(epochs: int) -> list[int]:
-    """The epochs at which SGHMC's pieces stop before its last step finishes the run:
-    every :data:`SGHMC_PIECE_EPOCHS` epochs (none for a run of at most that many)."""
-    return list(range(SGHMC_PIECE_EPOCHS, int(epochs), SGHMC_PIECE_EPOCHS))
+    return Steps("posterior_samples", _post_config(profile), list(zoo),
+                 lambda label: zoo_step(label, zoo[label], keys, S, M))
 
 
 #: SWAG's fewest snapshots in the zoo: K snapshots span K - 1 directions around their mean,
@@ -506,8 +477,8 @@ def method_samples(profile: Profile, bank: dict, split: dict, d: dict) -> tuple[
     samples, seconds = {"DE": take_nets(bank["params"], split["ensemble"])}, {"DE": 0.0}
     steps = zoo_steps(profile, bank, split, d)
     for step in cached_steps(steps.name, steps.cache_config, steps.starts, steps.train):
-        samples.update(step.get("samples", {}))  # a piece of SGHMC's chain has none, only its seconds
-        seconds.update({n: seconds.get(n, 0.0) + float(v) for n, v in step["seconds"].items()})
+        samples.update(step["samples"])
+        seconds.update({n: float(v) for n, v in step["seconds"].items()})
     return {m: jax.tree_util.tree_map(np.asarray, samples[m]) for m in METHODS}, seconds
 
 
@@ -610,8 +581,8 @@ def reference_groups(n: int, groups: int = REFERENCE_JACKKNIFE_GROUPS) -> np.nda
 
 
 def _post_config(profile: Profile) -> dict[str, Any]:
-    keys = ("post_reference", "post_samples", "post_modes", "post_method_epochs", "post_warm_start",
-            "sghmc_leapfrog", "laplace_hessian", "laplace_n_data")
+    keys = ("post_reference", "post_samples", "post_modes", "post_method_epochs", "post_sghmc_epochs",
+            "post_warm_start", "laplace_hessian", "laplace_n_data")
     return {**bank_config(profile), **{k: getattr(profile, k) for k in keys}, "settings": SETTINGS}
 
 

@@ -120,11 +120,10 @@ APPENDIX_B4 = {
 
 #: the settings of the methods at ResNet-18 scale (App. B.1; shared notes): last-layer dropout
 #: rate, BNN's ELBO samples, Adam rate and initial sigma, SWAG's rank, snapshots and scale,
-#: SGHMC's step size and friction (ours, as for OptuNet) and two integration steps a
-#: minibatch (BlackJAX's least; OptuNet's 50 would multiply the run by 25)
+#: SGHMC's step size, friction and minibatch steps between momentum refreshes (ours, as for OptuNet)
 SETTINGS = {"dropout_rate": 0.5, "bnn_num_mc": 3, "bnn_learning_rate": 1e-3, "bnn_std_init": 1e-3,
             "swag_rank": 20, "swag_snapshots": 20, "swag_scale": 0.1, "sghmc_step_size": 1e-3,
-            "sghmc_friction": 0.05, "sghmc_integration_steps": 2, "batch_size": 128}
+            "sghmc_friction": 0.05, "sghmc_momentum_refresh": 50, "batch_size": 128}
 
 #: the MMD variants computed at this scale (the paper's two)
 VARIANTS = ("MMD", "NS")
@@ -510,7 +509,7 @@ def resnet_method_samples(profile: Profile, task: str, bank: dict, split: dict, 
         epochs = max(cfg.epochs, -(-2 * S // (len(y) // bs)))  # at least 2 S draws (burn-in: the first half)
         hcfg = SGHMCConfig(step_size=SETTINGS["sghmc_step_size"], epochs=epochs, batch_size=bs, num_samples=S,
                            prior_std=cfg.prior_std, friction=SETTINGS["sghmc_friction"],
-                           num_integration_steps=SETTINGS["sghmc_integration_steps"])
+                           momentum_refresh=SETTINGS["sghmc_momentum_refresh"])
         draws = fit_sghmc(key, modes[0], model, data, hcfg).samples
         return Samples(refresh_statistics(jax.tree_util.tree_map(np.asarray, draws), x_bn))
 

@@ -275,8 +275,8 @@ def method_seconds_table(summary: Mapping[str, Any], profile_name: str) -> Table
 def method_settings_lines(profile: Profile) -> str:
     """The methods' settings and the profile's choices for them, two lines."""
     return (f"settings: {SETTINGS}\n"
-            f"profile: {profile.post_method_epochs} epoch(s) of Dropout, BNN and SGHMC, started from the modes: "
-            f"{profile.post_warm_start}; SGHMC {profile.sghmc_leapfrog} steps a draw of step "
+            f"profile: {profile.post_method_epochs} epoch(s) of Dropout and BNN, {profile.post_sghmc_epochs} of SGHMC, "
+            f"started from the modes: {profile.post_warm_start}; SGHMC step "
             f"{sghmc_step_size(profile.n_train):.2g} ({profile.n_train:,} images); Laplace Hessian: "
             f"{profile.laplace_hessian} over {profile.laplace_n_data or 'all'} training images")
 

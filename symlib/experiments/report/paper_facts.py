@@ -215,6 +215,12 @@ REPO_FACTS: tuple[RepoFact, ...] = (
     _r(("JavierAntoran/Bayesian-Neural-Networks", "train_SGHMC_MNIST.py", "73f4dcee795078cdb3488fd06680a9fbe7a4e9a1"),
        "1e-2", "parser.add_argument('--lr', type=float, nargs='?', action='store', default=1e-2,",
        "the scale-adapted SGHMC sampler (H_SA_SGHMC) runs at learning rate 1e-2 by default"),
+    _r(("JavierAntoran/Bayesian-Neural-Networks", "train_SGHMC_MNIST.py", "73f4dcee795078cdb3488fd06680a9fbe7a4e9a1"),
+       "50", "resample_its = 50",
+       "one sampler update a minibatch, the momentum resampled every 50 minibatches"),
+    _r(("JavierAntoran/Bayesian-Neural-Networks", "train_SGHMC_MNIST.py", "73f4dcee795078cdb3488fd06680a9fbe7a4e9a1"),
+       "250", "parser.add_argument('--epochs', type=int, nargs='?', action='store', default=250,",
+       "the MNIST script samples for 250 epochs by default"),
 )
 
 
