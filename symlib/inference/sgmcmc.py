@@ -68,9 +68,9 @@ from typing import Any, NamedTuple
 
 import blackjax
 import jax
-from blackjax.util import generate_gaussian_noise
 import jax.numpy as jnp
 import numpy as np
+from blackjax.util import generate_gaussian_noise
 
 from symlib.core.checks import check_key, positive_float, positive_int
 from symlib.inference.hmc import log_prior

@@ -133,6 +133,29 @@ def test_method_samples_gives_every_method_its_samples_and_warm_starts_dropout_f
     assert (gap < 0.1) if warm else (gap > 0.2), gap
 
 
+def test_the_gpu_queue_runs_every_zoo_step():
+    """The queue's laurent-table1 job has as many steps (and step estimates) as its target,
+    zoo_steps at the job's profile, has steps: a count left over from an earlier zoo (version 5
+    had SGHMC's pieces) would send the device to a step that does not exist, or skip one."""
+    from pathlib import Path
+
+    import jax
+
+    from symlib.core.cnn import optunet_init
+    from symlib.experiments import gpu_queue
+    from symlib.experiments.laurent.posteriors import zoo_steps
+
+    queue = gpu_queue.load_queue(Path(__file__).resolve().parents[2] / "gpu" / "queue.json")
+    job = next(j for j in queue["jobs"] if j["name"] == "laurent-table1")
+    assert job["target"] == "symlib.experiments.laurent.posteriors:zoo_steps"
+    rng = np.random.default_rng(0)  # stand-ins: building the steps fits nothing
+    d = {"x_train": rng.normal(size=(128, 28, 28, 1)).astype(np.float32), "y_train": rng.integers(0, 10, 128)}
+    bank = {"params": jax.tree_util.tree_map(np.asarray, jax.vmap(optunet_init)(jax.random.split(jax.random.key(0), 4)))}
+    steps = zoo_steps(gpu_queue.job_profile(job), bank, {"reference": np.arange(2), "ensemble": np.arange(2, 4)}, d)
+    assert steps.starts == ["dropout", "bnn", "sghmc", "swag", "laplace"]
+    assert job["steps"] == len(steps.starts) == len(job["step_minutes"])
+
+
 def test_zoo_step_gives_each_group_its_own_keys():
     """Every architecture's method zoo runs through zoo_step: a group fits with the first key
     of its slice and draws from the last (Laurent's Laplace, deterministic, only draws), so a
