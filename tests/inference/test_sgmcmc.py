@@ -176,3 +176,21 @@ def test_a_run_in_pieces_draws_what_the_whole_run_draws():
     other = mlp_init(jax.random.key(1), [4, 5, 2])
     with pytest.raises(ValueError, match="resume does not fit this run"):
         fit_sghmc(jax.random.key(2), other, model, data, cfg, resume=second)
+
+
+def test_the_chain_does_not_depend_on_the_order_of_the_params_keys():
+    """The refreshed momentum and the diffusion's noise are drawn leaf by leaf: the same
+    network with its dict keys inserted in another order gives the same draws."""
+    from symlib.core.models import mlp_apply, mlp_init
+
+    x = jax.random.normal(jax.random.key(0), (48, 4))
+    data, model = Data(x, (x[:, 0] > 0).astype(jnp.int32)), Model(mlp_apply)
+    params0 = mlp_init(jax.random.key(1), [4, 6, 2])
+    reordered = {k: {n: params0[k][n] for n in reversed(list(params0[k]))} for k in reversed(list(params0))}
+    assert list(reordered) != list(params0)
+    cfg = SGHMCConfig(step_size=1e-2, epochs=3, batch_size=16, num_samples=4, momentum_refresh=2, prior_std=1.0)
+    a = fit_sghmc(jax.random.key(2), params0, model, data, cfg).samples
+    b = fit_sghmc(jax.random.key(2), reordered, model, data, cfg).samples
+    for k in params0:
+        for n in params0[k]:
+            np.testing.assert_array_equal(np.asarray(a[k][n]), np.asarray(b[k][n]))
