@@ -130,6 +130,26 @@ def test_laplace_samples_have_the_inverse_precision_as_covariance():
     np.testing.assert_allclose(np.cov(np.asarray(draws, np.float64).T), cov, atol=0.02 * np.abs(cov).max())
 
 
+def test_laplace_samples_do_not_depend_on_the_eigenbasis_of_a_repeated_eigenvalue():
+    """Softmax is unchanged by adding one vector to every class's logit weights: the curvature
+    is zero on those d + 1 directions, where the precision's eigenvalue is the prior's, repeated.
+    Any orthonormal basis of that space is an eigenbasis (eigh's choice varies with the LAPACK
+    build); the same key must draw the same networks from a rotated one."""
+    params, x, y = _softmax_regression(d=4, c=3)
+    post = _laplace(params, x, y, prior_precision=TAU, hessian="ggn", batch_size=16)
+    repeated = np.abs(post.eigenvalues - TAU) < 1e-6
+    assert repeated.sum() == 5
+    block = post.eigenvectors[:, repeated]
+    turn = np.linalg.qr(np.random.default_rng(1).normal(size=(5, 5)))[0]
+    rotated = post.eigenvectors.copy()
+    rotated[:, repeated] = block @ turn
+    assert not np.allclose(rotated, post.eigenvectors, atol=1e-2)
+    np.testing.assert_allclose(rotated.T @ rotated, np.eye(rotated.shape[1]), atol=1e-10)
+    same, turned = (jax.vmap(lambda t: ravel_pytree(t)[0])(laplace_sample(jax.random.key(4), p, 6))
+                    for p in (post, post._replace(eigenvectors=rotated)))
+    np.testing.assert_allclose(turned, same, rtol=1e-5, atol=1e-5)
+
+
 def _last_layer(n, d=3, c=4, seed=0, bias=True):
     rng = np.random.default_rng(seed)
     feats = rng.normal(size=(n, d)).astype(np.float32)
