@@ -95,10 +95,15 @@ glue_all(glue, "ch12", laurent.bank_values(summary, profile))
 #   from the modes for `post_method_epochs` epochs in the quick profile (as BNN and SGHMC).
 # - **BNN**: mean-field Bayes by backprop (`fit_vi`, {glue:text}`ch12_bnn_mc` ELBO samples,
 #   a standard normal prior, no weight decay).
-# - **SGHMC** (`fit_sghmc`): one chain from the first mode, BlackJAX's SGHMC diffusion on
-#   minibatch gradients (`blackjax.sgmcmc.gradients.grad_estimator`), one step a minibatch with
-#   the momentum drawn afresh every {repo}`50` minibatches, the schedule of the authors'
-#   library, for `post_sghmc_epochs` epochs.
+# - **SGHMC** (`fit_sghmc`, `laurent.posteriors.sghmc_config`): one chain from the first mode,
+#   the scale-adapted sampler of the library the authors used (Springenberg et al.'s; its
+#   `H_SA_SGHMC`) at that library's settings: learning rate {repo}`1e-2`, one update a
+#   minibatch, the momentum drawn afresh every {repo}`50` minibatches, each weight's step
+#   preconditioned by its running gradient scale for the first {repo}`20` epochs (the burn-in;
+#   {glue:text}`ch12_sghmc_adapt_q` in this profile), a Gamma hyper-prior (shape and rate
+#   {repo}`10`) on each weight array's prior precision, Gibbs-sampled every {repo}`15`
+#   minibatches, and a draw kept every {repo}`2` epochs (closer in this profile's short chain),
+#   for `post_sghmc_epochs` epochs.
 # - **SWAG** (diagonal + low rank, scale {glue:text}`ch12_swag_scale`): SGD at the recipe's
 #   initial learning rate, continued from the mode for twice `post_method_epochs` epochs and
 #   at least `SWAG_MIN_SNAPSHOTS`, one snapshot per epoch ({glue:text}`ch12_swag_snaps_q`
@@ -228,14 +233,14 @@ claims.assert_expected(gpu_outcomes, "paper-1024nets-800ref-2epochs", "Laurent e
 # {glue:text}`ch12_g_acc_Laplace`): each continues one mode of the bank, a network of
 # about the reference's accuracy, for {glue:text}`ch12_g_method_epochs` epochs. SGHMC's
 # {glue:text}`ch12_g_acc_SGHMC` is that of its draws averaged, which move between nearby
-# networks. At the step found stable on fewer images, SGHMC's draws fell to chance accuracy
-# on these {glue:text}`ch12_n_train_p` images; the step now shrinks with the number of images
-# (`laurent.posteriors.sghmc_step_size`). This run's SGHMC is the earlier sampler (its commit
-# is in the record above): BlackJAX's own kernel, which draws the momentum afresh on every
-# minibatch and integrates the paper profile's `sghmc_leapfrog` Euler steps on it (a profile
-# field since removed), as many gradients a minibatch.
-# The sampler now takes one step a minibatch and keeps its momentum between refreshes, as the
-# authors' library does; the queue's `laurent-table1` runs it.
+# networks. This run's SGHMC is an earlier sampler (its commit is in the record above):
+# BlackJAX's own kernel, unpreconditioned, which draws the momentum afresh on every minibatch
+# and integrates the paper profile's `sghmc_leapfrog` Euler steps on it (a profile field since
+# removed), as many gradients a minibatch, at a step shrunk with the number of images (a
+# function since removed). The zoo now runs the authors' scale-adapted sampler at their
+# library's learning rate (`laurent.posteriors.sghmc_config`), and its Laplace draws scale by
+# the symmetric root of the covariance (the same draws whatever eigenbasis LAPACK returns);
+# the queue's `laurent-table1` runs both.
 
 # %% [markdown]
 # ## CIFAR-100 and TinyImageNet: ResNet-18 (paper profile only)
@@ -347,14 +352,10 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 # {glue:text}`ch12_laplace_n` of the {glue:text}`ch12_n_train` training images, scaled to
 # all of them, in the quick profile (the full Hessian on every image, the paper's, in the
 # paper profile); SWAG collects {glue:text}`ch12_swag_snaps_q` snapshots instead of
-# {paper}`20`; SGHMC is BlackJAX's plain SGHMC at step {glue:text}`ch12_sghmc_step`, not
-# the scale-adapted sampler with a Gamma hyperprior of the library the authors used
-# (JavierAntoran/Bayesian-Neural-Networks; its default step {repo}`1e-2` diverges without
-# that preconditioner). Our step is {glue:text}`ch12_sghmc_step_base`, found stable on
-# {glue:text}`ch12_sghmc_step_n` images, shrunk as one over the square root of the number of
-# training images above that (`laurent.posteriors.sghmc_step_size`):
-# {glue:text}`ch12_sghmc_step_p` on the paper profile's images, where the unshrunk step
-# leaves the networks at chance accuracy. Our MMD is the MMD² in its own units. Accuracies are lower than the
+# {paper}`20`; SGHMC adapts its scales for {glue:text}`ch12_sghmc_adapt_q` epochs instead of
+# {glue:text}`ch12_sghmc_adapt_p` (the paper profile's, the library's), and does not clip
+# gradient norms as the library does (a chain that diverges stops with an error instead).
+# Our MMD is the MMD² in its own units. Accuracies are lower than the
 # paper's throughout because the networks are trained far less.
 
 # %% [markdown]

@@ -5,7 +5,7 @@ Every method is fitted as ``fit_<method>(key, params0, model, data, config)`` an
 fits one posterior around each of several networks in one compiled loop (VI, SWAG). MAP training and deep
 ensembles (many networks at once, optionally sharded over devices), MC dropout, mean-field
 variational inference (Bayes by backprop), SWAG, Laplace (full Hessian or GGN; last-layer
-KFAC), SGHMC (BlackJAX, minibatches) and full-batch HMC (BlackJAX; multi-chain, sharded,
+KFAC), SGHMC (scale-adapted, minibatches) and full-batch HMC (BlackJAX; multi-chain, sharded,
 resumable) with its diagnostics. A ``model`` is :class:`Model` (``apply_fn``, its likelihood,
 :class:`Categorical` or :class:`Gaussian`, and which entries of the params pytree are state), ``data`` is :class:`Data` (``x``, ``y``). Each fit is
 written in its method's module, beside the loop it drives (private there); the helpers of each method (SWAG from

@@ -1,8 +1,9 @@
-"""Stochastic gradient Hamiltonian Monte Carlo (Chen et al., 2014) with BlackJAX.
+"""Stochastic gradient Hamiltonian Monte Carlo (Chen et al., 2014), scale-adapted as in the
+sampler Laurent et al. ran (Springenberg et al., 2016).
 
 :func:`_run_sghmc` samples the posterior ``p(W | D) ∝ N(W; 0, prior_std^2 I) prod_i p(y_i | x_i, W)``
-of a network with BlackJAX's SGHMC diffusion (:func:`blackjax.sgmcmc.diffusions.sghmc`), whose
-gradients are the minibatch estimates of :func:`blackjax.sgmcmc.gradients.grad_estimator`::
+of a network from minibatch estimates of its gradient (BlackJAX's
+:func:`blackjax.sgmcmc.gradients.grad_estimator`)::
 
     grad log p(W | D) ~= grad log N(W; 0, prior_std^2 I) + (N / |B|) sum_{i in B} grad log p(y_i | x_i, W).
 
@@ -12,51 +13,50 @@ run is one ``jax.lax.scan`` over the epochs (and the minibatches) inside ``jax.j
 
 The chain
 ---------
-Every minibatch is one *draw*: one Euler step of the SGHMC diffusion on that minibatch's
-gradient ``g``::
+Every minibatch is one *draw*: one update of the velocity ``v`` and the weights ``W`` with
+that minibatch's gradient ``d = -grad log p(W | D) / T`` of the potential, weight by weight::
 
-    W <- W + h p,      p <- (1 - alpha h) p + h g(W_old) + sqrt(2 alpha h T) n,     n ~ N(0, I),
+    v <- (1 - C) v - lr^2 M^-1 d + lr sqrt(2 C M^-1) n,     W <- W + v,     n ~ N(0, I),
 
-``h = step_size``, ``alpha`` the friction coefficient, ``T = temperature`` (BlackJAX's
-``beta``, the estimated gradient noise, is 0). The momentum ``p`` carries over from one
-minibatch to the next and is drawn afresh, ``p ~ N(0, I)``, every ``momentum_refresh``
-draws (the first draw included). This is the schedule of the sampler Laurent et al. ran
-(J. Antorán's PyTorch library, ``train_SGHMC_MNIST.py``: one update a minibatch, the
-momentum resampled every ``resample_its = 50`` minibatches). BlackJAX's own kernel
-(:func:`blackjax.sghmc`) instead refreshes the momentum at every call and integrates
-``num_integration_steps`` steps on the *same* minibatch: that costs that many gradients
-a minibatch and lets one minibatch's gradient steer the chain for a whole trajectory,
-which is why the loop here calls the diffusion itself.
+``lr = step_size``, ``C = friction`` (the velocity's decay per draw), ``T = temperature``
+(tempering the whole posterior, prior included) and ``M^-1`` the preconditioner. This is
+Chen et al.'s update in its learning-rate form (learning rate ``lr^2``, momentum decay ``C``);
+with ``v = lr sqrt(M^-1) u`` each weight runs plain SGHMC with its own step ``lr sqrt(M^-1)``
+and unit mass. The velocity is drawn afresh, ``v ~ N(0, lr^2 M^-1)``, every
+``momentum_refresh`` draws (draw 0 included). This is the schedule of the library the
+authors used (J. Antorán's PyTorch Bayesian-Neural-Networks, ``H_SA_SGHMC`` run by
+``train_SGHMC_MNIST.py``: one update a minibatch, velocity resampled every
+``resample_its = 50`` minibatches; the update above is its own, velocity first). BlackJAX's
+SGHMC kernel and diffusion have one scalar step and no preconditioner, so the update is
+written here.
 
-The position update uses the momentum *before* the gradient step, so the gradient acts
-only ``L - 1`` times between refreshes (``L = momentum_refresh``, at least 2; with one, the
-chain would be a pure random walk). The refresh biases the chain when the friction has
-not yet mixed the momentum within ``L`` steps (``friction * L`` small): the variance comes
-out too large by up to a factor ``L / (L - 1)``. On a Gaussian target with ``h = 0.01``,
-``friction = 0.05`` it is 3% too large with ``L = 20``, 1% with ``L = 50`` and 0.6% with
-``L = 100``, measured on the draws just before a refresh (exact for the linear recursion and
-checked by the tests); hence the default ``L = 50``. The Euler discretisation adds an
-``O(h)`` bias of its own. ``T`` tempers the whole posterior (prior included),
-``p(W | D)^(1/T)``; the momentum is refreshed at unit variance whatever ``T`` (exact only
-for ``T = 1``).
+The refresh biases the chain when the friction has not mixed the velocity within ``L``
+draws (``L = momentum_refresh``, ``C L`` small): the first update after a refresh kicks the
+fresh velocity with a whole gradient step, and the draws' variance comes out too small. On a
+Gaussian target of curvature 2 with ``lr = 0.01``, ``C = 0.05`` it is 5% too small with ``L = 20``, 2% with
+``L = 50`` and 0.6% with ``L = 100``, measured on the draws just before a refresh (exact for
+the linear recursion and checked by the tests); with ``L = 1`` the chain is a Langevin step with
+half the noise it needs, so ``L >= 2``. The discretisation adds an ``O(lr)`` bias of its own.
+The library's noise variance also subtracts ``lr^4`` (its gradient-noise estimate): 1e-8
+against ``2 C lr^2`` = 1e-5 at its settings, left out here.
 
-Relation to the paper's hyper-parameters
-----------------------------------------
-Chen et al.'s update in "learning-rate" form, with ``v = h p``, reads
-``W <- W + v``, ``v <- v + eta g - a v + N(0, 2 a eta)`` with learning rate ``eta = h^2``
-and per-step friction ``a = alpha h``. Laurent et al. (ICLR 2024) ran SGHMC from the
-PyTorch library of J. Antorán (``H_SA_SGHMC``: lr 1e-2, friction 0.05, prior std 0.1),
-whose update has this form with ``eta = lr^2`` and ``a = friction`` (up to its
-preconditioner). Here ``friction`` is that ``a`` and ``step_size`` that ``lr``, so
-``alpha = friction / step_size`` (``step_size=1e-2, friction=0.05``: ``alpha = 5``).
-That library's sampler is *scale-adapted* (Springenberg et al., 2016): it preconditions
-every weight by a running estimate of its squared gradient and puts a Gamma
-hyper-prior (``alpha0 = beta0 = 10``) on the prior precision; neither is reproduced
-here (a fixed isotropic Gaussian prior, no preconditioning), so the paper's step size
-can be unstable on the full data set: with ``N`` examples the curvature of ``log p(W | D)``
-grows with ``N``, and ``step_size`` may have to shrink accordingly. On OptuNet with 5,000
-MNIST images (batch 64, friction 0.05, prior std 0.1), ``step_size=1e-2`` diverged and
-``1e-3`` did not.
+Scale adaptation and the hyper-prior
+------------------------------------
+The library's sampler is *scale-adapted* (Springenberg et al., 2016, Eqs. 8-10): during its
+first ``adapt_epochs`` epochs every weight keeps running estimates of its gradient's mean
+``g`` and second moment ``V`` over an adaptive window ``tau`` (all starting at 1), and the
+preconditioner is ``M^-1 = 1 / (sqrt(V) + 1e-6)``: weights with large gradients take small
+steps. After those epochs ``M^-1`` is frozen, and the chain is SGHMC with a fixed diagonal
+mass, valid from then on; the adaptation must therefore end before the first kept draw.
+The library also puts a Gamma hyper-prior (shape ``alpha0``, rate ``beta0``; its defaults
+10 and 10) on each parameter array's prior precision ``lambda``, Gibbs-sampled every
+``prior_refresh`` draws (its ``resample_prior_its = 15``) from its conditional
+``Gamma(alpha0 + n / 2, beta0 + |w|^2 / 2)`` for the array's ``n`` weights ``w``. Without
+``prior_gamma`` the prior is fixed at ``N(0, prior_std^2 I)``; without ``adapt_epochs``,
+``M^-1 = 1``. The library's MNIST script burns in (adapts) for 20 of its 250 epochs with
+``lr = 1e-2``, ``C = 0.05``. It also clips each gradient's norm at the mean plus 20
+standard deviations of the last 1,000 norms, against explosions; that is not reproduced: a
+chain that becomes NaN or inf stops with :class:`~symlib.inference.shape.NonFiniteFitError`.
 
 Cost: one gradient a minibatch, so an epoch of SGHMC costs about an epoch of SGD.
 """
@@ -73,7 +73,6 @@ import numpy as np
 from blackjax.util import generate_gaussian_noise
 
 from symlib.core.checks import check_key, positive_float, positive_int
-from symlib.inference.hmc import log_prior
 from symlib.inference._loop import check_minibatch_data, check_state, epoch_bar, merge_state, report_epoch, split_state
 from symlib.inference.likelihood import network_loglik
 from symlib.inference.vi import check_loglik
@@ -85,20 +84,26 @@ PyTree = Any
 
 class SGHMCResult(NamedTuple):
     """``samples``: the kept positions stacked on a leading axis (the network's pytree
-    layout); ``draw_indices``: the 0-based draws (Euler steps, one per minibatch) they
-    come from (numpy); ``alpha``: BlackJAX's friction coefficient ``friction / step_size``."""
+    layout); ``draw_indices``: the 0-based draws (one per minibatch) they come from (numpy);
+    ``preconditioner``: the per-weight ``M^-1 = 1 / (sqrt(V) + eps)`` the chain sampled with
+    (ones without scale adaptation); ``prior_precision``: each leaf's prior precision at the
+    last draw (the Gibbs draw of the hyper-prior, else ``1 / prior_std^2``)."""
     samples: PyTree
     draw_indices: np.ndarray
-    alpha: float
+    preconditioner: PyTree
+    prior_precision: PyTree
 
 
 class SGHMCState(NamedTuple):
-    """An SGHMC run in progress (:func:`sghmc_epochs`): ``position`` and ``momentum``, the
-    weights and their momentum after ``epochs_done`` epochs (model-state entries left out),
-    and ``kept``, the buffer of the run's ``num_samples`` kept draws (the slots of draws not
-    made yet hold zeros)."""
+    """An SGHMC run in progress (:func:`sghmc_epochs`) after ``epochs_done`` epochs (model-state
+    entries left out): ``position``, the weights; ``momentum``, their velocity ``v``;
+    ``adaptation``, the scale adaptation's running ``(tau, g, V)`` per weight; ``prior_precision``,
+    each leaf's prior precision; ``kept``, the buffer of the run's ``num_samples`` kept draws
+    (the slots of draws not made yet hold zeros)."""
     position: PyTree
     momentum: PyTree
+    adaptation: tuple[PyTree, PyTree, PyTree]
+    prior_precision: PyTree
     kept: PyTree
     epochs_done: int
 
@@ -143,36 +148,78 @@ def sghmc_schedule(total_draws: int, num_samples: int, burn_in: int | None = Non
     return total_draws - 1 - (num_samples - 1) * thinning, thinning
 
 
-@partial(jax.jit, static_argnames=("loglik_fn", "prior_var", "epochs", "start", "stop", "batch_size", "first",
-                                   "thinning", "momentum_refresh", "progress"))
-def _sghmc(key, carry, fixed, x, y, step_size, alpha, temperature, *, loglik_fn, prior_var, epochs, start, stop,
-           batch_size, first, thinning, momentum_refresh, progress):
-    """Epochs ``start`` to ``stop - 1`` of an ``epochs``-epoch run from ``carry`` (position, momentum, kept buffer)."""
+#: the scale adaptation's guard against division by zero (the authors' library's)
+ADAPT_EPS = 1e-6
+
+
+def _adapted(stats: tuple[PyTree, PyTree, PyTree], grad: PyTree) -> tuple[PyTree, PyTree, PyTree]:
+    """One step of the scale adaptation, weight by weight (Springenberg et al., 2016, Eqs. 8-9):
+    the window ``tau`` of the running averages shrinks where the mean gradient ``g`` is large
+    against its second moment ``V``, and ``g`` and ``V`` move towards ``grad`` and ``grad^2``."""
+    tree_map = jax.tree_util.tree_map
+    tau, g, v = stats
+    tau = tree_map(lambda t, m, s: t - t * m**2 / (s + ADAPT_EPS) + 1.0, tau, g, v)
+    rate = tree_map(lambda t: 1.0 / (t + ADAPT_EPS), tau)
+    return (tau, tree_map(lambda m, r, d: m + r * (d - m), g, rate, grad),
+            tree_map(lambda s, r, d: s + r * (d**2 - s), v, rate, grad))
+
+
+def _leaf_keys(key, tree) -> PyTree:
+    """One key per leaf of ``tree``, in its flattening order (sorted dict keys)."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    return jax.tree_util.tree_unflatten(treedef, list(jax.random.split(key, len(leaves))))
+
+
+def _gibbs_precision(key, position, alpha0: float, beta0: float) -> PyTree:
+    """Each leaf's prior precision drawn from its conditional under a ``Gamma(alpha0, beta0)``
+    hyper-prior (shape, rate): ``Gamma(alpha0 + n / 2, beta0 + |w|^2 / 2)`` for its ``n`` weights ``w``."""
+    def draw(k, w):
+        return jax.random.gamma(k, alpha0 + w.size / 2) / (beta0 + 0.5 * jnp.sum(w.astype(jnp.float32) ** 2))
+
+    return jax.tree_util.tree_map(draw, _leaf_keys(key, position), position)
+
+
+@partial(jax.jit, static_argnames=("loglik_fn", "epochs", "start", "stop", "batch_size", "first", "thinning",
+                                   "momentum_refresh", "adapt_draws", "prior_gamma", "prior_refresh", "progress"))
+def _sghmc(key, carry, fixed, x, y, step_size, friction, temperature, *, loglik_fn, epochs, start, stop,
+           batch_size, first, thinning, momentum_refresh, adapt_draws, prior_gamma, prior_refresh, progress):
+    """Epochs ``start`` to ``stop - 1`` of an ``epochs``-epoch run from ``carry`` (position,
+    velocity, adaptation, prior precisions, kept buffer)."""
     n = x.shape[0]
     steps = n // batch_size
+    tree_map = jax.tree_util.tree_map
 
     def example_loglik(params, example):  # BlackJAX vmaps it over the minibatch's examples
         xi, yi = example
         return loglik_fn(merge_state(params, fixed), xi[None], yi[None])
 
-    grad_fn = blackjax.sgmcmc.gradients.grad_estimator(lambda p: log_prior(p, prior_var), example_loglik, n)
-    euler_step = blackjax.sgmcmc.diffusions.sghmc(alpha)
-
     def store(buffer, slot, position):
-        return jax.tree_util.tree_map(lambda b, w: b.at[slot].set(w), buffer, position)
+        return tree_map(lambda b, w: b.at[slot].set(w), buffer, position)
 
     def draw(carry, inputs):
-        position, momentum, buffer = carry
+        position, velocity, stats, precision, buffer = carry
         t, idx, k = inputs
-        refresh_key, noise_key = jax.random.split(k)
-        momentum = jax.lax.cond(t % momentum_refresh == 0, lambda: generate_gaussian_noise(refresh_key, position),
-                                lambda: momentum)
-        position, momentum = euler_step(noise_key, position, momentum, grad_fn(position, (x[idx], y[idx])),
-                                        step_size, temperature)
+        prior_key, refresh_key, noise_key = jax.random.split(k, 3)
+        if prior_gamma is not None:
+            precision = jax.lax.cond(t % prior_refresh == 0,
+                                     lambda: _gibbs_precision(prior_key, position, *prior_gamma), lambda: precision)
+        log_prior = lambda w: -0.5 * sum(jnp.sum(lam * a**2) for lam, a in zip(  # noqa: E731
+            jax.tree_util.tree_leaves(precision), jax.tree_util.tree_leaves(w)))
+        grad_log_post = blackjax.sgmcmc.gradients.grad_estimator(log_prior, example_loglik, n)
+        grad = tree_map(lambda gr: -gr / temperature, grad_log_post(position, (x[idx], y[idx])))
+        stats = jax.lax.cond(t < adapt_draws, lambda: _adapted(stats, grad), lambda: stats)
+        inv_mass = tree_map(lambda v: 1.0 / (jnp.sqrt(v) + ADAPT_EPS), stats[2])
+        velocity = jax.lax.cond(t % momentum_refresh == 0, lambda: tree_map(
+            lambda m, z: step_size * jnp.sqrt(m) * z, inv_mass, generate_gaussian_noise(refresh_key, position)),
+                                lambda: velocity)
+        velocity = tree_map(lambda v, m, gr, z: (1.0 - friction) * v - step_size**2 * m * gr
+                            + step_size * jnp.sqrt(2.0 * friction * m) * z,
+                            velocity, inv_mass, grad, generate_gaussian_noise(noise_key, position))
+        position = tree_map(jnp.add, position, velocity)
         rel = t - first
         keep = (rel >= 0) & (rel % thinning == 0)
         buffer = jax.lax.cond(keep, store, lambda b, s, w: b, buffer, rel // thinning, position)
-        return (position, momentum, buffer), None
+        return (position, velocity, stats, precision, buffer), None
 
     def epoch(carry, inputs):
         index, k = inputs
@@ -189,15 +236,25 @@ def _sghmc(key, carry, fixed, x, y, step_size, alpha, temperature, *, loglik_fn,
     return carry
 
 
-def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, step_size: float, epochs: int, batch_size: int,
-              num_samples: int, burn_in: int | None = None, thinning: int | None = None,
-              prior_std: float = 1.0, friction: float = 0.05, momentum_refresh: int = 50,
-              temperature: float = 1.0, progress: bool | None = None, state: tuple[str, ...] = (),
-              stop: int | None = None, resume: SGHMCState | None = None) -> SGHMCResult | SGHMCState:
-    """Sample a network's posterior by SGHMC (BlackJAX's SGHMC diffusion; see the module docstring).
+def _gamma_pair(prior_gamma) -> tuple[float, float] | None:
+    if prior_gamma is None:
+        return None
+    if not isinstance(prior_gamma, (tuple, list)) or len(prior_gamma) != 2:
+        raise ValueError(f"prior_gamma must be None or (alpha0, beta0), the Gamma hyper-prior's shape and rate, "
+                         f"got {prior_gamma!r}")
+    return positive_float(prior_gamma[0], "prior_gamma's alpha0"), positive_float(prior_gamma[1], "prior_gamma's beta0")
 
-    The run makes ``epochs * (n // batch_size)`` draws, one Euler step per minibatch with the
-    momentum refreshed every ``momentum_refresh`` draws, and keeps ``num_samples`` of them
+
+def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, step_size: float, epochs: int,
+               batch_size: int, num_samples: int, burn_in: int | None = None, thinning: int | None = None,
+               prior_std: float = 1.0, friction: float = 0.05, momentum_refresh: int = 50,
+               temperature: float = 1.0, adapt_epochs: int = 0, prior_gamma: tuple[float, float] | None = None,
+               prior_refresh: int = 15, progress: bool | None = None, state: tuple[str, ...] = (),
+               stop: int | None = None, resume: SGHMCState | None = None) -> SGHMCResult | SGHMCState:
+    """Sample a network's posterior by (scale-adapted) SGHMC (the module docstring).
+
+    The run makes ``epochs * (n // batch_size)`` draws, one update per minibatch with the
+    velocity refreshed every ``momentum_refresh`` draws, and keeps ``num_samples`` of them
     (:func:`sghmc_schedule`): the last draw and the ones ``thinning`` draws before it,
     none from the first ``burn_in``. Deterministic for a given ``key``.
 
@@ -211,18 +268,24 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
             :func:`~symlib.inference.likelihood.network_loglik` (e.g.
             ``network_loglik(optunet_apply, Categorical())``; the data are then checked against
             the network), or any other function.
-        step_size: BlackJAX's step size ``h`` (the paper's learning rate ``lr``), > 0.
+        step_size: the learning rate ``lr`` (Laurent et al.'s library: 1e-2), > 0.
         epochs: passes over the training set.
         batch_size: examples per minibatch, at most ``n``.
         num_samples: number of draws kept.
         burn_in: draws discarded first (default: half the draws).
         thinning: spacing of the kept draws (default: spread over the draws after the burn-in).
-        prior_std: standard deviation of the isotropic Gaussian prior (paper: 0.1).
-        friction: per-step momentum decay ``alpha h`` in ``(0, 1]`` (paper: 0.05);
-            BlackJAX's ``alpha`` is ``friction / step_size``.
-        momentum_refresh: draws (minibatch steps) between momentum refreshes, >= 2 (the
-            paper's library: 50; see the module docstring for the bias of a short one).
-        temperature: posterior temperature ``T`` (1: the Bayes posterior).
+        prior_std: standard deviation of the isotropic Gaussian prior (with ``prior_gamma``:
+            only where the prior precision starts, ``1 / prior_std^2``, until draw 0's Gibbs draw).
+        friction: the velocity's decay per draw ``C`` in ``(0, 1]`` (the library: 0.05).
+        momentum_refresh: draws (minibatches) between velocity refreshes, >= 2 (the library: 50).
+        temperature: posterior temperature ``T`` (1: the Bayes posterior); 1 with ``prior_gamma``.
+        adapt_epochs: epochs at the start whose draws adapt the preconditioner, frozen from then
+            on; they must end before the first kept draw (0: none, ``M^-1 = 1``; the library's
+            MNIST script: 20).
+        prior_gamma: ``(alpha0, beta0)``, a Gamma hyper-prior (shape, rate) on each leaf's prior
+            precision, Gibbs-sampled every ``prior_refresh`` draws (the library: ``(10, 10)``, every
+            15); ``None``: the fixed prior ``N(0, prior_std^2 I)``.
+        prior_refresh: draws between the Gibbs draws of the prior precisions, >= 1.
         progress: show an ``"sghmc"`` progress bar over the epochs; ``None``: on a terminal only.
         state: top-level entries of ``params0`` that are model state (e.g. a Flax model's
             ``("batch_stats",)``): held fixed at their values in ``params0`` (the network's
@@ -239,7 +302,9 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
 
     Raises:
         ValueError: naming the input: a non-positive ``step_size``, ``prior_std``, ``temperature``, ``epochs`` or
-            ``num_samples``; ``friction`` outside ``(0, 1]``; ``momentum_refresh < 2``;
+            ``num_samples``; ``friction`` outside ``(0, 1]``; a ``momentum_refresh`` below 2
+            or ``prior_refresh`` below 1; ``adapt_epochs`` reaching a kept draw; a ``prior_gamma``
+            that is not two positive numbers, or with ``temperature != 1``;
             ``batch_size`` not in ``1..n``; more ``num_samples`` than draws available
             after ``burn_in`` with this ``thinning``; ``x``/``y`` that do not fit the
             network or hold NaN or inf; a ``key`` that is not a key; a ``stop`` not after
@@ -254,42 +319,59 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
     prior_std = positive_float(prior_std, "prior_std")
     temperature = positive_float(temperature, "temperature")
     if not 0.0 < positive_float(friction, "friction") <= 1.0:
-        raise ValueError(f"friction must lie in (0, 1] (the momentum decay per step), got {friction!r}")
+        raise ValueError(f"friction must lie in (0, 1] (the velocity's decay per draw), got {friction!r}")
     if positive_int(momentum_refresh, "momentum_refresh") < 2:
-        raise ValueError("momentum_refresh must be >= 2: refreshed at every draw, the momentum the position moves "
-                         "with never holds a gradient (a pure random walk)")
-    first, thinning = sghmc_schedule(int(epochs) * (n // int(batch_size)), num_samples, burn_in, thinning)
+        raise ValueError("momentum_refresh must be >= 2: refreshed at every draw, the chain is a Langevin step with "
+                         "half the noise it needs (its draws' variance about half the posterior's)")
+    prior_refresh = positive_int(prior_refresh, "prior_refresh")
+    prior_gamma = _gamma_pair(prior_gamma)
+    if prior_gamma is not None and temperature != 1.0:
+        raise ValueError(f"temperature={temperature!r} with prior_gamma: the Gibbs draw of the prior precision is "
+                         "the untempered posterior's; temper a fixed prior (prior_gamma=None) instead")
+    steps = n // int(batch_size)
+    first, thinning = sghmc_schedule(int(epochs) * steps, num_samples, burn_in, thinning)
+    adapt_draws = _nonnegative_int(adapt_epochs, "adapt_epochs") * steps
+    if adapt_draws > first:
+        raise ValueError(f"adapt_epochs={adapt_epochs} ({adapt_draws} draws) reaches the first kept draw ({first}): "
+                         "the preconditioner must be frozen while the chain is sampled; fewer adapt_epochs or a "
+                         "longer burn_in")
     check_key(key, "key")
     x, y = jnp.asarray(x), jnp.asarray(y)
     params0 = jax.tree_util.tree_map(jnp.asarray, params0)
     check_loglik(loglik_fn, params0, x, y, batch_size, "params0")
     weights, fixed = split_state(params0, check_state(params0, state))
-    alpha = friction / step_size
+    ones = jax.tree_util.tree_map(jnp.ones_like, weights)
     kept = jax.tree_util.tree_map(lambda a: jnp.zeros((int(num_samples),) + jnp.shape(a), jnp.result_type(a)), weights)
-    carry = (weights, jax.tree_util.tree_map(jnp.zeros_like, weights), kept)  # draw 0 draws the momentum
+    carry = (weights, jax.tree_util.tree_map(jnp.zeros_like, weights), (ones, ones, ones),  # draw 0 refreshes v
+             jax.tree_util.tree_map(lambda _: jnp.float32(prior_std**-2), weights), kept)
     if resume is not None:
         like = jax.tree_util.tree_map(jnp.shape, carry)
-        if jax.tree_util.tree_map(jnp.shape, (resume.position, resume.momentum, resume.kept)) != like:
-            raise ValueError(f"resume does not fit this run: its position, momentum and kept draws must have shapes "
-                             f"{like}")
-        carry = jax.tree_util.tree_map(jnp.asarray, (resume.position, resume.momentum, resume.kept))
+        given = (resume.position, resume.momentum, tuple(resume.adaptation), resume.prior_precision, resume.kept)
+        if jax.tree_util.tree_map(jnp.shape, given) != like:
+            raise ValueError(f"resume does not fit this run: its position, momentum, adaptation, prior precisions and "
+                             f"kept draws must have shapes {like}")
+        carry = jax.tree_util.tree_map(jnp.asarray, given)
     show = progress_enabled(progress)
     with epoch_bar(int(epochs), show, "sghmc"):  # the whole run: a resumed one starts at its epochs done
-        position, momentum, samples = _sghmc(
-            key, carry, fixed, x, y, step_size, alpha, temperature, loglik_fn=loglik_fn, prior_var=prior_std**2,
+        position, velocity, stats, precision, samples = _sghmc(
+            key, carry, fixed, x, y, step_size, float(friction), temperature, loglik_fn=loglik_fn,
             epochs=int(epochs), start=start, stop=stop, batch_size=int(batch_size), first=first, thinning=thinning,
-            momentum_refresh=int(momentum_refresh), progress=show)
+            momentum_refresh=int(momentum_refresh), adapt_draws=adapt_draws, prior_gamma=prior_gamma,
+            prior_refresh=prior_refresh, progress=show)
     if stop < int(epochs):
-        return SGHMCState(position, momentum, samples, stop)
+        return SGHMCState(position, velocity, stats, precision, samples, stop)
     if fixed:
         held = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (int(num_samples), *jnp.shape(a))), fixed)
         samples = {k: held[k] if k in held else samples[k] for k in params0}
-    return SGHMCResult(samples, first + thinning * np.arange(int(num_samples)), float(alpha))
+    inv_mass = jax.tree_util.tree_map(lambda v: 1.0 / (jnp.sqrt(v) + ADAPT_EPS), stats[2])
+    return SGHMCResult(samples, first + thinning * np.arange(int(num_samples)), inv_mass, precision)
 
 
 class SGHMCConfig(NamedTuple):
     """SGHMC (:func:`fit_sghmc`): step size, epochs, minibatch, kept draws (after ``burn_in``,
-    every ``thinning``-th), prior, friction, draws between momentum refreshes and temperature."""
+    every ``thinning``-th), prior, friction, draws between momentum refreshes, temperature, and
+    the scale-adapted sampler's epochs of adaptation and Gamma hyper-prior (``_run_sghmc``'s
+    arguments of the same names; the defaults are plain SGHMC with a fixed prior)."""
 
     step_size: float
     epochs: int
@@ -301,6 +383,9 @@ class SGHMCConfig(NamedTuple):
     friction: float = 0.05
     momentum_refresh: int = 50
     temperature: float = 1.0
+    adapt_epochs: int = 0
+    prior_gamma: tuple[float, float] | None = None
+    prior_refresh: int = 15
 
 
 def sghmc_epochs(key: jax.Array, params0: PyTree, model: Model, data: Data, config: SGHMCConfig, stop: int,
@@ -327,8 +412,9 @@ def sghmc_epochs(key: jax.Array, params0: PyTree, model: Model, data: Data, conf
 
 def fit_sghmc(key: jax.Array, params0: PyTree, model: Model, data: Data, config: SGHMCConfig, *,
               resume: SGHMCState | None = None) -> Samples:
-    """SGHMC (BlackJAX, minibatches) from ``params0``; the kept draws. With ``resume`` (a state
-    of :func:`sghmc_epochs` for the same key, ``params0`` and config) the run goes on from it.
+    """SGHMC (scale-adapted as ``config`` sets, minibatches) from ``params0``; the kept draws.
+    With ``resume`` (a state of :func:`sghmc_epochs` for the same key, ``params0`` and config)
+    the run goes on from it.
 
     The likelihood is ``model.likelihood`` of ``model.apply_fn``'s outputs (evaluation mode); the model state
     (``model.state``) is held fixed at ``params0``'s values and carried by every draw."""

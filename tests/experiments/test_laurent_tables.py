@@ -125,20 +125,21 @@ def test_posterior_setting_values():
     assert list(values)[:4] == ["swag_snaps_q", "swag_epochs_q", "swag_snaps_p", "swag_epochs_p"]
     assert (values["swag_snaps_p"], values["swag_epochs_p"]) == swag_schedule(paper.post_method_epochs)
     assert values["dropout"] == SETTINGS["dropout_rate"] and values["samples"] == quick.post_samples
-    # SGHMC's step: the stable one at 5,000 images, shrunk as 1/sqrt(N) above (9,000 and 50,000 here)
-    assert (values["sghmc_step_base"], values["sghmc_step_n"]) == ("0.001", "5,000")
-    assert (values["sghmc_step"], values["sghmc_step_p"]) == ("0.00075", "0.00032")
+    # SGHMC adapts for the library's 20 epochs of its 250 in the paper profile, half its 5 in the quick one
+    assert (values["sghmc_adapt_q"], values["sghmc_adapt_p"]) == (2, 20)
     assert values["n_train_p"] == "50,000"
 
 
-def test_sghmc_step_shrinks_as_one_over_the_root_of_the_images():
-    from symlib.experiments.laurent.posteriors import SGHMC_STEP_N, sghmc_step_size
+def test_sghmc_config_adapts_then_keeps_draws_the_library_s_epochs_apart():
+    from symlib.experiments.laurent.posteriors import sghmc_config
 
-    base = SETTINGS["sghmc_step_size"]
-    assert sghmc_step_size(600) == sghmc_step_size(SGHMC_STEP_N) == base
-    assert sghmc_step_size(4 * SGHMC_STEP_N) == pytest.approx(base / 2)
-    with pytest.raises(ValueError, match="n_train"):
-        sghmc_step_size(0)
+    paper = sghmc_config(250, 50_000, 100, 0.1)  # 781 minibatches an epoch
+    assert (paper.step_size, paper.adapt_epochs, paper.burn_in, paper.thinning) == (1e-2, 20, 20 * 781, 2 * 781)
+    assert (paper.prior_gamma, paper.prior_refresh, paper.momentum_refresh) == ((10.0, 10.0), 15, 50)
+    short = sghmc_config(5, 9_000, 8, 0.1)  # 140 an epoch: 3 epochs after 2 of adaptation, 8 draws 52 apart
+    assert (short.adapt_epochs, short.burn_in, short.thinning) == (2, 280, 52)
+    with pytest.raises(ValueError, match="epochs=1: SGHMC needs at least 2 epochs"):
+        sghmc_config(1, 9_000, 8, 0.1)
 
 
 def test_saved_posterior_values_read_the_command_and_the_summary():

@@ -120,7 +120,9 @@ APPENDIX_B4 = {
 
 #: the settings of the methods at ResNet-18 scale (App. B.1; shared notes): last-layer dropout
 #: rate, BNN's ELBO samples, Adam rate and initial sigma, SWAG's rank, snapshots and scale,
-#: SGHMC's step size, friction and minibatch steps between momentum refreshes (ours, as for OptuNet)
+#: SGHMC's step size, friction and minibatch steps between momentum refreshes: plain SGHMC at a
+#: step of ours (the OptuNet zoo runs the authors' scale-adapted sampler,
+#: :func:`~symlib.experiments.laurent.posteriors.sghmc_config`; not measured at this scale)
 SETTINGS = {"dropout_rate": 0.5, "bnn_num_mc": 3, "bnn_learning_rate": 1e-3, "bnn_std_init": 1e-3,
             "swag_rank": 20, "swag_snapshots": 20, "swag_scale": 0.1, "sghmc_step_size": 1e-3,
             "sghmc_friction": 0.05, "sghmc_momentum_refresh": 50, "batch_size": 128}

@@ -13,8 +13,8 @@ import numpy as np
 from symlib.core.cnn import OPTUNET_SHAPES
 from symlib.experiments.laurent.mlps import LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS
 from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY, LAURENT_OPTUNET, OPTUNET_LAYERS
-from symlib.experiments.laurent.posteriors import (APPENDIX_B4_MNIST, SETTINGS, SGHMC_STEP_N, TABLE1_COLUMNS,
-                                                   TABLE1_MNIST, bank_decay, sghmc_step_size, swag_schedule)
+from symlib.experiments.laurent.posteriors import (APPENDIX_B4_MNIST, SETTINGS, TABLE1_COLUMNS, TABLE1_MNIST,
+                                                   bank_decay, sghmc_config, swag_schedule)
 from symlib.experiments.laurent.posteriors_resnet import SETTINGS as RESNET_SETTINGS
 from symlib.experiments.laurent.posteriors_resnet import TABLE1 as RESNET_TABLE1
 from symlib.experiments.laurent.posteriors_resnet import methods_of
@@ -202,9 +202,8 @@ def posterior_setting_values(profile: Profile, paper_profile: Profile) -> dict[s
     """The settings the prose of the posterior-estimates chapter cites: SWAG's snapshots and
     epochs under ``profile`` (``_q``) and ``paper_profile`` (``_p``), the training images, the
     Laplace subsample, the methods' settings (dropout rate, BNN's ELBO samples, SWAG's scale,
-    SGHMC's step: ``sghmc_step`` for ``profile``'s images, ``_p`` for the paper profile's, and
-    the step ``_base`` at ``_n`` images it scales from), and the reference's and the samples'
-    sizes and the bank's epochs."""
+    SGHMC's epochs of scale adaptation ``sghmc_adapt_q`` and ``_p``), and the reference's and
+    the samples' sizes and the bank's epochs."""
     values = {}
     for tag, p in (("q", profile), ("p", paper_profile)):
         values[f"swag_snaps_{tag}"], values[f"swag_epochs_{tag}"] = swag_schedule(p.post_method_epochs)
@@ -212,10 +211,14 @@ def posterior_setting_values(profile: Profile, paper_profile: Profile) -> dict[s
         "n_train": f"{profile.n_train:,}", "n_train_p": f"{paper_profile.n_train:,}",
         "laplace_n": f"{profile.laplace_n_data:,}" if profile.laplace_n_data else "all",
         "dropout": SETTINGS["dropout_rate"], "bnn_mc": SETTINGS["bnn_num_mc"], "swag_scale": SETTINGS["swag_scale"],
-        "sghmc_step": f"{sghmc_step_size(profile.n_train):.2g}",
-        "sghmc_step_p": f"{sghmc_step_size(paper_profile.n_train):.2g}", "sghmc_step_n": f"{SGHMC_STEP_N:,}",
-        "sghmc_step_base": f"{SETTINGS['sghmc_step_size']:g}", "reference": profile.post_reference,
+        "sghmc_adapt_q": _sghmc_of(profile).adapt_epochs, "sghmc_adapt_p": _sghmc_of(paper_profile).adapt_epochs,
+        "reference": profile.post_reference,
         "samples": profile.post_samples, "bank_epochs": profile.bank_epochs}
+
+
+def _sghmc_of(profile: Profile):
+    """The zoo's SGHMC config under ``profile`` (:func:`~symlib.experiments.laurent.posteriors.sghmc_config`)."""
+    return sghmc_config(profile.post_sghmc_epochs, profile.n_train, profile.post_samples, 1.0)
 
 
 def bank_line(bank: Mapping[str, Any], summary: Mapping[str, Any], split: Mapping[str, Any]) -> str:
@@ -276,8 +279,8 @@ def method_settings_lines(profile: Profile) -> str:
     """The methods' settings and the profile's choices for them, two lines."""
     return (f"settings: {SETTINGS}\n"
             f"profile: {profile.post_method_epochs} epoch(s) of Dropout and BNN, {profile.post_sghmc_epochs} of SGHMC, "
-            f"started from the modes: {profile.post_warm_start}; SGHMC step "
-            f"{sghmc_step_size(profile.n_train):.2g} ({profile.n_train:,} images); Laplace Hessian: "
+            f"started from the modes: {profile.post_warm_start}; SGHMC scale-adapted for "
+            f"{_sghmc_of(profile).adapt_epochs} epoch(s) ({profile.n_train:,} images); Laplace Hessian: "
             f"{profile.laplace_hessian} over {profile.laplace_n_data or 'all'} training images")
 
 

@@ -166,6 +166,9 @@ _CONV1 = "self.conv1 = nn.Conv2d(in_channels=1, out_channels=2, kernel_size=4, s
 _CONV2 = "self.conv2 = nn.Conv2d(in_channels=2, out_channels=10, kernel_size=5, groups=2, stride=1, bias=False)"
 _FC1 = "self.fc1 = nn.Linear(in_features=10, out_features=3, bias=True)"
 _FC2 = "self.fc2 = nn.Linear(in_features=3, out_features=10, bias=True)"
+#: the MNIST script of the SGHMC library Laurent et al. used (J. Antorán's Bayesian-Neural-Networks)
+_SGHMC_SCRIPT = ("JavierAntoran/Bayesian-Neural-Networks", "train_SGHMC_MNIST.py",
+                 "73f4dcee795078cdb3488fd06680a9fbe7a4e9a1")
 _MNIST_DM = ("ENSTA-U2IS-AI/torch-uncertainty", "torch_uncertainty/datamodules/mnist.py",
              "0068ab5cb5a1fc630902fad7ed83bc8d2005df9e")
 _NORMALIZE = "T.Normalize((0.1307,), (0.3081,))"
@@ -212,15 +215,28 @@ REPO_FACTS: tuple[RepoFact, ...] = (
        'kernel: str = "laplace_gaussian", number_bandwidths: int = 10,',
        "10 bandwidths for each of the Laplace and the Gaussian kernel: 20 kernels"),
     # SGHMC: "the GitHub repository Bayesian-Neural-Networks" (Laurent et al., Sec. 7), a library the authors used
-    _r(("JavierAntoran/Bayesian-Neural-Networks", "train_SGHMC_MNIST.py", "73f4dcee795078cdb3488fd06680a9fbe7a4e9a1"),
+    _r(_SGHMC_SCRIPT,
        "1e-2", "parser.add_argument('--lr', type=float, nargs='?', action='store', default=1e-2,",
        "the scale-adapted SGHMC sampler (H_SA_SGHMC) runs at learning rate 1e-2 by default"),
-    _r(("JavierAntoran/Bayesian-Neural-Networks", "train_SGHMC_MNIST.py", "73f4dcee795078cdb3488fd06680a9fbe7a4e9a1"),
+    _r(_SGHMC_SCRIPT,
        "50", "resample_its = 50",
        "one sampler update a minibatch, the momentum resampled every 50 minibatches"),
-    _r(("JavierAntoran/Bayesian-Neural-Networks", "train_SGHMC_MNIST.py", "73f4dcee795078cdb3488fd06680a9fbe7a4e9a1"),
+    _r(_SGHMC_SCRIPT,
        "250", "parser.add_argument('--epochs', type=int, nargs='?', action='store', default=250,",
        "the MNIST script samples for 250 epochs by default"),
+    _r(_SGHMC_SCRIPT,
+       "20", "parser.add_argument('--burn_in', type=int, nargs='?', action='store', default=20,",
+       "the MNIST script adapts the sampler's scales (its burn-in) for its first 20 epochs by default"),
+    _r(_SGHMC_SCRIPT,
+       "15", "resample_prior_its = 15",
+       "the prior's precision is Gibbs-resampled every 15 minibatches"),
+    _r(_SGHMC_SCRIPT,
+       "2", "parser.add_argument('--sample_freq', type=int, nargs='?', action='store', default=2,",
+       "after the burn-in a draw is saved every 2 epochs by default"),
+    _r(("JavierAntoran/Bayesian-Neural-Networks", "src/Stochastic_Gradient_HMC_SA/optimizers.py",
+        "49a02f188ba08d1069f33859f5caf0be6622f3cd"), "10",
+       "def __init__(self, params, lr=1e-2, base_C=0.05, gauss_sig=0.1, alpha0=10, beta0=10):",
+       "the Gamma hyper-prior on the prior precision has shape alpha0 = 10 and rate beta0 = 10"),
 )
 
 
