@@ -173,8 +173,9 @@ def _leaf_keys(key, tree) -> PyTree:
 def _gibbs_precision(key, position, alpha0: float, beta0: float) -> PyTree:
     """Each leaf's prior precision drawn from its conditional under a ``Gamma(alpha0, beta0)``
     hyper-prior (shape, rate): ``Gamma(alpha0 + n / 2, beta0 + |w|^2 / 2)`` for its ``n`` weights ``w``."""
-    def draw(k, w):
-        return jax.random.gamma(k, alpha0 + w.size / 2) / (beta0 + 0.5 * jnp.sum(w.astype(jnp.float32) ** 2))
+    def draw(k, w):  # float32 whatever the weights' dtype: the chain carries the precisions in float32
+        rate = beta0 + 0.5 * jnp.sum(w.astype(jnp.float32) ** 2)
+        return (jax.random.gamma(k, alpha0 + w.size / 2, dtype=jnp.float32) / rate).astype(jnp.float32)
 
     return jax.tree_util.tree_map(draw, _leaf_keys(key, position), position)
 
