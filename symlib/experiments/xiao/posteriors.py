@@ -373,7 +373,14 @@ def _precision_summary(art: dict[str, Any]) -> dict[str, Any]:
                      for p, r in art["runs"].items()}}
 
 
-def precision_steps(profile: Profile) -> Steps:
+def _precision_setup(profile: Profile) -> tuple[Any, Any, Any]:
+    """The precision study's ``(target, starts, HMC config)``: the ``hmc`` experiment's target
+    and config under ``profile``, ``PRECISION_CHAINS`` starts (the data loaded once)."""
+    d, cfg, init = _hmc_setup(profile, PRECISION_CHAINS, PRECISION_KEPT)
+    return _hmc_target(profile, d), init, cfg
+
+
+def precision_steps(profile: Profile, setup: tuple[Any, Any, Any] | None = None) -> Steps:
     """The precision study's runs (:func:`~symlib.inference.hmc.precision_run`), one precision a
     step (cached as ``hmc_precision`` steps): what :func:`hmc_precision` runs and what the GPU
     queue's job ``hmc-precision`` runs a step at a time (at the paper profile float32's run
@@ -385,6 +392,7 @@ def precision_steps(profile: Profile) -> Steps:
 
     Args:
         profile: the run profile.
+        setup: its :func:`_precision_setup`, when the caller has it (default: made here).
 
     Returns:
         The steps, labelled by precision; nothing runs until a step's ``train`` is called.
@@ -394,9 +402,8 @@ def precision_steps(profile: Profile) -> Steps:
     from symlib.inference.hmc import precision_run
     from symlib.inference.hmc.precision import PRECISIONS
 
-    d, cfg, init = _hmc_setup(profile, PRECISION_CHAINS, PRECISION_KEPT)
+    target, init, cfg = _precision_setup(profile) if setup is None else setup
     cfg = replace(cfg, num_burnin=PRECISION_BURNIN, thin=1, adapt_step_size=True)
-    target = _hmc_target(profile, d)
 
     def train(precision: str) -> dict[str, Any]:
         out = precision_run(jax.random.key(0), init, target, cfg, precision)
@@ -426,11 +433,11 @@ def hmc_precision(profile: Profile) -> dict[str, Any]:
     """
     from symlib.inference.hmc import study_of_runs
 
-    steps = precision_steps(profile)
+    target, init, cfg = setup = _precision_setup(profile)
+    steps = precision_steps(profile, setup)
     runs = cache.cached_steps(steps.name, steps.cache_config, steps.starts, steps.train)
-    d, cfg, init = _hmc_setup(profile, PRECISION_CHAINS, PRECISION_KEPT)
     runs = {p: {**r, "warnings": r.get("warnings", {})} for p, r in zip(steps.starts, runs)}
-    return study_of_runs(_hmc_target(profile, d), init, cfg, runs)
+    return study_of_runs(target, init, cfg, runs)
 
 
 #: Xiao et al.'s HMC run in pieces (issue 17): 2 chains x 500 kept samples, 1,000 in all as
