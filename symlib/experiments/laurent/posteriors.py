@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
-from typing import Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import jax
 import numpy as np
@@ -44,6 +44,9 @@ from symlib.experiments.profiles import Profile
 from symlib.experiments.recipes import StepDecay, constant_adam, constant_sgd, step_adam
 from symlib.experiments.registry import (Blocks, Steps, blocks_of, data_config, load_align_data, pick, register, run,
                                          run_blocks)
+
+if TYPE_CHECKING:
+    from symlib.inference import SGHMCConfig
 
 #: Table 1's rows, in the paper's order; ``MULTI`` are the multi-mode estimates and DE.
 SINGLE = ("Dropout", "BNN", "SGHMC", "SWAG", "Laplace")
@@ -92,7 +95,7 @@ SETTINGS = {"dropout_rate": 0.2, "bnn_num_mc": 3, "bnn_learning_rate": 1e-3, "bn
             "sghmc_keep_every_epochs": 2, "batch_size": 64}
 
 
-def sghmc_config(epochs: int, n_train: int, num_samples: int, prior_std: float) -> Any:
+def sghmc_config(epochs: int, n_train: int, num_samples: int, prior_std: float) -> SGHMCConfig:
     """The zoo's SGHMC: the authors' scale-adapted sampler at :data:`SETTINGS`, run ``epochs``
     epochs on ``n_train`` images in minibatches of ``SETTINGS["batch_size"]``, keeping
     ``num_samples`` draws.
@@ -115,7 +118,8 @@ def sghmc_config(epochs: int, n_train: int, num_samples: int, prior_std: float) 
     predictive at 89.6% (Table 1's SGHMC: 95.1%, from the authors' better-trained modes).
 
     Raises:
-        ValueError: for fewer than 2 epochs (no room for a burn-in) or as :func:`~symlib.inference.fit_sghmc`.
+        ValueError: naming ``epochs`` (fewer than 2: no room for a burn-in), ``n_train`` or
+            ``num_samples`` (below 1), or as :func:`~symlib.inference.fit_sghmc` does.
     """
     from symlib.inference import SGHMCConfig
 
@@ -123,7 +127,8 @@ def sghmc_config(epochs: int, n_train: int, num_samples: int, prior_std: float) 
         raise ValueError(f"epochs={epochs}: SGHMC needs at least 2 epochs, its adaptation (burn-in) and its draws")
     steps = positive_int(n_train, "n_train") // SETTINGS["batch_size"]
     adapt = min(SETTINGS["sghmc_adapt_epochs"], epochs // 2)
-    thinning = min(SETTINGS["sghmc_keep_every_epochs"] * steps, (epochs - adapt) * steps // num_samples)
+    thinning = min(SETTINGS["sghmc_keep_every_epochs"] * steps,
+                   (epochs - adapt) * steps // positive_int(num_samples, "num_samples"))
     return SGHMCConfig(step_size=SETTINGS["sghmc_step_size"], epochs=epochs, batch_size=SETTINGS["batch_size"],
                        num_samples=num_samples, burn_in=adapt * steps, thinning=thinning, prior_std=prior_std,
                        friction=SETTINGS["sghmc_friction"], momentum_refresh=SETTINGS["sghmc_momentum_refresh"],
