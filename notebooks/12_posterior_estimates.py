@@ -96,8 +96,8 @@ glue_all(glue, "ch12", laurent.bank_values(summary, profile))
 # - **BNN**: mean-field Bayes by backprop (`fit_vi`, {glue:text}`ch12_bnn_mc` ELBO samples,
 #   a standard normal prior, no weight decay).
 # - **SGHMC** (`fit_sghmc`, `laurent.posteriors.sghmc_config`): one chain from the first mode,
-#   the scale-adapted sampler of the library the authors used (Springenberg et al.'s; its
-#   `H_SA_SGHMC`) at that library's settings: learning rate {repo}`1e-2`, one update a
+#   the scale-adapted sampler of {cite:t}`springenberg2016bayesian`, as the library the authors
+#   used implements it (its `H_SA_SGHMC`), at that library's settings: learning rate {repo}`1e-2`, one update a
 #   minibatch, the momentum drawn afresh every {repo}`50` minibatches, each weight's step
 #   preconditioned by its running gradient scale for the first {repo}`20` epochs (the burn-in;
 #   {glue:text}`ch12_sghmc_adapt_q` in this profile), a Gamma hyper-prior (shape and rate
