@@ -164,6 +164,11 @@ def _adapted(stats: tuple[PyTree, PyTree, PyTree], grad: PyTree) -> tuple[PyTree
             tree_map(lambda s, r, d: s + r * (d**2 - s), v, rate, grad))
 
 
+def _inverse_mass(second_moment: PyTree) -> PyTree:
+    """The preconditioner ``M^-1 = 1 / (sqrt(V) + eps)`` of the gradients' second moments ``V``."""
+    return jax.tree_util.tree_map(lambda v: 1.0 / (jnp.sqrt(v) + ADAPT_EPS), second_moment)
+
+
 def _leaf_keys(key, tree) -> PyTree:
     """One key per leaf of ``tree``, in its flattening order (sorted dict keys)."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
@@ -209,7 +214,7 @@ def _sghmc(key, carry, fixed, x, y, step_size, friction, temperature, *, loglik_
         grad_log_post = blackjax.sgmcmc.gradients.grad_estimator(log_prior, example_loglik, n)
         grad = tree_map(lambda gr: -gr / temperature, grad_log_post(position, (x[idx], y[idx])))
         stats = jax.lax.cond(t < adapt_draws, lambda: _adapted(stats, grad), lambda: stats)
-        inv_mass = tree_map(lambda v: 1.0 / (jnp.sqrt(v) + ADAPT_EPS), stats[2])
+        inv_mass = _inverse_mass(stats[2])
         velocity = jax.lax.cond(t % momentum_refresh == 0, lambda: tree_map(
             lambda m, z: step_size * jnp.sqrt(m) * z, inv_mass, generate_gaussian_noise(refresh_key, position)),
                                 lambda: velocity)
@@ -364,8 +369,7 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
     if fixed:
         held = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (int(num_samples), *jnp.shape(a))), fixed)
         samples = {k: held[k] if k in held else samples[k] for k in params0}
-    inv_mass = jax.tree_util.tree_map(lambda v: 1.0 / (jnp.sqrt(v) + ADAPT_EPS), stats[2])
-    return SGHMCResult(samples, first + thinning * np.arange(int(num_samples)), inv_mass, precision)
+    return SGHMCResult(samples, first + thinning * np.arange(int(num_samples)), _inverse_mass(stats[2]), precision)
 
 
 class SGHMCConfig(NamedTuple):
