@@ -28,12 +28,15 @@ book: install
 
 # --durations: every run lists its 40 slowest tests (candidates for the `slow` marker).
 # -n 2: two pytest-xdist workers (the tests are independent; 2 cores: about 6.5 instead of 9 minutes).
+# --dist loadscope: each test module runs whole on one worker, so its module fixtures and the
+# programs its tests compile are made once, not once per worker (tests/inference: 424 instead of
+# 516 s, CPU time 13.1 instead of 16.0 minutes, 2026-11-30).
 unit: install
-	$(PY) -m pytest tests -n 2 --durations=40
+	$(PY) -m pytest tests -n 2 --dist loadscope --durations=40
 
 # The inner loop of development: unit tests without those marked slow (CI runs `make test`).
 test-fast: install
-	$(PY) -m pytest tests -n 2 -m "not slow" -q
+	$(PY) -m pytest tests -n 2 --dist loadscope -m "not slow" -q
 
 nbval: install
 	$(PY) -m pytest --nbval-lax --nbval-current-env notebooks
