@@ -351,17 +351,18 @@ define("vi_alignment_timings.within_a_minute", 0.5, "above",
 
 define("vi_alignment_timings.time_grows_with_width", 1.0, "above",
        "aligning wider networks is more demanding (App. C, Fig. A2 profiles the time against the model width)",
-       "effect: the ratio of the median CPU times of alignment at consecutive widths, the smallest over the "
-       "doublings and datasets; its interval runs from the fastest repeat at the wider width over the slowest at "
-       "the narrower to the reverse, so the claim holds only when the growth exceeds the spread of the repeats",
+       "effect: the ratio of the median CPU times of alignment at consecutive widths, for the doubling least "
+       "favourable to the claim over the doublings and datasets (the lowest interval end, as worst() picks); its "
+       "interval runs from the fastest repeat at the wider width over the slowest at the narrower to the reverse, "
+       "so the claim holds only when the growth exceeds the spread of the repeats",
        "2026-11-23, before any run (as 'strictly increasing'); a ratio with the repeats' spread since 2026-11-25")
 
 define("vi_alignment_timings.vi_costlier_than_weight_matching", 1.0, "above",
        "for wide networks, aligning VI solutions is more computationally demanding compared to merely matching "
        "weights from SGD solutions (App. C)",
        "effect: the median CPU time of Wasserstein alignment over that of weight matching of the VI means (our "
-       "stand-in for the paper's SGD weights) at the widest width, the smaller over the datasets; interval from "
-       "the repeats' extremes as for time_grows_with_width",
+       "stand-in for the paper's SGD weights) at the widest width, for the dataset least favourable to the "
+       "claim (as worst() picks); interval from the repeats' extremes as for time_grows_with_width",
        "2026-11-23, before any run (as 'W2 CPU time > WM CPU time'); a ratio with the repeats' spread since "
        "2026-11-25")
 

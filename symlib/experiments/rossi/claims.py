@@ -317,7 +317,7 @@ def _time_grows_with_width(summary: Mapping[str, Any]) -> Evidence:
         parts.append(f"{ds}: " + ", ".join(f"{np.median(x):.3f} [{x.min():.3f}-{x.max():.3f}]" for x in r)
                      + " s CPU")
     w = worst(evs)
-    return Evidence(w.effect, w.low, w.high, t, f"{r.shape[1]} repeats per width (smallest of {len(evs)} "
+    return Evidence(w.effect, w.low, w.high, t, f"{r.shape[1]} repeats per width (worst of {len(evs)} "
                     "doublings; interval = range of the repeats)", "median [min-max] per width: " + "; ".join(parts))
 
 
@@ -336,7 +336,7 @@ def _vi_costlier(summary: Mapping[str, Any]) -> Evidence:
         parts.append(f"{ds} width {summary['widths'][ds][-1]}: {np.median(w2[-1]):.3f} vs {np.median(wm[-1]):.3f} s "
                      f"CPU (medians; {evs[-1].effect:.2f}x, repeats allow {evs[-1].low:.2f}-{evs[-1].high:.2f}x)")
     w = worst(evs)
-    return Evidence(w.effect, w.low, w.high, t, f"{w2.shape[1]} repeats each (smaller over {len(evs)} datasets; "
+    return Evidence(w.effect, w.low, w.high, t, f"{w2.shape[1]} repeats each (worst of {len(evs)} datasets; "
                     "interval = range of the repeats)", "; ".join(parts))
 
 
