@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import jax
 import pytest
 
 from _helpers import PROXY_VARS, LoopbackServer
@@ -13,6 +14,27 @@ from _helpers import PROXY_VARS, LoopbackServer
 # result must not depend on what an earlier run compiled. tests/experiments/test_cache.py tests it in
 # subprocesses of its own.
 os.environ.setdefault("SYMLIB_XLA_CACHE", "0")
+
+# Most of the unit tests' time is XLA compiling small programs that then run for milliseconds, so
+# the tests ask XLA for less optimization (jax_disable_most_optimizations: LLVM at -O0; the HLO
+# passes, fusion included, still run). On tests/symmetry and tests/evaluation: 146 instead of 190 s
+# (2026-11-30). The notebooks (make nbval, make book) keep XLA's full optimization, so the optimized
+# programs are still exercised. JAX_DISABLE_MOST_OPTIMIZATIONS=0 runs the tests fully optimized.
+# Set in the environment too, for the subprocesses some tests start.
+os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+jax.config.update("jax_disable_most_optimizations", os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] == "1")
+
+
+@pytest.fixture
+def xla_fully_optimized():
+    """XLA's full optimization for one test (its programs compiled afresh before and after), for
+    a test that pins the bits of a result computed with it."""
+    before = jax.config.values["jax_disable_most_optimizations"]
+    jax.config.update("jax_disable_most_optimizations", False)
+    jax.clear_caches()
+    yield
+    jax.config.update("jax_disable_most_optimizations", before)
+    jax.clear_caches()
 
 
 @pytest.fixture
