@@ -31,8 +31,7 @@ book: install
 # --dist loadscope: each test module runs whole on one worker, so its module fixtures and the
 # programs its tests compile are made once, not once per worker (tests/inference: 424 instead of
 # 516 s, CPU time 13.1 instead of 16.0 minutes, 2026-11-30).
-# tests/conftest.py asks XLA for less optimization (JAX_DISABLE_MOST_OPTIMIZATIONS=1; compiling is
-# most of the tests' time): tests/inference 352 instead of 471 s, back to back (2026-11-30).
+# tests/conftest.py asks XLA for less optimization (JAX_DISABLE_MOST_OPTIMIZATIONS=1; measured there).
 unit: install
 	$(PY) -m pytest tests -n 2 --dist loadscope --durations=40
 
