@@ -303,6 +303,25 @@ def test_bench_rate_measures_the_machine():
     assert rate["networks"] == 3 and rate["images"] == 4096 and rate["images_per_s"] > 100
 
 
+def test_bench_rate_runs_fully_optimized_whatever_the_caller_asks(monkeypatch):
+    """The rate describes the machine the chapters ran on, so the benchmark compiles as they do:
+    not with the less optimized XLA the unit tests ask for (tests/conftest.py)."""
+    import os
+    import subprocess
+
+    module = _execute_notebooks()
+    seen = {}
+
+    def run(cmd, **kw):
+        seen.update(kw["env"])
+        return subprocess.CompletedProcess(cmd, 0, 'RESULT {"images_per_s": 1.0}\n', "")
+
+    monkeypatch.setenv("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+    monkeypatch.setattr(module.subprocess, "run", run)
+    assert module.bench_rate() == {"images_per_s": 1.0}
+    assert seen["JAX_DISABLE_MOST_OPTIMIZATIONS"] == "0" and seen["PATH"] == os.environ["PATH"]
+
+
 def test_a_cached_chapter_runs_again_when_its_inputs_change(tmp_path, monkeypatch):
     """make book skips a chapter held in Jupyter Book's cache only while its inputs besides its
     code (symlib's source, book/results/, gpu/) are those of the cached execution."""
