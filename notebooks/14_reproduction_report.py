@@ -31,7 +31,8 @@
 #   the chapter, the experiments and summary keys that give ours, and for an item not
 #   attempted the reason (`tests/experiments/test_manifest.py` checks it against the paper texts);
 # - the quick-profile artifacts in the artifact cache, filled by the earlier chapters
-#   (read with `experiments.lookup`, which never computes);
+#   (read with `experiments.lookup`, which never computes); executed on a cache that lacks
+#   one of them, the page stops with an error naming the chapters to execute first;
 # - the results saved in `book/results/` (the paper profile, a labelled reduction of it,
 #   or a stand-in), with the device and date of each run.
 #
@@ -63,7 +64,7 @@ from symlib.experiments.table import glue_all
 plotting.set_style()
 profile = get_profile("quick")
 print("quick-profile numbers read from the artifact cache;", profile.describe())
-quick = manifest.quick_summaries("quick")
+quick = manifest.quick_summaries("quick", complete=True)
 paper_runs = manifest.saved_runs(results.results_dir())
 rows = report_page.report_rows(quick, paper_runs)
 n_saved = sum(len(v) for v in paper_runs.values())

@@ -46,3 +46,13 @@ def test_structure(src):
     # every chapter asserts its claims: an assert, or the one-call check claims.assert_expected
     assert re.search(r"^\s*(assert |claims\.assert_expected\()", text, re.M), f"{src.name} asserts no claim"
     assert "describe()" in text, f"{src.name} does not print the active profile"
+
+
+def test_the_stored_report_has_every_quick_result():
+    """The book that `make test` builds shows the outputs stored here: the reproduction report
+    must have been executed after the chapters, on their cache, with no item left without its
+    quick-profile result (it was committed so once, executed alone)."""
+    from symlib.experiments.report.page import NOT_CACHED
+
+    report = ROOT / "notebooks" / "14_reproduction_report.ipynb"
+    assert NOT_CACHED not in report.read_text(), f"{report.name}: execute it after the chapters (make sync)"

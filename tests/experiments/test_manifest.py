@@ -5,6 +5,7 @@ status comes from the claims."""
 import dataclasses
 import json
 import re
+import types
 from pathlib import Path
 
 import numpy as np
@@ -395,3 +396,29 @@ def test_forest_entries_turn_every_claim_to_the_papers_side():
     fig = plotting.forest(entries[:12], title="test")
     assert len(fig.axes[0].get_yticklabels()) == 12
     plt.close(fig)
+
+
+def test_the_report_refuses_a_partly_filled_cache(tmp_path, monkeypatch):
+    """The report executed after only some chapters (a cache without their results) stops with
+    an error that names the items and chapters missing, instead of a page of 'not cached'."""
+    from symlib.experiments import registry
+
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
+    expected = [i for i in MANIFEST if manifest.runs_in_quick(i)]
+    assert expected and not any(manifest.runs_in_quick(i) for i in MANIFEST if i.paper_only or not i.experiments)
+    with pytest.raises(manifest.QuickResultsMissing, match=f"for {len(expected)} items of the report") as err:
+        manifest.quick_summaries("quick", complete=True)
+    assert str(tmp_path) in str(err.value) and "notebooks/12_posterior_estimates" in str(err.value)
+    # every experiment with a summary cached but those of one item alone
+    gone = next(i for i in expected if not any(set(i.experiments) & set(j.experiments) for j in expected if j is not i))
+    found = {e for i in expected for e in i.experiments if e in registry.SUMMARIES} - set(gone.experiments)
+    monkeypatch.setattr(registry, "lookup", lambda name, profile: (
+        types.SimpleNamespace(artifact={"name": name}) if name in found else None))
+    monkeypatch.setattr(registry, "SUMMARIES", {e: (lambda art: dict(art)) for e in registry.SUMMARIES})
+    with pytest.raises(manifest.QuickResultsMissing, match="for 1 item of the report") as err:
+        manifest.quick_summaries("quick", complete=True)
+    assert gone.label in str(err.value) and gone.chapter in str(err.value)
+    quick = manifest.quick_summaries("quick")  # without complete: what there is, no error
+    assert set(quick) == found and all(quick[e] == {"name": e} for e in found)
+    found |= set(gone.experiments)
+    assert set(manifest.quick_summaries("quick", complete=True)) == found & set(registry.SUMMARIES)

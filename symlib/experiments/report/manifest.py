@@ -688,16 +688,37 @@ def paper_profile_cell(item: Item, paper_runs: Mapping[str, Mapping[str, Mapping
 # the report
 
 
-def quick_summaries(profile: str = "quick") -> dict[str, dict[str, Any]]:
+def runs_in_quick(item: Item) -> bool:
+    """Whether a chapter runs the item's experiments in the quick profile, so that the report
+    expects one of their summaries in the artifact cache (an attempted item, not
+    ``paper_only``, with an experiment that has a registered summary)."""
+    from symlib.experiments.registry import SUMMARIES
+
+    return item.attempted and not item.paper_only and any(e in SUMMARIES for e in item.experiments)
+
+
+class QuickResultsMissing(LookupError):
+    """The artifact cache lacks the quick-profile results that the report reads."""
+
+
+def quick_summaries(profile: str = "quick", complete: bool = False) -> dict[str, dict[str, Any]]:
     """Summaries of the manifest's experiments whose artifacts are in the cache; nothing is
     computed (:func:`symlib.experiments.registry.lookup`).
 
     Args:
         profile: the profile whose artifacts to read.
+        complete: require a result for every item a chapter runs in this profile
+            (:func:`runs_in_quick`): the book's report, executed after the chapters, is never
+            built on a partly filled cache.
 
     Returns:
         experiment -> summary, for those cached and with a registered summary.
+
+    Raises:
+        QuickResultsMissing: with ``complete``, when an item has none of its experiments in
+            the cache; the message names the items, their chapters and the cache folder.
     """
+    from symlib.experiments import cache
     from symlib.experiments.registry import SUMMARIES, lookup
 
     out = {}
@@ -706,4 +727,12 @@ def quick_summaries(profile: str = "quick") -> dict[str, dict[str, Any]]:
             found = lookup(exp, profile)
             if found is not None:
                 out[exp] = SUMMARIES[exp](found.artifact)
+    missing = [i for i in MANIFEST if runs_in_quick(i) and not any(e in out for e in i.experiments)]
+    if complete and missing:
+        chapters = sorted({i.chapter or "-" for i in missing})
+        listed = "; ".join(f"{i.paper} {i.label} ({', '.join(i.experiments)})" for i in missing)
+        raise QuickResultsMissing(
+            f"the artifact cache ({cache.cache_dir()}) has no {profile!r} results for {len(missing)} "
+            f"item{'s' if len(missing) != 1 else ''} of the report: {listed}. Execute their chapters first, in the "
+            f"same cache ({', '.join(chapters)}; `make book` and nbval run them before the report).")
     return out
