@@ -10,6 +10,7 @@ import pytest
 import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
 from symlib.experiments.judging import claims, thresholds
 from symlib.experiments.judging.thresholds import THRESHOLDS, Threshold
+from symlib.experiments.laurent.posteriors import TABLE1_MNIST
 
 RESULTS = sorted((Path(__file__).resolve().parents[2] / "book" / "results").glob("*.json"))
 
@@ -241,6 +242,111 @@ def test_quick_profile_differences_quote_no_numbers_of_ours():
              if key[1] == "quick" and numeric.search(why)}
     assert not stale, f"quick-profile differences quoting numbers: {stale}"
     assert numeric.search("train naive 1.71 nats") and numeric.search("removes 47% of it")  # the check can fail
+
+
+def _quotes(token: str, values) -> bool:
+    """Whether ``token`` (as printed: "0.374", "94.1%", "9e-6") is one of ``values`` rounded to
+    the digits it shows (a percentage either as a share or in percent)."""
+    text = token.rstrip("%")
+    x = float(text)
+    if "e" in text:
+        half = 0.5 * 10.0 ** np.floor(np.log10(abs(x)))
+    else:
+        half = 0.5 * 10.0 ** -(len(text.split(".")[1]) if "." in text else 0)
+    scales = (100.0, 1.0) if token.endswith("%") else (1.0,)
+    return any(abs(v * s - x) <= half * (1 + 1e-9) for v in values for s in scales)
+
+
+def _sums_of_squares(summary):
+    """Before and after the kernel-only min-mass rescaling, per network: the kernels' sum of
+    squares and the hidden biases'."""
+    return {k: np.asarray(summary["min_mass"][k], float)
+            for k in ("mass_before", "mass_after", "hidden_bias_sq_before", "hidden_bias_sq_after")}
+
+
+def _penalty_changes(summary):
+    """(rise of the hidden biases' sum of squares, change of the kernels') of the network whose
+    whole penalty rises most under the rescaling."""
+    mm = _sums_of_squares(summary)
+    kernels, biases = mm["mass_after"] - mm["mass_before"], mm["hidden_bias_sq_after"] - mm["hidden_bias_sq_before"]
+    worst = np.argmax(kernels + biases)
+    return biases[worst], kernels[worst]
+
+
+def _bias_growth(summary):
+    """The fold by which the hidden biases' sum of squares grows, in each network whose whole
+    penalty rises under the rescaling."""
+    mm = _sums_of_squares(summary)
+    rises = mm["mass_after"] + mm["hidden_bias_sq_after"] > mm["mass_before"] + mm["hidden_bias_sq_before"]
+    return mm["hidden_bias_sq_after"][rises] / mm["hidden_bias_sq_before"][rises]
+
+
+def _barrier_falls(summary):
+    return [np.mean(n) - np.mean(a) for ds in summary["midpoint"].values() for b in ds.values()
+            for n, a in zip(b["naive"], b["aligned"])]
+
+
+#: numbers quoted in saved runs' registered differences that are not in their claims' evidence:
+#: token -> what it is, and how it is read or computed from the run's summary (or the paper's table)
+DERIVED_QUOTES = {
+    ("not_sweep", "paper-10nots-2runs", "not_nearly_equal"): {
+        "0.001": ("the raw barrier of the first run's pair started from the same W_init (NoT(P) = 0)",
+                  lambda s: s["rows"]["barrier_raw"][s["rows"]["not_p"].index(0)])},
+    **{(exp, label, "corollary1_lower_loss"): {
+        rise: ("the worst network's rise of the hidden biases' sum of squares", lambda s: _penalty_changes(s)[0]),
+        fall: ("that network's change of the kernels' sum of squares", lambda s: _penalty_changes(s)[1])}
+       for exp, label, rise, fall in (("laurent_optunets", "paper", "47.2", "-23.2"),
+                                      ("laurent_optunets", "paper-768nets", "92.8", "-39.7"),
+                                      ("bank_min_mass", "paper-1024nets", "49.4", "-20.2"))},
+    ("functional_collapse", "paper-1024nets", "ood_more_dispersed"): {
+        "2.4": ("the ratio of the OOD to the ID mean MI", lambda s: s["mean_ood"] / s["mean_id"])},
+    ("vi_alignment", "paper-4widths-16samples", "alignment_lowers_every_barrier"): {
+        "1.5": ("the smallest fall of a cell's barrier", lambda s: min(_barrier_falls(s))),
+        "2.3": ("the largest fall of a cell's barrier", lambda s: max(_barrier_falls(s)))},
+    **{("laurent_posteriors", "paper-1024nets-800ref-2epochs", name): {
+        "94.1%": ("the deep ensemble's accuracy", lambda s: s["metrics"]["DE"]["acc"]),
+        "95.3%": ("Table 1's deep-ensemble accuracy (the paper's number)", lambda s: TABLE1_MNIST["DE"][2] / 100)}
+       for name in ("multi_mode_closer", "ensemble_closest", "single_mode_better_ece",
+                    "multi_mode_better_ood_detection", "multi_mode_higher_mi")},
+}
+
+
+DERIVED_QUOTES[("bank_min_mass", "paper-1024nets", "corollary1_lower_loss")].update({
+    "1.7": ("the least growth of the hidden biases' sum of squares where the penalty rises",
+            lambda s: min(_bias_growth(s))),
+    "2.4": ("the most such growth", lambda s: max(_bias_growth(s)))})
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.name)
+def test_numbers_in_a_saved_runs_differences_are_the_runs(path):
+    """A registered difference for a saved run is typed in the code and may quote the run's
+    numbers (test_quick_profile_differences_quote_no_numbers_of_ours): each decimal or
+    percentage it quotes must be a value of its claims' evidence (effects, interval ends, the
+    numbers of their details), to the digits shown, or one of DERIVED_QUOTES, computed from the
+    run's summary; a typo, or a run saved again under the same name, fails here."""
+    record = json.loads(path.read_text())
+    experiment = record["experiment"]
+    label = path.stem[len(experiment) + 1:]
+    outcomes = claims.evaluate(experiment, record["summary"])
+    values = []
+    for o in outcomes:
+        values += [v for v in (o.evidence.effect, o.evidence.low, o.evidence.high) if np.isfinite(v)]
+        values += [float(t) for t in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", o.detail)]
+    for (exp, profile, name), (_, why) in claims.DIFFERENCES.items():
+        if (exp, profile) != (experiment, label):
+            continue
+        derived = DERIVED_QUOTES.get((exp, profile, name), {})
+        tokens = re.findall(r"(?<![\w.])-?\d+\.\d+%?|(?<![\w.])-?\d+%|(?<![\w.])\d+e-\d+", why)
+        unknown = [t for t in tokens if t not in derived and not _quotes(t, values)]
+        assert not unknown, f"{path.name}, {name}: {unknown} are not numbers of the run: {why}"
+        for token, (what, compute) in derived.items():
+            assert token in why, f"{name}: DERIVED_QUOTES lists {token}, which the reason no longer quotes"
+            assert _quotes(token, [compute(record["summary"])]), (path.name, name, token, what)
+
+
+def test_the_quote_check_can_fail():
+    assert _quotes("0.374", [0.37412]) and _quotes("94.1%", [0.9409]) and _quotes("9e-6", [9.3e-6])
+    assert not _quotes("0.374", [0.3752]) and not _quotes("94.1%", [0.9425]) and not _quotes("2e-6", [9e-6])
 
 
 @pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.name)
