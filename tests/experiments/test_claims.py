@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
+from symlib.experiments import laurent
 from symlib.experiments.judging import claims, thresholds
 from symlib.experiments.judging.thresholds import THRESHOLDS, Threshold
 from symlib.experiments.laurent.posteriors import TABLE1_MNIST
@@ -257,26 +258,18 @@ def _quotes(token: str, values) -> bool:
     return any(abs(v * s - x) <= half * (1 + 1e-9) for v in values for s in scales)
 
 
-def _sums_of_squares(summary):
-    """Before and after the kernel-only min-mass rescaling, per network: the kernels' sum of
-    squares and the hidden biases'."""
-    return {k: np.asarray(summary["min_mass"][k], float)
-            for k in ("mass_before", "mass_after", "hidden_bias_sq_before", "hidden_bias_sq_after")}
-
-
-def _penalty_changes(summary):
-    """(rise of the hidden biases' sum of squares, change of the kernels') of the network whose
-    whole penalty rises most under the rescaling."""
-    mm = _sums_of_squares(summary)
-    kernels, biases = mm["mass_after"] - mm["mass_before"], mm["hidden_bias_sq_after"] - mm["hidden_bias_sq_before"]
-    worst = np.argmax(kernels + biases)
-    return biases[worst], kernels[worst]
+def _worst_network(record):
+    """Chapter 10's values of a saved min-mass run (its prose cites them): for the network whose
+    whole penalty the kernel-only rescaling raises most, the hidden biases' change ``cor1_db``
+    and the kernels' ``cor1_dm``."""
+    return laurent.gpu_min_mass_values(record, [], {})
 
 
 def _bias_growth(summary):
     """The fold by which the hidden biases' sum of squares grows, in each network whose whole
-    penalty rises under the rescaling."""
-    mm = _sums_of_squares(summary)
+    penalty rises under the kernel-only min-mass rescaling."""
+    mm = {k: np.asarray(v, float) for k, v in summary["min_mass"].items()
+          if k in ("mass_before", "mass_after", "hidden_bias_sq_before", "hidden_bias_sq_after")}
     rises = mm["mass_after"] + mm["hidden_bias_sq_after"] > mm["mass_before"] + mm["hidden_bias_sq_before"]
     return mm["hidden_bias_sq_after"][rises] / mm["hidden_bias_sq_before"][rises]
 
@@ -287,25 +280,27 @@ def _barrier_falls(summary):
 
 
 #: numbers quoted in saved runs' registered differences that are not in their claims' evidence:
-#: token -> what it is, and how it is read or computed from the run's summary (or the paper's table)
+#: token -> what it is, and how it is read or computed from the saved run (or the paper's table)
 DERIVED_QUOTES = {
     ("not_sweep", "paper-10nots-2runs", "not_nearly_equal"): {
         "0.001": ("the raw barrier of the first run's pair started from the same W_init (NoT(P) = 0)",
-                  lambda s: s["rows"]["barrier_raw"][s["rows"]["not_p"].index(0)])},
+                  lambda r: r["summary"]["rows"]["barrier_raw"][r["summary"]["rows"]["not_p"].index(0)])},
     **{(exp, label, "corollary1_lower_loss"): {
-        rise: ("the worst network's rise of the hidden biases' sum of squares", lambda s: _penalty_changes(s)[0]),
-        fall: ("that network's change of the kernels' sum of squares", lambda s: _penalty_changes(s)[1])}
+        rise: ("the worst network's rise of the hidden biases' sum of squares",
+               lambda r: float(_worst_network(r)["cor1_db"])),
+        fall: ("that network's change of the kernels' sum of squares", lambda r: float(_worst_network(r)["cor1_dm"]))}
        for exp, label, rise, fall in (("laurent_optunets", "paper", "47.2", "-23.2"),
                                       ("laurent_optunets", "paper-768nets", "92.8", "-39.7"),
                                       ("bank_min_mass", "paper-1024nets", "49.4", "-20.2"))},
     ("functional_collapse", "paper-1024nets", "ood_more_dispersed"): {
-        "2.4": ("the ratio of the OOD to the ID mean MI", lambda s: s["mean_ood"] / s["mean_id"])},
+        "2.4": ("the ratio of the OOD to the ID mean MI",
+                lambda r: r["summary"]["mean_ood"] / r["summary"]["mean_id"])},
     ("vi_alignment", "paper-4widths-16samples", "alignment_lowers_every_barrier"): {
-        "1.5": ("the smallest fall of a cell's barrier", lambda s: min(_barrier_falls(s))),
-        "2.3": ("the largest fall of a cell's barrier", lambda s: max(_barrier_falls(s)))},
+        "1.5": ("the smallest fall of a cell's barrier", lambda r: min(_barrier_falls(r["summary"]))),
+        "2.3": ("the largest fall of a cell's barrier", lambda r: max(_barrier_falls(r["summary"])))},
     **{("laurent_posteriors", "paper-1024nets-800ref-2epochs", name): {
-        "94.1%": ("the deep ensemble's accuracy", lambda s: s["metrics"]["DE"]["acc"]),
-        "95.3%": ("Table 1's deep-ensemble accuracy (the paper's number)", lambda s: TABLE1_MNIST["DE"][2] / 100)}
+        "94.1%": ("the deep ensemble's accuracy", lambda r: r["summary"]["metrics"]["DE"]["acc"]),
+        "95.3%": ("Table 1's deep-ensemble accuracy (the paper's number)", lambda r: TABLE1_MNIST["DE"][2] / 100)}
        for name in ("multi_mode_closer", "ensemble_closest", "single_mode_better_ece",
                     "multi_mode_better_ood_detection", "multi_mode_higher_mi")},
 }
@@ -313,8 +308,8 @@ DERIVED_QUOTES = {
 
 DERIVED_QUOTES[("bank_min_mass", "paper-1024nets", "corollary1_lower_loss")].update({
     "1.7": ("the least growth of the hidden biases' sum of squares where the penalty rises",
-            lambda s: min(_bias_growth(s))),
-    "2.4": ("the most such growth", lambda s: max(_bias_growth(s)))})
+            lambda r: min(_bias_growth(r["summary"]))),
+    "2.4": ("the most such growth", lambda r: max(_bias_growth(r["summary"])))})
 
 
 @pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.name)
@@ -323,7 +318,7 @@ def test_numbers_in_a_saved_runs_differences_are_the_runs(path):
     numbers (test_quick_profile_differences_quote_no_numbers_of_ours): each decimal or
     percentage it quotes must be a value of its claims' evidence (effects, interval ends, the
     numbers of their details), to the digits shown, or one of DERIVED_QUOTES, computed from the
-    run's summary; a typo, or a run saved again under the same name, fails here."""
+    saved run; a typo, or a run saved again under the same name, fails here."""
     record = json.loads(path.read_text())
     experiment = record["experiment"]
     label = path.stem[len(experiment) + 1:]
@@ -341,7 +336,7 @@ def test_numbers_in_a_saved_runs_differences_are_the_runs(path):
         assert not unknown, f"{path.name}, {name}: {unknown} are not numbers of the run: {why}"
         for token, (what, compute) in derived.items():
             assert token in why, f"{name}: DERIVED_QUOTES lists {token}, which the reason no longer quotes"
-            assert _quotes(token, [compute(record["summary"])]), (path.name, name, token, what)
+            assert _quotes(token, [compute(record)]), (path.name, name, token, what)
 
 
 def test_the_quote_check_can_fail():

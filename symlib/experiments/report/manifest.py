@@ -727,8 +727,8 @@ def quick_summaries(profile: str = "quick", complete: bool = False) -> dict[str,
             found = lookup(exp, profile)
             if found is not None:
                 out[exp] = SUMMARIES[exp](found.artifact)
-    missing = [i for i in MANIFEST if runs_in_quick(i) and not any(e in out for e in i.experiments)]
-    if complete and missing:
+    missing = [i for i in MANIFEST if runs_in_quick(i) and not any(e in out for e in i.experiments)] if complete else []
+    if missing:
         chapters = sorted({i.chapter or "-" for i in missing})
         listed = "; ".join(f"{i.paper} {i.label} ({', '.join(i.experiments)})" for i in missing)
         raise QuickResultsMissing(
