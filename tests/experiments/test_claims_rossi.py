@@ -24,6 +24,10 @@ THRESHOLD_OF = {
     ("vi_alignment_resnet20", "alignment_lowers_every_barrier"): "vi_alignment.alignment_lowers_every_barrier",
     ("vi_alignment_resnet20", "wider_lower_only_after_alignment"):
         "vi_alignment_resnet20.wider_lower_only_after_alignment",
+    ("vi_alignment_cifar10", "alignment_lowers_every_barrier"): "vi_alignment.alignment_lowers_every_barrier",
+    ("vi_alignment_cifar10", "alignment_removes_barrier_cifar10"): "vi_alignment.alignment_removes_barrier",
+    ("vi_alignment_cifar10", "aligned_barrier_nearly_zero_cifar10"): "vi_alignment.aligned_barrier_nearly_zero",
+    ("vi_alignment_cifar10", "barrier_falls_with_width_cifar10"): "vi_alignment.barrier_falls_with_width",
     ("vi_alignment_robustness", "removes_barrier_every_setting"):
         "vi_alignment_robustness.removes_barrier_every_setting",
     ("vi_alignment_timings", "within_a_minute"): "vi_alignment_timings.within_a_minute",
@@ -41,8 +45,8 @@ def _outcomes(experiment, summary):
 
 
 def test_every_claim_has_a_registered_threshold_here():
-    registered = {(e, c.name) for e in ("vi_alignment", "vi_alignment_resnet20", "vi_alignment_robustness",
-                                        "vi_alignment_timings") for c in claims.CLAIMS[e]}
+    registered = {(e, c.name) for e in ("vi_alignment", "vi_alignment_resnet20", "vi_alignment_cifar10",
+                                        "vi_alignment_robustness", "vi_alignment_timings") for c in claims.CLAIMS[e]}
     assert registered == set(THRESHOLD_OF)
 
 
@@ -100,6 +104,17 @@ def test_aligned_barrier_nearly_zero_is_absolute():
     assert v["aligned_barrier_nearly_zero_mnist"].verdict in (Verdict.HOLDS, Verdict.SAME_DIRECTION)  # near 0 +- noise
 
 
+def test_the_share_removed_is_not_tested_without_a_naive_barrier():
+    """A pair whose naive curve never rises above its chord (barrier 0: networks that learned
+    nothing, as in a one-epoch smoke run) has no share to remove: not tested, whatever the rest."""
+    s = _align_summary(PAPER, PAPER, noise=0.0)
+    s["marginal_pairs"]["mnist"]["test"]["naive"][-1][1] = 0.0
+    v = _outcomes("vi_alignment", s)
+    assert v["alignment_removes_barrier_mnist"].verdict is Verdict.NOT_TESTED
+    assert "naive barrier is zero in 1 of 4 pairs" in v["alignment_removes_barrier_mnist"].detail
+    assert v["alignment_removes_barrier_fashion_mnist"].holds
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_barrier_claims_never_hold_on_noise(seed):
     rng = np.random.default_rng(seed)
@@ -128,6 +143,34 @@ def test_one_pair_per_width_is_at_best_same_direction():
 def test_barrier_claims_name_a_missing_key():
     with pytest.raises(ValueError, match=r"summary of 'vi_alignment' lacks \['marginal'\]"):
         claims.evaluate("vi_alignment", {"widths": {}})
+
+
+def _cifar10_summary(barriers, pairs=4, noise=0.02):
+    """A ``vi_alignment_cifar10`` summary: ``vi_alignment``'s layout with the one dataset ``cifar10``."""
+    cells = _cells(*barriers, pairs, noise)
+    return {"widths": {"cifar10": WIDTHS},
+            "marginal": {"cifar10": {s: {k: [float(np.mean(v)) for v in b[k]] for k in b} for s, b in cells.items()}},
+            "marginal_pairs": {"cifar10": cells}}
+
+
+def test_cifar10_mlp_claims_judge_the_cifar10_barriers():
+    """The MLP on CIFAR-10 has the MNIST MLP's four claims, read from its one dataset."""
+    v = _outcomes("vi_alignment_cifar10", _cifar10_summary(PAPER, noise=0.01))
+    assert set(v) == {"alignment_lowers_every_barrier", "alignment_removes_barrier_cifar10",
+                      "aligned_barrier_nearly_zero_cifar10", "barrier_falls_with_width_cifar10"}
+    assert all(o.verdict is Verdict.HOLDS for o in v.values()), {k: o.detail for k, o in v.items()}
+    # alignment raises the barriers, which grow with width: every claim differs
+    v = _outcomes("vi_alignment_cifar10", _cifar10_summary(((1.0, 1.2, 1.4), (1.5, 1.7, 1.9))))
+    assert all(o.verdict is Verdict.DIFFERS for o in v.values()), {k: o.detail for k, o in v.items()}
+    # a tenth of a large barrier left: most of it removed, but far from zero
+    v = _outcomes("vi_alignment_cifar10", _cifar10_summary(((15.0, 13.0, 11.0), (3.0, 2.0, 1.1))))
+    assert v["alignment_removes_barrier_cifar10"].holds
+    assert v["aligned_barrier_nearly_zero_cifar10"].verdict is Verdict.DIFFERS
+    # noise alone: nothing holds
+    flat = _cifar10_summary(FLAT, noise=0.05)
+    assert not any(o.holds for o in _outcomes("vi_alignment_cifar10", flat).values())
+    with pytest.raises(ValueError, match="dataset"):  # a vi_alignment summary has no cifar10
+        claims.evaluate("vi_alignment_cifar10", _align_summary(PAPER, PAPER))
 
 
 def _resnet_summary(naive, aligned, pairs=4, noise=0.02, widths=(1, 2, 4, 8)):

@@ -128,6 +128,55 @@ def test_vi_alignment_resumes_after_an_interrupted_run(tmp_path, monkeypatch):
             np.testing.assert_array_equal(flat_r[k], flat_w[k], err_msg=k)
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
+def test_vi_alignment_cifar10_runs_the_mlp_on_flattened_cifar10(tmp_path, monkeypatch):
+    """The CIFAR-10 MLP (paper profile only) end to end on synthetic archives in the official
+    format (500 training and 100 test images: one batch of the paper's 500): 3,072 inputs, the paper's CIFAR-10 prior
+    variance, vi_alignment's layout and claims; without the archive, the data module's error."""
+    import _rgb_files
+    from _helpers import unreachable_url
+    from symlib import data
+    from symlib.core.models import mlp_init
+
+    root = tmp_path / "data" / "cifar10"
+    root.mkdir(parents=True)
+    monkeypatch.setattr(_rgb_files, "N", 100)  # images per batch file
+    written = _rgb_files.write_cifar10(np.random.default_rng(0), root)
+    monkeypatch.setitem(data.MD5, "cifar10", {n: data.md5_file(root / n) for n in data.MD5["cifar10"]})
+    monkeypatch.setitem(data.MIRRORS, "cifar10", [unreachable_url()])
+    monkeypatch.setenv("SYMLIB_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache"))
+    flat = rossi.load_cifar10_flat()
+    assert flat["x_train"].shape == (500, 3072) and flat["x_test"].shape == (100, 3072)
+    np.testing.assert_allclose(flat["x_train"][3], written["train"][0][3].reshape(-1) / 255.0, rtol=1e-6)
+
+    seen = []
+    real_init = mlp_init
+    monkeypatch.setattr(rossi.runs, "_mlp_init", lambda key, sizes: seen.append(sizes) or real_init(key, sizes))
+    priors = []
+    real_fit = rossi.runs.fit_and_align_pair
+    monkeypatch.setattr(rossi.runs, "fit_and_align_pair", lambda *a, prior_var=None, **k: priors.append(prior_var)
+                        or real_fit(*a, prior_var=prior_var, **k))
+    tiny = dataclasses.replace(get_profile("quick"), name="tiny", align_widths=(4, 8), align_depth=1, align_epochs=1,
+                               align_samples=2, align_n_eval=50, n_lambdas=3, align_pairs=2, align_n_train=None)
+    res = experiments.run("vi_alignment_cifar10", tiny, verbose=False)
+    assert isinstance(res, experiments.VIAlignmentResult) and res.widths("cifar10") == [4, 8]
+    assert {sizes[0] for sizes in seen} == {3072} and set(priors) == {rossi.CIFAR10_MLP_PRIOR_VAR}
+    assert len(res.replicates("cifar10", 8)) == 2 and "posteriors" not in res.artifact["cifar10"]["w8"]["pair0"]
+    summary = SUMMARIES["vi_alignment_cifar10"](res.artifact)
+    assert summary["widths"] == {"cifar10": [4, 8]}
+    assert all(np.isfinite(v) for per in summary["marginal_pairs"]["cifar10"]["test"].values() for w in per for v in w)
+    outcomes = claims.evaluate("vi_alignment_cifar10", summary)
+    assert [o.claim.name for o in outcomes] == [
+        "alignment_lowers_every_barrier", "alignment_removes_barrier_cifar10", "aligned_barrier_nearly_zero_cifar10",
+        "barrier_falls_with_width_cifar10"]
+
+    monkeypatch.setenv("SYMLIB_DATA_DIR", str(tmp_path / "none"))
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache2"))
+    with pytest.raises(data.DataNotFoundError, match="cifar-10-python.tar.gz"):
+        experiments.run("vi_alignment_cifar10", tiny, verbose=False)
+
+
 def _two_width_summary(naive, aligned, elbo, widths=(128, 1024)):
     """A vi_alignment summary for one dataset: per width, one barrier per pair."""
     return {"widths": {"mnist": list(widths)},

@@ -86,6 +86,7 @@ def _p(value: str, paper: str, section: str, quote: str) -> PaperFact:
 
 _MNIST_MLP_COLUMN = "False 500 1.0 128 1 0.01 512 0.01 0.0000001 1000"   # Rossi et al., App. B, Table 1
 _RESNET20_COLUMN = "False 500 1.0 128 1 0.01 16 0.01 0.000001"             # its first column: CIFAR10, ResNet20
+_CIFAR10_MLP_COLUMN = "False 500 1.0 128 1 0.01 512 0.0025 0.000001"        # its middle column: CIFAR10, MLP
 _TOY_RECIPE = "trained 10,000 two-layer perceptrons with two input, two hidden, and one output neurons"
 
 #: every value the chapters quote from a paper, with its quote
@@ -122,6 +123,7 @@ PAPER_FACTS: tuple[PaperFact, ...] = (
     _p("1,000", "rossi2023", "App. B, Table 1 (train epochs)", _MNIST_MLP_COLUMN),
     _p("500", "rossi2023", "App. B, Table 1 (ResNet20 batch size)", _RESNET20_COLUMN),
     _p("128", "rossi2023", "App. B, Table 1 (ResNet20 test samples)", _RESNET20_COLUMN),
+    _p("0.0025", "rossi2023", "App. B, Table 1 (CIFAR-10 MLP prior variance)", _CIFAR10_MLP_COLUMN),
     _p("512", "rossi2023", "App. B, Table 2", "512 \\times 512 \\\\ 512 \\times 512"),
     _p("8", "rossi2023", "App. B.1", "with 8 NVIDIA A100 GPUs"),
     # Laurent et al. (2024)

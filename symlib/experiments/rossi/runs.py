@@ -15,7 +15,8 @@ from symlib.experiments.cache import cached_steps
 from symlib.experiments.profiles import Profile
 from symlib.experiments.recipes import constant_adam
 from symlib.experiments.registry import ExperimentResult, Steps, data_config, load_align_data, pick, register, run
-from symlib.experiments.rossi.settings import ALIGN_DATASETS, ROSSI_VI_SETTINGS, SPLITS, TIMING_REPEATS
+from symlib.experiments.rossi.settings import (ALIGN_DATASETS, CIFAR10_MLP_PRIOR_VAR, ROSSI_VI_SETTINGS, SPLITS,
+                                              TIMING_REPEATS)
 
 #: the MLP initialiser, compiled once per layout: the initial means of every VI fit here
 _mlp_init = jax.jit(mlp_init, static_argnums=1)
@@ -322,6 +323,49 @@ def fit_and_align_pair(profile: Profile, data: Mapping[str, np.ndarray], width: 
             "posteriors": jax.tree.map(np.asarray, {"mu0": q0[0], "sigma0": q0[1], "mu1": q1[0], "sigma1": q1[1]})}
 
 
+def _fitted_pairs(steps: Steps, datasets) -> dict[str, Any]:
+    """Run ``steps`` (resuming from the artifact cache) into ``artifact[dataset]["w<width>"]["pair<k>"]``."""
+    out: dict[str, Any] = {dataset: {} for dataset in datasets}
+    for (dataset, width, pair), entry in zip(steps.starts, cached_steps(steps.name, steps.cache_config, steps.starts,
+                                                                        steps.train, label=list)):
+        out[dataset].setdefault(f"w{width}", {})[f"pair{pair}"] = entry
+    return out
+
+
+def _pair_steps(name: str, config: dict[str, Any], profile: Profile, datasets, load, *,
+                keep_posteriors: bool, prior_var: float | None = None) -> Steps:
+    """The steps of an MLP alignment experiment: one independent pair of one dataset and width
+    a step (:func:`fit_and_align_pair`), labelled ``[dataset, width, pair]``.
+
+    Args:
+        name: the experiment.
+        config: its cache configuration.
+        profile: the run profile (``align_*`` sizes).
+        datasets: the datasets, in order.
+        load: ``load(dataset)``, the split of a dataset (called once per dataset, when its
+            first step runs).
+        keep_posteriors: keep each pair's fitted ``posteriors`` in its step.
+        prior_var: the prior variance (default ``profile.align_prior_var``).
+
+    Raises:
+        ValueError: if ``align_pairs`` < 1.
+    """
+    if int(profile.align_pairs) < 1:
+        raise ValueError(f"align_pairs must be at least 1, got {profile.align_pairs!r}")
+    data_of = functools.lru_cache(maxsize=1)(load)
+
+    def train(label) -> dict[str, Any]:
+        dataset, width, pair = label
+        entry = fit_and_align_pair(profile, data_of(dataset), int(width), int(pair), prior_var=prior_var)
+        if not keep_posteriors:
+            entry.pop("posteriors")
+        return entry
+
+    labels = [[dataset, int(width), pair] for dataset in datasets for width in profile.align_widths
+              for pair in range(int(profile.align_pairs))]
+    return Steps(name, config, labels, train)
+
+
 @register("vi_alignment", _align_config,
           "Rossi et al.: independent pairs of mean-field VI MLPs per width and dataset, Wasserstein alignment, "
           "marginalised barriers",
@@ -343,12 +387,7 @@ def vi_alignment(profile: Profile) -> dict[str, Any]:
     Raises:
         ValueError: if ``align_pairs`` < 1.
     """
-    steps = vi_alignment_steps(profile)
-    out: dict[str, Any] = {dataset: {} for dataset in ALIGN_DATASETS}
-    for (dataset, width, pair), entry in zip(steps.starts, cached_steps(steps.name, steps.cache_config, steps.starts,
-                                                                        steps.train, label=list)):
-        out[dataset].setdefault(f"w{width}", {})[f"pair{pair}"] = entry
-    return out
+    return _fitted_pairs(vi_alignment_steps(profile), ALIGN_DATASETS)
 
 
 def vi_alignment_steps(profile: Profile) -> Steps:
@@ -369,20 +408,60 @@ def vi_alignment_steps(profile: Profile) -> Steps:
     Raises:
         ValueError: if ``align_pairs`` < 1.
     """
-    if int(profile.align_pairs) < 1:
-        raise ValueError(f"align_pairs must be at least 1, got {profile.align_pairs!r}")
-    data_of = functools.lru_cache(maxsize=1)(lambda dataset: load_align_data(profile, dataset))
+    return _pair_steps("vi_alignment", _align_config(profile), profile, ALIGN_DATASETS,
+                       lambda dataset: load_align_data(profile, dataset),
+                       keep_posteriors=bool(profile.align_keep_posteriors))
 
-    def train(label) -> dict[str, Any]:
-        dataset, width, pair = label
-        entry = fit_and_align_pair(profile, data_of(dataset), int(width), int(pair))
-        if not profile.align_keep_posteriors:
-            entry.pop("posteriors")
-        return entry
 
-    labels = [[dataset, int(width), pair] for dataset in ALIGN_DATASETS for width in profile.align_widths
-              for pair in range(int(profile.align_pairs))]
-    return Steps("vi_alignment", _align_config(profile), labels, train)
+# ------------------------------------------------------------------ the MLP on CIFAR-10 (Sec. 5.1)
+
+
+def _cifar10_config(profile: Profile) -> dict[str, Any]:
+    keys = ("align_widths", "align_depth", "align_epochs", "align_samples", "align_n_eval", "align_pairs",
+            "align_n_train", "n_lambdas", "learning_rate")
+    return {"dataset": "cifar10", "prior_var": CIFAR10_MLP_PRIOR_VAR, **{k: getattr(profile, k) for k in keys}}
+
+
+def load_cifar10_flat() -> dict[str, np.ndarray]:
+    """CIFAR-10 for an MLP (:func:`symlib.data.load_cifar10`): each image flattened to 3,072
+    float32 values in [0, 1] (NHWC order), as the MNIST MLPs read 784.
+
+    Returns:
+        ``x_train``, ``y_train`` (50,000), ``x_test``, ``y_test`` (10,000).
+    """
+    from symlib import data
+
+    out = {}
+    for split in ("train", "test"):
+        x, y = data.load_cifar10(split)
+        out[f"x_{split}"] = (np.asarray(x, np.float32) / np.float32(255.0)).reshape(len(x), -1)
+        out[f"y_{split}"] = np.asarray(y, np.int32)
+    return out
+
+
+@register("vi_alignment_cifar10", _cifar10_config,
+          "Rossi et al. Sec. 5.1: independent pairs of mean-field VI MLPs per width on CIFAR-10, Wasserstein "
+          "alignment, marginalised barriers",
+          summary=_align_summary, result=VIAlignmentResult)
+def vi_alignment_cifar10(profile: Profile) -> dict[str, Any]:
+    """:func:`vi_alignment` for the MLP on CIFAR-10 (Sec. 5.1): the same fits, alignment and
+    curves, on flattened CIFAR-10 images (:func:`load_cifar10_flat`), with the prior variance
+    of the paper's CIFAR-10 MLP (:data:`~symlib.experiments.rossi.settings.CIFAR10_MLP_PRIOR_VAR`).
+    The posteriors are not kept (a width-1,024 pair's are 50 MB).
+
+    Args:
+        profile: the run profile (``align_*`` sizes; ``align_prior_var`` is not used).
+
+    Returns:
+        The artifact, in the layout of :func:`vi_alignment` with the one dataset ``"cifar10"``.
+
+    Raises:
+        ValueError: if ``align_pairs`` < 1.
+        symlib.data.DataNotFoundError: if the CIFAR-10 archive cannot be had.
+    """
+    steps = _pair_steps("vi_alignment_cifar10", _cifar10_config(profile), profile, ("cifar10",),
+                        lambda dataset: load_cifar10_flat(), keep_posteriors=False, prior_var=CIFAR10_MLP_PRIOR_VAR)
+    return _fitted_pairs(steps, ("cifar10",))
 
 
 # ------------------------------------------------ robustness to the prior variance and the temperature
