@@ -28,6 +28,8 @@ THRESHOLD_OF = {
     ("vi_alignment_cifar10", "alignment_removes_barrier_cifar10"): "vi_alignment.alignment_removes_barrier",
     ("vi_alignment_cifar10", "aligned_barrier_nearly_zero_cifar10"): "vi_alignment.aligned_barrier_nearly_zero",
     ("vi_alignment_cifar10", "barrier_falls_with_width_cifar10"): "vi_alignment.barrier_falls_with_width",
+    ("vi_alignment_resnet20_cifar100", "barrier_remains_after_alignment"):
+        "vi_alignment_resnet20_cifar100.barrier_remains_after_alignment",
     ("vi_alignment_robustness", "removes_barrier_every_setting"):
         "vi_alignment_robustness.removes_barrier_every_setting",
     ("vi_alignment_timings", "within_a_minute"): "vi_alignment_timings.within_a_minute",
@@ -46,7 +48,8 @@ def _outcomes(experiment, summary):
 
 def test_every_claim_has_a_registered_threshold_here():
     registered = {(e, c.name) for e in ("vi_alignment", "vi_alignment_resnet20", "vi_alignment_cifar10",
-                                        "vi_alignment_robustness", "vi_alignment_timings") for c in claims.CLAIMS[e]}
+                                        "vi_alignment_resnet20_cifar100", "vi_alignment_robustness",
+                                        "vi_alignment_timings") for c in claims.CLAIMS[e]}
     assert registered == set(THRESHOLD_OF)
 
 
@@ -171,6 +174,30 @@ def test_cifar10_mlp_claims_judge_the_cifar10_barriers():
     assert not any(o.holds for o in _outcomes("vi_alignment_cifar10", flat).values())
     with pytest.raises(ValueError, match="dataset"):  # a vi_alignment summary has no cifar10
         claims.evaluate("vi_alignment_cifar10", _align_summary(PAPER, PAPER))
+
+
+def _cifar100_summary(aligned, accuracy=0.4, pairs=4, noise=0.02):
+    """A ``vi_alignment_resnet20_cifar100`` summary at widths 1, 2, 4, 8 with naive barriers of 2 nats."""
+    cells = _cells((2.0,) * 4, aligned, pairs, noise)
+    return {"widths": {"cifar100": [1, 2, 4, 8]}, "marginal_pairs": {"cifar100": cells},
+            "marginal": {"cifar100": {s: {k: [float(np.mean(v)) for v in b[k]] for k in b} for s, b in cells.items()}},
+            "endpoint_accuracy": {"cifar100": [[accuracy] * pairs] * 4}}
+
+
+def test_cifar100_barrier_remains_after_alignment():
+    """Fig. A3: the aligned barrier at the widest width stays above 0.05 nats (holds), reaches
+    zero (differs), sits on the line (inconclusive); networks at twice chance (0.02 for 100
+    classes) are not tested, while 0.15, which would be chance-level for 10 classes, is."""
+    name = "barrier_remains_after_alignment"
+    assert _outcomes("vi_alignment_resnet20_cifar100", _cifar100_summary((1.0, 0.8, 0.6, 0.5)))[name].holds
+    v = _outcomes("vi_alignment_resnet20_cifar100", _cifar100_summary((1.0, 0.5, 0.1, 0.0), noise=0.005))[name]
+    assert v.verdict is Verdict.DIFFERS and "aligned barrier at width 8" in v.detail
+    v = _outcomes("vi_alignment_resnet20_cifar100", _cifar100_summary((1.0, 0.5, 0.1, 0.05), noise=0.05))[name]
+    assert v.verdict in (Verdict.SAME_DIRECTION, Verdict.OPPOSITE_DIRECTION)
+    v = _outcomes("vi_alignment_resnet20_cifar100", _cifar100_summary((1.0, 0.8, 0.6, 0.5), accuracy=0.02))[name]
+    assert v.verdict is Verdict.NOT_TESTED and "twice chance" in v.detail and "0.02" in v.detail
+    assert _outcomes("vi_alignment_resnet20_cifar100", _cifar100_summary((1.0, 0.8, 0.6, 0.5), accuracy=0.15))[
+        name].holds
 
 
 def _resnet_summary(naive, aligned, pairs=4, noise=0.02, widths=(1, 2, 4, 8)):

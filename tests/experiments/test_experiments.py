@@ -285,7 +285,7 @@ def test_vi_alignment_resnet20_runs_and_keeps_the_vi_alignment_layout():
     from symlib.experiments.judging import claims
     outcomes = claims.evaluate("vi_alignment_resnet20", summary)
     assert [o.claim.name for o in outcomes] == ["alignment_lowers_every_barrier", "wider_lower_only_after_alignment"]
-    with pytest.raises(ValueError, match="resnet_dataset must be 'cifar10' or 'fashion_mnist'"):
+    with pytest.raises(ValueError, match=r"resnet_dataset must be one of \['cifar10', 'cifar100', 'fashion_mnist'\]"):
         experiments.rossi.load_resnet_data(dataclasses.replace(tiny, resnet_dataset="svhn"))
 
 

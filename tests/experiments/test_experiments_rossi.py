@@ -177,6 +177,38 @@ def test_vi_alignment_cifar10_runs_the_mlp_on_flattened_cifar10(tmp_path, monkey
         experiments.run("vi_alignment_cifar10", tiny, verbose=False)
 
 
+@pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
+def test_vi_alignment_resnet20_cifar100_reads_cifar100_with_its_100_classes(tmp_path, monkeypatch):
+    """Fig. A3 (paper profile only) end to end on a synthetic CIFAR-100 archive in the official
+    format (20 training and 20 test images): a 100-way ResNet20 head, vi_alignment's layout
+    under "cifar100" whatever resnet_dataset says, and its claim."""
+    from _helpers import unreachable_url
+    from _rgb_files import write_cifar100
+    from symlib import data
+    from symlib.core import resnet
+
+    root = tmp_path / "data" / "cifar100"
+    root.mkdir(parents=True)
+    write_cifar100(np.random.default_rng(0), root)
+    monkeypatch.setitem(data.MD5, "cifar100", {n: data.md5_file(root / n) for n in data.MD5["cifar100"]})
+    monkeypatch.setitem(data.MIRRORS, "cifar100", [unreachable_url()])
+    monkeypatch.setenv("SYMLIB_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache"))
+    heads = []
+    real_init = resnet.resnet20_init
+    monkeypatch.setattr(resnet, "resnet20_init", lambda *a: heads.append(a[2]) or real_init(*a))
+    tiny = dataclasses.replace(get_profile("quick"), name="tiny", resnet_dataset="fashion_mnist", resnet_widths=(1,),
+                               resnet_n_train=20, resnet_epochs=1, resnet_batch_size=10, resnet_n_eval=20,
+                               resnet_n_lambdas=3, resnet_samples=2)
+    res = experiments.run("vi_alignment_resnet20_cifar100", tiny, verbose=False)
+    assert res.widths("cifar100") == [1] and heads == [100, 100]
+    summary = SUMMARIES["vi_alignment_resnet20_cifar100"](res.artifact)
+    assert summary["widths"] == {"cifar100": [1]}
+    assert np.isfinite(res.run("cifar100", 1).marginal_barrier(split="test", aligned=True))
+    outcomes = claims.evaluate("vi_alignment_resnet20_cifar100", summary)
+    assert [o.claim.name for o in outcomes] == ["barrier_remains_after_alignment"]
+
+
 def _two_width_summary(naive, aligned, elbo, widths=(128, 1024)):
     """A vi_alignment summary for one dataset: per width, one barrier per pair."""
     return {"widths": {"mnist": list(widths)},

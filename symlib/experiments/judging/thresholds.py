@@ -326,6 +326,14 @@ define("vi_alignment.barrier_falls_with_width", 0.0, "below",
        "2026-11-23, before any run (as 'widest below narrowest and slope < 0'); a slope per series with an "
        "interval since 2026-11-25")
 
+define("vi_alignment_resnet20_cifar100.barrier_remains_after_alignment", 0.05, "above",
+       "we fall short to find zero-barrier solutions (App. C, Fig. A3: 'The method proposed fails to recover "
+       "zero-barrier solutions for CIFAR100')",
+       "effect: the aligned marginalised barrier at the widest width, in nats, the mean over independent posterior "
+       "pairs with its Student-t interval, the worse of train and test; 'falls short of zero' read as above the "
+       "0.05 nats under which vi_alignment.aligned_barrier_nearly_zero calls a barrier nearly zero",
+       "2026-12-01, before any run (no CIFAR-100 run exists)")
+
 define("vi_alignment_resnet20.wider_lower_only_after_alignment", 0.0, "below",
        "for ResNet20, wider models have lower barriers only after alignment (Sec. 5.1; unlike MLPs, where it holds "
        "with and without alignment)",

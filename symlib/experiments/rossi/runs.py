@@ -576,16 +576,26 @@ def _resnet_config(profile: Profile) -> dict[str, Any]:
     return {"data_source": profile.data_source, **{k: getattr(profile, k) for k in keys}}
 
 
-def load_resnet_data(profile: Profile) -> dict[str, np.ndarray]:
-    """The images of the ResNet20 experiment: NHWC float32 in [0, 1].
+#: classes of each dataset the ResNet20 experiments read
+RESNET_CLASSES = {"cifar10": 10, "cifar100": 100, "fashion_mnist": 10}
 
-    ``profile.resnet_dataset`` is ``"cifar10"`` (the paper; :func:`symlib.data.load_cifar10`,
-    which finds, verifies or downloads the archive and says where it looked when it cannot)
-    or ``"fashion_mnist"`` (the quick stand-in: the profile's split, 28x28x1). The first
-    ``resnet_n_train`` training and ``resnet_n_eval`` test images are kept.
+
+def _resnet_cifar100_config(profile: Profile) -> dict[str, Any]:
+    return {**_resnet_config(profile), "resnet_dataset": "cifar100"}
+
+
+def load_resnet_data(profile: Profile, dataset: str | None = None) -> dict[str, np.ndarray]:
+    """The images of a ResNet20 experiment: NHWC float32 in [0, 1].
+
+    The dataset is ``"cifar10"`` (the paper; :func:`symlib.data.load_cifar10`, which finds,
+    verifies or downloads the archive and says where it looked when it cannot),
+    ``"cifar100"`` (App. C, Fig. A3; :func:`symlib.data.load_cifar100`, its 100 fine
+    classes) or ``"fashion_mnist"`` (the quick stand-in: the profile's split, 28x28x1). The
+    first ``resnet_n_train`` training and ``resnet_n_eval`` test images are kept.
 
     Args:
         profile: the run profile.
+        dataset: the dataset (default ``profile.resnet_dataset``).
 
     Returns:
         ``x_train``, ``y_train``, ``x_test``, ``y_test``.
@@ -595,17 +605,18 @@ def load_resnet_data(profile: Profile) -> dict[str, np.ndarray]:
     """
     from symlib.core.cnn import as_images
 
-    ds = profile.resnet_dataset
-    if ds == "cifar10":
+    ds = profile.resnet_dataset if dataset is None else dataset
+    if ds in ("cifar10", "cifar100"):
         from symlib import data
-        (xtr, ytr), (xte, yte) = data.load_cifar10("train"), data.load_cifar10("test")
+        load = data.load_cifar10 if ds == "cifar10" else data.load_cifar100
+        (xtr, ytr), (xte, yte) = load("train"), load("test")
         xtr, xte = (np.asarray(a, np.float32) / np.float32(255.0) for a in (xtr, xte))
     elif ds == "fashion_mnist":
         d = load_align_data(profile, ds)
         xtr, ytr, xte, yte = (np.asarray(as_images(d["x_train"])), d["y_train"], np.asarray(as_images(d["x_test"])),
                               d["y_test"])
     else:
-        raise ValueError(f"resnet_dataset must be 'cifar10' or 'fashion_mnist', got {ds!r}")
+        raise ValueError(f"resnet_dataset must be one of {sorted(RESNET_CLASSES)}, got {ds!r}")
     n, m = profile.resnet_n_train, profile.resnet_n_eval
     return {"x_train": xtr[:n], "y_train": np.asarray(ytr[:n], np.int32),
             "x_test": xte[:m], "y_test": np.asarray(yte[:m], np.int32)}
@@ -628,11 +639,38 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
         The artifact, in the layout of :func:`vi_alignment`: ``artifact[dataset]["w<width>"]``
         with ``curves``, ``barrier``, ``alignment_seconds``, ``elbo_final`` (and no posteriors).
     """
+    return _resnet_pairs(profile, profile.resnet_dataset, "vi_alignment_resnet20", _resnet_config(profile))
+
+
+@register("vi_alignment_resnet20_cifar100", _resnet_cifar100_config,
+          "Rossi et al. App. C, Fig. A3: vi_alignment_resnet20 on CIFAR-100, where the paper's alignment does not "
+          "reach a zero barrier", summary=lambda res: _align_summary(res), result=VIAlignmentResult)
+def vi_alignment_resnet20_cifar100(profile: Profile) -> dict[str, Any]:
+    """:func:`vi_alignment_resnet20` on CIFAR-100 (100 classes), whatever ``resnet_dataset``
+    says: App. C, Fig. A3. The text we have does not name Fig. A3's architecture; ResNet20
+    is the paper's architecture for CIFAR (App. B, Table 1).
+
+    Args:
+        profile: the run profile (``resnet_*`` and ``align_*`` settings).
+
+    Returns:
+        The artifact, in the layout of :func:`vi_alignment` with the one dataset ``"cifar100"``.
+
+    Raises:
+        symlib.data.DataNotFoundError: if the CIFAR-100 archive cannot be had.
+    """
+    return _resnet_pairs(profile, "cifar100", "vi_alignment_resnet20_cifar100", _resnet_cifar100_config(profile))
+
+
+def _resnet_pairs(profile: Profile, dataset: str, name: str, cache_config: dict[str, Any]) -> dict[str, Any]:
+    """The ResNet20 experiments' work: per width in ``resnet_widths``, two VI fits on
+    ``dataset``, their alignment and curves, each width a step kept in the artifact cache
+    under ``name`` and ``cache_config``."""
     from symlib.core.resnet import resnet20_apply, resnet20_init
     from symlib.inference import Data, Model, VIConfig, fit_vi
     from symlib.symmetry.architectures import resnet20_permutation_spec
 
-    d = load_resnet_data(profile)
+    d = load_resnet_data(profile, dataset)
     spec = resnet20_permutation_spec()
     channels = d["x_train"].shape[-1]
     m = profile.resnet_n_eval
@@ -647,7 +685,8 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
 
     def step(width: int) -> dict[str, Any]:
         fits = [fit_vi(jax.random.key(100 * seed + width),
-                       resnet20_init(jax.random.key(1000 + 100 * seed + width), width, 10, channels),
+                       resnet20_init(jax.random.key(1000 + 100 * seed + width), width, RESNET_CLASSES[dataset],
+                                     channels),
                        Model(resnet20_apply), data, config)
                 for seed in (0, 1)]
         q0, q1 = (fits[0].mean, fits[0].std), (fits[1].mean, fits[1].std)
@@ -657,9 +696,9 @@ def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
 
     # one step per width, each kept in the artifact cache: a killed run resumes
     widths = [int(w) for w in profile.resnet_widths]
-    steps = cached_steps("vi_alignment_resnet20", _resnet_config(profile), widths, step)
+    steps = cached_steps(name, cache_config, widths, step)
     out = {f"w{width}": entry for width, entry in zip(widths, steps)}
-    return {profile.resnet_dataset: out}
+    return {dataset: out}
 
 
 # ------------------------------------------------------------------ timings (App. C, Fig. A2)
