@@ -13,6 +13,9 @@ and reports, one line per problem, prefixed by its kind:
 * ``image``    an ``<img>`` that did not load (``complete && naturalWidth == 0``);
 * ``math``     raw TeX (``\\(``, ``\\[``, ``$$``) left in the rendered text, outside code;
 * ``link``     an internal link to a missing file, or to a ``#fragment`` with no such id;
+  a redirect page (a ``<meta http-equiv="refresh">``: Jupyter Book's root ``index.html``) is
+  not opened, its target is checked as its one link (the browser leaves such a page while
+  the checks run, and their script then fails: one CI run failed so, 2026-12-01);
 * ``scroll``   a table or code block (``table``, ``pre``) that scrolls sideways at a 1280-pixel
   window: the element or one of its containers (up to five levels up) is wider inside than
   its box (``scrollWidth > clientWidth``), or the whole page is; collapsed ``<details>``
@@ -42,7 +45,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from urllib.parse import unquote, urldefrag, urlsplit
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 INSTALL_HINT = (
     "install a browser and its driver: `apt-get install chromium chromium-driver` "
@@ -243,6 +246,31 @@ class _Ids(html.parser.HTMLParser):
                 self.ids.add(v)
 
 
+class _Refresh(html.parser.HTMLParser):
+    """The URL of a page's ``<meta http-equiv="refresh" content="N; url=...">``, if it has one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.url: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = {k.lower(): v or "" for k, v in attrs}
+        if tag == "meta" and a.get("http-equiv", "").lower() == "refresh" and self.url is None:
+            key, _, url = a.get("content", "").partition(";")[2].partition("=")
+            if key.strip().lower() == "url" and url.strip():
+                self.url = url.strip().strip("'\"")
+
+
+def redirect_target(page: Path) -> str | None:
+    """Where a redirect page sends the browser (its meta refresh URL), or None for another page
+    (or a missing one: opening it reports that)."""
+    if not page.is_file():
+        return None
+    parser = _Refresh()
+    parser.feed(page.read_text(errors="replace"))
+    return parser.url
+
+
 def _file_path(url: str) -> Path:
     return Path(unquote(urlsplit(url).path))
 
@@ -301,6 +329,10 @@ def check_pages(driver, root: Path, pages: list[Path], screenshots: Path | None,
         page = page.resolve()
         rel = page.relative_to(root).as_posix()
         probs = found.setdefault(rel, [])
+        target = redirect_target(page)
+        if target is not None:  # nothing to render; its target is checked below, as its one link
+            links[rel] = [(target, urljoin(page.as_uri(), target))]
+            continue
         driver.get("about:blank")
         _drain(driver)
         try:
@@ -417,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         for p in probs:
             print(f"  {p}", file=sys.stderr)
     total = sum(map(len, bad.values()))
-    print(f"check_pages: opened {len(pages)} pages under {root} in {time.time() - start:.1f} s "
+    print(f"check_pages: checked {len(pages)} pages under {root} in {time.time() - start:.1f} s "
           f"(screenshots in {shots}): {total} problem(s) on {len(bad)} page(s)")
     return 1 if bad else 0
 

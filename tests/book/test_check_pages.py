@@ -110,6 +110,20 @@ def test_missing_file_and_anchor(driver, tmp_path):
     assert found["other.html"] == []
 
 
+def test_a_redirect_page_is_checked_by_its_target(driver, tmp_path):
+    """Jupyter Book's root index.html is a meta refresh: not opened (the browser would leave it
+    while the checks run), its target checked as a link."""
+    found = _check(driver, tmp_path, {
+        "index.html": '<meta http-equiv="Refresh" content="0; url=book/intro.html" />',
+        "old.html": "<html><head><meta content='0;URL=gone.html' http-equiv='refresh'></head></html>",
+        "book/intro.html": _page("<h1>Intro</h1>"),
+    })
+    assert found["index.html"] == [] and found["book/intro.html"] == []
+    assert found["old.html"] == ["link: 'gone.html': no such file gone.html"]
+    assert sorted(p.name for p in (tmp_path / "shots").iterdir()) == ["book__intro.png"]
+    assert check_pages.redirect_target(tmp_path / "html" / "book" / "intro.html") is None
+
+
 def test_link_leaving_the_book(driver, tmp_path):
     (tmp_path / "outside.html").write_text(_page("x"))
     found = _check(driver, tmp_path, {"index.html": _page("<a href='../outside.html'>out</a>")})
