@@ -313,3 +313,24 @@ def test_resnet20_claims_are_not_tested_on_untrained_networks():
     assert "have not learned" in v["alignment_lowers_every_barrier"].evidence.untested
     s["endpoint_accuracy"]["cifar10"][2] = [0.6] * 4
     assert all(o.holds for o in _outcomes("vi_alignment_resnet20", s).values())
+
+
+@pytest.mark.parametrize("experiment, summary", [
+    ("vi_alignment_cifar10", lambda: _cifar10_summary(PAPER, noise=0.01)),
+    ("vi_alignment_resnet20_cifar100", lambda: _cifar100_summary((1.0, 0.8, 0.6, 0.5))),
+    ("vi_alignment_resnet20", lambda: _resnet_summary((3.0, 3.2, 3.4, 3.6), (1.0, 0.7, 0.4, 0.2))),
+], ids=["cifar10_mlp", "resnet20_cifar100", "resnet20"])
+def test_paper_only_claims_do_not_depend_on_key_order(experiment, summary):
+    """The paper-profile-only experiments (no saved run yet, so the saved-results test does not
+    reach them) give the same effects, intervals and verdicts with their summaries' keys
+    shuffled at every depth."""
+    from test_claims import _shuffled
+
+    s = summary()
+    base = claims.evaluate(experiment, s)
+    for seed in range(3):
+        again = claims.evaluate(experiment, _shuffled(s, np.random.default_rng(seed)))
+        assert [(a.claim.name, a.verdict) for a in base] == [(b.claim.name, b.verdict) for b in again]
+        np.testing.assert_allclose([[a.evidence.effect, a.evidence.low, a.evidence.high] for a in base],
+                                   [[b.evidence.effect, b.evidence.low, b.evidence.high] for b in again],
+                                   equal_nan=True)
