@@ -36,6 +36,10 @@ THRESHOLD_OF = {
     ("vi_alignment_timings", "time_grows_with_width"): "vi_alignment_timings.time_grows_with_width",
     ("vi_alignment_timings", "vi_costlier_than_weight_matching"):
         "vi_alignment_timings.vi_costlier_than_weight_matching",
+    ("vi_alignment_resnet20_timings", "within_a_minute"): "vi_alignment_timings.within_a_minute",
+    ("vi_alignment_resnet20_timings", "time_grows_with_width"): "vi_alignment_timings.time_grows_with_width",
+    ("vi_alignment_resnet20_timings", "vi_costlier_than_weight_matching"):
+        "vi_alignment_timings.vi_costlier_than_weight_matching",
 }
 
 
@@ -49,7 +53,8 @@ def _outcomes(experiment, summary):
 def test_every_claim_has_a_registered_threshold_here():
     registered = {(e, c.name) for e in ("vi_alignment", "vi_alignment_resnet20", "vi_alignment_cifar10",
                                         "vi_alignment_resnet20_cifar100", "vi_alignment_robustness",
-                                        "vi_alignment_timings") for c in claims.CLAIMS[e]}
+                                        "vi_alignment_timings", "vi_alignment_resnet20_timings")
+                  for c in claims.CLAIMS[e]}
     assert registered == set(THRESHOLD_OF)
 
 
@@ -305,6 +310,37 @@ def test_timing_claims_without_repeats_are_not_tested():
     assert "minimum of 5 repeats" in v["within_a_minute"].evidence.untested
 
 
+def _resnet_timing_summary(w2_cpu, wm_cpu, accuracy=0.6, **kwargs):
+    """A ``vi_alignment_resnet20_timings`` summary: one dataset (cifar10), widths 1, 2, 4, 8,
+    one pair per width whose model averages reach ``accuracy``."""
+    s = _timing_summary(w2_cpu, wm_cpu, widths=(1, 2, 4, 8), **kwargs)
+    return {**s, "widths": {"cifar10": s["widths"]["mnist"]}, "table": {"cifar10": s["table"]["mnist"]},
+            "endpoint_accuracy": {"cifar10": [[accuracy]] * 4}}
+
+
+def test_resnet20_timing_claims_are_the_mlps_on_trained_networks():
+    """Fig. A2 for ResNet20: the MLP's three timing claims on the same thresholds (hold on
+    growing timings, differ on reversed ones) and "not tested" when the timed networks have not
+    learned (the paper times trained solutions), whichever way the timings point. Four widths
+    are four alignments: all four under a minute is a share whose exact interval reaches below
+    one half, so "within a minute" can at best point the paper's way."""
+    v = _outcomes("vi_alignment_resnet20_timings", _resnet_timing_summary(GROWING, [x / 2 for x in GROWING]))
+    assert v["time_grows_with_width"].holds and v["vi_costlier_than_weight_matching"].holds
+    assert v["within_a_minute"].verdict is Verdict.SAME_DIRECTION and "4 of 4" in v["within_a_minute"].detail
+    assert "cifar10 width 8" in v["vi_costlier_than_weight_matching"].detail
+    reversed_ = _resnet_timing_summary((0.64, 0.16, 0.04, 0.01), [2 * x for x in GROWING],
+                                       w2_wall=(70.0, 80.0, 65.0, 90.0))
+    v = _outcomes("vi_alignment_resnet20_timings", reversed_)
+    assert v["time_grows_with_width"].verdict is Verdict.DIFFERS
+    assert v["vi_costlier_than_weight_matching"].verdict is Verdict.DIFFERS
+    assert v["within_a_minute"].verdict is Verdict.OPPOSITE_DIRECTION and "0 of 4" in v["within_a_minute"].detail
+    for summary in (_resnet_timing_summary(GROWING, [x / 2 for x in GROWING], accuracy=0.15),
+                    {**reversed_, "endpoint_accuracy": {"cifar10": [[0.6], [0.6], [0.2], [0.6]]}}):
+        v = _outcomes("vi_alignment_resnet20_timings", summary)
+        assert {o.verdict for o in v.values()} == {Verdict.NOT_TESTED}
+        assert all("trained solutions" in o.evidence.untested for o in v.values())
+
+
 def test_resnet20_claims_are_not_tested_on_untrained_networks():
     s = _resnet_summary((2.0, 2.0, 2.0, 2.0), (0.5, 0.35, 0.2, 0.1))
     s["endpoint_accuracy"] = {"cifar10": [[0.6] * 4, [0.6] * 4, [0.1] * 4, [0.6] * 4]}
@@ -319,7 +355,8 @@ def test_resnet20_claims_are_not_tested_on_untrained_networks():
     ("vi_alignment_cifar10", lambda: _cifar10_summary(PAPER, noise=0.01)),
     ("vi_alignment_resnet20_cifar100", lambda: _cifar100_summary((1.0, 0.8, 0.6, 0.5))),
     ("vi_alignment_resnet20", lambda: _resnet_summary((3.0, 3.2, 3.4, 3.6), (1.0, 0.7, 0.4, 0.2))),
-], ids=["cifar10_mlp", "resnet20_cifar100", "resnet20"])
+    ("vi_alignment_resnet20_timings", lambda: _resnet_timing_summary(GROWING, [x / 2 for x in GROWING])),
+], ids=["cifar10_mlp", "resnet20_cifar100", "resnet20", "resnet20_timings"])
 def test_paper_only_claims_do_not_depend_on_key_order(experiment, summary):
     """The paper-profile-only experiments (no saved run yet, so the saved-results test does not
     reach them) give the same effects, intervals and verdicts with their summaries' keys

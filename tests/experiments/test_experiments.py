@@ -285,6 +285,18 @@ def test_vi_alignment_resnet20_runs_and_keeps_the_vi_alignment_layout():
     from symlib.experiments.judging import claims
     outcomes = claims.evaluate("vi_alignment_resnet20", summary)
     assert [o.claim.name for o in outcomes] == ["alignment_lowers_every_barrier", "wider_lower_only_after_alignment"]
+    # Fig. A2 for ResNet20: the timings each width's step took, as vi_alignment_timings' table
+    t = experiments.run("vi_alignment_resnet20_timings", tiny, verbose=False)
+    assert t.widths == {"fashion_mnist": [1]}
+    assert t.column("fashion_mnist", "w2_seconds_repeats").shape == (1, experiments.rossi.TIMING_REPEATS)
+    assert t.column("fashion_mnist", "w2_sq")[0] <= t.column("fashion_mnist", "w2_sq_identity")[0]
+    assert t.column("fashion_mnist", "w2_seconds")[0] > 0 and t.column("fashion_mnist", "wm_sweeps")[0] >= 1
+    timing_summary = experiments.SUMMARIES["vi_alignment_resnet20_timings"](t.artifact)
+    assert timing_summary["endpoint_accuracy"] == summary["endpoint_accuracy"]
+    by_name = {o.claim.name: o for o in claims.evaluate("vi_alignment_resnet20_timings", timing_summary)}
+    assert list(by_name) == ["within_a_minute", "time_grows_with_width", "vi_costlier_than_weight_matching"]
+    assert "one width" in by_name["time_grows_with_width"].evidence.untested or "not learned" in by_name[
+        "time_grows_with_width"].evidence.untested
     with pytest.raises(ValueError, match=r"resnet_dataset must be one of \['cifar10', 'cifar100', 'fashion_mnist'\]"):
         experiments.rossi.load_resnet_data(dataclasses.replace(tiny, resnet_dataset="svhn"))
 

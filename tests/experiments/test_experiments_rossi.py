@@ -11,6 +11,7 @@ from symlib.experiments import cache, rossi
 from symlib.experiments.judging import claims
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.registry import SUMMARIES
+from symlib.symmetry.specs import mlp_permutation_spec
 from symlib.testing.reference import random_gaussian_posterior
 
 def _entry(scale):
@@ -46,16 +47,17 @@ def test_time_alignments_on_planted_posteriors():
         q0 = random_gaussian_posterior(0, [6, width, width, 3])
         q1 = random_gaussian_posterior(1, [6, width, width, 3])
         posteriors[width] = {"mu0": q0[0], "sigma0": q0[1], "mu1": q1[0], "sigma1": q1[1]}
-    out = rossi.time_alignments(posteriors, depth=len(sizes) - 2, repeats=2)
+    spec = mlp_permutation_spec(len(sizes) - 2)
+    out = rossi.time_alignments(posteriors, spec, repeats=2)
     assert out["width"] == [4, 5]
     assert all(s > 0 for s in out["w2_seconds"] + out["wm_cpu_seconds"])
     assert all(a <= b for a, b in zip(out["w2_sq"], out["w2_sq_identity"]))
     assert [len(r) for r in out["w2_cpu_seconds_repeats"]] == [2, 2]
     assert out["w2_cpu_seconds"][0] == pytest.approx(float(np.median(out["w2_cpu_seconds_repeats"][0])))
     with pytest.raises(ValueError, match="repeats must be at least 1"):
-        rossi.time_alignments(posteriors, depth=2, repeats=0)
+        rossi.time_alignments(posteriors, spec, repeats=0)
     with pytest.raises(ValueError, match="posteriors is empty"):
-        rossi.time_alignments({}, depth=2)
+        rossi.time_alignments({}, spec)
 
 
 @pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)

@@ -92,6 +92,8 @@ STAND_INS: dict[str, str] = {
                     "energy-efficiency regression MLP, and Figs. 2 and 4 use OptuNets and ResNet-18",
     "vi_alignment_timings": "matching the VI means (weight matching) stands in for the paper's weight matching "
                             "of two SGD solutions",
+    "vi_alignment_resnet20_timings": "matching the VI means (weight matching) stands in for the paper's weight "
+                                     "matching of two SGD solutions",
     "vi_alignment_robustness": "a 2 x 2 grid of prior variances and temperatures of our choosing at one width; "
                                "the paper states the robustness without giving its grid",
 }

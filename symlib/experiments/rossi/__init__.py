@@ -12,7 +12,8 @@ posteriors, beside weight matching of their means (a :class:`VIAlignmentTimings`
 LayerNorm, on CIFAR-10 in the paper profile and on Fashion-MNIST as the quick stand-in; and
 ``vi_alignment_cifar10`` (Sec. 5.1): ``vi_alignment``'s MLPs on CIFAR-10, and
 ``vi_alignment_resnet20_cifar100`` (App. C, Fig. A3): ``vi_alignment_resnet20`` on CIFAR-100
-(paper profile only: they need the archives).
+(paper profile only: they need the archives); ``vi_alignment_resnet20_timings`` (App. C,
+Fig. A2 for ResNet20): the timings ``vi_alignment_resnet20`` takes of its pairs.
 
 The paper's claims about them are registered with :func:`symlib.experiments.judging.claims.claim`
 at the end of the module, each returning Evidence over the independent units (posterior
@@ -23,6 +24,7 @@ lower only after alignment (Sec. 5.1), the MLP's barriers on CIFAR-10 as on MNIS
 left after alignment on CIFAR-100 (App. C, Fig. A3); and the timing statements of App. C.
 
 Parts: :mod:`~symlib.experiments.rossi.settings`, :mod:`~symlib.experiments.rossi.runs`,
+:mod:`~symlib.experiments.rossi.resnet` (ResNet20),
 :mod:`~symlib.experiments.rossi.tables`, :mod:`~symlib.experiments.rossi.prose` (the values the
 chapters' prose cites), :mod:`~symlib.experiments.rossi.kl_cost` (App. A: the KL and Wasserstein costs on
 small Gaussians) and :mod:`~symlib.experiments.rossi.claims`; every
@@ -38,10 +40,10 @@ _EXPORTS = {
                  "ROSSI_SEC51_CLAIMS", "ALIGN_DATASETS", "SPLITS", "CIFAR10_MLP_PRIOR_VAR"],
     "runs": ["AlignedVIPair", "VIAlignmentResult", "align_and_compare", "fit_and_align_pair", "vi_alignment",
              "ROBUSTNESS_PRIOR_VARS", "ROBUSTNESS_TEMPERATURES", "ROBUSTNESS_DATASET", "vi_alignment_robustness",
-             "load_resnet_data", "vi_alignment_resnet20", "load_cifar10_flat", "vi_alignment_cifar10",
-             "RESNET_CLASSES", "vi_alignment_resnet20_cifar100",
-             "VIAlignmentTimings", "TIMED_COLUMNS",
+             "load_cifar10_flat", "vi_alignment_cifar10", "VIAlignmentTimings", "TIMED_COLUMNS",
              "time_alignments", "vi_alignment_timings"],
+    "resnet": ["load_resnet_data", "vi_alignment_resnet20", "RESNET_CLASSES", "vi_alignment_resnet20_cifar100",
+               "vi_alignment_resnet20_timings"],
     "tables": ["barriers_against_width", "training_length_rows", "TRAINING_LENGTH_HEADERS", "width_gaps", "mean_se",
                "format_mean_se", "barrier_table_rows", "BARRIER_TABLE_HEADERS", "timing_table_rows",
                "TIMING_TABLE_HEADERS", "QUICK_BEFORE_REPLICATES", "RESNET_STANDIN_TRIALS", "RESNET_STANDIN_HEADERS",
@@ -61,4 +63,4 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 # the parts register their experiments (runs) and claims (claims) when imported: eagerly, in this order
-from symlib.experiments.rossi import settings, runs, tables, claims  # noqa: E402,F401
+from symlib.experiments.rossi import settings, runs, resnet, tables, claims  # noqa: E402,F401

@@ -1,5 +1,6 @@
-"""Rossi et al. (2023): mean-field VI pairs aligned by Wasserstein matching (MLPs, ResNet20),
-the robustness sweep and the alignment timings; their typed results."""
+"""Rossi et al. (2023): mean-field VI pairs of MLPs aligned by Wasserstein matching, the
+robustness sweep and the alignment timings; their typed results (ResNet20's are in
+:mod:`~symlib.experiments.rossi.resnet`)."""
 from __future__ import annotations
 
 import functools
@@ -196,11 +197,11 @@ def _align_config(profile: Profile) -> dict[str, Any]:
     return {**data_config(profile), **{k: getattr(profile, k) for k in keys}}
 
 
-def _widths_of(per_width: Mapping[str, Any]) -> list[int]:
+def widths_of(per_width: Mapping[str, Any]) -> list[int]:
     return sorted(int(w.removeprefix("w")) for w in per_width)
 
 
-def _align_summary(res: dict[str, Any]) -> dict[str, Any]:
+def align_summary(res: dict[str, Any]) -> dict[str, Any]:
     """``widths[dataset]`` (increasing); ``marginal`` / ``midpoint`` barriers as
     ``[dataset][split][kind]``, one float per width (the mean over the pairs), kind
     ``"naive"`` or ``"aligned"``; ``marginal_pairs[dataset][split][kind]``, one list per
@@ -212,7 +213,7 @@ def _align_summary(res: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"widths": {}, "marginal": {}, "midpoint": {}, "marginal_pairs": {}, "elbo": {},
                            "endpoint_loss": {}, "endpoint_accuracy": {}}
     for ds, per_w in res.items():
-        widths = _widths_of(per_w)
+        widths = widths_of(per_w)
         out["widths"][ds] = widths
         reps = {w: _pair_entries(per_w[f"w{w}"]) for w in widths}
         for which in ("marginal", "midpoint"):
@@ -369,7 +370,7 @@ def _pair_steps(name: str, config: dict[str, Any], profile: Profile, datasets, l
 @register("vi_alignment", _align_config,
           "Rossi et al.: independent pairs of mean-field VI MLPs per width and dataset, Wasserstein alignment, "
           "marginalised barriers",
-          summary=_align_summary, result=VIAlignmentResult)
+          summary=align_summary, result=VIAlignmentResult)
 def vi_alignment(profile: Profile) -> dict[str, Any]:
     """Fit ``align_pairs`` independent pairs of VI posteriors per dataset and width, align
     each pair, and evaluate the barriers.
@@ -442,7 +443,7 @@ def load_cifar10_flat() -> dict[str, np.ndarray]:
 @register("vi_alignment_cifar10", _cifar10_config,
           "Rossi et al. Sec. 5.1: independent pairs of mean-field VI MLPs per width on CIFAR-10, Wasserstein "
           "alignment, marginalised barriers",
-          summary=_align_summary, result=VIAlignmentResult)
+          summary=align_summary, result=VIAlignmentResult)
 def vi_alignment_cifar10(profile: Profile) -> dict[str, Any]:
     """:func:`vi_alignment` for the MLP on CIFAR-10 (Sec. 5.1): the same fits, alignment and
     curves, on flattened CIFAR-10 images (:func:`load_cifar10_flat`), with the prior variance
@@ -567,140 +568,6 @@ def vi_alignment_robustness_steps(profile: Profile) -> Steps:
     return Steps("vi_alignment_robustness", _robustness_config(profile), labels, train)
 
 
-# ------------------------------------------------------------------ ResNet20 (Sec. 5.1, CIFAR-10)
-
-
-def _resnet_config(profile: Profile) -> dict[str, Any]:
-    keys = ("resnet_dataset", "resnet_widths", "resnet_n_train", "resnet_epochs", "resnet_batch_size",
-            "resnet_n_eval", "resnet_n_lambdas", "resnet_samples", "align_prior_var", "learning_rate")
-    return {"data_source": profile.data_source, **{k: getattr(profile, k) for k in keys}}
-
-
-#: classes of each dataset the ResNet20 experiments read
-RESNET_CLASSES = {"cifar10": 10, "cifar100": 100, "fashion_mnist": 10}
-
-
-def _resnet_cifar100_config(profile: Profile) -> dict[str, Any]:
-    return {**_resnet_config(profile), "resnet_dataset": "cifar100"}
-
-
-def load_resnet_data(profile: Profile, dataset: str | None = None) -> dict[str, np.ndarray]:
-    """The images of a ResNet20 experiment: NHWC float32 in [0, 1].
-
-    The dataset is ``"cifar10"`` (the paper; :func:`symlib.data.load_cifar10`, which finds,
-    verifies or downloads the archive and says where it looked when it cannot),
-    ``"cifar100"`` (App. C, Fig. A3; :func:`symlib.data.load_cifar100`, its 100 fine
-    classes) or ``"fashion_mnist"`` (the quick stand-in: the profile's split, 28x28x1). The
-    first ``resnet_n_train`` training and ``resnet_n_eval`` test images are kept.
-
-    Args:
-        profile: the run profile.
-        dataset: the dataset (default ``profile.resnet_dataset``).
-
-    Returns:
-        ``x_train``, ``y_train``, ``x_test``, ``y_test``.
-
-    Raises:
-        ValueError: for another dataset.
-    """
-    from symlib.core.cnn import as_images
-
-    ds = profile.resnet_dataset if dataset is None else dataset
-    if ds in ("cifar10", "cifar100"):
-        from symlib import data
-        load = data.load_cifar10 if ds == "cifar10" else data.load_cifar100
-        (xtr, ytr), (xte, yte) = load("train"), load("test")
-        xtr, xte = (np.asarray(a, np.float32) / np.float32(255.0) for a in (xtr, xte))
-    elif ds == "fashion_mnist":
-        d = load_align_data(profile, ds)
-        xtr, ytr, xte, yte = (np.asarray(as_images(d["x_train"])), d["y_train"], np.asarray(as_images(d["x_test"])),
-                              d["y_test"])
-    else:
-        raise ValueError(f"resnet_dataset must be one of {sorted(RESNET_CLASSES)}, got {ds!r}")
-    n, m = profile.resnet_n_train, profile.resnet_n_eval
-    return {"x_train": xtr[:n], "y_train": np.asarray(ytr[:n], np.int32),
-            "x_test": xte[:m], "y_test": np.asarray(yte[:m], np.int32)}
-
-
-@register("vi_alignment_resnet20", _resnet_config,
-          "Rossi et al. Sec. 5.1: two mean-field VI ResNet20 (LayerNorm) per width, Wasserstein alignment through "
-          "the ResNet20 permutation spec, marginalised barriers (CIFAR-10; Fashion-MNIST as the quick stand-in)",
-          summary=lambda res: _align_summary(res), result=VIAlignmentResult)
-def vi_alignment_resnet20(profile: Profile) -> dict[str, Any]:
-    """:func:`vi_alignment` for ResNet20 with LayerNorm: per width in ``resnet_widths``, two
-    VI fits (Bayes by backprop, ``resnet_epochs`` epochs), their Wasserstein alignment and
-    the marginalised loss along the W2 geodesic on ``resnet_n_eval`` training and test
-    images, naive and aligned.
-
-    Args:
-        profile: the run profile (``resnet_*`` and ``align_*`` settings).
-
-    Returns:
-        The artifact, in the layout of :func:`vi_alignment`: ``artifact[dataset]["w<width>"]``
-        with ``curves``, ``barrier``, ``alignment_seconds``, ``elbo_final`` (and no posteriors).
-    """
-    return _resnet_pairs(profile, profile.resnet_dataset, "vi_alignment_resnet20", _resnet_config(profile))
-
-
-@register("vi_alignment_resnet20_cifar100", _resnet_cifar100_config,
-          "Rossi et al. App. C, Fig. A3: vi_alignment_resnet20 on CIFAR-100, where the paper's alignment does not "
-          "reach a zero barrier", summary=lambda res: _align_summary(res), result=VIAlignmentResult)
-def vi_alignment_resnet20_cifar100(profile: Profile) -> dict[str, Any]:
-    """:func:`vi_alignment_resnet20` on CIFAR-100 (100 classes), whatever ``resnet_dataset``
-    says: App. C, Fig. A3. The text we have does not name Fig. A3's architecture; ResNet20
-    is the paper's architecture for CIFAR (App. B, Table 1).
-
-    Args:
-        profile: the run profile (``resnet_*`` and ``align_*`` settings).
-
-    Returns:
-        The artifact, in the layout of :func:`vi_alignment` with the one dataset ``"cifar100"``.
-
-    Raises:
-        symlib.data.DataNotFoundError: if the CIFAR-100 archive cannot be had.
-    """
-    return _resnet_pairs(profile, "cifar100", "vi_alignment_resnet20_cifar100", _resnet_cifar100_config(profile))
-
-
-def _resnet_pairs(profile: Profile, dataset: str, name: str, cache_config: dict[str, Any]) -> dict[str, Any]:
-    """The ResNet20 experiments' work: per width in ``resnet_widths``, two VI fits on
-    ``dataset``, their alignment and curves, each width a step kept in the artifact cache
-    under ``name`` and ``cache_config``."""
-    from symlib.core.resnet import resnet20_apply, resnet20_init
-    from symlib.inference import Data, Model, VIConfig, fit_vi
-    from symlib.symmetry.architectures import resnet20_permutation_spec
-
-    d = load_resnet_data(profile, dataset)
-    spec = resnet20_permutation_spec()
-    channels = d["x_train"].shape[-1]
-    m = profile.resnet_n_eval
-    evals = {"train": (d["x_train"][:m], d["y_train"][:m]), "test": (d["x_test"], d["y_test"])}
-
-    # one compiled step called from Python: XLA runs ResNet20's backward pass slowly inside a scan on CPU
-    config = VIConfig(epochs=profile.resnet_epochs, batch_size=profile.resnet_batch_size,
-                      optimizer=constant_adam(profile.learning_rate), prior_var=profile.align_prior_var,
-                      std_init=ROSSI_VI_SETTINGS["std_init"], temperature=ROSSI_VI_SETTINGS["temperature"],
-                      loop="python")
-    data = Data(d["x_train"], d["y_train"])
-
-    def step(width: int) -> dict[str, Any]:
-        fits = [fit_vi(jax.random.key(100 * seed + width),
-                       resnet20_init(jax.random.key(1000 + 100 * seed + width), width, RESNET_CLASSES[dataset],
-                                     channels),
-                       Model(resnet20_apply), data, config)
-                for seed in (0, 1)]
-        q0, q1 = (fits[0].mean, fits[0].std), (fits[1].mean, fits[1].std)
-        return {**align_and_compare(spec, q0, q1, evals, profile, taus=profile.resnet_n_lambdas,
-                                    num_samples=profile.resnet_samples, apply_fn=resnet20_apply, batch_size=500),
-                "elbo_final": np.asarray([f.info["elbo"][-1] for f in fits])}
-
-    # one step per width, each kept in the artifact cache: a killed run resumes
-    widths = [int(w) for w in profile.resnet_widths]
-    steps = cached_steps(name, cache_config, widths, step)
-    out = {f"w{width}": entry for width, entry in zip(widths, steps)}
-    return {dataset: out}
-
-
 # ------------------------------------------------------------------ timings (App. C, Fig. A2)
 
 
@@ -770,7 +637,7 @@ def _repeat_times(fn, repeats: int) -> tuple[list[float], list[float], Any]:
 TIMED_COLUMNS = ("w2_seconds", "wm_seconds", "w2_cpu_seconds", "wm_cpu_seconds")
 
 
-def time_alignments(posteriors: Mapping[int, Mapping[str, Any]], depth: int,
+def time_alignments(posteriors: Mapping[int, Mapping[str, Any]], spec,
                     repeats: int = TIMING_REPEATS) -> dict[str, list]:
     """Wall time of Wasserstein alignment and of weight matching of the means, per width.
 
@@ -781,8 +648,8 @@ def time_alignments(posteriors: Mapping[int, Mapping[str, Any]], depth: int,
 
     Args:
         posteriors: ``posteriors[width]`` holds ``mu0``, ``sigma0``, ``mu1``, ``sigma1`` of
-            an MLP with ``depth`` hidden layers.
-        depth: number of hidden layers.
+            one network of that width.
+        spec: the networks' permutation spec (any width: it names axes, not sizes).
         repeats: timings per call (at least 1).
 
     Returns:
@@ -796,13 +663,11 @@ def time_alignments(posteriors: Mapping[int, Mapping[str, Any]], depth: int,
     """
     from symlib.symmetry.alignment import wasserstein_alignment
     from symlib.symmetry.matching import weight_matching
-    from symlib.symmetry.specs import mlp_permutation_spec
 
     if int(repeats) < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats!r}")
     if not posteriors:
         raise ValueError("posteriors is empty: no width to time")
-    spec = mlp_permutation_spec(depth)
     out: dict[str, list] = {k: [] for k in ("width", *TIMED_COLUMNS, *(f"{c}_repeats" for c in TIMED_COLUMNS),
                                             "w2_sweeps", "wm_sweeps", "w2_sq_identity", "w2_sq")}
     for width in sorted(posteriors):
@@ -823,7 +688,7 @@ def _timings_config(profile: Profile) -> dict[str, Any]:
     return {**_align_config(profile), "timing_repeats": TIMING_REPEATS}
 
 
-def _timings_summary(res: dict[str, Any]) -> dict[str, Any]:
+def timings_summary(res: dict[str, Any]) -> dict[str, Any]:
     """``widths[dataset]`` and ``table[dataset][column]``: lists of floats, one per width
     (the ``..._repeats`` columns: one list of every repeat per width)."""
     return {"widths": {ds: [int(w) for w in np.asarray(ws)] for ds, ws in res["widths"].items()},
@@ -834,7 +699,7 @@ def _timings_summary(res: dict[str, Any]) -> dict[str, Any]:
 
 @register("vi_alignment_timings", _timings_config,
           "Rossi et al. App. C: seconds to align the trained VI posteriors of vi_alignment, and to match their means",
-          summary=_timings_summary, result=VIAlignmentTimings)
+          summary=timings_summary, result=VIAlignmentTimings)
 def vi_alignment_timings(profile: Profile) -> dict[str, Any]:
     """Time the alignment of the trained posterior pairs of ``vi_alignment`` (the first
     independent pair of each dataset and width).
@@ -852,11 +717,13 @@ def vi_alignment_timings(profile: Profile) -> dict[str, Any]:
     if not profile.align_keep_posteriors:
         raise ValueError("vi_alignment_timings aligns the posteriors of vi_alignment, which this profile does not "
                          "keep: set align_keep_posteriors=true")
+    from symlib.symmetry.specs import mlp_permutation_spec
+
     pairs = run("vi_alignment", profile, verbose=False).artifact
     out: dict[str, Any] = {"widths": {}, "table": {}, "repeats": TIMING_REPEATS}
     for dataset, per_width in pairs.items():
         t = time_alignments({int(w.removeprefix("w")): _pair_entries(e)[0]["posteriors"]
-                             for w, e in per_width.items()}, profile.align_depth)
+                             for w, e in per_width.items()}, mlp_permutation_spec(profile.align_depth))
         out["widths"][dataset] = np.asarray(t.pop("width"))
         out["table"][dataset] = {k: np.asarray(v) for k, v in t.items()}
     return out
