@@ -18,7 +18,8 @@
 # %% [markdown]
 # # When do hidden units change places during training?
 #
-# Reproduces Section 5.2 and Figure 4 (left, MNIST) of {cite:t}`laurent2024symmetry`.
+# Reproduces Section 5.2 and Figure 4 (left, MNIST) of {cite:t}`laurent2024symmetry`, and
+# says how to run its right panel (ResNet-18 on CIFAR-100) in the paper profile.
 #
 # **Core idea.** The identifiable network puts each layer's hidden units in a fixed order:
 # remove the scaling symmetry (unit-norm incoming weights), then sort the units by their
@@ -47,6 +48,7 @@ from symlib.experiments.judging import claims, results, scales
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import paper_vs_ours
 from symlib.experiments.table import glue_all
+from symlib.symmetry.architectures import resnet18_permutation_spec
 
 plotting.set_style()
 profile = get_profile()
@@ -184,6 +186,39 @@ display(report.show_saved_run("laurent_mlps",
                               keep=lambda c: c in SEC52))
 
 # %% [markdown]
+# ## ResNet-18 on CIFAR-100 (Figure 4, right): the paper profile only
+#
+# The right panel follows ResNet-18 trained on CIFAR-100 with the authors' recipe. There the
+# paper sees "a lot of variation during the phases with a high learning rate (reduced after
+# 25 and 50 epochs)" and, as on MNIST, no "particular sign of permutations in the last part of
+# the training". The experiment `rn18_swaps_cifar100` trains the paper profile's
+# {glue:text}`ch11_rn18_nets` ResNet-18 with that recipe (the one of the ResNet-18 bank,
+# `symlib.experiments.laurent.posteriors_resnet.resnet_train_config`) and counts, at every SGD
+# step, the pairs of channels that trade places in each of the network's
+# {glue:text}`ch11_rn18_perms` permutations (the residual stream of each stage is one, the
+# inner channels of each block another: `resnet18_permutation_spec`), with the OptuNets'
+# counter after removing the scaling symmetry of the batch norms' channels. Its two claims are
+# the last two of the synthesis below, with the same checks and thresholds, the worst
+# permutation deciding; they are not tested when a network stays at most twice chance. The
+# paper does not say how many networks its panel averages; ours is the paper profile's choice,
+# enough for the bootstrap over runs. It needs the CIFAR-100 archive and a GPU:
+#
+# ```bash
+# python -m symlib run rn18_swaps_cifar100 --profile paper --out book/results
+# ```
+#
+# The cell shows the saved paper-profile run when there is one, with its claims judged.
+
+# %%
+glue("ch11_rn18_nets", get_profile("paper").rn18_swap_nets, display=False)
+glue("ch11_rn18_perms", len(resnet18_permutation_spec().perm_names), display=False)
+saved_rn18 = report.saved_run_claims("rn18_swaps_cifar100", "paper")
+print("paper profile: " + ("not run (needs the CIFAR-100 archive and a GPU)" if saved_rn18 is None
+                           else saved_rn18[0]))
+if saved_rn18 is not None:
+    display(saved_rn18[1])
+
+# %% [markdown]
 # ## Synthesis: the paper's claims, as code
 #
 # {cite:t}`laurent2024symmetry` (Sec. 5.2, Fig. 4) find that on MNIST (left panel) the
@@ -254,7 +289,7 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.", qualified=True,
 # ({glue:text}`ch11_s16_acc` accuracy) {glue:text}`ch11_s16_conv_rates` and
 # {glue:text}`ch11_s16_dense_rates`. The first convolution's {repo}`2` channels are not
 # followed (their permutation is not a symmetry by itself, see above). The ResNet-18 panel
-# of Fig. 4 (right) needs CIFAR-100 and a GPU. The claim "nearly never permute late" is
+# of Fig. 4 (right) needs CIFAR-100 and a GPU (its section above). The claim "nearly never permute late" is
 # checked against the first learning-rate phase's mean net change per epoch, not against
 # the first two epochs alone, which few OptuNet runs can leave at zero for the {repo}`3` dense units
 # (as printed above).

@@ -230,7 +230,9 @@ class LaurentProfile(SharedProfile):
             next ``rn18_samples`` the deep ensemble; ``rn18_samples`` samples per method
             (100), ``rn18_modes`` modes for the multi-mode methods (10); batch-norm
             statistics re-estimated on ``rn18_bn_images`` training images (ours); metrics
-            on ``rn18_n_eval`` test and OOD images (10,000).
+            on ``rn18_n_eval`` test and OOD images (10,000); ``rn18_swap_nets`` networks
+            whose sorted channels are followed through training (``rn18_swaps_cifar100``,
+            Fig. 4 right; the paper does not say how many it averages).
     """
 
     laurent_nets: int
@@ -264,6 +266,7 @@ class LaurentProfile(SharedProfile):
     rn18_n_eval: int
     rn18_nets: int
     rn18_chunk: int
+    rn18_swap_nets: int
     rn18_epochs_cifar100: int
     rn18_epochs_tiny_imagenet: int
     rn18_reference: int
@@ -408,6 +411,7 @@ PROFILES: dict[str, Profile] = {
         rn18_n_eval=256,
         rn18_nets=6,
         rn18_chunk=2,
+        rn18_swap_nets=2,
         rn18_epochs_cifar100=1,
         rn18_epochs_tiny_imagenet=1,
         rn18_reference=3,
@@ -496,6 +500,7 @@ PROFILES: dict[str, Profile] = {
         rn18_n_eval=10_000,
         rn18_nets=1_100,
         rn18_chunk=8,
+        rn18_swap_nets=8,
         rn18_epochs_cifar100=75,
         rn18_epochs_tiny_imagenet=200,
         rn18_reference=1_000,

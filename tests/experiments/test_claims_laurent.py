@@ -46,6 +46,8 @@ THRESHOLD_OF = {
     "rn18_posteriors_cifar100": _METRIC_ORDERINGS, "rn18_posteriors_tiny_imagenet": _METRIC_ORDERINGS,
     "rn18_collapse_cifar100": {"ood_more_dispersed": "functional_collapse.ood_more_dispersed"},
     "rn18_collapse_tiny_imagenet": {"ood_more_dispersed": "functional_collapse.ood_more_dispersed"},
+    "rn18_swaps_cifar100": {"swaps_in_high_lr_phases": "laurent.swaps_in_high_lr_phases",
+                            "ordering_freezes": "laurent.ordering_freezes"},
 }
 
 
@@ -183,6 +185,32 @@ def _trained(rng, **kw):
 def test_trained_network_claims_hold(experiment):
     v = _verdicts(experiment, _trained(np.random.default_rng(3)))
     assert v == {k: HOLDS for k in THRESHOLD_OF[experiment]}
+
+
+def _rn18_swaps(rng, accuracy=0.7, **kw):
+    """An ``rn18_swaps_cifar100`` summary: the swaps of :func:`_swaps` and a test accuracy per run."""
+    sw = _swaps(rng, **kw)
+    return {"swaps": sw, "test_accuracy": [accuracy] * len(sw["per_run"]["first_per_step"][0])}
+
+
+def test_rn18_swap_claims_read_fig4_right_on_trained_networks():
+    """Fig. 4 (right) on ResNet-18: the MLPs' two checks on the same thresholds hold where the
+    swaps fall after the high learning-rate phases and the ordering freezes, differ where they
+    do not, and are not tested when a network stayed at most twice chance (0.02 on CIFAR-100's
+    100 classes), whichever way the swaps point; the statements are the paper's, of the right panel."""
+    v = _verdicts("rn18_swaps_cifar100", _rn18_swaps(np.random.default_rng(3)))
+    assert v == {"swaps_in_high_lr_phases": HOLDS, "ordering_freezes": HOLDS}
+    v = _verdicts("rn18_swaps_cifar100", _rn18_swaps(np.random.default_rng(4), last=3.0, late_net=2.0))
+    assert v == {"swaps_in_high_lr_phases": DIFFERS, "ordering_freezes": DIFFERS}
+    for kw in ({}, {"last": 3.0, "late_net": 2.0}):
+        s = _rn18_swaps(np.random.default_rng(5), **kw)
+        s["test_accuracy"][4] = 0.02
+        out = claims.evaluate("rn18_swaps_cifar100", s)
+        assert all(o.verdict is UNTESTED and "0.020" in o.evidence.untested for o in out), [o.detail for o in out]
+    assert _verdicts("rn18_swaps_cifar100", _rn18_swaps(np.random.default_rng(3), accuracy=0.05))[
+        "ordering_freezes"] is HOLDS  # 0.05 is above twice chance for 100 classes
+    sources = {c.source for c in claims.CLAIMS["rn18_swaps_cifar100"]}
+    assert sources == {"Laurent et al. (2024), Sec. 5.2, Fig. 4 (right)"}
 
 
 def test_corollary1_is_not_tested_where_the_witness_raises_the_biases():
@@ -483,16 +511,18 @@ def test_swap_ratios_over_too_few_runs_are_not_tested(late):
 
 def test_swap_claims_do_not_depend_on_key_order():
     """Fig. 4's claims (swaps_scarce and swaps_gathered among them; no saved run has their
-    counts yet) give the same verdicts and intervals with the summary's keys shuffled."""
+    counts yet; and the ResNet-18 panel's, paper profile only) give the same verdicts and
+    intervals with the summary's keys shuffled."""
     from test_claims import _shuffled
 
-    s = _trained(np.random.default_rng(21))
-    base = claims.evaluate("laurent_optunets", s)
-    again = claims.evaluate("laurent_optunets", _shuffled(s, np.random.default_rng(0)))
-    for a, b in zip(base, again):
-        assert a.claim.name == b.claim.name and a.verdict is b.verdict, a.claim.name
-        np.testing.assert_allclose([a.evidence.effect, a.evidence.low, a.evidence.high],
-                                   [b.evidence.effect, b.evidence.low, b.evidence.high], equal_nan=True)
+    for experiment, s in (("laurent_optunets", _trained(np.random.default_rng(21))),
+                          ("rn18_swaps_cifar100", _rn18_swaps(np.random.default_rng(21)))):
+        base = claims.evaluate(experiment, s)
+        again = claims.evaluate(experiment, _shuffled(s, np.random.default_rng(0)))
+        for a, b in zip(base, again):
+            assert a.claim.name == b.claim.name and a.verdict is b.verdict, a.claim.name
+            np.testing.assert_allclose([a.evidence.effect, a.evidence.low, a.evidence.high],
+                                       [b.evidence.effect, b.evidence.low, b.evidence.high], equal_nan=True)
 
 
 def test_epilogue_shows_glues_and_explains_in_one_call(capsys, monkeypatch):

@@ -136,3 +136,34 @@ def test_rn18_paper_profile_and_recipes():
     assert last == pytest.approx(1e-3) and s.optimizer is recipes.ramp_sgd(last, 0.1, 15 * (50_000 // 128), 0.9)
     with pytest.raises(ValueError, match="the bank has 4"):
         pr.bank_split_resnet(4, 3, 2)
+
+
+@pytest.mark.slow  # about a minute on 2 CPU cores: ResNet-18's training loop with the swap counters compiles
+def test_rn18_swaps_cifar100_counts_swaps_of_sorted_channels(tiny_profile, monkeypatch):
+    """Fig. 4 (right) end to end on the synthetic CIFAR-100 (no SVHN needed): 3 ResNet-18 in
+    chunks of 2 for 3 epochs of one step, the learning rate divided at epochs 1 and 2; every
+    permutation's swaps per step and statistics per epoch, the OptuNets' summary, its two
+    claims, and a second run that reads the artifact cache instead of training."""
+    from symlib import data
+    from symlib.experiments.laurent import swaps_resnet
+    from symlib.symmetry.architectures import resnet18_permutation_spec
+
+    monkeypatch.setitem(data.MIRRORS, "svhn", [])  # the swaps never read the OOD set
+    profile = dataclasses.replace(tiny_profile, rn18_swap_nets=3, rn18_chunk=2, rn18_epochs_cifar100=3)
+    art = registry.run("rn18_swaps_cifar100", profile, verbose=False).artifact
+    names = list(resnet18_permutation_spec().perm_names)
+    assert list(art["perm_names"]) == names and art["swaps"].shape == (3, 3, 1, len(names))
+    assert art["swaps"].min() >= 0 and art["milestones"].tolist() == [1, 2]
+    assert [art["epoch_stats"][n].shape[:2] for n in names] == [(3, 3)] * len(names)
+    assert art["units"].tolist() == [art["epoch_stats"][n].shape[-1] for n in names] and max(art["units"]) == 16
+    assert np.all((0 <= art["test_accuracy"]) & (art["test_accuracy"] <= 1))
+    summary = registry.SUMMARIES["rn18_swaps_cifar100"](art)
+    assert summary["swaps"]["perm_names"] == names and len(summary["swaps"]["per_run"]["first_per_step"]) == len(names)
+    outcomes = {o.claim.name: o for o in claims.evaluate("rn18_swaps_cifar100", summary)}
+    assert list(outcomes) == ["swaps_in_high_lr_phases", "ordering_freezes"]
+    # random labels and 3 runs: not tested (networks at chance, and fewer runs than a bootstrap bounds)
+    assert all(o.verdict is claims.Verdict.NOT_TESTED for o in outcomes.values())
+    trained = []
+    monkeypatch.setattr(swaps_resnet, "train_counting_swaps", lambda *a, **k: trained.append(a) or None)
+    again = registry.run("rn18_swaps_cifar100", dataclasses.replace(profile, name="again"), verbose=False).artifact
+    assert trained == [] and np.array_equal(again["swaps"], art["swaps"])

@@ -148,6 +148,7 @@ PAPER_RUNS: frozenset[str] = frozenset({
     "hmc", "vi_alignment_resnet20", "vi_alignment_resnet20_cifar100", "rn18_collapse_cifar100",
     "rn18_collapse_tiny_imagenet", "rn18_posteriors_cifar100", "rn18_posteriors_tiny_imagenet", "hmc_pieces",
     "mlp_map_pair", "optunet_bank", "posterior_samples", "rn18_bank_cifar100", "rn18_bank_tiny_imagenet",
+    "rn18_swaps_cifar100",
     # the paper profile's bank: 1,248 OptuNets of the authors' recipe (1,120 and 128 more), for the paper's 1,000
     # reference checkpoints and 100 ensemble members among the converged ones
     "bank_min_mass",

@@ -13,7 +13,8 @@ Parts:
   :mod:`~symlib.experiments.laurent.posterior_claims`: its Sec. 4.3 claims;
 - :mod:`~symlib.experiments.laurent.collapse`: Sec. 5.1 on the same bank (``functional_collapse``);
 - :mod:`~symlib.experiments.laurent.bank_min_mass`: Fig. 2 on the same bank (``bank_min_mass``);
-- :mod:`~symlib.experiments.laurent.posteriors_resnet`: the same at ResNet-18 scale.
+- :mod:`~symlib.experiments.laurent.posteriors_resnet`: the same at ResNet-18 scale;
+- :mod:`~symlib.experiments.laurent.swaps_resnet`: Sec. 5.2, Fig. 4 (right) on ResNet-18 (``rn18_swaps_cifar100``).
 
 Every public name of :mod:`~symlib.experiments.laurent.perceptrons` and :mod:`~symlib.experiments.laurent.mlps` is also here
 (loaded on first use, from the table ``_EXPORTS``). Importing the package imports every part: they
@@ -49,4 +50,4 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 # the parts register their experiments and claims when imported: eagerly, in this order (the MLPs'
 # claims before the others')
 from symlib.experiments.laurent import (perceptrons, mlps, optunet, posteriors, posterior_claims,  # noqa: E402,F401
-                                        collapse, bank_min_mass, posteriors_resnet, toy)
+                                        collapse, bank_min_mass, posteriors_resnet, swaps_resnet, toy)

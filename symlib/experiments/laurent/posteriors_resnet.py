@@ -142,7 +142,7 @@ def methods_of(task: str) -> tuple[str, ...]:
 # ------------------------------------------------------------------ data
 
 
-def resnet_data(profile: Profile, task: str) -> dict[str, Any]:
+def resnet_data(profile: Profile, task: str, ood: bool = True) -> dict[str, Any]:
     """The task's training and test images, standardised per channel with the training
     set's mean and std, and the OOD images standardised the same way.
 
@@ -150,10 +150,11 @@ def resnet_data(profile: Profile, task: str) -> dict[str, Any]:
         profile: the run profile (``rn18_n_train``: the first training images, 0 for all;
             ``rn18_n_eval``: test and OOD images).
         task: a key of :data:`TASKS`.
+        ood: load the OOD images too (their dataset must then be present).
 
     Returns:
         ``x_train`` float32 NHWC, ``y_train`` int32, ``x_test``, ``y_test``, ``x_ood``
-        (:func:`ood_images`), ``mean`` and ``std``.
+        (:func:`ood_images`; only with ``ood``), ``mean`` and ``std``.
 
     Raises:
         DataNotFoundError: from :mod:`symlib.data` when a dataset is not present and cannot
@@ -173,8 +174,9 @@ def resnet_data(profile: Profile, task: str) -> dict[str, Any]:
     std = xtr.reshape(-1, 3).std(0, dtype=np.float64) / 255.0
     std = np.where(std > 0, std, 1.0)
     scale = lambda x: ((x.astype(np.float32) / 255.0 - mean) / std).astype(np.float32)  # noqa: E731
-    return {"x_train": scale(xtr), "y_train": ytr.astype(np.int32), "x_test": scale(xte[:m]),
-            "y_test": yte[:m].astype(np.int32), "x_ood": scale(ood_images(task, m)), "mean": mean, "std": std}
+    out = {"x_train": scale(xtr), "y_train": ytr.astype(np.int32), "x_test": scale(xte[:m]),
+           "y_test": yte[:m].astype(np.int32), "mean": mean, "std": std}
+    return {**out, "x_ood": scale(ood_images(task, m))} if ood else out
 
 
 def ood_images(task: str, m: int) -> np.ndarray:
@@ -300,7 +302,7 @@ def _size(stack: dict) -> int:
 # ------------------------------------------------------------------ training mode
 
 
-def _batch_stats_apply(params, x, key):
+def batch_stats_apply(params, x, key):
     """ResNet-18 in training mode (batch statistics), the ``stochastic_apply`` of the bank."""
     from symlib.core.resnet import resnet18_apply_train
 
@@ -359,10 +361,16 @@ def _init_fn(task: str, width: int):
     return partial(resnet18_init, num_classes=TASKS[task]["classes"], base_width=width)
 
 
+def stacked_init(task: str, width: int, key, n: int) -> dict:
+    """``n`` ResNet-18 of the task's head and ``width``, initialised from keys split from
+    ``key`` one by one (``resnet18_init`` is not ``vmap``-able) and stacked."""
+    init = _init_fn(task, width)
+    return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[init(k) for k in jax.random.split(key, n)])
+
+
 def train_resnets(key, task: str, width: int, n: int, x, y, cfg, stochastic_apply) -> dict:
     """``n`` ResNet-18 trained at once (:func:`~symlib.inference.fit_ensemble`) from
-    ``resnet18_init`` with keys split from ``key`` (the init is not ``vmap``-able, so the
-    networks are initialised one by one and stacked), the objective evaluated with
+    :func:`stacked_init` with keys split from ``key``, the objective evaluated with
     ``stochastic_apply`` (training mode).
 
     Returns:
@@ -372,10 +380,8 @@ def train_resnets(key, task: str, width: int, n: int, x, y, cfg, stochastic_appl
     from symlib.inference import Data, Model, fit_ensemble
 
     init_key, data_key = jax.random.split(key)
-    init = _init_fn(task, width)
-    params0 = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *[init(k) for k in jax.random.split(init_key, n)])
-    nets = fit_ensemble(data_key, params0, Model(resnet18_apply, train_apply_fn=stochastic_apply), Data(x, y),
-                        cfg).samples
+    nets = fit_ensemble(data_key, stacked_init(task, width, init_key, n),
+                        Model(resnet18_apply, train_apply_fn=stochastic_apply), Data(x, y), cfg).samples
     return jax.tree_util.tree_map(np.asarray, nets)
 
 
@@ -410,7 +416,7 @@ def resnet_bank(profile: Profile, task: str) -> dict[str, Any]:
             continue
         k = min(chunk, n - start)
         nets = train_resnets(jax.random.fold_in(jax.random.key(21), start), task, width, k,
-                             jnp.asarray(d["x_train"]), jnp.asarray(d["y_train"]), cfg, _batch_stats_apply)
+                             jnp.asarray(d["x_train"]), jnp.asarray(d["y_train"]), cfg, batch_stats_apply)
         write_weights(store, start, refresh_statistics(nets, x_bn))
         done.write_text("")
     (where / "complete").write_text("")

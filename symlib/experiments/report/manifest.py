@@ -282,8 +282,10 @@ MANIFEST: tuple[Item, ...] = (
                       for c in ("swaps_in_high_lr_phases", "ordering_freezes")),
          paper_value=f"{LAURENT_FIG4_CLAIMS['where_units_swap']}; last phase: {LAURENT_FIG4_CLAIMS['last_phase']}"),
     Item("laurent2024", "Figure 4", "the same for ResNet-18 on CIFAR-100", "figure", part="right: ResNet-18",
+         chapter="notebooks/11_permutation_frequency", experiments=("rn18_swaps_cifar100",), paper_only=True,
+         claims=("rn18_swaps_cifar100:swaps_in_high_lr_phases", "rn18_swaps_cifar100:ordering_freezes"),
          paper_value="much variation while the learning rate is high, none in the last phase",
-         reason="not attempted: needs ResNet-18 training on CIFAR-100 (a GPU)"),
+         paper_profile="needs the CIFAR-100 archive and a GPU (ResNet-18 trained with the authors' recipe)"),
     Item("laurent2024", "Figure 5", "training data of the toy example (two Gaussian classes, 200 points each)",
          "illustration", chapter="notebooks/09_toy_posterior_symmetries", paper_value="illustration"),
     Item("laurent2024", "Figure 6", "not referenced in the extracted text (its caption was lost); numbered between "
