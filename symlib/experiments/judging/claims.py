@@ -214,6 +214,19 @@ def share_of_units(successes: int, trials: int, threshold: Threshold, units: str
     return Evidence(share, lo, hi, threshold, f"{trials} {units}", detail)
 
 
+#: Validity gate of the claims about trained networks (set on 2026-11-25 for the ResNet20
+#: barriers, after seeing the quick stand-in's networks at chance): a network whose test
+#: accuracy is at most this many times chance has not learned, so claims about it are "not tested".
+MIN_ACCURACY_OVER_CHANCE = 2.0
+
+
+def untrained_limit(lowest: float, classes: int) -> float | None:
+    """The accuracy at or below which a ``classes``-way classifier has not learned
+    (:data:`MIN_ACCURACY_OVER_CHANCE` times chance) when ``lowest`` is at or below it, else None."""
+    limit = MIN_ACCURACY_OVER_CHANCE / classes
+    return limit if lowest <= limit else None
+
+
 def not_tested(threshold: Threshold, reason: str, detail: str = "") -> Evidence:
     """Evidence for a summary that cannot test the claim (too few units, a failed validity
     check such as a sampler that did not reach a known posterior), with the reason."""

@@ -22,17 +22,13 @@ import jax
 import numpy as np
 
 from symlib.experiments.cache import cached_steps
-from symlib.experiments.judging.claims import CLAIMS, Evidence, claim, not_tested
+from symlib.experiments.judging.claims import CLAIMS, Evidence, claim, not_tested, untrained_limit
 from symlib.experiments.judging.thresholds import threshold
 from symlib.experiments.laurent.mlps import swap_summary
 from symlib.experiments.laurent.posteriors_resnet import (TASKS, batch_stats_apply, refresh_statistics, resnet_data,
                                                           resnet_decay, resnet_train_config, stacked_init)
 from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import register
-
-#: the ResNet-18 panel's claims are not tested on networks whose lowest test accuracy is at
-#: most this many times chance: the paper's statements are about trained networks
-RN18_MIN_ACCURACY_OVER_CHANCE = 2.0
 
 
 def _swaps_config(profile: Profile, task: str) -> dict[str, Any]:
@@ -130,8 +126,8 @@ def rn18_swaps_summary(art: dict[str, Any]) -> dict[str, Any]:
 
 def _untrained(summary: dict[str, Any], task: str) -> str | None:
     acc = np.asarray(summary["test_accuracy"], float)
-    limit = RN18_MIN_ACCURACY_OVER_CHANCE / TASKS[task]["classes"]
-    if acc.min() <= limit:
+    limit = untrained_limit(float(acc.min()), TASKS[task]["classes"])
+    if limit is not None:
         return (f"the ResNet-18 have not learned: the lowest test accuracy is {acc.min():.3f} (at most {limit:g}, "
                 "twice chance), and the paper's statements are about trained networks")
     return None

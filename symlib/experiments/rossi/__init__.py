@@ -56,7 +56,6 @@ _EXPORTS = {
                 "mirror_pair_picks", "mirror_picks_table", "mirror_glue_values", "appendix_a_rows", "MIRROR_COSTS",
                 "VECTOR_SPEC"],
     "claims": ["barrier_reduction", "width_slopes", "width_slope_rows", "WIDTH_SLOPE_HEADERS",
-               "RESNET_MIN_ACCURACY_OVER_CHANCE",
                "TIMING_CLAIMS_MACHINE_DEPENDENT"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from symlib.experiments.judging.claims import (Evidence, Verdict, claim, worst, difference, interval_evidence, mean_of_units,
-                                      not_tested, share_of_units)
+                                      not_tested, share_of_units, untrained_limit)
 from symlib.experiments.registry import pick
 from symlib.experiments.judging.thresholds import threshold
 from symlib.experiments.rossi.settings import SPLITS
@@ -211,19 +211,18 @@ claim("vi_alignment_cifar10", "barrier_falls_with_width_cifar10", _SEC51,
     _falls("cifar10", "vi_alignment_cifar10"))
 
 
-#: Validity check of the ResNet20 claims (set on 2026-11-25, after seeing the quick stand-in's
-#: networks at chance): a barrier between networks that have not learned (test accuracy of
-#: either model average at most twice chance: 0.2 for 10 classes, 0.02 for CIFAR-100's 100)
-#: is noise, so the claims are "not tested" on such a run.
-RESNET_MIN_ACCURACY_OVER_CHANCE = 2.0
+# Validity check of the ResNet20 claims (judging.claims.untrained_limit): a barrier between
+# networks that have not learned (test accuracy of either model average at most twice chance:
+# 0.2 for 10 classes, 0.02 for CIFAR-100's 100) is noise, so the claims are "not tested" on such a run.
 
 
 def _resnet_untrained(summary: Mapping[str, Any], consequence: str) -> str | None:
     from symlib.experiments.rossi.resnet import RESNET_CLASSES
 
     for ds, per_w in (summary.get("endpoint_accuracy") or {}).items():
-        lowest, limit = min(min(v) for v in per_w), RESNET_MIN_ACCURACY_OVER_CHANCE / RESNET_CLASSES[ds]
-        if lowest <= limit:
+        lowest = min(min(v) for v in per_w)
+        limit = untrained_limit(lowest, RESNET_CLASSES[ds])
+        if limit is not None:
             return (f"the VI networks have not learned: the lowest test accuracy of a pair's model averages on {ds} "
                     f"is {lowest:.2f} (at most {limit:g}, twice chance), so {consequence}")
     return None
