@@ -175,6 +175,9 @@ paper_vs_ours(xiao.not_claim_rows(per_run, sweep, paths), profile.name)
 #   sweep, whose correlation passed on numbers far from equal);
 # - NoT along $\lambda$ is $0$ at $W_0$, flat near both ends and monotone in between: the
 #   largest violation below a share {glue:text}`ch03_t_not_along_path` of the width;
+# - NoT changes smoothly along $\lambda$: the largest single step of NoT between neighbouring
+#   points of the path below a share {glue:text}`ch03_t_not_path_smooth` of its range along
+#   the path;
 # - NoT is stable over training: its range over the epochs below a share
 #   {glue:text}`ch03_t_not_stable_over_epochs` of the width.
 #
@@ -194,7 +197,9 @@ glue_all(glue, "ch03", xiao.threshold_values(outcomes))
 # difference as a share of the width {glue:text}`ch03_e_not_nearly_equal`),
 # {glue:text}`ch03_v_distance_and_barrier_grow` (Spearman
 # {glue:text}`ch03_e_distance_and_barrier_grow`), {glue:text}`ch03_v_not_along_path`
-# (violation {glue:text}`ch03_e_not_along_path`) and
+# (violation {glue:text}`ch03_e_not_along_path`), {glue:text}`ch03_v_not_path_smooth`
+# (largest step as a share of the range {glue:text}`ch03_e_not_path_smooth`; a share this
+# large means the path's NoT makes most of its change in one jump, not smoothly) and
 # {glue:text}`ch03_v_not_stable_over_epochs` (range {glue:text}`ch03_e_not_stable_over_epochs`).
 #
 # ### At the paper's scale
@@ -208,7 +213,8 @@ glue_all(glue, "ch03", xiao.threshold_values(outcomes))
 # matching and barriers), so
 # the full grid, one run of it, would take {glue:text}`ch03_pp_hours_per_run` hours. The
 # path-and-epochs panel ({glue:text}`ch03_pp_paths_min` minutes) was run at the paper
-# profile's settings, one pair. For the sweep we ran the largest reduction that fitted the
+# profile's settings, with {glue:text}`ch03_pp_paths_pairs` independent (reference,
+# permuted copy) pairs. For the sweep we ran the largest reduction that fitted the
 # session, labelled as such: the paper profile's networks, data and training, at
 # {glue:text}`ch03_pp_not_values` NoT values evenly spaced over the grid and
 # {glue:text}`ch03_pp_runs` random initialisations ({glue:text}`ch03_pp_nets` networks,
@@ -227,6 +233,8 @@ for name, saved in (("not_sweep", saved_sweep), ("not_paths", saved_paths)):
         claims.glue_outcomes(saved_outcomes[-1][1], "ch03_pp", glue)
 if saved_sweep is not None and saved_paths is not None:
     glue_all(glue, "ch03_pp", xiao.saved_not_values(saved_sweep, saved_paths, paper_profile))
+if saved_paths is not None:
+    glue("ch03_pp_paths_pairs", len(xiao.not_paths_replicates(saved_paths["summary"])["not_p"]), display=False)
 glue("ch03_activity_images", f"{xiao.REPAIRED_ACTIVITY_IMAGES:,}", display=False)
 
 # %% [markdown]

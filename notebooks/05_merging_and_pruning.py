@@ -42,7 +42,7 @@ from myst_nb import glue
 
 from symlib import experiments
 from symlib.experiments import plotting, report, xiao
-from symlib.experiments.judging import claims
+from symlib.experiments.judging import claims, scales
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.table import glue_all
 
@@ -99,7 +99,8 @@ display(xiao.pruning_table(prune, xiao.PRUNING_LABELS))
 every = claims.evaluate("compact_representation", summary)
 fig3 = [o for o in every if "Fig. 3" in o.claim.source]
 fig3_names = {o.claim.name for o in fig3}
-claims.epilogue(fig3, profile.name, prefix="ch05", glue=glue, scale="quick miniature" if profile.name == "quick" else None)
+claims.epilogue(fig3, profile.name, prefix="ch05", glue=glue,
+                scale=scales.scale_label("compact_representation", profile.name))
 saved_table = report.show_saved_run("compact_representation",
                                      "full-batch HMC on the full training set: a GPU",
                                      keep=lambda name: name in fig3_names)

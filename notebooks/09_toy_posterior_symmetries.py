@@ -53,7 +53,11 @@
 # $\lVert v \rVert_3 / \lVert v \rVert_2 \in [2^{-1/6}, 1]$ for a 2-D incoming vector $v$,
 # at most $1 - 2^{-1/6}$ = {glue:text}`ch09_l3_gap:.0%`, which moves points slightly but not
 # the modes' pattern. The final-loss threshold for dropping a network
-# ({glue:text}`ch09_max_loss`) is ours; the paper gives none.
+# ({glue:text}`ch09_max_loss`) is ours; the paper gives none. App. A.1 trains the perceptrons
+# "with early stopping for 10 epochs" without saying what would stop them early (it names no
+# validation set or patience); we read the phrase as a budget of {paper}`10` epochs and train
+# every network for exactly that many, without early stopping
+# (`symlib.experiments.laurent.toy.train_perceptrons`).
 
 # %% tags=["hide-cell"]
 import numpy as np
@@ -76,7 +80,7 @@ print(f"(this chapter's sizes are the paper's in every profile: {experiments.TOY
 
 # %%
 # the sizes are the paper's in every profile (the class means are ours: the paper's are lost);
-# the scale is the registry's, as in the reproduction report (a quick run is a quick miniature)
+# the scale is the registry's, as in the reproduction report (paper scale in every profile)
 SCALE = scales.scale_label("toy_perceptrons", profile.name)
 glue_all(glue, "ch09", toy_tables.setup_values())
 res = experiments.run("toy_perceptrons", profile)

@@ -78,6 +78,7 @@ swaps = res.swaps[keep]  # (runs, epochs, steps per epoch, permutations): pairs 
 epoch_stats = [s[keep] for s in res.epoch_stats]  # per permutation: (runs, epochs, units)
 print(laurent.optunet_swap_line(res))
 glue_all(glue, "ch11", laurent.optunet_swap_values(res, profile))
+glue_all(glue, "ch11_quick", {"nets": int(res.converged.size), "dropped": int(res.converged.size - keep.size)})
 
 # %% [markdown]
 # ### Kendall's τ between successive steps (Figure 4, left)
@@ -127,7 +128,8 @@ print(laurent.late_swaps_line(mlp_sw))
 
 # %%
 display(paper_vs_ours(laurent.fig4_rows(summary["swaps"], mlp_sw, res, widths), profile.name,
-                      scale=scales.scale_label("laurent_optunets", profile.name)))
+                      scale=f"OptuNets: {scales.scale_label('laurent_optunets', profile.name)}; "
+                            f"MLPs: {scales.scale_label('laurent_mlps', profile.name)}"))
 glue_all(glue, "ch11", laurent.optunet_swap_rate_values(summary["swaps"], res.units, res.blocks))
 
 # %% [markdown]
@@ -140,8 +142,10 @@ glue_all(glue, "ch11", laurent.optunet_swap_rate_values(summary["swaps"], res.un
 # previous chapter gives their times). The paper's checkpoint set has {paper}`1,000`
 # OptuNets, so all three are labelled reductions; they are saved in `book/results/`, and the
 # unit tests check these claims on each. Of the {glue:text}`ch11_pp_nets`,
-# {glue:text}`ch11_pp_dropped` stayed below the convergence threshold and are left out, as in
-# the quick profile.
+# {glue:text}`ch11_pp_dropped` stayed below the convergence threshold and are left out; the
+# same rule leaves out {glue:text}`ch11_s16_dropped` of the {glue:text}`ch11_s16_nets` and
+# {glue:text}`ch11_s8_dropped` of the {glue:text}`ch11_s8_nets` OptuNets of the CPU runs, and
+# {glue:text}`ch11_quick_dropped` of the quick profile's {glue:text}`ch11_quick_nets`.
 
 # %%
 saved = {label: results.load("laurent_optunets", label)
@@ -224,8 +228,9 @@ if saved_rn18 is not None:
 # {cite:t}`laurent2024symmetry` (Sec. 5.2, Fig. 4) find that on MNIST (left panel) the
 # changes of the sorting permutation are "scarce yet gathered around points of
 # instability", that the weights nearly never permute in the last phase of training, and
-# that the ResNet-18 (right panel), with "much more" degrees of freedom, changes a lot in
-# the high learning-rate phases. Four claims read this (`symlib.experiments.laurent`,
+# that the ResNet-18 (right panel), whose results differ "since the number of degrees of
+# freedom is much higher", changes a lot in the high learning-rate phases. Four claims read
+# this (`symlib.experiments.laurent`,
 # thresholds in `symlib.experiments.judging.thresholds`): the MNIST panel's own two, *scarce* (the
 # share of SGD steps that change the ordering, below one in ten) and *gathered* (the
 # changing steps have another change within {glue:text}`ch11_burst_window` steps at least twice as often as if each

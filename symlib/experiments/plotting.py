@@ -524,10 +524,20 @@ def stacked_counts(counts: dict[tuple[str, str, str], int], panels: Sequence[str
     return fig
 
 
+#: how many decades below the smallest positive value :func:`grouped_bars_figure` draws a value
+#: at or below zero on a logarithmic axis
+NONPOSITIVE_FLOOR_DECADES = 1
+
+
 def grouped_bars_figure(categories: Sequence[str], series: dict[str, Sequence[float | None]], *, ylabel: str,
-                        title: str | None = None, log: bool = False,
+                        title: str | None = None, log: bool = False, nonpositive_note: str = "≤ 0",
                         figsize: tuple[float, float] = (9, 3.6)) -> plt.Figure:
     """A figure of :func:`grouped_bars`, optionally on a logarithmic y axis.
+
+    On a logarithmic axis a value at or below zero (an unbiased estimate of a squared distance
+    can be) has no bar; so that it does not vanish, it is drawn as a hatched bar whose top lies
+    :data:`NONPOSITIVE_FLOOR_DECADES` decades below the smallest positive value (at 1 when none is
+    positive), labelled ``nonpositive_note``.
 
     Args:
         categories: one group of bars each.
@@ -535,15 +545,32 @@ def grouped_bars_figure(categories: Sequence[str], series: dict[str, Sequence[fl
         ylabel: label of the y axis.
         title: title of the axes.
         log: a logarithmic y axis.
+        nonpositive_note: the label of a value at or below zero on a logarithmic axis.
         figsize: the figure's size.
 
     Returns:
         The figure.
     """
     fig, ax = plt.subplots(figsize=figsize)
-    grouped_bars(ax, categories, series, ylabel=ylabel, title=title)
+    values = [float(v) for vals in series.values() for v in vals if v is not None]
+    clipped = log and any(v <= 0 for v in values)
+    if clipped:
+        positive = [v for v in values if v > 0]
+        floor = min(positive) * 10.0 ** -NONPOSITIVE_FLOOR_DECADES if positive else 1.0
+        shown = {k: [None if v is None else (floor if float(v) <= 0 else v) for v in vals]
+                 for k, vals in series.items()}
+    grouped_bars(ax, categories, shown if clipped else series, ylabel=ylabel, title=title)
     if log:
         ax.set_yscale("log")
+    if clipped:
+        for bars, vals in zip(ax.containers, series.values()):
+            for bar, v in zip(bars, vals):
+                if v is not None and float(v) <= 0:
+                    bar.set_hatch("///")
+                    bar.set_alpha(0.5)
+                    ax.annotate(nonpositive_note, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                                xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
+                                rotation=90, fontsize=7)
     fig.tight_layout()
     return fig
 

@@ -240,6 +240,29 @@ def _robust_summary(shares, pairs=4, noise=0.02, naive=1.5):
     return {"width": 64, "dataset": "mnist", "settings": settings, "marginal_pairs": mp}
 
 
+def test_barrier_claims_quote_the_paper_exactly():
+    """The paper says "zero" of the MLPs' barriers (Sec. 5.1 as the summary quotes it; the
+    poster of MLPs in general, the source for Fashion-MNIST), "nearly zero" being our tolerance;
+    the robustness sentence is the generated summary's, not Sec. 5.1's."""
+    by = {(e, c.name): c for e in ("vi_alignment", "vi_alignment_cifar10", "vi_alignment_robustness")
+          for c in claims.CLAIMS[e]}
+    sec51 = '"we recover zero barrier solutions for MLPs on both MNIST and CIFAR10"'
+    for key in [("vi_alignment", f"{k}_mnist") for k in ("alignment_removes_barrier", "aligned_barrier_nearly_zero")] \
+            + [("vi_alignment_cifar10", f"{k}_cifar10") for k in ("alignment_removes_barrier",
+                                                                   "aligned_barrier_nearly_zero")]:
+        assert sec51 in by[key].statement and "Sec. 5.1" in by[key].source, key
+    for k in ("alignment_removes_barrier", "aligned_barrier_nearly_zero"):
+        c = by["vi_alignment", f"{k}_fashion_mnist"]
+        assert '"With alignment we can find solutions with zero loss barrier for MLPs"' in c.statement
+        assert c.source.endswith("poster")
+    assert not any("(nearly) zero" in c.statement for c in by.values())
+    for key in ("vi_alignment.alignment_removes_barrier", "vi_alignment.aligned_barrier_nearly_zero"):
+        assert THRESHOLDS[key].quote.startswith("we recover zero barrier solutions for MLPs on both MNIST and CIFAR10")
+    robust = by["vi_alignment_robustness", "removes_barrier_every_setting"]
+    assert "summary" in robust.source and "Sec. 5.1" not in robust.source.replace("not Sec. 5.1", "")
+    assert '"The results hold for different prior variances and temperatures"' in robust.statement
+
+
 def test_robustness_claim():
     name = "removes_barrier_every_setting"
     assert _outcomes("vi_alignment_robustness", _robust_summary([0.9, 0.85, 0.8, 0.9]))[name].holds
@@ -271,17 +294,50 @@ def _timing_summary(w2_cpu, wm_cpu, spread=0.05, w2_wall=None, repeats=5, widths
 GROWING = (0.01, 0.04, 0.16, 0.64)
 
 
-def test_timing_claims_hold():
+RATIOS = ("time_grows_with_width", "vi_costlier_than_weight_matching")
+
+
+def test_timing_claims_hold_or_point_the_papers_way():
+    """Within a minute holds over the (dataset, width) alignments; the ratios, whose interval is
+    the range of repeated timings of one pair per width (not independent pairs), point the
+    paper's way but are judged within one run: at most "same direction"."""
     v = _outcomes("vi_alignment_timings", _timing_summary(GROWING, [x / 2 for x in GROWING]))
-    assert all(o.holds for o in v.values()), {k: (o.verdict, o.detail) for k, o in v.items()}
+    assert v["within_a_minute"].holds, v["within_a_minute"].detail
+    for name in RATIOS:
+        assert v[name].verdict is Verdict.SAME_DIRECTION, (name, v[name].detail)
+        assert v[name].evidence.one_run and "one posterior pair" in v[name].evidence.units
+
+
+def test_timing_ratios_are_capped_however_far_beyond_the_repeats():
+    """A hundredfold growth with identical repeats is still one pair's timing: never "holds",
+    and a hundredfold fall never "differs"."""
+    up = (0.01, 1.0, 100.0, 10000.0)
+    v = _outcomes("vi_alignment_timings", _timing_summary(up, [x / 100 for x in up], spread=0.0))
+    assert {v[n].verdict for n in RATIOS} == {Verdict.SAME_DIRECTION}
+    down = up[::-1]
+    v = _outcomes("vi_alignment_timings", _timing_summary(down, [x * 100 for x in down], spread=0.0))
+    assert {v[n].verdict for n in RATIOS} == {Verdict.OPPOSITE_DIRECTION}
 
 
 def test_timing_claims_differ():
     v = _outcomes("vi_alignment_timings", _timing_summary((0.64, 0.16, 0.04, 0.01), [2 * x for x in GROWING],
                                                           w2_wall=(70.0, 80.0, 65.0, 90.0)))
     assert v["within_a_minute"].verdict is Verdict.DIFFERS and "0 of 8 alignments" in v["within_a_minute"].detail
-    assert v["time_grows_with_width"].verdict is Verdict.DIFFERS
-    assert v["vi_costlier_than_weight_matching"].verdict is Verdict.DIFFERS
+    assert v["time_grows_with_width"].verdict is Verdict.OPPOSITE_DIRECTION
+    assert v["vi_costlier_than_weight_matching"].verdict is Verdict.OPPOSITE_DIRECTION
+
+
+def test_time_grows_with_width_is_our_reading_of_fig_a2():
+    """App. C states no trend against the width: the claim says it is ours, quotes App. C's
+    words exactly, and its threshold says so too; the other two quote App. C."""
+    by_name = {c.name: c for c in claims.CLAIMS["vi_alignment_timings"]}
+    grows = by_name["time_grows_with_width"]
+    assert grows.source.startswith("ours") and "Fig. A2" in grows.source
+    assert "our reading of what Fig. A2 plots" in grows.statement
+    assert '"In Fig. A2 we show the results for MLP and ResNet20 architectures, varying the model width"' in \
+        grows.statement
+    assert "our reading" in THRESHOLDS["vi_alignment_timings.time_grows_with_width"].reading
+    assert '"in the majority of cases, the algorithm completes within a minute"' in by_name["within_a_minute"].statement
 
 
 def test_timing_claims_do_not_hold_within_the_spread():
@@ -319,20 +375,20 @@ def _resnet_timing_summary(w2_cpu, wm_cpu, accuracy=0.6, **kwargs):
 
 
 def test_resnet20_timing_claims_are_the_mlps_on_trained_networks():
-    """Fig. A2 for ResNet20: the MLP's three timing claims on the same thresholds (hold on
-    growing timings, differ on reversed ones) and "not tested" when the timed networks have not
-    learned (the paper times trained solutions), whichever way the timings point. Four widths
+    """Fig. A2 for ResNet20: the MLP's three timing claims on the same thresholds (the paper's
+    direction on growing timings, the opposite on reversed ones, the ratios capped as one pair's
+    repeats) and "not tested" when the timed networks have not learned (the paper times trained
+    solutions), whichever way the timings point. Four widths
     are four alignments: all four under a minute is a share whose exact interval reaches below
     one half, so "within a minute" can at best point the paper's way."""
     v = _outcomes("vi_alignment_resnet20_timings", _resnet_timing_summary(GROWING, [x / 2 for x in GROWING]))
-    assert v["time_grows_with_width"].holds and v["vi_costlier_than_weight_matching"].holds
+    assert {v[n].verdict for n in RATIOS} == {Verdict.SAME_DIRECTION}  # one pair per width: one run
     assert v["within_a_minute"].verdict is Verdict.SAME_DIRECTION and "4 of 4" in v["within_a_minute"].detail
     assert "cifar10 width 8" in v["vi_costlier_than_weight_matching"].detail
     reversed_ = _resnet_timing_summary((0.64, 0.16, 0.04, 0.01), [2 * x for x in GROWING],
                                        w2_wall=(70.0, 80.0, 65.0, 90.0))
     v = _outcomes("vi_alignment_resnet20_timings", reversed_)
-    assert v["time_grows_with_width"].verdict is Verdict.DIFFERS
-    assert v["vi_costlier_than_weight_matching"].verdict is Verdict.DIFFERS
+    assert {v[n].verdict for n in RATIOS} == {Verdict.OPPOSITE_DIRECTION}
     assert v["within_a_minute"].verdict is Verdict.OPPOSITE_DIRECTION and "0 of 4" in v["within_a_minute"].detail
     for summary in (_resnet_timing_summary(GROWING, [x / 2 for x in GROWING], accuracy=0.15),
                     {**reversed_, "endpoint_accuracy": {"cifar10": [[0.6], [0.6], [0.2], [0.6]]}}):

@@ -143,6 +143,10 @@ def test_not_nearly_equal_fails_on_a_shift_the_correlation_misses():
     shifted = _sweep(prime=lambda k, rng: np.minimum(k + 40, WIDTH - 1))  # r stays near 1
     out = _outcomes("not_sweep", shifted)
     assert out["not_nearly_equal"].verdict is DIFFERS and out["not_after_training"].verdict is HOLDS
+    # so the correlation's claim and reading say what r tests (NoT(P') tracks NoT(P)), not "equals"
+    statement, t = out["not_after_training"].claim.statement, out["not_after_training"].evidence.threshold
+    assert "tracks" in statement and "equals" not in statement and "not_nearly_equal" in statement
+    assert "not that the two are equal" in t.reading and "NoT remains almost exactly unaffected by training" in t.quote
 
 
 def test_distance_and_barrier_grow_fails_when_either_is_flat():
@@ -233,16 +237,21 @@ def _accuracy(percent, n_test=10_000):
 @pytest.mark.parametrize("experiment, paper", [("ensemble", 98.66), ("vi", 98.11)])
 def test_accuracy_as_table1(experiment, paper):
     name = "accuracy_as_table1"
-    # one run: an interval over its test images is never "holds" or "differs" (claims.one_run)
+    # one run gives no interval over independent runs (test images are not independent units): the effect
+    # alone, the verdict capped at "same direction" / "opposite direction, not significant" (claims.one_run)
     assert _verdict(experiment, name, _accuracy(paper + 0.1)) is SAME
     assert _verdict(experiment, name, _accuracy(paper - 3.0)) is OPPOSITE
     ev = _outcomes(experiment, _accuracy(paper - 3.0))[name].evidence
-    assert ev.one_run and "one run" in ev.units and ev.low > ev.threshold.value  # wholly on the other side
-    # the paper's own number on a handful of test images: the interval is too wide to say
-    assert _verdict(experiment, name, _accuracy(100 * round(paper / 100 * 60) / 60, n_test=60)) is SAME
-    old = _accuracy(paper)
+    assert ev.one_run and "one run" in ev.units and ev.effect == pytest.approx(3.0)
+    assert ev.low == -np.inf and ev.high == np.inf  # no interval, whatever the number of test images
+    assert "test images" not in ev.units and "[" not in ev.detail and "10,000 test images" in ev.detail
+    assert ev.interval_text().startswith("3 [-inf, inf] over one run")
+    few = _outcomes(experiment, _accuracy(paper - 3.0, n_test=60))[name].evidence
+    assert (few.low, few.high, few.verdict) == (ev.low, ev.high, OPPOSITE)
+    # a summary that does not record the number of test images is judged all the same
+    old = _accuracy(paper + 0.1)
     del old["n_test"]
-    assert _verdict(experiment, name, old) is UNTESTED
+    assert _verdict(experiment, name, old) is SAME
 
 
 # ------------------------------------------------------------------ compact_representation (Table 1, Fig. 3)

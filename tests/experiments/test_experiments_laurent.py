@@ -115,7 +115,10 @@ def test_laurent_summary_on_small_networks_and_its_claims():
     assert mm["random_lines"]["lines"] == 80 == mm["random_lines"]["minimum_at_optimum"] == mm["random_lines"]["convex"]
     assert mm["hessian_min_over_max_eigenvalue"]["min-mass"] > 0
     assert summary["marginals"]["positions"] == [6, 5, 3]
+    assert summary["marginals"]["ks_ranks"]["networks_per_half"] == 5  # the marginals' interval over networks
     outcomes = {o.claim.name: o for o in claims.evaluate("laurent_mlps", summary)}
+    for name in ("marginals_identical_before", "marginals_differ_after"):
+        assert outcomes[name].evidence.untested is None and "10 networks" in outcomes[name].evidence.units
     assert outcomes["above_min_mass"].holds and outcomes["min_mass_convex"].holds
     # no swaps at all: "mostly in the high learning-rate phases" cannot hold
     assert not outcomes["swaps_in_high_lr_phases"].holds

@@ -396,6 +396,18 @@ def test_the_chapters_figures():
                                                    "Pearson r = 0.50, Spearman ρ = 0.25"]
     fig = plotting.grouped_bars_figure(["a", "b"], {"MMD": [1.0, 10.0], "NS": [None, 1.0]}, ylabel="y", log=True)
     assert fig.axes[0].get_yscale() == "log" and len(fig.axes[0].patches) == 4
+    assert not fig.axes[0].texts  # nothing at or below zero: no note
+    # a value at or below zero (an unbiased MMD² estimate) is drawn at a floor, hatched and labelled, not dropped
+    fig = plotting.grouped_bars_figure(["a", "b"], {"MMD": [1.0, -0.005], "NS": [None, 0.5]}, ylabel="y", log=True,
+                                       nonpositive_note="≤ 0 (unbiased estimate)")
+    low = fig.axes[0].containers[0][1]
+    assert np.isclose(low.get_height(), 0.5 * 10.0 ** -plotting.NONPOSITIVE_FLOOR_DECADES) and low.get_hatch()
+    assert [t.get_text() for t in fig.axes[0].texts] == ["≤ 0 (unbiased estimate)"]
+    assert fig.axes[0].containers[0][0].get_height() == 1.0 and not fig.axes[0].containers[0][0].get_hatch()
+    fig = plotting.grouped_bars_figure(["a"], {"MMD": [-1.0]}, ylabel="y", log=True)  # none positive: floor at 1
+    assert fig.axes[0].containers[0][0].get_height() == 1.0 and fig.axes[0].texts[0].get_text() == "≤ 0"
+    fig = plotting.grouped_bars_figure(["a", "b"], {"MMD": [-1.0, 2.0]}, ylabel="y")  # linear axis: as given
+    assert fig.axes[0].containers[0][0].get_height() == -1.0 and not fig.axes[0].texts
     fig = plotting.training_runs_figure(np.ones((3, 4)), np.array([True, False, True]), [1], np.array([0.1, 0.5, 0.9]),
                                         loss_title="l", accuracy_title="a")
     assert [line.get_color() for line in fig.axes[0].lines[:3]] == ["C0", "C3", "C0"] and len(fig.axes[0].lines) == 4

@@ -83,7 +83,8 @@ def test_settings_tables_show_the_profile():
     n_train = {"mnist": 5_000, "fashion_mnist": 6_000}
     table = rossi.training_settings_table(profile, n_train)
     assert len(table.rows) == 11 and table.headers[2] == "ours (quick profile)"
-    assert table.rows[7] == ["training images", "full training sets (60,000)", "mnist 5,000, fashion_mnist 6,000"]
+    assert table.rows[7] == ["training images", "not stated", "mnist 5,000, fashion_mnist 6,000"]
+    assert table.rows[10][:2] == ["images per split for the barrier", "not stated"]  # App. B, Table 1 gives no count
     values = rossi.training_values(profile, n_train)
     assert values["steps"] == f"{profile.align_epochs * 10:,}, {profile.align_epochs * 12:,}"
     assert values["n_train"] == "5,000, 6,000" and values["pairs"] == profile.align_pairs

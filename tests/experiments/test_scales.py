@@ -14,6 +14,8 @@ from symlib.experiments.judging.scales import Scale
 
 REPO = Path(__file__).resolve().parents[2]
 SAVED = sorted((REPO / "book" / "results").glob("*.json"))
+#: every OptuNet of the paper profile trains on its 50,000-image split (the paper: 60,000 images)
+IMAGES = "50,000 of the paper's 60,000 training images (our paper profile holds 10,000 out for validation)"
 
 
 @pytest.mark.parametrize("path", SAVED, ids=lambda p: p.name)
@@ -32,7 +34,8 @@ def test_every_manifest_item_has_a_scale_in_each_profile():
     for item in manifest.MANIFEST:
         for exp in (*item.experiments, *item.saved_as):
             if not item.paper_only and exp in symlib.experiments.EXPERIMENTS:
-                assert scales.scale_of(exp, "quick").kind in (scales.QUICK, scales.STAND_IN), (item.label, exp)
+                assert scales.scale_of(exp, "quick").kind in (scales.QUICK, scales.STAND_IN) or (
+                    exp in scales.SAME_IN_EVERY_PROFILE), (item.label, exp)
             scale = scales.scale_of(exp, "paper")
             # the paper profile is the paper's scale, unless the registry says what it reduced
             # (laurent_optunets: 256 of the paper's 1,000 OptuNets)
@@ -48,11 +51,27 @@ def test_every_registered_reduction_says_what_and_how_much():
 
 def test_every_registered_experiment_has_a_scale():
     for exp in symlib.experiments.EXPERIMENTS:
-        assert scales.scale_of(exp, "quick").kind in (scales.QUICK, scales.STAND_IN), exp
+        assert scales.scale_of(exp, "quick").kind in (scales.QUICK, scales.STAND_IN) or (
+            exp in scales.SAME_IN_EVERY_PROFILE), exp
         paper = scales.scale_of(exp, "paper")
         assert paper.kind in (scales.PAPER, scales.STAND_IN) or (exp, "paper") in scales.REDUCTIONS, exp
     with pytest.raises(KeyError, match="no scale registered"):
         scales.scale_of("an_unknown_experiment", "paper")
+
+
+def test_runs_that_ignore_the_profile_are_paper_scale_in_every_profile():
+    """An experiment whose cache config is the same in the quick and the paper profile runs the
+    same thing in both (the toy perceptrons: the paper's 10,000 networks in every profile): its
+    quick run is paper scale, not a quick miniature."""
+    from symlib.experiments.profiles import get_profile
+
+    assert scales.SAME_IN_EVERY_PROFILE == {"toy_perceptrons"}
+    for exp in scales.SAME_IN_EVERY_PROFILE:
+        e = symlib.experiments.EXPERIMENTS[exp]
+        assert e.config_of(get_profile("quick")) == e.config_of(get_profile("paper")), exp
+        assert scales.scale_of(exp, "quick") == scales.scale_of(exp, "paper") == Scale(scales.PAPER), exp
+    assert scales.scale_of("toy_perceptrons", "quick").label == "paper scale"
+    assert scales.scale_of("rebasin_barriers", "quick").kind == scales.QUICK
 
 
 @pytest.mark.parametrize("text", ["fewer networks", "16 networks", "networks reduced by half", "16 of them"])
@@ -81,7 +100,11 @@ def test_scale_labels():
     assert scales.scale_of("vi_alignment_resnet20", "quick").short == "quick miniature"
     assert scales.scale_of("rebasin_barriers", "quick").kind == scales.QUICK
     assert scales.scale_of("laurent_mlps", "paper").kind == scales.STAND_IN
-    assert scales.scale_of("laurent_optunets", "paper-16nets").reduced == "16 of the paper's 1,000 networks"
+    assert scales.scale_of("laurent_optunets", "paper-16nets").reduced == f"16 of the paper's 1,000 networks, {IMAGES}"
+    for key in (("laurent_optunets", "paper"), ("laurent_optunets", "paper-768nets"),
+                ("bank_min_mass", "paper-1024nets"), ("functional_collapse", "paper-24nets"),
+                ("laurent_posteriors", "paper-1024nets-800ref-2epochs")):
+        assert scales.scale_of(*key).reduced.endswith(IMAGES), key
     with pytest.raises(KeyError):
         scales.scale_of("laurent_optunets", "paper-3nets")
 
@@ -100,7 +123,7 @@ def test_saved_run_tables_name_the_scale(tmp_path, monkeypatch):
             "experiment": "laurent_optunets", "profile": label, "command": "cmd", "device": "cpu", "date": "d",
             "summary": {"x": 1.0, "nets": 16}}))
     line, table = report.saved_run_claims("laurent_optunets", "paper-16nets")
-    assert line.endswith("\ncmd\nscale: labelled reduction: 16 of the paper's 1,000 networks")
+    assert line.endswith(f"\ncmd\nscale: labelled reduction: 16 of the paper's 1,000 networks, {IMAGES}")
     assert "labelled reduction: 16 of the paper's 1,000 networks" in table.headers[2]
     (tmp_path / "laurent_optunets-paper-2nets.json").write_text(json.dumps({
         "experiment": "laurent_optunets", "profile": "paper-2nets", "command": "cmd", "device": "cpu", "date": "d",
@@ -109,8 +132,9 @@ def test_saved_run_tables_name_the_scale(tmp_path, monkeypatch):
                                                                                   "symlib.experiments.judging.scales")
     (tmp_path / "laurent_optunets-paper-2nets.json").unlink()
     both = report.show_saved_run("laurent_optunets", "needs a GPU")
-    assert [r[0] for r in both.rows] == ["paper-16nets (labelled reduction: 16 of the paper's 1,000 networks)",
-                                         "paper-8nets (labelled reduction: 8 of the paper's 1,000 networks)"]
+    assert [r[0] for r in both.rows] == [
+        f"paper-16nets (labelled reduction: 16 of the paper's 1,000 networks, {IMAGES})",
+        f"paper-8nets (labelled reduction: 8 of the paper's 1,000 networks, {IMAGES})"]
 
 
 def test_paper_vs_ours_names_the_scales():

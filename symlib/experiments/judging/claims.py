@@ -40,7 +40,7 @@ Summary = Mapping[str, Any]
 __all__ = ["Claim", "ClaimOutcome", "Evidence", "Verdict", "CLAIMS", "DIFFERENCES", "claim", "difference",
            "documented_difference", "evaluate", "unexpected_failures", "check_summary", "check_result",
            "claims_table", "exact", "one_run", "gated", "mean_of_units", "bootstrap_of_units", "share_of_units", "not_tested",
-           "interval_evidence", "verdict_counts", "worst", "glue_outcomes", "print_differences", "epilogue",
+           "interval_evidence", "verdict_counts", "worst", "best", "glue_outcomes", "print_differences", "epilogue",
            "assert_expected"]
 
 
@@ -386,15 +386,32 @@ def worst(evidence: Sequence[Evidence]) -> Evidence:
     untested = [e for e in evidence if e.untested is not None]
     if untested:
         return untested[0]
+    return min(evidence, key=_order)
 
-    def key(e: Evidence) -> tuple[int, float, float]:
-        up = e.threshold.direction == "above"
-        near = e.low if up else -e.high
-        signed = e.effect if up else -e.effect
-        rank = _RANK[e.verdict]
-        return (rank, near, signed) if rank else (0, signed, signed)
 
-    return min(evidence, key=key)
+def best(evidence: Sequence[Evidence]) -> Evidence:
+    """The most favourable of several Evidence judged on one threshold, for a claim judged as
+    "some part holds" (the dual of :func:`worst`): it holds when one part holds and differs
+    only when every part differs. Not-tested parts are left out unless every part is.
+
+    Args:
+        evidence: one or more Evidence on the same threshold.
+
+    Returns:
+        One element of ``evidence``.
+    """
+    tested = [e for e in evidence if e.untested is None]
+    return max(tested, key=_order) if tested else evidence[0]
+
+
+def _order(e: Evidence) -> tuple[int, float, float]:
+    """Sort key from least to most favourable: the verdict, then (for a verdict on the paper's
+    side or in between) the interval end nearest the threshold, else the signed effect."""
+    up = e.threshold.direction == "above"
+    near = e.low if up else -e.high
+    signed = e.effect if up else -e.effect
+    rank = _RANK[e.verdict]
+    return (rank, near, signed) if rank else (0, signed, signed)
 
 
 def glue_outcomes(outcomes: Sequence[ClaimOutcome], prefix: str, glue) -> None:

@@ -12,10 +12,12 @@ after), and Sec. 5.2 (swaps in the high learning-rate phases, the ordering freez
 returns :class:`~symlib.experiments.judging.claims.Evidence` against a threshold of the Laurent
 section of :mod:`symlib.experiments.judging.thresholds`, over its independent units: the networks
 (exact worst cases over every network for the min-mass claims, whose optimum is computed, not sampled; a Student-t interval over networks
-for the largest weights), the runs (a bootstrap for the swap claims) and the weight
-positions (Clopper-Pearson for the KS shares). Summaries saved before 2026-11-25 lack the
-per-unit values; the claims that need them are "not tested" on such runs (none is saved
-now). :func:`mass_hessian` and :func:`mass_along_line` are the numerical checks of
+for the largest weights), the runs (a bootstrap for the swap claims) and, for the KS shares,
+the networks again (Clopper-Pearson over the weight positions' effective number, measured by
+splitting the networks at random, :func:`permuted_ks_shares`). Summaries saved before
+2026-11-25 lack the per-unit values, and those saved before 2026-12-01 the networks' ranks of
+the KS shares; the claims that need them are "not tested" on such runs. :func:`mass_hessian`
+and :func:`mass_along_line` are the numerical checks of
 Proposition 2.
 """
 from __future__ import annotations
@@ -29,11 +31,12 @@ import numpy as np
 from symlib.core.models import mlp_init
 from symlib.experiments.laurent import perceptrons  # noqa: F401  (registers toy_perceptrons and its claims first)
 from symlib.experiments.judging.claims import (Evidence, Verdict, claim, difference, worst, exact, interval_evidence,
-                                       mean_of_units, not_tested, share_of_units)
+                                       mean_of_units, not_tested)
 from symlib.experiments.profiles import Profile
 from symlib.experiments.recipes import StepDecay, step_sgd
 from symlib.experiments.registry import ExperimentResult, data_config, fit_many_blocks, load_data, pick, register
 from symlib.experiments.judging.thresholds import threshold
+from symlib.evaluation.stats import proportion_interval
 from symlib.inference.training import TrainConfig
 
 
@@ -285,7 +288,47 @@ def _laurent_summary(res: dict[str, Any]) -> dict[str, Any]:
                 "positions": [int(len(p)) for p in pvals["raw"]],
                 "share_below_005": {k: float(np.mean(np.concatenate(v) < 0.05)) for k, v in pvals.items()},
                 "layer_share_below_005": {k: [float(np.mean(p < 0.05)) for p in v] for k, v in pvals.items()},
-                "layer_median_p": {k: [float(np.median(p)) for p in v] for k, v in pvals.items()}}}
+                "layer_median_p": {k: [float(np.median(p)) for p in v] for k, v in pvals.items()},
+                "ks_ranks": ks_ranks_entry({k: forms[k] for k in KS_RANK_FORMS})}}
+
+
+#: the forms of the weights whose KS tests the marginals' claims read (keys of ``marginals``)
+KS_RANK_FORMS = ("raw", "scaling and permutation removed")
+
+
+def ks_ranks_entry(forms: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The ``marginals.ks_ranks`` entry of a summary: what the marginals' claims need to place
+    their interval over the networks, compactly.
+
+    For every form, the ``2 h`` values that the KS tests of
+    :func:`symlib.evaluation.marginals.first_last_pvalues` compare at each weight position
+    (layers in order): the first unit's weight in the first ``h`` networks, then the last
+    unit's in the next ``h``. Only their order matters to a KS test, so each position keeps the
+    dense ranks of its values (ties share a rank), ``(positions, 2 h)`` unsigned little-endian
+    integers (1 byte for up to 256 networks, else 2), in base64.
+
+    Args:
+        forms: form name -> the networks in that form (at least 8).
+
+    Returns:
+        ``{"networks_per_half": h, "dtype": ..., form: base64 string, ...}``.
+    """
+    import base64
+
+    from scipy import stats
+
+    from symlib.evaluation.marginals import unit_weights
+
+    out: dict[str, Any] = {}
+    for key, nets in forms.items():
+        half = len(nets) // 2
+        x = np.concatenate([np.concatenate([unit_weights(nets[:half], l, 0), unit_weights(nets[half:2 * half], l, -1)])
+                            for l in range(len(nets[0]))], axis=1)
+        dtype = "<u1" if 2 * half <= 256 else "<u2"
+        ranks = (stats.rankdata(x, method="dense", axis=0) - 1).T
+        out.update({"networks_per_half": half, "dtype": dtype,
+                    key: base64.b64encode(np.ascontiguousarray(ranks, dtype).tobytes()).decode("ascii")})
+    return out
 
 
 #: App. D.3: share of KS p-values below 0.05 that we still read as "cannot rule out identical
@@ -403,29 +446,110 @@ def _largest_weight(summary: dict[str, Any]) -> Evidence:
                                                              for i in range(ratio.shape[1])))
 
 
+#: random splits of the networks between the KS tests' two halves that measure how the weight
+#: positions' tests move together (the marginals' claims)
+KS_PERMUTATIONS = 400
+
+_NO_RANKS = ("the summary has no per-network ranks of the tested weights (marginals.ks_ranks, added on 2026-12-01), "
+             "so the share has no interval over the networks; a rerun judges it")
+
+
+def ks_critical(half: int, level: float = 0.05) -> int:
+    """The smallest ``k`` for which the two-sample KS test of two samples of ``half`` values with
+    statistic ``D = k / half`` gives ``p < level`` (``half + 1`` when none does): the p-value
+    of :func:`scipy.stats.ks_2samp` depends on the samples only through ``D``, and falls as it grows."""
+    from scipy import stats
+
+    a = np.arange(half, dtype=float)
+    for k in range(half + 1):
+        if stats.ks_2samp(a, a + k).pvalue < level:
+            return k
+    return half + 1
+
+
+def permuted_ks_shares(ranks: np.ndarray, half: int, permutations: int = KS_PERMUTATIONS, seed: int = 0,
+                       chunk: int = 16) -> tuple[float, np.ndarray]:
+    """The share of positions whose KS test gives ``p < 0.05``, as stored and for random splits
+    of the ``2 half`` networks between the two samples (the same split at every position).
+
+    Args:
+        ranks: ``(positions, 2 half)`` ranks of the values at each position (the first ``half``
+            columns the first sample).
+        half: networks per sample.
+        permutations: random splits.
+        seed: seed of the splits.
+        chunk: splits evaluated at once (memory: ``chunk * positions * 2 half`` integers).
+
+    Returns:
+        ``(share of the stored split, shares of the random splits)``.
+    """
+    ranks = np.asarray(ranks)
+    order = np.argsort(ranks, axis=1, kind="stable")
+    ordered = np.take_along_axis(ranks, order, axis=1)
+    last_of_tie = np.ones(ranks.shape, bool)  # the empirical CDFs are compared after each run of equal values
+    last_of_tie[:, :-1] = ordered[:, 1:] != ordered[:, :-1]
+    k = ks_critical(half)
+    base = np.concatenate([np.ones(half, np.int32), -np.ones(half, np.int32)])
+    rng = np.random.default_rng(seed)
+    signs = np.stack([base] + [rng.permutation(base) for _ in range(permutations)])
+    shares = []
+    for i in range(0, len(signs), chunk):
+        walk = np.abs(np.cumsum(signs[i:i + chunk][:, order], axis=2)) * last_of_tie  # half * D at every split
+        shares.append(np.mean(walk.max(axis=2) >= k, axis=1))
+    shares = np.concatenate(shares)
+    return float(shares[0]), shares[1:]
+
+
+def _ks_share_evidence(m: dict[str, Any], form: str, t, detail: str) -> Evidence:
+    """The share of KS p-values below 0.05 in ``form`` with a Clopper-Pearson interval over the
+    positions' effective number: ``positions / design effect``, the design effect being the
+    variance of the share over random splits of the networks between the two samples over its
+    binomial variance (at least 1), i.e. how far the positions' tests move together because
+    they read the same networks."""
+    import base64
+
+    share, n = m["share_below_005"][form], int(sum(m["positions"]))
+    if "ks_ranks" not in m:
+        return not_tested(t, _NO_RANKS, detail)
+    kr = m["ks_ranks"]
+    half = int(kr["networks_per_half"])
+    ranks = np.frombuffer(base64.b64decode(kr[form]), np.dtype(kr["dtype"])).reshape(n, 2 * half)
+    stored, perm = permuted_ks_shares(ranks, half)
+    if abs(stored - share) > 0.5 / n:
+        return not_tested(t, f"the stored ranks give a share of {stored:.4f}, not the summary's {share:.4f}", detail)
+    mean = float(perm.mean())
+    deff = max(1.0, float(perm.var()) / (mean * (1 - mean) / n)) if 0 < mean < 1 else 1.0
+    n_eff = max(1, int(n / deff))
+    _, lo, hi = proportion_interval(int(round(share * n_eff)), n_eff, t.level)
+    return interval_evidence(share, min(lo, share), max(hi, share), t,
+                             f"{2 * half} networks ({n} weight positions, worth {n_eff} independent ones: "
+                             f"design effect {deff:.1f} from {len(perm)} random splits of the networks)", detail)
+
+
 @claim("laurent_mlps", "marginals_identical_before", "Laurent et al. (2024), Prop. 1, App. D.3, Fig. 9",
        "KS tests cannot rule out that the layer-wise marginals of different units are identical")
 def _marginals_before(summary: dict[str, Any]) -> Evidence:
+    """The share of weight positions whose KS test gives p < 0.05 before symmetry removal, its
+    interval over the networks (:func:`_ks_share_evidence`)."""
     m = summary["marginals"]
     n = int(sum(m["positions"]))
     share = m["share_below_005"]["raw"]
-    k = int(round(share * n))
-    return share_of_units(k, n, threshold("laurent.marginals_identical_before"), "weight positions",
-                          f"{k} of {n} KS p-values < 0.05 ({100 * share:.1f}%; first vs last unit, independent halves "
-                          f"of the networks; 5% expected if identical)")
+    return _ks_share_evidence(m, "raw", threshold("laurent.marginals_identical_before"),
+                              f"{int(round(share * n))} of {n} KS p-values < 0.05 ({100 * share:.1f}%; first vs last "
+                              f"unit, independent halves of the networks; 5% expected if identical)")
 
 
 @claim("laurent_mlps", "marginals_differ_after", "Laurent et al. (2024), App. D.3",
        "once the symmetries are removed the units' marginals are no longer identical")
 def _marginals_after(summary: dict[str, Any]) -> Evidence:
+    """As :func:`_marginals_before`, after min-mass scaling and sorting."""
     m = summary["marginals"]
     n = int(sum(m["positions"]))
     share = m["share_below_005"]["scaling and permutation removed"]
-    k = int(round(share * n))
     med_raw, med = m["layer_median_p"]["raw"], m["layer_median_p"]["scaling and permutation removed"]
-    return share_of_units(k, n, threshold("laurent.marginals_differ_after"), "weight positions",
-                          f"{k} of {n} KS p-values < 0.05 ({100 * share:.1f}%); median p per layer "
-                          + ", ".join(f"{a:.2g} (raw {b:.2g})" for a, b in zip(med, med_raw)))
+    return _ks_share_evidence(m, "scaling and permutation removed", threshold("laurent.marginals_differ_after"),
+                              f"{int(round(share * n))} of {n} KS p-values < 0.05 ({100 * share:.1f}%); median p "
+                              "per layer " + ", ".join(f"{a:.2g} (raw {b:.2g})" for a, b in zip(med, med_raw)))
 
 
 def swap_summary(swaps, epoch_stats, milestones, units, blocks) -> dict[str, Any]:
@@ -675,6 +799,14 @@ for _label in ("paper", "paper-64nets"):
                    "the summary was saved on 2026-11-26, before this claim and its per-run counts existed "
                    "(symlib.symmetry.neuron_order.swap_bursts); a rerun at paper scale judges it",
                    verdict=Verdict.NOT_TESTED)
+# The marginals' claims place their interval over the networks since 2026-12-01 (before, over
+# the weight positions as if independent); the saved summaries lack the ranks that needs.
+for _label in ("paper", "paper-64nets"):
+    for _name in ("marginals_identical_before", "marginals_differ_after"):
+        difference("laurent_mlps", _label, _name,
+                   "the summary was saved on 2026-11-26, before the per-network ranks of the tested weights "
+                   "(marginals.ks_ranks) that place the share's interval over the networks; its share is shown, "
+                   "a rerun judges it", verdict=Verdict.NOT_TESTED)
 # The quick profile's MLPs (registered after its first run, 2026-11-27; the thresholds were set
 # before it): with tens of units per layer the sorted order flickers at most steps.
 difference("laurent_mlps", "quick", "swaps_scarce",

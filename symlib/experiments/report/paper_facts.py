@@ -156,6 +156,8 @@ PAPER_FACTS: tuple[PaperFact, ...] = (
     _p("2.8", "laurent2024", "Sec. 4, Table 1", "BNN | 2.8 | 2.5 | 86.5"),
     _p("2.5", "laurent2024", "Sec. 4, Table 1", "BNN | 2.8 | 2.5 | 86.5"),
     _p("2.8", "laurent2024", "Sec. 4, Table 1", "SGHMC | 16.7 | 17.7 | 95.1 | 7.6 | 2.8 | 73.7"),
+    _p("3.9", "laurent2024", "Sec. 4, Table 1", "SWAG | 9.1 | 3.9 | 61.7"),
+    _p("5.4", "laurent2024", "Sec. 4, Table 1", "SWAG | 6.7 | 5.4 | 64.8"),
     _p("0.0", "laurent2024", "Sec. 4, Table 1", "DE | 0.0 | 0.0 | 95.3 | 10.7 | 13.5"),
     _p("13.5", "laurent2024", "Sec. 4, Table 1", "DE | 0.0 | 0.0 | 95.3 | 10.7 | 13.5"),
     _p("10.2", "laurent2024", "Sec. 4, Table 1", "BNN | 9.0 | 10.2 | 57.6"),

@@ -237,10 +237,10 @@ def training_settings_table(profile: Profile, n_train: Mapping[str, int]) -> Tab
         ("VI std init", 0.01, vi["std_init"]),
         ("prior variance", 0.01, profile.align_prior_var),
         ("hidden widths", "512 (Table 2); width study in Sec. 5.1", ", ".join(map(str, profile.align_widths))),
-        ("training images", "full training sets (60,000)", ", ".join(f"{ds} {n:,}" for ds, n in n_train.items())),
+        ("training images", "not stated", ", ".join(f"{ds} {n:,}" for ds, n in n_train.items())),
         ("independent posterior pairs per width", "not stated", profile.align_pairs),
         ("test samples S of the marginalised loss", 128, profile.align_samples),
-        ("images per split for the barrier", "10,000 (test set)", profile.align_n_eval),
+        ("images per split for the barrier", "not stated", profile.align_n_eval),
     ])
 
 
