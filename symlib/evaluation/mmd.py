@@ -352,31 +352,25 @@ def mmd2_unbiased(x, y, kernel: str = "gaussian", bandwidth=1.0, *, chunk_size: 
 # --------------------------------------------------------------------------- bandwidths and the bank
 
 
-def _pooled(blocks: tuple, metrics) -> dict[str, np.ndarray]:
-    """Distances between the distinct points (``i < j``) of ``z = [x; y]`` from the blocks of
-    ``x`` against itself, ``y`` against itself and ``x`` against ``y``, per metric, L2 not squared."""
+def _cross(blocks, metrics) -> dict[str, np.ndarray]:
+    """Every distance of the blocks of ``x`` against ``y``, per metric, L2 not squared."""
     parts = {m: [] for m in metrics}
-    for part, same in zip(blocks, (True, True, False)):
-        for ra, rb, block in part:
-            for m in metrics:
-                v = block[m]
-                if same and ra.start == rb.start:
-                    v = v[np.triu_indices(v.shape[0], k=1, m=v.shape[1])]
-                parts[m].append(np.ravel(v))
+    for _, _, block in blocks:
+        for m in metrics:
+            parts[m].append(np.ravel(block[m]))
     return {m: (np.sqrt if m == "l2" else np.asarray)(np.concatenate(p)) for m, p in parts.items()}
 
 
-def _pooled_distances(x, y, metrics, max_points: int, chunk_size: int, feature_chunk) -> dict[str, np.ndarray]:
-    """:func:`_pooled` of ``z = [x[:max_points]; y[:max_points]]``; ``z`` is never built."""
-    xs, ys = x[:max_points], y[:max_points]
-    return _pooled(tuple(_distance_blocks(a, b, names, metrics, chunk_size, feature_chunk)
-                         for a, b, names in _three(xs, ys)), metrics)
+def _cross_distances(x, y, metrics, max_points: int, chunk_size: int, feature_chunk) -> dict[str, np.ndarray]:
+    """:func:`_cross` of ``x[:max_points]`` against ``y[:max_points]``."""
+    return _cross(_distance_blocks(x[:max_points], y[:max_points], ("x", "y"), metrics, chunk_size, feature_chunk),
+                  metrics)
 
 
 def _bandwidth_rule(dist: np.ndarray, num: int) -> np.ndarray:
     lo = float(dist.min())
     if lo < 0.1:
-        lo = max(float(np.quantile(dist, 0.05)), 0.1)
+        lo = max(float(np.sort(dist)[int(np.floor(0.05 * dist.size))]), 0.1)
     lo = lo / 2
     hi = 2 * max(float(dist.max()), 0.3)
     return np.geomspace(lo, hi, num)
@@ -386,11 +380,12 @@ def mmd_bandwidths(x, y, num: int = 10, kernel: str = "gaussian", *, max_points:
                    chunk_size: int = 256, feature_chunk: int | None = None) -> np.ndarray:
     """The bandwidths of the paper's kernel bank: ``num`` geometric steps over the scale of the data.
 
-    Our reading of the authors' rule (``docs/laurent_sec4.md``, "MMD"): pool
-    ``z = [x[:max_points]; y[:max_points]]`` and take the distances between its distinct
-    points (pairs ``i < j``; L2 for the Gaussian kernel, L1 for the Laplace kernel).
-    ``l_min`` is the smallest distance, or, when that is below 0.1, the 5% quantile
-    (numpy's linear interpolation) floored at 0.1; it is then halved.
+    The rule of MMDAgg (Schrab et al.), of which the authors' MMD code is a port
+    (``docs/laurent_sec4.md``, "MMD"): the distances of every point of ``x[:max_points]``
+    to every point of ``y[:max_points]`` (the two samples against each other only; L2 for
+    the Gaussian kernel, L1 for the Laplace kernel). ``l_min`` is the smallest distance,
+    or, when that is below 0.1, the 5% quantile (the sorted distances' entry
+    ``floor(0.05 * count)``) floored at 0.1; it is then halved.
     ``l_max = 2 * max(largest distance, 0.3)``. The bandwidths are
     ``numpy.geomspace(l_min, l_max, num)``.
 
@@ -415,7 +410,7 @@ def mmd_bandwidths(x, y, num: int = 10, kernel: str = "gaussian", *, max_points:
     chunk_size, feature_chunk = _chunks(chunk_size, feature_chunk)
     x, y = _pair(x, y)
     metric = _METRIC[kernel]
-    return _bandwidth_rule(_pooled_distances(x, y, (metric,), max_points, chunk_size, feature_chunk)[metric], num)
+    return _bandwidth_rule(_cross_distances(x, y, (metric,), max_points, chunk_size, feature_chunk)[metric], num)
 
 
 @dataclass(frozen=True)
@@ -466,7 +461,7 @@ def mmd_kernel_bank(x, y, num_bandwidths: int = 10, *, kernels=KERNELS, max_poin
     kernels, num_bandwidths, max_points = _bank_settings(kernels, num_bandwidths, max_points)
     chunk_size, feature_chunk = _chunks(chunk_size, feature_chunk)
     x, y = _pair(x, y)
-    dist = _pooled_distances(x, y, _metrics(kernels), max_points, chunk_size, feature_chunk)
+    dist = _cross_distances(x, y, _metrics(kernels), max_points, chunk_size, feature_chunk)
     bws = {k: _bandwidth_rule(dist[_METRIC[k]], num_bandwidths) for k in kernels}
     return _bank(_mmd2(x, y, bws, chunk_size, feature_chunk, processes), bws, kernels)
 
@@ -489,14 +484,8 @@ def _bank_of_matrices(d: Mapping[str, Mapping[str, np.ndarray]], kernels, num_ba
     """:func:`mmd_kernel_bank` from whole distance matrices ``d`` (``"xx"``, ``"yy"``,
     ``"xy"``: metric -> matrix) instead of the samples: the same blocks, the same numbers."""
     m, n = next(iter(d["xy"].values())).shape
-    px, py = min(m, max_points), min(n, max_points)
-
-    def cut(part, rows, cols):
-        return {k: v[:rows, :cols] for k, v in d[part].items()}
-
-    dist = _pooled((_matrix_blocks(cut("xx", px, px), True, chunk_size),
-                    _matrix_blocks(cut("yy", py, py), True, chunk_size),
-                    _matrix_blocks(cut("xy", px, py), False, chunk_size)), _metrics(kernels))
+    first = {k: v[:max_points, :max_points] for k, v in d["xy"].items()}
+    dist = _cross(_matrix_blocks(first, False, chunk_size), _metrics(kernels))
     bws = {k: _bandwidth_rule(dist[_METRIC[k]], num_bandwidths) for k in kernels}
     sums = tuple(_kernel_sums(_matrix_blocks(d[part], part != "xy", chunk_size), bws, part != "xy")
                  for part in ("xx", "yy", "xy"))

@@ -7,19 +7,21 @@ regular intervals. With ``D`` the number of parameters (flattened with
 ``jax.flatten_util.ravel_pytree``) the Gaussian posterior estimate is
 
     mean      theta_bar = (1/K) sum_k theta_k
-    diagonal  Sigma_diag = diag((1/K) sum_k theta_k^2 - theta_bar^2)   (clipped at 0)
+    diagonal  Sigma_diag = diag((1/K) sum_k (theta_k - theta_bar)^2)
     low rank  Dhat = the (R, D) matrix of the last R deviations theta_k - theta_bar
 
-and a sample is (Maddox et al.'s Eq. (2) and their code, ``scale`` multiplying the
-covariance, i.e. ``sqrt(scale)`` the deviation)::
+and a sample is (as in Maddox et al.'s code and in torch-uncertainty, the library
+Laurent et al. used: ``scale`` multiplies the covariance, ``sqrt(scale)`` the deviation)::
 
-    theta = theta_bar + sqrt(scale) * ( Sigma_diag^{1/2} z1 / sqrt(2) + Dhat^T z2 / sqrt(2 (R - 1)) ),
+    theta = theta_bar + sqrt(scale) * ( Sigma_diag^{1/2} z1 + Dhat^T z2 / sqrt(R - 1) ),
     z1 ~ N(0, I_D),  z2 ~ N(0, I_R),
 
-so that ``Cov(theta) = scale * (Sigma_diag / 2 + Dhat^T Dhat / (2 (R - 1)))``. With
-``rank = 0`` (SWAG-diagonal) the low-rank term is left out and the diagonal is not halved:
-``theta = theta_bar + sqrt(scale) Sigma_diag^{1/2} z1``. Laurent et al. (ICLR 2024) sample
-with ``scale = 0.1`` and ``R = K = 20``.
+so that ``Cov(theta) = scale * (Sigma_diag + Dhat^T Dhat / (R - 1))``; ``scale = 0.5`` gives
+Maddox et al.'s Eq. (2), whose halves are this scale. With ``rank = 0`` (SWAG-diagonal) the
+low-rank term is left out: ``theta = theta_bar + sqrt(scale) Sigma_diag^{1/2} z1``. Laurent
+et al. (ICLR 2024) sample "with a scale of 0.1" and ``R = K = 20``: ``scale = 0.1`` here.
+(Until 2026-12-01 the halves were built into the sample as well, so that the scale of 0.1
+drew half the covariance the authors' library draws.)
 
 The deviations are taken from the final mean ``theta_bar`` of all snapshots (the sample
 covariance of the snapshots is then ``Dhat^T Dhat / (K - 1)`` when ``R = K``); Maddox et
@@ -164,7 +166,7 @@ def swag_from_snapshots(snapshots: PyTree, rank: int, scale: float = 0.1) -> SWA
     flat = jax.vmap(lambda t: ravel_pytree(t)[0])(snapshots)
     _, unravel = ravel_pytree(jax.tree_util.tree_map(lambda a: a[0], snapshots))
     mean = jnp.mean(flat, axis=0)
-    variance = jnp.clip(jnp.mean(flat**2, axis=0) - mean**2, 0.0)
+    variance = jnp.var(flat, axis=0)  # two passes: mean(theta^2) - mean^2 cancels in float32
     deviations = flat[k - rank:] - mean
     return SWAGPosterior(unravel(mean), unravel(variance), deviations, scale, k)
 
@@ -182,7 +184,7 @@ def swag_covariance(posterior: SWAGPosterior, scale: float | None = None) -> jax
         scale: sampling scale; ``None``: ``posterior.scale``.
 
     Returns:
-        ``scale * (diag(Sigma_diag) / 2 + Dhat^T Dhat / (2 (R - 1)))`` in ``ravel_pytree`` order
+        ``scale * (diag(Sigma_diag) + Dhat^T Dhat / (R - 1))`` in ``ravel_pytree`` order
         (``scale * diag(Sigma_diag)`` for ``R = 0``).
 
     Raises:
@@ -195,7 +197,7 @@ def swag_covariance(posterior: SWAGPosterior, scale: float | None = None) -> jax
     if r == 0:
         return scale * jnp.diag(var)
     dev = posterior.deviations
-    return scale * (jnp.diag(var) / 2 + dev.T @ dev / (2 * (r - 1)))
+    return scale * (jnp.diag(var) + dev.T @ dev / (r - 1))
 
 
 def swag_sample(key: jax.Array, posterior: SWAGPosterior, num_samples: int, scale: float | None = None) -> PyTree:
@@ -230,7 +232,7 @@ def swag_sample(key: jax.Array, posterior: SWAGPosterior, num_samples: int, scal
         draws = std * z1
     else:
         z2 = jax.random.normal(k2, (num, r), mean.dtype)
-        draws = std * z1 / np.sqrt(2.0) + z2 @ dev / np.sqrt(2.0 * (r - 1))
+        draws = std * z1 + z2 @ dev / np.sqrt(r - 1.0)
     return jax.vmap(unravel)(mean + np.sqrt(scale) * draws)
 
 

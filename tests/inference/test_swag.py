@@ -22,13 +22,15 @@ def _snapshots(seed=0, k=K):
 
 
 def _direct_covariance(flat, rank, scale):
-    """scale * (diag/2 + D^T D / (2 (R - 1))) from the snapshots, with numpy (float64)."""
+    """scale * (diag + D^T D / (R - 1)) from the snapshots, with numpy (float64): the covariance
+    torch-uncertainty's SWAG (Laurent et al.'s library) and Maddox et al.'s code draw at a given
+    scale (Maddox et al.'s Eq. (2), with its halves, is scale 0.5)."""
     mean = flat.mean(axis=0)
     diag = np.diag(flat.var(axis=0))
     if rank == 0:
         return scale * diag
     dev = flat[len(flat) - rank:] - mean
-    return scale * (diag / 2 + dev.T @ dev / (2 * (rank - 1)))
+    return scale * (diag + dev.T @ dev / (rank - 1))
 
 
 @pytest.mark.parametrize("rank", [0, 4, K])
@@ -51,6 +53,15 @@ def test_snapshot_statistics_and_sample_moments(rank):
     # the scale multiplies the covariance
     wide = swag_sample(jax.random.PRNGKey(1), post, 200_000, scale=4 * scale)
     np.testing.assert_allclose(np.std(np.asarray(wide["b"]), 0), 2 * np.std(np.asarray(samples["b"]), 0), rtol=0.02)
+
+
+def test_diagonal_variance_keeps_its_precision_far_from_zero():
+    """Snapshots near 1 with a spread of 3e-4: mean(theta^2) - mean^2 in float32 loses most of
+    the digits (and zeroes some variances); the variance about the mean keeps them."""
+    rng = np.random.default_rng(3)
+    flat = (1.0 + 3e-4 * rng.normal(size=(20, 400))).astype(np.float32)
+    post = swag_from_snapshots({"w": flat}, 0)
+    np.testing.assert_allclose(post.variance["w"], flat.astype(np.float64).var(axis=0), rtol=1e-3)
 
 
 def _softmax_regression(n=96, d=3, c=3, seed=0):

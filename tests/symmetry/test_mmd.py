@@ -92,13 +92,15 @@ def test_memmap_input(tmp_path):
 
 
 def test_bandwidth_rule_by_hand():
+    """MMDAgg's rule: the distances of x against y only (not within a sample)."""
     x, y = np.array([[0.0], [1.0]]), np.array([[3.0], [7.0]])
-    # distances of z = 0, 1, 3, 7: 1, 3, 7, 2, 6, 4 -> l_min = 1 / 2, l_max = 2 * 7
-    np.testing.assert_allclose(mmd_bandwidths(x, y, num=3), [0.5, np.sqrt(7.0), 14.0])
-    # smallest distance 0.05 < 0.1: 5% quantile of [0.05, 0.95, 1, 1, 1.95, 2] = 0.05 + 0.25 * 0.9 = 0.275
-    x = np.array([[0.0], [0.05]])
-    y = np.array([[1.0], [2.0]])
-    np.testing.assert_allclose(mmd_bandwidths(x, y, num=2), [0.1375, 4.0])
+    # cross distances 3, 7, 2, 6 -> l_min = 2 / 2, l_max = 2 * 7; the within-sample 1 and 4 play no part
+    np.testing.assert_allclose(mmd_bandwidths(x, y, num=3), [1.0, np.sqrt(14.0), 14.0])
+    # smallest of 20 cross distances 0.05 < 0.1: the sorted distances' entry floor(0.05 * 20) = 1, i.e. 0.5
+    # (numpy's interpolated 5% quantile would be 0.4775)
+    x = np.array([[0.0], [10.0], [20.0], [30.0], [40.0]])
+    y = np.array([[0.05], [0.5], [100.0], [200.0]])
+    np.testing.assert_allclose(mmd_bandwidths(x, y, num=2), [0.25, 400.0])
     # all distances tiny: the quantile is floored at 0.1 and the largest at 0.3
     x, y = np.zeros((3, 1)), np.array([[0.0], [0.01]])
     np.testing.assert_allclose(mmd_bandwidths(x, y, num=2, kernel="laplace"), [0.05, 0.6])
@@ -106,15 +108,15 @@ def test_bandwidth_rule_by_hand():
 
 def test_bandwidths_l2_for_gaussian_l1_for_laplace():
     x, y = np.array([[0.0, 0.0], [3.0, 4.0]]), np.array([[6.0, 8.0], [0.0, 8.0]])
-    # L2: 5, 10, 8, 5, 5, 6 ; L1: 7, 14, 8, 7, 7, 6
+    # cross L2: 10, 8, 5, 5 ; cross L1: 14, 8, 7, 7
     np.testing.assert_allclose(mmd_bandwidths(x, y, num=2, kernel="gaussian"), [2.5, 20.0])
-    np.testing.assert_allclose(mmd_bandwidths(x, y, num=2, kernel="laplace"), [3.0, 28.0])
+    np.testing.assert_allclose(mmd_bandwidths(x, y, num=2, kernel="laplace"), [3.5, 28.0])
 
 
 def test_bandwidths_use_the_first_points_only():
     x = np.array([[0.0], [1.0], [100.0]])
     y = np.array([[3.0], [7.0], [-50.0]])
-    np.testing.assert_allclose(mmd_bandwidths(x, y, num=3, max_points=2), [0.5, np.sqrt(7.0), 14.0])
+    np.testing.assert_allclose(mmd_bandwidths(x, y, num=3, max_points=2), [1.0, np.sqrt(14.0), 14.0])
 
 
 def test_kernel_bank():

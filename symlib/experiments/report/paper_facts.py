@@ -218,6 +218,10 @@ REPO_FACTS: tuple[RepoFact, ...] = (
         "a2244ccd361253092ee640bffcaf66e0d0ca3388"), "10",
        'kernel: str = "laplace_gaussian", number_bandwidths: int = 10,',
        "10 bandwidths for each of the Laplace and the Gaussian kernel: 20 kernels"),
+    _r(("o-laurent/bayes_posterior_symmetry_exploration", "mmd/mmd_torch.py",
+        "a2244ccd361253092ee640bffcaf66e0d0ca3388"), "500", "max_samples = 500",
+       "the bandwidths come from the distances between the first 500 points of one sample and the first 500 "
+       "of the other (compute_l2_two_distance(X[:max_samples], Y[:max_samples]))"),
     # SGHMC: "the GitHub repository Bayesian-Neural-Networks" (Laurent et al., Sec. 7), a library the authors used
     _r(_SGHMC_SCRIPT,
        "1e-2", "parser.add_argument('--lr', type=float, nargs='?', action='store', default=1e-2,",
