@@ -108,7 +108,7 @@ def git_rebasin_weight_matching(key, spec, params_a, params_b, max_iter: int = 1
         raise NotImplementedError("git_rebasin_weight_matching does not support spec.blocks")
     fa = {p: jnp.asarray(v, jnp.float32) for p, v in to_views(spec, flatten_params(params_a)).items()}
     fb = {p: jnp.asarray(v, jnp.float32) for p, v in to_views(spec, flatten_params(params_b)).items()}
-    names = list(spec.perm_names)
+    names = sorted(spec.perm_names)  # the order symlib draws its sweeps over
     perms = {}
     for name, where in spec.perm_to_axes.items():
         path, axis = where[0]

@@ -205,7 +205,7 @@ display(report.show_saved_run("laurent_mlps",
 # the last two of the synthesis below, with the same checks and thresholds, the worst
 # permutation deciding; they are not tested when a network stays at most twice chance. The
 # paper does not say how many networks its panel averages; ours is the paper profile's choice,
-# enough for the bootstrap over runs. It needs the CIFAR-100 archive and a GPU:
+# enough for the interval over runs. It needs the CIFAR-100 archive and a GPU:
 #
 # ```bash
 # python -m symlib run rn18_swaps_cifar100 --profile paper --out book/results
@@ -281,9 +281,10 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.", qualified=True,
 # {repo}`85%` for one OptuNet) where the paper trains on {paper}`60,000` images for
 # {paper}`60` epochs at batch {paper}`64`; few runs make the averages coarse (a single net
 # swap of the {repo}`3` dense units moves the mean), and the two ratios of rates are not
-# tested on them: their interval is a bootstrap over the runs, which needs at least
-# {glue:text}`ch11_min_boot_runs` runs to place its bounds (with fewer, each bound is the most
-# extreme run; `symlib.evaluation.stats.min_bootstrap_units`). At the paper's scale (tables
+# tested on them: their interval (the delta-method Student-t interval over the runs,
+# `symlib.evaluation.stats.ratio_interval`) is read from {glue:text}`ch11_min_ratio_runs` runs
+# on, because over three float rounding alone turned a ratio's direction between two machines
+# (`symlib.experiments.laurent.mlps.MIN_RATIO_RUNS`). At the paper's scale (tables
 # above) the swap rates per step over the three phases are, with the
 # {glue:text}`ch11_pp_nets` OptuNets of the paper profile ({glue:text}`ch11_pp_acc`
 # accuracy), {glue:text}`ch11_pp_conv_rates` for the channel pairs and

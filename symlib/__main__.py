@@ -50,6 +50,17 @@ def log_to_stderr(level: int = logging.INFO) -> Iterator[logging.Handler]:
         logger.setLevel(old_level)
 
 
+def _positive_int(text: str) -> int:
+    """``text`` as an integer of at least 1 (an argparse ``type``: anything else is a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def build_parser(experiment_list: str) -> argparse.ArgumentParser:
     """The command-line parser.
 
@@ -87,9 +98,9 @@ def build_parser(experiment_list: str) -> argparse.ArgumentParser:
     piece.add_argument("--profile", default=None, help="quick or paper (default: $SYMLIB_PROFILE or quick)")
     piece.add_argument("--minutes", type=float, default=9.0,
                        help="wall time of this piece, process start included (default 9)")
-    piece.add_argument("--chains", type=int, default=None, help="chains (default 2)")
-    piece.add_argument("--samples", type=int, default=None, help="kept samples per chain (default 500)")
-    piece.add_argument("--chunk-size", type=int, default=None, help="kept samples per segment (default 5)")
+    piece.add_argument("--chains", type=_positive_int, default=None, help="chains (default 2)")
+    piece.add_argument("--samples", type=_positive_int, default=None, help="kept samples per chain (default 500)")
+    piece.add_argument("--chunk-size", type=_positive_int, default=None, help="kept samples per segment (default 5)")
     piece.add_argument("--out", default=None, metavar="DIR",
                        help="once the run is complete, write its summary as DIR/hmc_pieces-<profile>.json")
     piece.add_argument("--status", action="store_true",
@@ -171,7 +182,11 @@ def _hmc_piece(args, argv: list[str] | None, started: float) -> int:
     if args.status:
         from symlib.experiments.xiao.hmc_pieces import load_state
 
-        meta, _ = load_state(args.state)
+        try:
+            meta, _ = load_state(args.state)
+        except (FileNotFoundError, ValueError) as err:  # no state there, or a damaged one
+            print(f"error: {err}", file=sys.stderr)
+            return 1
         cfg = meta["config"]
         print(f"{args.state}: iteration {meta['iteration']} of {cfg['num_burnin'] + cfg['num_samples'] * cfg['thin']}, "
               f"{meta['num_kept']}/{cfg['num_samples']} samples per chain ({cfg['num_chains']} chains), "
@@ -185,12 +200,17 @@ def _hmc_piece(args, argv: list[str] | None, started: float) -> int:
         if not args.out:
             print("error: --summarize writes to --out DIR: give it", file=sys.stderr)
             return 1
-        _save_piece_summary(profile, args.state, args.out, "python -m symlib " + " ".join(
-            argv if argv is not None else sys.argv[1:]))
+        try:
+            _save_piece_summary(profile, args.state, args.out, "python -m symlib " + " ".join(
+                argv if argv is not None else sys.argv[1:]))
+        except (FileNotFoundError, ValueError) as err:  # no state there, or a damaged one
+            print(f"error: {err}", file=sys.stderr)
+            return 1
         return 0
-    chains = args.chains or xiao.PIECES_CHAINS
-    samples = args.samples or xiao.PIECES_SAMPLES
-    run = xiao.hmc_pieces_run(profile, chains, samples, args.chunk_size or xiao.PIECES_CHUNK)
+    chains = xiao.PIECES_CHAINS if args.chains is None else args.chains
+    samples = xiao.PIECES_SAMPLES if args.samples is None else args.samples
+    chunk_size = xiao.PIECES_CHUNK if args.chunk_size is None else args.chunk_size
+    run = xiao.hmc_pieces_run(profile, chains, samples, chunk_size)
     command = "python -m symlib " + " ".join(argv if argv is not None else sys.argv[1:])
     cfg = run.cfg
     like = jax.tree_util.tree_map(lambda a: a[0], run.init_params)

@@ -12,7 +12,7 @@ from symlib.core.exports import lazy_exports
 
 _EXPORTS = {
     "models": ["Params", "layer_names", "mlp_apply", "mlp_hidden", "mlp_init", "mlp_sizes", "unstack", "check_sizes",
-               "check_mlp_params", "check_mlp_data", "check_mlp_layout", "layout_check", "register_layout_check"],
+               "check_mlp_params", "check_mlp_layout", "layout_check", "register_layout_check"],
     "cnn": ["OPTUNET_SHAPES", "as_images", "check_layout", "conv2d", "global_avg_pool", "max_pool", "optunet_apply",
             "optunet_hidden", "optunet_init"],
     "resnet": ["NORM_EPS", "batch_norm_inference", "inner_name", "layer_norm", "resnet18_apply", "resnet18_apply_train",

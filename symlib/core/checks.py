@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 __all__ = [
@@ -69,7 +70,8 @@ def positive_float(value: Any, name: str) -> float:
 
 def check_finite(array: Any, name: str) -> None:
     """Check that a floating array holds no NaN or inf (integer and boolean arrays
-    always pass). Works on numpy and concrete JAX arrays.
+    always pass). Works on numpy and concrete JAX arrays, including the ml_dtypes floats
+    (``bfloat16``, ``float8_*``) that numpy's own dtype hierarchy does not count as floating.
 
     Args:
         array: the array to check.
@@ -82,7 +84,7 @@ def check_finite(array: Any, name: str) -> None:
         ValueError: naming ``name`` and the number of non-finite entries.
     """
     arr = np.asarray(array)
-    if np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)):
+    if jnp.issubdtype(arr.dtype, jnp.inexact) and not np.all(np.isfinite(arr)):  # jnp knows bfloat16
         bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
         raise ValueError(f"{name} contains NaN or inf ({bad} of {arr.size} entries)")
 

@@ -224,9 +224,16 @@ def process_rows(n: int, process_index: int | None = None, process_count: int | 
 
     Returns:
         A ``slice`` of the rows.
+
+    Raises:
+        ValueError: if ``process_count < 1`` or ``process_index`` is not in ``[0, process_count)``.
     """
     p = jax.process_index() if process_index is None else int(process_index)
     count = jax.process_count() if process_count is None else int(process_count)
+    if count < 1:
+        raise ValueError(f"process_count must be >= 1, got {count}")
+    if not 0 <= p < count:
+        raise ValueError(f"process_index must lie in [0, process_count) = [0, {count}), got {p}")
     base, extra = divmod(int(n), count)
     start = p * base + min(p, extra)
     return slice(start, start + base + (p < extra))

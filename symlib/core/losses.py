@@ -30,7 +30,7 @@ def accuracy(logits: jax.Array, labels: jax.Array) -> jax.Array:
 
     Args:
         logits: array ``(..., C)`` of logits.
-        labels: integer labels of shape ``logits.shape[:-1]``.
+        labels: integer labels of shape ``logits.shape[:-1]`` (an array or a nested list).
 
     Returns:
         The mean of ``argmax(logits) == labels`` (a JAX scalar).
@@ -39,6 +39,7 @@ def accuracy(logits: jax.Array, labels: jax.Array) -> jax.Array:
         ValueError: for concrete labels of the wrong shape, not integers, or outside ``[0, C)``.
     """
     _check_concrete(logits, labels)
+    labels = jnp.asarray(labels)  # a list passes the check but has no [..., None] or ==
     return jnp.mean(jnp.argmax(logits, axis=-1) == labels)
 
 
@@ -47,7 +48,7 @@ def nll(logits: jax.Array, labels: jax.Array) -> jax.Array:
 
     Args:
         logits: array ``(..., C)`` of logits.
-        labels: integer labels of shape ``logits.shape[:-1]``.
+        labels: integer labels of shape ``logits.shape[:-1]`` (an array or a nested list).
 
     Returns:
         ``-mean(log_softmax(logits)[labels])`` (a JAX scalar).
@@ -56,5 +57,6 @@ def nll(logits: jax.Array, labels: jax.Array) -> jax.Array:
         ValueError: for concrete labels of the wrong shape, not integers, or outside ``[0, C)``.
     """
     _check_concrete(logits, labels)
+    labels = jnp.asarray(labels)  # a list passes the check but has no [..., None] or ==
     logp = jax.nn.log_softmax(logits, axis=-1)
     return -jnp.mean(jnp.take_along_axis(logp, labels[..., None].astype(jnp.int32), axis=-1))

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib.core.checks import check_finite, check_labels, mlp_layer_names
+from symlib.core.checks import mlp_layer_names
 
 Params = dict[str, dict[str, jax.Array]]
 
@@ -97,35 +97,6 @@ def check_mlp_params(params: Any, name: str = "params", batch_dims: int = 0) -> 
         sizes = sizes or [d_in]
         sizes.append(d_out)
     return sizes
-
-
-def check_mlp_data(sizes: Sequence[int], x: Any, y: Any = None) -> None:
-    """Check that inputs ``x`` (and labels ``y``) fit an MLP with layer sizes ``sizes``.
-
-    ``x`` must be a finite ``(n, d_0)`` array and ``y`` (if given) ``n`` integer class
-    labels in ``[0, d_L)``. Checked on the host before any jitted work, so a mistake is
-    reported by name instead of as a shape error from deep inside JAX.
-
-    Args:
-        sizes: layer sizes ``[d_0, ..., d_L]`` of the network (see :func:`mlp_sizes`).
-        x: inputs, shape ``(n, d_0)``.
-        y: integer labels, shape ``(n,)``, or ``None`` to check ``x`` alone.
-
-    Raises:
-        ValueError: naming ``x`` or ``y``: wrong number of axes or examples, ``x`` of the
-            wrong width or holding NaN or inf, labels that are not integers or fall outside
-            the network's ``d_L`` outputs.
-    """
-    x_shape = np.shape(x)
-    if y is None and len(x_shape) != 2:
-        raise ValueError(f"expected x of shape (n, d), got {x_shape}")
-    if y is not None and (len(x_shape) != 2 or np.ndim(y) != 1 or np.shape(y)[0] != x_shape[0]):
-        raise ValueError(f"expected x of shape (n, d) and y of shape (n,), got {x_shape} and {np.shape(y)}")
-    if x_shape[1] != sizes[0]:
-        raise ValueError(f"x has {x_shape[1]} features but the network's input width is {sizes[0]}")
-    check_finite(x, "x")
-    if y is not None:
-        check_labels(y, sizes[-1], "y")
 
 
 def mlp_init(key: jax.Array, sizes: Sequence[int]) -> Params:

@@ -258,8 +258,9 @@ def resnet18_init(key: jax.Array, num_classes: int = 100, in_channels: int = 3, 
     out_channels))`` (torchvision's ResNet initialisation); every batch norm has
     ``scale = 1``, ``bias = 0`` and running statistics ``mean = 0``, ``var = 1``; the dense
     head is PyTorch's default, kernel and bias ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``.
-    Training with batch statistics is out of scope: ``mean`` and ``var`` are state, to be
-    set from a trained network, not trained.
+    ``mean`` and ``var`` are state, not trained: :func:`resnet18_apply_train` (and
+    :func:`resnet18_features` with ``train=True``) normalise with the batch's statistics
+    instead, and :func:`resnet18_running_statistics` re-estimates them for a trained network.
 
     Args:
         key: a ``jax.random`` key.

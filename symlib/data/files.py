@@ -4,6 +4,7 @@ their verification."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -104,6 +105,7 @@ ENV_DATA_DIR = "SYMLIB_DATA_DIR"
 # (resolved path, size, mtime_ns, expected digest).
 _VERIFIED: set[tuple[str, int, int, str]] = set()
 _CHUNK = 1 << 16
+log = logging.getLogger(__name__)
 
 
 class DataNotFoundError(FileNotFoundError):
@@ -179,9 +181,12 @@ def data_search_dirs(dataset: str, data_dir: str | os.PathLike | None = None) ->
 
 
 def find_files(dataset: str, split: str, data_dir: str | os.PathLike | None = None) -> tuple[Path, ...] | None:
-    """The files of a split, from the first search directory holding all of them.
+    """The verified files of a split, from the first search directory holding all of them.
 
-    Files are not verified here; the loaders (e.g. :func:`symlib.data.load_mnist`) do that.
+    Each file is checked against its published MD5 (:func:`verify_file`). A directory whose
+    files fail the check (corrupt, or another dataset's files under the same names: MNIST and
+    Fashion-MNIST share theirs) is skipped, with a WARNING on the ``symlib.data.files`` logger
+    if a later directory holds good files.
 
     Args:
         dataset: one of :data:`ALL_DATASETS`.
@@ -191,17 +196,40 @@ def find_files(dataset: str, split: str, data_dir: str | os.PathLike | None = No
     Returns:
         The paths of ``DATASET_FILES[dataset][split]`` (for MNIST and Fashion-MNIST
         ``(images_path, labels_path)``) in the first directory of :func:`data_search_dirs`
-        that holds them all, else ``None``.
+        that holds them all with their published checksums, else ``None`` (no directory
+        holds them all).
 
     Raises:
         ValueError: if ``dataset`` or ``split`` is unknown.
+        ChecksumError: if directories hold all the files but none with the published
+            checksums, naming each mismatch.
     """
     check_choice("dataset", dataset, ALL_DATASETS)
     check_choice("split", split, SPLITS)
+    skipped = []
     for d in data_search_dirs(dataset, data_dir):
         paths = tuple(d / f for f in DATASET_FILES[dataset][split])
-        if all(p.is_file() for p in paths):
+        if not all(p.is_file() for p in paths):
+            continue
+        mismatch = _mismatch(dataset, paths)
+        if mismatch is None:
+            if skipped:
+                log.warning("%s %s: using the files in %s; skipped:\n%s", dataset, split, d, "\n".join(skipped))
             return paths
+        skipped.append(f"  - {mismatch}")
+    if skipped:
+        raise ChecksumError(f"no folder searched holds {dataset}'s {split} files with their published checksums:\n"
+                            + "\n".join(skipped))
+    return None
+
+
+def _mismatch(dataset: str, paths: tuple[Path, ...]) -> str | None:
+    """Why ``paths`` are not ``dataset``'s files (the first checksum mismatch), or None if they are."""
+    try:
+        for p in paths:
+            verify_file(p, MD5[dataset][p.name])
+    except ChecksumError as err:
+        return str(err)
     return None
 
 
@@ -255,7 +283,8 @@ def verify_file(path: str | os.PathLike, expected_md5: str | None) -> None:
         None.
 
     Raises:
-        ChecksumError: naming the file and both digests if they differ.
+        ChecksumError: naming the file and both digests if they differ, and the dataset
+            whose file it is when the digest is that of another known file.
     """
     if expected_md5 is None:
         return
@@ -265,9 +294,16 @@ def verify_file(path: str | os.PathLike, expected_md5: str | None) -> None:
         return
     actual = md5_file(path)
     if actual != expected_md5.lower():
-        raise ChecksumError(
-            f"checksum mismatch for {path}: expected MD5 {expected_md5}, got {actual} "
-            "(the file is corrupt, incomplete, or belongs to another dataset; "
-            "delete it and download it again)"
-        )
+        raise ChecksumError(f"checksum mismatch for {path}: expected MD5 {expected_md5}, got {actual} "
+                            f"({_known_as(actual)})")
     _VERIFIED.add(key)
+
+
+def _known_as(digest: str) -> str:
+    """What a file with MD5 ``digest`` is: another dataset's file, or unknown (corrupt)."""
+    for dataset, files in MD5.items():
+        for name, md5 in files.items():
+            if md5 == digest:
+                return (f"it is {dataset}'s {name}, not a damaged file: keep each dataset's files in a folder "
+                        f"<dir>/<dataset>/ of their own, see symlib.data.data_search_dirs")
+    return "the file is corrupt or incomplete; delete it and download it again"

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from symlib.data.files import ChecksumError, check_choice, md5_file
+from symlib.data.files import check_choice, verify_file
 from symlib.data.loading import check_arrays, decode_rgb, split_files
 
 __all__ = ["TEXTURES_CLASSES", "TEXTURES_SPLITS", "load_textures", "read_textures"]
@@ -196,7 +196,6 @@ def load_textures(split: str = "all", image_size: int = 64, download_if_missing:
     """
     check_choice("split", split, TEXTURES_SPLITS)
     (archive,) = split_files("textures", "test", download_if_missing, data_dir, "load_textures")
-    if md5 is not None and md5_file(archive) != md5.lower():
-        raise ChecksumError(f"checksum mismatch for {archive}: expected MD5 {md5}, got {md5_file(archive)}")
+    verify_file(archive, md5)
     images, labels = read_textures(archive, split, image_size, resize_to)
     return check_arrays(images, labels, (image_size, image_size, 3), TEXTURES_CLASSES, f"{archive}")

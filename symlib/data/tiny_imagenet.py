@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from symlib.data.files import ChecksumError, check_choice, md5_file
+from symlib.data.files import check_choice, verify_file
 from symlib.data.loading import check_arrays, decode_rgb, split_files
 
 __all__ = ["TINY_IMAGENET_CLASSES", "TINY_IMAGENET_SPLITS", "load_tiny_imagenet", "read_tiny_imagenet"]
@@ -161,7 +161,6 @@ def load_tiny_imagenet(split: str = "train", download_if_missing: bool = True,
     check_choice("split", split, TINY_IMAGENET_SPLITS)
     (archive,) = split_files("tiny_imagenet", "train" if split == "train" else "test", download_if_missing,
                              data_dir, "load_tiny_imagenet")
-    if md5 is not None and md5_file(archive) != md5.lower():
-        raise ChecksumError(f"checksum mismatch for {archive}: expected MD5 {md5}, got {md5_file(archive)}")
+    verify_file(archive, md5)
     images, labels = read_tiny_imagenet(archive, split)
     return check_arrays(images, labels, _IMAGE_SHAPE, TINY_IMAGENET_CLASSES, f"{archive}")

@@ -138,7 +138,8 @@ def interpolation_curve(params_0: Params, params_1: Params, x: jax.Array, y: jax
             is empty, non-finite or not ``(n, d_0)``; if ``y`` is not ``(n,)`` integer
             labels in ``[0, C)``.
     """
-    lam = np.linspace(0.0, 1.0, lambdas) if isinstance(lambdas, int) else np.asarray(lambdas, float)
+    count = isinstance(lambdas, (int, np.integer)) and not isinstance(lambdas, bool)
+    lam = np.linspace(0.0, 1.0, int(lambdas)) if count else np.asarray(lambdas, float)
     if lam.ndim != 1 or lam.size < 2:
         raise ValueError(f"need at least two interpolation points, got lambdas of shape {lam.shape}")
     _check_same_tree(params_0, params_1)

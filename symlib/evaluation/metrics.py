@@ -10,6 +10,7 @@ checkpoints (Sec. 5.1, :func:`pair_mutual_information`,
 """
 from __future__ import annotations
 
+import jax.numpy as _jnp
 import numpy as _np
 
 from symlib.core.checks import check_finite, check_labels, positive_int
@@ -33,7 +34,7 @@ _PROB_TOL = 1e-3  # tolerance on "entries in [0, 1] and rows summing to 1"
 
 def _as_float_array(a, name: str) -> _np.ndarray:
     arr = _np.asarray(a)
-    if arr.dtype == object or not (_np.issubdtype(arr.dtype, _np.number) or arr.dtype == bool):
+    if arr.dtype == object or not (_jnp.issubdtype(arr.dtype, _jnp.number) or arr.dtype == bool):  # jnp: bfloat16
         raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")
     arr = arr.astype(_np.float64, copy=False)
     if arr.ndim < 2:

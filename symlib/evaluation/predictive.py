@@ -201,12 +201,14 @@ def predict_single(params: PyTree, x, *, apply_fn: ApplyFn, batch_size: int = 20
     Raises:
         ValueError: if ``x`` is empty, holds NaN or inf, or (for ``mlp_apply``) its width is
             not the network's input width; if ``params`` hold NaN or inf; if ``batch_size``
-            is not a positive integer.
+            is not a positive integer; if the probabilities are not finite (the logits overflowed).
     """
     x = check_x(x, params, apply_fn)
     batch_size = positive_int(batch_size, "batch_size")
     check_finite_tree(params, "params")
-    return _unbatch(_single(apply_fn, params, batched(x, batch_size)), x.shape[0])
+    probs = _unbatch(_single(apply_fn, params, batched(x, batch_size)), x.shape[0])
+    _raise_if_nonfinite(probs, "the params")
+    return probs
 
 
 def _merge_sample_dims(stack: PyTree, sample_dims: int, name: str = "samples_stack") -> PyTree:

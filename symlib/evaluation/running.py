@@ -20,7 +20,7 @@ moments (:meth:`RunningMoments.permuted`).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -31,6 +31,12 @@ from symlib.evaluation.summaries import GaussianSummary
 __all__ = ["RunningMoments"]
 
 PyTree = Any
+
+
+def _summary_dtype(leaf) -> np.dtype:
+    """The dtype of ``leaf``'s moments in a summary: its own if floating, else float64."""
+    dt = np.asarray(leaf).dtype
+    return dt if np.issubdtype(dt, np.floating) else np.dtype(np.float64)
 
 
 def _batch_moments(leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -47,28 +53,29 @@ class RunningMoments:
         count: the number of networks folded in.
         mean: float64 pytree with the layout of one network.
         m2: float64 pytree of the sums of squared deviations from ``mean``.
-        dtype: the dtype of the summaries returned by :meth:`summary` (that of the samples).
+        dtypes: per leaf of ``mean`` (``tree_leaves`` order), the dtype of that leaf in the
+            summaries returned by :meth:`summary`: the samples' own, float64 for non-float leaves.
     """
 
-    def __init__(self, count: int, mean: PyTree, m2: PyTree, dtype=np.float32):
-        self.count, self.mean, self.m2, self.dtype = int(count), mean, m2, np.dtype(dtype)
+    def __init__(self, count: int, mean: PyTree, m2: PyTree, dtypes: Sequence[np.dtype]):
+        self.count, self.mean, self.m2 = int(count), mean, m2
+        self.dtypes = [np.dtype(dt) for dt in dtypes]
 
     @classmethod
     def zeros(cls, like: PyTree) -> RunningMoments:
         """An empty accumulator for networks shaped like ``like``.
 
         Args:
-            like: one network (any pytree of arrays); its dtype becomes :attr:`dtype`
-                (float64 for integer leaves).
+            like: one network (any pytree of arrays); its leaves' dtypes become :attr:`dtypes`
+                (float64 for integer leaves), as :func:`~symlib.evaluation.summaries.direct_summary`
+                keeps each leaf's dtype.
 
         Returns:
             An accumulator with ``count == 0``.
         """
-        leaves = jax.tree_util.tree_leaves(like)
-        dt = np.result_type(*[np.asarray(a).dtype for a in leaves]) if leaves else np.float64
-        dt = dt if np.issubdtype(dt, np.floating) else np.float64
+        dtypes = [_summary_dtype(a) for a in jax.tree_util.tree_leaves(like)]
         zeros = jax.tree_util.tree_map(lambda a: np.zeros(np.shape(a), np.float64), like)
-        return cls(0, zeros, jax.tree_util.tree_map(np.copy, zeros), dt)
+        return cls(0, zeros, jax.tree_util.tree_map(np.copy, zeros), dtypes)
 
     def update(self, batch: PyTree) -> RunningMoments:
         """Fold in a batch of networks (in place).
@@ -136,7 +143,7 @@ class RunningMoments:
         from symlib.symmetry.specs import apply_permutation
 
         return RunningMoments(self.count, apply_permutation(spec, perms, self.mean),
-                              apply_permutation(spec, perms, self.m2), self.dtype)
+                              apply_permutation(spec, perms, self.m2), self.dtypes)
 
     @property
     def variance(self) -> PyTree:
@@ -152,15 +159,18 @@ class RunningMoments:
                 (``perms``, ``reference_index``, ``info``).
 
         Returns:
-            ``GaussianSummary(mu, sigma)`` in :attr:`dtype`, ``sigma = sqrt(M2 / count)``.
+            ``GaussianSummary(mu, sigma)``, each leaf in its dtype of :attr:`dtypes`,
+            ``sigma = sqrt(M2 / count)``.
 
         Raises:
             ValueError: with fewer than 2 networks folded in.
         """
         if self.count < 2:
             raise ValueError(f"a mean and standard deviation need at least 2 samples, {self.count} folded in")
-        mu = jax.tree_util.tree_map(lambda m: m.astype(self.dtype), self.mean)
-        sigma = jax.tree_util.tree_map(lambda v: np.sqrt(v).astype(self.dtype), self.variance)
+        means, treedef = jax.tree_util.tree_flatten(self.mean)
+        variances = treedef.flatten_up_to(self.variance)
+        mu = treedef.unflatten([m.astype(dt) for m, dt in zip(means, self.dtypes)])
+        sigma = treedef.unflatten([np.sqrt(v).astype(dt) for v, dt in zip(variances, self.dtypes)])
         return GaussianSummary(mu=mu, sigma=sigma, num_samples=self.count, method=method, **fields)
 
     def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
@@ -185,7 +195,7 @@ class RunningMoments:
         Args:
             arrays: the named arrays (e.g. an open ``.npz``).
             prefix: the prefix given to :meth:`to_arrays`.
-            like: one network, for the structure and the :attr:`dtype`.
+            like: one network, for the structure and the :attr:`dtypes`.
 
         Returns:
             The accumulator.

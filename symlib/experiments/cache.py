@@ -118,24 +118,25 @@ def _canonical(obj: Any) -> Any:
 
 @functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """``<symlib version>+<hash of the package's .py sources>``.
+    """``<symlib version>+<hash of the package's .py sources and data files>``.
 
-    Part of every cache key, so editing symlib's code invalidates its artifacts instead
-    of silently serving results computed by older code.
+    Part of every cache key, so editing symlib's code, or its shipped data (``symlib/_data``:
+    the MNIST subsets of the quick profile and their manifest), invalidates its artifacts
+    instead of silently serving results computed from older code or data.
 
     Returns:
         The version string, e.g. ``"0.1.0+935acd53c7a3"``.
     """
     h = hashlib.sha256()
     root = package_root()
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted([*root.rglob("*.py"), *(p for p in (root / "_data").rglob("*") if p.is_file())]):
         h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
 def package_root() -> Path:
-    """The ``symlib`` package folder whose sources :func:`code_version` hashes.
+    """The ``symlib`` package folder whose sources and data :func:`code_version` hashes.
 
     Returns:
         The folder of the ``symlib`` package (all subpackages, not only ``symlib/experiments``).
@@ -211,7 +212,9 @@ def _element_shapes(value: Any) -> list[tuple[int, ...]] | None:
 
 
 def _leaf_array(path: str, value: Any) -> np.ndarray:
-    """``value`` as one numpy array; a clear error for ragged or non-numeric leaves."""
+    """``value`` as one numpy array; a clear error for ragged or non-numeric leaves, and for
+    dtypes a ``.npz`` does not read back as themselves (bfloat16 and the other ``ml_dtypes``
+    would come back as raw bytes)."""
     shapes = _element_shapes(value)
     if shapes is not None and len(set(shapes)) > 1:
         raise ValueError(f"artifact leaf {path!r} holds arrays of different shapes {shapes}; one array is expected "
@@ -222,6 +225,9 @@ def _leaf_array(path: str, value: Any) -> np.ndarray:
         raise ValueError(f"artifact leaf {path!r} cannot be stored as one array: {err}") from err
     if arr.dtype == object:
         raise TypeError(f"artifact leaf {path!r} is not an array or number: {type(value).__name__}")
+    if np.lib.format.descr_to_dtype(np.lib.format.dtype_to_descr(arr.dtype)) != arr.dtype:
+        raise TypeError(f"artifact leaf {path!r} has dtype {arr.dtype}, which an .npz file cannot store "
+                        f"(it would be read back as raw bytes); convert it, e.g. to float32")
     return arr
 
 
@@ -275,7 +281,8 @@ def save(name: str, config: Mapping[str, Any], tree: Mapping[str, Any], director
 
     Raises:
         TypeError: if ``tree`` is not a nested dict with non-empty string keys without
-            ``"/"``, or a leaf is not numeric.
+            ``"/"``, or a leaf is not numeric or has a dtype an ``.npz`` cannot store
+            (bfloat16, float8).
         ValueError: if a leaf holds arrays of different shapes (a ragged list), naming
             the leaf's path and the shapes.
     """
@@ -320,11 +327,7 @@ def load(name: str, config: Mapping[str, Any], directory: Path | None = None) ->
         raise CorruptArtifactError(f"{data_path} has no completed-marker {marker_path.name} (interrupted write?)")
     if not data_path.exists():
         raise CorruptArtifactError(f"{marker_path} exists but its data file {data_path.name} is missing")
-    try:
-        meta = json.loads(marker_path.read_text())
-        expected = meta["sha256"]
-    except (json.JSONDecodeError, KeyError) as err:
-        raise CorruptArtifactError(f"unreadable completed-marker {marker_path}: {err}") from err
+    expected = _recorded_sha256(marker_path)
     actual = _sha256(data_path)
     if actual != expected:
         raise CorruptArtifactError(f"{data_path} has sha256 {actual[:12]}…, its marker records {expected[:12]}…")
@@ -334,6 +337,21 @@ def load(name: str, config: Mapping[str, Any], directory: Path | None = None) ->
     except (OSError, ValueError, zipfile.BadZipFile) as err:
         raise CorruptArtifactError(f"cannot read {data_path}: {err}") from err
     return _unflatten(flat)
+
+
+def _recorded_sha256(marker_path: Path) -> str:
+    """The data file's SHA-256 recorded in a completed-marker.
+
+    Raises:
+        CorruptArtifactError: if the marker is not a JSON object with a string ``"sha256"``.
+    """
+    try:
+        meta = json.loads(marker_path.read_bytes())
+    except ValueError as err:  # not JSON, or not UTF-8
+        raise CorruptArtifactError(f"unreadable completed-marker {marker_path}: {err}") from err
+    if not isinstance(meta, dict) or not isinstance(meta.get("sha256"), str):
+        raise CorruptArtifactError(f"completed-marker {marker_path} is not a JSON object with a \"sha256\" string")
+    return meta["sha256"]
 
 
 def cached(
@@ -346,12 +364,14 @@ def cached(
 ) -> dict[str, Any]:
     """Load artifact ``name`` for ``config`` if stored and intact, else ``compute()`` and store it.
 
-    A damaged artifact is reported (a WARNING on the ``symlib.experiments.cache`` logger),
-    deleted, and recomputed; it is never used. Processes that share the cache compute an
-    artifact once: the computing one holds a file lock (``.locks/<name>-<key>.lock``, the
-    ``filelock`` package; lock files stay, since deleting one is unsafe while others wait),
-    and another that needs the same artifact waits for it and loads it (two chapters
-    executed at once, ``scripts/execute_notebooks.py --jobs 2``).
+    Processes that share the cache compute an artifact once: the computing one holds a file
+    lock (``.locks/<name>-<key>.lock``, the ``filelock`` package; lock files stay, since
+    deleting one is unsafe while others wait), and another that needs the same artifact waits
+    for it and loads it (two chapters executed at once, ``scripts/execute_notebooks.py
+    --jobs 2``). A damaged artifact is never used: without the lock it is taken as missing (it
+    may be one being written), and once the lock is held it is read again and, if still
+    damaged, reported (a WARNING on the ``symlib.experiments.cache`` logger), deleted and
+    recomputed.
     Returned leaves are numpy arrays (also right after computing, so both paths agree).
 
     Args:
@@ -367,7 +387,7 @@ def cached(
         The artifact as nested dicts of numpy arrays.
     """
     key = cache_key(name, config)
-    tree = _load_or_forget(name, config, directory)
+    tree = _load_if_intact(name, config, directory)
     if tree is None:
         data_path = artifact_paths(name, config, directory)[0]
         (data_path.parent / ".locks").mkdir(parents=True, exist_ok=True)
@@ -384,8 +404,18 @@ def cached(
     return tree
 
 
+def _load_if_intact(name: str, config: Mapping[str, Any], directory: Path | None) -> dict[str, Any] | None:
+    """:func:`load`, with a damaged artifact taken as missing and left alone (used without the lock,
+    when another process may be writing it)."""
+    try:
+        return load(name, config, directory)
+    except CorruptArtifactError:
+        return None
+
+
 def _load_or_forget(name: str, config: Mapping[str, Any], directory: Path | None) -> dict[str, Any] | None:
-    """:func:`load`, with a damaged artifact reported (WARNING), deleted and taken as missing."""
+    """:func:`load`, with a damaged artifact reported (WARNING), deleted and taken as missing
+    (used only while holding the artifact's lock)."""
     try:
         return load(name, config, directory)
     except CorruptArtifactError as err:

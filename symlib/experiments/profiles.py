@@ -170,7 +170,7 @@ class LaurentProfile(SharedProfile):
             for the time budget (about 12 s less): all eight claims of chapters 10 and 11
             on these networks keep their verdicts at 50, 70 and 100 epochs. The two Sec. 5.2
             ratios (``swaps_in_high_lr_phases``, ``ordering_freezes``), which 50 epochs had
-            turned to the opposite direction before the bootstrap gate, are not tested with 3
+            turned to the opposite direction before the 5-run rule, are not tested with 3
             runs whichever way they point. 5 networks would judge them, at more cost than
             3 x 70 epochs (32 s): 5 x 50 epochs (38 s) left them "opposite direction, not
             significant" and the other six unchanged; 5 x 40 (35 s) also moved
@@ -545,7 +545,9 @@ def _parse_value(field: dataclasses.Field, text: str) -> object:
     try:
         if origin is tuple:
             value = ast.literal_eval(text if "," in text else f"({text},)")
-            value = tuple(int(v) for v in (value if isinstance(value, tuple) else (value,)))
+            value = value if isinstance(value, tuple) else (value,)
+            if not all(type(v) is int for v in value):  # not int(v): 1.5 would become 1 silently
+                raise ValueError("expected integers separated by commas")
         elif base is bool:
             if text.strip().lower() not in ("true", "false", "1", "0"):
                 raise ValueError("expected true or false")

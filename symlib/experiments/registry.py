@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from symlib import data
+from symlib.data.files import check_choice
 from symlib.experiments import cache
 from symlib.experiments.profiles import Profile, get_profile
 
@@ -123,10 +124,9 @@ def pick(options: Mapping[K, V], key: K, what: str) -> V:
         The value stored under ``key``.
 
     Raises:
-        ValueError: if ``key`` is not one of ``options``.
+        ValueError: if ``key`` is not one of ``options`` (:func:`symlib.data.files.check_choice`'s message).
     """
-    if key not in options:
-        raise ValueError(f"unknown {what} {key!r}; expected one of {list(options)}")
+    check_choice(what, key, options)
     return options[key]
 
 

@@ -24,6 +24,9 @@ def _leaf_file(directory: Path, path: str) -> Path:
 def create_weights(directory: Path, template: dict, n: int) -> dict[str, np.memmap]:
     """A new weight store: one memory-mapped float32 ``.npy`` per leaf, ``n`` networks.
 
+    A ``complete`` marker left by an earlier store in ``directory`` is removed first, so
+    :func:`open_weights` refuses the store until it has been filled again.
+
     Args:
         directory: where the files go (created).
         template: one network (nested dict), for the leaves' paths and shapes.
@@ -35,6 +38,7 @@ def create_weights(directory: Path, template: dict, n: int) -> dict[str, np.memm
     from symlib.core.pytree import flatten_dict
 
     directory.mkdir(parents=True, exist_ok=True)
+    (directory / "complete").unlink(missing_ok=True)
     flat = flatten_dict(template, "/")
     layout = {"n": int(n), "leaves": {p: list(np.shape(a)) for p, a in flat.items()}}
     (directory / "layout.json").write_text(json.dumps(layout))

@@ -1,9 +1,13 @@
 """MCMC convergence diagnostics for HMC runs, in parameter space and in function space.
 
-The estimators are BlackJAX's: :func:`rhat` is Gelman and Rubin's potential scale
-reduction (``blackjax.diagnostics.potential_scale_reduction``) and :func:`ess` the
-effective sample size with Geyer's initial monotone sequence
-(``blackjax.diagnostics.effective_sample_size``). Parameter-space R-hat is not
+:func:`rhat` is the split potential scale reduction (split R-hat; Gelman et al., *Bayesian Data
+Analysis*, 3rd ed., Sec. 11.4): each chain is cut into halves and Gelman and Rubin's R-hat
+compares the ``2M`` half-chains, so a drift that every chain shares (a trend, a chain still
+warming up) raises it too. :func:`ess` is BlackJAX's effective sample size with Geyer's
+initial monotone sequence (``blackjax.diagnostics.effective_sample_size``) over the whole
+chains (not split). Both read the draws in float64: R-hat is computed in float64 (numpy),
+the ESS in JAX's default precision after the pooled mean is subtracted in float64, so a
+quantity with a large offset keeps its spread. Parameter-space R-hat is not
 meaningful for BNNs (permutation symmetry makes chains disagree on every weight), so
 :func:`function_space_diagnostics` applies them to functions of the predictions
 (test log-likelihood, predictive probabilities), as in Izmailov et al. (2021).
@@ -21,56 +25,83 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from blackjax.diagnostics import effective_sample_size, potential_scale_reduction
+from blackjax.diagnostics import effective_sample_size
 
 from symlib.core.checks import positive_int
 
 __all__ = ["coordinate_diagnostics", "ess", "function_space_diagnostics", "rhat", "summarize_hmc"]
 
+#: R-hat needs two draws in each half of a chain
+RHAT_MIN_SAMPLES = 4
+#: a quantity whose pooled standard deviation is at most this times its mean's magnitude is constant
+#: (float64 rounding of the mean of identical draws, with room for any number of draws)
+CONSTANT_RTOL = 64 * np.finfo(np.float64).eps
 
-def _chains_samples(x, name: str, min_chains: int) -> jax.Array:
-    x = np.asarray(x)
+
+def _chains_samples(x, name: str, min_chains: int, min_samples: int) -> np.ndarray:
+    """``x`` as a float64 array with leading ``(chains, samples)`` axes, checked."""
+    x = np.asarray(x, np.float64)
     if x.ndim < 2:
         raise ValueError(f"{name} needs an array with leading (chains, samples) axes, got shape {x.shape}")
     if x.shape[0] < min_chains:
         raise ValueError(f"{name} needs at least {min_chains} chains, got {x.shape[0]}")
-    if x.shape[1] < 2:
-        raise ValueError(f"{name} needs at least 2 samples per chain, got {x.shape[1]}")
-    return jnp.asarray(x)
+    if x.shape[1] < min_samples:
+        raise ValueError(f"{name} needs at least {min_samples} samples per chain, got {x.shape[1]}")
+    return x
 
 
-_psrf = jax.jit(partial(potential_scale_reduction, chain_axis=0, sample_axis=1))
 _ess = jax.jit(partial(effective_sample_size, chain_axis=0, sample_axis=1))
 
 
 def rhat(x) -> np.ndarray:
-    """Potential scale reduction (R-hat, Gelman and Rubin) of each quantity across chains.
+    """Split R-hat (potential scale reduction) of each quantity across chains, in float64.
+
+    Each chain of ``n`` draws is cut into its first and its last ``n // 2`` draws (the middle
+    one left out when ``n`` is odd); with ``W`` the mean of the ``2M`` half-chains' variances
+    and ``B / (n // 2)`` the variance of their means, R-hat is
+    ``sqrt(((n // 2 - 1) / (n // 2) * W + B / (n // 2)) / W)`` (Gelman et al., BDA3, Sec. 11.4).
 
     Args:
-        x: array of shape ``(chains, samples, ...)`` with at least 2 chains and 2 samples.
+        x: array of shape ``(chains, samples, ...)`` with at least 2 chains and 4 samples.
 
     Returns:
-        R-hat of shape ``x.shape[2:]``; close to 1 when the chains agree.
+        R-hat of shape ``x.shape[2:]`` (float64); close to 1 when the chains agree and do not
+        drift. NaN for a constant quantity (pooled standard deviation at most
+        :data:`CONSTANT_RTOL` times its mean's magnitude) or one holding NaN; inf when every
+        half-chain is constant but they differ.
 
     Raises:
-        ValueError: naming ``rhat`` if ``x`` has fewer than 2 axes, 2 chains or 2 samples.
+        ValueError: naming ``rhat`` if ``x`` has fewer than 2 axes, 2 chains or 4 samples.
     """
-    return np.asarray(_psrf(_chains_samples(x, "rhat", 2)))
+    x = _chains_samples(x, "rhat", 2, RHAT_MIN_SAMPLES)
+    half = x.shape[1] // 2
+    halves = np.concatenate([x[:, :half], x[:, x.shape[1] - half:]], axis=0)
+    within = halves.var(axis=1, ddof=1).mean(axis=0)
+    between = halves.mean(axis=1).var(axis=0, ddof=1)  # B / (n // 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.sqrt(((half - 1) / half * within + between) / within)
+    constant = x.std(axis=(0, 1)) <= CONSTANT_RTOL * np.abs(x.mean(axis=(0, 1)))
+    return np.where(constant, np.nan, r)
 
 
 def ess(x) -> np.ndarray:
     """Effective sample size of each quantity, all chains together (Geyer's initial monotone sequence).
 
+    BlackJAX's estimator over the whole chains (not split), on the draws minus their pooled
+    mean (subtracted in float64).
+
     Args:
         x: array of shape ``(chains, samples, ...)`` with at least 2 samples.
 
     Returns:
-        ESS of shape ``x.shape[2:]``; about ``chains * samples`` for independent draws.
+        ESS of shape ``x.shape[2:]``; about ``chains * samples`` for independent draws, 0 for a
+        quantity that never moves within a chain (a constant one included), NaN for one holding NaN.
 
     Raises:
         ValueError: naming ``ess`` if ``x`` has fewer than 2 axes or 2 samples.
     """
-    return np.asarray(_ess(_chains_samples(x, "ess", 1)))
+    x = _chains_samples(x, "ess", 1, 2)
+    return np.asarray(_ess(jnp.asarray(x - x.mean(axis=(0, 1)))))
 
 
 @partial(jax.jit, static_argnames=("apply_fn",))
@@ -127,7 +158,7 @@ def function_space_diagnostics(samples, x_test, y_test, apply_fn: Callable, num_
     Returns:
         ``point_indices`` and, for ``test_loglik`` (values of shape ``(chains, samples)``)
         and ``true_class_prob`` (``(chains, samples, num_points)``), a dict with
-        ``values``, ``rhat`` (NaN with fewer than 2 chains or samples) and ``ess``
+        ``values``, ``rhat`` (NaN with fewer than 2 chains or 4 samples) and ``ess``
         (NaN with fewer than 2 samples).
 
     Raises:
@@ -158,11 +189,12 @@ def function_space_diagnostics(samples, x_test, y_test, apply_fn: Callable, num_
 
 
 def with_diagnostics(values: np.ndarray) -> dict[str, np.ndarray]:
-    """``values`` (chains, draws, ...) with their R-hat and ESS (NaN where too few chains or draws)."""
+    """``values`` (chains, draws, ...) with their R-hat (NaN with fewer than 2 chains or 4 draws) and
+    ESS (NaN with fewer than 2 draws)."""
     nan = np.full(values.shape[2:], np.nan)
     return {
         "values": values,
-        "rhat": rhat(values) if values.shape[0] >= 2 and values.shape[1] >= 2 else nan,
+        "rhat": rhat(values) if values.shape[0] >= 2 and values.shape[1] >= RHAT_MIN_SAMPLES else nan,
         "ess": ess(values) if values.shape[1] >= 2 else nan,
     }
 
@@ -215,7 +247,7 @@ def coordinate_diagnostics(samples, num_worst: int = 5, batch_size: int = 4096) 
     """Per-coordinate ESS and R-hat of a samples pytree, summarised.
 
     Every scalar coordinate of every leaf is a quantity of its own: its ESS (all chains
-    together, :func:`ess`) and, with at least 2 chains, its R-hat (:func:`rhat`). The
+    together, :func:`ess`) and, with at least 2 chains of 4 samples, its R-hat (:func:`rhat`). The
     Monte Carlo standard error of a coordinate's posterior mean is its posterior standard
     deviation over ``sqrt(ESS)``, so the smallest ESS says how precise the least precise
     mean is. Coordinates are processed ``batch_size`` at a time, so large networks fit in
@@ -230,7 +262,7 @@ def coordinate_diagnostics(samples, num_worst: int = 5, batch_size: int = 4096) 
     Returns:
         A JSON-friendly dict: ``num_coordinates``, ``num_draws`` (chains x samples),
         ``ess_min``, ``ess_median``, ``ess_max``, ``rhat_median`` and ``rhat_max`` (all R-hat
-        entries NaN with one chain; ``ess_min`` and ``rhat_max`` are NaN if any coordinate's
+        entries NaN with one chain or fewer than 4 samples; ``ess_min`` and ``rhat_max`` are NaN if any coordinate's
         is, the medians and ``ess_max`` skip NaN), ``worst_ess`` and ``worst_rhat``: lists of up to ``num_worst``
         ``{"coordinate": name, "ess": ..., "rhat": ...}`` with the smallest ESS and the
         largest R-hat, ``name`` being the leaf's path and the index in it, as
@@ -253,16 +285,17 @@ def coordinate_diagnostics(samples, num_worst: int = 5, batch_size: int = 4096) 
         labels += [f"{name}[{', '.join(map(str, idx))}]" if shape else name for idx in np.ndindex(*shape)]
     coords = np.concatenate(leaves, axis=-1)  # every leaf's coordinates in one array: one shape to compile
     ess_v = _batched(ess, coords, batch_size).astype(float)
-    rhat_v = (_batched(rhat, coords, batch_size) if num_chains >= 2 else np.full(coords.shape[-1], np.nan)).astype(float)
+    with_rhat = num_chains >= 2 and num_samples >= RHAT_MIN_SAMPLES
+    rhat_v = (_batched(rhat, coords, batch_size) if with_rhat else np.full(coords.shape[-1], np.nan)).astype(float)
 
     def entry(i):
         return {"coordinate": labels[i], "ess": float(ess_v[i]), "rhat": float(rhat_v[i])}
 
     worst_ess = np.argsort(np.where(np.isnan(ess_v), -np.inf, ess_v), kind="stable")[:num_worst]
     rhat_key = np.where(np.isnan(rhat_v), np.inf, rhat_v)
-    worst_rhat = np.argsort(-rhat_key, kind="stable")[:num_worst] if num_chains >= 2 else []
+    worst_rhat = np.argsort(-rhat_key, kind="stable")[:num_worst] if with_rhat else []
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN medians (one chain)
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN medians (no R-hat)
         return {
             "num_coordinates": int(ess_v.size),
             "num_draws": int(num_chains * num_samples),

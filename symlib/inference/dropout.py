@@ -13,8 +13,8 @@ fixed. Both halves of this module work on that view, for any parameter pytree wh
 ``layer`` holds a 2-D ``"kernel"`` ``(in, out)``:
 
 * training (:func:`symlib.inference.fit_dropout`, or :func:`symlib.inference.fit_ensemble`
-  with ``Model(apply_fn, train_apply_fn=dropout_apply(...))`` for many networks at once) draws a fresh mask for every example of every minibatch, as
-  a dropout layer does, through :func:`dropout_apply`;
+  with ``Model(apply_fn, train_apply_fn=dropout_apply(...))`` for many networks at once) draws
+  a fresh mask for every example of every minibatch, as a dropout layer does, through :func:`dropout_apply`;
 * sampling (:func:`dropout_samples`) draws ONE mask per sample, shared by every input:
   each sample is a network in the pytree layout, the "weight-space" view of MC dropout
   that comparing posteriors in weight space (e.g. the MMD of Laurent et al.) needs. The
@@ -168,7 +168,7 @@ def dropout_samples(key: jax.Array, params: PyTree, num_samples: int, *, rate: f
 
     Args:
         key: ``jax.random`` key of the masks.
-        params: one network's parameters (e.g. from :func:`_train_dropout`).
+        params: one network's parameters (e.g. the ``params`` of :func:`fit_dropout`'s posterior).
         num_samples: number of networks.
         rate: dropout probability in ``[0, 1)``.
         layer: the dense layer whose input is dropped.

@@ -22,6 +22,7 @@ from symlib.core.checks import check_finite_tree
 from symlib.inference._loop import check_state
 from symlib.inference.dropout import fit_dropout
 from symlib.inference.hmc import HMCConfig, make_logdensity, run_hmc
+from symlib.inference.hmc.driver import per_chain_guess, reads_per_chain
 from symlib.inference.laplace import fit_laplace
 from symlib.inference.sgmcmc import fit_sghmc
 from symlib.inference.shape import Data, Model, NonFiniteFitError, Samples, check_fit_inputs, first_non_finite
@@ -54,23 +55,26 @@ def fit_hmc(key: jax.Array, params0: PyTree, model: Model, data: Data, config: H
         and the run's :class:`~symlib.inference.hmc.HMCResult` as ``info``.
 
     Raises:
+        ValueError: as :func:`~symlib.inference.hmc.run_hmc`; where ``params0`` was guessed to
+            hold one start per chain, any ``ValueError`` or ``TypeError`` of the run is re-raised
+            naming that reading and ``init_per_chain=False``.
         NonFiniteFitError: if a kept sample holds NaN or inf (naming the chain and the fix).
     """
     check_fit_inputs(model, data, config, HMCConfig)
-    leaves = jax.tree_util.tree_leaves(params0)
-    per_chain = (config.num_chains > 1 and bool(leaves) and all(
-        np.ndim(a) > 0 and np.shape(a)[0] == config.num_chains for a in leaves)) if init_per_chain is None \
-        else bool(init_per_chain)
-    state = None
-    if model.state:
-        check_state(params0, model.state, "params0")
-        state = {k: (jax.tree_util.tree_map(lambda a: a[0], params0[k]) if per_chain else params0[k])
-                 for k in model.state}
-    weights = {k: v for k, v in params0.items() if k not in model.state} if model.state else params0
-    check_finite_tree(weights, "params0")
-    logdensity = make_logdensity(data.x, data.y, prior_var=prior_var, temperature=temperature,
-                                 apply_fn=model.apply_fn, state=state, likelihood=model.likelihood)
-    result = run_hmc(key, weights, logdensity, config, out_dir=out_dir, progress=progress, init_per_chain=per_chain)
+    guessed = init_per_chain is None and reads_per_chain(params0, config.num_chains)
+    per_chain = guessed if init_per_chain is None else bool(init_per_chain)
+    with per_chain_guess(guessed, config.num_chains, "params0"):
+        state = None
+        if model.state:
+            check_state(params0, model.state, "params0")
+            state = {k: (jax.tree_util.tree_map(lambda a: a[0], params0[k]) if per_chain else params0[k])
+                     for k in model.state}
+        weights = {k: v for k, v in params0.items() if k not in model.state} if model.state else params0
+        check_finite_tree(weights, "params0")
+        logdensity = make_logdensity(data.x, data.y, prior_var=prior_var, temperature=temperature,
+                                     apply_fn=model.apply_fn, state=state, likelihood=model.likelihood)
+        result = run_hmc(key, weights, logdensity, config, out_dir=out_dir, progress=progress,
+                         init_per_chain=per_chain)
     samples = result.samples
     for c, chain in enumerate(zip(*[np.asarray(a).reshape(config.num_chains, config.num_samples, -1)
                                     for a in jax.tree_util.tree_leaves(samples)])):

@@ -14,12 +14,14 @@ run is one ``jax.lax.scan`` over the epochs (and the minibatches) inside ``jax.j
 The chain
 ---------
 Every minibatch is one *draw*: one update of the velocity ``v`` and the weights ``W`` with
-that minibatch's gradient ``d = -grad log p(W | D) / T`` of the potential, weight by weight::
+that minibatch's gradient ``d`` of the potential ``-log N(W; 0, prior_std^2 I) - sum_i log p(y_i | x_i, W) / T``
+(its minibatch estimate, as above with the likelihood term over ``T``), weight by weight::
 
     v <- (1 - C) v - lr^2 M^-1 d + lr sqrt(2 C M^-1) n,     W <- W + v,     n ~ N(0, I),
 
 ``lr = step_size``, ``C = friction`` (the velocity's decay per draw), ``T = temperature``
-(tempering the whole posterior, prior included) and ``M^-1`` the preconditioner. This is
+(tempering the likelihood only, as :func:`~symlib.inference.fit_hmc` and
+:func:`~symlib.inference.fit_vi` do) and ``M^-1`` the preconditioner. This is
 Chen et al.'s update in its learning-rate form (learning rate ``lr^2``, momentum decay ``C``);
 with ``v = lr sqrt(M^-1) u`` each weight runs plain SGHMC with its own step ``lr sqrt(M^-1)``
 and unit mass. The velocity is drawn afresh, ``v ~ N(0, lr^2 M^-1)``, every
@@ -211,8 +213,9 @@ def _sghmc(key, carry, fixed, x, y, step_size, friction, temperature, *, loglik_
                                      lambda: _gibbs_precision(prior_key, position, *prior_gamma), lambda: precision)
         log_prior = lambda w: -0.5 * sum(jnp.sum(lam * a**2) for lam, a in zip(  # noqa: E731
             jax.tree_util.tree_leaves(precision), jax.tree_util.tree_leaves(w)))
-        grad_log_post = blackjax.sgmcmc.gradients.grad_estimator(log_prior, example_loglik, n)
-        grad = tree_map(lambda gr: -gr / temperature, grad_log_post(position, (x[idx], y[idx])))
+        grad_log_post = blackjax.sgmcmc.gradients.grad_estimator(
+            log_prior, lambda params, example: example_loglik(params, example) / temperature, n)
+        grad = tree_map(jnp.negative, grad_log_post(position, (x[idx], y[idx])))
         stats = jax.lax.cond(t < adapt_draws, lambda: _adapted(stats, grad), lambda: stats)
         inv_mass = _inverse_mass(stats[2])
         velocity = jax.lax.cond(t % momentum_refresh == 0, lambda: tree_map(
@@ -284,7 +287,9 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
             only where the prior precision starts, ``1 / prior_std^2``, until draw 0's Gibbs draw).
         friction: the velocity's decay per draw ``C`` in ``(0, 1]`` (the library: 0.05).
         momentum_refresh: draws (minibatches) between velocity refreshes, >= 2 (the library: 50).
-        temperature: posterior temperature ``T`` (1: the Bayes posterior); 1 with ``prior_gamma``.
+        temperature: likelihood temperature ``T``: the chain samples the prior times the
+            likelihood to the power ``1 / T`` (1: the Bayes posterior; the hyper-prior's Gibbs
+            draw, which sees the prior only, is unchanged).
         adapt_epochs: epochs at the start whose draws adapt the preconditioner, frozen from then
             on; they must end before the first kept draw (0: none, ``M^-1 = 1``; the library's
             MNIST script: 20).
@@ -310,7 +315,7 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
         ValueError: naming the input: a non-positive ``step_size``, ``prior_std``, ``temperature``, ``epochs`` or
             ``num_samples``; ``friction`` outside ``(0, 1]``; a ``momentum_refresh`` below 2
             or ``prior_refresh`` below 1; ``adapt_epochs`` reaching a kept draw; a ``prior_gamma``
-            that is not two positive numbers, or with ``temperature != 1``;
+            that is not two positive numbers;
             ``batch_size`` not in ``1..n``; more ``num_samples`` than draws available
             after ``burn_in`` with this ``thinning``; ``x``/``y`` that do not fit the
             network or hold NaN or inf; a ``key`` that is not a key; a ``stop`` not after
@@ -331,9 +336,6 @@ def _run_sghmc(key: jax.Array, params0: PyTree, x, y, *, loglik_fn: Callable, st
                          "half the noise it needs (its draws' variance about half the posterior's)")
     prior_refresh = positive_int(prior_refresh, "prior_refresh")
     prior_gamma = _gamma_pair(prior_gamma)
-    if prior_gamma is not None and temperature != 1.0:
-        raise ValueError(f"temperature={temperature!r} with prior_gamma: the Gibbs draw of the prior precision is "
-                         "the untempered posterior's; temper a fixed prior (prior_gamma=None) instead")
     steps = n // int(batch_size)
     first, thinning = sghmc_schedule(int(epochs) * steps, num_samples, burn_in, thinning)
     adapt_draws = _nonnegative_int(adapt_epochs, "adapt_epochs") * steps

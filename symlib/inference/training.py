@@ -505,13 +505,18 @@ def fit_map(key: jax.Array, params0: PyTree, model: Model, data: Data, config: T
     (BatchNorm's running statistics updated as the model defines), else the state is held.
     The estimate's ``info`` holds ``epoch_loss`` (the mean objective of every epoch) and, with
     ``keep_trajectory``, ``trajectory`` (the parameters at the start and after every epoch,
-    stacked); ``progress`` shows a progress bar over the epochs."""
+    stacked); ``progress`` shows a progress bar over the epochs.
+
+    Raises:
+        NonFiniteFitError: if the parameters or the loss became NaN or inf.
+    """
     check_fit_inputs(model, data, config, TrainConfig, params0)
     check_key(key, "key")
     out = _train_map(params0, key, data.x, data.y, config, model.apply_fn, keep_trajectory, progress,
                     stochastic_apply=model.train_apply_fn, state=model.state, likelihood=model.likelihood)
     params, losses = out[0], out[1]
     raise_if_not_finite(params, "fit_map", "parameters", "lower the learning rate of config.optimizer", losses)
+    raise_if_not_finite(losses, "fit_map", "loss", "lower the learning rate of config.optimizer", losses)
     return PointEstimate(params, {"epoch_loss": losses, **({"trajectory": out[2]} if keep_trajectory else {})})
 
 
@@ -541,7 +546,11 @@ def fit_ensemble(key: jax.Array, params0: PyTree, model: Model, data: Data, conf
     end of every epoch) are observers run inside the compiled loop (e.g.
     :func:`symlib.symmetry.neuron_order.swap_counter`); ``devices`` shards the members over
     devices. The posterior's ``info`` holds ``epoch_loss`` (members x epochs) and, with an
-    observer, ``observed`` (``{"step": ..., "epoch": ...}``)."""
+    observer, ``observed`` (``{"step": ..., "epoch": ...}``).
+
+    Raises:
+        NonFiniteFitError: if a member's parameters or loss became NaN or inf.
+    """
     check_fit_inputs(model, data, config, TrainConfig, params0)
     leaves = jax.tree_util.tree_leaves(params0)
     if not leaves or np.ndim(leaves[0]) == 0:
@@ -553,5 +562,7 @@ def fit_ensemble(key: jax.Array, params0: PyTree, model: Model, data: Data, conf
     params, losses = out[0], out[1]
     raise_if_not_finite(params, "fit_ensemble", "members' parameters", "lower the learning rate of "
                    "config.optimizer", np.asarray(losses).T)
+    raise_if_not_finite(losses, "fit_ensemble", "members' loss", "lower the learning rate of config.optimizer",
+                        np.asarray(losses).T)
     info = {"epoch_loss": losses, **({"observed": out[2]} if observe is not None or observe_epoch is not None else {})}
     return Samples(params, info=info)

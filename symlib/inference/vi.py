@@ -426,13 +426,18 @@ def fit_vi(key: jax.Array, params0: PyTree, model: Model, data: Data, config: VI
     The likelihood is ``model.likelihood`` of ``model.apply_fn``'s outputs (evaluation mode). The model state
     (``model.state``) is held fixed at ``params0``'s values: not optimised, standard deviation
     exactly 0, carried unchanged by every draw. The Gaussian's ``info`` holds ``elbo``, the
-    per-example ELBO averaged over every epoch."""
+    per-example ELBO averaged over every epoch.
+
+    Raises:
+        NonFiniteFitError: if the means, the standard deviations or the ELBO became NaN or inf.
+    """
     check_fit_inputs(model, data, config, VIConfig, params0)
     with warnings.catch_warnings():  # a non-finite ELBO is an error here, named below
         warnings.filterwarnings("ignore", "the ELBO became non-finite", RuntimeWarning)
         res = _train_vi(key, params0, network_loglik(model.apply_fn, model.likelihood), data.x, data.y,
                         **config._asdict(), state=model.state)
     raise_if_not_finite((res.mu, res.sigma), "fit_vi", *_NOT_FINITE, res.elbo_history)
+    raise_if_not_finite(res.elbo_history, "fit_vi", "ELBO", _NOT_FINITE[1], res.elbo_history)
     return DiagonalGaussian(res.mu, res.sigma, {"elbo": res.elbo_history})
 
 
@@ -450,5 +455,7 @@ def _(config: VIConfig, keys, modes, model: Model, data: Data) -> list[DiagonalG
     posts = []
     for m, (mu, sigma) in enumerate(zip(unstack(res.mu), unstack(res.sigma))):
         raise_if_not_finite((mu, sigma), f"fit_modes (VI, mode {m})", *_NOT_FINITE, res.elbo_history[m])
+        raise_if_not_finite(res.elbo_history[m], f"fit_modes (VI, mode {m})", "ELBO", _NOT_FINITE[1],
+                            res.elbo_history[m])
         posts.append(DiagonalGaussian(mu, sigma, {"elbo": res.elbo_history[m]}))
     return posts

@@ -37,7 +37,7 @@ _EXPORTS = {
                  "weight_matching_many"],
     "alignment": ["apply_alignment", "composite_spec", "kl_alignment", "kl_cost_terms", "kl_diag", "w2_geodesic",
                   "wasserstein2_sq", "wasserstein_alignment"],
-    "neuron_order": ["STATISTICS", "discordant_pairs", "discordant_pairs_batch", "kendall_tau_from_discordant",
-                     "neuron_statistics", "epoch_swaps", "phase_summary", "statistics_observer", "swap_counter"],
+    "neuron_order": ["discordant_pairs", "discordant_pairs_batch", "kendall_tau_from_discordant", "neuron_statistics",
+                     "epoch_swaps", "phase_summary", "statistics_observer", "swap_bursts", "swap_counter"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

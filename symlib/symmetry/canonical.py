@@ -34,9 +34,9 @@ import numpy as np
 
 from symlib.core.checks import check_finite
 from symlib.symmetry.matching import apply_permutation_many, weight_matching_many
-from symlib.symmetry.scaling import ScalingSpec, min_mass, unit_norm
+from symlib.symmetry.scaling import ScalingSpec, dependency_order, min_mass, unit_norm
 from symlib.symmetry.specs import PermutationSpec, apply_permutation, block_of, check_spec, flatten_params, \
-    unflatten_params
+    split_parts, unflatten_params
 
 __all__ = ["NS_METHODS", "SORT_STATISTICS", "identifiable", "remove_symmetries", "sort_neurons"]
 
@@ -45,23 +45,70 @@ NS_METHODS = ("unit_norm_sort", "min_mass_sort", "rebasin")
 
 
 def key_axis(spec: PermutationSpec, name: str) -> tuple[str, int]:
-    """The parameter whose last axis ``name`` permutes first: the layer producing the units
-    (a stored path: a kernel cut into parts along its input axis is returned whole)."""
+    """The spec's path whose last axis ``name`` permutes first (the layer producing the
+    units), and that axis."""
     for path, axis in spec.perm_to_axes[name]:
         if axis == len(spec.axes[path]) - 1 and len(spec.axes[path]) > 1:
-            return spec.stored_path(path), axis
+            return path, axis
     raise ValueError(f"permutation {name!r} acts on no kernel's output axis; there is no incoming weight to sort by")
 
 
-#: Named statistics of a unit's incoming weights for :func:`sort_neurons`: each maps a
-#: kernel with the units on its last axis, reshaped to ``(inputs, units)``, to ``(units,)``.
-SORT_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+def _unit_kernel(spec: PermutationSpec, name: str) -> tuple[str, str]:
+    """The stored kernel producing ``name``'s units, and the spec's path they are read from:
+    the part holding them when the kernel is cut along the units' axis, else the stored
+    kernel itself (whole when cut along its input axis; seen through its view, if any)."""
+    path, axis = key_axis(spec, name)
+    stored = spec.stored_path(path)
+    return stored, (path if path != stored and spec.parts[stored][0] == axis else stored)
+
+
+def incoming_weights(spec: PermutationSpec, name: str, flat: Mapping):
+    """``(path, k)``: the stored kernel producing ``name``'s units and their incoming weights,
+    ``(inputs, units)``: the kernel (or the part of it holding the units) in the spec's view
+    of it, every axis but the units' (the last) flattened.
+
+    Args:
+        spec: the permutation spec.
+        name: one of its permutations.
+        flat: the stored parameters, a flat dict (numpy or jax leaves; jittable).
+
+    Raises:
+        ValueError: if ``name`` acts on no kernel's output axis.
+    """
+    stored, read = _unit_kernel(spec, name)
+    k = flat[stored] if read == stored else split_parts(spec, {stored: flat[stored]})[read]
+    if read in spec.views:
+        k = k.reshape(spec.views[read])
+    return stored, k.reshape(-1, k.shape[-1])
+
+
+def sort_order(spec: PermutationSpec) -> list[str]:
+    """The permutations in the order :func:`sort_neurons` sorts them: each after those acting
+    on its units' incoming weights (input to output: :func:`~symlib.symmetry.scaling.dependency_order`),
+    whatever the order of ``spec.axes``.
+
+    Raises:
+        ValueError: if those dependencies have a cycle, or a permutation acts on no kernel's output axis.
+    """
+    deps = {}
+    for name in spec.perm_names:
+        stored, read = _unit_kernel(spec, name)
+        sources = [read] if read != stored else [p for p in spec.axes if spec.stored_path(p) == stored]
+        deps[name] = {q for p in sources for q in spec.axes[p] if q is not None}
+    return dependency_order(deps, "permutations")
+
+
+#: Named statistics of a unit's incoming weights, for :func:`sort_neurons` (numpy) and
+#: :func:`symlib.symmetry.neuron_order.neuron_statistics` (jax, jittable), hence written with
+#: array methods only: each maps the incoming weights ``(inputs, units)``
+#: (:func:`incoming_weights`) to ``(units,)``, whatever the order of the rows.
+SORT_STATISTICS: dict[str, Callable] = {
     "max": lambda k: k.max(axis=0),
     "min": lambda k: k.min(axis=0),
     "mean": lambda k: k.mean(axis=0),
     "sum": lambda k: k.sum(axis=0),
-    "norm": lambda k: np.sqrt(np.sum(k**2, axis=0)),
-    "abs_max": lambda k: np.abs(k).max(axis=0),
+    "norm": lambda k: (k * k).sum(axis=0) ** 0.5,
+    "abs_max": lambda k: abs(k).max(axis=0),
 }
 _TIES = ("index", "weights")
 
@@ -88,11 +135,13 @@ def _own_vectors(spec: PermutationSpec, name: str, path: str) -> list[str]:
 def sort_neurons(spec: PermutationSpec, params: Mapping, statistic="max", ties: str = "weights"):
     """Laurent et al.'s permutation canonical form: sort units by a statistic of their incoming weights, descending.
 
-    For each permutation of ``spec`` in order, the units are the output axis of the first
-    kernel it permutes (read after the earlier permutations have been applied), and the sort
-    key is ``statistic`` of each unit's incoming weights (biases not used). Units of a
-    blocked permutation (grouped convolution) are sorted within their group. Only permutes,
-    never rescales: valid for any element-wise activation.
+    The permutations are sorted input to output (:func:`sort_order`, whatever the order of
+    ``spec.axes``); for each, the units are the output axis of the first kernel it permutes
+    (:func:`incoming_weights`: in the spec's view of that kernel, a view splitting its
+    output axis included), read after the permutations of its inputs have been applied,
+    and the sort key is ``statistic`` of each unit's incoming weights (biases not used).
+    Units of a blocked permutation (grouped convolution) are sorted within their group.
+    Only permutes, never rescales: valid for any element-wise activation.
 
     Args:
         spec: the permutation spec (e.g. :func:`symlib.symmetry.architectures.optunet_permutation_spec`).
@@ -116,8 +165,8 @@ def sort_neurons(spec: PermutationSpec, params: Mapping, statistic="max", ties: 
 
     Raises:
         ValueError: if ``params`` do not fit ``spec``, for an unknown statistic name or
-            ``ties``, a statistic of the wrong shape, or non-finite weights (naming the
-            parameter).
+            ``ties``, a statistic of the wrong shape, non-finite weights (naming the
+            parameter), or permutations whose inputs depend on one another in a cycle.
         TypeError: if ``statistic`` is neither None, a name nor a callable.
     """
     stat = _statistic_fn(statistic)
@@ -127,11 +176,10 @@ def sort_neurons(spec: PermutationSpec, params: Mapping, statistic="max", ties: 
     for path, leaf in flatten_params(params).items():
         check_finite(np.asarray(leaf, np.float64), path)
     perms = {n: np.arange(sizes[n]) for n in spec.perm_names}
-    for name in spec.perm_names:
-        path, _ = key_axis(spec, name)
+    for name in sort_order(spec):
         current = flatten_params(apply_permutation(spec, perms, params))
-        k = np.asarray(current[path], np.float64)
-        k = k.reshape(-1, k.shape[-1])
+        path, k = incoming_weights(spec, name, current)
+        k = np.asarray(k, np.float64)
         check_finite(k, path)
         key = np.asarray(stat(k), np.float64) if stat is not None else k[0]
         if key.shape != (k.shape[1],):

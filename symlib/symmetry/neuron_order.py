@@ -37,23 +37,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.checks import check_finite
+from symlib.symmetry.canonical import SORT_STATISTICS, incoming_weights
+from symlib.symmetry.scaling import check_scaling_spec, unit_norm_traced
+from symlib.symmetry.specs import check_spec, flatten_params
 
-__all__ = ["STATISTICS", "discordant_pairs", "discordant_pairs_batch", "kendall_tau_from_discordant", "neuron_statistics",
+__all__ = ["discordant_pairs", "discordant_pairs_batch", "kendall_tau_from_discordant", "neuron_statistics",
            "epoch_swaps", "phase_summary", "statistics_observer", "swap_counter", "swap_bursts"]
 
-#: statistics of a unit's incoming (scaled) kernel column that do not depend on the row order
-STATISTICS = {
-    "max": lambda k: jnp.max(k, axis=0),
-    "min": lambda k: jnp.min(k, axis=0),
-    "mean": lambda k: jnp.mean(k, axis=0),
-    "abs_max": lambda k: jnp.max(jnp.abs(k), axis=0),
-}
 SCALINGS = ("unit_norm", None)
 
 
 def _check_args(statistic, scaling) -> None:
-    if statistic not in STATISTICS:
-        raise ValueError(f"unknown statistic {statistic!r}; choose one of {sorted(STATISTICS)}")
+    if statistic not in SORT_STATISTICS:
+        raise ValueError(f"unknown statistic {statistic!r}; choose one of {sorted(SORT_STATISTICS)}")
     if scaling not in SCALINGS:
         raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
 
@@ -144,8 +140,9 @@ def neuron_statistics(scaling_spec, perm_spec, params: Mapping, statistic: str =
     ``scaling_spec`` (:func:`symlib.symmetry.scaling.unit_norm_traced`: group by group from
     the input, each unit's incoming weights divided by their norm and its outgoing weights
     multiplied by it). Then, for every permutation of ``perm_spec`` in order, the units are the
-    output axis of the kernel that produces them (the kernel
-    :func:`~symlib.symmetry.canonical.sort_neurons` reads) and each unit's statistic is taken
+    output axis of the kernel that produces them, in the spec's view of it (the weights
+    :func:`~symlib.symmetry.canonical.incoming_weights` gives
+    :func:`~symlib.symmetry.canonical.sort_neurons`) and each unit's statistic is taken
     over all its incoming weights (for a convolution channel: its whole kernel). A unit whose
     incoming weights are all zero keeps its scale. Jittable; the NaN check applies to
     concrete arrays only.
@@ -155,7 +152,8 @@ def neuron_statistics(scaling_spec, perm_spec, params: Mapping, statistic: str =
             None, when ``scaling`` is ``None``), e.g. ``mlp_scaling_spec(L)``.
         perm_spec: a :class:`~symlib.symmetry.specs.PermutationSpec`, e.g. ``mlp_permutation_spec(L)``.
         params: one network.
-        statistic: a name in :data:`STATISTICS`.
+        statistic: a name in :data:`~symlib.symmetry.canonical.SORT_STATISTICS` (under
+            ``"unit_norm"``, ``"norm"`` is 1 for every unit with incoming weights).
         scaling: ``"unit_norm"`` or ``None`` (the raw kernels).
 
     Returns:
@@ -166,10 +164,6 @@ def neuron_statistics(scaling_spec, perm_spec, params: Mapping, statistic: str =
             (naming the parameter), a permutation that produces no kernel's units, or a
             concrete kernel holding NaN or inf (naming it).
     """
-    from symlib.symmetry.canonical import key_axis
-    from symlib.symmetry.scaling import check_scaling_spec, unit_norm_traced
-    from symlib.symmetry.specs import check_spec, flatten_params
-
     _check_args(statistic, scaling)
     check_spec(perm_spec, params)  # shapes only: also at trace time under jit
     if scaling is not None:
@@ -177,10 +171,10 @@ def neuron_statistics(scaling_spec, perm_spec, params: Mapping, statistic: str =
     flat = unit_norm_traced(scaling_spec, params) if scaling == "unit_norm" else flatten_params(params)
     out = []
     for name in perm_spec.perm_names:
-        path, _ = key_axis(perm_spec, name)
-        k = jnp.asarray(flat[path])
+        path, k = incoming_weights(perm_spec, name, flat)
+        k = jnp.asarray(k)
         _check_finite_if_concrete(k, path)
-        out.append(STATISTICS[statistic](jnp.reshape(k, (-1, k.shape[-1]))))
+        out.append(SORT_STATISTICS[statistic](k))
     return out
 
 
@@ -216,7 +210,7 @@ def swap_counter(scaling_spec, perm_spec, statistic: str = "max", scaling: str |
     Args:
         scaling_spec: the scaling spec (as for :func:`neuron_statistics`).
         perm_spec: the permutation spec.
-        statistic: a name in :data:`STATISTICS`.
+        statistic: a name in :data:`~symlib.symmetry.canonical.SORT_STATISTICS`.
         scaling: ``"unit_norm"`` or ``None``.
 
     Returns:

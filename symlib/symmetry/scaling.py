@@ -64,7 +64,7 @@ activations (:data:`HOMOGENEOUS_ACTIVATIONS`). Every operation that rescales tak
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 import jax
@@ -121,7 +121,9 @@ class ScalingSpec:
 
     Attributes:
         groups: group name -> tuple of ``(path, axis, power)`` entries, ``power`` +1
-            (incoming side) or -1 (outgoing side), groups in input-to-output order.
+            (incoming side) or -1 (outgoing side). Any order: :func:`unit_norm` orders the
+            groups input to output from their entries; :func:`min_mass` uses its chain
+            solver when the groups are listed input to output (:func:`chain_kernels`).
         mass_paths: the parameters whose squares make the mass.
         views: parameter path -> the shape in which the spec sees it (a C-order reshape of
             the stored leaf; module docstring); ``axis`` in the entries counts the view's axes.
@@ -678,13 +680,58 @@ def mass_along(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.n
         return np.array([float(f(jnp.asarray(v + ti * d), sq)) for ti in np.asarray(t, float)])
 
 
+def dependency_order(deps: Mapping[str, Collection[str]], what: str) -> list[str]:
+    """The names of ``deps`` ordered so that each comes after every name it depends on.
+
+    ``deps[name]`` holds the names whose step must come before ``name``'s (others than the
+    keys, and ``name`` itself, are ignored). Of the names free to go, the first in sorted
+    order goes first: the order depends on the dependencies alone, not on the dict's order.
+
+    Args:
+        deps: name -> the names it depends on.
+        what: what the names are, for the error message (e.g. ``"scaling groups"``).
+
+    Returns:
+        The names, in dependency order.
+
+    Raises:
+        ValueError: if the dependencies have a cycle (naming the ``what`` left on or after it).
+    """
+    pending = {name: {d for d in ds if d in deps and d != name} for name, ds in deps.items()}
+    order: list[str] = []
+    while pending:
+        free = [name for name, ds in pending.items() if not ds]
+        if not free:
+            raise ValueError(f"the {what} {sorted(pending)} depend on one another in a cycle: no input-to-output "
+                             "order exists")
+        first = min(free)
+        order.append(first)
+        del pending[first]
+        for ds in pending.values():
+            ds.discard(first)
+    return order
+
+
+def _unit_norm_order(spec: ScalingSpec, include_bias: bool) -> list[str]:
+    """The groups input to output: each after the other groups that rescale the parameters
+    its incoming norm reads (power +1 entries among the mass paths, all of them with
+    ``include_bias``)."""
+    incoming = {name: {p for p, _, pw in entries if pw == 1 and (include_bias or p in spec.mass_paths)}
+                for name, entries in spec.groups.items()}
+    deps = {name: {other for other, entries in spec.groups.items() if any(p in reads for p, _, _ in entries)}
+            for name, reads in incoming.items()}
+    return dependency_order(deps, "scaling groups")
+
+
 def unit_norm(spec: ScalingSpec, params: Mapping, include_bias: bool = False, activation: str = "relu"):
     """Laurent et al.'s scaling canonical form: every unit's incoming weights get unit L2 norm.
 
-    Groups are processed in the order of ``spec.groups`` (input to output), each after the
-    earlier groups' factors have been applied, so a unit's incoming weights are read in
-    their final form. The incoming weights are the entries with power +1 among
-    ``spec.mass_paths`` (and, with ``include_bias``, the other +1 entries too).
+    Groups are processed input to output (each after the groups rescaling the parameters its
+    incoming weights are read from: :func:`dependency_order`, whatever the order of
+    ``spec.groups``), each after the earlier groups' factors have been applied, so a unit's
+    incoming weights are read in their final form. The incoming weights are the entries
+    with power +1 among ``spec.mass_paths`` (and, with ``include_bias``, the other +1
+    entries too).
 
     Args:
         spec: the scaling spec.
@@ -700,13 +747,13 @@ def unit_norm(spec: ScalingSpec, params: Mapping, include_bias: bool = False, ac
 
     Raises:
         ValueError: naming the group and units whose incoming weights are all zero (zero
-            outgoing weights are harmless here), for non-finite weights or a
-            non-homogeneous ``activation``.
+            outgoing weights are harmless here), for non-finite weights, a non-homogeneous
+            ``activation``, or groups whose dependencies have a cycle.
     """
     _check_activation(activation)
     sizes = check_scaling_spec(spec, params)
     cur = _float64(spec, params)
-    for name in spec.groups:
+    for name in _unit_norm_order(spec, include_bias):
         sq = _side_mass(spec, cur, sizes, name, 1)
         if include_bias:
             for path, axis, pw in spec.groups[name]:
@@ -726,10 +773,10 @@ def unit_norm(spec: ScalingSpec, params: Mapping, include_bias: bool = False, ac
 def unit_norm_traced(spec: ScalingSpec, params: Mapping) -> dict:
     """:func:`unit_norm` in jax, jittable (for observers inside a compiled training loop).
 
-    Group by group from the input, each unit's incoming entries (power +1) are divided by the
-    norm of its incoming mass weights and its outgoing entries (power -1) multiplied by it.
-    No checks and no float64: the leaves keep their dtype. A unit whose incoming weights are
-    all zero keeps its scale (instead of raising).
+    Group by group from the input (the order of :func:`unit_norm`), each unit's incoming
+    entries (power +1) are divided by the norm of its incoming mass weights and its outgoing
+    entries (power -1) multiplied by it. No checks and no float64: the leaves keep their
+    dtype. A unit whose incoming weights are all zero keeps its scale (instead of raising).
 
     Args:
         spec: the scaling spec.
@@ -737,14 +784,17 @@ def unit_norm_traced(spec: ScalingSpec, params: Mapping) -> dict:
 
     Returns:
         The unit-norm network, flat (``"layer/leaf"`` keys), jax arrays.
+
+    Raises:
+        ValueError: if the groups' dependencies have a cycle.
     """
     stored = {p: jnp.asarray(x) for p, x in flatten_params(params).items()}
     cur = _viewed(spec, stored)
     sizes = {n: cur[e[0][0]].shape[e[0][1]] for n, e in spec.groups.items()}
-    for name, entries in spec.groups.items():
+    for name in _unit_norm_order(spec, include_bias=False):
         sq = _side_mass(spec, cur, sizes, name, 1, xp=jnp)
         norm = jnp.sqrt(jnp.where(sq > 0, sq, 1.0))
-        for path, axis, power in entries:
+        for path, axis, power in spec.groups[name]:
             x = cur[path]
             factor = _expand(norm, x.shape[axis], axis % x.ndim, x.ndim)
             cur[path] = x / factor if power == 1 else x * factor

@@ -43,7 +43,7 @@ def reference_weight_matching(key, spec, params_a, params_b, max_iter=100, tol=1
     fa = {k: np.asarray(v, np.float64) for k, v in to_views(spec, flatten_params(params_a)).items()}
     fb = {k: np.asarray(v, np.float64) for k, v in to_views(spec, flatten_params(params_b)).items()}
     rng = as_generator(key)
-    names = spec.perm_names
+    names = sorted(spec.perm_names)  # the order symlib draws its sweeps over
     perms = {}
     for name, where in spec.perm_to_axes.items():
         path, axis = where[0]

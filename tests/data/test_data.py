@@ -207,22 +207,68 @@ def test_search_dirs(tmp_path, monkeypatch):
     assert data.find_files("mnist", "train") is None
 
 
+def _fake_md5(monkeypatch, dataset: str, content: bytes) -> None:
+    """``dataset``'s published MD5s replaced by those of small files: ``<name>`` holds
+    ``content + name`` (:func:`_fake_file`)."""
+    monkeypatch.setitem(data.MD5, dataset, {name: hashlib.md5(content + name.encode()).hexdigest()
+                                            for name in data.MD5[dataset]})
+
+
+def _fake_file(path: Path, content: bytes) -> None:
+    path.write_bytes(content + path.name.encode())
+
+
 def test_find_files_layouts(tmp_path, monkeypatch):
     root = tmp_path / "d"
     monkeypatch.setenv("SYMLIB_DATA_DIR", str(root))
+    _fake_md5(monkeypatch, "mnist", b"x")
+    _fake_md5(monkeypatch, "fashion_mnist", b"x")
     (root / "mnist").mkdir(parents=True)
     for name in data.FILES["test"]:  # flat layout: files directly in SYMLIB_DATA_DIR
-        (root / name).write_bytes(b"x")
+        _fake_file(root / name, b"x")
     assert data.find_files("mnist", "test") == tuple(root / n for n in data.FILES["test"])
     assert data.find_files("mnist", "train") is None
     for name in data.FILES["test"]:  # per-dataset folder takes precedence
-        (root / "mnist" / name).write_bytes(b"x")
+        _fake_file(root / "mnist" / name, b"x")
     assert data.find_files("mnist", "test") == tuple(root / "mnist" / n for n in data.FILES["test"])
     # only one of the two files in the cache: not found there
     cache = data.cache_dir("fashion_mnist")
     cache.mkdir(parents=True)
-    (cache / data.FILES["train"][0]).write_bytes(b"x")
+    _fake_file(cache / data.FILES["train"][0], b"x")
     assert data.find_files("fashion_mnist", "train") is None
+
+
+def test_find_files_skips_a_folder_of_another_datasets_files(tmp_path, monkeypatch, caplog):
+    """SYMLIB_DATA_DIR holding MNIST's files directly (same names as Fashion-MNIST's) does not hide
+    the verified Fashion-MNIST files in the cache, and the mismatch says whose files they are."""
+    _fake_md5(monkeypatch, "mnist", b"mnist")
+    _fake_md5(monkeypatch, "fashion_mnist", b"fashion")
+    root = tmp_path / "d"
+    root.mkdir()
+    monkeypatch.setenv("SYMLIB_DATA_DIR", str(root))
+    for name in data.FILES["test"]:
+        _fake_file(root / name, b"mnist")
+    assert data.find_files("mnist", "test") == tuple(root / n for n in data.FILES["test"])
+    with pytest.raises(ChecksumError) as err:  # nothing else: the mismatch is the error
+        data.find_files("fashion_mnist", "test")
+    msg = str(err.value)
+    assert str(root / data.FILES["test"][0]) in msg and "it is mnist's t10k-images-idx3-ubyte.gz" in msg
+    assert "delete it" not in msg  # they are good files, of another dataset
+    cache = data.cache_dir("fashion_mnist")
+    cache.mkdir(parents=True)
+    for name in data.FILES["test"]:
+        _fake_file(cache / name, b"fashion")
+    with caplog.at_level(logging.WARNING, logger="symlib.data.files"):
+        assert data.find_files("fashion_mnist", "test") == tuple(cache / n for n in data.FILES["test"])
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+    assert str(root) in caplog.text and "it is mnist's t10k-images-idx3-ubyte.gz" in caplog.text
+
+
+def test_a_file_of_no_known_dataset_is_called_corrupt(tmp_path):
+    path = tmp_path / "t10k-images-idx3-ubyte.gz"
+    path.write_bytes(b"garbage")
+    with pytest.raises(ChecksumError, match="corrupt or incomplete; delete it"):
+        data.verify_file(path, data.MD5["mnist"][path.name])
 
 
 # --------------------------------------------------------------------------- #

@@ -171,3 +171,9 @@ def test_malformed_archives(tmp_path):
     bad.write_bytes(raw[: len(raw) // 2])  # truncated download
     with pytest.raises(ValueError, match=f"{TAR}"):
         data.read_textures(bad)
+
+
+def test_a_given_md5_is_checked_by_verify_file_hashing_once(synthetic, md5_calls):
+    with pytest.raises(data.ChecksumError, match="expected MD5 0+, got .* corrupt or incomplete"):
+        data.load_textures("test", data_dir=synthetic[0], md5="0" * 32)
+    assert md5_calls == [synthetic[0] / TAR]  # one pass over the archive for a mismatch

@@ -122,3 +122,9 @@ def test_malformed_archives(tmp_path):
         data.read_tiny_imagenet(bad, "val")
     with pytest.raises(ValueError, match="unknown split"):
         data.read_tiny_imagenet(bad, "extra")
+
+
+def test_a_given_md5_is_checked_by_verify_file_hashing_once(synthetic, tmp_path, md5_calls):
+    with pytest.raises(data.ChecksumError, match="expected MD5 0+, got .* corrupt or incomplete"):
+        data.load_tiny_imagenet("val", data_dir=synthetic[0], md5="0" * 32)
+    assert md5_calls == [synthetic[0] / ZIP]  # one pass over the archive for a mismatch

@@ -19,37 +19,10 @@ def test_mean_interval_matches_the_t_interval_and_covers():
 
 def test_one_unit_gives_no_interval_and_non_finite_values_are_refused():
     assert stats.mean_interval([0.3]) == (0.3, -np.inf, np.inf)
-    assert stats.bootstrap_interval([0.3])[1:] == (-np.inf, np.inf)
     with pytest.raises(ValueError, match="1 of 3 values are not finite"):
         stats.mean_interval([1.0, np.nan, 2.0])
     with pytest.raises(ValueError, match="at least 1"):
         stats.mean_interval([])
-
-
-def test_min_bootstrap_units_counts_distinct_resamples_in_a_tail():
-    from math import comb
-
-    for level in (0.5, 0.8, 0.9, 0.95, 0.99):
-        n = stats.min_bootstrap_units(level)
-        assert comb(2 * n - 1, n) * (1 - level) / 2 >= 1 > comb(2 * n - 3, n - 1) * (1 - level) / 2 or n == 2
-    assert stats.min_bootstrap_units(0.95) == 5  # 4 units: 35 distinct resamples, fewer than 1 / 0.025
-    with pytest.raises(ValueError, match="level must be in"):
-        stats.min_bootstrap_units(1.0)
-
-
-def test_a_bootstrap_over_too_few_units_gives_no_interval():
-    # with 3 units the 2.5% tail is the single most extreme resample: no interval
-    assert stats.bootstrap_interval([0.1, 0.2, 0.9])[1:] == (-np.inf, np.inf)
-    lo, hi = stats.bootstrap_interval([0.1, 0.2, 0.9, 0.4, 0.3])[1:]
-    assert np.isfinite(lo) and np.isfinite(hi) and lo < hi
-
-
-def test_bootstrap_interval_contains_the_statistic_and_shrinks_with_n():
-    rng = np.random.default_rng(1)
-    small = stats.bootstrap_interval(rng.normal(size=10), np.median)
-    large = stats.bootstrap_interval(rng.normal(size=1000), np.median)
-    assert small[1] <= small[0] <= small[2] and large[1] <= large[0] <= large[2]
-    assert large[2] - large[1] < small[2] - small[1]
 
 
 def test_proportion_interval_is_clopper_pearson():

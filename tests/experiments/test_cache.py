@@ -292,3 +292,92 @@ def test_compilation_cache_can_be_switched_off_and_keeps_a_users_own(tmp_path):
     kept = _compile_in_subprocess({"SYMLIB_CACHE": str(tmp_path / "b"), "JAX_COMPILATION_CACHE_DIR": str(mine)})
     assert kept["folder"] == str(mine)
     assert not (tmp_path / "b" / "xla").exists()
+
+
+# ------------------------------------------------------------ damaged and in-progress artifacts
+
+def test_an_artifact_being_written_is_not_deleted_by_a_reader_without_the_lock(cdir):
+    """Between the .npz's rename and the marker's, another process sees an npz without a marker:
+    it must wait for the lock instead of deleting the file under the writer."""
+    import threading
+
+    import filelock
+
+    cache.save("exp", {"a": 1}, TREE)
+    data_path, marker = cache.artifact_paths("exp", {"a": 1})
+    finished_marker = marker.read_bytes()
+    marker.unlink()  # the writer has renamed the .npz and not yet written the marker
+    compute, calls = _counting(TREE)
+    got = {}
+    writer = filelock.FileLock(cdir / ".locks" / f"{data_path.stem}.lock")
+    (cdir / ".locks").mkdir()
+    with writer:
+        reader = threading.Thread(target=lambda: got.update(cache.cached("exp", {"a": 1}, compute, verbose=False)))
+        reader.start()
+        reader.join(timeout=1.0)
+        assert reader.is_alive()  # waiting for the writer's lock
+        assert data_path.exists()  # and the writer's .npz left alone
+        marker.write_bytes(finished_marker)  # the writer finishes
+    reader.join(timeout=30)
+    assert calls == []  # the reader loaded what the writer stored
+    np.testing.assert_array_equal(got["params"]["w"], TREE["params"]["w"])
+
+
+@pytest.mark.parametrize("marker_bytes", [b"[1, 2]", b"\xff\xfe\x00garbage", b'{"sha256": null}', b'{"name": "exp"}',
+                                          b'"a string"'])
+def test_a_malformed_marker_is_a_damaged_artifact(cdir, marker_bytes):
+    compute, calls = _counting(TREE)
+    cache.cached("exp", {"a": 1}, compute, verbose=False)
+    _, marker = cache.artifact_paths("exp", {"a": 1})
+    marker.write_bytes(marker_bytes)
+    with pytest.raises(cache.CorruptArtifactError, match="completed-marker"):
+        cache.load("exp", {"a": 1})
+    again = cache.cached("exp", {"a": 1}, compute, verbose=False)
+    assert len(calls) == 2  # recomputed
+    np.testing.assert_array_equal(again["params"]["w"], TREE["params"]["w"])
+    assert cache.load("exp", {"a": 1}) is not None
+
+
+@pytest.fixture()
+def package_copy(tmp_path, monkeypatch):
+    """A stand-in package folder for :func:`cache.code_version`, with one source and one data file."""
+    root = tmp_path / "symlib"
+    (root / "_data").mkdir(parents=True)
+    (root / "mod.py").write_text("X = 1\n")
+    (root / "_data" / "subset_manifest.json").write_text('{"seed": 0}')
+    monkeypatch.setattr(cache, "package_root", lambda: root)
+    cache.code_version.cache_clear()
+    yield root
+    cache.code_version.cache_clear()
+
+
+def test_code_version_changes_with_the_shipped_data(package_copy):
+    before = cache.code_version()
+    cache.code_version.cache_clear()
+    assert cache.code_version() == before  # nothing changed, same version
+    (package_copy / "_data" / "subset_manifest.json").write_text('{"seed": 1}')
+    cache.code_version.cache_clear()
+    after_manifest = cache.code_version()
+    assert after_manifest != before
+    (package_copy / "_data" / "mnist-subset-train-images-idx3-ubyte.gz").write_bytes(b"new")
+    cache.code_version.cache_clear()
+    assert cache.code_version() not in (before, after_manifest)
+
+
+def test_code_version_changes_with_the_sources(package_copy):
+    before = cache.code_version()
+    (package_copy / "mod.py").write_text("X = 2\n")
+    cache.code_version.cache_clear()
+    assert cache.code_version() != before
+
+
+def test_a_dtype_npz_cannot_store_is_a_clear_error(cdir):
+    import ml_dtypes
+
+    with pytest.raises(TypeError, match=r"'p/half' has dtype bfloat16"):
+        cache.save("exp", {}, {"p": {"half": np.arange(3, dtype=ml_dtypes.bfloat16)}})
+    assert list(cdir.iterdir()) == []
+    kept = cache.cached("exp", {}, lambda: {"h": np.arange(3, dtype=np.float16)}, verbose=False)
+    again = cache.cached("exp", {}, lambda: {"h": np.zeros(1)}, verbose=False)
+    assert kept["h"].dtype == again["h"].dtype == np.float16  # numpy's own dtypes round-trip
+    np.testing.assert_array_equal(again["h"], [0, 1, 2])

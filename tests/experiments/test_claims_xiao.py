@@ -63,7 +63,9 @@ def test_rebasin_removes_barrier():
     o = _outcomes("rebasin_barriers", _barriers())[name]
     assert o.verdict is HOLDS and o.evidence.units.startswith("3 independent network pairs")
     assert _verdict("rebasin_barriers", name, _barriers(weight=(0.15, 0.16, 0.14))) is DIFFERS  # a quarter removed
-    assert _verdict("rebasin_barriers", name, _barriers(raw=(0.0, 0.0, 0.0))) is DIFFERS  # no barrier to remove
+    # no barrier to remove in any pair: a share of 0 in each, tied units, so no interval (since 2026-12-01)
+    tied = _outcomes("rebasin_barriers", _barriers(raw=(0.0, 0.0, 0.0)))[name]
+    assert tied.verdict is OPPOSITE and "no spread among the 3 network pairs" in tied.detail
     # one pair (a saved run without replicates): at best the same direction
     one = {f"barrier_{s}": {"no matching": 0.2, "weight matching": 0.001, "activation matching": 0.002}
            for s in ("train", "test")}
@@ -74,7 +76,7 @@ def test_matched_barrier_nearly_zero():
     name = "matched_barrier_nearly_zero"
     assert _verdict("rebasin_barriers", name, _barriers()) is HOLDS
     # most of a large barrier removed, but a tenth of a nat left: the share holds, the absolute reading differs
-    big = _barriers(raw=(2.0, 2.2, 1.8), weight=(0.1, 0.11, 0.09), activation=(0.1, 0.12, 0.11))
+    big = _barriers(raw=(2.0, 2.2, 1.8), weight=(0.1, 0.12, 0.09), activation=(0.1, 0.12, 0.11))
     assert _verdict("rebasin_barriers", "rebasin_removes_barrier", big) is HOLDS
     o = _outcomes("rebasin_barriers", big)[name]
     assert o.verdict is DIFFERS and "nats" in o.detail
@@ -140,7 +142,7 @@ def test_not_after_training_fails_when_training_scrambles_nots():
 
 
 def test_not_nearly_equal_fails_on_a_shift_the_correlation_misses():
-    shifted = _sweep(prime=lambda k, rng: np.minimum(k + 40, WIDTH - 1))  # r stays near 1
+    shifted = _sweep(prime=lambda k, rng: np.minimum(k + 40 + rng.integers(-1, 2, k.size), WIDTH - 1))  # r near 1
     out = _outcomes("not_sweep", shifted)
     assert out["not_nearly_equal"].verdict is DIFFERS and out["not_after_training"].verdict is HOLDS
     # so the correlation's claim and reading say what r tests (NoT(P') tracks NoT(P)), not "equals"
@@ -178,11 +180,14 @@ def _path(points=21, top=63, dip=0):
     return nl
 
 
-def _paths(pairs=3, epochs_range=0, dip=0, traces=None):
+def _paths(pairs=6, epochs_range=0, dip=0, traces=None):
+    """``pairs`` pairs (reference, permuted copy) that differ a little, as independent pairs do:
+    NoT over the epochs moves by 0 or 1 (plus ``epochs_range``), and the first pair's path
+    falls back by one more transposition than the others'."""
     ne = [[63] * 6 for _ in range(pairs)]
-    for e in ne:
-        e[-1] += epochs_range
-    nl = traces if traces is not None else [_path(dip=dip).tolist() for _ in range(pairs)]
+    for i, e in enumerate(ne):
+        e[-1] += epochs_range + i % 2
+    nl = traces if traces is not None else [_path(dip=dip + (i == 0)).tolist() for i in range(pairs)]
     return {"hidden": WIDTH, "not_p": 63, "permuted": {"not_epochs": ne[0], "not_lambda": list(nl[0])},
             "replicates": {"not_p": [63] * len(nl), "not_epochs": ne[:len(nl)], "not_lambda": [list(x) for x in nl]}}
 
@@ -190,12 +195,16 @@ def _paths(pairs=3, epochs_range=0, dip=0, traces=None):
 def test_not_paths_claims_hold_on_the_papers_picture():
     out = _outcomes("not_paths", _paths())
     assert out["not_along_path"].verdict is HOLDS and out["not_stable_over_epochs"].verdict is HOLDS
-    assert out["not_along_path"].evidence.units.startswith("3 independent pairs")
+    assert out["not_along_path"].evidence.units.startswith("6 independent pairs")
+    # perfect paths and no change over the epochs in every pair: tied units, so no interval
+    tied = _outcomes("not_paths", _paths(pairs=3, traces=[_path().tolist()] * 3))
+    for name in ("not_along_path", "not_path_smooth"):
+        assert tied[name].verdict is SAME and "no spread among the 3 pairs" in tied[name].detail
 
 
 def test_not_along_path_fails_on_a_dip_or_a_jump_at_the_start():
     assert _verdict("not_paths", "not_along_path", _paths(dip=10)) is DIFFERS
-    jump = [np.r_[0, np.full(20, 40)] for _ in range(3)]
+    jump = [np.r_[0, np.full(20, 40 + k)] for k in range(3)]
     assert _verdict("not_paths", "not_along_path", _paths(traces=jump)) is DIFFERS
 
 
@@ -203,11 +212,13 @@ def test_not_path_smooth_fails_on_a_path_that_jumps():
     """Flat, then most of the change in one step, then flat: monotone and flat near both ends
     (not_along_path holds), but not smooth."""
     assert _verdict("not_paths", "not_path_smooth", _paths()) is HOLDS
-    jump = [np.r_[np.zeros(10), 5 + k, np.full(10, 60 + k)].astype(int) for k in range(3)]
+    jump = [np.r_[np.zeros(10), 5 + k, np.full(10, 60 + k)].astype(int) for k in range(6)]
+    jump[0][11] += 1  # falls back by one transposition: pairs differ
     assert _verdict("not_paths", "not_along_path", _paths(traces=jump)) is HOLDS
     out = _outcomes("not_paths", _paths(traces=jump))["not_path_smooth"]
-    assert out.verdict is DIFFERS and "largest single step of NoT per pair 55, 55, 55" in out.detail
-    assert _verdict("not_paths", "not_path_smooth", _paths(traces=[np.zeros(21, int)] * 3)) is HOLDS  # no change
+    assert out.verdict is DIFFERS and "largest single step of NoT per pair 56, 55, 55, 55, 55, 55" in out.detail
+    # no change along any path: a share of 0 in every pair, tied units, so no interval
+    assert _verdict("not_paths", "not_path_smooth", _paths(traces=[np.zeros(21, int)] * 3)) is SAME
 
 
 def test_not_stable_over_epochs_fails_on_drift():

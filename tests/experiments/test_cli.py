@@ -141,3 +141,51 @@ def test_reduced_profile_values():
                 "paper-x")
     assert (p.laplace_n_data, p.hmc_adapt, p.prior_std, p.bank_recipe) == (None, False, 0.5, "adam")
     assert reduced("quick", ["not_runs=2"], "quick-2runs").not_runs == 2
+
+
+class _Stop(RuntimeError):
+    pass
+
+
+@pytest.mark.parametrize("flag, value", [("--chains", "0"), ("--samples", "0"), ("--chains", "-2"),
+                                         ("--samples", "-1"), ("--chunk-size", "0"), ("--chains", "two")])
+def test_hmc_piece_refuses_counts_below_one(tmp_path, monkeypatch, capsys, flag, value):
+    from symlib.experiments import xiao
+
+    def not_run(*args):
+        raise _Stop("hmc-piece started a run")
+
+    monkeypatch.setattr(xiao, "hmc_pieces_run", not_run)
+    with pytest.raises(SystemExit) as err:
+        main(["hmc-piece", "--state", str(tmp_path / "s"), flag, value])
+    assert err.value.code == 2
+    assert f"argument {flag}:" in capsys.readouterr().err
+
+
+def test_hmc_piece_passes_the_counts_given(tmp_path, monkeypatch):
+    from symlib.experiments import xiao
+
+    asked = []
+
+    def record(profile, chains, samples, chunk_size):
+        asked.append((chains, samples, chunk_size))
+        raise _Stop("recorded")
+
+    monkeypatch.setattr(xiao, "hmc_pieces_run", record)
+    with pytest.raises(_Stop):
+        main(["hmc-piece", "--state", str(tmp_path / "s"), "--chains", "1", "--samples", "3", "--chunk-size", "1"])
+    with pytest.raises(_Stop):
+        main(["hmc-piece", "--state", str(tmp_path / "s")])
+    assert asked == [(1, 3, 1), (xiao.PIECES_CHAINS, xiao.PIECES_SAMPLES, xiao.PIECES_CHUNK)]
+
+
+@pytest.mark.parametrize("flags", [["--status"], ["--summarize", "--out", "res"]])
+def test_hmc_piece_without_a_state_is_a_clean_error(tmp_path, capsys, flags):
+    flags = [str(tmp_path / f) if f == "res" else f for f in flags]
+    assert main(["hmc-piece", "--state", str(tmp_path / "none"), *flags]) == 1
+    assert capsys.readouterr().err.startswith(f"error: no pieced HMC state in {tmp_path / 'none'}")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "state.json").write_text("[1, 2]")  # not a state: a ValueError (CorruptRunError)
+    assert main(["hmc-piece", "--state", str(tmp_path / "bad"), *flags]) == 1
+    assert "is not the state of a pieced HMC run" in capsys.readouterr().err
+    assert not (tmp_path / "res").exists()

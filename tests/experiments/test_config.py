@@ -1,6 +1,6 @@
 import pytest
 
-from symlib.experiments.profiles import PROFILES, get_profile
+from symlib.experiments.profiles import PROFILES, get_profile, reduced
 
 
 def test_default_is_quick(monkeypatch):
@@ -88,3 +88,14 @@ def test_paper_gives_a_papers_part_of_the_book_profile():
     assert {f.name for f in dataclasses.fields(SharedProfile)} <= {f.name for f in dataclasses.fields(LaurentProfile)}
     with pytest.raises(ValueError, match="unknown paper"):
         quick.paper("smith")
+
+
+@pytest.mark.parametrize("text", ["1.5", "8,1.5", "True", "'8'", "8,lots"])
+def test_a_tuple_field_wants_integers(text):
+    with pytest.raises(ValueError, match=r"profile field 'align_widths' wants a value of type tuple, not"):
+        reduced("paper", {"align_widths": text}, "paper-x")
+
+
+def test_a_tuple_field_takes_integers():
+    assert reduced("paper", {"align_widths": "8, 16"}, "paper-x").align_widths == (8, 16)
+    assert reduced("paper", {"align_widths": "1_024"}, "paper-x").align_widths == (1024,)

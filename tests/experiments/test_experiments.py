@@ -360,3 +360,15 @@ def test_blocks_resume_and_match_fit_ensemble(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="block_size"):
         registry.fit_many_blocks("toy", {}, init, jax.random.split(jax.random.key(0), 2),
                                  jax.random.split(jax.random.key(1), 2), x, y, cfg, block_size=0, apply_fn=mlp_apply)
+
+
+def test_pick_reports_an_unknown_key_as_the_data_loaders_do():
+    from symlib.data.files import check_choice
+    from symlib.experiments.registry import pick
+
+    assert pick({"train": 1, "test": 2}, "test", "split") == 2
+    with pytest.raises(ValueError) as want:
+        check_choice("split", "val", ("train", "test"))
+    with pytest.raises(ValueError) as got:
+        pick({"train": 1, "test": 2}, "val", "split")
+    assert str(got.value) == str(want.value) == "unknown split 'val'; valid values: 'train', 'test'"

@@ -148,9 +148,16 @@ def test_sec52_claims_hold_and_fail():
     from symlib.experiments.laurent import swap_summary
     rng = np.random.default_rng(0)
     swaps, stats = _swap_run(rng)
-    sw = {"perm_names": ["P_0", "P_1"], **swap_summary(swaps, stats, [5, 10], [5, 4], [1, 1])}
     from symlib.experiments.judging.claims import CLAIMS
     check = {c.name: c.check for c in CLAIMS["laurent_mlps"]}
+    # every run frozen: no net swap late in any run is no spread over the runs, so no interval
+    frozen = check["ordering_freezes"]({"swaps": {"perm_names": ["P_0", "P_1"],
+                                                  **swap_summary(swaps, stats, [5, 10], [5, 4], [1, 1])}})
+    assert frozen.verdict is claims.Verdict.SAME_DIRECTION and "no spread" in frozen.units
+    for s in stats:  # run 0 exchanges two neighbouring units in its last epoch: one net swap
+        i, j = np.argsort(s[0, -1])[:2]
+        s[0, -1, [i, j]] = s[0, -1, [j, i]]
+    sw = {"perm_names": ["P_0", "P_1"], **swap_summary(swaps, stats, [5, 10], [5, 4], [1, 1])}
     assert check["swaps_in_high_lr_phases"]({"swaps": sw}).verdict is claims.Verdict.HOLDS
     assert check["ordering_freezes"]({"swaps": sw}).verdict is claims.Verdict.HOLDS
     assert len(sw["per_run"]["first_per_step"][0]) == 6

@@ -146,3 +146,13 @@ def test_paper_vs_ours_names_the_scales():
     assert table.headers[2].startswith("ours (quick profile, quick miniature (stand-in: MNIST ReLU MLPs")
     assert table.headers[3] == "ours (paper profile, stand-in: 64 of the 256 networks of our paper profile, cpu, 2026-01-02)"
     assert PaperProfile.from_saved({"device": "cpu", "date": "d"}, ["1"]).header() == "ours (paper profile, cpu, d)"
+
+
+def test_an_unregistered_label_of_a_stand_in_is_refused():
+    """A stand-in's labelled run is a reduction of it, and must say what it reduced, as any other
+    experiment's must: an unregistered label is an error, not a plain stand-in."""
+    assert scales.scale_of("laurent_mlps", "paper-64nets").reduced == "64 of the 256 networks of our paper profile"
+    assert scales.scale_of("laurent_mlps", "paper") == Scale(scales.STAND_IN, stand_in=scales.STAND_INS["laurent_mlps"])
+    for experiment in scales.STAND_INS:
+        with pytest.raises(KeyError, match="no scale registered for the 'paper-typo' run"):
+            scales.scale_of(experiment, "paper-typo")

@@ -33,3 +33,13 @@ def test_store_dir_is_under_the_cache_and_keyed_by_config(tmp_path, monkeypatch)
     monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path))
     a, b = weights.store_dir("bank", {"n": 1}), weights.store_dir("bank", {"n": 2})
     assert a.parent == tmp_path / "weights" and a != b and a.name.startswith("bank-")
+
+
+def test_recreating_a_store_withdraws_its_complete_marker(tmp_path):
+    store = weights.create_weights(tmp_path / "w", {"b": np.zeros(2, np.float32)}, 2)
+    weights.write_weights(store, 0, {"b": np.ones((2, 2), np.float32)})
+    (tmp_path / "w" / "complete").write_text("")
+    np.testing.assert_array_equal(weights.open_weights(tmp_path / "w")["b"], np.ones((2, 2)))
+    weights.create_weights(tmp_path / "w", {"b": np.zeros(2, np.float32)}, 2)  # a re-run starts it afresh
+    with pytest.raises(FileNotFoundError, match="incomplete"):
+        weights.open_weights(tmp_path / "w")  # not the half-filled store as if it were finished

@@ -188,7 +188,6 @@ def test_optunet_smoke(tiny_mnist):
     ({"adapt_epochs": -1}, "adapt_epochs"),
     ({"prior_gamma": (1.0,)}, "prior_gamma must be None or"),
     ({"prior_gamma": (1.0, 0.0)}, "beta0"),
-    ({"prior_gamma": (1.0, 1.0), "temperature": 0.5}, "temperature=0.5 with prior_gamma"),
     ({"prior_refresh": 0}, "prior_refresh"),
 ])
 def test_bad_inputs_raise(tiny_mnist, bad, match):

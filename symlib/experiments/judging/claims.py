@@ -31,17 +31,15 @@ from typing import Any
 
 import numpy as np
 
-from symlib.experiments.registry import SUMMARIES
 from symlib.experiments.table import Table
 from symlib.experiments.judging.thresholds import Threshold
 
 Summary = Mapping[str, Any]
 
 __all__ = ["Claim", "ClaimOutcome", "Evidence", "Verdict", "CLAIMS", "DIFFERENCES", "claim", "difference",
-           "documented_difference", "evaluate", "unexpected_failures", "check_summary", "check_result",
-           "claims_table", "exact", "one_run", "gated", "mean_of_units", "bootstrap_of_units", "share_of_units", "not_tested",
-           "interval_evidence", "verdict_counts", "worst", "best", "glue_outcomes", "print_differences", "epilogue",
-           "assert_expected"]
+           "documented_difference", "evaluate", "unexpected_failures", "check_summary", "claims_table", "exact",
+           "one_run", "gated", "mean_of_units", "share_of_units", "not_tested", "interval_evidence", "verdict_counts",
+           "worst", "best", "bonferroni_level", "glue_outcomes", "print_differences", "epilogue", "assert_expected"]
 
 
 class Verdict(str, enum.Enum):
@@ -179,31 +177,26 @@ def interval_evidence(effect: float, low: float, high: float, threshold: Thresho
 
 def mean_of_units(values: Sequence[float], threshold: Threshold, units: str, detail: str) -> Evidence:
     """Evidence from the mean of one value per independent unit, with its Student-t interval
-    at the threshold's level (:func:`symlib.evaluation.stats.mean_interval`).
+    at the threshold's level (:func:`symlib.evaluation.stats.mean_interval`). Two or more
+    units with the same value give no interval (their spread is no estimate of the noise),
+    and the detail says so.
 
     Args:
-        values: one value per unit (a network pair, a seed, a network).
+        values: one value per unit (a network pair, a seed, a network), 1-D.
         threshold: the registered threshold.
         units: the units' name in the plural, e.g. ``"network pairs"``; the count is added.
         detail: the numbers.
+
+    Raises:
+        ValueError: for values that are not 1-D, empty or not finite.
     """
     from symlib.evaluation.stats import mean_interval
 
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
-    m, lo, hi = mean_interval(v, threshold.level)
-    return Evidence(m, lo, hi, threshold, f"{v.size} {units}", detail)
-
-
-def bootstrap_of_units(values: Sequence[float] | np.ndarray, statistic: Callable[[np.ndarray], float],
-                       threshold: Threshold, units: str, detail: str, seed: int = 0) -> Evidence:
-    """Evidence from a statistic of the units and its percentile-bootstrap interval
-    (:func:`symlib.evaluation.stats.bootstrap_interval`); ``values`` has one row per unit."""
-    from symlib.evaluation.stats import bootstrap_interval
-
     v = np.asarray(values, dtype=np.float64)
-    est, lo, hi = bootstrap_interval(v, statistic, threshold.level, seed=seed)
-    lo, hi = min(lo, est), max(hi, est)  # a percentile interval can miss a skewed estimate
-    return Evidence(est, lo, hi, threshold, f"{v.shape[0]} {units}", detail)
+    m, lo, hi = mean_interval(v, threshold.level)
+    if v.size > 1 and not math.isfinite(lo):
+        detail = (f"{detail}; " if detail else "") + f"no spread among the {v.size} {units} (all {m:.3g}): no interval"
+    return Evidence(m, lo, hi, threshold, f"{v.size} {units}", detail)
 
 
 def share_of_units(successes: int, trials: int, threshold: Threshold, units: str, detail: str) -> Evidence:
@@ -394,14 +387,39 @@ def best(evidence: Sequence[Evidence]) -> Evidence:
     "some part holds" (the dual of :func:`worst`): it holds when one part holds and differs
     only when every part differs. Not-tested parts are left out unless every part is.
 
+    With ``k`` parts, each judged at the threshold's level, some part would hold by chance up
+    to ``k`` times as often as one claim does; so the caller computes every part's interval at
+    :func:`bonferroni_level` ``(threshold.level, k)`` (Bonferroni), which keeps the chance of
+    a false "holds" at most that of one claim at the threshold's level. :func:`worst` needs no
+    such correction (every part must hold).
+
     Args:
-        evidence: one or more Evidence on the same threshold.
+        evidence: one or more Evidence on the same threshold, their intervals at
+            ``bonferroni_level(threshold.level, len(evidence))``.
 
     Returns:
         One element of ``evidence``.
     """
     tested = [e for e in evidence if e.untested is None]
     return max(tested, key=_order) if tested else evidence[0]
+
+
+def bonferroni_level(level: float, parts: int) -> float:
+    """The confidence level of each of ``parts`` intervals whose union must keep the error
+    rate of one interval at ``level``: ``1 - (1 - level) / parts`` (for :func:`best`).
+
+    Args:
+        level: the family's confidence level, in (0, 1).
+        parts: the number of parts, at least 1.
+
+    Raises:
+        ValueError: for a level outside (0, 1) or fewer than one part.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"bonferroni_level: level must be in (0, 1), got {level}")
+    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
+        raise ValueError(f"bonferroni_level: parts must be an integer >= 1, got {parts!r}")
+    return 1.0 - (1.0 - level) / parts
 
 
 def _order(e: Evidence) -> tuple[int, float, float]:
@@ -585,20 +603,3 @@ def check_summary(experiment: str, summary: Summary, profile: str = "quick") -> 
         raise AssertionError(f"{len(failed)} claim(s) of {experiment!r} do not hold as registered:\n{lines}")
     return outcomes
 
-
-def check_result(experiment: str, result: Any, profile: str = "quick") -> list[ClaimOutcome]:
-    """:func:`check_summary` on a result of :func:`symlib.experiments.run`.
-
-    Args:
-        experiment: the experiment name.
-        result: its typed result (or the raw artifact dict).
-        profile: the run's profile label.
-
-    Returns:
-        The outcomes.
-
-    Raises:
-        AssertionError: listing every claim that does not hold as registered.
-    """
-    artifact = result if isinstance(result, Mapping) else result.artifact
-    return check_summary(experiment, SUMMARIES[experiment](artifact), profile)

@@ -214,7 +214,8 @@ def scale_of(experiment: str, profile: str, record: Mapping[str, Any] | None = N
         The :class:`Scale`.
 
     Raises:
-        KeyError: for a run the registry does not know (register it here).
+        KeyError: for a run the registry does not know (register it here), e.g. a labelled
+            reduction of a stand-in experiment missing from :data:`REDUCTIONS`.
     """
     stand_in = STAND_INS.get(experiment) or PROFILE_STAND_INS.get((experiment, profile))
     if profile == "quick" and experiment in SAME_IN_EVERY_PROFILE and not stand_in:
@@ -222,7 +223,7 @@ def scale_of(experiment: str, profile: str, record: Mapping[str, Any] | None = N
     if profile == "quick":  # otherwise the run's own label decides the kind: a quick run is a quick miniature
         return Scale(QUICK, stand_in=stand_in or "")
     reduced = REDUCTIONS.get((experiment, profile), "")
-    if stand_in:
+    if stand_in and (reduced or profile == "paper"):
         return Scale(STAND_IN, reduced, stand_in)
     if reduced:
         return Scale(REDUCTION, reduced)

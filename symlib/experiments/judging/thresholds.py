@@ -528,10 +528,13 @@ define("laurent.swaps_in_high_lr_phases", 0.5, "below",
        "panel differs) The results differ for the ResNet-18 (right) since the number of degrees of freedom is "
        "much higher. We see a lot of variation during the phases with a high learning rate (Sec. 5.2, Fig. 4)",
        "effect: the mean over runs (networks) of the swapped pairs per step in the last learning-rate phase "
-       "over that in the first, with its percentile bootstrap over the runs; the worst permutation; 'mostly' "
-       "read as less than half the first phase's rate; since 2026-11-27 (issue 43) a claim of ours about MNIST "
-       "networks, beside the MNIST panel's own claims swaps_scarce and swaps_gathered",
-       "2026-11-24, before the OptuNet runs (as a ratio of means); a bootstrap over runs since 2026-11-25")
+       "over that in the first, with its delta-method Student-t interval over the runs (stats.ratio_interval); "
+       "the worst permutation; 'mostly' read as less than half the first phase's rate; since 2026-11-27 (issue "
+       "43) a claim of ours about MNIST networks, beside the MNIST panel's own claims swaps_scarce and "
+       "swaps_gathered",
+       "2026-11-24, before the OptuNet runs (as a ratio of means); a bootstrap over runs since 2026-11-25; the "
+       "delta-method interval since 2026-12-01, after an audit of coverage (the bootstrap covered about 85% at "
+       "95% over 5 runs)")
 
 define("laurent.swaps_scarce", 0.1, "below",
        "We see that on MNIST (left), the variations of the permutation set are scarce yet gathered around points "
@@ -554,9 +557,11 @@ define("laurent.swaps_gathered", 2.0, "above",
 define("laurent.ordering_freezes", 0.15, "below",
        "we see that the weights nearly never permute in the last phase of the training (Sec. 5.2, Fig. 4, left)",
        "effect: the mean over runs of the net swapped pairs per epoch over the last tenth of training over "
-       "their mean in the first learning-rate phase, with its percentile bootstrap over the runs; the worst "
-       "permutation; 'nearly never' read as below 15% of the first phase's rate",
-       "2026-11-24, before the OptuNet runs (as a ratio of means); a bootstrap over runs since 2026-11-25")
+       "their mean in the first learning-rate phase, with its delta-method Student-t interval over the runs "
+       "(stats.ratio_interval); the worst permutation; 'nearly never' read as below 15% of the first phase's rate",
+       "2026-11-24, before the OptuNet runs (as a ratio of means); a bootstrap over runs since 2026-11-25; the "
+       "delta-method interval since 2026-12-01, after an audit of coverage (the bootstrap covered about 85% at "
+       "95% over 5 runs)")
 
 # ---- Sec. 4.3, Table 1: posterior estimates against the reference (units: reference
 # networks and each method's independent units: a multi-mode method's modes, the deep
@@ -590,14 +595,16 @@ define("laurent_posteriors.single_mode_better_ece", 0.0, "above",
        "to the paper ('often' read as: for at least one of the methods with a multi-mode version, its "
        "single-mode version is better calibrated; claims.best: holds when that pair's interval lies wholly above "
        "0, differs only when every pair's lies wholly below); interval: Student-t with both methods' "
-       "delete-a-group jackknife variances over their independent units, the methods' fits held fixed. The "
+       "delete-a-group jackknife variances over their independent units, the methods' fits held fixed, each "
+       "pair's at the Bonferroni level 1 - 0.05 / k for k pairs (choosing the most favourable pair must not make "
+       "'holds' likelier than one comparison does). The "
        "paper's own Table 1 has the single-mode version lower in 1 of 4 pairs on MNIST (BNN 7.4 against 17.5), "
        "2 of 4 on CIFAR-100 and 1 of 3 on TinyImageNet. Until 2026-12-01 the effect was the mean over the "
        "multi-mode methods (with DE) minus the mean over the single-mode ones, which the paper's own MNIST "
        "block contradicts (16.66 against 16.84)",
        "2026-11-25, before running it; re-read on 2026-12-01, after seeing our numbers (the GPU-trained bank's "
        "means 0.135 single-mode against 0.374 multi-mode), because the former reading failed on the paper's "
-       "own Table 1")
+       "own Table 1; each pair's interval at the Bonferroni level since 2026-12-01, after an audit of coverage")
 
 define("laurent_posteriors.multi_mode_better_ood_detection", 0.0, "above",
        "turning our attention to the assessment of epistemic uncertainty, as quantified by AUPR and FPR95, "
@@ -689,10 +696,12 @@ define("gate.hmc_rhat", 1.1, "below",
        "(no paper's words: a validity gate of ours) the chains of a Markov chain Monte Carlo run agree with "
        "each other when the potential scale reduction factor R-hat is close to 1; 1.1 is the conventional "
        "limit of Gelman and Rubin's diagnostic",
-       "effect: R-hat across the chains of the test log-likelihood of the HMC samples (the quantity the Table 1 "
-       "and Fig. 3 claims read, through the HMC predictive and the samples' spread); every claim of "
-       "compact_representation that reads the HMC samples is not tested above it",
-       "2026-11-27, before the quick and paper runs it judges (issue 43)")
+       "effect: the split R-hat (each chain cut in halves, Gelman et al.'s BDA3) across the chains of the test "
+       "log-likelihood of the HMC samples (the quantity the Table 1 and Fig. 3 claims read, through the HMC "
+       "predictive and the samples' spread); every claim of compact_representation that reads the HMC samples "
+       "is not tested above it",
+       "2026-11-27, before the quick and paper runs it judges (issue 43); the split R-hat since 2026-12-01 (an "
+       "audit found the whole-chain R-hat blind to a drift all chains share), the limit unchanged")
 
 define("gate.hmc_ess", 100.0, "above",
        "(no paper's words: a validity gate of ours) an average or spread estimated from autocorrelated samples "

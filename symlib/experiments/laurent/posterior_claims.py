@@ -10,8 +10,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from symlib.experiments.judging.claims import (Evidence, Verdict, best, claim, difference, gated, interval_evidence,
-                                               not_tested, one_run, worst)
+from symlib.experiments.judging.claims import (Evidence, Verdict, best, bonferroni_level, claim, difference, gated,
+                                               interval_evidence, not_tested, one_run, worst)
 from symlib.experiments.judging.thresholds import threshold
 from symlib.experiments.laurent.posteriors import METHODS, TABLE1_COLUMNS, TABLE1_MNIST
 
@@ -38,14 +38,14 @@ def _jackknife_var(replicates) -> float:
     return float((g - 1) / g * np.sum((r - r.mean()) ** 2)) if g > 1 else np.inf
 
 
-def _t_evidence(effect: float, var: float, df: int, t, units: str, detail: str) -> Evidence:
-    """Effect +- Student-t quantile x jackknife standard error."""
+def _t_evidence(effect: float, var: float, df: int, t, level: float) -> Evidence:
+    """Effect +- Student-t quantile at ``level`` x jackknife standard error."""
     from scipy import stats as st
 
     if not np.isfinite(var) or df < 1:
-        return interval_evidence(effect, -np.inf, np.inf, t, units, detail)
-    half = float(st.t.ppf((1 + t.level) / 2, df)) * float(np.sqrt(var))
-    return interval_evidence(effect, effect - half, effect + half, t, units, detail)
+        return interval_evidence(effect, -np.inf, np.inf, t, "", "")
+    half = float(st.t.ppf((1 + level) / 2, df)) * float(np.sqrt(var))
+    return interval_evidence(effect, effect - half, effect + half, t, "", "")
 
 
 #: what the intervals of the Sec. 4.3 orderings leave out (issue 43): a single-mode method is
@@ -76,7 +76,7 @@ def _mmd_difference(summary: dict[str, Any], variant: str, a: str, b: str, t) ->
     ra, rb = np.asarray(jk[a]["reference"], float), np.asarray(jk[b]["reference"], float)
     var = _jackknife_var(ra - rb) + _jackknife_var(jk[a]["samples"]) + _jackknife_var(jk[b]["samples"])
     df = min(ra.size, len(jk[a]["samples"]), len(jk[b]["samples"])) - 1
-    return _t_evidence(ma - mb, var, df, t, "", "")
+    return _t_evidence(ma - mb, var, df, t, t.level)
 
 
 def _mmd_pairs_evidence(summary: dict[str, Any], t, pairs: list[tuple[str, str]], what: str) -> Evidence:
@@ -136,7 +136,7 @@ def _group_difference(summary: dict[str, Any], metric: str, sign: float, t) -> E
     var = (sum(_jackknife_var(jk[m][metric]) for m in multi) / len(multi) ** 2
            + sum(_jackknife_var(jk[m][metric]) for m in single) / len(single) ** 2)
     df = min(len(jk[m][metric]) for m in single + multi) - 1
-    return _t_evidence(float(effect), var, df, t, "", "")
+    return _t_evidence(float(effect), var, df, t, t.level)
 
 
 def _metric_claim(summary: dict[str, Any], t, metrics: list[tuple[str, float, str]]) -> Evidence:
@@ -156,19 +156,22 @@ def _metric_claim(summary: dict[str, Any], t, metrics: list[tuple[str, float, st
                              detail))
 
 
-def _pair_difference(summary: dict[str, Any], metric: str, a: str, b: str, t) -> Evidence:
-    """``metric`` of method ``a`` minus that of ``b``, with the Student-t interval from both
-    methods' jackknife variances over their independent units."""
+def _pair_difference(summary: dict[str, Any], metric: str, a: str, b: str, t, level: float) -> Evidence:
+    """``metric`` of method ``a`` minus that of ``b``, with the Student-t interval at ``level``
+    from both methods' jackknife variances over their independent units."""
     jk = summary["metrics_jackknife"]
     var = _jackknife_var(jk[a][metric]) + _jackknife_var(jk[b][metric])
     df = min(len(jk[a][metric]), len(jk[b][metric])) - 1
-    return _t_evidence(float(summary["metrics"][a][metric] - summary["metrics"][b][metric]), var, df, t, "", "")
+    return _t_evidence(float(summary["metrics"][a][metric] - summary["metrics"][b][metric]), var, df, t, level)
 
 
 def single_mode_better_ece(summary: dict[str, Any]) -> Evidence:
     """ECE(multi-X) - ECE(X) for the method X whose single-mode version is the most clearly
     better calibrated than its multi-mode version ("often": in at least one (X, multi-X) pair;
-    :func:`~symlib.experiments.judging.claims.best`), capped for one fit per method."""
+    :func:`~symlib.experiments.judging.claims.best`), capped for one fit per method. Each of the
+    ``k`` pairs' intervals is at the Bonferroni level ``1 - (1 - level) / k``
+    (:func:`~symlib.experiments.judging.claims.bonferroni_level`), so that picking the most
+    favourable pair does not make "holds" more likely by chance than one comparison would."""
     t = threshold("laurent_posteriors.single_mode_better_ece")
     pairs = counterparts(summary)
     met = summary["metrics"]
@@ -181,13 +184,15 @@ def single_mode_better_ece(summary: dict[str, Any]) -> Evidence:
                           detail)
     if not pairs:
         return not_tested(t, "no single-mode method has a multi-mode version in this summary", detail)
-    evs = [_pair_difference(summary, "ece", mx, x, t) for x, mx in pairs]
+    level = bonferroni_level(t.level, len(pairs))
+    evs = [_pair_difference(summary, "ece", mx, x, t, level) for x, mx in pairs]
     b = best(evs)
     x, mx = pairs[evs.index(b)]
     groups = summary.get("sample_groups", {})
     return _one_fit(Evidence(b.effect, b.low, b.high, t,
                              f"the units of {x} and {mx} ({groups.get(x, '?')} and {groups.get(mx, '?')}); the most "
-                             f"favourable of {len(pairs)} (X, multi-X) pairs", detail))
+                             f"favourable of {len(pairs)} (X, multi-X) pairs, each at the {level:.2%} level "
+                             "(Bonferroni)", detail))
 
 
 def multi_mode_better_ood(summary: dict[str, Any]) -> Evidence:

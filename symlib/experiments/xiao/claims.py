@@ -105,13 +105,12 @@ def _matched_barrier_nearly_zero(summary: Mapping[str, Any]) -> Evidence:
 
 
 def _mean_correlation(r: Sequence[float], t) -> Evidence:
-    """The mean of correlations (one per independent unit) with its Student-t interval, the
-    upper end capped at 1. (Fisher's z would blow up a run whose correlation is exactly 1, as
-    the quick profile's can be.)"""
-    from symlib.evaluation.stats import mean_interval
-
-    m, lo, hi = mean_interval(np.asarray(r, float), t.level)
-    return interval_evidence(m, max(lo, -1.0), min(hi, 1.0), t, _n_text(len(r), "run"), "")
+    """The mean of correlations (one per independent unit) with its Student-t interval
+    (:func:`~symlib.experiments.judging.claims.mean_of_units`, whose detail says when the runs
+    tie), the ends capped at -1 and 1. (Fisher's z would blow up a run whose correlation is
+    exactly 1, as the quick profile's can be.)"""
+    ev = mean_of_units(np.asarray(r, float), t, "runs", "")
+    return interval_evidence(ev.effect, max(ev.low, -1.0), min(ev.high, 1.0), t, _n_text(len(r), "run"), ev.detail)
 
 
 def _runs(summary: Mapping[str, Any]) -> dict[int, dict[str, np.ndarray]]:
@@ -142,9 +141,10 @@ def _not_survives_training(summary: Mapping[str, Any]) -> Evidence:
     ev = _mean_correlation(r, t)
     m = ev.effect
     gap = np.mean(np.abs(np.asarray(summary["rows"]["not_p_prime"]) - np.asarray(summary["rows"]["not_p"])))
+    tie = f"; {ev.detail}" if ev.detail else ""
     return interval_evidence(ev.effect, ev.low, ev.high, t, _n_text(len(r), "run"),
-                             f"Pearson r per run {', '.join(f'{x:.4f}' for x in r)} (mean {m:.4f}); mean |NoT(P') - NoT(P)| = {gap:.1f} over {summary['not_values']} "
-                             "NoT values")
+                             f"Pearson r per run {', '.join(f'{x:.4f}' for x in r)} (mean {m:.4f}{tie}); "
+                             f"mean |NoT(P') - NoT(P)| = {gap:.1f} over {summary['not_values']} NoT values")
 
 
 @claim("not_sweep", "not_nearly_equal", "Xiao et al. (2023), Sec. 2, Fig. 2 (a)",
@@ -176,7 +176,8 @@ def _distance_barrier_grow(summary: Mapping[str, Any]) -> Evidence:
     evs, parts = [], []
     for key, what in (("distance_raw", "distance"), ("barrier_raw", "barrier")):
         rho = [float(stats.spearmanr(v["not_p"], v[key]).statistic) for v in runs.values()]
-        evs.append(_with(_mean_correlation(rho, t), "", what))
+        ev = _mean_correlation(rho, t)
+        evs.append(_with(ev, "", f"{what}; {ev.detail}" if ev.detail else what))
         parts.append(f"{what} {', '.join(f'{x:.3f}' for x in rho)}")
     matched = np.asarray(summary["rows"]["barrier_matched"], float)
     w = worst(evs)
@@ -305,6 +306,11 @@ difference("not_sweep", "paper-10nots-2runs", "not_nearly_equal",
            "networks started from the same W_init (NoT(P) = 0) end 172 and 181 transpositions apart, yet in one "
            "basin (raw barrier 0.001 and 0.003 nats). After 50 epochs with different minibatch orders weight "
            "matching re-pairs about a third of the units without a change of function")
+difference("not_sweep", "paper-10nots-2runs", "distance_and_barrier_grow",
+           "both runs rank the raw distance the same way against NoT (Spearman rho 0.964 in each; the barrier's "
+           "0.988 and 0.976): two tied runs show no spread, so their mean has no interval (since 2026-12-01, after "
+           "an audit of coverage: before, the tie gave a zero-width interval that held with certainty). The "
+           "direction is the paper's; a third run would judge it", verdict=Verdict.SAME_DIRECTION)
 
 
 def _compact_runs(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -344,24 +350,36 @@ def _hmc_runs_text(summary: Mapping[str, Any]) -> str:
     return f"{summary.get('chains_per_replicate', '?')} HMC chains, one ensemble each"
 
 
+def _not_finite(what: str, values: np.ndarray) -> str:
+    """The gate sentence for a diagnostic that is not finite in some runs, naming them."""
+    runs = ", ".join(str(i + 1) for i in np.flatnonzero(~np.isfinite(values)))
+    return (f"the HMC {what} of the test log-likelihood is not finite in run(s) {runs} of {values.size} "
+            f"({', '.join(f'{x:g}' for x in values)}), so whether the sampler converged is unknown")
+
+
 def hmc_gate(summary: Mapping[str, Any]) -> list[str]:
     """The HMC convergence gates (``gate.hmc_rhat``, ``gate.hmc_ess``) that a
     ``compact_representation`` summary fails, one sentence each (empty: it passes). Each run is
-    judged on its own chains; the worst run decides."""
+    judged on its own chains; the worst run decides, and a diagnostic that is not finite (or
+    missing) in any run fails its gate, naming the runs."""
     convs = [r.get("hmc_convergence") for r in summary["replicates"]]
     if any(c is None for c in convs):
         return ["the summary records no HMC convergence diagnostics, so whether the sampler converged is unknown"]
-    worst_rhat = max(float(c["rhat_test_loglik"]) for c in convs)
-    worst_ess = min(float(c["ess_test_loglik"]) for c in convs)
+    rhats, esss = (np.asarray([np.nan if c[k] is None else float(c[k]) for c in convs])
+                   for k in ("rhat_test_loglik", "ess_test_loglik"))
     of = f" (the worst of {len(convs)} runs)" if len(convs) > 1 else ""
     out = []
     rhat, ess = threshold("gate.hmc_rhat"), threshold("gate.hmc_ess")
-    if not rhat.beyond(worst_rhat):
-        out.append(f"the HMC chains have not converged: R-hat of the test log-likelihood {worst_rhat:.2f}{of} "
+    if not np.all(np.isfinite(rhats)):
+        out.append(_not_finite("R-hat", rhats))
+    elif not rhat.beyond(rhats.max()):
+        out.append(f"the HMC chains have not converged: R-hat of the test log-likelihood {rhats.max():.2f}{of} "
                    f"(needs {rhat.describe()})")
-    if not ess.beyond(worst_ess):
+    if not np.all(np.isfinite(esss)):
+        out.append(_not_finite("effective sample size", esss))
+    elif not ess.beyond(esss.min()):
         out.append(f"the HMC samples are too few: effective sample size of the test log-likelihood "
-                   f"{worst_ess:.0f}{of} (needs {ess.describe()})")
+                   f"{esss.min():.0f}{of} (needs {ess.describe()})")
     return out
 
 

@@ -196,7 +196,8 @@ class PiecedSummaries:
         diagnostics: ``mean_acceptance``, ``num_divergences`` (after burn-in),
             ``num_burnin_divergences``, ``step_size`` (per chain), ``rhat_test_loglik``,
             ``ess_test_loglik``, ``rhat_true_class_prob``, ``ess_true_class_prob`` (NaN
-            with fewer than 2 samples per chain or, for R-hat, 2 chains).
+            with fewer than 2 samples per chain or, for the split R-hat, 4 samples per chain
+            or 2 chains).
         traces: ``test_loglik`` ``(chains, kept)``, ``true_class_prob`` ``(chains, kept,
             points)``, ``point_indices``, ``sample_logdensity`` ``(chains, kept)``,
             ``segment_iteration`` and ``segment_logdensity`` (chains, segments), and the

@@ -2,9 +2,10 @@
 or into a run directory (resumable, multi-process aware), with a progress meter."""
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,8 +19,8 @@ from symlib.core.progress import progress_bar
 from symlib.core.distributed import is_writer, sync_processes
 from symlib.inference.hmc.config import STATS, HMCConfig, HMCWarning
 from symlib.inference.hmc.kernel import final_step_size, init_dual_averaging, init_states, run_block
-from symlib.inference.hmc.store import (FORMAT_VERSION, HMCResult, Segment, concat_stats, identity_mismatch, load_npz, load_result,
-                                       plan_segments, read_meta, read_verified, run_identity, save_json, save_npz,
+from symlib.inference.hmc.store import (FORMAT_VERSION, HMCResult, Segment, concat_stats, identity_mismatch, load_npz,
+                                       load_result, plan_segments, read_meta, read_verified, run_identity, save_json, save_npz,
                                        segment_file, state_file, tree_skeleton)
 from symlib.inference.hmc.target import LogDensity, as_logdensity, hash_parts
 
@@ -111,6 +112,29 @@ def state_from_host(z, like_state, like_da) -> tuple:
 # --------------------------------------------------------------------------------------
 
 
+def reads_per_chain(init_params, num_chains: int) -> bool:
+    """The guess of :func:`run_hmc` (and :func:`~symlib.inference.fit_hmc`) when ``init_per_chain``
+    is not given: ``init_params`` holds one start per chain when there are several chains and
+    every leaf leads with an axis of size ``num_chains``."""
+    leaves = jax.tree_util.tree_leaves(init_params)
+    return num_chains > 1 and bool(leaves) and all(np.ndim(a) >= 1 and np.shape(a)[0] == num_chains for a in leaves)
+
+
+@contextlib.contextmanager
+def per_chain_guess(guessed: bool, num_chains: int, name: str) -> Iterator[None]:
+    """Where the starts were guessed to be one per chain (:func:`reads_per_chain`), re-raise a
+    ``ValueError`` or ``TypeError`` of the block as a ``ValueError`` that names that reading
+    and ``init_per_chain=False``; otherwise let it through."""
+    try:
+        yield
+    except (TypeError, ValueError) as err:
+        if not guessed:
+            raise
+        raise ValueError(f"{name} was read as one start per chain, since every leaf leads with an axis of size "
+                         f"num_chains={num_chains}; if it is one start for all chains, pass init_per_chain=False. "
+                         f"{type(err).__name__}: {err}") from err
+
+
 def chain_positions(init_params, num_chains: int, init_per_chain: bool | None):
     """Initial positions with a leading chain axis (see :func:`run_hmc`)."""
     leaves = jax.tree_util.tree_leaves(init_params)
@@ -119,11 +143,12 @@ def chain_positions(init_params, num_chains: int, init_per_chain: bool | None):
     check_finite_tree(init_params, "init_params")
     leaves = [jnp.asarray(a) for a in leaves]
     if init_per_chain is None:
-        init_per_chain = num_chains > 1 and all(a.ndim >= 1 and a.shape[0] == num_chains for a in leaves)
+        init_per_chain = reads_per_chain(init_params, num_chains)
     if init_per_chain:
         bad = [a.shape for a in leaves if a.ndim == 0 or a.shape[0] != num_chains]
         if bad:
-            raise ValueError(f"init_per_chain=True needs a leading axis of size {num_chains} on every leaf, got shapes {bad}")
+            raise ValueError(f"init_per_chain=True needs a leading axis of size {num_chains} on every leaf, "
+                             f"got shapes {bad}")
         return jax.tree.map(jnp.asarray, init_params)
     return jax.tree.map(lambda a: jnp.broadcast_to(jnp.asarray(a), (num_chains, *jnp.shape(a))), init_params)
 
@@ -181,8 +206,9 @@ class Sink(Protocol):
     ``(chains, iterations)``) and its kept samples (a pytree with leading axes
     ``(chains, k)``, or None during burn-in); :meth:`result` turns the final carry into
     what :func:`run_hmc` returns (an :class:`HMCResult` for the built-in sinks, which
-    :func:`run_hmc` then checks for a bad step size; a summary of a sink's own). :class:`InMemorySink` (the default) keeps everything in memory,
-    :class:`RunDirSink` (``out_dir=``) writes checksummed chunks and checkpoints.
+    :func:`run_hmc` then checks for a bad step size; a summary of a sink's own).
+    :class:`InMemorySink` (the default) keeps everything in memory, :class:`RunDirSink`
+    (``out_dir=``) writes checksummed chunks and checkpoints.
 
     A sink may also define ``proceed(seg, carry) -> bool``, asked before each segment: on
     ``False`` the run stops there and :meth:`result` gets the carry of the last segment run
@@ -425,7 +451,8 @@ def run_hmc(key, init_params, logdensity: Callable, cfg: HMCConfig, *, out_dir=N
         TypeError: if ``cfg`` is not an :class:`HMCConfig` or ``logdensity`` is not callable.
         ValueError: naming the leaf, if ``init_params`` holds NaN or inf; for a bad
             ``chunk_size`` or per-chain layout; if ``out_dir`` holds another run (naming what
-            differs) or stray HMC files.
+            differs) or stray HMC files; if the log density fails on starts guessed to be one
+            per chain (naming that reading and ``init_per_chain=False``).
         CorruptRunError: naming a stored file that is missing, truncated, damaged or
             without checksum (delete it and call again to recompute it).
     """
@@ -437,7 +464,10 @@ def run_hmc(key, init_params, logdensity: Callable, cfg: HMCConfig, *, out_dir=N
         to = sink(run)
     else:
         to = InMemorySink(run) if out_dir is None else RunDirSink(Path(out_dir), run, key)
-    carry = _sample(run, to.open(), chain_keys, to, progress, on_chunk)
+    guessed = init_per_chain is None and reads_per_chain(init_params, cfg.num_chains)
+    with per_chain_guess(guessed, cfg.num_chains, "init_params"):  # the first call of the log density
+        start = to.open()
+    carry = _sample(run, start, chain_keys, to, progress, on_chunk)
     result = to.result(carry)
     if isinstance(result, HMCResult):
         for msg in result.warning_messages():

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from symlib.core.io import atomic_write
+from symlib.inference.diagnostics import summarize_hmc
 from symlib.inference.hmc.config import STATS, SAMPLER_VERSION, CorruptRunError, HMCConfig
 from symlib.inference.hmc.target import LogDensity, hash_parts
 
@@ -392,17 +393,15 @@ class HMCResult:
         return int(np.sum(self.stats["is_divergent"][:, : self.num_burnin]))
 
     def summary(self) -> dict[str, Any]:
-        """Acceptance, divergences and step size in one dict.
+        """The sampler's health (:func:`~symlib.inference.diagnostics.summarize_hmc`) and the run's size.
 
         Returns:
             ``mean_acceptance``, ``num_divergences``, ``num_burnin_divergences``,
-            ``step_size`` (list, one per chain), ``num_chains``, ``num_samples``, ``num_iterations``.
+            ``step_size`` (list, one per chain), ``warnings`` (list of str), ``num_chains``,
+            ``num_samples``, ``num_iterations``.
         """
         return {
-            "mean_acceptance": self.mean_acceptance,
-            "num_divergences": self.num_divergences,
-            "num_burnin_divergences": self.num_burnin_divergences,
-            "step_size": self.step_size.tolist(),
+            **summarize_hmc(self),
             "num_chains": self.config.num_chains,
             "num_samples": self.config.num_samples,
             "num_iterations": self.num_iterations,

@@ -3,8 +3,14 @@ the fingerprint of its data) and :func:`make_logdensity`, the (tempered) log pos
 network under its likelihood on a data set, data-parallel over devices with ``jax.sharding``."""
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import math
+import sys
+import types
+import uuid
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -245,6 +251,123 @@ def hash_parts(*parts) -> str:
     return h.hexdigest()
 
 
+_SIMPLE = (type(None), type(Ellipsis), bool, int, float, complex, str, bytes)
+
+
+def _is_named(obj) -> bool:
+    """Whether ``obj`` is what its module holds under its qualified name (a module-level function or class)."""
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    qualname = getattr(obj, "__qualname__", None)
+    if module is None or not isinstance(qualname, str) or "<" in qualname:
+        return False
+    found = module
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found is obj
+
+
+class _Digest:
+    """A sha256 digest of a callable's code and the values it closes over (:func:`model_name`),
+    with the parts that could not be fingerprinted."""
+
+    def __init__(self):
+        self.sha, self.problems, self.seen = hashlib.sha256(), [], set()
+
+    def text(self, value: str) -> None:
+        self.sha.update(value.encode() + b"\0")
+
+    def feed(self, value, where: str) -> None:
+        if isinstance(value, _SIMPLE):
+            return self.text(f"{type(value).__name__}:{value!r}")
+        if isinstance(value, (np.ndarray, np.generic, jax.Array)):
+            array = np.asarray(value)
+            self.text(f"array:{array.shape}:{array.dtype.str}")
+            return self.sha.update(np.ascontiguousarray(array).tobytes())
+        if isinstance(value, types.ModuleType):
+            return self.text(f"module:{value.__name__}")
+        if _is_named(value):
+            return self.text(f"named:{value.__module__}.{value.__qualname__}")
+        if id(value) in self.seen:
+            return self.text("seen")
+        self.seen.add(id(value))
+        self.text(f"{type(value).__module__}.{type(value).__qualname__}")
+        if isinstance(value, types.CodeType):
+            self.sha.update(value.co_code)
+            self.text(repr(value.co_names))
+            return self.feed(value.co_consts, where)
+        if isinstance(value, types.FunctionType):
+            return self._function(value)
+        if isinstance(value, types.MethodType):
+            return self.feed((value.__func__, value.__self__), where)
+        if isinstance(value, functools.partial):
+            return self.feed((value.func, value.args, value.keywords), where)
+        if isinstance(value, (tuple, list)):
+            for item in value:
+                self.feed(item, where)
+            return None
+        if isinstance(value, (set, frozenset)):
+            return self.feed(sorted(value, key=repr), where)
+        if isinstance(value, dict):
+            return self.feed(sorted(value.items(), key=lambda item: repr(item[0])), where)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return self.feed([(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)], where)
+        if hasattr(value, "__wrapped__"):  # e.g. a jitted function
+            return self.feed(value.__wrapped__, where)
+        self.problems.append(f"{where} (a {type(value).__name__})")
+
+    def _function(self, fn: types.FunctionType) -> None:
+        self.text(f"{fn.__module__}.{fn.__qualname__}")
+        self.feed((fn.__code__, fn.__defaults__, fn.__kwdefaults__), f"a default of {fn.__qualname__}")
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                contents = cell.cell_contents
+            except ValueError:  # a cell not filled yet
+                self.text("empty cell")
+                continue
+            self.feed(contents, f"closure cell {name!r} of {fn.__qualname__}")
+
+
+def model_name(apply_fn: Callable) -> tuple[str, list[str]]:
+    """How ``apply_fn`` enters the fingerprint of :func:`make_logdensity`'s density.
+
+    A function that its module holds under its qualified name (e.g.
+    :func:`symlib.core.models.mlp_apply`) is named by its module and qualified name: its
+    code may change without abandoning a stored run, and two such functions of one name in
+    different modules are different models. Any other callable (a lambda, a closure, a
+    ``functools.partial``, a bound method, a jitted local function) is named by its
+    qualified name and a sha256 digest of its module, code (bytecode, constants, the global
+    names it uses: their names, not their values), defaults and closure cells, recursively:
+    simple values by ``repr``, arrays by shape, dtype and bytes, containers and dataclasses
+    item by item, module-level functions, classes and modules by name.
+
+    Args:
+        apply_fn: the model.
+
+    Returns:
+        ``(name, problems)``: the name, and the parts of ``apply_fn`` that could not be
+        fingerprinted (e.g. ``"closure cell 'net' of make.<locals>.apply (a Net)"``; empty if none).
+    """
+    qualname = getattr(apply_fn, "__qualname__", type(apply_fn).__qualname__)
+    if _is_named(apply_fn):
+        return f"{apply_fn.__module__}.{qualname}", []
+    digest = _Digest()
+    digest.feed(apply_fn, "apply_fn")
+    return f"{qualname}|{digest.sha.hexdigest()}", digest.problems
+
+
+def _fingerprinted_name(apply_fn: Callable) -> str:
+    """:func:`model_name`; where a part cannot be fingerprinted, a name unique to this call
+    (so that no stored run is resumed with it) and a warning that says so."""
+    name, problems = model_name(apply_fn)
+    if problems:
+        warnings.warn(f"make_logdensity: apply_fn cannot be fingerprinted ({'; '.join(problems)}), so this "
+                      "density's fingerprint is unique to this call and run_hmc will not resume a run stored with it "
+                      "in out_dir; close over simple values, arrays, functions or dataclasses only, or use a "
+                      "module-level function", UserWarning, stacklevel=3)
+        name += f"|unique {uuid.uuid4().hex}"
+    return name
+
+
 def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, *, apply_fn: Callable,
                     devices=None, process_local: bool = False, state: Mapping | None = None,
                     likelihood=Categorical()) -> LogDensity:
@@ -296,7 +419,9 @@ def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, *, a
 
     Returns:
         A :class:`LogDensity` whose ``fingerprint`` hashes the data, ``prior_var``,
-        ``temperature``, the name of ``apply_fn`` and a likelihood other than the categorical one.
+        ``temperature``, ``apply_fn`` (:func:`model_name`: its name, or its code and closure)
+        and a likelihood other than the categorical one. Warns (``UserWarning``) when
+        ``apply_fn`` cannot be fingerprinted; the fingerprint is then unique to this call.
 
     Raises:
         ValueError: for malformed data (shapes, dtypes, NaN/inf, negative labels or targets
@@ -311,7 +436,7 @@ def make_logdensity(x, y, prior_var: float = 1.0, temperature: float = 1.0, *, a
     x, y = _validate_data(x, y, likelihood)
     prior_var, temperature = positive_float(prior_var, "prior_var"), positive_float(temperature, "temperature")
     mesh = _data_mesh(devices)
-    name = getattr(apply_fn, "__qualname__", repr(apply_fn))
+    name = _fingerprinted_name(apply_fn)
     fixed, extra_parts = (), ()
     if state is not None:
         if not isinstance(state, Mapping) or not state:

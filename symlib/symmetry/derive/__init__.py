@@ -83,18 +83,20 @@ with multiplication by a constant (leaky ReLU), sums of two units of the same gr
 (residual streams), max and average pooling, products and quotients by constants.
 Anything else (``tanh``, ``logistic``, ``exp``, ``integer_pow`` in GELU...) between a
 producing kernel and a consuming one makes :func:`scaling_spec_from_apply` raise a
-``ValueError`` naming it. A grouped convolution with one input channel per group reads
-channel ``c`` through output channels ``c*m .. c*m+m-1`` of its kernel: the outgoing entry
-is that kernel's output axis (the repeat convention of
+``ValueError`` naming it, unless its result feeds only reductions over the units (an
+RMSNorm's mean of squares: part of the norm's statistic). A grouped convolution with one
+input channel per group reads channel ``c`` through output channels ``c*m .. c*m+m-1`` of
+its kernel: the outgoing entry is that kernel's output axis (the repeat convention of
 :class:`~symlib.symmetry.scaling.ScalingSpec`, as in
-:func:`~symlib.symmetry.architectures.optunet_scaling_spec`). A group touching a
-kernel read by several ``dot_general``/``conv`` (tied weights) is left out. A unit normalised by a
-norm (channels before a LayerNorm, or before batch norm in inference form) has no exact
-scaling symmetry and is left out. ``mass_paths`` are the kernels and the parameters
-multiplied into a unit (norms' ``scale``), as in
-:func:`~symlib.symmetry.architectures.resnet20_scaling_spec`: a group whose incoming
-side is a norm's ``scale`` needs it in the mass, or the mass would fall forever. Groups
-are named as permutations.
+:func:`~symlib.symmetry.architectures.optunet_scaling_spec`). A group touching a kernel
+read by several ``dot_general``/``conv`` (tied weights) is left out. A unit normalised by
+a norm (channels before a LayerNorm, an RMSNorm, a GroupNorm, whose statistics reduce over
+a factor of the split channel axis, or before batch norm in inference form) has no exact
+scaling symmetry and is left out; the units after the norm (its ``scale`` and ``bias``)
+are a group. ``mass_paths`` are the kernels and the parameters multiplied into a unit
+(norms' ``scale``), as in :func:`~symlib.symmetry.architectures.resnet20_scaling_spec`: a
+group whose incoming side is a norm's ``scale`` needs it in the mass, or the mass would
+fall forever. Groups are named as permutations.
 
 **Attention** is analysed as what it is: ``dot_general`` between two activations joins
 the contracted axes of queries and keys. With ``flax.linen.MultiHeadDotProductAttention``
@@ -426,7 +428,7 @@ def _scaling_from_graph(g: Graph, flat: Mapping, paths: list, pvars: list, keep_
         incoming = sorted((p for r in parts for p, _, s in entries.get(r, ()) if s == 1),
                           key=lambda p: p not in g.kernels)
         if (incoming and root not in reduced and not any(r.startswith("model output") for r in reasons)
-                and g.reaches_kernel(out_id)):
+                and not g.feeds_statistics_only(out_id) and g.reaches_kernel(out_id)):
             where = incoming[0][len(keep_prefix):] if keep_prefix and incoming[0].startswith(keep_prefix) else incoming[0]
             raise ValueError(f"no scaling symmetry: the units produced by {where!r} go through "
                              f"{label!r}, which is not positively homogeneous (only ReLU, leaky ReLU, max/average "

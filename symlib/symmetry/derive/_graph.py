@@ -92,6 +92,7 @@ class Graph:
         self.scopes: list[int] = [0]  # one scope per call of a subprogram (a jitted function's jaxpr is shared)
         self.next_scope = 1
         self.reduced: list = []  # scale mode: nodes of values reduced (normalisations)
+        self.statistics: dict = {}  # scale mode: id of a reduction over its input's last axis -> id of the input
         self.edges: dict[int, list[int]] = {}  # id(var) -> ids of the values computed from it
         self.kernel_inputs: set[int] = set()  # ids of the activations read by a kernel
         # flatten: a factor of an axis (axis viewed as (outer, size, inner)) is a node
@@ -107,6 +108,23 @@ class Graph:
     def edge(self, a, b) -> None:
         if not is_literal(a):
             self.edges.setdefault(self.vid(a), []).append(self.vid(b))
+
+    def feeds_statistics_only(self, vid) -> bool:
+        """Scale mode: every use of the value ``vid`` is a reduction over its last axis (a
+        norm's statistic, such as an RMSNorm's mean of squares)."""
+        uses = self.edges.get(vid, ())
+        return bool(uses) and all(self.statistics.get(w) == vid for w in uses)
+
+    def stop_reduced_part(self, v, axis: int, reason: str) -> None:
+        """Scale mode: stop every axis that axis ``axis`` of ``v`` is a factor of (a reshape
+        split the axis and the factor is reduced over: a GroupNorm's statistics over the
+        channels of a group), as a reduction over the whole axis is stopped."""
+        root = self.find(self.node(v, axis))
+        for key, whole in list(self.sub_of.items()):
+            if self.find(key) == root and self.find(whole) != root:
+                reasons = self.reasons.setdefault(self.find(whole), [])
+                if reason not in reasons:
+                    reasons.append(reason)
 
     def reaches_kernel(self, start: int) -> bool:
         seen, todo = {start}, [start]

@@ -336,7 +336,10 @@ def _structural(g: Graph, eqn, name: str) -> bool:
         elif g.mode == "scale":
             for a in axes:
                 g.stop(x, a, f"{name} over the axis")
+                g.stop_reduced_part(x, a, f"{name} over part of the axis")
             g.reduced.extend(g.node(x, i) for i in range(len(aval_shape(x))))
+            if len(aval_shape(x)) - 1 in axes and not is_literal(x):
+                g.statistics[g.vid(out)] = g.vid(x)
         return True
     if name in CUMULATIVE:
         x = ins[0]

@@ -207,14 +207,26 @@ class _LayerSums:
         self.sumsq_b += np.einsum("ni,ni->i", db, db)
         self.cross += da.T @ db
 
+    def variances(self) -> tuple[np.ndarray, np.ndarray]:
+        """The variance of every unit of A and of B over the ``count`` rows."""
+        ma, mb = self.sum_a / self.count, self.sum_b / self.count
+        return np.maximum(self.sumsq_a / self.count - ma**2, 0.0), np.maximum(self.sumsq_b / self.count - mb**2, 0.0)
+
     def correlation(self, eps: float) -> np.ndarray:
         """``corr[i, j] = cov(a_i, b_j) / (std(a_i) std(b_j) + eps)`` over the ``count`` rows."""
         count = self.count
-        ma, mb = self.sum_a / count, self.sum_b / count
-        var_a = np.maximum(self.sumsq_a / count - ma**2, 0.0)
-        var_b = np.maximum(self.sumsq_b / count - mb**2, 0.0)
-        cov = self.cross / count - np.outer(ma, mb)
+        var_a, var_b = self.variances()
+        cov = self.cross / count - np.outer(self.sum_a / count, self.sum_b / count)
         return cov / (np.outer(np.sqrt(var_a), np.sqrt(var_b)) + eps)
+
+    def check_varied(self, name: str) -> None:
+        """``ValueError`` naming permutation ``name`` if every unit of A, or of B, is constant
+        over the data: every correlation is then 0 and any matching is as good as another."""
+        for which, var in zip(("params_a", "params_b"), self.variances()):
+            if not np.any(var > 0):
+                raise ValueError(f"every unit of permutation {name!r} is constant over the data in {which} "
+                                 f"({self.count} rows): the correlations are all 0 and do not identify a matching; "
+                                 "pass data on which the units vary")
 
 
 def _stream_layer_sums(reader: _Reader, pa, pb, data, batch_size: int, names,
@@ -232,8 +244,8 @@ def _stream_layer_sums(reader: _Reader, pa, pb, data, batch_size: int, names,
         for name, layer in layers.items():
             layer.add(ha[name], hb[name])
         count += x.shape[0]
-    if count == 0:
-        raise ValueError("data holds no examples")
+    if count < 2:
+        raise ValueError(f"data holds {count} example(s); correlations need at least 2")
     return layers, count
 
 
@@ -323,7 +335,8 @@ def activation_matching(
     corr[i, p[i]]`` (within every block of a permutation with
     :attr:`~symlib.symmetry.specs.PermutationSpec.blocks`). Units with zero variance over
     the data (dead ReLUs, constants) have exactly zero covariance (thanks to the shift),
-    so their correlations are 0, never NaN. The activations of B do not depend on how
+    so their correlations are 0, never NaN; a permutation all of whose units are constant in
+    A or in B is an error. The activations of B do not depend on how
     its other layers are permuted, so the layers are independent and this is exact.
 
     Args:
@@ -352,7 +365,8 @@ def activation_matching(
     Raises:
         ValueError: if ``batch_size`` is not a positive int or ``lap_solver`` is unknown; if
             A or B does not fit ``spec`` or holds nan or inf (naming the parameter); if ``data`` holds nan or
-            inf or no examples; if ``apply_fn``'s dict does not name exactly the spec's
+            inf or fewer than 2 examples; if every unit of a permutation is constant over ``data``
+            in A or in B (naming the permutation); if ``apply_fn``'s dict does not name exactly the spec's
             permutations, its list does not match a spec ``P_0 .. P_{L-1}``, or the
             activations' last axis is not the permutation's size (naming it); for captured
             activations, naming the permutations whose activations no computed value carries,
@@ -391,6 +405,7 @@ def activation_matching(
                                            {name: match.perm for name, match in matches.items()})
         cost_time += time.perf_counter() - t_cost
         for name, layer in layers.items():
+            layer.check_varied(name)
             matches[name] = _match_layer(layer.correlation(eps), spec.blocks.get(name, 1), lap_solver)
             num_rows[name] = layer.count
         t_cost = time.perf_counter()

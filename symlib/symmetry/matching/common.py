@@ -27,9 +27,8 @@ class MatchResult:
 
     Attributes:
         perms: name -> int64 permutation (gather convention, see the package docstring).
-        objective: weight matching: J after each sweep (``len == sweeps``; non-decreasing
-            for specs where no permutation acts twice on one parameter); activation
-            matching: the total matched correlation of each permutation (``P_0, P_1,
+        objective: weight matching: J after each sweep (``len == sweeps``; non-decreasing);
+            activation matching: the total matched correlation of each permutation (``P_0, P_1,
             ...`` order for a list-returning ``apply_fn``, else the spec's order).
         sweeps: sweeps run (weight matching; includes the last, confirming sweep) or 1.
         initial_objective: J before the first sweep (weight matching; the identity or
@@ -264,14 +263,21 @@ def _permuted(spec: PermutationSpec, path: str, w: np.ndarray, perms: Mapping[st
     return w
 
 
-def objective(spec: PermutationSpec, fa: Mapping, fb: Mapping, perms: Mapping[str, np.ndarray] | None) -> float:
-    """J = sum over params of <A, perms(B)>, float64 (``perms=None``: all identities)."""
+def objective(spec: PermutationSpec, fa: Mapping, fb: Mapping, perms: Mapping[str, np.ndarray] | None,
+              paths: tuple[str, ...] | None = None) -> float:
+    """J = sum over params of <A, perms(B)>, float64 (``perms=None``: all identities; ``paths``:
+    the sum over these parameters only)."""
     total = 0.0
-    for path in spec.axes:
+    for path in spec.axes if paths is None else paths:
         total += float(np.vdot(fa[path], _permuted(spec, path, fb[path], perms)))
     return total
 
 
 def sweep_order(rng: np.random.Generator, names: list[str]) -> list[str]:
-    """The permutation names in the random order of one sweep (one draw from ``rng``)."""
-    return [names[k] for k in rng.permutation(len(names))]
+    """The permutation names in the random order of one sweep (one draw from ``rng``).
+
+    The draw permutes the sorted names, so equal specs listing their permutations in
+    different orders get the same sweeps.
+    """
+    ordered = sorted(names)
+    return [ordered[k] for k in rng.permutation(len(ordered))]

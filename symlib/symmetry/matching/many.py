@@ -157,6 +157,12 @@ class _ManyProblem:
             out[j] = objective(self.spec, self.ref, sample, sample_perms)
         return out
 
+    def local_objective(self, name: str, s: int, perms: Mapping[str, np.ndarray]) -> float:
+        """J of sample ``s`` under ``perms`` (its own, ``(n,)`` each) over the parameters ``name`` acts on."""
+        paths = tuple(dict.fromkeys(t.path for t in self.terms[name]))
+        sample = {p: self.stack[p][s].astype(np.float64, copy=False) for p in paths}
+        return objective(self.spec, self.ref, sample, perms, paths)
+
     def chunk_costs(self, name: str, perms: Mapping[str, np.ndarray], rows: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Cost matrices of ``name`` for the samples ``rows``, written into ``out`` ``(len(rows), n, n)``.
 
@@ -204,10 +210,12 @@ class _ManyState:
     """Per-sample coordinate-ascent state of :func:`weight_matching_many` (arrays over samples).
 
     ``version[name][s]`` counts the accepted changes of ``name`` in sample ``s``;
-    ``seen[name][s]`` holds the versions of its dependencies when it was last solved
-    there (``solved[name][s]``); ``changed`` marks the samples changed in this sweep.
+    ``seen[name][s]`` holds the versions of its dependencies its last cost there was built
+    from (``solved[name][s]``); ``changed`` marks the samples changed in this sweep; a step
+    of a self-dependent permutation must raise J itself (``problem.local_objective``).
     """
 
+    problem: _ManyProblem
     perms: dict[str, np.ndarray]
     deps: Mapping[str, tuple[str, ...]]
     version: dict[str, np.ndarray]
@@ -225,6 +233,7 @@ class _ManyState:
         """Identity permutations, nothing solved, every sample active."""
         m = problem.m
         return cls(
+            problem=problem,
             perms={name: np.tile(np.arange(n, dtype=np.int64), (m, 1)) for name, n in problem.sizes.items()},
             deps=problem.deps,
             version={name: np.zeros(m, np.int64) for name in problem.names},
@@ -248,14 +257,20 @@ class _ManyState:
         fresh = self.solved[name] & (self.seen[name] == self.dep_versions(name)).all(axis=1)
         return self.active & ~fresh
 
-    def mark_solved(self, name: str, rows: np.ndarray) -> None:
-        """Record that ``name`` was solved for the samples ``rows`` with the current dependencies."""
-        self.seen[name][rows] = self.dep_versions(name)[rows]
+    def mark_solved(self, name: str, rows: np.ndarray, versions: np.ndarray) -> None:
+        """Record that ``name`` was solved for the samples ``rows`` with costs built from the
+        dependencies' ``versions`` (``(len(rows), k)``, taken before the step)."""
+        self.seen[name][rows] = versions
         self.solved[name][rows] = True
 
     def accept(self, name: str, s: int, C: np.ndarray, col: np.ndarray) -> None:
-        """Take the LAP answer ``col`` for sample ``s`` if it strictly improves."""
+        """Take the LAP answer ``col`` for sample ``s`` if it strictly improves (for a
+        self-dependent permutation: if J itself strictly rises)."""
         gain = assignment_gain(C, col, self.perms[name][s])
+        if gain > 0 and name in self.deps[name]:
+            old = {k: v[s] for k, v in self.perms.items()}
+            gain = (self.problem.local_objective(name, s, {**old, name: col})
+                    - self.problem.local_objective(name, s, old))
         if gain > 0:
             self.perms[name][s] = col
             self.version[name][s] += 1
@@ -294,6 +309,7 @@ def _many_step(name: str, problem: _ManyProblem, state: _ManyState, buffers: _Co
     rows_all = np.flatnonzero(stale)
     if len(rows_all) == 0:
         return
+    built_from = state.dep_versions(name)[rows_all]  # a self-dependent step makes its own cost stale
     pending: deque[_Chunk] = deque()
     for lo in range(0, len(rows_all), buffers.chunk_size):
         rows = rows_all[lo:lo + buffers.chunk_size]
@@ -306,7 +322,7 @@ def _many_step(name: str, problem: _ManyProblem, state: _ManyState, buffers: _Co
             _accept_chunk(name, pending.popleft(), state, tally)
     while pending:
         _accept_chunk(name, pending.popleft(), state, tally)
-    state.mark_solved(name, rows_all)
+    state.mark_solved(name, rows_all, built_from)
 
 
 def _end_many_sweep(problem: _ManyProblem, state: _ManyState, before: np.ndarray, tol: float, tally: Tally) -> None:
@@ -318,7 +334,7 @@ def _end_many_sweep(problem: _ManyProblem, state: _ManyState, before: np.ndarray
         tally.cost_time += time.perf_counter() - t0
     state.sweeps[state.active] += 1
     state.history.append(state.obj.copy())
-    done = state.active & (state.obj - before <= tol * np.abs(before))
+    done = state.active & (np.abs(state.obj - before) <= tol * np.abs(before))
     state.converged |= done
     state.active &= ~done
 
@@ -370,7 +386,7 @@ def weight_matching_many(
         params_ref: the reference network.
         params_stack: the networks to align, with a leading axis ``m`` on every leaf.
         max_iter: the most sweeps (a non-negative int).
-        tol: a sample stops after the first sweep improving its J by at most ``tol * |J|``.
+        tol: a sample stops after the first sweep changing its J by at most ``tol * |J|``.
         chunk_size: samples whose costs are built at a time (default: at most 64 samples
             and 64 MiB of float64 costs per chunk).
         num_threads: LAP threads (default ``min(4, cpu_count)``; 1 solves inline).

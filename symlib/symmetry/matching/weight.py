@@ -17,11 +17,16 @@ i.e. ``C = sum A_mat @ B_mat.T`` with ``A_mat`` of shape (n, rest). Then J, as a
 of ``P``, is ``const + sum_i C[i, p[i]]``: a linear assignment problem (LAP), solved
 exactly by :func:`scipy.optimize.linear_sum_assignment` (``maximize=True``,
 ``p = col_ind``; row ``i`` of A is matched with row ``p[i]`` of B, which is the gather
-convention). No step decreases J. We stop after the first sweep whose improvement is at
+convention). No step decreases J. We stop after the first sweep whose change of J is at
 most ``tol * |J|`` (``tol = 1e-12``), or after ``max_iter`` sweeps.
-(A spec in which one permutation acts on two axes of the same parameter makes J
-quadratic in that permutation; the step above is then the usual linearisation and the
-monotonicity guarantee is lost, as in the original method.)
+
+A spec in which one permutation acts on two axes of the same parameter (a residual
+``x + Dense(x)``: ``P`` on both axes of the kernel) makes J quadratic in that permutation;
+its LAP is then the usual linearisation, whose gain is not J's change. Such a
+*self-dependent* step is taken only if J itself, recomputed over the parameters the
+permutation touches, strictly rises, so J still never decreases; and since its cost
+depends on itself, the permutation is solved again in the next sweep after every change
+(the original method takes the linearised step, which can lower J).
 
 Cost per sweep, one n x n LAP per permutation, O(n^3) worst case (Jonker-Volgenant-like
 shortest augmenting paths), plus building C: O(n^2 * rest) per (param, axis), e.g.
@@ -45,7 +50,7 @@ Exact accelerations used here (same iterates as the plain loop, up to float roun
    not depend on each other (``P_0`` and ``P_2`` of an MLP) are solved on two threads.
 4. *J by gains.* J is computed once; then each accepted LAP adds its gain
    ``sum_i C[i, new[i]] - C[i, old[i]]`` (exact for "linear" specs, where no permutation
-   acts twice on one parameter; otherwise J is recomputed after each sweep).
+   acts twice on one parameter; otherwise J is recomputed after each sweep that changed).
 
 A proposed permutation replaces the current one only if it strictly improves the LAP
 objective, so ties (e.g. duplicated or dead units) never churn. All arithmetic is numpy
@@ -55,7 +60,7 @@ costs (benchmarks/README.md has the figures).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,13 +199,16 @@ class _PairState:
     """Coordinate-ascent state of :func:`weight_matching`.
 
     ``version[name]`` counts the accepted changes of ``name``; ``seen[name]`` holds the
-    versions of its dependencies when it was last solved (``None``: never solved);
-    ``blocks`` is the spec's :attr:`~symlib.symmetry.specs.PermutationSpec.blocks`.
+    versions of its dependencies its last cost was built from (``None``: never solved);
+    ``blocks`` is the spec's :attr:`~symlib.symmetry.specs.PermutationSpec.blocks`;
+    ``local_objective(name, perms)`` is J over the parameters ``name`` acts on, which
+    decides the steps of the self-dependent permutations (module docstring).
     """
 
     perms: dict[str, np.ndarray]
     deps: Mapping[str, tuple[str, ...]]
     obj: float
+    local_objective: Callable[[str, Mapping[str, np.ndarray]], float]
     blocks: Mapping[str, int] = field(default_factory=dict)
     version: dict[str, int] = field(init=False)
     seen: dict[str, tuple[int, ...] | None] = field(init=False)
@@ -213,8 +221,14 @@ class _PairState:
         return tuple(self.version[q] for q in self.deps[name])
 
     def accept(self, name: str, C: np.ndarray, col: np.ndarray) -> bool:
-        """Take the LAP answer ``col`` if it strictly improves; returns whether it did."""
+        """Take the LAP answer ``col`` if it strictly improves; returns whether it did.
+
+        A self-dependent permutation's LAP gain is a linearisation: its step must also
+        strictly raise J itself, and adds J's true change.
+        """
         gain = assignment_gain(C, col, self.perms[name])
+        if gain > 0 and name in self.deps[name]:
+            gain = self.local_objective(name, {**self.perms, name: col}) - self.local_objective(name, self.perms)
         if gain <= 0:
             return False
         self.perms[name] = col
@@ -237,11 +251,12 @@ def _solve_run(run: list[str], state: _PairState, costs: CostCache, workers: Lap
     tally.cost_time += t1 - t0
     tally.solver_time += t2 - t1
     tally.solves += len(todo)
+    # the versions the costs were built from: a self-dependent permutation that changed is
+    # stale (its cost moved with it); the others in a run do not depend on one another
+    built_from = [state.dep_versions(name) for name in todo]
     changed = [state.accept(name, C, col) for name, C, col in zip(todo, Cs, cols)]
-    for name in todo:
-        # the solve saw the dependencies as they are now (the permutation's own change
-        # included when it depends on itself)
-        state.seen[name] = state.dep_versions(name)
+    for name, versions in zip(todo, built_from):
+        state.seen[name] = versions
     return any(changed)
 
 
@@ -283,7 +298,7 @@ def weight_matching(
         max_iter: the most sweeps (a non-negative int; 0 returns the starting point).
         init_perms: name -> permutation to start from; missing names start at the identity.
         verbose: print J after every sweep.
-        tol: stop after the first sweep improving J by at most ``tol * |J|``.
+        tol: stop after the first sweep changing J by at most ``tol * |J|``.
         num_threads: threads for concurrent LAPs (default ``min(4, cpu_count)``).
         lap_solver: ``"auto"`` (Jonker-Volgenant, lapx's ``lapjvh``, where the LAP has no
             likely ties, else scipy) or ``"scipy"`` (always
@@ -322,7 +337,13 @@ def weight_matching(
     # J is computed once, then tracked by adding accepted LAP gains: exact when no
     # permutation acts twice on one parameter ("linear" spec), otherwise recomputed
     linear = is_linear(deps)
-    state = _PairState(perms, deps, objective(spec, fa, fb, None if init_perms is None else perms), spec.blocks)
+    touched = {name: tuple(dict.fromkeys(t.path for t in ts)) for name, ts in terms.items()}
+
+    def local_objective(name: str, at: Mapping[str, np.ndarray]) -> float:
+        return objective(spec, fa, fb, at, touched[name])
+
+    state = _PairState(perms, deps, objective(spec, fa, fb, None if init_perms is None else perms), local_objective,
+                       spec.blocks)
     initial = state.obj
     history: list[float] = []
     converged = False
@@ -336,7 +357,7 @@ def weight_matching(
             if verbose:
                 print(f"weight_matching sweep {sweep + 1}: J = {state.obj:.10g} (+{state.obj - before:.3g}), "
                       f"{tally.solves} LAPs solved, {tally.skipped} skipped")
-            if state.obj - before <= tol * abs(before):
+            if abs(state.obj - before) <= tol * abs(before):
                 converged = True
                 break
     return MatchResult(

@@ -1,0 +1,28 @@
+"""claims.mean_of_units after the coverage audit (2026-12-01): tied units give no interval and
+say so in the detail, and values that are not one per unit are refused, not flattened."""
+import numpy as np
+import pytest
+
+from symlib.experiments.judging import claims
+from symlib.experiments.judging.thresholds import threshold
+
+T = threshold("exact_zero")  # "below 1e-9"
+
+
+def test_tied_units_give_no_interval_and_say_so():
+    """Two pairs both at 0: before, a zero-width interval and "holds" with certainty."""
+    ev = claims.mean_of_units([0.0, 0.0], T, "network pairs", "barriers 0, 0")
+    assert (ev.effect, ev.low, ev.high) == (0.0, -np.inf, np.inf)
+    assert ev.verdict is claims.Verdict.SAME_DIRECTION
+    assert ev.detail == "barriers 0, 0; no spread among the 2 network pairs (all 0): no interval"
+    assert claims.mean_of_units([0.0], T, "network pairs", "").detail == ""  # one unit: no interval, as ever
+
+
+def test_units_with_spread_keep_their_interval():
+    ev = claims.mean_of_units([0.0, 1e-12, 2e-12], T, "network pairs", "")
+    assert np.isfinite(ev.low) and ev.verdict is claims.Verdict.HOLDS and "spread" not in ev.detail
+
+
+def test_values_that_are_not_one_per_unit_are_refused():
+    with pytest.raises(ValueError, match=r"1-D.*\(2, 3\)"):
+        claims.mean_of_units(np.zeros((2, 3)), T, "seeds", "")
