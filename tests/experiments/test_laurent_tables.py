@@ -155,6 +155,9 @@ def test_saved_posterior_values_read_the_command_and_the_summary():
     de = 100 * summary["metrics"]["DE"]["acc"]
     assert values["acc_DE"] == f"{de:.1f}%" and values["de_gap"] == f"{95.3 - de:.1f}"
     assert "acc_multi_SWAG" in values and values["v_ensemble_closest"] == "holds"
+    metrics = summary["metrics"]["multi-SWAG"]
+    assert (values["ece_multi_SWAG"], values["mi_id_multi_SWAG"], values["mi_ood_multi_SWAG"]) == tuple(
+        f"{100 * metrics[k]:.1f}" for k in ("ece", "mi_id", "mi_ood"))
     with pytest.raises(ValueError, match="does not set 'post_modes'"):
         tables.saved_posterior_values({**record, "command": "run --set bank_used=8 --set post_samples=4"}, [])
 

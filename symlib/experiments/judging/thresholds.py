@@ -603,7 +603,7 @@ define("laurent_posteriors.single_mode_better_ece", 0.0, "above",
        "multi-mode methods (with DE) minus the mean over the single-mode ones, which the paper's own MNIST "
        "block contradicts (16.66 against 16.84)",
        "2026-11-25, before running it; re-read on 2026-12-01, after seeing our numbers (the GPU-trained bank's "
-       "means 0.135 single-mode against 0.374 multi-mode), because the former reading failed on the paper's "
+       "first run, of 2026-11-29: means 0.135 single-mode against 0.374 multi-mode), because the former reading failed on the paper's "
        "own Table 1; each pair's interval at the Bonferroni level since 2026-12-01, after an audit of coverage")
 
 define("laurent_posteriors.multi_mode_better_ood_detection", 0.0, "above",

@@ -244,7 +244,8 @@ def saved_posterior_values(record: Mapping[str, Any], outcomes) -> dict[str, Any
     """The values the prose cites from a saved ``laurent_posteriors`` run: the settings its
     command gave (``bank_used``, ``samples``, ``modes``, ``method_epochs``), the reference's
     size and mean accuracy, every method's accuracy (``acc_<method>``, in percent, ``-`` in
-    ``multi-`` names read ``_``), the deep ensemble's gap to Table 1's (``de_gap``, points), the
+    ``multi-`` names read ``_``), ECE (``ece_<method>``) and ID and OOD mutual information
+    (``mi_id_<method>``, ``mi_ood_<method>``) in Table 1's units (times a hundred), the deep ensemble's gap to Table 1's (``de_gap``, points), the
     minutes it ran, its device and the verdicts (``v_<claim>``).
 
     Args:
@@ -263,6 +264,8 @@ def saved_posterior_values(record: Mapping[str, Any], outcomes) -> dict[str, Any
              "de_gap": f"{TABLE1_MNIST['DE'][TABLE1_COLUMNS.index('Acc')] - de:.1f}",
              "minutes": f"{record['elapsed_s'] / 60:.0f}", "device": record["device"]}
             | {f"acc_{m.replace('-', '_')}": f"{100 * s['metrics'][m]['acc']:.1f}%" for m in s["methods"]}
+            | {f"{k}_{m.replace('-', '_')}": f"{100 * s['metrics'][m][k]:.1f}" for m in s["methods"]
+               for k in ("ece", "mi_id", "mi_ood")}
             | _verdict_values(outcomes))
 
 
