@@ -201,6 +201,10 @@ glue_all(glue, "ch03", xiao.threshold_values(outcomes))
 # (largest step as a share of the range {glue:text}`ch03_e_not_path_smooth`; a share this
 # large means the path's NoT makes most of its change in one jump, not smoothly) and
 # {glue:text}`ch03_v_not_stable_over_epochs` (range {glue:text}`ch03_e_not_stable_over_epochs`).
+# Where every run gives exactly the same value, as the quick profile's do when its short
+# training leaves NoT where it started, the runs show no spread between them, which is no
+# evidence that there is none: such a mean gets no interval, and its verdict stops at the
+# paper's direction (registered differences, listed at the end of the chapter).
 #
 # ### At the paper's scale
 #

@@ -250,11 +250,11 @@ claims.assert_expected(gpu_outcomes, "paper-1024nets-800ref-2epochs", "Laurent e
 # settings (`laurent.posteriors.sghmc_config`), its calibration and mutual information come
 # near Table 1's row, in the table's units: ECE {glue:text}`ch12_g_ece_SGHMC` against
 # {paper}`7.6`, ID MI {glue:text}`ch12_g_mi_id_SGHMC` against {paper}`4.3` and OOD MI
-# {glue:text}`ch12_g_mi_ood_SGHMC` against {paper}`14.5`. This record was run again on
-# 2026-12-01 (its commit is in the record above), after the SGHMC sampler became the authors',
+# {glue:text}`ch12_g_mi_ood_SGHMC` against {paper}`14.5`. This record was run again (its date
+# and commit are in the record above) after the SGHMC sampler became the authors',
 # the Laplace draws took the symmetric root of the covariance, the MMD's bandwidths followed the
-# authors' rule and SWAG drew with its whole covariance; the first run of this reduction, on
-# 2026-11-29, had BlackJAX's own unpreconditioned SGHMC kernel, whose draws were far more
+# authors' rule and SWAG drew with its whole covariance; the first run of this reduction, two
+# days earlier, had BlackJAX's own unpreconditioned SGHMC kernel, whose draws were far more
 # diverse and worse calibrated, and gave the same five verdicts. The two cores it ran on were
 # shared with other jobs, so its minutes are an upper bound.
 

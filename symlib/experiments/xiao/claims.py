@@ -562,8 +562,22 @@ def _qd_falls_with_chains(summary: Mapping[str, Any]) -> Evidence:
                  + ", ".join(f"{a:.3f} -> {b:.3f}" for a, b in zip(one, pooled)))
 
 
+# The quick profile's Fig. 2 runs train for too few steps to move NoT (chapter 03): every run ties
+# exactly (a correlation of one, no change of NoT, no violation along the path), and tied runs
+# give no interval (claims.mean_of_units, since 2026-12-01), so these read "same direction".
+_TIED = ("in the quick profile's short training NoT does not move, so every run gives exactly the same value "
+         "(the claims table gives it); tied runs show no spread between runs, and a zero spread is no evidence "
+         "of none, so their mean has no interval (since 2026-12-01, after an audit of coverage; before, the tie "
+         "gave a zero-width interval that held with certainty). The direction is the paper's; ")
+difference("not_sweep", "quick", "not_after_training",
+           _TIED + "the paper-scale sweep in book/results judges the correlation", verdict=Verdict.SAME_DIRECTION)
+difference("not_sweep", "quick", "not_nearly_equal",
+           _TIED + "the paper-scale sweep, whose networks move, finds them far apart", verdict=Verdict.SAME_DIRECTION)
+difference("not_paths", "quick", "not_along_path",
+           _TIED + "the paper-scale pairs in book/results drift apart and are judged there",
+           verdict=Verdict.SAME_DIRECTION)
 difference("not_paths", "quick", "not_path_smooth",
-           "in the quick profile NoT stays flat near both networks and is monotone (not_along_path holds), but it "
+           "in the quick profile NoT stays flat near both networks and is monotone (no violation in any pair), but it "
            "makes most of its change in one step of the path, in every pair (the claims table gives the share): "
            "a jump, not a smooth change")
 
