@@ -50,7 +50,6 @@ import time
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import matplotlib.pyplot as plt
 import numpy as np
 import optax
 from IPython.display import display

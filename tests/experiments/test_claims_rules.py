@@ -16,6 +16,8 @@ def test_tied_units_give_no_interval_and_say_so():
     assert ev.verdict is claims.Verdict.SAME_DIRECTION
     assert ev.detail == "barriers 0, 0; no spread among the 2 network pairs (all 0): no interval"
     assert claims.mean_of_units([0.0], T, "network pairs", "").detail == ""  # one unit: no interval, as ever
+    # the interval text says "no interval" instead of printing [-inf, inf] (since 2026-12-02)
+    assert ev.interval_text() == "0 (no interval) over 2 network pairs"
 
 
 def test_units_with_spread_keep_their_interval():

@@ -137,6 +137,14 @@ def test_not_sweep_claims_hold_on_the_papers_picture():
     assert all(o.evidence.units.startswith("3 runs") for o in out.values())
 
 
+def test_tied_correlations_read_no_interval():
+    """Runs whose NoT(P') equals NoT(P) exactly (the quick profile's): r = 1 in every run, no
+    spread, so no interval (not the cap [-1, 1]) and at most "same direction"."""
+    ev = _outcomes("not_sweep", _sweep(prime=lambda k, rng: k))["not_after_training"].evidence
+    assert ev.effect == pytest.approx(1.0) and (ev.low, ev.high) == (-np.inf, np.inf) and ev.verdict is SAME
+    assert ev.interval_text() == "1 (no interval) over 3 runs"
+
+
 def test_not_after_training_fails_when_training_scrambles_nots():
     assert _verdict("not_sweep", "not_after_training", _sweep(prime=_iid_not)) is DIFFERS
 
@@ -256,7 +264,7 @@ def test_accuracy_as_table1(experiment, paper):
     assert ev.one_run and "one run" in ev.units and ev.effect == pytest.approx(3.0)
     assert ev.low == -np.inf and ev.high == np.inf  # no interval, whatever the number of test images
     assert "test images" not in ev.units and "[" not in ev.detail and "10,000 test images" in ev.detail
-    assert ev.interval_text().startswith("3 [-inf, inf] over one run")
+    assert ev.interval_text().startswith("3 (no interval) over one run")
     few = _outcomes(experiment, _accuracy(paper - 3.0, n_test=60))[name].evidence
     assert (few.low, few.high, few.verdict) == (ev.low, ev.high, OPPOSITE)
     # a summary that does not record the number of test images is judged all the same

@@ -112,12 +112,15 @@ class Evidence:
         return Verdict.SAME_DIRECTION if t.beyond(self.effect) else Verdict.OPPOSITE_DIRECTION
 
     def interval_text(self) -> str:
-        """``"0.41 [0.3, 0.52] over 3 network pairs"``, the exact value with its units, or for a
-        claim that was not tested ``"not judged: <why>"``."""
+        """``"0.41 [0.3, 0.52] over 3 network pairs"``, the exact value with its units,
+        ``"0 (no interval) over 3 runs"`` for an infinite interval (one unit, or units that
+        tie), or for a claim that was not tested ``"not judged: <why>"``."""
         if self.untested is not None:
             return f"not judged: {self.untested}"
         if self.low == self.effect == self.high:
             return f"{self.effect:.3g} ({self.units})"
+        if math.isinf(self.low) and math.isinf(self.high):
+            return f"{self.effect:.3g} (no interval) over {self.units}"
         return f"{self.effect:.3g} [{self.low:.3g}, {self.high:.3g}] over {self.units}"
 
 

@@ -3,14 +3,15 @@ the independent units, threshold from :mod:`symlib.experiments.judging.threshold
 registered differences of our runs."""
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from symlib.experiments.judging.thresholds import threshold
-from symlib.experiments.judging.claims import (Evidence, Verdict, claim, worst, difference, interval_evidence, mean_of_units,
-                                       gated, not_tested, one_run)
+from symlib.experiments.judging.claims import (Evidence, Verdict, claim, worst, difference, interval_evidence,
+                                               mean_of_units, gated, not_tested, one_run)
 from symlib.experiments.registry import pick
 from symlib.experiments.xiao.runs import not_paths_replicates, pair_barrier_lists
 from symlib.experiments.xiao.settings import SPLITS, XIAO_TABLE1
@@ -107,10 +108,12 @@ def _matched_barrier_nearly_zero(summary: Mapping[str, Any]) -> Evidence:
 def _mean_correlation(r: Sequence[float], t) -> Evidence:
     """The mean of correlations (one per independent unit) with its Student-t interval
     (:func:`~symlib.experiments.judging.claims.mean_of_units`, whose detail says when the runs
-    tie), the ends capped at -1 and 1. (Fisher's z would blow up a run whose correlation is
-    exactly 1, as the quick profile's can be.)"""
+    tie), finite ends capped at -1 and 1 (runs that tie keep their infinite interval, which
+    reads "no interval"). (Fisher's z would blow up a run whose correlation is exactly 1, as
+    the quick profile's can be.)"""
     ev = mean_of_units(np.asarray(r, float), t, "runs", "")
-    return interval_evidence(ev.effect, max(ev.low, -1.0), min(ev.high, 1.0), t, _n_text(len(r), "run"), ev.detail)
+    lo, hi = (ev.low, ev.high) if math.isinf(ev.low) else (max(ev.low, -1.0), min(ev.high, 1.0))
+    return interval_evidence(ev.effect, lo, hi, t, _n_text(len(r), "run"), ev.detail)
 
 
 def _runs(summary: Mapping[str, Any]) -> dict[int, dict[str, np.ndarray]]:
@@ -246,14 +249,14 @@ def _claim_not_stable_over_epochs(summary: Mapping[str, Any]) -> Evidence:
 def _accuracy_as_table1(summary: Mapping[str, Any], column: str, key: str) -> Evidence:
     """|our test accuracy - Table 1's| in points, of one run (one ensemble or one VI fit). One run
     gives no interval over independent runs, and its test images are not independent units of
-    the method, so the effect is reported without an interval (``[-inf, inf]``) and the verdict
+    the method, so the effect is reported without an interval (infinite: "no interval") and the verdict
     is capped at "same direction" or "opposite direction, not significant" (:func:`one_run`)."""
     t = threshold(key)
     paper = XIAO_TABLE1["accuracy_samples"][XIAO_TABLE1["columns"].index(column)]
     acc = float(summary["accuracy"])
     images = f" on {int(summary['n_test']):,} test images" if "n_test" in summary else ""
     return one_run(interval_evidence(abs(100 * acc - paper), -np.inf, np.inf, t,
-                                     "one run (no interval: one run gives none over independent runs)",
+                                     "one run of the method",
                                      f"test accuracy {100 * acc:.2f}%{images} (paper {paper:.2f}%, allowed "
                                      f"+-{t.value:g} points); NLL {summary['nll']:.4f}"))
 
