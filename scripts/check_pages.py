@@ -20,6 +20,9 @@ and reports, one line per problem, prefixed by its kind:
   window: the element or one of its containers (up to five levels up) is wider inside than
   its box (``scrollWidth > clientWidth``), or the whole page is; collapsed ``<details>``
   are opened first, so what a reader sees after expanding them is measured too;
+* ``split``    a word of a table's header (letters and digits) broken across two lines at
+  a 1280-pixel window, as "sourc / e" was when every cell could break anywhere (tables
+  with ``table-layout: fixed`` are left out: their page sets the columns' widths);
 * ``remote``   any request to a host (anything but ``file:``, ``data:``, ``about:``,
   ``blob:``, ``chrome:``), whether or not it could have succeeded: the book must work
   offline. Remote requests are blocked in the browser, so the check never uses the network.
@@ -137,13 +140,30 @@ for (const el of document.querySelectorAll("pre, table")) {
     }
   }
 }
+const splitWords = [];
+for (const th of document.querySelectorAll("table th")) {
+  if (!th.getClientRects().length) continue;  // not displayed
+  if (getComputedStyle(th.closest("table")).tableLayout === "fixed") continue;  // widths set by the page
+  const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const re = /[A-Za-z0-9]{2,}/g;
+    let m;
+    while ((m = re.exec(n.nodeValue)) !== null) {
+      const range = document.createRange();
+      range.setStart(n, m.index);
+      range.setEnd(n, m.index + m[0].length);
+      const tops = new Set(Array.from(range.getClientRects()).map((r) => Math.round(r.top)));
+      if (tops.size > 1) splitWords.push(`"${m[0]}" in the header "${th.innerText.replace(/\s+/g, " ").trim()}"`);
+    }
+  }
+}
 const root = document.scrollingElement || document.documentElement;
 const pageScrolls = root.scrollWidth > window.innerWidth + 1 ? [root.scrollWidth, window.innerWidth] : null;
 const links = Array.from(document.querySelectorAll("a[href], area[href]"))
   .map((a) => [a.getAttribute("href"), a.href]);
 const ids = Array.from(document.querySelectorAll("[id], a[name]"))
   .map((e) => e.id || e.getAttribute("name"));
-return {href: location.href, brokenImages, rawTex, links, ids, sideways, pageScrolls,
+return {href: location.href, brokenImages, rawTex, links, ids, sideways, splitWords, pageScrolls,
         bodyText: document.body ? document.body.innerText.length : 0};
 """
 
@@ -367,6 +387,7 @@ def check_pages(driver, root: Path, pages: list[Path], screenshots: Path | None,
         probs += [f"math: raw TeX in the rendered text{f' (x{n})' if n > 1 else ''}: ...{t}..."
                   for t, n in counts.items()]
         probs += [f"scroll: sideways at {WINDOW[0]} px: {w}" for w in seen["sideways"]]
+        probs += [f"split: a word broken across lines at {WINDOW[0]} px: {w}" for w in seen["splitWords"]]
         if seen["pageScrolls"]:
             width, inner = seen["pageScrolls"]
             probs.append(f"scroll: the page is {width} px wide in a {inner} px window")

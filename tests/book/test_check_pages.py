@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check_pages.py"
+REPO = SCRIPT.parents[1]
 _spec = importlib.util.spec_from_file_location("check_pages", SCRIPT)
 check_pages = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(check_pages)
@@ -220,3 +221,26 @@ def test_the_reports_table_fits_a_1280_px_window(driver, tmp_path):
     problems = [p for p in found["report.html"] if not p.startswith("link: ")]  # the chapters are not in the fixture
     assert problems == [], problems
     assert {p.split(": ", 1)[0] for p in found["report.html"]} <= {"link"}
+
+
+def _claims_table(head_cells: str) -> str:
+    """A five-column claims table in a 688 px column (the book's text width at 1280 px),
+    its last columns long enough to squeeze the first."""
+    long = "a long sentence of the paper quoted in full " * 6
+    row = "<tr><td>Xiao et al. (2023), Table 1</td>" + f"<td>{long}</td>" * 4 + "</tr>"
+    return (f"<div style='width:688px'><div class='cell_output'><table><tr>{head_cells}</tr>{row}</table>"
+            "</div></div>")
+
+
+def test_header_words_broken_across_lines_are_reported(driver, tmp_path):
+    heads = "".join(f"<th>{h}</th>" for h in ("source", "the paper says", "ours", "effect", "verdict"))
+    anywhere = "<style>th, td { overflow-wrap: anywhere; }</style>"
+    css = (REPO / "book" / "_static" / "wrap-code.css").read_text()
+    found = _check(driver, tmp_path, {
+        "anywhere.html": _page(_claims_table(heads), anywhere),  # the book's rule before 2026-12-02
+        "fixed.html": _page(_claims_table(heads).replace("<table>", "<table style='table-layout:fixed'>"), anywhere),
+        "book.html": _page(_claims_table(heads), f"<style>{css}</style>"),
+    })
+    assert any(p.startswith('split: a word broken across lines at 1280 px: "source" in the header "source"')
+               for p in found["anywhere.html"]), found["anywhere.html"]
+    assert found["fixed.html"] == [] and found["book.html"] == []
