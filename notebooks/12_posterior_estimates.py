@@ -132,7 +132,8 @@ print(laurent.method_settings_lines(profile))
 # distances between the two samples' first {repo}`500` points, as in MMDAgg), the median
 # over kernels, averaged over OptuNet's layers weighted by their parameter counts
 # (`posterior_mmd`). The paper does not state the units of its MMD column; ours is the MMD²
-# itself, so compare the ordering, not the values or their ratios. The metrics are the paper's library's definitions (`symlib.evaluation`: ECE with
+# itself, so compare the ordering, not the values or their ratios. The metrics are the
+# paper's library's definitions (`symlib.evaluation`: ECE with
 # {repo}`15` bins, Brier summed over classes, AUPR and FPR95 with OOD positive and minus
 # the top probability as score, MI in nats) on `post_n_eval` MNIST test images and as many
 # Fashion-MNIST test images (OOD), in percent as in the paper (MI times a hundred).
