@@ -126,8 +126,8 @@ widest = max(profile.align_widths)
 
 # %%
 for dataset in experiments.ALIGN_DATASETS:
-    fig = plotting.interpolation_curves(rossi.geodesic_curves(res, dataset, widest), title=f"{dataset}: {profile.align_depth} x {widest} MLP, "
-                                                      "marginalised loss along the W2 geodesic (pair 0)")
+    title = f"{dataset}: {profile.align_depth} x {widest} MLP, marginalised loss along the W2 geodesic (pair 0)"
+    fig = plotting.interpolation_curves(rossi.geodesic_curves(res, dataset, widest), title=title)
     for ax in fig.axes:
         ax.set_xlabel(r"$\tau$ along the $W_2$ geodesic $q_0 \to q_1$")
 plt.show()
@@ -359,29 +359,30 @@ for ds in experiments.ALIGN_DATASETS:  # what the prose below says of this run
 
 # %% [markdown]
 # **What ten times the training changes.** It lowers the naive barrier of the widest networks
-# in every pair (width {glue:text}`ch07_long_wide`, train, per pair: MNIST {glue:text}`ch07_long_mnist_wide_naive`
-# nats, Fashion-MNIST {glue:text}`ch07_long_fashion_mnist_wide_naive`), and so narrows the gap
-# between the widest and the narrowest networks (naive barrier at {glue:text}`ch07_long_wide` minus at {glue:text}`ch07_long_narrow`, per
-# pair, {glue:text}`ch07_paper_epochs` → {glue:text}`ch07_long_epochs` epochs: MNIST
-# {glue:text}`ch07_long_mnist_gaps`, Fashion-MNIST {glue:text}`ch07_long_fashion_mnist_gaps`).
-# But the gap stays positive in every pair: at the paper's training length the naive barrier
-# still grows with the width. The width claims on this run: MNIST
+# in every pair (width {glue:text}`ch07_long_wide`, train, per pair: MNIST
+# {glue:text}`ch07_long_mnist_wide_naive` nats, Fashion-MNIST
+# {glue:text}`ch07_long_fashion_mnist_wide_naive`), and so narrows the gap between the widest and the
+# narrowest networks (naive barrier at {glue:text}`ch07_long_wide` minus at
+# {glue:text}`ch07_long_narrow`, per pair, {glue:text}`ch07_paper_epochs` →
+# {glue:text}`ch07_long_epochs` epochs: MNIST {glue:text}`ch07_long_mnist_gaps`, Fashion-MNIST
+# {glue:text}`ch07_long_fashion_mnist_gaps`). But the gap stays positive in every pair: at the paper's
+# training length the naive barrier still grows with the width. The width claims on this run: MNIST
 # {glue:text}`ch07_lv_barrier_falls_with_width_mnist` (slope per doubling
-# {glue:text}`ch07_le_barrier_falls_with_width_mnist`, the worst of train and test, naive and
-# aligned, over the two series), Fashion-MNIST
-# {glue:text}`ch07_lv_barrier_falls_with_width_fashion_mnist`
-# ({glue:text}`ch07_le_barrier_falls_with_width_fashion_mnist`). The aligned barrier falls with
-# the width as before (train, {glue:text}`ch07_long_narrow` → {glue:text}`ch07_long_wide`: MNIST {glue:text}`ch07_long_mnist_aligned`,
-# Fashion-MNIST {glue:text}`ch07_long_fashion_mnist_aligned`; at width {glue:text}`ch07_long_narrow` it *rose* with the
-# training in {glue:text}`ch07_long_narrow_aligned_up` pairs), and alignment removes most of
-# the widest barrier (MNIST {glue:text}`ch07_lv_alignment_removes_barrier_mnist`,
-# Fashion-MNIST {glue:text}`ch07_lv_alignment_removes_barrier_fashion_mnist`); that it lowers
-# every barrier is {glue:text}`ch07_lv_alignment_lowers_every_barrier` here only because two
-# pairs leave one degree of freedom. The ELBO per example improves in every row but still
-# falls with the width (MNIST {glue:text}`ch07_long_mnist_elbo`, Fashion-MNIST
-# {glue:text}`ch07_long_fashion_mnist_elbo`, at {glue:text}`ch07_long_narrow` and {glue:text}`ch07_long_wide`). Part of that fall is the KL
-# term itself, which grows with the number of weights however long one trains, so the ELBO
-# alone does not show under-training.
+# {glue:text}`ch07_le_barrier_falls_with_width_mnist`, the worst of train and test, naive and aligned,
+# over the two series), Fashion-MNIST {glue:text}`ch07_lv_barrier_falls_with_width_fashion_mnist`
+# ({glue:text}`ch07_le_barrier_falls_with_width_fashion_mnist`). The aligned barrier falls with the
+# width as before (train, {glue:text}`ch07_long_narrow` → {glue:text}`ch07_long_wide`: MNIST
+# {glue:text}`ch07_long_mnist_aligned`, Fashion-MNIST {glue:text}`ch07_long_fashion_mnist_aligned`; at
+# width {glue:text}`ch07_long_narrow` it *rose* with the training in
+# {glue:text}`ch07_long_narrow_aligned_up` pairs), and alignment removes most of the widest barrier
+# (MNIST {glue:text}`ch07_lv_alignment_removes_barrier_mnist`, Fashion-MNIST
+# {glue:text}`ch07_lv_alignment_removes_barrier_fashion_mnist`); that it lowers every barrier is
+# {glue:text}`ch07_lv_alignment_lowers_every_barrier` here only because two pairs leave one degree of
+# freedom. The ELBO per example improves in every row but still falls with the width (MNIST
+# {glue:text}`ch07_long_mnist_elbo`, Fashion-MNIST {glue:text}`ch07_long_fashion_mnist_elbo`, at
+# {glue:text}`ch07_long_narrow` and {glue:text}`ch07_long_wide`). Part of that fall is the KL term
+# itself, which grows with the number of weights however long one trains, so the ELBO alone does not
+# show under-training.
 #
 # So under-training explains part of the reversed naive trend, not all of it: ten times the
 # training narrows the gap but does not close it. This is a labelled reduction, two pairs at

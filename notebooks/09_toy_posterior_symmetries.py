@@ -117,17 +117,16 @@ fig = plotting.output_weight_densities(
 # {glue:text}`ch09_t_raw_symmetric_value:.0%` (a margin of our choosing, registered in
 # `symlib.experiments.judging.thresholds`).
 #
-# The modes are the local maxima of a Gaussian kernel density estimate of $d$ (Scott's
-# bandwidth) above {glue:text}`ch09_mode_height:.0%` of the highest. "The most important
-# mode is duplicated" reads as:
-# the highest mode lies off the diagonal (farther than one bandwidth from $d = 0$) and
-# another mode lies within one bandwidth of its mirror image. "Scaling symmetries seem to
-# regroup some points around the modes" reads as: after removing the scaling, a larger share
-# of networks lies near the highest mode (within a tenth of $d$'s interquartile range, a
-# scale-free window) than in the raw weights. Both are judged with a percentile bootstrap
-# over the networks; the registry records when each reading was set. The canonical form's modes are shown but not tested: sorting makes
-# $d \ge 0$, folding each mirrored pair into one mode, so a single mode there would be
-# true by construction rather than a finding.
+# The modes are the local maxima of a Gaussian kernel density estimate of $d$ (Scott's bandwidth)
+# above {glue:text}`ch09_mode_height:.0%` of the highest. "The most important mode is duplicated"
+# reads as: the highest mode lies off the diagonal (farther than one bandwidth from $d = 0$) and
+# another mode lies within one bandwidth of its mirror image. "Scaling symmetries seem to regroup some
+# points around the modes" reads as: after removing the scaling, a larger share of networks lies near
+# the highest mode (within a tenth of $d$'s interquartile range, a scale-free window) than in the raw
+# weights. Both are judged with a percentile bootstrap over the networks; the registry records when
+# each reading was set. The canonical form's modes are shown but not tested: sorting makes $d \ge 0$,
+# folding each mirrored pair into one mode, so a single mode there would be true by construction
+# rather than a finding.
 
 # %%
 summary = experiments.SUMMARIES["toy_perceptrons"](res.artifact)

@@ -344,20 +344,20 @@ display(report.show_saved_run("laurent_optunets",
 
 # %% [markdown]
 # **On more of the paper's OptuNets.** The GPU queue's job `laurent-fig2-1000`
-# (`book/running.md`) trains as many OptuNets as the paper's checkpoint set ({paper}`1,000`), with the same
-# recipe and swap counters, a block of {glue:text}`ch10_g768_block` at a time;
-# {glue:text}`ch10_g768_gpu_steps` blocks are folded ({glue:text}`ch10_g768_gpu_minutes` GPU-minutes on {glue:text}`ch10_g768_gpu_devices`,
-# {glue:text}`ch10_g768_gpu_first`). The labelled reduction `paper-768nets` reads their
-# {glue:text}`ch10_g768_nets:,` networks and summarises them here in
-# {glue:text}`ch10_g768_seconds` s on {glue:text}`ch10_g768_device`.
-# {glue:text}`ch10_g768_converged` converged (mean test accuracy {glue:text}`ch10_g768_acc`).
-# Every one is above its min-mass point, its mass lower by {glue:text}`ch10_g768_dec` at the
-# optimum ({glue:text}`ch10_g768_v_above_min_mass`), and the problem is convex wherever it was
-# checked ({glue:text}`ch10_g768_v_min_mass_convex`). The largest weight of the first
-# convolution changes by {glue:text}`ch10_g768_conv0` and that of the grouped convolution by
-# {glue:text}`ch10_g768_conv1` ({glue:text}`ch10_g768_v_largest_weight`, as on the {glue:text}`ch10_pp_nets`), and
-# Corollary 1 is {glue:text}`ch10_g768_v_corollary1_lower_loss` for the reason given for those:
-# the whole penalty falls for {glue:text}`ch10_g768_cor1_lower` networks but rises for
+# (`book/running.md`) trains as many OptuNets as the paper's checkpoint set ({paper}`1,000`), with the
+# same recipe and swap counters, a block of {glue:text}`ch10_g768_block` at a time;
+# {glue:text}`ch10_g768_gpu_steps` blocks are folded ({glue:text}`ch10_g768_gpu_minutes` GPU-minutes
+# on {glue:text}`ch10_g768_gpu_devices`, {glue:text}`ch10_g768_gpu_first`). The labelled reduction
+# `paper-768nets` reads their {glue:text}`ch10_g768_nets:,` networks and summarises them here in
+# {glue:text}`ch10_g768_seconds` s on {glue:text}`ch10_g768_device`. {glue:text}`ch10_g768_converged`
+# converged (mean test accuracy {glue:text}`ch10_g768_acc`). Every one is above its min-mass point,
+# its mass lower by {glue:text}`ch10_g768_dec` at the optimum
+# ({glue:text}`ch10_g768_v_above_min_mass`), and the problem is convex wherever it was checked
+# ({glue:text}`ch10_g768_v_min_mass_convex`). The largest weight of the first convolution changes by
+# {glue:text}`ch10_g768_conv0` and that of the grouped convolution by {glue:text}`ch10_g768_conv1`
+# ({glue:text}`ch10_g768_v_largest_weight`, as on the {glue:text}`ch10_pp_nets`), and Corollary 1 is
+# {glue:text}`ch10_g768_v_corollary1_lower_loss` for the reason given for those: the whole penalty
+# falls for {glue:text}`ch10_g768_cor1_lower` networks but rises for
 # {glue:text}`ch10_g768_cor1_higher`, through their hidden biases. The table above gives every
 # verdict; chapter 11 reads the same run's swaps.
 #
@@ -379,15 +379,15 @@ glue_all(glue, "ch10_g768", laurent.gpu_min_mass_values(g768, g768_outcomes, fig
 
 # %% [markdown]
 # **On the bank's networks.** Chapters 12 and 13 use a bank of OptuNets trained with the same
-# recipe and data but without the swap counters, on other random keys, a block at a time by
-# the GPU queue (`book/running.md`). The run below reads its first
-# {glue:text}`ch10_bank_nets:,` networks, {glue:text}`ch10_bank_gpu_steps` blocks
-# ({glue:text}`ch10_bank_gpu_minutes` GPU-minutes on {glue:text}`ch10_bank_gpu_devices`,
-# {glue:text}`ch10_bank_gpu_first`). That is about the size of the paper's checkpoint set
-# ({paper}`1,000` OptuNets), so Fig. 2's min-mass problem can be read on nearly as many
-# networks as the paper had. The experiment `bank_min_mass` does this: it solves the problem for
-# every converged network of the bank, here in {glue:text}`ch10_bank_seconds` s on
-# {glue:text}`ch10_bank_device`. The run is a labelled reduction: the bank's first {glue:text}`ch10_bank_nets:,` networks.
+# recipe and data but without the swap counters, on other random keys, a block at a time by the GPU
+# queue (`book/running.md`). The run below reads its first {glue:text}`ch10_bank_nets:,` networks,
+# {glue:text}`ch10_bank_gpu_steps` blocks ({glue:text}`ch10_bank_gpu_minutes` GPU-minutes on
+# {glue:text}`ch10_bank_gpu_devices`, {glue:text}`ch10_bank_gpu_first`). That is about the size of the
+# paper's checkpoint set ({paper}`1,000` OptuNets), so Fig. 2's min-mass problem can be read on nearly
+# as many networks as the paper had. The experiment `bank_min_mass` does this: it solves the problem
+# for every converged network of the bank, here in {glue:text}`ch10_bank_seconds` s on
+# {glue:text}`ch10_bank_device`. The run is a labelled reduction: the bank's first
+# {glue:text}`ch10_bank_nets:,` networks.
 #
 # ```bash
 # python -m symlib gpu install laurent-bank

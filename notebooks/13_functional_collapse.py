@@ -192,7 +192,8 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 #
 # ```bash
 # python -m symlib gpu install laurent-bank
-# python -m symlib run functional_collapse --profile paper --set bank_used=1024 --label paper-1024nets --out book/results
+# python -m symlib run functional_collapse --profile paper --set bank_used=1024 \
+#     --label paper-1024nets --out book/results
 # ```
 #
 # With random pairs the permutation test of the correlation cannot be run (relabelling the
@@ -229,29 +230,27 @@ plotting.pairwise_mi_figure(np.asarray(g["mi_id_pairs"]), np.asarray(g["mi_ood_p
 
 # %% [markdown]
 # **What the larger run shows** (`paper-1024nets`). {glue:text}`ch13_g_networks` of the
-# {glue:text}`ch13_g_bank:,` OptuNets trained past chance (the other {glue:text}`ch13_g_failed`
-# stayed at chance, which this small network with its {repo}`3`-unit bottleneck sometimes
-# does). Over {glue:text}`ch13_g_pairs:,` random pairs of them, each network in
-# {glue:text}`ch13_g_per_net:.0f` pairs on average, the OOD MI has
-# {glue:text}`ch13_g_std_ratio:.2f` times the standard deviation of the ID MI
-# ({glue:text}`ch13_g_std_ood:.4f` against {glue:text}`ch13_g_std_id:.4f` nats): the paper's words, a higher variance out of
-# distribution, {glue:text}`ch13_g_v_ood_variance_larger`. But its mean is
-# {glue:text}`ch13_g_mean_ratio:.2f` times the ID one ({glue:text}`ch13_g_mean_ood:.3f` against
-# {glue:text}`ch13_g_mean_id:.3f` nats), so relative
-# to its size the OOD MI is {glue:text}`ch13_g_cv_compare` dispersed one: coefficients of
-# variation {glue:text}`ch13_g_cv_ood:.3f` (OOD) and {glue:text}`ch13_g_cv_id:.3f` (ID), and the
-# scale-free reading of the claim {glue:text}`ch13_g_v_ood_more_dispersed`. The correlation
-# between the ID and the OOD MI is Pearson r = {glue:text}`ch13_g_pearson_r:.3f` (Spearman
+# {glue:text}`ch13_g_bank:,` OptuNets trained past chance (the other {glue:text}`ch13_g_failed` stayed
+# at chance, which this small network with its {repo}`3`-unit bottleneck sometimes does). Over
+# {glue:text}`ch13_g_pairs:,` random pairs of them, each network in {glue:text}`ch13_g_per_net:.0f`
+# pairs on average, the OOD MI has {glue:text}`ch13_g_std_ratio:.2f` times the standard deviation of
+# the ID MI ({glue:text}`ch13_g_std_ood:.4f` against {glue:text}`ch13_g_std_id:.4f` nats): the paper's
+# words, a higher variance out of distribution, {glue:text}`ch13_g_v_ood_variance_larger`. But its
+# mean is {glue:text}`ch13_g_mean_ratio:.2f` times the ID one ({glue:text}`ch13_g_mean_ood:.3f`
+# against {glue:text}`ch13_g_mean_id:.3f` nats), so relative to its size the OOD MI is
+# {glue:text}`ch13_g_cv_compare` dispersed one: coefficients of variation
+# {glue:text}`ch13_g_cv_ood:.3f` (OOD) and {glue:text}`ch13_g_cv_id:.3f` (ID), and the scale-free
+# reading of the claim {glue:text}`ch13_g_v_ood_more_dispersed`. The correlation between the ID and
+# the OOD MI is Pearson r = {glue:text}`ch13_g_pearson_r:.3f` (Spearman
 # {glue:text}`ch13_g_spearman_rho:.3f`): small, and judged by its interval over the
 # {glue:text}`ch13_g_networks` networks, "some positive correlation"
-# {glue:text}`ch13_g_v_positive_correlation`,
-# as the paper finds for OptuNet (App. D.2) and unlike its ResNet-18 (Sec. 5.1). Functional
-# collapse is rare: {glue:text}`ch13_g_below_half` of the {glue:text}`ch13_g_pairs:,` pairs have
-# an ID MI below half the mean, and the share over disjoint pairs
-# ({glue:text}`ch13_g_v_collapse_frequency`) cannot tell it from the
-# {glue:text}`ch13_t_collapse_frequency:.0%` we read "non-negligible" as; the paper gives no
-# share to compare. The figure is the paper's Fig. 7 for our networks. Its ID histogram has a
-# second, smaller mode of high MI, which the next cell explains.
+# {glue:text}`ch13_g_v_positive_correlation`, as the paper finds for OptuNet (App. D.2) and unlike its
+# ResNet-18 (Sec. 5.1). Functional collapse is rare: {glue:text}`ch13_g_below_half` of the
+# {glue:text}`ch13_g_pairs:,` pairs have an ID MI below half the mean, and the share over disjoint
+# pairs ({glue:text}`ch13_g_v_collapse_frequency`) cannot tell it from the
+# {glue:text}`ch13_t_collapse_frequency:.0%` we read "non-negligible" as; the paper gives no share to
+# compare. The figure is the paper's Fig. 7 for our networks. Its ID histogram has a second, smaller
+# mode of high MI, which the next cell explains.
 
 # %%
 acc_mi = laurent.collapse.mi_and_accuracy(g)

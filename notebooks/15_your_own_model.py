@@ -312,11 +312,11 @@ glue("own_barrier_wide_act", f"{barrier_act:.2f}", display=False)
 #
 # Every posterior approximation of `symlib.inference` has one shape,
 # `fit_<method>(key, params0, model, data, config)`, with the model given by its `apply_fn`.
-# `fit_vi` fits a mean-field Gaussian (its config takes the optimiser as an optax
-# transformation: Adam, as in Bayes by backprop), here starting from the two trained networks, and
-# returns a `DiagonalGaussian` (means, standard deviations, and the ELBO of every epoch in its `info`), which the alignment takes. The
-# 2-Wasserstein distance between the posteriors is then minimised over the permutations of
-# the same derived spec.
+# `fit_vi` fits a mean-field Gaussian (its config takes the optimiser as an optax transformation:
+# Adam, as in Bayes by backprop), here starting from the two trained networks, and returns a
+# `DiagonalGaussian` (means, standard
+# deviations, and the ELBO of every epoch in its `info`), which the alignment takes. The 2-Wasserstein
+# distance between the posteriors is then minimised over the permutations of the same derived spec.
 
 # %%
 vi_config = inference.VIConfig(epochs=2, batch_size=100, optimizer=optax.adam(1e-3))
@@ -538,14 +538,14 @@ print("flax.nnx and Equinox: specs, matching, barriers and fits as asserted")
 # %% [markdown]
 # ## Synthesis
 #
-# On a model symlib had never seen, the derived specs pass the invariance check, weight
-# matching (the best of several sweep orders by its objective) lowers the barrier of the
-# wide network, Wasserstein alignment lowers the
-# distance between the posteriors, and the identifiable form maps a permuted and rescaled
-# copy back onto the original. The cell below asserts these four properties, so this page
-# fails its test if one stops being true (the section on `flax.nnx` and Equinox asserts its
-# own: the same route, derived specs, matching, barrier and fit, for models written there). The narrow network's barrier is shown, not
-# asserted: it is the width effect, a property of the models, not of the library.
+# On a model symlib had never seen, the derived specs pass the invariance check, weight matching (the
+# best of several sweep orders by its objective) lowers the barrier of the wide network, Wasserstein
+# alignment lowers the distance between the posteriors, and the identifiable form maps a permuted and
+# rescaled copy back onto the original. The cell below asserts these four properties, so this page
+# fails its test if one stops being true (the section on `flax.nnx` and Equinox asserts its own: the
+# same route, derived specs, matching, barrier and fit, for models written there). The narrow
+# network's barrier is shown, not asserted: it is the width effect, a property of the models, not of
+# the library.
 
 # %%
 assert invariance_error < 1e-4, invariance_error
