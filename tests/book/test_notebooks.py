@@ -48,6 +48,16 @@ def test_structure(src):
     assert "describe()" in text, f"{src.name} does not print the active profile"
 
 
+#: the longest source line of a chapter: its prose is read in the .py and its code on the page
+MAX_LINE = 120
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.name)
+def test_source_lines_are_at_most_max_line(src):
+    long = [i for i, line in enumerate(src.read_text().splitlines(), 1) if len(line) > MAX_LINE]
+    assert not long, f"{src.name}: lines {long} are longer than {MAX_LINE} characters (wrap them)"
+
+
 def test_the_stored_report_has_every_quick_result():
     """The book that `make test` builds shows the outputs stored here: the reproduction report
     must have been executed after the chapters, on their cache, with no item left without its
