@@ -25,7 +25,8 @@ def _target_mode(path: Path) -> int:
 
 def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
     """Write ``path`` atomically: ``write`` fills a temporary file beside it, which is
-    fsynced and then renamed over ``path``. Readers see the old file or the complete new
+    fsynced and then renamed over ``path``; on POSIX the folder is then fsynced too, so the
+    rename itself survives a crash. Readers see the old file or the complete new
     one, never a partial one; if ``write`` raises, the temporary file is removed and
     ``path`` is left as it was. The new file keeps the permission bits of the file it
     replaces, or, if ``path`` did not exist, gets those a plain ``open(path, "wb")`` would
@@ -51,3 +52,15 @@ def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_folder(path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (POSIX; elsewhere folders cannot be opened for it)."""
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,5 +1,7 @@
 """symlib.core: input checks, pytree helpers, atomic writes and the progress bar."""
 import io
+import os
+import stat
 import sys
 
 import jax
@@ -123,6 +125,16 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
         atomic_write(target, broken)
     assert target.read_bytes() == b"abc"
     assert sorted(p.name for p in target.parent.iterdir()) == ["x.bin"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="folders are fsynced on POSIX only")
+def test_atomic_write_fsyncs_the_file_and_then_its_folder(tmp_path, monkeypatch):
+    """The rename is durable too: after the file's data, its folder is fsynced."""
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(stat.S_ISDIR(os.fstat(fd).st_mode)), real_fsync(fd)))
+    atomic_write(tmp_path / "x.bin", lambda f: f.write(b"abc"))
+    assert synced == [False, True]
 
 
 def test_progress_bar_only_when_enabled(monkeypatch):
