@@ -650,6 +650,7 @@ _SHARDED_SCRIPT = textwrap.dedent("""
     y = rng.integers(0, 3, size=30).astype(np.int32)
     params = mlp_init(jax.random.key(0), [3, 8, 3])
     cfg = HMCConfig(step_size=0.03, num_leapfrog=5, num_burnin=2, num_samples=4, thin=2, num_chains=2)
+    flat = lambda tree: np.concatenate([a.reshape(2, 4, -1) for a in jax.tree_util.tree_leaves(tree)], -1).tolist()
     out = {}
     for name, devices in (("sharded", jax.devices()), ("single", jax.devices()[:1])):
         ld = make_logdensity(x, y, devices=devices, apply_fn=mlp_apply)
@@ -660,17 +661,36 @@ _SHARDED_SCRIPT = textwrap.dedent("""
             "padded_n": int(ld.data[0].shape[0]),
             "value": float(value),
             "grad": np.concatenate([np.ravel(g) for g in jax.tree_util.tree_leaves(grad)]).tolist(),
-            "samples": np.concatenate([a.reshape(2, 4, -1) for a in jax.tree_util.tree_leaves(res.samples)], -1).tolist(),
+            "samples": flat(res.samples),
             "acceptance": res.stats["acceptance_rate"].tolist(),
         }
+    # a stored run started on one device and resumed on four (a device lent with another count)
+    class Stop(Exception):
+        pass
+    def stop(info):
+        raise Stop
+    one, four = (make_logdensity(x, y, devices=d, apply_fn=mlp_apply) for d in (jax.devices()[:1], jax.devices()))
+    assert one.fingerprint == four.fingerprint
+    try:
+        run_hmc(jax.random.key(1), params, one, cfg, out_dir=OUT, chunk_size=2, on_chunk=stop)
+    except Stop:
+        pass
+    later = []
+    res = run_hmc(jax.random.key(1), params, four, cfg, out_dir=OUT, chunk_size=2, on_chunk=later.append)
+    out["resumed"] = {"samples": flat(res.samples), "acceptance": res.stats["acceptance_rate"].tolist(),
+                      "first_iteration": later[0]["iteration"], "chunks": len(later)}
     print("RESULT" + json.dumps(out))
 """)
 
 
 @pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
-def test_sharded_equals_unsharded():
+def test_sharded_equals_unsharded(tmp_path):
+    """The data sharded over four devices give the one-device density, gradient and chain; a
+    stored run interrupted on one device and resumed on four (the fingerprint holds no device
+    count) continues the same chain, up to the order of the sums."""
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", _SHARDED_SCRIPT], env=env, cwd=REPO, capture_output=True,
+    script = _SHARDED_SCRIPT.replace("OUT", repr(str(tmp_path / "run")))
+    proc = subprocess.run([sys.executable, "-c", script], env=env, cwd=REPO, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.split("RESULT", 1)[1])
@@ -681,3 +701,7 @@ def test_sharded_equals_unsharded():
     np.testing.assert_allclose(sharded["grad"], single["grad"], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(sharded["samples"], single["samples"], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(sharded["acceptance"], single["acceptance"], rtol=1e-4, atol=1e-5)
+    resumed = out["resumed"]
+    assert resumed["chunks"] == 2 and resumed["first_iteration"] > 2, resumed  # it went on after the first chunk
+    np.testing.assert_allclose(resumed["samples"], single["samples"], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(resumed["acceptance"], single["acceptance"], rtol=1e-4, atol=1e-5)

@@ -34,7 +34,9 @@ coordinates' periods (see :class:`HMCConfig`).
 :func:`make_logdensity` target), the initial state, the key and :data:`SAMPLER_VERSION`;
 never by the version of symlib's code, so editing unrelated code does not abandon a long
 run. :func:`run_hmc` resumes only a run with the same identity and otherwise says which
-part differs.
+part differs. The devices are not part of it: a run started on one device resumes on four
+(or the reverse) and continues the same chain up to the order of the sums over the shards
+(``tests/inference/test_hmc.py::test_sharded_equals_unsharded``).
 
 Files in ``out_dir`` (each written to a temporary name, then renamed):
 
