@@ -23,6 +23,10 @@ _AUTO_SLOW_RATE = 0.9
 #: Armijo sufficient-decrease constant and the smallest step length tried
 _ARMIJO_C = 0.25
 _ARMIJO_MIN_STEP = 1e-12
+#: a Newton step whose line search finds no lower mass ends the run as converged only if its
+#: predicted decrease (half the squared decrement) is below this fraction of the mass, about
+#: what float64 sums of many terms can still resolve; a larger one means the solver is stuck
+_STALL_RTOL = 1e-12
 
 
 def mass_terms(W: Sequence[np.ndarray], u: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -165,8 +169,10 @@ def _armijo_step(W, u, step, f: float, dec: float) -> tuple[list[np.ndarray], fl
 
 def _run_newton(W, u, tol: float, max_steps: int) -> tuple[list[np.ndarray], int, bool]:
     """Damped Newton steps from ``u``; returns ``(u, steps, converged)``. Stops when half the
-    squared Newton decrement is within ``tol * f`` (that step is still taken) or when a
-    step no longer lowers the mass."""
+    squared Newton decrement is within ``tol * f`` (that step is still taken), converged, or
+    when the line search finds no lower mass: converged if the predicted decrease is below
+    what float64 resolves (``_STALL_RTOL``), else not (a stuck solver is never reported
+    as converged)."""
     for k in range(max_steps):
         E = mass_terms(W, u)
         f = float(sum(e.sum() for e in E))
@@ -174,8 +180,10 @@ def _run_newton(W, u, tol: float, max_steps: int) -> tuple[list[np.ndarray], int
         if not np.isfinite(dec):
             return u, k + 1, False
         u, f_cand = _armijo_step(W, u, step, f, dec)
-        if 0.5 * dec <= tol * f or f_cand >= f:
-            return u, k + 1, 0.5 * dec <= tol * f or (f - f_cand) <= tol * f
+        if 0.5 * dec <= tol * f:
+            return u, k + 1, True
+        if f_cand >= f:
+            return u, k + 1, 0.5 * dec <= _STALL_RTOL * f
     return u, max_steps, False
 
 

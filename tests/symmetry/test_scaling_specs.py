@@ -377,3 +377,17 @@ def test_sorting_with_weight_ties_rejects_a_nan_bias(net):
         sort_neurons(pspec, bad, ties="weights")
     with pytest.raises(ValueError, match="dense_0/bias contains NaN or inf"):
         sort_neurons(pspec, bad, statistic=None, ties="weights")
+
+
+def test_a_stuck_newton_line_search_is_not_converged(monkeypatch):
+    """Chain Newton: a line search that finds no lower mass far from the optimum ends the run
+    unconverged; one at the optimum (a tolerance below float64's reach) ends it converged."""
+    from symlib.symmetry import mass_chain
+
+    rng = np.random.default_rng(0)
+    squares = [rng.random((6, 9)) + 0.1, rng.random((9, 8)) + 0.1, rng.random((8, 4)) + 0.1]
+    _, steps, converged = mass_chain.min_mass_chain(squares, tol=1e-300, method="newton")
+    assert converged and 1 < steps < 50
+    monkeypatch.setattr(mass_chain, "_armijo_step", lambda W, u, step, f, dec: (u, f))
+    _, steps, converged = mass_chain.min_mass_chain(squares, method="newton")
+    assert not converged and steps == 1
