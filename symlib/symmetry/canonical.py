@@ -27,6 +27,7 @@ Specs: MLPs :func:`~symlib.symmetry.scaling.mlp_scaling_spec` and
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 
 import jax.numpy as jnp
@@ -38,8 +39,12 @@ from symlib.symmetry.scaling import ScalingSpec, dependency_order, min_mass, uni
 from symlib.symmetry.specs import PermutationSpec, apply_permutation, block_of, check_spec, flatten_params, \
     split_parts, unflatten_params
 
-__all__ = ["NS_METHODS", "SORT_STATISTICS", "identifiable", "remove_symmetries", "sort_neurons"]
+__all__ = ["IDENTIFIABLE_TOL", "NS_METHODS", "SORT_STATISTICS", "identifiable", "remove_symmetries", "sort_neurons"]
 
+#: the min-mass tolerance of :func:`identifiable` (and so of :func:`remove_symmetries`): relative,
+#: on the mass, for whichever solver runs; near the optimum the mass gap is quadratic in the
+#: log-scales' error, so they are accurate to about its square root
+IDENTIFIABLE_TOL = 1e-12
 #: the canonical forms of :func:`remove_symmetries`
 NS_METHODS = ("unit_norm_sort", "min_mass_sort", "rebasin")
 
@@ -222,10 +227,15 @@ def identifiable(scaling_spec: ScalingSpec, perm_spec: PermutationSpec, params: 
             :data:`~symlib.symmetry.scaling.HOMOGENEOUS_ACTIVATIONS` (checked only with a
             scaling: sorting alone is valid for any activation).
         **min_mass_kw: passed to :func:`~symlib.symmetry.scaling.min_mass` (``tol``,
-            ``max_iter``, ``method``).
+            ``max_iter``, ``method``); ``tol`` defaults to :data:`IDENTIFIABLE_TOL` here, so
+            that two copies of one network give the same canonical weights to about 1e-6
+            relative whatever the solver (the chain solver's own default, 1e-10, leaves its
+            log-scales at about 1e-5).
 
     Returns:
         The canonical network (same function, leaves of the input's array type and dtype).
+        Warns (``UserWarning``) when the min-mass solver stopped before its tolerance: the
+        result is then not canonical to that accuracy.
 
     Raises:
         ValueError: for another ``scaling``, a non-homogeneous ``activation`` with a
@@ -234,7 +244,12 @@ def identifiable(scaling_spec: ScalingSpec, perm_spec: PermutationSpec, params: 
     if scaling not in _SCALINGS:
         raise ValueError(f"scaling must be 'min_mass', 'unit_norm' or None, got {scaling!r}")
     if scaling == "min_mass":
-        params = min_mass(scaling_spec, params, activation=activation, **min_mass_kw).params
+        res = min_mass(scaling_spec, params, activation=activation, **{"tol": IDENTIFIABLE_TOL, **min_mass_kw})
+        if not res.converged:
+            warnings.warn(f"identifiable: min_mass ({res.solver} solver) stopped after {res.iterations} iterations "
+                          "before reaching its tolerance, so this network is not canonical to that accuracy: "
+                          "raise max_iter or tol (or try method='newton')", stacklevel=2)
+        params = res.params
     elif scaling == "unit_norm":
         params = unit_norm(scaling_spec, params, activation=activation)
     return sort_neurons(perm_spec, params, statistic=statistic, ties=ties)[0]
@@ -291,11 +306,9 @@ def remove_symmetries(samples_stack: Mapping, scaling_spec: ScalingSpec | None, 
     if scaling_spec is None:
         raise ValueError(f"method {method!r} needs a scaling_spec")
     flat = flatten_params(samples_stack)
-    # min-mass to a relative tolerance of 1e-12 whatever the solver: the canonical samples are
-    # compared with each other (the chain solver's default, 1e-10, leaves log-scales at ~1e-5)
-    kw = {"scaling": "unit_norm"} if method == "unit_norm_sort" else {"scaling": "min_mass", "tol": 1e-12}
+    scaling = "unit_norm" if method == "unit_norm_sort" else "min_mass"
     canon = [flatten_params(identifiable(scaling_spec, perm_spec, {p: leaf[s] for p, leaf in flat.items()},
-                                         statistic=None, ties="index", **kw))
+                                         scaling=scaling, statistic=None, ties="index"))
              for s in range(_stack_size(flat))]
     out = {p: _stack([c[p] for c in canon]) for p in flat}
     nested = any(isinstance(v, Mapping) for v in samples_stack.values())
