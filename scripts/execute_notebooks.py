@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -189,7 +190,9 @@ def run_all(sources: list[Path], timeout: int, jobs: int, jupyter_cache: Path | 
     work = _execute_for_cache if cache is not None else execute
     alone = ALONE_AFTER_THE_OTHERS if jobs > 1 else ()  # one at a time: in the order given
     waves = [[s for s in sources if s.stem not in alone], *([s for s in sources if s.stem == name] for name in alone)]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    # spawned, not forked, workers: a parent that has started JAX's threads (a test process, or a
+    # caller that imported symlib) must not fork (Python warns that the child may deadlock)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         for wave in waves:
             futures = {pool.submit(work, src, timeout): src for src in wave}
             for future in as_completed(futures):

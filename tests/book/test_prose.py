@@ -186,7 +186,10 @@ def _execute_notebooks():
 
     spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules["execute_notebooks"] = module  # its worker processes find their functions by the module's name
+    # its (spawned) worker processes import it by name to find their functions
+    sys.modules["execute_notebooks"] = module
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.append(str(ROOT / "scripts"))
     spec.loader.exec_module(module)
     return module
 
