@@ -126,7 +126,8 @@ widest = max(profile.align_widths)
 
 # %%
 for dataset in experiments.ALIGN_DATASETS:
-    title = f"{dataset}: {profile.align_depth} x {widest} MLP, marginalised loss along the W2 geodesic (pair 0)"
+    title = (f"{dataset}: {profile.align_depth} x {widest} MLP, "
+             "marginalised loss along the W2 geodesic (pair 0)")
     fig = plotting.interpolation_curves(rossi.geodesic_curves(res, dataset, widest), title=title)
     for ax in fig.axes:
         ax.set_xlabel(r"$\tau$ along the $W_2$ geodesic $q_0 \to q_1$")

@@ -192,8 +192,8 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 #
 # ```bash
 # python -m symlib gpu install laurent-bank
-# python -m symlib run functional_collapse --profile paper --set bank_used=1024 \
-#     --label paper-1024nets --out book/results
+# python -m symlib run functional_collapse --profile paper \
+#     --set bank_used=1024 --label paper-1024nets --out book/results
 # ```
 #
 # With random pairs the permutation test of the correlation cannot be run (relabelling the
