@@ -12,7 +12,9 @@ Sec. 3.2 and Fig. 3 right).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import jax
@@ -38,7 +40,11 @@ def _check_fraction(keep_fraction) -> float:
 
 
 def num_kept(keep_fraction: float, num_params: int) -> int:
-    """``round(keep_fraction * num_params)``, rounding halves up (``floor(f * P + 0.5)``).
+    """``round(keep_fraction * num_params)``, rounding halves up (``floor(f * P + 1/2)``).
+
+    The product is exact: ``f`` is read as the shortest decimal that gives the float back
+    (``repr``, the number as typed), so ``0.145`` of 100 weights keeps 15, not the 14 that
+    the float product ``14.499999999999998`` would round to.
 
     Args:
         keep_fraction: fraction of the weights kept, in [0, 1].
@@ -51,7 +57,7 @@ def num_kept(keep_fraction: float, num_params: int) -> int:
         ValueError: if ``keep_fraction`` is not a number in [0, 1].
     """
     f = _check_fraction(keep_fraction)
-    return int(min(num_params, np.floor(f * num_params + 0.5)))
+    return int(min(num_params, math.floor(Fraction(repr(f)) * num_params + Fraction(1, 2))))
 
 
 def _check_pair(mu: PyTree, sigma: PyTree) -> None:

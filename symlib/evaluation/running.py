@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from symlib.evaluation.summaries import GaussianSummary
@@ -34,9 +35,18 @@ PyTree = Any
 
 
 def _summary_dtype(leaf) -> np.dtype:
-    """The dtype of ``leaf``'s moments in a summary: its own if floating, else float64."""
-    dt = np.asarray(leaf).dtype
-    return dt if np.issubdtype(dt, np.floating) else np.dtype(np.float64)
+    """The dtype of ``leaf``'s moments in a summary: its own if floating (bfloat16 too), else float64."""
+    dt = np.dtype(getattr(leaf, "dtype", np.asarray(leaf).dtype))
+    return dt if jnp.issubdtype(dt, jnp.floating) else np.dtype(np.float64)
+
+
+def _check_shapes(what: str, got: list, want: list, paths: list) -> None:
+    """A ValueError naming the first leaf whose shape in ``got`` is not the one in ``want``."""
+    for path, g, w in zip(paths, got, want):
+        if tuple(g) != tuple(w):
+            raise ValueError(f"{what}: leaf {jax.tree_util.keystr(path)} has per-network shape {tuple(g)}, "
+                             f"the accumulator's is {tuple(w)} (a single network needs a leading batch "
+                             f"axis of 1)")
 
 
 def _batch_moments(leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -87,7 +97,9 @@ class RunningMoments:
             ``self``.
 
         Raises:
-            ValueError: if the batch is empty, its leaves disagree on ``k``, or it holds NaN or inf.
+            ValueError: if the batch is empty, its leaves disagree on ``k``, a leaf's shape after
+                ``k`` is not the accumulator's (one network passed without its batch axis), or it
+                holds NaN or inf.
         """
         leaves = jax.tree_util.tree_structure(self.mean).flatten_up_to(batch)
         sizes = {np.shape(a)[0] if np.ndim(a) else None for a in leaves}
@@ -95,6 +107,7 @@ class RunningMoments:
             raise ValueError(f"batch needs one leading axis k >= 1 shared by every leaf, got sizes "
                              f"{sorted(map(str, sizes))}")
         k = sizes.pop()
+        self._check_layout("update", [np.shape(a)[1:] for a in leaves])
         pairs = [_batch_moments(a) for a in leaves]
         b_mean, b_m2 = [m for m, _ in pairs], [s for _, s in pairs]
         if not all(np.all(np.isfinite(m)) for m in b_mean):
@@ -109,9 +122,19 @@ class RunningMoments:
 
         Returns:
             ``self``.
+
+        Raises:
+            ValueError: if a leaf of ``other`` is not shaped as the same leaf here.
         """
         treedef = jax.tree_util.tree_structure(self.mean)
-        return self._merge(other.count, treedef.flatten_up_to(other.mean), treedef.flatten_up_to(other.m2))
+        means, m2s = treedef.flatten_up_to(other.mean), treedef.flatten_up_to(other.m2)
+        self._check_layout("merge", [np.shape(a) for a in means])
+        self._check_layout("merge", [np.shape(a) for a in m2s])
+        return self._merge(other.count, means, m2s)
+
+    def _check_layout(self, what: str, shapes: list) -> None:
+        paths_leaves = jax.tree_util.tree_flatten_with_path(self.mean)[0]
+        _check_shapes(what, shapes, [np.shape(a) for _, a in paths_leaves], [p for p, _ in paths_leaves])
 
     def _merge(self, n_b: int, mean_b: list, m2_b: list) -> RunningMoments:
         if n_b == 0:
@@ -199,6 +222,9 @@ class RunningMoments:
 
         Returns:
             The accumulator.
+
+        Raises:
+            ValueError: if a stored leaf is not shaped as the same leaf of ``like``.
         """
         out = cls.zeros(like)
         treedef = jax.tree_util.tree_structure(out.mean)
@@ -207,6 +233,9 @@ class RunningMoments:
         def leaves(name):
             return [np.asarray(arrays[f"{prefix}{name}_{i}"], np.float64) for i in range(n)]
 
-        out.mean = jax.tree_util.tree_unflatten(treedef, leaves("mean"))
-        out.m2 = jax.tree_util.tree_unflatten(treedef, leaves("m2"))
+        means, m2s = leaves("mean"), leaves("m2")
+        out._check_layout("from_arrays", [np.shape(a) for a in means])
+        out._check_layout("from_arrays", [np.shape(a) for a in m2s])
+        out.mean = jax.tree_util.tree_unflatten(treedef, means)
+        out.m2 = jax.tree_util.tree_unflatten(treedef, m2s)
         return out

@@ -148,8 +148,9 @@ def difference_interval(first: Sequence[float], second: Sequence[float], level: 
     its Welch interval (one value per unit in each group, 1-D).
 
     Returns:
-        ``(difference, low, high)``; with fewer than two units in a group the interval is
-        infinite.
+        ``(difference, low, high)``; with fewer than two units in a group, or a group with no
+        spread (its units tied, up to rounding), the interval is infinite: as in
+        :func:`mean_interval`, a spread of zero is no evidence that a group's noise is zero.
 
     Raises:
         ValueError: for an empty group, a non-finite value, or values that are not 1-D.
@@ -158,7 +159,7 @@ def difference_interval(first: Sequence[float], second: Sequence[float], level: 
 
     a, b = _finite_1d(first, "difference_interval (first)"), _finite_1d(second, "difference_interval (second)")
     d = float(a.mean() - b.mean())
-    if a.size < 2 or b.size < 2:
+    if a.size < 2 or b.size < 2 or _tied(a, np.full_like(a, a[0])) or _tied(b, np.full_like(b, b[0])):
         return d, -np.inf, np.inf
     res = stats.ttest_ind(a, b, equal_var=False)
     ci = res.confidence_interval(confidence_level=level)
@@ -167,7 +168,12 @@ def difference_interval(first: Sequence[float], second: Sequence[float], level: 
 
 def _pair_layout(pairs, a, b, name: str):
     """Checked ``(inverse indices (n_pairs, 2), n networks, a, b)`` of every pair of some networks."""
-    pairs = np.asarray(pairs, dtype=np.int64)
+    raw = np.asarray(pairs)
+    if raw.dtype == bool or not (np.issubdtype(raw.dtype, np.integer)
+                                 or (np.issubdtype(raw.dtype, np.floating) and np.all(raw == np.round(raw)))):
+        raise ValueError(f"{name}: pairs must hold integer network indices, got {raw.dtype} values "
+                         f"{raw.ravel()[:4].tolist()}")
+    pairs = raw.astype(np.int64)
     a, b = _finite_1d(a, f"{name} (a)", 3), _finite_1d(b, f"{name} (b)", 3)
     if pairs.shape != (a.size, 2) or b.size != a.size:
         raise ValueError(f"{name}: pairs {pairs.shape}, a {a.shape}, b {b.shape} do not match")

@@ -135,7 +135,7 @@ def _stack_size(samples_stack: PyTree) -> int:
 
 def _out_dtype(leaf) -> np.dtype:
     dt = np.dtype(getattr(leaf, "dtype", np.asarray(leaf).dtype))
-    return dt if np.issubdtype(dt, np.floating) else np.dtype(np.float64)
+    return dt if jax.numpy.issubdtype(dt, jax.numpy.floating) else np.dtype(np.float64)
 
 
 def _leaf_paths(tree: PyTree) -> list[str]:

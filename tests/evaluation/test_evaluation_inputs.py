@@ -56,3 +56,27 @@ def test_running_moments_keep_a_dtype_per_leaf_like_direct_summary():
         ref = stack[name].astype(np.float64)
         np.testing.assert_allclose(running.mu[name], ref.mean(axis=0).astype(dtype), rtol=1e-3)
         np.testing.assert_allclose(running.sigma[name], ref.std(axis=0).astype(dtype), rtol=1e-3)
+
+
+def test_running_moments_refuse_a_network_without_its_batch_axis():
+    """One network passed as a batch made each of its weights a network: count 6, not 2."""
+    mom = RunningMoments.zeros({"b": np.zeros(3)})
+    with pytest.raises(ValueError, match=r"update: leaf \['b'\] has per-network shape \(\), .* \(3,\)"):
+        mom.update({"b": np.array([1.0, 2.0, 3.0])})
+    with pytest.raises(ValueError, match=r"per-network shape \(3, 3\)"):
+        mom.update({"b": np.ones((2, 3, 3))})
+    assert mom.count == 0
+    mom.update({"b": np.array([[1.0, 2.0, 3.0], [5.0, 6.0, 7.0]])})
+    np.testing.assert_allclose(mom.mean["b"], [3.0, 4.0, 5.0])
+    other = RunningMoments.zeros({"b": np.zeros(1)}).update({"b": np.ones((2, 1))})
+    with pytest.raises(ValueError, match=r"merge: leaf \['b'\] has per-network shape \(1,\)"):
+        mom.merge(other)
+    stored = mom.to_arrays("m_")
+    with pytest.raises(ValueError, match="from_arrays"):
+        RunningMoments.from_arrays(stored, "m_", {"b": np.zeros(4)})
+
+
+def test_bfloat16_samples_keep_their_dtype():
+    stack = {"w": jnp.asarray(np.random.default_rng(1).normal(size=(4, 3)), jnp.bfloat16)}
+    mom = RunningMoments.zeros(jax.tree_util.tree_map(lambda a: a[0], stack)).update(stack)
+    assert mom.summary().mu["w"].dtype == direct_summary(stack).mu["w"].dtype == jnp.bfloat16

@@ -159,3 +159,10 @@ def test_stitch_moves_sigma_into_the_mu_frame():
     _assert_tree_close(prune_by_sigma(mu, sigma, 0.3), prune_by_sigma(mu_a, sigma_true, 0.3), rtol=0, atol=0)
     with pytest.raises(TypeError, match="GaussianSummary"):
         stitch((mu_a, sigma_a), B, spec)
+
+
+@pytest.mark.parametrize("f, p, kept", [(0.145, 100, 15), (0.29, 50, 15), (0.575, 100, 58), (0.125, 100, 13),
+                                        (0.25, 10, 3), (1 / 3, 9, 3), (0.0, 7, 0), (1.0, 7, 7)])
+def test_num_kept_rounds_the_decimal_half_up(f, p, kept):
+    """0.145 * 100 is 14.499999999999998 in floats, which floor(x + 0.5) rounded to 14."""
+    assert num_kept(f, p) == kept

@@ -115,3 +115,27 @@ def test_a_ratio_proportional_in_every_run_gives_no_interval():
     den = np.asarray([3.7, 1.1, 2.9, 5.3])
     r, lo, hi = stats.ratio_interval(0.3 * den, den)
     assert r == pytest.approx(0.3) and (lo, hi) == (-np.inf, np.inf)
+
+
+def test_difference_of_two_tied_groups_has_no_interval():
+    """Three runs at 1 against three at 0: Welch's interval was [1, 1], a certain difference
+    from six numbers with no spread. One tied group alone would leave Welch only the other
+    group's noise, so it gives no interval either; two groups with spread give one."""
+    assert stats.difference_interval([1.0, 1.0, 1.0], [0.0, 0.0, 0.0]) == (1.0, -np.inf, np.inf)
+    assert stats.difference_interval([0.1 + 0.2, 0.3, 0.3], [0.0] * 3)[1:] == (-np.inf, np.inf)
+    assert stats.difference_interval([1.0, 1.0, 1.0], [0.0, 0.1, 0.2])[1:] == (-np.inf, np.inf)
+    d, lo, hi = stats.difference_interval([1.0, 1.1, 0.9], [0.0, 0.1, 0.2])
+    assert np.isfinite(lo) and np.isfinite(hi) and lo < d < hi
+
+
+@pytest.mark.parametrize("shift", [0.7, True])
+def test_mantel_refuses_pairs_that_are_not_integers(shift):
+    """0.7 was truncated to network 0 without a word; whole floats (as json gives) are taken."""
+    pairs = _all_pairs(5)
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=10), rng.normal(size=10)
+    bad = pairs + 0.7 if shift is not True else pairs.astype(bool)
+    with pytest.raises(ValueError, match="pairs must hold integer network indices"):
+        stats.mantel_test(bad, a, b, permutations=99)
+    assert stats.mantel_test(pairs.astype(float), a, b, permutations=99) == stats.mantel_test(
+        pairs, a, b, permutations=99)
