@@ -238,11 +238,15 @@ def identifiable(scaling_spec: ScalingSpec, perm_spec: PermutationSpec, params: 
         result is then not canonical to that accuracy.
 
     Raises:
-        ValueError: for another ``scaling``, a non-homogeneous ``activation`` with a
-            scaling, and the errors of the steps.
+        ValueError: for another ``scaling``, ``statistic="norm"`` with ``scaling="unit_norm"``
+            (every unit's norm is then 1), a non-homogeneous ``activation`` with a scaling, and
+            the errors of the steps.
     """
     if scaling not in _SCALINGS:
         raise ValueError(f"scaling must be 'min_mass', 'unit_norm' or None, got {scaling!r}")
+    if scaling == "unit_norm" and isinstance(statistic, str) and statistic == "norm":
+        raise ValueError("statistic='norm' cannot sort unit-normed units: every incoming norm is 1, so the "
+                         "order would follow rounding noise; use 'max', 'abs_max' or another statistic")
     if scaling == "min_mass":
         res = min_mass(scaling_spec, params, activation=activation, **{"tol": IDENTIFIABLE_TOL, **min_mass_kw})
         if not res.converged:

@@ -60,6 +60,14 @@ def _check_finite_if_concrete(x, name: str) -> None:
         check_finite(x, name)
 
 
+def _check_blocks(blocks, n) -> None:
+    """A ValueError unless every ``blocks`` is an integer >= 1 that divides its ``n``."""
+    g, m = np.asarray(blocks), np.asarray(n)
+    if not (np.issubdtype(g.dtype, np.integer) or np.all(g == np.round(g))) or np.any(g < 1) or np.any(m % g):
+        raise ValueError(f"blocks must be integers >= 1 dividing the number of units n, got blocks "
+                         f"{g.tolist()} for n {m.tolist()}")
+
+
 def discordant_pairs(a: jax.Array, b: jax.Array, blocks: int = 1) -> jax.Array:
     """Number of unit pairs ``i < j`` ordered one way by ``a`` and the other way by ``b``
     (ties count as not discordant). ``O(n^2)`` memory, fine for layer widths in the
@@ -77,8 +85,9 @@ def discordant_pairs(a: jax.Array, b: jax.Array, blocks: int = 1) -> jax.Array:
         The number of discordant pairs, an integer scalar array.
 
     Raises:
-        ValueError: if concrete ``a`` or ``b`` hold NaN or inf.
+        ValueError: if concrete ``a`` or ``b`` hold NaN or inf, or ``blocks`` does not divide ``n``.
     """
+    _check_blocks(blocks, a.shape[-1])
     _check_finite_if_concrete(a, "a")
     _check_finite_if_concrete(b, "b")
     sa = jnp.sign(a[:, None] - a[None, :])
@@ -103,7 +112,7 @@ def discordant_pairs_batch(a, b, blocks: int = 1) -> np.ndarray:
         Discordant pairs, the broadcast leading shape.
 
     Raises:
-        ValueError: if ``a`` or ``b`` hold NaN or inf.
+        ValueError: if ``a`` or ``b`` hold NaN or inf, or ``blocks`` does not divide ``n``.
     """
     check_finite(a, "a")
     check_finite(b, "b")
@@ -124,7 +133,11 @@ def kendall_tau_from_discordant(d, n, blocks=1):
 
     Returns:
         Kendall's tau, float64 of the broadcast shape.
+
+    Raises:
+        ValueError: if a ``blocks`` is not an integer >= 1 dividing its ``n``.
     """
+    _check_blocks(blocks, n)
     d = np.asarray(d, dtype=np.float64)
     g = np.asarray(blocks, dtype=np.float64)
     m = np.asarray(n, dtype=np.float64) / g

@@ -311,22 +311,27 @@ def _log_factor(spec: ScalingSpec, path: str, shape, u: Mapping):
     return out
 
 
-def _check_scales(scales: Mapping, sizes: Mapping[str, int]) -> dict[str, np.ndarray]:
+def _check_scales(scales: Mapping, sizes: Mapping[str, int], what: str = "scales",
+                  positive: bool = True) -> dict[str, np.ndarray]:
+    """``scales`` checked (one finite float64 vector per group, positive unless ``positive``
+    is False, as for log-scales), named ``what`` in the errors."""
+    kind = "positive factors" if positive else "log-scales"
     if not isinstance(scales, Mapping):
-        raise TypeError(f"scales must be a dict: group name -> positive factors (groups {list(sizes)}), got "
+        raise TypeError(f"{what} must be a dict: group name -> {kind} (groups {list(sizes)}), got "
                         f"{type(scales).__name__}")
     unknown = [n for n in scales if n not in sizes]
     missing = [n for n in sizes if n not in scales]
     if unknown or missing:
-        raise ValueError(f"scales must name exactly the groups {list(sizes)}; unknown {unknown}, missing {missing}")
+        raise ValueError(f"{what} must name exactly the groups {list(sizes)}; unknown {unknown}, missing {missing}")
     out = {}
     for name, s in scales.items():
         s = np.asarray(s, dtype=np.float64)
         if s.shape != (sizes[name],):
-            raise ValueError(f"scales[{name!r}] must have shape ({sizes[name]},), got {s.shape}")
-        check_finite(s, f"scales[{name!r}]")
-        if np.any(s <= 0):
-            raise ValueError(f"scales[{name!r}] must be positive; non-positive at unit(s) {np.flatnonzero(s <= 0)[:10].tolist()}")
+            raise ValueError(f"{what}[{name!r}] must have shape ({sizes[name]},), got {s.shape}")
+        check_finite(s, f"{what}[{name!r}]")
+        if positive and np.any(s <= 0):
+            raise ValueError(f"{what}[{name!r}] must be positive; non-positive at unit(s) "
+                             f"{np.flatnonzero(s <= 0)[:10].tolist()}")
         out[name] = s
     return out
 
@@ -627,8 +632,10 @@ def _dense_newton(spec: ScalingSpec, flat: Mapping[str, np.ndarray], sizes: Mapp
     return u, before, steps, converged
 
 
-def _packed(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray] | None):
-    """Squared mass leaves, group sizes' cut points, and the log-scales as one float64 vector."""
+def _packed(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndarray] | None,
+            what: str = "log_scales"):
+    """Squared mass leaves, group sizes' cut points, and the log-scales (checked as they are,
+    named ``what`` in errors; no exp/log round trip) as one float64 vector."""
     sizes = check_scaling_spec(spec, params)
     flat = _float64(spec, params)
     names = list(spec.groups)
@@ -636,8 +643,8 @@ def _packed(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.ndar
     if log_scales is None:
         v = np.zeros(sum(sizes.values()))
     else:
-        scales = _check_scales({n: np.exp(np.asarray(u, np.float64)) for n, u in log_scales.items()}, sizes)
-        v = np.concatenate([np.log(scales[n]) for n in names])
+        checked = _check_scales(log_scales, sizes, what, positive=False)
+        v = np.concatenate([checked[n] for n in names])
     return {p: flat[p] ** 2 for p in spec.mass_paths}, cuts, v
 
 
@@ -674,7 +681,7 @@ def mass_along(spec: ScalingSpec, params: Mapping, log_scales: Mapping[str, np.n
         ``M(origin + t direction)`` for each ``t``.
     """
     sq, cuts, v = _packed(spec, params, log_scales)
-    _, _, d = _packed(spec, params, direction)
+    _, _, d = _packed(spec, params, direction, "direction")
     f, _, _ = _mass_functions(spec, cuts)
     with _x64():
         return np.array([float(f(jnp.asarray(v + ti * d), sq)) for ti in np.asarray(t, float)])

@@ -340,11 +340,16 @@ def param_distance(a: Mapping, b: Mapping) -> float:
         The distance as a Python float.
 
     Raises:
-        ValueError: if the trees hold different parameters.
+        ValueError: if the trees hold different parameters, or a parameter's shapes differ
+            (numpy would broadcast a ``(1, 4)`` kernel against a ``(3, 4)`` one).
     """
     fa, fb = flatten_params(a), flatten_params(b)
     if sorted(fa) != sorted(fb):
         raise ValueError(f"parameter trees differ: {sorted(set(fa) ^ set(fb))}")
+    shapes = [(k, np.shape(fa[k]), np.shape(fb[k])) for k in sorted(fa) if np.shape(fa[k]) != np.shape(fb[k])]
+    if shapes:
+        k, sa, sb = shapes[0]
+        raise ValueError(f"parameter {k!r} has shape {sa} in a and {sb} in b")
     return float(np.sqrt(sum(np.sum((np.asarray(fa[k], np.float64) - np.asarray(fb[k], np.float64)) ** 2)
                              for k in fa)))
 
