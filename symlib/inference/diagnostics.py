@@ -101,7 +101,8 @@ def ess(x) -> np.ndarray:
         ValueError: naming ``ess`` if ``x`` has fewer than 2 axes or 2 samples.
     """
     x = _chains_samples(x, "ess", 1, 2)
-    return np.asarray(_ess(jnp.asarray(x - x.mean(axis=(0, 1)))))
+    # BlackJAX squeezes its result, which would drop a quantity's own axes of size 1
+    return np.asarray(_ess(jnp.asarray(x - x.mean(axis=(0, 1))))).reshape(x.shape[2:])
 
 
 @partial(jax.jit, static_argnames=("apply_fn",))

@@ -504,8 +504,8 @@ def fit_map(key: jax.Array, params0: PyTree, model: Model, data: Data, config: T
     mode's and the model state (``model.state``) is replaced at every step by what it returns
     (BatchNorm's running statistics updated as the model defines), else the state is held.
     The estimate's ``info`` holds ``epoch_loss`` (the mean objective of every epoch) and, with
-    ``keep_trajectory``, ``trajectory`` (the parameters at the start and after every epoch,
-    stacked); ``progress`` shows a progress bar over the epochs.
+    ``keep_trajectory``, ``trajectory`` (the parameters after every epoch, stacked: ``epochs``
+    entries, ``params0`` not among them); ``progress`` shows a progress bar over the epochs.
 
     Raises:
         NonFiniteFitError: if the parameters or the loss became NaN or inf.

@@ -156,3 +156,12 @@ def test_coordinate_diagnostics_one_chain_and_bad_input():
         coordinate_diagnostics(x, num_worst=0)
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         coordinate_diagnostics(x, batch_size=0)
+
+
+@pytest.mark.parametrize("shape", [(4, 200, 1), (4, 200, 3, 1), (4, 200, 1, 3), (4, 200)])
+def test_ess_keeps_the_quantitys_axes_of_size_one(shape):
+    """BlackJAX squeezes its result: (4, 200, 1) gave ESS of shape (), not rhat's (1,)."""
+    x = np.random.default_rng(5).normal(size=shape)
+    assert ess(x).shape == rhat(x).shape == shape[2:]
+    flat = ess(x.reshape(4, 200, -1)).reshape(shape[2:])
+    np.testing.assert_allclose(ess(x), flat, rtol=1e-6)

@@ -705,3 +705,34 @@ def test_sharded_equals_unsharded(tmp_path):
     assert resumed["chunks"] == 2 and resumed["first_iteration"] > 2, resumed  # it went on after the first chunk
     np.testing.assert_allclose(resumed["samples"], single["samples"], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(resumed["acceptance"], single["acceptance"], rtol=1e-4, atol=1e-5)
+
+
+_X64_SCRIPT = textwrap.dedent('''
+    import json
+    import jax, jax.numpy as jnp, numpy as np
+    from symlib.inference.hmc import HMCConfig, run_hmc
+    out = {}
+    for adapt in (False, True):
+        cfg = HMCConfig(step_size=0.3, num_leapfrog=5, num_burnin=50, num_samples=400, thin=1, num_chains=2,
+                        adapt_step_size=adapt)
+        res = run_hmc(jax.random.key(0), {"w": jnp.zeros(3, jnp.float64)},
+                      lambda p: -0.5 * jnp.sum(p["w"] ** 2), cfg)
+        s = np.asarray(res.samples["w"]).reshape(-1, 3)
+        out[str(adapt)] = {"dtype": str(res.samples["w"].dtype), "step_dtype": str(res.step_size.dtype),
+                           "var": s.var(axis=0).tolist()}
+    print("RESULT" + json.dumps(out))
+''')
+
+
+def test_hmc_runs_with_float64_enabled():
+    """Under jax_enable_x64 the dual-averaging update came out in float64 while the skipped
+    iterations kept the carry's float32, and lax.cond refused the two branches: every run_hmc
+    raised TypeError, adapting or not. Now it samples a standard normal in float64."""
+    env = {**os.environ, "JAX_ENABLE_X64": "1", "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", _X64_SCRIPT], env=env, cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.split("RESULT", 1)[1])
+    for adapt in ("False", "True"):
+        assert out[adapt]["dtype"] == "float64" and out[adapt]["step_dtype"] == "float32", out
+        np.testing.assert_allclose(out[adapt]["var"], 1.0, atol=0.25)

@@ -372,7 +372,8 @@ def run_segment(seg: Segment, carry: Carry, logdensity, chain_keys, cfg: HMCConf
     """Run one segment's blocks; returns the new carry, host stats and host samples (or None)."""
     adapt = cfg.adapt_step_size and seg.kind == "burnin"
     if cfg.adapt_step_size and seg.kind == "samples" and carry.iteration == cfg.num_burnin:
-        carry.step_size = final_step_size(carry.da_state)  # freeze the adapted step size
+        # freeze the adapted step size, in the carry's dtype (the adaptation's is float64 under x64)
+        carry.step_size = final_step_size(carry.da_state).astype(carry.step_size.dtype)
     stats, kept, t = [], [], carry.iteration
     for n in seg.blocks:
         state, da, eps, st = run_block(logdensity, carry.state, carry.da_state, carry.step_size, chain_keys,

@@ -142,7 +142,10 @@ def _chain_block(logdensity, state, da_state, step_size, chain_key, start, num_a
         new_state, info = kernel.step(key, state, eps, inverse_mass)
         acceptance = info.acceptance_rate.astype(dtype)
         energy_error = (info.energy - (-state.logdensity + _kinetic_energy(info.momentum))).astype(dtype)
-        da = jax.tree.map(partial(jnp.where, adapt), da_update(da, acceptance), da)
+        # the update computes in the acceptance's dtype (float64 under jax_enable_x64); the
+        # carry keeps its own, or lax.cond's two branches would return different types
+        da = jax.tree.map(lambda new, old: jnp.where(adapt, new, old).astype(old.dtype),
+                          da_update(da, acceptance), da)
         return (new_state, da, eps), (acceptance, info.is_divergent, energy_error)
 
     def skip(carry, t):
