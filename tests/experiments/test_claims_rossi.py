@@ -206,11 +206,12 @@ def test_cifar100_barrier_remains_after_alignment():
         name].holds
 
 
-def _resnet_summary(naive, aligned, pairs=4, noise=0.02, widths=(1, 2, 4, 8)):
+def _resnet_summary(naive, aligned, pairs=4, noise=0.02, widths=(1, 2, 4, 8), accuracy=0.85):
     cells = _cells(naive, aligned, pairs, noise)
     return {"widths": {"cifar10": list(widths)},
             "marginal": {"cifar10": {s: {k: [float(np.mean(v)) for v in b[k]] for k in b} for s, b in cells.items()}},
-            "marginal_pairs": {"cifar10": cells}}
+            "marginal_pairs": {"cifar10": cells},
+            "endpoint_accuracy": {"cifar10": [[accuracy] * pairs for _ in widths]}}
 
 
 def test_resnet20_claims():
@@ -230,6 +231,36 @@ def test_resnet20_claims():
     v = _outcomes("vi_alignment_resnet20", _resnet_summary((2.0,), (0.5,), widths=(1,)))
     assert v["wider_lower_only_after_alignment"].verdict is Verdict.NOT_TESTED
     assert "one width" in v["wider_lower_only_after_alignment"].evidence.untested
+
+
+def test_resnet20_width_claim_tests_the_only():
+    """"Only after alignment": the naive barrier falling with width as well (2.0 -> 1.4, wholly
+    below 0 in slope) contradicts it, even though the aligned one falls faster; before, only
+    the aligned slope and aligned - naive were judged, and this held."""
+    v = _outcomes("vi_alignment_resnet20", _resnet_summary((2.0, 1.8, 1.6, 1.4), (1.0, 0.6, 0.3, 0.05)))
+    ev = v["wider_lower_only_after_alignment"].evidence
+    assert v["wider_lower_only_after_alignment"].verdict is Verdict.DIFFERS, ev
+    assert "minus naive" in ev.units and ev.low > 0
+    # a naive trend that cannot be told from zero is the 'only' (the registered reading)
+    v = _outcomes("vi_alignment_resnet20", _resnet_summary((2.0,) * 4, (1.0, 0.6, 0.3, 0.05)))
+    assert v["wider_lower_only_after_alignment"].holds
+
+
+@pytest.mark.parametrize("accuracy", [None, {}, {"cifar10": []}])
+def test_resnet20_claims_are_not_tested_without_the_networks_accuracy(accuracy):
+    """The untrained-network gate passed when its data was missing: the same barriers that are
+    "not tested" at chance accuracy then held."""
+    summary = _resnet_summary((2.0,) * 4, (0.5, 0.35, 0.2, 0.1))
+    assert _outcomes("vi_alignment_resnet20", summary)["alignment_lowers_every_barrier"].holds
+    if accuracy is None:
+        del summary["endpoint_accuracy"]
+    else:
+        summary["endpoint_accuracy"] = accuracy
+    for name, outcome in _outcomes("vi_alignment_resnet20", summary).items():
+        assert outcome.verdict is Verdict.NOT_TESTED, name
+        assert "whether they learned cannot be checked" in outcome.evidence.untested
+    chance = _resnet_summary((2.0,) * 4, (0.5, 0.35, 0.2, 0.1), accuracy=0.1)
+    assert _outcomes("vi_alignment_resnet20", chance)["alignment_lowers_every_barrier"].verdict is Verdict.NOT_TESTED
 
 
 def _robust_summary(shares, pairs=4, noise=0.02, naive=1.5):

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from symlib.experiments.table import Table
-from symlib.experiments.judging.thresholds import Threshold
+from symlib.experiments.judging.thresholds import Threshold, threshold
 
 Summary = Mapping[str, Any]
 
@@ -210,16 +210,11 @@ def share_of_units(successes: int, trials: int, threshold: Threshold, units: str
     return Evidence(share, lo, hi, threshold, f"{trials} {units}", detail)
 
 
-#: Validity gate of the claims about trained networks (set on 2026-11-25 for the ResNet20
-#: barriers, after seeing the quick stand-in's networks at chance): a network whose test
-#: accuracy is at most this many times chance has not learned, so claims about it are "not tested".
-MIN_ACCURACY_OVER_CHANCE = 2.0
-
-
 def untrained_limit(lowest: float, classes: int) -> float | None:
-    """The accuracy at or below which a ``classes``-way classifier has not learned
-    (:data:`MIN_ACCURACY_OVER_CHANCE` times chance) when ``lowest`` is at or below it, else None."""
-    limit = MIN_ACCURACY_OVER_CHANCE / classes
+    """The accuracy at or below which a ``classes``-way classifier has not learned (the
+    registered gate ``gate.untrained_accuracy``, in multiples of chance) when ``lowest`` is at
+    or below it, else None."""
+    limit = threshold("gate.untrained_accuracy").value / classes
     return limit if lowest <= limit else None
 
 

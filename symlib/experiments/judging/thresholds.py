@@ -107,7 +107,8 @@ def threshold(key: str) -> Threshold:
 # ============================================================================ shared readings
 
 define("exact_zero", 1e-9, "below",
-       "the function is unchanged (the symmetries leave it invariant)",
+       "(no paper's words: the definition of a symmetry, which every paper states in its own words) the "
+       "function is unchanged (the symmetries leave it invariant)",
        "the largest change of any logit over all networks and test inputs, in float64; rounding alone stays "
        "far below 1e-9, so this is a worst case over every unit, not an estimate",
        "2026-11-22, before any run")
@@ -365,8 +366,10 @@ define("vi_alignment_resnet20.wider_lower_only_after_alignment", 0.0, "below",
        "two effects, each the mean over series of independent pairs of a least-squares slope against log2(width) "
        "(nats per doubling), judged together (the worse verdict): the aligned barrier's slope is below 0 (wider "
        "is lower after alignment) and the aligned minus the naive slope is below 0 (alignment makes width help "
-       "more than it does naively); a naive trend that cannot be told from zero is the 'only'",
-       "2026-11-25, before any ResNet20 run with more than one width")
+       "more than it does naively); a naive trend that cannot be told from zero is the 'only', and a naive slope "
+       "wholly below 0 (width lowers the barrier without alignment) contradicts it: the claim then differs",
+       "2026-11-25, before any ResNet20 run with more than one width (the naive slope's test, which the code had "
+       "left out, added 2026-12-02, before any ResNet20 run whose networks learned)")
 
 define("vi_alignment_robustness.removes_barrier_every_setting", 0.5, "above",
        "The results hold for different prior variances and temperatures (the sentence of rossi2023_summary.md, a "
@@ -582,8 +585,8 @@ define("laurent_posteriors.multi_mode_closer", 0.0, "above",
        "after seeing our numbers (on the GPU-trained bank every pair was already on the paper's side)")
 
 define("laurent_posteriors.ensemble_closest", 0.0, "above",
-       "deep ensembles are the closest to the reference posterior (Table 1: MMD 0.0, other checkpoints of the "
-       "same pool)",
+       "after Deep Ensembles - that have perfect MMD as expected - Laplace methods perform best on all measures "
+       "(App. B.4; Table 1: the deep ensemble's MMD is 0.0, other checkpoints of the same pool)",
        "effect: MMD(other method) - MMD(DE), median over kernels, for the least clear method and variant (raw "
        "and NS), with the same jackknife interval as multi_mode_closer",
        "2026-11-25, before seeing the jackknife numbers")
@@ -710,6 +713,24 @@ define("gate.hmc_ess", 100.0, "above",
        "effect: the effective sample size of the test log-likelihood over all chains; the same claims are not "
        "tested below it",
        "2026-11-27, before the quick and paper runs it judges (issue 43)")
+
+define("gate.laurent_resnet18_regime", 10.0, "below",
+       "(no paper's words: a validity gate of ours) Table 1's ResNet-18 blocks compare posterior estimates of "
+       "networks whose deep ensemble reaches 75.9% test accuracy on CIFAR-100 and 65.4% on TinyImageNet "
+       "(Table 1, DE)",
+       "effect: the task's Table 1 deep-ensemble accuracy minus ours, in points; as gate.laurent_mnist_regime, a "
+       "run 10 points or more below it is outside the paper's regime and the task's Sec. 4.3 claims are not "
+       "tested on it",
+       "2026-12-02, before any ResNet-18 run (none has been run; the MNIST block's gate carried over)")
+
+define("gate.untrained_accuracy", 2.0, "above",
+       "(no paper's words: a validity gate of ours) a classifier that has learned does better than chance; a "
+       "loss barrier or a swap count between networks that have not learned measures noise",
+       "effect: the lowest test accuracy of the networks a claim reads (each pair's model averages for the "
+       "ResNet20 barriers, the networks of a ResNet-18 swap run), in multiples of chance (1 / classes); at or "
+       "below 2, twice chance, the networks have not learned and the claims reading them are not tested",
+       "2026-11-25, for the ResNet20 barriers, after seeing the quick stand-in's networks at chance (a constant "
+       "of judging.claims until 2026-12-02, registered here since)")
 
 define("gate.laurent_mnist_regime", 10.0, "below",
        "(no paper's words: a validity gate of ours) Table 1's MNIST block compares posterior estimates of "

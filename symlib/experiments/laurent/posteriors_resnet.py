@@ -55,8 +55,9 @@ from symlib.experiments.judging.claims import Evidence, claim
 from symlib.experiments.judging.thresholds import threshold
 from symlib.experiments.laurent.collapse import (collapse_pairs, collapse_summary, correlation_evidence,
                                                  ood_more_dispersed, ood_variance_larger)
-from symlib.experiments.laurent.posterior_claims import (ensemble_closest, multi_mode_better_ood, multi_mode_closer,
-                                                         multi_mode_higher_mi, single_mode_better_ece)
+from symlib.experiments.laurent.posterior_claims import (ensemble_closest, in_regime, multi_mode_better_ood,
+                                                         multi_mode_closer, multi_mode_higher_mi, regime_gate,
+                                                         single_mode_better_ece)
 from symlib.experiments.laurent.posteriors import (MULTI, SINGLE, TABLE1_COLUMNS, ZOO_GROUPS, ZOO_KEYS, ZooMethod,
                                                    sample_groups, uncertainty_metrics, zoo_step)
 from symlib.experiments.profiles import Profile
@@ -698,15 +699,24 @@ for _task in TASKS:
              f"Laurent et al. {COLLAPSE_FIGURES[_task]}: mutual information of two-member ensembles of bank "
              "ResNet-18 (GPU)", summary=collapse_summary)(partial(resnet_collapse, task=_task))
 
+def resnet_regime_gate(summary: dict[str, Any], task: str) -> list[str]:
+    """The regime gate of Table 1's ``task`` block (``gate.laurent_resnet18_regime``): the run's
+    deep ensemble against the paper's (:func:`~symlib.experiments.laurent.posterior_claims.regime_gate`)."""
+    return regime_gate(summary, TABLE1[task]["DE"][TABLE1_COLUMNS.index("Acc")], "gate.laurent_resnet18_regime",
+                       f"{task}, ResNet-18")
+
+
 # The paper's claims of Sec. 4 and 5.1 hold for every task: the checks of the OptuNet
-# experiments, registered again on the ResNet-18 ones (they read the same summary layout).
+# experiments, registered again on the ResNet-18 ones (they read the same summary layout),
+# each behind its task's regime gate.
 for _task in TASKS:
+    _gate = partial(resnet_regime_gate, task=_task)
     claim(f"rn18_posteriors_{_task}", "multi_mode_closer", f"Laurent et al. Sec. 4.3, Table 1 ({_task})",
           "multi-mode techniques are closer to the reference posterior (MMD) than their single-mode counterparts "
-          "(each method X against multi-X), with and without symmetries")(multi_mode_closer)
+          "(each method X against multi-X), with and without symmetries")(in_regime(multi_mode_closer, _gate))
     claim(f"rn18_posteriors_{_task}", "ensemble_closest", f"Laurent et al. Table 1 ({_task})",
           "deep ensembles (other networks of the same pool) are the closest to the reference (MMD 0.0)")(
-        ensemble_closest)
+        in_regime(ensemble_closest, _gate))
     for _name, _check, _text in (
             ("single_mode_better_ece", single_mode_better_ece,
              "single-mode techniques often exhibit a better (lower) ECE than multi-mode ones: lower than its "
@@ -715,7 +725,8 @@ for _task in TASKS:
              "multi-mode techniques outperform the others in OOD detection: higher AUPR and lower FPR95"),
             ("multi_mode_higher_mi", multi_mode_higher_mi,
              "mono-mode methods yield lower in- and out-of-distribution mutual information than multi-mode methods")):
-        claim(f"rn18_posteriors_{_task}", _name, f"Laurent et al. Sec. 4.3, Table 1 ({_task})", _text)(_check)
+        claim(f"rn18_posteriors_{_task}", _name, f"Laurent et al. Sec. 4.3, Table 1 ({_task})", _text)(
+            in_regime(_check, _gate))
 
 # Functional collapse (Sec. 5.1 for CIFAR-100, App. D.2 for TinyImageNet): what the paper says of
 # each task's figure. Of Fig. 8 it says only that the dispersion is lower than on SVHN (no ID/OOD

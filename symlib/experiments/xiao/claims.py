@@ -329,24 +329,39 @@ def _runs_text(summary: Mapping[str, Any], what: str) -> str:
     return f"{_n_text(n, 'independent run')} ({what})"
 
 
-def _over_runs(summary: Mapping[str, Any], key: str, one, what: str) -> Evidence:
+def _over_runs(summary: Mapping[str, Any], key: str, one, what: str, parts=None) -> Evidence:
     """A claim over the independent runs of a ``compact_representation`` summary.
 
     ``one(run)`` is the claim's evidence within one run (its interval over that run's test
     images, hidden units or pixels, capped by :func:`one_run`). With several runs the effect is
     the mean of the per-run effects and the interval the Student-t interval over the runs; with
     one run, ``one``'s evidence as it is.
+
+    For a claim that every one of several parts must meet (``one`` the worst of them within a
+    run), ``parts(run)`` gives the parts' evidence in a fixed order, each named by its
+    ``detail``: with several runs each part is then taken over the runs first and the worst of
+    those is the claim's, so a part that is worst in some runs only is not averaged away.
     """
-    evs = [one(r) for r in _compact_runs(summary)]
+    runs = _compact_runs(summary)
+    evs = [one(r) for r in runs]
     untested = [e for e in evs if e.untested is not None]
     if untested:
         return untested[0]
     if len(evs) == 1:
         return evs[0]
-    effects = [e.effect for e in evs]
-    ev = mean_of_units(effects, threshold(key), "", "")
-    return _with(ev, _runs_text(summary, what),
-                 f"per run: {', '.join(f'{e:.3g}' for e in effects)}; run 1: {evs[0].detail}")
+    t = threshold(key)
+    if parts is None:
+        effects = [e.effect for e in evs]
+        ev = mean_of_units(effects, t, "", "")
+        return _with(ev, _runs_text(summary, what),
+                     f"per run: {', '.join(f'{e:.3g}' for e in effects)}; run 1: {evs[0].detail}")
+    per_run = [parts(r) for r in runs]
+    names = [e.detail for e in per_run[0]]
+    over = [mean_of_units([p[j].effect for p in per_run], t, "", name) for j, name in enumerate(names)]
+    w = worst(over)
+    text = "; ".join(f"{e.detail} {e.interval_text()}" for e in over)
+    return _with(w, _runs_text(summary, what) + f" (worst part: {w.detail})",
+                 f"each part over the runs: {text}; run 1: {evs[0].detail}")
 
 
 def _hmc_runs_text(summary: Mapping[str, Any]) -> str:
@@ -466,9 +481,20 @@ def _rebasin_shrinks_sigma_ensemble(summary: Mapping[str, Any]) -> Evidence:
 NEAR_PRIOR_COLUMNS = ("HMC q_d", "HMC q_r", "VI q")
 
 
-def _near_prior_one(run: Mapping[str, Any], t) -> Evidence:
+def _near_prior_parts(run: Mapping[str, Any], t) -> list[Evidence]:
+    """Per column of ``NEAR_PRIOR_COLUMNS`` (its ``detail``), |mean log(sigma / prior)| over
+    the always-zero pixels of one run, with its interval over those pixels."""
     from symlib.evaluation.stats import mean_interval
 
+    zp, prior = run["zero_pixel_sigma"], float(run["prior_std"])
+    evs = []
+    for col in NEAR_PRIOR_COLUMNS:
+        m, lo, hi = mean_interval(np.log(np.asarray(zp[col], float) / prior), t.level)
+        evs.append(interval_evidence(*_abs_interval(m, lo, hi), t, "", col))
+    return evs
+
+
+def _near_prior_one(run: Mapping[str, Any], t) -> Evidence:
     share = ", ".join(f"{k}: {100 * run['near_prior'][k]:.1f}%" for k in NEAR_PRIOR_COLUMNS
                       if k in run.get("near_prior", {}))
     share_text = f"share of all weights within 1.5x of the prior's sigma: {share}"
@@ -476,14 +502,8 @@ def _near_prior_one(run: Mapping[str, Any], t) -> Evidence:
     if not zp or not len(zp[NEAR_PRIOR_COLUMNS[0]]):
         return not_tested(t, "the summary has no always-zero input pixel (no known-posterior weights)", share_text)
     prior = float(run["prior_std"])
-    evs, parts = [], []
-    for col in NEAR_PRIOR_COLUMNS:
-        log_ratio = np.log(np.asarray(zp[col], float) / prior)
-        m, lo, hi = mean_interval(log_ratio, t.level)
-        eff, elo, ehi = _abs_interval(m, lo, hi)
-        evs.append(interval_evidence(eff, elo, ehi, t, "", col))
-        parts.append(f"{col} {np.exp(m):.3f}")
-    w = worst(evs)
+    parts = [f"{col} {np.exp(np.mean(np.log(np.asarray(zp[col], float) / prior))):.3f}" for col in NEAR_PRIOR_COLUMNS]
+    w = worst(_near_prior_parts(run, t))
     n = len(zp[NEAR_PRIOR_COLUMNS[0]])
     return one_run(_with(w, f"{n} always-zero input pixels (worst: {w.detail}; one run)",
                          f"sigma of the always-zero pixels' weights / prior's (exact: 1), geometric mean over {n} "
@@ -496,36 +516,44 @@ def _near_prior_one(run: Mapping[str, Any], t) -> Evidence:
        "input pixels, whose exact posterior is the prior")
 def _bayesian_sigma_near_prior(summary: Mapping[str, Any]) -> Evidence:
     """|mean over always-zero pixels of log(median sigma / prior_std)|, worst of
-    ``NEAR_PRIOR_COLUMNS`` within a run; over runs, the mean of that worst (the share of all
-    weights within 1.5x of the prior beside it)."""
+    ``NEAR_PRIOR_COLUMNS`` within a run; over runs, each column over the runs and then the
+    worst column (the share of all weights within 1.5x of the prior beside it)."""
     key = "compact_representation.bayesian_sigma_near_prior"
     t = threshold(key)
-    ev = _over_runs(summary, key, lambda r: _near_prior_one(r, t), _hmc_runs_text(summary) + " and one VI fit")
+    ev = _over_runs(summary, key, lambda r: _near_prior_one(r, t), _hmc_runs_text(summary) + " and one VI fit",
+                    parts=lambda r: _near_prior_parts(r, t))
     return gated(ev, hmc_gate(summary))
 
 
-def _stitched_one(run: Mapping[str, Any], t) -> Evidence:
+def _stitched_parts(run: Mapping[str, Any], t) -> list[Evidence]:
+    """Against the ensemble alone and HMC alone (each part's ``detail``), the stitched curve's
+    mean gain in test accuracy over the pruning levels of one run, with the test images'
+    binomial error (levels fully correlated)."""
     from scipy import stats
 
-    p = run["pruning"]
-    n = int(run.get("n_test", 0))
-    if n < 1:
-        return not_tested(t, "the summary does not record the number of test images")
-    keep = np.asarray(p["keep_fraction"])
-    pruned = keep < 1
+    p, n = run["pruning"], int(run["n_test"])
+    pruned = np.asarray(p["keep_fraction"]) < 1
     stitched = np.asarray(p["ensemble mu + hmc sigma"], float)[pruned]
     z = float(stats.norm.ppf(0.5 + t.level / 2))
-    evs, parts = [], []
+    evs = []
     for k in ("ensemble", "hmc"):
         other = np.asarray(p[k], float)[pruned]
         gain = float(np.mean(stitched - other))
         se = float(np.mean(np.sqrt((stitched * (1 - stitched) + other * (1 - other)) / n)))
         evs.append(interval_evidence(gain, gain - z * se, gain + z * se, t, "", f"{k} alone"))
-        parts.append(f"{100 * gain:+.1f} points vs {k} alone")
+    return evs
+
+
+def _stitched_one(run: Mapping[str, Any], t) -> Evidence:
+    n = int(run.get("n_test", 0))
+    if n < 1:
+        return not_tested(t, "the summary does not record the number of test images")
+    levels = int((np.asarray(run["pruning"]["keep_fraction"]) < 1).sum())
+    evs = _stitched_parts(run, t)
     w = worst(evs)
-    return one_run(_with(w, f"{n:,} test images (unpaired; {int(pruned.sum())} pruning levels, one set of "
-                            f"samples, one run)", f"mean gain over {int(pruned.sum())} pruning levels: "
-                         + ", ".join(parts)))
+    return one_run(_with(w, f"{n:,} test images (unpaired; {levels} pruning levels, one set of samples, one run)",
+                         f"mean gain over {levels} pruning levels: "
+                         + ", ".join(f"{100 * e.effect:+.1f} points vs {e.detail}" for e in evs)))
 
 
 @claim("compact_representation", "stitched_pruning_wins", "Xiao et al. (2023), Sec. 3.2, Fig. 3 right",
@@ -533,11 +561,12 @@ def _stitched_one(run: Mapping[str, Any], t) -> Evidence:
        "alone or HMC alone")
 def _stitched_pruning_wins(summary: Mapping[str, Any]) -> Evidence:
     """Mean gain in test accuracy over the pruning levels against each single-method curve;
-    the smaller gain (within one run, with the test images' binomial error, levels fully
-    correlated), over the runs."""
+    within one run the smaller gain (with the test images' binomial error, levels fully
+    correlated); over the runs, each gain over the runs and then the smaller."""
     key = "compact_representation.stitched_pruning_wins"
     t = threshold(key)
-    ev = _over_runs(summary, key, lambda r: _stitched_one(r, t), _hmc_runs_text(summary))
+    ev = _over_runs(summary, key, lambda r: _stitched_one(r, t), _hmc_runs_text(summary),
+                    parts=lambda r: _stitched_parts(r, t))
     return gated(ev, hmc_gate(summary))  # HMC's sigma_r prunes
 
 
