@@ -47,7 +47,8 @@ from symlib.experiments import plotting, xiao
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import paper_vs_ours
 from symlib.experiments.table import glue_all
-from symlib.symmetry.permutations import num_transpositions, random_permutation
+from symlib.symmetry.permutations import (num_transpositions,
+                                          random_permutation)
 from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec
 
 plotting.set_style()
@@ -86,7 +87,8 @@ for path, axes in spec.axes.items():
 
 perm = random_permutation(jax.random.key(42), profile.hidden)
 permuted = apply_permutation(spec, {"P_0": perm}, params)
-print(f"a random permutation of {profile.hidden} units; NoT = {num_transpositions(perm)}")
+print(f"a random permutation of {profile.hidden} units; "
+      f"NoT = {num_transpositions(perm)}")
 
 
 # %% [markdown]
@@ -146,7 +148,8 @@ xiao.permuted_weights(params, permuted, n_show);
 # is exact in real arithmetic. What we measured, in the profile printed at the top:
 
 # %% tags=["hide-input"]
-paper_vs_ours(xiao.invariance_rows(result, net.test_accuracy), profile.name)
+paper_vs_ours(xiao.invariance_rows(result, net.test_accuracy),
+              profile.name)
 
 # %% [markdown]
 # The claim is checked as three conditions, each of which can fail: the logits must agree
@@ -161,12 +164,17 @@ paper_vs_ours(xiao.invariance_rows(result, net.test_accuracy), profile.name)
 tolerance = 1e-5 * max(1.0, result["max_abs_logit"])
 assert result["max_abs_logit_diff"] <= tolerance, result
 assert result["prediction_agreement"] == 1.0
-assert result["relative_weight_distance"] > 0.5, "a random permutation should move the weights far"
-assert all(r[2] <= tolerance for r in sweep), "every permutation must leave the logits unchanged"
+assert result["relative_weight_distance"] > 0.5, (
+    "a random permutation should move the weights far")
+assert all(r[2] <= tolerance for r in sweep), (
+    "every permutation must leave the logits unchanged")
 distances = [r[3] for r in sweep]
-assert distances[0] == 0.0 and all(np.diff(distances) > 0), "distance should grow with NoT"
-assert net.test_accuracy > 0.9, "the trained MLP should classify MNIST well"
-print("claims verified: function invariant, weights distant, distance increasing in NoT")
+assert distances[0] == 0.0 and all(np.diff(distances) > 0), (
+    "distance should grow with NoT")
+assert net.test_accuracy > 0.9, (
+    "the trained MLP should classify MNIST well")
+print("claims verified: function invariant, weights distant, "
+      "distance increasing in NoT")
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

@@ -64,7 +64,8 @@ plotting.set_style()
 profile = get_profile()
 paper_profile = get_profile("paper")
 print(profile.describe())
-print(f"independent pairs of networks: {profile.rebasin_pairs} (pair k: seeds 2k and 2k + 1)")
+print(f"independent pairs of networks: {profile.rebasin_pairs} "
+      "(pair k: seeds 2k and 2k + 1)")
 glue_all(glue, "ch02", xiao.rebasin_setting_values(profile, paper_profile))
 
 # %% [markdown]
@@ -118,9 +119,12 @@ glue_all(glue, "ch02", xiao.barrier_values(reps))
 
 # %%
 paper_run = results.load("rebasin_barriers", "paper")
-saved_reps = None if paper_run is None else xiao.barrier_replicates(paper_run["summary"])
+saved_reps = (None if paper_run is None
+              else xiao.barrier_replicates(paper_run["summary"]))
 rows, paper_profile_cells = xiao.barrier_rows(reps, saved_reps)
-display(paper_vs_ours(rows, profile.name, PaperProfile.from_saved(paper_run, paper_profile_cells)))
+display(paper_vs_ours(
+    rows, profile.name,
+    PaperProfile.from_saved(paper_run, paper_profile_cells)))
 if paper_run is not None:
     print(xiao.saved_run_line(paper_run))
 
@@ -144,9 +148,13 @@ claims.epilogue(outcomes, profile.name, prefix="ch02", glue=glue,
 glue_all(glue, "ch02", xiao.rebasin_threshold_values())
 saved_outcomes = []
 if paper_run is not None:
-    saved_outcomes = claims.evaluate("rebasin_barriers", paper_run["summary"])
-    claims.epilogue(saved_outcomes, paper_run["profile"], prefix="ch02_pp", glue=glue,
-                    scale=scales.scale_label("rebasin_barriers", paper_run["profile"], paper_run))
+    saved_outcomes = claims.evaluate("rebasin_barriers",
+                                     paper_run["summary"])
+    claims.epilogue(saved_outcomes, paper_run["profile"],
+                    prefix="ch02_pp", glue=glue,
+                    scale=scales.scale_label("rebasin_barriers",
+                                             paper_run["profile"],
+                                             paper_run))
 
 # %% [markdown]
 # **What the replicated run says.** In this run matching removes a share
@@ -165,7 +173,8 @@ if paper_run is not None:
 # which is where the paper's near-complete removal at {paper}`512` units would come from.
 
 # %% tags=["nbval-check-output"]
-claims.assert_expected(outcomes, profile.name, "Xiao et al.", saved=[("paper", saved_outcomes)])
+claims.assert_expected(outcomes, profile.name, "Xiao et al.",
+                       saved=[("paper", saved_outcomes)])
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

@@ -71,8 +71,10 @@ glue_all(glue, "ch03", xiao.not_setting_values(profile))
 # %%
 example = np.array([4, 1, 5, 2, 3]) - 1
 example_cycles = [tuple(int(i) + 1 for i in c) for c in cycles(example)]
-print("cycles (1-indexed):", example_cycles, " NoT =", num_transpositions(example))
-assert example_cycles == [(1, 4, 2), (3, 5)] and num_transpositions(example) == 3
+print("cycles (1-indexed):", example_cycles,
+      " NoT =", num_transpositions(example))
+assert (example_cycles == [(1, 4, 2), (3, 5)]
+        and num_transpositions(example) == 3)
 
 # %% [markdown]
 # ## The sweep
@@ -88,7 +90,8 @@ assert example_cycles == [(1, 4, 2), (3, 5)] and num_transpositions(example) == 
 # %%
 sweep = experiments.run("not_sweep", profile)
 ks = experiments.not_grid(profile)
-assert np.all(sweep.per_run("not_p") == ks[None, :]), "the planted permutations must have the requested NoT"
+assert np.all(sweep.per_run("not_p") == ks[None, :]), (
+    "the planted permutations must have the requested NoT")
 
 # %%
 xiao.not_sweep_figure(sweep, ks);
@@ -125,7 +128,8 @@ for name in ("permuted", "independent"):
     print(xiao.not_path_lines(paths, name))
     glue_all(glue, "ch03", xiao.not_path_values(paths, name))
 glue_all(glue, "ch03", xiao.independent_not_values(paths, profile.hidden))
-reps = xiao.not_paths_replicates(experiments.SUMMARIES["not_paths"](paths.artifact))
+reps = xiao.not_paths_replicates(
+    experiments.SUMMARIES["not_paths"](paths.artifact))
 print(xiao.replicates_line(reps))
 glue_all(glue, "ch03", xiao.epoch_range_values(reps, profile))
 
@@ -187,8 +191,10 @@ paper_vs_ours(xiao.not_claim_rows(per_run, sweep, paths), profile.name)
 
 # %%
 outcomes = [o for name, res in (("not_sweep", sweep), ("not_paths", paths))
-            for o in claims.evaluate(name, experiments.SUMMARIES[name](res.artifact))]
-claims.epilogue(outcomes, profile.name, prefix="ch03", glue=glue, scale=scales.scale_label("not_sweep", profile.name))
+            for o in claims.evaluate(
+                name, experiments.SUMMARIES[name](res.artifact))]
+claims.epilogue(outcomes, profile.name, prefix="ch03", glue=glue,
+                scale=scales.scale_label("not_sweep", profile.name))
 glue_all(glue, "ch03", xiao.threshold_values(outcomes))
 
 # %% [markdown]
@@ -226,20 +232,29 @@ glue_all(glue, "ch03", xiao.threshold_values(outcomes))
 # functions on the saved runs (`book/results/`).
 
 # %%
-display(report.show_saved_run("not_paths", "512-unit networks on all images: minutes on a CPU"))
-display(report.show_saved_run("not_sweep", "a full sweep of 512-unit networks: days on a CPU"))
+display(report.show_saved_run(
+    "not_paths", "512-unit networks on all images: minutes on a CPU"))
+display(report.show_saved_run(
+    "not_sweep", "a full sweep of 512-unit networks: days on a CPU"))
 saved_sweep = results.load("not_sweep", "paper-10nots-2runs")
 saved_paths = results.load("not_paths", "paper")
 saved_outcomes = []
-for name, saved in (("not_sweep", saved_sweep), ("not_paths", saved_paths)):
+for name, saved in (("not_sweep", saved_sweep),
+                    ("not_paths", saved_paths)):
     if saved is not None:
-        saved_outcomes.append((saved["profile"], claims.evaluate(name, saved["summary"])))
+        saved_outcomes.append((saved["profile"],
+                               claims.evaluate(name, saved["summary"])))
         claims.glue_outcomes(saved_outcomes[-1][1], "ch03_pp", glue)
 if saved_sweep is not None and saved_paths is not None:
-    glue_all(glue, "ch03_pp", xiao.saved_not_values(saved_sweep, saved_paths, paper_profile))
+    glue_all(glue, "ch03_pp",
+             xiao.saved_not_values(saved_sweep, saved_paths,
+                                   paper_profile))
 if saved_paths is not None:
-    glue("ch03_pp_paths_pairs", len(xiao.not_paths_replicates(saved_paths["summary"])["not_p"]), display=False)
-glue("ch03_activity_images", f"{xiao.REPAIRED_ACTIVITY_IMAGES:,}", display=False)
+    glue("ch03_pp_paths_pairs",
+         len(xiao.not_paths_replicates(saved_paths["summary"])["not_p"]),
+         display=False)
+glue("ch03_activity_images", f"{xiao.REPAIRED_ACTIVITY_IMAGES:,}",
+     display=False)
 
 # %% [markdown]
 # **The paper's scale, in numbers.** The saved runs' verdicts: NoT after training
@@ -281,9 +296,12 @@ glue("ch03_activity_images", f"{xiao.REPAIRED_ACTIVITY_IMAGES:,}", display=False
 # planted pairing).
 
 # %%
-print(f"{profile.name} profile: " + xiao.describe_repaired(paths.repaired()))
-if saved_paths is not None and "repaired" in saved_paths["summary"]["permuted"]:
-    print("paper profile: " + xiao.describe_repaired(saved_paths["summary"]["permuted"]["repaired"]))
+print(f"{profile.name} profile: "
+      + xiao.describe_repaired(paths.repaired()))
+if (saved_paths is not None
+        and "repaired" in saved_paths["summary"]["permuted"]):
+    print("paper profile: " + xiao.describe_repaired(
+        saved_paths["summary"]["permuted"]["repaired"]))
 
 # %% [markdown]
 # At the paper's scale the re-paired units are mostly units that carry almost nothing of
@@ -310,7 +328,9 @@ if saved_paths is not None and "repaired" in saved_paths["summary"]["permuted"]:
 # {doc}`reproduction report <14_reproduction_report>` shows Figure 2's verdicts.
 
 # %% tags=["nbval-check-output"]
-claims.assert_expected(outcomes, profile.name, "Xiao et al.", saved=saved_outcomes)  # every claim, every run
+# every claim, every run
+claims.assert_expected(outcomes, profile.name, "Xiao et al.",
+                       saved=saved_outcomes)
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

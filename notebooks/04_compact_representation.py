@@ -64,7 +64,8 @@ print(profile.describe())
 print(xiao.posterior_setting_lines(profile))
 
 # %% tags=["hide-cell"]
-glue_all(glue, "ch04", xiao.posterior_setting_values(profile, paper_profile))
+glue_all(glue, "ch04",
+         xiao.posterior_setting_values(profile, paper_profile))
 
 # %% [markdown]
 # ## The three posterior approximations
@@ -118,7 +119,8 @@ samples = experiments.hmc_samples(profile)
 rhat_w = xiao.weight_rhat(samples)
 display(xiao.convergence_table(res.hmc_diagnostics, rhat_w))
 print(xiao.samples_line(profile))
-glue_all(glue, "ch04", xiao.convergence_values(res.hmc_diagnostics, rhat_w, profile))
+glue_all(glue, "ch04",
+         xiao.convergence_values(res.hmc_diagnostics, rhat_w, profile))
 
 # %% [markdown]
 # What this says about our run: the weight-space R-hat (median {glue:text}`ch04_rhat_w` in
@@ -152,7 +154,8 @@ glue_all(glue, "ch04", xiao.convergence_values(res.hmc_diagnostics, rhat_w, prof
 # moves, pooled over chains that sit in different permutation modes:
 
 # %%
-from symlib.inference.diagnostics import coordinate_diagnostics  # noqa: E402
+from symlib.inference.diagnostics import (  # noqa: E402
+    coordinate_diagnostics)
 
 coords = coordinate_diagnostics(samples, num_worst=3)
 print(xiao.coordinate_line(coords))
@@ -187,13 +190,18 @@ print(xiao.vi_line(vi_res, profile.vi_std_init))
 # ## Table 1
 
 # %%
-table = res.table()  # by row and metric: (mean, standard error) over the runs
+# by row and metric: (mean, standard error) over the runs
+table = res.table()
 display(xiao.table1(table))
 print(xiao.table1_note(res, profile.name))
-for key, method in (("hmc", "HMC"), ("ens", "Ensemble")):  # activation against weight matching, for the prose
-    for suffix, row in (("act", f"{method} q_r"), ("weight", f"{method} q_r (weight)")):
+# activation against weight matching, for the prose
+for key, method in (("hmc", "HMC"), ("ens", "Ensemble")):
+    for suffix, row in (("act", f"{method} q_r"),
+                        ("weight", f"{method} q_r (weight)")):
         mean, se = table[row]["agreement"]
-        glue(f"ch04_{key}_qr_{suffix}", f"{mean:.3f}" + ("" if se is None else f" ± {se:.3f}"), display=False)
+        glue(f"ch04_{key}_qr_{suffix}",
+             f"{mean:.3f}" + ("" if se is None else f" ± {se:.3f}"),
+             display=False)
 
 # %% tags=["hide-input"]
 xiao.table1_figure(table, profile.name, len(res.replicates));
@@ -218,12 +226,17 @@ xiao.table1_figure(table, profile.name, len(res.replicates));
 
 # %%
 paper_run = results.load("compact_representation", "paper")
-rows, paper_profile_cells = xiao.table1_rows(table, {} if paper_run is None else paper_run["summary"]["table"])
-display(paper_vs_ours(rows, profile.name, PaperProfile.from_saved(paper_run, paper_profile_cells)))
+rows, paper_profile_cells = xiao.table1_rows(
+    table, {} if paper_run is None else paper_run["summary"]["table"])
+display(paper_vs_ours(
+    rows, profile.name,
+    PaperProfile.from_saved(paper_run, paper_profile_cells)))
 if paper_run is None:
-    print("no paper-profile run saved in book/results/ yet (see the command above)")
+    print("no paper-profile run saved in book/results/ yet "
+          "(see the command above)")
 else:
-    print(f"paper profile: `{paper_run['command']}` on {paper_run['device']}, {paper_run['date']}")
+    print(f"paper profile: `{paper_run['command']}` "
+          f"on {paper_run['device']}, {paper_run['date']}")
 
 # %% [markdown]
 # The columns of Table 1 that need no HMC, the test accuracy of the deep ensemble's
@@ -236,7 +249,9 @@ else:
 # the verdict is at most "same direction, not significant").
 
 # %%
-glue("ch04_acc_tolerance", f"{THRESHOLDS['ensemble.accuracy_as_table1'].value:g}", display=False)
+glue("ch04_acc_tolerance",
+     f"{THRESHOLDS['ensemble.accuracy_as_table1'].value:g}",
+     display=False)
 for name in ("ensemble", "vi"):
     display(report.show_saved_run(name, "minutes on a CPU"))
 
@@ -279,8 +294,11 @@ summary = experiments.SUMMARIES["compact_representation"](res.artifact)
 outcomes = [o for o in claims.evaluate("compact_representation", summary)
             if "Table 1" in o.claim.source]
 claims.epilogue(outcomes, profile.name, prefix="ch04", glue=glue,
-                scale=scales.scale_label("compact_representation", profile.name))
-glue("ch04_gap_threshold", f"{THRESHOLDS['compact_representation.qr_beats_qd_hmc'].value:g}", display=False)
+                scale=scales.scale_label("compact_representation",
+                                         profile.name))
+glue("ch04_gap_threshold",
+     f"{THRESHOLDS['compact_representation.qr_beats_qd_hmc'].value:g}",
+     display=False)
 display(paper_vs_ours(xiao.table1_claim_rows(table), profile.name))
 
 # %% [markdown]
@@ -331,9 +349,11 @@ xiao.chains_figure(by_chains, profile.name);
 # summarises, whatever distribution they come from.
 
 # %%
-ours = [o for o in claims.evaluate("compact_representation", summary) if o.claim.name == "qd_falls_with_chains"]
+ours = [o for o in claims.evaluate("compact_representation", summary)
+        if o.claim.name == "qd_falls_with_chains"]
 claims.epilogue(ours, profile.name, prefix="ch04", glue=glue,
-                scale=scales.scale_label("compact_representation", profile.name))
+                scale=scales.scale_label("compact_representation",
+                                         profile.name))
 
 # %% [markdown]
 # Over the runs the fall is {glue:text}`ch04_e_qd_falls_with_chains`: the claim
@@ -342,7 +362,8 @@ claims.epilogue(ours, profile.name, prefix="ch04", glue=glue,
 
 # %% tags=["nbval-check-output"]
 unexpected = claims.unexpected_failures(ours, profile.name)
-assert unexpected == [], [(o.claim.name, o.verdict.value, o.detail) for o in unexpected]
+assert unexpected == [], [(o.claim.name, o.verdict.value, o.detail)
+                          for o in unexpected]
 print(f"qd_falls_with_chains: {ours[0].verdict.value}")
 
 # %% [markdown]

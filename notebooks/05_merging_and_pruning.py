@@ -61,14 +61,17 @@ glue("ch05_profile", profile.name, display=False)
 # %%
 res = experiments.run("compact_representation", profile)
 summary = experiments.SUMMARIES["compact_representation"](res.artifact)
-print(f"{len(res.replicates)} independent runs of {res.chains_per_replicate} HMC chains, one ensemble and one "
-      "VI fit each; the histograms show the first run, the pruning curves and the claims all runs")
+print(f"{len(res.replicates)} independent runs of "
+      f"{res.chains_per_replicate} HMC chains, one ensemble and one "
+      "VI fit each; the histograms show the first run, "
+      "the pruning curves and the claims all runs")
 
 # %% [markdown]
 # ## Standard deviations before and after re-basin (Figure 3, left)
 
 # %% tags=["hide-input"]
-xiao.sigma_histograms(res.replicates[0], len(res.replicates));  # the first of the independent runs
+# the first of the independent runs
+xiao.sigma_histograms(res.replicates[0], len(res.replicates));
 
 # %% [markdown]
 # ## Pruning by uncertainty (Figure 3, right)
@@ -77,7 +80,8 @@ xiao.sigma_histograms(res.replicates[0], len(res.replicates));  # the first of t
 # others to zero, and evaluate the mean network on the test set.
 
 # %%
-prune = res.pruning()  # by curve: mean accuracy over the runs and its standard error
+# by curve: mean accuracy over the runs and its standard error
+prune = res.pruning()
 xiao.pruning_figure(prune, len(res.replicates));
 
 # %%
@@ -100,10 +104,12 @@ every = claims.evaluate("compact_representation", summary)
 fig3 = [o for o in every if "Fig. 3" in o.claim.source]
 fig3_names = {o.claim.name for o in fig3}
 claims.epilogue(fig3, profile.name, prefix="ch05", glue=glue,
-                scale=scales.scale_label("compact_representation", profile.name))
-saved_table = report.show_saved_run("compact_representation",
-                                     "full-batch HMC on the full training set: a GPU",
-                                     keep=lambda name: name in fig3_names)
+                scale=scales.scale_label("compact_representation",
+                                         profile.name))
+saved_table = report.show_saved_run(
+    "compact_representation",
+    "full-batch HMC on the full training set: a GPU",
+    keep=lambda name: name in fig3_names)
 if saved_table is not None:
     display(saved_table)
 display(xiao.sigma_summary_table(summary, profile, len(res.replicates)))

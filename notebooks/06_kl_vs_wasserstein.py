@@ -53,7 +53,8 @@ from symlib.experiments.table import glue_all
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
-print("(this chapter's computations are tiny and identical in every profile)")
+print("(this chapter's computations are tiny "
+      "and identical in every profile)")
 
 # %% [markdown]
 # ## The KL cost, derived
@@ -96,11 +97,13 @@ print("(this chapter's computations are tiny and identical in every profile)")
 rng = np.random.default_rng(0)
 m0, m1 = rng.normal(size=4), rng.normal(size=4)
 s_var = np.array([0.3, 1.0, 0.6, 2.0])
-trace = rossi.trace_term_check(m0, m1, {"s0 constant": (np.full(4, 0.7), s_var),
-                                        "s1 constant": (s_var, np.full(4, 0.7)),
-                                        "neither constant": (s_var, s_var[::-1].copy())})
+trace = rossi.trace_term_check(m0, m1, {
+    "s0 constant": (np.full(4, 0.7), s_var),
+    "s1 constant": (s_var, np.full(4, 0.7)),
+    "neither constant": (s_var, s_var[::-1].copy())})
 display(trace.table())
-print("largest difference between the closed form and kl_diag over all permutations and cases: "
+print("largest difference between the closed form and kl_diag "
+      "over all permutations and cases: "
       f"{trace.formula_error:.1e}")
 glue_all(glue, "ch06", trace.glue_values())
 
@@ -109,9 +112,12 @@ glue_all(glue, "ch06", trace.glue_values())
 # deviations differ (neither constant):
 
 # %%
-costs = rossi.kl_over_permutations(np.zeros(3), np.array([1.0, 0.1, 0.5]), np.zeros(3), np.array([0.1, 0.5, 1.0]))
+costs = rossi.kl_over_permutations(
+    np.zeros(3), np.array([1.0, 0.1, 0.5]),
+    np.zeros(3), np.array([0.1, 0.5, 1.0]))
 display(costs.table())
-print(f"the full KL ranges from {min(costs.full_kl):.3f} to {max(costs.full_kl):.3f} over the permutations")
+print(f"the full KL ranges from {min(costs.full_kl):.3f} "
+      f"to {max(costs.full_kl):.3f} over the permutations")
 glue_all(glue, "ch06", costs.glue_values())
 
 # %% [markdown]
@@ -125,9 +131,12 @@ glue_all(glue, "ch06", costs.glue_values())
 # %%
 cases = {"(a) means on y = x": ((0.0, 0.0), (1.0, 0.2)),
          "(b) means mirrored": ((1.0, -1.0), (1.0, 0.2))}
-found = {name: rossi.mirror_pair_picks(mean, std) for name, (mean, std) in cases.items()}
-fig = plotting.mirrored_gaussians(cases, found, suptitle="Which permutation of $q_1$ each cost picks "
-                                                         "(the swap maps $q_1$ onto $q_0$)")
+found = {name: rossi.mirror_pair_picks(mean, std)
+         for name, (mean, std) in cases.items()}
+fig = plotting.mirrored_gaussians(
+    cases, found,
+    suptitle="Which permutation of $q_1$ each cost picks "
+             "(the swap maps $q_1$ onto $q_0$)")
 
 # %%
 display(rossi.mirror_picks_table(cases, found))
@@ -174,14 +183,18 @@ display(paper_vs_ours(rossi.appendix_a_rows(trace, found), profile.name))
 
 # %% tags=["nbval-check-output"]
 assert trace.formula_error < 1e-10, trace.formula_error
-assert trace.spread("s0 constant") < 1e-12 and trace.spread("s1 constant") < 1e-12, trace.extremes
+assert (trace.spread("s0 constant") < 1e-12
+        and trace.spread("s1 constant") < 1e-12), trace.extremes
 assert trace.spread("neither constant") > 0.1, trace.extremes
-assert max(costs.full_kl) - min(costs.full_kl) > 1.0, "the full KL should depend on P through its trace term"
+assert max(costs.full_kl) - min(costs.full_kl) > 1.0, (
+    "the full KL should depend on P through its trace term")
 for name in cases:
-    assert found[name]["Wasserstein"] == "swap" and found[name]["full KL"] == "swap", found[name]
+    assert (found[name]["Wasserstein"] == "swap"
+            and found[name]["full KL"] == "swap"), found[name]
 assert found["(a) means on y = x"]["mean-only KL (appendix)"] == "identity"
-print("verified: the derivation matches kl_diag; the trace term is invariant exactly when s0 or s1 "
-      "is constant; Wasserstein and the full KL recover the swap; only the appendix's reduced KL "
+print("verified: the derivation matches kl_diag; the trace term is "
+      "invariant exactly when s0 or s1 is constant; Wasserstein and the "
+      "full KL recover the swap; only the appendix's reduced KL "
       "returns the identity")
 
 # %% [markdown]

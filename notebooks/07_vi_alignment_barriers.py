@@ -107,7 +107,8 @@ glue_all(glue, "ch07", rossi.training_values(profile, n_train_used))
 
 # %% tags=["hide-input"]
 if profile.name == "quick":
-    display(rossi.settings_change_table(rossi.QUICK_BEFORE_REPLICATES, profile))
+    display(rossi.settings_change_table(rossi.QUICK_BEFORE_REPLICATES,
+                                        profile))
 
 # %% [markdown]
 # ## Independent VI posterior pairs per width and dataset, aligned
@@ -128,7 +129,8 @@ widest = max(profile.align_widths)
 for dataset in experiments.ALIGN_DATASETS:
     title = (f"{dataset}: {profile.align_depth} x {widest} MLP, "
              "marginalised loss along the W2 geodesic (pair 0)")
-    fig = plotting.interpolation_curves(rossi.geodesic_curves(res, dataset, widest), title=title)
+    fig = plotting.interpolation_curves(
+        rossi.geodesic_curves(res, dataset, widest), title=title)
     for ax in fig.axes:
         ax.set_xlabel(r"$\tau$ along the $W_2$ geodesic $q_0 \to q_1$")
 plt.show()
@@ -137,8 +139,10 @@ plt.show()
 # ## Barriers against width (mean ± standard error over the pairs)
 
 # %%
-fig = rossi.barriers_against_width(summary["widths"], summary["marginal_pairs"])
-display(Table(rossi.BARRIER_TABLE_HEADERS, rossi.barrier_table_rows(summary)))
+fig = rossi.barriers_against_width(summary["widths"],
+                                   summary["marginal_pairs"])
+display(Table(rossi.BARRIER_TABLE_HEADERS,
+              rossi.barrier_table_rows(summary)))
 
 # %% [markdown]
 # The last two columns are what explains the training gap below: the final per-example ELBO
@@ -189,7 +193,8 @@ glue_all(glue, "ch07", rossi.robustness_values(sweep_summary))
 # with its reason.
 
 # %%
-outcomes = claims.evaluate("vi_alignment", summary) + claims.evaluate("vi_alignment_robustness", sweep_summary)
+outcomes = (claims.evaluate("vi_alignment", summary)
+            + claims.evaluate("vi_alignment_robustness", sweep_summary))
 claims.epilogue(outcomes, profile.name, prefix="ch07", glue=glue,
                 scale=scales.scale_label("vi_alignment", profile.name))
 
@@ -248,27 +253,38 @@ claims.assert_expected(outcomes, profile.name, "Rossi et al.")
 paper_profile = get_profile("paper")
 saved = results.load("vi_alignment", "paper")
 ps = saved["summary"] if saved is not None else None
-print("paper profile of vi_alignment: " + ("not run (needs a GPU)" if saved is None else
-      f"{saved['device']}, {saved['date']}, {saved['elapsed_s']:,.0f} s"))
+print("paper profile of vi_alignment: "
+      + ("not run (needs a GPU)" if saved is None else
+         f"{saved['device']}, {saved['date']}, "
+         f"{saved['elapsed_s']:,.0f} s"))
 glue_all(glue, "ch07", rossi.paper_settings_values(paper_profile))
 glue("ch07_paper_n_eval", f"{paper_profile.align_n_eval:,}", display=False)
 if ps is not None:
-    fig = rossi.barriers_against_width(ps["widths"], ps["marginal_pairs"], title="paper profile")
+    fig = rossi.barriers_against_width(ps["widths"], ps["marginal_pairs"],
+                                       title="paper profile")
     plt.show()
-    display(Table(rossi.BARRIER_TABLE_HEADERS, rossi.barrier_table_rows(ps)))
+    display(Table(rossi.BARRIER_TABLE_HEADERS,
+                  rossi.barrier_table_rows(ps)))
     display(Table(rossi.WIDTH_SLOPE_HEADERS, rossi.width_slope_rows(ps)))
     glue_all(glue, "ch07", rossi.paper_run_values(ps))
     # what the prose below says of this run's shape
-    mean_of = {ds: {k: np.mean(ps["marginal_pairs"][ds]["train"][k], axis=1) for k in ("naive", "aligned")}
-               for ds in experiments.ALIGN_DATASETS}
-    assert all(np.all(np.diff(mean_of[ds]["naive"]) > 0) for ds in mean_of), "naive barriers grow with the width"
-    assert np.all(np.diff(mean_of["mnist"]["aligned"]) < 0), "MNIST aligned barriers fall at every doubling"
+    mean_of = {
+        ds: {k: np.mean(ps["marginal_pairs"][ds]["train"][k], axis=1)
+             for k in ("naive", "aligned")}
+        for ds in experiments.ALIGN_DATASETS}
+    assert all(np.all(np.diff(mean_of[ds]["naive"]) > 0)
+               for ds in mean_of), "naive barriers grow with the width"
+    assert np.all(np.diff(mean_of["mnist"]["aligned"]) < 0), (
+        "MNIST aligned barriers fall at every doubling")
     fm = mean_of["fashion_mnist"]["aligned"]
-    assert np.all(np.diff(fm[:3]) < 0) and fm[3] > fm[2], "Fashion-MNIST aligned: falls to 512, rises at 1,024"
+    assert np.all(np.diff(fm[:3]) < 0) and fm[3] > fm[2], (
+        "Fashion-MNIST aligned: falls to 512, rises at 1,024")
     for ds in experiments.ALIGN_DATASETS:
         acc = np.mean(ps["endpoint_accuracy"][ds], axis=1)
-        assert acc.max() - acc.min() < 0.01, f"{ds}: accuracy within a percentage point across widths"
-        assert np.all(np.diff(np.mean(ps["elbo"][ds], axis=1)) < 0), f"{ds}: ELBO per example falls with width"
+        assert acc.max() - acc.min() < 0.01, (
+            f"{ds}: accuracy within a percentage point across widths")
+        assert np.all(np.diff(np.mean(ps["elbo"][ds], axis=1)) < 0), (
+            f"{ds}: ELBO per example falls with width")
 
 # %% [markdown]
 # The claims on this run and on the one-pair reduction `paper-4widths-16samples` that ran on
@@ -279,9 +295,15 @@ if ps is not None:
 
 # %%
 saved_cpu = results.load("vi_alignment", "paper-4widths-16samples")
-glue_all(glue, "ch07", {"saved_samples": results.command_setting(saved_cpu["command"], "align_samples"),
-                        "saved_n_eval": f"{int(results.command_setting(saved_cpu['command'], 'align_n_eval')):,}"})
-report.show_saved_run("vi_alignment", "needs a GPU: 48 VI fits of up to 3 x 1,024 units, 100 epochs on 50,000 images")
+saved_n_eval = int(results.command_setting(saved_cpu["command"],
+                                           "align_n_eval"))
+glue_all(glue, "ch07", {
+    "saved_samples": results.command_setting(saved_cpu["command"],
+                                             "align_samples"),
+    "saved_n_eval": f"{saved_n_eval:,}"})
+report.show_saved_run("vi_alignment",
+                      "needs a GPU: 48 VI fits of up to 3 x 1,024 units, "
+                      "100 epochs on 50,000 images")
 
 # %% [markdown]
 # **What the paper profile says.** With three pairs, alignment lowers every barrier
@@ -339,24 +361,37 @@ report.show_saved_run("vi_alignment", "needs a GPU: 48 VI fits of up to 3 x 1,02
 # %%
 long_run = results.load("vi_alignment", "paper-1000epochs-2pairs")
 ls = long_run["summary"]
-print(f"{long_run['device']}, {long_run['date']}, {long_run['elapsed_s']:,.0f} s for "
-      f"{long_run['steps']['computed']} (dataset, width, pair) steps; command: {long_run['command']}")
-glue_all(glue, "ch07", rossi.longer_training_values(long_run, paper_profile.align_epochs, "paper-1000epochs-2pairs"))
+print(f"{long_run['device']}, {long_run['date']}, "
+      f"{long_run['elapsed_s']:,.0f} s for "
+      f"{long_run['steps']['computed']} (dataset, width, pair) steps; "
+      f"command: {long_run['command']}")
+glue_all(glue, "ch07",
+         rossi.longer_training_values(long_run, paper_profile.align_epochs,
+                                      "paper-1000epochs-2pairs"))
 length_rows = rossi.training_length_rows(ps, ls)
 display(rossi.training_length_table(length_rows))
 glue_all(glue, "ch07", rossi.training_length_values(ps, ls))
-for ds in experiments.ALIGN_DATASETS:  # what the prose below says of this run
+# what the prose below says of this run
+for ds in experiments.ALIGN_DATASETS:
     narrow, wide = min(ls["widths"][ds]), max(ls["widths"][ds])
     g_long = rossi.width_gaps(ls, ds, narrow, wide)
     g_short = rossi.width_gaps(ps, ds, narrow, wide)[: len(g_long)]
     rows = [r for r in length_rows if r[0] == ds]
-    assert all(r[4] < r[3] for r in rows if r[1] == wide), f"{ds}: longer training lowers the widest naive barrier"
-    assert np.all(g_long < g_short), f"{ds}: longer training narrows the naive width gap in every pair"
-    assert np.all(g_long > 0), f"{ds}: the naive barrier still grows with the width at the longer training"
-    assert ls["marginal"][ds]["train"]["aligned"][-1] < ls["marginal"][ds]["train"]["aligned"][0], \
+    assert all(r[4] < r[3] for r in rows if r[1] == wide), (
+        f"{ds}: longer training lowers the widest naive barrier")
+    assert np.all(g_long < g_short), (
+        f"{ds}: longer training narrows the naive width gap "
+        "in every pair")
+    assert np.all(g_long > 0), (
+        f"{ds}: the naive barrier still grows with the width "
+        "at the longer training")
+    assert (ls["marginal"][ds]["train"]["aligned"][-1]
+            < ls["marginal"][ds]["train"]["aligned"][0]), \
         f"{ds}: the aligned barrier falls with the width"
-    assert all(r[8] > r[7] for r in rows), f"{ds}: the ELBO per example improves with training in every row"
-    assert np.mean(ls["elbo"][ds][-1]) < np.mean(ls["elbo"][ds][0]), f"{ds}: the ELBO still falls with the width"
+    assert all(r[8] > r[7] for r in rows), (
+        f"{ds}: the ELBO per example improves with training in every row")
+    assert np.mean(ls["elbo"][ds][-1]) < np.mean(ls["elbo"][ds][0]), (
+        f"{ds}: the ELBO still falls with the width")
 
 # %% [markdown]
 # **What ten times the training changes.** It lowers the naive barrier of the widest networks
@@ -426,12 +461,15 @@ for ds in experiments.ALIGN_DATASETS:  # what the prose below says of this run
 
 # %%
 saved_rn = report.saved_run_claims("vi_alignment_resnet20", "paper")
-print("paper profile: " + ("not run (needs the CIFAR-10 archive and a GPU)" if saved_rn is None else saved_rn[0]))
+print("paper profile: "
+      + ("not run (needs the CIFAR-10 archive and a GPU)"
+         if saved_rn is None else saved_rn[0]))
 if saved_rn is not None:
     display(saved_rn[1])
 
 # %% tags=["hide-input"]
-display(Table(rossi.RESNET_STANDIN_HEADERS, list(rossi.RESNET_STANDIN_TRIALS)))
+display(Table(rossi.RESNET_STANDIN_HEADERS,
+              list(rossi.RESNET_STANDIN_TRIALS)))
 
 # %% [markdown]
 # In each of the three larger runs whose barriers we computed, the alignment *raised* the
@@ -472,8 +510,9 @@ display(Table(rossi.RESNET_STANDIN_HEADERS, list(rossi.RESNET_STANDIN_TRIALS)))
 
 # %%
 saved_c10 = report.saved_run_claims("vi_alignment_cifar10", "paper")
-print("paper profile: " + ("not run (needs the CIFAR-10 archive, and a GPU at this size)" if saved_c10 is None
-                           else saved_c10[0]))
+print("paper profile: "
+      + ("not run (needs the CIFAR-10 archive, and a GPU at this size)"
+         if saved_c10 is None else saved_c10[0]))
 if saved_c10 is not None:
     display(saved_c10[1])
 
@@ -495,9 +534,11 @@ if saved_c10 is not None:
 # ```
 
 # %%
-saved_c100 = report.saved_run_claims("vi_alignment_resnet20_cifar100", "paper")
-print("paper profile: " + ("not run (needs the CIFAR-100 archive and a GPU)" if saved_c100 is None
-                           else saved_c100[0]))
+saved_c100 = report.saved_run_claims("vi_alignment_resnet20_cifar100",
+                                     "paper")
+print("paper profile: "
+      + ("not run (needs the CIFAR-100 archive and a GPU)"
+         if saved_c100 is None else saved_c100[0]))
 if saved_c100 is not None:
     display(saved_c100[1])
 

@@ -69,8 +69,10 @@ from symlib.experiments.table import glue_all
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
-print(f"MLPs 784-{profile.align_depth} x width-10, widths {list(profile.align_widths)}; "
-      f"each timing repeated {rossi.TIMING_REPEATS} times, every repeat kept")
+print(f"MLPs 784-{profile.align_depth} x width-10, "
+      f"widths {list(profile.align_widths)}; "
+      f"each timing repeated {rossi.TIMING_REPEATS} times, "
+      "every repeat kept")
 glue("ch08_repeats", rossi.TIMING_REPEATS, display=False)
 
 # %% [markdown]
@@ -88,8 +90,9 @@ summary = SUMMARIES["vi_alignment_timings"](t.artifact)
 print(f"machine: {platform.machine()}, {os.cpu_count()} CPU cores")
 for table in rossi.timing_tables(summary):
     display(table)
-fig = plotting.timings_against_width(t.widths, rossi.timing_spreads(t),
-                                     xlabel=f"hidden width ({profile.align_depth} hidden layers)")
+fig = plotting.timings_against_width(
+    t.widths, rossi.timing_spreads(t),
+    xlabel=f"hidden width ({profile.align_depth} hidden layers)")
 plt.show()
 
 # %% [markdown]
@@ -113,7 +116,8 @@ plt.show()
 # %% tags=["nbval-ignore-output"]
 outcomes = claims.evaluate("vi_alignment_timings", summary)
 claims.epilogue(outcomes, profile.name, prefix="ch08", glue=glue,
-                scale=scales.scale_label("vi_alignment_timings", profile.name))
+                scale=scales.scale_label("vi_alignment_timings",
+                                         profile.name))
 
 # %% [markdown]
 # **On this execution (quick miniature):** claim (i)
@@ -139,11 +143,15 @@ claims.epilogue(outcomes, profile.name, prefix="ch08", glue=glue,
 #   baseline trained by SGD, which we do not have.
 
 # %% tags=["nbval-check-output"]
-asserted = [o for o in outcomes if o.claim.name not in rossi.TIMING_CLAIMS_MACHINE_DEPENDENT]
+asserted = [o for o in outcomes
+            if o.claim.name not in rossi.TIMING_CLAIMS_MACHINE_DEPENDENT]
 assert claims.unexpected_failures(asserted, profile.name) == [], [
-    (o.claim.name, o.verdict.value, o.detail) for o in claims.unexpected_failures(asserted, profile.name)]
-print(f"asserted on the {profile.name} profile: " + ", ".join(o.claim.name for o in asserted)
-      + f"; shown, not asserted (machine-dependent): {', '.join(rossi.TIMING_CLAIMS_MACHINE_DEPENDENT)}")
+    (o.claim.name, o.verdict.value, o.detail)
+    for o in claims.unexpected_failures(asserted, profile.name)]
+print(f"asserted on the {profile.name} profile: "
+      + ", ".join(o.claim.name for o in asserted)
+      + "; shown, not asserted (machine-dependent): "
+        f"{', '.join(rossi.TIMING_CLAIMS_MACHINE_DEPENDENT)}")
 
 # %% [markdown]
 # ## At our paper profile's widths (labelled reduction)
@@ -174,7 +182,9 @@ saved = results.load("vi_alignment_timings", "paper-4widths-16samples")
 glue_all(glue, "ch08", rossi.saved_timing_values(saved))
 saved_outcomes = claims.evaluate("vi_alignment_timings", saved["summary"])
 claims.glue_outcomes(saved_outcomes, "ch08_saved", glue)
-display(report.show_saved_run("vi_alignment_timings", "it times the posteriors of vi_alignment's paper profile"))
+display(report.show_saved_run(
+    "vi_alignment_timings",
+    "it times the posteriors of vi_alignment's paper profile"))
 claims.print_differences(saved_outcomes, saved["profile"])
 
 # %% [markdown]
@@ -202,12 +212,16 @@ claims.print_differences(saved_outcomes, saved["profile"])
 
 # %%
 n_rn20 = len(get_profile("paper").resnet_widths)
-low_rn20 = proportion_interval(n_rn20, n_rn20, THRESHOLDS["vi_alignment_timings.within_a_minute"].level)[1]
+low_rn20 = proportion_interval(
+    n_rn20, n_rn20,
+    THRESHOLDS["vi_alignment_timings.within_a_minute"].level)[1]
 glue("ch08_rn20_widths", n_rn20, display=False)
 glue("ch08_rn20_low", f"{low_rn20:.2f}", display=False)
-saved_rn20 = report.saved_run_claims("vi_alignment_resnet20_timings", "paper")
-print("paper profile: " + ("not run (needs the CIFAR-10 archive and a GPU)" if saved_rn20 is None
-                           else saved_rn20[0]))
+saved_rn20 = report.saved_run_claims("vi_alignment_resnet20_timings",
+                                     "paper")
+print("paper profile: "
+      + ("not run (needs the CIFAR-10 archive and a GPU)"
+         if saved_rn20 is None else saved_rn20[0]))
 if saved_rn20 is not None:
     display(saved_rn20[1])
 

@@ -75,12 +75,14 @@ from symlib.experiments.table import glue_all
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
-print(f"(this chapter's sizes are the paper's in every profile: {experiments.TOY_NETS:,} networks "
-      "train in seconds)")
+print(f"(this chapter's sizes are the paper's in every profile: "
+      f"{experiments.TOY_NETS:,} networks train in seconds)")
 
 # %%
-# the sizes are the paper's in every profile (the class means are ours: the paper's are lost);
-# the scale is the registry's, as in the reproduction report (paper scale in every profile)
+# the sizes are the paper's in every profile (the class means are ours:
+# the paper's are lost);
+# the scale is the registry's, as in the reproduction report (paper scale
+# in every profile)
 SCALE = scales.scale_label("toy_perceptrons", profile.name)
 glue_all(glue, "ch09", toy_tables.setup_values())
 res = experiments.run("toy_perceptrons", profile)
@@ -91,8 +93,11 @@ print(toy_tables.training_report(res))
 
 # %%
 fig = plotting.output_weight_densities(
-    res.x, res.y, {toy_tables.FORM_TITLES[k]: res.weights(k) for k in experiments.OUTPUT_WEIGHT_FORMS},
-    suptitle=f"Where {len(res.kept)} trained 2-2-1 perceptrons put their output weights")
+    res.x, res.y,
+    {toy_tables.FORM_TITLES[k]: res.weights(k)
+     for k in experiments.OUTPUT_WEIGHT_FORMS},
+    suptitle=f"Where {len(res.kept)} trained 2-2-1 perceptrons "
+             "put their output weights")
 
 # %% [markdown]
 # ## Symmetric, with mirrored modes
@@ -137,8 +142,9 @@ print(f"raw: sign test p = {summary['sign_test_p']:.3f}; "
 display(toy_tables.forms_table(res, summary))
 
 # %%
-fig = plotting.split_half_histogram(res.weights("raw") @ np.array([1.0, -1.0]), summary["modes"]["raw"],
-                                    xlabel="$d = w_1 - w_2$ (raw output weights)")
+fig = plotting.split_half_histogram(
+    res.weights("raw") @ np.array([1.0, -1.0]), summary["modes"]["raw"],
+    xlabel="$d = w_1 - w_2$ (raw output weights)")
 
 # %% [markdown]
 # ## The paper's findings beside ours
@@ -146,7 +152,8 @@ fig = plotting.split_half_histogram(res.weights("raw") @ np.array([1.0, -1.0]), 
 # Figure 1 is a figure without printed numbers, so the paper's column states what it shows.
 
 # %%
-display(paper_vs_ours(toy_tables.fig1_rows(summary), profile.name, scale=SCALE))
+display(paper_vs_ours(toy_tables.fig1_rows(summary), profile.name,
+                      scale=SCALE))
 
 # %% [markdown]
 # ## Synthesis: the paper's claims, as code
@@ -164,8 +171,11 @@ display(paper_vs_ours(toy_tables.fig1_rows(summary), profile.name, scale=SCALE))
 
 # %%
 outcomes = claims.evaluate("toy_perceptrons", summary)
-claims.epilogue(outcomes, profile.name, prefix="ch09", glue=glue, scale=SCALE)
-glue_all(glue, "ch09", {f"t_{o.claim.name}_value": o.evidence.threshold.value for o in outcomes})
+claims.epilogue(outcomes, profile.name, prefix="ch09", glue=glue,
+                scale=SCALE)
+glue_all(glue, "ch09", {
+    f"t_{o.claim.name}_value": o.evidence.threshold.value
+    for o in outcomes})
 
 # %% tags=["nbval-check-output"]
 claims.assert_expected(outcomes, profile.name, "Laurent et al.")
@@ -189,7 +199,8 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 
 # %%
 report.show_saved_run("toy_perceptrons",
-                      "the same 10,000 perceptrons as the quick profile; minutes on a CPU")
+                      "the same 10,000 perceptrons as the quick profile; "
+                      "minutes on a CPU")
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

@@ -63,13 +63,16 @@ from symlib.experiments.laurent.optunet import random_unit_direction
 from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import paper_vs_ours
 from symlib.experiments.table import glue_all
-from symlib.symmetry import (function_change, identifiable, mass_along, mass_hessian, min_mass, mlp_permutation_spec,
-                             mlp_scaling_spec, optunet_scaling_spec, sort_neurons)
+from symlib.symmetry import (function_change, identifiable, mass_along,
+                             mass_hessian, min_mass, mlp_permutation_spec,
+                             mlp_scaling_spec, optunet_scaling_spec,
+                             sort_neurons)
 
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
-KS_LEVEL = 0.05  # the level at which a KS p-value counts as small in the marginals' tables
+# the level at which a KS p-value counts as small in the marginals' tables
+KS_LEVEL = 0.05
 paper_profile = get_profile("paper")
 glue_all(glue, "ch10", laurent.min_mass_setting_values(profile, KS_LEVEL))
 
@@ -102,13 +105,16 @@ keep = np.flatnonzero(res.converged)
 nets = [unstack(res.params, np.float64)[i] for i in keep]
 n_nets = len(nets)
 print(laurent.optunet_training_line(res, profile))
-glue("ch10_quick_acc", f"{res.test_accuracy[keep].mean():.0%}", display=False)
-glue("ch10_quick_dropped", int(res.converged.size - keep.size), display=False)
+glue("ch10_quick_acc", f"{res.test_accuracy[keep].mean():.0%}",
+     display=False)
+glue("ch10_quick_dropped", int(res.converged.size - keep.size),
+     display=False)
 
 # %% tags=["hide-input"]
 plotting.training_runs_figure(
     res.epoch_loss, res.converged, res.milestones, res.test_accuracy,
-    loss_title=f"OptuNets: one line per network (red: below {experiments.CONVERGED_ACCURACY:.0%})",
+    loss_title="OptuNets: one line per network "
+               f"(red: below {experiments.CONVERGED_ACCURACY:.0%})",
     accuracy_title=f"{profile.n_test} MNIST test images");
 
 # %% [markdown]
@@ -136,17 +142,24 @@ before = np.array([s.mass_before for s in solved])
 after = np.array([s.mass for s in solved])
 decrease = (before - after) / before
 layers = ["conv_0", "conv_1", "dense_0", "dense_1"]
-largest = {name: np.array([[np.abs(n[l]["kernel"]).max() for l in layers] for n in group])
-           for name, group in (("trained", nets), ("min-mass", [s.params for s in solved]))}
+largest = {
+    name: np.array([[np.abs(n[l]["kernel"]).max() for l in layers]
+                    for n in group])
+    for name, group in (("trained", nets),
+                        ("min-mass", [s.params for s in solved]))}
 mm = summary["min_mass"]
 print(laurent.min_mass_lines(solved, mm["max_logit_change"]))
 
 # %% tags=["hide-input"]
 layer_params = mm["layer_params"]
-plotting.min_mass_figure(before, after, largest, laurent.layer_labels(layers, layer_params),
+plotting.min_mass_figure(before, after, largest,
+                         laurent.layer_labels(layers, layer_params),
                          title=f"{n_nets} OptuNets");
-display(laurent.largest_weight_table(largest, layers, mm["layer_weights"], layer_params))
-glue("ch10_dense_weights", " and ".join(str(w) for w in mm["layer_weights"][2:]), display=False)
+display(laurent.largest_weight_table(largest, layers, mm["layer_weights"],
+                                     layer_params))
+glue("ch10_dense_weights",
+     " and ".join(str(w) for w in mm["layer_weights"][2:]),
+     display=False)
 
 # %% [markdown]
 # The paper reports two observations for OptuNets (Fig. 2, numbers given only as a figure):
@@ -181,8 +194,10 @@ glue("ch10_dense_weights", " and ".join(str(w) for w in mm["layer_weights"][2:])
 
 # %%
 wd = res.weight_decay
-d_kernel = wd / 2 * (np.asarray(mm["mass_after"]) - np.asarray(mm["mass_before"]))
-d_bias = wd / 2 * (np.asarray(mm["hidden_bias_sq_after"]) - np.asarray(mm["hidden_bias_sq_before"]))
+d_kernel = wd / 2 * (np.asarray(mm["mass_after"])
+                     - np.asarray(mm["mass_before"]))
+d_bias = wd / 2 * (np.asarray(mm["hidden_bias_sq_after"])
+                   - np.asarray(mm["hidden_bias_sq_before"]))
 final_objective = res.epoch_loss[keep, -1]
 print(laurent.corollary1_line(wd, d_kernel, d_bias))
 display(laurent.objective_change_table(d_kernel, d_bias, final_objective))
@@ -205,18 +220,23 @@ display(laurent.objective_change_table(d_kernel, d_bias, final_objective))
 
 # %%
 print(laurent.convexity_lines(mm))
-LINES_SHOWN = mm["random_lines"]["lines"] // n_nets  # the summary draws this many lines per network
+# the summary draws this many lines per network
+LINES_SHOWN = mm["random_lines"]["lines"] // n_nets
 glue("ch10_lines_per_net", LINES_SHOWN, display=False)
 glue("ch10_line_points", len(LINE_T), display=False)
 net0 = nets[0]
-u0 = {name: np.log(v) for name, v in solved[0].scales.items()}  # its min-mass log-scales
+# its min-mass log-scales
+u0 = {name: np.log(v) for name, v in solved[0].scales.items()}
 t = np.linspace(-0.5, 1.5, 81)
-path = mass_along(spec, net0, {name: np.zeros_like(v) for name, v in u0.items()}, u0, t)
+path = mass_along(
+    spec, net0, {name: np.zeros_like(v) for name, v in u0.items()}, u0, t)
 rng = np.random.default_rng(1)
-lines = [mass_along(spec, net0, u0, random_unit_direction(u0, rng), LINE_T) for _ in range(LINES_SHOWN)]
+lines = [mass_along(spec, net0, u0, random_unit_direction(u0, rng), LINE_T)
+         for _ in range(LINES_SHOWN)]
 eigenvalues = {label: np.linalg.eigvalsh(mass_hessian(spec, net0, u))
                for label, u in (("trained", None), ("min-mass", u0))}
-plotting.mass_landscape_figure(t, path, LINE_T, lines, eigenvalues, name="OptuNet 0");
+plotting.mass_landscape_figure(t, path, LINE_T, lines, eigenvalues,
+                               name="OptuNet 0");
 
 # %% [markdown]
 # ## The same on MLPs
@@ -233,24 +253,32 @@ res_mlp = experiments.run("laurent_mlps", profile)
 summary_mlp = experiments.SUMMARIES["laurent_mlps"](res_mlp.artifact)
 mlps = unstack(res_mlp.params, np.float64)
 mlp_layers = [f"dense_{l}" for l in range(len(mlps[0]))]
-mlp_scaling, mlp_perms = mlp_scaling_spec(len(mlp_layers) - 1), mlp_permutation_spec(len(mlp_layers) - 1)
+mlp_scaling, mlp_perms = (mlp_scaling_spec(len(mlp_layers) - 1),
+                          mlp_permutation_spec(len(mlp_layers) - 1))
 solved_mlp = [min_mass(mlp_scaling, net) for net in mlps]
-mlp_largest = {name: np.array([[np.abs(n[l]["kernel"]).max() for l in mlp_layers] for n in group])
-               for name, group in (("trained", mlps), ("min-mass", [s.params for s in solved_mlp]))}
+mlp_largest = {
+    name: np.array([[np.abs(n[l]["kernel"]).max() for l in mlp_layers]
+                    for n in group])
+    for name, group in (("trained", mlps),
+                        ("min-mass", [s.params for s in solved_mlp]))}
 mlp_before = np.array([s.mass_before for s in solved_mlp])
 mlp_after = np.array([s.mass for s in solved_mlp])
 sizes = res_mlp.sizes
 print(laurent.mlp_min_mass_line(res_mlp, profile, mlp_before, mlp_after))
 mlp_params = [a * b + b for a, b in zip(sizes[:-1], sizes[1:])]
-plotting.min_mass_figure(mlp_before, mlp_after, mlp_largest, laurent.layer_labels(mlp_layers, mlp_params),
+plotting.min_mass_figure(mlp_before, mlp_after, mlp_largest,
+                         laurent.layer_labels(mlp_layers, mlp_params),
                          title=f"{len(mlps)} MLPs");
 
 # %% tags=["hide-input"]
-SEC52 = ("swaps_scarce", "swaps_gathered", "swaps_in_high_lr_phases", "ordering_freezes")  # chapter 11's (Sec. 5.2)
+# chapter 11's (Sec. 5.2)
+SEC52 = ("swaps_scarce", "swaps_gathered", "swaps_in_high_lr_phases",
+         "ordering_freezes")
 mlp_outcomes = [o for o in claims.evaluate("laurent_mlps", summary_mlp)
                 if o.claim.name not in SEC52]
 display(claims.claims_table(mlp_outcomes, profile.name,
-                            scale=scales.scale_label("laurent_mlps", profile.name)))
+                            scale=scales.scale_label("laurent_mlps",
+                                                     profile.name)))
 
 # %% [markdown]
 # ## Identical marginals before symmetry removal, different after (Appendix D.3)
@@ -267,15 +295,19 @@ display(claims.claims_table(mlp_outcomes, profile.name,
 # %%
 canonical = [identifiable(mlp_scaling, mlp_perms, net) for net in mlps]
 perm_only = [sort_neurons(mlp_perms, net)[0] for net in mlps]
-assert max(function_change(mlp_apply, a, b, np.random.default_rng(i).normal(size=(256, sizes[0])))
-           for i, (a, b) in enumerate(zip(mlps, canonical))) < 1e-9
+assert max(
+    function_change(mlp_apply, a, b,
+                    np.random.default_rng(i).normal(size=(256, sizes[0])))
+    for i, (a, b) in enumerate(zip(mlps, canonical))) < 1e-9
 forms = {"trained (raw)": mlps, "permutation removed": perm_only,
          "scaling and permutation removed": canonical}
-pvals = {name: {l: first_last_pvalues(group, l) for l in range(len(mlp_layers))}
+pvals = {name: {l: first_last_pvalues(group, l)
+                for l in range(len(mlp_layers))}
          for name, group in forms.items()}
 pooled = {k: np.concatenate(list(v.values())) for k, v in pvals.items()}
 print(laurent.pooled_ks_line(pooled, KS_LEVEL))
-glue_all(glue, "ch10", laurent.marginal_values(pooled, KS_LEVEL, len(mlps)))
+glue_all(glue, "ch10",
+         laurent.marginal_values(pooled, KS_LEVEL, len(mlps)))
 display(laurent.marginals_table(pvals, mlp_layers, KS_LEVEL))
 
 # %% [markdown]
@@ -286,25 +318,34 @@ display(laurent.marginals_table(pvals, mlp_layers, KS_LEVEL))
 
 # %%
 display(paper_vs_ours(laurent.fig2_rows(
-    {"before": before, "after": after, "largest": largest, "layers": layers, "layer_params": layer_params},
-    {"before": mlp_before, "after": mlp_after, "largest": mlp_largest, "layers": mlp_layers}, pooled, KS_LEVEL),
-    profile.name, scale=f"OptuNets: {scales.scale_label('laurent_optunets', profile.name)}; "
-                        f"MLPs: {scales.scale_label('laurent_mlps', profile.name)}"))
-glue_all(glue, "ch10", laurent.largest_ratio_values(largest, layers, layer_params))
+    {"before": before, "after": after, "largest": largest,
+     "layers": layers, "layer_params": layer_params},
+    {"before": mlp_before, "after": mlp_after, "largest": mlp_largest,
+     "layers": mlp_layers}, pooled, KS_LEVEL),
+    profile.name,
+    scale="OptuNets: "
+          f"{scales.scale_label('laurent_optunets', profile.name)}; "
+          f"MLPs: {scales.scale_label('laurent_mlps', profile.name)}"))
+glue_all(glue, "ch10",
+         laurent.largest_ratio_values(largest, layers, layer_params))
 
 # %% tags=["hide-input"]
-plotting.pvalue_cdfs(pvals, [f"{name}: KS p-values, first vs last unit" for name in mlp_layers]);
+plotting.pvalue_cdfs(pvals, [f"{name}: KS p-values, first vs last unit"
+                             for name in mlp_layers]);
 
 # %% [markdown]
 # One weight position up close: the hidden-to-hidden weight whose canonical p-value is the
 # smallest (selected for display, so its p-value is not itself a test).
 
 # %% tags=["hide-input"]
-l = 1  # hidden-to-hidden layer: one weight position, marginal over checkpoints
+# hidden-to-hidden layer: one weight position, marginal over checkpoints
+l = 1
 i = int(np.argmin(pvals["scaling and permutation removed"][l]))
 plotting.overlaid_histograms(
-    {f"{name}: weight {i} into {mlp_layers[l]} units (p = {pvals[name][l][i]:.1e})":
-     {label: unit_weights(forms[name], l, unit)[:, i] for unit, label in ((0, "first unit"), (-1, "last unit"))}
+    {f"{name}: weight {i} into {mlp_layers[l]} units "
+     f"(p = {pvals[name][l][i]:.1e})":
+     {label: unit_weights(forms[name], l, unit)[:, i]
+      for unit, label in ((0, "first unit"), (-1, "last unit"))}
      for name in ("trained (raw)", "scaling and permutation removed")},
     xlabel="weight value", ylabel=f"density over {len(mlps)} checkpoints");
 
@@ -330,16 +371,24 @@ plotting.overlaid_histograms(
 # {glue:text}`ch10_quick_dropped` of the quick profile's {glue:text}`ch10_optunet_nets`.
 
 # %%
-saved = {label: results.load("laurent_optunets", label) for label in ("paper", "paper-8nets", "paper-16nets")}
-pp_verdicts = {o.claim.name: o.verdict.value for o in claims.evaluate("laurent_optunets", saved["paper"]["summary"])}
+saved = {label: results.load("laurent_optunets", label)
+         for label in ("paper", "paper-8nets", "paper-16nets")}
+pp_verdicts = {o.claim.name: o.verdict.value
+               for o in claims.evaluate("laurent_optunets",
+                                        saved["paper"]["summary"])}
 glue_all(glue, "ch10", laurent.saved_min_mass_values(
-    paper_profile, saved["paper"], {"s8": saved["paper-8nets"], "s16": saved["paper-16nets"]},
-    results.load("laurent_mlps", "paper"), results.load("laurent_mlps", "paper-64nets"), pp_verdicts))
-glue_all(glue, "ch10_pp_v", {name: pp_verdicts[name] for name in ("above_min_mass", "largest_weight")})
+    paper_profile, saved["paper"],
+    {"s8": saved["paper-8nets"], "s16": saved["paper-16nets"]},
+    results.load("laurent_mlps", "paper"),
+    results.load("laurent_mlps", "paper-64nets"), pp_verdicts))
+glue_all(glue, "ch10_pp_v",
+         {name: pp_verdicts[name]
+          for name in ("above_min_mass", "largest_weight")})
 
 # %% tags=["hide-input"]
 display(report.show_saved_run("laurent_optunets",
-                              "256 OptuNets x 60 epochs: about 3 minutes on an H100, 6 hours on a 2-core CPU",
+                              "256 OptuNets x 60 epochs: about 3 minutes "
+                              "on an H100, 6 hours on a 2-core CPU",
                               keep=lambda c: c not in SEC52))
 
 # %% [markdown]
@@ -373,9 +422,12 @@ from symlib.experiments import gpu_queue
 g768 = results.load("laurent_optunets", "paper-768nets")
 g768_outcomes = claims.evaluate("laurent_optunets", g768["summary"])
 g768_block = int(results.command_setting(g768["command"], "optunet_block"))
-fig2_prov = gpu_queue.folded_provenance(results.repository_root() / "gpu" / "queue.json", "laurent-fig2-1000",
-                                        laurent.blocks_read(g768, "optunet_used", g768_block))
-glue_all(glue, "ch10_g768", laurent.gpu_min_mass_values(g768, g768_outcomes, fig2_prov) | {"block": g768_block})
+fig2_prov = gpu_queue.folded_provenance(
+    results.repository_root() / "gpu" / "queue.json", "laurent-fig2-1000",
+    laurent.blocks_read(g768, "optunet_used", g768_block))
+glue_all(glue, "ch10_g768",
+         laurent.gpu_min_mass_values(g768, g768_outcomes, fig2_prov)
+         | {"block": g768_block})
 
 # %% [markdown]
 # **On the bank's networks.** Chapters 12 and 13 use a bank of OptuNets trained with the same
@@ -397,15 +449,22 @@ glue_all(glue, "ch10_g768", laurent.gpu_min_mass_values(g768, g768_outcomes, fig
 # %%
 bank_run = results.load("bank_min_mass", "paper-1024nets")
 bank_outcomes = claims.evaluate("bank_min_mass", bank_run["summary"])
-bank_prov = gpu_queue.folded_provenance(results.repository_root() / "gpu" / "queue.json", "laurent-bank",
-                                        laurent.blocks_read(bank_run, "bank_used", paper_profile.bank_block))
-glue_all(glue, "ch10_bank", laurent.gpu_min_mass_values(bank_run, bank_outcomes, bank_prov))
-report.show_saved_run("bank_min_mass", "the bank's OptuNets: trained on a GPU by the queue's laurent-bank job")
+bank_prov = gpu_queue.folded_provenance(
+    results.repository_root() / "gpu" / "queue.json", "laurent-bank",
+    laurent.blocks_read(bank_run, "bank_used", paper_profile.bank_block))
+glue_all(glue, "ch10_bank",
+         laurent.gpu_min_mass_values(bank_run, bank_outcomes, bank_prov))
+report.show_saved_run("bank_min_mass",
+                      "the bank's OptuNets: trained on a GPU "
+                      "by the queue's laurent-bank job")
 
 # %% tags=["nbval-check-output"]
-claims.assert_expected(bank_outcomes, "paper-1024nets", "Laurent et al. (the bank's OptuNets)", saved=[
-    *((label, claims.evaluate("laurent_optunets", run["summary"])) for label, run in saved.items()),
-    ("paper-768nets", g768_outcomes)])
+claims.assert_expected(
+    bank_outcomes, "paper-1024nets",
+    "Laurent et al. (the bank's OptuNets)",
+    saved=[*((label, claims.evaluate("laurent_optunets", run["summary"]))
+             for label, run in saved.items()),
+           ("paper-768nets", g768_outcomes)])
 
 # %% [markdown]
 # **What the bank shows.** {glue:text}`ch10_bank_converged` of the bank's
@@ -436,7 +495,8 @@ claims.assert_expected(bank_outcomes, "paper-1024nets", "Laurent et al. (the ban
 
 # %% tags=["hide-input"]
 display(report.show_saved_run("laurent_mlps",
-                              "256 MLPs x 60 epochs: about 1 minute on an H100, 2 hours on a 2-core CPU",
+                              "256 MLPs x 60 epochs: about 1 minute "
+                              "on an H100, 2 hours on a 2-core CPU",
                               keep=lambda c: c not in SEC52))
 
 # %% [markdown]
@@ -457,14 +517,16 @@ display(report.show_saved_run("laurent_mlps",
 # %% tags=["hide-input"]
 opt_outcomes = [o for o in claims.evaluate("laurent_optunets", summary)
                 if o.claim.name not in SEC52]
-claims.epilogue(opt_outcomes, profile.name, prefix="ch10_opt", glue=glue,  # ch10_opt_v_<claim>, ch10_opt_e_<claim>
+# ch10_opt_v_<claim>, ch10_opt_e_<claim>
+claims.epilogue(opt_outcomes, profile.name, prefix="ch10_opt", glue=glue,
                 scale=scales.scale_label("laurent_optunets", profile.name))
 claims.epilogue(mlp_outcomes, profile.name, prefix="ch10_mlp", glue=glue,
                 scale=scales.scale_label("laurent_mlps", profile.name))
 outcomes = opt_outcomes + mlp_outcomes
 
 # %% tags=["nbval-check-output"]
-claims.assert_expected(outcomes, profile.name, "Laurent et al.", qualified=True)
+claims.assert_expected(outcomes, profile.name, "Laurent et al.",
+                       qualified=True)
 
 # %% [markdown]
 # **What our runs say.** Trained networks above their min-mass point: OptuNets

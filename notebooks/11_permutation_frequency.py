@@ -53,7 +53,8 @@ from symlib.symmetry.architectures import resnet18_permutation_spec
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
-glue("ch11_mlp_hidden", " and ".join(map(str, profile.laurent_hidden)), display=False)
+glue("ch11_mlp_hidden", " and ".join(map(str, profile.laurent_hidden)),
+     display=False)
 
 # %% [markdown]
 # ## OptuNet
@@ -74,17 +75,22 @@ glue("ch11_mlp_hidden", " and ".join(map(str, profile.laurent_hidden)), display=
 res = experiments.run("laurent_optunets", profile)
 summary = experiments.SUMMARIES["laurent_optunets"](res.artifact)
 keep = np.flatnonzero(res.converged)
-swaps = res.swaps[keep]  # (runs, epochs, steps per epoch, permutations): pairs swapped in the step
-epoch_stats = [s[keep] for s in res.epoch_stats]  # per permutation: (runs, epochs, units)
+# (runs, epochs, steps per epoch, permutations): pairs swapped in the step
+swaps = res.swaps[keep]
+# per permutation: (runs, epochs, units)
+epoch_stats = [s[keep] for s in res.epoch_stats]
 print(laurent.optunet_swap_line(res))
 glue_all(glue, "ch11", laurent.optunet_swap_values(res, profile))
-glue_all(glue, "ch11_quick", {"nets": int(res.converged.size), "dropped": int(res.converged.size - keep.size)})
+glue_all(glue, "ch11_quick",
+         {"nets": int(res.converged.size),
+          "dropped": int(res.converged.size - keep.size)})
 
 # %% [markdown]
 # ### Kendall's τ between successive steps (Figure 4, left)
 
 # %% tags=["hide-input"]
-plotting.swap_figure(swaps, epoch_stats, res.units, res.blocks, laurent.optunet_swap_labels(res), res.lr,
+plotting.swap_figure(swaps, epoch_stats, res.units, res.blocks,
+                     laurent.optunet_swap_labels(res), res.lr,
                      res.milestones);
 
 # %% [markdown]
@@ -114,11 +120,15 @@ mlp_sw = summary_mlp["swaps"]
 print(laurent.mlp_swap_line(res_mlp))
 
 # %% tags=["hide-input"]
-plotting.swap_figure(res_mlp.swaps, res_mlp.epoch_stats, widths, [1] * len(widths),
-                     laurent.hidden_layer_labels(widths), res_mlp.lr, res_mlp.milestones);
+plotting.swap_figure(res_mlp.swaps, res_mlp.epoch_stats, widths,
+                     [1] * len(widths),
+                     laurent.hidden_layer_labels(widths),
+                     res_mlp.lr, res_mlp.milestones);
 
 # %%
-display(laurent.phase_table(mlp_sw, [f"layer {l + 1}" for l in range(len(widths))], res_mlp.lr))
+display(laurent.phase_table(mlp_sw,
+                            [f"layer {l + 1}" for l in range(len(widths))],
+                            res_mlp.lr))
 print(laurent.late_swaps_line(mlp_sw))
 
 # %% [markdown]
@@ -127,10 +137,14 @@ print(laurent.late_swaps_line(mlp_sw))
 # Figure 4 of the paper has no printed numbers, so the paper's column states what it shows.
 
 # %%
-display(paper_vs_ours(laurent.fig4_rows(summary["swaps"], mlp_sw, res, widths), profile.name,
-                      scale=f"OptuNets: {scales.scale_label('laurent_optunets', profile.name)}; "
-                            f"MLPs: {scales.scale_label('laurent_mlps', profile.name)}"))
-glue_all(glue, "ch11", laurent.optunet_swap_rate_values(summary["swaps"], res.units, res.blocks))
+display(paper_vs_ours(
+    laurent.fig4_rows(summary["swaps"], mlp_sw, res, widths), profile.name,
+    scale="OptuNets: "
+          f"{scales.scale_label('laurent_optunets', profile.name)}; "
+          f"MLPs: {scales.scale_label('laurent_mlps', profile.name)}"))
+glue_all(glue, "ch11",
+         laurent.optunet_swap_rate_values(summary["swaps"], res.units,
+                                          res.blocks))
 
 # %% [markdown]
 # ## At the paper's scale
@@ -149,14 +163,19 @@ glue_all(glue, "ch11", laurent.optunet_swap_rate_values(summary["swaps"], res.un
 
 # %%
 saved = {label: results.load("laurent_optunets", label)
-         for label in ("paper", "paper-8nets", "paper-16nets", "paper-768nets")}
+         for label in ("paper", "paper-8nets", "paper-16nets",
+                       "paper-768nets")}
 glue_all(glue, "ch11", laurent.saved_swap_values(
     get_profile("paper"), saved["paper"],
-    {"s8": saved["paper-8nets"], "s16": saved["paper-16nets"], "g768": saved["paper-768nets"]},
-    results.load("laurent_mlps", "paper"), results.load("laurent_mlps", "paper-64nets")))
-SEC52 = ("swaps_scarce", "swaps_gathered", "swaps_in_high_lr_phases", "ordering_freezes")
+    {"s8": saved["paper-8nets"], "s16": saved["paper-16nets"],
+     "g768": saved["paper-768nets"]},
+    results.load("laurent_mlps", "paper"),
+    results.load("laurent_mlps", "paper-64nets")))
+SEC52 = ("swaps_scarce", "swaps_gathered", "swaps_in_high_lr_phases",
+         "ordering_freezes")
 display(report.show_saved_run("laurent_optunets",
-                              "256 OptuNets x 60 epochs: about 3 minutes on an H100, 6 hours on a 2-core CPU",
+                              "256 OptuNets x 60 epochs: about 3 minutes "
+                              "on an H100, 6 hours on a 2-core CPU",
                               keep=lambda c: c in SEC52))
 
 # %% [markdown]
@@ -174,10 +193,14 @@ display(report.show_saved_run("laurent_optunets",
 # learning-rate phases ({glue:text}`ch11_g768_v_swaps_in_high_lr_phases`).
 
 # %%
-g768_outcomes = [o for o in claims.evaluate("laurent_optunets", saved["paper-768nets"]["summary"])
-                 if o.claim.name in SEC52]
-claims.epilogue(g768_outcomes, "paper-768nets", prefix="ch11_g768", glue=glue,
-                scale=scales.scale_label("laurent_optunets", "paper-768nets"))
+g768_outcomes = [
+    o for o in claims.evaluate("laurent_optunets",
+                               saved["paper-768nets"]["summary"])
+    if o.claim.name in SEC52]
+claims.epilogue(g768_outcomes, "paper-768nets", prefix="ch11_g768",
+                glue=glue,
+                scale=scales.scale_label("laurent_optunets",
+                                         "paper-768nets"))
 
 # %% [markdown]
 # And for the ReLU MLPs ({glue:text}`ch11_pp_mlp_sizes`) of the same recipe: all
@@ -186,7 +209,8 @@ claims.epilogue(g768_outcomes, "paper-768nets", prefix="ch11_g768", glue=glue,
 
 # %% tags=["hide-input"]
 display(report.show_saved_run("laurent_mlps",
-                              "256 MLPs x 60 epochs: about 1 minute on an H100, 2 hours on a 2-core CPU",
+                              "256 MLPs x 60 epochs: about 1 minute "
+                              "on an H100, 2 hours on a 2-core CPU",
                               keep=lambda c: c in SEC52))
 
 # %% [markdown]
@@ -215,10 +239,12 @@ display(report.show_saved_run("laurent_mlps",
 
 # %%
 glue("ch11_rn18_nets", get_profile("paper").rn18_swap_nets, display=False)
-glue("ch11_rn18_perms", len(resnet18_permutation_spec().perm_names), display=False)
+glue("ch11_rn18_perms", len(resnet18_permutation_spec().perm_names),
+     display=False)
 saved_rn18 = report.saved_run_claims("rn18_swaps_cifar100", "paper")
-print("paper profile: " + ("not run (needs the CIFAR-100 archive and a GPU)" if saved_rn18 is None
-                           else saved_rn18[0]))
+print("paper profile: "
+      + ("not run (needs the CIFAR-100 archive and a GPU)"
+         if saved_rn18 is None else saved_rn18[0]))
 if saved_rn18 is not None:
     display(saved_rn18[1])
 
@@ -242,9 +268,12 @@ if saved_rn18 is not None:
 # independent runs; the cell after the tables asserts that each verdict is the expected one.
 
 # %%
-opt_outcomes = [o for o in claims.evaluate("laurent_optunets", summary) if o.claim.name in SEC52]
-mlp_outcomes = [o for o in claims.evaluate("laurent_mlps", summary_mlp) if o.claim.name in SEC52]
-claims.epilogue(opt_outcomes, profile.name, prefix="ch11_opt", glue=glue,  # ch11_opt_v_<claim>, ch11_opt_e_<claim>
+opt_outcomes = [o for o in claims.evaluate("laurent_optunets", summary)
+                if o.claim.name in SEC52]
+mlp_outcomes = [o for o in claims.evaluate("laurent_mlps", summary_mlp)
+                if o.claim.name in SEC52]
+# ch11_opt_v_<claim>, ch11_opt_e_<claim>
+claims.epilogue(opt_outcomes, profile.name, prefix="ch11_opt", glue=glue,
                 scale=scales.scale_label("laurent_optunets", profile.name))
 claims.epilogue(mlp_outcomes, profile.name, prefix="ch11_mlp", glue=glue,
                 scale=scales.scale_label("laurent_mlps", profile.name))
@@ -252,7 +281,8 @@ glue("ch11_burst_window", laurent.BURST_WINDOW, display=False)
 outcomes = opt_outcomes + mlp_outcomes
 
 # %% tags=["nbval-check-output"]
-claims.assert_expected(outcomes, profile.name, "Laurent et al.", qualified=True,
+claims.assert_expected(outcomes, profile.name, "Laurent et al.",
+                       qualified=True,
                        saved=[("paper-768nets", g768_outcomes)])
 
 # %% [markdown]

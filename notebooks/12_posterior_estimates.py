@@ -58,7 +58,8 @@ profile = get_profile()
 print(profile.describe())
 paper_profile = get_profile("paper")
 SCALE = scales.scale_label("laurent_posteriors", profile.name)
-glue_all(glue, "ch12", laurent.posterior_setting_values(profile, paper_profile))
+glue_all(glue, "ch12",
+         laurent.posterior_setting_values(profile, paper_profile))
 
 # %% [markdown]
 # ## The reference posterior: a bank of OptuNets
@@ -150,10 +151,14 @@ display(laurent.table1_mnist(summary, profile.name))
 # "≤ 0 (unbiased estimate)"; the table above gives its value.
 
 # %% tags=["hide-input"]
-medians = {v: [summary["mmd"][v][m]["median"] for m in summary["methods"]] for v in ("MMD", "NS")}
-plotting.grouped_bars_figure(summary["methods"], medians, ylabel="MMD² to the reference (median over kernels)",
-                             title=f"Distance to the reference posterior ({profile.name} profile; log scale)",
-                             log=True, nonpositive_note="≤ 0 (unbiased estimate)");
+medians = {v: [summary["mmd"][v][m]["median"] for m in summary["methods"]]
+           for v in ("MMD", "NS")}
+plotting.grouped_bars_figure(
+    summary["methods"], medians,
+    ylabel="MMD² to the reference (median over kernels)",
+    title="Distance to the reference posterior "
+          f"({profile.name} profile; log scale)",
+    log=True, nonpositive_note="≤ 0 (unbiased estimate)");
 
 # %% [markdown]
 # ### Median, mean and max over the 20 kernels (Appendix B.4)
@@ -212,19 +217,27 @@ display(laurent.symmetry_removal_table(summary))
 # ```
 
 # %%
-gpu_run = results.load("laurent_posteriors", "paper-1024nets-800ref-2epochs")
+gpu_run = results.load("laurent_posteriors",
+                       "paper-1024nets-800ref-2epochs")
 gpu_outcomes = claims.evaluate("laurent_posteriors", gpu_run["summary"])
-glue_all(glue, "ch12_g", laurent.saved_posterior_values(gpu_run, gpu_outcomes))
-g_method_epochs = int(results.command_setting(gpu_run["command"], "post_method_epochs"))
-glue_all(glue, "ch12_g", dict(zip(("swag_snaps", "swag_epochs"), laurent.posteriors.swag_schedule(g_method_epochs))))
-display(laurent.table1_mnist(gpu_run["summary"], "paper-1024nets-800ref-2epochs"))
+glue_all(glue, "ch12_g",
+         laurent.saved_posterior_values(gpu_run, gpu_outcomes))
+g_method_epochs = int(results.command_setting(gpu_run["command"],
+                                              "post_method_epochs"))
+glue_all(glue, "ch12_g", dict(zip(
+    ("swag_snaps", "swag_epochs"),
+    laurent.posteriors.swag_schedule(g_method_epochs))))
+display(laurent.table1_mnist(gpu_run["summary"],
+                             "paper-1024nets-800ref-2epochs"))
 
 # %% tags=["hide-input"]
-report.show_saved_run("laurent_posteriors", "the bank's OptuNets trained on a GPU by the queue",
+report.show_saved_run("laurent_posteriors",
+                      "the bank's OptuNets trained on a GPU by the queue",
                       profile="paper-1024nets-800ref-2epochs")
 
 # %% tags=["nbval-check-output"]
-claims.assert_expected(gpu_outcomes, "paper-1024nets-800ref-2epochs", "Laurent et al. (the GPU-trained bank)")
+claims.assert_expected(gpu_outcomes, "paper-1024nets-800ref-2epochs",
+                       "Laurent et al. (the GPU-trained bank)")
 
 # %% [markdown]
 # **What it shows.** With a reference in the paper's regime (mean test accuracy
@@ -290,7 +303,8 @@ glue_all(glue, "ch12", laurent.resnet_posterior_values(paper_profile))
 for task in ("cifar100", "tiny_imagenet"):
     record = results.load(f"rn18_posteriors_{task}", "paper")
     print(laurent.resnet_run_line(task, record))
-    display(paper_vs_ours(laurent.resnet_table1_rows(task, record), "paper"))
+    display(paper_vs_ours(laurent.resnet_table1_rows(task, record),
+                          "paper"))
 
 # %% [markdown]
 # ## Synthesis: the paper's claims, as code
@@ -326,7 +340,8 @@ for task in ("cifar100", "tiny_imagenet"):
 
 # %%
 outcomes = claims.evaluate("laurent_posteriors", summary)
-claims.epilogue(outcomes, profile.name, prefix="ch12", glue=glue, scale=SCALE)
+claims.epilogue(outcomes, profile.name, prefix="ch12", glue=glue,
+                scale=SCALE)
 glue_all(glue, "ch12", laurent.mmd_comparison_values(summary))
 
 # %% tags=["nbval-check-output"]

@@ -71,9 +71,11 @@ print(laurent.collapse_line(summary))
 glue_all(glue, "ch13", laurent.collapse_values(summary))
 
 # %% tags=["hide-input"]
-plotting.pairwise_mi_figure(np.asarray(res.artifact["mi_id"]), np.asarray(res.artifact["mi_ood"]),
-                            pearson_r=summary["pearson_r"], spearman_rho=summary["spearman_rho"],
-                            suptitle=f"Two-member ensembles of bank OptuNets ({profile.name} profile)");
+plotting.pairwise_mi_figure(
+    np.asarray(res.artifact["mi_id"]), np.asarray(res.artifact["mi_ood"]),
+    pearson_r=summary["pearson_r"], spearman_rho=summary["spearman_rho"],
+    suptitle="Two-member ensembles of bank OptuNets "
+             f"({profile.name} profile)");
 
 # %% [markdown]
 # The p-value that `scipy` gives for a correlation assumes independent pairs, which pairs
@@ -85,7 +87,8 @@ plotting.pairwise_mi_figure(np.asarray(res.artifact["mi_id"]), np.asarray(res.ar
 # that reason alone.
 
 # %%
-display(paper_vs_ours(laurent.collapse_rows(summary), profile.name, scale=SCALE))
+display(paper_vs_ours(laurent.collapse_rows(summary), profile.name,
+                      scale=SCALE))
 
 # %% [markdown]
 # ## ResNet-18 on CIFAR-100 (Fig. 3; paper profile only)
@@ -135,7 +138,8 @@ display(paper_vs_ours(laurent.resnet_collapse_rows(record), "paper"))
 
 # %%
 outcomes = claims.evaluate("functional_collapse", summary)
-claims.epilogue(outcomes, profile.name, prefix="ch13", glue=glue, scale=SCALE)
+claims.epilogue(outcomes, profile.name, prefix="ch13", glue=glue,
+                scale=SCALE)
 glue_all(glue, "ch13", laurent.claim_threshold_values(outcomes))
 
 # %% tags=["nbval-check-output"]
@@ -205,28 +209,41 @@ from symlib.experiments import gpu_queue
 
 gpu_run = results.load("functional_collapse", "paper-1024nets")
 gpu_outcomes = claims.evaluate("functional_collapse", gpu_run["summary"])
-bank_prov = gpu_queue.folded_provenance(results.repository_root() / "gpu" / "queue.json", "laurent-bank",
-                                        laurent.blocks_read(gpu_run, "bank_used", paper_profile.bank_block))
-glue_all(glue, "ch13_g", laurent.saved_collapse_values(gpu_run, gpu_outcomes)
-         | {"block": paper_profile.bank_block, "gpu": bank_prov["devices"], "gpu_minutes": bank_prov["minutes"],
-            "first": bank_prov["first"], "commits": bank_prov["commits"], "steps": bank_prov["steps"]})
+bank_prov = gpu_queue.folded_provenance(
+    results.repository_root() / "gpu" / "queue.json", "laurent-bank",
+    laurent.blocks_read(gpu_run, "bank_used", paper_profile.bank_block))
+glue_all(glue, "ch13_g",
+         laurent.saved_collapse_values(gpu_run, gpu_outcomes)
+         | {"block": paper_profile.bank_block, "gpu": bank_prov["devices"],
+            "gpu_minutes": bank_prov["minutes"],
+            "first": bank_prov["first"], "commits": bank_prov["commits"],
+            "steps": bank_prov["steps"]})
 saved = results.load("functional_collapse", "paper-24nets")
 saved_outcomes = claims.evaluate("functional_collapse", saved["summary"])
-glue_all(glue, "ch13_s", laurent.saved_collapse_values(saved, saved_outcomes))
+glue_all(glue, "ch13_s",
+         laurent.saved_collapse_values(saved, saved_outcomes))
 glue_all(glue, "ch13", laurent.bank_cpu_hours(saved, paper_profile))
-glue_all(glue, "ch13", {f"{k}_vs_g": "larger" if summary[f"mean_{k}"] > gpu_run["summary"][f"mean_{k}"] else "smaller"
-                        for k in ("id", "ood")})  # the quick run's mean MI beside paper-1024nets'
-report.show_saved_run("functional_collapse", "a bank of 1,000 OptuNets: more than a day on a CPU")
+# the quick run's mean MI beside paper-1024nets'
+glue_all(glue, "ch13", {
+    f"{k}_vs_g": ("larger"
+                  if summary[f"mean_{k}"] > gpu_run["summary"][f"mean_{k}"]
+                  else "smaller")
+    for k in ("id", "ood")})
+report.show_saved_run("functional_collapse",
+                      "a bank of 1,000 OptuNets: more than a day on a CPU")
 
 # %% tags=["nbval-check-output"]
-claims.assert_expected(gpu_outcomes, "paper-1024nets", "Laurent et al.", saved=[("paper-24nets", saved_outcomes)])
+claims.assert_expected(gpu_outcomes, "paper-1024nets", "Laurent et al.",
+                       saved=[("paper-24nets", saved_outcomes)])
 
 # %% tags=["hide-input"]
 g = gpu_run["summary"]
-plotting.pairwise_mi_figure(np.asarray(g["mi_id_pairs"]), np.asarray(g["mi_ood_pairs"]), pearson_r=g["pearson_r"],
-                            spearman_rho=g["spearman_rho"],
-                            suptitle=f"{g['pairs']:,} pairs of {g['networks']} converged OptuNets of the paper "
-                                     "profile's bank (paper-1024nets; cf. the paper's Fig. 7)");
+plotting.pairwise_mi_figure(
+    np.asarray(g["mi_id_pairs"]), np.asarray(g["mi_ood_pairs"]),
+    pearson_r=g["pearson_r"], spearman_rho=g["spearman_rho"],
+    suptitle=f"{g['pairs']:,} pairs of {g['networks']} converged "
+             "OptuNets of the paper profile's bank "
+             "(paper-1024nets; cf. the paper's Fig. 7)");
 
 # %% [markdown]
 # **What the larger run shows** (`paper-1024nets`). {glue:text}`ch13_g_networks` of the

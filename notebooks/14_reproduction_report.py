@@ -63,14 +63,17 @@ from symlib.experiments.table import glue_all
 
 plotting.set_style()
 profile = get_profile("quick")
-print("quick-profile numbers read from the artifact cache;", profile.describe())
+print("quick-profile numbers read from the artifact cache;",
+      profile.describe())
 quick = manifest.quick_summaries("quick", complete=True)
 paper_runs = manifest.saved_runs(results.results_dir())
 rows = report_page.report_rows(quick, paper_runs)
 n_saved = sum(len(v) for v in paper_runs.values())
-print(f"quick results found in the cache: {len(quick)} experiments; saved results in book/results: {n_saved}; "
+print(f"quick results found in the cache: {len(quick)} experiments; "
+      f"saved results in book/results: {n_saved}; "
       f"manifest items: {len(rows)}")
-glue_all(glue, "ch14", {"items": len(rows), "saved": n_saved, "quick": len(quick)})
+glue_all(glue, "ch14",
+         {"items": len(rows), "saved": n_saved, "quick": len(quick)})
 
 # %% [markdown]
 # The report covers {glue:text}`ch14_items` items, judged on {glue:text}`ch14_saved` saved
@@ -93,8 +96,10 @@ glue_all(glue, "ch14", {"items": len(rows), "saved": n_saved, "quick": len(quick
 HTML(report_page.report_html(report_page.rows_of_paper(rows, "xiao2023")))
 
 # %%
-fig = plotting.forest(report_page.paper_forest_entries(rows, "xiao2023"),
-                      title="Xiao et al. (2023): every tested claim on every run, against its threshold")
+fig = plotting.forest(
+    report_page.paper_forest_entries(rows, "xiao2023"),
+    title="Xiao et al. (2023): every tested claim on every run, "
+          "against its threshold")
 
 # %% [markdown]
 # ## Rossi et al. (2023)
@@ -106,18 +111,23 @@ fig = plotting.forest(report_page.paper_forest_entries(rows, "xiao2023"),
 HTML(report_page.report_html(report_page.rows_of_paper(rows, "rossi2023")))
 
 # %%
-fig = plotting.forest(report_page.paper_forest_entries(rows, "rossi2023"),
-                      title="Rossi et al. (2023): every tested claim on every run, against its threshold")
+fig = plotting.forest(
+    report_page.paper_forest_entries(rows, "rossi2023"),
+    title="Rossi et al. (2023): every tested claim on every run, "
+          "against its threshold")
 
 # %% [markdown]
 # ## Laurent et al. (2024)
 
 # %%
-HTML(report_page.report_html(report_page.rows_of_paper(rows, "laurent2024")))
+HTML(report_page.report_html(
+    report_page.rows_of_paper(rows, "laurent2024")))
 
 # %%
-fig = plotting.forest(report_page.paper_forest_entries(rows, "laurent2024"),
-                      title="Laurent et al. (2024): every tested claim on every run, against its threshold")
+fig = plotting.forest(
+    report_page.paper_forest_entries(rows, "laurent2024"),
+    title="Laurent et al. (2024): every tested claim on every run, "
+          "against its threshold")
 
 # %% [markdown]
 # ## Synthesis
@@ -135,13 +145,17 @@ fig = plotting.forest(report_page.paper_forest_entries(rows, "laurent2024"),
 counts = report_page.counts_by_scale(rows)
 display(report_page.counts_table(counts))
 verdicts = report_page.count_verdicts(counts)
-fig = plotting.stacked_counts(counts, [p for _, p, _ in manifest.PAPERS.values()], report_page.COUNT_SCALES, verdicts,
-                              dict(zip(verdicts, report_page.COUNT_COLOURS)),
-                              suptitle="verdicts of the papers' claims per scale (each item counts once per scale)")
+fig = plotting.stacked_counts(
+    counts, [p for _, p, _ in manifest.PAPERS.values()],
+    report_page.COUNT_SCALES, verdicts,
+    dict(zip(verdicts, report_page.COUNT_COLOURS)),
+    suptitle="verdicts of the papers' claims per scale "
+             "(each item counts once per scale)")
 
 toc = (results.results_dir().parents[1] / "_toc.yml").read_text()
 assert len(rows) == len(manifest.MANIFEST)
-assert all(item.chapter is None or item.chapter in toc for item in manifest.MANIFEST)
+assert all(item.chapter is None or item.chapter in toc
+           for item in manifest.MANIFEST)
 assert all(r.verdict and r.scale for r in rows)
 assert not any("reproduced" in " ".join(r.cells).lower() for r in rows)
 assert all(r.scale.split(":")[0] in scales.KINDS for r in rows if r.runs)

@@ -85,12 +85,13 @@ class SmallCNN(nn.Module):
         x = nn.relu(nn.Conv(self.channels[0], (3, 3), name="stem")(x))
         x = nn.avg_pool(x, (2, 2), strides=(2, 2))
         x = nn.relu(nn.Conv(self.channels[1], (3, 3), name="body")(x))
-        x = x.mean(axis=(1, 2))                                  # global average pool
+        x = x.mean(axis=(1, 2))  # global average pool
         x = nn.relu(nn.Dense(self.hidden, name="head")(x))
         return nn.Dense(10, name="logits")(x)
 
 
-data = load_split("mnist", "subset", n_train=2500, n_test=1000)   # shipped with symlib
+# shipped with symlib
+data = load_split("mnist", "subset", n_train=2500, n_test=1000)
 x = jnp.asarray(data["x_train"].reshape(-1, 28, 28, 1))
 y = jnp.asarray(data["y_train"])
 x_test = jnp.asarray(data["x_test"].reshape(-1, 28, 28, 1))
@@ -103,15 +104,19 @@ def train(model, seed, epochs=6, batch_size=50, learning_rate=1e-2):
     opt = optax.adam(learning_rate)
 
     def loss(v, xb, yb):
-        return optax.softmax_cross_entropy_with_integer_labels(model.apply(v, xb), yb).mean()
+        return optax.softmax_cross_entropy_with_integer_labels(
+            model.apply(v, xb), yb).mean()
 
+    # the data as arguments: not constants compiled into the program
     @jax.jit
-    def epoch(carry, key, x, y):  # the data as arguments: not constants compiled into the program
-        batches = jax.random.permutation(key, x.shape[0]).reshape(-1, batch_size)
+    def epoch(carry, key, x, y):
+        batches = (jax.random.permutation(key, x.shape[0])
+                   .reshape(-1, batch_size))
 
         def step(c, idx):
             v, s = c
-            updates, s = opt.update(jax.grad(loss)(v, x[idx], y[idx]), s, v)
+            updates, s = opt.update(jax.grad(loss)(v, x[idx], y[idx]),
+                                    s, v)
             return (optax.apply_updates(v, updates), s), None
 
         return jax.lax.scan(step, carry, batches)[0]
@@ -137,9 +142,11 @@ def accuracy(apply_fn, v):
     return float((apply_fn(v, x_test).argmax(-1) == y_test).mean())
 
 
-display(Table(["width", "channels, hidden units", "test accuracy (seed 0, seed 1)"],
+display(Table(["width", "channels, hidden units",
+               "test accuracy (seed 0, seed 1)"],
               [[w, f"{widths[w][0]}, {widths[w][1]}",
-                ", ".join(f"{accuracy(apply_fns[w], v):.3f}" for v in nets[w])]
+                ", ".join(f"{accuracy(apply_fns[w], v):.3f}"
+                          for v in nets[w])]
                for w in widths]))
 
 # %% [markdown]
@@ -168,9 +175,11 @@ for (path, axis), why in sorted(report.stopped.items()):
 # accidental equality hides an error) and compares the outputs:
 
 # %%
-invariance_error = symmetry.check_spec_invariance(spec, a, apply_fn, x_test[:256])
+invariance_error = symmetry.check_spec_invariance(spec, a, apply_fn,
+                                                  x_test[:256])
 glue("own_invariance", f"{invariance_error:.1e}", display=False)
-print(f"largest change of a logit under random permutations from the spec: {invariance_error:.2e}")
+print("largest change of a logit under random permutations "
+      f"from the spec: {invariance_error:.2e}")
 
 # %% [markdown]
 # The largest change of a logit is {glue:text}`own_invariance`, float32 rounding.
@@ -199,20 +208,29 @@ class FlattenCNN(nn.Module):
 
 flat_model = FlattenCNN()
 flat_params = flat_model.init(jax.random.key(0), x[:1])["params"]
-flat_spec = symmetry.permutation_spec_from_flax(flat_model, flat_params, x[:8])
+flat_spec = symmetry.permutation_spec_from_flax(flat_model, flat_params,
+                                                x[:8])
 print("Dense_0/kernel: stored", flat_params["Dense_0"]["kernel"].shape,
-      "viewed as", flat_spec.views["Dense_0/kernel"], "with axes", flat_spec.axes["Dense_0/kernel"])
+      "viewed as", flat_spec.views["Dense_0/kernel"],
+      "with axes", flat_spec.axes["Dense_0/kernel"])
 flat_error = symmetry.check_spec_invariance(
-    flat_spec, flat_params, lambda p, xb: flat_model.apply({"params": p}, xb), x_test[:256])
-print(f"largest change of a logit under random permutations from the spec: {flat_error:.2e}")
-flat_scaling = symmetry.scaling_spec_from_flax(flat_model, flat_params, x[:8])
-print("scaling spec: Dense_0/kernel viewed as", flat_scaling.views["Dense_0/kernel"],
+    flat_spec, flat_params,
+    lambda p, xb: flat_model.apply({"params": p}, xb), x_test[:256])
+print("largest change of a logit under random permutations "
+      f"from the spec: {flat_error:.2e}")
+flat_scaling = symmetry.scaling_spec_from_flax(flat_model, flat_params,
+                                               x[:8])
+print("scaling spec: Dense_0/kernel viewed as",
+      flat_scaling.views["Dense_0/kernel"],
       "; the channels' group rescales", flat_scaling.groups["P_Conv_0"])
 flat_scale_error = symmetry.check_scaling_spec_invariance(
-    flat_scaling, flat_params, lambda p, xb: flat_model.apply({"params": p}, xb), x_test[:256])
-print(f"largest change of a logit under random rescalings from the spec: {flat_scale_error:.2e}")
+    flat_scaling, flat_params,
+    lambda p, xb: flat_model.apply({"params": p}, xb), x_test[:256])
+print("largest change of a logit under random rescalings "
+      f"from the spec: {flat_scale_error:.2e}")
 assert "P_Conv_0" in flat_spec.axes["Dense_0/kernel"], flat_spec.axes
-assert ("Dense_0/kernel", 1, -1) in flat_scaling.groups["P_Conv_0"], flat_scaling.groups
+assert (("Dense_0/kernel", 1, -1)
+        in flat_scaling.groups["P_Conv_0"]), flat_scaling.groups
 
 # %% [markdown]
 # ## Re-basin: the loss barrier before and after weight matching
@@ -232,23 +250,33 @@ curves, barriers, matchings = {}, {}, {}
 for w, model_w in models.items():
     a_w, b_w = nets[w]
     spec_w = symmetry.permutation_spec_from_flax(model_w, a_w, x[:8])
-    matchings[w] = [symmetry.weight_matching(k, spec_w, a_w, b_w) for k in range(KEYS)]
+    matchings[w] = [symmetry.weight_matching(k, spec_w, a_w, b_w)
+                    for k in range(KEYS)]
     best = max(matchings[w], key=lambda m: m.objective[-1])
-    ends = {"naive": b_w, "weight matching": symmetry.apply_permutation(spec_w, best.perms, b_w)}
+    ends = {"naive": b_w,
+            "weight matching": symmetry.apply_permutation(
+                spec_w, best.perms, b_w)}
     for label, end in ends.items():
-        curve = evaluation.interpolation_curve(a_w, end, x_test, y_test, 11, apply_fn=model_w.apply)
+        curve = evaluation.interpolation_curve(
+            a_w, end, x_test, y_test, 11, apply_fn=model_w.apply)
         curves[f"{w}, {label}"] = curve
-        barriers[(w, label)] = evaluation.loss_barrier(curve["lambda"], curve["loss"])
+        barriers[(w, label)] = evaluation.loss_barrier(curve["lambda"],
+                                                       curve["loss"])
     removed = 1 - barriers[(w, "weight matching")] / barriers[(w, "naive")]
-    glue(f"own_barrier_{w}_naive", f"{barriers[(w, 'naive')]:.2f}", display=False)
-    glue(f"own_barrier_{w}_weight", f"{barriers[(w, 'weight matching')]:.2f}", display=False)
+    glue(f"own_barrier_{w}_naive", f"{barriers[(w, 'naive')]:.2f}",
+         display=False)
+    glue(f"own_barrier_{w}_weight",
+         f"{barriers[(w, 'weight matching')]:.2f}", display=False)
     glue(f"own_removed_{w}", f"{100 * removed:.0f}%", display=False)
 
 # %% tags=["hide-input"]
-display(Table(["width", "barrier before matching (nats)", "after weight matching (nats)"],
-              [[w, f"{barriers[(w, 'naive')]:.3f}", f"{barriers[(w, 'weight matching')]:.3f}"]
+display(Table(["width", "barrier before matching (nats)",
+               "after weight matching (nats)"],
+              [[w, f"{barriers[(w, 'naive')]:.3f}",
+                f"{barriers[(w, 'weight matching')]:.3f}"]
                for w in widths]))
-plotting.interpolation_curves(curves, title="Test loss along the linear path from A to B");
+plotting.interpolation_curves(
+    curves, title="Test loss along the linear path from A to B");
 
 # %% [markdown]
 # For the wide network, weight matching takes the barrier from
@@ -267,11 +295,15 @@ plotting.interpolation_curves(curves, title="Test loss along the linear path fro
 
 # %%
 orders = []
-for k, match in enumerate(matchings["wide"]):  # the wide pair (a, b) and its derived spec, from above
-    curve = evaluation.interpolation_curve(a, symmetry.apply_permutation(spec, match.perms, b), x_test, y_test, 11,
-                                           apply_fn=model.apply)
-    orders.append((k, match.objective[-1], evaluation.loss_barrier(curve["lambda"], curve["loss"])))
-display(Table(["key of the sweep order", "J after matching", "barrier (nats)"],
+# the wide pair (a, b) and its derived spec, from above
+for k, match in enumerate(matchings["wide"]):
+    curve = evaluation.interpolation_curve(
+        a, symmetry.apply_permutation(spec, match.perms, b),
+        x_test, y_test, 11, apply_fn=model.apply)
+    orders.append((k, match.objective[-1], evaluation.loss_barrier(
+        curve["lambda"], curve["loss"])))
+display(Table(["key of the sweep order", "J after matching",
+               "barrier (nats)"],
               [[k, f"{j:.1f}", f"{b:.3f}"] for k, j, b in orders]))
 order_barriers = [b for _, _, b in orders]
 above = sum(b > barriers[("wide", "naive")] for b in order_barriers)
@@ -296,11 +328,13 @@ glue("own_orders_above", f"{above} of the {KEYS}", display=False)
 
 # %%
 act = symmetry.activation_matching(spec, a, b, x, apply_fn=model.apply)
-curve = evaluation.interpolation_curve(a, symmetry.apply_permutation(spec, act.perms, b), x_test, y_test, 11,
-                                       apply_fn=model.apply)
+curve = evaluation.interpolation_curve(
+    a, symmetry.apply_permutation(spec, act.perms, b),
+    x_test, y_test, 11, apply_fn=model.apply)
 barrier_act = evaluation.loss_barrier(curve["lambda"], curve["loss"])
-print(f"wide pair: barrier {barriers[('wide', 'naive')]:.3f} nats naive, {barriers[('wide', 'weight matching')]:.3f} "
-      f"after weight matching, {barrier_act:.3f} after activation matching")
+print(f"wide pair: barrier {barriers[('wide', 'naive')]:.3f} nats naive, "
+      f"{barriers[('wide', 'weight matching')]:.3f} after weight "
+      f"matching, {barrier_act:.3f} after activation matching")
 glue("own_barrier_wide_act", f"{barrier_act:.2f}", display=False)
 
 # %% [markdown]
@@ -319,14 +353,19 @@ glue("own_barrier_wide_act", f"{barrier_act:.2f}", display=False)
 # distance between the posteriors is then minimised over the permutations of the same derived spec.
 
 # %%
-vi_config = inference.VIConfig(epochs=2, batch_size=100, optimizer=optax.adam(1e-3))
-q0, q1 = (inference.fit_vi(jax.random.key(10 + i), v, inference.Model(apply_fn), inference.Data(x, y), vi_config)
+vi_config = inference.VIConfig(epochs=2, batch_size=100,
+                               optimizer=optax.adam(1e-3))
+q0, q1 = (inference.fit_vi(jax.random.key(10 + i), v,
+                           inference.Model(apply_fn), inference.Data(x, y),
+                           vi_config)
           for i, v in enumerate((a, b)))
 alignment = symmetry.wasserstein_alignment(0, spec, q0, q1)
-w2_before, w2_after = alignment.info["w2_sq_identity"], alignment.info["w2_sq"]
+w2_before, w2_after = (alignment.info["w2_sq_identity"],
+                       alignment.info["w2_sq"])
 glue("own_w2_before", f"{w2_before:.1f}", display=False)
 glue("own_w2_after", f"{w2_after:.1f}", display=False)
-print(f"W2^2(q0, q1) = {w2_before:.2f};  after alignment W2^2(q0, P#q1) = {w2_after:.2f}")
+print(f"W2^2(q0, q1) = {w2_before:.2f};  "
+      f"after alignment W2^2(q0, P#q1) = {w2_after:.2f}")
 
 # %% [markdown]
 # Alignment reduces the squared 2-Wasserstein distance from {glue:text}`own_w2_before` to
@@ -349,27 +388,37 @@ rng = np.random.default_rng(0)
 flat_a = symmetry.flatten_params(a)
 scales = {}
 for group, entries in scaling_spec.groups.items():
-    path, axis, _ = entries[0]                                   # (parameter, axis, +1 in / -1 out)
-    scales[group] = np.exp(rng.normal(0.0, 1.0, size=flat_a[path].shape[axis]))
-disguised = symmetry.apply_permutation(spec, symmetry.random_permutations(1, spec, a),
-                                       symmetry.apply_scaling(scaling_spec, a, scales))
-disguised = jax.tree_util.tree_map(lambda leaf: leaf, disguised)  # keys now in alphabetical order
+    path, axis, _ = entries[0]  # (parameter, axis, +1 in / -1 out)
+    scales[group] = np.exp(rng.normal(0.0, 1.0,
+                                      size=flat_a[path].shape[axis]))
+disguised = symmetry.apply_permutation(
+    spec, symmetry.random_permutations(1, spec, a),
+    symmetry.apply_scaling(scaling_spec, a, scales))
+# keys now in alphabetical order
+disguised = jax.tree_util.tree_map(lambda leaf: leaf, disguised)
 spec_d = symmetry.permutation_spec_from_flax(model, disguised, x[:8])
 scaling_spec_d = symmetry.scaling_spec_from_flax(model, disguised, x[:8])
-assert spec_d.perm_names == spec.perm_names and list(scaling_spec_d.groups) == list(scaling_spec.groups)
-print("permutations, in the order the model computes them:", spec.perm_names)
+assert (spec_d.perm_names == spec.perm_names
+        and list(scaling_spec_d.groups) == list(scaling_spec.groups))
+print("permutations, in the order the model computes them:",
+      spec.perm_names)
 canonical_a = symmetry.identifiable(scaling_spec, spec, a)
-canonical_disguised = symmetry.identifiable(scaling_spec_d, spec_d, disguised)
+canonical_disguised = symmetry.identifiable(scaling_spec_d, spec_d,
+                                            disguised)
 gap_raw = symmetry.param_distance(a, disguised)
 gap_canonical = symmetry.param_distance(canonical_a, canonical_disguised)
-fn_change = float(jnp.abs(apply_fn(canonical_a, x_test) - apply_fn(a, x_test)).max())
+fn_change = float(jnp.abs(apply_fn(canonical_a, x_test)
+                          - apply_fn(a, x_test)).max())
 mass_before = symmetry.mass(scaling_spec, a)
 mass_after = symmetry.mass(scaling_spec, canonical_a)
 display(Table(["quantity", "value"], [
     ["weight distance, A to its disguised copy", f"{gap_raw:.3g}"],
-    ["weight distance, identifiable forms of both", f"{gap_canonical:.2g}"],
-    ["mass of A, then of its min-mass form", f"{mass_before:.1f}, {mass_after:.1f}"],
-    ["largest logit change, A to its identifiable form", f"{fn_change:.1e}"],
+    ["weight distance, identifiable forms of both",
+     f"{gap_canonical:.2g}"],
+    ["mass of A, then of its min-mass form",
+     f"{mass_before:.1f}, {mass_after:.1f}"],
+    ["largest logit change, A to its identifiable form",
+     f"{fn_change:.1e}"],
 ]))
 glue("own_gap_raw", f"{gap_raw:.3g}", display=False)
 glue("own_gap_canonical", f"{gap_canonical:.2g}", display=False)
@@ -379,10 +428,13 @@ glue("own_gap_canonical", f"{gap_canonical:.2g}", display=False)
 # identifiable forms are {glue:text}`own_gap_canonical` apart.
 
 # %% tags=["nbval-check-output"]
-# the identifiable forms of A and of its disguised copy (specs derived from each one's own dict) agree
+# the identifiable forms of A and of its disguised copy (specs derived
+# from each one's own dict) agree
 assert gap_canonical < 1e-4 * gap_raw, (gap_canonical, gap_raw)
-assert spec_d.perm_names == spec.perm_names == ["P_params/stem", "P_params/body", "P_params/head"], spec.perm_names
-print("identifiable forms agree; permutations in forward order:", spec.perm_names)
+assert spec_d.perm_names == spec.perm_names == [
+    "P_params/stem", "P_params/body", "P_params/head"], spec.perm_names
+print("identifiable forms agree; permutations in forward order:",
+      spec.perm_names)
 
 # %% [markdown]
 # ## Predictives and calibration
@@ -395,15 +447,18 @@ print("identifiable forms agree; permutations in forward order:", spec.perm_name
 stack = jax.tree_util.tree_map(lambda u, v: jnp.stack([u, v]), a, b)
 predictives = {
     "network A alone": jax.nn.softmax(apply_fn(a, x_test), axis=-1),
-    "deep ensemble (A, B)": evaluation.predict_from_samples(stack, x_test, apply_fn=apply_fn),
+    "deep ensemble (A, B)": evaluation.predict_from_samples(
+        stack, x_test, apply_fn=apply_fn),
     "mean-field VI of A (32 samples)": evaluation.predict_from_gaussian(
-        jax.random.key(3), q0[0], q0[1], x_test, num_samples=32, apply_fn=apply_fn),
+        jax.random.key(3), q0[0], q0[1], x_test, num_samples=32,
+        apply_fn=apply_fn),
 }
 rows = [[name, f"{float(evaluation.accuracy_from_probs(p, y_test)):.3f}",
          f"{float(evaluation.nll_from_probs(p, y_test)):.3f}",
          f"{float(evaluation.ece(p, y_test)):.3f}"]
         for name, p in predictives.items()]
-display(Table(["predictive", "accuracy", "NLL (nats)", "ECE (15 bins)"], rows))
+display(Table(["predictive", "accuracy", "NLL (nats)", "ECE (15 bins)"],
+              rows))
 
 # %% [markdown]
 # ## Models in flax.nnx and Equinox
@@ -444,20 +499,25 @@ class NnxMLP(nnx.Module):
 
 
 def from_nnx(module):
-    """(params, apply_fn) of an nnx module; params: plain nested dicts of arrays."""
+    """(params, apply_fn) of an nnx module; params: plain nested dicts
+    of arrays."""
     graphdef, state = nnx.split(module)
-    return nnx.to_pure_dict(state), lambda params, xb: nnx.merge(graphdef, params)(xb)
+    return (nnx.to_pure_dict(state),
+            lambda params, xb: nnx.merge(graphdef, params)(xb))
 
 
 def from_equinox(module):
-    """(params, apply_fn) of an Equinox module; params: a flat dict keyed by the arrays' paths."""
+    """(params, apply_fn) of an Equinox module; params: a flat dict keyed
+    by the arrays' paths."""
     arrays, static = eqx.partition(module, eqx.is_array)
     leaves, treedef = jax.tree_util.tree_flatten_with_path(arrays)
-    names = [jax.tree_util.keystr(path, simple=True, separator="/") for path, _ in leaves]
+    names = [jax.tree_util.keystr(path, simple=True, separator="/")
+             for path, _ in leaves]
 
     def apply_fn(params, xb):
-        net = eqx.combine(jax.tree_util.tree_unflatten(treedef, [params[n] for n in names]), static)
-        return jax.vmap(net)(xb)                                  # the module takes one example
+        net = eqx.combine(jax.tree_util.tree_unflatten(
+            treedef, [params[n] for n in names]), static)
+        return jax.vmap(net)(xb)  # the module takes one example
 
     return {n: leaf for n, (_, leaf) in zip(names, leaves)}, apply_fn
 
@@ -465,16 +525,21 @@ def from_equinox(module):
 frameworks = {
     "flax.nnx": lambda seed: from_nnx(NnxMLP(nnx.Rngs(seed))),
     "Equinox": lambda seed: from_equinox(
-        eqx.nn.MLP(784, 10, 64, 2, activation=jax.nn.relu, key=jax.random.key(seed))),
+        eqx.nn.MLP(784, 10, 64, 2, activation=jax.nn.relu,
+                   key=jax.random.key(seed))),
 }
-x_flat, x_test_flat = x.reshape(len(x), -1), x_test.reshape(len(x_test), -1)
+x_flat, x_test_flat = (x.reshape(len(x), -1),
+                       x_test.reshape(len(x_test), -1))
 starts, fw_specs, fw_invariance = {}, {}, {}
 for fw, make in frameworks.items():
     (p0, fw_apply), (p1, _) = make(0), make(1)
     starts[fw] = (p0, p1, fw_apply)
-    fw_specs[fw] = symmetry.permutation_spec_from_apply(fw_apply, p0, x_flat[:8])
-    fw_invariance[fw] = symmetry.check_spec_invariance(fw_specs[fw], p0, fw_apply, x_test_flat[:256])
-    print(f"{fw}: largest change of a logit under random permutations from the spec: {fw_invariance[fw]:.1e}")
+    fw_specs[fw] = symmetry.permutation_spec_from_apply(fw_apply, p0,
+                                                        x_flat[:8])
+    fw_invariance[fw] = symmetry.check_spec_invariance(
+        fw_specs[fw], p0, fw_apply, x_test_flat[:256])
+    print(f"{fw}: largest change of a logit under random permutations "
+          f"from the spec: {fw_invariance[fw]:.1e}")
     for path, names in fw_specs[fw].axes.items():
         print(f"  {path:16s} {names}")
 
@@ -488,35 +553,58 @@ for fw, make in frameworks.items():
 # copy of A permuted at random is matched back to A as a control.
 
 # %%
-fw_config = inference.TrainConfig(epochs=5, batch_size=100, optimizer=optax.adam(1e-2))
+fw_config = inference.TrainConfig(epochs=5, batch_size=100,
+                                  optimizer=optax.adam(1e-2))
 fw_results = {}
 for fw, (p0, p1, fw_apply) in starts.items():
     spec_f, model_f = fw_specs[fw], inference.Model(fw_apply)
-    fa, fb = (inference.fit_map(jax.random.key(20 + i), p, model_f, inference.Data(x_flat, y), fw_config).params
+    fa, fb = (inference.fit_map(jax.random.key(20 + i), p, model_f,
+                                inference.Data(x_flat, y),
+                                fw_config).params
               for i, p in enumerate((p0, p1)))
-    best = max((symmetry.weight_matching(k, spec_f, fa, fb) for k in range(KEYS)), key=lambda m: m.objective[-1])
-    copy_a = symmetry.apply_permutation(spec_f, symmetry.random_permutations(5, spec_f, fa), fa)
-    copy_back = symmetry.apply_permutation(spec_f, symmetry.weight_matching(0, spec_f, fa, copy_a).perms, copy_a)
+    best = max((symmetry.weight_matching(k, spec_f, fa, fb)
+                for k in range(KEYS)), key=lambda m: m.objective[-1])
+    copy_a = symmetry.apply_permutation(
+        spec_f, symmetry.random_permutations(5, spec_f, fa), fa)
+    copy_back = symmetry.apply_permutation(
+        spec_f, symmetry.weight_matching(0, spec_f, fa, copy_a).perms,
+        copy_a)
     fw_results[fw] = {
-        "accuracy": [float((fw_apply(v, x_test_flat).argmax(-1) == y_test).mean()) for v in (fa, fb)],
-        "naive": evaluation.barrier(fa, fb, x_test_flat, y_test, 11, apply_fn=fw_apply),
-        "matched": evaluation.barrier(fa, symmetry.apply_permutation(spec_f, best.perms, fb), x_test_flat, y_test,
-                                      11, apply_fn=fw_apply),
-        "copy naive": evaluation.barrier(fa, copy_a, x_test_flat, y_test, 11, apply_fn=fw_apply),
-        "copy matched": evaluation.barrier(fa, copy_back, x_test_flat, y_test, 11, apply_fn=fw_apply),
+        "accuracy": [
+            float((fw_apply(v, x_test_flat).argmax(-1) == y_test).mean())
+            for v in (fa, fb)],
+        "naive": evaluation.barrier(
+            fa, fb, x_test_flat, y_test, 11, apply_fn=fw_apply),
+        "matched": evaluation.barrier(
+            fa, symmetry.apply_permutation(spec_f, best.perms, fb),
+            x_test_flat, y_test, 11, apply_fn=fw_apply),
+        "copy naive": evaluation.barrier(
+            fa, copy_a, x_test_flat, y_test, 11, apply_fn=fw_apply),
+        "copy matched": evaluation.barrier(
+            fa, copy_back, x_test_flat, y_test, 11, apply_fn=fw_apply),
         "copy distance": symmetry.param_distance(fa, copy_back),
     }
-display(Table(["framework", "test accuracy (A, B)", "barrier A-B (nats)", "A-B after matching",
-               "barrier A-copy (nats)", "A-copy after matching", "distance A-copy after matching"],
-              [[fw, ", ".join(f"{a:.3f}" for a in r["accuracy"]), f"{r['naive']:.3f}", f"{r['matched']:.3f}",
-                f"{r['copy naive']:.3f}", f"{r['copy matched']:.1e}", f"{r['copy distance']:.1e}"]
+display(Table(["framework", "test accuracy (A, B)", "barrier A-B (nats)",
+               "A-B after matching", "barrier A-copy (nats)",
+               "A-copy after matching", "distance A-copy after matching"],
+              [[fw, ", ".join(f"{a:.3f}" for a in r["accuracy"]),
+                f"{r['naive']:.3f}", f"{r['matched']:.3f}",
+                f"{r['copy naive']:.3f}", f"{r['copy matched']:.1e}",
+                f"{r['copy distance']:.1e}"]
                for fw, r in fw_results.items()]))
 for fw, tag in (("flax.nnx", "nnx"), ("Equinox", "eqx")):
-    glue(f"own_{tag}_naive", f"{fw_results[fw]['naive']:.2f}", display=False)
-    glue(f"own_{tag}_matched", f"{fw_results[fw]['matched']:.2f}", display=False)
-    glue(f"own_{tag}_copy", f"{fw_results[fw]['copy naive']:.2f}", display=False)
-glue("own_fw_copy_distance", f"{max(r['copy distance'] for r in fw_results.values()):.1e}", display=False)
-glue("own_fw_copy_barrier", f"{max(abs(r['copy matched']) for r in fw_results.values()):.1e}", display=False)
+    glue(f"own_{tag}_naive", f"{fw_results[fw]['naive']:.2f}",
+         display=False)
+    glue(f"own_{tag}_matched", f"{fw_results[fw]['matched']:.2f}",
+         display=False)
+    glue(f"own_{tag}_copy", f"{fw_results[fw]['copy naive']:.2f}",
+         display=False)
+glue("own_fw_copy_distance",
+     f"{max(r['copy distance'] for r in fw_results.values()):.1e}",
+     display=False)
+glue("own_fw_copy_barrier",
+     f"{max(abs(r['copy matched']) for r in fw_results.values()):.1e}",
+     display=False)
 
 # %% [markdown]
 # For the `flax.nnx` pair weight matching takes the barrier from {glue:text}`own_nnx_naive`
@@ -530,10 +618,12 @@ glue("own_fw_copy_barrier", f"{max(abs(r['copy matched']) for r in fw_results.va
 # %%
 for fw, r in fw_results.items():
     assert fw_invariance[fw] < 1e-4, (fw, fw_invariance[fw])
-    assert min(r["accuracy"]) > 0.5, (fw, r)                               # chance: 0.1
-    assert r["copy naive"] > 0.1 and r["copy distance"] < 1e-6 and abs(r["copy matched"]) < 1e-4, (fw, r)
+    assert min(r["accuracy"]) > 0.5, (fw, r)  # chance: 0.1
+    assert (r["copy naive"] > 0.1 and r["copy distance"] < 1e-6
+            and abs(r["copy matched"]) < 1e-4), (fw, r)
     assert np.isfinite(r["naive"]) and r["matched"] < r["naive"], (fw, r)
-print("flax.nnx and Equinox: specs, matching, barriers and fits as asserted")
+print("flax.nnx and Equinox: specs, matching, barriers and fits "
+      "as asserted")
 
 # %% [markdown]
 # ## Synthesis
@@ -549,9 +639,12 @@ print("flax.nnx and Equinox: specs, matching, barriers and fits as asserted")
 
 # %%
 assert invariance_error < 1e-4, invariance_error
-assert barriers[("wide", "weight matching")] < barriers[("wide", "naive")], barriers
-assert max(orders, key=lambda o: o[1])[2] == barriers[("wide", "weight matching")], (orders, barriers)
+assert (barriers[("wide", "weight matching")]
+        < barriers[("wide", "naive")]), barriers
+assert (max(orders, key=lambda o: o[1])[2]
+        == barriers[("wide", "weight matching")]), (orders, barriers)
 assert w2_after < w2_before, (w2_after, w2_before)
-assert gap_canonical < 1e-3 * gap_raw and fn_change < 1e-3, (gap_canonical, gap_raw, fn_change)
+assert gap_canonical < 1e-3 * gap_raw and fn_change < 1e-3, (
+    gap_canonical, gap_raw, fn_change)
 elapsed = time.time() - start
 print(f"page executed in {elapsed:.0f} s")

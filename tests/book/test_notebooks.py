@@ -58,6 +58,18 @@ def test_source_lines_are_at_most_max_line(src):
     assert not long, f"{src.name}: lines {long} are longer than {MAX_LINE} characters (wrap them)"
 
 
+#: the widest code line a chapter's page shows unbroken: the book's code column holds about 75
+#: characters at 1280 px, and wrap-code.css breaks a longer line at any character
+MAX_CODE_LINE = 75
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.name)
+def test_code_lines_fit_the_page(src):
+    code = [c.source for c in jupytext.read(src).cells if c.cell_type == "code"]
+    long = [line for source in code for line in source.splitlines() if len(line) > MAX_CODE_LINE]
+    assert not long, f"{src.name}: {len(long)} code lines over {MAX_CODE_LINE} characters, e.g. {long[0]!r}"
+
+
 def test_the_stored_report_has_every_quick_result():
     """The book that `make test` builds shows the outputs stored here: the reproduction report
     must have been executed after the chapters, on their cache, with no item left without its
