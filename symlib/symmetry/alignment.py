@@ -24,7 +24,8 @@ For diagonal Gaussians, ``W2^2(q0, P#q1) = ||mu0 - P mu1||^2 + ||sigma0 - P sigm
 i.e. ``const - 2 (<mu0, P mu1> + <sigma0, P sigma1>)``: weight matching of
 ``A = {"mu": mu0, "sigma": sigma0}`` with ``B = {"mu": mu1, "sigma": sigma1}``
 (:func:`wasserstein_alignment`). It starts at the identity and only accepts strict
-improvements, so the aligned W2 never exceeds the unaligned one.
+improvements, so the aligned W2 never exceeds the unaligned one (a start given through
+``matching_kwargs``' ``init_perms`` gives up that guarantee: it bounds W2 by the start's).
 
 KL cost (Appendix A, Figure A1)
 -------------------------------

@@ -348,8 +348,8 @@ def kendall_tau(p, q) -> float:
 def as_generator(key=None) -> np.random.Generator:
     """A ``numpy.random.Generator`` from a jax key, an int seed, a Generator, or ``None``.
 
-    A Generator is returned as is (and consumed by the caller); an ``int`` seeds
-    ``np.random.default_rng``; a ``jax.random`` key (typed, or raw ``uint32[2]``) is turned
+    A Generator is returned as is (and consumed by the caller); an ``int`` (a Python, numpy
+    or 0-d jax integer) seeds ``np.random.default_rng``; a ``jax.random`` key (typed, or raw ``uint32[2]``) is turned
     into 128 random bits with ``jax.random.bits`` that seed the Generator, so the same key
     always gives the same draws; ``None`` gives fresh OS entropy.
 
@@ -373,6 +373,9 @@ def as_generator(key=None) -> np.random.Generator:
     import jax
     import jax.numpy as jnp
 
+    dtype = getattr(key, "dtype", None)
+    if dtype is not None and np.ndim(key) == 0 and jnp.issubdtype(dtype, jnp.integer):
+        return np.random.default_rng(int(key))  # a jax integer scalar is an int seed, not a key
     bits = jax.random.bits(key, (4,), dtype=jnp.uint32)
     return np.random.default_rng(np.asarray(bits, dtype=np.uint64))
 

@@ -459,3 +459,23 @@ def test_paper_only_claims_do_not_depend_on_key_order(experiment, summary):
         np.testing.assert_allclose([[a.evidence.effect, a.evidence.low, a.evidence.high] for a in base],
                                    [[b.evidence.effect, b.evidence.low, b.evidence.high] for b in again],
                                    equal_nan=True)
+
+
+def test_widest_width_is_found_in_any_order_and_a_zero_naive_barrier_is_not_tested():
+    """The widths' last entry was read as the widest; a robustness setting whose naive barrier
+    is 0 divided by it (inf / NaN share) instead of saying the share is undefined."""
+    s = _resnet_summary((2.0, 2.0, 2.0, 2.0), (0.5, 0.35, 0.2, 0.1))
+    order = [3, 0, 2, 1]
+    shuffled = {**s, "widths": {"cifar10": [s["widths"]["cifar10"][i] for i in order]},
+                "marginal_pairs": {"cifar10": {sp: {k: [b[k][i] for i in order] for k in b}
+                                               for sp, b in s["marginal_pairs"]["cifar10"].items()}}}
+    for summary in (s, shuffled):
+        ev = _outcomes("vi_alignment_resnet20_cifar100", {**summary, "widths": {"cifar100": summary["widths"]["cifar10"]},
+                                                          "marginal_pairs": {"cifar100": summary["marginal_pairs"]["cifar10"]},
+                                                          "endpoint_accuracy": {"cifar100": [[0.6] * 4] * 4}})
+        assert "at width 8" in ev["barrier_remains_after_alignment"].evidence.units
+        assert ev["barrier_remains_after_alignment"].evidence.effect == pytest.approx(0.1, abs=0.03)
+    zero = _robust_summary([0.8, 0.8])
+    zero["marginal_pairs"]["train"]["naive"][1] = [0.0] * 4
+    ev = _outcomes("vi_alignment_robustness", zero)["removes_barrier_every_setting"]
+    assert ev.verdict is Verdict.NOT_TESTED and "share removed is undefined" in ev.evidence.untested

@@ -65,3 +65,13 @@ def test_identifiable_refuses_to_sort_unit_normed_units_by_their_norm():
     with pytest.raises(ValueError, match="statistic='norm' cannot sort unit-normed units"):
         identifiable(mlp_scaling_spec(2), mlp_permutation_spec(2), p, scaling="unit_norm", statistic="norm")
     identifiable(mlp_scaling_spec(2), mlp_permutation_spec(2), p, scaling="min_mass", statistic="norm")
+
+
+def test_a_jax_integer_seed_is_a_seed():
+    """jnp.int32(5) went to jax.random.bits as if it were a key and failed there."""
+    import jax.numpy as jnp
+
+    from symlib.symmetry.permutations import as_generator
+
+    np.testing.assert_array_equal(as_generator(jnp.int32(5)).integers(0, 100, 4),
+                                  as_generator(5).integers(0, 100, 4))

@@ -93,14 +93,21 @@ def barrier_reduction(summary: Mapping[str, Any], experiment: str = "vi_alignmen
                     f"{naive:.3f} naive -> {aligned:.3f} aligned nats (mean over {_pairs_text(sizes)})")
 
 
+def _widest(summary: Mapping[str, Any], dataset: str) -> tuple[int, int]:
+    """``(index, width)`` of the widest width of ``dataset`` (the widths need not be sorted)."""
+    widths = list(summary["widths"][dataset])
+    i = int(np.argmax(widths))
+    return i, widths[i]
+
+
 def _removed_share(dataset: str, experiment: str = "vi_alignment"):
     def check(summary: Mapping[str, Any]) -> Evidence:
         t = threshold("vi_alignment.alignment_removes_barrier")
         b = pick(_pair_barriers(summary, experiment), dataset, "dataset")
-        widest = max(summary["widths"][dataset])
+        i, widest = _widest(summary, dataset)
         evs, parts = [], []
         for split in SPLITS:
-            naive, aligned = np.asarray(b[split]["naive"][-1], float), np.asarray(b[split]["aligned"][-1], float)
+            naive, aligned = np.asarray(b[split]["naive"][i], float), np.asarray(b[split]["aligned"][i], float)
             if np.any(naive <= 0):  # the curve never rises above the chord: no barrier to remove
                 return not_tested(t, f"{dataset} {split}: the naive barrier is zero in {int(np.sum(naive <= 0))} of "
                                      f"{naive.size} pairs at width {widest}, so the share removed is undefined")
@@ -118,9 +125,9 @@ def _aligned_at_widest(summary: Mapping[str, Any], dataset: str, experiment: str
     """The aligned barrier at the widest width against ``t``: the mean over the posterior pairs,
     the worse of train and test."""
     b = pick(_pair_barriers(summary, experiment), dataset, "dataset")
-    widest = max(summary["widths"][dataset])
-    evs = [mean_of_units(np.asarray(b[split]["aligned"][-1], float), t, "posterior pairs",
-                         f"{split} {float(np.mean(b[split]['aligned'][-1])):.3f} nats") for split in SPLITS]
+    i, widest = _widest(summary, dataset)
+    evs = [mean_of_units(np.asarray(b[split]["aligned"][i], float), t, "posterior pairs",
+                         f"{split} {float(np.mean(b[split]['aligned'][i])):.3f} nats") for split in SPLITS]
     w = worst(evs)
     return Evidence(w.effect, w.low, w.high, t, f"{w.units} at width {widest} (worse of train, test)",
                     f"aligned barrier at width {widest}, mean over {w.units}: " + "; ".join(e.detail for e in evs))
@@ -316,6 +323,10 @@ def _robust(summary: Mapping[str, Any]) -> Evidence:
         for split in SPLITS:
             naive = np.asarray(summary["marginal_pairs"][split]["naive"][i], float)
             aligned = np.asarray(summary["marginal_pairs"][split]["aligned"][i], float)
+            if np.any(naive <= 0):  # as in _removed_share: no barrier to remove, the share is undefined
+                return not_tested(t, f"prior var {st['prior_var']:g}, T {st['temperature']:g}, {split}: the naive "
+                                     f"barrier is zero in {int(np.sum(naive <= 0))} of {naive.size} pairs, so the "
+                                     "share removed is undefined")
             share = 1.0 - aligned / naive
             evs.append(mean_of_units(share, t, "posterior pairs", ""))
             shares.append(f"{100 * share.mean():.0f}%")
@@ -397,8 +408,9 @@ def _vi_costlier(summary: Mapping[str, Any], experiment: str) -> Evidence:
         w2, wm = _repeats_of(summary, ds, "w2_cpu_seconds"), _repeats_of(summary, ds, "wm_cpu_seconds")
         if w2 is None or wm is None:
             return not_tested(t, _NO_REPEATS.format(n=summary.get("repeats", "?")))
-        evs.append(_ratio_evidence(w2[-1], wm[-1], t))
-        parts.append(f"{ds} width {summary['widths'][ds][-1]}: {np.median(w2[-1]):.3f} vs {np.median(wm[-1]):.3f} s "
+        i, widest = _widest(summary, ds)
+        evs.append(_ratio_evidence(w2[i], wm[i], t))
+        parts.append(f"{ds} width {widest}: {np.median(w2[i]):.3f} vs {np.median(wm[i]):.3f} s "
                      f"CPU (medians; {evs[-1].effect:.2f}x, repeats allow {evs[-1].low:.2f}-{evs[-1].high:.2f}x)")
     w = worst(evs)
     return one_run(Evidence(w.effect, w.low, w.high, t, f"{w2.shape[1]} repeats each (worst of {len(evs)} datasets; "

@@ -375,8 +375,9 @@ def weight_matching_many(
     next chunk is built. For a single permutation (one hidden layer) one solve per sample
     is optimal; the second sweep only confirms it and costs nothing.
 
-    ``precision="float32"`` forms the matrix products in float32 (up to 2x faster on CPU;
-    costs are still accumulated, and J computed, in float64): the permutations then agree
+    ``precision="float32"`` forms each matrix product in float32 (up to 2x faster on CPU;
+    the products' sum over a permutation's terms is taken, and J computed, in float64, but
+    each product carries float32 rounding): the permutations then agree
     with :func:`weight_matching` unless two assignments are within float32 rounding of each
     other. The default ``"float64"`` reproduces it up to float64 rounding.
 
