@@ -378,7 +378,7 @@ def grouped_rebasin_summary(samples_stack: Mapping, groups, spec: PermutationSpe
 
     Raises:
         ValueError: for an unknown ``method``, activation matching without ``data``,
-            ``groups`` not of shape ``(K,)``, an unknown ``reference_group``, or the errors
+            ``groups`` not of shape ``(K,)`` or holding NaN, an unknown ``reference_group``, or the errors
             of :func:`direct_summary`.
     """
     from symlib.symmetry.matching import activation_matching, apply_permutation_many, weight_matching
@@ -391,6 +391,8 @@ def grouped_rebasin_summary(samples_stack: Mapping, groups, spec: PermutationSpe
     groups = np.asarray(groups)
     if groups.shape != (num,):
         raise ValueError(f"groups must give one id per sample: shape ({num},), got {groups.shape}")
+    if groups.dtype.kind in "fc" and not np.all(np.isfinite(groups)):
+        raise ValueError("groups must be ids that equal themselves; NaN or inf ids match no sample")
     sizes = check_spec(spec, samples_stack, batch_dims=1)
     ids = list(dict.fromkeys(groups.tolist()))
     reference_group = ids[0] if reference_group is None else reference_group

@@ -275,8 +275,10 @@ def _one_step(carry, fixed, x, y, idx, k, *, batch_size, **static):
 def _train_python(q, fixed, key, x, y, *, epochs, batch_size, **static):
     """:func:`_train` with the steps in a Python loop (one compiled step): the same draws."""
     opt, _ = _step(fixed, x, y, **static)
-    # the compiled step donates its carry: start from copies, not the caller's arrays
-    carry, history = (jax.tree_util.tree_map(jnp.copy, q), opt.init(q)), []
+    # the compiled step donates its carry: start from copies, not the caller's arrays, and copy
+    # the optimizer's state too (a state may hold the parameters' own buffers, e.g. lookahead's)
+    q = jax.tree_util.tree_map(jnp.copy, q)
+    carry, history = (q, jax.tree_util.tree_map(jnp.copy, opt.init(q))), []
     for order, keys in zip(*_epoch_plan(key, x.shape[0], epochs, batch_size)):
         elbos = []
         for idx, k in zip(order, keys):

@@ -219,7 +219,7 @@ def check_scaling_spec(spec: ScalingSpec, params: Mapping) -> dict[str, int]:
 
     Raises:
         ValueError: naming the parameter that is missing, has too few axes or an axis
-            length that does not fit the group.
+            length that does not fit the group, or a mass parameter listed twice.
     """
     flat = _viewed(spec, flatten_params(params))
     sizes = {}
@@ -242,6 +242,10 @@ def check_scaling_spec(spec: ScalingSpec, params: Mapping) -> dict[str, int]:
     missing = [p for p in spec.mass_paths if p not in flat]
     if missing:
         raise ValueError(f"the mass of the scaling spec uses parameter(s) {missing}, which params do not have")
+    twice = sorted({p for p in spec.mass_paths if list(spec.mass_paths).count(p) > 1})
+    if twice:
+        raise ValueError(f"the mass of the scaling spec lists parameter(s) {twice} more than once (each would count "
+                         "twice in the mass)")
     return sizes
 
 

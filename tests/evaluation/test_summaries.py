@@ -241,3 +241,6 @@ def test_grouped_rebasin_uses_one_permutation_per_group():
     assert np.max(q.sigma["dense_0"]["kernel"]) < 1e-2 < np.max(direct_summary(stack).sigma["dense_0"]["kernel"])
     with pytest.raises(ValueError, match="one id per sample"):
         grouped_rebasin_summary(stack, groups[:-1], spec)
+    # a NaN id matches no sample: its rows of the permutations were left uninitialised
+    with pytest.raises(ValueError, match="NaN or inf ids"):
+        grouped_rebasin_summary(stack, np.array(groups[:-1] + [np.nan]), spec)

@@ -75,3 +75,18 @@ def test_a_jax_integer_seed_is_a_seed():
 
     np.testing.assert_array_equal(as_generator(jnp.int32(5)).integers(0, 100, 4),
                                   as_generator(5).integers(0, 100, 4))
+
+
+def test_a_mass_parameter_listed_twice_is_refused():
+    """A kernel listed twice in mass_paths counted twice in the mass, silently."""
+    import dataclasses
+
+    from symlib.symmetry.scaling import check_scaling_spec
+
+    spec = mlp_scaling_spec(1)
+    twice = dataclasses.replace(spec, mass_paths=tuple(spec.mass_paths) + (spec.mass_paths[0],))
+    p = _net(np.random.default_rng(2))
+    with pytest.raises(ValueError, match="more than once"):
+        check_scaling_spec(twice, p)
+    with pytest.raises(ValueError, match="more than once"):
+        mass(twice, p)
