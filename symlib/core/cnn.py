@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib.core.checks import check_finite
+from symlib.core.checks import check_finite, warn_raw_images
 from symlib.core.pytree import SEP, flatten_dict
 
 __all__ = [
@@ -151,6 +151,9 @@ def conv2d(x: jax.Array, kernel: jax.Array, stride: int = 1, padding="VALID", gr
         ValueError: for an unknown ``impl``, or ``"patches"`` with other padding or stride.
     """
     if impl == "xla":
+        # XLA's convolution takes one dtype; promote as the matrix products of the other impls do
+        dtype = jnp.result_type(x, kernel)
+        x, kernel = jnp.asarray(x, dtype), jnp.asarray(kernel, dtype)
         return jax.lax.conv_general_dilated(x, kernel, (stride, stride), padding,
                                             dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=groups)
     if impl not in CONV_IMPLS:
@@ -228,6 +231,7 @@ def check_images(x, channels: int, min_size: int, arch: str) -> None:
         raise ValueError(f"x has images of {shape[1]}x{shape[2]} pixels; {arch} needs at least {min_size}x{min_size}")
     if not isinstance(x, jax.core.Tracer):
         check_finite(x, "x")
+        warn_raw_images(x)
 
 
 #: :func:`conv2d`'s implementation of OptuNet's two convolutions, the fastest of each on a CPU

@@ -23,22 +23,24 @@ def _target_mode(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
+def atomic_write(path: str | os.PathLike, write: Callable[[Any], None]) -> None:
     """Write ``path`` atomically: ``write`` fills a temporary file beside it, which is
     fsynced and then renamed over ``path``; on POSIX the folder is then fsynced too, so the
     rename itself survives a crash. Readers see the old file or the complete new
     one, never a partial one; if ``write`` raises, the temporary file is removed and
     ``path`` is left as it was. The new file keeps the permission bits of the file it
     replaces, or, if ``path`` did not exist, gets those a plain ``open(path, "wb")`` would
-    (``0o666`` less the process umask).
+    (``0o666`` less the process umask). A symbolic link is written through: its target is
+    replaced and the link kept.
 
     Args:
-        path: the file to (re)write; its folder is created if missing.
+        path: the file to (re)write (a path or a string); its folder is created if missing.
         write: called with the open binary file object.
 
     Returns:
         None.
     """
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _target_mode(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -165,6 +165,19 @@ def mlp_sizes(params: Params) -> list[int]:
     return [params[names[0]]["kernel"].shape[-2]] + [params[n]["kernel"].shape[-1] for n in names]
 
 
+def _one_mlp(params: Params) -> list[str]:
+    """The layer names of one MLP (:func:`~symlib.core.checks.mlp_layer_names`), after checking
+    that its kernels are 2-D and its biases 1-D: a stack of networks would broadcast against
+    the examples (network ``i``'s bias added to example ``i``) instead of failing."""
+    names = mlp_layer_names(params)
+    for name in names:
+        k, b = np.ndim(params[name]["kernel"]), np.ndim(params[name]["bias"])
+        if (k, b) != (2, 1):
+            raise ValueError(f"params[{name!r}] has a {k}-D kernel and a {b}-D bias; one network's are 2-D and "
+                             "1-D (for a stack of networks, jax.vmap the function over its leading axis)")
+    return names
+
+
 def mlp_hidden(params: Params, x: jax.Array) -> list[jax.Array]:
     """Post-ReLU activations of every hidden layer.
 
@@ -177,9 +190,10 @@ def mlp_hidden(params: Params, x: jax.Array) -> list[jax.Array]:
 
     Raises:
         TypeError: if ``params`` is not a dict of layers.
-        ValueError: if the layers are not ``dense_0..dense_{L-1}`` holding ``kernel`` and ``bias``.
+        ValueError: if the layers are not ``dense_0..dense_{L-1}`` holding ``kernel`` and ``bias``,
+            or the kernels are not 2-D and the biases 1-D (a stack of networks).
     """
-    names = mlp_layer_names(params)
+    names = _one_mlp(params)
     h, hidden = x, []
     for name in names[:-1]:
         h = jax.nn.relu(h @ params[name]["kernel"] + params[name]["bias"])
@@ -199,9 +213,10 @@ def mlp_apply(params: Params, x: jax.Array) -> jax.Array:
 
     Raises:
         TypeError: if ``params`` is not a dict of layers.
-        ValueError: if the layers are not ``dense_0..dense_{L-1}`` holding ``kernel`` and ``bias``.
+        ValueError: if the layers are not ``dense_0..dense_{L-1}`` holding ``kernel`` and ``bias``,
+            or the kernels are not 2-D and the biases 1-D (a stack of networks).
     """
-    names = mlp_layer_names(params)
+    names = _one_mlp(params)
     h = x
     for name in names[:-1]:
         h = jax.nn.relu(h @ params[name]["kernel"] + params[name]["bias"])

@@ -4,7 +4,10 @@
 Each file is fetched by :func:`pooch.retrieve` (``requests`` underneath, so the usual
 ``*_proxy`` / ``no_proxy`` variables apply), which streams it to a temporary file next to
 the target, checks its MD5 and only then moves it into place; on a mismatch it deletes the
-temporary file. This module adds the mirror fallback, our error messages and the progress
+temporary file. A file without a published MD5 (TinyImageNet, Textures) is downloaded
+under a ``.part`` name and moved into place only once its archive reads to the end (every
+zip member's CRC, every tar member), so an interrupted transfer from a server that sends no
+length is not kept. This module adds the mirror fallback, our error messages and the progress
 bar of :mod:`symlib.core.progress`.
 """
 
@@ -113,21 +116,53 @@ def _is_checksum_mismatch(error: Exception) -> bool:
     return isinstance(error, ValueError) and not isinstance(error, OSError)
 
 
+def _check_archive(path: Path, name: str) -> None:
+    """Read the archive at ``path``, a zip or tar by its final ``name``, to its end (a zip's
+    every member against its CRC, a tar's every member header through the compressed stream).
+
+    Raises:
+        ValueError: naming ``path`` if the archive is truncated or corrupt.
+    """
+    import tarfile
+    import zipfile
+
+    try:
+        if name.endswith(".zip"):
+            with zipfile.ZipFile(path) as z:
+                bad = z.testzip()
+            if bad is not None:
+                raise ValueError(f"member {bad} fails its CRC")
+        else:
+            with tarfile.open(path, "r:*") as tar:
+                for _ in tar:
+                    pass
+    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError) as e:
+        raise ValueError(f"{path}: incomplete or corrupt archive ({e})") from None
+
+
 def _retrieve(url: str, target: Path, md5: str | None, timeout: float, bar_label: str | None) -> None:
-    """Download ``url`` to ``target`` if its MD5 is ``md5`` (any bytes for ``None``); raise
-    (and keep no file) otherwise."""
+    """Download ``url`` to ``target`` if its MD5 is ``md5`` (for ``None``, if it is an archive
+    that reads to its end: :func:`_check_archive`); raise (and keep no file) otherwise."""
     import pooch  # imported on use, see _quiet_pooch
 
     bar = _ByteBar(bar_label) if bar_label else False
     downloader = pooch.HTTPDownloader(progressbar=bar, chunk_size=_CHUNK, timeout=timeout)
+    fetched = target if md5 is not None else target.with_name(target.name + ".part")
     try:
         with _quiet_pooch():
-            pooch.retrieve(url, known_hash=None if md5 is None else f"md5:{md5}", fname=target.name,
+            pooch.retrieve(url, known_hash=None if md5 is None else f"md5:{md5}", fname=fetched.name,
                            path=target.parent,
                            downloader=downloader)
     finally:
         if bar:
             bar.close()
+    if md5 is None:
+        try:
+            _check_archive(fetched, target.name)
+        except ValueError as e:  # a transfer cut short, as a network error is (not a checksum mismatch)
+            fetched.unlink(missing_ok=True)
+            raise OSError(str(e)) from None
+        os.replace(fetched, target)
 
 
 def _download_error(dataset: str, name: str, mirrors: list[str], errors: list[str],
@@ -191,8 +226,8 @@ def download(dataset: str, dest_dir: str | os.PathLike | None = None,
 
     Each file is fetched from the first mirror that works (the last successful one is
     tried first for the next file), streamed to a temporary file in ``dest_dir``, checked
-    against the published MD5 and only then moved into place, so a file with the final
-    name is always complete and verified. Files already present with the correct
+    against the published MD5 (a file without one, read to the end of its archive) and only
+    then moved into place, so a file with the final name is always complete and verified. Files already present with the correct
     checksum are not downloaded again; a present file with a wrong checksum is replaced.
 
     Args:

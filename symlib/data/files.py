@@ -254,6 +254,11 @@ def _verified_key(path: Path, expected_md5: str) -> tuple[str, int, int, str]:
     return str(path.resolve()), st.st_size, st.st_mtime_ns, expected_md5.lower()
 
 
+#: the advice of a read error of an archive that has no published MD5 (a truncated download
+#: cannot be told from a whole one by its checksum)
+REDOWNLOAD = "if a download of it was interrupted, delete the file and download it again"
+
+
 def mark_verified(path: str | os.PathLike, expected_md5: str | None) -> None:
     """Remember that ``path`` (as it is now) has the MD5 ``expected_md5``, so that
     :func:`verify_file` does not hash it again in this process.

@@ -83,10 +83,13 @@ def standardize(x: Any, dataset: str) -> Any:
         ``x`` standardised, same shape (numpy or JAX array, or float).
 
     Raises:
-        ValueError: for a dataset without statistics.
+        ValueError: for a dataset without statistics, or raw uint8 pixels (up to 255, not [0, 1]).
     """
     if dataset not in CHANNEL_STATS:
         raise ValueError(f"no channel statistics for dataset {dataset!r}; known: {sorted(CHANNEL_STATS)}")
+    if getattr(x, "dtype", None) == np.uint8:
+        raise ValueError("standardize expects pixels in [0, 1], got raw uint8 pixels: scale them first "
+                         "(preprocess, or x / 255)")
     mean, std = CHANNEL_STATS[dataset]
     if len(mean) == 1:
         return (x - mean[0]) / std[0]

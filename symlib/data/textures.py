@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from symlib.data.files import check_choice, verify_file
+from symlib.data.files import REDOWNLOAD, check_choice, verify_file
 from symlib.data.loading import check_arrays, decode_rgb, split_files
 
 __all__ = ["TEXTURES_CLASSES", "TEXTURES_SPLITS", "load_textures", "read_textures"]
@@ -75,7 +75,7 @@ def _open_tar(archive: Path) -> tarfile.TarFile:
     try:
         return tarfile.open(archive, "r:*")
     except (tarfile.TarError, OSError, EOFError) as e:
-        raise ValueError(f"{archive}: not a readable tar archive ({e})") from None
+        raise ValueError(f"{archive}: not a readable tar archive ({e}); {REDOWNLOAD}") from None
 
 
 def _read_lists(archive: Path) -> dict[str, list[str]]:
@@ -90,7 +90,7 @@ def _read_lists(archive: Path) -> dict[str, list[str]]:
                     if len(texts) == len(wanted):
                         break
     except (tarfile.TarError, OSError, EOFError) as e:
-        raise ValueError(f"{archive}: not a readable tar archive ({e})") from None
+        raise ValueError(f"{archive}: not a readable tar archive ({e}); {REDOWNLOAD}") from None
     missing = [name for s, name in _LISTS.items() if s not in texts]
     if missing:
         raise ValueError(f"{archive}: archive lacks {', '.join(missing)}")
@@ -151,7 +151,7 @@ def read_textures(archive: str | os.PathLike, split: str = "all", image_size: in
                     where = f"{archive}:{member.name}"
                     members[member.name] = decode_rgb(tar.extractfile(member).read(), where, fit)
     except (tarfile.TarError, OSError, EOFError) as e:
-        raise ValueError(f"{archive}: not a readable tar archive ({e})") from None
+        raise ValueError(f"{archive}: not a readable tar archive ({e}); {REDOWNLOAD}") from None
     images = np.empty((len(items), image_size, image_size, 3), np.uint8)
     for i, line in enumerate(items):
         arr = members[f"{_ROOT}images/{line}"]

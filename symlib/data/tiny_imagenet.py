@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from symlib.data.files import check_choice, verify_file
+from symlib.data.files import REDOWNLOAD, check_choice, verify_file
 from symlib.data.loading import check_arrays, decode_rgb, split_files
 
 __all__ = ["TINY_IMAGENET_CLASSES", "TINY_IMAGENET_SPLITS", "load_tiny_imagenet", "read_tiny_imagenet"]
@@ -90,7 +90,7 @@ def read_tiny_imagenet(archive: str | os.PathLike, split: str = "train") -> tupl
     try:
         zf = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, OSError) as e:
-        raise ValueError(f"{archive}: not a readable zip archive ({e})") from None
+        raise ValueError(f"{archive}: not a readable zip archive ({e}); {REDOWNLOAD}") from None
     with zf:
         wnids = sorted(w.strip() for w in _read_text(zf, _ROOT + "wnids.txt", archive).split() if w.strip())
         if not wnids:

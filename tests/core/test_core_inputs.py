@@ -83,3 +83,54 @@ def test_resnet18_init_doc_points_to_the_training_mode_functions():
     assert "out of scope" not in doc
     params = resnet.resnet18_init(jax.random.key(0), num_classes=3, base_width=4)
     assert resnet.resnet18_features(params, jnp.ones((2, 8, 8, 3)), train=True).shape == (2, 32)
+
+
+def test_atomic_write_writes_through_a_symlink_and_takes_a_string(tmp_path):
+    """A symlinked file was replaced by a regular one (the target kept the old bytes), and a
+    str path failed with AttributeError."""
+    target = tmp_path / "target.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    atomic_write(str(link), lambda f: f.write(b"new"))
+    assert link.is_symlink() and target.read_text() == "new" and link.read_text() == "new"
+
+
+def test_an_mlp_refuses_a_stack_of_networks():
+    """Four stacked networks on four examples: network i's bias was added to example i of every
+    network, with no error (max difference 5 from the vmapped logits)."""
+    from symlib.core.models import mlp_apply, mlp_hidden, mlp_init
+
+    stack = jax.vmap(lambda k: mlp_init(k, [3, 5, 2]))(jax.random.split(jax.random.key(0), 4))
+    x = jnp.ones((4, 3))
+    for fn in (mlp_apply, mlp_hidden):
+        with pytest.raises(ValueError, match="3-D kernel and a 2-D bias.*jax.vmap"):
+            fn(stack, x)
+    assert jax.vmap(mlp_apply, in_axes=(0, None))(stack, x).shape == (4, 4, 2)
+
+
+def test_xla_convolutions_take_low_precision_and_integer_images():
+    """conv='xla' and the ResNets raised TypeError on bfloat16 images (lax's one dtype), while
+    OptuNet's default convolutions promoted them."""
+    from symlib.core.cnn import conv2d
+
+    rng = np.random.default_rng(0)
+    x, k = rng.normal(size=(2, 6, 6, 2)), rng.normal(size=(3, 3, 2, 4)).astype(np.float32)
+    ref = conv2d(jnp.asarray(x, jnp.float32), jnp.asarray(k), impl="xla")
+    for dtype in (jnp.bfloat16, jnp.float16):
+        out = conv2d(jnp.asarray(x, dtype), jnp.asarray(k), impl="xla")
+        assert out.dtype == jnp.float32
+        np.testing.assert_allclose(out, conv2d(jnp.asarray(x, dtype), jnp.asarray(k), impl="patches"), rtol=1e-5,
+                                   atol=1e-5)
+        np.testing.assert_allclose(out, ref, rtol=0.05, atol=0.1)
+
+
+def test_raw_pixels_are_refused_by_standardize_and_warned_about_by_optunet():
+    from symlib.core.cnn import optunet_apply, optunet_init
+    from symlib.data.splits import standardize
+
+    raw = np.full((2, 28, 28, 1), 200, np.uint8)
+    with pytest.raises(ValueError, match="raw uint8 pixels"):
+        standardize(raw, "mnist")
+    with pytest.warns(UserWarning, match="uint8 values"):
+        optunet_apply(optunet_init(jax.random.key(0)), raw)

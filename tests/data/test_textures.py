@@ -177,3 +177,19 @@ def test_a_given_md5_is_checked_by_verify_file_hashing_once(synthetic, md5_calls
     with pytest.raises(data.ChecksumError, match="expected MD5 0+, got .* corrupt or incomplete"):
         data.load_textures("test", data_dir=synthetic[0], md5="0" * 32)
     assert md5_calls == [synthetic[0] / TAR]  # one pass over the archive for a mismatch
+
+
+def test_a_truncated_download_is_not_kept(synthetic, serve, tmp_path):
+    """The tar.gz has no published MD5: a transfer cut short was kept and trusted. Now it is
+    read through to its last member before it is moved into place."""
+    whole = (synthetic[0] / TAR).read_bytes()
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / TAR).write_bytes(whole[: len(whole) * 2 // 3])
+    dest = tmp_path / "dest"
+    with pytest.raises(data.DataNotFoundError, match="incomplete or corrupt archive"):
+        data.download("textures", dest_dir=dest, mirrors=[serve(served).url], progress=False)
+    assert sorted(p.name for p in dest.iterdir()) == []
+    (dest / TAR).write_bytes(whole[: len(whole) * 2 // 3])
+    with pytest.raises(ValueError, match="delete the file and download it again"):
+        data.read_textures(dest / TAR)

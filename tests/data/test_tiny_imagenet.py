@@ -128,3 +128,21 @@ def test_a_given_md5_is_checked_by_verify_file_hashing_once(synthetic, tmp_path,
     with pytest.raises(data.ChecksumError, match="expected MD5 0+, got .* corrupt or incomplete"):
         data.load_tiny_imagenet("val", data_dir=synthetic[0], md5="0" * 32)
     assert md5_calls == [synthetic[0] / ZIP]  # one pass over the archive for a mismatch
+
+
+def test_a_truncated_download_is_not_kept(synthetic, serve, tmp_path, monkeypatch):
+    """The zip has no published MD5: half of it, served as if whole, was moved into place and
+    trusted by every later call. Now it is read to its end first, and refused."""
+    out, _ = synthetic
+    half = tmp_path / "served"
+    half.mkdir()
+    whole = (out / ZIP).read_bytes()
+    (half / ZIP).write_bytes(whole[: len(whole) // 2])
+    server = serve(half)
+    dest = tmp_path / "dest"
+    with pytest.raises(data.DataNotFoundError, match="incomplete or corrupt archive"):
+        data.download("tiny_imagenet", dest_dir=dest, mirrors=[server.url], progress=False)
+    assert sorted(p.name for p in dest.iterdir()) == []
+    (dest / ZIP).write_bytes(whole[: len(whole) // 2])  # a partial file from elsewhere: the reader says what to do
+    with pytest.raises(ValueError, match="delete the file and download it again"):
+        data.read_tiny_imagenet(dest / ZIP, "val")
