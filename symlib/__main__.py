@@ -50,6 +50,17 @@ def log_to_stderr(level: int = logging.INFO) -> Iterator[logging.Handler]:
         logger.setLevel(old_level)
 
 
+def _positive_float(text: str) -> float:
+    """``text`` as a finite number above 0 (an argparse ``type``: anything else is a usage error)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text}")
+    return value
+
+
 def _positive_int(text: str) -> int:
     """``text`` as an integer of at least 1 (an argparse ``type``: anything else is a usage error)."""
     try:
@@ -96,7 +107,7 @@ def build_parser(experiment_list: str) -> argparse.ArgumentParser:
                     "See book/running.md, 'HMC at paper scale, in pieces'.")
     piece.add_argument("--state", required=True, metavar="DIR", help="the state directory (created on the first piece)")
     piece.add_argument("--profile", default=None, help="quick or paper (default: $SYMLIB_PROFILE or quick)")
-    piece.add_argument("--minutes", type=float, default=9.0,
+    piece.add_argument("--minutes", type=_positive_float, default=9.0,
                        help="wall time of this piece, process start included (default 9)")
     piece.add_argument("--chains", type=_positive_int, default=None, help="chains (default 2)")
     piece.add_argument("--samples", type=_positive_int, default=None, help="kept samples per chain (default 500)")
@@ -120,7 +131,7 @@ def build_parser(experiment_list: str) -> argparse.ArgumentParser:
     g_prep.add_argument("--datasets", nargs="+", default=["mnist", "fashion_mnist"],
                         help="the datasets to carry (default both; the carry and the tree travel within 64 MiB)")
     g_next = gsub.add_parser("next", help="on the device: the first unfinished job's next steps within MINUTES")
-    g_next.add_argument("--minutes", type=float, required=True, help="wall time of this call, process start included")
+    g_next.add_argument("--minutes", type=_positive_float, required=True, help="wall time of this call, process start included")
     g_next.add_argument("--out", required=True, metavar="DIR", help="where the steps are written as they finish ($OUT)")
     g_next.add_argument("--job", default=None, help="run this job instead of the first unfinished one")
     g_next.add_argument("--here", action="store_true", help="the first unfinished job that runs on this machine "
@@ -254,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     from symlib import experiments
     from symlib.experiments.judging import results
-    from symlib.experiments.cache import STEPS_RUN, artifact_paths, cache_dir
+    from symlib.experiments.cache import COMPUTED, STEPS_RUN, cache_dir, cache_key
     from symlib.experiments.profiles import get_profile, reduced
 
     started = time.time()
@@ -286,10 +297,12 @@ def main(argv: list[str] | None = None) -> int:
     with log_to_stderr():  # the cache's loaded/computing lines, on stderr
         for name in args.names:
             start = time.time()
-            # whether this command computes the artifact or finds it (the completed-marker) in the cache
-            computed = not artifact_paths(name, experiments.EXPERIMENTS[name].config_of(profile))[1].exists()
+            # whether this command computed the artifact (a damaged one recomputed included) or loaded it
+            key = cache_key(name, experiments.EXPERIMENTS[name].config_of(profile))
+            COMPUTED.discard(key)
             STEPS_RUN.pop(name, None)
             result = experiments.run(name, profile)
+            computed = key in COMPUTED
             elapsed = time.time() - start
             print(f"{name}: done in {elapsed:.1f} s (artifact cache: {cache_dir()})")
             if args.out and name in experiments.SUMMARIES:

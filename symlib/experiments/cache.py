@@ -398,6 +398,7 @@ def cached(
                     log.info("computing %s (%s) ...", name, key)
                 result = compute()
                 save(name, config, result, directory)
+                COMPUTED.add(key)
                 return _unflatten(_flatten(result))
     if verbose:
         log.info("loaded %s (%s) from the artifact cache", name, key)
@@ -428,6 +429,10 @@ def _load_or_forget(name: str, config: Mapping[str, Any], directory: Path | None
 #: per experiment name, how many steps its last :func:`cached_steps` call loaded from the
 #: cache and how many it computed (read by ``python -m symlib run`` for the saved record)
 STEPS_RUN: dict[str, dict[str, int]] = {}
+
+#: the cache keys of the artifacts :func:`cached` computed in this process (a damaged one
+#: recomputed included), so a caller can tell computed from loaded after the fact
+COMPUTED: set[str] = set()
 
 
 def cached_steps(
@@ -478,10 +483,11 @@ def cached_steps(
         step_config = _step_config(config, lab)
         if verbose:
             log.info("%s: step %d of %d (%s)", name, i + 1, len(items), lab)
-        found = artifact_paths(f"{name}.step", step_config, directory)[1].exists()
+        key = cache_key(f"{name}.step", step_config)
+        COMPUTED.discard(key)
         out.append(cached(f"{name}.step", step_config, functools.partial(fn, item), directory=directory,
                           verbose=verbose))
-        tally["loaded" if found else "computed"] += 1
+        tally["computed" if key in COMPUTED else "loaded"] += 1
     return out
 
 

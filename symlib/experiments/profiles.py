@@ -545,7 +545,7 @@ def _parse_value(field: dataclasses.Field, text: str) -> object:
     try:
         if origin is tuple:
             value = ast.literal_eval(text if "," in text else f"({text},)")
-            value = value if isinstance(value, tuple) else (value,)
+            value = tuple(value) if isinstance(value, (tuple, list)) else (value,)  # "[128, 512]" too
             if not all(type(v) is int for v in value):  # not int(v): 1.5 would become 1 silently
                 raise ValueError("expected integers separated by commas")
         elif base is bool:

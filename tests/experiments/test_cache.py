@@ -213,6 +213,17 @@ def test_cached_steps_resumes_after_an_interrupted_run(cdir):
     assert other == [3]
 
 
+def test_a_damaged_step_that_is_recomputed_counts_as_computed(cdir):
+    """The tally asked whether the step's marker existed before loading: a damaged step, which
+    cached() deletes and recomputes, was counted as loaded in the saved record."""
+    calls = []
+    cache.cached_steps("exp", {"a": 1}, [0, 1], _steps_fn(calls), verbose=False)
+    data, _ = cache.artifact_paths("exp.step", cache._step_config({"a": 1}, "1"), cdir)
+    data.write_bytes(data.read_bytes()[:-10])
+    cache.cached_steps("exp", {"a": 1}, [0, 1], _steps_fn(calls), verbose=False)
+    assert calls == [0, 1, 1] and cache.STEPS_RUN["exp"] == {"computed": 1, "loaded": 1}
+
+
 def test_cached_steps_rejects_duplicate_labels(cdir):
     with pytest.raises(ValueError, match="step labels must be unique"):
         cache.cached_steps("exp", {}, [1, 1], _steps_fn([]), verbose=False)

@@ -148,7 +148,9 @@ class _Stop(RuntimeError):
 
 
 @pytest.mark.parametrize("flag, value", [("--chains", "0"), ("--samples", "0"), ("--chains", "-2"),
-                                         ("--samples", "-1"), ("--chunk-size", "0"), ("--chains", "two")])
+                                         ("--samples", "-1"), ("--chunk-size", "0"), ("--chains", "two"),
+                                         ("--minutes", "0"), ("--minutes", "-3"), ("--minutes", "nan"),
+                                         ("--minutes", "soon")])
 def test_hmc_piece_refuses_counts_below_one(tmp_path, monkeypatch, capsys, flag, value):
     from symlib.experiments import xiao
 

@@ -99,3 +99,6 @@ def test_a_tuple_field_wants_integers(text):
 def test_a_tuple_field_takes_integers():
     assert reduced("paper", {"align_widths": "8, 16"}, "paper-x").align_widths == (8, 16)
     assert reduced("paper", {"align_widths": "1_024"}, "paper-x").align_widths == (1024,)
+    # a queue job's `set` gives a JSON list, whose str() is "[128, 512]": it was refused
+    assert reduced("paper", {"align_widths": str([128, 512])}, "paper-x").align_widths == (128, 512)
+    assert reduced("paper", {"align_widths": "(64,)"}, "paper-x").align_widths == (64,)

@@ -237,6 +237,10 @@ def test_xiao_pieces_on_a_tiny_profile(tmp_path):
     assert out["table"]["HMC sample"]["agreement"] == 1.0 and out["table"]["HMC sample"]["tv"] == 0.0
     assert out["progress"]["complete"] and len(out["pieces"]) == 1 and out["n_test"] == 50
     json.dumps(out)  # a results file can hold it
+    # another profile's test set: a clear refusal, not numpy's shape error deep in the metrics
+    other = dataclasses.replace(tiny, name="other", n_test=60)
+    with pytest.raises(ValueError, match="sampled against other test data .* profile 'other'"):
+        xiao.hmc_pieces_summary(other, tmp_path)
 
 
 def test_detached_pieces_attach_to_the_run_advanced_in_place(pieced, tmp_path):

@@ -144,3 +144,26 @@ def test_every_step_file_names_the_machine_it_ran_on():
         device = json.loads(path.read_text())["device"]
         assert not re.fullmatch(r"(cuda|gpu|cpu|tpu|rocm):\d+", device.strip()), f"{path}: device {device!r}"
         assert re.search(r"H100|H200|A100|CPU|cpu|cores", device), f"{path}: device {device!r}"
+
+
+def test_the_prepared_provenance_yields_to_a_checkout_that_knows_its_commit(tmp_path):
+    """The checkout that ran `gpu prepare` named the prepared commit as 'clean' after later
+    commits and edits; only a copy of .git that does not hold that commit (a lent machine's,
+    older than the tree it was sent) should take the prepared record."""
+    import subprocess
+
+    from symlib.experiments import cache
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("1")
+    subprocess.run([*git, "add", "a.txt"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], check=True)
+    prepared = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (repo / "a.txt").write_text("2")  # an edit since prepare
+    (repo / ".gpu-carry").mkdir()
+    (repo / ".gpu-carry" / "provenance.json").write_text(json.dumps(
+        {"commit": prepared, "clean": True, "symlib_version": cache.code_version()}))
+    assert results.git_commit(repo) == {"commit": prepared, "clean": False, "from": "git"}

@@ -111,6 +111,11 @@ def test_command_setting_reads_both_forms():
     assert results.command_setting(cmd, "epochs") == "1000"
     with pytest.raises(ValueError, match="align_samples"):
         results.command_setting(cmd, "align_samples")
+    # the value the run applied: the last --set of a field (the profile's dict keeps the last),
+    # and --name=VALUE as well as --name VALUE
+    again = "python -m symlib run x --set align_n_eval=100 --set align_n_eval=300 --label=paper-x"
+    assert results.command_setting(again, "align_n_eval") == "300"
+    assert results.command_setting(again, "label") == "paper-x"
 
 
 def _fake_timings():

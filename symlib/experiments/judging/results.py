@@ -51,17 +51,18 @@ def git_commit(root: Path) -> dict[str, Any]:
     """``{"commit", "clean", "from"}`` of the code this process runs, from the checkout at ``root``.
 
     Where ``python -m symlib gpu prepare`` left ``.gpu-carry/provenance.json`` for these very
-    sources (the same :func:`~symlib.experiments.cache.code_version`), that record: a lent
-    machine's copy of ``.git`` can be older than the working tree it was sent (seen on
-    2026-11-27, when it named the session's starting commit). Otherwise git's answer, and
-    ``None`` values where there is no git.
+    sources (the same :func:`~symlib.experiments.cache.code_version`) and this checkout's git
+    does not know the commit it names, that record: a lent machine's copy of ``.git`` can be
+    older than the working tree it was sent (seen on 2026-11-27, when it named the session's
+    starting commit). Where git knows that commit (the checkout that prepared it, with any
+    commits or edits since), git's answer; ``None`` values where there is no git either.
     """
     from symlib.experiments.cache import code_version
 
     saved = Path(root) / ".gpu-carry" / "provenance.json"
     if saved.exists():
         prov = json.loads(saved.read_text())
-        if prov.get("symlib_version") == code_version():
+        if prov.get("symlib_version") == code_version() and not _git_knows(root, prov.get("commit")):
             return {"commit": prov.get("commit"), "clean": bool(prov.get("clean")), "from": "gpu prepare"}
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
@@ -70,6 +71,17 @@ def git_commit(root: Path) -> dict[str, Any]:
         return {"commit": commit.stdout.strip(), "clean": not dirty.stdout.strip(), "from": "git"}
     except (OSError, subprocess.CalledProcessError):
         return {"commit": None, "clean": None, "from": "unknown"}
+
+
+def _git_knows(root: Path, commit: str | None) -> bool:
+    """Whether the git checkout at ``root`` holds ``commit`` (False without git or a commit)."""
+    if not commit:
+        return False
+    try:
+        return subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=root,
+                              capture_output=True).returncode == 0
+    except OSError:
+        return False
 
 
 def repository_root() -> Path:
@@ -187,16 +199,17 @@ def load(name: str, profile: str, directory: Path | None = None) -> dict[str, An
 
 
 def command_setting(command: str, name: str) -> str:
-    """The value given to setting ``name`` in a saved run's command line: ``--name VALUE`` or
-    ``name=VALUE`` (as in ``--set name=VALUE``), the first occurrence.
+    """The value given to setting ``name`` in a saved run's command line: ``--name VALUE``,
+    ``--name=VALUE`` or ``name=VALUE`` (as in ``--set name=VALUE``), the last occurrence (the
+    one the run applied, as argparse and the profile's ``--set`` do).
 
     Raises:
         ValueError: if the command does not set ``name``.
     """
-    found = re.search(rf"(?:--{re.escape(name)}\s+|(?<![\w-]){re.escape(name)}=)(\S+)", command)
-    if found is None:
+    found = re.findall(rf"(?:--{re.escape(name)}(?:\s+|=)|(?<![\w-]){re.escape(name)}=)(\S+)", command)
+    if not found:
         raise ValueError(f"the command does not set {name!r}: {command!r}")
-    return found.group(1)
+    return found[-1]
 
 
 def saved_labels(name: str, base: str = "paper", directory: Path | None = None) -> list[str]:

@@ -204,6 +204,7 @@ class PiecedSummaries:
             per-iteration ``acceptance_rate``, ``is_divergent``, ``energy_error``.
         progress: ``iteration``, ``num_iterations``, ``num_kept``, ``num_samples``,
             ``complete`` and ``pieces`` (the provenance record of every piece).
+        y_test: the test labels the predictive sums were scored on.
     """
 
     q_d: GaussianSummary
@@ -213,6 +214,7 @@ class PiecedSummaries:
     diagnostics: dict[str, Any]
     traces: dict[str, np.ndarray]
     progress: dict[str, Any]
+    y_test: np.ndarray
 
 
 # --------------------------------------------------------------------------------------
@@ -854,7 +856,7 @@ def summaries(state_dir) -> PiecedSummaries:
     return PiecedSummaries(q_d=q_d.summary("direct"), q_r=q_r, test_probs=probs,
                            test={"accuracy": float(metrics.accuracy_from_probs(probs, y)),
                                  "nll": float(metrics.nll_from_probs(probs, y))},
-                           diagnostics=diagnostics, traces=traces, progress=progress)
+                           diagnostics=diagnostics, traces=traces, progress=progress, y_test=np.asarray(y))
 
 
 def state_nbytes(like: PyTree, cfg: HMCConfig, n_test: int, *, num_points: int = 10,

@@ -494,6 +494,9 @@ def hmc_pieces_summary(profile: Profile, state_dir) -> dict[str, Any]:
     Returns:
         A JSON-friendly dict: ``table``, ``test``, ``diagnostics``, ``median_sigma``,
         ``near_prior``, ``progress`` and ``pieces`` (provenance of every piece).
+
+    Raises:
+        ValueError: if the state was sampled against other test labels than ``profile``'s.
     """
     from symlib.experiments.xiao.hmc_pieces import summaries
     from symlib.evaluation.predictive import predict_from_gaussian
@@ -501,6 +504,9 @@ def hmc_pieces_summary(profile: Profile, state_dir) -> dict[str, Any]:
     d = load_bnn_data(profile)
     s = summaries(state_dir)
     x, y, p_hmc = d["x_test"], d["y_test"], s.test_probs
+    if np.shape(y) != np.shape(s.y_test) or not np.array_equal(np.asarray(y), s.y_test):
+        raise ValueError(f"{state_dir} was sampled against other test data ({len(s.y_test)} test images) than "
+                         f"profile {profile.name!r} gives ({len(y)}): summarize it with the profile it was run with")
     table = {"HMC sample": table1_row(p_hmc, p_hmc, x, y)}
     fits = {"HMC q_d": s.q_d, "HMC q_r": s.q_r.get("activation"), "HMC q_r (weight)": s.q_r["weight"],
             "HMC q_r (per chain)": s.q_r["weight (per chain)"]}
