@@ -124,7 +124,7 @@ class GPUQueue(SphinxDirective):
         queue = gpu_queue.load_queue(path)
         rows = []
         for job in queue["jobs"]:
-            steps = gpu_queue.folded_steps(path.parent / job["name"])
+            steps = gpu_queue.folded_steps(path.parent / job["name"], job)
             prog = job.get("progress") or {}
             dates = sorted(str(m["date"])[:10] for m in steps.values())
             where = "; ".join(sorted({m["device"] for m in steps.values()}))

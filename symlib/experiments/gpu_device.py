@@ -7,6 +7,7 @@ This side only reads the queue and the carry; folding, installing, preparing and
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -22,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from symlib.core.io import atomic_write
 from symlib.core.pytree import flatten_dict
 from symlib.experiments.gpu_queue import (QUEUE_VERSION, carried_piece, estimate_minutes, folded_steps, install_steps,
                                           job_blocks, job_done, job_hash, job_profile, job_target, load_queue,
@@ -54,41 +54,63 @@ def provenance(command: str, root: Path) -> dict[str, Any]:
 
 
 class Bundle:
-    """What a device call returns for one job (in ``out/<job>/``): its step files in one tar,
-    rewritten after every step (so a call killed later keeps them), cut into at most
-    ``max_parts`` parts under :data:`PART_BYTES`, ``max_bytes`` in all, and a ``manifest.json``
-    with the parts' SHA-256 sums, written last."""
+    """What a device call returns for one job (in ``out/<job>/``): its step files as one tar
+    stream, cut into at most ``max_parts`` parts under :data:`PART_BYTES`, ``max_bytes`` in
+    all, and a ``manifest.json`` with the parts' lengths and SHA-256 sums, rewritten (atomically)
+    after every file added, so a call killed later keeps the steps it finished.
+
+    A file is only appended: to the end of the last part (up to :data:`PART_BYTES`), then to
+    new parts, and only then is the manifest replaced. The bytes a manifest lists never change,
+    so a call killed at any point leaves a return that folds, by the manifest of before the file
+    or the one after it (the reader reads each part up to the manifest's ``bytes`` and ignores
+    parts it does not list, :func:`~symlib.experiments.gpu_queue.read_return`); and no part is
+    ever written under a new name beside an old one, so a return never has more parts than
+    its finished self (a call returns :data:`MAX_FILES` files). The stream lacks the tar's
+    closing blocks, which the reader adds."""
 
     def __init__(self, out: Path, job: Mapping[str, Any], max_parts: int = MAX_PARTS,
                  max_bytes: int = RETURN_BYTES - 2**20):
-        self.out, self.job, self.files, self.max_parts, self.max_bytes = Path(out), job, {}, max_parts, max_bytes
+        self.out, self.job, self.max_parts, self.max_bytes = Path(out), job, max_parts, max_bytes
+        self.names: list[str] = []
+        self.parts: list[dict[str, Any]] = []  # as the manifest lists them
+        self._whole, self._last = hashlib.sha256(), hashlib.sha256()  # of the stream, of its last part
         self.num_parts = self.num_bytes = 0
         self.out.mkdir(parents=True, exist_ok=True)
 
     def add(self, name: str, data: bytes) -> None:
-        self.files[name] = data
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            for fname, blob in self.files.items():
-                info = tarfile.TarInfo(fname)
-                info.size = len(blob)
-                tar.addfile(info, io.BytesIO(blob))
-        blob = buf.getvalue()
-        parts = [blob[i:i + PART_BYTES] for i in range(0, len(blob), PART_BYTES)]
-        if len(parts) > self.max_parts or len(blob) > self.max_bytes:
-            raise RuntimeError(f"the return for job {self.job['name']!r} would need {len(parts)} parts of at most "
-                               f"{PART_BYTES >> 20} MiB, {len(blob) / 2**20:.1f} MiB, where {self.max_parts} parts "
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        member = info.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape") + data + bytes(-len(data) % 512)
+        total = self.num_bytes + len(member)
+        num_parts = -(-total // PART_BYTES)
+        if num_parts > self.max_parts or total > self.max_bytes:
+            raise RuntimeError(f"the return for job {self.job['name']!r} would need {num_parts} parts of at most "
+                               f"{PART_BYTES >> 20} MiB, {total / 2**20:.1f} MiB, where {self.max_parts} parts "
                                f"and {self.max_bytes / 2**20:.1f} MiB are left (a device call returns {MAX_FILES} "
                                f"files, {RETURN_BYTES >> 20} MiB): make its steps smaller")
-        names = []
-        for i, part in enumerate(parts):
-            pname = f"{self.job['name']}.tar.part-{i:02d}"
-            atomic_write(self.out / pname, lambda f, p=part: f.write(p))
-            names.append({"name": pname, "sha256": sha256_hex(part), "bytes": len(part)})
-        self.num_parts, self.num_bytes = len(parts), len(blob)
+        parts, whole, last = [dict(p) for p in self.parts], self._whole.copy(), self._last.copy()
+        rest = memoryview(member)
+        while rest:
+            if not parts or parts[-1]["bytes"] >= PART_BYTES:
+                parts.append({"name": f"{self.job['name']}.tar.part-{len(parts):02d}", "sha256": None, "bytes": 0})
+                last = hashlib.sha256()
+            part = parts[-1]
+            chunk, rest = rest[:PART_BYTES - part["bytes"]], rest[PART_BYTES - part["bytes"]:]
+            path = self.out / part["name"]
+            with open(path, "r+b" if part["bytes"] and path.exists() else "wb") as f:
+                f.seek(part["bytes"])
+                f.truncate()  # what a write that failed here left beyond the manifest's bytes
+                f.write(chunk)
+            whole.update(chunk)
+            last.update(chunk)
+            part["bytes"] += len(chunk)
+            part["sha256"] = last.hexdigest()
+        names = self.names + [name]
         write_json(self.out / "manifest.json", {"queue_version": QUEUE_VERSION, "job": self.job["name"],
-                                                 "job_hash": job_hash(self.job), "parts": names,
-                                                 "sha256": sha256_hex(blob), "files": sorted(self.files)})
+                                                 "job_hash": job_hash(self.job), "parts": parts,
+                                                 "sha256": whole.hexdigest(), "files": sorted(set(names))})
+        self.names, self.parts, self._whole, self._last = names, parts, whole, last
+        self.num_parts, self.num_bytes = len(parts), total
 
 
 def _npz_bytes(tree: Mapping[str, Any]) -> bytes:
@@ -233,7 +255,7 @@ def _advance(job: Mapping[str, Any], root: Path, bundle: Bundle, out: Path, star
 
     if job["kind"] == "pieces":
         return _advance_piece(job, root, bundle, out, started, minutes, prov, queue)
-    done = folded_steps(root / job["name"])
+    done = folded_steps(root / job["name"], job)
     todo = [i for i in range(int(job["steps"])) if i not in done]
     expected = (job.get("progress", {}).get("seconds_per_step")
                 or 60.0 * estimate_minutes(job) / max(int(job["steps"]), 1))

@@ -14,8 +14,9 @@ provenance: device, date, git commit, command, versions). Three commands move it
   step files, split into parts under the 16 MiB a returned file may have, with a manifest of
   their SHA-256 sums and a log), so a call killed mid-step keeps its finished steps.
 - ``fold DIR`` (here): checks every part against the manifest (a damaged part is refused by
-  name), adds the new steps to the job's folder (a step already there with the same checksum
-  is skipped: folding twice changes nothing), copies saved results to ``book/results/``,
+  name), adds the new steps to the job's folder (a step already there with the same files
+  is skipped: folding twice changes nothing; one with other files is refused, naming the files
+  to move away), copies saved results to ``book/results/``,
   updates the queue's progress and prints the GPU-minutes left.
 - ``install [JOB ...]`` (here): puts the folded steps of ``blocks`` jobs into the artifact
   cache, so that ``python -m symlib run`` finds them (a labelled reduction can read the steps of
@@ -23,9 +24,10 @@ provenance: device, date, git commit, command, versions). Three commands move it
 
 A step's arrays are keyed by the job's definition, not by symlib's source hash (unlike the
 artifact cache), so edits to unrelated code do not discard GPU work; a job whose definition
-changes is a new job (its ``version``). Before a run that needs a finished job (a job's
-``needs``), ``next`` puts that job's steps into the artifact cache where the experiment
-looks for them (:func:`symlib.experiments.cache.save_step`).
+changes is a new job (its ``version``): the steps folded for its older version are ignored
+(:func:`folded_steps`), and replaced as the new version's are folded. Before a run that needs
+a finished job (a job's ``needs``), ``next`` puts that job's steps into the artifact cache
+where the experiment looks for them (:func:`symlib.experiments.cache.save_step`).
 
 Job kinds: ``blocks`` (an experiment's cached steps, one a step; ``target`` names the
 function ``profile -> steps``, where ``steps`` has ``name``, ``cache_config``, ``starts``
@@ -171,30 +173,49 @@ def pieces_progress(queue: Mapping[str, Any], root: Path, state: str) -> dict[st
     last = None
     for job in queue["jobs"]:
         if job["kind"] == "pieces" and job["state"] == state:
-            for meta in folded_steps(root / job["name"]).values():
+            for meta in folded_steps(root / job["name"], job).values():
                 if last is None or meta["piece"]["iteration"] > last["iteration"]:
                     last = meta["piece"]
     return last
 
 
 def job_done(queue: Mapping[str, Any], root: Path, job: Mapping[str, Any], done_now: Iterable[int] = ()) -> bool:
-    """Whether a job has nothing left: every step folded or in ``done_now`` (steps run in this
-    call); for a ``pieces`` job, its run reached ``until_kept`` kept samples per chain (or the end)."""
+    """Whether a job has nothing left: every step of its current version folded
+    (:func:`folded_steps`) or in ``done_now`` (steps run in this call); for a ``pieces`` job,
+    its run reached ``until_kept`` kept samples per chain (or the end)."""
     if job["kind"] == "pieces":
         prog = pieces_progress(queue, root, job["state"])
         if prog is None:
             return False
         return prog["complete"] or (job.get("until_kept") is not None and prog["num_kept"] >= int(job["until_kept"]))
-    return len(set(folded_steps(root / job["name"])) | set(done_now)) >= int(job["steps"])
+    return len(set(folded_steps(root / job["name"], job)) | set(done_now)) >= int(job["steps"])
 
 
-def folded_steps(state: Path) -> dict[int, dict[str, Any]]:
-    """The steps folded into a job's folder: index -> the step's metadata."""
+def folded_steps(state: Path, job: Mapping[str, Any] | None = None) -> dict[int, dict[str, Any]]:
+    """The steps folded into a job's folder: index -> the step's metadata.
+
+    With ``job``, only the steps of its current definition (their ``job_hash`` is the job's,
+    :func:`job_hash`): a job whose definition changes is a new job, and the steps of its
+    older version are not its steps (:func:`older_steps` counts them). A ``pieces`` job's steps
+    are pieces of its run (``gpu/pieces/<state>/``), which holds every piece attached, whatever
+    the version that folded it: all are kept."""
     out = {}
+    keep = None if job is None or job["kind"] == "pieces" else job_hash(job)
     for meta_path in sorted(Path(state).glob("step-*.json")):
         meta = json.loads(meta_path.read_text())
-        out[int(meta["index"])] = meta
+        if keep is None or meta.get("job_hash") == keep:
+            out[int(meta["index"])] = meta
     return out
+
+
+def older_steps(state: Path, job: Mapping[str, Any]) -> list[int]:
+    """The indices of the steps in a job's folder folded for another definition of the job
+    than its current one (ignored by :func:`folded_steps`; folding a step of the current
+    version replaces the older one's)."""
+    if job["kind"] == "pieces":
+        return []
+    current = set(folded_steps(state, job))
+    return sorted(set(folded_steps(state)) - current)
 
 
 _CALL_LINE = re.compile(r"^\d\d:\d\d:\d\d call of up to ([\d.]+) min on .*, (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC), commit")
@@ -273,8 +294,9 @@ def load_step(state: Path, index: int) -> dict[str, Any]:
 
 
 def install_steps(job: Mapping[str, Any], state: Path, directory: Path | None = None, blocks=None) -> int:
-    """Put a ``blocks`` job's folded steps into the artifact cache, where its experiment
-    (:func:`~symlib.experiments.registry.run_blocks`) finds them instead of training them, and
+    """Put a ``blocks`` job's folded steps (of its current version, :func:`folded_steps`, each
+    checked to be the block the job expects at its index) into the artifact cache, where its
+    experiment (:func:`~symlib.experiments.registry.run_blocks`) finds them instead of training them, and
     where a later step of the same job that goes on from an earlier one (a piece of SGHMC's
     chain) finds it.
 
@@ -286,15 +308,26 @@ def install_steps(job: Mapping[str, Any], state: Path, directory: Path | None = 
 
     Returns:
         How many steps were installed.
+
+    Raises:
+        ValueError: for a step labelled with another block than the job's blocks have at its
+            index, or whose arrays do not match their checksum (:func:`load_step`).
     """
     from symlib.experiments.cache import save_step
 
     if job["kind"] != "blocks":
         return 0
-    steps = folded_steps(state)
+    steps = folded_steps(state, job)
     if not steps:
         return 0
     blocks = job_blocks(job) if blocks is None else blocks
+    for index, meta in steps.items():
+        expected = blocks.starts[index] if 0 <= index < len(blocks.starts) else None
+        if json.loads(json.dumps(meta.get("label"))) != json.loads(json.dumps(expected)):
+            raise ValueError(f"{Path(state) / f'step-{index:04d}.json'} holds block {meta.get('label')!r}, but "
+                             f"job {job['name']!r} expects block {expected!r} at step {index}: its blocks changed "
+                             "under the same definition; give the job a new version in the queue file (its steps "
+                             "are then run again), or restore the code its steps were made with")
     for index in steps:
         save_step(blocks.name, blocks.cache_config, blocks.starts[index], load_step(state, index), directory)
     return len(steps)
@@ -322,9 +355,9 @@ def folded_provenance(queue_path: Path, name: str, steps: int | None = None) -> 
     jobs = {j["name"]: j for j in load_queue(queue_path)["jobs"]}
     if name not in jobs:
         raise ValueError(f"no job {name!r} in {queue_path}; jobs: {', '.join(jobs)}")
-    folded = folded_steps(queue_path.parent / name)
+    folded = folded_steps(queue_path.parent / name, jobs[name])
     if not folded:
-        raise ValueError(f"job {name!r} has no folded step in {queue_path.parent / name}")
+        raise ValueError(f"job {name!r} has no folded step (of its current version) in {queue_path.parent / name}")
     if steps is not None:
         missing = sorted(set(range(int(steps))) - set(folded))
         if missing:
@@ -363,7 +396,9 @@ def carried_piece(root: Path, state: str) -> Path:
 
 
 def read_return(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The manifest and the files of what a device call returned, every part checked.
+    """The manifest and the files of what a device call returned, every part checked. Only the
+    parts the manifest lists are read, each up to its ``bytes``: what a call killed while it
+    added a step wrote beyond them (:class:`~symlib.experiments.gpu_device.Bundle`) is ignored.
 
     Raises:
         ValueError: naming a missing or damaged part, or a damaged whole.
@@ -378,7 +413,8 @@ def read_return(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         path = directory / part["name"]
         if not path.exists():
             raise ValueError(f"part {part['name']} is missing from {directory}")
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            data = f.read(int(part["bytes"]))
         if sha256_hex(data) != part["sha256"]:
             raise ValueError(f"part {part['name']} does not match its SHA-256 in the manifest (damaged in transfer?); "
                              f"nothing was folded")
@@ -386,7 +422,7 @@ def read_return(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     if sha256_hex(blob) != manifest["sha256"]:
         raise ValueError(f"the joined parts in {directory} do not match the manifest's SHA-256; nothing was folded")
     files = {}
-    with tarfile.open(fileobj=io.BytesIO(blob), mode="r") as tar:
+    with tarfile.open(fileobj=io.BytesIO(blob + b"\0" * 1024), mode="r") as tar:  # the tar's end, which a Bundle omits
         for member in tar.getmembers():
             if not member.isfile() or "/" in member.name or member.name.startswith("."):
                 raise ValueError(f"unexpected entry {member.name!r} in the returned tar; nothing was folded")
@@ -413,8 +449,9 @@ def returned_bundles(directory: Path) -> list[Path]:
 def fold(directory: Path, queue_path: Path, results_dir: Path | None = None) -> dict[str, int]:
     """Fold what a device call returned (every job's folder of it, :func:`returned_bundles`)
     into the jobs' folders, ``book/results/`` and the queue's progress. Idempotent: a step
-    already folded with the same checksum is skipped. Every job's return is checked before
-    any is folded.
+    already folded with the same files (its ``.json`` and every file it lists present, with the
+    same SHA-256 sums) is skipped; one folded for an older version of the job is replaced.
+    Every job's return is checked before any is folded.
 
     The call's log (``gpu-log.txt``), if there, is read first: a step it shows started but not
     finished (the call was stopped at its time limit) is recorded with its lower bound on the
@@ -427,8 +464,8 @@ def fold(directory: Path, queue_path: Path, results_dir: Path | None = None) -> 
 
     Raises:
         ValueError: for a damaged return, a return made for another version of the job, or
-            a step already folded with a different checksum; for a folder that holds no
-            return and whose log shows no stopped step.
+            a step (or piece) already folded with other contents (naming the files to move
+            away); for a folder that holds no return and whose log shows no stopped step.
     """
     log = Path(directory) / "gpu-log.txt"
     shown = stopped_steps(log.read_text()) if log.exists() else []
@@ -462,15 +499,10 @@ def _fold_one(directory: Path, queue_path: Path, results_dir: Path | None) -> di
         for fname, sha in meta["files"].items():
             if fname not in files or sha256_hex(files[fname]) != sha:
                 raise ValueError(f"{fname} of {name} is missing or does not match its SHA-256; nothing was folded")
-            if fname.startswith("piece-"):
-                continue
-            target = (results_dir / fname[len("result-"):]) if fname.startswith("result-") else state / fname
-            if target.exists() and sha256_hex(target.read_bytes()) != sha:
-                raise ValueError(f"{target} exists with other contents than step {meta['index']} of this return "
-                                 f"(computed twice?); move it away to fold this return")
+    plans = {name: _fold_plan(state, job, name, meta, results_dir) for name, meta in metas.items()}
     counts = {"new": 0, "already": 0, "results": 0}
     for name, meta in sorted(metas.items()):
-        if (state / name).exists():
+        if plans[name] == "already":
             counts["already"] += 1
             continue
         if job["kind"] == "pieces":
@@ -479,7 +511,7 @@ def _fold_one(directory: Path, queue_path: Path, results_dir: Path | None) -> di
             counts["new"] += 1
             continue
         for fname in meta["files"]:
-            target = (results_dir / fname[len("result-"):]) if fname.startswith("result-") else state / fname
+            target = _step_target(state, results_dir, fname)
             target.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(target, lambda f, b=files[fname]: f.write(b))
             counts["results"] += fname.startswith("result-")
@@ -487,6 +519,67 @@ def _fold_one(directory: Path, queue_path: Path, results_dir: Path | None) -> di
         counts["new"] += 1
     update_progress(queue_path)
     return counts
+
+
+def _step_target(state: Path, results_dir: Path, fname: str) -> Path:
+    """Where :func:`fold` puts a returned step's file ``fname``: a saved result in
+    ``results_dir``, else the job's folder."""
+    return (results_dir / fname[len("result-"):]) if fname.startswith("result-") else state / fname
+
+
+def _fold_plan(state: Path, job: Mapping[str, Any], name: str, meta: Mapping[str, Any], results_dir: Path) -> str:
+    """How :func:`fold` takes the returned step ``name`` (its metadata ``meta``): ``"already"``
+    when the job's folder holds it, its ``.json`` for the job's current version listing the same
+    files, each present with its SHA-256 (a piece: the same files and piece record); else
+    ``"new"``: not folded yet, folded for an older version of the job (replaced), or folded
+    with a file missing since (written again).
+
+    Raises:
+        ValueError: naming the files to move away, for a step (or piece) folded with other
+            contents than the return's, or a file in the way that belongs to no folded step.
+    """
+    folded_path = state / name
+    folded = json.loads(folded_path.read_text()) if folded_path.exists() else None
+    index, what = int(meta["index"]), f"step {int(meta['index'])} of job {job['name']!r}"
+    if job["kind"] == "pieces":  # its files are attached to the run, not kept in the job's folder
+        if folded is None:
+            return "new"
+
+        def record(m):
+            return {k: v for k, v in (m.get("piece") or {}).items() if k != "state_sha256"}
+
+        if folded.get("files") == meta["files"] and record(folded) == record(meta):
+            return "already"
+        raise ValueError(f"piece {index} of job {job['name']!r} is folded already ({folded_path}) with other contents "
+                         "than this return's (another call advanced the run from the same state?): a run takes one "
+                         "piece at each index, and this return cannot be attached; discard it. Nothing was folded")
+    older = {}
+    if folded is not None and folded.get("job_hash") != job_hash(job):  # an older version's step: replaced
+        older, folded = dict(folded.get("files") or {}), None
+    if folded is not None and folded.get("files") != meta["files"]:
+        listed = folded.get("files") or {}
+        data = [str(_step_target(state, results_dir, f)) for f in sorted(set(listed) | set(meta["files"]))
+                if listed.get(f) != meta["files"].get(f)]
+        raise ValueError(f"{what} is folded already with other contents than this return's (computed twice?): to fold "
+                         f"this return's instead, move away both {folded_path} and {' and '.join(data)}, then fold "
+                         "again (to keep the folded one, discard this return). Nothing was folded")
+    missing = False
+    for fname, sha in meta["files"].items():
+        target = _step_target(state, results_dir, fname)
+        if not target.exists():
+            missing = True
+            continue
+        have = sha256_hex(target.read_bytes())
+        if have == sha or older.get(fname) == have:
+            continue
+        if folded is not None:
+            raise ValueError(f"{target} does not match the SHA-256 that {folded_path} lists for it (changed since "
+                             f"{what} was folded?): restore it from git, or move away both {folded_path} and {target} "
+                             "to fold this return's. Nothing was folded")
+        raise ValueError(f"{target} exists with other contents than {what} of this return (computed twice?) and "
+                         f"belongs to no folded step ({folded_path} is not there or does not list it): move {target} "
+                         "away to fold this return. Nothing was folded")
+    return "new" if folded is None or missing else "already"
 
 
 def pieces_state(queue_path: Path, state: str) -> Path:
@@ -546,11 +639,14 @@ def update_progress(queue_path: Path) -> dict[str, Any]:
     """Recompute every job's ``progress`` from its folder and write the queue file."""
     queue = load_queue(queue_path)
     for job in queue["jobs"]:
-        steps = folded_steps(Path(queue_path).parent / job["name"])
+        steps = folded_steps(Path(queue_path).parent / job["name"], job)
         secs = [float(m["seconds"]) for m in steps.values()]
         job["progress"] = {"steps_done": len(steps), "gpu_seconds": round(sum(secs), 1),
                            "seconds_per_step": round(float(np.median(secs)), 1) if secs else None,
                            "devices": sorted({m["device"] for m in steps.values()})}
+        older = older_steps(Path(queue_path).parent / job["name"], job)
+        if older:
+            job["progress"]["older_steps"] = older
         stopped = stopped_record(Path(queue_path).parent / job["name"], job)
         if stopped:
             job["progress"]["stopped"] = {str(i): {k: r[k] for k in ("seconds", "date", "call_minutes")}
@@ -611,6 +707,9 @@ def status_lines(queue_path: Path) -> list[str]:
         if job["kind"] == "pieces" and "num_kept" in prog:
             run = (f" [run {job['state']!r} at iteration {prog['iteration']}, {prog['num_kept']} kept samples per chain; "
                    f"this job ends at iteration {prog['until_iteration']}]")
+        if prog.get("older_steps"):
+            run += (f" [{len(prog['older_steps'])} folded step(s) of an older version ignored: this version's steps "
+                    "replace them as they are folded]")
         for index, rec in (prog.get("stopped") or {}).items():
             run += f" [step {index} stopped with its call after at least {rec['seconds']} s on {rec['date']}]"
         lines.append(f"{job['name']:24s} {job['kind']:11s} {prog.get('steps_done', 0):>3}/{job['steps']:<3} steps  "

@@ -634,3 +634,191 @@ def test_job_identity_does_not_depend_on_key_order():
         rng.shuffle(items)
         assert gpu_queue.job_hash(dict(items)) == gpu_queue.job_hash(job)
         assert gpu_queue.minutes_left(dict(items)) == gpu_queue.minutes_left(job)
+
+
+def _npz(value) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, v=np.asarray(value))
+    return buf.getvalue()
+
+
+def _fabricated_return(out, job, steps, prov=None):
+    """A job's return as a device call writes it (:class:`gpu_device.Bundle`), of made-up arrays
+    (``steps``: index -> value): what is checked is the bookkeeping, not the training."""
+    bundle = gpu_device.Bundle(out / job["name"], job)
+    for index, value in steps.items():
+        data = _npz(value)
+        gpu_device._add_step(bundle, job, index, 1.0, prov or {"device": "cpu", "commit": None},
+                             {f"step-{index:04d}.npz": data}, {"label": 2 * index, "sha256": gpu_queue.sha256_hex(data)})
+    return bundle
+
+
+def test_steps_of_an_older_job_version_are_ignored(queue, tmp_path):
+    """A job whose definition changes is a new job: its older version's folded steps neither
+    count as done nor go into the artifact cache under the new definition; the status says they
+    are ignored, and folding the new version's steps replaces them. A step labelled with another
+    block than the job expects at its index is refused by install."""
+    from types import SimpleNamespace
+
+    _fabricated_return(tmp_path / "v1", TINY_JOB, {0: 111.0, 1: 112.0})
+    assert gpu_queue.fold(tmp_path / "v1", queue)["new"] == 2
+    new = {**TINY_JOB, "version": 2, "set": {**TINY_JOB["set"], "bank_epochs": 5}}
+    queue.write_text(json.dumps({"version": 1, "jobs": [new, LATER]}))
+    q = gpu_queue.load_queue(queue)
+    state = queue.parent / "tiny-bank"
+    assert not gpu_queue.job_done(q, queue.parent, new)
+    assert gpu_device.first_unfinished(q, queue.parent)["version"] == 2
+    assert gpu_queue.folded_steps(state, new) == {} and len(gpu_queue.folded_steps(state)) == 2
+    gpu_queue.update_progress(queue)
+    line = gpu_queue.status_lines(queue)[0]
+    assert "  0/2 " in line and "[2 folded step(s) of an older version ignored" in line
+    assert gpu_queue.install(queue, ["tiny-bank"]) == {"tiny-bank": 0}
+    with pytest.raises(ValueError, match="no folded step"):
+        gpu_queue.folded_provenance(queue, "tiny-bank")
+
+    _fabricated_return(tmp_path / "v2", new, {0: 221.0})  # the new version's step 0 replaces the older one's
+    assert gpu_queue.fold(tmp_path / "v2", queue) == {"new": 1, "already": 0, "results": 0, "stopped": 0}
+    assert float(gpu_queue.load_step(state, 0)["v"]) == 221.0
+    assert list(gpu_queue.folded_steps(state, new)) == [0] and gpu_queue.older_steps(state, new) == [1]
+    prog = gpu_queue.load_queue(queue)["jobs"][0]["progress"]
+    assert prog["steps_done"] == 1 and prog["older_steps"] == [1]
+    assert gpu_queue.fold(tmp_path / "v2", queue)["already"] == 1
+
+    blocks = SimpleNamespace(name="optunet_bank", cache_config={"tiny": 1}, starts=[0, 2])
+    assert gpu_queue.install_steps(new, state, tmp_path / "c", blocks=blocks) == 1
+    with pytest.raises(ValueError, match=r"step-0000\.json holds block 0, but job 'tiny-bank' expects block 4 at step "
+                                         r"0: its blocks changed under the same definition; give the job a new version"):
+        gpu_queue.install_steps(new, state, tmp_path / "c", blocks=SimpleNamespace(**{**vars(blocks), "starts": [4]}))
+
+
+def test_a_step_computed_twice_is_refused_naming_both_files(queue, tmp_path):
+    """A step folded already whose return holds other bytes is refused, naming the step's .json
+    and its arrays to move away; following that advice folds the return (moving the arrays alone
+    does not, nor leaves a .json without them); a duplicate with identical bytes is skipped, and a
+    step whose arrays went missing is written again."""
+    state = queue.parent / "tiny-bank"
+    _fabricated_return(tmp_path / "ret1", TINY_JOB, {0: 1.0})
+    _fabricated_return(tmp_path / "ret2", TINY_JOB, {0: 1.0000001, 1: 2.0})
+    _fabricated_return(tmp_path / "same", TINY_JOB, {0: 1.0}, {"device": "another", "commit": None})
+    assert gpu_queue.fold(tmp_path / "ret1", queue)["new"] == 1
+    assert gpu_queue.fold(tmp_path / "same", queue) == {"new": 0, "already": 1, "results": 0, "stopped": 0}
+    both = f"move away both {state / 'step-0000.json'} and {state / 'step-0000.npz'}"
+    with pytest.raises(ValueError, match=f"step 0 of job 'tiny-bank' is folded already with other contents.*{both}"):
+        gpu_queue.fold(tmp_path / "ret2", queue)
+    assert not (state / "step-0001.json").exists()  # nothing folded
+    (state / "step-0000.npz").rename(tmp_path / "moved.npz")  # half the advice: refused again, nothing written
+    with pytest.raises(ValueError, match=both):
+        gpu_queue.fold(tmp_path / "ret2", queue)
+    assert not (state / "step-0000.npz").exists() and not (state / "step-0001.json").exists()
+    assert gpu_queue.fold(tmp_path / "ret1", queue) == {"new": 1, "already": 0, "results": 0, "stopped": 0}  # repaired
+    assert float(gpu_queue.load_step(state, 0)["v"]) == 1.0
+    for suffix in ("json", "npz"):
+        (state / f"step-0000.{suffix}").rename(tmp_path / f"moved.{suffix}")
+    assert gpu_queue.fold(tmp_path / "ret2", queue) == {"new": 2, "already": 0, "results": 0, "stopped": 0}
+    assert [float(gpu_queue.load_step(state, i)["v"]) for i in (0, 1)] == [1.0000001, 2.0]
+    (state / "step-0001.npz").write_bytes(b"changed")
+    with pytest.raises(ValueError, match=r"step-0001\.npz does not match the SHA-256 that .*step-0001\.json lists"):
+        gpu_queue.fold(tmp_path / "ret2", queue)
+    (state / "step-0001.json").unlink()
+    with pytest.raises(ValueError, match=r"step-0001\.npz exists with other contents than step 1 .* move .* away"):
+        gpu_queue.fold(tmp_path / "ret2", queue)
+
+
+def test_a_call_killed_while_adding_a_step_keeps_its_return(queue, tmp_path, monkeypatch):
+    """However a call is killed while it adds a step to a job's return (within a part's write,
+    between parts, at a manifest's replacement), the return folds with the steps finished before
+    it, and never has more parts than the finished return."""
+    import builtins
+
+    monkeypatch.setattr(gpu_device, "PART_BYTES", 4096)  # a step spans parts
+
+    class Killed(BaseException):
+        pass
+
+    def killing_open(budget):  # open() for gpu_device whose writes stop the call after budget[0] bytes
+        def opener(path, mode="r", *args, **kwargs):
+            f = builtins.open(path, mode, *args, **kwargs)
+            write = f.write
+
+            def limited(data):
+                left = budget[0]
+                budget[0] -= len(data)
+                if budget[0] < 0:
+                    write(bytes(data[:left]))
+                    raise Killed(f"killed after {left} more bytes")
+                return write(data)
+
+            f.write = limited
+            return f
+        return opener
+
+    def killing_write_json(at):
+        calls = []
+
+        def write(path, obj):
+            calls.append(path)
+            if len(calls) == at:
+                raise Killed("killed at the manifest's replacement")
+            gpu_queue.write_json(path, obj)
+        return write
+
+    rng = np.random.default_rng(0)
+    arrays = {i: rng.normal(size=700) for i in (0, 1)}  # about 5.7 kB a step: two parts or more each
+
+    whole = _fabricated_return(tmp_path / "finished", TINY_JOB, arrays)
+    before = _fabricated_return(tmp_path / "before", TINY_JOB, {0: arrays[0]})
+    added = whole.num_bytes - before.num_bytes
+    kills = [("manifest", 1), ("manifest", 2)]  # after the arrays' parts; after the step's .json
+    kills += [("bytes", b) for b in sorted(set(range(0, added, 331)) | {1, 511, 512, 4095, 4096, added - 1})]
+    for n, (how, at) in enumerate(kills):
+        out = tmp_path / f"ret-{n}"
+        bundle = _fabricated_return(out, TINY_JOB, {0: arrays[0]})
+        data = _npz(arrays[1])
+        with monkeypatch.context() as m, pytest.raises(Killed):
+            if how == "bytes":
+                m.setattr(gpu_device, "open", killing_open([at]), raising=False)
+            else:
+                m.setattr(gpu_device, "write_json", killing_write_json(at))
+            gpu_device._add_step(bundle, TINY_JOB, 1, 1.0, {"device": "cpu", "commit": None},
+                                 {"step-0001.npz": data}, {"label": 2, "sha256": gpu_queue.sha256_hex(data)})
+        manifest, files = gpu_queue.read_return(out / "tiny-bank")
+        assert len(manifest["parts"]) <= whole.num_parts
+        assert len(list((out / "tiny-bank").iterdir())) <= whole.num_parts + 1  # and the manifest
+        assert set(files) in ({"step-0000.json", "step-0000.npz"},
+                              {"step-0000.json", "step-0000.npz", "step-0001.npz"}), (how, at)  # what was added whole
+        assert gpu_queue.fold(out, queue)["new" if n == 0 else "already"] == 1, (how, at)  # step 0 is kept
+    assert gpu_queue.fold(tmp_path / "finished", queue) == {"new": 1, "already": 1, "results": 0, "stopped": 0}
+    assert [float(gpu_queue.load_step(queue.parent / "tiny-bank", i)["v"][0]) for i in (0, 1)] == [
+        arrays[0][0], arrays[1][0]]
+
+
+def test_a_piece_folded_already_with_other_contents_is_refused(tmp_path, monkeypatch):
+    """A returned piece at an index already folded is skipped only if it is the folded piece
+    (its files and record); another call's piece there is refused by name, not dropped."""
+    monkeypatch.setenv("SYMLIB_CACHE", str(tmp_path / "cache"))
+    job = {"name": "p", "version": 1, "title": "t", "kind": "pieces", "target": "x:y", "state": "s", "steps": 3,
+           "estimate_gpu_minutes": 1}
+    queue = tmp_path / "repo" / "gpu" / "queue.json"
+    queue.parent.mkdir(parents=True)
+    queue.write_text(json.dumps({"version": 1, "jobs": [job]}))
+    piece = {"state": "s", "start_iteration": 0, "iteration": 50, "num_kept": 0, "num_iterations": 6100,
+             "num_samples": 500, "until_iteration": 6100, "complete": False, "seconds_per_iteration": 1.0}
+
+    def returned(out, arrays, iteration):
+        bundle = gpu_device.Bundle(out / "p", job)
+        gpu_device._add_step(bundle, job, 0, 60.0, {"device": "d", "commit": None},
+                             {"piece-0000.state.json": b'{"state_file": "a.npz"}', "piece-0000.npz": arrays},
+                             {"piece": {**piece, "iteration": iteration}})
+        return json.loads(gpu_queue.read_return(out / "p")[1]["step-0000.json"])
+
+    meta = returned(tmp_path / "same", b"arrays", 50)
+    (queue.parent / "p").mkdir()
+    gpu_queue.write_json(queue.parent / "p" / "step-0000.json",  # folded as fold writes it, with the run's checksum
+                         {**meta, "piece": {**meta["piece"], "state_sha256": "a" * 64}})
+    assert gpu_queue.fold(tmp_path / "same", queue) == {"new": 0, "already": 1, "results": 0, "stopped": 0}
+    returned(tmp_path / "other", b"other arrays", 400)
+    with pytest.raises(ValueError, match=r"piece 0 of job 'p' is folded already \(.*step-0000\.json\) with other "
+                                         "contents than this return's .* cannot be attached"):
+        gpu_queue.fold(tmp_path / "other", queue)
