@@ -124,8 +124,12 @@ def _posteriors_summary():
 def test_posterior_setting_values():
     quick, paper = get_profile("quick"), get_profile("paper")
     values = tables.posterior_setting_values(quick, paper)
-    assert list(values)[:4] == ["swag_snaps_q", "swag_epochs_q", "swag_snaps_p", "swag_epochs_p"]
+    assert list(values)[:6] == ["swag_snaps_q", "swag_epochs_q", "swag_every_q", "swag_snaps_p", "swag_epochs_p",
+                                "swag_every_p"]
     assert (values["swag_snaps_p"], values["swag_epochs_p"]) == swag_schedule(paper.post_method_epochs)
+    # the paper profile: 20 snapshots over 120 epochs, one every 6 (the paper: every 10)
+    assert values["swag_every_p"] == values["swag_epochs_p"] // values["swag_snaps_p"] == 6
+    assert values["bnn_prior_std"] == 0.1  # Blitz's default prior, which App. B.1 names
     assert values["dropout"] == SETTINGS["dropout_rate"] and values["samples"] == quick.post_samples
     # SGHMC adapts for the library's 20 epochs of its 250 in the paper profile, half its 5 in the quick one
     assert (values["sghmc_adapt_q"], values["sghmc_adapt_p"]) == (2, 20)

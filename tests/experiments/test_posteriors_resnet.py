@@ -167,3 +167,17 @@ def test_rn18_swaps_cifar100_counts_swaps_of_sorted_channels(tiny_profile, monke
     monkeypatch.setattr(swaps_resnet, "train_counting_swaps", lambda *a, **k: trained.append(a) or None)
     again = registry.run("rn18_swaps_cifar100", dataclasses.replace(profile, name="again"), verbose=False).artifact
     assert trained == [] and np.array_equal(again["swaps"], art["swaps"])
+
+
+def test_bnn_follows_appendix_b1_at_resnet18_scale():
+    """App. B.1: "We train the variational BNN with SGD for 150 epochs, with a starting learning
+    rate of 0.01, which we decay once after 80 epochs" (the code had Adam at 1e-3, constant),
+    with Blitz's default prior N(0, 0.1^2) (it had N(0, 1))."""
+    from symlib.experiments.laurent.posteriors_resnet import bnn_decay, resnet_bnn_config
+
+    decay = bnn_decay(150)
+    assert decay.milestones == (80,)
+    assert decay.at_epoch(79) == 0.01 and decay.at_epoch(80) == pytest.approx(0.001)
+    cfg = resnet_bnn_config(150, 50_000, 128)
+    assert cfg.epochs == 150 and cfg.prior_var == pytest.approx(0.01) and cfg.num_mc == 3
+    assert bnn_decay(2).milestones == (1,)  # a quick run still decays once

@@ -13,8 +13,8 @@ import numpy as np
 from symlib.core.cnn import OPTUNET_SHAPES
 from symlib.experiments.laurent.mlps import LAURENT_FIG2_CLAIMS, LAURENT_FIG4_CLAIMS, MIN_RATIO_RUNS
 from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY, LAURENT_OPTUNET, OPTUNET_LAYERS
-from symlib.experiments.laurent.posteriors import (APPENDIX_B4_MNIST, SETTINGS, TABLE1_COLUMNS, TABLE1_MNIST,
-                                                   bank_decay, sghmc_config, swag_schedule)
+from symlib.experiments.laurent.posteriors import (APPENDIX_B4_MNIST, BNN_PRIOR_STD, SETTINGS, TABLE1_COLUMNS,
+                                                   TABLE1_MNIST, bank_decay, sghmc_config, swag_schedule)
 from symlib.experiments.laurent.posteriors_resnet import SETTINGS as RESNET_SETTINGS
 from symlib.experiments.laurent.posteriors_resnet import TABLE1 as RESNET_TABLE1
 from symlib.experiments.laurent.posteriors_resnet import methods_of
@@ -197,14 +197,17 @@ def saved_swap_values(paper_profile: Profile, paper: Mapping[str, Any], reductio
 
 def posterior_setting_values(profile: Profile, paper_profile: Profile) -> dict[str, Any]:
     """The settings the prose of the posterior-estimates chapter cites: SWAG's snapshots and
-    epochs under ``profile`` (``_q``) and ``paper_profile`` (``_p``), the training images, the
-    Laplace subsample, the methods' settings (dropout rate, BNN's ELBO samples, SWAG's scale,
+    epochs, and the epochs between its snapshots, under ``profile`` (``_q``) and
+    ``paper_profile`` (``_p``), the training images, the Laplace subsample, the methods'
+    settings (dropout rate, BNN's ELBO samples and prior standard deviation, SWAG's scale,
     SGHMC's epochs of scale adaptation ``sghmc_adapt_q`` and ``_p``), and the reference's and
     the samples' sizes and the bank's epochs."""
     values = {}
     for tag, p in (("q", profile), ("p", paper_profile)):
         values[f"swag_snaps_{tag}"], values[f"swag_epochs_{tag}"] = swag_schedule(p.post_method_epochs)
+        values[f"swag_every_{tag}"] = values[f"swag_epochs_{tag}"] // values[f"swag_snaps_{tag}"]
     return values | {
+        "bnn_prior_std": BNN_PRIOR_STD,
         "n_train": f"{profile.n_train:,}", "n_train_p": f"{paper_profile.n_train:,}",
         "laplace_n": f"{profile.laplace_n_data:,}" if profile.laplace_n_data else "all",
         "dropout": SETTINGS["dropout_rate"], "bnn_mc": SETTINGS["bnn_num_mc"], "swag_scale": SETTINGS["swag_scale"],

@@ -16,14 +16,14 @@ XIAO_SEC1_CLAIMS = {
     "max_logit_difference": "0 (exact identity)",
     "prediction_agreement": "1",
     "test_accuracy": "not reported for one network (Table 1's predictives of HMC samples and of an ensemble: "
-                     "98.4-98.7%, full MNIST, 512 units)",
+                     "98.4-98.7%, MNIST, 512 units)",
 }
 
 #: Fig. 1 (a figure without numbers): the loss barrier between two independently trained
 #: MLPs, before and after re-basin (weight or activation matching): notebook 02.
 XIAO_FIG1_CLAIMS = {"barrier_no_matching": "clearly > 0", "barrier_matched": "about 0"}
 
-#: Sec. 2 and Fig. 2 (a figure without numbers; 512 hidden units, full MNIST, NoT from 0
+#: Sec. 2 and Fig. 2 (a figure without numbers; 512 hidden units, MNIST, NoT from 0
 #: to 511; the text: "for three random W_init", the caption: "over 5 runs"): notebook 03.
 XIAO_FIG2_CLAIMS = {
     "not_after_training": "almost exactly unaffected by training",
@@ -44,7 +44,7 @@ XIAO_TABLE1 = {
 }
 
 #: The setting of Table 1, as the notebooks quote it beside the table.
-XIAO_TABLE1_SETTING = "784-512-10 on full MNIST, 1,000 HMC samples"
+XIAO_TABLE1_SETTING = "784-512-10 on MNIST (no training-set size given), 1,000 HMC samples"
 
 #: Sec. 3.2 and Fig. 3 (a figure without numbers): (i) re-basin shrinks the standard
 #: deviations, (ii) HMC and VI put many weights at the prior's scale, (iii) pruning by
