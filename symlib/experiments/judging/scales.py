@@ -155,9 +155,11 @@ REDUCTIONS: dict[tuple[str, str], str] = {
                                                 "profile's 3 posterior pairs, trained for the paper's 1,000 epochs",
     # the precision study (issue 44, ours) runs the paper's sampler (500 leapfrog steps, 784-512-10, 50,000 images)
     # for a few iterations: it measures the sampler's numerics, not the posterior
-    # (the paper's 600 burn-in and 1,000 kept iterations at thinning 10 are 10,600 an HMC chain)
-    ("hmc_precision", "paper"): "100 of the paper's 10,600 HMC iterations per chain and 2 of our paper profile's 10 "
-                                "chains",
+    # (the paper's 600 burn-in epochs and 1,000 samples, one every 10, are 10,600 iterations if run as one chain;
+    # the paper gives no chain count)
+    ("hmc_precision", "paper"): "100 of the 10,600 HMC iterations of the paper's run were it a single chain (its 600 "
+                                "burn-in epochs plus 1,000 samples one every 10 epochs: it gives no chain count) and 2 "
+                                "of our paper profile's 10 chains",
     ("vi_alignment_timings", "paper-4widths-16samples"): "1 of our paper profile's 3 posterior pairs, and 100 of the "
                                                          "paper's 1,000 training epochs (all 4 of our paper "
                                                          "profile's widths, from 128 to 1,024, where the paper "
