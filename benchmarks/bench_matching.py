@@ -5,8 +5,8 @@ permutation per sweep.
 
 Run from the repository root:
 
-    .venv/bin/python benchmarks/bench_matching.py --quick   # about 15 s on 2 idle cores (with the ResNet20 x4 pair)
-    .venv/bin/python benchmarks/bench_matching.py           # about 2.5 min: adds 784-2048x3-10 (best of 3), 1000 samples
+    .venv/bin/python benchmarks/bench_matching.py --quick   # about 35 s on 2 cores (with the ResNet20 x4 pair)
+    .venv/bin/python benchmarks/bench_matching.py           # about 6-8 min: adds 784-2048x3-10 (best of 3), 1000 samples
 
 Everything runs in one process and every speed-up is printed as a ratio to the baseline
 timed in the same process (the machine may be shared, absolute times are noisy). Part 1
@@ -15,8 +15,10 @@ lapjv where it pays), prints each one's ratio to the baseline, and checks that t
 baseline and symlib end on the same permutations (or the same objective to 1e-6
 relative). The old float64 "plain loop" that rebuilds every permuted weight at every step
 (symlib.testing.reference.reference_weight_matching, the denominator of the figures in
-benchmarks/README.md before 2026-11-27) is timed once per case as a secondary reference
-only (--no-old-loop skips it). See benchmarks/README.md for what the numbers mean.
+benchmarks/README.md before 2026-11-27) is timed beside them as a secondary reference only,
+never a ratio's denominator (--no-old-loop skips it). Every contender, the old loop too, gets
+one untimed warm-up call and is then timed best of --repeats in interleaved rounds. See
+benchmarks/README.md for what the numbers mean.
 """
 from __future__ import annotations
 
@@ -238,23 +240,30 @@ def _ours_line(label: str, res, t: float) -> str:
 
 def time_pair(label: str, spec, a, b, repeats: int, key, old_loop: bool = True):
     """The faithful Git Re-Basin baseline (:func:`git_rebasin_weight_matching`),
-    ``weight_matching(lap_solver="scipy")`` and ``weight_matching`` (default LAP solver, lapjv
-    where available), interleaved, best of ``repeats``, after one untimed sweep of the baseline
-    that compiles its cost functions; then (``old_loop``) one run of the old float64 plain loop
-    as a secondary reference. Prints the same-permutation check; returns baseline/ours."""
-    git_rebasin_weight_matching(key, spec, a, b, max_iter=1)  # untimed: jit compilation of the costs
-    t_base, t_scipy, t_ours = [], [], []
+    ``weight_matching(lap_solver="scipy")``, ``weight_matching`` (default LAP solver, lapjv
+    where available) and (``old_loop``) the old float64 plain loop as a secondary reference:
+    one untimed warm-up call of each (the baseline's compiles its cost functions), then
+    ``repeats`` interleaved rounds of one call of each, best of ``repeats`` for all alike.
+    Prints the same-permutation check; returns baseline/ours."""
+    contenders = {
+        "base": lambda: git_rebasin_weight_matching(key, spec, a, b),
+        "scipy": lambda: weight_matching(key, spec, a, b, lap_solver="scipy"),
+        "ours": lambda: weight_matching(key, spec, a, b),
+    }
+    if old_loop:
+        contenders["old"] = lambda: reference_weight_matching(key, spec, a, b)
+    for fn in contenders.values():  # untimed warm-up, the same for every contender
+        fn()
+    times = {name: [] for name in contenders}
+    results = {}
     for _ in range(repeats):  # interleaved, best of `repeats`
-        t = time.perf_counter()
-        base = git_rebasin_weight_matching(key, spec, a, b)
-        t_base.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        res_s = weight_matching(key, spec, a, b, lap_solver="scipy")
-        t_scipy.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        res = weight_matching(key, spec, a, b)
-        t_ours.append(time.perf_counter() - t)
-    tb, ts, to = min(t_base), min(t_scipy), min(t_ours)
+        for name, fn in contenders.items():
+            t = time.perf_counter()
+            results[name] = fn()
+            times[name].append(time.perf_counter() - t)
+    base, res_s, res = results["base"], results["scipy"], results["ours"]
+    t_base, t_ours = times["base"], times["ours"]
+    tb, ts, to = min(t_base), min(times["scipy"]), min(t_ours)
     lap = res.info["lap_solver"]
     # the check: every final objective recomputed in float64 from the permutations
     jb = objective64(spec, a, b, base["perms"])
@@ -288,13 +297,13 @@ def time_pair(label: str, spec, a, b, repeats: int, key, old_loop: bool = True):
                sweeps_ours=res.sweeps, solves_base=base["num_solves"], solves_ours=res.num_solves,
                same=all(c[0] for c in checks.values()), rel=max(c[1] for c in checks.values()), old=None)
     if old_loop:
-        t = time.perf_counter()
-        perms_o, _, _, _ = reference_weight_matching(key, spec, a, b)
-        row["old"] = time.perf_counter() - t
+        perms_o = results["old"][0]
+        row["old"] = min(times["old"])
         same_o = all(np.array_equal(perms_o[k], base["perms"][k]) for k in perms_o)
         print(f"  secondary reference, NOT the ratio's denominator: old float64 plain loop (rebuilds every permuted "
-              f"weight at every step), one run: {row['old']:.3f} s = {row['old'] / tb:.2f}x the baseline's time, "
-              f"{row['old'] / to:.2f}x ours; identical perms to the baseline: {same_o}")
+              f"weight at every step), best of {repeats} after a warm-up: {row['old']:.3f} s = "
+              f"{row['old'] / tb:.2f}x the baseline's time, {row['old'] / to:.2f}x ours; identical perms to the "
+              f"baseline: {same_o}")
     SUMMARY.append(row)
     return tb / to
 
@@ -303,7 +312,7 @@ def print_summary():
     print("\n== summary of part 1: baseline = faithful Git Re-Basin (float32 JAX costs, scipy LAP), best of N ==")
     print("| case | best of | baseline | ours, scipy LAP | ours, auto LAP | baseline / ours (scipy) | "
           "baseline / ours (auto) | sweeps (baseline / ours) | LAPs (baseline / ours) | identical perms | max rel dJ "
-          "| old plain loop, one run |")
+          "| old plain loop (best of N) |")
     for r in SUMMARY:
         old = "-" if r["old"] is None else f"{r['old']:.3f} s ({r['old'] / r['base']:.2f}x baseline)"
         print(f"| {r['label']} | {r['repeats']} | {r['base']:.3f} s | {r['scipy']:.3f} s | {r['ours']:.3f} s "
@@ -347,7 +356,11 @@ def bench_many(sizes, m: int, loop_m: int, repeats: int, noise: float = 0.05, se
     sub = jax.tree_util.tree_map(lambda x: x[:loop_m], stack)
     samples = [jax.tree_util.tree_map(lambda x, s=s: x[s], sub) for s in range(loop_m)]
     best = {"loop": [], "base": [], "float64": [], "float32": []}
-    git_rebasin_weight_matching(key, spec, ref, samples[0], max_iter=1)  # untimed: jit compilation
+    # untimed warm-up of every contender (the baseline's compiles its cost functions)
+    weight_matching(key, spec, ref, samples[0])
+    git_rebasin_weight_matching(key, spec, ref, samples[0])
+    for precision in ("float64", "float32"):
+        weight_matching_many(key, spec, ref, sub, precision=precision)
     for _ in range(repeats):
         t = time.perf_counter()
         loop = [weight_matching(key, spec, ref, sample) for sample in samples]
@@ -399,7 +412,7 @@ def main(argv=None):
     ap.add_argument("--repeats-large", type=int, default=3,
                     help="repeats of the 784-2048x3-10 pair (best of; default 3, about 25 s each)")
     ap.add_argument("--no-old-loop", action="store_true",
-                    help="do not time the old float64 plain loop (a secondary reference, one run per case)")
+                    help="do not time the old float64 plain loop (a secondary reference, best of N like the others)")
     ap.add_argument("--samples", type=int, default=None, help="stack size for the many-to-one benchmark")
     ap.add_argument("--loop-samples", type=int, default=None, help="samples timed in the per-sample loop")
     args = ap.parse_args(argv)

@@ -1,6 +1,7 @@
 """Reference solvers for tests and benchmarks: plain, slow, obviously-correct versions of
 symlib's fast algorithms (the original Git Re-Basin loop, generic solvers of the min-mass
-problem, the all-in-memory MMD) and the timing sweep of Wasserstein alignment.
+problem, the all-in-memory MMD), the MMD baseline of ``benchmarks/bench_mmd.py`` (the
+authors' distance-matrix approach) and the timing sweep of Wasserstein alignment.
 
 Not part of the algorithms a researcher calls; kept in the package so that the tests,
 the benchmarks and notebook 08 share one copy.
@@ -86,7 +87,7 @@ def reference_weight_matching(key, spec, params_a, params_b, max_iter=100, tol=1
     return perms, history, lap_time, solves
 
 
-def min_mass_lbfgs(params, max_iter: int = 100_000) -> tuple[float, int]:
+def min_mass_lbfgs(params, max_iter: int = 100_000, ftol: float = 1e-15, gtol: float = 1e-12) -> tuple[float, int]:
     """Reference solution of the min-mass problem by a generic solver: scipy's L-BFGS-B on
     the log-scales with the analytic gradient; used by the tests and the benchmark to
     check :func:`symlib.symmetry.scaling.min_mass`.
@@ -94,6 +95,9 @@ def min_mass_lbfgs(params, max_iter: int = 100_000) -> tuple[float, int]:
     Args:
         params: one MLP (``dense_0 .. dense_{L-1}``, each ``kernel`` and ``bias``).
         max_iter: most L-BFGS-B iterations (twice as many function evaluations).
+        ftol: L-BFGS-B's relative-reduction stopping tolerance (the default runs to about
+            machine precision; the benchmark loosens it to stop at ``min_mass``'s accuracy).
+        gtol: L-BFGS-B's projected-gradient stopping tolerance.
 
     Returns:
         ``(minimal mass, iterations)``.
@@ -109,7 +113,7 @@ def min_mass_lbfgs(params, max_iter: int = 100_000) -> tuple[float, int]:
         return sum(e.sum() for e in E), np.concatenate(mass_gradient(E))
 
     res = minimize(fg, np.zeros(sum(widths)), jac=True, method="L-BFGS-B",
-                   options=dict(maxiter=max_iter, maxfun=2 * max_iter, ftol=1e-15, gtol=1e-12))
+                   options=dict(maxiter=max_iter, maxfun=2 * max_iter, ftol=ftol, gtol=gtol))
     return float(res.fun), int(res.nit)
 
 
@@ -264,3 +268,92 @@ def mmd2_brute_force(x, y, kernel: str = "gaussian", bandwidth=1.0):
     off = ~np.eye(m, dtype=bool), ~np.eye(n, dtype=bool)
     out = kxx[off[0]].mean(axis=0) + kyy[off[1]].mean(axis=0) - 2 * kxy.mean(axis=(0, 1))
     return float(out[0]) if bw.ndim == 0 else out
+
+
+
+def _distance_matrix(a: np.ndarray, b: np.ndarray, metric: str, dtype) -> np.ndarray:
+    """All distances between the rows of ``a`` and ``b`` (already ``dtype``), as ``torch.cdist``
+    computes them: L2 from one matrix product (``sqrt(max(|a|^2 + |b|^2 - 2 a.b, 0))`` in
+    ``dtype``), L1 by :func:`scipy.spatial.distance.cdist` (no product shortcut exists)."""
+    from scipy.spatial.distance import cdist
+
+    if metric == "l1":
+        return cdist(a, b, "cityblock").astype(dtype, copy=False)
+    sq_a = np.einsum("ij,ij->i", a, a)
+    sq_b = sq_a if b is a else np.einsum("ij,ij->i", b, b)
+    dist = sq_a[:, None] + sq_b[None, :] - 2 * (a @ b.T)
+    np.maximum(dist, 0, out=dist)
+    return np.sqrt(dist, out=dist)
+
+
+def mmd2_distance_matrix(x, y, kernel: str = "gaussian", bandwidth=1.0, dtype=np.float32):
+    """The unbiased MMD^2 of :func:`symlib.evaluation.mmd.mmd2_unbiased` computed as Laurent et
+    al.'s published code does (``mmd/mmd_torch.py`` of their repository, itself adapted from
+    MMDAgg): the benchmark baseline of ``benchmarks/bench_mmd.py``. Written by us from that
+    description, in numpy:
+
+    * the two samples stacked into one ``(m + n, d)`` matrix ``Z`` and cast to ``dtype``
+      (float32 by default: the authors' ``torch.cdist`` runs on float32 tensors);
+    * **one** ``(m + n) x (m + n)`` distance matrix per metric: the L2 one as ``torch.cdist``
+      computes it for more than 25 rows, from one matrix product, the L1 one by
+      :func:`scipy.spatial.distance.cdist` (``"cityblock"``, on the ``dtype`` values);
+    * then, **per bandwidth**, one ``(m + n)^2`` kernel matrix in ``dtype``
+      (``exp(-(D / l)^2)`` Gaussian, ``exp(-D / l)`` Laplace), its diagonal zeroed, and the
+      statistic from the sums of its three blocks (accumulated in float64).
+
+    The authors' code also evaluates 2,000 permuted statistics per kernel (their test); only
+    the statistic itself (their unpermuted column) is computed here. Memory grows as
+    ``(m + n)**2`` plus the whole stacked sample.
+
+    Args:
+        x: ``(m, d)`` samples.
+        y: ``(n, d)`` samples.
+        kernel: ``"gaussian"`` (``exp(-||a-b||_2^2 / l^2)``) or ``"laplace"`` (``exp(-||a-b||_1 / l)``).
+        bandwidth: a number or a 1-D array of them.
+        dtype: float type of the stacked samples, distances and kernel matrices
+            (``np.float64`` for a float64 reference).
+
+    Returns:
+        A float, or one value per bandwidth.
+    """
+    if kernel not in ("gaussian", "laplace"):
+        raise ValueError(f"kernel must be 'gaussian' or 'laplace', got {kernel!r}")
+    m, n = len(x), len(y)
+    z = np.concatenate((np.asarray(x, dtype), np.asarray(y, dtype)))
+    dist = _distance_matrix(z, z, "l2" if kernel == "gaussian" else "l1", dtype)
+    bws = np.atleast_1d(np.asarray(bandwidth, np.float64))
+    out = np.empty(len(bws))
+    for i, bw in enumerate(bws):
+        k = dist / dtype(bw)
+        if kernel == "gaussian":
+            np.square(k, out=k)
+        np.exp(-k, out=k)
+        np.fill_diagonal(k, 0)
+        kxx = k[:m, :m].sum(dtype=np.float64)
+        kyy = k[m:, m:].sum(dtype=np.float64)
+        kxy = k[:m, m:].sum(dtype=np.float64)
+        out[i] = kxx / (m * (m - 1)) + kyy / (n * (n - 1)) - 2 * kxy / (m * n)
+    return float(out[0]) if np.ndim(bandwidth) == 0 else out
+
+
+def mmd_bank_distance_matrix(x, y, num_bandwidths: int = 10, max_points: int = 500,
+                             dtype=np.float32) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The 20-kernel bank of :func:`symlib.evaluation.mmd.mmd_kernel_bank` the authors' way
+    (the baseline of ``benchmarks/bench_mmd.py``, part 2): for each metric, the bandwidths
+    from the distances of ``x[:max_points]`` to ``y[:max_points]`` (one ``dtype`` distance
+    matrix per metric, MMDAgg's rule as :func:`symlib.evaluation.mmd.mmd_bandwidths` reads
+    it), then :func:`mmd2_distance_matrix` (one stacked distance matrix per metric, one
+    kernel matrix per bandwidth).
+
+    Returns:
+        kernel name (``"gaussian"``, ``"laplace"``) -> ``(bandwidths, MMD^2 values)``.
+    """
+    out = {}
+    for kernel, metric in (("laplace", "l1"), ("gaussian", "l2")):  # the authors' order: L1 first
+        a, b = np.asarray(x[:max_points], dtype), np.asarray(y[:max_points], dtype)
+        d = np.sort(_distance_matrix(a, b, metric, dtype).ravel().astype(np.float64))
+        low = max(d[int(np.floor(len(d) * 0.05))], 0.1) if d[0] < 0.1 else d[0]
+        low, high = low / 2, max(d[-1], 0.3) * 2
+        bws = low * (high / low) ** (np.arange(num_bandwidths) / (num_bandwidths - 1))
+        out[kernel] = (bws, mmd2_distance_matrix(x, y, kernel, bws, dtype))
+    return out

@@ -26,7 +26,7 @@ from symlib.symmetry import (
     unit_norm,
 )
 from symlib.symmetry.specs import apply_permutation, mlp_permutation_spec, random_permutations
-from symlib.testing.reference import mmd2_brute_force
+from symlib.testing.reference import mmd2_brute_force, mmd2_distance_matrix, mmd_bank_distance_matrix
 
 KERNELS = ("gaussian", "laplace")
 
@@ -48,6 +48,36 @@ def test_chunked_equals_brute_force(kernel, chunk_size, feature_chunk):
     one = mmd2_unbiased(x, y, kernel, 2.5, chunk_size=chunk_size, feature_chunk=feature_chunk)
     assert isinstance(one, float)
     np.testing.assert_allclose(one, mmd2_brute_force(x, y, kernel, 2.5), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_distance_matrix_baseline_equals_mmd2_unbiased(kernel):
+    """The benchmark's baseline (the authors' approach: one stacked distance matrix per metric,
+    one kernel matrix per bandwidth) is the same statistic: to float64 rounding in float64,
+    to float32 rounding in float32 (the authors' torch.cdist precision)."""
+    x, y = _samples(0, 40, 30), _samples(1, 27, 30, shift=0.3)
+    scale = np.sqrt(2 * 30) if kernel == "gaussian" else 2 * 30 / np.sqrt(np.pi)
+    bw = scale * np.geomspace(0.25, 4.0, 6)
+    ours = mmd2_unbiased(x, y, kernel, bw)
+    np.testing.assert_allclose(mmd2_distance_matrix(x, y, kernel, bw, dtype=np.float64), ours, rtol=1e-10, atol=1e-14)
+    got32 = mmd2_distance_matrix(x, y, kernel, bw)  # float32, the default
+    assert got32.shape == ours.shape
+    np.testing.assert_allclose(got32, ours, rtol=0, atol=1e-5 * np.max(np.abs(ours)) + 1e-7)
+    one = mmd2_distance_matrix(x, y, kernel, 2.5, dtype=np.float64)
+    assert isinstance(one, float)
+    np.testing.assert_allclose(one, mmd2_unbiased(x, y, kernel, 2.5), rtol=1e-10)
+    with pytest.raises(ValueError, match="kernel"):
+        mmd2_distance_matrix(x, y, "imq", 1.0)
+
+
+def test_distance_matrix_bank_equals_mmd_kernel_bank():
+    x, y = _samples(8, 30, 4), _samples(9, 20, 4, shift=0.7)
+    bank = mmd_kernel_bank(x, y, num_bandwidths=10, max_points=25)
+    for dtype, rtol in ((np.float64, 1e-10), (np.float32, 1e-4)):
+        base = mmd_bank_distance_matrix(x, y, 10, max_points=25, dtype=dtype)
+        for k in KERNELS:
+            np.testing.assert_allclose(base[k][0], bank.bandwidths[k], rtol=1e-12 if dtype == np.float64 else 1e-6)
+            np.testing.assert_allclose(base[k][1], bank.values[k], rtol=rtol, atol=rtol * np.max(np.abs(bank.values[k])))
 
 
 @pytest.mark.parametrize("metric,name", [("l1", "cityblock"), ("l2", "euclidean")])
