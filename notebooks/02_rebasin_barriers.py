@@ -66,7 +66,8 @@ paper_profile = get_profile("paper")
 print(profile.describe())
 print(f"independent pairs of networks: {profile.rebasin_pairs} "
       "(pair k: seeds 2k and 2k + 1)")
-glue_all(glue, "ch02", xiao.rebasin_setting_values(profile, paper_profile))
+glue_all(glue, "ch02",
+         xiao.rebasin_setting_values(profile, paper_profile))
 
 # %% [markdown]
 # ## Independently trained networks, matched
@@ -144,7 +145,8 @@ if paper_run is not None:
 # %%
 outcomes = claims.evaluate("rebasin_barriers", summary)
 claims.epilogue(outcomes, profile.name, prefix="ch02", glue=glue,
-                scale=scales.scale_label("rebasin_barriers", profile.name))
+                scale=scales.scale_label("rebasin_barriers",
+                                         profile.name))
 glue_all(glue, "ch02", xiao.rebasin_threshold_values())
 saved_outcomes = []
 if paper_run is not None:

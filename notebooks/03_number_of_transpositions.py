@@ -57,8 +57,8 @@ plotting.set_style()
 profile = get_profile()
 paper_profile = get_profile("paper")
 print(profile.describe())
-print(f"NoT sweep: {profile.not_runs} random initialisations x NoT values "
-      f"{experiments.not_grid(profile).tolist()}")
+print(f"NoT sweep: {profile.not_runs} random initialisations x NoT "
+      f"values {experiments.not_grid(profile).tolist()}")
 glue_all(glue, "ch03", xiao.not_setting_values(profile))
 
 # %% [markdown]
@@ -127,7 +127,8 @@ xiao.not_paths_figure(paths, profile.hidden);
 for name in ("permuted", "independent"):
     print(xiao.not_path_lines(paths, name))
     glue_all(glue, "ch03", xiao.not_path_values(paths, name))
-glue_all(glue, "ch03", xiao.independent_not_values(paths, profile.hidden))
+glue_all(glue, "ch03",
+         xiao.independent_not_values(paths, profile.hidden))
 reps = xiao.not_paths_replicates(
     experiments.SUMMARIES["not_paths"](paths.artifact))
 print(xiao.replicates_line(reps))
@@ -190,7 +191,8 @@ paper_vs_ours(xiao.not_claim_rows(per_run, sweep, paths), profile.name)
 # `book/results/`.
 
 # %%
-outcomes = [o for name, res in (("not_sweep", sweep), ("not_paths", paths))
+outcomes = [o for name, res in (("not_sweep", sweep),
+                                ("not_paths", paths))
             for o in claims.evaluate(
                 name, experiments.SUMMARIES[name](res.artifact))]
 claims.epilogue(outcomes, profile.name, prefix="ch03", glue=glue,

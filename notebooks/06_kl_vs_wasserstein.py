@@ -191,7 +191,8 @@ assert max(costs.full_kl) - min(costs.full_kl) > 1.0, (
 for name in cases:
     assert (found[name]["Wasserstein"] == "swap"
             and found[name]["full KL"] == "swap"), found[name]
-assert found["(a) means on y = x"]["mean-only KL (appendix)"] == "identity"
+assert (found["(a) means on y = x"]["mean-only KL (appendix)"]
+        == "identity")
 print("verified: the derivation matches kl_diag; the trace term is "
       "invariant exactly when s0 or s1 is constant; Wasserstein and the "
       "full KL recover the swap; only the appendix's reduced KL "

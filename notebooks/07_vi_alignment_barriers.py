@@ -258,10 +258,11 @@ print("paper profile of vi_alignment: "
          f"{saved['device']}, {saved['date']}, "
          f"{saved['elapsed_s']:,.0f} s"))
 glue_all(glue, "ch07", rossi.paper_settings_values(paper_profile))
-glue("ch07_paper_n_eval", f"{paper_profile.align_n_eval:,}", display=False)
+glue("ch07_paper_n_eval", f"{paper_profile.align_n_eval:,}",
+     display=False)
 if ps is not None:
-    fig = rossi.barriers_against_width(ps["widths"], ps["marginal_pairs"],
-                                       title="paper profile")
+    fig = rossi.barriers_against_width(
+        ps["widths"], ps["marginal_pairs"], title="paper profile")
     plt.show()
     display(Table(rossi.BARRIER_TABLE_HEADERS,
                   rossi.barrier_table_rows(ps)))
@@ -301,9 +302,10 @@ glue_all(glue, "ch07", {
     "saved_samples": results.command_setting(saved_cpu["command"],
                                              "align_samples"),
     "saved_n_eval": f"{saved_n_eval:,}"})
-report.show_saved_run("vi_alignment",
-                      "needs a GPU: 48 VI fits of up to 3 x 1,024 units, "
-                      "100 epochs on 50,000 images")
+report.show_saved_run(
+    "vi_alignment",
+    "needs a GPU: 48 VI fits of up to 3 x 1,024 units, "
+    "100 epochs on 50,000 images")
 
 # %% [markdown]
 # **What the paper profile says.** With three pairs, alignment lowers every barrier
@@ -366,7 +368,8 @@ print(f"{long_run['device']}, {long_run['date']}, "
       f"{long_run['steps']['computed']} (dataset, width, pair) steps; "
       f"command: {long_run['command']}")
 glue_all(glue, "ch07",
-         rossi.longer_training_values(long_run, paper_profile.align_epochs,
+         rossi.longer_training_values(long_run,
+                                      paper_profile.align_epochs,
                                       "paper-1000epochs-2pairs"))
 length_rows = rossi.training_length_rows(ps, ls)
 display(rossi.training_length_table(length_rows))
@@ -389,7 +392,8 @@ for ds in experiments.ALIGN_DATASETS:
             < ls["marginal"][ds]["train"]["aligned"][0]), \
         f"{ds}: the aligned barrier falls with the width"
     assert all(r[8] > r[7] for r in rows), (
-        f"{ds}: the ELBO per example improves with training in every row")
+        f"{ds}: the ELBO per example improves with training in "
+        "every row")
     assert np.mean(ls["elbo"][ds][-1]) < np.mean(ls["elbo"][ds][0]), (
         f"{ds}: the ELBO still falls with the width")
 

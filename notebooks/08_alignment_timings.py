@@ -180,7 +180,8 @@ print(f"asserted on the {profile.name} profile: "
 # %%
 saved = results.load("vi_alignment_timings", "paper-4widths-16samples")
 glue_all(glue, "ch08", rossi.saved_timing_values(saved))
-saved_outcomes = claims.evaluate("vi_alignment_timings", saved["summary"])
+saved_outcomes = claims.evaluate("vi_alignment_timings",
+                                 saved["summary"])
 claims.glue_outcomes(saved_outcomes, "ch08_saved", glue)
 display(report.show_saved_run(
     "vi_alignment_timings",

@@ -198,9 +198,10 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 # perceptrons are the paper's size in both profiles):
 
 # %%
-report.show_saved_run("toy_perceptrons",
-                      "the same 10,000 perceptrons as the quick profile; "
-                      "minutes on a CPU")
+report.show_saved_run(
+    "toy_perceptrons",
+    "the same 10,000 perceptrons as the quick profile; "
+    "minutes on a CPU")
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

@@ -64,17 +64,19 @@ from symlib.experiments.profiles import get_profile
 from symlib.experiments.report import paper_vs_ours
 from symlib.experiments.table import glue_all
 from symlib.symmetry import (function_change, identifiable, mass_along,
-                             mass_hessian, min_mass, mlp_permutation_spec,
-                             mlp_scaling_spec, optunet_scaling_spec,
-                             sort_neurons)
+                             mass_hessian, min_mass,
+                             mlp_permutation_spec, mlp_scaling_spec,
+                             optunet_scaling_spec, sort_neurons)
 
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
-# the level at which a KS p-value counts as small in the marginals' tables
+# the level at which a KS p-value counts as small
+# in the marginals' tables
 KS_LEVEL = 0.05
 paper_profile = get_profile("paper")
-glue_all(glue, "ch10", laurent.min_mass_setting_values(profile, KS_LEVEL))
+glue_all(glue, "ch10",
+         laurent.min_mass_setting_values(profile, KS_LEVEL))
 
 # %% [markdown]
 # ## Many trained OptuNets
@@ -155,8 +157,8 @@ layer_params = mm["layer_params"]
 plotting.min_mass_figure(before, after, largest,
                          laurent.layer_labels(layers, layer_params),
                          title=f"{n_nets} OptuNets");
-display(laurent.largest_weight_table(largest, layers, mm["layer_weights"],
-                                     layer_params))
+display(laurent.largest_weight_table(largest, layers,
+                                     mm["layer_weights"], layer_params))
 glue("ch10_dense_weights",
      " and ".join(str(w) for w in mm["layer_weights"][2:]),
      display=False)
@@ -200,7 +202,8 @@ d_bias = wd / 2 * (np.asarray(mm["hidden_bias_sq_after"])
                    - np.asarray(mm["hidden_bias_sq_before"]))
 final_objective = res.epoch_loss[keep, -1]
 print(laurent.corollary1_line(wd, d_kernel, d_bias))
-display(laurent.objective_change_table(d_kernel, d_bias, final_objective))
+display(laurent.objective_change_table(d_kernel, d_bias,
+                                       final_objective))
 
 # %% [markdown]
 # ## The mass is strictly convex in the log-scales (Proposition 2)
@@ -229,9 +232,11 @@ net0 = nets[0]
 u0 = {name: np.log(v) for name, v in solved[0].scales.items()}
 t = np.linspace(-0.5, 1.5, 81)
 path = mass_along(
-    spec, net0, {name: np.zeros_like(v) for name, v in u0.items()}, u0, t)
+    spec, net0, {name: np.zeros_like(v) for name, v in u0.items()},
+    u0, t)
 rng = np.random.default_rng(1)
-lines = [mass_along(spec, net0, u0, random_unit_direction(u0, rng), LINE_T)
+lines = [mass_along(spec, net0, u0, random_unit_direction(u0, rng),
+                    LINE_T)
          for _ in range(LINES_SHOWN)]
 eigenvalues = {label: np.linalg.eigvalsh(mass_hessian(spec, net0, u))
                for label, u in (("trained", None), ("min-mass", u0))}
@@ -296,8 +301,9 @@ display(claims.claims_table(mlp_outcomes, profile.name,
 canonical = [identifiable(mlp_scaling, mlp_perms, net) for net in mlps]
 perm_only = [sort_neurons(mlp_perms, net)[0] for net in mlps]
 assert max(
-    function_change(mlp_apply, a, b,
-                    np.random.default_rng(i).normal(size=(256, sizes[0])))
+    function_change(
+        mlp_apply, a, b,
+        np.random.default_rng(i).normal(size=(256, sizes[0])))
     for i, (a, b) in enumerate(zip(mlps, canonical))) < 1e-9
 forms = {"trained (raw)": mlps, "permutation removed": perm_only,
          "scaling and permutation removed": canonical}
@@ -347,7 +353,8 @@ plotting.overlaid_histograms(
      {label: unit_weights(forms[name], l, unit)[:, i]
       for unit, label in ((0, "first unit"), (-1, "last unit"))}
      for name in ("trained (raw)", "scaling and permutation removed")},
-    xlabel="weight value", ylabel=f"density over {len(mlps)} checkpoints");
+    xlabel="weight value",
+    ylabel=f"density over {len(mlps)} checkpoints");
 
 # %% [markdown]
 # ## At the paper's scale
@@ -386,10 +393,11 @@ glue_all(glue, "ch10_pp_v",
           for name in ("above_min_mass", "largest_weight")})
 
 # %% tags=["hide-input"]
-display(report.show_saved_run("laurent_optunets",
-                              "256 OptuNets x 60 epochs: about 3 minutes "
-                              "on an H100, 6 hours on a 2-core CPU",
-                              keep=lambda c: c not in SEC52))
+display(report.show_saved_run(
+    "laurent_optunets",
+    "256 OptuNets x 60 epochs: about 3 minutes "
+    "on an H100, 6 hours on a 2-core CPU",
+    keep=lambda c: c not in SEC52))
 
 # %% [markdown]
 # **On more of the paper's OptuNets.** The GPU queue's job `laurent-fig2-1000`
@@ -421,9 +429,11 @@ from symlib.experiments import gpu_queue
 
 g768 = results.load("laurent_optunets", "paper-768nets")
 g768_outcomes = claims.evaluate("laurent_optunets", g768["summary"])
-g768_block = int(results.command_setting(g768["command"], "optunet_block"))
+g768_block = int(results.command_setting(g768["command"],
+                                         "optunet_block"))
 fig2_prov = gpu_queue.folded_provenance(
-    results.repository_root() / "gpu" / "queue.json", "laurent-fig2-1000",
+    results.repository_root() / "gpu" / "queue.json",
+    "laurent-fig2-1000",
     laurent.blocks_read(g768, "optunet_used", g768_block))
 glue_all(glue, "ch10_g768",
          laurent.gpu_min_mass_values(g768, g768_outcomes, fig2_prov)
@@ -519,7 +529,8 @@ opt_outcomes = [o for o in claims.evaluate("laurent_optunets", summary)
                 if o.claim.name not in SEC52]
 # ch10_opt_v_<claim>, ch10_opt_e_<claim>
 claims.epilogue(opt_outcomes, profile.name, prefix="ch10_opt", glue=glue,
-                scale=scales.scale_label("laurent_optunets", profile.name))
+                scale=scales.scale_label("laurent_optunets",
+                                         profile.name))
 claims.epilogue(mlp_outcomes, profile.name, prefix="ch10_mlp", glue=glue,
                 scale=scales.scale_label("laurent_mlps", profile.name))
 outcomes = opt_outcomes + mlp_outcomes

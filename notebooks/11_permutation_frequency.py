@@ -75,7 +75,8 @@ glue("ch11_mlp_hidden", " and ".join(map(str, profile.laurent_hidden)),
 res = experiments.run("laurent_optunets", profile)
 summary = experiments.SUMMARIES["laurent_optunets"](res.artifact)
 keep = np.flatnonzero(res.converged)
-# (runs, epochs, steps per epoch, permutations): pairs swapped in the step
+# (runs, epochs, steps per epoch, permutations):
+# pairs swapped in the step
 swaps = res.swaps[keep]
 # per permutation: (runs, epochs, units)
 epoch_stats = [s[keep] for s in res.epoch_stats]
@@ -126,9 +127,9 @@ plotting.swap_figure(res_mlp.swaps, res_mlp.epoch_stats, widths,
                      res_mlp.lr, res_mlp.milestones);
 
 # %%
-display(laurent.phase_table(mlp_sw,
-                            [f"layer {l + 1}" for l in range(len(widths))],
-                            res_mlp.lr))
+display(laurent.phase_table(
+    mlp_sw, [f"layer {l + 1}" for l in range(len(widths))],
+    res_mlp.lr))
 print(laurent.late_swaps_line(mlp_sw))
 
 # %% [markdown]
@@ -138,7 +139,8 @@ print(laurent.late_swaps_line(mlp_sw))
 
 # %%
 display(paper_vs_ours(
-    laurent.fig4_rows(summary["swaps"], mlp_sw, res, widths), profile.name,
+    laurent.fig4_rows(summary["swaps"], mlp_sw, res, widths),
+    profile.name,
     scale="OptuNets: "
           f"{scales.scale_label('laurent_optunets', profile.name)}; "
           f"MLPs: {scales.scale_label('laurent_mlps', profile.name)}"))
@@ -173,10 +175,11 @@ glue_all(glue, "ch11", laurent.saved_swap_values(
     results.load("laurent_mlps", "paper-64nets")))
 SEC52 = ("swaps_scarce", "swaps_gathered", "swaps_in_high_lr_phases",
          "ordering_freezes")
-display(report.show_saved_run("laurent_optunets",
-                              "256 OptuNets x 60 epochs: about 3 minutes "
-                              "on an H100, 6 hours on a 2-core CPU",
-                              keep=lambda c: c in SEC52))
+display(report.show_saved_run(
+    "laurent_optunets",
+    "256 OptuNets x 60 epochs: about 3 minutes "
+    "on an H100, 6 hours on a 2-core CPU",
+    keep=lambda c: c in SEC52))
 
 # %% [markdown]
 # **On more of the paper's OptuNets.** Chapter 10's run `paper-768nets` (the first
@@ -238,7 +241,8 @@ display(report.show_saved_run("laurent_mlps",
 # The cell shows the saved paper-profile run when there is one, with its claims judged.
 
 # %%
-glue("ch11_rn18_nets", get_profile("paper").rn18_swap_nets, display=False)
+glue("ch11_rn18_nets", get_profile("paper").rn18_swap_nets,
+     display=False)
 glue("ch11_rn18_perms", len(resnet18_permutation_spec().perm_names),
      display=False)
 saved_rn18 = report.saved_run_claims("rn18_swaps_cifar100", "paper")
@@ -274,7 +278,8 @@ mlp_outcomes = [o for o in claims.evaluate("laurent_mlps", summary_mlp)
                 if o.claim.name in SEC52]
 # ch11_opt_v_<claim>, ch11_opt_e_<claim>
 claims.epilogue(opt_outcomes, profile.name, prefix="ch11_opt", glue=glue,
-                scale=scales.scale_label("laurent_optunets", profile.name))
+                scale=scales.scale_label("laurent_optunets",
+                                         profile.name))
 claims.epilogue(mlp_outcomes, profile.name, prefix="ch11_mlp", glue=glue,
                 scale=scales.scale_label("laurent_mlps", profile.name))
 glue("ch11_burst_window", laurent.BURST_WINDOW, display=False)

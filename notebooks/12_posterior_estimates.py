@@ -156,7 +156,8 @@ display(laurent.table1_mnist(summary, profile.name))
 # "≤ 0 (unbiased estimate)"; the table above gives its value.
 
 # %% tags=["hide-input"]
-medians = {v: [summary["mmd"][v][m]["median"] for m in summary["methods"]]
+medians = {v: [summary["mmd"][v][m]["median"]
+               for m in summary["methods"]]
            for v in ("MMD", "NS")}
 plotting.grouped_bars_figure(
     summary["methods"], medians,
@@ -236,9 +237,10 @@ display(laurent.table1_mnist(gpu_run["summary"],
                              "paper-1024nets-800ref-2epochs"))
 
 # %% tags=["hide-input"]
-report.show_saved_run("laurent_posteriors",
-                      "the bank's OptuNets trained on a GPU by the queue",
-                      profile="paper-1024nets-800ref-2epochs")
+report.show_saved_run(
+    "laurent_posteriors",
+    "the bank's OptuNets trained on a GPU by the queue",
+    profile="paper-1024nets-800ref-2epochs")
 
 # %% tags=["nbval-check-output"]
 claims.assert_expected(gpu_outcomes, "paper-1024nets-800ref-2epochs",

@@ -72,7 +72,8 @@ glue_all(glue, "ch13", laurent.collapse_values(summary))
 
 # %% tags=["hide-input"]
 plotting.pairwise_mi_figure(
-    np.asarray(res.artifact["mi_id"]), np.asarray(res.artifact["mi_ood"]),
+    np.asarray(res.artifact["mi_id"]),
+    np.asarray(res.artifact["mi_ood"]),
     pearson_r=summary["pearson_r"], spearman_rho=summary["spearman_rho"],
     suptitle="Two-member ensembles of bank OptuNets "
              f"({profile.name} profile)");
@@ -214,7 +215,8 @@ bank_prov = gpu_queue.folded_provenance(
     laurent.blocks_read(gpu_run, "bank_used", paper_profile.bank_block))
 glue_all(glue, "ch13_g",
          laurent.saved_collapse_values(gpu_run, gpu_outcomes)
-         | {"block": paper_profile.bank_block, "gpu": bank_prov["devices"],
+         | {"block": paper_profile.bank_block,
+            "gpu": bank_prov["devices"],
             "gpu_minutes": bank_prov["minutes"],
             "first": bank_prov["first"], "commits": bank_prov["commits"],
             "steps": bank_prov["steps"]})
@@ -226,11 +228,13 @@ glue_all(glue, "ch13", laurent.bank_cpu_hours(saved, paper_profile))
 # the quick run's mean MI beside paper-1024nets'
 glue_all(glue, "ch13", {
     f"{k}_vs_g": ("larger"
-                  if summary[f"mean_{k}"] > gpu_run["summary"][f"mean_{k}"]
+                  if (summary[f"mean_{k}"]
+                      > gpu_run["summary"][f"mean_{k}"])
                   else "smaller")
     for k in ("id", "ood")})
-report.show_saved_run("functional_collapse",
-                      "a bank of 1,000 OptuNets: more than a day on a CPU")
+report.show_saved_run(
+    "functional_collapse",
+    "a bank of 1,000 OptuNets: more than a day on a CPU")
 
 # %% tags=["nbval-check-output"]
 claims.assert_expected(gpu_outcomes, "paper-1024nets", "Laurent et al.",

@@ -93,7 +93,8 @@ glue_all(glue, "ch14",
 # ## Xiao et al. (2023)
 
 # %%
-HTML(report_page.report_html(report_page.rows_of_paper(rows, "xiao2023")))
+HTML(report_page.report_html(
+    report_page.rows_of_paper(rows, "xiao2023")))
 
 # %%
 fig = plotting.forest(
@@ -108,7 +109,8 @@ fig = plotting.forest(
 # the main text's figures (the Sec. 5.1 barriers) are named by section.
 
 # %%
-HTML(report_page.report_html(report_page.rows_of_paper(rows, "rossi2023")))
+HTML(report_page.report_html(
+    report_page.rows_of_paper(rows, "rossi2023")))
 
 # %%
 fig = plotting.forest(

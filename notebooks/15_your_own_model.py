@@ -99,7 +99,8 @@ y_test = jnp.asarray(data["y_test"])
 
 
 def train(model, seed, epochs=6, batch_size=50, learning_rate=1e-2):
-    """Adam on the cross-entropy; returns the variables {"params": ...}."""
+    """Adam on the cross-entropy; returns the variables {"params": ...}.
+    """
     variables = model.init(jax.random.key(seed), x[:1])
     opt = optax.adam(learning_rate)
 
@@ -201,7 +202,8 @@ class FlattenCNN(nn.Module):
     @nn.compact
     def __call__(self, x):
         x = nn.relu(nn.Conv(8, (3, 3), strides=(2, 2))(x))
-        x = x.reshape((x.shape[0], -1))                          # flatten
+        # flatten
+        x = x.reshape((x.shape[0], -1))
         x = nn.relu(nn.Dense(32)(x))
         return nn.Dense(10)(x)
 
@@ -262,7 +264,8 @@ for w, model_w in models.items():
         curves[f"{w}, {label}"] = curve
         barriers[(w, label)] = evaluation.loss_barrier(curve["lambda"],
                                                        curve["loss"])
-    removed = 1 - barriers[(w, "weight matching")] / barriers[(w, "naive")]
+    removed = (1 - barriers[(w, "weight matching")]
+               / barriers[(w, "naive")])
     glue(f"own_barrier_{w}_naive", f"{barriers[(w, 'naive')]:.2f}",
          display=False)
     glue(f"own_barrier_{w}_weight",
@@ -332,8 +335,8 @@ curve = evaluation.interpolation_curve(
     a, symmetry.apply_permutation(spec, act.perms, b),
     x_test, y_test, 11, apply_fn=model.apply)
 barrier_act = evaluation.loss_barrier(curve["lambda"], curve["loss"])
-print(f"wide pair: barrier {barriers[('wide', 'naive')]:.3f} nats naive, "
-      f"{barriers[('wide', 'weight matching')]:.3f} after weight "
+print(f"wide pair: barrier {barriers[('wide', 'naive')]:.3f} nats "
+      f"naive, {barriers[('wide', 'weight matching')]:.3f} after weight "
       f"matching, {barrier_act:.3f} after activation matching")
 glue("own_barrier_wide_act", f"{barrier_act:.2f}", display=False)
 
@@ -356,8 +359,8 @@ glue("own_barrier_wide_act", f"{barrier_act:.2f}", display=False)
 vi_config = inference.VIConfig(epochs=2, batch_size=100,
                                optimizer=optax.adam(1e-3))
 q0, q1 = (inference.fit_vi(jax.random.key(10 + i), v,
-                           inference.Model(apply_fn), inference.Data(x, y),
-                           vi_config)
+                           inference.Model(apply_fn),
+                           inference.Data(x, y), vi_config)
           for i, v in enumerate((a, b)))
 alignment = symmetry.wasserstein_alignment(0, spec, q0, q1)
 w2_before, w2_after = (alignment.info["w2_sq_identity"],
@@ -586,7 +589,8 @@ for fw, (p0, p1, fw_apply) in starts.items():
     }
 display(Table(["framework", "test accuracy (A, B)", "barrier A-B (nats)",
                "A-B after matching", "barrier A-copy (nats)",
-               "A-copy after matching", "distance A-copy after matching"],
+               "A-copy after matching",
+               "distance A-copy after matching"],
               [[fw, ", ".join(f"{a:.3f}" for a in r["accuracy"]),
                 f"{r['naive']:.3f}", f"{r['matched']:.3f}",
                 f"{r['copy naive']:.3f}", f"{r['copy matched']:.1e}",
