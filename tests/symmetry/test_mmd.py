@@ -88,6 +88,25 @@ def test_pairwise_distances(metric, name):
     np.testing.assert_allclose(pairwise_distances(a, metric=metric, chunk_size=4), cdist(a, a, name), atol=1e-12)
 
 
+def test_l2_distances_of_a_tight_sample_far_from_the_origin():
+    """Squared L2 distances come from a matrix product; samples 1e-3 apart at distance 300 from
+    the origin (a tight posterior of weights far from zero) keep cdist's accuracy, and a
+    sample against itself gives a symmetric matrix with an exact zero diagonal."""
+    rng = np.random.default_rng(5)
+    a = 10.0 + 1e-3 * rng.normal(size=(13, 900))
+    b = 10.0 + 1e-3 * rng.normal(size=(6, 900))
+    for chunk_size, feature_chunk in ((256, None), (4, 100)):
+        kw = dict(chunk_size=chunk_size, feature_chunk=feature_chunk)
+        np.testing.assert_allclose(pairwise_distances(a, b, **kw), cdist(a, b), rtol=1e-9)
+        within = pairwise_distances(a, **kw)
+        np.testing.assert_allclose(within, cdist(a, a), rtol=1e-9)
+        np.testing.assert_array_equal(within, within.T)
+        np.testing.assert_array_equal(np.diag(within), 0.0)
+    bw = np.array([0.02, 0.05, 0.2])
+    np.testing.assert_allclose(mmd2_unbiased(a, b, "gaussian", bw, chunk_size=4),
+                               mmd2_brute_force(a, b, "gaussian", bw), rtol=1e-8)
+
+
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_same_distribution_near_zero_shifted_positive(kernel):
     bw = 3.0 if kernel == "gaussian" else 6.0
@@ -236,19 +255,23 @@ def test_posterior_mmd_matches_leaves_by_name():
 @pytest.mark.parametrize("chunk_size,max_points,feature_chunk", [(256, 500, None), (3, 4, 5)])
 def test_jackknife_replicates_are_posterior_mmd_of_the_rest(chunk_size, max_points, feature_chunk):
     """Every replicate is posterior_mmd without that group (bandwidths chosen anew), to the
-    last bit, with one block or several, and bandwidths from the first points only."""
+    rounding of the L2 matrix products, with one block or several, and bandwidths from the
+    first points only."""
     sx, sy = _stack(4, 9), _stack(5, 7, shift=0.3)
     gx = np.array([2, 0, 0, 1, 2, 1, 0, 2, 1])  # groups need not be contiguous
     gy = np.arange(7) // 2                      # the last group is one network
     kw = dict(num_bandwidths=4, chunk_size=chunk_size, max_points=max_points, feature_chunk=feature_chunk)
     jk = posterior_mmd_jackknife(sx, sy, gx, gy, **kw)
     full = posterior_mmd(sx, sy, **kw)
-    assert (jk.full.median, jk.full.mean, jk.full.max) == (full.median, full.mean, full.max)
+    np.testing.assert_allclose([jk.full.median, jk.full.mean, jk.full.max], [full.median, full.mean, full.max],
+                               rtol=1e-12)
     assert jk.full.weights == full.weights
     np.testing.assert_array_equal(jk.groups_x, [0, 1, 2])
     np.testing.assert_array_equal(jk.groups_y, [0, 1, 2, 3])
-    np.testing.assert_array_equal(jk.without_x, [posterior_mmd(_rows(sx, gx != u), sy, **kw).median for u in range(3)])
-    np.testing.assert_array_equal(jk.without_y, [posterior_mmd(sx, _rows(sy, gy != u), **kw).median for u in range(4)])
+    np.testing.assert_allclose(jk.without_x, [posterior_mmd(_rows(sx, gx != u), sy, **kw).median for u in range(3)],
+                               rtol=1e-12)
+    np.testing.assert_allclose(jk.without_y, [posterior_mmd(sx, _rows(sy, gy != u), **kw).median for u in range(4)],
+                               rtol=1e-12)
     assert len(set(jk.without_x) | set(jk.without_y)) == 7  # each replicate leaves out other samples
 
 
