@@ -13,15 +13,25 @@ import jax
 import numpy as np
 
 from symlib.core.cnn import optunet_apply
-from symlib.experiments.gpu_queue import folded_steps, load_step
+from symlib.experiments.gpu_queue import folded_steps, load_queue, load_step
 from symlib.experiments.laurent.optunet import CONVERGED_ACCURACY, optunet_data
 from symlib.experiments.profiles import get_profile
 
 
-def main(state: Path) -> dict:
-    blocks = [load_step(state, i) for i in sorted(folded_steps(state))]
+def current_blocks(state: Path) -> list[dict]:
+    """The folded steps of the job's current version (its definition in ``queue.json`` beside
+    the job's folder), in order: steps folded for an older definition are left out."""
+    jobs = {j["name"]: j for j in load_queue(state.parent / "queue.json")["jobs"]}
+    if state.name not in jobs:
+        raise SystemExit(f"{state.parent / 'queue.json'} has no job named {state.name!r}")
+    blocks = [load_step(state, i) for i in sorted(folded_steps(state, jobs[state.name]))]
     if not blocks:
-        raise SystemExit(f"no folded steps in {state}")
+        raise SystemExit(f"no folded steps of the current version of {state.name!r} in {state}")
+    return blocks
+
+
+def main(state: Path) -> dict:
+    blocks = current_blocks(state)
     params = jax.tree_util.tree_map(lambda *a: np.concatenate(a), *[b["params"] for b in blocks])
     losses = np.concatenate([b["losses"] for b in blocks])
     d = optunet_data(get_profile("paper"))

@@ -644,6 +644,17 @@ def _npz(value) -> bytes:
     return buf.getvalue()
 
 
+def _script(name):
+    """The module of ``scripts/<name>.py``."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _fabricated_return(out, job, steps, prov=None):
     """A job's return as a device call writes it (:class:`gpu_device.Bundle`), of made-up arrays
     (``steps``: index -> value): what is checked is the bookkeeping, not the training."""
@@ -685,6 +696,8 @@ def test_steps_of_an_older_job_version_are_ignored(queue, tmp_path):
     prog = gpu_queue.load_queue(queue)["jobs"][0]["progress"]
     assert prog["steps_done"] == 1 and prog["older_steps"] == [1]
     assert gpu_queue.fold(tmp_path / "v2", queue)["already"] == 1
+    script = _script("gpu_bank_accuracy")  # the bank's accuracy check reads the current version only
+    assert [float(b["v"]) for b in script.current_blocks(state)] == [221.0]
 
     blocks = SimpleNamespace(name="optunet_bank", cache_config={"tiny": 1}, starts=[0, 2])
     assert gpu_queue.install_steps(new, state, tmp_path / "c", blocks=blocks) == 1
