@@ -19,7 +19,10 @@
 # # Re-basin: loss barriers between two trained networks, before and after matching
 #
 # Reproduces Figure 1 of {cite:t}`xiao2023compact` (Sec. 1), which builds on Git Re-Basin
-# {cite:p}`ainsworth2023git` and the loss-barrier definition of {cite:t}`entezari2022role`.
+# {cite:p}`ainsworth2023git` and takes its loss barrier from {cite:t}`frankle2020linear`
+# (Sec. 2: the highest loss on the path minus the mean of the endpoints' losses;
+# {cite:t}`entezari2022role` measure the height above the chord instead, the form
+# chapter 7 uses).
 #
 # **Core idea.** Interpolate linearly between two networks trained from different random
 # seeds, $W_\lambda = (1-\lambda) W_0 + \lambda W_1$ (the paper prints
@@ -167,6 +170,11 @@ if paper_run is not None:
 # {glue:text}`ch02_barrier_test_weight` after weight matching and
 # {glue:text}`ch02_barrier_test_activation` after activation matching; with the quick
 # profile's hidden layer of {glue:text}`ch02_hidden` units the matched barrier is not zero.
+# Read absolutely, it is {glue:text}`ch02_e_matched_barrier_nearly_zero` nats against the
+# threshold of {glue:text}`ch02_zero_threshold` (verdict:
+# *{glue:text}`ch02_v_matched_barrier_nearly_zero`*); that threshold was registered after we
+# had seen these barriers (the registry says so), so this verdict is a post hoc reading, and
+# the interval's distance from the threshold shows how thin it is.
 # In the saved paper-profile run the share removed is
 # {glue:text}`ch02_pp_e_rebasin_removes_barrier` (verdict:
 # *{glue:text}`ch02_pp_v_rebasin_removes_barrier`*), with its interval over that run's

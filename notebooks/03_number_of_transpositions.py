@@ -30,7 +30,9 @@
 # and if NoT measures distance, the raw distance and loss barrier between the two trained
 # networks should grow with it.
 #
-# This notebook shows:
+# This notebook shows (the panel letters (a) to (d) are ours: the paper names Figure 2's
+# panels by position: "left three" and "right" in its caption, "left", "center two" and
+# "right" in its text):
 #
 # - the paper's worked example of NoT, checked by `symlib.symmetry.permutations`;
 # - Figure 2 (a): $\mathrm{NoT}(P')$ after training against $\mathrm{NoT}(P)$ at
@@ -284,8 +286,10 @@ glue("ch03_activity_images", f"{xiao.REPAIRED_ACTIVITY_IMAGES:,}",
 # The networks that drift apart this way still lie in one basin: the pairs started from
 # one $W_\text{init}$ have a raw barrier of only {glue:text}`ch03_pp_barrier_at_zero`
 # nats. So after {glue:text}`ch03_pp_steps` Adam steps with different minibatch orders,
-# weight matching re-pairs about {glue:text}`ch03_pp_at_zero_share` of the units of two
-# networks that need no re-basin at all; in the quick profile's {glue:text}`ch03_steps`
+# weight matching re-pairs at least {glue:text}`ch03_pp_at_zero_share` of the units of two
+# networks that need no re-basin at all (its permutations have
+# {glue:text}`ch03_pp_at_zero` transpositions, and $k$ transpositions move at least
+# $k + 1$ units); in the quick profile's {glue:text}`ch03_steps`
 # steps the permuted-init pairs' NoT moves by {glue:text}`ch03_epoch_ranges` over the
 # epochs. We do not know the paper's training length for
 # Fig. 2.

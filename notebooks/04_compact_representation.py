@@ -272,8 +272,9 @@ for name in ("ensemble", "vi"):
 #
 # The paper's findings (Sec. 3.1): (i) $q_r$ is far better than $q_d$ for both HMC and
 # the ensemble, so re-basin is what makes a compact Gaussian summary work; (ii) the
-# ensemble's $q_r$ is closer to HMC than HMC's own $q_r$, which the authors attribute to
-# activation matching between networks of different loss levels within HMC; (iii) the
+# ensemble's $q_r$ is closer to HMC than HMC's own $q_r$, which the authors suggest "could
+# indicate issues" of activation matching between networks of different loss levels within
+# HMC; (iii) the
 # ensemble's $q_r$ is a parameter-efficient representation with competitive accuracy.
 #
 # Findings (i) and (ii) are registered claims of the `compact_representation` experiment

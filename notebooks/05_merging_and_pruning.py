@@ -154,7 +154,8 @@ glue_all(glue, "ch05", xiao.sigma_inspection_values(inspection, profile))
 # leave their initial value {glue:text}`ch05_vi_std_init` (median now
 # {glue:text}`ch05_med_vi`): with {glue:text}`ch05_n_train` training examples and a
 # {glue:text}`ch05_arch` network the data pin down few individual weights, and the KL term
-# pulls the rest to the prior. The paper's histogram comes from the full training set.
+# pulls the rest to the prior. The paper does not give its training-set size (only
+# "MNIST"); ours is far smaller.
 #
 # **HMC's $\sigma_r$ against $\sigma_d$.** Finding (i), that re-basin shrinks the standard
 # deviations, is judged per hidden unit (the units a permutation exchanges): for the

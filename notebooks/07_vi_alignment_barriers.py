@@ -93,7 +93,8 @@ glue_all(glue, "ch07", rossi.training_values(profile, n_train_used))
 #
 # **Scale of this run.** In the quick profile this chapter is a **quick miniature**: widths
 # {glue:text}`ch07_widths` instead of the paper's {paper}`512`, {glue:text}`ch07_n_train` training images per
-# dataset (MNIST cut to Fashion-MNIST's size, so both share compiled code), and barriers
+# dataset (MNIST cut to the size of the shipped Fashion-MNIST subset, so both share compiled
+# code), and barriers
 # from {glue:text}`ch07_samples` samples on {glue:text}`ch07_n_eval` images per split. What
 # the budget of a chapter (two minutes on two cores) buys instead is replication:
 # {glue:text}`ch07_pairs` **independent pairs of posteriors** per dataset and width (pair
@@ -102,8 +103,8 @@ glue_all(glue, "ch07", rossi.training_values(profile, n_train_used))
 # quick profile dropped its widest width, halved the training images of MNIST and the
 # evaluation images, and shrank the ResNet20 stand-in further down (which this chapter no
 # longer runs: see its section), against its earlier single-pair version (the next cell
-# compares the two). Three pairs are the fewest that give
-# an interval; more did not fit the budget.
+# compares the two). Three pairs give an interval with two degrees of freedom (two pairs
+# leave one, and a very wide interval); more did not fit the budget.
 
 # %% tags=["hide-input"]
 if profile.name == "quick":
@@ -155,7 +156,8 @@ display(Table(rossi.BARRIER_TABLE_HEADERS,
 # ## Robustness to the prior variance and the temperature
 #
 # Rossi et al. report that their results hold for different prior variances and
-# temperatures (the values are not in the text we have). We test the alignment result at
+# temperatures (according to the generated summary we have; the main text, and with it the
+# values, is not among our texts). We test the alignment result at
 # width {glue:text}`ch07_sweep_width` on MNIST under a grid of two prior variances by two
 # temperatures: prior variance {paper}`0.01` (the paper's) or
 # {glue:text}`ch07_pv_other`, and temperature {paper}`1.0` (the paper's) or
@@ -173,7 +175,8 @@ glue_all(glue, "ch07", rossi.robustness_values(sweep_summary))
 # %% [markdown]
 # ## Synthesis: the paper's claims, as code
 #
-# {cite:t}`rossi2023permutation` state (Sec. 5.1; MLPs of three hidden layers of
+# {cite:t}`rossi2023permutation` state (their poster, and Sec. 5.1 as quoted by the generated
+# summary we have in place of the main text; MLPs of three hidden layers of
 # {paper}`512` units in their Table 2; the barriers are in figures without numbers) that
 # loss barriers always appear between two VI solutions, that after Wasserstein alignment the
 # barrier is zero for MLPs, and that "wider models generally provide lower barriers: for
@@ -231,10 +234,10 @@ claims.assert_expected(outcomes, profile.name, "Rossi et al.")
 #
 # The likely reason for what falls short is training, not the alignment: the quick
 # profile fits each posterior with {glue:text}`ch07_steps` Adam steps (table above) against
-# the paper's {paper}`1,000` epochs. The ELBO per example is dominated
-# by the KL term of an unconverged posterior against a tight prior, and it falls with width
-# (more weights, the same data): under-trained posteriors of different seeds differ by more
-# than a permutation.
+# the paper's {paper}`1,000` epochs. The ELBO per example falls with width (more weights,
+# the same data), consistent with the KL term of an unconverged posterior against a tight
+# prior: under-trained posteriors of different seeds would differ by more than a
+# permutation.
 
 # %% [markdown]
 # ## The same claims in the paper profile (GPU)
@@ -339,13 +342,14 @@ report.show_saved_run(
 #   significant.
 #
 # So the aligned barrier's trend reproduces where the three series are clear, and the naive
-# one is reversed. Our reading is training, now measured: the networks are equally accurate at
+# one is reversed. Our reading is training. The networks are equally accurate at
 # every width, within a percentage point (test accuracy of the model averages at the ends of the path, %: MNIST
 # {glue:text}`ch07_paper_mnist_acc`, Fashion-MNIST {glue:text}`ch07_paper_fashion_mnist_acc`),
 # but the final ELBO per example falls with the width (MNIST {glue:text}`ch07_paper_mnist_elbo`,
-# Fashion-MNIST {glue:text}`ch07_paper_fashion_mnist_elbo`): after {glue:text}`ch07_paper_epochs`
-# epochs the KL term of the wider posteriors against the prior is further from converged, so
-# two wide posteriors of different seeds sit further apart before alignment. Whether the
+# Fashion-MNIST {glue:text}`ch07_paper_fashion_mnist_elbo`), which is consistent with the KL term
+# of the wider posteriors being further from converged after {glue:text}`ch07_paper_epochs`
+# epochs, so that two wide posteriors of different seeds sit further apart before alignment;
+# it does not show it on its own (the KL term also grows with the number of weights). Whether the
 # paper's {paper}`1,000` epochs reverse the naive trend is the test this reading calls for:
 # the next section runs it on two of the pairs.
 
@@ -526,7 +530,8 @@ if saved_c10 is not None:
 # On CIFAR-100, {cite:t}`rossi2023permutation` write, "despite converging well, we fall short to
 # find zero-barrier solutions", and add that this does not rule out a permutation the
 # algorithm could not find. The text we have does not name the architecture of Fig. A3; we
-# use the paper's architecture for CIFAR, ResNet20: the experiment
+# use ResNet20, the one of the paper's two CIFAR-10 architectures (it also ran the MLP) that
+# its CIFAR barriers fall short with ("nearly-zero barrier for ResNet20"): the experiment
 # `vi_alignment_resnet20_cifar100` is `vi_alignment_resnet20` on CIFAR-100's fine labels, with a
 # head of one output per class. Its claim reads the paper's words against the threshold under
 # which this chapter calls a barrier nearly zero: the aligned barrier at the widest width stays

@@ -24,7 +24,8 @@
 # problem as weight matching of two deterministic networks, with twice the arrays (means
 # and standard deviations). The paper profiles both against the model width and reports
 # that "in the majority of cases, the algorithm completes within a minute" (on machines
-# with {paper}`8` A100 GPUs, App. B.1), and that aligning VI solutions of wide networks "is more
+# with {paper}`8` A100 GPUs, App. B.1), and that aligning VI solutions of wide networks "is
+# more
 # computationally demanding compared to merely matching weights from SGD solutions".
 #
 # This notebook times the alignment of the **trained** VI posteriors of the previous
@@ -69,7 +70,7 @@ from symlib.experiments.table import glue_all
 plotting.set_style()
 profile = get_profile()
 print(profile.describe())
-print(f"MLPs 784-{profile.align_depth} x width-10, "
+print(f"MLPs 784-({profile.align_depth} x width)-10, "
       f"widths {list(profile.align_widths)}; "
       f"each timing repeated {rossi.TIMING_REPEATS} times, "
       "every repeat kept")
@@ -99,7 +100,8 @@ plt.show()
 # ## The paper's claims, as code
 #
 # Three statements of App. C are registered on `vi_alignment_timings` in
-# `symlib.experiments.rossi`, with thresholds in `symlib.experiments.judging.thresholds`: (i) most
+# `symlib.experiments.rossi`, with thresholds in `symlib.experiments.judging.thresholds`:
+# (i) most
 # alignments finish within a minute (the share of (dataset, width) alignments whose slowest
 # repeat is under a minute of wall time, with its exact interval over the alignments, must
 # exceed one half); (ii) wider networks take longer (the ratio of median CPU times at
@@ -131,16 +133,17 @@ claims.epilogue(outcomes, profile.name, prefix="ch08", glue=glue,
 # asserted:
 #
 # - *(ii) time against width.* The number of coordinate-descent sweeps varies from pair to
-#   pair without following the width (the tables give them), and at the narrow widths of
+#   pair and need not follow the width (the tables give them), and at the narrow widths of
 #   this profile one alignment costs milliseconds to tens of milliseconds of CPU time, where
 #   that variation and the noise of a shared machine can exceed the growth of the cost per
 #   sweep. On which side of one the ratio falls therefore changes between executions.
 # - *(iii) VI alignment against matching the means.* Both matchings take similar numbers of
 #   sweeps: the VI standard deviations of these fits stay small, so they barely change
 #   the cost matrices. The extra work of the Wasserstein cost is building cost matrices
-#   from twice the arrays, a difference of the order of the spread of the repeats at
-#   these widths. The paper's statement concerns wide networks and a deterministic
-#   baseline trained by SGD, which we do not have.
+#   from twice the arrays, a difference that can be of the order of the spread of the
+#   repeats at these widths (the tables give both, for this execution). The paper's
+#   statement concerns wide networks and a deterministic baseline trained by SGD, which we
+#   do not have.
 
 # %% tags=["nbval-check-output"]
 asserted = [o for o in outcomes
@@ -154,21 +157,23 @@ print(f"asserted on the {profile.name} profile: "
         f"{', '.join(rossi.TIMING_CLAIMS_MACHINE_DEPENDENT)}")
 
 # %% [markdown]
-# ## At our paper profile's widths (labelled reduction)
+# ## At our paper profile's widths (a reduced stand-in)
 #
 # The saved run `paper-4widths-16samples` of chapter 07 (our paper profile's widths
 # {glue:text}`ch08_saved_widths`, where the paper states only {paper}`512`; a tenth of the
-# paper's {paper}`1,000` training epochs, one posterior pair per width: a
-# **labelled reduction**, with weight matching of the means standing in for the paper's
-# SGD baseline), timed on the two-core machine with every repeat kept
+# paper's {paper}`1,000` training epochs, one posterior pair per width: a **stand-in**,
+# weight matching of the means standing in for the paper's SGD baseline, and reduced), timed
+# on the two-core machine with every repeat kept
 # ({glue:text}`ch08_saved_repeats` per call; run on {glue:text}`ch08_saved_date`). Claim
 # (i), most alignments within a minute: {glue:text}`ch08_saved_v_within_a_minute` (the
-# longest alignment took {glue:text}`ch08_saved_longest` s). Claim (ii), the time grows with the width:
+# slowest repeat of any alignment took {glue:text}`ch08_saved_longest` s). Claim (ii), the
+# time grows with the width:
 # {glue:text}`ch08_saved_v_time_grows_with_width` (median CPU time, MNIST
 # {glue:text}`ch08_saved_mnist_w2` s; Fashion-MNIST {glue:text}`ch08_saved_fashion_mnist_w2` s
 # at widths {glue:text}`ch08_saved_widths`). Claim (iii), aligning the posteriors costs more
 # than matching their means at the widest width:
-# {glue:text}`ch08_saved_v_vi_costlier_than_weight_matching` ({glue:text}`ch08_saved_mnist_ratio`
+# {glue:text}`ch08_saved_v_vi_costlier_than_weight_matching`
+# ({glue:text}`ch08_saved_mnist_ratio`
 # of the CPU time on MNIST, {glue:text}`ch08_saved_fashion_mnist_ratio` on Fashion-MNIST, with
 # sweeps, alignment / matching, MNIST {glue:text}`ch08_saved_mnist_sweeps` and Fashion-MNIST
 # {glue:text}`ch08_saved_fashion_mnist_sweeps`). The table below gives the effects and their

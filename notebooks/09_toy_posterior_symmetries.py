@@ -201,7 +201,7 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 report.show_saved_run(
     "toy_perceptrons",
     "the same 10,000 perceptrons as the quick profile; "
-    "minutes on a CPU")
+    "seconds on a CPU")
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

@@ -29,7 +29,8 @@
 # rank correlation $\tau$ between the orderings before and after the step ($\tau = 1$:
 # nothing moved), shows when training moves between permutation-related regions.
 #
-# This notebook shows, for the paper's OptuNet and for ReLU MLPs trained with the same recipe:
+# This notebook shows, for the paper's OptuNet and for ReLU MLPs trained with the same
+# schedule (and a weight decay of ours, chapter 10):
 #
 # - Kendall's $\tau$ between successive steps, averaged over independent runs, along
 #   training with the paper's learning-rate schedule (halved twice);
@@ -111,7 +112,8 @@ print(laurent.late_swaps_line(summary["swaps"]))
 # ## The same on MLPs
 #
 # The `laurent_nets` MLPs of the min-mass chapter (two hidden layers of
-# {glue:text}`ch11_mlp_hidden` units, the same recipe) ran the same counters.
+# {glue:text}`ch11_mlp_hidden` units, the OptuNet schedule with a weight decay of ours) ran
+# the same counters.
 
 # %%
 res_mlp = experiments.run("laurent_mlps", profile)

@@ -48,7 +48,8 @@
 # repeated timings) lies on the paper's side of its threshold; the weakest claim decides
 # otherwise ("differs", then "opposite direction, not significant", then "same direction, not
 # significant", then "not tested"). The row
-# shows the largest scale there is; the details list every run. See "How to read the
+# shows the largest scale there is and, of several runs of that scale, the one that tests
+# the most claims; the details list every run. See "How to read the
 # verdicts" on the {doc}`landing page <../book/intro>`.
 
 # %% tags=["hide-cell"]
@@ -137,7 +138,7 @@ fig = plotting.forest(
 # The counts below are recomputed at every build. Each item counts once per scale: an item
 # judged both on a labelled reduction and in the quick profile counts in both columns, so a
 # verdict in miniature is never added to one at the paper's scale, and an item with two
-# reductions counts once among the reductions (with its first run's verdict). Items
+# reductions counts once among the reductions (with the verdict of the one that tests the most claims). Items
 # with no run count under "none" with their status: "not run" (code and tests exist, the run
 # needs data or a GPU that no build of the book had), "not attempted" (the reason is in the
 # item's details), illustrations and setup tables (nothing to judge), and items whose

@@ -3,8 +3,9 @@ mean-field Gaussian posteriors.
 
 Deterministic networks
 ----------------------
-``W_lambda = (1 - lambda) W_0 + lambda W_1``; the barrier (Entezari et al., 2022, as used by
-Xiao et al., 2023, Sec. 2) is
+``W_lambda = (1 - lambda) W_0 + lambda W_1``; the barrier (Frankle et al., 2020, as Xiao et
+al., 2023, Sec. 2 use it: their reference [5]; Entezari et al., 2022 measure the height above
+the chord instead, as :func:`marginal_barrier` does) is
 
     B(W_0, W_1) = max_lambda L(W_lambda) - (L(W_0) + L(W_1)) / 2,
 

@@ -666,6 +666,7 @@ def mass_landscape_figure(t: np.ndarray, path: np.ndarray, line_t: np.ndarray, l
     for m in lines:
         axes[1].plot(line_t, m, lw=1)
     axes[1].set_xlabel("distance from u* along a random unit direction")
+    axes[1].set_ylabel("mass")
     axes[1].set_title(f"{name}: random lines through u*")
     for label, ev in eigenvalues.items():
         axes[2].semilogy(ev, "o", ms=4, label=label)

@@ -441,7 +441,7 @@ def test_gpu_min_mass_values_count_corollary1_on_every_network():
                           "min_mass": mm}, "elapsed_s": 61.2, "device": "cpu"}
     prov = {"steps": 8, "of": 9, "devices": "an H100", "minutes": 12.4, "first": "2026-11-27"}
     values = tables.gpu_min_mass_values(record, [_outcome("above_min_mass", "holds", 0.1)], prov)
-    assert (values["nets"], values["converged"], values["dropped"], values["acc"]) == (4, 3, 1, "75%")
+    assert (values["nets"], values["converged"], values["dropped"], values["acc"]) == (4, 3, 1, "75.0%")
     assert (values["cor1_lower"], values["cor1_higher"], values["cor1_kernels_lower"]) == (2, 1, 3)
     assert (values["cor1_db"], values["cor1_dm"], values["cor1_b_before"]) == ("+4.5", "-3.0", "2.0")
     assert values["dec"] == "10% to 25% (mean 18%)" and (values["conv0"], values["conv1"]) == ("x1.50", "x0.50")

@@ -148,6 +148,8 @@ def _barrier_check(summary):
                                                                                       summary["barrier_test"]["weight matching"])]
     if summary.get("noisy"):
         return claims.mean_of_units([values[0]], _T, "network pairs", "one pair")
+    if summary.get("predates_the_claim"):
+        return claims.not_tested(_T, "the summary predates the claim")
     return claims.exact(max(values), _T, "all pairs (worst case)", f"barrier {max(values):.3f}")
 
 
@@ -241,6 +243,27 @@ def test_an_item_counts_once_per_scale(synthetic_claims):
     reductions = sum(v for (p, s, _), v in counts.items() if s == "labelled reduction")
     quick = sum(v for (p, s, _), v in counts.items() if s == "quick miniature")
     assert reductions == len(rows) and quick == len(rows)
+
+
+def test_the_row_shows_the_run_of_its_scale_that_tests_the_claims(synthetic_claims):
+    """Of two labelled reductions, one whose summary cannot test the claim ("paper" comes first
+    in the rows' order) does not hide the other's verdict, in the row or in the counts; the
+    details still list both."""
+    record = {"device": "cpu", "date": "2026-01-02"}
+    scales.REDUCTIONS[("rebasin_barriers", "paper")] = "1 of the paper's 2 seeds"
+    scales.REDUCTIONS[("rebasin_barriers", "paper-2seeds")] = "2 of the paper's 4 seeds"
+    try:
+        runs = {"rebasin_barriers": {"paper": {**record, "summary": {**_barriers(0.001), "predates_the_claim": 1}},
+                                     "paper-2seeds": {**record, "summary": _barriers(0.15)}}}
+        fig1 = next(i for i in MANIFEST if i.paper == "xiao2023" and i.id == "Figure 1")
+        row = report_page.report_rows({}, runs, [fig1])[0]
+        counts = report_page.counts_by_scale([row])
+    finally:
+        del scales.REDUCTIONS[("rebasin_barriers", "paper")], scales.REDUCTIONS[("rebasin_barriers", "paper-2seeds")]
+    assert [r.run for r in row.runs] == ["paper", "paper-2seeds"]
+    assert row.verdict == "differs" and "2 of the paper's 4 seeds" in row.scale
+    assert counts == {("Xiao et al. (2023)", "labelled reduction", "differs"): 1}
+    assert sum("not tested" in title for title, _ in row.details) == 1
 
 
 def test_a_reduction_is_labelled_with_what_it_reduced(synthetic_claims):

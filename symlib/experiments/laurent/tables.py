@@ -691,7 +691,7 @@ def _min_mass_run_values(summary: Mapping[str, Any], tag: str = "") -> dict[str,
     smm = summary["min_mass"]
     dec = 1 - np.asarray(smm["mass_after"]) / np.asarray(smm["mass_before"])
     ratio = np.asarray(smm["largest_weight_min_mass"]) / np.asarray(smm["largest_weight_trained"])
-    values = {"nets": summary["nets"], "converged": summary["converged"], "acc": f"{summary['test_accuracy_mean']:.0%}",
+    values = {"nets": summary["nets"], "converged": summary["converged"], "acc": f"{summary['test_accuracy_mean']:.1%}",
               "min_acc": f"{summary['test_accuracy_min']:.0%}", "dropped": summary["nets"] - summary["converged"],
               "dec": f"{dec.min():.0%} to {dec.max():.0%} (mean {dec.mean():.0%})",
               "conv0": f"x{ratio[0]:.2f}", "conv1": f"x{ratio[1]:.2f}"}

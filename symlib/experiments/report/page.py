@@ -89,7 +89,8 @@ class ReportRow:
         paper: the paper's short name.
         label: the item's id and part.
         chapter: :func:`chapter_link`.
-        scale: the scale of the run whose verdict is shown (the largest there is), or "-".
+        scale: the scale of the run whose verdict is shown (the largest there is; of several
+            runs of it, :func:`most_tested`), or "-".
         verdict: that run's verdict (:class:`symlib.experiments.judging.claims.Verdict`), or the
             item's status when no claim was evaluated ("not run", "not attempted", ...).
         paper_number: the paper's key number or finding.
@@ -144,7 +145,7 @@ def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str,
         else:
             mine = ours(item, quick) or "(see the chapter)"
         runs = run_verdicts(item, quick, paper_runs)
-        head = runs[0] if runs else None
+        head = most_tested([r for r in runs if r.scale.kind == runs[0].scale.kind]) if runs else None
         if head is None:  # the status's first words; the reason is in the details
             status = item_status(item, quick, paper_runs)
             scale, verdict, number = "-", re.split(r"[:;(,]", status, maxsplit=1)[0].strip(), ""
@@ -171,14 +172,22 @@ def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str,
     return rows
 
 
+def most_tested(runs: Sequence[RunVerdict]) -> RunVerdict:
+    """Of an item's runs of one scale, the one whose verdict speaks for that scale: the run that
+    tests the most claims (the first of those in the rows' order, the paper's profile first,
+    then by label). A reduction whose summary predates a claim (every claim "not tested") does
+    not hide a larger one that tests them."""
+    return max(runs, key=lambda r: sum(o.verdict is not Verdict.NOT_TESTED for o in r.outcomes))
+
+
 def counts_by_scale(rows: Sequence[ReportRow]) -> dict[tuple[str, str, str], int]:
     """How many items have each verdict, per paper and scale: one count per item and scale.
 
     An item judged at the paper's scale and in the quick profile counts in both scales; an
     item with several runs of one scale (two labelled reductions) counts once there, with the
-    verdict of its first run of that scale (the rows' order: the paper's profile first, then
-    by label); an item with no run counts under the scale ``"none"`` with its status ("not
-    run", "not attempted", "illustration", "setup", "no claim").
+    verdict of its run of that scale that tests the most claims (:func:`most_tested`); an item
+    with no run counts under the scale ``"none"`` with its status ("not run", "not attempted",
+    "illustration", "setup", "no claim").
 
     Args:
         rows: :func:`report_rows`.
@@ -189,10 +198,9 @@ def counts_by_scale(rows: Sequence[ReportRow]) -> dict[tuple[str, str, str], int
     out: dict[tuple[str, str, str], int] = {}
     for row in rows:
         if row.runs:
-            first = {}
-            for r in row.runs:
-                first.setdefault(r.scale.kind, r)
-            keys = [(row.paper, kind, r.verdict.value) for kind, r in first.items()]
+            kinds = dict.fromkeys(r.scale.kind for r in row.runs)
+            keys = [(row.paper, kind, most_tested([r for r in row.runs if r.scale.kind == kind]).verdict.value)
+                    for kind in kinds]
         else:
             status = {"shown in its chapter": "no claim", "illustration, redrawn in its chapter": "illustration"}.get(
                 row.verdict, row.verdict)

@@ -169,6 +169,10 @@ PAPER_FACTS: tuple[PaperFact, ...] = (
     _p("10.2", "laurent2024", "Sec. 4, Table 1", "BNN | 9.0 | 10.2 | 57.6"),
     _p("14.9", "laurent2024", "App. B.4", "Dropout | 14.9 | 14.6 | 22.9"),
     _p("15.9", "laurent2024", "App. B.4", "SWAG | 15.9 | 15.8 | 25.9"),
+    _p("7.5", "laurent2024", "Sec. 4, Table 1", "One Mode | Dropout | 4.5 | 7.5 | 69.3"),
+    _p("4.5", "laurent2024", "Sec. 4, Table 1", "Multi Mode | Dropout | 0.7 | 4.5 | 75.5"),
+    _p("0.5", "laurent2024", "Sec. 4, Table 1", "Laplace | 0.5 | 3.1 | 34.4"),
+    _p("0.6", "laurent2024", "App. B.4", "Laplace | 0.6 | 0.6 | 9.9"),
 )
 
 _OPTUNET = ("ENSTA-U2IS-AI/optuMNIST", "optumnist/optumnist-v1.py", "4a381b8b55185665ae73fbca926429151331ad51")

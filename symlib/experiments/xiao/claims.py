@@ -309,7 +309,8 @@ difference("not_sweep", "paper-10nots-2runs", "not_nearly_equal",
            "NoT(P') exceeds NoT(P) by 109 transpositions on average (the correlation, r = 0.989, holds): the two "
            "networks started from the same W_init (NoT(P) = 0) end 172 and 181 transpositions apart, yet in one "
            "basin (raw barrier 0.001 and 0.003 nats). After 50 epochs with different minibatch orders weight "
-           "matching re-pairs about a third of the units without a change of function")
+           "matching re-pairs at least a third of the units (k transpositions move at least k + 1 units) without a "
+           "change of function")
 difference("not_sweep", "paper-10nots-2runs", "distance_and_barrier_grow",
            "both runs rank the raw distance the same way against NoT (Spearman rho 0.964 in each; the barrier's "
            "0.988 and 0.976): two tied runs show no spread, so their mean has no interval (since 2026-12-01, after "
