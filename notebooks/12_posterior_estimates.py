@@ -235,11 +235,12 @@ glue_all(glue, "ch12_g",
          laurent.saved_posterior_values(gpu_run, gpu_outcomes))
 g_method_epochs = int(results.command_setting(gpu_run["command"],
                                               "post_method_epochs"))
-g_sghmc = results.command_setting(gpu_run["command"],
-                                  "post_sghmc_epochs")
-glue("ch12_g_sghmc_epochs", str(g_sghmc or
-                                paper_profile.post_sghmc_epochs),
-     display=False)
+# the run's command leaves SGHMC's length at the paper profile's
+g_sghmc = (results.command_setting(gpu_run["command"],
+                                   "post_sghmc_epochs")
+           if "post_sghmc_epochs" in gpu_run["command"]
+           else paper_profile.post_sghmc_epochs)
+glue("ch12_g_sghmc_epochs", str(g_sghmc), display=False)
 glue_all(glue, "ch12_g", dict(zip(
     ("swag_snaps", "swag_epochs"),
     laurent.posteriors.swag_schedule(g_method_epochs))))
