@@ -138,6 +138,8 @@ def test_laurent_recipe_weight_decay_is_pytorch_sgd_weight_decay(mnist):
 
 
 @pytest.mark.slow  # over 5 s on 2 cores (make test runs it; make test-fast does not)
+# a smoke test of the layout: 7 HMC steps of 1e-3 accept everything, which run_hmc rightly flags
+@pytest.mark.filterwarnings("ignore:mean acceptance after burn-in:symlib.inference.hmc.HMCWarning")
 def test_vi_and_hmc_take_optunet(mnist):
     """Bayes by backprop and HMC with OptuNet's apply function: finite, improving ELBO, the
     posterior in OptuNet's layout; HMC samples in that layout and a finite log density."""
