@@ -249,8 +249,8 @@ def test_not_paths_claims_on_one_pair_are_at_best_the_same_direction():
 
 # ------------------------------------------------------------------ ensemble and vi (Table 1 accuracies)
 
-def _accuracy(percent, n_test=10_000):
-    return {"accuracy": percent / 100, "nll": 0.05, "n_test": n_test}
+def _accuracy(percent, n_test=10_000, hidden=512, n_train=50_000):
+    return {"accuracy": percent / 100, "nll": 0.05, "n_test": n_test, "hidden": hidden, "n_train": n_train}
 
 
 @pytest.mark.parametrize("experiment, paper", [("ensemble", 98.66), ("vi", 98.11)])
@@ -271,6 +271,29 @@ def test_accuracy_as_table1(experiment, paper):
     old = _accuracy(paper + 0.1)
     del old["n_test"]
     assert _verdict(experiment, name, old) is SAME
+
+
+@pytest.mark.parametrize("experiment, paper", [("ensemble", 98.66), ("vi", 98.11)])
+def test_accuracy_of_a_miniature_is_not_tested_whichever_way_it_points(experiment, paper):
+    """gate.xiao_mlp_setup: a run with fewer hidden units or training images than Table 1's
+    setup (512 units, 50,000 images) is not tested, near the paper's number or far from it; a
+    summary that does not record its setup is not tested either; a larger one is judged."""
+    name = "accuracy_as_table1"
+    for percent in (paper, paper - 8.0):
+        for small in ({"hidden": 128}, {"n_train": 2_000}, {"hidden": 128, "n_train": 2_000}):
+            ev = _outcomes(experiment, _accuracy(percent, **small))[name].evidence
+            assert ev.verdict is Verdict.NOT_TESTED and "miniature" in ev.untested, small
+            assert "not judged" in ev.detail and f"{percent:.2f}%" in ev.detail
+    ev = _outcomes(experiment, _accuracy(paper - 8.0, hidden=128, n_train=2_000))[name].evidence
+    assert "128 hidden units" in ev.untested and "2,000 training images" in ev.untested
+    unrecorded = _accuracy(paper)
+    del unrecorded["n_train"]
+    assert "does not record" in _outcomes(experiment, unrecorded)[name].evidence.untested
+    assert _verdict(experiment, name, _accuracy(paper + 0.1, hidden=1024, n_train=60_000)) is SAME
+    assert _verdict(experiment, name, _accuracy(paper - 3.0, n_train=60_000)) is OPPOSITE
+    # the quick profile's miniature is registered as not tested, not as a difference of direction
+    assert claims.documented_difference(experiment, "quick", name)
+    assert claims.unexpected_failures(claims.evaluate(experiment, _accuracy(paper - 8.0, hidden=128, n_train=2_000)), "quick") == []
 
 
 # ------------------------------------------------------------------ compact_representation (Table 1, Fig. 3)

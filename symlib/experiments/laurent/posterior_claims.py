@@ -126,7 +126,12 @@ def ensemble_closest(summary: dict[str, Any]) -> Evidence:
 
 def _group_difference(summary: dict[str, Any], metric: str, sign: float, t) -> Evidence:
     """``sign`` x (mean of ``metric`` over the multi-mode methods - over the single-mode ones),
-    with the Student-t interval from each method's jackknife variance over its units."""
+    with the Student-t interval from each method's jackknife variance over its units.
+
+    The variances are summed as if the methods were independent. They are not wholly: a
+    single-mode method is fitted at its multi-mode version's first mode (:mod:`.posteriors`), a
+    shared fit that no method's units vary, so the interval leaves it out; this is why every
+    verdict on these groups is capped as for one fit (:data:`ONE_FIT`)."""
     single, multi = _method_groups(summary)
     met = summary["metrics"]
     effect = sign * (np.mean([met[m][metric] for m in multi]) - np.mean([met[m][metric] for m in single]))

@@ -140,7 +140,8 @@ def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | No
 
     Returns:
         ``(provenance, table)``: a line with the run's networks, accuracy, date, device, time
-        and command, then its scale (:mod:`symlib.experiments.judging.scales`); and
+        and command, then its scale (:mod:`symlib.experiments.judging.scales`) and any hand
+        amendment the record states (its ``amended``); and
         :func:`symlib.experiments.judging.claims.claims_table` of its claims with the scale in its
         header; None when no such run was saved.
     """
@@ -160,7 +161,7 @@ def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | No
                     "loaded from the artifact cache of an earlier, interrupted invocation)")
     scale = _scale(name, profile, record)
     line = (f"{', '.join(facts) + '; ' if facts else ''}run on {record['date']}, {record['device']}{minutes}:\n"
-            f"{record['command']}\nscale: {scale}")
+            f"{record['command']}\nscale: {scale}" + (f"\namended: {record['amended']}" if "amended" in record else ""))
     outcomes = [o for o in claims.evaluate(name, summary) if keep is None or keep(o.claim.name)]
     return line, claims.claims_table(outcomes, profile, scale=scale)
 

@@ -181,8 +181,9 @@ MANIFEST: tuple[Item, ...] = (
          keys=("ensemble:accuracy", "vi:accuracy"),
          paper_value=(f"ensemble {XIAO_TABLE1['accuracy_samples'][3]}%, VI {XIAO_TABLE1['accuracy_samples'][6]}% "
                       "(predictives' test accuracy)"),
-         quick_inconclusive="its 2,000 training images cannot reach the paper's accuracy; the claim is the "
-                            "paper's number"),
+         quick_inconclusive="a miniature of the paper's network and data (fewer hidden units and training "
+                            "images than its 512 and 50,000), on which gate.xiao_mlp_setup leaves the claim not "
+                            "tested"),
     Item("xiao2023", "Figure 3", "histograms of sigma before and after re-basin (HMC, ensemble, VI); test accuracy "
          "against pruning, with stitched means and variances", "figure", chapter="notebooks/05_merging_and_pruning",
          experiments=("compact_representation",),

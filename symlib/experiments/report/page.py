@@ -145,7 +145,7 @@ def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str,
         else:
             mine = ours(item, quick) or "(see the chapter)"
         runs = run_verdicts(item, quick, paper_runs)
-        head = most_tested([r for r in runs if r.scale.kind == runs[0].scale.kind]) if runs else None
+        head = next(iter(heads_by_scale(runs).values()), None)
         if head is None:  # the status's first words; the reason is in the details
             status = item_status(item, quick, paper_runs)
             scale, verdict, number = "-", re.split(r"[:;(,]", status, maxsplit=1)[0].strip(), ""
@@ -172,12 +172,15 @@ def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str,
     return rows
 
 
-def most_tested(runs: Sequence[RunVerdict]) -> RunVerdict:
-    """Of an item's runs of one scale, the one whose verdict speaks for that scale: the run that
-    tests the most claims (the first of those in the rows' order, the paper's profile first,
-    then by label). A reduction whose summary predates a claim (every claim "not tested") does
-    not hide a larger one that tests them."""
-    return max(runs, key=lambda r: sum(o.verdict is not Verdict.NOT_TESTED for o in r.outcomes))
+def heads_by_scale(runs: Sequence[RunVerdict]) -> dict[str, RunVerdict]:
+    """Of an item's runs, the one whose verdict speaks for each scale kind (in the runs' order):
+    the run of that kind that tests the most claims (the first of those in the rows' order, the
+    paper's profile first, then by label). A reduction whose summary predates a claim (every
+    claim "not tested") does not hide a larger one that tests them."""
+    kinds = dict.fromkeys(r.scale.kind for r in runs)
+    return {kind: max((r for r in runs if r.scale.kind == kind),
+                      key=lambda r: sum(o.verdict is not Verdict.NOT_TESTED for o in r.outcomes))
+            for kind in kinds}
 
 
 def counts_by_scale(rows: Sequence[ReportRow]) -> dict[tuple[str, str, str], int]:
@@ -185,7 +188,7 @@ def counts_by_scale(rows: Sequence[ReportRow]) -> dict[tuple[str, str, str], int
 
     An item judged at the paper's scale and in the quick profile counts in both scales; an
     item with several runs of one scale (two labelled reductions) counts once there, with the
-    verdict of its run of that scale that tests the most claims (:func:`most_tested`); an item
+    verdict of its run of that scale that tests the most claims (:func:`heads_by_scale`); an item
     with no run counts under the scale ``"none"`` with its status ("not run", "not attempted",
     "illustration", "setup", "no claim").
 
@@ -198,9 +201,7 @@ def counts_by_scale(rows: Sequence[ReportRow]) -> dict[tuple[str, str, str], int
     out: dict[tuple[str, str, str], int] = {}
     for row in rows:
         if row.runs:
-            kinds = dict.fromkeys(r.scale.kind for r in row.runs)
-            keys = [(row.paper, kind, most_tested([r for r in row.runs if r.scale.kind == kind]).verdict.value)
-                    for kind in kinds]
+            keys = [(row.paper, kind, head.verdict.value) for kind, head in heads_by_scale(row.runs).items()]
         else:
             status = {"shown in its chapter": "no claim", "illustration, redrawn in its chapter": "illustration"}.get(
                 row.verdict, row.verdict)

@@ -32,7 +32,7 @@ _EXPORTS = {
                    "table1_row", "NEAR_PRIOR_FACTOR", "near_prior_fraction", "always_zero_pixels", "unit_sigma_medians",
                    "pixel_sigma_medians", "chain_groups", "compact_representation", "CHAIN_COUNTS",
                    "agreement_by_chains", "weight_rhat", "hmc_sigma_inspection"],
-    "claims": ["NEAR_PRIOR_COLUMNS"],
+    "claims": ["NEAR_PRIOR_COLUMNS", "TABLE1_SETUP", "mlp_setup_gate"],
     "tables": ["net_line", "effect_lines", "effect_values", "distance_by_not_text", "invariance_rows",
                "rebasin_setting_values", "rebasin_pair_lines", "barrier_text", "barrier_values", "barrier_rows",
                "saved_run_line", "rebasin_threshold_values", "not_setting_values", "over_runs",

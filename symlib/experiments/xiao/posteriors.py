@@ -34,8 +34,14 @@ def _ensemble_config(profile: Profile) -> dict[str, Any]:
             "bnn_epochs": profile.bnn_epochs}
 
 
+def _setup(profile: Profile, d: Mapping[str, Any]) -> dict[str, int]:
+    """The network and data a posterior approximation saw: its ``hidden`` width and ``n_train``
+    training images (what ``gate.xiao_mlp_setup`` compares with Table 1's)."""
+    return {"hidden": int(profile.hidden), "n_train": int(len(d["x_train"]))}
+
+
 def _predictive_summary(res: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {k: float(v) for k, v in res["test"].items()}
+    out: dict[str, Any] = {**{k: float(v) for k, v in res["test"].items()}, **res["setup"]}
     if "test_probs" in res:
         out["n_test"] = int(np.asarray(res["test_probs"]).shape[0])
     return out
@@ -78,7 +84,8 @@ def ensemble(profile: Profile) -> dict[str, Any]:
         profile: the run profile.
 
     Returns:
-        The artifact: ``params`` (stacked), ``epoch_loss``, ``test_probs`` and ``test``.
+        The artifact: ``params`` (stacked), ``epoch_loss``, ``test_probs``, ``test`` and ``setup``
+        (hidden width and training images).
     """
     from symlib.evaluation.predictive import predict_from_samples
 
@@ -86,7 +93,7 @@ def ensemble(profile: Profile) -> dict[str, Any]:
     post = _fit_mlp_ensemble(profile, d, jax.random.key(0), profile.ensemble_members)
     probs = predict_from_samples(post.samples, d["x_test"], apply_fn=mlp_apply)
     return {"params": jax.device_get(post.samples), "epoch_loss": np.asarray(post.info["epoch_loss"]),
-            "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"])}
+            "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"]), "setup": _setup(profile, d)}
 
 
 def _vi_config(profile: Profile) -> dict[str, Any]:
@@ -112,7 +119,7 @@ def _fit_vi(profile: Profile, d: Mapping[str, Any], seed: int) -> dict[str, Any]
                                   apply_fn=mlp_apply)
     return {"mu": jax.device_get(q.mean), "sigma": jax.device_get(q.std),
             "elbo_history": np.asarray(q.info["elbo"]), "test_probs": np.asarray(probs),
-            "test": _test_metrics(probs, d["y_test"])}
+            "test": _test_metrics(probs, d["y_test"]), "setup": _setup(profile, d)}
 
 
 @register("vi", _vi_config, "mean-field Gaussian VI (Bayes by backprop, Flax NNX) of the MLP",
@@ -124,7 +131,7 @@ def vi(profile: Profile) -> dict[str, Any]:
         profile: the run profile.
 
     Returns:
-        The artifact: ``mu``, ``sigma``, ``elbo_history``, ``test_probs`` and ``test``.
+        The artifact: ``mu``, ``sigma``, ``elbo_history``, ``test_probs``, ``test`` and ``setup``.
     """
     return _fit_vi(profile, load_bnn_data(profile), seed=0)
 
@@ -253,7 +260,8 @@ def hmc(profile: Profile) -> dict[str, Any]:
         profile: the run profile.
 
     Returns:
-        The artifact: per-iteration ``stats``, ``step_size``, ``test_probs``, ``test`` and ``diagnostics``.
+        The artifact: per-iteration ``stats``, ``step_size``, ``test_probs``, ``test``, ``setup`` and
+        ``diagnostics``.
     """
     from symlib.evaluation.predictive import predict_from_samples
     from symlib.inference import Data, Model, fit_hmc
@@ -267,7 +275,7 @@ def hmc(profile: Profile) -> dict[str, Any]:
     probs = predict_from_samples(flat, d["x_test"], apply_fn=mlp_apply)
     diag = function_space_diagnostics(samples, d["x_test"], d["y_test"], apply_fn=mlp_apply)
     return {"stats": {k: np.asarray(v) for k, v in result.stats.items()}, "step_size": np.asarray(result.step_size),
-            "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"]),
+            "test_probs": np.asarray(probs), "test": _test_metrics(probs, d["y_test"]), "setup": _setup(profile, d),
             "diagnostics": {"mean_acceptance": result.mean_acceptance, "num_divergences": result.num_divergences,
                             **{f"{stat}_{q}": np.asarray(diag[q][stat]) for q in ("test_loglik", "true_class_prob")
                                for stat in ("rhat", "ess")}}}
