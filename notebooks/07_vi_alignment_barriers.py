@@ -468,12 +468,9 @@ for ds in experiments.ALIGN_DATASETS:
 # still runs it in the quick profile.
 
 # %%
-saved_rn = report.saved_run_claims("vi_alignment_resnet20", "paper")
-print("paper profile: "
-      + ("not run (needs the CIFAR-10 archive and a GPU)"
-         if saved_rn is None else saved_rn[0]))
-if saved_rn is not None:
-    display(saved_rn[1])
+report.show_saved_run(
+    "vi_alignment_resnet20",
+    "needs the CIFAR-10 archive and a GPU")
 
 # %% tags=["hide-input"]
 display(Table(rossi.RESNET_STANDIN_HEADERS,
@@ -517,12 +514,9 @@ display(Table(rossi.RESNET_STANDIN_HEADERS,
 # its claims judged.
 
 # %%
-saved_c10 = report.saved_run_claims("vi_alignment_cifar10", "paper")
-print("paper profile: "
-      + ("not run (needs the CIFAR-10 archive, and a GPU at this size)"
-         if saved_c10 is None else saved_c10[0]))
-if saved_c10 is not None:
-    display(saved_c10[1])
+report.show_saved_run(
+    "vi_alignment_cifar10",
+    "needs the CIFAR-10 archive, and a GPU at this size")
 
 # %% [markdown]
 # ## CIFAR-100 (App. C, Fig. A3): where the paper's alignment falls short
@@ -543,13 +537,9 @@ if saved_c10 is not None:
 # ```
 
 # %%
-saved_c100 = report.saved_run_claims("vi_alignment_resnet20_cifar100",
-                                     "paper")
-print("paper profile: "
-      + ("not run (needs the CIFAR-100 archive and a GPU)"
-         if saved_c100 is None else saved_c100[0]))
-if saved_c100 is not None:
-    display(saved_c100[1])
+report.show_saved_run(
+    "vi_alignment_resnet20_cifar100",
+    "needs the CIFAR-100 archive and a GPU")
 
 # %% [markdown]
 # Citations link to the book's {doc}`../book/references`.

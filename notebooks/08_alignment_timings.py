@@ -223,13 +223,9 @@ low_rn20 = proportion_interval(
     THRESHOLDS["vi_alignment_timings.within_a_minute"].level)[1]
 glue("ch08_rn20_widths", n_rn20, display=False)
 glue("ch08_rn20_low", f"{low_rn20:.2f}", display=False)
-saved_rn20 = report.saved_run_claims("vi_alignment_resnet20_timings",
-                                     "paper")
-print("paper profile: "
-      + ("not run (needs the CIFAR-10 archive and a GPU)"
-         if saved_rn20 is None else saved_rn20[0]))
-if saved_rn20 is not None:
-    display(saved_rn20[1])
+report.show_saved_run(
+    "vi_alignment_resnet20_timings",
+    "needs the CIFAR-10 archive and a GPU")
 
 # %% [markdown]
 # ## Synthesis

@@ -247,12 +247,9 @@ glue("ch11_rn18_nets", get_profile("paper").rn18_swap_nets,
      display=False)
 glue("ch11_rn18_perms", len(resnet18_permutation_spec().perm_names),
      display=False)
-saved_rn18 = report.saved_run_claims("rn18_swaps_cifar100", "paper")
-print("paper profile: "
-      + ("not run (needs the CIFAR-100 archive and a GPU)"
-         if saved_rn18 is None else saved_rn18[0]))
-if saved_rn18 is not None:
-    display(saved_rn18[1])
+report.show_saved_run(
+    "rn18_swaps_cifar100",
+    "needs the CIFAR-100 archive and a GPU")
 
 # %% [markdown]
 # ## Synthesis: the paper's claims, as code
