@@ -242,6 +242,20 @@ def _check_apply_on_one(apply_fn: ApplyFn, stack: PyTree, x) -> None:
             "sample axes, e.g. HMC's (chains, samples), pass sample_dims=2") from e
 
 
+def _checked_stack(samples_stack: PyTree, x, apply_fn: ApplyFn, batch_size: int, sample_chunk: int | None,
+                   sample_dims: int):
+    """The checked inputs of :func:`predict_from_samples` and :func:`member_probs`: the stack
+    with its sample axes merged, ``x``, its batches, the number of networks and the chunk of
+    networks on the device at a time."""
+    samples_stack = _merge_sample_dims(samples_stack, sample_dims)
+    num = stack_size(samples_stack)
+    x = check_x(x, samples_stack, apply_fn, batch_dims=1)
+    batch_size = positive_int(batch_size, "batch_size")
+    _check_apply_on_one(apply_fn, samples_stack, x)
+    xbs = batched(x, batch_size)
+    return samples_stack, x, xbs, num, chunk_size(sample_chunk, num, params_per_sample(samples_stack))
+
+
 def predict_from_samples(samples_stack: PyTree, x, *, apply_fn: ApplyFn, batch_size: int = 2048,
                          sample_chunk: int | None = None, sample_dims: int = 1) -> jax.Array:
     """Posterior predictive: the mean of the softmax probabilities of a stack of networks.
@@ -264,13 +278,8 @@ def predict_from_samples(samples_stack: PyTree, x, *, apply_fn: ApplyFn, batch_s
             leading axis, a non-positive ``batch_size`` or ``sample_chunk``, or non-finite
             probabilities (NaN or inf in the samples).
     """
-    samples_stack = _merge_sample_dims(samples_stack, sample_dims)
-    num = stack_size(samples_stack)
-    x = check_x(x, samples_stack, apply_fn, batch_dims=1)
-    batch_size = positive_int(batch_size, "batch_size")
-    _check_apply_on_one(apply_fn, samples_stack, x)
-    chunk = chunk_size(sample_chunk, num, params_per_sample(samples_stack))
-    xbs = batched(x, batch_size)
+    samples_stack, x, xbs, num, chunk = _checked_stack(samples_stack, x, apply_fn, batch_size, sample_chunk,
+                                                       sample_dims)
     total = fold_chunks(samples_stack, num, chunk, lambda part, weights: _sum_chunk(apply_fn, part, weights, xbs))
     probs = _unbatch(total, x.shape[0]) / num
     _raise_if_nonfinite(probs, "the samples")
@@ -301,13 +310,8 @@ def member_probs(samples_stack: PyTree, x, *, apply_fn: ApplyFn, batch_size: int
     Raises:
         ValueError: as :func:`predict_from_samples`.
     """
-    samples_stack = _merge_sample_dims(samples_stack, sample_dims)
-    num = stack_size(samples_stack)
-    x = check_x(x, samples_stack, apply_fn, batch_dims=1)
-    batch_size = positive_int(batch_size, "batch_size")
-    _check_apply_on_one(apply_fn, samples_stack, x)
-    chunk = chunk_size(sample_chunk, num, params_per_sample(samples_stack))
-    xbs = batched(x, batch_size)
+    samples_stack, x, xbs, num, chunk = _checked_stack(samples_stack, x, apply_fn, batch_size, sample_chunk,
+                                                       sample_dims)
     n = x.shape[0]
     out = None
     for start, stop in chunk_bounds(num, chunk):
