@@ -433,10 +433,8 @@ g768 = results.load("laurent_optunets", "paper-768nets")
 g768_outcomes = claims.evaluate("laurent_optunets", g768["summary"])
 g768_block = int(results.command_setting(g768["command"],
                                          "optunet_block"))
-fig2_prov = gpu_queue.folded_provenance(
-    results.repository_root() / "gpu" / "queue.json",
-    "laurent-fig2-1000",
-    laurent.blocks_read(g768, "optunet_used", g768_block))
+fig2_prov = gpu_queue.reduction_provenance(
+    g768, "laurent-fig2-1000", "optunet_used", g768_block)
 glue_all(glue, "ch10_g768",
          laurent.gpu_min_mass_values(g768, g768_outcomes, fig2_prov)
          | {"block": g768_block})
@@ -461,9 +459,8 @@ glue_all(glue, "ch10_g768",
 # %%
 bank_run = results.load("bank_min_mass", "paper-1024nets")
 bank_outcomes = claims.evaluate("bank_min_mass", bank_run["summary"])
-bank_prov = gpu_queue.folded_provenance(
-    results.repository_root() / "gpu" / "queue.json", "laurent-bank",
-    laurent.blocks_read(bank_run, "bank_used", paper_profile.bank_block))
+bank_prov = gpu_queue.reduction_provenance(
+    bank_run, "laurent-bank", "bank_used", paper_profile.bank_block)
 glue_all(glue, "ch10_bank",
          laurent.gpu_min_mass_values(bank_run, bank_outcomes, bank_prov))
 report.show_saved_run("bank_min_mass",

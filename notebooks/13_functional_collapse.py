@@ -210,9 +210,8 @@ from symlib.experiments import gpu_queue
 
 gpu_run = results.load("functional_collapse", "paper-1024nets")
 gpu_outcomes = claims.evaluate("functional_collapse", gpu_run["summary"])
-bank_prov = gpu_queue.folded_provenance(
-    results.repository_root() / "gpu" / "queue.json", "laurent-bank",
-    laurent.blocks_read(gpu_run, "bank_used", paper_profile.bank_block))
+bank_prov = gpu_queue.reduction_provenance(
+    gpu_run, "laurent-bank", "bank_used", paper_profile.bank_block)
 glue_all(glue, "ch13_g",
          laurent.saved_collapse_values(gpu_run, gpu_outcomes)
          | {"block": paper_profile.bank_block,

@@ -371,6 +371,30 @@ def folded_provenance(queue_path: Path, name: str, steps: int | None = None) -> 
             "commits": ", ".join(sorted({m["commit"][:7] if m.get("commit") else "unknown" for m in folded.values()}))}
 
 
+
+def reduction_provenance(record: Mapping[str, Any], job: str, used: str, block: int,
+                         queue_path: Path | None = None) -> dict[str, Any]:
+    """:func:`folded_provenance` of the steps of ``job`` that a saved labelled reduction read:
+    its command's ``<used>=`` networks (e.g. ``--set bank_used=1024``) in blocks of ``block``,
+    one step each, the job's first steps.
+
+    Args:
+        record: the saved run (:func:`symlib.experiments.judging.results.load`).
+        job: the queue's job whose steps it folded.
+        used: the setting that names how many networks it read.
+        block: networks per step.
+        queue_path: the queue file (default: the repository's ``gpu/queue.json``).
+
+    Raises:
+        ValueError: if the command does not set ``used``, and as :func:`folded_provenance`.
+    """
+    from symlib.experiments.judging.results import command_setting, repository_root
+
+    steps = int(command_setting(record["command"], used)) // int(block)
+    return folded_provenance(Path(queue_path) if queue_path is not None else repository_root() / "gpu" / "queue.json",
+                             job, steps)
+
+
 def install(queue_path: Path, names: list[str] | tuple[str, ...] = ()) -> dict[str, int]:
     """:func:`install_steps` of the queue's ``blocks`` jobs ``names`` (default: all of them),
     finished or not: a labelled reduction that reads the steps folded so far (e.g. chapter 13's

@@ -835,3 +835,20 @@ def test_a_piece_folded_already_with_other_contents_is_refused(tmp_path, monkeyp
     with pytest.raises(ValueError, match=r"piece 0 of job 'p' is folded already \(.*step-0000\.json\) with other "
                                          "contents than this return's .* cannot be attached"):
         gpu_queue.fold(tmp_path / "other", queue)
+
+
+def test_reduction_provenance_is_the_queue_s_record_of_the_steps_a_reduction_read():
+    """A labelled reduction that read 256 of the bank's networks read its first 2 steps of 128."""
+    from symlib.experiments.profiles import get_profile
+
+    record = {"command": "python -m symlib run bank_min_mass --profile paper --set bank_used=256 --label x"}
+    block = get_profile("paper").bank_block
+    assert block == 128
+    prov = gpu_queue.reduction_provenance(record, "laurent-bank", "bank_used", block)
+    queue = results.repository_root() / "gpu" / "queue.json"
+    assert prov == gpu_queue.folded_provenance(queue, "laurent-bank", 2) and prov["steps"] == 2
+    assert gpu_queue.reduction_provenance(record, "laurent-bank", "bank_used", block, queue) == prov
+    with pytest.raises(ValueError, match="does not set 'bank_used'"):
+        gpu_queue.reduction_provenance({"command": "run it --set bank_nets=24"}, "laurent-bank", "bank_used", block)
+    with pytest.raises(ValueError, match="no job 'nothing'"):
+        gpu_queue.reduction_provenance(record, "nothing", "bank_used", block)

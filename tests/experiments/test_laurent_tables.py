@@ -278,13 +278,6 @@ def test_bank_cpu_hours_scale_the_run_to_the_paper_profile_bank():
         tables.bank_cpu_hours({**record, "command": "run it --set bank_used=1024"}, get_profile("paper"))
 
 
-def test_blocks_read_counts_the_queue_steps_a_reduction_read():
-    record = {"command": "python -m symlib run bank_min_mass --profile paper --set bank_used=1024 --label x"}
-    assert tables.blocks_read(record, "bank_used", get_profile("paper").bank_block) == 8  # blocks of 128
-    with pytest.raises(ValueError, match="names no bank_used="):
-        tables.blocks_read({"command": "run it --set bank_nets=24"}, "bank_used", 128)
-
-
 # ---------------------------------------------------------------------------------------
 # the min-mass problem
 # ---------------------------------------------------------------------------------------

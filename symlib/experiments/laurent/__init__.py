@@ -37,7 +37,7 @@ _EXPORTS = {
                "symmetry_removal_table", "resnet_posterior_values", "RESNET_NEEDS", "resnet_run_line",
                "resnet_table1_rows", "mmd_comparison_values", "COLLAPSE_STATS", "collapse_line", "collapse_values",
                "collapse_rows", "collapse_resnet_values", "resnet_collapse_rows", "resnet_collapse_line",
-               "claim_threshold_values", "saved_collapse_values", "bank_cpu_hours", "blocks_read",
+               "claim_threshold_values", "saved_collapse_values", "bank_cpu_hours",
                "optunet_layer_params", "min_mass_setting_values",
                "optunet_training_line", "min_mass_lines", "layer_labels", "largest_weight_table", "corollary1_line",
                "objective_change_table", "convexity_lines", "mlp_min_mass_line", "pooled_ks_line", "RAW_FORM",

@@ -490,17 +490,6 @@ def bank_cpu_hours(record: Mapping[str, Any], paper_profile: Profile) -> dict[st
     return {"pp_bank": f"{whole:,}", "pp_hours": f"{record['elapsed_s'] / bank_size * whole / 3600:.0f}"}
 
 
-def blocks_read(record: Mapping[str, Any], used: str, block: int) -> int:
-    """How many blocks of ``block`` networks a saved labelled reduction read (its command's
-    ``<used>=``, e.g. ``bank_used``): the GPU queue's steps whose provenance its prose gives
-    (:func:`symlib.experiments.gpu_queue.folded_provenance`).
-
-    Raises:
-        ValueError: if the run's command does not set ``used``.
-    """
-    return _command_int(record["command"], (used,)) // int(block)
-
-
 def _command_int(command: str, fields: Sequence[str]) -> int:
     """The first of ``fields`` that a saved run's command sets, as an integer
     (:func:`~symlib.experiments.judging.results.command_setting`).
