@@ -21,7 +21,7 @@ _EXPORTS = {
     "stats": ["difference_interval", "mantel_null", "mantel_test", "mean_interval", "proportion_interval",
               "ratio_interval", "repeat_spread"],
     "pruning": ["keep_mask", "num_kept", "prune_by_sigma", "pruning_curve", "stitch"],
-    "marginals": ["first_last_pvalues", "unit_weights"],
+    "marginals": ["first_last_pvalues", "ks_pvalue", "unit_weights"],
     "mmd": ["KERNELS", "MMDBank", "MMDJackknife", "PosteriorMMD", "mmd2_unbiased", "mmd_bandwidths",
             "mmd_kernel_bank", "pairwise_distances", "posterior_mmd", "posterior_mmd_jackknife"],
 }

@@ -13,6 +13,7 @@ of two units of one network are not), which is what the test assumes.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,7 +21,34 @@ from scipy import stats
 
 from symlib.core.checks import mlp_layer_names
 
-__all__ = ["first_last_pvalues", "unit_weights"]
+__all__ = ["first_last_pvalues", "ks_pvalue", "unit_weights"]
+
+
+#: scipy's words when its exact two-sample KS p-value falls back to the asymptotic one
+_KS_FALLBACK = "ks_2samp: Exact calculation unsuccessful"
+
+
+def ks_pvalue(a, b) -> float:
+    """The two-sided two-sample Kolmogorov-Smirnov p-value of :func:`scipy.stats.ks_2samp`.
+
+    scipy computes the exact p-value as one minus the probability of the complement, and treats
+    a result that rounds to 1 or above as a failure: it warns and returns the asymptotic
+    p-value, also 1 there (two samples of 5 with ``D = 1/5``, for instance). That warning is
+    dropped when the p-value returned is 1; any other fallback keeps its warning.
+
+    Args:
+        a, b: the two samples (1-D, non-empty).
+
+    Returns:
+        The p-value.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        p = float(stats.ks_2samp(a, b).pvalue)
+    for w in caught:
+        if not (p >= 1.0 and str(w.message).startswith(_KS_FALLBACK)):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return p
 
 
 def _check_unit(nets: Sequence[dict], layer: int, unit: int) -> list[str]:
@@ -88,4 +116,4 @@ def first_last_pvalues(nets: Sequence[dict], layer: int) -> np.ndarray:
     half = len(nets) // 2
     first = unit_weights(nets[:half], layer, 0)
     last = unit_weights(nets[half: 2 * half], layer, -1)
-    return np.asarray([stats.ks_2samp(first[:, i], last[:, i]).pvalue for i in range(first.shape[1])])
+    return np.asarray([ks_pvalue(first[:, i], last[:, i]) for i in range(first.shape[1])])

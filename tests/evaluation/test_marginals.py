@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from _helpers import random_mlp
 
-from symlib.evaluation.marginals import first_last_pvalues, unit_weights
+from symlib.evaluation.marginals import first_last_pvalues, ks_pvalue, unit_weights
 from symlib.core.models import unstack
 
 
@@ -57,3 +57,30 @@ def test_unit_weights_names_bad_inputs():
         unit_weights([{"layer": nets[0]["dense_0"]}], 0, 0)
     with pytest.raises(ValueError, match="no hidden layer"):
         unit_weights([{"dense_0": nets[0]["dense_0"]}], 0, 0)
+
+
+def test_ks_pvalue_is_scipy_s_and_silent_only_where_its_fallback_returns_one(monkeypatch):
+    """scipy warns that its exact p-value 'failed' when it rounds to 1 (two samples of 5 with
+    D = 1/5), and returns the asymptotic one, 1 as well: ks_pvalue drops that warning only."""
+    import warnings
+
+    from scipy import stats
+
+    a = np.arange(5.0)
+    with pytest.warns(RuntimeWarning, match="Exact calculation unsuccessful"):
+        assert stats.ks_2samp(a, a + 1).pvalue == 1.0  # scipy's warning, which ks_pvalue drops
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ks_pvalue(a, a) == ks_pvalue(a, a + 1) == 1.0
+        assert [ks_pvalue(a, a + k) for k in range(2, 7)] == [stats.ks_2samp(a, a + k).pvalue for k in range(2, 7)]
+    assert ks_pvalue(a, a + 5) == pytest.approx(2 / 252)  # exact: 2 of the C(10, 5) orderings
+
+    real = stats.ks_2samp
+
+    def other_fallback(x, y):  # a fallback whose p-value is not 1 keeps scipy's warning
+        warnings.warn("ks_2samp: Exact calculation unsuccessful. Switching to method=asymp.", RuntimeWarning)
+        return real(x, y, method="asymp")
+
+    monkeypatch.setattr(stats, "ks_2samp", other_fallback)
+    with pytest.warns(RuntimeWarning, match="Exact calculation unsuccessful"):
+        assert ks_pvalue(a, a + 5) < 1

@@ -458,12 +458,13 @@ _NO_RANKS = ("the summary has no per-network ranks of the tested weights (margin
 def ks_critical(half: int, level: float = 0.05) -> int:
     """The smallest ``k`` for which the two-sample KS test of two samples of ``half`` values with
     statistic ``D = k / half`` gives ``p < level`` (``half + 1`` when none does): the p-value
-    of :func:`scipy.stats.ks_2samp` depends on the samples only through ``D``, and falls as it grows."""
-    from scipy import stats
+    of :func:`scipy.stats.ks_2samp` (:func:`~symlib.evaluation.marginals.ks_pvalue`) depends on
+    the samples only through ``D``, and falls as it grows."""
+    from symlib.evaluation.marginals import ks_pvalue
 
     a = np.arange(half, dtype=float)
     for k in range(half + 1):
-        if stats.ks_2samp(a, a + k).pvalue < level:
+        if ks_pvalue(a, a + k) < level:
             return k
     return half + 1
 
