@@ -293,7 +293,16 @@ def test_accuracy_of_a_miniature_is_not_tested_whichever_way_it_points(experimen
     assert _verdict(experiment, name, _accuracy(paper - 3.0, n_train=60_000)) is OPPOSITE
     # the quick profile's miniature is registered as not tested, not as a difference of direction
     assert claims.documented_difference(experiment, "quick", name)
-    assert claims.unexpected_failures(claims.evaluate(experiment, _accuracy(paper - 8.0, hidden=128, n_train=2_000)), "quick") == []
+    small = _accuracy(paper - 8.0, hidden=128, n_train=2_000)
+    assert claims.unexpected_failures(claims.evaluate(experiment, small), "quick") == []
+    # the gate reads its fields by name: the summary's key order does not matter
+    shuffled = dict(reversed(list(small.items())))
+    a, b = _outcomes(experiment, shuffled)[name].evidence, _outcomes(experiment, small)[name].evidence
+    assert (a.verdict, a.untested, a.detail) == (b.verdict, b.untested, b.detail)
+    at_scale = _accuracy(paper - 0.2)
+    a = _outcomes(experiment, dict(reversed(list(at_scale.items()))))[name].evidence
+    b = _outcomes(experiment, at_scale)[name].evidence
+    assert (a.verdict, a.effect, a.detail) == (b.verdict, b.effect, b.detail)
 
 
 # ------------------------------------------------------------------ compact_representation (Table 1, Fig. 3)

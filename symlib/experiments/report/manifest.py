@@ -38,7 +38,7 @@ from symlib.experiments.profiles import Profile, get_profile
 from symlib.experiments.rossi import ROSSI_APPC_CLAIMS, ROSSI_SEC51_CLAIMS, ROSSI_VI_SETTINGS
 from symlib.experiments.judging.scales import KINDS as SCALE_KINDS
 from symlib.experiments.judging.scales import PAPER, QUICK, REDUCTION, STAND_IN, Scale, scale_of
-from symlib.experiments.xiao import XIAO_FIG1_CLAIMS, XIAO_FIG2_CLAIMS, XIAO_FIG3_CLAIMS, XIAO_TABLE1
+from symlib.experiments.xiao import TABLE1_SETUP, XIAO_FIG1_CLAIMS, XIAO_FIG2_CLAIMS, XIAO_FIG3_CLAIMS, XIAO_TABLE1
 
 #: paper key -> (citation key in book/references.bib, short name, text files in ../shared/papers)
 PAPERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
@@ -181,9 +181,9 @@ MANIFEST: tuple[Item, ...] = (
          keys=("ensemble:accuracy", "vi:accuracy"),
          paper_value=(f"ensemble {XIAO_TABLE1['accuracy_samples'][3]}%, VI {XIAO_TABLE1['accuracy_samples'][6]}% "
                       "(predictives' test accuracy)"),
-         quick_inconclusive="a miniature of the paper's network and data (fewer hidden units and training "
-                            "images than its 512 and 50,000), on which gate.xiao_mlp_setup leaves the claim not "
-                            "tested"),
+         quick_inconclusive=(f"a miniature of the paper's network and data (fewer hidden units and training "
+                             f"images than its {TABLE1_SETUP['hidden']} and {TABLE1_SETUP['n_train']:,}), on which "
+                             "gate.xiao_mlp_setup leaves the claim not tested")),
     Item("xiao2023", "Figure 3", "histograms of sigma before and after re-basin (HMC, ensemble, VI); test accuracy "
          "against pruning, with stitched means and variances", "figure", chapter="notebooks/05_merging_and_pruning",
          experiments=("compact_representation",),
