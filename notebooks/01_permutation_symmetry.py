@@ -157,8 +157,9 @@ paper_vs_ours(xiao.invariance_rows(result, net.test_accuracy),
 # {glue:text}`ch01_max_dlogit` against logits as large as {glue:text}`ch01_max_logit`), the
 # weights must move by a distance comparable to their own norm (the random permutation moves
 # them by {glue:text}`ch01_rel_distance` norms), and the distance must grow with the number
-# of transpositions. The cell below asserts all three, so the book cannot silently stop
-# supporting the claim; its printed line is the verdict.
+# of transpositions. The cell below asserts all three, and that the network it tests is a
+# trained one (its test accuracy), so the book cannot silently stop supporting the claim;
+# its printed line is the verdict.
 
 # %% tags=["nbval-check-output"]
 tolerance = 1e-5 * max(1.0, result["max_abs_logit"])

@@ -263,7 +263,8 @@ for name in ("ensemble", "vi"):
     display(report.show_saved_run(name, "minutes on a CPU"))
 
 # %% [markdown]
-# Two rows go beyond the paper. Weight matching gives a different $q_r$ from activation
+# Three rows go beyond the paper: $q_r$ by weight matching, for HMC and for the ensemble,
+# and HMC's per-chain $q_r$. Weight matching gives a different $q_r$ from activation
 # matching. For the noisy HMC samples it is a worse one: its agreement with HMC is
 # {glue:text}`ch04_hmc_qr_weight` against {glue:text}`ch04_hmc_qr_act` for activation
 # matching (mean ± standard error over the runs); for the ensemble the two are about equal

@@ -524,8 +524,9 @@ report.show_saved_run(
 # On CIFAR-100, {cite:t}`rossi2023permutation` write, "despite converging well, we fall short to
 # find zero-barrier solutions", and add that this does not rule out a permutation the
 # algorithm could not find. The text we have does not name the architecture of Fig. A3; we
-# use ResNet20, the one of the paper's two CIFAR-10 architectures (it also ran the MLP) that
-# its CIFAR barriers fall short with ("nearly-zero barrier for ResNet20"): the experiment
+# use ResNet20, the harder of the paper's two CIFAR-10 architectures: on CIFAR-10 the paper
+# reaches zero barriers with its MLP but only a "nearly-zero barrier for ResNet20", so
+# ResNet20 is already short of zero on CIFAR-10. The experiment
 # `vi_alignment_resnet20_cifar100` is `vi_alignment_resnet20` on CIFAR-100's fine labels, with a
 # head of one output per class. Its claim reads the paper's words against the threshold under
 # which this chapter calls a barrier nearly zero: the aligned barrier at the widest width stays

@@ -43,8 +43,9 @@
 # no extra training): a **stand-in** that makes the comparison one of cost per problem at
 # equal weights. Each call is timed {glue:text}`ch08_repeats` times, as wall time and as
 # the process's CPU time (summed over its threads), and every repeat is kept: the tables
-# give the median and the range of the repeats, and a timing claim holds only when its
-# difference exceeds that range. This book's machine is shared, and CPU time measures the
+# give the median and the range of the repeats. A timing difference within that range is
+# not one; one beyond it is a difference for this pair of posteriors, not yet a verdict on
+# the claim (the claims below say why). This book's machine is shared, and CPU time measures the
 # work done while wall time also counts waiting. Times depend on the machine and are
 # measured afresh at every execution, so the verdicts below are glued from this execution,
 # never written by hand; the cells that print times are ignored by nbval.

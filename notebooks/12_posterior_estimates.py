@@ -373,13 +373,14 @@ claims.assert_expected(outcomes, profile.name, "Laurent et al.")
 # {glue:text}`ch12_v_multi_mode_closer` ({glue:text}`ch12_e_multi_mode_closer`). The deep
 # ensemble, built from other networks of the same pool, the closest:
 # {glue:text}`ch12_v_ensemble_closest` ({glue:text}`ch12_e_ensemble_closest`; its MMD² is
-# an estimate of zero). The gap is not the
-# paper's: the smallest single-mode MMD² is {glue:text}`ch12_gap_MMD` times the largest
-# multi-mode one (NS: {glue:text}`ch12_gap_NS` times), where the paper's smallest
-# single-mode MMD, {paper}`10.6`, is several times its largest multi-mode one,
-# {paper}`2.8` (NS: {paper}`9.5` against {paper}`2.5`). The two ratios cannot be compared
-# anyway: ours is a ratio of MMD², the paper's of a quantity whose units it does not state
-# (if it is the MMD itself, its ratio squared is the one to set beside ours).
+# an estimate of zero). Our smallest single-mode MMD² is {glue:text}`ch12_gap_MMD` times
+# the largest multi-mode one (NS: {glue:text}`ch12_gap_NS` times; above one, every
+# single-mode estimate is farther from the reference than every multi-mode one), where the
+# paper's smallest single-mode MMD, {paper}`10.6`, is several times its largest multi-mode
+# one, {paper}`2.8` (NS: {paper}`9.5` against {paper}`2.5`). Only that ordering can be set
+# beside the paper's, not the sizes of the two ratios: ours is a ratio of MMD², the
+# paper's of a quantity whose units it does not state (if it is the MMD itself, its ratio
+# squared is the one to set beside ours).
 #
 # On the metrics (table above, and Table 1's columns): a single-mode method better
 # calibrated than its multi-mode version, {glue:text}`ch12_v_single_mode_better_ece`

@@ -132,10 +132,10 @@ display(paper_vs_ours(laurent.resnet_collapse_rows(record), "paper"))
 # `symlib.experiments.judging.thresholds`): "more
 # dispersed out of distribution" compares the coefficients of variation, "some positive
 # correlation" asks for a correlation whose permutation test over networks excludes zero,
-# and "a non-negligible probability" of functional collapse for a share of pairs whose ID MI
-# is below half the mean whose whole interval lies above
-# {glue:text}`ch13_t_collapse_frequency:.0%` (counted over disjoint pairs, so that no network
-# appears twice). The cell after the table asserts that each verdict is the expected one.
+# and "a non-negligible probability" of functional collapse asks that the share of pairs
+# whose ID MI is below half the mean have its whole interval above
+# {glue:text}`ch13_t_collapse_frequency:.0%` (pairs counted over disjoint pairs, so that no
+# network appears twice). The cell after the table asserts that each verdict is the expected one.
 
 # %%
 outcomes = claims.evaluate("functional_collapse", summary)
@@ -300,7 +300,7 @@ print({k: round(v, 3) for k, v in acc_mi.items()})
 # {glue:text}`ch13_s_cv_ood:.3f` and {glue:text}`ch13_s_cv_id:.3f`); its correlation, Pearson
 # r = {glue:text}`ch13_s_pearson_r:.3f`, has the paper's sign, but with
 # {glue:text}`ch13_s_networks` networks the permutation test cannot tell it from zero, and
-# {glue:text}`ch13_s_below_half` of its pairs fall below half the mean. Its verdicts:
+# the pairs below half the mean number {glue:text}`ch13_s_below_half`. Its verdicts:
 # {glue:text}`ch13_s_v_ood_variance_larger` (variance), {glue:text}`ch13_s_v_ood_more_dispersed`
 # (dispersion), {glue:text}`ch13_s_v_positive_correlation` (correlation) and
 # {glue:text}`ch13_s_v_collapse_frequency` (collapse frequency). Where the two runs' verdicts

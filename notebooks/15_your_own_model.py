@@ -272,6 +272,14 @@ for w, model_w in models.items():
          f"{barriers[(w, 'weight matching')]:.2f}", display=False)
     glue(f"own_removed_{w}", f"{100 * removed:.0f}%", display=False)
 
+shares = {w: 1 - barriers[(w, "weight matching")]
+          / barriers[(w, "naive")] for w in widths}
+glue("own_width_trend",
+     "as that finding leads one to expect, the wide pair lost the larger"
+     " share" if shares["wide"] > shares["narrow"] else
+     "against what that finding leads one to expect, the narrow pair"
+     " lost the larger share", display=False)
+
 # %% tags=["hide-input"]
 display(Table(["width", "barrier before matching (nats)",
                "after weight matching (nats)"],
@@ -287,10 +295,11 @@ plotting.interpolation_curves(
 # {glue:text}`own_removed_wide` of it. For the narrow one (half the channels and hidden
 # units) it goes from {glue:text}`own_barrier_narrow_naive` to
 # {glue:text}`own_barrier_narrow_weight` nats ({glue:text}`own_removed_narrow` removed; a
-# negative share is a barrier that rose). How much matching removes depends on the width:
-# {cite:t}`ainsworth2023git` find narrow models far from linearly connected after matching,
-# and chapters 02 and 07 study the width effect for MLPs with replicated pairs; this page
-# trains one pair per width, so compare the two shares as an illustration only.
+# negative share is a barrier that rose). {cite:t}`ainsworth2023git` find that how much
+# matching removes depends on the width, narrow models staying far from linearly connected
+# after matching; here, {glue:text}`own_width_trend`. This page trains one pair per width,
+# so the two shares are an illustration, not a test of that finding: chapters 02 and 07
+# study the width effect for MLPs with replicated pairs.
 
 # %% [markdown]
 # How much the barrier after matching depends on the sweep order: every key's matching of

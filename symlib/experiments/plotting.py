@@ -1,7 +1,7 @@
 """Plotting helpers: each returns a matplotlib ``Figure``; one style for the whole book."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib
 
@@ -91,8 +91,9 @@ def interpolation_curves(curves: dict[str, dict[str, np.ndarray]], *, title: str
     """Loss and accuracy along ``W_lambda`` for several paths (Xiao et al. Fig. 1).
 
     ``curves`` maps a label such as ``"test, after weight matching"`` to the output of
-    :func:`symlib.evaluation.interpolation.interpolation_curve`. Labels starting with ``"train"`` are
-    drawn solid, others dashed; the same method keeps the same colour.
+    :func:`symlib.evaluation.interpolation.interpolation_curve`. A label ``"train, <method>"``
+    is drawn solid and ``"test, <method>"`` dashed, the same method in the same colour; any
+    other label (``"wide, naive"``) is a curve of its own, solid, in a colour of its own.
 
     Args:
         curves: label -> dict of arrays ``lambda``, ``loss`` and ``accuracy``.
@@ -102,11 +103,15 @@ def interpolation_curves(curves: dict[str, dict[str, np.ndarray]], *, title: str
         The figure (loss left, accuracy right).
     """
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9.5, 3.4), constrained_layout=True)
-    methods = list(dict.fromkeys(label.split(", ", 1)[-1] for label in curves))
-    for label, curve in curves.items():
+    def split_and_method(label: str) -> tuple[str, str]:
         split, _, method = label.partition(", ")
-        style = dict(color=PALETTE[methods.index(method or split) % len(PALETTE)],
-                     ls="-" if split == "train" else "--", marker="o", ms=3)
+        return (split, method) if split in ("train", "test") and method else ("", label)
+
+    methods = list(dict.fromkeys(split_and_method(label)[1] for label in curves))
+    for label, curve in curves.items():
+        split, method = split_and_method(label)
+        style = dict(color=PALETTE[methods.index(method) % len(PALETTE)],
+                     ls="--" if split == "test" else "-", marker="o", ms=3)
         ax_loss.plot(curve["lambda"], curve["loss"], label=label, **style)
         ax_acc.plot(curve["lambda"], 100 * np.asarray(curve["accuracy"]), label=label, **style)
     ax_loss.set_ylabel("loss (mean NLL, nats)")
@@ -139,7 +144,8 @@ def mean_band(ax: plt.Axes, x: np.ndarray, ys: np.ndarray, label: str, color: st
 
 
 def grouped_bars(ax: plt.Axes, categories: Sequence[str], series: dict[str, Sequence[float | None]], *,
-                 ylabel: str, title: str | None = None) -> None:
+                 ylabel: str, title: str | None = None,
+                 errors: Mapping[str, Sequence[float | None]] | None = None) -> None:
     """Bars of several series side by side for each category; ``None`` leaves a gap.
 
     Args:
@@ -148,15 +154,20 @@ def grouped_bars(ax: plt.Axes, categories: Sequence[str], series: dict[str, Sequ
         series: legend label -> one value per category.
         ylabel: label of the y axis.
         title: title of the axes.
+        errors: legend label -> the half-length of each bar's error bar (a standard error),
+            for the series that have them (``None``: no error bar).
 
     Returns:
         None; draws on ``ax``.
     """
     width = 0.8 / max(1, len(series))
     x = np.arange(len(categories))
+    errors = errors or {}
     for i, (label, values) in enumerate(series.items()):
         vals = np.array([np.nan if v is None else float(v) for v in values])
-        ax.bar(x + (i - (len(series) - 1) / 2) * width, vals, width, label=label, color=PALETTE[i % len(PALETTE)])
+        err = None if label not in errors else np.array([np.nan if e is None else float(e) for e in errors[label]])
+        ax.bar(x + (i - (len(series) - 1) / 2) * width, vals, width, label=label, color=PALETTE[i % len(PALETTE)],
+               yerr=err, capsize=2 if err is not None else 0, error_kw={"lw": 1})
     ax.set_xticks(x, categories, rotation=30, ha="right")
     ax.set_ylabel(ylabel)
     if title:

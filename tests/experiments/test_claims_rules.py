@@ -28,3 +28,18 @@ def test_units_with_spread_keep_their_interval():
 def test_values_that_are_not_one_per_unit_are_refused():
     with pytest.raises(ValueError, match=r"1-D.*\(2, 3\)"):
         claims.mean_of_units(np.zeros((2, 3)), T, "seeds", "")
+
+
+def test_a_gated_claim_is_not_tested_and_still_shows_the_effect_it_measured():
+    """gated (since 2026-12-03): the glued interval text of a claim withheld by a validity gate
+    gives the measured effect before the reason, so prose built around it keeps its number."""
+    for values in ([0.0, 1e-12, 2e-12], [5.0, 6.0, 7.0]):  # on the paper's side, and against it
+        ev = claims.mean_of_units(values, T, "runs", "per run: ...")
+        out = claims.gated(ev, ["the chains have not converged", "too few samples"])
+        assert out.verdict is claims.Verdict.NOT_TESTED
+        assert out.untested == "the chains have not converged; too few samples"
+        assert out.interval_text() == f"{ev.interval_text()}, not judged: {out.untested}"
+        assert out.detail == f"not judged: {ev.interval_text()}; per run: ..."
+        assert claims.gated(ev, []) is ev
+    # a claim that could not be measured at all says only why
+    assert claims.not_tested(T, "no per-run values").interval_text() == "not judged: no per-run values"

@@ -185,7 +185,12 @@ def test_bank_line_and_values():
 def test_method_tables():
     s = _posteriors_summary()
     seconds = tables.method_seconds_table(s, "quick")
-    assert [r[0] for r in seconds.rows] == [m for m in METHODS if m != "DE"] and seconds.rows[0][1] == "1.2"
+    # X and multi-X are one fit, timed together: one row with their total; SGHMC has no multi-X
+    pairs = {m: f"multi-{m}" for m in METHODS if f"multi-{m}" in METHODS}
+    assert [r[0] for r in seconds.rows] == [f"{m} and {pairs[m]}, fitted together" if m in pairs else m
+                                            for m in METHODS if m != "DE" and m not in pairs.values()]
+    assert seconds.rows[0][1] == f"{s['seconds']['Dropout'] + s['seconds']['multi-Dropout']:.1f}"
+    assert "SGHMC" in [r[0] for r in seconds.rows]
     t1 = tables.table1_mnist(s, "quick")
     assert t1.headers == ["method (paper / ours, quick profile)", *TABLE1_COLUMNS]
     assert t1.rows[0][1].endswith(" / 1.0000") and t1.rows[0][4].endswith(" / 1.2")
@@ -194,7 +199,11 @@ def test_method_tables():
     variants = tables.symmetry_removal_table(s)
     assert variants.headers == ["method", "MMD", "NS", "NS min-mass", "NS re-basin"]
     assert variants.rows[0][3] == "n/a"
-    assert tables.method_settings_lines(get_profile("quick")).startswith(f"settings: {SETTINGS}\nprofile: ")
+    lines = tables.method_settings_lines(get_profile("quick"))
+    assert lines.startswith("settings (SWAG's snapshots and rank and SGHMC's adaptation at most these): "
+                            f"{SETTINGS}\nprofile: ")
+    snaps = tables.swag_schedule(get_profile("quick").post_method_epochs)[0]
+    assert f"SWAG: {snaps} snapshots, rank {min(SETTINGS['swag_rank'], snaps)};" in lines
 
 
 def test_mmd_comparison_values():

@@ -87,6 +87,13 @@ def test_saved_run_claims_reads_a_saved_run_and_none_for_a_missing_one(monkeypat
     line, _ = report.saved_run_claims("toy_perceptrons", "unit")
     assert ("2 min for the last 2 of its 8 steps (the other 6 were loaded from the artifact cache of an earlier, "
             "interrupted invocation):\ncmd") in line
+    # a run that only summarised steps computed elsewhere (the GPU queue's folded blocks) says so
+    results.save("toy_perceptrons", "unit", {**summary, "dropped": 0}, command="cmd", elapsed_s=60.0,
+                 steps={"computed": 0, "loaded": 3})
+    line, _ = report.saved_run_claims("toy_perceptrons", "unit")
+    assert ("1 min to summarise its 3 steps, every one loaded from the artifact cache, where an earlier invocation "
+            "or the GPU queue computed them (the device above only summarised them):\ncmd") in line
+    assert "last 0" not in line
 
 
 def test_saved_paper_scale_optunet_run_shows_its_claims():

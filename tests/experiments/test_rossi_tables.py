@@ -181,3 +181,21 @@ def test_plots_of_the_mirror_pairs_and_the_timings():
     assert [ax.get_title() for ax in fig.axes] == [f"{ds}, trained VI posteriors" for ds in rossi.ALIGN_DATASETS]
     assert fig.axes[0].get_legend_handles_labels()[1] == ["Wasserstein alignment (mu, sigma)",
                                                           "weight matching (means only)"]
+
+
+def test_interpolation_curves_pair_train_and_test_of_a_method_and_keep_other_labels_apart():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from symlib.experiments import plotting
+
+    curve = {"lambda": np.linspace(0, 1, 3), "loss": np.ones(3), "accuracy": np.ones(3)}
+    labels = ["train, naive", "test, naive", "test, weight matching", "wide, naive", "narrow, naive"]
+    fig = plotting.interpolation_curves({k: curve for k in reversed(labels)})
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    style = {k: (lines[k].get_color(), lines[k].get_linestyle()) for k in labels}
+    assert style["train, naive"][0] == style["test, naive"][0] != style["test, weight matching"][0]
+    assert (style["train, naive"][1], style["test, naive"][1]) == ("-", "--")
+    # labels that name no split (a width, a model) are curves of their own, each its own colour
+    colours = {style[k][0] for k in ("test, naive", "test, weight matching", "wide, naive", "narrow, naive")}
+    assert len(colours) == 4 and style["wide, naive"][1] == style["narrow, naive"][1] == "-"

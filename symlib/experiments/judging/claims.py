@@ -114,9 +114,15 @@ class Evidence:
     def interval_text(self) -> str:
         """``"0.41 [0.3, 0.52] over 3 network pairs"``, the exact value with its units,
         ``"0 (no interval) over 3 runs"`` for an infinite interval (one unit, or units that
-        tie), or for a claim that was not tested ``"not judged: <why>"``."""
-        if self.untested is not None:
-            return f"not judged: {self.untested}"
+        tie); for a claim that was not tested ``"not judged: <why>"``, after the effect that
+        was measured when a validity gate withheld the verdict (:func:`gated`)."""
+        if self.untested is None:
+            return self._measured_text()
+        if math.isfinite(self.effect):
+            return f"{self._measured_text()}, not judged: {self.untested}"
+        return f"not judged: {self.untested}"
+
+    def _measured_text(self) -> str:
         if self.low == self.effect == self.high:
             return f"{self.effect:.3g} ({self.units})"
         if math.isinf(self.low) and math.isinf(self.high):
@@ -144,7 +150,8 @@ def one_run(ev: Evidence) -> Evidence:
 def gated(ev: Evidence, failed: Sequence[str]) -> Evidence:
     """``ev``, or "not tested" when the run failed a validity gate (a sampler that has not
     converged, a miniature outside the paper's regime): the same whichever way the effect
-    points, with the gates' reasons and the effect that was not judged in the detail.
+    points, with the gates' reasons; the effect that was not judged is kept, with its
+    interval, and shown by :meth:`Evidence.interval_text` and in the detail.
 
     Args:
         ev: the claim's evidence.
@@ -155,7 +162,7 @@ def gated(ev: Evidence, failed: Sequence[str]) -> Evidence:
     """
     if not failed or ev.untested is not None:
         return ev
-    return not_tested(ev.threshold, "; ".join(failed), f"not judged: {ev.interval_text()}; {ev.detail}")
+    return dataclasses.replace(ev, untested="; ".join(failed), detail=f"not judged: {ev.interval_text()}; {ev.detail}")
 
 
 def exact(effect: float, threshold: Threshold, units: str, detail: str) -> Evidence:

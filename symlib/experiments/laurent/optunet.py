@@ -404,8 +404,8 @@ difference("laurent_optunets", "quick", "swaps_gathered",
 # The 16-network run, rerun on 2026-11-26, tests and holds all six claims.
 difference("laurent_optunets", "paper-8nets", "ordering_freezes",
            "over the last tenth of the 60 epochs the 8 OptuNets' net swaps per epoch are a small fraction of those "
-           "of the first phase in both permutations (the paper's direction), but the spread between the runs keeps "
-           "the interval over the 8 runs above the registered 0.15: not significant with 8 runs",
+           "of the first phase in both permutations (the paper's direction), but the spread between the runs makes "
+           "the interval over the 8 runs reach past the registered 0.15: not significant with 8 runs",
            verdict=Verdict.SAME_DIRECTION)
 
 # The paper profile's 256 OptuNets (run on an H100 on 2026-11-26; 231 converged): five claims

@@ -273,17 +273,29 @@ def saved_posterior_values(record: Mapping[str, Any], outcomes) -> dict[str, Any
 
 
 def method_seconds_table(summary: Mapping[str, Any], profile_name: str) -> Table:
-    """The seconds each posterior estimate took (the deep ensemble, trained with the bank, left out)."""
-    return Table(["method", f"seconds ({profile_name} profile, this machine)"],
-                 [(m, f"{summary['seconds'][m]:.1f}") for m in summary["methods"] if m != "DE"])
+    """The seconds each posterior estimate's fit took (the deep ensemble, trained with the bank,
+    left out). A method X and its multi-X are one fit at the modes, timed together (the summary
+    gives each half): one row names both, with their total."""
+    sec = summary["seconds"]
+    rows = []
+    for m in summary["methods"]:
+        if m == "DE" or (m.startswith("multi-") and m.removeprefix("multi-") in sec):
+            continue
+        pair = f"multi-{m}"
+        rows.append((f"{m} and {pair}, fitted together", f"{sec[m] + sec[pair]:.1f}") if pair in sec
+                    else (m, f"{sec[m]:.1f}"))
+    return Table(["method", f"seconds ({profile_name} profile, this machine)"], rows)
 
 
 def method_settings_lines(profile: Profile) -> str:
-    """The methods' settings and the profile's choices for them, two lines."""
-    return (f"settings: {SETTINGS}\n"
+    """The methods' settings (the paper's, as the zoo takes them) and the profile's choices
+    for them, which override SWAG's snapshots and rank and SGHMC's adaptation, two lines."""
+    snaps, _ = swag_schedule(profile.post_method_epochs)
+    return (f"settings (SWAG's snapshots and rank and SGHMC's adaptation at most these): {SETTINGS}\n"
             f"profile: {profile.post_method_epochs} epoch(s) of Dropout and BNN, {profile.post_sghmc_epochs} of SGHMC, "
             f"started from the modes: {profile.post_warm_start}; SGHMC scale-adapted for "
-            f"{_sghmc_of(profile).adapt_epochs} epoch(s) ({profile.n_train:,} images); Laplace Hessian: "
+            f"{_sghmc_of(profile).adapt_epochs} epoch(s) ({profile.n_train:,} images); SWAG: {snaps} snapshots, "
+            f"rank {min(SETTINGS['swag_rank'], snaps)}; Laplace Hessian: "
             f"{profile.laplace_hessian} over {profile.laplace_n_data or 'all'} training images")
 
 

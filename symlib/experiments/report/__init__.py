@@ -139,8 +139,8 @@ def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | No
         keep: optional predicate on claim names: the claims to show (default all).
 
     Returns:
-        ``(provenance, table)``: a line with the run's networks, accuracy, date, device, time
-        and command, then its scale (:mod:`symlib.experiments.judging.scales`) and any hand
+        ``(provenance, table)``: a line with the run's networks, accuracy, date, commit,
+        device, time and command, then its scale (:mod:`symlib.experiments.judging.scales`) and any hand
         amendment the record states (its ``amended``); and
         :func:`symlib.experiments.judging.claims.claims_table` of its claims with the scale in its
         header; None when no such run was saved.
@@ -158,9 +158,12 @@ def saved_run_claims(name: str, profile: str, keep=None) -> tuple[str, Any] | No
     if minutes and steps.get("loaded"):
         total = steps["loaded"] + steps["computed"]
         minutes += (f" for the last {steps['computed']} of its {total} steps (the other {steps['loaded']} were "
-                    "loaded from the artifact cache of an earlier, interrupted invocation)")
+                    "loaded from the artifact cache of an earlier, interrupted invocation)" if steps["computed"] else
+                    f" to summarise its {total} steps, every one loaded from the artifact cache, where an earlier "
+                    "invocation or the GPU queue computed them (the device above only summarised them)")
     scale = _scale(name, profile, record)
-    line = (f"{', '.join(facts) + '; ' if facts else ''}run on {record['date']}, {record['device']}{minutes}:\n"
+    commit = f" at commit {record['commit'][:7]}" if record.get("commit") else ""
+    line = (f"{', '.join(facts) + '; ' if facts else ''}run on {record['date']}{commit}, {record['device']}{minutes}:\n"
             f"{record['command']}\nscale: {scale}" + (f"\namended: {record['amended']}" if "amended" in record else ""))
     outcomes = [o for o in claims.evaluate(name, summary) if keep is None or keep(o.claim.name)]
     return line, claims.claims_table(outcomes, profile, scale=scale)

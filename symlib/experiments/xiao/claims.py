@@ -381,10 +381,10 @@ def _over_runs(summary: Mapping[str, Any], key: str, one, what: str, parts=None)
                      f"per run: {', '.join(f'{e:.3g}' for e in effects)}; run 1: {evs[0].detail}")
     per_run = [parts(r) for r in runs]
     names = [e.detail for e in per_run[0]]
-    over = [mean_of_units([p[j].effect for p in per_run], t, "", name) for j, name in enumerate(names)]
+    over = [mean_of_units([p[j].effect for p in per_run], t, "runs", name) for j, name in enumerate(names)]
     w = worst(over)
-    text = "; ".join(f"{e.detail} {e.interval_text()}" for e in over)
-    return _with(w, _runs_text(summary, what) + f" (worst part: {w.detail})",
+    text = "; ".join(f"{name}: {e.interval_text()}" for name, e in zip(names, over))
+    return _with(w, _runs_text(summary, what) + f" (worst part: {names[over.index(w)]})",
                  f"each part over the runs: {text}; run 1: {evs[0].detail}")
 
 
@@ -621,16 +621,20 @@ def _qd_falls_with_chains(summary: Mapping[str, Any]) -> Evidence:
 # The quick profile's Fig. 2 runs train for too few steps to move NoT (chapter 03): every run ties
 # exactly (a correlation of one, no change of NoT, no violation along the path), and tied runs
 # give no interval (claims.mean_of_units, since 2026-12-01), so these read "same direction".
-_TIED = ("in the quick profile's short training NoT does not move, so every run gives exactly the same value "
-         "(the claims table gives it); tied runs show no spread between runs, and a zero spread is no evidence "
+_TIED = ("(the claims table gives it); tied runs show no spread between runs, and a zero spread is no evidence "
          "of none, so their mean has no interval (since 2026-12-01, after an audit of coverage; before, the tie "
          "gave a zero-width interval that held with certainty). The direction is the paper's; ")
+_NOT_STILL = "in the quick profile's short training NoT does not move, so every run gives exactly the same value "
 difference("not_sweep", "quick", "not_after_training",
-           _TIED + "the paper-scale sweep in book/results judges the correlation", verdict=Verdict.SAME_DIRECTION)
+           _NOT_STILL + _TIED + "the paper-scale sweep in book/results judges the correlation",
+           verdict=Verdict.SAME_DIRECTION)
 difference("not_sweep", "quick", "not_nearly_equal",
-           _TIED + "the paper-scale sweep, whose networks move, finds them far apart", verdict=Verdict.SAME_DIRECTION)
+           _NOT_STILL + _TIED + "the paper-scale sweep, whose networks move, finds them far apart",
+           verdict=Verdict.SAME_DIRECTION)
 difference("not_paths", "quick", "not_along_path",
-           _TIED + "the paper-scale pairs in book/results drift apart and are judged there",
+           "in the quick profile NoT moves along the path in every pair but never against its direction, so "
+           "every pair's violation is exactly 0 " + _TIED
+           + "the paper-scale pairs in book/results drift apart and are judged there",
            verdict=Verdict.SAME_DIRECTION)
 difference("not_paths", "quick", "not_path_smooth",
            "in the quick profile NoT stays flat near both networks and is monotone (no violation in any pair), but it "

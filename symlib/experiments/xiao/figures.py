@@ -138,12 +138,16 @@ def table1_figure(table: Mapping[str, Any], profile_name: str, runs: int) -> plt
     ``compact_representation`` result's ``table()``) beside the paper's, for the paper's rows."""
     paper_col = {c: i for i, c in enumerate(XIAO_TABLE1["columns"])}
     cols = [c for c in TABLE1_ORDER if c in paper_col]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), constrained_layout=True)
-    for ax, metric, label in ((axes[0], "agreement", "agreement with HMC (higher is better)"),
-                              (axes[1], "tv", "total variation to HMC (lower is better)")):
-        bars = {f"ours ({profile_name}, mean of {runs} runs)": [table[c][metric][0] for c in cols],
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.0), constrained_layout=True)
+    ours = f"ours ({profile_name}, mean ± s.e. of {runs} runs)"
+    for ax, metric, label in ((axes[0], "agreement", "agreement with HMC\n(higher is better)"),
+                              (axes[1], "tv", "total variation to HMC\n(lower is better)")):
+        bars = {ours: [table[c][metric][0] for c in cols],
                 "Xiao et al. (2023)": [XIAO_TABLE1[metric][paper_col[c]] for c in cols]}
-        plotting.grouped_bars(ax, cols, bars, ylabel=label)
+        plotting.grouped_bars(ax, cols, bars, ylabel=label, errors={ours: [table[c][metric][1] for c in cols]})
+        ax.set_ylim(0, 1.3)  # both metrics lie in [0, 1]: room above the bars for the legend
+        ax.set_yticks(np.linspace(0, 1, 6))
+        ax.legend(fontsize=8, loc="upper center", ncol=2)
     fig.suptitle("Table 1 as a figure: how close each approximation's predictive is to HMC's")
     return fig
 

@@ -290,7 +290,8 @@ def saved_not_values(saved_sweep: Mapping[str, Any], saved_paths: Mapping[str, A
         "rho": f"{rho['distance_raw']:.2f} and {rho['barrier_raw']:.2f}",
         "matched": f"{ss['barrier_matched_mean']:.3f}", "raw_max": f"{ss['barrier_raw_max']:.2f}",
         "at_zero": " and ".join(str(int(v)) for v in rows["not_p_prime"][at_zero]),
-        "at_zero_share": f"{rows['not_p_prime'][at_zero].mean() / sp['hidden']:.0%}",
+        # k transpositions move at least k + 1 units: the share every pair re-pairs, rounded down
+        "at_zero_share": f"{np.floor(100 * (rows['not_p_prime'][at_zero].min() + 1) / sp['hidden']):.0f}%",
         "barrier_at_zero": " and ".join(f"{v:.3f}" for v in rows["barrier_raw"][at_zero]),
         "mean_abs": f"{ss['mean_abs_not_change']:.0f}", "planted": sp["not_p"],
         "kept_epochs": int(np.argmax(ne != sp["not_p"])) - 1, "final_not": int(ne[-1]), "last_epoch": sp["epochs"],
