@@ -174,9 +174,9 @@ if paper_run is not None:
 # on the test set; the claim's share is the least clear of the four (the claims table names
 # it).
 # With the quick profile's hidden layer of {glue:text}`ch02_hidden` units the matched
-# barrier is not zero. Read absolutely, the least clear of the four matched barriers is
-# {glue:text}`ch02_e_matched_barrier_nearly_zero` nats against the
-# threshold of {glue:text}`ch02_zero_threshold` (verdict:
+# barrier is not zero. Read absolutely, the least clear of the four matched barriers, in
+# nats, is {glue:text}`ch02_e_matched_barrier_nearly_zero`, against the threshold of
+# {glue:text}`ch02_zero_threshold` nats (verdict:
 # *{glue:text}`ch02_v_matched_barrier_nearly_zero`*). Both thresholds, this one and the
 # share's, were registered after we had seen these barriers (the registry says so, and the
 # claims table marks them), so both verdicts are post hoc readings, and each interval's

@@ -20,8 +20,9 @@
 #
 # Reproduces Section 3.2 and Figure 3 of {cite:t}`xiao2023compact`.
 #
-# **Core idea.** Once every posterior approximation is a diagonal Gaussian in one shared
-# frame (HMC and ensemble through re-basin, VI by construction), their per-weight
+# **Core idea.** Once every posterior approximation is a diagonal Gaussian (HMC's samples
+# and the ensemble's members summarised after re-basin, VI by construction) in one shared
+# frame (through matching), their per-weight
 # uncertainties can be compared directly, and even combined: take the means of one method
 # and the standard deviations of another, after matching the two into the same frame.
 # The standard deviations are useful in their own right: weights with a large $\sigma$
@@ -145,9 +146,10 @@ glue_all(glue, "ch05", xiao.sigma_inspection_values(inspection, profile))
 # verdict is *{glue:text}`ch05_v_bayesian_sigma_near_prior`*. The share of all weights
 # within a factor $1.5$ of the prior's $\sigma$, the only reading before this check was
 # added, is {glue:text}`ch05_near_hmc_d` for HMC's $q_d$, {glue:text}`ch05_near_hmc_r` for
-# its $q_r$ and {glue:text}`ch05_near_vi` for VI: a large share can come from chains that
-# never reached the prior's scale on the weights where the posterior is known, which is why
-# that reading is no longer the claim.
+# its $q_r$ and {glue:text}`ch05_near_vi` for VI. That reading is no longer the claim
+# because it cannot fail the right way: in a run whose chains never reached the prior's
+# scale on the weights where the posterior is known, a share could still be large, made
+# of other weights that happen to lie near $1$.
 #
 # **VI.** With the training budget of the previous chapter ({glue:text}`ch05_vi_epochs`
 # epochs at learning rate {glue:text}`ch05_vi_lr` in this profile), VI's standard deviations

@@ -125,8 +125,9 @@ glue_all(glue, "ch06", costs.glue_values())
 #
 # Treat each coordinate as one "unit", so the only non-trivial permutation is the swap,
 # and take $q_1$ to be the mirror image of $q_0$. The swap maps $q_1$ exactly onto $q_0$.
-# Two configurations: (a) means on the mirror line, covariances mirrored (what the
-# paper's figure shows); (b) means mirrored as well.
+# Two configurations of "two distributions symmetrical w.r.t. the y = x plane" (the
+# caption of Fig. A1; the figure itself is not in the text we have): (a) means on the
+# mirror line, covariances mirrored; (b) means mirrored as well.
 
 # %%
 cases = {"(a) means on y = x": ((0.0, 0.0), (1.0, 0.2)),
