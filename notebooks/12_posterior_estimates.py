@@ -64,15 +64,18 @@ glue_all(glue, "ch12",
 # %% [markdown]
 # ## The reference posterior: a bank of OptuNets
 #
-# `optunet_bank` trains `bank_nets` OptuNets at once with `vmap`. The paper's reference is
+# `optunet_bank` trains `bank_nets` OptuNets ({glue:text}`ch12_bank_nets` in this profile)
+# at once with `vmap`. The paper's reference is
 # {paper}`1,000` networks trained with the authors' recipe (SGD {paper}`0.04`, {paper}`60`
 # epochs, random crops). That recipe is slow to reach the authors' accuracy on our
 # {glue:text}`ch12_n_train`-image split (chapter on min mass), so the quick profile trains
 # more, shorter runs instead: Adam at {glue:text}`ch12_bank_lr` without crops for
-# `bank_epochs` epochs, keeping the recipe's weight decay, batch and learning-rate
+# `bank_epochs` epochs ({glue:text}`ch12_bank_epochs`), keeping the recipe's weight decay,
+# batch and learning-rate
 # halvings. Networks below {repo}`15%` test accuracy are left out (the authors'
-# convergence rule). The first `post_reference` converged networks are the reference; the
-# next `post_samples` the deep ensemble; the first `post_modes` of those are the modes of
+# convergence rule). The first `post_reference` ({glue:text}`ch12_reference`) converged
+# networks are the reference; the next `post_samples` ({glue:text}`ch12_samples`) the deep
+# ensemble; the first `post_modes` ({glue:text}`ch12_modes`) of those are the modes of
 # the multi-mode methods, and the first mode is the mode of every single-mode method.
 
 # %%
@@ -141,7 +144,8 @@ print(laurent.method_settings_lines(profile))
 # itself, so compare the ordering, not the values or their ratios. The metrics are the
 # paper's library's definitions (`symlib.evaluation`: ECE with
 # {repo}`15` bins, Brier summed over classes, AUPR and FPR95 with OOD positive and minus
-# the top probability as score, MI in nats) on `post_n_eval` MNIST test images and as many
+# the top probability as score, MI in nats) on `post_n_eval` ({glue:text}`ch12_n_eval`)
+# MNIST test images and as many
 # Fashion-MNIST test images (OOD), in percent as in the paper (MI times a hundred).
 
 # %%

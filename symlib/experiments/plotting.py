@@ -621,7 +621,7 @@ def training_runs_figure(epoch_loss: np.ndarray, converged: np.ndarray, mileston
                          test_accuracy: np.ndarray, *, loss_title: str, accuracy_title: str) -> plt.Figure:
     """Networks trained at once: the training objective per epoch, one line per network (red for
     those in ``~converged``), with the learning-rate milestones dashed; and each network's test
-    accuracy.
+    accuracy (red likewise), the networks numbered on a whole-number axis.
 
     Args:
         epoch_loss: ``(networks, epochs)`` training objective.
@@ -643,9 +643,11 @@ def training_runs_figure(epoch_loss: np.ndarray, converged: np.ndarray, mileston
     axes[0].set_xlabel("epoch")
     axes[0].set_ylabel("training objective (cross-entropy + penalty)")
     axes[0].set_title(loss_title)
-    axes[1].plot(100 * test_accuracy, np.arange(len(test_accuracy)), "o", color="C0")
+    axes[1].scatter(100 * np.asarray(test_accuracy), np.arange(len(test_accuracy)),
+                    c=["C0" if c else "C3" for c in converged], zorder=2)
     axes[1].set_xlabel("test accuracy (%)")
     axes[1].set_ylabel("network")
+    axes[1].yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     axes[1].set_title(accuracy_title)
     return fig
 

@@ -134,6 +134,10 @@ def test_posterior_setting_values():
     # SGHMC adapts for the library's 20 epochs of its 250 in the paper profile, half its 5 in the quick one
     assert (values["sghmc_adapt_q"], values["sghmc_adapt_p"]) == (2, 20)
     assert values["n_train_p"] == "50,000"
+    # the profile's sizes the prose names by their settings, with their values in this profile
+    assert (values["bank_nets"], values["bank_epochs"], values["modes"], values["reference"]) == (
+        quick.bank_nets, quick.bank_epochs, quick.post_modes, quick.post_reference)
+    assert values["n_eval"] == f"{quick.post_n_eval:,}"
 
 
 def test_sghmc_config_adapts_then_keeps_draws_the_library_s_epochs_apart():
@@ -422,6 +426,11 @@ def test_the_chapters_figures():
     fig = plotting.training_runs_figure(np.ones((3, 4)), np.array([True, False, True]), [1], np.array([0.1, 0.5, 0.9]),
                                         loss_title="l", accuracy_title="a")
     assert [line.get_color() for line in fig.axes[0].lines[:3]] == ["C0", "C3", "C0"] and len(fig.axes[0].lines) == 4
+    import matplotlib.colors as mcolors
+    dots = fig.axes[1].collections[0].get_facecolors()  # the accuracies coloured as the lines
+    assert [mcolors.to_hex(c) for c in dots] == [mcolors.to_hex(c) for c in ("C0", "C3", "C0")]
+    fig.canvas.draw()
+    assert all(float(t).is_integer() for t in fig.axes[1].get_yticks())  # networks are numbered, not halved
     fig = plotting.mass_landscape_figure(np.linspace(0, 1, 3), np.ones(3), np.linspace(-1, 1, 5), [np.ones(5)] * 2,
                                          {"trained": np.array([1.0, 2.0]), "min-mass": np.array([1.0, 3.0])}, name="n")
     assert len(fig.axes[1].lines) == 2 and fig.axes[2].get_xlabel() == "eigenvalue index (2 rescalable units)"

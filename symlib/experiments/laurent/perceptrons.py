@@ -325,7 +325,9 @@ def _toy_mode_duplicated(summary: dict[str, Any]) -> Evidence:
     mirror = float(np.min(np.abs(modes + top))) if modes.size else np.inf
     return _bootstrap_evidence(summary, "mode_margin", threshold("toy_perceptrons.mode_duplicated"), "networks",
                                f"highest mode of w1 - w2 at {top:.2f} (bandwidth {h:.2f}); nearest mode to its mirror "
-                               f"{-top:.2f} is {mirror:.2f} away; modes {np.round(modes, 2).tolist()}")
+                               f"{-top:.2f} is {mirror:.2f} away; modes {np.round(modes, 2).tolist()}; effect: the "
+                               "smaller of |mode| / bandwidth - 1 (off the diagonal) and 1 - that distance / "
+                               "bandwidth (mirrored), positive when both hold")
 
 
 @claim("toy_perceptrons", "scaling_regroups", "Laurent et al. (2024), Sec. 3.1, Fig. 1 (left vs middle)",
