@@ -401,7 +401,8 @@ def _time_grows_with_width(summary: Mapping[str, Any], experiment: str) -> Evide
                      + " s CPU")
     w = worst(evs)
     return one_run(Evidence(w.effect, w.low, w.high, t, f"{r.shape[1]} repeats per width (worst of {len(evs)} "
-                            f"doublings{_WORST_BY}; {_REPEATS_OF_ONE_PAIR})", "median [min-max] per width: " + "; ".join(parts)))
+                            f"doublings{_WORST_BY}; {_REPEATS_OF_ONE_PAIR})",
+                            "median [min-max] per width: " + "; ".join(parts)))
 
 
 def _vi_costlier(summary: Mapping[str, Any], experiment: str) -> Evidence:
