@@ -195,6 +195,9 @@ def test_method_tables():
                                             for m in METHODS if m != "DE" and m not in pairs.values()]
     assert seconds.rows[0][1] == f"{s['seconds']['Dropout'] + s['seconds']['multi-Dropout']:.1f}"
     assert "SGHMC" in [r[0] for r in seconds.rows]
+    # the rows do not depend on the order of the summary's keys
+    shuffled = {**s, "seconds": dict(reversed(list(s["seconds"].items()))), "methods": list(reversed(s["methods"]))}
+    assert tables.method_seconds_table(shuffled, "quick").rows == seconds.rows
     t1 = tables.table1_mnist(s, "quick")
     assert t1.headers == ["method (paper / ours, quick profile)", *TABLE1_COLUMNS]
     assert t1.rows[0][1].endswith(" / 1.0000") and t1.rows[0][4].endswith(" / 1.2")
