@@ -131,12 +131,21 @@ xiao.distance_against_not(sweep);
 #
 # Rows are hidden units. The permutation moves whole rows of the first-layer matrix
 # $W_1$ (one unit's incoming weights) and the matching columns of $W_2$ (its outgoing
-# weights); the figure shows the first {glue:text}`ch01_n_show` units. Every row of the
-# permuted matrix is a row of the original, in another place.
+# weights); the figure shows the first {glue:text}`ch01_n_show` rows of each matrix. Every row
+# of the permuted matrix is a row of the original, in another place: here
+# {glue:text}`ch01_from_below` of the first {glue:text}`ch01_n_show` rows of the permuted
+# matrix come from units further down the original, so the two panels share only the other
+# rows, each in a new place.
 
 # %%
 n_show = 48
+w1, w1p = (np.asarray(p["dense_0"]["kernel"]).T
+            for p in (params, permuted))
+source = [int(np.argmin(np.abs(w1 - row).sum(axis=1)))
+          for row in w1p[:n_show]]  # the original unit of each row
+assert all(np.array_equal(w1p[i], w1[j]) for i, j in enumerate(source))
 glue("ch01_n_show", n_show, display=False)
+glue("ch01_from_below", sum(j >= n_show for j in source), display=False)
 xiao.permuted_weights(params, permuted, n_show);
 
 # %% [markdown]

@@ -178,8 +178,9 @@ display(xiao.worst_ess_table(coords))
 # earlier version of this chapter left every $\sigma$ at its initial value, a point
 # estimate. The quick profile therefore runs {glue:text}`ch04_vi_epochs` epochs
 # ({glue:text}`ch04_vi_steps` steps) at learning rate {glue:text}`ch04_vi_lr`. The figure
-# and the line below it show the ELBO over training (its change over the last tenth of
-# training is printed), and how far the standard deviations left their initial value.
+# shows the negative ELBO over training on a log axis; the line below it prints the ELBO's
+# change over the last tenth of training and how far the standard deviations left their
+# initial value.
 
 # %%
 vi_res = experiments.run("vi", profile)

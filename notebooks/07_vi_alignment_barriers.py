@@ -376,7 +376,9 @@ glue_all(glue, "ch07",
                                       paper_profile.align_epochs,
                                       "paper-1000epochs-2pairs"))
 length_rows = rossi.training_length_rows(ps, ls)
-display(rossi.training_length_table(length_rows))
+long_epochs = int(results.command_setting(long_run["command"], "epochs"))
+display(rossi.training_length_table(
+    length_rows, (paper_profile.align_epochs, long_epochs)))
 glue_all(glue, "ch07", rossi.training_length_values(ps, ls))
 # what the prose below says of this run
 for ds in experiments.ALIGN_DATASETS:

@@ -109,14 +109,16 @@ n_nets = len(nets)
 print(laurent.optunet_training_line(res, profile))
 glue("ch10_quick_acc", f"{res.test_accuracy[keep].mean():.0%}",
      display=False)
-glue("ch10_quick_dropped", int(res.converged.size - keep.size),
-     display=False)
+below = int(res.converged.size - keep.size)
+glue("ch10_quick_dropped", below, display=False)
 
 # %% tags=["hide-input"]
+floor = f"{experiments.CONVERGED_ACCURACY:.0%}"
 plotting.training_runs_figure(
     res.epoch_loss, res.converged, res.milestones, res.test_accuracy,
-    loss_title="OptuNets: one line per network "
-               f"(red: below {experiments.CONVERGED_ACCURACY:.0%})",
+    loss_title="OptuNets: one line per network " + (
+        f"(red: the {below} below {floor} test accuracy)" if below
+        else f"(every one at or above {floor} test accuracy)"),
     accuracy_title=f"{profile.n_test} MNIST test images");
 
 # %% [markdown]
@@ -338,8 +340,10 @@ glue_all(glue, "ch10",
          laurent.largest_ratio_values(largest, layers, layer_params))
 
 # %% tags=["hide-input"]
-plotting.pvalue_cdfs(pvals, [f"{name}: KS p-values, first vs last unit"
-                             for name in mlp_layers]);
+plotting.pvalue_cdfs(pvals, [
+    f"{name}: first vs last unit,\n"
+    f"{laurent.marginal_weights_tested(l, mlp_layers)} weights"
+    for l, name in enumerate(mlp_layers)]);
 
 # %% [markdown]
 # One weight position up close: the hidden-to-hidden weight whose canonical p-value is the
@@ -350,8 +354,8 @@ plotting.pvalue_cdfs(pvals, [f"{name}: KS p-values, first vs last unit"
 l = 1
 i = int(np.argmin(pvals["scaling and permutation removed"][l]))
 plotting.overlaid_histograms(
-    {f"{name}: weight {i} into {mlp_layers[l]} units "
-     f"(p = {pvals[name][l][i]:.1e})":
+    {f"{name}: weight {i} into {mlp_layers[l]} units\n"
+     f"(KS p = {pvals[name][l][i]:.2g}, from disjoint halves)":
      {label: unit_weights(forms[name], l, unit)[:, i]
       for unit, label in ((0, "first unit"), (-1, "last unit"))}
      for name in ("trained (raw)", "scaling and permutation removed")},

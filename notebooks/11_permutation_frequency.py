@@ -167,6 +167,13 @@ glue_all(glue, "ch11",
 # same rule leaves out {glue:text}`ch11_s16_dropped` of the {glue:text}`ch11_s16_nets` and
 # {glue:text}`ch11_s8_dropped` of the {glue:text}`ch11_s8_nets` OptuNets of the CPU runs, and
 # {glue:text}`ch11_quick_dropped` of the quick profile's {glue:text}`ch11_quick_nets`.
+#
+# The two claims that are ratios of rates (`swaps_in_high_lr_phases`, `ordering_freezes`)
+# carry the registered delta-method interval, which is symmetric about the ratio: with few
+# runs and a ratio near zero its lower end can fall below zero, where no ratio of
+# non-negative rates lies. Both claims say "below" a threshold above zero: the upper end
+# decides whether a claim holds, and a lower end below zero can only keep it from being
+# judged to differ.
 
 # %%
 saved = {label: results.load("laurent_optunets", label)

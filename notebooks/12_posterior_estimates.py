@@ -230,6 +230,9 @@ display(laurent.symmetry_removal_table(summary))
 #     --set post_samples=100 --set post_modes=10 --set post_method_epochs=2 --set post_warm_start=true \
 #     --label paper-1024nets-800ref-2epochs --out book/results
 # ```
+#
+# (On the device the summary was written to a scratch folder and then copied into
+# `book/results/`; the record below gives the command exactly as it ran.)
 
 # %%
 gpu_run = results.load("laurent_posteriors",

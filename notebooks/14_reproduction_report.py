@@ -21,9 +21,12 @@
 # One short row per table and figure of {cite:t}`xiao2023compact`, {cite:t}`rossi2023permutation`
 # and {cite:t}`laurent2024symmetry`, main text and appendices, including those the book does
 # not attempt. Each row gives the chapter, the **scale** of the run it judges, the
-# **verdict** of the paper's claims on that run, and one key number each for the paper and
-# for us; the long text (what the item shows, the paper's full value, ours on every run,
-# each claim with its interval) is in the item's collapsible details below the table.
+# **verdict** of the paper's claims on that run, the paper's value, and ours: the effect of
+# the claim that decides the verdict, in that claim's units (which need not be those of the
+# paper's value: a gap in points beside two accuracies, say; the claim's statement is in the
+# details). The long text (what the item shows, the paper's full value, ours on every run,
+# each claim with its threshold and interval, the whole scale) is in the item's collapsible
+# details below the table.
 #
 # The page is generated when the book is built, from three sources:
 #
@@ -86,9 +89,10 @@ glue_all(glue, "ch14",
 # side is always to the right of the vertical line, on a symmetric-log axis because the
 # claims' units differ; colours are the verdicts, thin grey lines separate the scales (paper
 # scale, labelled reduction, stand-in, quick miniature, top to bottom), and an arrow marks an
-# unbounded interval (one unit). A bar wholly right of the line means the claim holds, wholly
-# left that it differs, unless its dot is hollow: an interval over the test images or units of
-# one run of a method says nothing of the spread between runs, so it is at most "not
+# unbounded interval (one unit). Green is the paper's side and orange the other, dark where
+# the interval is wholly on that side. A bar wholly right of the line means the claim holds,
+# wholly left that it differs, unless its dot is hollow: an interval over the test images or
+# units of one run of a method says nothing of the spread between runs, so it is at most "not
 # significant".
 #
 # ## Xiao et al. (2023)

@@ -266,10 +266,10 @@ for w, model_w in models.items():
                                                        curve["loss"])
     removed = (1 - barriers[(w, "weight matching")]
                / barriers[(w, "naive")])
-    glue(f"own_barrier_{w}_naive", f"{barriers[(w, 'naive')]:.2f}",
+    glue(f"own_barrier_{w}_naive", f"{barriers[(w, 'naive')]:.3f}",
          display=False)
     glue(f"own_barrier_{w}_weight",
-         f"{barriers[(w, 'weight matching')]:.2f}", display=False)
+         f"{barriers[(w, 'weight matching')]:.3f}", display=False)
     glue(f"own_removed_{w}", f"{100 * removed:.0f}%", display=False)
 
 shares = {w: 1 - barriers[(w, "weight matching")]
@@ -287,7 +287,8 @@ display(Table(["width", "barrier before matching (nats)",
                 f"{barriers[(w, 'weight matching')]:.3f}"]
                for w in widths]))
 plotting.interpolation_curves(
-    curves, title="Test loss along the linear path from A to B");
+    curves, title="Test loss and accuracy along the linear path "
+                  "from A to B");
 
 # %% [markdown]
 # For the wide network, weight matching takes the barrier from
@@ -347,7 +348,7 @@ barrier_act = evaluation.loss_barrier(curve["lambda"], curve["loss"])
 print(f"wide pair: barrier {barriers[('wide', 'naive')]:.3f} nats "
       f"naive, {barriers[('wide', 'weight matching')]:.3f} after weight "
       f"matching, {barrier_act:.3f} after activation matching")
-glue("own_barrier_wide_act", f"{barrier_act:.2f}", display=False)
+glue("own_barrier_wide_act", f"{barrier_act:.3f}", display=False)
 
 # %% [markdown]
 # Activation matching takes the wide pair's barrier to {glue:text}`own_barrier_wide_act`
@@ -612,12 +613,11 @@ for fw, tag in (("flax.nnx", "nnx"), ("Equinox", "eqx")):
          display=False)
     glue(f"own_{tag}_copy", f"{fw_results[fw]['copy naive']:.2f}",
          display=False)
-glue("own_fw_copy_distance",
-     f"{max(r['copy distance'] for r in fw_results.values()):.1e}",
-     display=False)
-glue("own_fw_copy_barrier",
-     f"{max(abs(r['copy matched']) for r in fw_results.values()):.1e}",
-     display=False)
+for name, key in (("distance", "copy distance"),
+                  ("barrier", "copy matched")):
+    most = max(abs(r[key]) for r in fw_results.values())
+    glue(f"own_fw_copy_{name}",
+         f"at most {most:.1e}" if most else "exactly 0", display=False)
 
 # %% [markdown]
 # For the `flax.nnx` pair weight matching takes the barrier from {glue:text}`own_nnx_naive`
@@ -625,7 +625,7 @@ glue("own_fw_copy_barrier",
 # {glue:text}`own_eqx_naive` to {glue:text}`own_eqx_matched` (one pair each, an
 # illustration). The randomly permuted copies of A start with a barrier of
 # {glue:text}`own_nnx_copy` and {glue:text}`own_eqx_copy` nats; matching recovers them to a
-# distance of at most {glue:text}`own_fw_copy_distance` from A, with a barrier of at most
+# distance from A of {glue:text}`own_fw_copy_distance`, with a barrier of
 # {glue:text}`own_fw_copy_barrier` nats. The cell below asserts these properties.
 
 # %%

@@ -125,7 +125,8 @@ def interpolation_curves(curves: dict[str, dict[str, np.ndarray]], *, title: str
 
 
 def mean_band(ax: plt.Axes, x: np.ndarray, ys: np.ndarray, label: str, color: str | None = None) -> None:
-    """Mean over the rows of ``ys`` (runs) against ``x``, with a +-1 std band.
+    """Mean over the rows of ``ys`` (runs) against ``x``, with a band of +-1 standard error of
+    that mean (``ddof=1``; no band for a single run).
 
     Args:
         ax: the axes to draw on.
@@ -138,9 +139,11 @@ def mean_band(ax: plt.Axes, x: np.ndarray, ys: np.ndarray, label: str, color: st
         None; draws on ``ax``.
     """
     ys = np.asarray(ys, float)
-    mean, std = ys.mean(axis=0), ys.std(axis=0)
+    mean = ys.mean(axis=0)
     (line,) = ax.plot(x, mean, marker="o", ms=3, label=label, color=color)
-    ax.fill_between(x, mean - std, mean + std, color=line.get_color(), alpha=0.25, lw=0)
+    if ys.shape[0] > 1:
+        se = ys.std(axis=0, ddof=1) / np.sqrt(ys.shape[0])
+        ax.fill_between(x, mean - se, mean + se, color=line.get_color(), alpha=0.25, lw=0)
 
 
 def grouped_bars(ax: plt.Axes, categories: Sequence[str], series: dict[str, Sequence[float | None]], *,
@@ -201,7 +204,8 @@ def gaussian_ellipses(ax: plt.Axes, mean: Sequence[float], std: Sequence[float],
 def min_mass_figure(before: Sequence[float], after: Sequence[float], largest: dict[str, np.ndarray],
                     layer_labels: Sequence[str], *, title: str | None = None) -> plt.Figure:
     """Laurent et al.'s Fig. 2 for a set of networks: mass before and after the min-mass
-    rescaling, the share of mass removed, and the largest weight of every layer.
+    rescaling (networks sorted by trained mass, each named by its index when there are at most
+    24), the share of mass removed, and the largest weight of every layer.
 
     Args:
         before: mass of each trained network.
@@ -217,12 +221,16 @@ def min_mass_figure(before: Sequence[float], after: Sequence[float], largest: di
     decrease = (before - after) / before
     order = np.argsort(before)
     idx = np.arange(len(before))
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.6), constrained_layout=True)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), constrained_layout=True)
     axes[0].vlines(idx, after[order], before[order], color="0.6", lw=1)
     axes[0].plot(idx, before[order], "o", ms=4, label="trained (SGD + weight decay)")
     axes[0].plot(idx, after[order], "o", ms=4, label="min-mass rescaling (same function)")
-    axes[0].set_xlabel("network (sorted by trained mass)")
-    axes[0].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    if len(order) <= 24:  # few enough to name each network by its index, as the other figures do
+        axes[0].set_xticks(idx, [str(i) for i in order], fontsize=7 if len(order) > 12 else None)
+        axes[0].set_xlabel("network (its index; sorted by trained mass)")
+    else:
+        axes[0].set_xlabel("rank of the network by trained mass")
+        axes[0].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     axes[0].set_ylabel("mass: sum of squared weights")
     axes[0].legend(fontsize=8)
     axes[0].set_title("mass of the same functions")
@@ -251,8 +259,9 @@ def min_mass_figure(before: Sequence[float], after: Sequence[float], largest: di
 def swap_figure(swaps: np.ndarray, epoch_stats: Sequence[np.ndarray], units: Sequence[int], blocks: Sequence[int],
                 labels: Sequence[str], lr: np.ndarray, milestones: Sequence[int]) -> plt.Figure:
     """Laurent et al.'s Fig. 4 for recorded runs: Kendall's tau between the orderings of
-    sorted units at successive steps (left), and the net change of the ordering over each
-    epoch and towards the final ordering (right).
+    sorted units at successive steps (left; the first group's per-step lines on top, the
+    learning rate in the lower part), and the net change of the ordering over each epoch and
+    towards the final ordering (right).
 
     Args:
         swaps: ``(runs, epochs, steps, groups)`` swapped pairs per step
@@ -274,7 +283,7 @@ def swap_figure(swaps: np.ndarray, epoch_stats: Sequence[np.ndarray], units: Seq
     fig, axes = plt.subplots(1, 2, figsize=(14, 3.8), constrained_layout=True)
     for g in range(groups):
         tau = kendall_tau_from_discordant(swaps[..., g], int(units[g]), int(blocks[g]))
-        axes[0].plot(t, tau.mean(0).reshape(-1), lw=0.4, alpha=0.5, color=PALETTE[g])
+        axes[0].plot(t, tau.mean(0).reshape(-1), lw=0.4, alpha=0.5, color=PALETTE[g], zorder=2 + groups - g)
         axes[0].plot(np.arange(epochs) + 0.5, tau.mean(axis=(0, 2)), "o-", ms=3, color=PALETTE[g],
                      label=f"{labels[g]}: per step (thin), epoch mean (dots)")
     for ax in axes:
@@ -287,7 +296,7 @@ def swap_figure(swaps: np.ndarray, epoch_stats: Sequence[np.ndarray], units: Seq
     lr_ax = axes[0].twinx()
     lr_ax.step(np.arange(epochs + 1), np.r_[lr, lr[-1]], where="post", color="0.3", lw=1)
     lr_ax.set_ylabel("learning rate (grey)")
-    lr_ax.set_ylim(0, 1.1 * np.max(lr))
+    lr_ax.set_ylim(0, 2.5 * np.max(lr))  # the schedule in the panel's lower part, below most of the τ
     lr_ax.grid(False)
     for g, (s, swapped) in enumerate(zip(epoch_stats, epoch_swaps(epoch_stats, blocks))):
         n, b = int(units[g]), int(blocks[g])
@@ -304,10 +313,21 @@ def swap_figure(swaps: np.ndarray, epoch_stats: Sequence[np.ndarray], units: Seq
     return fig
 
 
-#: the verdicts' colours in the report's figures (holds, same direction, opposite direction,
-#: differs, not tested)
-VERDICT_COLOURS = {"holds": "#1b9e77", "same direction, not significant": "#e6ab02",
-                   "opposite direction, not significant": "#fdae61", "differs": "#d95f02", "not tested": "#7570b3"}
+#: the verdicts' colours: the paper's side green, the other orange, dark where the interval is
+#: wholly on one side, light where it is not
+VERDICT_COLOURS = {"holds": "#1b7837", "same direction, not significant": "#7fbf7b",
+                   "opposite direction, not significant": "#f1a340", "differs": "#b35806", "not tested": "#7570b3"}
+
+
+def _symlog_ticks(linthresh: float, edge: float, most: int = 4) -> tuple[list[float], list[float]]:
+    """Ticks of a symmetric-log axis: 0 and the powers of ten from ``linthresh`` to ``edge`` on
+    both sides, as ``(labelled, unlabelled)``. With more than ``most`` decades a side, every
+    other decade (counted from ``edge``) is left unlabelled, so that the labels of a narrow
+    figure do not run into each other."""
+    decades = np.arange(np.log10(edge), np.log10(linthresh) - 0.5, -1.0)
+    step = 2 if decades.size > most else 1
+    ticks = [[float(s * 10.0 ** d) for d in part for s in (-1, 1)] for part in (decades[::step], decades[1::step])]
+    return sorted(ticks[0] + [0.0]), sorted(ticks[1] if step == 2 else [])
 
 
 def forest(entries: Sequence, *, title: str | None = None, linthresh: float = 1e-2) -> plt.Figure:
@@ -326,36 +346,47 @@ def forest(entries: Sequence, *, title: str | None = None, linthresh: float = 1e
         The figure.
     """
     n = len(entries)
-    fig, ax = plt.subplots(figsize=(9.0, 1.3 + 0.19 * max(n, 1)), layout="constrained")
+    fig, ax = plt.subplots(figsize=(8.5, 1.4 + 0.23 * max(n, 1)), layout="constrained")
     finite = [abs(v) for e in entries for v in (e.effect, e.low, e.high) if np.isfinite(v)]
     edge = 10 ** np.ceil(np.log10(max(max(finite, default=1.0), 10 * linthresh)))
+    beyond = 1.2 * edge  # where an unbounded end's arrow sits, past every finite value
     for i, e in enumerate(entries):
         y = n - 1 - i
         c = VERDICT_COLOURS.get(e.verdict, "#969696")
-        lo, hi = max(e.low, -edge), min(e.high, edge)
+        lo, hi = max(e.low, -beyond), min(e.high, beyond)
         ax.plot([lo, hi], [y, y], color=c, lw=1.6, solid_capstyle="butt")
-        ax.plot([e.effect], [y], "o", color=c, ms=4, mfc="white" if e.one_run else c)
-        for end, bound, marker in ((e.low, -edge, "<"), (e.high, edge, ">")):
+        ax.plot([e.effect], [y], "o", color=c, ms=4.5, mfc="white" if e.one_run else c, zorder=3)
+        for end, bound, marker in ((e.low, -beyond, "<"), (e.high, beyond, ">")):
             if not np.isfinite(end):
                 ax.plot([bound], [y], marker, color=c, ms=5)
     ax.axvline(0.0, color="k", lw=0.8)
     ax.set_xscale("symlog", linthresh=linthresh)
-    ax.set_xlim(-edge * 1.3, edge * 1.3)
-    ax.set_yticks(range(n), [f"{e.label} ({e.run}{', one run' if e.one_run else ''})" for e in reversed(entries)],
-                  fontsize=6.5)
+    ax.set_xlim(-edge * 1.4, edge * 1.4)
+    labelled, unlabelled = _symlog_ticks(linthresh, edge)
+    ax.set_xticks(labelled)
+    ax.set_xticks(unlabelled, minor=True)
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_yticks(range(n), [f"{e.label} ({e.run})" for e in reversed(entries)], fontsize=7.5)
     ax.set_ylim(-0.7, n - 0.3)
     starts = [i for i in range(n) if i == 0 or entries[i].scale != entries[i - 1].scale]
     for k, i in enumerate(starts):  # each scale's group: a line above it and its name at the right
         stop = starts[k + 1] if k + 1 < len(starts) else n
         if i:
             ax.axhline(n - i - 0.5, color="#525252", lw=0.8, ls="--")
-        ax.text(1.01, n - 1 - (i + stop - 1) / 2, entries[i].scale, transform=ax.get_yaxis_transform(),
-                rotation=-90, va="center", ha="left", fontsize=7.5, color="#525252")
+        name = entries[i].scale
+        if 0.23 * (stop - i) < 0.075 * len(name):  # too long for its band: on two lines
+            name = name.replace(" ", "\n", 1)
+        ax.text(1.01, n - 1 - (i + stop - 1) / 2, name, transform=ax.get_yaxis_transform(),
+                rotation=-90, va="center", ha="left", fontsize=7.5, color="#525252", multialignment="center")
     ax.set_xlabel("effect minus threshold, in each claim's units (symmetric log scale)\n"
                   "right of 0: the paper's side of the threshold", fontsize=8)
     handles = [plt.Line2D([], [], color=c, marker="o", lw=1.6, label=v) for v, c in VERDICT_COLOURS.items()
                if any(e.verdict == v for e in entries)]
-    fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncol=len(handles), frameon=False)
+    if any(e.one_run for e in entries):
+        handles.append(plt.Line2D([], [], color="0.3", marker="o", mfc="white", lw=0,
+                                  label="hollow: an interval within one run"))
+    fig.legend(handles=handles, fontsize=7.5, loc="outside lower center", ncol=min(len(handles), 3), frameon=False)
     if title:
         fig.suptitle(title, fontsize=10)
     return fig
@@ -365,17 +396,19 @@ def mirrored_gaussians(pairs: dict[str, tuple[Sequence[float], Sequence[float]]]
                        notes: dict[str, dict[str, str]] | None = None, *, lim: float = 3.0,
                        suptitle: str | None = None) -> plt.Figure:
     """One panel per configuration: a 2-D diagonal Gaussian ``q0`` and its mirror image ``q1``
-    about ``y = x`` (:func:`gaussian_ellipses`), with the mirror line dotted (Rossi et al., Fig. A1).
+    about ``y = x`` (:func:`gaussian_ellipses`: the thick contour at 1 standard deviation, the thin
+    one at 2, as the figure's caption says), with the mirror line dotted (Rossi et al., Fig. A1).
 
     Args:
         pairs: panel title -> ``(mean, std)`` of ``q0``.
         notes: panel title -> ``{name: value}``, shown as ``name: value`` under the title.
-        lim: the axes run from ``-lim`` to ``lim``.
+        lim: the axes run from ``-lim`` to ``lim``, or further when a 2-sd contour would be cut.
         suptitle: title of the figure.
 
     Returns:
         The figure.
     """
+    lim = max(lim, *(2.2 * s + abs(m) for mean, std in pairs.values() for m, s in zip(mean, std)))
     fig = plt.figure(figsize=(5 * len(pairs), 4.2), constrained_layout=True)
     axes = fig.subplots(1, len(pairs), squeeze=False)[0]
     for ax, (name, (mean, std)) in zip(axes, pairs.items()):
@@ -390,8 +423,8 @@ def mirrored_gaussians(pairs: dict[str, tuple[Sequence[float], Sequence[float]]]
         note = ", ".join(f"{k}: {v}" for k, v in (notes or {}).get(name, {}).items())
         ax.set_title(name + ("\n" + note if note else ""), fontsize=9)
         ax.legend(loc="lower right")
-    if suptitle:
-        fig.suptitle(suptitle)
+    contours = "contours at 1 (thick) and 2 (thin) standard deviations; x: the means"
+    fig.suptitle(f"{suptitle}\n{contours}" if suptitle else contours, fontsize=10)
     return fig
 
 
@@ -412,7 +445,10 @@ def timings_against_width(widths: dict[str, Sequence[int]], spreads: dict[str, d
     Returns:
         The figure.
     """
-    fig, axes = plt.subplots(1, len(spreads), figsize=(5 * len(spreads), 3.4), constrained_layout=True, squeeze=False)
+    from matplotlib.ticker import LogLocator, ScalarFormatter
+
+    fig, axes = plt.subplots(1, len(spreads), figsize=(5 * len(spreads), 3.4), constrained_layout=True, squeeze=False,
+                             sharey=True)  # one time axis: the panels compare by eye
     for ax, (dataset, series) in zip(axes[0], spreads.items()):
         ws = widths[dataset]
         for style, (label, spread) in zip(styles, series.items()):
@@ -421,6 +457,9 @@ def timings_against_width(widths: dict[str, Sequence[int]], spreads: dict[str, d
                         fmt=style, capsize=3, label=label)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_formatter(plt.NullFormatter())
         ax.set_xticks(ws, [str(w) for w in ws])
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
@@ -432,8 +471,8 @@ def timings_against_width(widths: dict[str, Sequence[int]], spreads: dict[str, d
 def output_weight_densities(x: np.ndarray, y: np.ndarray, weights: dict[str, np.ndarray], *,
                             suptitle: str | None = None, bins: int = 80) -> plt.Figure:
     """The training data of a 2-D problem, then the 2-D histogram of two output weights per form
-    (Laurent et al., Fig. 1): each on a square window holding 99.5% of its ``|weights|``, with the
-    diagonal dotted.
+    (Laurent et al., Fig. 1): each on a square window holding 99.5% of its ``|weights|`` (the
+    title says how many networks fall outside it), with the diagonal dotted.
 
     Args:
         x: ``(n, 2)`` training inputs.
@@ -445,7 +484,12 @@ def output_weight_densities(x: np.ndarray, y: np.ndarray, weights: dict[str, np.
     Returns:
         The figure.
     """
-    fig, axes = plt.subplots(1, 1 + len(weights), figsize=(3.5 * (1 + len(weights)), 3.4), constrained_layout=True)
+    rows = 2 if len(weights) >= 3 else 1  # four panels as two rows: readable at the page's width
+    cols = -(-(1 + len(weights)) // rows)
+    fig, grid = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.9 * rows), constrained_layout=True, squeeze=False)
+    axes = grid.ravel()
+    for ax in axes[1 + len(weights):]:
+        ax.set_visible(False)
     axes[0].scatter(*np.asarray(x).T, c=y, cmap="coolwarm", s=6)
     axes[0].set_title("training data (2 classes)")
     axes[0].set_xlabel("$x_1$")
@@ -454,7 +498,8 @@ def output_weight_densities(x: np.ndarray, y: np.ndarray, weights: dict[str, np.
         lim = np.percentile(np.abs(w), 99.5)
         ax.hist2d(w[:, 0], w[:, 1], bins=bins, range=[[-lim, lim], [-lim, lim]], cmap="viridis", cmin=1)
         ax.plot([-lim, lim], [-lim, lim], ":", color="0.5", lw=1)
-        ax.set_title(title)
+        outside = int(np.sum(np.any(np.abs(w) > lim, axis=1)))
+        ax.set_title(f"{title}\n({outside} of {len(w)} networks outside the window)", fontsize=9)
         ax.set_xlabel("output weight of hidden unit 1")
         ax.set_ylabel("output weight of hidden unit 2")
     if suptitle:
@@ -490,7 +535,7 @@ def split_half_histogram(d: np.ndarray, modes: Sequence[float] = (), *, xlabel: 
     ax.set_xlabel(xlabel)
     ax.set_ylabel("density")
     ax.set_title("the split-half comparison, with the KDE's modes (dotted)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, framealpha=0.9)
     return fig
 
 
@@ -589,7 +634,8 @@ def grouped_bars_figure(categories: Sequence[str], series: dict[str, Sequence[fl
 def pairwise_mi_figure(mi_id: np.ndarray, mi_ood: np.ndarray, *, pearson_r: float, spearman_rho: float,
                        suptitle: str | None = None) -> plt.Figure:
     """The mutual information of two-member ensembles, one value per pair of networks: its
-    histogram in distribution, out of distribution, and the two against each other.
+    histogram in distribution and out of distribution (on one x axis and the same bins), and
+    the two against each other.
 
     Args:
         mi_id: per pair, the MI on in-distribution (MNIST) inputs, in nats.
@@ -602,9 +648,11 @@ def pairwise_mi_figure(mi_id: np.ndarray, mi_ood: np.ndarray, *, pearson_r: floa
         The figure.
     """
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
-    axes[0].hist(mi_id, bins=30, color=PALETTE[0])
+    edges = np.histogram_bin_edges(np.r_[np.ravel(mi_id), np.ravel(mi_ood)], bins=40)
+    axes[0].hist(mi_id, bins=edges, color=PALETTE[0])
     axes[0].set(xlabel="MI of the pair on MNIST (ID), nats", ylabel="pairs", title="in distribution")
-    axes[1].hist(mi_ood, bins=30, color=PALETTE[1])
+    axes[1].sharex(axes[0])  # one x range and bin width: the spreads compare by eye
+    axes[1].hist(mi_ood, bins=edges, color=PALETTE[1])
     axes[1].set(xlabel="MI of the pair on Fashion-MNIST (OOD), nats", ylabel="pairs",
                 title="out of distribution")
     dense = len(mi_id) > 2_000  # thousands of pairs: smaller, fainter points show where they crowd
@@ -638,8 +686,10 @@ def training_runs_figure(epoch_loss: np.ndarray, converged: np.ndarray, mileston
     epochs_axis = np.arange(1, epoch_loss.shape[1] + 1)
     for i, loss in enumerate(epoch_loss):
         axes[0].plot(epochs_axis, loss, lw=1, color="C0" if converged[i] else "C3")
-    for m in milestones:
-        axes[0].axvline(m + 0.5, color="0.5", ls="--", lw=1)
+    for k, m in enumerate(milestones):
+        axes[0].axvline(m + 0.5, color="0.5", ls="--", lw=1, label="learning rate changes" if k == 0 else None)
+    if len(milestones):
+        axes[0].legend(fontsize=8, loc="upper right")
     axes[0].set_xlabel("epoch")
     axes[0].set_ylabel("training objective (cross-entropy + penalty)")
     axes[0].set_title(loss_title)
@@ -669,7 +719,7 @@ def mass_landscape_figure(t: np.ndarray, path: np.ndarray, line_t: np.ndarray, l
     Returns:
         The figure.
     """
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.4), constrained_layout=True)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), constrained_layout=True)
     axes[0].plot(t, path)
     axes[0].axvline(0, color="0.5", ls=":", lw=1)
     axes[0].axvline(1, color="0.5", ls=":", lw=1)
@@ -702,7 +752,7 @@ def pvalue_cdfs(pvalues: dict[str, Sequence[np.ndarray]], titles: Sequence[str])
     Returns:
         The figure.
     """
-    fig, axes = plt.subplots(1, len(titles), figsize=(14, 3.4), constrained_layout=True)
+    fig, axes = plt.subplots(1, len(titles), figsize=(4 * len(titles), 3.8), constrained_layout=True)
     for l, ax in enumerate(axes):
         for k, (name, p) in enumerate(pvalues.items()):
             q = np.sort(p[l])
@@ -718,7 +768,8 @@ def pvalue_cdfs(pvalues: dict[str, Sequence[np.ndarray]], titles: Sequence[str])
 
 def overlaid_histograms(panels: dict[str, dict[str, np.ndarray]], *, xlabel: str, ylabel: str,
                         bins: int = 20) -> plt.Figure:
-    """Side-by-side panels sharing the y axis, each overlaying the density histograms of a few samples.
+    """Side-by-side panels sharing the y axis, each overlaying the density histograms of a few
+    samples on the same bin edges (over the range of the panel's samples together).
 
     Args:
         panels: panel title -> sample label -> values.
@@ -731,8 +782,9 @@ def overlaid_histograms(panels: dict[str, dict[str, np.ndarray]], *, xlabel: str
     """
     fig, axes = plt.subplots(1, len(panels), figsize=(10, 3.2), constrained_layout=True, sharey=True)
     for ax, (title, samples) in zip(axes, panels.items()):
+        edges = np.histogram_bin_edges(np.concatenate([np.ravel(x) for x in samples.values()]), bins)
         for label, x in samples.items():
-            ax.hist(x, bins, alpha=0.55, density=True, label=label)
+            ax.hist(x, edges, alpha=0.55, density=True, label=label)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(xlabel)
     axes[0].set_ylabel(ylabel)

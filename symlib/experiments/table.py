@@ -3,6 +3,7 @@ book), aligned text elsewhere. Its own module so that :mod:`symlib.experiments.j
 :mod:`symlib.experiments.report` can both use it without importing each other."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 
@@ -52,3 +53,23 @@ def glue_all(glue: Callable, prefix: str, values: Mapping[str, object]) -> None:
         raise ValueError(f"glue names need a prefix and a name, got prefix {prefix!r} and names {list(values)}")
     for name, value in values.items():
         glue(f"{prefix}_{name}", value, display=False)
+
+
+def plus_minus(mean: float, se: float, digits: int = 3) -> str:
+    """``"mean ± se"`` with ``digits`` decimals, or more where the error would round to zero:
+    then both to two significant figures of the error (``0.00320 ± 0.000063``, not
+    ``0.003 ± 0.000``). A non-finite error (one unit) gives the mean alone.
+
+    Args:
+        mean: the estimate.
+        se: its standard error.
+        digits: decimals when the error shows at that precision.
+
+    Returns:
+        The text.
+    """
+    if not math.isfinite(se):
+        return f"{mean:.{digits}f}"
+    if se > 0 and round(se, digits) == 0:
+        digits = 1 - math.floor(math.log10(se))
+    return f"{mean:.{digits}f} ± {se:.{digits}f}"

@@ -199,10 +199,14 @@ def test_method_tables():
     shuffled = {**s, "seconds": dict(reversed(list(s["seconds"].items()))), "methods": list(reversed(s["methods"]))}
     assert tables.method_seconds_table(shuffled, "quick").rows == seconds.rows
     t1 = tables.table1_mnist(s, "quick")
-    assert t1.headers == ["method (paper / ours, quick profile)", *TABLE1_COLUMNS]
+    assert t1.headers == ["method (paper / ours, quick profile)", "MMD (paper) / MMD² (ours)",
+                          "NS: MMD (paper) / MMD² (ours)", *TABLE1_COLUMNS[2:]]
     assert t1.rows[0][1].endswith(" / 1.0000") and t1.rows[0][4].endswith(" / 1.2")
+    dropout = t1.rows[[r[0] for r in t1.rows].index("Dropout")]
+    assert dropout[1].startswith("15.0 / ")  # the paper's decimal kept, as it prints it
     b4 = tables.appendix_b4_table(s, "quick")
     assert b4.rows[0][2] == "1.0000/1.0000/1.0000" and b4.rows[0][4] == "0.5000/0.5000/0.5000"
+    assert b4.headers[2] == "MMD² ours (quick)"
     variants = tables.symmetry_removal_table(s)
     assert variants.headers == ["method", "MMD", "NS", "NS min-mass", "NS re-basin"]
     assert variants.rows[0][3] == "n/a"
@@ -319,8 +323,9 @@ def test_min_mass_and_corollary_lines():
     assert tables.corollary1_line(2e-4, d_kernel, d_bias) == ("weight decay 0.0002; regularised objective lower "
                                                               "for 1 of 2 networks")
     table = tables.objective_change_table(d_kernel, d_bias, np.array([2.0, 2.0]))
-    assert table.rows[2] == ["total penalty = regularised objective (data term unchanged)", "-0.200000",
-                             "-0.500000", "+0.100000"]
+    assert table.rows[2] == ["total penalty = regularised objective (data term unchanged)", "-0.2", "-0.5", "+0.1"]
+    tiny = tables.objective_change_table(np.array([-1e-7, -2e-7]), np.array([1e-9, 0.0]), np.array([2.0, 2.0]))
+    assert tiny.rows[1][1:] == ["+5e-10", "+0", "+1e-09"]  # small changes keep their digits
 
 
 def test_largest_weight_table_and_ratios():
@@ -412,6 +417,8 @@ def test_the_chapters_figures():
                                       spearman_rho=0.25, suptitle="s")
     assert [ax.get_title() for ax in fig.axes] == ["in distribution", "out of distribution",
                                                    "Pearson r = 0.50, Spearman ρ = 0.25"]
+    assert fig.axes[0].get_xlim() == fig.axes[1].get_xlim()  # ID and OOD spreads on one scale
+    assert fig.axes[0].patches[0].get_width() == pytest.approx(fig.axes[1].patches[0].get_width())
     fig = plotting.grouped_bars_figure(["a", "b"], {"MMD": [1.0, 10.0], "NS": [None, 1.0]}, ylabel="y", log=True)
     assert fig.axes[0].get_yscale() == "log" and len(fig.axes[0].patches) == 4
     assert not fig.axes[0].texts  # nothing at or below zero: no note
@@ -442,6 +449,20 @@ def test_the_chapters_figures():
     fig = plotting.overlaid_histograms({"p": {"first": np.arange(5.0), "last": np.arange(5.0) + 1}}
                                        | {"q": {"first": np.zeros(3)}}, xlabel="w", ylabel="d")
     assert fig.axes[0].get_legend_handles_labels()[1] == ["first", "last"] and fig.axes[0].get_ylabel() == "d"
+    first, last = ([p.get_x() for p in c.patches] for c in fig.axes[0].containers)
+    assert np.allclose(first, last)  # the two samples on the same bin edges
+    assert fig.axes[0].get_legend() is not None
+    plt.close("all")
+    fig = plotting.training_runs_figure(np.ones((2, 4)), np.array([True, True]), [1, 2], np.array([0.5, 0.9]),
+                                        loss_title="l", accuracy_title="a")
+    assert fig.axes[0].get_legend_handles_labels()[1] == ["learning rate changes"]
+    before, after = np.array([3.0, 1.0, 2.0]), np.array([2.0, 0.5, 1.5])
+    largest = {"trained": np.ones((3, 2)), "min-mass": np.ones((3, 2))}
+    fig = plotting.min_mass_figure(before, after, largest, ["a", "b"])
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["1", "2", "0"]  # indices, by trained mass
+    fig = plotting.min_mass_figure(np.arange(1.0, 31.0), np.arange(1.0, 31.0) / 2, {k: np.ones((30, 2)) for k in
+                                                                                  largest}, ["a", "b"])
+    assert fig.axes[0].get_xlabel() == "rank of the network by trained mass"
     plt.close("all")
 
 

@@ -40,7 +40,7 @@ def test_forms_table_and_paper_rows():
     assert table.rows[0][1:] == ["0.500", "2: [-1.23, 1.26]", "0.50", "0.250"]
     rows = toy_tables.fig1_rows(_summary())
     assert rows[0][2] == "20.00%"
-    assert "split-half KS p = 0.46); modes of w1 - w2 at [-1.2, 1.3]" in rows[1][2]
+    assert "(sign test p = 1.000, split-half KS p = 0.456); modes of w1 - w2 at [-1.2, 1.3]" in rows[1][2]
 
 
 def test_plots_of_the_densities_and_the_split_half():
@@ -52,7 +52,13 @@ def test_plots_of_the_densities_and_the_split_half():
     res = _result()
     fig = plotting.output_weight_densities(res.x, res.y, {t: res.weights(f) for f, t in toy_tables.FORM_TITLES.items()},
                                            suptitle="s")
-    assert [ax.get_title() for ax in fig.axes[:4]] == ["training data (2 classes)", *toy_tables.FORM_TITLES.values()]
+    titles = [ax.get_title() for ax in fig.axes[:4]]
+    assert titles[0] == "training data (2 classes)"
+    assert [t.split("\n")[0] for t in titles[1:]] == list(toy_tables.FORM_TITLES.values())
+    for t, f in zip(titles[1:], toy_tables.FORM_TITLES):  # how many fall outside the 99.5% window, counted
+        w = res.weights(f)
+        outside = int(np.sum(np.any(np.abs(w) > np.percentile(np.abs(w), 99.5), axis=1)))
+        assert t.endswith(f"({outside} of {len(w)} networks outside the window)")
     fig = plotting.split_half_histogram(np.array([1.0, -2.0, 0.5, 3.0]), [0.0, 1.0])
     ax = fig.axes[0]
     assert len(ax.lines) == 2 and ax.get_legend_handles_labels()[1] == ["$d$, first half of the networks",

@@ -1,5 +1,6 @@
 """The reproduction report's per-paper selections and count table (symlib.experiments.report.page),
 on the report of the saved runs alone (no quick artifacts needed)."""
+import numpy as np
 import pytest
 
 import symlib.experiments  # noqa: F401  (registers the experiments and their claims)
@@ -51,3 +52,27 @@ def test_stacked_counts_draws_a_bar_per_occurring_stack():
     assert [ax.get_title() for ax in fig.axes] == ["A", "B"]
     assert [len(c) for c in fig.axes[0].containers] == [2, 2] and len(fig.axes[1].containers) == 1
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["holds", "differs"]
+
+
+def test_forest_axis_labels_every_other_decade_when_they_would_crowd():
+    """A forest plot spanning many decades labels 0 and every other power of ten on each side
+    (the others are unlabelled grid lines), so that labels near 0 do not overlap; a narrow span
+    labels every decade."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from symlib.experiments import plotting
+
+    def entry(effect):
+        return report_page.ForestEntry(paper="p", scale=scales.QUICK, run="quick", label="x.claim", effect=effect,
+                                       low=effect - 0.001, high=effect + 0.001, verdict="holds", one_run=False)
+
+    for effect, labelled, grid in ((50.0, [-100, -1, -0.01, 0, 0.01, 1, 100], [-10, -0.1, 0.1, 10]),
+                                   (0.5, [-1, -0.1, -0.01, 0, 0.01, 0.1, 1], [])):
+        fig = plotting.forest([entry(effect), entry(-effect / 3)], title="t")
+        ax = fig.axes[0]
+        assert np.allclose(ax.get_xticks(), labelled)
+        assert np.allclose(ax.get_xticks(minor=True), grid)
+        plt.close(fig)

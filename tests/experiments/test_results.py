@@ -174,3 +174,13 @@ def test_the_prepared_provenance_yields_to_a_checkout_that_knows_its_commit(tmp_
     (repo / ".gpu-carry" / "provenance.json").write_text(json.dumps(
         {"commit": prepared, "clean": True, "symlib_version": cache.code_version()}))
     assert results.git_commit(repo) == {"commit": prepared, "clean": False, "from": "git"}
+
+
+def test_saved_labels_put_the_base_first_and_sizes_in_numeric_order(tmp_path):
+    """``paper`` first, then its reductions by size as a reader counts (8, 16, 768), not as
+    strings sort ("16" < "768" < "8"); other experiments' and other bases' files are left out."""
+    for label in ("paper-768nets", "paper-8nets", "paper", "paper-16nets", "quick-8nets"):
+        (tmp_path / f"exp-{label}.json").write_text("{}")
+    (tmp_path / "other-paper-2nets.json").write_text("{}")
+    assert results.saved_labels("exp", directory=tmp_path) == ["paper", "paper-8nets", "paper-16nets",
+                                                               "paper-768nets"]

@@ -35,6 +35,10 @@ def test_trace_term_check_invariant_exactly_when_one_std_is_constant():
     values = check.glue_values()
     assert list(values) == ["n_perms", "formula_error", "trace_range_s0", "trace_range_s1", "trace_range_neither"]
     assert values["trace_range_neither"] == f"{max(traces) - min(traces):.2g}"
+    # a range that is zero up to float64 round-off reads as zero, not as a measured 1e-15
+    assert values["trace_range_s0"] == values["trace_range_s1"] == "0 (round-off)"
+    rows = check.table().rows
+    assert rows[0][3] == "0 (round-off)" and rows[2][3] == f"{max(traces) - min(traces):.3g}"
     with pytest.raises(ValueError, match="unknown case"):
         check.spread("both")
 
@@ -130,7 +134,7 @@ def test_timing_rows_and_spreads():
     t = _fake_timings()
     rows = rossi.timing_paper_rows(t)
     assert len(rows) == 3 * len(rossi.ALIGN_DATASETS)
-    assert rows[0][0] == "mnist: alignment of the widest trained pair (width 16), wall" and rows[0][2] == "0.40 s"
+    assert rows[0][0] == "mnist: alignment of the widest trained pair (width 16), wall" and rows[0][2] == "0.400 s"
     assert rows[1][2] == "4.00x" and rows[2][2] == "8: 0.200 s, 16: 0.800 s"
     spread = rossi.timing_spreads(t)["mnist"]["Wasserstein alignment (mu, sigma)"]
     np.testing.assert_allclose(spread, [[0.2, 0.1, 0.3], [0.8, 0.7, 0.9]])
@@ -149,8 +153,9 @@ def test_saved_run_values():
     length = rossi.training_length_values(ps, ls)
     assert length["long_pairs"] == 2 and " → " in length["long_mnist_gaps"]
     assert length["long_narrow"] == f"{min(ls['widths']['mnist']):,}"
-    table = rossi.training_length_table(rossi.training_length_rows(ps, ls))
+    table = rossi.training_length_table(rossi.training_length_rows(ps, ls), (100, 1000))
     assert all(len(r[3].split(".")[1]) == 3 for r in table.rows)
+    assert table.headers[3:5] == ["naive, 100 epochs (nats)", "naive, 1,000 epochs (nats)"]
     timings = results.load("vi_alignment_timings", "paper-4widths-16samples", RESULTS)
     saved = rossi.saved_timing_values(timings)
     c = timings["summary"]["table"]["mnist"]
@@ -175,12 +180,21 @@ def test_plots_of_the_mirror_pairs_and_the_timings():
     fig = plotting.mirrored_gaussians({"(a)": ((0.0, 0.0), (1.0, 0.2)), "(b)": ((1.0, -1.0), (1.0, 0.2))},
                                       {"(a)": {"Wasserstein": "swap"}}, suptitle="picks")
     assert [ax.get_title() for ax in fig.axes] == ["(a)\nWasserstein: swap", "(b)"]
-    assert fig.axes[0].get_xlim() == (-3.0, 3.0)
+    assert fig.axes[0].get_xlim() == pytest.approx((-3.2, 3.2))  # (b)'s 2-sd contour reaches 1 + 2 * 1
+    assert fig.get_suptitle().startswith("picks\ncontours at 1 (thick) and 2 (thin) standard deviations")
     t = _fake_timings()
     fig = plotting.timings_against_width(t.widths, rossi.timing_spreads(t), xlabel="width")
     assert [ax.get_title() for ax in fig.axes] == [f"{ds}, trained VI posteriors" for ds in rossi.ALIGN_DATASETS]
     assert fig.axes[0].get_legend_handles_labels()[1] == ["Wasserstein alignment (mu, sigma)",
                                                           "weight matching (means only)"]
+    pairs = {"mnist": {split: {"naive": [[2.0, 2.2], [1.0, 1.1]], "aligned": [[0.06, 0.07], [0.03, 0.04]]}
+                       for split in ("train", "test")}}
+    fig = rossi.barriers_against_width({"mnist": [128, 256]}, pairs, title="t")
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "symlog"  # the aligned barriers, 30 times smaller, keep their slope
+    handles, labels = ax.get_legend_handles_labels()
+    markers = {label: (h.lines[0].get_marker(), h.lines[0].get_markerfacecolor()) for h, label in zip(handles, labels)}
+    assert markers["train, naive"][0] == "o" and markers["test, naive"] == ("s", "white")
 
 
 def test_interpolation_curves_pair_train_and_test_of_a_method_and_keep_other_labels_apart():

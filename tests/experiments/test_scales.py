@@ -132,9 +132,9 @@ def test_saved_run_tables_name_the_scale(tmp_path, monkeypatch):
                                                                                   "symlib.experiments.judging.scales")
     (tmp_path / "laurent_optunets-paper-2nets.json").unlink()
     both = report.show_saved_run("laurent_optunets", "needs a GPU")
-    assert [r[0] for r in both.rows] == [
-        f"paper-16nets (labelled reduction: 16 of the paper's 1,000 networks, {IMAGES})",
-        f"paper-8nets (labelled reduction: 8 of the paper's 1,000 networks, {IMAGES})"]
+    assert [r[0] for r in both.rows] == [  # by size: 8 before 16
+        f"paper-8nets (labelled reduction: 8 of the paper's 1,000 networks, {IMAGES})",
+        f"paper-16nets (labelled reduction: 16 of the paper's 1,000 networks, {IMAGES})"]
 
 
 def test_paper_vs_ours_names_the_scales():

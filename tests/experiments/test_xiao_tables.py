@@ -114,7 +114,7 @@ def test_rebasin_lines_values_and_rows():
 
 def test_over_runs():
     assert xiao.over_runs([1.0, 2.0, 3.0]) == "2.000 ± 0.577"
-    assert xiao.over_runs([0.5]) == "0.500 ± nan"
+    assert xiao.over_runs([0.5]) == "0.500"
 
 
 def _sweep():
@@ -192,7 +192,9 @@ def test_fig1_and_fig2_figures():
                                                   "accuracy": np.ones(3)})
     assert xiao.interpolation_figure(res) is not None
     fig = xiao.not_sweep_figure(_sweep(), np.asarray([0, 2, 4]))
-    assert [ax.get_title() for ax in fig.axes][0] == "(a) NoT survives training" and len(fig.axes) == 3
+    assert [ax.get_title() for ax in fig.axes][0] == "(a) NoT(P') against the planted NoT(P)" and len(fig.axes) == 3
+    runs = _sweep().per_run("not_p_prime").shape[0]
+    assert fig.get_suptitle() == f"mean over {runs} runs, band: +-1 standard error"
     fig = xiao.not_paths_figure(_paths(), 8)
     assert fig.axes[1].get_ylim() == (0, 8)
     matplotlib.pyplot.close("all")
@@ -245,8 +247,10 @@ def test_posterior_lines_and_values():
     assert table.rows[2] == ["test log-likelihood", "1.25", "7.0"] and table.rows[3][1:] == ["2.00; 3.00", "5.0"]
     assert xiao.convergence_values(diag, rhat_w, quick)["fn_mixed"] == "have not"
     res = SimpleNamespace(hmc_diagnostics=diag, hmc_test=SimpleNamespace(accuracy=0.9, nll=0.3))
-    assert xiao.hmc_line(res) == ("HMC: mean acceptance 0.800, divergences 0; predictive on the test set: "
-                                  "accuracy 0.9000, NLL 0.3000")
+    assert xiao.hmc_line(res) == ("HMC, all chains pooled: mean acceptance 0.800, divergences 0; pooled predictive "
+                                  "on the test set: accuracy 0.9000, NLL 0.3000 (Table 1 below scores each run's "
+                                  "chains alone)")
+    assert table.headers[0] == "quantity (all chains pooled)" and table.rows[0][2] == "-"
     coords = {"num_coordinates": 1234, "num_draws": 10, "ess_min": 1.0, "ess_median": 5.0, "ess_max": 9.0,
               "rhat_median": 1.5, "rhat_max": 3.0, "worst_ess": [{"coordinate": "w[0]", "ess": 1.0, "rhat": 2.0}]}
     assert xiao.coordinate_line(coords).startswith("1,234 weights, 10 draws: ESS min 1.0")
@@ -270,7 +274,11 @@ def test_chains_text_and_values():
     # ours carry their standard errors over the runs as error bars; the paper's have none
     assert len(fig.axes[0].containers) == 3 and fig.axes[0].get_legend().get_texts()[0].get_text() == (
         "ours (quick, mean ± s.e. of 2 runs)")
-    assert xiao.elbo_figure([-5.0, -2.0]).axes[0].get_yscale() == "symlog"
+    ax = xiao.elbo_figure([-50.0, -5.0, -2.0]).axes[0]
+    assert ax.get_yscale() == "log" and list(ax.lines[0].get_ydata()) == [50.0, 5.0, 2.0]
+    assert ax.texts[0].get_text() == "last: 2"
+    with pytest.raises(ValueError, match="must be negative"):
+        xiao.elbo_figure([-1.0, 0.5])
     matplotlib.pyplot.close("all")
 
 
@@ -281,8 +289,10 @@ def test_pruning_and_sigma_tables():
     prune = {"keep_fraction": (np.asarray([1.0, 0.25]),) * 2,
              **{k: (np.asarray([0.9, 0.5]), np.asarray([0.01, 0.02])) for k in xiao.PRUNING_LABELS}}
     table = xiao.pruning_table(prune, xiao.PRUNING_LABELS)
-    assert table.headers[1:] == list(xiao.PRUNING_LABELS.values())
-    assert table.rows[1][:2] == ["75%", "50.00 +- 2.00"]
+    assert table.headers[0] == "weights pruned"
+    assert [h.split(":")[0] for h in table.headers[1:]] == list(xiao.PRUNING_LABELS.values())
+    assert all("test accuracy (%)" in h for h in table.headers[1:])
+    assert table.rows[1][:2] == ["75%", "50.00 ± 2.00"]
     cols = ("HMC q_d", "HMC q_r", "HMC q_r (per chain)", "Ensemble q_d", "Ensemble q_r", "VI q")
     summary = {"median_sigma": {c: 0.5 for c in cols}, "near_prior": {c: 0.125 for c in cols}}
     rows = xiao.sigma_summary_table(summary, get_profile("quick"), 2).rows
@@ -294,6 +304,12 @@ def test_pruning_and_sigma_tables():
     run = SimpleNamespace(sigma={c: np.asarray([0.1, 1.0]) for c in cols}, median_sigma={c: 0.5 for c in cols})
     assert [ax.get_title() for ax in xiao.sigma_histograms(run, 2).axes] == [
         "HMC (run 1 of 2)", "Ensemble (run 1 of 2)", "mean-field VI (run 1 of 2)"]
+    # a sigma below the bins' floor (1e-4) is counted in the first bin and the legend says how many
+    tiny = SimpleNamespace(sigma={**run.sigma, "Ensemble q_d": np.asarray([1e-7, 1e-6, 0.1, 1.0])},
+                           median_sigma=run.median_sigma)
+    fig = xiao.sigma_histograms(tiny, 2)
+    labels = fig.axes[1].get_legend_handles_labels()[1]
+    assert labels[0].endswith(";\n2 below 1e-04, in the first bin") and "below" not in labels[1]
     matplotlib.pyplot.close("all")
 
 
@@ -307,6 +323,7 @@ def test_sigma_inspection_table_and_values():
     assert rows[0] == ["first layer, the 1 always-zero pixels (exact posterior sigma: 1)", "0.500", "0.250", "1.000"]
     assert rows[1][1:] == ["0.300", "0.250", "0.100"] and rows[2][1:3] == ["1.000", "0.500"]
     assert rows[3][0] == "all weights, one sample per chain (3 independent draws)"
+    assert rows[3][3] == "n/a (VI has no chains)"
     assert xiao.matching_consistency_line(insp).endswith("chain by chain: 1.00, 0.50, 0.25 (chain 0 holds the reference)")
     values = xiao.sigma_inspection_values(insp, get_profile("quick"))
     assert values["n_const"] == 1 and values["n_train"] == "1,000" and values["other_d"] == "0.300"

@@ -214,7 +214,8 @@ def command_setting(command: str, name: str) -> str:
 
 def saved_labels(name: str, base: str = "paper", directory: Path | None = None) -> list[str]:
     """The profile labels of the saved runs of ``name``: ``base`` itself and its labelled
-    reductions (``<base>-...``), ``base`` first, the others in name order.
+    reductions (``<base>-...``), ``base`` first, the others in natural order (numbers by
+    value: ``paper-8nets`` before ``paper-16nets``).
 
     Args:
         name: the experiment's name.
@@ -230,4 +231,10 @@ def saved_labels(name: str, base: str = "paper", directory: Path | None = None) 
         label = path.stem[len(name) + 1:]
         if label == base or label.startswith(f"{base}-"):
             labels.append(label)
-    return sorted(labels, key=lambda label: (label != base, label))
+    return sorted(labels, key=lambda label: label_order(label, base))
+
+
+def label_order(label: str, base: str = "paper") -> tuple:
+    """A sort key of profile labels: ``base`` first, then the others in natural order (numbers
+    by value: ``paper-8nets`` before ``paper-16nets``)."""
+    return label != base, [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label)]

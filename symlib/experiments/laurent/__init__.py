@@ -41,7 +41,8 @@ _EXPORTS = {
                "optunet_layer_params", "min_mass_setting_values",
                "optunet_training_line", "min_mass_lines", "layer_labels", "largest_weight_table", "corollary1_line",
                "objective_change_table", "convexity_lines", "mlp_min_mass_line", "pooled_ks_line", "RAW_FORM",
-               "CANONICAL_FORM", "marginal_values", "marginals_table", "fig2_rows", "largest_ratio_values",
+               "CANONICAL_FORM", "marginal_values", "marginal_weights_tested", "marginals_table", "fig2_rows",
+               "largest_ratio_values",
                "saved_min_mass_values", "gpu_min_mass_values", "saved_posterior_values"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -444,7 +444,7 @@ def _largest_weight(summary: dict[str, Any]) -> Evidence:
     names = ", ".join(mm["layers"][i] for i in small)
     return Evidence(w.effect, w.low, w.high, t, f"{w.units} (worst of: the log ratio of each smaller-than-average "
                     f"layer ({names}) rises, of {mm['layers'][big]} does not; least clear: {w.detail})",
-                    detail + "; mean log ratio " + ", ".join(f"{mm['layers'][i]} {np.log(ratio[:, i]).mean():+.3f}"
+                    detail + "; mean log ratio " + ", ".join(f"{mm['layers'][i]} {np.log(ratio[:, i]).mean():+.3g}"
                                                              for i in range(ratio.shape[1])))
 
 

@@ -32,7 +32,7 @@ from symlib.symmetry.neuron_order import kendall_tau_from_discordant
 OPTUNET_SWAP_KEYS = ("conv", "dense")
 
 #: the columns of :func:`phase_table`
-PHASE_HEADERS = ("phase (epochs)", "learning rate", "units", "swapped pairs / step", "steps with a swap",
+PHASE_HEADERS = ("phase (epochs)", "learning rate", "permutation", "swapped pairs / step", "share of steps with a swap",
                  "swaps / epoch (sum of steps)", "net swapped pairs / epoch", "net τ / epoch")
 
 
@@ -310,11 +310,14 @@ def table1_ours(summary: Mapping[str, Any], method: str) -> list[float | None]:
 
 
 def table1_mnist(summary: Mapping[str, Any], profile_name: str) -> Table:
-    """Table 1's MNIST block: one row per method, each cell ``paper / ours``."""
-    rows = [[m] + [f"{p:g} / {_mmd_cell(o, i < 2)}" for i, (p, o) in enumerate(zip(TABLE1_MNIST[m],
-                                                                                    table1_ours(summary, m)))]
+    """Table 1's MNIST block: one row per method, each cell ``paper / ours`` (the paper's values
+    with the one decimal it prints; its MMD columns beside our MMD², as the headers say)."""
+    rows = [[m] + [f"{p:.1f} / {_mmd_cell(o, i < 2)}" for i, (p, o) in enumerate(zip(TABLE1_MNIST[m],
+                                                                                      table1_ours(summary, m)))]
             for m in summary["methods"]]
-    return Table(["method (paper / ours, " + profile_name + " profile)", *TABLE1_COLUMNS], rows)
+    mmd = {"MMD": "MMD (paper) / MMD² (ours)", "NS": "NS: MMD (paper) / MMD² (ours)"}
+    return Table(["method (paper / ours, " + profile_name + " profile)", *(mmd.get(c, c) for c in TABLE1_COLUMNS)],
+                 rows)
 
 
 def appendix_b4_table(summary: Mapping[str, Any], profile_name: str) -> Table:
@@ -322,9 +325,11 @@ def appendix_b4_table(summary: Mapping[str, Any], profile_name: str) -> Table:
     rows = []
     for m in summary["methods"]:
         ours = [summary["mmd"][v][m][s] for v in ("MMD", "NS") for s in ("median", "mean", "max")]
-        rows.append([m, "/".join(f"{x:g}" for x in APPENDIX_B4_MNIST[m][:3]), "/".join(f"{x:.4f}" for x in ours[:3]),
-                     "/".join(f"{x:g}" for x in APPENDIX_B4_MNIST[m][3:]), "/".join(f"{x:.4f}" for x in ours[3:])])
-    return Table(["method", "MMD paper", f"MMD ours ({profile_name})", "NS paper", f"NS ours ({profile_name})"], rows)
+        rows.append([m, "/".join(f"{x:.1f}" for x in APPENDIX_B4_MNIST[m][:3]),
+                     "/".join(f"{x:.4f}" for x in ours[:3]),
+                     "/".join(f"{x:.1f}" for x in APPENDIX_B4_MNIST[m][3:]), "/".join(f"{x:.4f}" for x in ours[3:])])
+    return Table(["method", "MMD paper", f"MMD² ours ({profile_name})", "NS paper", f"NS MMD² ours ({profile_name})"],
+                 rows)
 
 
 def symmetry_removal_table(summary: Mapping[str, Any]) -> Table:
@@ -587,7 +592,7 @@ def objective_change_table(d_kernel: np.ndarray, d_bias: np.ndarray, final_objec
     rescaling: its kernel and hidden-bias penalty parts, their total, and the total relative to
     each network's last-epoch objective."""
     return Table(["change of the training objective per network", "mean", "min", "max"],
-                 [(name, *(f"{f(v):+.6f}" for f in (np.mean, np.min, np.max)))
+                 [(name, *(f"{f(v):+.4g}" for f in (np.mean, np.min, np.max)))
                   for name, v in (("kernel penalty (wd/2) dM", d_kernel),
                                   ("hidden-bias penalty (wd/2) dB", d_bias),
                                   ("total penalty = regularised objective (data term unchanged)", d_kernel + d_bias),
@@ -630,12 +635,19 @@ def marginal_values(pooled: Mapping[str, np.ndarray], level: float, checkpoints:
             "ks_canon_share": float(np.mean(pooled[CANONICAL_FORM] < level)), "ks_checkpoints": checkpoints}
 
 
+def marginal_weights_tested(l: int, layers: Sequence[str]) -> str:
+    """Which weights the marginal tests of layer ``l`` of ``layers`` compare: those of its first
+    and last unit, incoming for a hidden layer; for the output layer (which has no hidden units)
+    the outgoing weights of the last hidden layer's first and last unit."""
+    return "incoming" if l < len(layers) - 1 else "outgoing (last hidden layer)"
+
+
 def marginals_table(pvals: Mapping[str, Mapping[int, np.ndarray]], layers: Sequence[str], level: float) -> Table:
     """Per layer: the weight positions tested, and per form of the weights the share of KS p-values
     below ``level`` and their median (``pvals``: form -> layer index -> p-values)."""
     rows = []
     for l, name in enumerate(layers):
-        kind = "incoming" if l < len(layers) - 1 else "outgoing (last hidden layer)"
+        kind = marginal_weights_tested(l, layers)
         rows.append((name, f"{len(pvals[RAW_FORM][l])} {kind}",
                      *[f"{np.mean(p[l] < level):.2f} / {np.median(p[l]):.2f}" for p in pvals.values()]))
     return Table(["layer", "positions tested", *[f"{k}: share p<{level} / median p" for k in pvals]], rows)

@@ -17,6 +17,11 @@ FORM_TITLES = {"raw": "raw", "unit_norm": "scaling removed (unit-norm)",
                "canonical": "scaling and permutation removed"}
 
 
+def _p_text(p: float) -> str:
+    """A p-value with three decimals (0.997, not 1.00), or two significant figures below 0.001."""
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.2g}"
+
+
 def setup_values() -> dict[str, object]:
     """The toy problem's settings that the prose cites: points per class (``n_per_class``), the
     largest relative gap between the l3 and the Euclidean unit norm of a 2-D vector (``l3_gap``,
@@ -60,8 +65,8 @@ def fig1_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         ("networks dropped for a high final loss (App. A)", paper["dropped_networks"],
          f"{100 * summary['dropped_fraction']:.2f}%"),
         ("raw output-weight density (Fig. 1 left)", paper["raw_density"],
-         f"fraction w1 > w2 = {summary['fraction_w1_gt_w2']:.3f} (sign test p = {summary['sign_test_p']:.2f}, "
-         f"split-half KS p = {summary['split_half_ks_p']:.2f}); modes of w1 - w2 at "
+         f"fraction w1 > w2 = {summary['fraction_w1_gt_w2']:.3f} (sign test p = {_p_text(summary['sign_test_p'])}, "
+         f"split-half KS p = {_p_text(summary['split_half_ks_p'])}); modes of w1 - w2 at "
          f"{np.round(summary['modes']['raw'], 1).tolist()}"),
         ("scaling and permutation removed (Fig. 1 right)", paper["canonical_density"],
          f"modes of w1 - w2 at {np.round(summary['modes']['canonical'], 1).tolist()} (one side of the diagonal)"),

@@ -38,6 +38,7 @@ from symlib.experiments.profiles import Profile, get_profile
 from symlib.experiments.rossi import ROSSI_APPC_CLAIMS, ROSSI_SEC51_CLAIMS, ROSSI_VI_SETTINGS
 from symlib.experiments.judging.scales import KINDS as SCALE_KINDS
 from symlib.experiments.judging.scales import PAPER, QUICK, REDUCTION, STAND_IN, Scale, scale_of
+from symlib.experiments.judging.results import label_order
 from symlib.experiments.xiao import TABLE1_SETUP, XIAO_FIG1_CLAIMS, XIAO_FIG2_CLAIMS, XIAO_FIG3_CLAIMS, XIAO_TABLE1
 
 #: paper key -> (citation key in book/references.bib, short name, text files in ../shared/papers)
@@ -607,7 +608,7 @@ def run_verdicts(item: Item, quick: Mapping[str, Mapping[str, Any]],
     if not item.attempted or item.kind in ("illustration", "setup") or not (item_claims(item) or item.saved_as):
         return []
     names = (*item.experiments, *item.saved_as)
-    labels = sorted({p for e in names for p in paper_runs.get(e, {})}, key=lambda p: (p != "paper", p))
+    labels = sorted({p for e in names for p in paper_runs.get(e, {})}, key=label_order)
     out = []
     for label in labels:
         records = {e: paper_runs[e][label] for e in names if label in paper_runs.get(e, {})}
@@ -698,7 +699,7 @@ def paper_profile_cell(item: Item, paper_runs: Mapping[str, Mapping[str, Mapping
         return "not attempted"
     cells = []
     for exp in (*item.experiments, *item.saved_as):
-        for label, record in sorted(paper_runs.get(exp, {}).items(), key=lambda kv: (kv[0] != "paper", kv[0])):
+        for label, record in sorted(paper_runs.get(exp, {}).items(), key=lambda kv: label_order(kv[0])):
             values = _values(item, exp, record["summary"]) or "saved"
             cells.append(f"{values} [{exp}, {label}, {scale_of(exp, label, record).short}: {record['device']}, "
                          f"{record['date']}]")

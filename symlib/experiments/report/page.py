@@ -13,6 +13,7 @@ from typing import Any
 
 from symlib.experiments.judging.claims import Verdict
 from symlib.experiments.judging.scales import KINDS
+from symlib.experiments.plotting import VERDICT_COLOURS
 from symlib.experiments.table import Table
 
 from symlib.experiments.report.manifest import (MANIFEST, PAPERS, Item, RunVerdict, format_value, item_status, ours,
@@ -25,7 +26,7 @@ NOT_CACHED = "quick result not cached"
 PAPER_ONLY = "paper profile only"
 
 #: the short row of every item in the report (:func:`report_rows`)
-HEADERS = ("paper", "item", "chapter", "scale", "verdict", "paper's number", "our number")
+HEADERS = ("paper", "item", "chapter", "scale", "verdict", "the paper's value", "ours: the deciding claim's effect")
 
 def chapter_link(item: Item) -> str:
     """A Markdown link from the report's page to the item's chapter in the built book.
@@ -46,8 +47,13 @@ def chapter_link(item: Item) -> str:
 
 
 def _short(text: str, width: int = 60) -> str:
+    """``text`` on one line, cut at the last word boundary before ``width`` characters (with an
+    ellipsis) when longer; the row's details keep the whole text."""
     text = " ".join(str(text).split())
-    return text if len(text) <= width else text[: width - 1].rstrip(" ,;:") + "…"
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;:([") + "…"
 
 
 def key_number(item: Item, summaries: Mapping[str, Mapping[str, Any]], run: RunVerdict | None = None) -> str:
@@ -155,7 +161,7 @@ def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str,
             else:
                 sums = {e: paper_runs[e][head.run]["summary"] for e in (*item.experiments, *item.saved_as)
                         if head.run in paper_runs.get(e, {})}
-            scale = head.scale.short
+            scale = _short(head.scale.short, 90)  # the whole label is in the details
             verdict = head.verdict.value if head.outcomes else f"{Verdict.NOT_TESTED.value} ({head.note})"
             number = key_number(item, sums, head)
         details = [("what it shows", item.caption), ("the paper", item.paper_value),
@@ -167,7 +173,7 @@ def report_rows(quick: Mapping[str, Mapping[str, Any]], paper_runs: Mapping[str,
         if not runs:
             details.append(("status", item_status(item, quick, paper_runs)))
         rows.append(ReportRow(PAPERS[item.paper][1], item.label, chapter_link(item), scale, verdict,
-                              _short(item.paper_number or item.paper_value, 64), _short(number, 80), tuple(runs),
+                              _short(item.paper_number or item.paper_value, 100), _short(number, 120), tuple(runs),
                               tuple(details)))
     return rows
 
@@ -323,10 +329,11 @@ def paper_forest_entries(rows: Sequence[ReportRow], paper: str) -> list[ForestEn
 #: the columns of the counts: every scale kind, then items without a run
 COUNT_SCALES = (*KINDS, "none")
 
-#: the bars' colours in the order of :func:`count_verdicts`: the verdicts (holds, same direction,
-#: opposite direction, differs, not tested), then the statuses of items without a run in greys
-COUNT_COLOURS = ("#1b9e77", "#e6ab02", "#fdae61", "#d95f02", "#7570b3", "#bdbdbd", "#969696", "#737373", "#525252",
-                 "#d9d9d9", "#252525")
+#: the bars' colours in the order of :func:`count_verdicts`: the verdicts as the forest plot
+#: colours them, then the statuses of items without a run (illustration, not attempted, not
+#: run, setup, ...) in tones far enough apart to tell at a glance
+COUNT_COLOURS = (*(VERDICT_COLOURS[v.value] for v in Verdict), "#a6cee3", "#d9d9d9", "#636363", "#fee08b",
+                 "#bdbdbd", "#252525")
 
 
 def count_verdicts(counts: Mapping[tuple[str, str, str], int]) -> list[str]:

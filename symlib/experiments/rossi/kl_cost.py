@@ -56,16 +56,24 @@ class TraceTermCheck:
         low, high = self.extremes[case]
         return high - low
 
+    def spread_text(self, case: str, digits: int = 2) -> str:
+        """The range of one case with ``digits`` significant figures, or ``"0 (round-off)"`` when it
+        is within float64 round-off of its values (1e-12 relative), so that a range that is zero
+        in exact arithmetic does not read as a measured variation."""
+        low, high = self.extremes[case]
+        spread = self.spread(case)
+        return "0 (round-off)" if spread <= 1e-12 * max(1.0, abs(low), abs(high)) else f"{spread:.{digits}g}"
+
     def table(self) -> Table:
         """One row per case: its minimum, maximum and range of ``T(P)``."""
         return Table(["case", "min over P of T(P)", "max over P", "range"],
-                     [(name, f"{lo:.4f}", f"{hi:.4f}", f"{self.spread(name):.2e}")
+                     [(name, f"{lo:.4f}", f"{hi:.4f}", self.spread_text(name, 3))
                       for name, (lo, hi) in self.extremes.items()])
 
     def glue_values(self) -> dict[str, object]:
         """``n_perms``, ``formula_error`` and ``trace_range_<case>`` (the case's first word) for the prose."""
         return {"n_perms": self.n_perms, "formula_error": f"{self.formula_error:.1e}",
-                **{f"trace_range_{name.split()[0]}": f"{self.spread(name):.2g}" for name in self.extremes}}
+                **{f"trace_range_{name.split()[0]}": self.spread_text(name) for name in self.extremes}}
 
 
 def trace_term_check(m0: np.ndarray, m1: np.ndarray,
@@ -203,7 +211,7 @@ def appendix_a_rows(trace: TraceTermCheck, picks: Mapping[str, Mapping[str, str]
     return [
         ("KL cost: the terms other than the means' distance (App. A)", "do not depend on P",
          "the trace term depends on P unless s0 or s1 is constant (range over P: "
-         + ", ".join(f"{k} {trace.spread(k):.1e}" for k in trace.extremes) + ")"),
+         + ", ".join(f"{k} {trace.spread_text(k)}" for k in trace.extremes) + ")"),
         ("KL cost on a pair mirror-symmetric about y = x (Fig. A1)", "identity (fails to recover the symmetry)",
          f"reduced (mean-only) KL: {on_picks[MIRROR_COSTS[2]]}; full KL: {on_picks['full KL']}"),
         ("Wasserstein cost on the same pair (Fig. A1)", "recovers the symmetry (swap)",

@@ -10,7 +10,7 @@ from symlib.experiments.profiles import Profile
 from symlib.experiments.registry import load_align_data
 from symlib.experiments.rossi.settings import (ALIGN_DATASETS, ROSSI_APPC_CLAIMS, ROSSI_TRAINING_AS_EXTRACTED,
                                                ROSSI_VI_SETTINGS, SPLITS)
-from symlib.experiments.table import Table
+from symlib.experiments.table import Table, plus_minus
 
 # ------------------------------------------------------------------ display helpers (chapters 07, 08)
 
@@ -24,9 +24,10 @@ def mean_se(values: Sequence[float]) -> tuple[float, float]:
 
 
 def format_mean_se(values: Sequence[float], digits: int = 3) -> str:
-    """``"0.123 ± 0.010"`` (mean ± standard error over the units), or the value for one unit."""
+    """``"0.123 ± 0.010"`` (mean ± standard error over the units, :func:`~symlib.experiments.table.plus_minus`),
+    or the value for one unit."""
     m, se = mean_se(values)
-    return f"{m:.{digits}f}" if not np.isfinite(se) else f"{m:.{digits}f} ± {se:.{digits}f}"
+    return plus_minus(m, se, digits)
 
 
 def barrier_table_rows(summary: Mapping[str, Any]) -> list[tuple]:
@@ -44,15 +45,18 @@ def barrier_table_rows(summary: Mapping[str, Any]) -> list[tuple]:
     return rows
 
 
-BARRIER_TABLE_HEADERS = ["dataset", "width", "pairs", "train naive", "train aligned", "test naive", "test aligned",
-                         "test barrier removed", "ELBO per example", "test loss at the endpoints"]
+BARRIER_TABLE_HEADERS = ["dataset", "width", "pairs", "train naive (nats)", "train aligned (nats)", "test naive (nats)",
+                         "test aligned (nats)", "test barrier removed", "ELBO per example (nats)",
+                         "test loss at the endpoints (nats)"]
 
 
 def barriers_against_width(widths: Mapping[str, Sequence[int]], pairs: Mapping[str, Any], *,
                            title: str | None = None):
     """Marginalised loss barriers against the hidden width (log2 axis), naive and aligned, train
-    (solid) and test (dashed): :func:`mean_se` over the independent pairs (no bar for one
-    pair). One panel per dataset (Sec. 5.1).
+    (solid, filled dots) and test (dashed, open squares): :func:`mean_se` over the independent
+    pairs (no bar for one pair). One panel per dataset (Sec. 5.1). The barriers are on a
+    symmetric-log axis (linear within 0.01 nats of 0), so that the aligned barriers, often
+    tens of times smaller than the naive ones, show their trend too.
 
     Args:
         widths: dataset -> its widths (a ``vi_alignment`` summary's ``widths``).
@@ -71,16 +75,17 @@ def barriers_against_width(widths: Mapping[str, Sequence[int]], pairs: Mapping[s
                              squeeze=False)
     for ax, (dataset, ws) in zip(axes[0], widths.items()):
         for i, kind in enumerate(("naive", "aligned")):
-            for split, ls in (("train", "-"), ("test", "--")):
+            for split, ls, marker, face in (("train", "-", "o", PALETTE[i]), ("test", "--", "s", "white")):
                 stats = [mean_se(v) for v in pairs[dataset][split][kind]]
-                ax.errorbar(ws, [m for m, _ in stats], yerr=[se for _, se in stats], marker="o", ls=ls, capsize=3,
-                            color=PALETTE[i], label=f"{split}, {kind}")
+                ax.errorbar(ws, [m for m, _ in stats], yerr=[se for _, se in stats], marker=marker, mfc=face, ls=ls,
+                            capsize=3, color=PALETTE[i], label=f"{split}, {kind}")
         ax.set_xscale("log", base=2)
         ax.set_xticks(ws, [str(w) for w in ws])
         ax.set_xlabel("hidden width")
-        ax.set_ylabel("marginalised loss barrier (nats)")
+        ax.set_yscale("symlog", linthresh=0.01)
+        ax.set_ylabel("marginalised loss barrier (nats)\n(symmetric log scale)")
         ax.set_title(dataset)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, handlelength=3)
     if title:
         fig.suptitle(title)
     return fig
@@ -124,8 +129,9 @@ def training_length_rows(short: Mapping[str, Any], long: Mapping[str, Any], *, s
     return rows
 
 
-TRAINING_LENGTH_HEADERS = ["dataset", "width", "pair", "naive, shorter", "naive, longer", "aligned, shorter",
-                           "aligned, longer", "ELBO per example, shorter", "ELBO per example, longer"]
+TRAINING_LENGTH_HEADERS = ["dataset", "width", "pair", "naive, shorter (nats)", "naive, longer (nats)",
+                           "aligned, shorter (nats)", "aligned, longer (nats)", "ELBO per example, shorter (nats)",
+                           "ELBO per example, longer (nats)"]
 
 
 def width_gaps(summary: Mapping[str, Any], dataset: str, narrow: int, wide: int, *, split: str = "train",
@@ -169,9 +175,8 @@ def timing_table_rows(summary: Mapping[str, Any], dataset: str) -> list[tuple]:
              f"{cols['w2_sq'][i]:.1f}") for i, w in enumerate(summary["widths"][dataset])]
 
 
-TIMING_TABLE_HEADERS = ["width", "W2 alignment CPU (s), median [min-max]", "sweeps",
-                        "matching of the means CPU (s), median [min-max]", "sweeps", "W2 alignment wall (s)",
-                        "W2^2 before", "W2^2 after"]
+TIMING_TABLE_HEADERS = ["width (times in s: median [min-max] of the repeats)", "W2 alignment CPU", "sweeps",
+                        "matching of the means CPU", "sweeps", "W2 alignment wall", "W₂² before", "W₂² after"]
 
 #: The quick profile's alignment settings before replicated pairs (up to 2026-11-24), for
 #: chapter 07's account of where the budget of the replicates came from: one pair per width
@@ -286,9 +291,12 @@ def robustness_table(summary: Mapping[str, Any]) -> Table:
     return Table(["prior variance", "temperature", "pairs", "test naive", "test aligned", "test barrier removed"], rows)
 
 
-def training_length_table(rows: Sequence[tuple]) -> Table:
-    """:func:`training_length_rows` as a table, barriers and ELBOs with 3 decimals."""
-    return Table(TRAINING_LENGTH_HEADERS, [(*r[:3], *(f"{v:.3f}" for v in r[3:])) for r in rows])
+def training_length_table(rows: Sequence[tuple], epochs: tuple[int, int]) -> Table:
+    """:func:`training_length_rows` as a table, barriers and ELBOs with 3 decimals; ``epochs``:
+    the shorter and the longer training's epochs, named in the headers."""
+    headers = [h.replace("shorter", f"{epochs[0]:,} epochs").replace("longer", f"{epochs[1]:,} epochs")
+               for h in TRAINING_LENGTH_HEADERS]
+    return Table(headers, [(*r[:3], *(f"{v:.3f}" for v in r[3:])) for r in rows])
 
 
 def resnet_table(result: Any, dataset: str) -> Table:
@@ -341,7 +349,7 @@ def timing_paper_rows(result: Any) -> list[tuple[str, str, str]]:
     for ds in ALIGN_DATASETS:
         widest, w2_cpu = result.widths[ds][-1], result.column(ds, "w2_cpu_seconds")
         rows.append((f"{ds}: alignment of the widest trained pair (width {widest}), wall",
-                     ROSSI_APPC_CLAIMS["within_a_minute"], f"{result.column(ds, 'w2_seconds')[-1]:.2f} s"))
+                     ROSSI_APPC_CLAIMS["within_a_minute"], f"{result.column(ds, 'w2_seconds')[-1]:.3f} s"))
         rows.append((f"{ds}: alignment / matching of the means at width {widest}, CPU",
                      ROSSI_APPC_CLAIMS["vi_costlier_than_sgd"],
                      f"{w2_cpu[-1] / result.column(ds, 'wm_cpu_seconds')[-1]:.2f}x"))

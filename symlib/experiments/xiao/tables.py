@@ -11,7 +11,7 @@ import numpy as np
 
 from symlib.experiments.judging.thresholds import THRESHOLDS
 from symlib.experiments.profiles import Profile
-from symlib.experiments.table import Table
+from symlib.experiments.table import Table, plus_minus
 from symlib.experiments.xiao.posteriors import hmc_budget
 from symlib.experiments.xiao.runs import not_grid, pair_seeds
 from symlib.experiments.xiao.settings import (MATCHING_METHODS, SPLITS, XIAO_FIG1_CLAIMS, XIAO_FIG2_CLAIMS,
@@ -98,7 +98,7 @@ def barrier_text(reps: Mapping[str, Mapping[str, tuple[float, float, int]]], res
     path's point ``mid`` (the result's ``curve``), and the number of pairs."""
     lines = [f"{'loss barrier (nats)':22s} {'train':>16s} {'test':>16s}   pair 0: test acc. at lambda=0.5"]
     for m in MATCHING_METHODS:
-        cells = [f"{reps[s][m][0]:.3f} ± {reps[s][m][1]:.3f}" for s in SPLITS]
+        cells = [plus_minus(*reps[s][m][:2]) for s in SPLITS]
         acc_mid = 100 * res.curve("test", m)["accuracy"][mid]
         lines.append(f"{m:22s} {cells[0]:>16s} {cells[1]:>16s}   {acc_mid:.2f}%")
     lines.append(f"({reps['train']['no matching'][2]} independent pairs)")
@@ -108,14 +108,14 @@ def barrier_text(reps: Mapping[str, Mapping[str, tuple[float, float, int]]], res
 def barrier_values(reps: Mapping[str, Mapping[str, tuple[float, float, int]]]) -> dict[str, str]:
     """``barrier_<split>_<raw|weight|activation>``: ``"mean ± se"`` of every barrier of
     :func:`~symlib.experiments.xiao.runs.barrier_replicates`."""
-    return {f"barrier_{s}_{_METHOD_KEYS[m]}": f"{reps[s][m][0]:.3f} ± {reps[s][m][1]:.3f}"
+    return {f"barrier_{s}_{_METHOD_KEYS[m]}": plus_minus(*reps[s][m][:2])
             for s in SPLITS for m in MATCHING_METHODS}
 
 
 def _mean_se_pairs(stats: tuple[float, float, int]) -> str:
     """``"mean ± se (n pairs)"``, or the mean alone for one pair."""
     mean, se, n = stats
-    return f"{mean:.3f}" if n < 2 else f"{mean:.3f} ± {se:.3f} ({n} pairs)"
+    return f"{mean:.3f}" if n < 2 else f"{plus_minus(mean, se)} ({n} pairs)"
 
 
 def barrier_rows(reps: Mapping[str, Mapping[str, tuple[float, float, int]]],
@@ -169,10 +169,11 @@ _PEARSON = "Pearson r(NoT(P), NoT(P'))"
 
 
 def over_runs(values: Sequence[float]) -> str:
-    """``"mean ± se"`` (3 decimals) over independent runs; the error is nan for one run."""
+    """``"mean ± se"`` over independent runs (:func:`~symlib.experiments.table.plus_minus`); the
+    mean alone for one run."""
     v = np.asarray(values, float)
     se = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else float("nan")
-    return f"{v.mean():.3f} ± {se:.3f}"
+    return plus_minus(float(v.mean()), se)
 
 
 def sweep_statistics_text(per_run: Mapping[str, Sequence[float]]) -> str:
@@ -353,20 +354,23 @@ def posterior_setting_values(profile: Profile, paper_profile: Profile) -> dict[s
 
 
 def hmc_line(res: Any) -> str:
-    """The HMC run of a ``compact_representation`` result: acceptance, divergences, and its
-    predictive's test accuracy and NLL."""
+    """The HMC run of a ``compact_representation`` result, all its chains pooled: acceptance,
+    divergences, and the pooled predictive's test accuracy and NLL (Table 1 scores each run's
+    chains alone, so its HMC row differs)."""
     diag = res.hmc_diagnostics
-    return (f"HMC: mean acceptance {diag.mean_acceptance:.3f}, divergences {diag.num_divergences}; "
-            f"predictive on the test set: accuracy {res.hmc_test.accuracy:.4f}, NLL {res.hmc_test.nll:.4f}")
+    return (f"HMC, all chains pooled: mean acceptance {diag.mean_acceptance:.3f}, divergences {diag.num_divergences}; "
+            f"pooled predictive on the test set: accuracy {res.hmc_test.accuracy:.4f}, NLL {res.hmc_test.nll:.4f} "
+            "(Table 1 below scores each run's chains alone)")
 
 
 def convergence_table(diag: Any, rhat_w: Mapping[str, np.ndarray]) -> Table:
     """R-hat and ESS of the HMC chains in weight space (median over each layer's weights,
     :func:`~symlib.experiments.xiao.runs.weight_rhat`) and in function space (test log-likelihood,
-    true-class probabilities; :class:`~symlib.experiments.xiao.results.HMCDiagnostics`)."""
-    return Table(["quantity", "R-hat", "ESS"], [
-        ("weights, first layer (median over weights)", f"{np.median(rhat_w['dense_0']):.2f}", ""),
-        ("weights, output layer (median over weights)", f"{np.median(rhat_w['dense_1']):.2f}", ""),
+    true-class probabilities; :class:`~symlib.experiments.xiao.results.HMCDiagnostics`), all the
+    chains pooled (the claims judge each run's chains alone)."""
+    return Table(["quantity (all chains pooled)", "R-hat", "ESS"], [
+        ("weights, first layer (median over weights)", f"{np.median(rhat_w['dense_0']):.2f}", "-"),
+        ("weights, output layer (median over weights)", f"{np.median(rhat_w['dense_1']):.2f}", "-"),
         ("test log-likelihood", f"{float(diag.rhat_test_loglik):.2f}", f"{float(diag.ess_test_loglik):.1f}"),
         ("true-class probability of 10 test points (median; max)",
          f"{np.median(diag.rhat_true_class_prob):.2f}; {np.max(diag.rhat_true_class_prob):.2f}",
@@ -520,12 +524,12 @@ def chains_values(by_chains: Mapping[str, np.ndarray]) -> dict[str, Any]:
 
 def pruning_table(prune: Mapping[str, Any], labels: Mapping[str, str]) -> Table:
     """The pruning curves (a ``compact_representation`` result's ``pruning()``) as a table: the
-    share pruned, then each curve's test accuracy % (mean +- SE over the runs); ``labels``: curve
-    -> column header, in the columns' order."""
+    share of weights pruned, then each curve's test accuracy % of the mean network (mean +- SE
+    over the runs); ``labels``: curve -> its name in the column header, in the columns' order."""
     keep = prune["keep_fraction"][0]
-    rows = [(f"{100 * (1 - f):.0f}%", *(f"{100 * prune[k][0][i]:.2f} +- {100 * prune[k][1][i]:.2f}" for k in labels))
+    rows = [(f"{100 * (1 - f):.0f}%", *(plus_minus(100 * prune[k][0][i], 100 * prune[k][1][i], 2) for k in labels))
             for i, f in enumerate(keep)]
-    return Table(["pruned", *labels.values()], rows)
+    return Table(["weights pruned", *(f"{name}: test accuracy (%), mean ± SE" for name in labels.values())], rows)
 
 
 def sigma_summary_table(summary: Mapping[str, Any], profile: Profile, runs: int) -> Table:
@@ -565,9 +569,9 @@ def sigma_inspection_table(insp: Mapping[str, Any]) -> Table:
         (f"first layer, the {int(const.sum())} always-zero pixels (exact posterior sigma: 1)",
          *_pixel_medians(insp, const)),
         ("first layer, the other pixels", *_pixel_medians(insp, ~const)),
-        ("output layer", f"{np.median(insp['out_d']):.3f}", f"{np.median(insp['out_r']):.3f}", ""),
+        ("output layer", f"{np.median(insp['out_d']):.3f}", f"{np.median(insp['out_r']):.3f}", "not computed"),
         (f"all weights, one sample per chain ({insp['chains']} independent draws)", f"{insp['one_d']:.3f}",
-         f"{insp['one_r']:.3f}", ""),
+         f"{insp['one_r']:.3f}", "n/a (VI has no chains)"),
     ])
 
 
