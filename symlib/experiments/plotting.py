@@ -428,6 +428,15 @@ def mirrored_gaussians(pairs: dict[str, tuple[Sequence[float], Sequence[float]]]
     return fig
 
 
+def log_y_125(ax: plt.Axes) -> None:
+    """A logarithmic y axis with plain-number ticks at 1, 2 and 5 of each decade (no minor labels),
+    so that values within one decade can be read off."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
 def timings_against_width(widths: dict[str, Sequence[int]], spreads: dict[str, dict[str, np.ndarray]], *,
                           xlabel: str = "hidden width", ylabel: str = "CPU time (s): median, range of repeats",
                           subtitle: str = "trained VI posteriors", styles: Sequence[str] = ("o-", "s--")) -> plt.Figure:
@@ -445,8 +454,6 @@ def timings_against_width(widths: dict[str, Sequence[int]], spreads: dict[str, d
     Returns:
         The figure.
     """
-    from matplotlib.ticker import LogLocator, ScalarFormatter
-
     fig, axes = plt.subplots(1, len(spreads), figsize=(5 * len(spreads), 3.4), constrained_layout=True, squeeze=False,
                              sharey=True)  # one time axis: the panels compare by eye
     for ax, (dataset, series) in zip(axes[0], spreads.items()):
@@ -456,10 +463,7 @@ def timings_against_width(widths: dict[str, Sequence[int]], spreads: dict[str, d
             ax.errorbar(ws, spread[:, 0], yerr=[spread[:, 0] - spread[:, 1], spread[:, 2] - spread[:, 0]],
                         fmt=style, capsize=3, label=label)
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(ScalarFormatter())
-        ax.yaxis.set_minor_formatter(plt.NullFormatter())
+        log_y_125(ax)
         ax.set_xticks(ws, [str(w) for w in ws])
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)

@@ -129,17 +129,12 @@ def elbo_figure(elbo_history: Sequence[float]) -> plt.Figure:
     """Mean-field VI's negative ELBO per training example over the epochs, on a log axis with
     ticks at 1, 2 and 5 of each decade (a classifier's ELBO is at most 0: a log-likelihood
     minus a KL divergence), its last value marked."""
-    from matplotlib.ticker import LogLocator, ScalarFormatter
-
     neg = -np.asarray(elbo_history, float)
     if not np.all(neg > 0):
         raise ValueError(f"elbo_figure: an ELBO per example must be negative, got a largest value of {-neg.min():g}")
     fig, ax = plt.subplots(figsize=(5.5, 3.2), constrained_layout=True)
     ax.plot(np.arange(1, len(neg) + 1), neg, color=plotting.PALETTE[0])
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(ScalarFormatter())
-    ax.yaxis.set_minor_formatter(plt.NullFormatter())
+    plotting.log_y_125(ax)
     ax.annotate(f"last: {neg[-1]:.3g}", (len(neg), neg[-1]), textcoords="offset points", xytext=(-4, 6),
                 ha="right", fontsize=8)
     ax.set_xlabel("epoch")
