@@ -29,7 +29,7 @@ class DiagonalGaussian(NamedTuple):
         mean: pytree of arrays (the network's parameter layout): the means.
         std: the standard deviations (``>= 0``), the same structure and shapes.
         info: what produced it reports, or None (:func:`symlib.inference.fit_vi`: ``elbo``,
-            the per-example ELBO averaged over every epoch).
+            the per-example ELBO averaged over each epoch, one value per epoch).
     """
 
     mean: PyTree

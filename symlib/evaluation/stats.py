@@ -40,6 +40,13 @@ def _tied(x: np.ndarray, y: np.ndarray) -> bool:
     return bool(np.allclose(x, y, rtol=1e-12, atol=0.0))
 
 
+def _check_level(level: float, name: str) -> None:
+    """Raise unless ``level`` is a confidence level strictly between 0 and 1 (at 1 scipy's
+    intervals are ``(inf, inf)``, an interval that holds nothing, not the whole line)."""
+    if not 0.0 < float(level) < 1.0:
+        raise ValueError(f"{name}: level must be in (0, 1), got {level}")
+
+
 def mean_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
     """Mean and its Student-t confidence interval over independent units.
 
@@ -56,10 +63,12 @@ def mean_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> 
         ``(mean, low, high)``.
 
     Raises:
-        ValueError: for no value, a non-finite one, or values that are not 1-D.
+        ValueError: for no value, a non-finite one, values that are not 1-D, or a level
+            outside (0, 1).
     """
     from scipy import stats
 
+    _check_level(level, "mean_interval")
     v = _finite_1d(values, "mean_interval")
     m = float(v.mean())
     if _tied(v, np.full_like(v, v[0])):
@@ -96,8 +105,7 @@ def ratio_interval(num: Sequence[float] | np.ndarray, den: Sequence[float] | np.
     """
     from scipy import stats
 
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"ratio_interval: level must be in (0, 1), got {level}")
+    _check_level(level, "ratio_interval")
     a, b = _finite_1d(num, "ratio_interval (num)", 2), _finite_1d(den, "ratio_interval (den)", 2)
     if a.size != b.size:
         raise ValueError(f"ratio_interval: num has {a.size} units, den {b.size}; they must be the same units")
@@ -131,10 +139,12 @@ def proportion_interval(successes: int, trials: int, level: float = 0.95) -> tup
 
     Raises:
         TypeError: for a count that is not an integer (a float such as 2.7, or a bool).
-        ValueError: unless ``0 <= successes <= trials`` and ``trials >= 1``.
+        ValueError: unless ``0 <= successes <= trials`` and ``trials >= 1``, or for a level
+            outside (0, 1).
     """
     from scipy import stats
 
+    _check_level(level, "proportion_interval")
     k, n = _count(successes, "successes"), _count(trials, "trials")
     if n < 1 or not 0 <= k <= n:
         raise ValueError(f"proportion_interval needs 0 <= successes <= trials, trials >= 1; got {k}/{n}")
@@ -153,10 +163,12 @@ def difference_interval(first: Sequence[float], second: Sequence[float], level: 
         :func:`mean_interval`, a spread of zero is no evidence that a group's noise is zero.
 
     Raises:
-        ValueError: for an empty group, a non-finite value, or values that are not 1-D.
+        ValueError: for an empty group, a non-finite value, values that are not 1-D, or a level
+            outside (0, 1).
     """
     from scipy import stats
 
+    _check_level(level, "difference_interval")
     a, b = _finite_1d(first, "difference_interval (first)"), _finite_1d(second, "difference_interval (second)")
     d = float(a.mean() - b.mean())
     if a.size < 2 or b.size < 2 or _tied(a, np.full_like(a, a[0])) or _tied(b, np.full_like(b, b[0])):

@@ -110,6 +110,19 @@ def test_ratio_interval_errors(num, den, level, match):
         stats.ratio_interval(num, den, level)
 
 
+@pytest.mark.parametrize("level", [0.0, 1.0, 1.5, -0.1])
+@pytest.mark.parametrize("call", [
+    lambda level: stats.mean_interval([1.0, 2.0, 4.0], level),
+    lambda level: stats.difference_interval([1.0, 2.0, 4.0], [0.0, 0.5, 3.0], level),
+    lambda level: stats.proportion_interval(2, 5, level),
+], ids=["mean", "difference", "proportion"])
+def test_every_interval_refuses_a_level_outside_0_1(call, level):
+    """At level 1 scipy's Welch interval came back as (inf, inf): an interval that holds
+    nothing, wholly above any threshold, where the whole line was meant."""
+    with pytest.raises(ValueError, match="level must be in"):
+        call(level)
+
+
 def test_a_ratio_proportional_in_every_run_gives_no_interval():
     """num = 0.3 den in every run: d_i is 0 up to rounding, not evidence of a certain 0.3."""
     den = np.asarray([3.7, 1.1, 2.9, 5.3])

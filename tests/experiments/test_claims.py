@@ -107,9 +107,10 @@ def test_verdicts_follow_the_symmetric_rule():
         (1.0, 0.0, 1.5, ABOVE, V.SAME_DIRECTION),  # touching the threshold from the paper's side
         (-1.0, -1.5, 0.0, ABOVE, V.OPPOSITE_DIRECTION),  # touching it from the other side
         (0.0, -1.0, 1.0, ABOVE, V.OPPOSITE_DIRECTION),  # an estimate on the threshold is not beyond it
-        (0.0, 0.0, 0.0, ABOVE, V.OPPOSITE_DIRECTION),  # a degenerate exact value on the threshold
-        (2.0, 2.0, 2.0, ABOVE, V.HOLDS),
-        (-2.0, -2.0, -2.0, ABOVE, V.DIFFERS),
+        (0.0, 0.0, 0.0, ABOVE, V.OPPOSITE_DIRECTION),  # resampled values that never vary: no interval
+        (2.0, 2.0, 2.0, ABOVE, V.SAME_DIRECTION),  # (before 2026-12-03: holds, as if exact)
+        (-2.0, -2.0, -2.0, ABOVE, V.OPPOSITE_DIRECTION),
+        (0.2, 0.2 - 4e-16, 0.2 + 4e-16, ABOVE, V.SAME_DIRECTION),  # a jackknife of tied values
         (5.0, -inf, inf, ABOVE, V.SAME_DIRECTION),  # one unit: an unbounded interval
         (-5.0, -inf, inf, ABOVE, V.OPPOSITE_DIRECTION),
         (-5.0, -inf, -1.0, ABOVE, V.DIFFERS),  # an infinite bound on the far side still differs
@@ -124,7 +125,12 @@ def test_verdicts_follow_the_symmetric_rule():
     ]
     for effect, low, high, t, verdict in cases:
         assert ev(effect, low, high, t, "3 pairs", "").verdict is verdict, (effect, low, high, t.direction)
+    assert "do not vary" in ev(2.0, 2.0, 2.0, ABOVE, "3 pairs", "").detail
+    # an exact quantity (a worst case over every network) is exact()'s, with no interval to estimate
     assert claims.exact(1e-12, BELOW, "all nets (worst case)", "").verdict is V.HOLDS
+    assert claims.exact(2.0, ABOVE, "all nets", "").verdict is V.HOLDS
+    assert claims.exact(-2.0, ABOVE, "all nets", "").verdict is V.DIFFERS
+    assert claims.exact(0.0, ABOVE, "all nets", "").verdict is V.OPPOSITE_DIRECTION
     assert claims.not_tested(ABOVE, "too few units").verdict is V.NOT_TESTED
     with pytest.raises(ValueError, match="does not contain the effect"):
         ev(1.0, 1.2, 1.5, ABOVE, "3 pairs", "")
@@ -392,3 +398,33 @@ def test_verdicts_do_not_depend_on_key_order(path):
             assert a.claim.name == b.claim.name and a.verdict is b.verdict, (a.claim.name, a.verdict, b.verdict)
             np.testing.assert_allclose([a.evidence.effect, a.evidence.low, a.evidence.high],
                                        [b.evidence.effect, b.evidence.low, b.evidence.high], equal_nan=True)
+
+
+def test_gates_fail_closed_on_a_diagnostic_that_is_not_a_number():
+    """A NaN accuracy or setup value cannot show that a run is in the paper's regime: before
+    2026-12-03 ``untrained_limit`` let a NaN accuracy pass (``nan <= limit`` is False) and
+    ``mlp_setup_gate`` passed or failed by the order of its keys (``min`` with a NaN)."""
+    from symlib.experiments.xiao.claims import mlp_setup_gate
+
+    assert claims.untrained_limit(float("nan"), 10) == pytest.approx(0.2)
+    assert claims.untrained_limit(0.5, 10) is None and claims.untrained_limit(0.2, 10) == pytest.approx(0.2)
+    for summary in ({"hidden": float("nan"), "n_train": 50_000}, {"n_train": float("nan"), "hidden": 512}):
+        reasons = mlp_setup_gate(summary)
+        assert len(reasons) == 1 and "not a finite number" in reasons[0]
+    assert mlp_setup_gate({"hidden": 512, "n_train": 50_000}) == []
+
+
+def test_worst_lets_a_contradicted_part_refute_the_whole():
+    """Every part must hold: a part that differs decides, even beside a part that could not be
+    judged (before 2026-12-03 the not-tested part hid it); without one, a not-tested part comes
+    first; otherwise the least favourable verdict."""
+    V = claims.Verdict
+    holds = claims.interval_evidence(1.0, 0.5, 1.5, ABOVE, "3 pairs", "")
+    differs = claims.interval_evidence(-1.0, -1.5, -0.5, ABOVE, "3 pairs", "")
+    worse = claims.interval_evidence(-2.0, -2.5, -1.5, ABOVE, "3 pairs", "")
+    inconclusive = claims.interval_evidence(-1.0, -1.5, 0.5, ABOVE, "3 pairs", "")
+    untested = claims.not_tested(ABOVE, "that part's networks did not learn")
+    assert claims.worst([untested, holds, differs]) is differs
+    assert claims.worst([holds, differs, worse]) is worse  # of two contradictions, the larger
+    assert claims.worst([holds, inconclusive, untested]).verdict is V.NOT_TESTED
+    assert claims.worst([holds, inconclusive]) is inconclusive

@@ -249,6 +249,29 @@ def test_corollary1_is_not_tested_where_the_witness_raises_the_biases():
         assert o.verdict is UNTESTED and "cannot witness" in o.evidence.untested and "12 of 12" in o.evidence.untested
 
 
+def _corollary1(mass_after, bias_sq_after):
+    """corollary1_lower_loss on two networks with kernel mass 10 and hidden-bias sum of squares
+    1 before the min-mass rescaling."""
+    mm = {"mass_before": [10.0, 10.0], "mass_after": mass_after, "hidden_bias_sq_before": [1.0, 1.0],
+          "hidden_bias_sq_after": bias_sq_after, "all_converged": True, "max_logit_change": 0.0}
+    check = next(c for c in claims.CLAIMS["laurent_mlps"] if c.name == "corollary1_lower_loss").check
+    return check({"min_mass": mm})
+
+
+def test_corollary1_gates_read_the_networks_they_name():
+    """Before 2026-12-03 the gate fired when any network's biases grew and some other network's
+    penalty did not fall, blaming the biases; and a network whose kernel mass the witness did
+    not lower judged the claim 'differs'. The kernel-only point refutes nothing: it holds where
+    it lowers every whole penalty, and is not tested otherwise, for the reason that applies."""
+    assert _corollary1([8.0, 8.0], [1.5, 1.0]).verdict is HOLDS  # biases grow, every total still falls
+    e = _corollary1([8.0, 11.0], [1.5, 0.5])  # network 1's kernel mass rises; network 0's biases grow
+    assert e.verdict is UNTESTED and "did not lower the kernels' sum of squares of 1 of 2" in e.untested
+    e = _corollary1([8.0, 10.0], [1.0, 1.0])  # network 1 at its kernel optimum
+    assert e.verdict is UNTESTED and "did not lower" in e.untested
+    e = _corollary1([8.0, 8.0], [1.0, 4.0])  # network 1's biases outgrow its kernels' fall
+    assert e.verdict is UNTESTED and "raises the whole penalty of 1 of 2 networks" in e.untested
+
+
 @pytest.mark.parametrize("name, kw", [
     ("above_min_mass", {"decrease": 0.0, "bias_change": -0.05}),  # at the optimum already
     ("min_mass_convex", {"halfway": -1e-3}),  # an indefinite Hessian
@@ -623,6 +646,21 @@ def test_collapse_claims_hold():
     assert _verdicts("rn18_collapse_cifar100", s) == {"ood_more_dispersed": HOLDS, "ood_variance_larger": HOLDS,
                                                       "no_correlation": DIFFERS}
     assert _verdicts("rn18_collapse_tiny_imagenet", s) == {"positive_correlation": HOLDS}
+
+
+def test_rn18_collapse_claims_are_not_tested_on_untrained_networks():
+    """The ResNet-18 collapse claims are about trained networks: a pair's network at most twice
+    chance (0.02 on CIFAR-100, 0.01 on TinyImageNet's 200 classes) leaves every one not tested,
+    whichever way the MI points; before 2026-12-03 they had no such gate."""
+    for seed, coupling in ((15, 0.9), (16, -0.9)):
+        s = _collapse(np.random.default_rng(seed), n=12, coupling=coupling)
+        s["network_accuracy"][3] = 0.01
+        for experiment in ("rn18_collapse_cifar100", "rn18_collapse_tiny_imagenet"):
+            out = claims.evaluate(experiment, s)
+            assert out and all(o.verdict is UNTESTED and "0.010" in o.evidence.untested for o in out)
+        s["network_accuracy"][3] = 0.015  # above twice chance for 200 classes, not for 100
+        assert _verdicts("rn18_collapse_tiny_imagenet", s)["positive_correlation"] is not UNTESTED
+        assert all(v is UNTESTED for v in _verdicts("rn18_collapse_cifar100", s).values())
 
 
 def test_collapse_claims_differ():

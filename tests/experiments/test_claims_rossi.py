@@ -240,7 +240,21 @@ def test_resnet20_width_claim_tests_the_only():
     v = _outcomes("vi_alignment_resnet20", _resnet_summary((2.0, 1.8, 1.6, 1.4), (1.0, 0.6, 0.3, 0.05)))
     ev = v["wider_lower_only_after_alignment"].evidence
     assert v["wider_lower_only_after_alignment"].verdict is Verdict.DIFFERS, ev
-    assert "minus naive" in ev.units and ev.low > 0
+    assert "the naive barrier's fall per doubling minus 0.05" in ev.units and ev.low > 0
+
+
+def test_resnet20_only_needs_a_naive_trend_shown_flat_not_a_noisy_one():
+    """The 'only' is an equivalence test (margin vi_alignment_resnet20.naive_flat_margin): a
+    flat naive barrier measured precisely holds; the same barrier measured with enough noise
+    that its slope could be a fall beyond the margin is in between. Before 2026-12-03 a naive
+    slope that was not significantly below 0 counted as the 'only', so the noisy run held."""
+    aligned = (0.5, 0.35, 0.2, 0.1)
+    precise = _outcomes("vi_alignment_resnet20", _resnet_summary((2.0,) * 4, aligned, noise=0.01))
+    assert precise["wider_lower_only_after_alignment"].holds
+    noisy = _outcomes("vi_alignment_resnet20", _resnet_summary((2.0,) * 4, aligned, noise=0.3))
+    ev = noisy["wider_lower_only_after_alignment"].evidence
+    assert noisy["wider_lower_only_after_alignment"].verdict in (Verdict.SAME_DIRECTION,
+                                                                   Verdict.OPPOSITE_DIRECTION), ev
     # a naive trend that cannot be told from zero is the 'only' (the registered reading)
     v = _outcomes("vi_alignment_resnet20", _resnet_summary((2.0,) * 4, (1.0, 0.6, 0.3, 0.05)))
     assert v["wider_lower_only_after_alignment"].holds

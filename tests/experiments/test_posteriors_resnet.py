@@ -66,6 +66,16 @@ def test_rn18_cifar100_end_to_end_has_every_table1_column(tiny_profile):
     assert np.all(np.isfinite(bank["stage_3"]["block_1"]["norm_1"]["var"])) and np.all(bank["stem"]["norm"]["var"] > 0)
     layers = pr.layer_view(bank)
     assert "head" in layers and "stem/norm" in layers and set(layers["stem/norm"]) == {"scale", "bias"}
+    # Sec. 5.1's collapse on the same bank, through its registered summary (before 2026-12-03
+    # the artifact lacked the bank's accuracies and the summary raised KeyError); a network at
+    # most twice chance leaves every claim not tested
+    res = registry.run("rn18_collapse_cifar100", tiny_profile, verbose=False)
+    collapse = registry.SUMMARIES["rn18_collapse_cifar100"](res.artifact)
+    assert collapse["pairs"] == 10 and len(collapse["network_accuracy"]) == collapse["networks"] == 5
+    outcomes = claims.evaluate("rn18_collapse_cifar100", collapse)
+    assert [o.claim.name for o in outcomes] == ["ood_more_dispersed", "ood_variance_larger", "no_correlation"]
+    untrained = min(collapse["network_accuracy"]) <= 0.02
+    assert all((o.verdict is claims.Verdict.NOT_TESTED) == untrained for o in outcomes)
 
 
 def test_rn18_missing_data_raises_the_data_modules_error(tmp_path, monkeypatch):

@@ -699,6 +699,40 @@ def test_activations_apply_fn(act):
     np.testing.assert_allclose(f(apply_scaling(s, p, scales), x), f(p, x), **TOL)
 
 
+_POOLS = {
+    "sum": lambda h: jnp.sum(h, axis=1),
+    "max": lambda h: jnp.max(h, axis=1),
+    "cummax": lambda h: jax.lax.cummax(h, axis=1)[:, -1],
+    "prod": lambda h: jnp.prod(h, axis=1),
+    "cumprod": lambda h: jnp.cumprod(h, axis=1)[:, -1],
+    "cumlogsumexp": lambda h: jax.lax.cumlogsumexp(h, axis=1)[:, -1],
+}
+
+
+@pytest.mark.parametrize("pool", sorted(_POOLS))
+def test_pooling_over_positions_keeps_scaling_only_when_degree_one(pool):
+    """Pooling ReLU units over positions: a sum or a max scales with the unit, so the scaling
+    group is derived and leaves the outputs unchanged; a product over k positions scales it
+    by a**k and a log-sum-exp by no power, so the derivation is refused by name."""
+    k = jax.random.split(jax.random.key(3), 2)
+    p = {"d0": {"kernel": jax.random.normal(k[0], (3, 4)), "bias": jnp.zeros(4)},
+         "d1": {"kernel": jax.random.normal(k[1], (4, 2)), "bias": jnp.zeros(2)}}
+    x = jax.random.uniform(jax.random.key(4), (5, 3, 3), minval=0.5, maxval=1.5)
+
+    def f(p, x):
+        h = jax.nn.relu(x @ p["d0"]["kernel"] + p["d0"]["bias"])  # (n, positions, units)
+        return _POOLS[pool](h) @ p["d1"]["kernel"] + p["d1"]["bias"]
+
+    if pool in ("prod", "cumprod", "cumlogsumexp"):
+        with pytest.raises(ValueError, match="not positively homogeneous"):
+            scaling_spec_from_apply(f, p, x)
+        return
+    s = scaling_spec_from_apply(f, p, x)
+    assert scale_groups(s) == {frozenset({("d0/kernel", 1, 1), ("d0/bias", 0, 1), ("d1/kernel", 0, -1)})}
+    scales = {g: np.exp(np.random.default_rng(2).uniform(-1, 1, 4)) for g in s.groups}
+    np.testing.assert_allclose(f(apply_scaling(s, p, scales), x), f(p, x), **TOL)
+
+
 def test_tied_weights():
     """An autoencoder with a tied kernel: the permutation acts on it once (both uses share
     the class); no scaling group, since rescaling it would act on both uses."""

@@ -181,8 +181,18 @@ def exact(effect: float, threshold: Threshold, units: str, detail: str) -> Evide
 def interval_evidence(effect: float, low: float, high: float, threshold: Threshold, units: str,
                       detail: str) -> Evidence:
     """Evidence from an effect and an interval computed by the caller (a permutation test's
-    bound, a bootstrap over networks, ...)."""
-    return Evidence(float(effect), float(low), float(high), threshold, units, detail)
+    bound, a bootstrap over networks, ...).
+
+    An interval of no width (its ends equal up to rounding, relative 1e-12) becomes no
+    interval, as tied units do in :func:`mean_of_units`: bootstrap replicates or jackknife
+    values that all agree estimate the noise as zero, which is no evidence that it is. An
+    exact quantity is :func:`exact`'s.
+    """
+    low, high = float(low), float(high)
+    if math.isfinite(low) and math.isfinite(high) and abs(high - low) <= 1e-12 * max(abs(low), abs(high)):
+        low, high = -math.inf, math.inf
+        detail = (f"{detail}; " if detail else "") + "the resampled values do not vary: no interval"
+    return Evidence(float(effect), low, high, threshold, units, detail)
 
 
 def mean_of_units(values: Sequence[float], threshold: Threshold, units: str, detail: str) -> Evidence:
@@ -220,9 +230,9 @@ def share_of_units(successes: int, trials: int, threshold: Threshold, units: str
 def untrained_limit(lowest: float, classes: int) -> float | None:
     """The accuracy at or below which a ``classes``-way classifier has not learned (the
     registered gate ``gate.untrained_accuracy``, in multiples of chance) when ``lowest`` is at
-    or below it, else None."""
+    or below it (or not a finite number: a gate fails closed), else None."""
     limit = threshold("gate.untrained_accuracy").value / classes
-    return limit if lowest <= limit else None
+    return limit if not math.isfinite(lowest) or lowest <= limit else None
 
 
 def not_tested(threshold: Threshold, reason: str, detail: str = "") -> Evidence:
@@ -372,8 +382,10 @@ _RANK = {Verdict.DIFFERS: 0, Verdict.OPPOSITE_DIRECTION: 1, Verdict.SAME_DIRECTI
 def worst(evidence: Sequence[Evidence]) -> Evidence:
     """The least favourable of several Evidence judged on one threshold.
 
-    A not-tested one comes first; otherwise the worst verdict, and within it the interval
-    end nearest the threshold (for a claim judged as "every part must hold").
+    For a claim judged as "every part must hold": a part that differs comes first (one
+    contradicted part refutes the whole, whatever a part that could not be judged would have
+    shown); then a not-tested one; otherwise the worst verdict, and within it the interval end
+    nearest the threshold.
 
     Args:
         evidence: one or more Evidence on the same threshold.
@@ -381,9 +393,12 @@ def worst(evidence: Sequence[Evidence]) -> Evidence:
     Returns:
         One element of ``evidence``.
     """
-    untested = [e for e in evidence if e.untested is not None]
-    if untested:
-        return untested[0]
+    tested = [e for e in evidence if e.untested is None]
+    differs = [e for e in tested if e.verdict is Verdict.DIFFERS]
+    if differs:
+        return min(differs, key=_order)
+    if len(tested) < len(evidence):
+        return next(e for e in evidence if e.untested is not None)
     return min(evidence, key=_order)
 
 

@@ -52,7 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symlib.experiments.judging.claims import Evidence, claim
+from symlib.experiments.judging.claims import Evidence, claim, not_tested, untrained_limit
 from symlib.experiments.judging.thresholds import threshold
 from symlib.experiments.laurent.collapse import (collapse_pairs, collapse_summary, correlation_evidence,
                                                  ood_more_dispersed, ood_variance_larger)
@@ -688,15 +688,18 @@ def resnet_collapse(profile: Profile, task: str) -> dict[str, Any]:
     of bank networks, ID and OOD (:func:`ood_images`).
 
     Returns:
-        ``pairs`` (bank indices), ``mi_id`` and ``mi_ood`` per pair (nats).
+        ``pairs`` (bank indices), ``mi_id`` and ``mi_ood`` per pair (nats), and
+        ``bank_accuracy`` (every bank network's test accuracy, by bank index), the layout
+        :func:`~symlib.experiments.laurent.collapse.collapse_summary` reads.
     """
     from symlib.core.resnet import resnet18_apply
     from symlib.evaluation import member_probs, pairwise_mutual_information
 
     bank = bank_weights(profile, task)
+    accuracy = run(f"rn18_bank_{task}", profile, verbose=False).artifact["test_accuracy"]
     d = resnet_data(profile, task)
     pairs = collapse_pairs(_size(bank), profile.collapse_pairs)
-    out = {"pairs": pairs}
+    out = {"pairs": pairs, "bank_accuracy": np.asarray(accuracy)}
     for part, x in (("id", d["x_test"]), ("ood", d["x_ood"])):
         out[f"mi_{part}"] = pairwise_mutual_information(member_probs(bank, x, apply_fn=resnet18_apply,
                                                                      batch_size=500), pairs)
@@ -752,23 +755,39 @@ for _task in TASKS:
 # Functional collapse (Sec. 5.1 for CIFAR-100, App. D.2 for TinyImageNet): what the paper says of
 # each task's figure. Of Fig. 8 it says only that the dispersion is lower than on SVHN (no ID/OOD
 # comparison) and that the correlation is significant, positive and very low.
+def collapse_untrained(summary: dict[str, Any], task: str) -> str | None:
+    """Why a ResNet-18 collapse summary cannot test the paper's words (statements about
+    trained networks): a pair's network at most twice chance (``gate.untrained_accuracy``),
+    else None."""
+    acc = np.asarray(summary["network_accuracy"], float)
+    limit = untrained_limit(float(acc.min()), TASKS[task]["classes"])
+    if limit is None:
+        return None
+    return (f"a network of the pairs has not learned: the lowest test accuracy is {acc.min():.3f} (at most "
+            f"{limit:g}, twice chance), and the paper's statements are about trained networks")
+
+
+def _trained_only(check, key: str, task: str):
+    """``check`` behind :func:`collapse_untrained`: not tested whichever way the MI points."""
+    def judged(summary: dict[str, Any]) -> Evidence:
+        why = collapse_untrained(summary, task)
+        return not_tested(threshold(key), why) if why else check(summary)
+    return judged
+
+
 claim("rn18_collapse_cifar100", "ood_more_dispersed", f"Laurent et al. {COLLAPSE_FIGURES['cifar100']}",
       "the pairwise mutual information varies more out of distribution than in distribution ('the variance of "
-      "the out-of-distribution MI is higher'); read as: a larger coefficient of variation")(ood_more_dispersed)
+      "the out-of-distribution MI is higher'); read as: a larger coefficient of variation")(
+    _trained_only(ood_more_dispersed, "functional_collapse.ood_more_dispersed", "cifar100"))
 claim("rn18_collapse_cifar100", "ood_variance_larger", f"Laurent et al. {COLLAPSE_FIGURES['cifar100']}",
       "the variance of the out-of-distribution MI is higher than that of the in-distribution MI, read literally "
-      "(the raw spread)")(ood_variance_larger)
-
-
-@claim("rn18_collapse_cifar100", "no_correlation", f"Laurent et al. {COLLAPSE_FIGURES['cifar100']}",
-       "no significant correlation between the in-distribution and the out-of-distribution MI; read as: Pearson's "
-       "r below 0.1")
-def no_correlation(summary: dict[str, Any]) -> Evidence:
-    return correlation_evidence(summary, threshold("rn18_collapse.no_correlation"))
-
-
-@claim("rn18_collapse_tiny_imagenet", "positive_correlation", f"Laurent et al. {COLLAPSE_FIGURES['tiny_imagenet']}",
-       "the in-distribution and the OOD mutual information are positively correlated, significantly, with a very "
-       "low coefficient")
-def positive_correlation_fig8(summary: dict[str, Any]) -> Evidence:
-    return correlation_evidence(summary, threshold("rn18_collapse.positive_correlation"))
+      "(the raw spread)")(_trained_only(ood_variance_larger, "functional_collapse.ood_variance_larger", "cifar100"))
+claim("rn18_collapse_cifar100", "no_correlation", f"Laurent et al. {COLLAPSE_FIGURES['cifar100']}",
+      "no significant correlation between the in-distribution and the out-of-distribution MI; read as: Pearson's "
+      "r below 0.1")(_trained_only(lambda s: correlation_evidence(s, threshold("rn18_collapse.no_correlation")),
+                                   "rn18_collapse.no_correlation", "cifar100"))
+claim("rn18_collapse_tiny_imagenet", "positive_correlation", f"Laurent et al. {COLLAPSE_FIGURES['tiny_imagenet']}",
+      "the in-distribution and the OOD mutual information are positively correlated, significantly, with a very "
+      "low coefficient")(_trained_only(
+          lambda s: correlation_evidence(s, threshold("rn18_collapse.positive_correlation")),
+          "rn18_collapse.positive_correlation", "tiny_imagenet"))

@@ -3,6 +3,7 @@ the independent units, threshold from :mod:`symlib.experiments.judging.threshold
 registered differences of our runs."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,7 +29,7 @@ def _with(ev: Evidence, units: str, detail: str) -> Evidence:
     """``ev`` with its units and detail replaced."""
     if ev.untested is not None:
         return ev
-    return Evidence(ev.effect, ev.low, ev.high, ev.threshold, units, detail)
+    return dataclasses.replace(ev, units=units, detail=detail)  # keeps one_run
 
 
 def _n_text(n: int, unit: str) -> str:
@@ -258,7 +259,11 @@ def mlp_setup_gate(summary: Mapping[str, Any]) -> list[str]:
         return ["the summary does not record the network's hidden width and training images, so whether the run "
                 "is at the paper's setup is unknown"]
     t = threshold("gate.xiao_mlp_setup")
-    share = min(summary[k] / v for k, v in TABLE1_SETUP.items())
+    shares = [float(summary[k]) / v for k, v in TABLE1_SETUP.items()]
+    if not all(np.isfinite(shares)):  # a gate fails closed: min() with a NaN depends on the order
+        return [f"the summary's hidden width ({summary['hidden']}) or training images ({summary['n_train']}) is not "
+                "a finite number, so whether the run is at the paper's setup is unknown"]
+    share = min(shares)
     if not t.opposite(share):
         return []
     return [f"a miniature of Table 1's setup: {int(summary['hidden'])} hidden units (the paper's "

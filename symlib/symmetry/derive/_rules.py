@@ -270,6 +270,10 @@ def _merge_factors(g: Graph, parts, group: list, big: list, whole, axis: int) ->
     g.stop(whole, axis, FLATTEN)
 
 
+#: reductions along an axis that are not positively homogeneous of degree one (scale mode breaks at them)
+NOT_DEGREE_ONE = {"reduce_prod", "cumprod", "cumlogsumexp"}
+
+
 def _structural(g: Graph, eqn, name: str) -> bool:
     """Shape operations shared by both modes; False if ``name`` is not one of them."""
     p = eqn.params
@@ -323,6 +327,12 @@ def _structural(g: Graph, eqn, name: str) -> bool:
         x = ins[0]
         for o, i in enumerate(p["permutation"]):
             g.link(x, i, out, o)
+        return True
+    if g.mode == "scale" and name in NOT_DEGREE_ONE:
+        # a product over k positions scales a unit by a**k, a log-sum-exp not by any power:
+        # rescaling the units that feed it changes the function, as a non-homogeneous activation does
+        _record_activation(g, ins[:1], out, name)
+        _break(g, eqn, name)
         return True
     if name in REDUCE:
         x = ins[0]
