@@ -448,7 +448,9 @@ for ds in experiments.ALIGN_DATASETS:
 # stream of each stage is one permutation shared by every layer that writes to it) and the
 # same marginalised curves. Both claims are registered on it: alignment lowers the barrier,
 # and wider is lower only after alignment (read as: the aligned barrier's slope against
-# $\log_2$ width is negative, and more negative than the naive one's). The paper profile
+# $\log_2$ width is negative and more negative than the naive one's, and the naive barrier
+# falls by less than a registered margin per doubling: a naive trend that is merely not
+# significant is no evidence that there is none). The paper profile
 # runs it on CIFAR-10 at the paper's batch {paper}`500` with {paper}`128` test samples; the
 # widths and the number of epochs are our choice (the text we have gives neither for
 # ResNet20; `symlib.experiments.profiles` has them). It needs the CIFAR-10 archive and a GPU:
